@@ -1,0 +1,78 @@
+"""Run one benchmark, or all of them: `python -m benchmarks NAME|all [--quick] [--json]`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import Figure
+
+
+def _available() -> list[str]:
+    here = Path(__file__).parent
+    return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if not m.name.startswith("_"))
+
+
+def _progress(message: str) -> None:
+    print(f"  … {message}", file=sys.stderr, flush=True)
+
+
+def _run_one(name: str, *, quick: bool) -> list[Figure]:
+    module = importlib.import_module(f"benchmarks.{name}")
+    figures: list[Figure] = module.run(quick=quick, progress=_progress)
+    return figures
+
+
+def _as_json(name: str, quick: bool, figures: list[Figure]) -> dict[str, object]:
+    out: list[dict[str, object]] = []
+    for f in figures:
+        item: dict[str, object] = {"name": f.name, "value": f.value, "unit": f.unit}
+        if f.ratio_vs is not None:
+            item["ratio_vs"] = {"figure": f.ratio_vs.figure, "ratio": f.ratio_vs.ratio}
+        if f.note:
+            item["note"] = f.note
+        out.append(item)
+    return {"benchmark": name, "quick": quick, "figures": out}
+
+
+def _print_table(name: str, figures: list[Figure], seconds: float) -> None:
+    print(f"\n{name} ({seconds:.1f} s)")
+    width = max((len(f.name) for f in figures), default=10)
+    for f in figures:
+        line = f"  {f.name:<{width}}  {f.value:>14,.3f} {f.unit}"
+        if f.ratio_vs is not None:
+            line += f"   ({f.ratio_vs.ratio:.3g}x {f.ratio_vs.figure})"
+        if f.note:
+            line += f"   {f.note}"
+        print(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = _available()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("name", choices=[*names, "all"])
+    parser.add_argument("--quick", action="store_true", help="small sizes; finishes in under a minute")
+    parser.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    args = parser.parse_args(argv)
+    selected = names if args.name == "all" else [args.name]
+    results = []
+    for name in selected:
+        started = time.perf_counter()
+        figures = _run_one(name, quick=args.quick)
+        elapsed = time.perf_counter() - started
+        if args.json:
+            results.append(_as_json(name, args.quick, figures))
+        else:
+            _print_table(name, figures, elapsed)
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

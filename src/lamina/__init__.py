@@ -1,0 +1,1 @@
+"""Lamina: a context engine for LLM agents."""

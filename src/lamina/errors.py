@@ -1,0 +1,74 @@
+"""The Lamina error tree.
+
+```
+LaminaError
+├── UsageError                      the caller's mistake (bad argument, unknown name)
+│   └── UnknownPresetError
+└── LaminaRuntimeError              something outside the caller's control went wrong
+    ├── SessionError
+    │   ├── SessionNotFoundError    no such session in the store
+    │   ├── SessionLockedError      another writer holds the session
+    │   └── SessionCorruptError     a log or metadata file that cannot be used
+    └── ProviderError               a model provider refused or failed a request
+```
+
+Every error carries typed fields and a message that names the file, field or holder involved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LaminaError(Exception):
+    """Base class of every error Lamina raises on purpose."""
+
+
+class UsageError(LaminaError):
+    """The caller asked for something that cannot be done as asked."""
+
+
+class UnknownPresetError(UsageError):
+    """A system prompt preset name that Lamina does not know."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(f"unknown system prompt preset {name!r}; known presets: {', '.join(known)}")
+
+
+class LaminaRuntimeError(LaminaError):
+    """A failure outside the caller's control (disk, provider, another process)."""
+
+
+class SessionError(LaminaRuntimeError):
+    """A session could not be created, opened, read or written."""
+
+
+class SessionNotFoundError(SessionError):
+    """No session with this id exists in the store."""
+
+    def __init__(self, session_id: str, root: Path) -> None:
+        self.session_id = session_id
+        self.root = root
+        super().__init__(f"no session {session_id!r} in store {root}")
+
+
+class SessionLockedError(SessionError):
+    """Another writer (this process or another) holds the session's write lock."""
+
+    def __init__(self, path: Path, holder: str) -> None:
+        self.path = path
+        self.holder = holder
+        super().__init__(f"session {path} is already open for writing by {holder}")
+
+
+class SessionCorruptError(SessionError):
+    """A session file cannot be used as it is; `line` is 1-based when known."""
+
+    def __init__(self, path: Path, reason: str, *, line: int | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.line = line
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {reason}")

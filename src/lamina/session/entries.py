@@ -1,0 +1,218 @@
+"""Session log entries: a versioned, tagged union with one codec (pure).
+
+Every line of a session log is one entry encoded as a JSON object. Each entry carries `id`,
+`parent_id` (so a session is a tree), `ts` (seconds since the epoch, UTC), the format version `v`
+and its `type` tag. An entry whose `type` this version does not know (written by a newer Lamina)
+decodes to `UnknownEntry`: it keeps its raw bytes, stays in the tree and is skipped by the
+provider view, so reading a newer log never crashes and forking it never drops data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+
+#: The entry format version this code writes.
+ENTRY_FORMAT_VERSION: Final = 1
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token usage a provider reported for one model call."""
+
+    input: int = 0
+    """Uncached input tokens."""
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+class Ledger(msgspec.Struct, frozen=True, kw_only=True):
+    """Facts that travel from one compaction to the next, kept verbatim."""
+
+    files_read: tuple[str, ...] = ()
+    files_modified: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    """User sentences that state a rule, preference or prohibition, verbatim."""
+    open_tasks: tuple[str, ...] = ()
+
+
+class _EntryBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    # `id`, `parent_id` and `ts` are stamped by the session when the entry is appended.
+    id: str = ""
+    parent_id: str | None = None
+    ts: float = 0.0
+    v: int = ENTRY_FORMAT_VERSION
+
+
+class UserMessage(_EntryBase, frozen=True, kw_only=True, tag="user"):
+    """A message the user typed (attachments are references, never inline bytes)."""
+
+    text: str
+    attachments: tuple[str, ...] = ()
+
+
+class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
+    """The text of one model response; its tool calls follow as `ToolCall` entries."""
+
+    text: str
+    model: str = ""
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    turn_id: str | None = None
+
+
+class ToolCall(_EntryBase, frozen=True, kw_only=True, tag="tool_call"):
+    """One tool call requested by the model (parallel calls are consecutive entries)."""
+
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
+    """The result returned to the model for the tool call `call_id`."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    full_output_path: str | None = None
+    """Where the full output was written when the model received only a preview."""
+
+
+class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"):
+    """A compaction: the provider view restarts here with `summary` plus the kept entries."""
+
+    summary: str
+    first_kept_id: str | None
+    """The oldest entry kept verbatim; `None` when nothing before the boundary is kept."""
+    tokens_before: int
+    tokens_after: int
+    trigger: Literal["manual", "threshold", "overflow"]
+    focus: str | None = None
+    ledger: Ledger = Ledger()
+
+
+class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
+    """A summary of the path abandoned when the session branched away from `from_id`."""
+
+    summary: str
+    from_id: str
+
+
+class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
+    """A change of session state: permission mode, model, active sources or a stable input."""
+
+    key: Literal["mode", "model", "sources", "stable"]
+    value: str
+    previous: str | None = None
+    detail: str = ""
+    """What changed, in words (for a stable input: which file or setting)."""
+
+
+class OutboxRecord(_EntryBase, frozen=True, kw_only=True, tag="outbox"):
+    """A one-shot part queued for the model, or the record that it was delivered."""
+
+    part_id: str
+    status: Literal["queued", "delivered"]
+    kind: str = ""
+    text: str = ""
+    turn_id: str | None = None
+
+
+class PlanState(_EntryBase, frozen=True, kw_only=True, tag="plan_state"):
+    """One transition of a plan's approval state machine."""
+
+    plan_id: str
+    state: Literal["submitted", "awaiting_compaction", "ready", "dispatched", "done", "failed"]
+    plan_path: str
+    draft_input: str | None = None
+    detail: str = ""
+
+
+class Label(_EntryBase, frozen=True, kw_only=True, tag="label"):
+    """A user label on another entry (`None` clears it)."""
+
+    target_id: str
+    label: str | None
+
+
+class Custom(_EntryBase, frozen=True, kw_only=True, tag="custom"):
+    """An application-defined entry; Lamina stores it and never interprets it."""
+
+    name: str
+    data: Any = None
+
+
+class UnknownEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """An entry of a type this version does not know; kept byte for byte, skipped by views."""
+
+    id: str
+    parent_id: str | None
+    ts: float
+    type: str
+    raw: bytes
+
+
+Entry: TypeAlias = (
+    UserMessage
+    | AssistantMessage
+    | ToolCall
+    | ToolResult
+    | CompactionBoundary
+    | BranchSummary
+    | StateChange
+    | OutboxRecord
+    | PlanState
+    | Label
+    | Custom
+)
+"""Every entry type this version writes."""
+
+LogEntry: TypeAlias = Entry | UnknownEntry
+"""Anything a log line can decode to."""
+
+#: Entry types whose append is made durable at once, not at the next turn boundary.
+CRITICAL_ENTRY_TYPES: Final = (OutboxRecord, PlanState, CompactionBoundary)
+
+
+class EntryDecodeError(ValueError):
+    """A log line that is not a valid entry."""
+
+
+class _Header(msgspec.Struct, frozen=True):
+    id: str
+    type: str
+    parent_id: str | None = None
+    ts: float = 0.0
+
+
+_encoder: Final = msgspec.json.Encoder()
+_decoder: Final = msgspec.json.Decoder(Entry)
+_header_decoder: Final = msgspec.json.Decoder(_Header)
+_KNOWN_TYPES: Final = frozenset(
+    msgspec.inspect.type_info(t).tag for t in Entry.__args__  # type: ignore[attr-defined]
+)
+
+
+def encode_entry(entry: LogEntry) -> bytes:
+    """Encode an entry as one JSON line, without the trailing newline."""
+    if isinstance(entry, UnknownEntry):
+        return entry.raw
+    return _encoder.encode(entry)
+
+
+def decode_entry(line: bytes) -> LogEntry:
+    """Decode one log line; raises `EntryDecodeError` saying what is wrong with it."""
+    try:
+        return _decoder.decode(line)
+    except msgspec.DecodeError as exc:
+        first_error = exc
+    try:
+        header = _header_decoder.decode(line)
+    except msgspec.DecodeError:
+        raise EntryDecodeError(str(first_error)) from None
+    if header.type in _KNOWN_TYPES:
+        raise EntryDecodeError(str(first_error))
+    return UnknownEntry(id=header.id, parent_id=header.parent_id, ts=header.ts, type=header.type, raw=bytes(line))
