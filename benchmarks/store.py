@@ -1,0 +1,418 @@
+"""The session store: append throughput, flat resume, full-load speed, and the Agents SDK peer.
+
+Figures:
+
+- `append_per_s_group_commit` / `append_per_s_fsync_each`: entries appended per second through
+  `JsonlSession.append`, with a turn boundary (`flush`) every 10 entries; the second one also
+  fsyncs every append (`durable=True`).
+- `resume_ms_10k` / `resume_ms_100k` / `resume_ms_1m`: `store.open(id)` + `view()` + `close()` of a
+  session whose latest compaction boundary sits 200 entries from the end. Resume reads only from
+  the boundary's first kept entry, so the three should be flat (within 2x of each other).
+- `full_load_mb_per_s`: `open` + `entries()` (the whole log) of a big session, in MB of log per second.
+- `peer_sqlite_session_reload_ms_100k` / `peer_sqlite_session_add_items_per_s`: the OpenAI Agents
+  SDK's file-backed `SQLiteSession` holding the same 100k items as Responses input item dicts,
+  reloaded by a fresh session with `get_items()` (what the SDK does to resume), and filled with
+  `add_items` one turn (10 items) per call.
+
+The big logs are written directly (encoded entries plus `meta.json`) rather than through `append`,
+which would take minutes for a million entries; the benchmark checks that a resume loads only the
+tail and that the provider view starts at the boundary. Every file is in a fresh temporary folder
+and the OS page cache is warm (the files were just written), so resume and reload times are
+warm-cache times for both sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from benchmarks import Figure, ratio
+from lamina.session.entries import (
+    AssistantMessage,
+    CompactionBoundary,
+    LogEntry,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    encode_entry,
+)
+from lamina.session.store import LOG_NAME, JsonlSession, LocalSessionStore, SessionMeta, write_meta
+
+TURN: int = 10
+"""Entries per turn: a user message, then three rounds of assistant / tool call / tool result."""
+TAIL: int = 200
+"""The latest compaction boundary sits this many entries from the end of a big log."""
+KEPT_BEFORE: int = 20
+"""Entries before the boundary that it keeps verbatim (its `first_kept_id` is the first of them)."""
+MAX_TAIL_LOAD: int = 1_000
+"""A resume that loads more entries than this is not reading from the boundary."""
+_T0: float = 1_750_000_000.0
+
+_WORDS = (
+    "the session store keeps an append only log of entries so that a resume reads from the latest "
+    "compaction boundary and never from the start while the provider view holds the summary and the "
+    "kept entries the model needs to continue the task without losing the user's constraints"
+).split()
+
+
+def _text(seed: int, length: int) -> str:
+    """Deterministic prose of about `length` characters."""
+    out: list[str] = []
+    size = 0
+    i = seed
+    while size < length:
+        word = _WORDS[(i * 7 + seed) % len(_WORDS)]
+        out.append(word)
+        size += len(word) + 1
+        i += 1
+    return " ".join(out)
+
+
+_POOL = 64
+_USER_TEXTS = [_text(s, 160) for s in range(_POOL)]
+_ASSISTANT_TEXTS = [_text(s + 100, 260) for s in range(_POOL)]
+_RESULT_TEXTS = [_text(s + 200, 420) for s in range(_POOL)]
+_TOOLS = ("read_file", "bash", "grep", "edit_file")
+
+
+def _make_entry(i: int) -> LogEntry:
+    """The `i`-th entry of a realistic session, unstamped (id, parent and ts left empty)."""
+    k = i % TURN
+    p = (i // TURN) % _POOL
+    if k == 0:
+        return UserMessage(text=_USER_TEXTS[p])
+    round_, kind = divmod(k - 1, 3)
+    call_id = f"call_{i // TURN:08d}_{round_}"
+    tool = _TOOLS[(p + round_) % len(_TOOLS)]
+    if kind == 0:
+        return AssistantMessage(
+            text=_ASSISTANT_TEXTS[(p + round_) % _POOL],
+            model="example-model-1",
+            usage=Usage(input=1_200 + p, output=180 + round_ * 40, cache_read=24_000 + i % 9_000, cache_write=900),
+            stop_reason="tool_use",
+            turn_id=f"turn_{i // TURN:08d}",
+        )
+    if kind == 1:
+        return ToolCall(
+            call_id=call_id,
+            name=tool,
+            input={"path": f"src/pkg/module_{p:02d}.py", "command": f"sed -n {p},{p + 80}p", "timeout_s": 30},
+        )
+    return ToolResult(call_id=call_id, name=tool, content=_RESULT_TEXTS[(p + round_) % _POOL])
+
+
+def _entry_id(i: int) -> str:
+    return f"{i:016x}"
+
+
+def _peer_item(entry: LogEntry) -> dict[str, Any]:
+    """The same entry as a Responses-style input item, as the Agents SDK stores it."""
+    if isinstance(entry, UserMessage):
+        return {"role": "user", "content": entry.text}
+    if isinstance(entry, AssistantMessage):
+        return {"role": "assistant", "content": entry.text}
+    if isinstance(entry, ToolCall):
+        return {
+            "type": "function_call",
+            "call_id": entry.call_id,
+            "name": entry.name,
+            "arguments": json.dumps(entry.input),
+        }
+    assert isinstance(entry, ToolResult)
+    return {"type": "function_call_output", "call_id": entry.call_id, "output": entry.content}
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1_000.0
+
+
+# -- append -----------------------------------------------------------------------------------
+
+
+def _append_rate(root: Path, count: int, *, durable: bool, runs: int) -> float:
+    """Median entries per second over `runs` fresh sessions of `count` appends each."""
+    store = LocalSessionStore(root)
+    entries = [_make_entry(i) for i in range(count)]
+    rates: list[float] = []
+    for _ in range(runs):
+        session = store.create(cwd="/project")
+        started = time.perf_counter()
+        for i, entry in enumerate(entries, 1):
+            session.append(entry, durable=durable)
+            if i % TURN == 0:
+                session.flush()
+        session.flush()
+        elapsed = time.perf_counter() - started
+        session.close()
+        rates.append(count / elapsed)
+    return statistics.median(rates)
+
+
+# -- big logs ---------------------------------------------------------------------------------
+
+
+def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]) -> tuple[str, int]:
+    """A session of `n` entries whose latest boundary is `TAIL` entries from the end.
+
+    The log is written directly and `meta.json` is written to match it, exactly as a session that
+    appended these entries and flushed would have left it. Returns the session id and log size.
+    """
+    created = store.create(cwd="/project", title="benchmark session")
+    session_id = created.id
+    folder = created.folder
+    created.close()
+    boundary_at = n - TAIL
+    first_kept = boundary_at - KEPT_BEFORE
+    resume_offset = 0
+    offset = 0
+    step = max(n // 5, 100_000)
+    with open(folder / LOG_NAME, "wb", buffering=1 << 20) as out:
+        for i in range(n):
+            parent = _entry_id(i - 1) if i else None
+            stamp = {"id": _entry_id(i), "parent_id": parent, "ts": _T0 + i * 0.5}
+            entry: LogEntry
+            if i == boundary_at:
+                entry = CompactionBoundary(
+                    summary=_text(i, 1_500),
+                    first_kept_id=_entry_id(first_kept),
+                    tokens_before=180_000,
+                    tokens_after=22_000,
+                    trigger="threshold",
+                    **stamp,
+                )
+            else:
+                entry = msgspec.structs.replace(_make_entry(i), **stamp)
+            if i == first_kept:
+                resume_offset = offset
+            line = encode_entry(entry) + b"\n"
+            out.write(line)
+            offset += len(line)
+            if (i + 1) % step == 0 and i + 1 < n:
+                progress(f"writing a {n:,}-entry log: {i + 1:,} entries, {offset / 1e6:,.0f} MB")
+    now = _T0 + n * 0.5
+    meta = SessionMeta(
+        id=session_id,
+        created_at=_T0,
+        updated_at=now,
+        cwd="/project",
+        title="benchmark session",
+        leaf_id=_entry_id(n - 1),
+        leaf_offset=offset,
+        resume_offset=resume_offset,
+        log_size=offset,
+        entry_count=n,
+    )
+    write_meta(folder, meta)
+    return session_id, offset
+
+
+def _check_resume(session: JsonlSession, n: int) -> str:
+    """Empty when the resume read only the tail and the view starts at the boundary, else why not."""
+    problems: list[str] = []
+    loaded = session.loaded_count()
+    if loaded > MAX_TAIL_LOAD:
+        problems.append(f"resume loaded {loaded:,} of {n:,} entries (expected about {TAIL + KEPT_BEFORE})")
+    view = session.view()
+    if view.boundary is None or view.boundary.id != _entry_id(n - TAIL):
+        problems.append("the provider view does not start at the latest compaction boundary")
+    elif len(view.entries) != KEPT_BEFORE + TAIL - 1:
+        problems.append(f"the view holds {len(view.entries)} entries, expected {KEPT_BEFORE + TAIL - 1}")
+    if not session.report.clean:
+        problems.append("; ".join(session.report.messages()))
+    return "; ".join(problems)
+
+
+def _resume_ms(store: LocalSessionStore, session_id: str, n: int, runs: int) -> tuple[float, str]:
+    """Median milliseconds of open + view + close, and any problem the check found."""
+    session = store.open(session_id)
+    problem = _check_resume(session, n)
+    session.close()
+    samples: list[float] = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        session = store.open(session_id)
+        session.view()
+        session.close()
+        samples.append(time.perf_counter() - started)
+    return _median_ms(samples), problem
+
+
+def _full_load_mb_per_s(store: LocalSessionStore, session_id: str, n: int, size: int, runs: int) -> float:
+    rates: list[float] = []
+    for _ in range(runs):
+        gc.collect()
+        started = time.perf_counter()
+        session = store.open(session_id)
+        loaded = len(session.entries())
+        session.close()
+        elapsed = time.perf_counter() - started
+        if loaded != n:
+            raise RuntimeError(f"full load returned {loaded:,} entries, the log holds {n:,}")
+        rates.append(size / 1e6 / elapsed)
+        del session
+    return statistics.median(rates)
+
+
+# -- peer: the Agents SDK's SQLiteSession -----------------------------------------------------
+
+
+def _batches(items: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+async def _peer(
+    sqlite_session: Any, folder: Path, n: int, add_count: int, runs: int, progress: Callable[[str], None]
+) -> tuple[float, float]:
+    """(add_items per second one turn per call, median reload ms of all `n` items)."""
+    items = [_peer_item(_make_entry(i)) for i in range(n)]
+    db = folder / "agents.db"
+    session = sqlite_session("bench", db_path=db)
+    started = time.perf_counter()
+    for batch in _batches(items[:add_count], TURN):
+        await session.add_items(batch)
+    add_rate = add_count / (time.perf_counter() - started)
+    progress(f"filling the SQLiteSession with {n:,} items")
+    for batch in _batches(items[add_count:], 1_000):
+        await session.add_items(batch)
+    session.close()
+    samples: list[float] = []
+    for _ in range(runs):
+        gc.collect()
+        started = time.perf_counter()
+        fresh = sqlite_session("bench", db_path=db)
+        loaded = await fresh.get_items()
+        fresh.close()
+        samples.append(time.perf_counter() - started)
+        if len(loaded) != n:
+            raise RuntimeError(f"SQLiteSession reloaded {len(loaded):,} items, it holds {n:,}")
+        del loaded
+    return add_rate, _median_ms(samples)
+
+
+# -- run --------------------------------------------------------------------------------------
+
+
+def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
+    group_count, fsync_count, append_runs = (3_000, 500, 3) if quick else (20_000, 3_000, 5)
+    resume_runs = 5 if quick else 15
+    load_runs, reload_runs = (3, 3) if quick else (5, 5)
+    sizes = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+    full_load_key = "100k" if quick else "1m"
+    figures: list[Figure] = []
+
+    with tempfile.TemporaryDirectory(prefix="lamina-bench-store-") as tmp:
+        root = Path(tmp)
+        store = LocalSessionStore(root / "sessions")
+
+        progress(f"appending {group_count:,} entries, flush every {TURN} (x{append_runs})")
+        group = _append_rate(root / "append-group", group_count, durable=False, runs=append_runs)
+        progress(f"appending {fsync_count:,} entries, fsync on each (x{append_runs})")
+        each = _append_rate(root / "append-fsync", fsync_count, durable=True, runs=append_runs)
+
+        resume: dict[str, float] = {}
+        problems: dict[str, str] = {}
+        built: dict[str, tuple[str, int]] = {}
+        for key, n in sizes.items():
+            progress(f"writing a {n:,}-entry log")
+            built[key] = _build_log(store, n, progress)
+            progress(f"resuming the {n:,}-entry session (x{resume_runs})")
+            resume[key], problems[key] = _resume_ms(store, built[key][0], n, resume_runs)
+            if problems[key]:
+                progress(f"WARNING resume of {n:,} entries: {problems[key]}")
+
+        progress(f"full load of the {sizes[full_load_key]:,}-entry log (x{load_runs})")
+        full_id, full_size = built[full_load_key]
+        full_load = _full_load_mb_per_s(store, full_id, sizes[full_load_key], full_size, load_runs)
+
+        peer: tuple[float, float] | None = None
+        peer_note = ""
+        try:
+            from agents import SQLiteSession
+        except Exception as exc:  # the peer is optional: report and go on
+            peer_note = f"peer skipped: cannot import agents.SQLiteSession ({type(exc).__name__}: {exc})"
+            progress(peer_note)
+        else:
+            progress(f"peer: SQLiteSession add_items x{group_count // TURN:,}, then reload of 100k (x{reload_runs})")
+            peer_folder = root / "peer"
+            peer_folder.mkdir()
+            peer = asyncio.run(_peer(SQLiteSession, peer_folder, sizes["100k"], group_count, reload_runs, progress))
+
+    spread = max(resume.values()) / min(resume.values())
+    flat_note = f"max/min over 10k..1m = {spread:.2f}x"
+    if spread > 2.0:
+        flat_note += " — NOT FLAT (more than 2x apart)"
+        progress(f"WARNING resume times are not within 2x: {resume}")
+    warm = "warm page cache"
+    group_ratio = ratio(group, peer[0], "peer_sqlite_session_add_items_per_s") if peer else None
+    figures.append(
+        Figure(
+            "append_per_s_group_commit",
+            group,
+            "entries/s",
+            ratio_vs=group_ratio,
+            note=f"median of {append_runs} x {group_count:,} appends, flush every {TURN}" + _extra(peer_note),
+        )
+    )
+    figures.append(
+        Figure(
+            "append_per_s_fsync_each",
+            each,
+            "entries/s",
+            note=f"median of {append_runs} x {fsync_count:,} appends, durable=True",
+        )
+    )
+    labels = {"10k": "10k", "100k": "100k", "1m": "1M"}
+    for key, n in sizes.items():
+        size_mb = built[key][1] / 1e6
+        parts = [f"{labels[key]} entries, {size_mb:,.0f} MB log, boundary {TAIL} from the end"]
+        parts.append(f"median of {resume_runs}, {warm}")
+        if key == "1m":
+            parts.append(flat_note)
+        if problems[key]:
+            parts.append(f"WARNING: {problems[key]}")
+        ratio_vs = None
+        if key == "100k" and peer:
+            ratio_vs = ratio(resume[key], peer[1], "peer_sqlite_session_reload_ms_100k")
+        figures.append(Figure(f"resume_ms_{key}", resume[key], "ms", ratio_vs=ratio_vs, note="; ".join(parts)))
+    figures.append(
+        Figure(
+            "full_load_mb_per_s",
+            full_load,
+            "MB/s",
+            note=f"open + entries() of the {labels[full_load_key]}-entry log "
+            f"({built[full_load_key][1] / 1e6:,.0f} MB), median of {load_runs}, {warm}",
+        )
+    )
+    if peer:
+        figures.append(
+            Figure(
+                "peer_sqlite_session_add_items_per_s",
+                peer[0],
+                "items/s",
+                note=f"agents.SQLiteSession, file db, add_items of {TURN} items per call, {group_count:,} items",
+            )
+        )
+        figures.append(
+            Figure(
+                "peer_sqlite_session_reload_ms_100k",
+                peer[1],
+                "ms",
+                note=f"fresh SQLiteSession + get_items() of all 100k items, median of {reload_runs}, {warm}",
+            )
+        )
+    return figures
+
+
+def _extra(note: str) -> str:
+    return f"; {note}" if note else ""

@@ -1,0 +1,103 @@
+"""`lamina sessions …`: list and show sessions of the store."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from lamina.cli._console import abort, out, print_json, warn
+from lamina.errors import LaminaError
+from lamina.session.entries import (
+    AssistantMessage,
+    CompactionBoundary,
+    LogEntry,
+    StateChange,
+    ToolCall,
+    ToolResult,
+    UnknownEntry,
+    UserMessage,
+)
+from lamina.session.store import LocalSessionStore
+
+app = typer.Typer(help="List, show and manage stored sessions.", no_args_is_help=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
+
+
+def _store(ctx: typer.Context) -> LocalSessionStore:
+    root: Path | None = (ctx.find_root().obj or {}).get("store")
+    return LocalSessionStore(root)
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+@app.command("list")
+def list_sessions(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List sessions, newest first (reads metadata only)."""
+    rows = _store(ctx).list()
+    if as_json:
+        print_json({"sessions": rows})
+        return
+    if not rows:
+        out.print("no sessions")
+        return
+    table = Table("id", "updated", "entries", "title", box=None)
+    for r in rows:
+        title = f"[red]{r.problem}[/red]" if r.problem else r.title
+        table.add_row(r.id, _when(r.updated_at), str(r.entry_count), title)
+    out.print(table)
+
+
+def _describe(entry: LogEntry) -> str:
+    match entry:
+        case UserMessage(text=text):
+            return f"user: {text}"
+        case AssistantMessage(text=text, usage=None):
+            return f"assistant: {text}"
+        case AssistantMessage(text=text, usage=u) if u is not None:
+            return f"assistant: {text}  [dim](in {u.input}, out {u.output}, cache read {u.cache_read})[/dim]"
+        case ToolCall(name=name, input=args):
+            return f"tool call {name} {args}"
+        case ToolResult(name=name, content=content, is_error=is_error):
+            return f"tool result {name}{' (error)' if is_error else ''}: {content[:200]}"
+        case CompactionBoundary(summary=summary, trigger=trigger):
+            return f"compaction ({trigger}): {summary[:200]}"
+        case StateChange(key=key, value=value):
+            return f"state {key} = {value}"
+        case UnknownEntry(type=kind):
+            return f"unknown entry type {kind!r} (kept, skipped)"
+        case _:
+            return type(entry).__name__
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
+    full: Annotated[bool, typer.Option("--full", help="Every entry of the log, not only the leaf's path.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a session: its metadata and the path to its leaf (or the whole log with --full)."""
+    try:
+        with _store(ctx).open(session_id, writable=False) as session:
+            entries = session.entries() if full else session.path()
+            meta, report, leaf = session.meta, session.report, session.leaf_id
+    except LaminaError as exc:
+        abort(str(exc))
+    if as_json:
+        print_json({"meta": meta, "leaf_id": leaf, "problems": report.messages(), "entries": entries})
+        return
+    for problem in report.messages():
+        warn(problem)
+    out.print(f"[bold]{meta.id}[/bold]  {meta.title}")
+    out.print(f"cwd {meta.cwd or '-'}  created {_when(meta.created_at)}  entries {len(entries)}  leaf {leaf}")
+    if meta.forked_from:
+        out.print(f"forked from {meta.forked_from.session_id} at {meta.forked_from.entry_id}")
+    for entry in entries:
+        out.print(f"[dim]{entry.id}[/dim] {_describe(entry)}", highlight=False)

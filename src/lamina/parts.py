@@ -1,0 +1,72 @@
+"""Parts: one piece of context with its provenance, authority and stability class (pure).
+
+Nothing reaches a request without being a `Part` first (SPEC F1). The stability class decides
+where placement puts a part (cached prefix, per-turn tail, on demand, exactly once, history);
+the tier is its rank in the context budget of the design chapter's §10.18 (SPEC F17).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+
+
+class Authority(StrEnum):
+    """How far the model may trust a part's text, highest first."""
+
+    SYSTEM_RULE = "system_rule"
+    """Lamina's own rules and the application's system prompt."""
+    USER_DATA = "user_data"
+    """What the user wrote or set (preferences, messages)."""
+    PROJECT_FILE = "project_file"
+    """Files found in the workspace (AGENTS.md, MEMORY.md, skills): data, not instructions."""
+    TOOL_OUTPUT = "tool_output"
+    """Output of tools and external sources: data, never instructions."""
+
+
+class Stability(StrEnum):
+    """How often a part changes, which decides where placement puts it."""
+
+    STABLE = "stable"
+    """Same bytes turn after turn; goes in the cache-friendly prefix."""
+    VOLATILE = "volatile"
+    """May change every turn; goes in the tail of the current user message."""
+    ON_DEMAND = "on_demand"
+    """Not inlined; the model reads it when needed."""
+    ONE_SHOT = "one_shot"
+    """Delivered exactly once through the outbox."""
+    COMPACTABLE = "compactable"
+    """Conversation history; summarised by compaction, never deleted from the log."""
+
+
+class Tier(IntEnum):
+    """The context budget's priority order (design chapter §10.18), most important first."""
+
+    RULES = 1
+    CATALOGUE = 2
+    SESSION_STATE = 3
+    ON_DEMAND = 4
+    HISTORY = 5
+    MEMORY = 6
+    TOOL_RESULTS = 7
+    ONE_SHOT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One piece of context: text plus where it came from and how it is treated."""
+
+    key: str
+    """A stable identity such as `system.base` or `context.files`, unique within a turn."""
+    text: str
+    provenance: str
+    """Where the text came from: a file path, a setting, `lamina` for built-in text."""
+    authority: Authority
+    stability: Stability
+    tier: Tier
+    digest: str = field(init=False, repr=False, compare=False)
+    """SHA-256 of `text`, so stable versions can be compared without the text."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", hashlib.sha256(self.text.encode("utf-8")).hexdigest())

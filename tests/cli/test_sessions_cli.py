@@ -1,0 +1,63 @@
+"""`lamina sessions list|show` through the real Typer app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from lamina.cli import app
+from lamina.session.entries import UserMessage
+from lamina.session.store import META_NAME, LocalSessionStore
+from tests.session.factories import exchange
+
+runner = CliRunner()
+
+
+def _make(tmp_path: Path) -> tuple[LocalSessionStore, str]:
+    store = LocalSessionStore(tmp_path)
+    with store.create(cwd="/proj") as session:
+        for e in exchange(1):
+            session.append(e)
+    return store, session.id
+
+
+def test_list_json_reads_metadata(tmp_path: Path) -> None:
+    _, session_id = _make(tmp_path)
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["sessions"]
+    assert [(r["id"], r["entry_count"], r["cwd"]) for r in rows] == [(session_id, 5, "/proj")]
+
+
+def test_list_human_and_empty(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["--store", str(tmp_path / "none"), "sessions", "list"])
+    assert result.exit_code == 0 and result.stdout.strip() == "no sessions"
+    _, session_id = _make(tmp_path)
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "list"])
+    assert session_id in result.stdout and "Please fix the failing test" in result.stdout
+
+
+def test_show_prints_the_path_and_problems(tmp_path: Path) -> None:
+    store, session_id = _make(tmp_path)
+    with store.open(session_id) as session:
+        session.branch(session.path()[0].id)
+        session.append(UserMessage(text="other branch"))
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", session_id, "--json"])
+    data = json.loads(result.stdout)
+    assert [e["type"] for e in data["entries"]] == ["user", "user"]
+    full = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", session_id, "--full", "--json"])
+    assert len(json.loads(full.stdout)["entries"]) == 6
+    (store.folder_of(session_id) / META_NAME).unlink()
+    human = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", session_id])
+    assert human.exit_code == 0
+    assert "metadata rebuilt from the log: metadata file is missing" in human.stderr
+
+
+def test_show_unknown_session_is_a_clean_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", "missing-1"])
+    assert result.exit_code == 1
+    assert "error: no session 'missing-1'" in result.stderr
+    bad = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", "../x"])
+    assert bad.exit_code == 1 and "invalid session id" in bad.stderr

@@ -1,0 +1,50 @@
+"""A writer process for the crash test: appends forever, reporting each durable append."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+from lamina.session.entries import AssistantMessage, OutboxRecord, ToolCall, ToolResult, UserMessage
+from lamina.session.store import LocalSessionStore
+
+
+def main(root: str, session_id: str, seed: int) -> None:
+    rng = random.Random(seed)
+    store = LocalSessionStore(root)
+    session = store.open(session_id)
+    out = sys.stdout
+    out.write("ready\n")
+    out.flush()
+    pending: list[str] = []
+    n = 0
+    while True:
+        n += 1
+        big = "x" * rng.choice((10, 200, 5_000, 200_000))
+        kind = rng.randrange(5)
+        entry: UserMessage | AssistantMessage | ToolCall | ToolResult | OutboxRecord
+        if kind == 0:
+            entry = UserMessage(text=f"request {n} {big}")
+        elif kind == 1:
+            entry = AssistantMessage(text=f"answer {n}")
+        elif kind == 2:
+            entry = ToolCall(call_id=f"c{n}", name="Read", input={"path": f"f{n}.py"})
+        elif kind == 3:
+            entry = ToolResult(call_id=f"c{n}", name="Read", content=big)
+        else:
+            entry = OutboxRecord(part_id=f"p{n}", status="queued", kind="note", text="one-shot")
+        stamped = session.append(entry)  # OutboxRecord is critical: fsynced before append returns
+        if isinstance(stamped, OutboxRecord):
+            out.write(f"D {stamped.id}\n")
+            out.flush()
+        else:
+            pending.append(stamped.id)
+        if n % 7 == 0:  # a turn boundary: group commit
+            session.flush()
+            out.write("".join(f"D {i}\n" for i in pending))
+            out.flush()
+            pending.clear()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
