@@ -9,6 +9,7 @@ provider view, so reading a newer log never crashes and forking it never drops d
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -131,6 +132,30 @@ class PlanState(_EntryBase, frozen=True, kw_only=True, tag="plan_state"):
     detail: str = ""
 
 
+class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A part as it was sent in a turn's tail: enough to render the same bytes again."""
+
+    key: str
+    text: str
+    part_id: str | None = None
+    """The outbox id, for one-shot parts."""
+
+
+class TurnRecord(_EntryBase, frozen=True, kw_only=True, tag="turn"):
+    """The turn context of one turn, recorded as built: what is logged is what is sent.
+
+    Appended right after the turn's user message. Its tail (volatile then one-shot parts) is
+    rendered again, byte for byte, whenever that user message is part of a later request.
+    """
+
+    turn_id: str
+    user_entry_id: str
+    stable_digest: str
+    stable_version: int
+    volatile: tuple[PartRecord, ...] = ()
+    one_shots: tuple[PartRecord, ...] = ()
+
+
 class Label(_EntryBase, frozen=True, kw_only=True, tag="label"):
     """A user label on another entry (`None` clears it)."""
 
@@ -165,6 +190,7 @@ Entry: TypeAlias = (
     | StateChange
     | OutboxRecord
     | PlanState
+    | TurnRecord
     | Label
     | Custom
 )
@@ -192,7 +218,9 @@ _encoder: Final = msgspec.json.Encoder()
 _decoder: Final = msgspec.json.Decoder(Entry)
 _header_decoder: Final = msgspec.json.Decoder(_Header)
 _KNOWN_TYPES: Final = frozenset(
-    msgspec.inspect.type_info(t).tag for t in Entry.__args__  # type: ignore[attr-defined]
+    str(info.tag)
+    for info in msgspec.inspect.multi_type_info(typing.get_args(Entry))
+    if isinstance(info, msgspec.inspect.StructType)
 )
 
 

@@ -23,7 +23,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
@@ -459,6 +459,10 @@ class JsonlSession:
         path.reverse()
         return path
 
+    def entries_loaded(self) -> list[LogEntry]:
+        """The entries in memory, in file order (after a resume: from the boundary on)."""
+        return [self._entries[i] for i in self._order]
+
     def loaded_count(self) -> int:
         """How many entries are in memory (a resume loads only the tail)."""
         return len(self._order)
@@ -707,9 +711,3 @@ def _summary_of(folder: Path) -> SessionSummary:
     return SessionSummary(
         meta.id, meta.title, meta.created_at, meta.updated_at, meta.entry_count, meta.cwd, meta.forked_from, problem
     )
-
-
-def iter_lines(path: Path) -> Iterator[bytes]:
-    """The raw lines of a log file (for tools that inspect logs without decoding them)."""
-    with open(path, "rb") as f:
-        yield from f

@@ -1,0 +1,171 @@
+"""The neutral message model every renderer starts from, and its derivation from log entries (pure).
+
+Log entries are what happened; messages are what a provider is shown. `to_messages` turns a
+provider view into alternating user/assistant messages: an assistant text and the tool calls
+after it form one assistant message, consecutive tool results one user message, and a user
+message carries again, byte for byte, the tail its turn was sent with. The result is always
+well-formed: a tool call whose result is missing gets a synthetic "interrupted" result, and a
+result whose call is not in view is dropped, so no request is refused for a split pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from lamina.defang import render_block
+from lamina.session.entries import (
+    AssistantMessage,
+    LogEntry,
+    OutboxRecord,
+    PartRecord,
+    ToolCall,
+    ToolResult,
+    TurnRecord,
+    UserMessage,
+)
+
+INTERRUPTED_RESULT = "[interrupted: this tool call did not complete and returned no result]"
+
+#: Block names of one-shot kinds; other kinds render as `<one_shot kind="...">`.
+_ONE_SHOT_TAGS = frozenset({"mode_transition", "recovery", "branch_seed", "transfer_summary", "interruption"})
+
+
+def render_tail(volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord]) -> str:
+    """The text appended to a user message: its volatile parts, then its one-shot parts."""
+    blocks = [render_block(r.key, r.text) for r in volatile]
+    for r in one_shots:
+        blocks.append(
+            render_block(r.key, r.text) if r.key in _ONE_SHOT_TAGS else render_block("one_shot", r.text, kind=r.key)
+        )
+    return "\n".join(blocks)
+
+
+def turn_tails(entries: Iterable[LogEntry]) -> dict[str, str]:
+    """The tail each user message was sent with, from the turn records among `entries`.
+
+    A one-shot part counts only if its delivery was committed: one whose turn never committed is
+    still pending and travels in a later tail instead, so it is never shown twice.
+    """
+    records: list[TurnRecord] = []
+    delivered: set[str] = set()
+    for entry in entries:
+        if isinstance(entry, TurnRecord):
+            records.append(entry)
+        elif isinstance(entry, OutboxRecord) and entry.status == "delivered":
+            delivered.add(entry.part_id)
+    return {
+        r.user_entry_id: render_tail(r.volatile, [o for o in r.one_shots if o.part_id in delivered]) for r in records
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool call the model made."""
+
+    call_id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The result given back for `call_id`."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Block: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a conversation in provider-neutral form."""
+
+    role: Literal["user", "assistant"]
+    blocks: tuple[Block, ...]
+
+
+def _append(out: list[Message], role: Literal["user", "assistant"], block: Block) -> None:
+    if out and out[-1].role == role:
+        out[-1] = Message(role, (*out[-1].blocks, block))
+    else:
+        out.append(Message(role, (block,)))
+
+
+def to_messages(
+    entries: Sequence[LogEntry],
+    *,
+    prelude: str | None = None,
+    current_tail: tuple[str, str] | None = None,
+) -> list[Message]:
+    """Messages for `entries` in order.
+
+    Each user message carries the tail its turn record says it was sent with; `current_tail`
+    (user entry id, tail) overrides it for the turn being sent. `prelude` is text put first as a
+    user message (a compaction summary).
+    """
+    tails = turn_tails(entries)
+    if current_tail is not None:
+        tails[current_tail[0]] = current_tail[1]
+    out: list[Message] = []
+    if prelude:
+        _append(out, "user", TextBlock(prelude))
+    open_calls: dict[str, ToolCall] = {}
+    for entry in entries:
+        if isinstance(entry, UserMessage | AssistantMessage):
+            _close_open_calls(out, open_calls)
+        match entry:
+            case UserMessage(text=text, id=entry_id):
+                if text:
+                    _append(out, "user", TextBlock(text))
+                tail = tails.get(entry_id)
+                if tail:
+                    _append(out, "user", TextBlock(tail))
+            case AssistantMessage(text=text):
+                if text:
+                    _append(out, "assistant", TextBlock(text))
+            case ToolCall(call_id=call_id, name=name, input=args):
+                if out and out[-1].role == "user" and any(isinstance(b, ToolResultBlock) for b in out[-1].blocks):
+                    _close_open_calls(out, open_calls)  # a new batch after results: finish the old one first
+                open_calls[call_id] = entry
+                _append(out, "assistant", ToolUseBlock(call_id, name, args))
+            case ToolResult(call_id=call_id, name=name, content=content, is_error=is_error):
+                if open_calls.pop(call_id, None) is not None:
+                    _append(out, "user", ToolResultBlock(call_id, name, content, is_error))
+            case _:
+                pass  # state changes, outbox, turn records, labels...: not conversation
+    _close_open_calls(out, open_calls)
+    return out
+
+
+def _close_open_calls(out: list[Message], open_calls: dict[str, ToolCall]) -> None:
+    for call in open_calls.values():
+        _append(out, "user", ToolResultBlock(call.call_id, call.name, INTERRUPTED_RESULT, is_error=True))
+    open_calls.clear()
+
+
+def message_text(messages: Sequence[Message]) -> str:
+    """All text of `messages` (for token estimates of history)."""
+    parts: list[str] = []
+    for m in messages:
+        for b in m.blocks:
+            match b:
+                case TextBlock(text=t):
+                    parts.append(t)
+                case ToolUseBlock(name=n, input=i):
+                    parts.append(f"{n} {i}")
+                case ToolResultBlock(content=c):
+                    parts.append(c)
+    return "\n".join(parts)

@@ -1,0 +1,127 @@
+"""Placement for OpenAI Chat Completions and Responses (pure).
+
+OpenAI caches automatically by longest common prefix, so placement is about order: stable parts
+first (the system message, or `instructions`), history next, the volatile and one-shot parts in
+the tail of the user message. `prompt_cache_key` is the session id, so one session's requests are
+routed to the same cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
+
+from lamina.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.placement.targets import OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.turn import TurnContext
+
+if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+    from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+
+
+def stable_text(turn: TurnContext) -> str:
+    """The stable parts as one instruction text."""
+    return "\n\n".join(p.text for p in turn.stable.parts if p.text)
+
+
+def _arguments(args: Any) -> str:
+    # key order as the model produced it: re-encoding must not reorder, or the prefix changes
+    return msgspec.json.encode(dict(args)).decode()
+
+
+def _chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
+        if message.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+            calls = [b for b in message.blocks if isinstance(b, ToolUseBlock)]
+            if calls:
+                item["tool_calls"] = [
+                    {
+                        "id": c.call_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": _arguments(c.input)},
+                    }
+                    for c in calls
+                ]
+            out.append(item)
+            continue
+        for block in message.blocks:  # tool results first: they answer the previous assistant message
+            if isinstance(block, ToolResultBlock):
+                out.append({"role": "tool", "tool_call_id": block.call_id, "content": block.content})
+        if texts:
+            out.append({"role": "user", "content": [{"type": "text", "text": t} for t in texts]})
+    return out
+
+
+def render_openai_chat(
+    turn: TurnContext, messages: Sequence[Message], target: OpenAIChatTarget
+) -> CompletionCreateParamsNonStreaming:
+    """A Chat Completions request body."""
+    wire: list[dict[str, Any]] = []
+    system = stable_text(turn)
+    if system:
+        wire.append({"role": "system", "content": system})
+    wire += _chat_messages(messages)
+    body: dict[str, Any] = {"model": target.model, "messages": wire}
+    if turn.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": dict(t.input_schema)},
+            }
+            for t in turn.tools
+        ]
+    if target.max_tokens is not None:
+        body["max_completion_tokens"] = target.max_tokens
+    if target.prompt_cache_key:
+        body["prompt_cache_key"] = turn.session_id
+    return cast("CompletionCreateParamsNonStreaming", body)
+
+
+def _response_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        for block in message.blocks:
+            match block:
+                case TextBlock(text=text) if message.role == "user":
+                    out.append({"role": "user", "content": [{"type": "input_text", "text": text}]})
+                case TextBlock(text=text):
+                    out.append({"role": "assistant", "content": text})
+                case ToolUseBlock(call_id=call_id, name=name, input=args):
+                    out.append(
+                        {"type": "function_call", "call_id": call_id, "name": name, "arguments": _arguments(args)}
+                    )
+                case ToolResultBlock(call_id=call_id, content=content):
+                    out.append({"type": "function_call_output", "call_id": call_id, "output": content})
+    return out
+
+
+def render_openai_responses(
+    turn: TurnContext, messages: Sequence[Message], target: OpenAIResponsesTarget
+) -> ResponseCreateParamsNonStreaming:
+    """A Responses request body (stateless: the whole input every time, no `previous_response_id`)."""
+    body: dict[str, Any] = {"model": target.model, "input": _response_items(messages), "store": False}
+    instructions = stable_text(turn)
+    if instructions:
+        body["instructions"] = instructions
+    if turn.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.input_schema),
+                "strict": False,
+            }
+            for t in turn.tools
+        ]
+    if target.max_output_tokens is not None:
+        body["max_output_tokens"] = target.max_output_tokens
+    if target.prompt_cache_key:
+        body["prompt_cache_key"] = turn.session_id
+    return cast("ResponseCreateParamsNonStreaming", body)

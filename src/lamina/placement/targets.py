@@ -1,0 +1,56 @@
+"""Render targets: which request format to produce and its placement settings (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from lamina.errors import UsageError
+
+CacheTtl: TypeAlias = Literal["5m", "1h"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicTarget:
+    """Anthropic Messages: stable system blocks cached, a rolling breakpoint on the history.
+
+    `stable_ttl` applies to the tools + system prefix, `anthropic_cache_ttl` to the rolling
+    breakpoints. The provider requires 1-hour entries before 5-minute ones, so the rolling TTL
+    may not be longer than the stable one.
+    """
+
+    model: str
+    max_tokens: int = 8192
+    anthropic_cache_ttl: CacheTtl = "5m"
+    stable_ttl: CacheTtl = "1h"
+
+    def __post_init__(self) -> None:
+        if self.anthropic_cache_ttl == "1h" and self.stable_ttl == "5m":
+            raise UsageError("anthropic_cache_ttl '1h' needs stable_ttl '1h' (1-hour entries must come first)")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIChatTarget:
+    """OpenAI Chat Completions (and OpenAI-compatible servers)."""
+
+    model: str
+    max_tokens: int | None = None
+    prompt_cache_key: bool = True
+    """Send the session id as `prompt_cache_key` (servers that reject it can turn this off)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIResponsesTarget:
+    """OpenAI Responses."""
+
+    model: str
+    max_output_tokens: int | None = None
+    prompt_cache_key: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SdkManagedTarget:
+    """A backend that owns the system prompt, resume and compaction (the Claude Agent SDK)."""
+
+
+RenderTarget: TypeAlias = AnthropicTarget | OpenAIChatTarget | OpenAIResponsesTarget | SdkManagedTarget

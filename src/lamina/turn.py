@@ -1,0 +1,189 @@
+"""Turn context: the frozen, fully built set of parts for one turn (pure).
+
+`assemble_turn` is called exactly once per turn (through `ContextEngine.prepare_turn`); the
+`TurnContext` it returns is what is logged (as a `TurnRecord`) and what every renderer sends, so
+the two cannot differ (invariant 1). Stable parts are pinned in a versioned `StableContext` whose
+bytes change only when an input really changed (invariant 3). Volatile parts are rebuilt every
+turn without side effects, and the tail repeats only those the model has not yet seen with the
+same text; after a compaction it states all of them again. One-shot parts come from the outbox
+and stay pending until the turn is committed (invariant 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from lamina.errors import UsageError
+from lamina.messages import render_tail
+from lamina.parts import Authority, Part, Stability, Tier
+from lamina.session.entries import LogEntry, PartRecord, TurnRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call: name, short description and JSON schema of its input."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StableChange:
+    """What changed between two versions of the stable context."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+
+    def describe(self) -> str:
+        words = [f"{label} {', '.join(keys)}" for label, keys in self._groups() if keys]
+        return "; ".join(words) or "no change"
+
+    def _groups(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return (("added", self.added), ("removed", self.removed), ("changed", self.changed))
+
+
+@dataclass(frozen=True, slots=True)
+class StableContext:
+    """The pinned stable parts of a session: hashed and versioned."""
+
+    parts: tuple[Part, ...]
+    version: int
+    digest: str
+
+    @staticmethod
+    def digest_of(parts: Sequence[Part]) -> str:
+        h = hashlib.sha256()
+        for part in parts:
+            h.update(part.key.encode())
+            h.update(b"\0")
+            h.update(part.digest.encode())
+            h.update(b"\n")
+        return h.hexdigest()
+
+
+def pin_stable(current: StableContext | None, parts: Sequence[Part]) -> tuple[StableContext, StableChange | None]:
+    """Keep `current` when `parts` have the same bytes; otherwise the next version and what changed."""
+    for part in parts:
+        if part.stability is not Stability.STABLE:
+            raise UsageError(f"stable context part {part.key!r} has stability {part.stability.value!r}")
+    digest = StableContext.digest_of(parts)
+    if current is not None and current.digest == digest:
+        return current, None
+    old = {p.key: p.digest for p in current.parts} if current else {}
+    new = {p.key: p.digest for p in parts}
+    change = StableChange(
+        added=tuple(k for k in new if k not in old),
+        removed=tuple(k for k in old if k not in new),
+        changed=tuple(k for k in new if k in old and old[k] != new[k]),
+    )
+    version = current.version + 1 if current else 1
+    return StableContext(tuple(parts), version, digest), change
+
+
+@dataclass(frozen=True, slots=True)
+class VolatileInputs:
+    """Everything the volatile parts are built from; the clock's reading is passed in."""
+
+    now: datetime
+    """An aware datetime (any zone); shown in `time_zone`."""
+    time_zone: str = "UTC"
+    """The user's IANA time zone, from preferences; never the server's."""
+    permission_mode: str = "ask"
+    plans_dir: str = ""
+    data_dir: str = ""
+    active_sources: tuple[str, ...] = ()
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UsageError(f"unknown time zone {name!r} in preferences (use an IANA name like 'Europe/Paris')") from None
+
+
+def build_volatile_parts(inputs: VolatileInputs) -> tuple[Part, ...]:
+    """Date and time, session state and source state for this turn. No side effects."""
+    if inputs.now.tzinfo is None:
+        raise UsageError("VolatileInputs.now must be timezone-aware")
+    local = inputs.now.astimezone(_zone(inputs.time_zone))
+    offset = local.strftime("%z")
+    date_time = f"{local:%A %Y-%m-%d %H:%M} ({inputs.time_zone}, UTC{offset[:3]}:{offset[3:]})"
+    state_lines = [f"permission mode: {inputs.permission_mode}"]
+    if inputs.plans_dir:
+        state_lines.append(f"plans folder: {inputs.plans_dir}")
+    if inputs.data_dir:
+        state_lines.append(f"data folder: {inputs.data_dir}")
+    sources = ", ".join(inputs.active_sources) if inputs.active_sources else "none"
+
+    def part(key: str, text: str, provenance: str) -> Part:
+        return Part(key, text, provenance, Authority.SYSTEM_RULE, Stability.VOLATILE, Tier.SESSION_STATE)
+
+    return (
+        part("date_time", date_time, "clock"),
+        part("session_state", "\n".join(state_lines), "session"),
+        part("sources", f"active sources: {sources}", "sources"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OneShot:
+    """A one-shot part from the outbox: delivered exactly once, then never again."""
+
+    part_id: str
+    kind: str
+    text: str
+
+    def as_part(self) -> Part:
+        return Part(
+            self.kind, self.text, f"outbox:{self.part_id}", Authority.SYSTEM_RULE, Stability.ONE_SHOT, Tier.ONE_SHOT
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """One turn, fully built and frozen: logged as a `TurnRecord`, rendered as-is."""
+
+    id: str
+    session_id: str
+    user_entry_id: str
+    user_text: str
+    stable: StableContext
+    volatile: tuple[Part, ...]
+    """The volatile parts this turn's tail carries: those whose text the model has not seen yet."""
+    one_shots: tuple[OneShot, ...]
+    history: Sequence[LogEntry]
+    """Provider-view log entries up to and including this turn's user message and record."""
+    summary: str | None
+    """The latest compaction summary, put before the history."""
+    tools: tuple[ToolSpec, ...]
+    stable_seen: bool = False
+    """Whether this stable version was already sent in the current context window (for backends
+    that keep the transcript themselves and are given the stable parts in a user message)."""
+
+    def record(self) -> TurnRecord:
+        """The log entry for this turn (id and parent are stamped by the session)."""
+        return TurnRecord(
+            turn_id=self.id,
+            user_entry_id=self.user_entry_id,
+            stable_digest=self.stable.digest,
+            stable_version=self.stable.version,
+            volatile=tuple(PartRecord(key=p.key, text=p.text) for p in self.volatile),
+            one_shots=tuple(PartRecord(key=o.kind, text=o.text, part_id=o.part_id) for o in self.one_shots),
+        )
+
+    @property
+    def tail(self) -> str:
+        record = self.record()
+        return render_tail(record.volatile, record.one_shots)
+
+
+def changed_volatile(parts: Sequence[Part], last_seen: Mapping[str, str]) -> tuple[Part, ...]:
+    """The parts whose text differs from what the model last saw under the same key."""
+    return tuple(p for p in parts if last_seen.get(p.key) != p.text)
