@@ -14,8 +14,9 @@ What the walk matches and skips:
   environment under any name, such as `env`), and whatever `.gitignore` files ignore. A
   `.gitignore` applies to its own folder's subtree, deeper files override shallower ones and `!`
   re-includes, as in git. When the root sits inside a git work tree, the `.gitignore` files between
-  the work tree's top and the root, and `.git/info/exclude`, apply too; the user's global
-  `core.excludesFile` does not. The root itself is always scanned, whatever its name.
+  the work tree's top and the root, and `.git/info/exclude`, apply too, unless they ignore the
+  root itself; the user's global `core.excludesFile` does not. The root itself is always
+  scanned, whatever its name.
 - Symlinks: a symlinked *folder* is never followed (as git and ripgrep do), so a link to a parent
   cannot loop and a link to `/` cannot drag the whole disk in; every folder entered is also
   recorded by `(st_dev, st_ino)` so a bind mount inside itself is entered once. A symlinked
@@ -40,7 +41,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -83,6 +84,8 @@ PROGRESS_EVERY_DIRS: Final = 1000
 _OPEN_FLAGS: Final = (
     os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 )
+_DIR_FLAGS: Final = _OPEN_FLAGS | getattr(os, "O_DIRECTORY", 0)
+_SCANDIR_FD: Final = os.scandir in os.supports_fd
 _NAMED_GROUP: Final = re.compile(r"\(\?P<[^>]+>")
 
 
@@ -150,10 +153,7 @@ def find_context_files(
     Raises:
         UsageError: A cap is negative (`max_files`) or not positive (`max_bytes`, `huge_bytes`).
     """
-    if max_files < 0:
-        raise UsageError(f"max_files must be 0 or more, got {max_files}")
-    if max_bytes <= 0 or huge_bytes <= 0:
-        raise UsageError(f"max_bytes and huge_bytes must be positive, got {max_bytes} and {huge_bytes}")
+    _check_caps(max_files, max_bytes, huge_bytes)
     top = Path(root).resolve()
     skipped: list[SkippedPath] = []
     candidates, scanned_dirs = _walk(str(top), skipped, progress)
@@ -228,6 +228,14 @@ class ContextFileFinder:
         max_roots: int = 16,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """Set the caps passed to `find_context_files`, the cache's TTL and size, and its clock.
+
+        Raises:
+            UsageError: A cap is out of range (see `find_context_files`) or `max_roots` is below 1.
+        """
+        _check_caps(max_files, max_bytes, huge_bytes)
+        if max_roots < 1:
+            raise UsageError(f"max_roots must be 1 or more, got {max_roots}")
         self._ttl = ttl_seconds
         self._max_files = max_files
         self._max_bytes = max_bytes
@@ -271,6 +279,13 @@ class ContextFileFinder:
     def nearest(self, cwd: str | os.PathLike[str], path: str | os.PathLike[str]) -> tuple[ContextFile, ...]:
         """`nearest_context_files` on the (possibly cached) scan of `cwd`."""
         return nearest_context_files(self.find(cwd), path)
+
+
+def _check_caps(max_files: int, max_bytes: int, huge_bytes: int) -> None:
+    if max_files < 0:
+        raise UsageError(f"max_files must be 0 or more, got {max_files}")
+    if max_bytes <= 0 or huge_bytes <= 0:
+        raise UsageError(f"max_bytes and huge_bytes must be positive, got {max_bytes} and {huge_bytes}")
 
 
 def _unchanged(scan: ContextFileScan) -> bool:
@@ -365,6 +380,8 @@ def _rules_above(root: str, skipped: list[SkippedPath]) -> tuple[_Ignore, ...]:
     for part in below.split("/")[:-1]:  # the work tree's top, then each folder down to the root's parent
         _append_gitignore(chain, folder, root, skipped)
         folder = os.path.join(folder, part)
+    if chain and _ignored(tuple(chain), ""):
+        return ()  # the root lies in an ignored folder: the user chose to work there, so look anyway
     return tuple(chain)
 
 
@@ -384,66 +401,90 @@ def _walk(
     """Breadth-first walk; returns `(depth, relative, path)` of every context file, and folders listed."""
     candidates: list[tuple[int, str, str]] = []
     visited: set[tuple[int, int]] = set()
-    try:
-        st = os.stat(root)
-        visited.add((st.st_dev, st.st_ino))
-    except OSError:
-        pass  # os.scandir below reports it
     queue: deque[tuple[str, str, int, tuple[_Ignore, ...]]] = deque([(root, "", 0, _rules_above(root, skipped))])
     scanned = 0
     while queue:
         folder, relative, depth, chain = queue.popleft()
         try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
+            listing = _list(folder)
         except OSError as exc:
             skipped.append(SkippedPath(Path(folder), relative or ".", f"cannot list folder: {_describe(exc)}"))
             continue
+        if listing.key is not None:
+            if listing.key in visited:
+                skipped.append(SkippedPath(Path(folder), relative, "folder already scanned (mount loop)"))
+                continue
+            visited.add(listing.key)
         scanned += 1
         if progress is not None and scanned % PROGRESS_EVERY_DIRS == 0:
             progress(scanned)
-        base = relative + "/" if relative else ""
-        venv = False
-        for entry in entries:
-            name = entry.name
-            if name == ".gitignore" and entry.is_file():
-                rules = _load_ignore(entry.path, strip=len(base), prefix="", relative=base + name, skipped=skipped)
-                if rules is not None:
-                    chain = (*chain, rules)
-            elif name == "pyvenv.cfg":
-                venv = True
-        if venv and depth > 0:
+        if listing.venv and depth > 0:
             continue  # a virtual environment, whatever its folder's name
-        for entry in entries:
+        base = relative + "/" if relative else ""
+        prefix = folder if folder.endswith(os.sep) else folder + os.sep
+        if listing.gitignore:
+            path = prefix + ".gitignore"
+            rules = _load_ignore(path, strip=len(base), prefix="", relative=base + ".gitignore", skipped=skipped)
+            if rules is not None:
+                chain = (*chain, rules)
+        for name in listing.found:
+            child = base + name
+            if not (chain and _ignored(chain, child)):
+                candidates.append((depth, child, prefix + name))
+        for name in listing.folders:
+            child = base + name
+            if not (chain and _ignored(chain, child + "/")):
+                queue.append((prefix + name, child, depth + 1, chain))
+    return candidates, scanned
+
+
+@dataclass(slots=True)
+class _Listing:
+    """What one folder holds, as far as the walk cares."""
+
+    key: tuple[int, int] | None
+    """`(st_dev, st_ino)`, or None where the platform reports no inode numbers."""
+    folders: list[str] = field(default_factory=list)
+    """Sub-folders worth entering by name (not dot-folders, not `SKIPPED_DIR_NAMES`, not symlinks)."""
+    found: list[str] = field(default_factory=list)
+    """Context file names (any type: regular files, symlinks, FIFOs…; `_read` sorts them out)."""
+    gitignore: bool = False
+    venv: bool = False
+
+
+def _list(folder: str) -> _Listing:
+    """List `folder` in one pass; most entries are plain files that cost an `is_dir()` and a length check."""
+    if _SCANDIR_FD:
+        # Opening the folder once gives both its identity (fstat on the descriptor, no second path
+        # lookup) and its listing.
+        fd = os.open(folder, _DIR_FLAGS)
+        try:
+            st = os.fstat(fd)
+            listing = os.scandir(fd)  # works on its own duplicate of fd
+        finally:
+            os.close(fd)
+    else:
+        st = os.stat(folder)
+        listing = os.scandir(folder)
+    out = _Listing(key=(st.st_dev, st.st_ino) if st.st_ino else None)
+    with listing:
+        for entry in listing:
             name = entry.name
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
+                is_dir = entry.is_dir(follow_symlinks=False)  # from the entry's type: no stat
             except OSError:
                 is_dir = False
             if is_dir:
-                if name[0] == "." or name in SKIPPED_DIR_NAMES:
-                    continue
-                child = base + name
-                if chain and _ignored(chain, child + "/"):
-                    continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError as exc:
-                    skipped.append(SkippedPath(Path(entry.path), child, f"cannot stat folder: {_describe(exc)}"))
-                    continue
-                if st.st_ino:  # 0 where the platform does not report inodes: no loop check possible
-                    key = (st.st_dev, st.st_ino)
-                    if key in visited:
-                        skipped.append(SkippedPath(Path(entry.path), child, "folder already scanned (mount loop)"))
-                        continue
-                    visited.add(key)
-                queue.append((entry.path, child, depth + 1, chain))
-            elif name.lower() in CONTEXT_FILE_NAMES:
-                child = base + name
-                if chain and _ignored(chain, child):
-                    continue
-                candidates.append((depth, child, entry.path))
-    return candidates, scanned
+                if name[0] != "." and name not in SKIPPED_DIR_NAMES:
+                    out.folders.append(name)
+            elif 8 < len(name) < 11:  # agents.md, claude.md, .gitignore, pyvenv.cfg
+                if name.lower() in CONTEXT_FILE_NAMES:
+                    out.found.append(name)
+                elif name == ".gitignore":
+                    out.gitignore = entry.is_file()
+                elif name == "pyvenv.cfg":
+                    out.venv = True
+    return out
 
 
 # --- reading one file -----------------------------------------------------------------------------
