@@ -10,6 +10,12 @@ LaminaError
     │   ├── SessionLockedError      another writer holds the session
     │   └── SessionCorruptError     a log or metadata file that cannot be used
     └── ProviderError               a model provider refused or failed a request
+        ├── ContextOverflowError    the prompt is longer than the model's context window
+        ├── RateLimitError          429; `retry_after` when the provider said
+        ├── OverloadedError         529 / 503 overloaded; `retry_after` when the provider said
+        ├── AuthenticationError     401 / 403: missing or wrong API key
+        ├── InvalidRequestError     400 / 404 / 422 that is not an overflow
+        └── TransientServerError    500 / 502 / 504, connection reset, timeout
 ```
 
 Every error carries typed fields and a message that names the file, field or holder involved.
@@ -72,3 +78,50 @@ class SessionCorruptError(SessionError):
         self.line = line
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {reason}")
+
+
+class ProviderError(LaminaRuntimeError):
+    """A model provider refused or failed a request."""
+
+    retryable = False
+
+    def __init__(self, provider: str, message: str, *, status: int | None = None, body: str = "") -> None:
+        self.provider = provider
+        self.status = status
+        self.body = body
+        where = f"{provider} (HTTP {status})" if status is not None else provider
+        super().__init__(f"{where}: {message}")
+
+
+class ContextOverflowError(ProviderError):
+    """The prompt does not fit the model's context window: compact, then retry once."""
+
+
+class RateLimitError(ProviderError):
+    """Too many requests (HTTP 429)."""
+
+    retryable = True
+
+    def __init__(
+        self, provider: str, message: str, *, status: int | None = 429, body: str = "", retry_after: float | None = None
+    ) -> None:
+        super().__init__(provider, message, status=status, body=body)
+        self.retry_after = retry_after
+
+
+class OverloadedError(RateLimitError):
+    """The provider is overloaded (Anthropic's 529, or 503)."""
+
+
+class AuthenticationError(ProviderError):
+    """The API key is missing or not accepted."""
+
+
+class InvalidRequestError(ProviderError):
+    """The provider rejected the request as malformed (not an overflow)."""
+
+
+class TransientServerError(ProviderError):
+    """A server error or a broken connection that may succeed on retry."""
+
+    retryable = True

@@ -10,6 +10,18 @@ from lamina.messages import Message, to_messages
 from lamina.placement._anthropic import render_anthropic
 from lamina.placement._openai import render_openai_chat, render_openai_responses
 from lamina.placement._sdk_managed import SdkManagedPrompt, render_sdk_managed
+from lamina.placement.cache_sim import (
+    AnthropicCacheRules,
+    AnthropicCacheSimulator,
+    CacheSimulator,
+    CacheSummary,
+    CacheUsage,
+    OpenAICacheRules,
+    OpenAICacheSimulator,
+    TimedRequest,
+    simulate,
+    summarise,
+)
 from lamina.placement.targets import (
     AnthropicTarget,
     CacheTtl,
@@ -60,14 +72,24 @@ def render(turn: TurnContext, target: RenderTarget, *, continuation: Sequence[Lo
 
 
 __all__ = [
+    "AnthropicCacheRules",
+    "AnthropicCacheSimulator",
     "AnthropicTarget",
+    "CacheSimulator",
+    "CacheSummary",
     "CacheTtl",
+    "CacheUsage",
+    "OpenAICacheRules",
+    "OpenAICacheSimulator",
     "OpenAIChatTarget",
     "OpenAIResponsesTarget",
     "RenderTarget",
     "RenderedRequest",
     "SdkManagedPrompt",
     "SdkManagedTarget",
+    "TimedRequest",
     "render",
+    "simulate",
+    "summarise",
     "turn_messages",
 ]

@@ -1,0 +1,77 @@
+"""`python -m benchmarks turn`: the cost of preparing and rendering a turn as history grows.
+
+`prepare_turn` must not depend on the history length (the engine keeps the provider view and the
+outbox in memory); rendering walks the history, so it grows with it, and serialising the body
+more so.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from benchmarks import Figure
+from benchmarks._scenario import TOOLS, stable_source
+from lamina.engine import ContextEngine
+from lamina.placement import AnthropicTarget, render
+from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+from lamina.session.store import LocalSessionStore
+
+ANTHROPIC = AnthropicTarget(model="claude-sonnet-4-5")
+
+
+def _engine(root: Path, history: int) -> ContextEngine:
+    workspace = root / "ws"
+    workspace.mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("# Rules\n- Run the tests.\n")
+    session = LocalSessionStore(root / "store").create(cwd=str(workspace))
+    engine = ContextEngine(session, stable_source=stable_source(workspace), tools=TOOLS)
+    for n in range(history // 4):
+        engine.record(UserMessage(text=f"request {n}: fix the check in module_{n}.py"))
+        engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"module_{n}.py"}))
+        engine.record(ToolResult(call_id=f"c{n}", name="Read", content="def check():\n    return True\n" * 8))
+        engine.record(AssistantMessage(text=f"Fixed module_{n}.py."))
+    session.flush()
+    return engine
+
+
+def _median_us(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1e6, 1)
+
+
+def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
+    repeats = 50 if quick else 300
+    figures: list[Figure] = []
+    with tempfile.TemporaryDirectory(prefix="lamina-bench-turn-") as tmp:
+        for size, label in ((100, "100"), (1_000, "1k"), (10_000, "10k")):
+            progress(f"history of {size} entries")
+            engine = _engine(Path(tmp) / label, size)
+            prepare: list[float] = []
+            renders: list[float] = []
+            serialised: list[float] = []
+            for i in range(repeats):
+                started = time.perf_counter()
+                turn = engine.prepare_turn(f"next request {i}")
+                prepare.append(time.perf_counter() - started)
+                if size == 10_000 and i < 30:
+                    started = time.perf_counter()
+                    body = render(turn, ANTHROPIC)
+                    renders.append(time.perf_counter() - started)
+                    started = time.perf_counter()
+                    msgspec.json.encode(render(turn, ANTHROPIC))
+                    serialised.append(time.perf_counter() - started)
+                    assert body["messages"]
+            figures.append(Figure(f"prepare_turn_us_{label}", _median_us(prepare), "us"))
+            if renders:
+                figures.append(Figure("render_us_10k", _median_us(renders), "us"))
+                figures.append(Figure("render_and_serialise_us_10k", _median_us(serialised), "us"))
+            engine.session.close()
+    small = next(f.value for f in figures if f.name == "prepare_turn_us_100")
+    large = next(f.value for f in figures if f.name == "prepare_turn_us_10k")
+    figures.append(Figure("prepare_turn_growth_100_to_10k", round(large / small, 2), "x", note="must stay under 2"))
+    return figures
