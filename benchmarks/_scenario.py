@@ -15,6 +15,7 @@ from lamina.session.store import LocalSessionStore
 from lamina.turn import ToolSpec, TurnContext
 
 _PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+_PATTERN_SCHEMA = {"type": "object", "properties": {"pattern": {"type": "string"}}}
 TOOLS = (
     ToolSpec("Read", "Read a file (line ranges, size capped).", _PATH_SCHEMA),
     ToolSpec("Edit", "Replace one exact, unique string in a file.", _PATH_SCHEMA),

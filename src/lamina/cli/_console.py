@@ -17,6 +17,7 @@ from rich.console import Console
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
+
 def print_json(data: Any) -> None:
     """Print one JSON document to stdout (dataclasses, msgspec structs and paths included)."""
     raw = msgspec.json.encode(data, enc_hook=_enc_hook, order="deterministic")
