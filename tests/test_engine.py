@@ -278,3 +278,17 @@ def test_time_advancing_changes_only_the_tail(tmp_path: Path, workspace: Path) -
     turn = engine.prepare_turn("one")
     clock.advance(timedelta(hours=5).total_seconds() / 60)
     assert render(turn, ANTHROPIC) == render(turn, ANTHROPIC)  # a built turn never changes
+
+
+def test_one_shot_redelivered_by_a_later_turn_appears_once_in_all_later_history(tmp_path: Path, workspace: Path) -> None:
+    clock = Clock()
+    engine = make_engine(tmp_path, workspace, clock)
+    engine.queue_one_shot("note", "UNIQUE-ONE-SHOT-c3")
+    engine.prepare_turn("never accepted")
+    clock.advance(1)
+    second = engine.prepare_turn("accepted")
+    engine.commit(second)
+    answer(engine)
+    clock.advance(1)
+    third = engine.prepare_turn("later")
+    assert count(body_text(render(third, ANTHROPIC)), "UNIQUE-ONE-SHOT-c3") == 1

@@ -49,15 +49,18 @@ def turn_tails(entries: Iterable[LogEntry]) -> dict[str, str]:
     still pending and travels in a later tail instead, so it is never shown twice.
     """
     records: list[TurnRecord] = []
-    delivered: set[str] = set()
+    delivered: set[tuple[str, str | None]] = set()
     for entry in entries:
         if isinstance(entry, TurnRecord):
             records.append(entry)
         elif isinstance(entry, OutboxRecord) and entry.status == "delivered":
-            delivered.add(entry.part_id)
-    return {
-        r.user_entry_id: render_tail(r.volatile, [o for o in r.one_shots if o.part_id in delivered]) for r in records
-    }
+            delivered.add((entry.part_id, entry.turn_id))
+    tails: dict[str, str] = {}
+    for r in records:
+        # only by this very turn: a part a later turn delivered belongs to that turn's tail
+        one_shots = [o for o in r.one_shots if (o.part_id, r.turn_id) in delivered]
+        tails[r.user_entry_id] = render_tail(r.volatile, one_shots)
+    return tails
 
 
 @dataclass(frozen=True, slots=True)
