@@ -292,3 +292,24 @@ def test_one_shot_redelivered_by_a_later_turn_appears_once_in_all_later_history(
     clock.advance(1)
     third = engine.prepare_turn("later")
     assert count(body_text(render(third, ANTHROPIC)), "UNIQUE-ONE-SHOT-c3") == 1
+
+
+@pytest.mark.parametrize("target", [ANTHROPIC, OpenAIChatTarget(model="gpt-5"), OpenAIResponsesTarget(model="gpt-5")])
+def test_render_cache_gives_the_same_bodies(tmp_path: Path, workspace: Path, target: Any) -> None:
+    clock = Clock()
+    engine = make_engine(tmp_path, workspace, clock)
+    for n in range(8):
+        if n == 3:
+            engine.queue_one_shot("note", "abandoned turn coming")
+            engine.prepare_turn("this one is never answered")
+        if n == 5:
+            engine.set_mode("execute")
+        turn = engine.prepare_turn(f"request {n}")
+        for call in range(n % 3):
+            assert engine.request(turn, target) == render(turn, target, continuation=engine.continuation(turn))
+            engine.record(ToolCall(call_id=f"k{n}{call}", name="Read", input={"path": "a", "b": 2}))
+            if call != 1 or n % 2:
+                engine.record(ToolResult(call_id=f"k{n}{call}", name="Read", content="x"))
+        assert engine.request(turn, target) == render(turn, target, continuation=engine.continuation(turn))
+        engine.commit(turn)
+        answer(engine)

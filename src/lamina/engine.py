@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import overload
 
 from lamina.parts import Part
+from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.session.entries import (
     CompactionBoundary,
     Entry,
@@ -99,6 +100,7 @@ class ContextEngine:
         self._sources: tuple[str, ...] = ()
         self._stable: StableContext | None = None
         self._pending: dict[str, OneShot] = {}
+        self._render_cache = RenderCache()
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
         self._rebuild_view()
@@ -252,6 +254,10 @@ class ContextEngine:
     def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
         """The entries appended since `turn` was prepared (its tool loop so far)."""
         return self._view[len(turn.history) :]
+
+    def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
+        """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
+        return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache)
 
     def commit(self, turn: TurnContext) -> None:
         """Mark the turn's one-shot parts delivered (the provider accepted the request) and end the turn.

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias, assert_never
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
 from lamina.defang import render_block
-from lamina.messages import Message, to_messages
-from lamina.placement._anthropic import render_anthropic
-from lamina.placement._openai import render_openai_chat, render_openai_responses
+from lamina.messages import Message, TextBlock, to_messages
+from lamina.placement._anthropic import render_anthropic, wire_messages
+from lamina.placement._openai import (
+    chat_wire_messages,
+    render_openai_chat,
+    render_openai_responses,
+    responses_wire_items,
+)
 from lamina.placement._sdk_managed import SdkManagedPrompt, render_sdk_managed
 from lamina.placement.cache_sim import (
     AnthropicCacheRules,
@@ -30,7 +35,7 @@ from lamina.placement.targets import (
     RenderTarget,
     SdkManagedTarget,
 )
-from lamina.session.entries import LogEntry
+from lamina.session.entries import LogEntry, UserMessage
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
@@ -45,26 +50,100 @@ RenderedRequest: TypeAlias = (
 )
 
 
+WireConverter: TypeAlias = Callable[[Sequence[Message]], list[dict[str, Any]]]
+
+
+class RenderCache:
+    """A memo of wire messages for completed turns, so a request costs O(new entries) to build.
+
+    Entries are immutable and a completed turn's messages never change, so a turn's conversion
+    is keyed by its first and last entry ids and reused by every later request. Purely a memo:
+    rendering with or without it gives the same body.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
+
+    def wire(self, kind: str, segment: Sequence[LogEntry], convert: WireConverter) -> list[dict[str, Any]]:
+        key = (kind, segment[0].id, segment[-1].id, len(segment))
+        cached = self._memo.get(key)
+        if cached is None:
+            cached = self._memo[key] = convert(to_messages(segment))
+        return cached
+
+
+def split_turns(entries: Sequence[LogEntry]) -> list[Sequence[LogEntry]]:
+    """`entries` cut before every user message: one segment per turn."""
+    segments: list[Sequence[LogEntry]] = []
+    start = 0
+    for index, entry in enumerate(entries):
+        if isinstance(entry, UserMessage) and index > start:
+            segments.append(entries[start:index])
+            start = index
+    if start < len(entries):
+        segments.append(entries[start:])
+    return segments
+
+
+def _segments(turn: TurnContext, continuation: Sequence[LogEntry]) -> tuple[list[Sequence[LogEntry]], list[LogEntry]]:
+    """Completed turns before this one, and this turn's entries (its user message and tool loop)."""
+    history = turn.history
+    current = len(history) - 1 if history and history[-1].id == turn.user_entry_id else len(history)
+    return split_turns(history[:current]), [*history[current:], *continuation]
+
+
 def turn_messages(turn: TurnContext, continuation: Sequence[LogEntry] = ()) -> list[Message]:
-    """The conversation a request carries: summary, history, this turn's message and tool loop so far."""
-    prelude = render_block("compaction_summary", turn.summary) if turn.summary else None
-    entries = [*turn.history, *continuation]
-    return to_messages(entries, prelude=prelude, current_tail=(turn.user_entry_id, turn.tail))
+    """The conversation a request carries: summary, completed turns, this turn's message and tool loop so far.
+
+    Each turn is converted on its own (no message merges across turns), which is what lets a
+    `RenderCache` reuse completed turns; providers accept consecutive user messages.
+    """
+    past, now = _segments(turn, continuation)
+    messages: list[Message] = []
+    if turn.summary:
+        messages.append(Message("user", (TextBlock(render_block("compaction_summary", turn.summary)),)))
+    for segment in past:
+        messages += to_messages(segment)
+    messages += to_messages(now, current_tail=(turn.user_entry_id, turn.tail))
+    return messages
 
 
-def render(turn: TurnContext, target: RenderTarget, *, continuation: Sequence[LogEntry] = ()) -> RenderedRequest:
+def _wire(
+    turn: TurnContext, kind: str, convert: WireConverter, continuation: Sequence[LogEntry], cache: RenderCache | None
+) -> list[dict[str, Any]]:
+    if cache is None:
+        return convert(turn_messages(turn, continuation))
+    past, now = _segments(turn, continuation)
+    wire: list[dict[str, Any]] = []
+    if turn.summary:
+        wire += convert([Message("user", (TextBlock(render_block("compaction_summary", turn.summary)),))])
+    for segment in past:
+        wire += cache.wire(kind, segment, convert)
+    wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail)))
+    return wire
+
+
+def render(
+    turn: TurnContext,
+    target: RenderTarget,
+    *,
+    continuation: Sequence[LogEntry] = (),
+    cache: RenderCache | None = None,
+) -> RenderedRequest:
     """The request body for `turn` in `target`'s format.
 
     `continuation` holds the entries appended since the turn was prepared (the tool loop so far),
-    so every model call of a turn renders from the same turn context.
+    so every model call of a turn renders from the same turn context. `cache` (optional) reuses
+    the conversion of completed turns across requests.
     """
     match target:
         case AnthropicTarget():
-            return render_anthropic(turn, turn_messages(turn, continuation), target)
+            return render_anthropic(turn, _wire(turn, "anthropic", wire_messages, continuation, cache), target)
         case OpenAIChatTarget():
-            return render_openai_chat(turn, turn_messages(turn, continuation), target)
+            return render_openai_chat(turn, _wire(turn, "chat", chat_wire_messages, continuation, cache), target)
         case OpenAIResponsesTarget():
-            return render_openai_responses(turn, turn_messages(turn, continuation), target)
+            wire = _wire(turn, "responses", responses_wire_items, continuation, cache)
+            return render_openai_responses(turn, wire, target)
         case SdkManagedTarget():
             return render_sdk_managed(turn)
         case _:
@@ -83,6 +162,7 @@ __all__ = [
     "OpenAICacheSimulator",
     "OpenAIChatTarget",
     "OpenAIResponsesTarget",
+    "RenderCache",
     "RenderTarget",
     "RenderedRequest",
     "SdkManagedPrompt",
@@ -90,6 +170,7 @@ __all__ = [
     "TimedRequest",
     "render",
     "simulate",
+    "split_turns",
     "summarise",
     "turn_messages",
 ]

@@ -43,26 +43,33 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     return out
 
 
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages in the Messages API's shape, without cache markers."""
+    return [{"role": m.role, "content": _blocks(m)} for m in messages]
+
+
+def _mark_last_block(message: dict[str, Any], ttl: CacheTtl) -> dict[str, Any]:
+    # copies: the unmarked message may be shared with a render cache
+    content = message["content"]
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": _cache(ttl)}]}
+
+
 def render_anthropic(
-    turn: TurnContext, messages: Sequence[Message], target: AnthropicTarget
+    turn: TurnContext, wire: list[dict[str, Any]], target: AnthropicTarget
 ) -> MessageCreateParamsNonStreaming:
-    """The request body for `messages` (history, current message, tool loop so far)."""
+    """The request body around `wire` (history, current message, tool loop so far); marks the breakpoints."""
     system: list[TextBlockParam] = [{"type": "text", "text": p.text} for p in turn.stable.parts if p.text]
     if system:
         system[-1] = {**system[-1], "cache_control": {"type": "ephemeral", "ttl": target.stable_ttl}}
-    wire: list[dict[str, Any]] = [{"role": m.role, "content": _blocks(m)} for m in messages]
-    last_user = [i for i, m in enumerate(wire) if m["role"] == "user"]
-    marks: list[int] = []
     if wire:
-        marks.append(len(wire) - 1)
+        marks = [len(wire) - 1]
         # the previous request ended with the user message before the newest assistant message
-        newest_assistant = max((i for i, m in enumerate(wire) if m["role"] == "assistant"), default=-1)
-        previous = [i for i in last_user if i < newest_assistant]
-        if previous:
-            marks.append(previous[-1])
-    for index in marks:
-        content = wire[index]["content"]
-        content[-1] = {**content[-1], "cache_control": _cache(target.anthropic_cache_ttl)}
+        newest_assistant = next((i for i in range(len(wire) - 1, -1, -1) if wire[i]["role"] == "assistant"), -1)
+        previous = next((i for i in range(newest_assistant - 1, -1, -1) if wire[i]["role"] == "user"), None)
+        if previous is not None:
+            marks.append(previous)
+        for index in marks:
+            wire[index] = _mark_last_block(wire[index], target.anthropic_cache_ttl)
     body: dict[str, Any] = {"model": target.model, "max_tokens": target.max_tokens, "messages": wire}
     if system:
         body["system"] = system

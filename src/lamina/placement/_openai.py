@@ -32,7 +32,8 @@ def _arguments(args: Any) -> str:
     return msgspec.json.encode(dict(args)).decode()
 
 
-def _chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def chat_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages in the Chat Completions shape."""
     out: list[dict[str, Any]] = []
     for message in messages:
         texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
@@ -59,15 +60,12 @@ def _chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def render_openai_chat(
-    turn: TurnContext, messages: Sequence[Message], target: OpenAIChatTarget
+    turn: TurnContext, wire: list[dict[str, Any]], target: OpenAIChatTarget
 ) -> CompletionCreateParamsNonStreaming:
-    """A Chat Completions request body."""
-    wire: list[dict[str, Any]] = []
+    """A Chat Completions request body around `wire` (from `chat_wire_messages`)."""
     system = stable_text(turn)
-    if system:
-        wire.append({"role": "system", "content": system})
-    wire += _chat_messages(messages)
-    body: dict[str, Any] = {"model": target.model, "messages": wire}
+    messages = [{"role": "system", "content": system}, *wire] if system else wire
+    body: dict[str, Any] = {"model": target.model, "messages": messages}
     if turn.tools:
         body["tools"] = [
             {
@@ -83,7 +81,8 @@ def render_openai_chat(
     return cast("CompletionCreateParamsNonStreaming", body)
 
 
-def _response_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def responses_wire_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Input items in the Responses shape."""
     out: list[dict[str, Any]] = []
     for message in messages:
         for block in message.blocks:
@@ -102,10 +101,10 @@ def _response_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def render_openai_responses(
-    turn: TurnContext, messages: Sequence[Message], target: OpenAIResponsesTarget
+    turn: TurnContext, wire: list[dict[str, Any]], target: OpenAIResponsesTarget
 ) -> ResponseCreateParamsNonStreaming:
-    """A Responses request body (stateless: the whole input every time, no `previous_response_id`)."""
-    body: dict[str, Any] = {"model": target.model, "input": _response_items(messages), "store": False}
+    """A Responses request body around `wire` (stateless: the whole input, no `previous_response_id`)."""
+    body: dict[str, Any] = {"model": target.model, "input": wire, "store": False}
     instructions = stable_text(turn)
     if instructions:
         body["instructions"] = instructions
