@@ -3,8 +3,9 @@
 Figures:
 
 - `append_per_s_group_commit` / `append_per_s_fsync_each`: entries appended per second through
-  `JsonlSession.append`, with a turn boundary (`flush`) every 10 entries; the second one also
-  fsyncs every append (`durable=True`).
+  `JsonlSession.append` to fresh sessions, with a turn boundary (`flush`) every 10 entries; the
+  second one also fsyncs every append (`durable=True`). The full run also appends 20k entries to
+  one session without a compaction and names that rate in the note.
 - `resume_ms_10k` / `resume_ms_100k` / `resume_ms_1m`: `store.open(id)` + `view()` + `close()` of a
   session whose latest compaction boundary sits 200 entries from the end. Resume reads only from
   the boundary's first kept entry, so the three should be flat (within 2x of each other).
@@ -33,8 +34,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from benchmarks import Figure, ratio
 from lamina.session.entries import (
     AssistantMessage,
@@ -58,11 +57,12 @@ MAX_TAIL_LOAD: int = 1_000
 """A resume that loads more entries than this is not reading from the boundary."""
 _T0: float = 1_750_000_000.0
 
-_WORDS = (
+_PROSE = (
     "the session store keeps an append only log of entries so that a resume reads from the latest "
     "compaction boundary and never from the start while the provider view holds the summary and the "
     "kept entries the model needs to continue the task without losing the user's constraints"
-).split()
+)
+_WORDS = _PROSE.split(" ")
 
 
 def _text(seed: int, length: int) -> str:
@@ -85,15 +85,15 @@ _RESULT_TEXTS = [_text(s + 200, 420) for s in range(_POOL)]
 _TOOLS = ("read_file", "bash", "grep", "edit_file")
 
 
-def _make_entry(i: int) -> LogEntry:
-    """The `i`-th entry of a realistic session, unstamped (id, parent and ts left empty)."""
+def _make_entry(i: int, stamp: dict[str, Any] | None = None) -> LogEntry:
+    """The `i`-th entry of a realistic session; unstamped (id, parent and ts left empty) unless
+    `stamp` gives them."""
+    extra = stamp or {}
     k = i % TURN
     p = (i // TURN) % _POOL
     if k == 0:
-        return UserMessage(text=_USER_TEXTS[p])
+        return UserMessage(text=_USER_TEXTS[p], **extra)
     round_, kind = divmod(k - 1, 3)
-    call_id = f"call_{i // TURN:08d}_{round_}"
-    tool = _TOOLS[(p + round_) % len(_TOOLS)]
     if kind == 0:
         return AssistantMessage(
             text=_ASSISTANT_TEXTS[(p + round_) % _POOL],
@@ -101,14 +101,18 @@ def _make_entry(i: int) -> LogEntry:
             usage=Usage(input=1_200 + p, output=180 + round_ * 40, cache_read=24_000 + i % 9_000, cache_write=900),
             stop_reason="tool_use",
             turn_id=f"turn_{i // TURN:08d}",
+            **extra,
         )
+    call_id = f"call_{i // TURN:08d}_{round_}"
+    tool = _TOOLS[(p + round_) % len(_TOOLS)]
     if kind == 1:
         return ToolCall(
             call_id=call_id,
             name=tool,
             input={"path": f"src/pkg/module_{p:02d}.py", "command": f"sed -n {p},{p + 80}p", "timeout_s": 30},
+            **extra,
         )
-    return ToolResult(call_id=call_id, name=tool, content=_RESULT_TEXTS[(p + round_) % _POOL])
+    return ToolResult(call_id=call_id, name=tool, content=_RESULT_TEXTS[(p + round_) % _POOL], **extra)
 
 
 def _entry_id(i: int) -> str:
@@ -139,23 +143,18 @@ def _median_ms(samples: list[float]) -> float:
 # -- append -----------------------------------------------------------------------------------
 
 
-def _append_rate(root: Path, count: int, *, durable: bool, runs: int) -> float:
-    """Median entries per second over `runs` fresh sessions of `count` appends each."""
-    store = LocalSessionStore(root)
-    entries = [_make_entry(i) for i in range(count)]
-    rates: list[float] = []
-    for _ in range(runs):
-        session = store.create(cwd="/project")
-        started = time.perf_counter()
-        for i, entry in enumerate(entries, 1):
-            session.append(entry, durable=durable)
-            if i % TURN == 0:
-                session.flush()
-        session.flush()
-        elapsed = time.perf_counter() - started
-        session.close()
-        rates.append(count / elapsed)
-    return statistics.median(rates)
+def _append_once(store: LocalSessionStore, entries: list[LogEntry], *, durable: bool) -> float:
+    """Entries per second appending `entries` to a fresh session, flushing every `TURN`."""
+    session = store.create(cwd="/project")
+    started = time.perf_counter()
+    for i, entry in enumerate(entries, 1):
+        session.append(entry, durable=durable)
+        if i % TURN == 0:
+            session.flush()
+    session.flush()
+    elapsed = time.perf_counter() - started
+    session.close()
+    return len(entries) / elapsed
 
 
 # -- big logs ---------------------------------------------------------------------------------
@@ -176,13 +175,15 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
     resume_offset = 0
     offset = 0
     step = max(n // 5, 100_000)
-    with open(folder / LOG_NAME, "wb", buffering=1 << 20) as out:
+    parent: str | None = None
+    chunk: list[bytes] = []
+    with open(folder / LOG_NAME, "wb") as out:
         for i in range(n):
-            parent = _entry_id(i - 1) if i else None
-            stamp = {"id": _entry_id(i), "parent_id": parent, "ts": _T0 + i * 0.5}
-            entry: LogEntry
+            entry_id = _entry_id(i)
+            stamp = {"id": entry_id, "parent_id": parent, "ts": _T0 + i * 0.5}
+            parent = entry_id
             if i == boundary_at:
-                entry = CompactionBoundary(
+                entry: LogEntry = CompactionBoundary(
                     summary=_text(i, 1_500),
                     first_kept_id=_entry_id(first_kept),
                     tokens_before=180_000,
@@ -191,14 +192,18 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
                     **stamp,
                 )
             else:
-                entry = msgspec.structs.replace(_make_entry(i), **stamp)
+                entry = _make_entry(i, stamp)
             if i == first_kept:
                 resume_offset = offset
             line = encode_entry(entry) + b"\n"
-            out.write(line)
+            chunk.append(line)
             offset += len(line)
+            if len(chunk) == 4_096:
+                out.write(b"".join(chunk))
+                chunk.clear()
             if (i + 1) % step == 0 and i + 1 < n:
                 progress(f"writing a {n:,}-entry log: {i + 1:,} entries, {offset / 1e6:,.0f} MB")
+        out.write(b"".join(chunk))
     now = _T0 + n * 0.5
     meta = SessionMeta(
         id=session_id,
@@ -216,8 +221,9 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
     return session_id, offset
 
 
-def _check_resume(session: JsonlSession, n: int) -> str:
-    """Empty when the resume read only the tail and the view starts at the boundary, else why not."""
+def _check_resume(session: JsonlSession, n: int) -> tuple[int, str]:
+    """Entries a resume loaded, and why it is wrong (empty when it read only the tail and the view
+    starts at the boundary)."""
     problems: list[str] = []
     loaded = session.loaded_count()
     if loaded > MAX_TAIL_LOAD:
@@ -229,22 +235,16 @@ def _check_resume(session: JsonlSession, n: int) -> str:
         problems.append(f"the view holds {len(view.entries)} entries, expected {KEPT_BEFORE + TAIL - 1}")
     if not session.report.clean:
         problems.append("; ".join(session.report.messages()))
-    return "; ".join(problems)
+    return loaded, "; ".join(problems)
 
 
-def _resume_ms(store: LocalSessionStore, session_id: str, n: int, runs: int) -> tuple[float, str]:
-    """Median milliseconds of open + view + close, and any problem the check found."""
+def _resume_once(store: LocalSessionStore, session_id: str) -> float:
+    """Seconds to open a session to continue it, build its provider view and close it."""
+    started = time.perf_counter()
     session = store.open(session_id)
-    problem = _check_resume(session, n)
+    session.view()
     session.close()
-    samples: list[float] = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        session = store.open(session_id)
-        session.view()
-        session.close()
-        samples.append(time.perf_counter() - started)
-    return _median_ms(samples), problem
+    return time.perf_counter() - started
 
 
 def _full_load_mb_per_s(store: LocalSessionStore, session_id: str, n: int, size: int, runs: int) -> float:
@@ -271,119 +271,157 @@ def _batches(items: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, 
         yield items[start : start + size]
 
 
-async def _peer(
-    sqlite_session: Any, folder: Path, n: int, add_count: int, runs: int, progress: Callable[[str], None]
-) -> tuple[float, float]:
-    """(add_items per second one turn per call, median reload ms of all `n` items)."""
-    items = [_peer_item(_make_entry(i)) for i in range(n)]
-    db = folder / "agents.db"
+async def _peer_add_once(sqlite_session: Any, db: Path, items: list[dict[str, Any]]) -> float:
+    """Items per second through `add_items`, one turn per call, into a fresh file db."""
     session = sqlite_session("bench", db_path=db)
     started = time.perf_counter()
-    for batch in _batches(items[:add_count], TURN):
+    for batch in _batches(items, TURN):
         await session.add_items(batch)
-    add_rate = add_count / (time.perf_counter() - started)
-    progress(f"filling the SQLiteSession with {n:,} items")
-    for batch in _batches(items[add_count:], 1_000):
+    elapsed = time.perf_counter() - started
+    session.close()
+    return len(items) / elapsed
+
+
+async def _peer_fill(sqlite_session: Any, db: Path, items: list[dict[str, Any]]) -> None:
+    session = sqlite_session("bench", db_path=db)
+    for batch in _batches(items, 1_000):
         await session.add_items(batch)
     session.close()
-    samples: list[float] = []
-    for _ in range(runs):
-        gc.collect()
-        started = time.perf_counter()
-        fresh = sqlite_session("bench", db_path=db)
-        loaded = await fresh.get_items()
-        fresh.close()
-        samples.append(time.perf_counter() - started)
-        if len(loaded) != n:
-            raise RuntimeError(f"SQLiteSession reloaded {len(loaded):,} items, it holds {n:,}")
-        del loaded
-    return add_rate, _median_ms(samples)
+
+
+async def _peer_reload_once(sqlite_session: Any, db: Path, n: int) -> float:
+    """Seconds for a fresh session on `db` to reload its items with `get_items()` (the SDK's resume)."""
+    started = time.perf_counter()
+    fresh = sqlite_session("bench", db_path=db)
+    loaded = await fresh.get_items()
+    fresh.close()
+    elapsed = time.perf_counter() - started
+    if len(loaded) != n:
+        raise RuntimeError(f"SQLiteSession reloaded {len(loaded):,} items, it holds {n:,}")
+    return elapsed
+
+
+def _load_peer() -> tuple[Any, str]:
+    """The Agents SDK's `SQLiteSession` class, or `None` and why it is missing."""
+    try:
+        from agents import SQLiteSession
+    except Exception as exc:  # the peer is optional: report and go on
+        return None, f"peer skipped: cannot import agents.SQLiteSession ({type(exc).__name__}: {exc})"
+    return SQLiteSession, ""
 
 
 # -- run --------------------------------------------------------------------------------------
 
 
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
-    group_count, fsync_count, append_runs = (3_000, 500, 3) if quick else (20_000, 3_000, 5)
-    resume_runs = 5 if quick else 15
+    group_count, fsync_count = 2_000, 500
+    append_runs = 3 if quick else 7
+    long_count = 0 if quick else 20_000
+    resume_runs = 31 if quick else 101
     load_runs, reload_runs = (3, 3) if quick else (5, 5)
     sizes = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+    labels = {"10k": "10k", "100k": "100k", "1m": "1M"}
     full_load_key = "100k" if quick else "1m"
-    figures: list[Figure] = []
+    peer_n = sizes["100k"]
+    sqlite_session, peer_note = _load_peer()
+    if peer_note:
+        progress(peer_note)
 
     with tempfile.TemporaryDirectory(prefix="lamina-bench-store-") as tmp:
         root = Path(tmp)
         store = LocalSessionStore(root / "sessions")
+        peer_folder = root / "peer"
+        peer_folder.mkdir()
+        peer_items = [_peer_item(_make_entry(i)) for i in range(peer_n)]
 
-        progress(f"appending {group_count:,} entries, flush every {TURN} (x{append_runs})")
-        group = _append_rate(root / "append-group", group_count, durable=False, runs=append_runs)
+        # append: ours and the peer's runs alternate, so a noisy moment hits both sides
+        progress(f"appending {group_count:,} entries, flush every {TURN}, and the peer's add_items (x{append_runs})")
+        entries = [_make_entry(i) for i in range(max(group_count, fsync_count, long_count))]
+        group_rates: list[float] = []
+        peer_add_rates: list[float] = []
+        for run_no in range(append_runs):
+            group_rates.append(_append_once(store, entries[:group_count], durable=False))
+            if sqlite_session is not None:
+                db = peer_folder / f"add-{run_no}.db"
+                peer_add_rates.append(asyncio.run(_peer_add_once(sqlite_session, db, peer_items[:group_count])))
         progress(f"appending {fsync_count:,} entries, fsync on each (x{append_runs})")
-        each = _append_rate(root / "append-fsync", fsync_count, durable=True, runs=append_runs)
+        each_rates = [_append_once(store, entries[:fsync_count], durable=True) for _ in range(append_runs)]
+        long_rate = 0.0
+        if long_count:
+            progress(f"appending {long_count:,} entries to one session with no compaction")
+            long_rate = _append_once(store, entries[:long_count], durable=False)
 
-        resume: dict[str, float] = {}
-        problems: dict[str, str] = {}
+        # resume: build the three logs, check them, then time them round-robin
         built: dict[str, tuple[str, int]] = {}
+        problems: dict[str, str] = {}
+        loaded: dict[str, int] = {}
         for key, n in sizes.items():
             progress(f"writing a {n:,}-entry log")
             built[key] = _build_log(store, n, progress)
-            progress(f"resuming the {n:,}-entry session (x{resume_runs})")
-            resume[key], problems[key] = _resume_ms(store, built[key][0], n, resume_runs)
+            with store.open(built[key][0]) as session:
+                loaded[key], problems[key] = _check_resume(session, n)
             if problems[key]:
                 progress(f"WARNING resume of {n:,} entries: {problems[key]}")
+        peer_db = peer_folder / "reload.db"
+        if sqlite_session is not None:
+            progress(f"peer: filling a SQLiteSession with {peer_n:,} items")
+            asyncio.run(_peer_fill(sqlite_session, peer_db, peer_items))
+        del peer_items, entries
+        progress(f"resuming the three sessions (x{resume_runs}) and reloading the peer (x{reload_runs})")
+        resume_samples: dict[str, list[float]] = {key: [] for key in sizes}
+        reload_samples: list[float] = []
+        for run_no in range(resume_runs):
+            for key in sizes:
+                resume_samples[key].append(_resume_once(store, built[key][0]))
+            if sqlite_session is not None and run_no < reload_runs:
+                gc.collect()
+                reload_samples.append(asyncio.run(_peer_reload_once(sqlite_session, peer_db, peer_n)))
+        resume = {key: _median_ms(samples) for key, samples in resume_samples.items()}
 
         progress(f"full load of the {sizes[full_load_key]:,}-entry log (x{load_runs})")
         full_id, full_size = built[full_load_key]
         full_load = _full_load_mb_per_s(store, full_id, sizes[full_load_key], full_size, load_runs)
 
-        peer: tuple[float, float] | None = None
-        peer_note = ""
-        try:
-            from agents import SQLiteSession
-        except Exception as exc:  # the peer is optional: report and go on
-            peer_note = f"peer skipped: cannot import agents.SQLiteSession ({type(exc).__name__}: {exc})"
-            progress(peer_note)
-        else:
-            progress(f"peer: SQLiteSession add_items x{group_count // TURN:,}, then reload of 100k (x{reload_runs})")
-            peer_folder = root / "peer"
-            peer_folder.mkdir()
-            peer = asyncio.run(_peer(SQLiteSession, peer_folder, sizes["100k"], group_count, reload_runs, progress))
-
+    group = statistics.median(group_rates)
+    peer_add = statistics.median(peer_add_rates) if peer_add_rates else 0.0
+    peer_reload = _median_ms(reload_samples) if reload_samples else 0.0
     spread = max(resume.values()) / min(resume.values())
-    flat_note = f"max/min over 10k..1m = {spread:.2f}x"
+    flat_note = f"max/min over 10k..1M = {spread:.2f}x"
     if spread > 2.0:
         flat_note += " — NOT FLAT (more than 2x apart)"
         progress(f"WARNING resume times are not within 2x: {resume}")
     warm = "warm page cache"
-    group_ratio = ratio(group, peer[0], "peer_sqlite_session_add_items_per_s") if peer else None
-    figures.append(
+    long_note = f"; {long_count:,} appends to one session without compaction: {long_rate:,.0f}/s" if long_count else ""
+    figures = [
         Figure(
             "append_per_s_group_commit",
             group,
             "entries/s",
-            ratio_vs=group_ratio,
-            note=f"median of {append_runs} x {group_count:,} appends, flush every {TURN}" + _extra(peer_note),
-        )
-    )
-    figures.append(
+            ratio_vs=ratio(group, peer_add, "peer_sqlite_session_add_items_per_s") if peer_add_rates else None,
+            note=f"median of {append_runs} fresh sessions x {group_count:,} appends, flush every {TURN}"
+            + long_note
+            + _extra(peer_note),
+        ),
         Figure(
             "append_per_s_fsync_each",
-            each,
+            statistics.median(each_rates),
             "entries/s",
-            note=f"median of {append_runs} x {fsync_count:,} appends, durable=True",
-        )
-    )
-    labels = {"10k": "10k", "100k": "100k", "1m": "1M"}
-    for key, n in sizes.items():
-        size_mb = built[key][1] / 1e6
-        parts = [f"{labels[key]} entries, {size_mb:,.0f} MB log, boundary {TAIL} from the end"]
-        parts.append(f"median of {resume_runs}, {warm}")
+            note=f"median of {append_runs} fresh sessions x {fsync_count:,} appends, durable=True, flush every {TURN}",
+        ),
+    ]
+    for key in sizes:
+        parts = [
+            f"{labels[key]} entries, {built[key][1] / 1e6:,.0f} MB log, boundary {TAIL} from the end, "
+            f"{loaded[key]} entries loaded"
+        ]
+        parts.append(f"median of {resume_runs} (min {min(resume_samples[key]) * 1e3:.2f}), {warm}")
         if key == "1m":
             parts.append(flat_note)
         if problems[key]:
             parts.append(f"WARNING: {problems[key]}")
         ratio_vs = None
-        if key == "100k" and peer:
-            ratio_vs = ratio(resume[key], peer[1], "peer_sqlite_session_reload_ms_100k")
+        if key == "100k" and reload_samples:
+            ratio_vs = ratio(resume[key], peer_reload, "peer_sqlite_session_reload_ms_100k")
         figures.append(Figure(f"resume_ms_{key}", resume[key], "ms", ratio_vs=ratio_vs, note="; ".join(parts)))
     figures.append(
         Figure(
@@ -391,24 +429,26 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             full_load,
             "MB/s",
             note=f"open + entries() of the {labels[full_load_key]}-entry log "
-            f"({built[full_load_key][1] / 1e6:,.0f} MB), median of {load_runs}, {warm}",
+            f"({full_size / 1e6:,.0f} MB), median of {load_runs}, {warm}",
         )
     )
-    if peer:
+    if sqlite_session is not None:
         figures.append(
             Figure(
                 "peer_sqlite_session_add_items_per_s",
-                peer[0],
+                peer_add,
                 "items/s",
-                note=f"agents.SQLiteSession, file db, add_items of {TURN} items per call, {group_count:,} items",
+                note=f"agents.SQLiteSession, file db (WAL), add_items of {TURN} items per call, "
+                f"median of {append_runs} fresh dbs x {group_count:,} items",
             )
         )
         figures.append(
             Figure(
                 "peer_sqlite_session_reload_ms_100k",
-                peer[1],
+                peer_reload,
                 "ms",
-                note=f"fresh SQLiteSession + get_items() of all 100k items, median of {reload_runs}, {warm}",
+                note=f"fresh SQLiteSession + get_items() of all {peer_n:,} items (no compaction point to start "
+                f"from), median of {reload_runs}, {warm}",
             )
         )
     return figures

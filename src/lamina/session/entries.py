@@ -38,7 +38,9 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
     open_tasks: tuple[str, ...] = ()
 
 
-class _EntryBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class _EntryBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
+    # gc=False: decoded entries cannot form reference cycles, and untracked objects keep the
+    # collector from rescanning a million-entry log over and over during a full load.
     # `id`, `parent_id` and `ts` are stamped by the session when the entry is appended.
     id: str = ""
     parent_id: str | None = None

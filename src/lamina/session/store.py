@@ -52,6 +52,8 @@ SUBFOLDERS: Final = ("attachments", "data", "plans")
 STORE_ENV_VAR: Final = "LAMINA_STORE"
 """Environment variable that overrides the default store root."""
 TITLE_MAX_CHARS: Final = 120
+META_REFRESH_SECONDS: Final = 5.0
+"""Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""
 _SESSION_ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 E = TypeVar("E", bound=Entry)
@@ -309,6 +311,11 @@ class JsonlSession:
         self._dirty_meta = False
         self._torn: TornTail | None = None
         self._appended = 0
+        # where the leaf's provider view starts, kept up to date so a flush never walks the tree
+        self._view_start: str | None = None
+        self._view_start_known = False
+        self._meta_urgent = False
+        self._meta_written_at = time.monotonic()
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -527,11 +534,17 @@ class JsonlSession:
         self._entries[entry.id] = entry
         self._order.append(entry.id)
         self._offsets[entry.id] = offset
+        if isinstance(entry, CompactionBoundary):
+            self._view_start, self._view_start_known = entry.first_kept_id or entry.id, True
+            self._meta_urgent = True
+        elif self._leaf is None:
+            self._view_start, self._view_start_known = entry.id, True
         self._leaf = entry.id
         self._appended += 1
         self._dirty_meta = True
         if self.meta.title == "" and isinstance(entry, UserMessage):
             self.meta = msgspec.structs.replace(self.meta, title=_title_from(entry.text))
+            self._meta_urgent = True
         if sync:
             os.fsync(fd)
             self._unsynced = False
@@ -541,19 +554,29 @@ class JsonlSession:
             self._unsynced = True
 
     def flush(self) -> None:
-        """The turn boundary: fsync what was appended and record the leaf in the metadata."""
+        """The turn boundary: fsync what was appended; refresh the metadata when it matters.
+
+        The metadata is rewritten at once after a branch, a compaction or a new title, and
+        otherwise at most every `META_REFRESH_SECONDS` (and on close): a stale `meta.json` only
+        makes the next open read a little more, because the open reconciles it with the log.
+        """
         if self._fd is not None and self._unsynced:
             os.fsync(self._fd)
             self._unsynced = False
         if self._dirty_meta and self._lock is not None:
-            self._write_meta()
+            due = time.monotonic() - self._meta_written_at >= META_REFRESH_SECONDS
+            if self._meta_urgent or due:
+                self._write_meta()
 
     def _resume_offset(self) -> int:
         """Byte offset of the first entry the current leaf's provider view needs."""
-        try:
-            start = view_start_id(self._entries, self._leaf)
-        except MissingEntryError:
-            return 0
+        if not self._view_start_known:
+            try:
+                self._view_start = view_start_id(self._entries, self._leaf)
+            except MissingEntryError:
+                return 0
+            self._view_start_known = True
+        start = self._view_start
         return self._offsets.get(start, 0) if start is not None else 0
 
     def _write_meta(self) -> None:
@@ -569,12 +592,16 @@ class JsonlSession:
         write_meta(self.folder, self.meta)
         self._appended = 0
         self._dirty_meta = False
+        self._meta_urgent = False
+        self._meta_written_at = time.monotonic()
 
     def branch(self, entry_id: str) -> None:
         """Move the leaf to `entry_id`: the next append starts a new branch from there."""
         self.get(entry_id)
         self._leaf = entry_id
+        self._view_start_known = False
         self._dirty_meta = True
+        self._meta_urgent = True
         if self._lock is not None:
             self._writable_fd()
             self.flush()
