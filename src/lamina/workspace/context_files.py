@@ -35,7 +35,6 @@ from __future__ import annotations
 import codecs
 import errno
 import os
-import re
 import stat
 import threading
 import time
@@ -45,9 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-import pathspec
-
 from lamina.errors import UsageError
+from lamina.workspace._ignore import IgnoreRules as _Ignore
+from lamina.workspace._ignore import SkippedPath as SkippedPath
+from lamina.workspace._ignore import describe_os_error as _describe
+from lamina.workspace._ignore import is_ignored as _ignored
+from lamina.workspace._ignore import load_ignore as _load_ignore
+from lamina.workspace._ignore import rules_above as _rules_above
 
 #: File names (compared case-insensitively) that hold project instructions for agents.
 CONTEXT_FILE_NAMES: Final = frozenset({"agents.md", "claude.md"})
@@ -86,7 +89,6 @@ _OPEN_FLAGS: Final = (
 )
 _DIR_FLAGS: Final = _OPEN_FLAGS | getattr(os, "O_DIRECTORY", 0)
 _SCANDIR_FD: Final = os.scandir in os.supports_fd
-_NAMED_GROUP: Final = re.compile(r"\(\?P<[^>]+>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,17 +107,6 @@ class ContextFile:
     """The whole file's size in bytes, even when `text` was truncated."""
     truncated: bool
     mtime_ns: int
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedPath:
-    """A file or folder the scan could not use, and why."""
-
-    path: Path
-    relative: str
-    """POSIX path relative to the scan root (`.` for the root itself)."""
-    reason: str
-    """Human-readable, e.g. `binary (contains a NUL byte)` or `cannot list folder: permission denied`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,91 +301,6 @@ def _relative_to(path: Path, root: Path) -> str | None:
 # --- the walk -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Ignore:
-    """The rules of one `.gitignore` (or `info/exclude`) and how a scan path maps into its folder."""
-
-    spec: pathspec.GitIgnoreSpec
-    any_rule: re.Pattern[str] | None
-    """All rules in one regex: most paths match none, and one C-level match is far cheaper."""
-    strip: int
-    """Characters to drop from a root-relative path: the rule file's folder below the root."""
-    prefix: str
-    """Text to put in front of a root-relative path: the root's folder below the rule file's."""
-
-    def verdict(self, relative: str) -> bool | None:
-        """True if ignored, False if re-included (`!`), None if no rule matches."""
-        local = self.prefix + relative[self.strip :]
-        if self.any_rule is not None and self.any_rule.match(local) is None:
-            return None
-        include: bool | None = self.spec.check_file(local).include
-        return include
-
-
-def _ignored(chain: tuple[_Ignore, ...], relative: str) -> bool:
-    # Shallowest rules first, so a deeper file's verdict (the last non-None) wins, as in git.
-    ignored = False
-    for rules in chain:
-        verdict = rules.verdict(relative)
-        if verdict is not None:
-            ignored = verdict
-    return ignored
-
-
-def _load_ignore(path: str, *, strip: int, prefix: str, relative: str, skipped: list[SkippedPath]) -> _Ignore | None:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        skipped.append(SkippedPath(Path(path), relative, f"cannot read .gitignore: {_describe(exc)}"))
-        return None
-    spec = pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", errors="replace").splitlines())
-    regexes = [p.regex for p in spec.patterns if p.include is not None and isinstance(p, pathspec.RegexPattern)]
-    if not regexes:
-        return None
-    any_rule: re.Pattern[str] | None
-    try:
-        any_rule = re.compile("|".join(f"(?:{_NAMED_GROUP.sub('(?:', r.pattern)})" for r in regexes if r is not None))
-    except (re.error, TypeError):
-        any_rule = None  # fall back to checking every rule; slower, same answer
-    return _Ignore(spec=spec, any_rule=any_rule, strip=strip, prefix=prefix)
-
-
-def _rules_above(root: str, skipped: list[SkippedPath]) -> tuple[_Ignore, ...]:
-    """Rules from the enclosing git work tree that apply below `root` (empty outside a work tree)."""
-    top = root
-    while not os.path.lexists(os.path.join(top, ".git")):
-        parent = os.path.dirname(top)
-        if parent == top:
-            return ()
-        top = parent
-    below = os.path.relpath(root, top).replace(os.sep, "/")
-    below = "" if below == "." else below + "/"
-    chain: list[_Ignore] = []
-    exclude = os.path.join(top, ".git", "info", "exclude")
-    if os.path.isfile(exclude):
-        rules = _load_ignore(exclude, strip=0, prefix=below, relative=os.path.relpath(exclude, root), skipped=skipped)
-        if rules is not None:
-            chain.append(rules)
-    folder = top
-    for part in below.split("/")[:-1]:  # the work tree's top, then each folder down to the root's parent
-        _append_gitignore(chain, folder, root, skipped)
-        folder = os.path.join(folder, part)
-    if chain and _ignored(tuple(chain), ""):
-        return ()  # the root lies in an ignored folder: the user chose to work there, so look anyway
-    return tuple(chain)
-
-
-def _append_gitignore(chain: list[_Ignore], folder: str, root: str, skipped: list[SkippedPath]) -> None:
-    path = os.path.join(folder, ".gitignore")
-    if not os.path.isfile(path):
-        return
-    prefix = os.path.relpath(root, folder).replace(os.sep, "/") + "/"
-    rules = _load_ignore(path, strip=0, prefix=prefix, relative=os.path.relpath(path, root), skipped=skipped)
-    if rules is not None:
-        chain.append(rules)
-
-
 def _walk(
     root: str, skipped: list[SkippedPath], progress: Callable[[int], None] | None
 ) -> tuple[list[tuple[int, str, str]], int]:
@@ -542,11 +448,3 @@ def _read(path: Path, relative: str, depth: int, *, max_bytes: int, huge_bytes: 
     return ContextFile(
         path=path, relative=relative, depth=depth, text=text, size=size, truncated=truncated, mtime_ns=st.st_mtime_ns
     )
-
-
-def _describe(exc: OSError) -> str:
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if exc.errno == errno.ELOOP:
-        return "symlink loop"
-    return (exc.strerror or type(exc).__name__).lower()

@@ -1,0 +1,55 @@
+"""Tools the model can call, and the pre-tool-use pipeline every call passes (see `pipeline`)."""
+
+from lamina.tools.base import (
+    AskCallback,
+    PermissionMode,
+    StructTool,
+    Tool,
+    ToolContext,
+    ToolInputError,
+    ToolOutput,
+)
+from lamina.tools.bash import BashTool
+from lamina.tools.builtin import MINI_TOOL_NAMES, default_tools, mini_tools
+from lamina.tools.edit import EditTool
+from lamina.tools.glob import GlobTool
+from lamina.tools.grep import GrepTool
+from lamina.tools.offload import OffloadedResult, OffloadPolicy, offload_result, offload_threshold, result_path
+from lamina.tools.pipeline import ToolExecution, ToolPipeline
+from lamina.tools.read import ReadTool
+from lamina.tools.rules import Allow, Ask, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
+from lamina.tools.write import WriteTool
+
+__all__ = [
+    "MINI_TOOL_NAMES",
+    "Allow",
+    "Ask",
+    "AskCallback",
+    "BashTool",
+    "Deny",
+    "EditTool",
+    "GlobTool",
+    "GrepTool",
+    "OffloadPolicy",
+    "OffloadedResult",
+    "PermissionMode",
+    "PermissionRequest",
+    "ReadTool",
+    "Rewrite",
+    "Rule",
+    "StructTool",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolExecution",
+    "ToolInputError",
+    "ToolOutput",
+    "ToolPipeline",
+    "Verdict",
+    "WriteTool",
+    "default_tools",
+    "mini_tools",
+    "offload_result",
+    "offload_threshold",
+    "result_path",
+]

@@ -1,0 +1,26 @@
+"""The built-in tool sets: `mini_tools()` and `default_tools()`, fresh instances on each call (pure)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from lamina.tools.base import Tool
+from lamina.tools.bash import BashTool
+from lamina.tools.edit import EditTool
+from lamina.tools.glob import GlobTool
+from lamina.tools.grep import GrepTool
+from lamina.tools.read import ReadTool
+from lamina.tools.write import WriteTool
+
+MINI_TOOL_NAMES: Final = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
+"""The tools of the mini preset (summaries, small tasks), in the order they are offered."""
+
+
+def mini_tools() -> tuple[Tool[Any], ...]:
+    """Read, Edit, Write, Glob, Grep and Bash, with default settings."""
+    return (ReadTool(), EditTool(), WriteTool(), GlobTool(), GrepTool(), BashTool())
+
+
+def default_tools() -> tuple[Tool[Any], ...]:
+    """The tools of the default preset; for now the mini set (skill and source tools come later)."""
+    return mini_tools()
