@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lamina.cli import sessions
+from lamina.cli import context, sessions
 
 app = typer.Typer(
     name="lamina",
@@ -17,6 +17,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(sessions.app, name="sessions")
+app.command("context")(context.show_context)
 
 
 @app.callback()

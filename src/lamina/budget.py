@@ -1,0 +1,517 @@
+"""Context budget: tokens per tier of a turn, and where a rendered request's cache breakpoints fall (pure).
+
+The tiers are the design chapter's §10.18 priority order (`Tier`): rules, capability catalogue,
+session state, on-demand documents, history, memory, large tool results, one-shot parts
+(SPEC F17). `budget_of_turn` says how many tokens of a turn fall in each tier; `cache_layout`
+walks a rendered request block by block in prefix order and says which blocks the provider caches,
+where the breakpoints are and how many tokens lie up to each. Blocks are measured the way the
+cache simulator measures them (canonical JSON of each block, without `cache_control`), so the
+numbers agree with `lamina.placement.cache_sim`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias, assert_never, cast
+
+import msgspec
+
+from lamina.messages import TextBlock, ToolResultBlock, ToolUseBlock, render_tail
+from lamina.parts import Part, Tier
+from lamina.placement import (
+    AnthropicTarget,
+    OpenAIChatTarget,
+    OpenAIResponsesTarget,
+    RenderedRequest,
+    RenderTarget,
+    SdkManagedPrompt,
+    SdkManagedTarget,
+    turn_messages,
+)
+from lamina.placement.cache_sim import (
+    AnthropicCacheRules,
+    AnthropicCacheSimulator,
+    CacheUsage,
+    OpenAICacheRules,
+    OpenAICacheSimulator,
+    TimedRequest,
+)
+from lamina.session.entries import PartRecord
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from lamina.turn import ToolSpec, TurnContext
+
+__all__ = [
+    "TIER_LABELS",
+    "Breakpoint",
+    "BudgetReport",
+    "CacheLayout",
+    "CacheRegion",
+    "LayoutBlock",
+    "TierTokens",
+    "budget_of_parts",
+    "budget_of_turn",
+    "cache_layout",
+    "tool_tokens",
+]
+
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+
+TIER_LABELS: Final[Mapping[Tier, str]] = {
+    Tier.RULES: "rules",
+    Tier.CATALOGUE: "catalogue",
+    Tier.SESSION_STATE: "session state",
+    Tier.ON_DEMAND: "documents",
+    Tier.HISTORY: "history",
+    Tier.MEMORY: "memory",
+    Tier.TOOL_RESULTS: "tool results",
+    Tier.ONE_SHOT: "one-shot",
+}
+"""A short name for each tier, as reports show it."""
+
+
+# --- tokens per tier --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TierTokens:
+    """The tokens of one tier and what they were spent on."""
+
+    tier: Tier
+    tokens: int
+    items: tuple[str, ...]
+    """What was counted, in order: part keys, `tools`, `history`, `tool results`, ..."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetReport:
+    """Tokens per tier, every tier present, in `Tier` order."""
+
+    tiers: tuple[TierTokens, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(t.tokens for t in self.tiers)
+
+    def tokens(self, tier: Tier) -> int:
+        """The tokens of `tier`."""
+        return self.tiers[list(Tier).index(tier)].tokens
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self._tokens = dict.fromkeys(Tier, 0)
+        self._items: dict[Tier, list[str]] = {t: [] for t in Tier}
+
+    def add(self, tier: Tier, item: str, tokens: int) -> None:
+        self._tokens[tier] += tokens
+        if item not in self._items[tier]:
+            self._items[tier].append(item)
+
+    def report(self) -> BudgetReport:
+        return BudgetReport(tuple(TierTokens(t, self._tokens[t], tuple(self._items[t])) for t in Tier))
+
+
+def tool_tokens(tool: ToolSpec, *, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> int:
+    """Estimated tokens of one tool definition: its name, description and input schema."""
+    definition = {"name": tool.name, "description": tool.description, "input_schema": dict(tool.input_schema)}
+    return estimator.count(_ENCODER.encode(definition).decode())
+
+
+def budget_of_parts(
+    parts: Iterable[Part], *, tools: Sequence[ToolSpec] = (), estimator: TokenEstimator = DEFAULT_ESTIMATOR
+) -> BudgetReport:
+    """Tokens per tier of `parts` (each in its own tier) and of `tools` (the capability catalogue)."""
+    tally = _Tally()
+    for tool in tools:
+        tally.add(Tier.CATALOGUE, "tools", tool_tokens(tool, estimator=estimator))
+    for part in parts:
+        tally.add(part.tier, part.key, estimator.count(part.text))
+    return tally.report()
+
+
+def budget_of_turn(turn: TurnContext, *, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> BudgetReport:
+    """Tokens per tier of everything `turn` sends.
+
+    Stable parts count in their own tiers and the tools in the catalogue. This turn's volatile
+    parts and one-shot parts count as rendered in the tail (session state, one-shot). The
+    conversation counts as history, except tool results, which have their own tier; earlier
+    turns' tails are part of the history they travel in.
+    """
+    tally = _Tally()
+    for tool in turn.tools:
+        tally.add(Tier.CATALOGUE, "tools", tool_tokens(tool, estimator=estimator))
+    for part in turn.stable.parts:
+        tally.add(part.tier, part.key, estimator.count(part.text))
+    for part in turn.volatile:
+        tally.add(part.tier, part.key, estimator.count(render_tail((PartRecord(key=part.key, text=part.text),), ())))
+    for one_shot in turn.one_shots:
+        record = PartRecord(key=one_shot.kind, text=one_shot.text, part_id=one_shot.part_id)
+        tally.add(Tier.ONE_SHOT, one_shot.kind, estimator.count(render_tail((), (record,))))
+    tail_counted = not turn.tail
+    messages = turn_messages(turn)
+    for m, message in reversed(list(enumerate(messages))):
+        for block in reversed(message.blocks):
+            match block:
+                case TextBlock(text=text) if not tail_counted and text == turn.tail:
+                    tail_counted = True  # this turn's tail: counted above, part by part
+                case TextBlock(text=text) if m == len(messages) - 1 and text == turn.user_text:
+                    tally.add(Tier.HISTORY, "user message", estimator.count(text))
+                case TextBlock(text=text):
+                    summary = m == 0 and bool(turn.summary) and text.startswith("<compaction_summary")
+                    tally.add(Tier.HISTORY, "compaction summary" if summary else "history", estimator.count(text))
+                case ToolUseBlock(name=name, input=args):
+                    tally.add(Tier.HISTORY, "history", estimator.count(name + _ENCODER.encode(dict(args)).decode()))
+                case ToolResultBlock(content=content):
+                    tally.add(Tier.TOOL_RESULTS, "tool results", estimator.count(content))
+                case _:
+                    assert_never(block)
+    return tally.report()
+
+
+# --- cache layout ---------------------------------------------------------------------------------------
+
+CacheRegion: TypeAlias = Literal["stable", "rolling", "uncached"]
+"""Where a block stands for the provider's cache: in the stable prefix every later turn reads, in
+the part cached for the next request only, or not cached."""
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutBlock:
+    """One block of a rendered request, in prefix order."""
+
+    position: int
+    """1-based position in the prefix (tools, then system, then messages)."""
+    where: str
+    """Path in the request body: `tools[2]`, `system[4]`, `messages[0].content[1]`, `input[3]`."""
+    label: str
+    """What the block holds: a tool name, a part key, `user message`, `tail: date_time, ...`."""
+    tokens: int
+    cumulative: int
+    """Tokens from the start of the request up to and including this block."""
+    region: CacheRegion
+    breakpoint: str | None = None
+    """The cache TTL (`5m`, `1h`) when this block carries an explicit breakpoint."""
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """An explicit cache breakpoint and the prefix it caches."""
+
+    position: int
+    where: str
+    ttl: str
+    tokens: int
+    """Tokens up to and including the breakpoint's block."""
+    cacheable: bool
+    """Whether the prefix reaches the provider's minimum cacheable length."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheLayout:
+    """How a rendered request sits in the provider's prompt cache."""
+
+    format: Literal["anthropic", "openai_chat", "openai_responses", "sdk_managed"]
+    blocks: tuple[LayoutBlock, ...]
+    breakpoints: tuple[Breakpoint, ...]
+    stable_prefix_tokens: int
+    """Tokens of the prefix that stays byte-identical across turns (tools and stable parts)."""
+    total_tokens: int
+    min_cacheable_tokens: int
+    """The provider's minimum prefix length for caching (0 when the backend decides)."""
+    first_request: CacheUsage | None
+    """What this request costs sent as the session's first, by the cache simulator (None: not simulated)."""
+    notes: tuple[str, ...]
+    """Plain sentences explaining the layout to a reader."""
+
+
+def cache_layout(
+    request: RenderedRequest,
+    target: RenderTarget,
+    *,
+    turn: TurnContext | None = None,
+    estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+) -> CacheLayout:
+    """The cache layout of `request`, rendered for `target`.
+
+    Args:
+        request: What `lamina.placement.render(turn, target)` returned.
+        target: The target it was rendered for (it decides the format).
+        turn: The turn it was rendered from, to label blocks with part keys; optional.
+        estimator: Counts each block's canonical JSON, as the cache simulator does.
+    """
+    labels = _Labels(turn)
+    match target:
+        case AnthropicTarget():
+            return _anthropic(_body(request), labels, estimator)
+        case OpenAIChatTarget() | OpenAIResponsesTarget():
+            return _openai(_body(request), labels, estimator, chat=isinstance(target, OpenAIChatTarget))
+        case SdkManagedTarget():
+            if not isinstance(request, SdkManagedPrompt):
+                raise TypeError("an SDK-managed target renders an SdkManagedPrompt")
+            return _sdk(request, estimator)
+        case _:
+            assert_never(target)
+
+
+def _body(request: RenderedRequest) -> Mapping[str, Any]:
+    if isinstance(request, SdkManagedPrompt):
+        raise TypeError("an SdkManagedPrompt is not a request body; use SdkManagedTarget")
+    return cast(Mapping[str, Any], request)
+
+
+class _Labels:
+    """Names blocks after the turn they were rendered from."""
+
+    def __init__(self, turn: TurnContext | None) -> None:
+        self._turn = turn
+        self.stable_keys = [p.key for p in turn.stable.parts if p.text] if turn else []
+
+    def text(self, text: str) -> str:
+        turn = self._turn
+        if turn is not None:
+            if turn.tail and text == turn.tail:
+                keys = [p.key for p in turn.volatile] + [o.kind for o in turn.one_shots]
+                return f"tail: {', '.join(keys)}"
+            if text == turn.user_text:
+                return "user message"
+            if turn.summary and text.startswith("<compaction_summary>"):
+                return "compaction summary"
+        return "history"
+
+    def system(self, index: int) -> str:
+        return self.stable_keys[index] if index < len(self.stable_keys) else "system"
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    where: str
+    label: str
+    block: object
+    ttl: str | None = None
+
+
+def _measure(block: object, estimator: TokenEstimator) -> int:
+    if isinstance(block, Mapping) and "cache_control" in block:
+        block = {k: v for k, v in block.items() if k != "cache_control"}
+    return estimator.count(_ENCODER.encode(block).decode())
+
+
+def _text_block(text: str) -> dict[str, str]:
+    return {"type": "text", "text": text}
+
+
+def _block_label(block: Mapping[str, Any], labels: _Labels) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return labels.text(str(block.get("text", "")))
+    if kind == "tool_use":
+        return f"tool call {block.get('name', '')}"
+    if kind == "tool_result":
+        return "tool result"
+    return str(kind or "block")
+
+
+def _anthropic_blocks(body: Mapping[str, Any], labels: _Labels) -> Iterator[tuple[_Raw, bool]]:
+    """Every block with whether it belongs to the stable prefix (tools and system)."""
+    for i, tool in enumerate(body.get("tools") or ()):
+        yield _Raw(f"tools[{i}]", str(tool.get("name", "tool")), tool, _ttl(tool)), True
+    system = body.get("system")
+    if isinstance(system, str):
+        yield _Raw("system", "system", _text_block(system)), True
+    elif system:
+        for i, block in enumerate(system):
+            yield _Raw(f"system[{i}]", labels.system(i), block, _ttl(block)), True
+    for m, message in enumerate(body.get("messages") or ()):
+        content = message.get("content")
+        if isinstance(content, str):
+            yield _Raw(f"messages[{m}].content", labels.text(content), _text_block(content)), False
+            continue
+        for c, block in enumerate(content or ()):
+            yield _Raw(f"messages[{m}].content[{c}]", _block_label(block, labels), block, _ttl(block)), False
+
+
+def _ttl(block: Mapping[str, Any]) -> str | None:
+    marker = block.get("cache_control")
+    if not isinstance(marker, Mapping):
+        return None
+    return str(marker.get("ttl") or "5m")
+
+
+def _anthropic(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimator) -> CacheLayout:
+    rules = AnthropicCacheRules()
+    raws = list(_anthropic_blocks(body, labels))
+    measured = [_measure(raw.block, estimator) for raw, _ in raws]
+    cumulative = _running(measured)
+    marks = [i for i, (raw, _) in enumerate(raws) if raw.ttl is not None]
+    stable_end = max((i for i, (_, stable) in enumerate(raws) if stable), default=-1)
+    stable_mark = max((i for i in marks if i <= stable_end), default=-1)
+    last_mark = marks[-1] if marks else -1
+    blocks = []
+    for i, ((raw, _), tokens) in enumerate(zip(raws, measured, strict=True)):
+        region: CacheRegion = "stable" if i <= stable_mark else "rolling" if i <= last_mark else "uncached"
+        blocks.append(LayoutBlock(i + 1, raw.where, raw.label, tokens, cumulative[i], region, raw.ttl))
+    breakpoints = tuple(
+        Breakpoint(i + 1, raws[i][0].where, raws[i][0].ttl or "5m", cumulative[i], cumulative[i] >= rules.min_tokens)
+        for i in marks
+    )
+    stable_tokens = cumulative[stable_end] if stable_end >= 0 else 0
+    notes = []
+    if stable_mark >= 0:
+        bp = next(b for b in breakpoints if b.position == stable_mark + 1)
+        notes.append(
+            f"Breakpoint {breakpoints.index(bp) + 1} ({bp.ttl}) closes the stable prefix (tools and system, "
+            f"{bp.tokens:,} tokens): every later turn reads it from the cache until a stable input changes."
+        )
+        if not bp.cacheable:
+            notes.append(
+                f"The stable prefix is below Anthropic's minimum of {rules.min_tokens:,} tokens (more for some "
+                "models), so it is cached only together with the conversation after it."
+            )
+    if last_mark > stable_mark:
+        bp = breakpoints[-1]
+        notes.append(
+            f"Breakpoint {len(breakpoints)} ({bp.ttl}) is the rolling breakpoint on the last block: the next "
+            f"request of this session reads everything up to it ({bp.tokens:,} tokens)."
+        )
+    usage = AnthropicCacheSimulator(estimator=estimator).submit(TimedRequest(0.0, body))
+    notes.append(_first_request_note(usage))
+    return CacheLayout(
+        format="anthropic",
+        blocks=tuple(blocks),
+        breakpoints=breakpoints,
+        stable_prefix_tokens=stable_tokens,
+        total_tokens=cumulative[-1] if cumulative else 0,
+        min_cacheable_tokens=rules.min_tokens,
+        first_request=usage,
+        notes=tuple(notes),
+    )
+
+
+def _openai_blocks(body: Mapping[str, Any], labels: _Labels, *, chat: bool) -> Iterator[tuple[_Raw, bool]]:
+    for i, tool in enumerate(body.get("tools") or ()):
+        function = tool.get("function") if chat else tool
+        yield _Raw(f"tools[{i}]", str((function or {}).get("name", "tool")), tool), True
+    if chat:
+        for m, message in enumerate(body.get("messages") or ()):
+            stable = m == 0 and message.get("role") == "system"
+            yield from ((raw, stable) for raw in _openai_message(message, f"messages[{m}]", labels))
+        return
+    instructions = body.get("instructions")
+    if instructions:
+        yield _Raw("instructions", "stable parts", _text_block(str(instructions))), True
+    for i, item in enumerate(body.get("input") or ()):
+        where = f"input[{i}]"
+        if "role" in item:
+            yield from ((raw, False) for raw in _openai_message(item, where, labels))
+        else:
+            kind = str(item.get("type", "item"))
+            label = f"tool call {item.get('name', '')}" if kind == "function_call" else kind.replace("_", " ")
+            yield _Raw(where, label, item), False
+
+
+def _openai_message(message: Mapping[str, Any], where: str, labels: _Labels) -> Iterator[_Raw]:
+    role = str(message.get("role", ""))
+    content = message.get("content")
+    meta = {k: v for k, v in message.items() if k not in ("role", "content")}
+    if role == "system":
+        label = "stable parts"
+    elif role == "tool":
+        label = "tool result"
+    else:
+        label = ""
+    emitted = False
+    if isinstance(content, str):
+        yield _Raw(f"{where}.content", label or labels.text(content), _text_block(content))
+        emitted = True
+    elif content:
+        for c, part in enumerate(content):
+            text = str(part.get("text", "")) if isinstance(part, Mapping) else ""
+            yield _Raw(f"{where}.content[{c}]", label or labels.text(text), part)
+            emitted = True
+    if meta or not emitted:
+        calls = [str(c.get("function", {}).get("name", "")) for c in meta.get("tool_calls") or ()]
+        yield _Raw(where, f"tool call {', '.join(calls)}" if calls else label or role, meta)
+
+
+def _openai(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimator, *, chat: bool) -> CacheLayout:
+    rules = OpenAICacheRules()
+    raws = list(_openai_blocks(body, labels, chat=chat))
+    measured = [_measure(raw.block, estimator) for raw, _ in raws]
+    cumulative = _running(measured)
+    total = cumulative[-1] if cumulative else 0
+    stored = total >= rules.min_tokens
+    blocks = tuple(
+        LayoutBlock(
+            i + 1,
+            raw.where,
+            raw.label,
+            tokens,
+            cumulative[i],
+            "stable" if stable else "rolling" if stored else "uncached",
+        )
+        for i, ((raw, stable), tokens) in enumerate(zip(raws, measured, strict=True))
+    )
+    stable_tokens = max((b.cumulative for b in blocks if b.region == "stable"), default=0)
+    notes = [
+        f"OpenAI caches automatically: a prompt of at least {rules.min_tokens:,} tokens is stored, and a later "
+        f"prompt with the same prompt_cache_key reads its longest common prefix, in steps of {rules.increment} tokens.",
+        f"The stable prefix (tools and the stable parts) is {stable_tokens:,} tokens and is the same every turn; "
+        "the conversation after it only grows, so each request can read the one before it.",
+    ]
+    if not stored:
+        notes.append(f"This request is {total:,} tokens, below the minimum: it is not cached.")
+    simulator = OpenAICacheSimulator(estimator=estimator)
+    usage = simulator.submit(TimedRequest(0.0, body))
+    return CacheLayout(
+        format="openai_chat" if chat else "openai_responses",
+        blocks=blocks,
+        breakpoints=(),
+        stable_prefix_tokens=stable_tokens,
+        total_tokens=total,
+        min_cacheable_tokens=rules.min_tokens,
+        first_request=usage,
+        notes=tuple(notes),
+    )
+
+
+def _sdk(prompt: SdkManagedPrompt, estimator: TokenEstimator) -> CacheLayout:
+    tokens = estimator.count(prompt.prompt)
+    block = LayoutBlock(1, "prompt", "user message with stable parts and tail", tokens, tokens, "uncached")
+    notes = (
+        "The backend (the Claude Agent SDK) owns the system prompt, the transcript and their cache; Lamina "
+        "sends one user message.",
+        "The stable parts travel in that message on the first turn, after a compaction and when they change; "
+        "later turns carry only the user's text and the tail.",
+    )
+    return CacheLayout(
+        format="sdk_managed",
+        blocks=(block,),
+        breakpoints=(),
+        stable_prefix_tokens=0,
+        total_tokens=tokens,
+        min_cacheable_tokens=0,
+        first_request=None,
+        notes=notes,
+    )
+
+
+def _running(values: Sequence[int]) -> list[int]:
+    out, total = [], 0
+    for value in values:
+        total += value
+        out.append(total)
+    return out
+
+
+def _first_request_note(usage: CacheUsage) -> str:
+    if not usage.write:
+        return f"Sent as a session's first request, nothing is written to the cache ({usage.total:,} tokens uncached)."
+    parts = [
+        f"{tokens:,} with the {ttl} TTL" for ttl, tokens in (("1h", usage.write_1h), ("5m", usage.write_5m)) if tokens
+    ]
+    uncached = f"; {usage.uncached:,} tokens are not cached" if usage.uncached else ""
+    return (
+        f"Sent as a session's first request, it writes {usage.write:,} tokens to the cache "
+        f"({' and '.join(parts)}){uncached}."
+    )

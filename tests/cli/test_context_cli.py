@@ -1,0 +1,188 @@
+"""`lamina context` through the real Typer app, on a fixture monorepo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from lamina.cli import app
+from lamina.engine import ContextEngine
+from lamina.parts import Tier
+from lamina.session.store import LocalSessionStore
+from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.workspace import PREFERENCES_ENV_VAR, WorkspaceContext
+
+runner = CliRunner()
+
+
+def put(root: Path, relative: str, content: str | bytes) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def monorepo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "shop"
+    put(root, "AGENTS.md", "# Shop\nRun `make test` before you commit.\n")
+    put(root, "packages/api/AGENTS.md", "API rules.\n")
+    put(root, "packages/web/CLAUDE.md", "Web rules.\n")
+    put(root, "packages/blob/AGENTS.md", b"\x00binary")
+    put(root, "packages/huge/AGENTS.md", "x" * 2_000_000)
+    put(root, "node_modules/dep/AGENTS.md", "never listed\n")
+    put(root, "MEMORY.md", "- The API is the only way to the database.\n")
+    prefs = put(tmp_path, "prefs.toml", 'name = "Ada"\ntime_zone = "Europe/London"\n')
+    monkeypatch.setenv(PREFERENCES_ENV_VAR, str(prefs))
+    return root
+
+
+def run(*args: str) -> Any:
+    return runner.invoke(app, ["context", *args])
+
+
+def report(*args: str) -> dict[str, Any]:
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_human_report_lists_parts_files_skips_layout_and_tiers(monorepo: Path) -> None:
+    result = run(str(monorepo))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""  # no spinner when stderr is not a terminal
+    text = result.stdout
+    assert text.startswith(f"Context for {monorepo}\n")
+    for needle in (
+        "The first turn of a new session with the default preset, rendered for Anthropic Messages.",
+        "preferences",
+        "system.context_files",
+        "context.root",
+        "memory",
+        "date_time",
+        "Tools: Read, Edit, Write, Glob, Grep, Bash",
+        "packages/api/AGENTS.md",
+        "packages/web/CLAUDE.md",
+        "shown in full",
+        "Skipped (not listed in the prompt):",
+        "binary (contains a NUL byte)",
+        "too large (2,000,000 bytes; the limit is 1,048,576)",
+        "Memory: MEMORY.md,",
+        "Preferences: name, time zone from",
+        "◀ 1 (1h)",
+        "◀ 2 (5m)",
+        "closes the stable prefix",
+        "1 rules",
+        "8 one-shot",
+        "total",
+    ):
+        assert needle in text, needle
+    assert "node_modules" not in text
+
+
+def test_json_carries_the_same_data(monorepo: Path) -> None:
+    data = report(str(monorepo))
+    assert set(data) == {
+        "root",
+        "preset",
+        "provider",
+        "format",
+        "parts",
+        "tools",
+        "context_files",
+        "memory",
+        "preferences",
+        "cache_layout",
+        "tiers",
+        "total_tokens",
+    }
+    assert (data["root"], data["provider"], data["format"]) == (str(monorepo), "anthropic", "anthropic")
+    assert data["preset"]["name"] == "default"
+    keys = [p["key"] for p in data["parts"]]
+    assert keys[0] == "preferences" and keys[-3:] == ["date_time", "session_state", "sources"]
+    assert set(data["parts"][0]) >= {"key", "tier", "stability", "authority", "provenance", "tokens"}
+    files = data["context_files"]
+    assert [f["path"] for f in files["found"]] == ["AGENTS.md", "packages/api/AGENTS.md", "packages/web/CLAUDE.md"]
+    assert files["found"][0]["inlined"] is True
+    assert {s["path"]: s["reason"] for s in files["skipped"]} == {
+        "packages/blob/AGENTS.md": "binary (contains a NUL byte)",
+        "packages/huge/AGENTS.md": "too large (2,000,000 bytes; the limit is 1,048,576)",
+    }
+    assert data["memory"]["status"] == "loaded" and data["preferences"]["set"] == ["name", "time_zone"]
+    layout = data["cache_layout"]
+    assert [b["ttl"] for b in layout["breakpoints"]] == ["1h", "5m"]
+    stable_end = layout["breakpoints"][0]["position"]
+    assert layout["blocks"][stable_end - 1]["label"] == "memory"
+    assert layout["breakpoints"][0]["tokens"] == layout["stable_prefix_tokens"]
+    assert layout["breakpoints"][-1]["tokens"] == layout["total_tokens"]
+    assert [t["tier"] for t in data["tiers"]] == [int(t) for t in Tier]
+    assert data["total_tokens"] == sum(t["tokens"] for t in data["tiers"])
+
+
+def test_numbers_are_those_of_a_real_first_turn(monorepo: Path, tmp_path: Path) -> None:
+    data = report(str(monorepo))
+    context = WorkspaceContext(monorepo)
+    with LocalSessionStore(tmp_path / "store").create(cwd=str(monorepo)) as session:
+        engine = ContextEngine(session, stable_source=context, tools=context.tools, time_zone=context.time_zone)
+        turn = engine.prepare_turn("(the user's first message)")
+    stable = [(p.key, DEFAULT_ESTIMATOR.count(p.text), p.digest) for p in turn.stable.parts]
+    shown = [(p["key"], p["tokens"], p["digest"]) for p in data["parts"] if p["stability"] == "stable"]
+    assert shown == stable
+    assert [t["name"] for t in data["tools"]] == [t.name for t in turn.tools]
+
+
+@pytest.mark.parametrize(("provider", "layout_format"), [("openai", "openai_chat"), ("sdk", "sdk_managed")])
+def test_other_providers(monorepo: Path, provider: str, layout_format: str) -> None:
+    data = report(str(monorepo), "--provider", provider)
+    assert data["format"] == layout_format and data["cache_layout"]["breakpoints"] == []
+    human = run(str(monorepo), "--provider", provider)
+    assert human.exit_code == 0 and "Cache layout" in human.stdout
+
+
+def test_mini_and_custom_presets(monorepo: Path, tmp_path: Path) -> None:
+    mini = report(str(monorepo), "--preset", "mini")
+    assert "system.tools_mini" in [p["key"] for p in mini["parts"]]
+    assert mini["memory"]["status"] == "left out by the preset"
+    preset = put(tmp_path, "preset.toml", 'base = "mini"\n[text]\nhouse_rules = "Answer in French."\n')
+    custom = report(str(monorepo), "--custom-preset", str(preset))
+    assert custom["preset"] == {
+        "name": "custom",
+        "source": str(preset),
+        "sections": [*mini["preset"]["sections"], "house_rules"],
+    }
+    text = run(str(monorepo), "--custom-preset", str(preset), "--text")
+    assert text.exit_code == 0 and "Answer in French." in text.stdout
+
+
+def test_unknown_preset_is_an_error(monorepo: Path) -> None:
+    result = run(str(monorepo), "--preset", "tiny")
+    assert result.exit_code == 2
+    assert result.stderr == "error: unknown system prompt preset 'tiny'; known presets: default, mini, custom\n"
+    assert result.stdout == ""
+
+
+def test_bad_custom_preset_and_bad_preferences_name_the_file_and_field(
+    monorepo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    preset = put(tmp_path, "preset.toml", 'sections = ["tools", "nope"]\n')
+    result = run(str(monorepo), "--custom-preset", str(preset))
+    assert result.exit_code == 2
+    assert f"error: custom preset {preset}: sections[1]: unknown section 'nope'" in result.stderr
+    prefs = put(tmp_path, "bad-prefs.toml", 'time_zone = "Mars/Olympus"\n')
+    monkeypatch.setenv(PREFERENCES_ENV_VAR, str(prefs))
+    result = run(str(monorepo))
+    assert result.exit_code == 2
+    assert f"error: preferences {prefs}: time_zone: unknown time zone 'Mars/Olympus'" in result.stderr
+
+
+def test_missing_folder_is_an_error(tmp_path: Path) -> None:
+    result = run(str(tmp_path / "nowhere"))
+    assert result.exit_code == 2 and "is not a folder" in result.stderr
