@@ -31,7 +31,7 @@ from lamina.placement.cache_sim import (
     summarise,
 )
 
-ANTHROPIC = AnthropicTarget(model="claude-sonnet-4-5")
+ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")
 
 

@@ -22,7 +22,7 @@ from lamina.placement import AnthropicTarget
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
 from lamina.session.store import LocalSessionStore
 
-ANTHROPIC = AnthropicTarget(model="claude-sonnet-4-5")
+ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 
 
 def _engine(root: Path, history: int) -> ContextEngine:

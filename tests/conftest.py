@@ -11,3 +11,4 @@ EXHAUSTIVE = os.environ.get("LAMINA_EXHAUSTIVE") == "1"
 settings.register_profile("default", max_examples=100, deadline=None)
 settings.register_profile("exhaustive", max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("exhaustive" if EXHAUSTIVE else "default")
+pytest_plugins = ["tests.wire.fixtures"]

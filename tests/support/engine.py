@@ -13,7 +13,7 @@ from lamina.session.store import LocalSessionStore
 from lamina.turn import ToolSpec
 
 TOOLS = (ToolSpec("Read", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),)
-ANTHROPIC = AnthropicTarget(model="claude-sonnet-4-5")
+ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 
 
 class Clock:

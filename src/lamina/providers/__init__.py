@@ -1,0 +1,119 @@
+"""Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries.
+
+The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`) are
+imported on first use: the SDKs take seconds to import, and scripted or offline runs never need
+them. `provider_from_spec` turns a command-line spec into a provider.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Final
+
+from lamina.errors import UsageError
+from lamina.providers.base import Capabilities, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.providers.retry import DEFAULT_RETRY_POLICY, RetryNotice, RetryPolicy, stream_with_retry
+from lamina.providers.scripted import (
+    ScriptedError,
+    ScriptedProvider,
+    ScriptedResponse,
+    ScriptedToolCall,
+    ScriptError,
+    ScriptExhaustedError,
+    ScriptStep,
+)
+
+if TYPE_CHECKING:
+    from lamina.providers.anthropic import AnthropicProvider
+    from lamina.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
+
+_LAZY: Final = {
+    "AnthropicProvider": "lamina.providers.anthropic",
+    "OpenAIChatProvider": "lamina.providers.openai",
+    "OpenAIResponsesProvider": "lamina.providers.openai",
+}
+
+SPEC_FORMS: Final = (
+    "anthropic:MODEL",
+    "openai:MODEL",
+    "openai-responses:MODEL",
+    "openai-compat:URL#MODEL",
+    "scripted:FILE",
+)
+"""The provider specs `provider_from_spec` understands."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def provider_from_spec(spec: str) -> Provider:
+    """The provider a spec names: `anthropic:MODEL`, `openai:MODEL` (Chat Completions),
+    `openai-responses:MODEL`, `openai-compat:URL#MODEL` (an OpenAI-compatible server) or
+    `scripted:FILE`.
+
+    API keys come from the SDKs' usual environment variables (`ANTHROPIC_API_KEY`,
+    `OPENAI_API_KEY`); an OpenAI-compatible server needs none. Raises `UsageError` for a spec
+    of any other form.
+    """
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest.strip():
+        raise _bad_spec(spec, "expected KIND:VALUE")
+    match kind:
+        case "anthropic":
+            from lamina.providers.anthropic import AnthropicProvider
+
+            return AnthropicProvider(rest)
+        case "openai":
+            from lamina.providers.openai import OpenAIChatProvider
+
+            return OpenAIChatProvider(rest)
+        case "openai-responses":
+            from lamina.providers.openai import OpenAIResponsesProvider
+
+            return OpenAIResponsesProvider(rest)
+        case "openai-compat":
+            url, sep, model = rest.rpartition("#")
+            if not sep or not model or not url.startswith(("http://", "https://")):
+                raise _bad_spec(spec, "expected openai-compat:URL#MODEL with an http(s) URL")
+            from lamina.providers.openai import OpenAIChatProvider
+
+            # compatible servers do not route by prompt_cache_key, and some reject unknown fields
+            return OpenAIChatProvider(model, base_url=url, prompt_cache_key=False, name="openai-compat")
+        case "scripted":
+            return ScriptedProvider.from_file(rest)
+        case _:
+            raise _bad_spec(spec, f"unknown provider {kind!r}")
+
+
+def _bad_spec(spec: str, reason: str) -> UsageError:
+    return UsageError(f"provider spec {spec!r}: {reason}; use one of {', '.join(SPEC_FORMS)}")
+
+
+__all__ = [
+    "DEFAULT_RETRY_POLICY",
+    "SPEC_FORMS",
+    "AnthropicProvider",
+    "Capabilities",
+    "Completed",
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
+    "Provider",
+    "ProviderEvent",
+    "RetryNotice",
+    "RetryPolicy",
+    "ScriptError",
+    "ScriptExhaustedError",
+    "ScriptStep",
+    "ScriptedError",
+    "ScriptedProvider",
+    "ScriptedResponse",
+    "ScriptedToolCall",
+    "TextDelta",
+    "ToolCallRequest",
+    "provider_from_spec",
+    "stream_with_retry",
+]

@@ -1,0 +1,291 @@
+"""A process-local HTTP server speaking the Anthropic and OpenAI wire formats, for tests through the real SDKs.
+
+`WireServer` listens on 127.0.0.1 (a free port) in a background thread and answers
+`POST /v1/messages` (Anthropic Messages), `POST /v1/chat/completions` and `POST /v1/responses`
+(OpenAI) from a per-test script of steps, one step per request in order, whatever the
+endpoint: `Reply` (text, tool calls), `Fail` (each provider's real error status, shape and
+wording) or `Disconnect` (the connection drops halfway through the body). It answers in JSON, or
+in server-sent events when the body says `"stream": true`. Every request is recorded
+(`requests`: path, headers, body, status, the step used, usage).
+
+Like the real APIs it rejects malformed requests with 400 before using a scripted step: more
+than 4 Anthropic cache breakpoints (and whatever else the cache simulator refuses), a tool call
+without its result in the next message (each API's own rule and wording), and, when `api_key` is
+set, a missing or wrong key (401). Usage is computed by running the received body through the
+cache simulator of its API (`AnthropicCacheSimulator` for `/v1/messages`, `OpenAICacheSimulator`
+for the OpenAI endpoints), so cache reads and writes follow the providers' billing rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from lamina.placement import (
+    AnthropicCacheRules,
+    AnthropicCacheSimulator,
+    CacheUsage,
+    OpenAICacheRules,
+    OpenAICacheSimulator,
+    TimedRequest,
+)
+from lamina.placement.cache_sim import CacheSimulationError
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from tests.wire import anthropic_api, openai_api
+from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
+
+Api: TypeAlias = Literal["anthropic", "chat", "responses"]
+
+ROUTES: Mapping[str, Api] = {"/v1/messages": "anthropic", "/v1/chat/completions": "chat", "/v1/responses": "responses"}
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the server received, and how it answered."""
+
+    api: Api | None
+    path: str
+    headers: Mapping[str, str]
+    """Lower-cased names."""
+    body: Any
+    """The decoded JSON body (None if it was not JSON)."""
+    t: float
+    """The server clock when the request arrived."""
+    status: int
+    step: Step | None
+    """The scripted step used (None when the request was rejected before reaching the script)."""
+    usage: CacheUsage | None
+    """What the cache simulator billed (None when nothing was simulated)."""
+
+
+class ManualClock:
+    """A clock that moves only when told (to test cache expiry without waiting)."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class WireServer:
+    """The local provider server; use as a context manager (or `start()` / `stop()`)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        api_key: str | None = None,
+        anthropic_rules: AnthropicCacheRules | None = None,
+        openai_rules: OpenAICacheRules | None = None,
+        estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    ) -> None:
+        self.clock = clock
+        self.api_key = api_key
+        """When set, requests must carry it (`x-api-key` or `Authorization: Bearer`), else 401."""
+        self.estimator = estimator
+        self.anthropic_cache = AnthropicCacheSimulator(rules=anthropic_rules, estimator=estimator)
+        self.openai_cache = OpenAICacheSimulator(rules=openai_rules, estimator=estimator)
+        self._script: deque[Step] = deque()
+        self._received: list[Received] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> WireServer:
+        handler = type("WireHandler", (_Handler,), {"wire": self})
+        self._httpd = httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        # a short poll interval: `shutdown()` waits up to one interval, once per test
+        serve = functools.partial(httpd.serve_forever, poll_interval=0.02)
+        self._thread = threading.Thread(target=serve, name="wire-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> WireServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:PORT`: the Anthropic SDK's `base_url`."""
+        if self._httpd is None:
+            raise RuntimeError("the wire server is not running")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        """`http://127.0.0.1:PORT/v1`: the OpenAI SDK's `base_url`."""
+        return f"{self.url}/v1"
+
+    # --- script and record -------------------------------------------------------------------
+
+    def script(self, *steps: Step) -> None:
+        """Queue answers for the next requests, in order."""
+        with self._lock:
+            self._script.extend(steps)
+
+    @property
+    def pending(self) -> int:
+        """Scripted steps not used yet."""
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[Received]:
+        """Every request received so far, in arrival order."""
+        with self._lock:
+            return list(self._received)
+
+    def bodies(self, api: Api | None = None) -> list[Any]:
+        """The request bodies received (of one API, or all)."""
+        return [r.body for r in self.requests if api is None or r.api == api]
+
+    # --- answering ---------------------------------------------------------------------------
+
+    def answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
+        """The response to one POST (called from the handler threads)."""
+        with self._lock:
+            t = self.clock()
+            api = ROUTES.get(path.split("?", 1)[0])
+            try:
+                body = msgspec.json.decode(raw) if raw else None
+            except msgspec.DecodeError:
+                body = None
+            response, step, usage = self._respond(api, headers, body, t)
+            self._received.append(Received(api, path, dict(headers), body, t, response.status, step, usage))
+            return response
+
+    def _respond(
+        self, api: Api | None, headers: Mapping[str, str], body: Any, t: float
+    ) -> tuple[WireResponse, Step | None, CacheUsage | None]:
+        n = len(self._received) + 1
+        if api is None:
+            return openai_api.error(404, "invalid_request_error", "Not found"), None, None
+        if not isinstance(body, dict):
+            return self._invalid(api, n, "the request body is not a JSON object"), None, None
+        if self.api_key is not None and self.api_key not in _keys(headers):
+            return self._fail(api, body, Fail("auth"), n), None, None
+        problem = self._problem(api, body, n)
+        if problem is not None:
+            return problem, None, None
+        if not self._script:
+            return self._invalid(api, n, f"wire server: no scripted response left for request {n}"), None, None
+        step = self._script[0]
+        if isinstance(step, Fail) and not step.in_stream:  # rejected before the model ran: nothing cached
+            self._script.popleft()
+            return self._fail(api, body, step, n), step, None
+        try:
+            usage = self._simulate(api, body, t)
+        except CacheSimulationError as exc:
+            return self._invalid(api, n, str(exc)), None, None
+        self._script.popleft()
+        if isinstance(step, Fail):
+            return self._fail(api, body, step, n), step, usage
+        if isinstance(step, Disconnect):
+            whole = self._reply(api, body, Reply(text=step.text), usage, n)
+            return dataclasses.replace(whole, cut=len(whole.body) // 2), step, usage
+        return self._reply(api, body, step, usage, n), step, usage
+
+    def _problem(self, api: Api, body: Mapping[str, Any], n: int) -> WireResponse | None:
+        if api == "anthropic":
+            message = anthropic_api.problem(body)
+            return None if message is None else self._invalid(api, n, message)
+        found = openai_api.chat_problem(body) if api == "chat" else openai_api.responses_problem(body)
+        if found is None:
+            return None
+        return openai_api.error(400, "invalid_request_error", found[0], param=found[1])
+
+    def _simulate(self, api: Api, body: Mapping[str, Any], t: float) -> CacheUsage:
+        simulator = self.anthropic_cache if api == "anthropic" else self.openai_cache
+        return simulator.submit(TimedRequest(t, body, t))
+
+    def _invalid(self, api: Api, n: int, message: str) -> WireResponse:
+        if api == "anthropic":
+            return anthropic_api.error(400, "invalid_request_error", message, n)
+        return openai_api.error(400, "invalid_request_error", message)
+
+    def _fail(self, api: Api, body: Mapping[str, Any], step: Fail, n: int) -> WireResponse:
+        tokens = self.estimator.count(msgspec.json.encode(body).decode())
+        if api == "anthropic":
+            return anthropic_api.failure(body, step, n, tokens)
+        return openai_api.failure(body, step, api, n, tokens)
+
+    def _reply(self, api: Api, body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int) -> WireResponse:
+        output = step.output_tokens
+        if output is None:
+            output = max(1, self.estimator.count(step.text + "".join(arguments_json(c) for c in step.tool_calls)))
+        if api == "anthropic":
+            return anthropic_api.reply(body, step, usage, n, output)
+        if api == "chat":
+            return openai_api.chat_reply(body, step, usage, n, output)
+        return openai_api.responses_reply(body, step, usage, n, output)
+
+
+def _keys(headers: Mapping[str, str]) -> set[str]:
+    keys = {headers.get("x-api-key", "")}
+    authorization = headers.get("authorization", "")
+    if authorization.lower().startswith("bearer "):
+        keys.add(authorization[7:].strip())
+    return keys - {""}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like the real APIs; every response has a Content-Length
+    wire: WireServer
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._send(self.wire.answer(self.path, headers, raw))
+
+    def do_GET(self) -> None:
+        self._send(openai_api.error(404, "invalid_request_error", f"Not found: {self.path}"))
+
+    def _send(self, response: WireResponse) -> None:
+        self.send_response(response.status)
+        self.send_header("content-type", response.content_type)
+        self.send_header("content-length", str(len(response.body)))
+        self.send_header("request-id", "req_wire")
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if response.cut is None:
+            self.wfile.write(response.body)
+            self.wfile.flush()
+            return
+        self.wfile.write(response.body[: response.cut])
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read `WireServer.requests`
+        pass
