@@ -1,92 +1,165 @@
 """`make run`: Lamina's main job on embedded defaults, with no API key and no server (I/O).
 
-Creates a session store and a sample workspace in a temporary folder, records a realistic
-multi-turn coding exchange, compacts nothing yet, branches, reopens the session the way a resume
-does, forks it, and prints what it did at each step.
+Generates a sample workspace in a temporary folder, shows what an agent would see there
+(`lamina context`), then runs a real multi-turn session end to end: the scripted provider plays
+the model, the built-in tools really run, the cache simulator bills every request. The session
+covers tool calls, a large tool result offloaded to the session's data folder, a mode change and
+a resume from disk. It ends with a per-turn table.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from typer.testing import CliRunner
 
-from lamina.session.entries import AssistantMessage, StateChange, ToolCall, ToolResult, Usage, UserMessage
-from lamina.session.store import JsonlSession, LocalSessionStore
+from lamina.agent import Agent, AgentEvent, ToolFinished, ToolStarted, TurnOutcome, open_agent
+from lamina.placement import AnthropicCacheSimulator, AnthropicTarget
+from lamina.providers import ScriptedProvider
+from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
+from lamina.session.store import LocalSessionStore
 
 console = Console(highlight=False)
+TARGET = AnthropicTarget(model="claude-sonnet-5")
+
+SAMPLE_FILES = {
+    "AGENTS.md": "# Rules\n- Run `python test_app.py` after every change.\n- Never edit the tests to make them pass.\n",
+    "app.py": "def total(xs):\n    return sum(xs) + 1\n",
+    "test_app.py": "from app import total\n\nassert total([1, 2, 3]) == 6, total([1, 2, 3])\nprint('ok')\n",
+    "MEMORY.md": "# Project memory\n- total() is used by the billing report; keep it pure.\n",
+}
 
 
-def _record_turn(session: JsonlSession, request: str, tool: tuple[str, dict[str, str], str], answer: str) -> None:
-    session.append(UserMessage(text=request))
-    session.append(AssistantMessage(text="Let me check.", model="scripted", usage=Usage(input=1800, output=30)))
-    name, args, output = tool
-    call = session.append(ToolCall(call_id=f"call-{session.loaded_count()}", name=name, input=dict(args)))
-    session.append(ToolResult(call_id=call.call_id, name=name, content=output))
-    session.append(AssistantMessage(text=answer, model="scripted", usage=Usage(input=120, output=60, cache_read=1800)))
-    session.flush()  # the turn boundary: one fsync for the whole turn
+def _sample_workspace(root: Path) -> Path:
+    workspace = root / "workspace"
+    workspace.mkdir()
+    for name, text in SAMPLE_FILES.items():
+        (workspace / name).write_text(text)
+    lines = [
+        f"2026-11-29 10:{i // 60:02d}:{i % 60:02d} INFO step {i} compiled module_{i}.py in 12ms" for i in range(4000)
+    ]
+    lines[1234] = "2026-11-29 10:20:34 WARNING deprecated call total(xs, strict=True) in report.py:88"
+    (workspace / "build.log").write_text("\n".join(lines) + "\n")
+    return workspace
+
+
+def _script() -> list[ScriptedResponse]:
+    def call(name: str, **args: object) -> ScriptedToolCall:
+        return ScriptedToolCall(name=name, input=args)
+
+    return [
+        # turn 1 (explore): look, do not touch
+        ScriptedResponse(text="Let me read the code first.", tool_calls=(call("Read", path="app.py"),)),
+        ScriptedResponse(text="And where it is used.", tool_calls=(call("Grep", pattern="total\\("),)),
+        ScriptedResponse(text="total() adds 1 to the sum: that is the bug. Switch to execute mode and I will fix it."),
+        # turn 2 (execute): fix and test
+        ScriptedResponse(
+            text="Fixing it.",
+            tool_calls=(call("Edit", path="app.py", old_string="sum(xs) + 1", new_string="sum(xs)"),),
+        ),
+        ScriptedResponse(
+            text="Running the tests, as AGENTS.md asks.", tool_calls=(call("Bash", command="python test_app.py"),)
+        ),
+        ScriptedResponse(text="Fixed: total() returns sum(xs) and the test passes."),
+        # turn 3: a large tool result goes to the data folder
+        ScriptedResponse(text="Reading the build log.", tool_calls=(call("Bash", command="cat build.log"),)),
+        ScriptedResponse(text="The log is large; searching it.", tool_calls=(call("Grep", pattern="WARNING"),)),
+        ScriptedResponse(text="One warning: a deprecated call total(xs, strict=True) in report.py:88."),
+        # turn 4, after a resume from disk
+        ScriptedResponse(text="We fixed total() (it added 1), ran the tests, and found one deprecation warning."),
+    ]
+
+
+def _on_event(event: AgentEvent) -> None:
+    match event:
+        case ToolStarted(name=name, input=args):
+            console.print(f"   [cyan]→ {name}[/cyan] {dict(args)}")
+        case ToolFinished(name=name, is_error=is_error, content=content, full_output_path=path):
+            first = content.strip().splitlines()[0][:90] if content.strip() else ""
+            mark = "[red]✗[/red]" if is_error else "[green]✓[/green]"
+            where = f" [dim](full output in {path})[/dim]" if path else ""
+            console.print(f"   {mark} {name}: {first}{where}")
+        case _:
+            pass
+
+
+def _show_context(workspace: Path) -> None:
+    from lamina.cli import app
+
+    result = CliRunner().invoke(app, ["context", str(workspace)], terminal_width=110)
+    console.print(result.stdout.rstrip())
+
+
+async def _session(
+    store: LocalSessionStore, workspace: Path, provider: ScriptedProvider
+) -> list[tuple[str, TurnOutcome]]:
+    rows: list[tuple[str, TurnOutcome]] = []
+
+    async def turn(agent: Agent, label: str, text: str) -> None:
+        console.print(f"\n[bold]{label}[/bold] [dim](mode {agent.engine.mode})[/dim]  {text}")
+        outcome = await agent.run_turn(text)
+        console.print(f"   [bold]model:[/bold] {outcome.text}")
+        rows.append((label, outcome))
+
+    agent = open_agent(store, provider, workspace=workspace, mode="explore", on_event=_on_event)
+    session_id = agent.engine.session.id
+    await turn(agent, "turn 1", "total() returns the wrong number. Can you find out why? Don't change anything yet.")
+    agent.set_mode("execute")
+    await turn(agent, "turn 2", "Go ahead and fix it, then run the tests.")
+    await turn(agent, "turn 3", "Is there anything worrying in build.log?")
+    agent.engine.session.close()
+
+    console.print(f"\n[bold]resume[/bold] session {session_id} from disk (a new process would do the same)")
+    resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, on_event=_on_event)
+    console.print(f"   loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.mode}")
+    await turn(resumed, "turn 4", "Summarise what we did today.")
+    resumed.engine.session.close()
+    return rows
+
+
+def _table(rows: list[tuple[str, TurnOutcome]]) -> Table:
+    table = Table("turn", "model calls", "input", "cache read", "cache write", "output", "tools run", box=None)
+    for label, outcome in rows:
+        u = outcome.usage
+        table.add_row(
+            label,
+            str(len(outcome.usages)),
+            f"{u.input:,}",
+            f"{u.cache_read:,}",
+            f"{u.cache_write:,}",
+            f"{u.output:,}",
+            ", ".join(outcome.tools_run) or "-",
+        )
+    return table
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="lamina-demo-") as tmp:
         root = Path(tmp)
-        workspace = root / "workspace"
-        workspace.mkdir()
-        (workspace / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
+        workspace = _sample_workspace(root)
         store = LocalSessionStore(root / "store")
-        console.print(f"[bold]1. create[/bold] a session in {store.root}")
-        session = store.create(cwd=str(workspace))
-        _record_turn(
-            session,
-            "total() returns the wrong number, can you look?",
-            ("Read", {"path": "app.py"}, "def total(xs):\n    return sum(xs) + 1\n"),
-            "total() adds 1 to the sum; that is the bug.",
-        )
-        fork_point = session.leaf_id
-        session.append(StateChange(key="mode", value="execute", previous="explore", detail="user allowed edits"))
-        _record_turn(
-            session,
-            "Fix it, and never touch the tests.",
-            ("Edit", {"path": "app.py", "old": "sum(xs) + 1", "new": "sum(xs)"}, "edited app.py"),
-            "Fixed: total() now returns sum(xs).",
-        )
-        console.print(f"   appended {len(session.entries())} entries over 2 turns; leaf {session.leaf_id}")
+        console.rule("What an agent sees in the sample workspace (lamina context)")
+        _show_context(workspace)
+        console.rule("A scripted session: real tools, simulated cache billing")
+        clock = [time.time()]
 
-        assert fork_point is not None
-        console.print(f"[bold]2. branch[/bold] from entry {fork_point} (after turn 1) and try another answer")
-        session.branch(fork_point)
-        _record_turn(
-            session,
-            "Instead, explain why the +1 might have been intended.",
-            ("Grep", {"pattern": "total\\("}, "app.py:1:def total(xs):"),
-            "It may have counted a header row; nothing in the code says so.",
-        )
-        session.close()
+        def tick() -> float:
+            clock[0] += 20.0  # each model call starts 20 s after the previous one
+            return clock[0]
 
-        console.print("[bold]3. reopen[/bold] the session the way a resume does")
-        with store.open(session.id, writable=False) as reopened:
-            table = Table("entry", "type", "on the leaf's path", box=None)
-            on_path = {e.id for e in reopened.path()}
-            for entry in reopened.entries():
-                table.add_row(entry.id, type(entry).__name__, "yes" if entry.id in on_path else "")
-            console.print(table)
-            console.print(
-                f"   provider view: {len(reopened.view().entries)} entries; problems: "
-                f"{reopened.report.messages() or 'none'}"
-            )
-
-        console.print("[bold]4. fork[/bold] the first turn into a new session")
-        with store.fork(session.id, fork_point) as forked:
-            origin = forked.meta.forked_from
-            assert origin is not None
-            console.print(f"   {forked.id}: {len(forked.entries())} entries, forked from {origin.session_id}")
-
-        console.print("[bold]5. list[/bold] the store (metadata only)")
-        for row in store.list():
-            console.print(f"   {row.id}  {row.entry_count:>3} entries  {row.title}")
+        provider = ScriptedProvider(_script(), target=TARGET, simulator=AnthropicCacheSimulator(), clock=tick)
+        rows = asyncio.run(_session(store, workspace, provider))
+        console.rule("Per turn (cache reads and writes from the cache simulator)")
+        console.print(_table(rows))
+        fixed = (workspace / "app.py").read_text()
+        console.print(f"\napp.py now: {fixed.strip()!r}")
+        console.print(f"sessions in the store: {[r.id for r in store.list()]}")
     return 0
 
 

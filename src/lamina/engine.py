@@ -87,6 +87,7 @@ class ContextEngine:
         stable_source: StableSource,
         tools: Sequence[ToolSpec] = (),
         time_zone: str = "UTC",
+        mode: str | None = None,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = _new_turn_id,
     ) -> None:
@@ -101,9 +102,13 @@ class ContextEngine:
         self._stable: StableContext | None = None
         self._pending: dict[str, OneShot] = {}
         self._render_cache = RenderCache()
+        self._mode_recorded = False
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
         self._rebuild_view()
+        if mode is not None and not self._mode_recorded:
+            # the session's starting mode: recorded, but not a transition the model must be told about
+            self.record(StateChange(key="mode", value=mode), durable=True)
 
     # -- state derived from the log --------------------------------------------------------------
 
@@ -115,6 +120,7 @@ class ContextEngine:
                 self._pending.pop(pid, None)
             case StateChange(key="mode", value=value):
                 self._mode = value
+                self._mode_recorded = True
             case StateChange(key="sources", value=value):
                 self._sources = tuple(s for s in value.split(",") if s)
             case StateChange(key="stable", value=value):

@@ -1,0 +1,233 @@
+"""The agent loop: prepare a turn, render, send, stream, run tools, commit.
+
+The loop knows nothing of JSONL or of any provider's wire format: it talks to a
+`ContextEngine` (turn context, log, outbox), a `Provider` (rendered request in, events out) and a
+`ToolExecutor` (the pre-tool-use pipeline). Async first; `run_turn_sync` wraps it for scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from lamina.engine import ContextEngine
+from lamina.messages import INTERRUPTED_RESULT
+from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
+from lamina.providers.retry import RetryPolicy, stream_with_retry
+from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
+from lamina.session.store import LocalSessionStore
+from lamina.tools.base import AskCallback, PermissionMode, ToolContext
+from lamina.tools.builtin import default_tools, mini_tools
+from lamina.tools.offload import OffloadPolicy
+from lamina.tools.pipeline import ToolPipeline
+from lamina.turn import TurnContext
+from lamina.workspace import WorkspaceContext
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    is_error: bool
+    content: str
+    full_output_path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallFinished:
+    """One model request of the turn completed."""
+
+    index: int
+    usage: Usage
+    stop_reason: str
+
+
+AgentEvent: TypeAlias = TextDelta | ToolStarted | ToolFinished | ModelCallFinished
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """What a turn did: its final text, every model call's usage, the tools it ran."""
+
+    turn: TurnContext
+    text: str
+    usages: tuple[Usage, ...]
+    tools_run: tuple[str, ...]
+    stop_reason: str
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            input=sum(u.input for u in self.usages),
+            output=sum(u.output for u in self.usages),
+            cache_read=sum(u.cache_read for u in self.usages),
+            cache_write=sum(u.cache_write for u in self.usages),
+        )
+
+
+class TooManyModelCallsError(RuntimeError):
+    """The model kept calling tools past `max_model_calls` in one turn."""
+
+
+@dataclass
+class Agent:
+    """Drives turns of one session through a provider and a tool pipeline."""
+
+    engine: ContextEngine
+    provider: Provider
+    tools: ToolPipeline
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_model_calls: int = 50
+    on_event: Callable[[AgentEvent], None] | None = None
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    async def run_turn(self, user_text: str) -> TurnOutcome:
+        """Run one user turn to the end: model calls and tool calls until the model stops.
+
+        Cancelling the task leaves a well-formed log: every tool call gets a result (a synthetic
+        "interrupted" one if needed) and the next turn carries a one-shot interruption reminder.
+        """
+        turn = self.engine.prepare_turn(user_text)
+        usages: list[Usage] = []
+        tools_run: list[str] = []
+        open_calls: list[ToolCallRequest] = []
+        try:
+            for index in range(self.max_model_calls):
+                completed = await self._model_call(turn, index)
+                usages.append(completed.usage)
+                if index == 0:
+                    self.engine.commit(turn)  # the provider accepted a request carrying the turn's one-shots
+                self.engine.record(
+                    AssistantMessage(
+                        text=completed.text,
+                        model=completed.model,
+                        usage=completed.usage,
+                        stop_reason=completed.stop_reason,
+                        turn_id=turn.id,
+                    )
+                )
+                if not completed.tool_calls:
+                    return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), completed.stop_reason)
+                open_calls = list(completed.tool_calls)
+                for call in completed.tool_calls:
+                    self.engine.record(ToolCall(call_id=call.call_id, name=call.name, input=dict(call.input)))
+                while open_calls:
+                    call = open_calls[0]
+                    self._emit(ToolStarted(call.call_id, call.name, call.input))
+                    result = await self.tools.execute(call.call_id, call.name, call.input)
+                    full_output = str(result.full_output_path) if result.full_output_path else None
+                    self.engine.record(
+                        ToolResult(
+                            call_id=call.call_id,
+                            name=call.name,
+                            content=result.content,
+                            is_error=result.is_error,
+                            full_output_path=full_output,
+                        )
+                    )
+                    open_calls.pop(0)
+                    tools_run.append(call.name)
+                    self._emit(ToolFinished(call.call_id, call.name, result.is_error, result.content, full_output))
+            raise TooManyModelCallsError(f"turn {turn.id} made {self.max_model_calls} model calls without stopping")
+        except asyncio.CancelledError:
+            self._interrupt(turn, open_calls)
+            raise
+        finally:
+            self.engine.session.flush()
+
+    async def _model_call(self, turn: TurnContext, index: int) -> Completed:
+        request = self.engine.request(turn, self.provider.target)
+        completed: Completed | None = None
+        async for event in stream_with_retry(self.provider, request, self.retry):
+            match event:
+                case TextDelta():
+                    self._emit(event)
+                case Completed():
+                    completed = event
+                case _:
+                    pass
+        if completed is None:
+            raise RuntimeError(f"provider {self.provider.name} ended a response without completing it")
+        self._emit(ModelCallFinished(index, completed.usage, completed.stop_reason))
+        return completed
+
+    def _interrupt(self, turn: TurnContext, open_calls: Sequence[ToolCallRequest]) -> None:
+        for call in open_calls:
+            self.engine.record(
+                ToolResult(call_id=call.call_id, name=call.name, content=INTERRUPTED_RESULT, is_error=True)
+            )
+        self.engine.queue_one_shot(
+            "interruption",
+            "The user interrupted the previous turn"
+            + (f" while {len(open_calls)} tool call(s) were running" if open_calls else "")
+            + ". Do not assume those actions completed; check before continuing.",
+        )
+
+    def set_mode(self, mode: PermissionMode | str) -> None:
+        """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
+        mode = PermissionMode(mode)
+        self.engine.set_mode(mode.value)
+        self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
+
+    def run_turn_sync(self, user_text: str) -> TurnOutcome:
+        """`run_turn` for synchronous callers (starts and closes its own event loop)."""
+        return asyncio.run(self.run_turn(user_text))
+
+
+def open_agent(
+    store: LocalSessionStore,
+    provider: Provider,
+    *,
+    workspace: Path,
+    session_id: str | None = None,
+    mode: PermissionMode | str = PermissionMode.ASK,
+    preset: str = "default",
+    ask: AskCallback | None = None,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    retry: RetryPolicy | None = None,
+) -> Agent:
+    """An agent on a new session in `workspace`, or on session `session_id` resumed.
+
+    Wires the pieces the usual way: the workspace's stable context (preset, context files, memory,
+    preferences), the built-in tools behind the pre-tool-use pipeline (confined to `workspace`,
+    results offloaded to the session's `data/` folder), and the provider. A resumed session keeps
+    its recorded mode; `mode` applies to new sessions.
+    """
+    session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
+    try:
+        tools = mini_tools() if preset == "mini" else default_tools()
+        specs = tuple(tool.spec for tool in tools)
+        context = WorkspaceContext(workspace, preset=preset, tools=specs)
+        engine = ContextEngine(
+            session,
+            stable_source=context,
+            tools=context.tools,
+            time_zone=context.time_zone,
+            mode=PermissionMode(mode).value,
+        )
+        tool_context = ToolContext(
+            cwd=workspace,
+            data_dir=session.folder / "data",
+            mode=PermissionMode(engine.mode),
+            ask=ask,
+            offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
+        )
+        pipeline = ToolPipeline([t for t in tools if t.spec.name in {s.name for s in context.tools}], tool_context)
+    except BaseException:
+        session.close()
+        raise
+    return Agent(engine, provider, pipeline, retry=retry or RetryPolicy(), on_event=on_event)
