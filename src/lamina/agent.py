@@ -147,7 +147,7 @@ class Agent:
             self._interrupt(turn, open_calls)
             raise
         finally:
-            self.engine.session.flush()
+            self.engine.end_turn()
 
     async def _model_call(self, turn: TurnContext, index: int) -> Completed:
         request = self.engine.request(turn, self.provider.target)

@@ -367,7 +367,7 @@ def _plain_view(text: str, shadow: _Shadow) -> str:
     """The shadow with every letter or digit that is not plainly the next ASCII character of `text` as NUL.
 
     A name followed by a letter (`<systematic>`) is no tag; but a letter that only looks like one
-    after folding (`<systemé`, `<system\u0301x`, `<system\u200bx`, `<system&#120;`) ends the name
+    after folding (`<systemé`, `<systema\u0301`, `<system\u200bx`, `<system&#120;`) ends the name
     for some reader, and the shown escape of an invisible character ends it for every reader. Tags
     are looked for in both views.
     """
@@ -375,8 +375,11 @@ def _plain_view(text: str, shadow: _Shadow) -> str:
     previous_end = -1
     for p, (start, end) in enumerate(zip(shadow.starts, shadow.ends, strict=True)):
         ch = out[p]
-        if ch.isascii() and ch.isalnum() and not (start == previous_end and end == start + 1 and text[start].isascii()):
-            out[p] = "\x00"
+        if ch.isascii() and ch.isalnum():
+            plain = start == previous_end and end == start + 1 and text[start].isascii()
+            # NFKC composes a letter with a following mark into a letter that is not ASCII.
+            if not plain or (end < len(text) and unicodedata.category(text[end])[0] == "M"):
+                out[p] = "\x00"
         previous_end = end
     return "".join(out)
 

@@ -266,14 +266,19 @@ class ContextEngine:
         return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache)
 
     def commit(self, turn: TurnContext) -> None:
-        """Mark the turn's one-shot parts delivered (the provider accepted the request) and end the turn.
+        """Mark the turn's one-shot parts delivered: the provider accepted a request carrying them.
 
         Call only after a provider accepted a request carrying `turn`. Each delivery record is
-        fsynced before this returns; a one-shot whose delivery is recorded is never sent again.
+        fsynced before this returns (outbox records are critical entries); a one-shot whose
+        delivery is recorded is never sent again. Committing twice is harmless.
         """
         for one_shot in turn.one_shots:
             if one_shot.part_id in self._pending:
-                self.record(
-                    OutboxRecord(part_id=one_shot.part_id, status="delivered", turn_id=turn.id, kind=one_shot.kind)
+                delivered = OutboxRecord(
+                    part_id=one_shot.part_id, status="delivered", turn_id=turn.id, kind=one_shot.kind
                 )
+                self.record(delivered)
+
+    def end_turn(self) -> None:
+        """The turn boundary: everything the turn appended is made durable (one fsync)."""
         self.session.flush()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lamina.cli import context, sessions
+from lamina.cli import chat, context, sessions
 
 app = typer.Typer(
     name="lamina",
@@ -18,6 +18,7 @@ app = typer.Typer(
 )
 app.add_typer(sessions.app, name="sessions")
 app.command("context")(context.show_context)
+app.command("chat")(chat.chat)
 
 
 @app.callback()

@@ -43,7 +43,7 @@ class Provider(StrEnum):
 
 
 _TARGETS: dict[Provider, tuple[RenderTarget, str]] = {
-    Provider.anthropic: (AnthropicTarget(model="claude-sonnet-4-5"), "Anthropic Messages"),
+    Provider.anthropic: (AnthropicTarget(model="claude-sonnet-5"), "Anthropic Messages"),
     Provider.openai: (OpenAIChatTarget(model="gpt-5"), "OpenAI Chat Completions"),
     Provider.sdk: (SdkManagedTarget(), "an SDK-managed backend (Claude Agent SDK)"),
 }

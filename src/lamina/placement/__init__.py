@@ -63,6 +63,18 @@ class RenderCache:
 
     def __init__(self) -> None:
         self._memo: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
+        # per target kind: entries consumed, the last of them, and their wire messages
+        self._prefix: dict[str, tuple[int, LogEntry | None, list[dict[str, Any]]]] = {}
+
+    def past_wire(self, kind: str, past: Sequence[LogEntry], convert: WireConverter) -> list[dict[str, Any]]:
+        """Wire messages of the completed turns `past`, extending the last result when `past` extends it."""
+        done, last, wire = self._prefix.get(kind, (0, None, []))
+        if done > len(past) or (done and past[done - 1] is not last):
+            done, wire = 0, []  # another view (a branch, a compaction): start over, segments still memoised
+        if done < len(past):
+            wire = wire + [m for segment in split_turns(past[done:]) for m in self.wire(kind, segment, convert)]
+            self._prefix[kind] = (len(past), past[-1], wire)
+        return list(wire)
 
     def wire(self, kind: str, segment: Sequence[LogEntry], convert: WireConverter) -> list[dict[str, Any]]:
         key = (kind, segment[0].id, segment[-1].id, len(segment))
@@ -85,11 +97,11 @@ def split_turns(entries: Sequence[LogEntry]) -> list[Sequence[LogEntry]]:
     return segments
 
 
-def _segments(turn: TurnContext, continuation: Sequence[LogEntry]) -> tuple[list[Sequence[LogEntry]], list[LogEntry]]:
-    """Completed turns before this one, and this turn's entries (its user message and tool loop)."""
+def _segments(turn: TurnContext, continuation: Sequence[LogEntry]) -> tuple[Sequence[LogEntry], list[LogEntry]]:
+    """The entries of completed turns before this one, and this turn's (its user message and tool loop)."""
     history = turn.history
     current = len(history) - 1 if history and history[-1].id == turn.user_entry_id else len(history)
-    return split_turns(history[:current]), [*history[current:], *continuation]
+    return history[:current], [*history[current:], *continuation]
 
 
 def turn_messages(turn: TurnContext, continuation: Sequence[LogEntry] = ()) -> list[Message]:
@@ -102,7 +114,7 @@ def turn_messages(turn: TurnContext, continuation: Sequence[LogEntry] = ()) -> l
     messages: list[Message] = []
     if turn.summary:
         messages.append(Message("user", (TextBlock(render_block("compaction_summary", turn.summary)),)))
-    for segment in past:
+    for segment in split_turns(past):
         messages += to_messages(segment)
     messages += to_messages(now, current_tail=(turn.user_entry_id, turn.tail))
     return messages
@@ -117,8 +129,7 @@ def _wire(
     wire: list[dict[str, Any]] = []
     if turn.summary:
         wire += convert([Message("user", (TextBlock(render_block("compaction_summary", turn.summary)),))])
-    for segment in past:
-        wire += cache.wire(kind, segment, convert)
+    wire += cache.past_wire(kind, past, convert)
     wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail)))
     return wire
 

@@ -231,7 +231,7 @@ class ScriptedProvider:
             for piece in _deltas(step.text):
                 yield TextDelta(piece)
             raise _error(step, self._source, number)
-        usage = self._usage(request)
+        usage = step.usage  # a scripted usage skips the simulation or estimate entirely
         for piece in _deltas(step.text):
             yield TextDelta(piece)
         calls = tuple(
@@ -246,7 +246,7 @@ class ScriptedProvider:
             text=step.text,
             tool_calls=calls,
             stop_reason=stop,
-            usage=step.usage or msgspec.structs.replace(usage, output=output),
+            usage=usage or msgspec.structs.replace(self._usage(request), output=output),
             model=step.model or _model(self._target),
             raw_stop_reason=stop,
         )

@@ -1,0 +1,54 @@
+"""`lamina chat` driven through its prompt with a scripted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lamina.cli import app
+from lamina.session.entries import StateChange, ToolResult
+from lamina.session.store import LocalSessionStore
+
+runner = CliRunner()
+
+
+def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# demo\n")
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {"text": "Looking.", "tool_calls": [{"name": "Glob", "input": {"pattern": "*.md"}}]},
+                    {"text": "There is one markdown file."},
+                    {"text": "Still here."},
+                ]
+            }
+        )
+    )
+    monkeypatch.chdir(workspace)
+    store = tmp_path / "store"
+    first = runner.invoke(
+        app,
+        ["--store", str(store), "chat", "--model", f"scripted:{script}", "--mode", "explore"],
+        input="What is here?\n/mode execute\n/mode nonsense\n/quit\n",
+    )
+    assert first.exit_code == 0, first.output
+    assert "→ Glob" in first.stdout and "There is one markdown file." in first.stdout
+    assert "unknown mode 'nonsense'" in first.stderr
+    session_id = LocalSessionStore(store).list()[0].id
+    with LocalSessionStore(store).open(session_id, writable=False) as session:
+        entries = session.entries()
+    assert [e.value for e in entries if isinstance(e, StateChange) and e.key == "mode"] == ["explore", "execute"]
+    assert any(isinstance(e, ToolResult) and "README.md" in e.content for e in entries)
+
+
+def test_chat_rejects_an_unknown_model_spec(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["--store", str(tmp_path), "chat", "--model", "nope:thing"], input="/quit\n")
+    assert result.exit_code == 1
+    assert "error:" in result.stderr and "nope:thing" in result.stderr

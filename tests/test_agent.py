@@ -1,0 +1,130 @@
+"""The agent loop end to end: official SDK clients against the local wire server, real tools."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lamina.agent import Agent, AgentEvent, ToolStarted, open_agent
+from lamina.errors import ContextOverflowError
+from lamina.messages import INTERRUPTED_RESULT
+from lamina.providers.base import Provider
+from lamina.providers.retry import RetryPolicy
+from lamina.session.entries import ToolCall, ToolResult
+from lamina.session.store import LocalSessionStore
+from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
+from tests.wire.script import Fail, Reply, ToolUse
+from tests.wire.server import WireServer
+
+PROVIDERS: dict[str, Callable[[WireServer], Any]] = {
+    "anthropic": anthropic_provider,
+    "openai-chat": openai_chat_provider,
+    "openai-responses": openai_responses_provider,
+}
+
+
+async def _no_sleep(_: float) -> None:
+    return None
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("Run the tests before you finish.\n")
+    (root / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
+    return root
+
+
+def _agent(tmp_path: Path, workspace: Path, provider: Provider, **options: Any) -> Agent:
+    store = LocalSessionStore(tmp_path / "store")
+    return open_agent(store, provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep), **options)
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+async def test_tool_round_trip_and_parallel_calls(tmp_path: Path, workspace: Path, wire: WireServer, kind: str) -> None:
+    wire.script(
+        Reply(text="Reading.", tool_calls=[ToolUse("Read", {"path": "app.py"}), ToolUse("Glob", {"pattern": "*.py"})]),
+        Reply(text="Fixing.", tool_calls=[ToolUse("Edit", {"path": "app.py", "old_string": " + 1", "new_string": ""})]),
+        Reply(text="Done: total() no longer adds 1."),
+    )
+    async with PROVIDERS[kind](wire) as provider:
+        agent = _agent(tmp_path, workspace, provider, mode="execute")
+        outcome = await agent.run_turn("Fix total() in app.py")
+    assert outcome.text == "Done: total() no longer adds 1."
+    assert outcome.tools_run == ("Read", "Glob", "Edit")
+    assert (workspace / "app.py").read_text() == "def total(xs):\n    return sum(xs)\n"
+    assert [r.status for r in wire.requests] == [200, 200, 200]  # the server checks tool pairing
+    assert outcome.usages[-1].cache_read > 0  # the third request read what the second wrote
+    entries = agent.engine.session.entries()
+    calls = [e for e in entries if isinstance(e, ToolCall)]
+    results = [e for e in entries if isinstance(e, ToolResult)]
+    assert [c.call_id for c in calls] == [r.call_id for r in results]
+    agent.engine.session.close()
+
+
+async def test_denied_call_keeps_the_log_well_formed(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
+    wire.script(
+        Reply(text="Writing.", tool_calls=[ToolUse("Write", {"path": "new.py", "content": "x = 1\n"})]),
+        Reply(text="I may not write in explore mode."),
+    )
+    async with anthropic_provider(wire) as provider:
+        agent = _agent(tmp_path, workspace, provider, mode="explore")
+        outcome = await agent.run_turn("Create new.py")
+    result = next(e for e in agent.engine.session.entries() if isinstance(e, ToolResult))
+    assert result.is_error and "explore" in result.content
+    assert not (workspace / "new.py").exists()
+    assert outcome.text == "I may not write in explore mode."
+    assert wire.requests[-1].status == 200
+
+
+async def test_retry_after_overload_then_overflow_is_a_typed_error(
+    tmp_path: Path, workspace: Path, wire: WireServer
+) -> None:
+    wire.script(Fail("overloaded", retry_after=1), Reply(text="Hello."), Fail("overflow"))
+    async with anthropic_provider(wire) as provider:
+        agent = _agent(tmp_path, workspace, provider)
+        assert (await agent.run_turn("hi")).text == "Hello."
+        with pytest.raises(ContextOverflowError):
+            await agent.run_turn("a very long request")
+
+
+async def test_cancelled_mid_tool_call_leaves_a_log_the_providers_accept(
+    tmp_path: Path, workspace: Path, wire: WireServer
+) -> None:
+    wire.script(Reply(text="Running.", tool_calls=[ToolUse("Bash", {"command": "sleep 30"})]))
+    started = asyncio.Event()
+
+    def on_event(event: AgentEvent) -> None:
+        if isinstance(event, ToolStarted):
+            started.set()
+
+    async with anthropic_provider(wire) as provider:
+        agent = _agent(tmp_path, workspace, provider, mode="execute", on_event=on_event)
+        task = asyncio.create_task(agent.run_turn("Run the slow job"))
+        await asyncio.wait_for(started.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        session_id = agent.engine.session.id
+        agent.engine.session.close()
+
+        store = LocalSessionStore(tmp_path / "store")
+        with store.open(session_id, writable=False) as reopened:
+            assert reopened.report.clean
+            result = next(e for e in reopened.entries() if isinstance(e, ToolResult))
+            assert result.content == INTERRUPTED_RESULT and result.is_error
+
+        wire.script(Reply(text="The previous job was interrupted; I will check its state."))
+        resumed = open_agent(
+            store, provider, workspace=workspace, session_id=session_id, retry=RetryPolicy(sleep=_no_sleep)
+        )
+        outcome = await resumed.run_turn("What happened?")
+    assert wire.requests[-1].status == 200  # the provider accepted the repaired history
+    assert "interrupted" in str(wire.requests[-1].body["messages"][-1])  # the one-shot reminder
+    assert outcome.text.startswith("The previous job was interrupted")
+    resumed.engine.session.close()
