@@ -280,7 +280,9 @@ def test_time_advancing_changes_only_the_tail(tmp_path: Path, workspace: Path) -
     assert render(turn, ANTHROPIC) == render(turn, ANTHROPIC)  # a built turn never changes
 
 
-def test_one_shot_redelivered_by_a_later_turn_appears_once_in_all_later_history(tmp_path: Path, workspace: Path) -> None:
+def test_one_shot_redelivered_by_a_later_turn_appears_once_in_all_later_history(
+    tmp_path: Path, workspace: Path
+) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
     engine.queue_one_shot("note", "UNIQUE-ONE-SHOT-c3")
