@@ -28,7 +28,7 @@ def alive(pid: int) -> bool:
         return True
 
 
-async def wait_dead(pid: int, seconds: float = 2.0) -> bool:
+async def wait_dead(pid: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if not alive(pid):
@@ -54,10 +54,11 @@ async def test_there_is_no_stdin(session: Session) -> None:
     assert result.content == "done\n[exit code 0]"
 
 
-async def test_a_timeout_kills_the_command_quickly(session: Session) -> None:
-    started = time.monotonic()
-    result = await session.call("Bash", command="echo started; sleep 5", timeout=0.3)
-    assert time.monotonic() - started < 3
+async def test_a_timeout_kills_the_command(session: Session) -> None:
+    marker = session.root / "finished"
+    result = await session.call("Bash", command=f"echo started; sleep 2; touch {marker}", timeout=0.3)
+    await asyncio.sleep(2.5)
+    assert not marker.exists()  # killed: the command never got to its last step
     assert result.is_error
     assert result.content.startswith("started\n")
     assert "timed out after 0.3 s" in result.content
@@ -84,10 +85,9 @@ async def test_cancelling_the_call_kills_the_process_group(session: Session) -> 
 async def test_a_background_process_holding_the_output_does_not_block_the_call(session: Session) -> None:
     s = session.with_tools([BashTool(drain_seconds=0.1)])
     pid_file = session.root / "bg.pid"
-    started = time.monotonic()
-    result = await s.call("Bash", command=f"sleep 5 & echo $! > {pid_file}; echo main", timeout=4)
+    result = await s.call("Bash", command=f"sleep 30 & echo $! > {pid_file}; echo main", timeout=20)
     try:
-        assert time.monotonic() - started < 3
+        assert alive(int(pid_file.read_text()))  # the call returned while the background job still ran
         assert result.content.startswith("main\n")
         assert "background processes still running" in result.content
     finally:
