@@ -1,8 +1,9 @@
 """Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries.
 
-The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`) are
-imported on first use: the SDKs take seconds to import, and scripted or offline runs never need
-them. `provider_from_spec` turns a command-line spec into a provider.
+The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`, and
+`ClaudeAgentProvider` on the optional `claude` extra) are imported on first use: the SDKs take
+seconds to import, and scripted or offline runs never need them. `provider_from_spec` turns a
+command-line spec into a provider.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from lamina.providers.scripted import (
 
 if TYPE_CHECKING:
     from lamina.providers.anthropic import AnthropicProvider
+    from lamina.providers.claude_agent import ClaudeAgentProvider
     from lamina.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
 
 _LAZY: Final = {
     "AnthropicProvider": "lamina.providers.anthropic",
+    "ClaudeAgentProvider": "lamina.providers.claude_agent",
     "OpenAIChatProvider": "lamina.providers.openai",
     "OpenAIResponsesProvider": "lamina.providers.openai",
 }
@@ -38,6 +41,7 @@ SPEC_FORMS: Final = (
     "openai:MODEL",
     "openai-responses:MODEL",
     "openai-compat:URL#MODEL",
+    "claude-agent:MODEL",
     "scripted:FILE",
 )
 """The provider specs `provider_from_spec` understands."""
@@ -52,12 +56,12 @@ def __getattr__(name: str) -> object:
 
 def provider_from_spec(spec: str) -> Provider:
     """The provider a spec names: `anthropic:MODEL`, `openai:MODEL` (Chat Completions),
-    `openai-responses:MODEL`, `openai-compat:URL#MODEL` (an OpenAI-compatible server) or
-    `scripted:FILE`.
+    `openai-responses:MODEL`, `openai-compat:URL#MODEL` (an OpenAI-compatible server),
+    `claude-agent:MODEL` (the Claude Agent SDK, extra `claude`) or `scripted:FILE`.
 
     API keys come from the SDKs' usual environment variables (`ANTHROPIC_API_KEY`,
     `OPENAI_API_KEY`); an OpenAI-compatible server needs none. Raises `UsageError` for a spec
-    of any other form.
+    of any other form, or for `claude-agent:` without the extra installed.
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest.strip():
@@ -83,6 +87,10 @@ def provider_from_spec(spec: str) -> Provider:
 
             # compatible servers do not route by prompt_cache_key, and some reject unknown fields
             return OpenAIChatProvider(model, base_url=url, prompt_cache_key=False, name="openai-compat")
+        case "claude-agent":
+            from lamina.providers.claude_agent import ClaudeAgentProvider
+
+            return ClaudeAgentProvider(rest)
         case "scripted":
             return ScriptedProvider.from_file(rest)
         case _:
@@ -98,6 +106,7 @@ __all__ = [
     "SPEC_FORMS",
     "AnthropicProvider",
     "Capabilities",
+    "ClaudeAgentProvider",
     "Completed",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
