@@ -12,9 +12,13 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-from lamina.engine import ContextEngine
+from lamina.compaction import should_compact
+from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
+from lamina.compaction.summarize import ProviderSummariser, Summariser
+from lamina.engine import CompactionOutcome, ContextEngine
+from lamina.errors import ContextOverflowError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
 from lamina.providers.retry import RetryPolicy, stream_with_retry
@@ -89,6 +93,12 @@ class Agent:
     tools: ToolPipeline
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_model_calls: int = 50
+    summariser: Summariser | None = None
+    """Writes compaction summaries; default: the session's own provider, deterministic on failure."""
+    compaction_reserve: int = DEFAULT_RESERVE
+    """Compact when the context estimate is above the context window minus this many tokens."""
+    keep_tokens: int = DEFAULT_KEEP_TOKENS
+    """Tokens of recent history a compaction keeps verbatim."""
     on_event: Callable[[AgentEvent], None] | None = None
 
     def _emit(self, event: AgentEvent) -> None:
@@ -101,13 +111,19 @@ class Agent:
         Cancelling the task leaves a well-formed log: every tool call gets a result (a synthetic
         "interrupted" one if needed) and the next turn carries a one-shot interruption reminder.
         """
+        if self._over_threshold():
+            await self.compact(trigger="threshold")
         turn = self.engine.prepare_turn(user_text)
         usages: list[Usage] = []
         tools_run: list[str] = []
         open_calls: list[ToolCallRequest] = []
         try:
             for index in range(self.max_model_calls):
-                completed = await self._model_call(turn, index)
+                # a long tool loop: compact between model calls
+                compacted = index and self._over_threshold() and await self._compacted("threshold")
+                if compacted:
+                    turn = self.engine.reprepare(turn)
+                turn, completed = await self._model_call_compacting(turn, index)
                 usages.append(completed.usage)
                 if index == 0:
                     self.engine.commit(turn)  # the provider accepted a request carrying the turn's one-shots
@@ -148,6 +164,38 @@ class Agent:
             raise
         finally:
             self.engine.end_turn()
+
+    def _over_threshold(self) -> bool:
+        window = self.provider.capabilities.context_window
+        return should_compact(self.engine.context_tokens(), context_window=window, reserve=self.compaction_reserve)
+
+    async def compact(
+        self, focus: str | None = None, *, trigger: Literal["manual", "threshold", "overflow"] = "manual"
+    ) -> CompactionOutcome:
+        """Compact the session now (`/compact [focus]`), or as a trigger asks."""
+        summariser = self.summariser or ProviderSummariser(self.provider)
+        return await self.engine.compact(summariser, trigger=trigger, focus=focus, keep_tokens=self.keep_tokens)
+
+    async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
+        return (await self.compact(trigger=trigger)).status == "compacted"
+
+    async def _model_call_compacting(self, turn: TurnContext, index: int) -> tuple[TurnContext, Completed]:
+        """A model call; on a context overflow, compact and retry once (a second overflow is an error)."""
+        try:
+            return turn, await self._model_call(turn, index)
+        except ContextOverflowError:
+            outcome = await self.compact(trigger="overflow")
+            if outcome.status != "compacted":
+                raise ContextOverflowError(
+                    self.provider.name, f"the request is too long and compaction could not help: {outcome.message}"
+                ) from None
+            turn = self.engine.reprepare(turn)
+        try:
+            return turn, await self._model_call(turn, index)
+        except ContextOverflowError as exc:
+            raise ContextOverflowError(
+                self.provider.name, f"the request is still too long after compaction ({exc})", status=exc.status
+            ) from exc
 
     async def _model_call(self, turn: TurnContext, index: int) -> Completed:
         request = self.engine.request(turn, self.provider.target)
@@ -199,6 +247,8 @@ def open_agent(
     ask: AskCallback | None = None,
     on_event: Callable[[AgentEvent], None] | None = None,
     retry: RetryPolicy | None = None,
+    summariser: Summariser | None = None,
+    keep_tokens: int = DEFAULT_KEEP_TOKENS,
 ) -> Agent:
     """An agent on a new session in `workspace`, or on session `session_id` resumed.
 
@@ -230,4 +280,12 @@ def open_agent(
     except BaseException:
         session.close()
         raise
-    return Agent(engine, provider, pipeline, retry=retry or RetryPolicy(), on_event=on_event)
+    return Agent(
+        engine,
+        provider,
+        pipeline,
+        retry=retry or RetryPolicy(),
+        on_event=on_event,
+        summariser=summariser,
+        keep_tokens=keep_tokens,
+    )

@@ -294,6 +294,8 @@ _LEAD = r"(?:[>*_`~|+#\-]|[^\S\n])*+"
 _TRAIL = r"(?:[*_`~]|[^\S\n])*+"
 # A tag of ours or a role tag: `</untrusted>`, `< / System >`, `<x:memory a="1">`, `<\/skill>`.
 _TAG_RE = re.compile(rf"<[\s/\\!?]*+(?:[a-z0-9_.\-]{{1,32}}:)?(?:{_TAG_NAMES})(?![a-z0-9])")
+# The same on a plain view (see `_plain_view`), where only lower-case letters continue a name.
+_PLAIN_TAG_RE = re.compile(rf"<[\s/\\!?]*+(?i:[a-z0-9_.\-]{{1,32}}:)?(?i:{_TAG_NAMES})(?![a-z0-9])")
 _MARKER_RES = (
     _TAG_RE,
     # Special tokens: `<|im_start|>`, `<|endoftext|>`, `<｜begin▁of▁sentence｜>`.
@@ -364,22 +366,30 @@ def _read(text: str) -> tuple[list[_Shadow], set[int]]:
 
 
 def _plain_view(text: str, shadow: _Shadow) -> str:
-    """The shadow with every letter or digit that is not plainly the next ASCII character of `text` as NUL.
+    """The shadow with each letter that is not plainly the next ASCII letter of `text` in upper case.
 
     A name followed by a letter (`<systematic>`) is no tag; but a letter that only looks like one
     after folding (`<systemé`, `<systema\u0301`, `<system\u200bx`, `<system&#120;`) ends the name
-    for some reader, and the shown escape of an invisible character ends it for every reader. Tags
-    are looked for in both views.
+    for some reader, and the shown escape of an invisible character ends it for every reader. In
+    this view such letters still spell names but no longer continue them (digits become NUL).
     """
     out = list(shadow.text)
     previous_end = -1
+    size = len(text)
     for p, (start, end) in enumerate(zip(shadow.starts, shadow.ends, strict=True)):
         ch = out[p]
-        if ch.isascii() and ch.isalnum():
-            plain = start == previous_end and end == start + 1 and text[start].isascii()
-            # NFKC composes a letter with a following mark into a letter that is not ASCII.
-            if not plain or (end < len(text) and unicodedata.category(text[end])[0] == "M"):
-                out[p] = "\x00"
+        # NFKC composes a letter with a following mark into a letter that is not ASCII.
+        if (
+            ch.isascii()
+            and ch.isalnum()
+            and not (
+                start == previous_end
+                and end == start + 1
+                and text[start].isascii()
+                and (end == size or unicodedata.category(text[end])[0] != "M")
+            )
+        ):
+            out[p] = ch.upper() if ch.isalpha() else "\x00"
         previous_end = end
     return "".join(out)
 
@@ -393,7 +403,7 @@ def _analyse(text: str) -> _Findings:
             for match in pattern.finditer(found):
                 escape.update(starts[p] for p in range(match.start(), match.end()) if found[p] in "<[")
         if "<" in found and (len(found) != len(text) or not text.isascii() or starts[-1] != len(text) - 1):
-            escape.update(starts[m.start()] for m in _TAG_RE.finditer(_plain_view(text, shadow)))
+            escape.update(starts[m.start()] for m in _PLAIN_TAG_RE.finditer(_plain_view(text, shadow)))
         quote.update(starts[m.start("at")] for m in _ROLE_LINE_RE.finditer(found))
     return _Findings(escape=frozenset(escape), quote=frozenset(quote))
 

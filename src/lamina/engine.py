@@ -9,24 +9,40 @@ around it (providers, tools) only calls `prepare_turn`, `record`, `request_messa
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import overload
+from typing import Literal, overload
 
+from lamina.compaction import deterministic_summary, entry_tokens, find_cut_point, freed_enough, parse_summary
+from lamina.compaction.cut import DEFAULT_KEEP_TOKENS
+from lamina.compaction.ledger import update_ledger
+from lamina.compaction.summarize import Summariser
+from lamina.defang import render_block
 from lamina.parts import Part
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.session.entries import (
+    AssistantMessage,
     CompactionBoundary,
     Entry,
+    Ledger,
     LogEntry,
     OutboxRecord,
+    PartRecord,
     StateChange,
+    StateSnapshot,
+    ToolCall,
+    ToolResult,
     TurnRecord,
     UserMessage,
 )
 from lamina.session.store import JsonlSession
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
     OneShot,
     StableContext,
@@ -37,6 +53,8 @@ from lamina.turn import (
     changed_volatile,
     pin_stable,
 )
+
+_log = logging.getLogger("lamina.compaction")
 
 StableSource = Callable[[], Sequence[Part]]
 """Returns the current stable parts; expected to be cheap (the workspace layer caches)."""
@@ -73,6 +91,41 @@ class HistorySlice(Sequence[LogEntry]):
             yield items[i]
 
 
+CompactionStatus = Literal["compacted", "already_compacted", "nothing_to_compact", "not_enough_freed"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """Compaction progress for a UI: `started`, `completed` or `failed`."""
+
+    kind: Literal["started", "completed", "failed"]
+    trigger: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """What a compaction request did."""
+
+    status: CompactionStatus
+    message: str
+    boundary: CompactionBoundary | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary_by: str | None = None
+
+
+def pinned_block(ledger: Ledger) -> str | None:
+    """The pinned lane after a compaction: the user's constraints, verbatim, never left to the summary."""
+    if not ledger.constraints:
+        return None
+    lines = "\n".join(f"- {c}" for c in ledger.constraints)
+    return render_block("pinned", "Rules the user set earlier in this session (verbatim):\n" + lines)
+
+
+_CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
+
+
 def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
@@ -88,6 +141,7 @@ class ContextEngine:
         tools: Sequence[ToolSpec] = (),
         time_zone: str = "UTC",
         mode: str | None = None,
+        estimator: TokenEstimator = DEFAULT_ESTIMATOR,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = _new_turn_id,
     ) -> None:
@@ -102,6 +156,11 @@ class ContextEngine:
         self._stable: StableContext | None = None
         self._pending: dict[str, OneShot] = {}
         self._render_cache = RenderCache()
+        self.estimator = estimator
+        self.compaction_hooks: list[Callable[[CompactionBoundary], None]] = []
+        """Called after every compaction (skills and guides reset their read state here)."""
+        self.compaction_listeners: list[Callable[[CompactionEvent], None]] = []
+        self._compaction_lock: asyncio.Lock | None = None
         self._mode_recorded = False
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
@@ -124,17 +183,33 @@ class ContextEngine:
             case StateChange(key="sources", value=value):
                 self._sources = tuple(s for s in value.split(",") if s)
             case StateChange(key="stable", value=value):
-                version, _, digest = value.partition(":")
-                self._recorded_stable = (int(version), digest)
+                self._note_stable(value)
+            case CompactionBoundary(state=state):
+                # a resume may read only from here on: the boundary carries the state from before it
+                if state.mode is not None:
+                    self._mode, self._mode_recorded = state.mode, True
+                self._sources = state.sources
+                if state.stable is not None:
+                    self._note_stable(state.stable)
+                for record in state.pending_one_shots:
+                    if record.part_id is not None:
+                        self._pending.setdefault(record.part_id, OneShot(record.part_id, record.key, record.text))
             case _:
                 pass
 
     _recorded_stable: tuple[int, str] | None = None
 
+    def _note_stable(self, value: str) -> None:
+        version, _, digest = value.partition(":")
+        self._recorded_stable = (int(version), digest)
+
     def _rebuild_view(self) -> None:
         view = self.session.view()
         self._view: list[LogEntry] = list(view.entries)
+        self._boundary = view.boundary
         self._summary = view.boundary.summary if view.boundary else None
+        self._pinned = pinned_block(view.boundary.ledger) if view.boundary else None
+        self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
         self._last_seen: dict[str, str] = {}
         self._stable_seen_digest: str | None = None
         for entry in self._view:
@@ -168,6 +243,7 @@ class ContextEngine:
             self._rebuild_view()
         else:
             self._view.append(stamped)
+            self._view_tokens += entry_tokens(stamped, estimator=self.estimator)
             self._track_view(stamped)
         return stamped
 
@@ -251,6 +327,7 @@ class ContextEngine:
             one_shots=tuple(self._pending.values()),
             history=HistorySlice(self._view, len(self._view)),
             summary=self._summary,
+            pinned=self._pinned,
             tools=self.tools,
             stable_seen=stable_seen,
         )
@@ -282,3 +359,149 @@ class ContextEngine:
     def end_turn(self) -> None:
         """The turn boundary: everything the turn appended is made durable (one fsync)."""
         self.session.flush()
+
+    # -- compaction ------------------------------------------------------------------------------
+
+    @property
+    def boundary(self) -> CompactionBoundary | None:
+        """The latest compaction on the current path, if any."""
+        return self._boundary
+
+    def context_tokens(self) -> int:
+        """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
+        stable = self._stable.parts if self._stable else ()
+        fixed = sum(self.estimator.count(p.text) for p in stable) + sum(
+            self.estimator.count(t.name + t.description + str(t.input_schema)) for t in self.tools
+        )
+        return fixed + self._prelude_tokens() + self._view_tokens
+
+    def _prelude_tokens(self) -> int:
+        return self.estimator.count((self._summary or "") + (self._pinned or ""))
+
+    def in_view(self, entry_id: str) -> bool:
+        """Whether an entry is still in the provider view (a branch from it keeps the exact context)."""
+        return any(e.id == entry_id for e in self._view)
+
+    def _emit_compaction(self, event: CompactionEvent) -> None:
+        # the boundary entry is the log's record of a completed compaction; events go to listeners
+        # and to the `lamina.compaction` logger, so the session log gains exactly one entry
+        level = logging.WARNING if event.kind == "failed" else logging.INFO
+        _log.log(level, "session %s: compaction %s (%s): %s", self.session.id, event.kind, event.trigger, event.message)
+        for listener in self.compaction_listeners:
+            listener(event)
+
+    async def compact(
+        self,
+        summariser: Summariser,
+        *,
+        trigger: Literal["manual", "threshold", "overflow"],
+        focus: str | None = None,
+        keep_tokens: int = DEFAULT_KEEP_TOKENS,
+    ) -> CompactionOutcome:
+        """Compact the provider view: one boundary entry appended, nothing removed from the log.
+
+        At most one compaction runs per session (other processes cannot even write to it); a
+        request that waited for one in flight finds nothing new and says "already compacted".
+        """
+        if self._compaction_lock is None:
+            self._compaction_lock = asyncio.Lock()
+        async with self._compaction_lock:
+            return await self._compact_locked(summariser, trigger=trigger, focus=focus, keep_tokens=keep_tokens)
+
+    async def _compact_locked(
+        self,
+        summariser: Summariser,
+        *,
+        trigger: Literal["manual", "threshold", "overflow"],
+        focus: str | None,
+        keep_tokens: int,
+    ) -> CompactionOutcome:
+        view = list(self._view)
+        cut = find_cut_point(view, keep_tokens=keep_tokens, estimator=self.estimator)
+        if not any(isinstance(e, _CONVERSATION) for e in cut.summarised):
+            if self._boundary is not None:
+                return CompactionOutcome("already_compacted", "already compacted: nothing new to summarise")
+            return CompactionOutcome("nothing_to_compact", "nothing to compact: the conversation fits the kept budget")
+        tokens_before = self.context_tokens()
+        self._emit_compaction(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
+        try:
+            ledger = update_ledger(self._boundary.ledger if self._boundary else Ledger(), cut.summarised)
+            previous = parse_summary(self._summary) if self._summary else None
+            result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
+            summary = result.summary.render()
+            if cut.split_turn_prefix:
+                prefix = deterministic_summary(None, cut.split_turn_prefix, Ledger()).render()
+                summary += "\n\n## Earlier in the turn that was cut\n" + prefix
+            kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
+            pinned = pinned_block(ledger) or ""
+            tokens_after = (
+                tokens_before - self._view_tokens - self.estimator.count((self._summary or "") + (self._pinned or ""))
+            )
+            tokens_after += kept_tokens + self.estimator.count(summary + pinned)
+            if not freed_enough(tokens_before, tokens_after):
+                message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
+                self._emit_compaction(CompactionEvent("failed", trigger, message))
+                return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
+            state = StateSnapshot(
+                mode=self._mode if self._mode_recorded else None,
+                sources=self._sources,
+                stable=f"{self._stable.version}:{self._stable.digest}" if self._stable else None,
+                pending_one_shots=tuple(
+                    PartRecord(key=o.kind, text=o.text, part_id=o.part_id) for o in self._pending.values()
+                ),
+            )
+            boundary = self.record(
+                CompactionBoundary(
+                    summary=summary,
+                    first_kept_id=cut.first_kept_id,
+                    tokens_before=tokens_before,
+                    tokens_after=tokens_after,
+                    trigger=trigger,
+                    focus=focus,
+                    ledger=ledger,
+                    state=state,
+                )
+            )
+        except Exception as exc:
+            self._emit_compaction(CompactionEvent("failed", trigger, str(exc)))
+            raise
+        assert isinstance(boundary, CompactionBoundary)
+        for hook in self.compaction_hooks:
+            hook(boundary)
+        by = result.by
+        note = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
+        message = f"compacted {tokens_before:,} → {tokens_after:,} tokens; summary by {by}{note}"
+        self._emit_compaction(CompactionEvent("completed", trigger, message))
+        return CompactionOutcome("compacted", message, boundary, tokens_before, tokens_after, by)
+
+    def reprepare(self, turn: TurnContext) -> TurnContext:
+        """The same turn over the new provider view after a compaction in the middle of it.
+
+        Keeps the turn's id, user message and pending one-shots; the volatile parts are stated
+        again (the compaction summarised the tails that carried them), and the new tail is logged
+        as a new record for the same user message, so what is logged is still what is sent.
+        """
+        index = next((i for i, e in enumerate(self._view) if e.id == turn.user_entry_id), None)
+        if index is None:  # the compaction never cuts into the current turn; be safe anyway
+            return turn
+        history = HistorySlice(self._view, index + 1)
+        seen = self._last_seen_before(index)
+        again = dataclasses.replace(
+            turn,
+            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
+            one_shots=tuple(o for o in turn.one_shots if o.part_id in self._pending),
+            history=history,
+            summary=self._summary,
+            pinned=self._pinned,
+            stable_seen=False,
+        )
+        self.record(again.record())
+        return again
+
+    def _last_seen_before(self, index: int) -> dict[str, str]:
+        seen: dict[str, str] = {}
+        for entry in self._view[:index]:
+            if isinstance(entry, TurnRecord):
+                for part in entry.volatile:
+                    seen[part.key] = part.text
+        return seen

@@ -162,6 +162,8 @@ class TurnContext:
     """Provider-view log entries up to and including this turn's user message and record."""
     summary: str | None
     """The latest compaction summary, put before the history."""
+    pinned: str | None
+    """The pinned lane after a compaction (the user's constraints, verbatim), put after the summary."""
     tools: tuple[ToolSpec, ...]
     stable_seen: bool = False
     """Whether this stable version was already sent in the current context window (for backends

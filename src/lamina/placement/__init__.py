@@ -104,6 +104,16 @@ def _segments(turn: TurnContext, continuation: Sequence[LogEntry]) -> tuple[Sequ
     return history[:current], [*history[current:], *continuation]
 
 
+def _prelude(turn: TurnContext) -> list[Message]:
+    """The compaction summary and the pinned lane, as the conversation's first message."""
+    blocks: list[TextBlock] = []
+    if turn.summary:
+        blocks.append(TextBlock(render_block("compaction_summary", turn.summary)))
+    if turn.pinned:
+        blocks.append(TextBlock(turn.pinned))
+    return [Message("user", tuple(blocks))] if blocks else []
+
+
 def turn_messages(turn: TurnContext, continuation: Sequence[LogEntry] = ()) -> list[Message]:
     """The conversation a request carries: summary, completed turns, this turn's message and tool loop so far.
 
@@ -111,9 +121,7 @@ def turn_messages(turn: TurnContext, continuation: Sequence[LogEntry] = ()) -> l
     `RenderCache` reuse completed turns; providers accept consecutive user messages.
     """
     past, now = _segments(turn, continuation)
-    messages: list[Message] = []
-    if turn.summary:
-        messages.append(Message("user", (TextBlock(render_block("compaction_summary", turn.summary)),)))
+    messages = _prelude(turn)
     for segment in split_turns(past):
         messages += to_messages(segment)
     messages += to_messages(now, current_tail=(turn.user_entry_id, turn.tail))
@@ -126,9 +134,7 @@ def _wire(
     if cache is None:
         return convert(turn_messages(turn, continuation))
     past, now = _segments(turn, continuation)
-    wire: list[dict[str, Any]] = []
-    if turn.summary:
-        wire += convert([Message("user", (TextBlock(render_block("compaction_summary", turn.summary)),))])
+    wire = convert(_prelude(turn))
     wire += cache.past_wire(kind, past, convert)
     wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail)))
     return wire

@@ -19,15 +19,21 @@ from lamina.errors import SessionLockedError
 class WriterLock:
     """An acquired write lock on one session folder; release with `release()`."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, wait: float = 0.0) -> None:
+        """Take the lock; with `wait` > 0, wait up to that many seconds for the holder to let go."""
         self.path = folder / ".lock"
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_holder(fd)
-            os.close(fd)
-            raise SessionLockedError(folder, holder) from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = _read_holder(fd)
+                    os.close(fd)
+                    raise SessionLockedError(folder, holder) from None
+                time.sleep(0.05)
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         holder = f"pid {os.getpid()} on {socket.gethostname()} since {since}"
         os.ftruncate(fd, 0)

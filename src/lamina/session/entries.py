@@ -84,6 +84,26 @@ class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
     """Where the full output was written when the model received only a preview."""
 
 
+class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A part as it was sent in a turn's tail: enough to render the same bytes again."""
+
+    key: str
+    text: str
+    part_id: str | None = None
+    """The outbox id, for one-shot parts."""
+
+
+class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """Session state at a compaction, so a resume that reads only from the boundary knows it."""
+
+    mode: str | None = None
+    sources: tuple[str, ...] = ()
+    stable: str | None = None
+    """`version:digest` of the pinned stable context."""
+    pending_one_shots: tuple[PartRecord, ...] = ()
+    """One-shot parts still queued (their `key` is the kind)."""
+
+
 class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"):
     """A compaction: the provider view restarts here with `summary` plus the kept entries."""
 
@@ -95,6 +115,7 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     trigger: Literal["manual", "threshold", "overflow"]
     focus: str | None = None
     ledger: Ledger = Ledger()
+    state: StateSnapshot = StateSnapshot()
 
 
 class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
@@ -132,15 +153,6 @@ class PlanState(_EntryBase, frozen=True, kw_only=True, tag="plan_state"):
     plan_path: str
     draft_input: str | None = None
     detail: str = ""
-
-
-class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """A part as it was sent in a turn's tail: enough to render the same bytes again."""
-
-    key: str
-    text: str
-    part_id: str | None = None
-    """The outbox id, for one-shot parts."""
 
 
 class TurnRecord(_EntryBase, frozen=True, kw_only=True, tag="turn"):

@@ -289,7 +289,7 @@ class JsonlSession:
         folder: Path,
         meta: SessionMeta,
         *,
-        writable: bool,
+        lock: WriterLock | None,
         report: LoadReport,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = _new_entry_id,
@@ -304,7 +304,8 @@ class JsonlSession:
         self._offsets: dict[str, int] = {}
         self._loaded_from = meta.log_size  # nothing loaded yet
         self._leaf: str | None = None
-        self._lock = WriterLock(folder) if writable else None
+        self._lock = lock
+        """The write lock, taken by the store before the metadata is read; None when read-only."""
         self._fd: int | None = None
         self._size = 0
         self._unsynced = False
@@ -646,10 +647,8 @@ class LocalSessionStore:
         """The folder of a session (the id is checked, so it cannot point outside the root)."""
         return self.root / check_session_id(session_id)
 
-    def _session(self, folder: Path, meta: SessionMeta, *, writable: bool, report: LoadReport) -> JsonlSession:
-        return JsonlSession(
-            folder, meta, writable=writable, report=report, clock=self._clock, new_id=self._new_entry_id
-        )
+    def _session(self, folder: Path, meta: SessionMeta, *, lock: WriterLock | None, report: LoadReport) -> JsonlSession:
+        return JsonlSession(folder, meta, lock=lock, report=report, clock=self._clock, new_id=self._new_entry_id)
 
     def create(self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None) -> JsonlSession:
         """Create an empty session and open it for writing."""
@@ -671,12 +670,15 @@ class LocalSessionStore:
         )
         write_meta(folder, meta)
         _fsync_dir(self.root)
-        session = self._session(folder, meta, writable=True, report=LoadReport())
+        session = self._session(folder, meta, lock=WriterLock(folder), report=LoadReport())
         session._loaded_from = 0
         return session
 
-    def open(self, session_id: str, *, writable: bool = True) -> JsonlSession:
+    def open(self, session_id: str, *, writable: bool = True, wait: float = 0.0) -> JsonlSession:
         """Open a session to continue it: reads only from its latest compaction boundary.
+
+        A writer waits up to `wait` seconds for another writer to close the session, then raises
+        `SessionLockedError` naming the holder.
 
         Problems found on the way (torn last line, corrupt lines, unknown entry types, missing or
         corrupt metadata) are repaired where safe and listed in `session.report`.
@@ -687,16 +689,22 @@ class LocalSessionStore:
         if not (folder / LOG_NAME).is_file():
             raise SessionCorruptError(folder / LOG_NAME, "session log is missing")
         report = LoadReport()
+        lock = WriterLock(folder, wait=wait) if writable else None  # before reading what the holder wrote
         try:
-            meta = read_meta(folder)
-        except SessionCorruptError as exc:
-            report.meta_problem = exc.reason
-            stat = (folder / LOG_NAME).stat()
-            meta = SessionMeta(id=session_id, created_at=stat.st_mtime, updated_at=stat.st_mtime)
-        if meta.id != session_id:
-            report.meta_problem = f"metadata names session {meta.id!r}, folder is {session_id!r}"
-            meta = msgspec.structs.replace(meta, id=session_id, resume_offset=0, leaf_id=None)
-        session = self._session(folder, meta, writable=writable, report=report)
+            try:
+                meta = read_meta(folder)
+            except SessionCorruptError as exc:
+                report.meta_problem = exc.reason
+                stat = (folder / LOG_NAME).stat()
+                meta = SessionMeta(id=session_id, created_at=stat.st_mtime, updated_at=stat.st_mtime)
+            if meta.id != session_id:
+                report.meta_problem = f"metadata names session {meta.id!r}, folder is {session_id!r}"
+                meta = msgspec.structs.replace(meta, id=session_id, resume_offset=0, leaf_id=None)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        session = self._session(folder, meta, lock=lock, report=report)
         try:
             session._open_for_resume()
         except BaseException:
