@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,42 @@ async def test_cancelled_mid_tool_call_leaves_a_log_the_providers_accept(
     assert "interrupted" in str(wire.requests[-1].body["messages"][-1])  # the one-shot reminder
     assert outcome.text.startswith("The previous job was interrupted")
     resumed.engine.session.close()
+
+
+async def test_overflow_compacts_and_the_turn_completes(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
+    wire.script(
+        *[Reply(text=f"Answer {n}: " + "detail " * 300) for n in range(4)],
+        Fail("overflow"),
+        Reply(text="## Goal\nKeep total() correct.\n## Next steps\n- continue"),  # the summariser's answer
+        Reply(text="Done after compaction."),
+        Reply(text="And the next turn is accepted."),
+    )
+    async with anthropic_provider(wire) as provider:
+        agent = _agent(tmp_path, workspace, provider, keep_tokens=400)
+        for n in range(4):
+            await agent.run_turn(f"Question {n}: never use eval. " + "context " * 300)
+        outcome = await agent.run_turn("One more question")
+        assert outcome.text == "Done after compaction."
+        assert (await agent.run_turn("And another")).text == "And the next turn is accepted."
+    boundary = agent.engine.boundary
+    assert boundary is not None and boundary.trigger == "overflow"
+    assert boundary.summary.startswith("## Goal")  # written by the model through the provider
+    assert "Question 3: never use eval." in " ".join(boundary.ledger.constraints)
+    statuses = [r.status for r in wire.requests]
+    assert statuses[4] == 400 and statuses[-3:] == [200, 200, 200]
+    retried = json.dumps(wire.requests[-2].body)
+    assert "compaction_summary" in retried and "Answer 0:" not in retried  # summarised away
+    agent.engine.session.close()
+
+
+async def test_a_second_overflow_is_a_clear_error(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
+    wire.script(
+        *[Reply(text="ok " * 300) for _ in range(3)], Fail("overflow"), Reply(text="## Goal\nx"), Fail("overflow")
+    )
+    async with anthropic_provider(wire) as provider:
+        agent = _agent(tmp_path, workspace, provider, keep_tokens=300)
+        for n in range(3):
+            await agent.run_turn(f"Question {n} " + "context " * 300)
+        with pytest.raises(ContextOverflowError, match="still too long after compaction"):
+            await agent.run_turn("Overflowing question")
+    agent.engine.session.close()
