@@ -10,7 +10,7 @@ from pathlib import Path
 
 from lamina.engine import ContextEngine
 from lamina.parts import Authority, Part, Stability, Tier
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
+from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 from lamina.session.store import LocalSessionStore
 from lamina.turn import ToolSpec, TurnContext
 
@@ -126,3 +126,19 @@ def scripted_session(
             engine.record(AssistantMessage(text=f"Fixed module_{n}.py: the check now passes.", usage=Usage(output=40)))
             engine.commit(turn)
         session.close()
+
+
+def engine_with_history(root: Path, history: int) -> ContextEngine:
+    """A context engine over a fresh session holding `history` entries of realistic turns."""
+    workspace = root / "ws"
+    workspace.mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("# Rules\n- Run the tests.\n")
+    session = LocalSessionStore(root / "store").create(cwd=str(workspace))
+    engine = ContextEngine(session, stable_source=stable_source(workspace), tools=TOOLS)
+    for n in range(history // 4):
+        engine.record(UserMessage(text=f"request {n}: fix the check in module_{n}.py"))
+        engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"module_{n}.py"}))
+        engine.record(ToolResult(call_id=f"c{n}", name="Read", content="def check():\n    return True\n" * 8))
+        engine.record(AssistantMessage(text=f"Fixed module_{n}.py."))
+    session.flush()
+    return engine

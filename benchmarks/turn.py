@@ -16,28 +16,10 @@ from pathlib import Path
 import msgspec
 
 from benchmarks import Figure
-from benchmarks._scenario import TOOLS, stable_source
-from lamina.engine import ContextEngine
+from benchmarks._scenario import engine_with_history
 from lamina.placement import AnthropicTarget
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
-from lamina.session.store import LocalSessionStore
 
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
-
-
-def _engine(root: Path, history: int) -> ContextEngine:
-    workspace = root / "ws"
-    workspace.mkdir(parents=True)
-    (workspace / "AGENTS.md").write_text("# Rules\n- Run the tests.\n")
-    session = LocalSessionStore(root / "store").create(cwd=str(workspace))
-    engine = ContextEngine(session, stable_source=stable_source(workspace), tools=TOOLS)
-    for n in range(history // 4):
-        engine.record(UserMessage(text=f"request {n}: fix the check in module_{n}.py"))
-        engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"module_{n}.py"}))
-        engine.record(ToolResult(call_id=f"c{n}", name="Read", content="def check():\n    return True\n" * 8))
-        engine.record(AssistantMessage(text=f"Fixed module_{n}.py."))
-    session.flush()
-    return engine
 
 
 def _median_us(samples: list[float]) -> float:
@@ -50,7 +32,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     with tempfile.TemporaryDirectory(prefix="lamina-bench-turn-") as tmp:
         for size, label in ((100, "100"), (1_000, "1k"), (10_000, "10k")):
             progress(f"history of {size} entries")
-            engine = _engine(Path(tmp) / label, size)
+            engine = engine_with_history(Path(tmp) / label, size)
             prepare: list[float] = []
             renders: list[float] = []
             serialised: list[float] = []

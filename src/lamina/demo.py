@@ -3,8 +3,8 @@
 Generates a sample workspace in a temporary folder, shows what an agent would see there
 (`lamina context`), then runs a real multi-turn session end to end: the scripted provider plays
 the model, the built-in tools really run, the cache simulator bills every request. The session
-covers tool calls, a large tool result offloaded to the session's data folder, a mode change and
-a resume from disk. It ends with a per-turn table.
+covers tool calls, a large tool result offloaded to the session's data folder, a mode change, a
+manual compaction and a resume from disk. It ends with a per-turn table.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rich.table import Table
 from typer.testing import CliRunner
 
 from lamina.agent import Agent, AgentEvent, ToolFinished, ToolStarted, TurnOutcome, open_agent
+from lamina.compaction.summarize import DeterministicSummariser
 from lamina.placement import AnthropicCacheSimulator, AnthropicTarget
 from lamina.providers import ScriptedProvider
 from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
@@ -46,6 +47,8 @@ def _sample_workspace(root: Path) -> Path:
     ]
     lines[1234] = "2026-11-29 10:20:34 WARNING deprecated call total(xs, strict=True) in report.py:88"
     (workspace / "build.log").write_text("\n".join(lines) + "\n")
+    report = [f"def section_{i}(rows):\n    return [total(r) for r in rows if r]  # part {i}\n" for i in range(300)]
+    (workspace / "report.py").write_text("from app import total\n\n" + "\n".join(report))
     return workspace
 
 
@@ -56,7 +59,7 @@ def _script() -> list[ScriptedResponse]:
     return [
         # turn 1 (explore): look, do not touch
         ScriptedResponse(text="Let me read the code first.", tool_calls=(call("Read", path="app.py"),)),
-        ScriptedResponse(text="And where it is used.", tool_calls=(call("Grep", pattern="total\\("),)),
+        ScriptedResponse(text="And where it is used.", tool_calls=(call("Read", path="report.py"),)),
         ScriptedResponse(text="total() adds 1 to the sum: that is the bug. Switch to execute mode and I will fix it."),
         # turn 2 (execute): fix and test
         ScriptedResponse(
@@ -107,16 +110,32 @@ async def _session(
         console.print(f"   [bold]model:[/bold] {outcome.text}")
         rows.append((label, outcome))
 
-    agent = open_agent(store, provider, workspace=workspace, mode="explore", on_event=_on_event)
+    summariser = DeterministicSummariser()  # offline: no model call for the summary
+    agent = open_agent(
+        store,
+        provider,
+        workspace=workspace,
+        mode="explore",
+        on_event=_on_event,
+        summariser=summariser,
+        keep_tokens=1_500,
+    )
     session_id = agent.engine.session.id
     await turn(agent, "turn 1", "total() returns the wrong number. Can you find out why? Don't change anything yet.")
     agent.set_mode("execute")
     await turn(agent, "turn 2", "Go ahead and fix it, then run the tests.")
     await turn(agent, "turn 3", "Is there anything worrying in build.log?")
+    console.print("\n[bold]/compact[/bold] the conversation so far (the log keeps every entry)")
+    outcome = await agent.compact("the fix and the build log")
+    console.print(f"   {outcome.message}")
+    if outcome.boundary is not None:
+        console.print(f"   pinned verbatim: {list(outcome.boundary.ledger.constraints)}")
     agent.engine.session.close()
 
     console.print(f"\n[bold]resume[/bold] session {session_id} from disk (a new process would do the same)")
-    resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, on_event=_on_event)
+    resumed = open_agent(
+        store, provider, workspace=workspace, session_id=session_id, on_event=_on_event, summariser=summariser
+    )
     console.print(f"   loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.mode}")
     await turn(resumed, "turn 4", "Summarise what we did today.")
     resumed.engine.session.close()

@@ -26,7 +26,7 @@ def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: 
                 "responses": [
                     {"text": "Looking.", "tool_calls": [{"name": "Glob", "input": {"pattern": "*.md"}}]},
                     {"text": "There is one markdown file."},
-                    {"text": "Still here."},
+
                 ]
             }
         )
@@ -36,11 +36,12 @@ def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: 
     first = runner.invoke(
         app,
         ["--store", str(store), "chat", "--model", f"scripted:{script}", "--mode", "explore"],
-        input="What is here?\n/mode execute\n/mode nonsense\n/quit\n",
+        input="What is here?\n/mode execute\n/mode nonsense\n/compact markdown\n/quit\n",
     )
     assert first.exit_code == 0, first.output
     assert "→ Glob" in first.stdout and "There is one markdown file." in first.stdout
     assert "unknown mode 'nonsense'" in first.stderr
+    assert "nothing to compact: the conversation fits the kept budget" in first.stderr
     session_id = LocalSessionStore(store).list()[0].id
     with LocalSessionStore(store).open(session_id, writable=False) as session:
         entries = session.entries()

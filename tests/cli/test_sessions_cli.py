@@ -61,3 +61,28 @@ def test_show_unknown_session_is_a_clean_error(tmp_path: Path) -> None:
     assert "error: no session 'missing-1'" in result.stderr
     bad = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", "../x"])
     assert bad.exit_code == 1 and "invalid session id" in bad.stderr
+
+
+def test_compact_appends_one_boundary_then_reports_already_compacted(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    with store.create(cwd="/proj") as session:
+        session.append(UserMessage(text="Never edit generated files. Start with the parser."))
+        for n in range(12):
+            for e in exchange(n):
+                session.append(e)
+    args = ["--store", str(tmp_path), "sessions", "compact", session.id, "--keep-tokens", "200", "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["status"] == "compacted"
+    again = runner.invoke(app, args)
+    assert json.loads(again.stdout)["status"] == "already_compacted"
+    with store.open(session.id, writable=False) as reopened:
+        boundary = reopened.view().boundary
+        assert boundary is not None and boundary.trigger == "manual"
+        assert "Never edit generated files." in boundary.ledger.constraints
+    locked = store.open(session.id)
+    try:
+        busy = runner.invoke(app, ["--store", str(tmp_path), "sessions", "compact", session.id, "--wait", "0.2"])
+    finally:
+        locked.close()
+    assert busy.exit_code == 1 and "already open for writing by pid" in busy.stderr

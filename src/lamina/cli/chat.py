@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -17,7 +18,7 @@ from lamina.session.store import LocalSessionStore
 from lamina.tools.base import PermissionMode
 from lamina.tools.rules import Allow, Deny, PermissionRequest
 
-HELP = "/mode explore|ask|execute   /quit"
+HELP = "/mode explore|ask|execute   /compact [focus]   /quit"
 
 
 def _print_event(event: AgentEvent) -> None:
@@ -59,6 +60,12 @@ async def _loop(agent: Agent) -> None:
                 err.print(f"unknown mode {mode.strip()!r}; use explore, ask or execute")
                 continue
             err.print(f"[dim]mode {agent.engine.mode}[/dim]")
+            continue
+        if text == "/compact" or text.startswith("/compact "):
+            focus = text.removeprefix("/compact").strip() or None
+            with err.status("compacting…") if err.is_terminal else contextlib.nullcontext():
+                outcome = await agent.compact(focus)
+            err.print(f"[dim]{outcome.message}[/dim]")
             continue
         if text.startswith("/"):
             err.print(f"unknown command {text.split()[0]!r}; {HELP}")

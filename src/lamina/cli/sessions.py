@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Annotated
@@ -9,8 +11,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from lamina.cli._console import abort, out, print_json, warn
+from lamina.cli._console import abort, err, out, print_json, warn
+from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
+from lamina.engine import ContextEngine
 from lamina.errors import LaminaError
+from lamina.providers import provider_from_spec
 from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -101,3 +106,43 @@ def show(
         out.print(f"forked from {meta.forked_from.session_id} at {meta.forked_from.entry_id}")
     for entry in entries:
         out.print(f"[dim]{entry.id}[/dim] {_describe(entry)}", highlight=False)
+
+
+@app.command("compact")
+def compact(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
+    focus: Annotated[str | None, typer.Option("--focus", help="What the summary should concentrate on.")] = None,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for a writer holding the session.")] = 150.0,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Summarise with this model (provider spec); default: no model, deterministic."),
+    ] = None,
+    keep_tokens: Annotated[int, typer.Option("--keep-tokens", help="Recent tokens kept verbatim.")] = 20_000,
+    as_json: JsonOption = False,
+) -> None:
+    """Compact a session's provider view now (the log keeps everything)."""
+    try:
+        summariser: Summariser = (
+            ProviderSummariser(provider_from_spec(model)) if model is not None else DeterministicSummariser()
+        )
+        with _store(ctx).open(session_id, wait=wait) as session:
+            engine = ContextEngine(session, stable_source=lambda: ())
+            with err.status("compacting…") if err.is_terminal else contextlib.nullcontext():
+                outcome = asyncio.run(
+                    engine.compact(summariser, trigger="manual", focus=focus, keep_tokens=keep_tokens)
+                )
+    except LaminaError as exc:
+        abort(str(exc))
+    if as_json:
+        print_json(
+            {
+                "status": outcome.status,
+                "message": outcome.message,
+                "tokens_before": outcome.tokens_before,
+                "tokens_after": outcome.tokens_after,
+                "boundary_id": outcome.boundary.id if outcome.boundary else None,
+            }
+        )
+        return
+    out.print(outcome.message)
