@@ -26,7 +26,6 @@ def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: 
                 "responses": [
                     {"text": "Looking.", "tool_calls": [{"name": "Glob", "input": {"pattern": "*.md"}}]},
                     {"text": "There is one markdown file."},
-
                 ]
             }
         )
