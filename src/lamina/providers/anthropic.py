@@ -12,7 +12,6 @@ place SDK exceptions become `lamina.errors.ProviderError`s. The SDK client never
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
@@ -34,15 +33,13 @@ from anthropic.types import TextDelta as SdkTextDelta
 
 from lamina.errors import (
     AuthenticationError,
-    ContextOverflowError,
     InvalidRequestError,
-    OverloadedError,
     ProviderError,
-    RateLimitError,
     TransientServerError,
     UsageError,
 )
 from lamina.placement import AnthropicTarget, CacheTtl, RenderedRequest, SdkManagedPrompt
+from lamina.providers._errors import error_for_status
 from lamina.providers.base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers.retry import is_transport_error, parse_retry_after
 from lamina.session.entries import Usage
@@ -67,9 +64,6 @@ _ERROR_TYPE_STATUS: Final = {
 }
 # "prompt is too long: 208656 tokens > 200000 maximum";
 # "input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, ..."
-_OVERFLOW: Final = re.compile(
-    r"prompt is too long|exceeds? (?:the )?context (?:limit|window)|context window|context length", re.IGNORECASE
-)
 _NO_CREDENTIALS: Final = "Could not resolve authentication method"
 _CREDENTIALS_ERRORS: Final[tuple[type[BaseException], ...]] = tuple(
     c for c in (getattr(anthropic, "CredentialsError", None),) if isinstance(c, type)
@@ -287,18 +281,17 @@ def map_anthropic_error(exc: BaseException, *, provider: str = PROVIDER_NAME) ->
         body = exc.body if isinstance(exc.body, str) else json.dumps(exc.body)
         message = message or str(exc)
         retry_after = parse_retry_after(exc.response.headers)
-        if error_type == "overloaded_error" or status in (503, 529):
-            return OverloadedError(provider, message, status=http, body=body, retry_after=retry_after)
-        if status == 429:
-            return RateLimitError(provider, message, status=http, body=body, retry_after=retry_after)
-        if status in (400, 413) and _OVERFLOW.search(message):
-            return ContextOverflowError(provider, message, status=http, body=body)
-        if status in (401, 403):
-            hint = "check the API key (ANTHROPIC_API_KEY or api_key=)"
-            return AuthenticationError(provider, f"{message}; {hint}", status=http, body=body)
-        if status in (408, 409) or status >= 500:
-            return TransientServerError(provider, message, status=http, body=body)
-        return InvalidRequestError(provider, message, status=http, body=body)
+        mapped = error_for_status(
+            provider,
+            status,
+            message,
+            http=http,
+            body=body,
+            retry_after=retry_after,
+            overloaded=error_type == "overloaded_error",
+            auth_hint="check the API key (ANTHROPIC_API_KEY or api_key=)",
+        )
+        return mapped or InvalidRequestError(provider, message, status=http, body=body)
     if isinstance(exc, anthropic.APIResponseValidationError):
         return ProviderError(provider, f"the response does not match the API's schema: {exc.__cause__ or exc}")
     if isinstance(exc, anthropic.APITimeoutError):

@@ -54,16 +54,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from lamina.errors import (
-    AuthenticationError,
-    ContextOverflowError,
     InvalidRequestError,
-    OverloadedError,
     ProviderError,
-    RateLimitError,
     TransientServerError,
     UsageError,
 )
 from lamina.placement import RenderedRequest, SdkManagedPrompt, SdkManagedTarget
+from lamina.providers._errors import error_for_status
 from lamina.providers.base import Capabilities, Completed, ProviderEvent, TextDelta
 from lamina.session.entries import Usage
 
@@ -82,7 +79,6 @@ QUIET_ENV: Final[Mapping[str, str]] = {
 """Environment the CLI always gets: no traffic but the API's, no retries of its own."""
 
 _SYNTHETIC_MODEL: Final = "<synthetic>"  # the CLI's own messages (API errors, "Not logged in")
-_OVERFLOW: Final = re.compile(r"prompt is too long|context (?:window|limit|length)", re.IGNORECASE)
 _OVERLOADED: Final = re.compile(r"\boverloaded\b", re.IGNORECASE)
 _AUTH_HINT: Final = "check the API key (ANTHROPIC_API_KEY or api_key=)"
 _STDERR_LINES: Final = 20
@@ -364,18 +360,20 @@ class _Failure:
 
     def mapped(self, provider: str, kind: str | None) -> ProviderError:
         status, message = self.status, self.message or f"the turn failed ({self.subtype or 'no detail'})"
-        if status in (401, 403) or (status is None and kind == "authentication_failed"):
-            return AuthenticationError(provider, f"{message}; {_AUTH_HINT}", status=status)
-        if status in (503, 529) or _OVERLOADED.search(message):
-            return OverloadedError(provider, message, status=status)
-        if status == 429 or (status is None and kind == "rate_limit"):
-            return RateLimitError(provider, message, status=status)
-        if _OVERFLOW.search(message) and status in (None, 400, 413):
-            return ContextOverflowError(provider, message, status=status)
-        if status is not None and (status in (408, 409) or status >= 500):
-            return TransientServerError(provider, message, status=status)
-        if status is not None and status >= 400:
-            return InvalidRequestError(provider, message, status=status)
+        if status is None and kind == "authentication_failed":
+            status = 401
+        elif status is None and kind == "rate_limit":
+            status = 429
+        mapped = error_for_status(
+            provider,
+            status,
+            message,
+            http=self.status,
+            overloaded=_OVERLOADED.search(message) is not None,
+            auth_hint=_AUTH_HINT,
+        )
+        if mapped is not None:
+            return mapped
         if kind == "server_error":  # no status: the connection failed or timed out
             return TransientServerError(provider, message)
         if kind in ("invalid_request", "billing_error"):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -45,15 +44,14 @@ from openai.types.responses import (
 
 from lamina.errors import (
     AuthenticationError,
-    ContextOverflowError,
     InvalidRequestError,
-    OverloadedError,
     ProviderError,
     RateLimitError,
     TransientServerError,
     UsageError,
 )
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderedRequest, SdkManagedPrompt
+from lamina.providers._errors import error_for_status
 from lamina.providers.base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers.retry import is_transport_error, parse_retry_after
 from lamina.session.entries import Usage
@@ -87,9 +85,6 @@ _TYPE_STATUS: Final = {
 # OpenAI: "This model's maximum context length is 128000 tokens. However, your messages resulted in ...";
 # Responses: "Your input exceeds the context window of this model."; vLLM reuses OpenAI's wording;
 # llama.cpp: "the request exceeds the available context size".
-_OVERFLOW: Final = re.compile(
-    r"maximum context length|context window|context length|context size|prompt is too long", re.IGNORECASE
-)
 _CHAT_STOP: Final = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -503,19 +498,16 @@ def _classify(
     body = error if isinstance(error, str) else json.dumps(error, default=str)
     status = http if http is not None and http >= 400 else None
     effective = status or _CODE_STATUS.get(code) or _TYPE_STATUS.get(error_type) or 500
-    retry_after = parse_retry_after(headers)
-    if code == "context_length_exceeded" or (effective in (400, 413, 422) and _OVERFLOW.search(message)):
-        return ContextOverflowError(provider, message, status=status, body=body)
-    if effective == 429:
-        limited = RateLimitError(provider, message, status=status, body=body, retry_after=retry_after)
-        if "insufficient_quota" in (code, error_type):
-            limited.retryable = False  # out of credit: waiting does not help
-        return limited
-    if effective == 503:
-        return OverloadedError(provider, message, status=status, body=body, retry_after=retry_after)
-    if effective in (401, 403):
-        hint = "check the API key (OPENAI_API_KEY or api_key=)"
-        return AuthenticationError(provider, f"{message}; {hint}", status=status, body=body)
-    if effective in (408, 409) or effective >= 500:
-        return TransientServerError(provider, message, status=status, body=body)
-    return InvalidRequestError(provider, message, status=status, body=body)
+    mapped = error_for_status(
+        provider,
+        effective,
+        message,
+        http=status,
+        body=body,
+        retry_after=parse_retry_after(headers),
+        overflow=code == "context_length_exceeded",
+        auth_hint="check the API key (OPENAI_API_KEY or api_key=)",
+    ) or InvalidRequestError(provider, message, status=status, body=body)
+    if isinstance(mapped, RateLimitError) and "insufficient_quota" in (code, error_type):
+        mapped.retryable = False  # out of credit: waiting does not help
+    return mapped
