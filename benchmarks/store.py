@@ -45,7 +45,8 @@ from lamina.session.entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session.store import LOG_NAME, JsonlSession, LocalSessionStore, SessionMeta, write_meta
+from lamina.session.meta import SessionMeta, write_meta
+from lamina.session.store import LOG_NAME, JsonlSession, LocalSessionStore
 
 TURN: int = 10
 """Entries per turn: a user message, then three rounds of assistant / tool call / tool result."""

@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from lamina.cli import app
 from lamina.session.entries import UserMessage
-from lamina.session.store import META_NAME, LocalSessionStore
+from lamina.session.meta import META_NAME
+from lamina.session.store import LocalSessionStore
 from tests.session.factories import exchange
 
 runner = CliRunner()

@@ -23,7 +23,8 @@ from lamina.session.entries import (
     UnknownEntry,
     UserMessage,
 )
-from lamina.session.store import LOG_NAME, META_NAME, STORE_ENV_VAR, LocalSessionStore, default_store_root, read_meta
+from lamina.session.meta import META_NAME, read_meta
+from lamina.session.store import LOG_NAME, STORE_ENV_VAR, LocalSessionStore, default_store_root
 from tests.session.factories import FakeClock, counter_ids, exchange
 
 

@@ -37,17 +37,16 @@ from lamina.session.entries import (
     CRITICAL_ENTRY_TYPES,
     CompactionBoundary,
     Entry,
-    EntryDecodeError,
     LogEntry,
     UnknownEntry,
     UserMessage,
-    decode_entry,
     encode_entry,
 )
+from lamina.session.meta import ForkOrigin, SessionMeta, fsync_dir, read_meta, write_meta
+from lamina.session.scan import CorruptLine, LogScan, TornTail, scan_log
 from lamina.session.tree import MissingEntryError, ProviderView, path_to, provider_view, view_start_id
 
 LOG_NAME: Final = "log.jsonl"
-META_NAME: Final = "meta.json"
 SUBFOLDERS: Final = ("attachments", "data", "plans")
 STORE_ENV_VAR: Final = "LAMINA_STORE"
 """Environment variable that overrides the default store root."""
@@ -67,52 +66,6 @@ def default_store_root(explicit: Path | str | None = None) -> Path:
     if from_env:
         return Path(from_env).expanduser()
     return platformdirs.user_data_path("lamina") / "sessions"
-
-
-class ForkOrigin(msgspec.Struct, frozen=True):
-    """Where a forked session came from."""
-
-    session_id: str
-    entry_id: str
-
-
-class SessionMeta(msgspec.Struct, frozen=True, kw_only=True):
-    """The small metadata file of a session. Every field is bounded in size."""
-
-    format: int = 1
-    id: str
-    created_at: float
-    updated_at: float
-    cwd: str = ""
-    title: str = ""
-    forked_from: ForkOrigin | None = None
-    leaf_id: str | None = None
-    leaf_offset: int = 0
-    """Log size when `leaf_id` was recorded; a longer log means later appends moved the leaf."""
-    resume_offset: int = 0
-    """Byte offset of the first entry the provider view needs (the latest boundary's first kept entry)."""
-    log_size: int = 0
-    entry_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TornTail:
-    """An incomplete last line: a writer died mid-append."""
-
-    offset: int
-    length: int
-    saved_to: Path | None = None
-    """Where the torn bytes were kept when the log was repaired."""
-
-
-@dataclass(frozen=True, slots=True)
-class CorruptLine:
-    """A line that is not a valid entry; skipped, never silently."""
-
-    offset: int
-    line: int | None
-    """1-based line number, known when the log was read from its start."""
-    reason: str
 
 
 @dataclass(slots=True)
@@ -199,88 +152,6 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-_meta_encoder: Final = msgspec.json.Encoder()
-_meta_decoder: Final = msgspec.json.Decoder(SessionMeta)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_meta(folder: Path, meta: SessionMeta) -> None:
-    """Replace `meta.json` atomically: temporary file, fsync, `os.replace`, fsync of the folder."""
-    target = folder / META_NAME
-    tmp = folder / f".{META_NAME}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, _meta_encoder.encode(meta))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
-    _fsync_dir(folder)
-
-
-def read_meta(folder: Path) -> SessionMeta:
-    """Read `meta.json`; raises `SessionCorruptError` naming the file when it is missing or invalid."""
-    path = folder / META_NAME
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SessionCorruptError(path, "metadata file is missing") from None
-    try:
-        return _meta_decoder.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise SessionCorruptError(path, f"invalid metadata: {exc}") from None
-
-
-@dataclass(slots=True)
-class _Scan:
-    entries: list[tuple[int, LogEntry]]
-    corrupt: list[CorruptLine]
-    torn: TornTail | None
-    end: int
-    """Offset just after the last complete line (where a repair would truncate to)."""
-
-
-def scan_log(data: bytes, *, base_offset: int, first_line: int | None) -> _Scan:
-    """Decode log bytes that start at `base_offset` (pure). `first_line` is its 1-based line number, if known."""
-    entries: list[tuple[int, LogEntry]] = []
-    corrupt: list[CorruptLine] = []
-    torn: TornTail | None = None
-    pos = 0
-    line_no = first_line
-    size = len(data)
-    while pos < size:
-        nl = data.find(b"\n", pos)
-        complete = nl != -1
-        end = nl if complete else size
-        line = data[pos:end]
-        if line.strip():
-            try:
-                entry = decode_entry(line)
-            except EntryDecodeError as exc:
-                if complete:
-                    corrupt.append(CorruptLine(base_offset + pos, line_no, str(exc)))
-                else:
-                    torn = TornTail(base_offset + pos, size - pos)
-            else:
-                entries.append((base_offset + pos, entry))
-                if not complete:  # a whole entry whose newline never made it: valid, keep it
-                    torn = TornTail(base_offset + pos, size - pos)
-        if not complete:
-            break
-        pos = nl + 1
-        if line_no is not None:
-            line_no += 1
-    end_offset = base_offset + (torn.offset if torn else size)
-    return _Scan(entries, corrupt, torn, end_offset)
-
-
 class JsonlSession:
     """A session backed by a folder on the local disk. Create it through `LocalSessionStore`."""
 
@@ -324,7 +195,7 @@ class JsonlSession:
     def log_path(self) -> Path:
         return self.folder / LOG_NAME
 
-    def _read(self, start: int, end: int | None) -> _Scan:
+    def _read(self, start: int, end: int | None) -> LogScan:
         try:
             with open(self.log_path, "rb") as f:
                 f.seek(start)
@@ -669,7 +540,7 @@ class LocalSessionStore:
             id=session_id, created_at=now, updated_at=now, cwd=cwd, title=_title_from(title), forked_from=forked_from
         )
         write_meta(folder, meta)
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
         session = self._session(folder, meta, lock=WriterLock(folder), report=LoadReport())
         session._loaded_from = 0
         return session
