@@ -1,0 +1,141 @@
+"""What every source tool shares: its name, its short description and its input check (pure).
+
+A source tool is named `<slug>__<tool>` and described in one short sentence that points at the
+source's guide: the endpoint or server documentation stays in `sources/<slug>/guide.md`, read on
+demand, so tool specs stay small and stable and editing a guide changes no tool definition.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from lamina.sources.config import GUIDE_FILE, SOURCES_DIR
+from lamina.tools.base import ToolContext, ToolInputError, ToolOutput
+from lamina.turn import ToolSpec
+
+MAX_DESCRIPTION: Final = 160
+"""The longest description a source tool gets, guide pointer included."""
+MAX_TOOL_NAME: Final = 64
+"""Anthropic's and OpenAI's limit; names must also match `[A-Za-z0-9_-]`."""
+SEPARATOR: Final = "__"
+
+_NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_-]")
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
+_JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict, Mapping),
+}
+
+
+def tool_name(slug: str, tool: str) -> str:
+    """`<slug>__<tool>`, made to fit the providers' rule `^[a-zA-Z0-9_-]{1,64}$`.
+
+    Characters outside the rule become `_`; a name that is still too long is cut and given a short
+    hash of the original, so two long names stay distinct.
+    """
+    name = f"{slug}{SEPARATOR}{_NOT_NAME.sub('_', tool)}"
+    if len(name) <= MAX_TOOL_NAME and _NOT_NAME.sub("_", tool) == tool:
+        return name
+    digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
+    return f"{name[: MAX_TOOL_NAME - 9]}_{digest}"
+
+
+def guide_pointer(slug: str) -> str:
+    """The sentence every source tool description ends with."""
+    return f"Read {SOURCES_DIR}/{slug}/{GUIDE_FILE} before first use."
+
+
+def short_description(text: str | None, slug: str) -> str:
+    """The first sentence of `text` (cut to fit) followed by the guide pointer: at most `MAX_DESCRIPTION` characters."""
+    pointer = guide_pointer(slug)
+    first = " ".join((text or "").strip().split("\n\n")[0].split())
+    first = _SENTENCE_END.split(first, maxsplit=1)[0] if first else ""
+    room = MAX_DESCRIPTION - len(pointer) - 1
+    if len(first) > room:
+        first = first[: room - 1].rstrip() + "…"
+    return f"{first} {pointer}" if first else pointer
+
+
+def check_input(schema: Mapping[str, Any], raw: object) -> dict[str, Any]:
+    """`raw` as a plain dict, after the checks the model can act on: an object, required fields, top-level types.
+
+    Deeper validation is left to the server or API, whose error comes back as the tool result.
+
+    Raises:
+        ToolInputError: The input is not an object, lacks a required field, or a field has the wrong JSON type.
+    """
+    if not isinstance(raw, Mapping):
+        raise ToolInputError(None, f"the input must be a JSON object, got {type(raw).__name__}")
+    properties = schema.get("properties", {})
+    for name in schema.get("required", ()):
+        if name not in raw:
+            raise ToolInputError(name, "required field missing")
+    if schema.get("additionalProperties") is False:
+        for name in raw:
+            if name not in properties:
+                fields = ", ".join(properties) or "none"
+                raise ToolInputError(name, f"unknown field (the fields are: {fields})")
+    for name, value in raw.items():
+        expected = properties.get(name, {}).get("type") if isinstance(properties.get(name), Mapping) else None
+        if isinstance(expected, str) and not _has_type(value, expected):
+            raise ToolInputError(name, f"expected {expected}, got {type(value).__name__}")
+    return dict(raw)
+
+
+def _has_type(value: object, expected: str) -> bool:
+    if expected == "null":
+        return value is None
+    types = _JSON_TYPES.get(expected)
+    if types is None:
+        return True
+    if isinstance(value, bool) and expected != "boolean":
+        return False
+    return isinstance(value, types)
+
+
+class SourceTool(ABC):
+    """A Lamina tool backed by a source: spec from the source, calls go to its server or API.
+
+    Satisfies the `lamina.tools.base.Tool` protocol with a plain-dict input.
+    """
+
+    def __init__(
+        self, *, source: str, name: str, remote_name: str, description: str, schema: Mapping[str, Any], guide: Path
+    ) -> None:
+        self.source = source
+        """The slug of the source this tool belongs to."""
+        self.remote_name = remote_name
+        """The tool's name on the server, or the endpoint's name."""
+        self.guide = guide
+        """The source's guide: calls of this tool should wait until the model has read it."""
+        self._name = name
+        self._description = description
+        self._schema = copy.deepcopy(dict(schema))
+
+    @property
+    def spec(self) -> ToolSpec:
+        # A fresh schema each time: a caller that edits one cannot change the next.
+        return ToolSpec(name=self._name, description=self._description, input_schema=copy.deepcopy(self._schema))
+
+    @property
+    @abstractmethod
+    def read_only(self) -> bool: ...
+
+    def validate(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        return check_input(self._schema, raw)
+
+    def paths(self, input: dict[str, Any]) -> tuple[Path, ...]:
+        return ()  # a source tool touches no local path
+
+    @abstractmethod
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
