@@ -49,7 +49,14 @@ def _agent(tmp_path: Path, workspace: Path, provider: Provider, **options: Any) 
 @pytest.mark.parametrize("kind", PROVIDERS)
 async def test_tool_round_trip_and_parallel_calls(tmp_path: Path, workspace: Path, wire: WireServer, kind: str) -> None:
     wire.script(
-        Reply(text="Reading.", tool_calls=[ToolUse("Read", {"path": "app.py"}), ToolUse("Glob", {"pattern": "*.py"})]),
+        Reply(
+            text="Reading the rules and the code.",
+            tool_calls=[
+                ToolUse("Read", {"path": "AGENTS.md"}),
+                ToolUse("Read", {"path": "app.py"}),
+                ToolUse("Glob", {"pattern": "*.py"}),
+            ],
+        ),
         Reply(text="Fixing.", tool_calls=[ToolUse("Edit", {"path": "app.py", "old_string": " + 1", "new_string": ""})]),
         Reply(text="Done: total() no longer adds 1."),
     )
@@ -57,7 +64,7 @@ async def test_tool_round_trip_and_parallel_calls(tmp_path: Path, workspace: Pat
         agent = _agent(tmp_path, workspace, provider, mode="execute")
         outcome = await agent.run_turn("Fix total() in app.py")
     assert outcome.text == "Done: total() no longer adds 1."
-    assert outcome.tools_run == ("Read", "Glob", "Edit")
+    assert outcome.tools_run == ("Read", "Read", "Glob", "Edit")
     assert (workspace / "app.py").read_text() == "def total(xs):\n    return sum(xs)\n"
     assert [r.status for r in wire.requests] == [200, 200, 200]  # the server checks tool pairing
     assert outcome.usages[-1].cache_read > 0  # the third request read what the second wrote

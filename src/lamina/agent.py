@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
 from lamina.compaction import should_compact
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction.summarize import ProviderSummariser, Summariser
@@ -24,12 +25,17 @@ from lamina.providers.base import Completed, Provider, TextDelta, ToolCallReques
 from lamina.providers.retry import RetryPolicy, stream_with_retry
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
 from lamina.session.store import LocalSessionStore
-from lamina.tools.base import AskCallback, PermissionMode, ToolContext
+from lamina.sources.connections import SourceConnections
+from lamina.sources.guide import guide_path
+from lamina.tools.base import AskCallback, PermissionMode, Tool, ToolContext
 from lamina.tools.builtin import default_tools, mini_tools
 from lamina.tools.offload import OffloadPolicy
 from lamina.tools.pipeline import ToolPipeline
+from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
+from lamina.tools.rules import Rule
 from lamina.turn import TurnContext
 from lamina.workspace import WorkspaceContext
+from lamina.workspace.context_files import ContextFileFinder
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +63,7 @@ class ModelCallFinished:
     stop_reason: str
 
 
-AgentEvent: TypeAlias = TextDelta | ToolStarted | ToolFinished | ModelCallFinished
+AgentEvent: TypeAlias = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +105,8 @@ class Agent:
     """Compact when the context estimate is above the context window minus this many tokens."""
     keep_tokens: int = DEFAULT_KEEP_TOKENS
     """Tokens of recent history a compaction keeps verbatim."""
+    activation: Activation | None = None
+    """Skills and sources: mentions in the user's text become required reads."""
     on_event: Callable[[AgentEvent], None] | None = None
 
     def _emit(self, event: AgentEvent) -> None:
@@ -111,6 +119,9 @@ class Agent:
         Cancelling the task leaves a well-formed log: every tool call gets a result (a synthetic
         "interrupted" one if needed) and the next turn carries a one-shot interruption reminder.
         """
+        if self.activation is not None:  # mentions are parsed once, from the new text only
+            for warning in self.activation.before_turn(user_text):
+                self._emit(warning)
         if self._over_threshold():
             await self.compact(trigger="threshold")
         turn = self.engine.prepare_turn(user_text)
@@ -249,23 +260,32 @@ def open_agent(
     retry: RetryPolicy | None = None,
     summariser: Summariser | None = None,
     keep_tokens: int = DEFAULT_KEEP_TOKENS,
+    sources: SourceConnections | None = None,
+    strict_prerequisites: bool = True,
+    nearest_context_rule: bool = True,
+    skills_dir: Path | None = None,
 ) -> Agent:
     """An agent on a new session in `workspace`, or on session `session_id` resumed.
 
     Wires the pieces the usual way: the workspace's stable context (preset, context files, memory,
-    preferences), the built-in tools behind the pre-tool-use pipeline (confined to `workspace`,
-    results offloaded to the session's `data/` folder), and the provider. A resumed session keeps
-    its recorded mode; `mode` applies to new sessions.
+    preferences, skill catalogue), the built-in tools and any connected `sources` behind the
+    pre-tool-use pipeline (confined to `workspace`, results offloaded to the session's `data/`
+    folder, skills and guides enforced as prerequisites, the nearest AGENTS.md required before an
+    edit), and the provider. A resumed session keeps its recorded mode; `mode` applies to new
+    sessions.
     """
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
     try:
-        tools = mini_tools() if preset == "mini" else default_tools()
-        specs = tuple(tool.spec for tool in tools)
-        context = WorkspaceContext(workspace, preset=preset, tools=specs)
+        tools: list[Tool[Any]] = list(mini_tools() if preset == "mini" else default_tools())
+        finder = ContextFileFinder()
+        context = WorkspaceContext(workspace, preset=preset, tools=tuple(t.spec for t in tools), finder=finder)
+        catalogue = SkillCatalogue(workspace, user_dir=skills_dir)
+        allowed = {s.name for s in context.tools}
+        tools = [t for t in tools if t.spec.name in allowed] + list(sources.tools if sources else ())
         engine = ContextEngine(
             session,
-            stable_source=context,
-            tools=context.tools,
+            stable_source=lambda: (*context(), *catalogue.parts()),
+            tools=tuple(t.spec for t in tools),
             time_zone=context.time_zone,
             mode=PermissionMode(mode).value,
         )
@@ -276,7 +296,23 @@ def open_agent(
             ask=ask,
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
         )
-        pipeline = ToolPipeline([t for t in tools if t.spec.name in {s.name for s in context.tools}], tool_context)
+
+        def stuck(requirement: Requirement, denials: int) -> None:
+            if on_event is not None:  # the user learns the agent is stuck; strict mode keeps blocking
+                message = f"the agent is stuck: {denials} calls denied until it reads {requirement.path}"
+                on_event(SkillWarning(requirement.key, f"{message} ({requirement.reason})"))
+
+        manager = PrerequisiteManager(strict=strict_prerequisites, on_stuck=stuck)
+        rules: list[Rule] = [manager.rule()]
+        if nearest_context_rule:
+            rules.append(NearestContextFileRule(manager, nearest_context_paths(finder, workspace)))
+        pipeline = ToolPipeline(tools, tool_context, rules=rules)
+        activation = Activation(engine, manager, catalogue, cwd=workspace)
+        if sources is not None:
+            for source in sources.sources:
+                activation.add_source(source.slug, guide_path(source))
+            if not session_id:
+                engine.set_sources([s.slug for s in sources.sources])
     except BaseException:
         session.close()
         raise
@@ -288,4 +324,5 @@ def open_agent(
         on_event=on_event,
         summariser=summariser,
         keep_tokens=keep_tokens,
+        activation=activation,
     )

@@ -298,8 +298,8 @@ _TAG_RE = re.compile(rf"<[\s/\\!?]*+(?:[a-z0-9_.\-]{{1,32}}:)?(?:{_TAG_NAMES})(?
 _PLAIN_TAG_RE = re.compile(rf"<[\s/\\!?]*+(?i:[a-z0-9_.\-]{{1,32}}:)?(?i:{_TAG_NAMES})(?![a-z0-9])")
 _MARKER_RES = (
     _TAG_RE,
-    # Special tokens: `<|im_start|>`, `<|endoftext|>`, `<｜begin▁of▁sentence｜>`.
-    re.compile(r"<\s*+\|[^|\n]*+\|\s*+>"),
+    # Special tokens: `<|im_start|>`, `<|endoftext|>`, `<｜begin▁of▁sentence｜>`; on one line, or short.
+    re.compile(r"<\s*+\|(?:[^|\n]*+|[^|]{0,64}+)\|\s*+>"),
     # Llama chat markers.
     re.compile(r"<\s*+<\s*+/?\s*+sys\s*+>\s*+>"),
     re.compile(r"\[\s*+/?\s*+(?:inst|sys|system|user|assistant|human|developer)\s*+\]"),
@@ -320,6 +320,10 @@ class _Findings:
 def _lower(shadow: _Shadow) -> _Shadow:
     if shadow.text.isascii():
         return _Shadow(shadow.text.lower(), shadow.starts, shadow.ends)
+    lows = list(map(_lower_char, shadow.text))
+    joined = "".join(lows)
+    if len(joined) == len(lows) and all(lows):  # one character each: positions unchanged
+        return _Shadow(joined, shadow.starts, shadow.ends)
     lowered: list[str] = []
     starts: list[int] = []
     ends: list[int] = []

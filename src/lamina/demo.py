@@ -58,7 +58,10 @@ def _script() -> list[ScriptedResponse]:
 
     return [
         # turn 1 (explore): look, do not touch
-        ScriptedResponse(text="Let me read the code first.", tool_calls=(call("Read", path="app.py"),)),
+        ScriptedResponse(
+            text="Let me read the project rules and the code first.",
+            tool_calls=(call("Read", path="AGENTS.md"), call("Read", path="app.py")),
+        ),
         ScriptedResponse(text="And where it is used.", tool_calls=(call("Read", path="report.py"),)),
         ScriptedResponse(text="total() adds 1 to the sum: that is the bug. Switch to execute mode and I will fix it."),
         # turn 2 (execute): fix and test

@@ -103,6 +103,8 @@ def test_json_carries_the_same_data(monorepo: Path) -> None:
         "cache_layout",
         "tiers",
         "total_tokens",
+        "skills",
+        "sources",
     }
     assert (data["root"], data["provider"], data["format"]) == (str(monorepo), "anthropic", "anthropic")
     assert data["preset"]["name"] == "default"
@@ -186,3 +188,25 @@ def test_bad_custom_preset_and_bad_preferences_name_the_file_and_field(
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
     result = run(str(tmp_path / "nowhere"))
     assert result.exit_code == 2 and "is not a folder" in result.stderr
+
+
+def test_skills_and_sources_are_listed_with_their_cost(tmp_path: Path) -> None:
+    skill = tmp_path / ".lamina" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy the service safely.\n---\nSteps.\n")
+    source = tmp_path / "sources" / "status"
+    source.mkdir(parents=True)
+    (source / "source.toml").write_text(
+        'kind = "api"\ndescription = "Status page API."\nbase_url = "http://127.0.0.1:9"\n'
+        '[[endpoints]]\nname = "summary"\nmethod = "GET"\npath = "/summary"\ndescription = "Overall status."\n'
+    )
+    (source / "guide.md").write_text("# Status API\nCall summary first. " * 20)
+    result = runner.invoke(app, ["context", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [s["name"] for s in data["skills"]["catalogue"]] == ["deploy"]
+    assert data["sources"]["found"][0]["slug"] == "status" and data["sources"]["found"][0]["guide_tokens"] > 50
+    catalogue = next(p for p in data["parts"] if p["key"] == "skills.catalogue")
+    assert catalogue["stability"] == "stable" and catalogue["tokens"] > 0
+    human = runner.invoke(app, ["context", str(tmp_path)])
+    assert "skill deploy (workspace)" in human.stdout and "source status (api)" in human.stdout

@@ -157,3 +157,35 @@ async def test_streamable_http_server_round_trip(workspace: Path, http_server: s
         assert sources.problems == ()
         result = await pipeline(sources.tools, workspace).execute("c1", "remote__add", {"a": 20, "b": 22})
         assert (result.content, result.is_error) == ("42", False)
+
+
+async def test_the_guide_must_be_read_before_the_first_call_of_a_source(
+    calc: tuple[Path, SourceConnections], tmp_path: Path
+) -> None:
+    from lamina.agent import open_agent
+    from lamina.placement import AnthropicTarget
+    from lamina.providers import ScriptedProvider
+    from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
+    from lamina.session.entries import ToolResult
+    from lamina.session.store import LocalSessionStore
+
+    workspace, sources = calc
+    guide = guide_path(next(s for s in sources.sources if s.slug == "calc"))
+    steps = [
+        ScriptedResponse(text="Adding.", tool_calls=(ScriptedToolCall("calc__add", {"a": 1, "b": 2}),)),
+        ScriptedResponse(text="Reading the guide.", tool_calls=(ScriptedToolCall("Read", {"path": str(guide)}),)),
+        ScriptedResponse(text="Adding again.", tool_calls=(ScriptedToolCall("calc__add", {"a": 1, "b": 2}),)),
+        ScriptedResponse(text="1 + 2 = 3."),
+    ]
+    provider = ScriptedProvider(steps, target=AnthropicTarget(model="claude-sonnet-5"))
+    agent = open_agent(
+        LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, mode="execute", sources=sources
+    )
+    outcome = await agent.run_turn("What is 1 + 2? Use the calculator.")
+    results = [e for e in agent.engine.session.entries() if isinstance(e, ToolResult)]
+    assert results[0].is_error and str(guide) in results[0].content  # gated until the guide is read
+    assert not results[1].is_error
+    assert (results[2].content, results[2].is_error) == ("3", False)
+    assert outcome.text == "1 + 2 = 3."
+    assert agent.engine.active_sources == ("calc", "lite")  # the volatile part states them
+    agent.engine.session.close()

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from lamina.activation import SkillCatalogue
 from lamina.budget import TIER_LABELS, BudgetReport, CacheLayout, budget_of_turn, cache_layout, tool_tokens
 from lamina.cli._console import abort, err, out, print_json
 from lamina.engine import ContextEngine
@@ -26,9 +27,11 @@ from lamina.placement import (
     render,
 )
 from lamina.session.store import LocalSessionStore
+from lamina.sources import Source, SourceScan, find_sources, guide_path
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.turn import TurnContext
 from lamina.workspace import ProjectMemory, SkippedPath, WorkspaceContext, WorkspaceSnapshot
+from lamina.workspace.skills import SkillScan
 
 FIRST_MESSAGE = "(the user's first message)"
 """Stands for the user's text: the report is about everything around it."""
@@ -72,7 +75,9 @@ def show_context(
         with _progress(enabled=not as_json) as progress:
             snapshot = workspace.snapshot(progress=progress)
         target, described = _TARGETS[provider]
-        turn, request = _first_turn(workspace, target)
+        catalogue = SkillCatalogue(workspace.root)
+        sources = find_sources(workspace.root)
+        turn, request = _first_turn(workspace, catalogue, target)
         layout = cache_layout(request, target, turn=turn)
     except UsageError as exc:
         abort(str(exc), 2)
@@ -80,9 +85,11 @@ def show_context(
         abort(str(exc))
     budget = budget_of_turn(turn)
     if as_json:
-        print_json(_document(snapshot, workspace, turn, layout, budget, provider, show_text=show_text))
+        document = _document(snapshot, workspace, turn, layout, budget, provider, show_text=show_text)
+        print_json({**document, **_skills_and_sources_json(catalogue.scan, sources)})
         return
     _print_report(snapshot, workspace, turn, layout, budget, described)
+    _print_skills_and_sources(catalogue.scan, sources)
     if show_text:
         _print_texts(turn)
 
@@ -101,13 +108,20 @@ def _progress(*, enabled: bool) -> Iterator[Callable[[int], None] | None]:
         yield update
 
 
-def _first_turn(workspace: WorkspaceContext, target: RenderTarget) -> tuple[TurnContext, Any]:
+def _first_turn(
+    workspace: WorkspaceContext, catalogue: SkillCatalogue, target: RenderTarget
+) -> tuple[TurnContext, Any]:
     """The first turn of a fresh session, prepared by a real engine over a throwaway store."""
     with (
         tempfile.TemporaryDirectory(prefix="lamina-context-") as folder,
         LocalSessionStore(folder).create(cwd=str(workspace.root)) as session,
     ):
-        engine = ContextEngine(session, stable_source=workspace, tools=workspace.tools, time_zone=workspace.time_zone)
+        engine = ContextEngine(
+            session,
+            stable_source=lambda: (*workspace(), *catalogue.parts()),
+            tools=workspace.tools,
+            time_zone=workspace.time_zone,
+        )
         turn = engine.prepare_turn(FIRST_MESSAGE)
         return turn, render(turn, target)
 
@@ -365,3 +379,54 @@ def _print_texts(turn: TurnContext) -> None:
         out.print()
         out.rule(f"{escape(part.key)} ({part.stability.value}, {escape(part.provenance)})")
         out.print(part.text, markup=False, highlight=False)
+
+
+# --- skills and sources ------------------------------------------------------------------------------
+
+
+def _guide_tokens(source: Source) -> int | None:
+    try:
+        return _tokens(guide_path(source).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _skills_and_sources_json(skills: SkillScan, sources: SourceScan) -> dict[str, Any]:
+    return {
+        "skills": {
+            "catalogue": [{"name": s.name, "scope": s.scope, "path": s.path} for s in skills.skills],
+            "shadowed": [{"name": s.name, "path": s.path} for s in skills.shadowed],
+            "problems": [str(p) for p in skills.problems],
+        },
+        "sources": {
+            "found": [
+                {"slug": s.slug, "kind": s.kind, "description": s.description, "guide_tokens": _guide_tokens(s)}
+                for s in sources.sources
+            ],
+            "problems": [str(p) for p in sources.problems],
+        },
+    }
+
+
+def _print_skills_and_sources(skills: SkillScan, sources: SourceScan) -> None:
+    _section(
+        "Skills and sources",
+        "Only the skill catalogue is in the prompt; a \\[skill:name] mention makes the agent read that SKILL.md first. "
+        "A source's guide is read on demand before its tools' first use; its tokens are paid only then.",
+    )
+    for skill in skills.skills:
+        out.print(f"  skill {escape(skill.name)} ({skill.scope}): {escape(str(skill.path))}", highlight=False)
+    for skill in skills.shadowed:
+        out.print(f"  [dim]shadowed: {escape(skill.name)} at {escape(str(skill.path))}[/dim]", highlight=False)
+    for problem in skills.problems:
+        out.print(f"  [yellow]skipped skill:[/yellow] {escape(str(problem))}", highlight=False)
+    for source in sources.sources:
+        guide = _guide_tokens(source)
+        cost = f"guide {guide:,} tokens on demand" if guide is not None else "guide unreadable"
+        out.print(
+            f"  source {escape(source.slug)} ({source.kind}): {escape(source.description)}; {cost}", highlight=False
+        )
+    for source_problem in sources.problems:
+        out.print(f"  [yellow]skipped source:[/yellow] {escape(str(source_problem))}", highlight=False)
+    if not (skills.skills or skills.problems or sources.sources or sources.problems):
+        out.print("  none (skills live in .lamina/skills/<name>/SKILL.md, sources in sources/<slug>/)")

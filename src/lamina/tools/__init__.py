@@ -16,6 +16,7 @@ from lamina.tools.glob import GlobTool
 from lamina.tools.grep import GrepTool
 from lamina.tools.offload import OffloadedResult, OffloadPolicy, offload_result, offload_threshold, result_path
 from lamina.tools.pipeline import ToolExecution, ToolPipeline
+from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
 from lamina.tools.read import ReadTool
 from lamina.tools.rules import Allow, Ask, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
 from lamina.tools.write import WriteTool
@@ -30,11 +31,15 @@ __all__ = [
     "EditTool",
     "GlobTool",
     "GrepTool",
+    "NearestContextFileRule",
     "OffloadPolicy",
     "OffloadedResult",
     "PermissionMode",
     "PermissionRequest",
+    "PrerequisiteManager",
+    "PrerequisiteNotice",
     "ReadTool",
+    "Requirement",
     "Rewrite",
     "Rule",
     "StructTool",

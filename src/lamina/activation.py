@@ -1,0 +1,167 @@
+"""Skills and sources in a session: mentions become required reads, sources need their guides.
+
+Progressive loading (design chapter §10.9–10.10): the stable prompt carries only the skill
+catalogue; a `[skill:name]` in the user's new text registers a required read of that
+`SKILL.md`, which the pre-tool-use pipeline enforces; a source's tools are gated by its guide.
+After every compaction the read state is forgotten and the skills still in use are required again,
+so the model reads them anew. Mentions are parsed once, from the new user text only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lamina.engine import ContextEngine
+from lamina.parts import Part
+from lamina.session.entries import CompactionBoundary
+from lamina.sources.guide import calls_to_source
+from lamina.tools.prerequisites import PrerequisiteManager
+from lamina.workspace.context_files import ContextFileFinder
+from lamina.workspace.skills import (
+    Skill,
+    SkillScan,
+    find_skills,
+    parse_skill_mentions,
+    resolve_mentions,
+    skill_catalogue_part,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillWarning:
+    """Something the user should know about skills and prerequisites: an unknown skill mention (noted
+    for the model too, never a failed turn), or an agent stuck on a required read."""
+
+    name: str
+    message: str
+
+
+class SkillCatalogue:
+    """The workspace's skills and their catalogue part, rescanned only when a skill file changed."""
+
+    def __init__(self, root: Path, *, user_dir: Path | None = None) -> None:
+        self.root = root
+        self.user_dir = user_dir
+        self._signature: tuple[tuple[str, int, int], ...] | None = None
+        self._scan = SkillScan(skills=())
+        self._part: Part | None = None
+
+    def _current_signature(self) -> tuple[tuple[str, int, int], ...]:
+        entries: list[tuple[str, int, int]] = []
+        folders = [self.root / ".lamina" / "skills"]
+        if self.user_dir is not None:
+            folders.append(self.user_dir)
+        for folder in folders:
+            try:
+                stat = folder.stat()
+            except OSError:
+                continue
+            entries.append((str(folder), stat.st_mtime_ns, stat.st_size))
+            for skill_file in sorted(folder.glob("*/SKILL.md")):
+                try:
+                    s = skill_file.stat()
+                except OSError:
+                    continue
+                entries.append((str(skill_file), s.st_mtime_ns, s.st_size))
+        return tuple(entries)
+
+    @property
+    def scan(self) -> SkillScan:
+        self._refresh()
+        return self._scan
+
+    def parts(self) -> tuple[Part, ...]:
+        """The catalogue as stable parts (empty without skills)."""
+        self._refresh()
+        return (self._part,) if self._part is not None else ()
+
+    def _refresh(self) -> None:
+        signature = self._current_signature()
+        if signature != self._signature:
+            self._signature = signature
+            self._scan = find_skills(self.root, user_dir=self.user_dir)
+            self._part = skill_catalogue_part(self._scan)
+
+
+class Activation:
+    """Turns skill mentions and sources into prerequisites for one session."""
+
+    def __init__(
+        self,
+        engine: ContextEngine,
+        manager: PrerequisiteManager,
+        catalogue: SkillCatalogue,
+        *,
+        cwd: Path,
+    ) -> None:
+        self.engine = engine
+        self.manager = manager
+        self.catalogue = catalogue
+        self.cwd = cwd
+        self._in_use: dict[str, Skill] = {}
+        self._guides: dict[str, Path] = {}
+        engine.compaction_hooks.append(self.after_compaction)
+
+    @property
+    def skills_in_use(self) -> tuple[Skill, ...]:
+        return tuple(self._in_use.values())
+
+    def add_source(self, slug: str, guide: Path) -> None:
+        """Gate the tools of source `slug`: its guide must be read first in each context window."""
+        self._guides[slug] = guide
+        self.manager.require(
+            guide,
+            cwd=self.cwd,
+            reason=f"source '{slug}' needs its guide",
+            key=f"guide:{slug}",
+            applies_to=calls_to_source(slug),
+        )
+
+    def before_turn(self, user_text: str) -> tuple[SkillWarning, ...]:
+        """Register what the user's new text asks for; call once per turn, before `prepare_turn`."""
+        resolution = resolve_mentions(parse_skill_mentions(user_text), self.catalogue.scan)
+        warnings = tuple(
+            SkillWarning(name, f"unknown skill [skill:{name}]; known skills: {self._known()}")
+            for name in resolution.unknown
+        )
+        for warning in warnings:
+            self.engine.queue_one_shot(
+                "note", f"The user mentioned [skill:{warning.name}], but there is no such skill ({self._known()})."
+            )
+        needed_sources: list[str] = []
+        for skill in resolution.found:
+            self._in_use[skill.name] = skill
+            self._require(skill)
+            self.engine.queue_one_shot(
+                "note", f"The user invoked the skill '{skill.name}': read {skill.path} before doing anything else."
+            )
+            needed_sources += [s for s in skill.required_sources if s not in self.engine.active_sources]
+        if needed_sources:  # the skill's sources are ready before its turn starts (a recorded state change)
+            self.engine.set_sources([*self.engine.active_sources, *dict.fromkeys(needed_sources)])
+        return warnings
+
+    def _require(self, skill: Skill) -> None:
+        self.manager.require(
+            skill.path, cwd=self.cwd, reason=f"the skill '{skill.name}' was invoked", key=f"skill:{skill.name}"
+        )
+
+    def _known(self) -> str:
+        names = [s.name for s in self.catalogue.scan.skills]
+        return ", ".join(names[:20]) + (" …" if len(names) > 20 else "") if names else "none"
+
+    def after_compaction(self, boundary: CompactionBoundary) -> None:
+        """Forget every read; the skills still in use must be read again (guides gate again by themselves)."""
+        self.manager.reset()
+        for skill in self._in_use.values():
+            self._require(skill)
+
+
+def nearest_context_paths(finder: ContextFileFinder, cwd: Path) -> Callable[[Path], list[Path]]:
+    """`finder.nearest(cwd, path)` as the list of paths the nearest-context-file rule wants."""
+
+    def nearest(path: Path) -> list[Path]:
+        return [f.path for f in finder.nearest(cwd, path)]
+
+    return nearest
