@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from lamina.engine import ContextEngine
 from lamina.parts import Authority, Part, Stability, Tier
@@ -73,12 +74,21 @@ def _code(rng: random.Random, lines: int) -> str:
 
 
 def scripted_session(
-    *, turns: int = 60, seed: int = 7, idle_gap_turn: int = 45, edit_turn: int = 30
+    *,
+    turns: int = 60,
+    seed: int = 7,
+    idle_gap_turn: int = 45,
+    edit_turn: int = 30,
+    extra_parts: Sequence[Part] = (),
+    extra_tools: Sequence[ToolSpec] = (),
+    guide_reads: Mapping[int, str] = MappingProxyType({}),
 ) -> Iterator[ModelCall]:
     """Drive a context engine through a coding session, yielding before every model call.
 
     Time advances every turn (about 2 minutes, one gap of 9 minutes at `idle_gap_turn`); the mode
-    changes three times; sources are toggled; AGENTS.md is edited at `edit_turn`.
+    changes three times; sources are toggled; AGENTS.md is edited at `edit_turn`. `extra_parts`
+    join the stable parts (a skill catalogue), `extra_tools` the tools (source tools), and at each
+    turn of `guide_reads` the model first reads that guide text with Read.
     """
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="lamina-bench-") as tmp:
@@ -89,10 +99,11 @@ def scripted_session(
         clock_value = [now]
         store = LocalSessionStore(Path(tmp) / "store", clock=lambda: clock_value[0])
         session = store.create(cwd=str(workspace))
+        base_parts = stable_source(workspace)
         engine = ContextEngine(
             session,
-            stable_source=stable_source(workspace),
-            tools=TOOLS,
+            stable_source=lambda: (*base_parts(), *extra_parts),
+            tools=(*TOOLS, *extra_tools),
             time_zone="Europe/Berlin",
             clock=lambda: clock_value[0],
         )
@@ -109,6 +120,12 @@ def scripted_session(
                     "# Project rules\n- Run `make test` before committing.\n- Never push to main.\n"
                 )
             turn = engine.prepare_turn(f"Turn {n}: please look at module_{n}.py and fix the failing check. " * 3)
+            if n in guide_reads:  # reading a guide is a tool result in the history, not a prefix change
+                yield ModelCall(turn, engine, clock_value[0])
+                clock_value[0] += rng.uniform(5.0, 20.0)
+                engine.record(AssistantMessage(text="Reading the source's guide first."))
+                engine.record(ToolCall(call_id=f"guide_{n}", name="Read", input={"path": f"sources/s{n}/guide.md"}))
+                engine.record(ToolResult(call_id=f"guide_{n}", name="Read", content=guide_reads[n]))
             for step in range(1 + n % 3):
                 yield ModelCall(turn, engine, clock_value[0])
                 clock_value[0] += rng.uniform(5.0, 20.0)

@@ -16,12 +16,15 @@ still have been read. Relative input cost = billed input / input billed with no 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from benchmarks import Figure
-from benchmarks._scenario import scripted_session
+from benchmarks._scenario import ModelCall, scripted_session
 from lamina.messages import turn_tails
+from lamina.parts import Part
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
 from lamina.placement.cache_sim import (
     AnthropicCacheSimulator,
@@ -30,6 +33,9 @@ from lamina.placement.cache_sim import (
     TimedRequest,
     summarise,
 )
+from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.turn import ToolSpec
+from lamina.workspace.skills import Skill, SkillScan, skill_catalogue_part
 
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")
@@ -58,6 +64,44 @@ def _system_appended(body: dict[str, Any], tails: set[str], current_volatile: st
     system = [_unmarked(b) for b in body["system"]]
     system.append({"type": "text", "text": current_volatile, "cache_control": body["system"][-1]["cache_control"]})
     return {**body, "system": system, "messages": messages}
+
+
+def _skills_and_sources() -> tuple[Part, tuple[ToolSpec, ...], dict[int, str]]:
+    """A catalogue of 100 skills, 20 sources with two tools each, and guides read at three turns."""
+    skills = tuple(
+        Skill(
+            name=f"skill-{i:03d}",
+            description=f"How to handle task family {i}: steps, checks and the commands to run. " * 2,
+            path=Path(f"/ws/.lamina/skills/skill-{i:03d}/SKILL.md"),
+        )
+        for i in range(100)
+    )
+    catalogue = skill_catalogue_part(SkillScan(skills=skills))
+    assert catalogue is not None
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+    tools = tuple(
+        ToolSpec(
+            f"src{i:02d}__{verb}",
+            f"{verb.title()} records of source {i}. Read sources/src{i:02d}/guide.md first.",
+            schema,
+        )
+        for i in range(20)
+        for verb in ("search", "get")
+    )
+    guide = "# Guide\nEndpoints, pagination, rate limits and examples.\n" * 120
+    return catalogue, tools, {5: guide, 22: guide, 41: guide}
+
+
+def _simulate(calls: Iterable[ModelCall]) -> tuple[list[Any], int, str]:
+    simulator = AnthropicCacheSimulator()
+    usages: list[Any] = []
+    prefix_tokens, system_text = 0, ""
+    for call in calls:
+        body = dict(render(call.turn, ANTHROPIC, continuation=call.engine.continuation(call.turn)))
+        usages.append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + 2.0)))
+        system_text = json.dumps(body["system"])
+        prefix_tokens = DEFAULT_ESTIMATOR.count(json.dumps([body.get("tools"), body["system"]]))
+    return usages, prefix_tokens, system_text
 
 
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
@@ -91,4 +135,19 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         figures.append(Figure(f"relative_input_cost_{name}", round(summary.relative_input_cost, 4), "ratio"))
     requests = summarise(usages["anthropic_lamina"]).requests
     figures.append(Figure("requests_simulated", requests, "requests"))
+
+    progress("the same session with 100 skills and 20 sources, reading three guides")
+    catalogue, source_tools, guides = _skills_and_sources()
+    plain_prefix = DEFAULT_ESTIMATOR.count(json.dumps([ours.get("tools"), ours["system"]]))
+    rich, rich_prefix, system = _simulate(
+        scripted_session(extra_parts=(catalogue,), extra_tools=source_tools, guide_reads=guides)
+    )
+    assert "Endpoints, pagination" not in system  # guides are never in the stable prefix
+    figures += [
+        Figure("cache_efficiency_anthropic_lamina_skills", round(summarise(rich).cache_efficiency, 4), "ratio"),
+        Figure("relative_input_cost_anthropic_lamina_skills", round(summarise(rich).relative_input_cost, 4), "ratio"),
+        Figure("stable_prefix_tokens_lamina", plain_prefix, "tokens"),
+        Figure("stable_prefix_tokens_lamina_skills", rich_prefix, "tokens", note="catalogue + 40 source tools"),
+        Figure("skill_catalogue_tokens", DEFAULT_ESTIMATOR.count(catalogue.text), "tokens", note="100 skills"),
+    ]
     return figures
