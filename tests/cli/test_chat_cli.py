@@ -52,3 +52,18 @@ def test_chat_rejects_an_unknown_model_spec(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--store", str(tmp_path), "chat", "--model", "nope:thing"], input="/quit\n")
     assert result.exit_code == 1
     assert "error:" in result.stderr and "nope:thing" in result.stderr
+
+
+def test_chat_warns_about_an_unknown_skill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": [{"text": "No such skill."}]}))
+    monkeypatch.chdir(workspace)
+    result = runner.invoke(
+        app,
+        ["--store", str(tmp_path / "store"), "chat", "--model", f"scripted:{script}"],
+        input="[skill:nope]\n/quit\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "warning: unknown skill [skill:nope]" in result.stderr

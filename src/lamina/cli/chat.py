@@ -10,11 +10,13 @@ from typing import Annotated
 
 import typer
 
+from lamina.activation import SkillWarning
 from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, open_agent
 from lamina.cli._console import abort, err, out
 from lamina.errors import LaminaError
-from lamina.providers import TextDelta, provider_from_spec
+from lamina.providers import Provider, TextDelta, provider_from_spec
 from lamina.session.store import LocalSessionStore
+from lamina.sources import SourceConnections, find_sources
 from lamina.tools.base import PermissionMode
 from lamina.tools.rules import Allow, Deny, PermissionRequest
 
@@ -31,6 +33,8 @@ def _print_event(event: AgentEvent) -> None:
             first = content.strip().splitlines()[0][:100] if content.strip() else ""
             where = f" (full output: {path})" if path else ""
             out.print(f"{'[red]✗' if is_error else '[green]✓'}[/] {name}: {first}{where}", highlight=False)
+        case SkillWarning(message=message):
+            err.print(f"\n[yellow]warning:[/yellow] {message}", highlight=False)
         case ModelCallFinished(usage=u):
             err.print(f"[dim]  in {u.input} · cache read {u.cache_read} · write {u.cache_write} · out {u.output}[/dim]")
 
@@ -77,6 +81,33 @@ async def _loop(agent: Agent) -> None:
         out.print()
 
 
+async def _session(store: LocalSessionStore, provider: Provider, *, resume: str | None, mode: str, preset: str) -> None:
+    """Connect the workspace's sources, open the agent, chat until /quit, close everything."""
+    workspace = Path.cwd()
+    scan = find_sources(workspace)
+    for problem in scan.problems:
+        err.print(f"[yellow]source skipped:[/yellow] {problem}")
+    async with SourceConnections(scan.sources) as sources:
+        for failure in sources.problems:
+            err.print(f"[yellow]source not connected:[/yellow] {failure.slug}: {failure.reason}")
+        agent = open_agent(
+            store,
+            provider,
+            workspace=workspace,
+            session_id=resume,
+            mode=PermissionMode(mode),
+            preset=preset,
+            ask=_ask,
+            on_event=_print_event,
+            sources=sources if scan.sources else None,
+        )
+        try:
+            await _loop(agent)
+        finally:
+            agent.engine.session.close()
+            err.print(f"[dim]resume with: lamina chat --resume {agent.engine.session.id}[/dim]")
+
+
 def chat(
     ctx: typer.Context,
     model: Annotated[
@@ -94,23 +125,13 @@ def chat(
     root: Path | None = (ctx.find_root().obj or {}).get("store")
     try:
         provider = provider_from_spec(model)
-        agent = open_agent(
-            LocalSessionStore(root),
-            provider,
-            workspace=Path.cwd(),
-            session_id=resume,
-            mode=PermissionMode(mode),
-            preset=preset,
-            ask=_ask,
-            on_event=_print_event,
-        )
+        PermissionMode(mode)
     except (LaminaError, ValueError) as exc:
         abort(str(exc))
     try:
-        asyncio.run(_loop(agent))
+        asyncio.run(_session(LocalSessionStore(root), provider, resume=resume, mode=mode, preset=preset))
     except KeyboardInterrupt:
         err.print("\n[dim]interrupted[/dim]")
-    finally:
-        agent.engine.session.close()
-        err.print(f"[dim]resume with: lamina chat --resume {agent.engine.session.id}[/dim]")
+    except LaminaError as exc:
+        abort(str(exc))
     sys.stdout.flush()
