@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from lamina.activation import SkillWarning
 from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, open_agent
@@ -34,7 +35,7 @@ def _print_event(event: AgentEvent) -> None:
             where = f" (full output: {path})" if path else ""
             out.print(f"{'[red]✗' if is_error else '[green]✓'}[/] {name}: {first}{where}", highlight=False)
         case SkillWarning(message=message):
-            err.print(f"\n[yellow]warning:[/yellow] {message}", highlight=False)
+            err.print(f"\n[yellow]warning:[/yellow] {escape(message)}", highlight=False)
         case ModelCallFinished(usage=u):
             err.print(f"[dim]  in {u.input} · cache read {u.cache_read} · write {u.cache_write} · out {u.output}[/dim]")
 
@@ -45,7 +46,7 @@ async def _ask(request: PermissionRequest) -> Allow | Deny:
 
 
 async def _loop(agent: Agent) -> None:
-    err.print(f"[dim]session {agent.engine.session.id} · mode {agent.engine.mode} · {HELP}[/dim]")
+    err.print(f"[dim]session {agent.engine.session.id} · mode {agent.engine.mode} · {escape(HELP)}[/dim]")
     while True:
         try:
             line = await asyncio.to_thread(input, "\n> ")
@@ -72,7 +73,7 @@ async def _loop(agent: Agent) -> None:
             err.print(f"[dim]{outcome.message}[/dim]")
             continue
         if text.startswith("/"):
-            err.print(f"unknown command {text.split()[0]!r}; {HELP}")
+            err.print(f"unknown command {escape(text.split()[0])!r}; {escape(HELP)}")
             continue
         try:
             await agent.run_turn(text)
