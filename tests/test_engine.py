@@ -251,11 +251,14 @@ def test_anthropic_breakpoints_move_with_every_call_of_a_tool_loop(tmp_path: Pat
         engine.commit(turn)
 
 
-def test_rolling_ttl_may_not_outlive_the_stable_ttl() -> None:
+def test_rolling_ttl_may_not_outlive_the_stable_ttl(tmp_path: Path, workspace: Path) -> None:
     with pytest.raises(UsageError, match="1-hour entries must come first"):
         AnthropicTarget(model="m", anthropic_cache_ttl="1h", stable_ttl="5m")
-    body = render_ttls = AnthropicTarget(model="m", anthropic_cache_ttl="1h", stable_ttl="1h")
-    assert body.anthropic_cache_ttl == render_ttls.stable_ttl
+    engine = make_engine(tmp_path, workspace, Clock())
+    body = render(engine.prepare_turn("hi"), AnthropicTarget(model="m", anthropic_cache_ttl="1h", stable_ttl="1h"))
+    marks = [b["cache_control"] for m in body["messages"] for b in m["content"] if "cache_control" in b]  # type: ignore[index]
+    assert marks == [{"type": "ephemeral", "ttl": "1h"}]
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}  # type: ignore[index]
 
 
 def test_sdk_managed_sends_stable_parts_only_when_new(tmp_path: Path, workspace: Path) -> None:
