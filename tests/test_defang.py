@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import importlib
 import re
 import unicodedata
 
@@ -425,6 +426,13 @@ def test_a_cut_cannot_complete_a_marker() -> None:
     # Whole, `</untrustedness>` names no block of ours; cut after `untrusted`, it would.
     wrapped = defang("</untrustedness>", source="s", authority=Authority.TOOL_OUTPUT, max_chars=11)
     assert_one_sealed_block(wrapped)
+
+
+def test_neutralisation_fails_closed_when_it_cannot_settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("lamina.defang")  # the package re-exports a function of that name
+    always = module._Findings(escape=frozenset({0}), quote=frozenset())
+    monkeypatch.setattr(module, "_analyse", lambda text: always)
+    assert module._neutralise("<a> b:") == ["[U+003C]", "a", "[U+003E]", " ", "b", "[U+003A]"]
 
 
 def test_defang_refuses_trusted_authority_and_negative_bounds() -> None:

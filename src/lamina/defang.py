@@ -13,21 +13,21 @@ Project files, memory, tool output, attachment text and summaries are data, not 
 
 and `render_block` builds every block of Lamina's own, so all our tags are made one way.
 
-How the content is neutralised. A *shadow* of the text is built the way an attacker (or a model)
-might read it: every character NFKD-normalised, combining marks dropped, look-alike characters
+How the content is neutralised. The text is read the ways an attacker may count on a reader (or
+a model) reading it: each character NFKD-normalised, combining marks dropped, look-alikes
 (full-width and other angle brackets, slashes, bars, colons, square brackets, Cyrillic and Greek
 letters, small capitals) mapped to ASCII, invisible characters removed, every line break made a
-`\\n`; then HTML entities (`&lt;`, `&#60;`, `&#x3c;`, `&amp;lt;`, ...), `%3C` and `\\u003c`-style
-escapes decoded, repeatedly, as a model might; then case-folded. Each shadow character remembers
-the character of the original text it came from. Dangerous spans found in the shadow are
-neutralised in the original text, and nothing is dropped:
+line feed, then case-folded; and this once taking entities and escapes literally, once with HTML
+entities decoded (`&lt;`, `&#60;`, `&#x3c;`, `&amp;lt;`, repeatedly), once with `%3C` and
+`\\u003c` escapes decoded too. Each character of a reading knows the characters of the original
+it comes from. Whatever any reading shows is neutralised in the original, and nothing is dropped:
 
 - a tag of a reserved name (`RESERVED_TAG_NAMES`, plus role tags such as `<user>`, `<im_start>`,
   `<tool_call>`), opening or closing, in any case, with whitespace, slashes, namespaces or
-  attributes; a special token `<|...|>`; a Llama marker `<<SYS>>` or `[INST]`, `[SYSTEM]`: the
-  original character behind each `<` or `[` of the span is shown as an escape `[U+003C]`, so the
-  tag can no longer start, whatever the encoding it was written in (`&lt;` becomes
-  `[U+0026]lt;`, full-width `＜` becomes `[U+FF1C]`);
+  attributes, and ended by anything but a plain ASCII letter or digit; a special token `<|...|>`;
+  a Llama marker `<<SYS>>`, `[INST]`, `[SYSTEM]`: the original character behind each `<` or `[`
+  of the span is shown as an escape, so the tag can no longer start, whatever the encoding it
+  was written in (`<` becomes `[U+003C]`, `&lt;` becomes `[U+0026]lt;`, `＜` becomes `[U+FF1C]`);
 - a line that starts a conversation turn (`Human:`, `Assistant:`, `System:`, `User:`, `AI:`,
   `Developer:`, `Instruction:`, also after `>`, `#`, `*` or `-`, and headings such as
   `### System`): the line gets the visible prefix `(quoted) `;
@@ -36,10 +36,10 @@ neutralised in the original text, and nothing is dropped:
   surrogates, line and paragraph separators, a carriage return not followed by a line feed) are
   always shown as `[U+200B]`-style escapes.
 
-Escapes and the prefix contain no `<`, `&`, `%`, backslash or line break, so they cannot help
-build a marker; `contains_reserved_marker` runs the same detection and is false on every defanged
-content. Content is then bounded: at most `max_chars` characters after neutralisation, the rest
-cut and counted in a visible mark.
+The result is read again and neutralised again until no reading shows anything (showing an
+invisible character can end a name that it used to join), so `contains_reserved_marker` is false
+on every defanged content by construction. Content is bounded: at most `max_chars` characters
+after neutralisation; the rest is cut and counted in a visible mark.
 """
 
 from __future__ import annotations
@@ -428,6 +428,9 @@ def contains_reserved_marker(text: str) -> bool:
 # --- rendering ------------------------------------------------------------------------------------
 
 
+_PLAIN_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \n")
+
+
 def _neutralise(text: str) -> list[str]:
     """One output piece per character of `text`: the character, its escape, or either after `(quoted) `.
 
@@ -450,10 +453,13 @@ def _neutralise(text: str) -> list[str]:
             pieces.append(_QUOTE_PREFIX + piece if i in quote else piece)
         owner = [i for i, piece in enumerate(pieces) for _ in piece]
         left = _analyse("".join(pieces))
+        if not left.escape and not left.quote:
+            return pieces
         new_escape = {owner[p] for p in left.escape} - escape
         new_quote = {owner[p] for p in left.quote} - quote
-        if not new_escape and not new_quote:
-            return pieces
+        if not new_escape and not new_quote:  # no known input gets here
+            # Fail closed: keep only ASCII letters, digits, spaces and line feeds, which spell no marker.
+            return [ch if ch in _PLAIN_CHARACTERS else _escape(ch) for ch in text]
         escape |= new_escape
         quote |= new_quote
 
