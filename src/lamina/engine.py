@@ -434,10 +434,8 @@ class ContextEngine:
                 summary += "\n\n## Earlier in the turn that was cut\n" + prefix
             kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
             pinned = pinned_block(ledger) or ""
-            tokens_after = (
-                tokens_before - self._view_tokens - self.estimator.count((self._summary or "") + (self._pinned or ""))
-            )
-            tokens_after += kept_tokens + self.estimator.count(summary + pinned)
+            fixed = tokens_before - self._view_tokens - self._prelude_tokens()  # stable parts and tools
+            tokens_after = fixed + kept_tokens + self.estimator.count(summary + pinned)
             if not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
                 self._emit_compaction(CompactionEvent("failed", trigger, message))
