@@ -175,3 +175,23 @@ async def test_a_second_overflow_is_a_clear_error(tmp_path: Path, workspace: Pat
         with pytest.raises(ContextOverflowError, match="still too long after compaction"):
             await agent.run_turn("Overflowing question")
     agent.engine.session.close()
+
+
+async def test_the_estimate_is_calibrated_from_reported_usage(tmp_path: Path, workspace: Path) -> None:
+    from lamina.placement import AnthropicCacheSimulator
+    from lamina.providers import ScriptedProvider
+    from lamina.providers.scripted import ScriptedResponse
+    from lamina.session.entries import Usage
+
+    # the simulator counts blocks as sent (JSON), more than the text estimate: the ratio is learnt
+    provider = ScriptedProvider([ScriptedResponse(text="ok")] * 4, simulator=AnthropicCacheSimulator())
+    agent = _agent(tmp_path, workspace, provider)
+    for n in range(4):
+        await agent.run_turn(f"turn {n}")
+    learnt = agent.engine.calibration
+    assert learnt > 1.0  # moved from its start, towards what the provider counted
+    assert agent.engine.calibrated_context_tokens() == round(agent.engine.context_tokens() * learnt)
+    for _ in range(20):  # a provider that counts exactly twice the estimate pulls the factor to 2
+        agent.engine.observe_usage(1_000, Usage(input=2_000))
+    assert abs(agent.engine.calibration - 2.0) < 0.01
+    agent.engine.session.close()

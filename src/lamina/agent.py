@@ -178,7 +178,8 @@ class Agent:
 
     def _over_threshold(self) -> bool:
         window = self.provider.capabilities.context_window
-        return should_compact(self.engine.context_tokens(), context_window=window, reserve=self.compaction_reserve)
+        tokens = self.engine.calibrated_context_tokens()
+        return should_compact(tokens, context_window=window, reserve=self.compaction_reserve)
 
     async def compact(
         self, focus: str | None = None, *, trigger: Literal["manual", "threshold", "overflow"] = "manual"
@@ -210,6 +211,7 @@ class Agent:
 
     async def _model_call(self, turn: TurnContext, index: int) -> Completed:
         request = self.engine.request(turn, self.provider.target)
+        estimated = self.engine.context_tokens()
         completed: Completed | None = None
         async for event in stream_with_retry(self.provider, request, self.retry):
             match event:
@@ -221,6 +223,7 @@ class Agent:
                     pass
         if completed is None:
             raise RuntimeError(f"provider {self.provider.name} ended a response without completing it")
+        self.engine.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
         self._emit(ModelCallFinished(index, completed.usage, completed.stop_reason))
         return completed
 

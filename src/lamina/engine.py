@@ -39,6 +39,7 @@ from lamina.session.entries import (
     ToolCall,
     ToolResult,
     TurnRecord,
+    Usage,
     UserMessage,
 )
 from lamina.session.store import JsonlSession
@@ -123,6 +124,7 @@ def pinned_block(ledger: Ledger) -> str | None:
     return render_block("pinned", "Rules the user set earlier in this session (verbatim):\n" + lines)
 
 
+_CALIBRATION_WEIGHT = 0.3
 _CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
 
 
@@ -157,6 +159,8 @@ class ContextEngine:
         self._pending: dict[str, OneShot] = {}
         self._render_cache = RenderCache()
         self.estimator = estimator
+        self.calibration = 1.0
+        """Reported input tokens per estimated token, learnt from the provider's usage."""
         self.compaction_hooks: list[Callable[[CompactionBoundary], None]] = []
         """Called after every compaction (skills and guides reset their read state here)."""
         self.compaction_listeners: list[Callable[[CompactionEvent], None]] = []
@@ -374,6 +378,19 @@ class ContextEngine:
             self.estimator.count(t.name + t.description + str(t.input_schema)) for t in self.tools
         )
         return fixed + self._prelude_tokens() + self._view_tokens
+
+    def calibrated_context_tokens(self) -> int:
+        """`context_tokens` scaled by what the provider reported for earlier requests (see `observe_usage`)."""
+        return round(self.context_tokens() * self.calibration)
+
+    def observe_usage(self, estimated: int, usage: Usage) -> None:
+        """Calibrate the estimate: the provider counted `usage` for a request estimated at `estimated` tokens.
+
+        A moving average of reported / estimated, so one odd request does not swing it.
+        """
+        reported = usage.input + usage.cache_read + usage.cache_write
+        if estimated > 0 and reported > 0:
+            self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
 
     def _prelude_tokens(self) -> int:
         return self.estimator.count((self._summary or "") + (self._pinned or ""))
