@@ -1,7 +1,8 @@
 """Token estimation: one pluggable estimator for everything that counts tokens (pure).
 
-Providers do not ship offline tokenizers for current models, so Lamina estimates from characters
-and calibrates against the usage the provider reports. Every module that needs a token count
+Providers do not ship offline tokenizers for current models, so Lamina estimates from characters;
+the context engine learns the ratio between its estimate and the usage a provider reports
+(`ContextEngine.observe_usage`) and scales the estimate where it decides (the compaction threshold). Every module that needs a token count
 takes a `TokenEstimator`; nothing counts tokens any other way.
 """
 
@@ -26,7 +27,7 @@ class CharTokenEstimator:
     """Characters-per-token estimate, calibrated from usage that providers report.
 
     The default of 3.5 characters per token is Anthropic's published rule of thumb for English;
-    code and prose come out a little higher, JSON and CJK text lower, hence calibration.
+    code and prose come out a little higher, JSON and CJK text lower, hence the engine's calibration.
     """
 
     chars_per_token: float = 3.5
@@ -35,17 +36,6 @@ class CharTokenEstimator:
         if not text:
             return 0
         return max(1, math.ceil(len(text) / self.chars_per_token))
-
-    def calibrated(self, *, chars: int, reported_tokens: int, weight: float = 0.2) -> CharTokenEstimator:
-        """A new estimator moved towards the ratio a provider reported for `chars` characters.
-
-        `weight` is how far to move (an exponential moving average), so a single odd request
-        does not swing the estimate.
-        """
-        if chars <= 0 or reported_tokens <= 0:
-            return self
-        observed = chars / reported_tokens
-        return CharTokenEstimator(self.chars_per_token + weight * (observed - self.chars_per_token))
 
 
 DEFAULT_ESTIMATOR = CharTokenEstimator()
