@@ -113,6 +113,9 @@ class BashTool(StructTool[BashInput]):
                 detached = True  # a background process still holds the output: stop reading
         except BaseException:
             _kill_group(transport)  # cancelled: take the command down with us
+            # and see it exit, so the process is reaped (not left running as far as Python knows)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(output.exited), _KILL_WAIT)
             raise
         finally:
             transport.close()
