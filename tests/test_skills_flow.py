@@ -107,3 +107,36 @@ async def test_an_unknown_skill_is_a_warning_not_a_failed_turn(tmp_path: Path, w
     assert "teleport" in tail and "no such skill" in tail
     assert "invoked the skill 'deploy'" not in tail  # a mention inside a code span does not count
     agent.engine.session.close()
+
+
+async def test_skills_in_use_survive_a_resume_and_are_required_again_after_compaction(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = _workspace(tmp_path)
+    skill_md = workspace / ".lamina" / "skills" / "deploy" / "SKILL.md"
+    store = LocalSessionStore(tmp_path / "store")
+    wire.script(
+        Reply(text="Reading.", tool_calls=[ToolUse("Read", {"path": str(skill_md)})]),
+        Reply(text="Read it. " + "details " * 400),
+        Reply(text="Noted."),
+        Reply(text="Listing.", tool_calls=[ToolUse("Bash", {"command": "ls"})]),
+        Reply(text="I must read the skill again."),
+    )
+    async with anthropic_provider(wire) as provider:
+        options = {"retry": RetryPolicy(sleep=_no_sleep), "summariser": DeterministicSummariser(), "keep_tokens": 200}
+        agent = open_agent(store, provider, workspace=workspace, mode="execute", **options)  # type: ignore[arg-type]
+        await agent.run_turn("Use [skill:deploy] please. " + "context " * 400)
+        await agent.run_turn("Thanks.")
+        session_id = agent.engine.session.id
+        agent.engine.session.close()
+
+        resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)  # type: ignore[arg-type]
+        assert resumed.engine.skills_in_use == ("deploy",)
+        assert (await resumed.compact()).status == "compacted"
+        await resumed.run_turn("List the files.")
+        denied = _results(resumed.engine.session.entries())[-1]
+        assert denied.is_error and str(skill_md) in denied.content
+        resumed.engine.session.close()
+        again = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)  # type: ignore[arg-type]
+        assert again.engine.skills_in_use == ("deploy",)  # from the boundary's snapshot after a resume
+        again.engine.session.close()

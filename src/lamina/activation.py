@@ -103,6 +103,10 @@ class Activation:
         self._in_use: dict[str, Skill] = {}
         self._guides: dict[str, Path] = {}
         engine.compaction_hooks.append(self.after_compaction)
+        for name in engine.skills_in_use:  # a resumed session: the skills invoked before it
+            skill = catalogue.scan.get(name)
+            if skill is not None:
+                self._in_use[name] = skill
 
     @property
     def skills_in_use(self) -> tuple[Skill, ...]:
@@ -131,6 +135,8 @@ class Activation:
                 "note", f"The user mentioned [skill:{warning.name}], but there is no such skill ({self._known()})."
             )
         needed_sources: list[str] = []
+        if resolution.found:
+            self.engine.add_skills([s.name for s in resolution.found])
         for skill in resolution.found:
             self._in_use[skill.name] = skill
             self._require(skill)

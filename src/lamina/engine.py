@@ -155,6 +155,7 @@ class ContextEngine:
         self._new_id = new_id
         self._mode = "ask"
         self._sources: tuple[str, ...] = ()
+        self._skills: tuple[str, ...] = ()
         self._stable: StableContext | None = None
         self._pending: dict[str, OneShot] = {}
         self._render_cache = RenderCache()
@@ -186,6 +187,8 @@ class ContextEngine:
                 self._mode_recorded = True
             case StateChange(key="sources", value=value):
                 self._sources = tuple(s for s in value.split(",") if s)
+            case StateChange(key="skills", value=value):
+                self._skills = tuple(s for s in value.split(",") if s)
             case StateChange(key="stable", value=value):
                 self._note_stable(value)
             case CompactionBoundary(state=state):
@@ -193,6 +196,7 @@ class ContextEngine:
                 if state.mode is not None:
                     self._mode, self._mode_recorded = state.mode, True
                 self._sources = state.sources
+                self._skills = state.skills
                 if state.stable is not None:
                     self._note_stable(state.stable)
                 for record in state.pending_one_shots:
@@ -264,6 +268,17 @@ class ContextEngine:
         previous = self._mode
         self.record(StateChange(key="mode", value=mode, previous=previous), durable=True)
         self.queue_one_shot("mode_transition", f"The permission mode changed from {previous} to {mode}.")
+
+    @property
+    def skills_in_use(self) -> tuple[str, ...]:
+        """Names of the skills invoked in this session (they survive resumes and compactions)."""
+        return self._skills
+
+    def add_skills(self, names: Sequence[str]) -> None:
+        """Record skills as in use (a state change), so a resumed session still knows them."""
+        new = tuple(dict.fromkeys((*self._skills, *names)))
+        if new != self._skills:
+            self.record(StateChange(key="skills", value=",".join(new), previous=",".join(self._skills)))
 
     def set_sources(self, sources: Sequence[str]) -> None:
         """Set the active sources; newly activated ones are introduced once through the outbox."""
@@ -460,6 +475,7 @@ class ContextEngine:
             state = StateSnapshot(
                 mode=self._mode if self._mode_recorded else None,
                 sources=self._sources,
+                skills=self._skills,
                 stable=f"{self._stable.version}:{self._stable.digest}" if self._stable else None,
                 pending_one_shots=tuple(
                     PartRecord(key=o.kind, text=o.text, part_id=o.part_id) for o in self._pending.values()

@@ -102,6 +102,8 @@ class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """`version:digest` of the pinned stable context."""
     pending_one_shots: tuple[PartRecord, ...] = ()
     """One-shot parts still queued (their `key` is the kind)."""
+    skills: tuple[str, ...] = ()
+    """Skills invoked in the session: after a compaction the model must read them again."""
 
 
 class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"):
@@ -126,9 +128,9 @@ class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary")
 
 
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
-    """A change of session state: permission mode, model, active sources or a stable input."""
+    """A change of session state: permission mode, model, active sources, a stable input, skills in use."""
 
-    key: Literal["mode", "model", "sources", "stable"]
+    key: Literal["mode", "model", "sources", "stable", "skills"]
     value: str
     previous: str | None = None
     detail: str = ""
