@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchmarks import Figure
 from lamina.agent import open_agent
+from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider
 from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
@@ -27,16 +28,13 @@ from lamina.session.store import LocalSessionStore
 USAGE = Usage(input=10, output=5)
 
 
-def _fill(agent_engine: object, turns: int) -> None:
-    from lamina.engine import ContextEngine
-
-    assert isinstance(agent_engine, ContextEngine)
+def _fill(engine: ContextEngine, turns: int) -> None:
     for n in range(turns):
-        agent_engine.record(UserMessage(text=f"request {n}: please check module_{n}.py"))
-        agent_engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"module_{n}.py"}))
-        agent_engine.record(ToolResult(call_id=f"c{n}", name="Read", content="def check():\n    return True\n" * 6))
-        agent_engine.record(AssistantMessage(text=f"module_{n}.py is fine.", usage=USAGE))
-    agent_engine.session.flush()
+        engine.record(UserMessage(text=f"request {n}: please check module_{n}.py"))
+        engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"module_{n}.py"}))
+        engine.record(ToolResult(call_id=f"c{n}", name="Read", content="def check():\n    return True\n" * 6))
+        engine.record(AssistantMessage(text=f"module_{n}.py is fine.", usage=USAGE))
+    engine.session.flush()
 
 
 async def _measure(root: Path, prior: int, repeats: int) -> tuple[float, float]:

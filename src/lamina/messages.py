@@ -157,18 +157,3 @@ def _close_open_calls(out: list[Message], open_calls: dict[str, ToolCall]) -> No
     for call in open_calls.values():
         _append(out, "user", ToolResultBlock(call.call_id, call.name, INTERRUPTED_RESULT, is_error=True))
     open_calls.clear()
-
-
-def message_text(messages: Sequence[Message]) -> str:
-    """All text of `messages` (for token estimates of history)."""
-    parts: list[str] = []
-    for m in messages:
-        for b in m.blocks:
-            match b:
-                case TextBlock(text=t):
-                    parts.append(t)
-                case ToolUseBlock(name=n, input=i):
-                    parts.append(f"{n} {i}")
-                case ToolResultBlock(content=c):
-                    parts.append(c)
-    return "\n".join(parts)

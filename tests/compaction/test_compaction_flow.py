@@ -259,3 +259,13 @@ def test_killed_during_compaction_leaves_no_boundary_or_a_complete_one(tmp_path:
             boundaries = [e for e in entries if isinstance(e, CompactionBoundary)]
             assert all(b.summary and b.tokens_before > 0 for b in boundaries)  # complete, or absent
             reader.view()  # the provider view builds
+
+
+def test_branch_points_summarised_away_leave_the_provider_view(tmp_path: Path, workspace: Path) -> None:
+    engine = make_engine(tmp_path, workspace, Clock())
+    _chat(engine, 8)
+    first_user = next(e for e in engine.session.entries() if isinstance(e, UserMessage))
+    assert engine.in_view(first_user.id)
+    assert asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000)).status == "compacted"
+    assert not engine.in_view(first_user.id)  # a branch from here can no longer keep the exact context
+    assert engine.in_view(engine.session.leaf_id or "")

@@ -22,7 +22,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Self, cast
 
 import openai
 from openai.types.chat import ChatCompletionChunk
@@ -130,6 +130,12 @@ class _OpenAIProvider:
             await self._client.close()
             self._client = None
 
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
             api_key = self._api_key
@@ -204,12 +210,6 @@ class OpenAIChatProvider(_OpenAIProvider):
     @property
     def target(self) -> OpenAIChatTarget:
         return self._target
-
-    async def __aenter__(self) -> OpenAIChatProvider:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Chat Completions body) and yield its events; the last one is `Completed`."""
@@ -348,12 +348,6 @@ class OpenAIResponsesProvider(_OpenAIProvider):
     @property
     def target(self) -> OpenAIResponsesTarget:
         return self._target
-
-    async def __aenter__(self) -> OpenAIResponsesProvider:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Responses body) and yield its events; the last one is `Completed`."""
