@@ -79,7 +79,10 @@ class HistorySlice(Sequence[LogEntry]):
     def __getitem__(self, index: slice) -> Sequence[LogEntry]: ...
     def __getitem__(self, index: int | slice) -> LogEntry | Sequence[LogEntry]:
         if isinstance(index, slice):
-            return self._items[: self._length][index]
+            start, stop, step = index.indices(self._length)
+            if start == 0 and step == 1:  # a prefix: another view, no copy
+                return HistorySlice(self._items, max(stop, 0))
+            return self._items[start:stop:step]
         if index < 0:
             index += self._length
         if not 0 <= index < self._length:

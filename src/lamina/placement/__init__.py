@@ -66,15 +66,18 @@ class RenderCache:
         # per target kind: entries consumed, the last of them, and their wire messages
         self._prefix: dict[str, tuple[int, LogEntry | None, list[dict[str, Any]]]] = {}
 
-    def past_wire(self, kind: str, past: Sequence[LogEntry], convert: WireConverter) -> list[dict[str, Any]]:
-        """Wire messages of the completed turns `past`, extending the last result when `past` extends it."""
+    def past_wire(self, kind: str, past: Sequence[LogEntry], convert: WireConverter) -> Sequence[dict[str, Any]]:
+        """Wire messages of the completed turns `past`, extending the last result when `past` extends it.
+
+        The result is the cache's own list: read it, copy it, never change it.
+        """
         done, last, wire = self._prefix.get(kind, (0, None, []))
         if done > len(past) or (done and past[done - 1] is not last):
             done, wire = 0, []  # another view (a branch, a compaction): start over, segments still memoised
         if done < len(past):
-            wire = wire + [m for segment in split_turns(past[done:]) for m in self.wire(kind, segment, convert)]
+            wire.extend(m for segment in split_turns(past[done:]) for m in self.wire(kind, segment, convert))
             self._prefix[kind] = (len(past), past[-1], wire)
-        return list(wire)
+        return wire
 
     def wire(self, kind: str, segment: Sequence[LogEntry], convert: WireConverter) -> list[dict[str, Any]]:
         key = (kind, segment[0].id, segment[-1].id, len(segment))
