@@ -10,6 +10,7 @@ turn with ten calls of Read on a one-line file takes, per call: pipeline, tool a
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -39,7 +40,7 @@ def _fill(engine: ContextEngine, turns: int) -> None:
 
 async def _measure(root: Path, prior: int, repeats: int) -> tuple[float, float]:
     workspace = root / f"ws{prior}"
-    workspace.mkdir()
+    workspace.mkdir(parents=True)
     (workspace / "a.py").write_text("x = 1\n")
     plain = ScriptedResponse(text="ok", usage=USAGE)
     reads = ScriptedResponse(
@@ -78,8 +79,16 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             note = "mostly the turn-end fsync of the log" if prior == 10 else ""
             figures.append(Figure(f"overhead_us_per_round_trip_{prior}", round(trip, 1), "us", note=note))
             tool_costs.append(tool)
-    figures.append(Figure("overhead_us_per_tool_call", round(statistics.median(tool_costs), 1), "us"))
-    small = figures[0].value
-    large = figures[2].value
-    figures.append(Figure("round_trip_growth_10_to_1000", round(large / small, 2), "x", note="includes body growth"))
+        figures.append(Figure("overhead_us_per_tool_call", round(statistics.median(tool_costs), 1), "us"))
+        # the same round trips with fsync made a no-op: the harness's own work, without the disk's variance
+        progress("again without fsync (harness work only)")
+        real_fsync = os.fsync
+        os.fsync = lambda fd: None
+        try:
+            without = [asyncio.run(_measure(Path(tmp) / "nofsync", prior, repeats))[0] for prior in (10, 1_000)]
+        finally:
+            os.fsync = real_fsync
+    figures.append(Figure("overhead_us_per_round_trip_10_no_fsync", round(without[0], 1), "us"))
+    figures.append(Figure("overhead_us_per_round_trip_1000_no_fsync", round(without[1], 1), "us"))
+    figures.append(Figure("round_trip_growth_10_to_1000_no_fsync", round(without[1] / without[0], 2), "x"))
     return figures
