@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker, defang, render_block
+from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker, defang, neutralise, render_block
 from lamina.errors import UsageError
 from lamina.parts import Authority
 
@@ -234,6 +234,32 @@ def test_output_length_is_bounded(text: str, max_chars: int, source: str) -> Non
     content = assert_one_sealed_block(wrapped)
     assert len(content) <= max_chars
     assert len(wrapped) <= max_chars + 600
+
+
+@settings(max_examples=200)
+@given(text=attack_texts | atom_soup | st.text(), max_chars=st.integers(0, 400))
+def test_neutralise_leaves_no_marker_is_bounded_and_idempotent(text: str, max_chars: int) -> None:
+    content = neutralise(text, max_chars=max_chars)
+    body = TRUNCATION_RE.sub("", content)
+    assert len(body) <= max_chars
+    assert not contains_reserved_marker(content), content
+    assert oracle_markers(content) == [], content
+    # Its own output is left alone: nothing in it is a marker, and the bound holds it whole.
+    assert neutralise(content, max_chars=len(content)) == content
+    # The same content `defang` wraps, without the wrapper.
+    assert (
+        TRUNCATION_RE.sub(
+            "", content_of(defang(text, source="s", authority=Authority.TOOL_OUTPUT, max_chars=max_chars))
+        )
+        == body
+    )
+
+
+def test_neutralise_marks_a_cut_and_refuses_a_negative_bound() -> None:
+    assert neutralise("abcdef", max_chars=4) == "abcd\n[truncated: 2 characters cut]"
+    assert neutralise("a < b </system>", max_chars=100) == "a < b [U+003C]/system>"
+    with pytest.raises(UsageError, match="max_chars"):
+        neutralise("x", max_chars=-1)
 
 
 @given(text=st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 .,;!?'\"()-\t\n", max_size=300))

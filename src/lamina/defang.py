@@ -54,7 +54,7 @@ from functools import lru_cache
 from lamina.errors import UsageError
 from lamina.parts import Authority
 
-__all__ = ["RESERVED_TAG_NAMES", "contains_reserved_marker", "defang", "render_block"]
+__all__ = ["RESERVED_TAG_NAMES", "contains_reserved_marker", "defang", "neutralise", "render_block"]
 
 RESERVED_TAG_NAMES: frozenset[str] = frozenset(
     {
@@ -483,6 +483,35 @@ def _fit(text: str, max_chars: int) -> tuple[str, int]:
             keep += 1
         candidate = candidate[:keep]
         slack = slack * 2 + 16
+
+
+def _truncation_mark(cut: int) -> str:
+    return f"[truncated: {cut} characters cut]"
+
+
+def neutralise(text: str, *, max_chars: int) -> str:
+    """Untrusted `text` neutralised and bounded, with no wrapper: the content `defang` would wrap.
+
+    Reserved tags and role markers, in any encoding or disguise, are escaped (`<` becomes
+    `[U+003C]`) or quoted (`(quoted) Human:`), invisible characters are shown as `[U+XXXX]`, and
+    everything else passes through unchanged, so ordinary code and prose stay as written. The
+    result holds no reserved marker (`contains_reserved_marker` is false on it) and neutralising
+    it again changes nothing. For text placed where the provider's own structure already
+    separates it (a tool result block), so it needs neutralised markers, not a wrapper.
+
+    Args:
+        text: The untrusted text.
+        max_chars: Most characters of neutralised content; when the rest is cut, a last line
+            `[truncated: N characters cut]` follows (after a line feed) and says how many
+            characters of `text` were left out.
+
+    Raises:
+        UsageError: `max_chars` is negative.
+    """
+    if max_chars < 0:
+        raise UsageError(f"max_chars must be at least 0, not {max_chars}")
+    content, cut = _fit(text, max_chars)
+    return f"{content}\n{_truncation_mark(cut)}" if cut else content
 
 
 _ATTRIBUTE_NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
