@@ -490,11 +490,10 @@ def test_render_block_refuses_names_that_are_not_reserved(name: str) -> None:
         render_block(name, "x")
 
 
-def test_render_block_refuses_bad_attribute_names_and_self_closing_bodies() -> None:
+def test_render_block_refuses_bad_attribute_names_and_escapes_its_own_tags_in_the_body() -> None:
     with pytest.raises(UsageError, match="attribute name"):
         render_block("memory", "x", **{'a="1" b': "2"})
-    with pytest.raises(UsageError, match="closing tag"):
-        render_block("memory", "x </MEMORY > y")
+    assert render_block("memory", "x </MEMORY > y") == "<memory>\nx [U+003C]/MEMORY > y\n</memory>"
 
 
 def test_reserved_names_cover_lamina_blocks() -> None:

@@ -544,12 +544,22 @@ def _clip_attribute(value: str, limit: int) -> str:
     return value  # pragma: no cover - the escaped value was longer than limit
 
 
+@lru_cache(maxsize=64)
+def _own_tag_re(name: str) -> re.Pattern[str]:
+    """The `<` of every tag, opening or closing, of block `name` (any case, spacing or slashes)."""
+    return re.compile(rf"<(?=[\s/\\!?]*+{_name_pattern(name)}(?![a-z0-9]))", re.IGNORECASE)
+
+
 def render_block(name: str, body: str, /, **attrs: str) -> str:
     """One of Lamina's own trusted blocks: `<name a="…">`, a line feed, `body`, a line feed, `</name>`.
 
-    Every module builds our tags through this function. `body` is trusted and inserted as it is;
-    wrap untrusted text with `defang` first. Attribute values are escaped: anything but letters,
-    digits and harmless punctuation becomes `[U+XXXX]`, so no value can end its quotes or hold a tag.
+    Every module builds our tags through this function. `body` is inserted as it is, except that
+    the `<` of any tag of the block's own name in it (`</pinned>`, `< / PINNED >`, `<pinned>`) is
+    shown as `[U+003C]`: the block ends exactly at its own closing tag whatever the body holds, so
+    no content can make a block ambiguous or make rendering fail, also for text stored by an older
+    Lamina. Untrusted text is neutralised before it gets here (`defang`). Attribute values are
+    escaped: anything but letters, digits and harmless punctuation becomes `[U+XXXX]`, so no value
+    can end its quotes or hold a tag.
 
     Args:
         name: A name from `RESERVED_TAG_NAMES`.
@@ -557,16 +567,15 @@ def render_block(name: str, body: str, /, **attrs: str) -> str:
         **attrs: Attributes in the order given; names are lower-case identifiers.
 
     Raises:
-        UsageError: `name` is not reserved, an attribute name is not an identifier, or `body`
-            closes the block itself.
+        UsageError: `name` is not reserved or an attribute name is not an identifier (never
+            because of `body` or an attribute value).
     """
     if name not in RESERVED_TAG_NAMES:
         raise UsageError(f"block name {name!r} is not one of Lamina's reserved tag names")
     for key in attrs:
         if not _ATTRIBUTE_NAME_RE.fullmatch(key):
             raise UsageError(f"attribute name {key!r} of block {name!r} is not a lower-case identifier")
-    if re.search(rf"<\s*/\s*{name}(?![a-z0-9])", body, re.IGNORECASE):
-        raise UsageError(f"the body of block {name!r} contains its closing tag; defang untrusted text first")
+    body = _own_tag_re(name).sub("[U+003C]", body)
     rendered = "".join(f' {key}="{_escape_attribute(value)}"' for key, value in attrs.items())
     return f"<{name}{rendered}>\n{body}\n</{name}>"
 
@@ -599,3 +608,38 @@ def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_
     if cut:
         body += f"\n[truncated: {cut} characters cut]"
     return render_block(_WRAPPER, body, source=_clip_attribute(source, _SOURCE_LIMIT), authority=authority.value)
+
+
+def admit(text: str, *, max_chars: int | None = None) -> str:
+    """Untrusted `text` neutralised for a request, with no wrapper: the content-only door.
+
+    Reserved tags and role markers are escaped or quoted and invisible characters shown, as
+    `defang` does to its content (see the module docstring); everything else is unchanged, so
+    text with nothing to neutralise comes back byte for byte. With `max_chars`, at most that many
+    characters are kept and a last line says how many were cut; without it nothing is cut.
+    """
+    limit = 20 * len(text) + 16 if max_chars is None else max_chars
+    if limit < 0:
+        raise UsageError(f"max_chars must be at least 0, not {max_chars}")
+    if len(text) <= _SHORT_TEXT:
+        return _admit_short(text, limit)
+    return _admit(text, limit)
+
+
+_SHORT_TEXT = 2_000
+"""Texts up to this long are memoised: names and sentences shown again in every request."""
+
+
+def _admit(text: str, limit: int) -> str:
+    if (
+        len(text) <= limit
+        and text.isascii()
+        and not any(c in text for c in "<[&%=\\:#|")
+        and all(c.isprintable() or c in "\t\n" for c in text)
+    ):
+        return text  # nothing can read as a marker: no bracket, no escape, no role line, nothing hidden
+    content, cut = _fit(text, limit)
+    return f"{content}\n[truncated: {cut} characters cut]" if cut else content
+
+
+_admit_short = lru_cache(maxsize=8192)(_admit)

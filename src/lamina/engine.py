@@ -23,7 +23,7 @@ from lamina.compaction import deterministic_summary, entry_tokens, find_cut_poin
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS
 from lamina.compaction.ledger import update_ledger
 from lamina.compaction.summarize import Summariser
-from lamina.defang import render_block
+from lamina.defang import admit, render_block
 from lamina.parts import Part
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.session.entries import (
@@ -123,7 +123,7 @@ def pinned_block(ledger: Ledger) -> str | None:
     """The pinned lane after a compaction: the user's constraints, verbatim, never left to the summary."""
     if not ledger.constraints:
         return None
-    lines = "\n".join(f"- {c}" for c in ledger.constraints)
+    lines = "\n".join(f"- {admit(c)}" for c in ledger.constraints)
     return render_block("pinned", "Rules the user set earlier in this session (verbatim):\n" + lines)
 
 
@@ -219,6 +219,8 @@ class ContextEngine:
         self._view: list[LogEntry] = list(view.entries)
         self._boundary = view.boundary
         self._summary = view.boundary.summary if view.boundary else None
+        # what requests show: neutralised, also when an older Lamina stored it raw
+        self._summary_shown = admit(self._summary) if self._summary is not None else None
         self._pinned = pinned_block(view.boundary.ledger) if view.boundary else None
         self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
         self._last_seen: dict[str, str] = {}
@@ -348,7 +350,7 @@ class ContextEngine:
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
             one_shots=tuple(self._pending.values()),
             history=HistorySlice(self._view, len(self._view)),
-            summary=self._summary,
+            summary=self._summary_shown,
             pinned=self._pinned,
             tools=self.tools,
             stable_seen=stable_seen,
@@ -525,7 +527,7 @@ class ContextEngine:
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
             one_shots=tuple(o for o in turn.one_shots if o.part_id in self._pending),
             history=history,
-            summary=self._summary,
+            summary=self._summary_shown,
             pinned=self._pinned,
             stable_seen=False,
         )

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from lamina.defang import render_block
+from lamina.defang import admit, render_block
 from lamina.session.entries import (
     AssistantMessage,
     LogEntry,
@@ -33,11 +33,16 @@ _ONE_SHOT_TAGS = frozenset({"mode_transition", "recovery", "branch_seed", "trans
 
 
 def render_tail(volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord]) -> str:
-    """The text appended to a user message: its volatile parts, then its one-shot parts."""
-    blocks = [render_block(r.key, r.text) for r in volatile]
+    """The text appended to a user message: its volatile parts, then its one-shot parts.
+
+    Their texts are Lamina's sentences with names in them (sources, skills, paths), neutralised
+    here as they are shown, so a name can never open or close a block, also in a stored record.
+    """
+    blocks = [render_block(r.key, admit(r.text)) for r in volatile]
     for r in one_shots:
+        text = admit(r.text)
         blocks.append(
-            render_block(r.key, r.text) if r.key in _ONE_SHOT_TAGS else render_block("one_shot", r.text, kind=r.key)
+            render_block(r.key, text) if r.key in _ONE_SHOT_TAGS else render_block("one_shot", text, kind=r.key)
         )
     return "\n".join(blocks)
 
@@ -146,7 +151,8 @@ def to_messages(
                 _append(out, "assistant", ToolUseBlock(call_id, name, args))
             case ToolResult(call_id=call_id, name=name, content=content, is_error=is_error):
                 if open_calls.pop(call_id, None) is not None:
-                    _append(out, "user", ToolResultBlock(call_id, name, content, is_error))
+                    # tool output is untrusted: neutralised markers, no wrapper (the system prompt says what it is)
+                    _append(out, "user", ToolResultBlock(call_id, name, admit(content), is_error))
             case _:
                 pass  # state changes, outbox, turn records, labels...: not conversation
     _close_open_calls(out, open_calls)
