@@ -611,11 +611,9 @@ def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_
 
 
 def admit(text: str, *, max_chars: int | None = None) -> str:
-    """Untrusted `text` neutralised for a request, with no wrapper: the content-only door.
+    """Untrusted `text` neutralised for a request, with no wrapper: `neutralise`, memoised for short texts.
 
-    Reserved tags and role markers are escaped or quoted and invisible characters shown, as
-    `defang` does to its content (see the module docstring); everything else is unchanged, so
-    text with nothing to neutralise comes back byte for byte. With `max_chars`, at most that many
+    Text with nothing to neutralise comes back byte for byte. With `max_chars`, at most that many
     characters are kept and a last line says how many were cut; without it nothing is cut.
     """
     limit = 20 * len(text) + 16 if max_chars is None else max_chars
@@ -638,8 +636,7 @@ def _admit(text: str, limit: int) -> str:
         and all(c.isprintable() or c in "\t\n" for c in text)
     ):
         return text  # nothing can read as a marker: no bracket, no escape, no role line, nothing hidden
-    content, cut = _fit(text, limit)
-    return f"{content}\n[truncated: {cut} characters cut]" if cut else content
+    return neutralise(text, max_chars=limit)
 
 
 _admit_short = lru_cache(maxsize=8192)(_admit)
