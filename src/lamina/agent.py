@@ -21,8 +21,9 @@ from lamina.compaction.summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.errors import ContextOverflowError
 from lamina.messages import INTERRUPTED_RESULT
+from lamina.prompt.presets import Preset
 from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
-from lamina.providers.retry import RetryPolicy, stream_with_retry
+from lamina.providers.retry import RetryNotice, RetryPolicy, stream_with_retry
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
 from lamina.session.store import LocalSessionStore
 from lamina.sources.connections import SourceConnections
@@ -63,7 +64,18 @@ class ModelCallFinished:
     stop_reason: str
 
 
-AgentEvent: TypeAlias = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning
+@dataclass(frozen=True, slots=True)
+class CompactionFinished:
+    """A compaction ran (`trigger`: manual, or automatic at the threshold or after an overflow)."""
+
+    trigger: Literal["manual", "threshold", "overflow"]
+    outcome: CompactionOutcome
+
+
+AgentEvent: TypeAlias = (
+    TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice | CompactionFinished
+)
+"""What the loop reports while a turn runs (`RetryNotice`: a failed request is sent again after a wait)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +198,9 @@ class Agent:
     ) -> CompactionOutcome:
         """Compact the session now (`/compact [focus]`), or as a trigger asks."""
         summariser = self.summariser or ProviderSummariser(self.provider)
-        return await self.engine.compact(summariser, trigger=trigger, focus=focus, keep_tokens=self.keep_tokens)
+        outcome = await self.engine.compact(summariser, trigger=trigger, focus=focus, keep_tokens=self.keep_tokens)
+        self._emit(CompactionFinished(trigger, outcome))
+        return outcome
 
     async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
         return (await self.compact(trigger=trigger)).status == "compacted"
@@ -213,7 +227,7 @@ class Agent:
         request = self.engine.request(turn, self.provider.target)
         estimated = self.engine.context_tokens()
         completed: Completed | None = None
-        async for event in stream_with_retry(self.provider, request, self.retry):
+        async for event in stream_with_retry(self.provider, request, self.retry, on_retry=self._emit):
             match event:
                 case TextDelta():
                     self._emit(event)
@@ -257,7 +271,7 @@ def open_agent(
     workspace: Path,
     session_id: str | None = None,
     mode: PermissionMode | str = PermissionMode.ASK,
-    preset: str = "default",
+    preset: str | Preset = "default",
     ask: AskCallback | None = None,
     on_event: Callable[[AgentEvent], None] | None = None,
     retry: RetryPolicy | None = None,
@@ -279,7 +293,7 @@ def open_agent(
     """
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
     try:
-        tools: list[Tool[Any]] = list(mini_tools() if preset == "mini" else default_tools())
+        tools: list[Tool[Any]] = list(mini_tools() if _preset_name(preset) == "mini" else default_tools())
         finder = ContextFileFinder()
         context = WorkspaceContext(workspace, preset=preset, tools=tuple(t.spec for t in tools), finder=finder)
         catalogue = SkillCatalogue(workspace, user_dir=skills_dir)
@@ -329,3 +343,7 @@ def open_agent(
         keep_tokens=keep_tokens,
         activation=activation,
     )
+
+
+def _preset_name(preset: str | Preset) -> str:
+    return preset if isinstance(preset, str) else preset.name

@@ -20,13 +20,14 @@ from rich.table import Table
 from typer.testing import CliRunner
 
 from lamina.agent import Agent, AgentEvent, ToolFinished, ToolStarted, TurnOutcome, open_agent
+from lamina.cli._console import safe
 from lamina.compaction.summarize import DeterministicSummariser
 from lamina.placement import AnthropicCacheSimulator, AnthropicTarget
 from lamina.providers import ScriptedProvider
 from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
 from lamina.session.store import LocalSessionStore
 
-console = Console(highlight=False)
+console = Console(highlight=False, emoji=False)
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 
 SAMPLE_FILES = {
@@ -85,12 +86,12 @@ def _script() -> list[ScriptedResponse]:
 def _on_event(event: AgentEvent) -> None:
     match event:
         case ToolStarted(name=name, input=args):
-            console.print(f"   [cyan]→ {name}[/cyan] {dict(args)}")
+            console.print(f"   [cyan]→ {safe(name)}[/cyan] {safe(dict(args))}")
         case ToolFinished(name=name, is_error=is_error, content=content, full_output_path=path):
             first = content.strip().splitlines()[0][:90] if content.strip() else ""
             mark = "[red]✗[/red]" if is_error else "[green]✓[/green]"
-            where = f" [dim](full output in {path})[/dim]" if path else ""
-            console.print(f"   {mark} {name}: {first}{where}")
+            where = f" [dim](full output in {safe(path)})[/dim]" if path else ""
+            console.print(f"   {mark} {safe(name)}: {safe(first)}{where}")
         case _:
             pass
 
@@ -99,7 +100,7 @@ def _show_context(workspace: Path) -> None:
     from lamina.cli import app
 
     result = CliRunner().invoke(app, ["context", str(workspace)], terminal_width=110)
-    console.print(result.stdout.rstrip())
+    console.print(safe(result.stdout.rstrip()))  # already rendered: print it as text
 
 
 async def _session(
@@ -108,9 +109,9 @@ async def _session(
     rows: list[tuple[str, TurnOutcome]] = []
 
     async def turn(agent: Agent, label: str, text: str) -> None:
-        console.print(f"\n[bold]{label}[/bold] [dim](mode {agent.engine.mode})[/dim]  {text}")
+        console.print(f"\n[bold]{label}[/bold] [dim](mode {agent.engine.mode})[/dim]  {safe(text)}")
         outcome = await agent.run_turn(text)
-        console.print(f"   [bold]model:[/bold] {outcome.text}")
+        console.print(f"   [bold]model:[/bold] {safe(outcome.text)}")
         rows.append((label, outcome))
 
     summariser = DeterministicSummariser()  # offline: no model call for the summary
@@ -130,12 +131,12 @@ async def _session(
     await turn(agent, "turn 3", "Is there anything worrying in build.log?")
     console.print("\n[bold]/compact[/bold] the conversation so far (the log keeps every entry)")
     outcome = await agent.compact("the fix and the build log")
-    console.print(f"   {outcome.message}")
+    console.print(f"   {safe(outcome.message)}")
     if outcome.boundary is not None:
-        console.print(f"   pinned verbatim: {list(outcome.boundary.ledger.constraints)}")
+        console.print(f"   pinned verbatim: {safe(list(outcome.boundary.ledger.constraints))}")
     agent.engine.session.close()
 
-    console.print(f"\n[bold]resume[/bold] session {session_id} from disk (a new process would do the same)")
+    console.print(f"\n[bold]resume[/bold] session {safe(session_id)} from disk (a new process would do the same)")
     resumed = open_agent(
         store, provider, workspace=workspace, session_id=session_id, on_event=_on_event, summariser=summariser
     )
@@ -156,7 +157,7 @@ def _table(rows: list[tuple[str, TurnOutcome]]) -> Table:
             f"{u.cache_read:,}",
             f"{u.cache_write:,}",
             f"{u.output:,}",
-            ", ".join(outcome.tools_run) or "-",
+            safe(", ".join(outcome.tools_run) or "-"),
         )
     return table
 
@@ -180,8 +181,8 @@ def main() -> int:
         console.rule("Per turn (cache reads and writes from the cache simulator)")
         console.print(_table(rows))
         fixed = (workspace / "app.py").read_text()
-        console.print(f"\napp.py now: {fixed.strip()!r}")
-        console.print(f"sessions in the store: {[r.id for r in store.list()]}")
+        console.print(f"\napp.py now: {safe(repr(fixed.strip()))}")
+        console.print(f"sessions in the store: {safe([r.id for r in store.list()])}")
     return 0
 
 

@@ -38,7 +38,7 @@ def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: 
         input="What is here?\n/mode execute\n/mode nonsense\n/compact markdown\n/quit\n",
     )
     assert first.exit_code == 0, first.output
-    assert "→ Glob" in first.stdout and "There is one markdown file." in first.stdout
+    assert "→ Glob" in first.stderr and "There is one markdown file." in first.stdout
     assert "unknown mode 'nonsense'" in first.stderr
     assert "nothing to compact: the conversation fits the kept budget" in first.stderr
     session_id = LocalSessionStore(store).list()[0].id

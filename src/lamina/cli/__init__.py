@@ -1,4 +1,8 @@
-"""The `lamina` command line: thin commands over the public API (I/O)."""
+"""The `lamina` command line: thin commands over the public API (I/O).
+
+Command modules import the engine, the SDKs and prompt_toolkit inside their functions, so
+`lamina --help` and shell completion stay fast.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,30 @@ from typing import Annotated
 
 import typer
 
-from lamina.cli import chat, context, sessions
+from lamina.cli import chat, config, context, run, sessions
 
 app = typer.Typer(
     name="lamina",
     help="Lamina: a context engine for LLM agents.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
 )
 app.add_typer(sessions.app, name="sessions")
+app.add_typer(config.app, name="config")
 app.command("context")(context.show_context)
 app.command("chat")(chat.chat)
+app.command("run")(run.run)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"lamina {version('lamina')}")
+        except PackageNotFoundError:
+            typer.echo("lamina (not installed)")
+        raise typer.Exit
 
 
 @app.callback()
@@ -28,6 +44,9 @@ def _root(
         Path | None,
         typer.Option("--store", help="Session store root (default: $LAMINA_STORE, else the user data directory)."),
     ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)
+    ] = False,
 ) -> None:
     ctx.obj = {"store": store}
 

@@ -2,20 +2,56 @@
 
 `--json` output goes to stdout as one JSON document; progress and warnings go to stderr, so a
 script can pipe the result. `NO_COLOR` is honoured by rich itself.
+
+Every string that did not come from Lamina's own code (the model's text, a tool's input or
+output, a file, a session title, the user's words) goes through `safe` before it is printed:
+it neutralises control characters and terminal escape sequences, then escapes Rich markup, so
+`[/red]` prints as `[/red]` and `\\x1b]52;…` cannot reach the terminal.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import msgspec
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True, highlight=False, emoji=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
+
+_UNSAFE: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0 controls but tab and newline, DEL, C1 controls (CSI, OSC, …) and bidirectional overrides."""
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Control Pictures block: ␛ for ESC, ␇ for BEL, …
+    if code == 0x7F:
+        return "␡"
+    return f"<U+{code:04X}>"
+
+
+def neutralise(text: str) -> str:
+    """`text` with every control character, escape sequence introducer and bidi override made visible.
+
+    Tabs and newlines stay (a CRLF becomes a newline); the rest become visible symbols, so an
+    escape sequence is printed as text (`␛[2J`) instead of acting on the terminal.
+    """
+    return _UNSAFE.sub(_visible, text.replace("\r\n", "\n"))
+
+
+def safe(value: object) -> str:
+    """`value` as text that prints exactly as it reads: neutralised (`neutralise`) and markup-escaped.
+
+    Use it for every untrusted string put into a markup string (`f"[red]{safe(x)}[/red]"`).
+    """
+    return escape(neutralise(str(value)))  # escape() also doubles a trailing backslash
 
 
 def print_json(data: Any) -> None:
@@ -31,12 +67,13 @@ def _enc_hook(obj: Any) -> Any:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+    """A warning line on stderr; `message` is printed as plain text."""
+    err.print(f"[yellow]warning:[/yellow] {safe(message)}")
 
 
 def abort(message: str, code: int = 1) -> NoReturn:
     """Stop the command with a one-line error (a traceback only when LAMINA_DEBUG=1)."""
     if os.environ.get("LAMINA_DEBUG") == "1" and sys.exc_info()[1] is not None:
         raise
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {safe(message)}")
     raise typer.Exit(code)

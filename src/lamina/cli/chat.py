@@ -1,138 +1,326 @@
-"""`lamina chat`: an interactive session in the current directory."""
+"""`lamina chat`: an interactive session in the current directory (I/O).
+
+Ctrl-C while a turn runs cancels the turn (the log stays well-formed: open tool calls get an
+"interrupted" result); at the prompt, Ctrl-C clears the line and a second one in a row quits, as
+does Ctrl-D. Heavy modules are imported when the command runs, so `lamina --help` stays fast.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
-from rich.markup import escape
 
-from lamina.activation import SkillWarning
-from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, open_agent
-from lamina.cli._console import abort, err, out
-from lamina.errors import LaminaError
-from lamina.providers import Provider, TextDelta, provider_from_spec
-from lamina.session.store import LocalSessionStore
-from lamina.sources import SourceConnections, find_sources
-from lamina.tools.base import PermissionMode
-from lamina.tools.rules import Allow, Deny, PermissionRequest
+if TYPE_CHECKING:
+    from lamina.agent import Agent
+    from lamina.cli._reader import LineReader
+    from lamina.cli._view import TurnView
+    from lamina.cli.config import Settings
+    from lamina.session.store import LocalSessionStore
 
-HELP = "/mode explore|ask|execute   /compact [focus]   /quit"
+COMMANDS: Final = ("/help", "/model", "/mode", "/compact", "/context", "/sessions", "/quit", "/exit")
+HELP: Final = """\
+/help              this list
+/model SPEC        switch the model (anthropic:ID, openai:ID, openai-responses:ID, openai-compat:URL#ID)
+/mode [MODE]       show or switch the permission mode: explore, ask or execute
+/compact [FOCUS]   compact the conversation now (the log keeps everything)
+/context           how full the context window is, and what is in it
+/sessions          recent sessions in this directory
+/quit              leave (also Ctrl-D, or Ctrl-C twice)
+Enter sends; Alt-Enter or Ctrl-J starts a new line; a paste is one message. Ctrl-C cancels a running turn."""
 
-
-def _print_event(event: AgentEvent) -> None:
-    match event:
-        case TextDelta(text=text):
-            out.print(text, end="", markup=False, highlight=False)
-        case ToolStarted(name=name, input=args):
-            out.print(f"\n[cyan]→ {name}[/cyan] {dict(args)}", highlight=False)
-        case ToolFinished(name=name, is_error=is_error, content=content, full_output_path=path):
-            first = content.strip().splitlines()[0][:100] if content.strip() else ""
-            where = f" (full output: {path})" if path else ""
-            out.print(f"{'[red]✗' if is_error else '[green]✓'}[/] {name}: {first}{where}", highlight=False)
-        case SkillWarning(message=message):
-            err.print(f"\n[yellow]warning:[/yellow] {escape(message)}", highlight=False)
-        case ModelCallFinished(usage=u):
-            err.print(f"[dim]  in {u.input} · cache read {u.cache_read} · write {u.cache_write} · out {u.output}[/dim]")
-
-
-async def _ask(request: PermissionRequest) -> Allow | Deny:
-    answer = await asyncio.to_thread(input, f"\nAllow {request.call.name} {dict(request.call.input)}? [y/N] ")
-    return Allow() if answer.strip().lower() in {"y", "yes"} else Deny("the user declined this call")
-
-
-async def _loop(agent: Agent) -> None:
-    err.print(f"[dim]session {agent.engine.session.id} · mode {agent.engine.mode} · {escape(HELP)}[/dim]")
-    while True:
-        try:
-            line = await asyncio.to_thread(input, "\n> ")
-        except EOFError:
-            return
-        text = line.strip()
-        if not text:
-            continue
-        if text in {"/quit", "/exit"}:
-            return
-        if text.startswith("/mode"):
-            _, _, mode = text.partition(" ")
-            try:
-                agent.set_mode(mode.strip())
-            except ValueError:
-                err.print(f"unknown mode {mode.strip()!r}; use explore, ask or execute")
-                continue
-            err.print(f"[dim]mode {agent.engine.mode}[/dim]")
-            continue
-        if text == "/compact" or text.startswith("/compact "):
-            focus = text.removeprefix("/compact").strip() or None
-            with err.status("compacting…") if err.is_terminal else contextlib.nullcontext():
-                outcome = await agent.compact(focus)
-            err.print(f"[dim]{outcome.message}[/dim]")
-            continue
-        if text.startswith("/"):
-            err.print(f"unknown command {escape(text.split()[0])!r}; {escape(HELP)}")
-            continue
-        try:
-            await agent.run_turn(text)
-        except LaminaError as exc:
-            err.print(f"[red]error:[/red] {exc}")
-        out.print()
-
-
-async def _session(store: LocalSessionStore, provider: Provider, *, resume: str | None, mode: str, preset: str) -> None:
-    """Connect the workspace's sources, open the agent, chat until /quit, close everything."""
-    workspace = Path.cwd()
-    scan = find_sources(workspace)
-    for problem in scan.problems:
-        err.print(f"[yellow]source skipped:[/yellow] {problem}")
-    async with SourceConnections(scan.sources) as sources:
-        for failure in sources.problems:
-            err.print(f"[yellow]source not connected:[/yellow] {failure.slug}: {failure.reason}")
-        agent = open_agent(
-            store,
-            provider,
-            workspace=workspace,
-            session_id=resume,
-            mode=PermissionMode(mode),
-            preset=preset,
-            ask=_ask,
-            on_event=_print_event,
-            sources=sources if scan.sources else None,
-        )
-        try:
-            await _loop(agent)
-        finally:
-            agent.engine.session.close()
-            err.print(f"[dim]resume with: lamina chat --resume {agent.engine.session.id}[/dim]")
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="anthropic:ID | openai:ID | openai-responses:ID | openai-compat:URL#ID | scripted:FILE "
+        "(default: the config file, else anthropic:claude-sonnet-5)",
+    ),
+]
+ModeOption = Annotated[
+    str | None, typer.Option("--mode", help="Permission mode of a new session: explore, ask or execute (default: ask).")
+]
+ResumeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--resume", help="Continue this session id; with an empty value, pick from a list.", show_default=False
+    ),
+]
+ContinueOption = Annotated[
+    bool, typer.Option("--continue", "-c", help="Continue the latest session started in this directory.")
+]
+PresetOption = Annotated[
+    str | None, typer.Option("--preset", help="System prompt preset: default, mini or custom (default: default).")
+]
 
 
 def chat(
     ctx: typer.Context,
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            help="anthropic:ID | openai:ID | openai-responses:ID | openai-compat:URL#ID | scripted:FILE",
-        ),
-    ] = "anthropic:claude-sonnet-5",
-    resume: Annotated[str | None, typer.Option("--resume", help="Continue this session id.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="Permission mode of a new session.")] = "ask",
-    preset: Annotated[str, typer.Option("--preset", help="System prompt preset.")] = "default",
+    model: ModelOption = None,
+    resume: ResumeOption = None,
+    continue_: ContinueOption = False,
+    mode: ModeOption = None,
+    preset: PresetOption = None,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
-    root: Path | None = (ctx.find_root().obj or {}).get("store")
+    import asyncio
+
+    from lamina.cli._console import abort, err
+    from lamina.cli._session import clean_up_empty_sessions, latest_session
+    from lamina.cli.config import ConfigError, load_settings
+    from lamina.errors import LaminaError
+    from lamina.session.store import LocalSessionStore
+    from lamina.tools.base import PermissionMode
+
+    workspace = Path.cwd()
+    store = LocalSessionStore((ctx.find_root().obj or {}).get("store"))
     try:
-        provider = provider_from_spec(model)
-        PermissionMode(mode)
-    except (LaminaError, ValueError) as exc:
+        settings = load_settings(workspace, model=model, mode=mode, preset=preset)
+        PermissionMode(settings.mode)
+    except (ConfigError, ValueError) as exc:
         abort(str(exc))
+    if resume is not None and continue_:
+        abort("use --resume ID or --continue, not both")
+    session_id = resume or None
+    if continue_:
+        session_id = latest_session(store, workspace)
+        if session_id is None:
+            err.print("[dim]no earlier session in this directory: starting a new one[/dim]")
+    elif resume == "":
+        session_id = _pick_session(store, workspace)
+    clean_up_empty_sessions(store)
     try:
-        asyncio.run(_session(LocalSessionStore(root), provider, resume=resume, mode=mode, preset=preset))
-    except KeyboardInterrupt:
-        err.print("\n[dim]interrupted[/dim]")
+        asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
     except LaminaError as exc:
         abort(str(exc))
-    sys.stdout.flush()
+    except KeyboardInterrupt:  # outside a turn and outside the prompt: between the two
+        err.print("\n[dim]interrupted[/dim]")
+
+
+def _pick_session(store: LocalSessionStore, workspace: Path) -> str | None:
+    """`--resume` without an id: list this directory's sessions (else all) and ask for a number."""
+    from lamina.cli._console import abort, err, safe
+    from lamina.cli._session import is_listed, when
+
+    rows = [r for r in store.list() if is_listed(r) and r.problem is None]
+    here = [r for r in rows if r.cwd == str(workspace)]
+    rows = (here or rows)[:20]
+    if not rows:
+        err.print("[dim]no sessions to resume: starting a new one[/dim]")
+        return None
+    for number, row in enumerate(rows, 1):
+        err.print(f"{number:>3}  {safe(when(row.updated_at))}  [dim]{safe(row.id)}[/dim]  {safe(row.title)}")
+    answer = typer.prompt("resume which", default="1", err=True)
+    try:
+        return rows[int(answer) - 1].id
+    except (ValueError, IndexError):
+        abort(f"not a number between 1 and {len(rows)}: {answer!r}")
+
+
+async def _chat(store: LocalSessionStore, settings: Settings, *, workspace: Path, session_id: str | None) -> None:
+    import sys
+
+    from lamina.activation import SkillCatalogue
+    from lamina.cli._approval import Approver
+    from lamina.cli._console import err, safe
+    from lamina.cli._reader import PipeReader, TerminalReader, history_path
+    from lamina.cli._session import make_provider, model_name, remove_if_empty, session_agent
+    from lamina.cli._view import TurnView
+
+    provider = make_provider(settings.model, settings)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    reader: LineReader
+    if interactive:
+        catalogue = SkillCatalogue(workspace)
+        reader = TerminalReader(COMMANDS, lambda: [s.name for s in catalogue.scan.skills], history=history_path())
+    else:
+        reader = PipeReader(lambda text: err.print(text, end="", markup=False))
+    view = TurnView(model=model_name(settings.model), spinner=interactive and err.is_terminal)
+    state = _State(settings)
+    async with session_agent(
+        store,
+        provider,
+        settings,
+        workspace=workspace,
+        session_id=session_id,
+        ask=Approver(reader.answer),
+        on_event=view,
+    ) as agent:
+        state.session_id = agent.engine.session.id
+        resumed = " (resumed)" if session_id else ""
+        err.print(
+            f"[dim]session {safe(state.session_id)}{resumed} · {safe(settings.model)} · mode {agent.engine.mode}"
+            " · /help for commands[/dim]"
+        )
+        try:
+            await _loop(agent, reader, view, state, store=store, workspace=workspace)
+        finally:
+            view.finish()
+    if remove_if_empty(store, state.session_id):
+        return
+    err.print(f"[dim]resume with: lamina chat --resume {safe(state.session_id)} --model {safe(state.spec)}[/dim]")
+
+
+class _State:
+    """What slash commands change during a chat."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.spec = settings.model
+        self.session_id = ""
+
+
+async def _loop(
+    agent: Agent, reader: LineReader, view: TurnView, state: _State, *, store: LocalSessionStore, workspace: Path
+) -> None:
+    from lamina.cli._console import err
+
+    armed = False  # a Ctrl-C at the prompt arms quitting; the next one quits
+    while True:
+        try:
+            line = await reader.message()
+        except EOFError:
+            return
+        except KeyboardInterrupt:
+            if armed:
+                return
+            armed = True
+            err.print("[dim](Ctrl-C again or Ctrl-D to quit)[/dim]")
+            continue
+        armed = False
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/") and not text.startswith("//"):
+            if await _command(text, agent, view, state, store=store, workspace=workspace):
+                return
+            continue
+        await _turn(agent, view, line.rstrip())
+
+
+async def _cancellable(work: object, view: TurnView) -> object:
+    """Run a coroutine as a task that Ctrl-C (SIGINT) cancels; None when it was cancelled."""
+    import asyncio
+    import signal
+    from collections.abc import Coroutine
+    from typing import Any, cast
+
+    from lamina.cli._console import err
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(cast(Coroutine[Any, Any, object], work))
+    loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # we are being cancelled ourselves, not just the turn
+        view.finish()
+        err.print("[yellow]⏹ interrupted[/yellow] [dim](the turn was cancelled; the session is intact)[/dim]")
+        return None
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        view.finish()
+
+
+async def _turn(agent: Agent, view: TurnView, text: str) -> None:
+    from lamina.agent import TurnOutcome
+    from lamina.cli._console import err, safe
+    from lamina.errors import LaminaError
+
+    view.waiting()
+    try:
+        outcome = await _cancellable(agent.run_turn(text), view)
+    except LaminaError as exc:
+        view.finish()
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return
+    if isinstance(outcome, TurnOutcome):
+        view.footer(
+            outcome,
+            context_tokens=agent.engine.calibrated_context_tokens(),
+            context_window=agent.provider.capabilities.context_window,
+        )
+
+
+async def _command(
+    text: str, agent: Agent, view: TurnView, state: _State, *, store: LocalSessionStore, workspace: Path
+) -> bool:
+    """Run a slash command; True means quit."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._session import is_listed, make_provider, model_name, when
+    from lamina.engine import CompactionOutcome
+    from lamina.errors import LaminaError
+
+    name, _, arg = text.partition(" ")
+    arg = arg.strip()
+    match name:
+        case "/quit" | "/exit":
+            return True
+        case "/help":
+            err.print(safe(HELP))
+        case "/mode":
+            if arg:
+                try:
+                    agent.set_mode(arg)
+                except ValueError:
+                    err.print(f"unknown mode {safe(repr(arg))}; use explore, ask or execute")
+                    return False
+            err.print(f"[dim]mode {agent.engine.mode}[/dim]")
+        case "/model":
+            if not arg:
+                err.print(f"[dim]model {safe(state.spec)}[/dim]")
+                return False
+            try:
+                agent.provider = make_provider(arg, state.settings)
+            except LaminaError as exc:
+                err.print(f"[red]error:[/red] {safe(exc)}")
+                return False
+            state.spec = arg
+            view.model = model_name(arg)
+            err.print(f"[dim]model {safe(arg)}[/dim]")
+        case "/compact":
+            view.waiting("compacting…")
+            try:
+                outcome = await _cancellable(agent.compact(arg or None), view)
+            except LaminaError as exc:
+                view.finish()
+                err.print(f"[red]error:[/red] {safe(exc)}")
+                return False
+            if isinstance(outcome, CompactionOutcome):
+                err.print(f"[dim]{safe(outcome.message)}[/dim]")
+        case "/context":
+            _print_context(agent)
+        case "/sessions":
+            rows = [r for r in store.list() if is_listed(r) and r.cwd == str(workspace)][:10]
+            for row in rows:
+                mark = "*" if row.id == state.session_id else " "
+                err.print(f"{mark} {safe(when(row.updated_at))}  [dim]{safe(row.id)}[/dim]  {safe(row.title)}")
+            if not rows:
+                err.print("[dim]no sessions with messages in this directory yet[/dim]")
+        case _:
+            err.print(f"unknown command {safe(repr(name))}; /help lists them (start with // to send a slash)")
+    return False
+
+
+def _print_context(agent: Agent) -> None:
+    """`/context`: the live session's context use against the window and the compaction threshold."""
+    from lamina.cli._console import err, safe
+
+    engine = agent.engine
+    window = agent.provider.capabilities.context_window
+    tokens = engine.calibrated_context_tokens()
+    threshold = max(0, window - agent.compaction_reserve)
+    err.print(f"context   ~{tokens:,} tokens of {window:,} ({100 * tokens / window:.0f}%)")
+    err.print(f"compacts  above {threshold:,} tokens (reserve {agent.compaction_reserve:,})")
+    boundary = engine.boundary
+    err.print(f"summary   {'none yet' if boundary is None else safe(f'{boundary.trigger} compaction')}")
+    err.print(f"mode      {engine.mode}")
+    skills = ", ".join(engine.skills_in_use) or "none"
+    err.print(f"skills    {safe(skills)}")
+    sources = ", ".join(engine.active_sources) or "none"
+    err.print(f"sources   {safe(sources)}")
+    pending = ", ".join(o.kind for o in engine.pending_one_shots) or "none"
+    err.print(f"one-shots {safe(pending)} pending")

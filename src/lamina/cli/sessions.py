@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from lamina.cli._console import abort, err, out, print_json, warn
+from lamina.cli._console import abort, err, out, print_json, safe, warn
 from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError
@@ -26,7 +26,7 @@ from lamina.session.entries import (
     UnknownEntry,
     UserMessage,
 )
-from lamina.session.store import LocalSessionStore
+from lamina.session.store import LocalSessionStore, SessionSummary
 
 app = typer.Typer(help="List, show and manage stored sessions.", no_args_is_help=True)
 
@@ -45,7 +45,7 @@ def _when(ts: float) -> str:
 @app.command("list")
 def list_sessions(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List sessions, newest first (reads metadata only)."""
-    rows = _store(ctx).list()
+    rows = [r for r in _store(ctx).list() if _listed(r)]
     if as_json:
         print_json({"sessions": rows})
         return
@@ -54,29 +54,30 @@ def list_sessions(ctx: typer.Context, as_json: JsonOption = False) -> None:
         return
     table = Table("id", "updated", "entries", "title", box=None)
     for r in rows:
-        title = f"[red]{r.problem}[/red]" if r.problem else r.title
-        table.add_row(r.id, _when(r.updated_at), str(r.entry_count), title)
+        title = f"[red]{safe(r.problem)}[/red]" if r.problem else safe(r.title)
+        table.add_row(safe(r.id), _when(r.updated_at), str(r.entry_count), title)
     out.print(table)
 
 
 def _describe(entry: LogEntry) -> str:
+    """One line of markup for an entry; every field from the log is escaped with `safe`."""
     match entry:
         case UserMessage(text=text):
-            return f"user: {text}"
+            return f"user: {safe(text)}"
         case AssistantMessage(text=text, usage=None):
-            return f"assistant: {text}"
+            return f"assistant: {safe(text)}"
         case AssistantMessage(text=text, usage=u) if u is not None:
-            return f"assistant: {text}  [dim](in {u.input}, out {u.output}, cache read {u.cache_read})[/dim]"
+            return f"assistant: {safe(text)}  [dim](in {u.input}, out {u.output}, cache read {u.cache_read})[/dim]"
         case ToolCall(name=name, input=args):
-            return f"tool call {name} {args}"
+            return f"tool call {safe(name)} {safe(args)}"
         case ToolResult(name=name, content=content, is_error=is_error):
-            return f"tool result {name}{' (error)' if is_error else ''}: {content[:200]}"
+            return f"tool result {safe(name)}{' (error)' if is_error else ''}: {safe(content[:200])}"
         case CompactionBoundary(summary=summary, trigger=trigger):
-            return f"compaction ({trigger}): {summary[:200]}"
+            return f"compaction ({trigger}): {safe(summary[:200])}"
         case StateChange(key=key, value=value):
-            return f"state {key} = {value}"
+            return f"state {safe(key)} = {safe(value)}"
         case UnknownEntry(type=kind):
-            return f"unknown entry type {kind!r} (kept, skipped)"
+            return f"unknown entry type {safe(repr(kind))} (kept, skipped)"
         case _:
             return type(entry).__name__
 
@@ -100,12 +101,14 @@ def show(
         return
     for problem in report.messages():
         warn(problem)
-    out.print(f"[bold]{meta.id}[/bold]  {meta.title}")
-    out.print(f"cwd {meta.cwd or '-'}  created {_when(meta.created_at)}  entries {len(entries)}  leaf {leaf}")
+    out.print(f"[bold]{safe(meta.id)}[/bold]  {safe(meta.title)}")
+    out.print(
+        f"cwd {safe(meta.cwd or '-')}  created {_when(meta.created_at)}  entries {len(entries)}  leaf {safe(leaf)}"
+    )
     if meta.forked_from:
-        out.print(f"forked from {meta.forked_from.session_id} at {meta.forked_from.entry_id}")
+        out.print(f"forked from {safe(meta.forked_from.session_id)} at {safe(meta.forked_from.entry_id)}")
     for entry in entries:
-        out.print(f"[dim]{entry.id}[/dim] {_describe(entry)}", highlight=False)
+        out.print(f"[dim]{safe(entry.id)}[/dim] {_describe(entry)}")
 
 
 @app.command("compact")
@@ -145,4 +148,37 @@ def compact(
             }
         )
         return
-    out.print(outcome.message)
+    out.print(safe(outcome.message))
+
+
+def _listed(row: SessionSummary) -> bool:
+    from lamina.cli._session import is_listed
+
+    return is_listed(row)
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete a session: its log, metadata and data folder (refused while it is open elsewhere)."""
+    from lamina.cli._session import delete_session
+
+    store = _store(ctx)
+    try:
+        with store.open(session_id, writable=False) as session:
+            meta = session.meta
+    except LaminaError as exc:
+        abort(str(exc))
+    if not yes:
+        title = meta.title or "(no messages)"
+        err.print(f"delete session {safe(meta.id)}: {safe(title)} ({meta.entry_count} entries)?", end=" ")
+        if not typer.confirm("", default=False, err=True, prompt_suffix=""):
+            abort("not deleted", code=1)
+    try:
+        delete_session(store, session_id)
+    except (LaminaError, OSError) as exc:
+        abort(f"cannot delete {session_id}: {exc}")
+    out.print(f"deleted {safe(session_id)}")

@@ -1,0 +1,150 @@
+"""What `lamina chat` and `lamina run` share: settings, provider, which session, opening the agent (I/O)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final
+
+from lamina.agent import Agent, AgentEvent, open_agent
+from lamina.cli._console import err, safe
+from lamina.cli.config import Settings, missing_api_key
+from lamina.errors import UsageError
+from lamina.placement import RenderedRequest, RenderTarget
+from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
+from lamina.session.entries import UserMessage
+from lamina.session.store import LocalSessionStore, SessionSummary
+from lamina.sources import SourceConnections, find_sources
+from lamina.tools.base import AskCallback, PermissionMode
+from lamina.workspace import load_preset
+
+STALE_EMPTY_SECONDS: Final = 3600.0
+"""An empty session (no user message) older than this, not open elsewhere, is removed at start."""
+
+
+def when(ts: float) -> str:
+    """A timestamp as local `YYYY-MM-DD HH:MM` (`-` for none)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def model_name(spec: str) -> str:
+    """The model id in a provider spec (`anthropic:claude-x` → `claude-x`, `openai-compat:URL#m` → `m`)."""
+    rest = spec.partition(":")[2]
+    return rest.rpartition("#")[2] if spec.startswith("openai-compat:") else rest
+
+
+class _Windowed:
+    """A provider with the context window the settings name."""
+
+    def __init__(self, inner: Provider, context_window: int) -> None:
+        self._inner = inner
+        self._capabilities = dataclasses.replace(inner.capabilities, context_window=context_window)
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def target(self) -> RenderTarget:
+        return self._inner.target
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+        return self._inner.stream(request)
+
+
+def make_provider(spec: str, settings: Settings) -> Provider:
+    """The provider for `spec`, with the configured context window; a missing API key is a `UsageError`."""
+    variable = missing_api_key(spec)
+    if variable is not None:
+        raise UsageError(f"no API key for {spec.partition(':')[0]}: set {variable} in the environment")
+    provider = provider_from_spec(spec)
+    if settings.context_window is not None:
+        return _Windowed(provider, settings.context_window)
+    return provider
+
+
+def is_listed(row: SessionSummary) -> bool:
+    """Whether `sessions list` shows the row: empty sessions (no user message, so no title) are hidden."""
+    return bool(row.title) or row.problem is not None
+
+
+def latest_session(store: LocalSessionStore, workspace: Path) -> str | None:
+    """The most recently updated non-empty session started in `workspace`."""
+    for row in store.list():
+        if row.cwd == str(workspace) and row.title and row.problem is None:
+            return row.id
+    return None
+
+
+def delete_session(store: LocalSessionStore, session_id: str) -> None:
+    """Remove a session's folder; refuses (`SessionLockedError`) while a writer has it open."""
+    folder = store.folder_of(session_id)
+    store.open(session_id).close()  # the writer lock: never delete a session in use
+    shutil.rmtree(folder)
+
+
+def remove_if_empty(store: LocalSessionStore, session_id: str) -> bool:
+    """Delete the session if it has no user message (a chat started and left). True if it was removed."""
+    try:
+        with store.open(session_id, writable=False) as session:
+            if session.meta.title or any(isinstance(e, UserMessage) for e in session.entries()):
+                return False
+        delete_session(store, session_id)
+    except Exception:
+        return False
+    return True
+
+
+def clean_up_empty_sessions(store: LocalSessionStore, *, now: Callable[[], float] = time.time) -> int:
+    """Remove empty sessions left behind (older than `STALE_EMPTY_SECONDS`, not open); how many were removed."""
+    removed = 0
+    for row in store.list():
+        if not row.title and row.problem is None and now() - row.updated_at > STALE_EMPTY_SECONDS:
+            removed += remove_if_empty(store, row.id)
+    return removed
+
+
+@asynccontextmanager
+async def session_agent(
+    store: LocalSessionStore,
+    provider: Provider,
+    settings: Settings,
+    *,
+    workspace: Path,
+    session_id: str | None,
+    ask: AskCallback | None,
+    on_event: Callable[[AgentEvent], None],
+) -> AsyncIterator[Agent]:
+    """Connect the workspace's sources and open the agent; close the session (and sources) on exit."""
+    scan = find_sources(workspace)
+    for problem in scan.problems:
+        err.print(f"[yellow]source skipped:[/yellow] {safe(problem)}")
+    preset = load_preset(settings.preset, custom_path=settings.preset_file)
+    async with SourceConnections(scan.sources) as sources:
+        for failure in sources.problems:
+            err.print(f"[yellow]source not connected:[/yellow] {safe(failure.slug)}: {safe(failure.reason)}")
+        agent = open_agent(
+            store,
+            provider,
+            workspace=workspace,
+            session_id=session_id,
+            mode=PermissionMode(settings.mode),
+            preset=preset,
+            ask=ask,
+            on_event=on_event,
+            sources=sources if scan.sources else None,
+        )
+        if settings.compaction_reserve is not None:
+            agent.compaction_reserve = settings.compaction_reserve
+        try:
+            yield agent
+        finally:
+            agent.engine.session.close()

@@ -1,0 +1,28 @@
+"""`make run`'s module (`python -m lamina.demo`) runs end to end and prints its key lines intact."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import lamina
+
+
+def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
+    src = str(Path(lamina.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": src, "COLUMNS": "200", "NO_COLOR": "1", "LAMINA_STORE": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "lamina.demo"], capture_output=True, text=True, env=env, timeout=240, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout
+    # `lamina context` output is reprinted as text: the `[skill:name]` example survives (it was eaten)
+    assert "a [skill:name] mention" in lines
+    assert "→ Edit {'path': 'app.py', 'old_string': 'sum(xs) + 1', 'new_string': 'sum(xs)'}" in lines
+    assert "✓ Bash: ok" in lines
+    assert 'pinned verbatim: ["Don\'t change anything yet."]' in lines
+    assert "app.py now: 'def total(xs):\\n    return sum(xs)'" in lines
+    assert "loaded" in lines and "mode execute" in lines
+    assert "\x1b" not in lines
