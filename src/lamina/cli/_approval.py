@@ -77,11 +77,13 @@ def show_call(request: PermissionRequest) -> None:
     """Print the call the user is asked about: its fields, and for Edit and Write the change as a diff."""
     call = request.call
     fields = call_fields(call.input)
-    err.print(f"\n[bold yellow]?[/bold yellow] [bold]{safe(call.name)}[/bold] [dim]{safe(request.question)}[/dim]")
+    # ask mode's own question only repeats the call; a rule's question says why it asks
+    why = "" if request.asked_by == "permission_mode" else f" [dim]{safe(request.question)}[/dim]"
+    err.print(f"\n[bold yellow]?[/bold yellow] [bold]{safe(call.name)}[/bold]{why}")
     diff = _proposed_change(call.name, fields, call.paths)
     shown = {"old_string", "new_string", "content"} if diff is not None else set()
     for key, value in fields.items():
-        if key in shown or value is None:
+        if key in shown or value is None or value is False:
             continue
         text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
         if len(text) > MAX_VALUE_CHARS:

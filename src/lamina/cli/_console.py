@@ -19,11 +19,15 @@ from typing import Any, Final, NoReturn
 import msgspec
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 out = Console(soft_wrap=True, highlight=False, emoji=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
 
+_BRACKET: Final = re.compile(r"(\\*)\[")
+_TAG_LIKE: Final = re.compile(r"\[[a-z#/@][^[]*?]")
+"""What rich's markup parser takes for a tag (its `RE_TAGS`, without the backslashes)."""
+WORD_JOINER: Final = "\u2060"
+"""Zero-width; `safe` appends it to a text that ends with a backslash."""
 _UNSAFE: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """C0 controls but tab and newline, DEL, C1 controls (CSI, OSC, …) and bidirectional overrides."""
 
@@ -51,7 +55,21 @@ def safe(value: object) -> str:
 
     Use it for every untrusted string put into a markup string (`f"[red]{safe(x)}[/red]"`).
     """
-    return escape(neutralise(str(value)))  # escape() also doubles a trailing backslash
+    text = neutralise(str(value))
+    if text.endswith("\\"):
+        # A trailing backslash would escape whatever markup follows it; rich's own fix (doubling it)
+        # prints two backslashes when nothing follows. An invisible word joiner keeps both cases right.
+        text += WORD_JOINER
+    return _BRACKET.sub(_escape_bracket, text)
+
+
+def _escape_bracket(match: re.Match[str]) -> str:
+    # Rich reads a run of n backslashes before a tag-like `[x…]` as n // 2 backslashes (odd n: the tag is
+    # literal), and removes one backslash before any other `[`. `rich.markup.escape` covers only the first.
+    run = len(match.group(1))
+    if _TAG_LIKE.match(match.string, match.end() - 1):
+        return "\\" * (2 * run + 1) + "["
+    return "\\" * (run + 1) + "["
 
 
 def print_json(data: Any) -> None:

@@ -59,6 +59,16 @@ class _Windowed:
     def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         return self._inner.stream(request)
 
+    async def aclose(self) -> None:
+        await close_provider(self._inner)
+
+
+async def close_provider(provider: Provider) -> None:
+    """Close the provider's HTTP client, if it has one (the protocol does not require `aclose`)."""
+    aclose = getattr(provider, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
 
 def make_provider(spec: str, settings: Settings) -> Provider:
     """The provider for `spec`, with the configured context window; a missing API key is a `UsageError`."""
@@ -123,28 +133,32 @@ async def session_agent(
     ask: AskCallback | None,
     on_event: Callable[[AgentEvent], None],
 ) -> AsyncIterator[Agent]:
-    """Connect the workspace's sources and open the agent; close the session (and sources) on exit."""
-    scan = find_sources(workspace)
-    for problem in scan.problems:
-        err.print(f"[yellow]source skipped:[/yellow] {safe(problem)}")
-    preset = load_preset(settings.preset, custom_path=settings.preset_file)
-    async with SourceConnections(scan.sources) as sources:
-        for failure in sources.problems:
-            err.print(f"[yellow]source not connected:[/yellow] {safe(failure.slug)}: {safe(failure.reason)}")
-        agent = open_agent(
-            store,
-            provider,
-            workspace=workspace,
-            session_id=session_id,
-            mode=PermissionMode(settings.mode),
-            preset=preset,
-            ask=ask,
-            on_event=on_event,
-            sources=sources if scan.sources else None,
-        )
-        if settings.compaction_reserve is not None:
-            agent.compaction_reserve = settings.compaction_reserve
-        try:
-            yield agent
-        finally:
-            agent.engine.session.close()
+    """Connect the workspace's sources and open the agent; on exit close the session, sources and provider."""
+    agent: Agent | None = None
+    try:
+        scan = find_sources(workspace)
+        for problem in scan.problems:
+            err.print(f"[yellow]source skipped:[/yellow] {safe(problem)}")
+        preset = load_preset(settings.preset, custom_path=settings.preset_file)
+        async with SourceConnections(scan.sources) as sources:
+            for failure in sources.problems:
+                err.print(f"[yellow]source not connected:[/yellow] {safe(failure.slug)}: {safe(failure.reason)}")
+            agent = open_agent(
+                store,
+                provider,
+                workspace=workspace,
+                session_id=session_id,
+                mode=PermissionMode(settings.mode),
+                preset=preset,
+                ask=ask,
+                on_event=on_event,
+                sources=sources if scan.sources else None,
+            )
+            if settings.compaction_reserve is not None:
+                agent.compaction_reserve = settings.compaction_reserve
+            try:
+                yield agent
+            finally:
+                agent.engine.session.close()
+    finally:
+        await close_provider(agent.provider if agent is not None else provider)  # /model may have replaced it

@@ -250,7 +250,7 @@ async def _command(
 ) -> bool:
     """Run a slash command; True means quit."""
     from lamina.cli._console import err, safe
-    from lamina.cli._session import is_listed, make_provider, model_name, when
+    from lamina.cli._session import close_provider, is_listed, make_provider, model_name, when
     from lamina.engine import CompactionOutcome
     from lamina.errors import LaminaError
 
@@ -274,10 +274,12 @@ async def _command(
                 err.print(f"[dim]model {safe(state.spec)}[/dim]")
                 return False
             try:
-                agent.provider = make_provider(arg, state.settings)
+                provider = make_provider(arg, state.settings)
             except LaminaError as exc:
                 err.print(f"[red]error:[/red] {safe(exc)}")
                 return False
+            previous, agent.provider = agent.provider, provider
+            await close_provider(previous)
             state.spec = arg
             view.model = model_name(arg)
             err.print(f"[dim]model {safe(arg)}[/dim]")

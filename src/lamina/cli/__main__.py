@@ -1,0 +1,5 @@
+"""`python -m lamina.cli`: the `lamina` command."""
+
+from lamina.cli import main
+
+main()

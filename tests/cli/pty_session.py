@@ -1,0 +1,146 @@
+"""Drive `lamina chat` in a pseudo-terminal (pexpect) against the local wire server."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import threading
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pexpect
+
+import lamina
+from tests.wire.fixtures import API_KEY
+from tests.wire.script import WireResponse
+from tests.wire.server import WireServer, _Handler
+
+SRC = str(Path(lamina.__file__).parents[1])
+PROMPT_READY = re.compile(r"\x1b\[\?2004h")
+"""prompt_toolkit turns bracketed paste on when it starts reading a line."""
+
+
+def paste(text: str) -> str:
+    """`text` as a terminal sends a paste (bracketed paste mode)."""
+    return f"\x1b[200~{text}\x1b[201~"
+
+
+class Chat:
+    """One `lamina chat` process in a pty; `expect` fails with the transcript so far."""
+
+    def __init__(self, tmp_path: Path, wire: WireServer, *args: str, model: str = "anthropic:claude-sonnet-5") -> None:
+        self.transcript = tmp_path / f"transcript-{len(list(tmp_path.glob('transcript-*')))}.txt"
+        env = {
+            **os.environ,
+            "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "ANTHROPIC_BASE_URL": wire.url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "TERM": "xterm",
+            "PROMPT_TOOLKIT_NO_CPR": "1",
+            "LAMINA_STORE": str(tmp_path / "store"),
+        }
+        env.pop("NO_COLOR", None)
+        self.child = pexpect.spawn(
+            sys.executable,
+            ["-m", "lamina.cli", "chat", "--model", model, *args],
+            cwd=str(tmp_path / "ws"),
+            env=env,
+            encoding="utf-8",
+            timeout=60,
+            dimensions=(50, 200),
+        )
+        self._log = self.transcript.open("w")
+        self.child.logfile_read = self._log
+
+    def expect(self, pattern: str | re.Pattern[str]) -> None:
+        try:
+            self.child.expect(re.escape(pattern) if isinstance(pattern, str) else pattern)
+        except (pexpect.TIMEOUT, pexpect.EOF) as exc:
+            self._log.flush()
+            raise AssertionError(f"{pattern!r} not seen; transcript:\n{self.transcript.read_text()}") from exc
+
+    def prompt(self) -> None:
+        self.expect(PROMPT_READY)
+
+    def send(self, text: str) -> None:
+        self.child.send(text)
+
+    def say(self, text: str) -> None:
+        """Wait for the prompt, then type `text` and Enter."""
+        self.prompt()
+        self.child.send(text + "\r")
+
+    def output(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.transcript.read_text()
+
+    def finish(self) -> int:
+        """Wait for the process to end; its exit status."""
+        try:
+            self.child.expect(pexpect.EOF)
+        except pexpect.TIMEOUT as exc:
+            self.child.kill(9)
+            raise AssertionError(f"lamina chat did not exit; transcript:\n{self.output()}") from exc
+        self.child.close()
+        self._log.close()
+        status = self.child.exitstatus
+        return -1 if status is None else status
+
+
+class HoldingWire(WireServer):
+    """A wire server that can stop halfway through a streamed answer until `release()` (for Ctrl-C tests)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.gate: threading.Event | None = None
+
+    def hold_next_stream(self) -> None:
+        self.gate = threading.Event()
+
+    def release(self) -> None:
+        if self.gate is not None:
+            self.gate.set()
+
+    def start(self) -> HoldingWire:
+        handler = type("HoldingHandler", (_HoldingHandler,), {"wire": self})
+        self._httpd = httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        serve = functools.partial(httpd.serve_forever, poll_interval=0.02)
+        self._thread = threading.Thread(target=serve, name="wire-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.release()
+        super().stop()
+
+
+class _HoldingHandler(_Handler):
+    wire: HoldingWire
+
+    def _send(self, response: WireResponse) -> None:
+        gate = self.wire.gate
+        if gate is None or response.content_type != "text/event-stream":
+            super()._send(response)
+            return
+        self.wire.gate = None
+        first_delta = response.body.index(b"content_block_delta")
+        cut = response.body.index(b"\n\n", first_delta) + 2  # the first text delta goes out, then nothing
+        self.send_response(response.status)
+        self.send_header("content-type", response.content_type)
+        self.send_header("content-length", str(len(response.body)))
+        self.end_headers()
+        try:
+            self.wfile.write(response.body[:cut])
+            self.wfile.flush()
+            gate.wait(30)
+            self.wfile.write(response.body[cut:])
+            self.wfile.flush()
+        except OSError:  # the client went away (the turn was cancelled)
+            self.close_connection = True

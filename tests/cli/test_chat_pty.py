@@ -1,0 +1,180 @@
+"""`lamina chat` in a pseudo-terminal through the wire server: approvals, pastes, Ctrl-C, --continue, escaping."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lamina.messages import INTERRUPTED_RESULT
+from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+from lamina.session.store import LocalSessionStore
+from tests.cli.pty_session import Chat, HoldingWire, paste
+from tests.wire.script import Reply, ToolUse
+from tests.wire.server import WireServer
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+OSC52 = "\x1b]52;c;aGk=\x07"
+"""A clipboard-writing escape sequence: must never reach the terminal."""
+MARKUP = "[/red] [/] xs[i] + xs[b]"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "app.py").write_text("def f(xs, i, b):\n    return xs[i] + xs[b]\n")
+    return workspace
+
+
+@pytest.fixture
+def holding() -> Iterator[HoldingWire]:
+    with HoldingWire() as server:
+        yield server
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    """Every text the request sends in user-role messages (tool results included), joined."""
+    texts: list[str] = []
+    for message in body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        for block in content:
+            if block.get("type") == "text":
+                texts.append(block["text"])
+            elif block.get("type") == "tool_result":
+                inner = block.get("content")
+                texts.append(inner if isinstance(inner, str) else " ".join(b.get("text", "") for b in inner or []))
+    return "\n".join(texts)
+
+
+def _only_session(tmp_path: Path) -> tuple[str, list[Any]]:
+    store = LocalSessionStore(tmp_path / "store")
+    (row,) = store.list()
+    with store.open(row.id, writable=False) as session:
+        return row.id, session.entries()
+
+
+def test_ask_mode_approves_edit_write_and_bash_with_always(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    edit = {"path": "app.py", "old_string": "xs[i] + xs[b]", "new_string": "xs[i] - xs[b]"}
+    wire.script(
+        Reply(text="Reading " + MARKUP, tool_calls=[ToolUse("Read", {"path": "app.py"})]),
+        Reply(tool_calls=[ToolUse("Edit", edit)]),
+        Reply(tool_calls=[ToolUse("Write", {"path": "a.md", "content": MARKUP + OSC52})]),
+        Reply(tool_calls=[ToolUse("Write", {"path": "b.md", "content": "second"})]),
+        Reply(tool_calls=[ToolUse("Bash", {"command": "touch ran.txt"})]),
+        Reply(text="Done " + MARKUP + OSC52),
+    )
+    chat = Chat(tmp_path, wire, "--mode", "ask")
+    chat.say("fix " + MARKUP)
+    chat.expect("Allow Edit?")
+    chat.send("y\r")
+    chat.expect("Allow Write?")
+    chat.send("a\r")
+    chat.expect("Allow Bash?")
+    chat.send("n\r")
+    chat.expect("Done [/red] [/] xs[i] + xs[b]␛]52;c;aGk=␇")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    text = chat.output()
+    assert "-    return xs[i] + xs[b]" in text and "+    return xs[i] - xs[b]" in text  # the Edit's diff
+    assert "+[/red] [/] xs[i] + xs[b]␛]52;c;aGk=␇" in text  # the Write's diff, verbatim and defused
+    assert "+++ b/a.md" in text and "+++ b/b.md" not in text  # "always": the second Write was not asked about
+    assert "\x1b]52" not in text
+    assert (ws / "app.py").read_text().endswith("xs[i] - xs[b]\n")
+    assert (ws / "b.md").read_text() == "second"
+    assert not (ws / "ran.txt").exists()
+    session_id, entries = _only_session(tmp_path)
+    assert f"resume with: lamina chat --resume {session_id} --model anthropic:claude-sonnet-5" in text
+    bash = [e for e in entries if isinstance(e, ToolResult) and e.name == "Bash"]
+    assert bash[0].is_error and "declined" in bash[0].content
+
+
+def test_a_multi_line_paste_is_one_message_and_is_not_cut(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Got all of it."))
+    long_line = "y" * 6000
+    lines = ["first line", "second line", "  indented third", long_line, "last line"]
+    chat = Chat(tmp_path, wire)
+    chat.prompt()
+    chat.send(paste("\n".join(lines)))
+    chat.send("\r")
+    chat.expect("Got all of it.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    assert len(wire.requests) == 1
+    assert "\n".join(lines) in _user_text(wire.requests[0].body)
+
+
+def test_ctrl_c_while_streaming_cancels_the_turn_and_the_session_goes_on(
+    tmp_path: Path, ws: Path, holding: HoldingWire
+) -> None:
+    holding.script(Reply(text="First part of a long answer that never finishes"), Reply(text="Second answer."))
+    holding.hold_next_stream()
+    chat = Chat(tmp_path, holding)
+    chat.say("tell me a story")
+    chat.expect("First part")
+    chat.send("\x03")
+    chat.expect("interrupted")
+    chat.say("and now?")
+    chat.expect("Second answer.")
+    chat.prompt()
+    chat.send("\x03")
+    chat.expect("Ctrl-C again or Ctrl-D to quit")
+    chat.prompt()
+    chat.send("\x03")
+    assert chat.finish() == 0
+    assert "The user interrupted the previous turn" in _user_text(holding.requests[1].body)
+    _, entries = _only_session(tmp_path)
+    assert [e.text for e in entries if isinstance(e, UserMessage)] == ["tell me a story", "and now?"]
+    assert [e.text for e in entries if isinstance(e, AssistantMessage)] == ["Second answer."]
+
+
+def test_ctrl_c_during_a_tool_call_records_it_as_interrupted(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(
+        Reply(text="Running it.", tool_calls=[ToolUse("Bash", {"command": "sleep 30"})]),
+        Reply(text="Understood, it was interrupted."),
+    )
+    chat = Chat(tmp_path, wire, "--mode", "execute")
+    chat.say("run the slow thing")
+    chat.expect("→ Bash")
+    chat.send("\x03")
+    chat.expect("interrupted")
+    chat.say("what happened?")
+    chat.expect("Understood, it was interrupted.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    _, entries = _only_session(tmp_path)
+    calls = [e for e in entries if isinstance(e, ToolCall)]
+    results = [e for e in entries if isinstance(e, ToolResult)]
+    assert [c.call_id for c in calls] == [r.call_id for r in results]
+    assert results[0].content == INTERRUPTED_RESULT and results[0].is_error
+    assert "while 1 tool call(s) were running" in _user_text(wire.requests[1].body)
+
+
+def test_continue_resumes_the_latest_session_of_the_directory(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Noted."), Reply(text="It was 42."))
+    first = Chat(tmp_path, wire)
+    first.say("remember the number 42")
+    first.expect("Noted.")
+    first.say("/quit")
+    assert first.finish() == 0
+    session_id, _ = _only_session(tmp_path)
+    second = Chat(tmp_path, wire, "--continue")
+    second.expect(f"session {session_id} (resumed)")
+    second.say("which number?")
+    second.expect("It was 42.")
+    second.say("/quit")
+    assert second.finish() == 0
+    assert "remember the number 42" in _user_text(wire.requests[1].body)
+    assert len(LocalSessionStore(tmp_path / "store").list()) == 1

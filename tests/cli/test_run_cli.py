@@ -1,0 +1,93 @@
+"""`lamina run`: one headless turn through the wire server; text and JSON output, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lamina.cli import app
+from lamina.session.store import LocalSessionStore
+from tests.wire.fixtures import API_KEY
+from tests.wire.script import Fail, Reply, ToolUse
+from tests.wire.server import WireServer
+
+runner = CliRunner()
+MODEL = "anthropic:claude-sonnet-5"
+
+
+@pytest.fixture
+def ws(tmp_path: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# demo\n")
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return workspace
+
+
+def _run(tmp_path: Path, *args: str, stdin: str | None = None) -> object:
+    return runner.invoke(app, ["--store", str(tmp_path / "store"), "run", *args, "--model", MODEL], input=stdin)
+
+
+def test_run_prints_the_answer_and_tool_lines_go_to_stderr(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Looking.", tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]), Reply(text="One file [/]."))
+    result = runner.invoke(app, ["--store", str(tmp_path / "store"), "run", "What is here?", "--model", MODEL])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "One file [/].\n"
+    assert "→ Glob *.md" in result.stderr
+
+
+def test_run_json_reports_text_usage_tools_and_session(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Looking.", tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]), Reply(text="One file."))
+    result = runner.invoke(
+        app, ["--store", str(tmp_path / "store"), "run", "-", "--model", MODEL, "--json"], input="What?\n"
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["text"] == "One file." and data["tools_run"] == ["Glob"] and data["model_calls"] == 2
+    assert data["usage"]["output"] > 0 and data["cost_usd"] > 0
+    assert data["session_id"] == LocalSessionStore(tmp_path / "store").list()[0].id
+    assert '"text":"What?"' in json.dumps(wire.requests[0].body["messages"], separators=(",", ":"))
+
+
+def test_run_stream_json_prints_one_event_per_line(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Fail("rate_limit", retry_after=0), Reply(text="Hello there."))
+    store = ["--store", str(tmp_path / "store")]
+    result = runner.invoke(app, [*store, "run", "hi", "--model", MODEL, "--stream-json"])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "retry" and events[0]["attempt"] == 1 and "rate limit" in events[0]["error"]
+    assert "".join(e["text"] for e in events if e["type"] == "text") == "Hello there."
+    assert kinds[-1] == "result" and events[-1]["text"] == "Hello there."
+
+
+def test_run_continue_resumes_the_latest_session(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Noted."), Reply(text="42."))
+    store = ["--store", str(tmp_path / "store")]
+    first = runner.invoke(app, [*store, "run", "remember 42", "--model", MODEL, "--json"])
+    second = runner.invoke(app, [*store, "run", "which number?", "--model", MODEL, "--json", "--continue"])
+    assert first.exit_code == 0 and second.exit_code == 0, second.output
+    assert json.loads(first.stdout)["session_id"] == json.loads(second.stdout)["session_id"]
+    assert "remember 42" in json.dumps(wire.requests[1].body["messages"])
+
+
+def test_run_exit_codes(tmp_path: Path, ws: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = ["--store", str(tmp_path / "store")]
+    wire.script(Fail("auth"))
+    failed = runner.invoke(app, [*store, "run", "hi", "--model", MODEL])
+    assert failed.exit_code == 1 and "error:" in failed.stderr and failed.stdout == ""
+    empty = runner.invoke(app, [*store, "run", "-", "--model", MODEL], input="  \n")
+    assert empty.exit_code == 1 and "empty message" in empty.stderr
+    both = runner.invoke(app, [*store, "run", "hi", "--model", MODEL, "--json", "--stream-json"])
+    assert both.exit_code == 1
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    no_key = runner.invoke(app, [*store, "run", "hi", "--model", MODEL])
+    assert no_key.exit_code == 1 and "set ANTHROPIC_API_KEY" in no_key.stderr
+    unknown = runner.invoke(app, [*store, "run", "hi", "--model", "nope:x"])
+    assert unknown.exit_code == 1 and "nope:x" in unknown.stderr
