@@ -99,7 +99,9 @@ class TurnView:
                     f"[yellow]↻ retrying[/yellow] in {delay:.1f} s (attempt {attempt + 1}): {safe(_first_line(error))}"
                 )
                 self.waiting(f"waiting {delay:.0f} s before retrying…")
-            case CompactionFinished(trigger=trigger, outcome=outcome) if trigger != "manual":
+            case CompactionFinished(trigger=trigger, outcome=outcome) if trigger != "manual" and (
+                outcome.status == "compacted"
+            ):
                 self._end_line()
                 err.print(f"[magenta]⊘ automatic compaction ({trigger})[/magenta]: {safe(outcome.message)}")
             case ModelCallFinished() | CompactionFinished():
