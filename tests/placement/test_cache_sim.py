@@ -540,6 +540,69 @@ def test_reusable_window_follows_the_ttl_of_an_entry_read() -> None:
     assert third.reusable >= third.read
 
 
+def _system_1h_history_5m(history: int) -> dict[str, object]:
+    """A 1h breakpoint on the system prompt and a 5m one at the end of `history` tokens of conversation."""
+    return {
+        "model": "claude",
+        "system": [text("sys", 2000, "1h")],
+        "messages": [{"role": "user", "content": [text("history", history, "5m")]}],
+    }
+
+
+def test_reusable_window_is_per_block() -> None:
+    # After 10 minutes the 1h system entry is alive but the 5m history entry is not: only the system
+    # blocks could have been read, so a layout that reads them all is fully efficient.
+    first, later = run(anthropic(), (0, _system_1h_history_5m(3000)), (600, _system_1h_history_5m(3000)))
+    assert (later.read, later.write_5m) == (2000, 3000)
+    assert later.reusable == 2000
+    assert summarise([first, later]).cache_efficiency == 1.0
+
+
+def test_reusable_window_per_block_within_the_short_ttl() -> None:
+    _, soon = run(anthropic(), (0, _system_1h_history_5m(3000)), (200, _system_1h_history_5m(3000)))
+    assert (soon.read, soon.reusable) == (5000, 5000)
+
+
+def test_blocks_after_the_last_breakpoint_keep_a_5_minute_window() -> None:
+    body = {
+        "model": "claude",
+        "system": [text("sys", 2000, "1h")],
+        "messages": [{"role": "user", "content": [text("unmarked", 500)]}],
+    }
+    _, soon = run(anthropic(), (0, body), (200, body))
+    _, late = run(anthropic(), (0, body), (600, body))
+    assert (soon.reusable, late.reusable) == (2500, 2000)
+
+
+def test_anthropic_1h_write_costs_twice_the_base_price() -> None:
+    (usage,) = run(anthropic(), (0, _system_body("1h")))
+    assert (usage.write_1h, usage.write_5m, usage.uncached) == (2000, 0, 1)
+    assert usage.weighted_tokens == pytest.approx(2 * 2000 + 1)
+    (five,) = run(anthropic(), (0, _system_body("5m")))
+    assert five.weighted_tokens == pytest.approx(1.25 * 2000 + 1)
+
+
+def test_anthropic_a_hit_refreshes_for_the_entry_own_ttl() -> None:
+    # A 5m breakpoint that finds the 1h entry refreshes it for an hour, not for five minutes.
+    reader = {"model": "claude", "system": [text("sys", 2000)], "messages": [{"role": "user", "content": [text("q", 1, "5m")]}]}
+    *_, hit = run(anthropic(), (0, _system_body("1h")), (3000, reader), (3000 + 3000, reader))
+    assert hit.read == 2000
+    *_, missed = run(anthropic(), (0, _system_body("5m")), (200, reader), (200 + 400, reader))
+    assert missed.read == 0
+
+
+def test_anthropic_pre_warm_vector() -> None:
+    # The docs' pre-warm example: `max_tokens: 0` writes 5,120 tokens (5m) and bills 8 uncached.
+    body = {
+        "model": "claude",
+        "max_tokens": 0,
+        "system": [text("instructions", 5120, "5m")],
+        "messages": [{"role": "user", "content": "warm #8"}],
+    }
+    (usage,) = run(anthropic(), (0, body))
+    assert (usage.write_5m, usage.write_1h, usage.read, usage.uncached) == (5120, 0, 0, 8)
+
+
 def test_sixty_turn_session_is_fast() -> None:
     requests: list[TimedRequest] = []
     history: list[dict[str, object]] = []

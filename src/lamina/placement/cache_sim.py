@@ -28,7 +28,8 @@ Anthropic Messages rules (`AnthropicCacheRules` holds the numbers):
   stripped from identity).
 - Reads: from each breakpoint the simulator walks back at most `lookback` (20) positions,
   counting the breakpoint itself, and stops at the first live entry. One position is one block,
-  except that a run of consecutive `tool_use` blocks, or of `tool_result` blocks, is one position.
+  except that a run of consecutive `tool_use` blocks, or of `tool_result` blocks, is one position
+  (the current rule; `group_tool_runs=False` gives the older one, one block per position).
   `A` is the longest prefix found; every entry found is refreshed for its own TTL.
 - Writes happen only at breakpoints past `A` whose cumulative prefix reaches `min_tokens`. An entry
   lives from the writing request's `t_start` for its TTL and can be read only from the writer's
@@ -50,9 +51,12 @@ gpt-4.1); writes are free and reported as 0.
 Reusable tokens. `CacheUsage.reusable` measures what a perfect placement could have read, so that
 a placement putting per-turn content before the history scores low: it is the sum of tokens of
 this request's blocks whose (role, canonical content) occurred in some earlier request j that is
-still inside j's window, each block of this request counted at most once. j's window runs from
-j's `t_start` for the longest TTL among j's breakpoints and the entries j read (300 s when j had
-none) for Anthropic, and for the idle TTL for OpenAI. `cache_efficiency` = read / reusable.
+still inside that block's window in j, each block of this request counted at most once. The
+window is per block: for Anthropic it runs from j's `t_start` for the longest TTL among the
+entries j wrote or read at or after that block (an entry covers every block before it), and for
+300 s (one 5-minute entry a perfect placement would write) when there is none; for OpenAI it is
+the idle TTL. So a 1-hour entry on the system prompt keeps the system blocks reusable for an hour
+but not the 5-minute history after it. `cache_efficiency` = read / reusable.
 
 Not modelled: per-model thinking-block stripping, server tools' automatic writes, batch discounts,
 routing overflow, OpenAI's GPT-5.6 explicit-breakpoint regime, Gemini and DeepSeek.
@@ -61,7 +65,7 @@ routing overflow, OpenAI's GPT-5.6 explicit-breakpoint regime, Gemini and DeepSe
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal, ParamSpec, Protocol, TypeAlias
 
@@ -373,15 +377,20 @@ class _Core:
         self._last_start = t
         return t, first_byte
 
-    def reusable(self, blocks: list[_Block], t: float, window: float) -> int:
-        """Tokens of `blocks` seen in an earlier request still inside its window; then record these."""
-        seen, never, until = self._seen_until, float("-inf"), t + window
+    def reusable(self, blocks: list[_Block], t: float, window: float | Sequence[float]) -> int:
+        """Tokens of `blocks` seen in an earlier request still inside that block's window; then record these.
+
+        `window` is one duration for every block, or one per block.
+        """
+        seen, never = self._seen_until, float("-inf")
+        windows = [window] * len(blocks) if isinstance(window, float | int) else window
         # Look everything up before recording, so a block repeated inside this request is not "earlier".
         lasts = [seen.get(b.digest, never) for b in blocks]
         reusable = 0
-        for b, last in zip(blocks, lasts, strict=True):
+        for b, last, w in zip(blocks, lasts, windows, strict=True):
             if last > t:
                 reusable += b.tokens
+            until = t + w
             if last < until:
                 seen[b.digest] = until
         if len(seen) > self._seen_prune_at:
@@ -448,6 +457,21 @@ def _marker_ttl(marker: object, where: str, position: int | None) -> CacheTtl:
     raise CacheBreakpointError(where, position, f"unknown cache_control ttl {ttl!r}; allowed: '5m', '1h'")
 
 
+def _block_windows(covering: Sequence[float], floor: float) -> list[float]:
+    """Per block, how long an entry covering it can live: the longest TTL at or after it, at least `floor`.
+
+    An entry at block k covers blocks 0..k, so a block's window is the longest TTL written or read
+    at any later (or the same) block; a block after the last breakpoint keeps the 5-minute floor,
+    which a perfect placement would get by marking it.
+    """
+    windows = [floor] * len(covering)
+    longest = floor
+    for i in range(len(covering) - 1, -1, -1):
+        longest = max(longest, covering[i])
+        windows[i] = longest
+    return windows
+
+
 class AnthropicCacheSimulator:
     """Anthropic Messages prompt caching: explicit and automatic breakpoints, 20-position lookback, two TTLs."""
 
@@ -470,15 +494,19 @@ class AnthropicCacheSimulator:
         entries = self._entries
 
         read = 0
-        window = max((self._seconds(ttl) for _, ttl in marks), default=rules.ttl_5m_seconds)
+        # covering[i]: the longest TTL among the entries this request writes or reads at block i
+        covering = [0.0] * len(chain)
+        for b, ttl in marks:
+            covering[b] = max(covering[b], self._seconds(ttl))
         for b, _ in reversed(marks):
             k = b
             while k >= 0 and pos[b] - pos[k] < rules.lookback:
                 entry = entries.get(chain[k])
                 if entry is not None and entry.available_at <= t < entry.expires:
+                    # a hit refreshes the entry for its own TTL, whatever the TTL of the breakpoint that found it
                     entries[chain[k]] = replace(entry, expires=max(entry.expires, t + entry.ttl_seconds))
                     read = max(read, cum[k])
-                    window = max(window, entry.ttl_seconds)
+                    covering[k] = max(covering[k], entry.ttl_seconds)
                     break
                 k -= 1
 
@@ -506,7 +534,7 @@ class AnthropicCacheSimulator:
             read=read,
             write_5m=upto - upto_1h,
             write_1h=upto_1h - read,
-            reusable=self._core.reusable(flat.blocks, t, window),
+            reusable=self._core.reusable(flat.blocks, t, _block_windows(covering, rules.ttl_5m_seconds)),
             r=rules.read_multiplier,
             w5=rules.write_5m_multiplier,
             w1=rules.write_1h_multiplier,
