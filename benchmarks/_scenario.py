@@ -67,36 +67,122 @@ class ModelCall:
     turn: TurnContext
     engine: ContextEngine
     t_start: float
+    turn_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """One Read tool call the model makes and the file content it gets back."""
+
+    call_id: str
+    path: str
+    """Relative to the workspace."""
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStep:
+    """One model answer of a tool loop: some text and the files it reads (none for the final answer)."""
+
+    t: float
+    """When the model call that gets this answer is sent."""
+    text: str
+    reads: tuple[FileRead, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedTurn:
+    """One user turn of the scripted session, as any agent would live it: what changes, what is asked, the answers."""
+
+    index: int
+    prompt: str
+    steps: tuple[ModelStep, ...]
+    """The model's answers in order; the last has no tool calls."""
+    mode: str | None = None
+    """The permission mode set before this turn."""
+    sources: tuple[str, ...] | None = None
+    """The active sources set before this turn."""
+    agents_md: str | None = None
+    """The new AGENTS.md text written before this turn."""
 
 
 def _code(rng: random.Random, lines: int) -> str:
     return "\n".join(f"    value_{i} = compute(item_{i}, limit={rng.randrange(100)})  # step {i}" for i in range(lines))
 
 
-def scripted_session(
-    *,
-    turns: int = 60,
-    seed: int = 7,
-    idle_gap_turn: int = 45,
-    edit_turn: int = 30,
-    extra_parts: Sequence[Part] = (),
-    extra_tools: Sequence[ToolSpec] = (),
-    guide_reads: Mapping[int, str] = MappingProxyType({}),
-) -> Iterator[ModelCall]:
-    """Drive a context engine through a coding session, yielding before every model call.
+AGENTS_MD = "# Project rules\n- Run `make test` before committing.\n" * 3
 
-    Time advances every turn (about 2 minutes, one gap of 9 minutes at `idle_gap_turn`); the mode
-    changes three times; sources are toggled; AGENTS.md is edited at `edit_turn`. `extra_parts`
-    join the stable parts (a skill catalogue), `extra_tools` the tools (source tools), and at each
-    turn of `guide_reads` the model first reads that guide text with Read.
+
+def session_script(
+    *,
+    turns: int = 40,
+    seed: int = 7,
+    idle_gap_turn: int | None = None,
+    edit_turn: int | None = None,
+    guide_reads: Mapping[int, str] = MappingProxyType({}),
+    start: float = 1_795_000_000.0,
+) -> tuple[ScriptedTurn, ...]:
+    """The scripted coding session, agent-neutral: turns, tool answers and the time of every model call.
+
+    Time advances every turn (about 2 minutes; one gap of 9 minutes at `idle_gap_turn`, by default
+    three quarters in); the mode changes three times; sources are toggled; AGENTS.md is edited at
+    `edit_turn` (by default half way). Each turn runs one to three tool rounds reading files
+    (unique paths, so any agent's Read tool can serve them from disk), then a final answer. At each
+    turn of `guide_reads` the model first reads that guide text.
     """
     rng = random.Random(seed)
+    idle = 3 * turns // 4 if idle_gap_turn is None else idle_gap_turn
+    edit = turns // 2 if edit_turn is None else edit_turn
+    modes = {round(turns * f): m for f, m in ((0.17, "execute"), (0.42, "explore"), (0.83, "execute"))}
+    sources = {round(turns * f): s for f, s in ((0.25, ("github",)), (0.58, ("github", "linear")), (0.87, ("linear",)))}
+    now = start
+    script: list[ScriptedTurn] = []
+    for n in range(turns):
+        now += 540.0 if n == idle else rng.uniform(60.0, 150.0)
+        steps: list[ModelStep] = []
+        if n in guide_reads:  # reading a guide is a tool result in the history, not a prefix change
+            read = FileRead(f"guide_{n}", f"sources/s{n}/guide.md", guide_reads[n])
+            steps.append(ModelStep(now, "Reading the source's guide first.", (read,)))
+            now += rng.uniform(5.0, 20.0)
+        for step in range(1 + n % 3):
+            calls = 2 if (n + step) % 4 == 0 else 1
+            reads = tuple(
+                FileRead(f"call_{n}_{step}_{c}", f"src/module_{n}_{step}_{c}.py", _code(rng, rng.randrange(20, 160)))
+                for c in range(calls)
+            )
+            steps.append(ModelStep(now, f"Looking at step {step}.", reads))
+            now += rng.uniform(5.0, 20.0)
+        steps.append(ModelStep(now, f"Fixed module_{n}.py: the check now passes."))
+        now += rng.uniform(5.0, 20.0)
+        script.append(
+            ScriptedTurn(
+                index=n,
+                prompt=f"Turn {n}: please look at module_{n}.py and fix the failing check. " * 3,
+                steps=tuple(steps),
+                mode=modes.get(n),
+                sources=sources.get(n),
+                agents_md=(AGENTS_MD + "- Never push to main.\n") if n == edit else None,
+            )
+        )
+    return tuple(script)
+
+
+def scripted_session(
+    script: Sequence[ScriptedTurn] | None = None,
+    *,
+    extra_parts: Sequence[Part] = (),
+    extra_tools: Sequence[ToolSpec] = (),
+) -> Iterator[ModelCall]:
+    """Drive a context engine through `script` (default: `session_script()`), yielding before every model call.
+
+    `extra_parts` join the stable parts (a skill catalogue), `extra_tools` the tools (source tools).
+    """
+    script = session_script() if script is None else script
     with tempfile.TemporaryDirectory(prefix="lamina-bench-") as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
-        (workspace / "AGENTS.md").write_text("# Project rules\n- Run `make test` before committing.\n" * 3)
-        now = 1_795_000_000.0
-        clock_value = [now]
+        (workspace / "AGENTS.md").write_text(AGENTS_MD)
+        clock_value = [script[0].steps[0].t if script else 0.0]
         store = LocalSessionStore(Path(tmp) / "store", clock=lambda: clock_value[0])
         session = store.create(cwd=str(workspace))
         base_parts = stable_source(workspace)
@@ -107,40 +193,23 @@ def scripted_session(
             time_zone="Europe/Berlin",
             clock=lambda: clock_value[0],
         )
-        modes = {10: "execute", 25: "explore", 50: "execute"}
-        sources = {15: ["github"], 35: ["github", "linear"], 52: ["linear"]}
-        for n in range(turns):
-            clock_value[0] += 540.0 if n == idle_gap_turn else rng.uniform(60.0, 150.0)
-            if n in modes:
-                engine.set_mode(modes[n])
-            if n in sources:
-                engine.set_sources(sources[n])
-            if n == edit_turn:
-                (workspace / "AGENTS.md").write_text(
-                    "# Project rules\n- Run `make test` before committing.\n- Never push to main.\n"
-                )
-            turn = engine.prepare_turn(f"Turn {n}: please look at module_{n}.py and fix the failing check. " * 3)
-            if n in guide_reads:  # reading a guide is a tool result in the history, not a prefix change
-                yield ModelCall(turn, engine, clock_value[0])
-                clock_value[0] += rng.uniform(5.0, 20.0)
-                engine.record(AssistantMessage(text="Reading the source's guide first."))
-                engine.record(ToolCall(call_id=f"guide_{n}", name="Read", input={"path": f"sources/s{n}/guide.md"}))
-                engine.record(ToolResult(call_id=f"guide_{n}", name="Read", content=guide_reads[n]))
-            for step in range(1 + n % 3):
-                yield ModelCall(turn, engine, clock_value[0])
-                clock_value[0] += rng.uniform(5.0, 20.0)
-                engine.record(AssistantMessage(text=f"Looking at step {step}.", usage=Usage(input=100, output=30)))
-                calls = 2 if (n + step) % 4 == 0 else 1
-                for c in range(calls):
-                    call_id = f"call_{n}_{step}_{c}"
-                    engine.record(ToolCall(call_id=call_id, name="Read", input={"path": f"src/module_{n}_{c}.py"}))
-                for c in range(calls):
-                    call_id = f"call_{n}_{step}_{c}"
-                    content = _code(rng, rng.randrange(20, 160))
-                    engine.record(ToolResult(call_id=call_id, name="Read", content=content))
-            yield ModelCall(turn, engine, clock_value[0])
-            clock_value[0] += rng.uniform(5.0, 20.0)
-            engine.record(AssistantMessage(text=f"Fixed module_{n}.py: the check now passes.", usage=Usage(output=40)))
+        for scripted in script:
+            clock_value[0] = scripted.steps[0].t
+            if scripted.mode is not None:
+                engine.set_mode(scripted.mode)
+            if scripted.sources is not None:
+                engine.set_sources(scripted.sources)
+            if scripted.agents_md is not None:
+                (workspace / "AGENTS.md").write_text(scripted.agents_md)
+            turn = engine.prepare_turn(scripted.prompt)
+            for step in scripted.steps:
+                clock_value[0] = step.t
+                yield ModelCall(turn, engine, step.t, scripted.index)
+                engine.record(AssistantMessage(text=step.text, usage=Usage(input=100, output=30)))
+                for read in step.reads:
+                    engine.record(ToolCall(call_id=read.call_id, name="Read", input={"path": read.path}))
+                for read in step.reads:
+                    engine.record(ToolResult(call_id=read.call_id, name="Read", content=read.content))
             engine.commit(turn)
         session.close()
 

@@ -17,18 +17,21 @@ still have been read. Relative input cost = billed input / input billed with no 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from benchmarks import Figure
-from benchmarks._scenario import ModelCall, scripted_session
+from benchmarks import Figure, ratio
+from benchmarks._claude_code import PeerUnavailable, run_claude_code
+from benchmarks._scenario import ModelCall, ScriptedTurn, scripted_session, session_script
 from lamina.messages import turn_tails
 from lamina.parts import Part
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
 from lamina.placement.cache_sim import (
     AnthropicCacheSimulator,
     CacheSimulator,
+    CacheUsage,
     OpenAICacheSimulator,
     TimedRequest,
     summarise,
@@ -39,6 +42,7 @@ from lamina.workspace.skills import Skill, SkillScan, skill_catalogue_part
 
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")
+_FIRST_BYTE_S: Final = 2.0
 
 
 def _unmarked(block: dict[str, Any]) -> dict[str, Any]:
@@ -89,31 +93,87 @@ def _skills_and_sources() -> tuple[Part, tuple[ToolSpec, ...], dict[int, str]]:
         for verb in ("search", "get")
     )
     guide = "# Guide\nEndpoints, pagination, rate limits and examples.\n" * 120
-    return catalogue, tools, {5: guide, 22: guide, 41: guide}
+    return catalogue, tools, {5: guide, 22: guide, 41: guide}  # turn numbers of a 60-turn session; rescaled
 
 
-def _simulate(calls: Iterable[ModelCall]) -> tuple[list[Any], int, str]:
+def _simulate(calls: Iterable[ModelCall]) -> tuple[list[CacheUsage], int, str]:
     simulator = AnthropicCacheSimulator()
-    usages: list[Any] = []
+    usages: list[CacheUsage] = []
     prefix_tokens, system_text = 0, ""
     for call in calls:
         body = dict(render(call.turn, ANTHROPIC, continuation=call.engine.continuation(call.turn)))
-        usages.append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + 2.0)))
+        usages.append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
         system_text = json.dumps(body["system"])
         prefix_tokens = DEFAULT_ESTIMATOR.count(json.dumps([body.get("tools"), body["system"]]))
     return usages, prefix_tokens, system_text
 
 
+def _edit_turn(script: Sequence[ScriptedTurn]) -> int:
+    return next(t.index for t in script if t.agents_md is not None)
+
+
+def _peer_figures(
+    script: Sequence[ScriptedTurn], ours: list[CacheUsage], our_turns: list[int], progress: Callable[[str], None]
+) -> list[Figure]:
+    """Claude Code through the same script, billed by the same simulator; our figures with ratios against it."""
+    lamina = summarise(ours)
+    edit = _edit_turn(script)
+    our_edit_writes = sum(u.write for u, turn in zip(ours, our_turns, strict=True) if turn == edit)
+    plain = [
+        Figure("cache_efficiency_anthropic_lamina", round(lamina.cache_efficiency, 4), "ratio"),
+        Figure("relative_input_cost_anthropic_lamina", round(lamina.relative_input_cost, 4), "ratio"),
+    ]
+    try:
+        peer = run_claude_code(script, progress=progress)
+    except PeerUnavailable as exc:
+        print(f"cache: Claude Code peer skipped: {exc}", file=sys.stderr)
+        return plain
+    simulator = AnthropicCacheSimulator()
+    theirs = [simulator.submit(TimedRequest(r.t_start, r.body, r.t_start + _FIRST_BYTE_S)) for r in peer.requests]
+    claude = summarise(theirs)
+    their_edit_writes = sum(u.write for u, r in zip(theirs, peer.requests, strict=True) if r.turn == edit)
+    side = sum(1 for r in peer.requests if not r.main)
+    return [
+        Figure(
+            "cache_efficiency_anthropic_lamina",
+            round(lamina.cache_efficiency, 4),
+            "ratio",
+            ratio(lamina.cache_efficiency, claude.cache_efficiency, "peer_claude_code_cache_efficiency"),
+        ),
+        Figure("peer_claude_code_cache_efficiency", round(claude.cache_efficiency, 4), "ratio", note=peer.version),
+        Figure(
+            "relative_input_cost_anthropic_lamina",
+            round(lamina.relative_input_cost, 4),
+            "ratio",
+            ratio(lamina.relative_input_cost, claude.relative_input_cost, "peer_claude_code_relative_input_cost"),
+        ),
+        Figure("peer_claude_code_relative_input_cost", round(claude.relative_input_cost, 4), "ratio"),
+        Figure(
+            "billed_input_vs_claude_code_ratio",
+            round(lamina.weighted_tokens / claude.weighted_tokens, 4),
+            "ratio",
+            note="input billed at base price, ours / Claude Code's, same session",
+        ),
+        Figure("billed_input_tokens_anthropic_lamina", round(lamina.weighted_tokens), "tokens"),
+        Figure("peer_claude_code_billed_input_tokens", round(claude.weighted_tokens), "tokens"),
+        Figure("edit_turn_cache_write_tokens_anthropic_lamina", our_edit_writes, "tokens"),
+        Figure("peer_claude_code_edit_turn_cache_write_tokens", their_edit_writes, "tokens"),
+        Figure("peer_claude_code_requests", len(theirs), "requests", note=f"{side} side requests"),
+    ]
+
+
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
+    script = session_script(turns=12 if quick else 40)
     simulators: dict[str, CacheSimulator] = {
         "anthropic_lamina": AnthropicCacheSimulator(),
         "anthropic_system_appended": AnthropicCacheSimulator(),
         "anthropic_no_breakpoints": AnthropicCacheSimulator(),
         "openai_lamina": OpenAICacheSimulator(),
     }
-    usages: dict[str, list[Any]] = {name: [] for name in simulators}
-    progress("rendering and simulating a 60-turn session four ways")
-    for call in scripted_session():
+    usages: dict[str, list[CacheUsage]] = {name: [] for name in simulators}
+    our_turns: list[int] = []
+    progress(f"rendering and simulating a {len(script)}-turn session four ways")
+    for call in scripted_session(script):
         continuation = call.engine.continuation(call.turn)
         ours = dict(render(call.turn, ANTHROPIC, continuation=continuation))
         tails = set(turn_tails([*call.turn.history, *continuation]).values()) | {call.turn.tail}
@@ -125,22 +185,32 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             "openai_lamina": dict(render(call.turn, OPENAI, continuation=continuation)),
         }
         for name, body in bodies.items():
-            usages[name].append(simulators[name].submit(TimedRequest(call.t_start, body, call.t_start + 2.0)))
-    figures: list[Figure] = []
+            usages[name].append(simulators[name].submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
+        our_turns.append(call.turn_index)
+
+    progress(f"Claude Code through the same {len(script)} turns")
+    figures = _peer_figures(script, usages["anthropic_lamina"], our_turns, progress)
     for name in simulators:
-        summary = summarise(usages[name])
-        figures.append(Figure(f"cache_efficiency_{name}", round(summary.cache_efficiency, 4), "ratio"))
+        if name != "anthropic_lamina":
+            figures.append(
+                Figure(f"cache_efficiency_{name}", round(summarise(usages[name]).cache_efficiency, 4), "ratio")
+            )
     for name in simulators:
-        summary = summarise(usages[name])
-        figures.append(Figure(f"relative_input_cost_{name}", round(summary.relative_input_cost, 4), "ratio"))
-    requests = summarise(usages["anthropic_lamina"]).requests
-    figures.append(Figure("requests_simulated", requests, "requests"))
+        if name != "anthropic_lamina":
+            summary = summarise(usages[name])
+            figures.append(Figure(f"relative_input_cost_{name}", round(summary.relative_input_cost, 4), "ratio"))
+    figures.append(Figure("requests_simulated", len(our_turns), "requests"))
 
     progress("the same session with 100 skills and 20 sources, reading three guides")
     catalogue, source_tools, guides = _skills_and_sources()
     plain_prefix = DEFAULT_ESTIMATOR.count(json.dumps([ours.get("tools"), ours["system"]]))
+    guide_turns = {round(len(script) * f): text for f, text in zip((0.08, 0.37, 0.68), guides.values(), strict=True)}
     rich, rich_prefix, system = _simulate(
-        scripted_session(extra_parts=(catalogue,), extra_tools=source_tools, guide_reads=guides)
+        scripted_session(
+            session_script(turns=len(script), guide_reads=guide_turns),
+            extra_parts=(catalogue,),
+            extra_tools=source_tools,
+        )
     )
     assert "Endpoints, pagination" not in system  # guides are never in the stable prefix
     figures += [

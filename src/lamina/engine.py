@@ -24,7 +24,7 @@ from lamina.compaction.cut import DEFAULT_KEEP_TOKENS
 from lamina.compaction.ledger import update_ledger
 from lamina.compaction.summarize import Summariser
 from lamina.defang import admit, render_block
-from lamina.parts import Part
+from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.session.entries import (
     AssistantMessage,
@@ -34,6 +34,7 @@ from lamina.session.entries import (
     LogEntry,
     OutboxRecord,
     PartRecord,
+    PinnedPart,
     StateChange,
     StateSnapshot,
     ToolCall,
@@ -53,6 +54,7 @@ from lamina.turn import (
     build_volatile_parts,
     changed_volatile,
     pin_stable,
+    stable_update_text,
 )
 
 _log = logging.getLogger("lamina.compaction")
@@ -160,6 +162,11 @@ class ContextEngine:
         self._sources: tuple[str, ...] = ()
         self._skills: tuple[str, ...] = ()
         self._stable: StableContext | None = None
+        """The latest version of the stable inputs."""
+        self._prefix: StableContext | None = None
+        """The stable version the cached prefix renders: older than `_stable` while a change is
+        delivered in the tail and waits for the next compaction to rebuild the prefix."""
+        self._turn_since_boundary = False
         self._pending: dict[str, OneShot] = {}
         self._render_cache = RenderCache()
         self.estimator = estimator
@@ -192,8 +199,9 @@ class ContextEngine:
                 self._sources = tuple(s for s in value.split(",") if s)
             case StateChange(key="skills", value=value):
                 self._skills = tuple(s for s in value.split(",") if s)
-            case StateChange(key="stable", value=value):
+            case StateChange(key="stable", value=value) as change:
                 self._note_stable(value)
+                self._prefix = _prefix_context(change)
             case CompactionBoundary(state=state):
                 # a resume may read only from here on: the boundary carries the state from before it
                 if state.mode is not None:
@@ -202,6 +210,8 @@ class ContextEngine:
                 self._skills = state.skills
                 if state.stable is not None:
                     self._note_stable(state.stable)
+                # a compaction rebuilds the prefix with the latest stable version
+                self._prefix = self._stable
                 for record in state.pending_one_shots:
                     if record.part_id is not None:
                         self._pending.setdefault(record.part_id, OneShot(record.part_id, record.key, record.text))
@@ -225,14 +235,19 @@ class ContextEngine:
         self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
         self._last_seen: dict[str, str] = {}
         self._stable_seen_digest: str | None = None
+        self._turn_since_boundary = False
+        # entries kept from before the boundary were sent under an older prefix; only what follows counts
+        after = self._boundary is None
         for entry in self._view:
-            self._track_view(entry)
+            after = after or (self._boundary is not None and entry.parent_id == self._boundary.id)
+            self._track_view(entry, after_boundary=after)
 
-    def _track_view(self, entry: LogEntry) -> None:
+    def _track_view(self, entry: LogEntry, *, after_boundary: bool = True) -> None:
         if isinstance(entry, TurnRecord):
             for part in entry.volatile:
                 self._last_seen[part.key] = part.text
             self._stable_seen_digest = entry.stable_digest
+            self._turn_since_boundary = self._turn_since_boundary or after_boundary
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -299,6 +314,13 @@ class ContextEngine:
             )
 
     def _refresh_stable(self) -> StableContext:
+        """The stable context this turn renders, noticing (and recording) a change of the stable inputs.
+
+        A change before anything was sent under the current prefix (a new session, or right after a
+        compaction) re-pins the prefix. A change in the middle of a conversation keeps the cached
+        prefix as it is and queues a one-shot `stable_update` part stating what changed, so the
+        history's cache survives; the next compaction rebuilds the prefix with the latest version.
+        """
         parts = tuple(self._stable_source())
         current = self._stable
         if current is None and self._recorded_stable is not None:
@@ -306,17 +328,47 @@ class ContextEngine:
             if StableContext.digest_of(parts) == digest:
                 current = StableContext(parts, version, digest)
                 self._stable = current
-                return current
-            current = StableContext((), version, digest)
+                if self._prefix is None:
+                    self._prefix = current
+                return self._prefix
+            current = StableContext((), version, digest)  # changed while the session was closed
         pinned, change = pin_stable(current, parts)
         if change is not None:
             detail = f"version {pinned.version}: {change.describe()}"
             previous = f"{current.version}:{current.digest}" if current else None
-            self.record(
-                StateChange(key="stable", value=f"{pinned.version}:{pinned.digest}", previous=previous, detail=detail)
-            )
+            value = f"{pinned.version}:{pinned.digest}"
+            keep = self._prefix
+            if keep is not None and keep.parts and self._turn_since_boundary:
+                known = current if current is not None and current.parts else keep
+                detail += f"; delivered once in the tail, the cached prefix keeps version {keep.version}"
+                self.record(
+                    StateChange(
+                        key="stable",
+                        value=value,
+                        previous=previous,
+                        detail=detail,
+                        prefix=_pinned_parts(keep),
+                        prefix_version=keep.version,
+                    )
+                )
+                self._stable = pinned
+                self.queue_one_shot("stable_update", stable_update_text(known, pinned))
+            else:
+                self._stable = pinned
+                self.record(
+                    StateChange(
+                        key="stable",
+                        value=value,
+                        previous=previous,
+                        detail=detail,
+                        prefix=_pinned_parts(pinned),
+                        prefix_version=pinned.version,
+                    )
+                )
         self._stable = pinned
-        return pinned
+        if self._prefix is None:
+            self._prefix = pinned
+        return self._prefix
 
     def volatile_inputs(self) -> VolatileInputs:
         """The inputs of this turn's volatile parts, read now."""
@@ -526,6 +578,7 @@ class ContextEngine:
             turn,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
             one_shots=tuple(o for o in turn.one_shots if o.part_id in self._pending),
+            stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             history=history,
             summary=self._summary_shown,
             pinned=self._pinned,
@@ -541,3 +594,24 @@ class ContextEngine:
                 for part in entry.volatile:
                     seen[part.key] = part.text
         return seen
+
+
+def _pinned_parts(stable: StableContext) -> tuple[PinnedPart, ...]:
+    return tuple(
+        PinnedPart(key=p.key, text=p.text, provenance=p.provenance, authority=p.authority.value, tier=int(p.tier))
+        for p in stable.parts
+    )
+
+
+def _prefix_context(change: StateChange) -> StableContext | None:
+    """The stable context a `stable` state change says the prefix renders (None for older logs, or unreadable)."""
+    if not change.prefix or change.prefix_version is None:
+        return None
+    try:
+        parts = tuple(
+            Part(p.key, p.text, p.provenance, Authority(p.authority), Stability.STABLE, Tier(p.tier))
+            for p in change.prefix
+        )
+    except ValueError:  # a hand-edited log: rebuild the prefix from the workspace instead
+        return None
+    return StableContext(parts, change.prefix_version, StableContext.digest_of(parts))

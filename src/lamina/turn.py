@@ -87,6 +87,29 @@ def pin_stable(current: StableContext | None, parts: Sequence[Part]) -> tuple[St
     return StableContext(tuple(parts), version, digest), change
 
 
+def stable_update_text(before: StableContext, after: StableContext) -> str:
+    """A one-shot telling the model what changed from `before` to `after`, for a prefix that keeps `before`.
+
+    Every added or changed part is stated in full (it replaces the earlier copy); a removed part is
+    named. The part texts are already what the prefix would have carried (defanged where untrusted).
+    """
+    old = {p.key: p for p in before.parts}
+    new = {p.key: p for p in after.parts}
+    lines = [
+        "Stable context changed during this conversation. Each part below replaces its earlier copy from "
+        "the start of the conversation (or from an earlier update); follow the newest copy."
+    ]
+    for key, part in new.items():
+        if key not in old:
+            lines.append(f"\n[{key}: new, from {part.provenance}]\n{part.text}")
+        elif old[key].digest != part.digest:
+            lines.append(f"\n[{key}: changed, from {part.provenance}]\n{part.text}")
+    removed = [key for key in old if key not in new]
+    if removed:
+        lines.append("\nNo longer part of the context (ignore the earlier copies): " + ", ".join(removed) + ".")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class VolatileInputs:
     """Everything the volatile parts are built from; the clock's reading is passed in."""

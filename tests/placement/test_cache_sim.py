@@ -584,7 +584,11 @@ def test_anthropic_1h_write_costs_twice_the_base_price() -> None:
 
 def test_anthropic_a_hit_refreshes_for_the_entry_own_ttl() -> None:
     # A 5m breakpoint that finds the 1h entry refreshes it for an hour, not for five minutes.
-    reader = {"model": "claude", "system": [text("sys", 2000)], "messages": [{"role": "user", "content": [text("q", 1, "5m")]}]}
+    reader = {
+        "model": "claude",
+        "system": [text("sys", 2000)],
+        "messages": [{"role": "user", "content": [text("q", 1, "5m")]}],
+    }
     *_, hit = run(anthropic(), (0, _system_body("1h")), (3000, reader), (3000 + 3000, reader))
     assert hit.read == 2000
     *_, missed = run(anthropic(), (0, _system_body("5m")), (200, reader), (200 + 400, reader))

@@ -127,6 +127,16 @@ class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary")
     from_id: str
 
 
+class PinnedPart(msgspec.Struct, frozen=True, kw_only=True):
+    """A stable part as the cached prefix renders it: enough to render the same bytes after a resume."""
+
+    key: str
+    text: str
+    provenance: str
+    authority: str
+    tier: int
+
+
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state: permission mode, model, active sources, a stable input, skills in use."""
 
@@ -135,6 +145,13 @@ class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     previous: str | None = None
     detail: str = ""
     """What changed, in words (for a stable input: which file or setting)."""
+    prefix: tuple[PinnedPart, ...] = ()
+    """For `stable`: the parts the cached prefix renders from this change on (empty in older logs).
+
+    The new version's parts, or, when the change is delivered once in the tail instead, the parts
+    the prefix keeps until the next compaction."""
+    prefix_version: int | None = None
+    """For `stable`: the version of `prefix` (older than `value`'s while a change waits for a compaction)."""
 
 
 class OutboxRecord(_EntryBase, frozen=True, kw_only=True, tag="outbox"):
