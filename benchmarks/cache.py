@@ -1,14 +1,23 @@
-"""`python -m benchmarks cache`: cache efficiency and input cost of placements on a 60-turn session.
+"""`python -m benchmarks cache`: cache efficiency and input cost of placements on a 40-turn session.
 
-The same scripted coding session (tool loops, time advancing every turn, three mode changes,
-sources toggled, AGENTS.md edited at turn 30, one idle gap of 9 minutes) is rendered four ways and
+The same scripted coding session (`benchmarks._scenario.session_script`: 119 model calls with
+tool loops, time advancing every turn, three mode changes, sources toggled, AGENTS.md edited at
+turn 20, one idle gap of 9 minutes at turn 30; 12 turns with `--quick`) is rendered five ways and
 billed by the cache simulator:
 
 - `anthropic_lamina`: our Anthropic placement;
 - `anthropic_system_appended`: the volatile parts appended to the system prompt every turn, as one
   of Craft's backends does (same breakpoints as ours);
 - `anthropic_no_breakpoints`: our layout with no `cache_control` at all;
+- `anthropic_rebuild_on_edit`: ours, but with the prefix rewritten when AGENTS.md changes (what
+  Lamina did before a stable change went to the tail once);
 - `openai_lamina`: our OpenAI Chat Completions placement under OpenAI's automatic caching.
+
+The peer, Claude Code (the CLI bundled in the claude-agent-sdk wheel, see `benchmarks._claude_code`),
+runs the same turns for real against a local server that plays the model with the same answers;
+its captured requests are billed by the same simulator on the same clock (`peer_claude_code_*`,
+and `billed_input_vs_claude_code_ratio` = input billed at base price, ours / Claude Code's). It is
+skipped, with the reason printed, when the `claude` extra is not installed.
 
 Cache efficiency = tokens read from cache / tokens already sent in an earlier request that could
 still have been read. Relative input cost = billed input / input billed with no caching.
@@ -24,7 +33,7 @@ from typing import Any, Final
 
 from benchmarks import Figure, ratio
 from benchmarks._claude_code import PeerUnavailable, run_claude_code
-from benchmarks._scenario import ModelCall, ScriptedTurn, scripted_session, session_script
+from benchmarks._scenario import AGENTS_MD, ModelCall, ScriptedTurn, scripted_session, session_script
 from lamina.messages import turn_tails
 from lamina.parts import Part
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
@@ -68,6 +77,19 @@ def _system_appended(body: dict[str, Any], tails: set[str], current_volatile: st
     system = [_unmarked(b) for b in body["system"]]
     system.append({"type": "text", "text": current_volatile, "cache_control": body["system"][-1]["cache_control"]})
     return {**body, "system": system, "messages": messages}
+
+
+def _rebuilt_on_edit(body: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """Our layout as it was before stable changes went to the tail: the prefix rewritten with the edited AGENTS.md."""
+
+    def swap(block: dict[str, Any]) -> dict[str, Any]:
+        text = block.get("text")
+        return {**block, "text": text.replace(old, new)} if isinstance(text, str) and old in text else block
+
+    messages = list(body["messages"])
+    if messages and isinstance(messages[0]["content"], list):  # project files may open the first user message
+        messages[0] = {**messages[0], "content": [swap(b) for b in messages[0]["content"]]}
+    return {**body, "system": [swap(b) for b in body["system"]], "messages": messages}
 
 
 def _skills_and_sources() -> tuple[Part, tuple[ToolSpec, ...], dict[int, str]]:
@@ -168,11 +190,15 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         "anthropic_lamina": AnthropicCacheSimulator(),
         "anthropic_system_appended": AnthropicCacheSimulator(),
         "anthropic_no_breakpoints": AnthropicCacheSimulator(),
+        "anthropic_rebuild_on_edit": AnthropicCacheSimulator(),
         "openai_lamina": OpenAICacheSimulator(),
     }
+    edit = _edit_turn(script)
+    edited = next(t.agents_md for t in script if t.agents_md is not None)
+    assert edited is not None
     usages: dict[str, list[CacheUsage]] = {name: [] for name in simulators}
     our_turns: list[int] = []
-    progress(f"rendering and simulating a {len(script)}-turn session four ways")
+    progress(f"rendering and simulating a {len(script)}-turn session five ways")
     for call in scripted_session(script):
         continuation = call.engine.continuation(call.turn)
         ours = dict(render(call.turn, ANTHROPIC, continuation=continuation))
@@ -182,6 +208,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             "anthropic_lamina": ours,
             "anthropic_system_appended": _system_appended(ours, tails, full_volatile or "(no change)"),
             "anthropic_no_breakpoints": _strip_markers(ours),
+            "anthropic_rebuild_on_edit": _rebuilt_on_edit(ours, AGENTS_MD, edited) if call.turn_index >= edit else ours,
             "openai_lamina": dict(render(call.turn, OPENAI, continuation=continuation)),
         }
         for name, body in bodies.items():

@@ -1,0 +1,184 @@
+"""OpenAI automatic prompt caching (before GPT-5.6), as published (pure); see `lamina.placement.cache_sim`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from lamina.placement._cache_core import (
+    CacheSimulationError,
+    CacheUsage,
+    TimedRequest,
+    _Block,
+    _chain,
+    _Core,
+    _Group,
+    _list,
+    _mapping,
+    _text_block,
+    _usage,
+)
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+
+_MESSAGES = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAICacheRules:
+    """The numbers of OpenAI's automatic prompt caching (models before GPT-5.6)."""
+
+    min_tokens: int = 1024
+    increment: int = 128
+    """Hits grow in steps of this many tokens past `min_tokens`."""
+    read_multiplier: float = 0.1
+    """0.1 for the gpt-5 family; gpt-4.1 is 0.25 and gpt-4o 0.5."""
+    idle_ttl_seconds: float = 300.0
+    """How long a stored prefix survives without use (the docs say 5 to 10 minutes)."""
+    max_ttl_seconds: float = 3600.0
+    """Hard cap on a stored prefix's life (1 h in memory; 24 h with `prompt_cache_retention="24h"`)."""
+
+    def __post_init__(self) -> None:
+        if self.min_tokens < 0 or self.increment < 1:
+            raise ValueError(f"invalid OpenAICacheRules: {self!r}")
+        if self.idle_ttl_seconds <= 0 or self.max_ttl_seconds <= 0:
+            raise ValueError(f"cache TTLs must be positive: {self!r}")
+
+
+@dataclass(slots=True)
+class _Stored:
+    """One stored prompt prefix; mutable because every request that reaches it refreshes it."""
+
+    dies: float
+    """Creation time plus the hard cap."""
+    expires: float
+    """min(last use + idle TTL, dies)."""
+    available_at: float
+
+
+class OpenAICacheSimulator:
+    """OpenAI automatic prompt caching (before GPT-5.6): stored prefixes per (model, prompt_cache_key)."""
+
+    def __init__(self, *, rules: OpenAICacheRules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> None:
+        self.rules = rules if rules is not None else OpenAICacheRules()
+        self._core = _Core(estimator)
+        self._partitions: dict[tuple[str, str | None], dict[bytes, _Stored]] = {}
+        self._prune_at = 4096
+
+    def submit(self, request: TimedRequest) -> CacheUsage:
+        """Simulate one Chat Completions or Responses request; returns its billed usage."""
+        rules = self.rules
+        t, available_at = self._core.start(request)
+        body = request.body
+        key = body.get("prompt_cache_key")
+        if key is not None and not isinstance(key, str):
+            raise CacheSimulationError(f"prompt_cache_key: expected a string, got {type(key).__name__}")
+        blocks = self._flatten(body)
+        h, step = _chain(b"openai", b""), self._core.step
+        chain: list[bytes] = []
+        cum: list[int] = []
+        total = 0
+        for b in blocks:
+            h = step(h, b.digest)
+            total += b.tokens
+            chain.append(h)
+            cum.append(total)
+
+        store = self._partitions.setdefault((str(body.get("model", "")), key), {})
+        common = 0
+        for k in range(len(chain) - 1, -1, -1):
+            node = store.get(chain[k])
+            if node is not None and node.available_at <= t < node.expires:
+                common = cum[k]
+                break
+        read = 0
+        if common >= rules.min_tokens:
+            read = min(total, rules.min_tokens + rules.increment * ((common - rules.min_tokens) // rules.increment))
+
+        if total >= rules.min_tokens:
+            idle, dies = t + rules.idle_ttl_seconds, t + rules.max_ttl_seconds
+            for h in chain:
+                node = store.get(h)
+                if node is None or node.expires <= t:
+                    store[h] = _Stored(dies, min(idle, dies), available_at)
+                else:
+                    node.expires = min(idle, node.dies)
+                    node.available_at = min(node.available_at, available_at)
+        if sum(len(s) for s in self._partitions.values()) > self._prune_at:
+            for part, nodes in list(self._partitions.items()):
+                self._partitions[part] = {h: n for h, n in nodes.items() if n.expires > t}
+            self._prune_at = 2 * sum(len(s) for s in self._partitions.values()) + 4096
+
+        return _usage(
+            total=total,
+            read=read,
+            write_5m=0,
+            write_1h=0,
+            reusable=self._core.reusable(blocks, t, rules.idle_ttl_seconds),
+            r=rules.read_multiplier,
+            w5=0.0,
+            w1=0.0,
+        )
+
+    def _flatten(self, body: Mapping[str, object]) -> list[_Block]:
+        """Blocks in prompt order: tools, output schema, then the conversation."""
+        core, build = self._core, self._build
+        blocks: list[_Block] = []
+        tools = body.get("tools")
+        if tools is not None:
+            items = [(f"[{i}]", "tools", tool) for i, tool in enumerate(_list(tools, "tools"))]
+            blocks += core.group(b"tools", tools, "tools", build, items, "tools").blocks
+        text = body.get("text")
+        schema = body.get("response_format") or (text.get("format") if isinstance(text, Mapping) else None)
+        if schema is not None:
+            blocks += core.group(b"schema", schema, "schema", build, [("", "schema", schema)], "response_format").blocks
+        if "messages" in body:
+            for m, message in enumerate(_list(body.get("messages"), "messages")):
+                where = f"messages[{m}]"
+                blocks += core.group(b"message", message, where, build, _openai_message(message, where), where).blocks
+            return blocks
+        if "input" not in body and "instructions" not in body:
+            raise CacheSimulationError("body has neither 'messages' nor 'input'/'instructions': not an OpenAI request")
+        for name, role in (("instructions", "developer"), ("input", "user")):
+            value = body.get(name)
+            if isinstance(value, str):
+                if value:
+                    text_block = [("", role, _text_block(value))]
+                    blocks += core.group(name.encode(), value, name, build, text_block, name).blocks
+                continue
+            for i, item in enumerate(_list(value, name)):
+                where = f"{name}[{i}]"
+                blocks += core.group(b"item", item, where, build, _openai_item(item, where), where).blocks
+        return blocks
+
+    def _build(self, items: Iterable[tuple[str, str, object]], prefix: str) -> _Group:
+        blocks = []
+        for where, role, raw in items:
+            digest, tokens = self._core.measure(role, raw, prefix + where)
+            blocks.append(_Block(where, _MESSAGES, "", digest, tokens))
+        return _Group(tuple(blocks))
+
+
+def _openai_item(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
+    item = _mapping(raw, where)
+    if "role" in item:
+        yield from _openai_message(item, where)
+    else:  # function_call, function_call_output, reasoning, compaction, ...
+        yield "", str(item.get("type", "item")), item
+
+
+def _openai_message(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
+    message = _mapping(raw, where)
+    role = str(message.get("role", ""))
+    content = message.get("content")
+    # Everything but role and content (tool_calls, tool_call_id, name, ...) is one more block.
+    meta = {k: v for k, v in message.items() if k not in ("role", "content") and not (k == "type" and v == "message")}
+    emitted = False
+    if isinstance(content, str):
+        yield ".content", role, _text_block(content)
+        emitted = True
+    else:
+        for c, part in enumerate(_list(content, f"{where}.content")):
+            yield f".content[{c}]", role, part
+            emitted = True
+    if meta or not emitted:
+        yield "", role, meta
