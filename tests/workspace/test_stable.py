@@ -227,8 +227,11 @@ def test_preferences_change_is_recorded_as_a_stable_change(tmp_path: Path, monor
         bump(prefs_file, 'name = "Ada"\ntime_zone = "Europe/Paris"\n')
         second = engine.prepare_turn("again")
         changes = [e for e in session.entries() if isinstance(e, StateChange) and e.key == "stable"]
-    assert second.stable.version == first.stable.version + 1
-    assert changes[-1].detail == "version 2: changed preferences"
+    # recorded as version 2; the cached prefix keeps version 1 and the change arrives once in the tail
+    assert second.stable.version == first.stable.version
+    assert [o.kind for o in second.one_shots] == ["stable_update"]
+    assert "Ada" in second.one_shots[0].text
+    assert changes[-1].detail.startswith("version 2: changed preferences")
     assert context.time_zone == "Europe/Paris"
 
 
