@@ -7,37 +7,100 @@ survives compaction, while the whole session history stays durable on disk.
 
 from __future__ import annotations
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Final
 
-from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
-from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
-from lamina.defang import defang
-from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
-from lamina.errors import (
-    AuthenticationError,
-    ContextOverflowError,
-    LaminaError,
-    OverloadedError,
-    ProviderError,
-    RateLimitError,
-    SessionCorruptError,
-    SessionLockedError,
-    SessionNotFoundError,
-    UsageError,
-)
-from lamina.parts import Authority, Part, Stability, Tier
-from lamina.placement import (
-    AnthropicTarget,
-    OpenAIChatTarget,
-    OpenAIResponsesTarget,
-    SdkManagedTarget,
-    render,
-)
-from lamina.providers import Provider, ScriptedProvider, provider_from_spec
-from lamina.session.store import LocalSessionStore, SessionStore
-from lamina.tools import PermissionMode, ToolPipeline
-from lamina.turn import ToolSpec, TurnContext
-from lamina.workspace import WorkspaceContext, find_context_files, nearest_context_files
+if TYPE_CHECKING:
+    from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
+    from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.defang import defang
+    from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
+    from lamina.errors import (
+        AuthenticationError,
+        ContextOverflowError,
+        LaminaError,
+        OverloadedError,
+        ProviderError,
+        RateLimitError,
+        SessionCorruptError,
+        SessionLockedError,
+        SessionNotFoundError,
+        UsageError,
+    )
+    from lamina.parts import Authority, Part, Stability, Tier
+    from lamina.placement import (
+        AnthropicTarget,
+        OpenAIChatTarget,
+        OpenAIResponsesTarget,
+        SdkManagedTarget,
+        render,
+    )
+    from lamina.providers import Provider, ScriptedProvider, provider_from_spec
+    from lamina.session.store import LocalSessionStore, SessionStore
+    from lamina.tools import PermissionMode, ToolPipeline
+    from lamina.turn import ToolSpec, TurnContext
+    from lamina.workspace import WorkspaceContext, find_context_files, nearest_context_files
+
+# Names are imported on first use (PEP 562), so `import lamina` (and `lamina --help`) stays fast:
+# the loop, the sources' MCP client and the placement code load only when something needs them.
+_LAZY: Final = {
+    "Agent": "lamina.agent",
+    "AgentEvent": "lamina.agent",
+    "ModelCallFinished": "lamina.agent",
+    "ToolFinished": "lamina.agent",
+    "ToolStarted": "lamina.agent",
+    "TurnOutcome": "lamina.agent",
+    "open_agent": "lamina.agent",
+    "DeterministicSummariser": "lamina.compaction.summarize",
+    "ProviderSummariser": "lamina.compaction.summarize",
+    "Summariser": "lamina.compaction.summarize",
+    "defang": "lamina.defang",
+    "CompactionEvent": "lamina.engine",
+    "CompactionOutcome": "lamina.engine",
+    "ContextEngine": "lamina.engine",
+    "AuthenticationError": "lamina.errors",
+    "ContextOverflowError": "lamina.errors",
+    "LaminaError": "lamina.errors",
+    "OverloadedError": "lamina.errors",
+    "ProviderError": "lamina.errors",
+    "RateLimitError": "lamina.errors",
+    "SessionCorruptError": "lamina.errors",
+    "SessionLockedError": "lamina.errors",
+    "SessionNotFoundError": "lamina.errors",
+    "UsageError": "lamina.errors",
+    "Authority": "lamina.parts",
+    "Part": "lamina.parts",
+    "Stability": "lamina.parts",
+    "Tier": "lamina.parts",
+    "AnthropicTarget": "lamina.placement",
+    "OpenAIChatTarget": "lamina.placement",
+    "OpenAIResponsesTarget": "lamina.placement",
+    "SdkManagedTarget": "lamina.placement",
+    "render": "lamina.placement",
+    "Provider": "lamina.providers",
+    "ScriptedProvider": "lamina.providers",
+    "provider_from_spec": "lamina.providers",
+    "LocalSessionStore": "lamina.session.store",
+    "SessionStore": "lamina.session.store",
+    "PermissionMode": "lamina.tools",
+    "ToolPipeline": "lamina.tools",
+    "ToolSpec": "lamina.turn",
+    "TurnContext": "lamina.turn",
+    "WorkspaceContext": "lamina.workspace",
+    "find_context_files": "lamina.workspace",
+    "nearest_context_files": "lamina.workspace",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 # a library logs, it does not print: applications choose handlers for the `lamina` loggers
 logging.getLogger("lamina").addHandler(logging.NullHandler())

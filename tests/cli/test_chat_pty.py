@@ -100,7 +100,7 @@ def test_ask_mode_approves_edit_write_and_bash_with_always(tmp_path: Path, ws: P
 
 
 def test_a_multi_line_paste_is_one_message_and_is_not_cut(tmp_path: Path, ws: Path, wire: WireServer) -> None:
-    wire.script(Reply(text="Got all of it."))
+    wire.script(Reply(text="Got all of it."), Reply(text="Two lines."))
     long_line = "y" * 6000
     lines = ["first line", "second line", "  indented third", long_line, "last line"]
     chat = Chat(tmp_path, wire)
@@ -109,10 +109,16 @@ def test_a_multi_line_paste_is_one_message_and_is_not_cut(tmp_path: Path, ws: Pa
     chat.send("\r")
     chat.expect("Got all of it.")
     chat.prompt()
+    chat.send("typed one\x1b\rtyped two\r")  # Alt-Enter starts a new line; Enter sends
+    chat.expect("Two lines.")
+    chat.prompt()
     chat.send("\x04")
     assert chat.finish() == 0
-    assert len(wire.requests) == 1
+    assert len(wire.requests) == 2
     assert "\n".join(lines) in _user_text(wire.requests[0].body)
+    assert "typed one\ntyped two" in _user_text(wire.requests[1].body)
+    history = (tmp_path / "state" / "lamina" / "chat_history").read_text()
+    assert "+first line" in history and "+typed two" in history  # kept for the next session
 
 
 def test_ctrl_c_while_streaming_cancels_the_turn_and_the_session_goes_on(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,30 @@ def test_automatic_compaction_line_and_footer(capsys: pytest.CaptureFixture[str]
         "in 1,000 · out 100 · cache read 10,000 · write 2,000 · $0.0100 · context 25% of 200k"
     )
     assert "$" not in footer_text("unknown-model", usage, 0, 200_000)
+
+
+def test_the_help_does_not_import_the_heavy_modules() -> None:
+    heavy = ("anthropic", "openai", "mcp", "prompt_toolkit", "lamina.agent", "lamina.engine", "lamina.sources")
+    code = (
+        "import sys\nfrom lamina.cli import app\ntry:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "[]"
+
+
+def test_resume_without_an_id_offers_a_list(tmp_path: Path, ws: Path) -> None:
+    store = LocalSessionStore(tmp_path / "store")
+    ids = []
+    for text in ("older work", "newer work"):
+        with store.create(cwd=str(ws)) as session:
+            session.append(UserMessage(text=text))
+            ids.append(session.id)
+    result = runner.invoke(
+        app,
+        ["--store", str(tmp_path / "store"), "chat", "--model", _script(tmp_path, "unused"), "--resume", ""],
+        input="2\n/quit\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "older work" in result.stderr and "newer work" in result.stderr
+    assert f"session {ids[0]} (resumed)" in result.stderr  # newest first: number 2 is the older one

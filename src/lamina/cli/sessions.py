@@ -12,10 +12,7 @@ import typer
 from rich.table import Table
 
 from lamina.cli._console import abort, err, out, print_json, safe, warn
-from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
-from lamina.engine import ContextEngine
 from lamina.errors import LaminaError
-from lamina.providers import provider_from_spec
 from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -125,6 +122,10 @@ def compact(
     as_json: JsonOption = False,
 ) -> None:
     """Compact a session's provider view now (the log keeps everything)."""
+    from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.engine import ContextEngine
+    from lamina.providers import provider_from_spec
+
     try:
         summariser: Summariser = (
             ProviderSummariser(provider_from_spec(model)) if model is not None else DeterministicSummariser()

@@ -1,0 +1,416 @@
+"""The report of `lamina context`: what an agent starting a session here would be sent, part by part (I/O)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from lamina.activation import SkillCatalogue
+from lamina.budget import TIER_LABELS, BudgetReport, CacheLayout, budget_of_turn, cache_layout, tool_tokens
+from lamina.cli._console import abort, err, out, print_json
+from lamina.cli.context import Provider
+from lamina.engine import ContextEngine
+from lamina.errors import LaminaError, UsageError
+from lamina.parts import Part, Tier
+from lamina.placement import (
+    AnthropicTarget,
+    OpenAIChatTarget,
+    RenderTarget,
+    SdkManagedTarget,
+    render,
+)
+from lamina.session.store import LocalSessionStore
+from lamina.sources import Source, SourceScan, find_sources, guide_path
+from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.turn import TurnContext
+from lamina.workspace import ProjectMemory, SkippedPath, WorkspaceContext, WorkspaceSnapshot
+from lamina.workspace.skills import SkillScan
+
+FIRST_MESSAGE = "(the user's first message)"
+"""Stands for the user's text: the report is about everything around it."""
+
+
+_TARGETS: dict[Provider, tuple[RenderTarget, str]] = {
+    Provider.anthropic: (AnthropicTarget(model="claude-sonnet-5"), "Anthropic Messages"),
+    Provider.openai: (OpenAIChatTarget(model="gpt-5"), "OpenAI Chat Completions"),
+    Provider.sdk: (SdkManagedTarget(), "an SDK-managed backend (Claude Agent SDK)"),
+}
+
+
+def show_context(
+    path: Path,
+    provider: Provider,
+    preset: str | None,
+    custom_preset: Path | None,
+    *,
+    show_text: bool,
+    as_json: bool,
+) -> None:
+    """Show what a new session here would send: parts, tiers, tokens, context files and cache layout."""
+    name = preset if preset is not None else "custom" if custom_preset is not None else "default"
+    try:
+        workspace = WorkspaceContext(path, preset=name, custom_preset=custom_preset)
+        with _progress(enabled=not as_json) as progress:
+            snapshot = workspace.snapshot(progress=progress)
+        target, described = _TARGETS[provider]
+        catalogue = SkillCatalogue(workspace.root)
+        sources = find_sources(workspace.root)
+        turn, request = _first_turn(workspace, catalogue, target)
+        layout = cache_layout(request, target, turn=turn)
+    except UsageError as exc:
+        abort(str(exc), 2)
+    except LaminaError as exc:
+        abort(str(exc))
+    budget = budget_of_turn(turn)
+    if as_json:
+        document = _document(snapshot, workspace, turn, layout, budget, provider, show_text=show_text)
+        print_json({**document, **_skills_and_sources_json(catalogue.scan, sources)})
+        return
+    _print_report(snapshot, workspace, turn, layout, budget, described)
+    _print_skills_and_sources(catalogue.scan, sources)
+    if show_text:
+        _print_texts(turn)
+
+
+@contextmanager
+def _progress(*, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    """A spinner on stderr while large trees are scanned, only when stderr is a terminal."""
+    if not (enabled and err.is_terminal):
+        yield None
+        return
+    with err.status("Looking for project context files…") as status:
+
+        def update(folders: int) -> None:
+            status.update(f"Looking for project context files… {folders:,} folders so far")
+
+        yield update
+
+
+def _first_turn(
+    workspace: WorkspaceContext, catalogue: SkillCatalogue, target: RenderTarget
+) -> tuple[TurnContext, Any]:
+    """The first turn of a fresh session, prepared by a real engine over a throwaway store."""
+    with (
+        tempfile.TemporaryDirectory(prefix="lamina-context-") as folder,
+        LocalSessionStore(folder).create(cwd=str(workspace.root)) as session,
+    ):
+        engine = ContextEngine(
+            session,
+            stable_source=lambda: (*workspace(), *catalogue.parts()),
+            tools=workspace.tools,
+            time_zone=workspace.time_zone,
+        )
+        turn = engine.prepare_turn(FIRST_MESSAGE)
+        return turn, render(turn, target)
+
+
+def _tokens(text: str) -> int:
+    return DEFAULT_ESTIMATOR.count(text)
+
+
+def _tier(tier: Tier) -> str:
+    return f"{tier.value} {TIER_LABELS[tier]}"
+
+
+def _turn_parts(turn: TurnContext) -> list[Part]:
+    return [*turn.stable.parts, *turn.volatile, *(o.as_part() for o in turn.one_shots)]
+
+
+# --- JSON ----------------------------------------------------------------------------------------------
+
+
+def _document(
+    snapshot: WorkspaceSnapshot,
+    workspace: WorkspaceContext,
+    turn: TurnContext,
+    layout: CacheLayout,
+    budget: BudgetReport,
+    provider: Provider,
+    *,
+    show_text: bool,
+) -> dict[str, Any]:
+    scan, preset = snapshot.scan, snapshot.preset
+    inlined = frozenset(snapshot.inlined)
+    return {
+        "root": snapshot.root,
+        "preset": {"name": preset.name, "source": preset.source, "sections": preset.sections},
+        "provider": provider.value,
+        "format": layout.format,
+        "parts": [
+            {
+                "key": p.key,
+                "tier": int(p.tier),
+                "tier_name": TIER_LABELS[p.tier],
+                "stability": p.stability.value,
+                "authority": p.authority.value,
+                "provenance": p.provenance,
+                "tokens": _tokens(p.text),
+                "digest": p.digest,
+                **({"text": p.text} if show_text else {}),
+            }
+            for p in _turn_parts(turn)
+        ],
+        "tools": [{"name": t.name, "tokens": tool_tokens(t)} for t in turn.tools],
+        "context_files": {
+            "found": [
+                {"path": f.relative, "size": f.size, "truncated": f.truncated, "inlined": f.relative in inlined}
+                for f in scan.files
+            ],
+            "skipped": [{"path": s.relative, "reason": s.reason} for s in scan.skipped],
+            "omitted_over_cap": scan.omitted_over_cap,
+            "scanned_dirs": scan.scanned_dirs,
+        },
+        "memory": _memory_json(snapshot.memory, included=preset.memory),
+        "preferences": {
+            "file": workspace.preferences_file,
+            "set": [f for f in ("name", "time_zone", "city", "notes") if getattr(snapshot.preferences, f)],
+        },
+        "cache_layout": layout,
+        "tiers": [
+            {"tier": int(t.tier), "name": TIER_LABELS[t.tier], "tokens": t.tokens, "items": t.items}
+            for t in budget.tiers
+        ],
+        "total_tokens": budget.total,
+    }
+
+
+def _memory_json(memory: ProjectMemory | SkippedPath | None, *, included: bool) -> dict[str, Any]:
+    if memory is None:
+        return {"status": "none"}
+    if isinstance(memory, SkippedPath):
+        return {"status": "skipped", "path": memory.path, "reason": memory.reason}
+    return {
+        "status": "loaded" if included else "left out by the preset",
+        "path": memory.path,
+        "tokens": _tokens(memory.text),
+        "truncated": memory.truncated,
+        "kept_lines": memory.kept_lines,
+        "total_lines": memory.total_lines,
+    }
+
+
+# --- the report ------------------------------------------------------------------------------------------
+
+
+def _print_report(
+    snapshot: WorkspaceSnapshot,
+    workspace: WorkspaceContext,
+    turn: TurnContext,
+    layout: CacheLayout,
+    budget: BudgetReport,
+    described: str,
+) -> None:
+    preset = snapshot.preset
+    preset_name = preset.name if preset.source == "lamina" else f"{preset.name} ({preset.source})"
+    out.print(f"[bold]Context for {escape(str(snapshot.root))}[/bold]", highlight=False)
+    out.print(
+        f"The first turn of a new session with the {escape(preset_name)} preset, rendered for {described}. "
+        "Tokens are estimates.",
+        highlight=False,
+    )
+    _print_parts(turn)
+    _print_context_files(snapshot)
+    _print_memory_and_preferences(snapshot, workspace)
+    _print_layout(layout)
+    _print_budget(budget)
+
+
+def _section(title: str, explanation: str) -> None:
+    out.print()
+    out.print(f"[bold]{title}[/bold]", highlight=False)
+    out.print(f"[dim]{explanation}[/dim]", highlight=False)
+
+
+def _print_parts(turn: TurnContext) -> None:
+    _section(
+        "Parts",
+        "Stable parts form the cached prefix and keep their bytes from turn to turn; volatile parts ride in the "
+        "tail of the user's message; one-shot parts are sent exactly once.",
+    )
+    table = Table(box=None)
+    table.add_column("#", justify="right")
+    table.add_column("part", no_wrap=True)
+    table.add_column("tier", no_wrap=True)
+    table.add_column("stability", no_wrap=True)
+    table.add_column("provenance", overflow="fold")
+    table.add_column("tokens", justify="right", no_wrap=True)
+    for i, part in enumerate(_turn_parts(turn), 1):
+        table.add_row(
+            str(i),
+            escape(part.key),
+            _tier(part.tier),
+            part.stability.value,
+            escape(part.provenance),
+            f"{_tokens(part.text):,}",
+        )
+    out.print(table)
+    names = ", ".join(t.name for t in turn.tools) or "none"
+    total = sum(tool_tokens(t) for t in turn.tools)
+    out.print(f"Tools: {escape(names)} ({total:,} tokens, tier {_tier(Tier.CATALOGUE)})", highlight=False)
+
+
+def _print_context_files(snapshot: WorkspaceSnapshot) -> None:
+    scan = snapshot.scan
+    _section(
+        "Project context files",
+        f"AGENTS.md and CLAUDE.md files, shallowest first ({scan.scanned_dirs:,} folders scanned). The prompt lists "
+        "them and tells the agent to read the nearest ones; root files that fit the budget are shown in full.",
+    )
+    if scan.files:
+        inlined = frozenset(snapshot.inlined)
+        table = Table(box=None)
+        table.add_column("file", overflow="fold")
+        table.add_column("bytes", justify="right", no_wrap=True)
+        table.add_column("in the prompt")
+        for f in scan.files:
+            shown = "shown in full" if f.relative in inlined else "listed"
+            if f.truncated:
+                shown += f" (over {len(f.text.encode()):,} bytes: truncated when read)"
+            table.add_row(escape(f.relative), f"{f.size:,}", shown)
+        out.print(table)
+    else:
+        out.print("none found")
+    if scan.omitted_over_cap:
+        out.print(f"{scan.omitted_over_cap:,} more found but not listed: the cap was reached.", highlight=False)
+    if scan.skipped:
+        out.print("Skipped (not listed in the prompt):")
+        table = Table(box=None)
+        table.add_column("path", overflow="fold")
+        table.add_column("reason", overflow="fold")
+        for s in scan.skipped:
+            table.add_row(escape(s.relative), escape(s.reason))
+        out.print(table)
+
+
+def _print_memory_and_preferences(snapshot: WorkspaceSnapshot, workspace: WorkspaceContext) -> None:
+    _section("Memory and preferences", "MEMORY.md at the root (its top is kept) and the user's preferences.")
+    memory = snapshot.memory
+    if memory is None:
+        out.print("Memory: none (no MEMORY.md at the root)")
+    elif isinstance(memory, SkippedPath):
+        out.print(f"Memory: MEMORY.md skipped: {escape(memory.reason)}", highlight=False)
+    elif not snapshot.preset.memory:
+        out.print(f"Memory: MEMORY.md found, but the {escape(snapshot.preset.name)} preset leaves it out")
+    else:
+        cut = f", cut to the first {memory.kept_lines:,} lines" if memory.truncated else ""
+        out.print(f"Memory: MEMORY.md, {_tokens(memory.text):,} tokens kept{cut}", highlight=False)
+    fields = [f.replace("_", " ") for f in ("name", "time_zone", "city", "notes") if getattr(snapshot.preferences, f)]
+    where = workspace.preferences_file
+    if fields:
+        out.print(f"Preferences: {', '.join(fields)} from {escape(str(where))}", highlight=False)
+    elif where is not None:
+        out.print(f"Preferences: none set ({escape(str(where))} does not exist or is empty)", highlight=False)
+    else:
+        out.print("Preferences: none set")
+
+
+def _print_layout(layout: CacheLayout) -> None:
+    _section(
+        "Cache layout",
+        "The request block by block, in the order the provider reads it; 'prefix' counts the tokens up to and "
+        "including the block. Cache 'stable': the cached prefix every later turn reads; 'rolling': cached for the "
+        "next request; 'uncached': sent at full price.",
+    )
+    numbers = {b.position: i for i, b in enumerate(layout.breakpoints, 1)}
+    table = Table(box=None)
+    table.add_column("#", justify="right")
+    table.add_column("block", no_wrap=True)
+    table.add_column("holds")
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("prefix", justify="right", no_wrap=True)
+    table.add_column("cache", no_wrap=True)
+    table.add_column("breakpoint", no_wrap=True)
+    for block in layout.blocks:
+        mark = f"◀ {numbers[block.position]} ({block.breakpoint})" if block.breakpoint is not None else ""
+        table.add_row(
+            str(block.position),
+            escape(block.where.replace("].content[", "][").replace(".content", "")),
+            escape(block.label),
+            f"{block.tokens:,}",
+            f"{block.cumulative:,}",
+            block.region,
+            mark,
+        )
+    out.print(table)
+    for note in layout.notes:
+        out.print(f"- {escape(note)}", highlight=False)
+
+
+def _print_budget(budget: BudgetReport) -> None:
+    _section(
+        "Budget by tier",
+        "The context budget's priority order, rules first, one-shot parts last. Counted on the text of each "
+        "part; the cache layout counts blocks as sent (JSON), so its total is a little higher.",
+    )
+    table = Table(box=None)
+    table.add_column("tier", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("spent on", overflow="fold")
+    for tier in budget.tiers:
+        table.add_row(_tier(tier.tier), f"{tier.tokens:,}", escape(", ".join(tier.items)))
+    table.add_row("[bold]total[/bold]", f"[bold]{budget.total:,}[/bold]", "")
+    out.print(table)
+
+
+def _print_texts(turn: TurnContext) -> None:
+    for part in _turn_parts(turn):
+        out.print()
+        out.rule(f"{escape(part.key)} ({part.stability.value}, {escape(part.provenance)})")
+        out.print(part.text, markup=False, highlight=False)
+
+
+# --- skills and sources ------------------------------------------------------------------------------
+
+
+def _guide_tokens(source: Source) -> int | None:
+    try:
+        return _tokens(guide_path(source).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _skills_and_sources_json(skills: SkillScan, sources: SourceScan) -> dict[str, Any]:
+    return {
+        "skills": {
+            "catalogue": [{"name": s.name, "scope": s.scope, "path": s.path} for s in skills.skills],
+            "shadowed": [{"name": s.name, "path": s.path} for s in skills.shadowed],
+            "problems": [str(p) for p in skills.problems],
+        },
+        "sources": {
+            "found": [
+                {"slug": s.slug, "kind": s.kind, "description": s.description, "guide_tokens": _guide_tokens(s)}
+                for s in sources.sources
+            ],
+            "problems": [str(p) for p in sources.problems],
+        },
+    }
+
+
+def _print_skills_and_sources(skills: SkillScan, sources: SourceScan) -> None:
+    _section(
+        "Skills and sources",
+        "Only the skill catalogue is in the prompt; a \\[skill:name] mention makes the agent read that SKILL.md first. "
+        "A source's guide is read on demand before its tools' first use; its tokens are paid only then.",
+    )
+    for skill in skills.skills:
+        out.print(f"  skill {escape(skill.name)} ({skill.scope}): {escape(str(skill.path))}", highlight=False)
+    for skill in skills.shadowed:
+        out.print(f"  [dim]shadowed: {escape(skill.name)} at {escape(str(skill.path))}[/dim]", highlight=False)
+    for problem in skills.problems:
+        out.print(f"  [yellow]skipped skill:[/yellow] {escape(str(problem))}", highlight=False)
+    for source in sources.sources:
+        guide = _guide_tokens(source)
+        cost = f"guide {guide:,} tokens on demand" if guide is not None else "guide unreadable"
+        out.print(
+            f"  source {escape(source.slug)} ({source.kind}): {escape(source.description)}; {cost}", highlight=False
+        )
+    for source_problem in sources.problems:
+        out.print(f"  [yellow]skipped source:[/yellow] {escape(str(source_problem))}", highlight=False)
+    if not (skills.skills or skills.problems or sources.sources or sources.problems):
+        out.print("  none (skills live in .lamina/skills/<name>/SKILL.md, sources in sources/<slug>/)")
