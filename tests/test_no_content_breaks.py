@@ -82,7 +82,7 @@ def test_reserved_closers_in_content_compact_and_resume(tmp_path: Path, workspac
     outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500))
     assert outcome.status == "compacted"
     _render_everywhere(engine, f"And now {hostile}?")
-    assert engine.boundary is not None and engine.boundary.ledger.constraints  # the pinned lane is in use
+    assert engine.boundary is not None and engine.boundary.lane.messages  # the pinned lane is in use
     # resumed from disk, it still runs, and compacts again
     session_id = engine.session.id
     engine.session.close()

@@ -158,10 +158,21 @@ class Activation:
         return ", ".join(names[:20]) + (" …" if len(names) > 20 else "") if names else "none"
 
     def after_compaction(self, boundary: CompactionBoundary) -> None:
-        """Forget every read; the skills still in use must be read again (guides gate again by themselves)."""
+        """Forget every read; the skills still in use must be read again (guides gate again by themselves).
+
+        The model is told once which SKILL.md files to read again before its next tool call, instead
+        of finding out from a denied call.
+        """
         self.manager.reset()
         for skill in self._in_use.values():
             self._require(skill)
+        if self._in_use:
+            files = ", ".join(str(s.path) for s in self._in_use.values())
+            self.engine.queue_one_shot(
+                "skills_reread",
+                f"The conversation was compacted. Skills in use: {', '.join(self._in_use)}. "
+                f"Read these SKILL.md files again before your next tool call: {files}.",
+            )
 
 
 def nearest_context_paths(finder: ContextFileFinder, cwd: Path) -> Callable[[Path], list[Path]]:

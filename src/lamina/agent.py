@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
 from lamina.compaction import should_compact
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
+from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
 from lamina.compaction.summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.errors import ContextOverflowError
@@ -117,6 +118,8 @@ class Agent:
     """Compact when the context estimate is above the context window minus this many tokens."""
     keep_tokens: int = DEFAULT_KEEP_TOKENS
     """Tokens of recent history a compaction keeps verbatim."""
+    user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS
+    """Tokens of the user's own earlier messages shown verbatim after a compaction summary (newest first)."""
     activation: Activation | None = None
     """Skills and sources: mentions in the user's text become required reads."""
     on_event: Callable[[AgentEvent], None] | None = None
@@ -148,8 +151,9 @@ class Agent:
                     turn = self.engine.reprepare(turn)
                 turn, completed = await self._model_call_compacting(turn, index)
                 usages.append(completed.usage)
-                if index == 0:
-                    self.engine.commit(turn)  # the provider accepted a request carrying the turn's one-shots
+                # the provider accepted a request carrying the turn's one-shots (a turn prepared again
+                # after a compaction may carry new ones; committing delivered ones again is a no-op)
+                self.engine.commit(turn)
                 self.engine.record(
                     AssistantMessage(
                         text=completed.text,
@@ -198,7 +202,13 @@ class Agent:
     ) -> CompactionOutcome:
         """Compact the session now (`/compact [focus]`), or as a trigger asks."""
         summariser = self.summariser or ProviderSummariser(self.provider)
-        outcome = await self.engine.compact(summariser, trigger=trigger, focus=focus, keep_tokens=self.keep_tokens)
+        outcome = await self.engine.compact(
+            summariser,
+            trigger=trigger,
+            focus=focus,
+            keep_tokens=self.keep_tokens,
+            user_lane_tokens=self.user_lane_tokens,
+        )
         self._emit(CompactionFinished(trigger, outcome))
         return outcome
 

@@ -133,7 +133,10 @@ async def _session(
     outcome = await agent.compact("the fix and the build log")
     console.print(f"   {safe(outcome.message)}")
     if outcome.boundary is not None:
-        console.print(f"   pinned verbatim: {safe(list(outcome.boundary.ledger.constraints))}")
+        lane = outcome.boundary.lane
+        console.print("   the user's words, verbatim after the summary (later ones override):")
+        for words in lane.messages:
+            console.print(f"     [dim]turn {words.turn}:[/dim] {safe(words.text)}")
     agent.engine.session.close()
 
     console.print(f"\n[bold]resume[/bold] session {safe(session_id)} from disk (a new process would do the same)")

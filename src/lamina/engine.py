@@ -12,18 +12,29 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal, overload
 
-from lamina.compaction import deterministic_summary, entry_tokens, find_cut_point, freed_enough, parse_summary
+from lamina.compaction import entry_tokens, find_cut_point, freed_enough, parse_summary
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS
+from lamina.compaction.lane import (
+    DEFAULT_USER_LANE_TOKENS,
+    LaneUpdate,
+    archive_name,
+    archive_text,
+    render_lane,
+    update_lane,
+)
 from lamina.compaction.ledger import update_ledger
 from lamina.compaction.summarize import Summariser
-from lamina.defang import admit, render_block
+from lamina.compaction.summary import turn_prefix_item
+from lamina.defang import admit
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.session.entries import (
@@ -41,6 +52,7 @@ from lamina.session.entries import (
     ToolResult,
     TurnRecord,
     Usage,
+    UserLane,
     UserMessage,
 )
 from lamina.session.store import JsonlSession
@@ -121,15 +133,34 @@ class CompactionOutcome:
     summary_by: str | None = None
 
 
-def pinned_block(ledger: Ledger) -> str | None:
-    """The pinned lane after a compaction: the user's constraints, verbatim, never left to the summary."""
-    if not ledger.constraints:
-        return None
-    lines = "\n".join(f"- {admit(c)}" for c in ledger.constraints)
-    return render_block("pinned", "Rules the user set earlier in this session (verbatim):\n" + lines)
+def pinned_block(boundary: CompactionBoundary, *, data_dir: str) -> str | None:
+    """The pinned lane after a compaction: the user's own messages from the summarised part, verbatim.
+
+    Never left to the summary; neutralised as untrusted markup, so no message can close the block.
+    """
+    return render_lane(boundary.lane, data_dir=data_dir, legacy=boundary.ledger)
+
+
+def _write_archive(data_dir: Path, name: str, text: str) -> None:
+    """Write one archive of whole user messages, durably, before the boundary that names it is appended.
+
+    The name is unique to the content, so a retried or repeated write leaves the same bytes.
+    """
+    target = data_dir / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 _CALIBRATION_WEIGHT = 0.3
+_EMPTY_LANE = UserLane()
 _CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
 
 
@@ -231,23 +262,29 @@ class ContextEngine:
         self._summary = view.boundary.summary if view.boundary else None
         # what requests show: neutralised, also when an older Lamina stored it raw
         self._summary_shown = admit(self._summary) if self._summary is not None else None
-        self._pinned = pinned_block(view.boundary.ledger) if view.boundary else None
+        self._pinned = pinned_block(view.boundary, data_dir=self._data_dir()) if view.boundary else None
         self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
         self._last_seen: dict[str, str] = {}
         self._stable_seen_digest: str | None = None
         self._turn_since_boundary = False
-        # entries kept from before the boundary were sent under an older prefix; only what follows counts
-        after = self._boundary is None
-        for entry in self._view:
-            after = after or (self._boundary is not None and entry.parent_id == self._boundary.id)
-            self._track_view(entry, after_boundary=after)
+        # After a compaction the next tail states the whole session state again: entries kept from
+        # before the boundary were sent under an older prefix and beside tails the summary replaced,
+        # so only what follows the boundary counts as seen.
+        self._fresh_from = 0
+        if view.boundary is not None:
+            boundary_id = view.boundary.id
+            after = (i for i, e in enumerate(self._view) if e.parent_id == boundary_id)
+            self._fresh_from = next(after, len(self._view))
+        for entry in self._view[self._fresh_from :]:
+            self._track_view(entry)
 
-    def _track_view(self, entry: LogEntry, *, after_boundary: bool = True) -> None:
+    def _track_view(self, entry: LogEntry) -> None:
+        """Note what a turn's tail showed (called for entries after the latest boundary only)."""
         if isinstance(entry, TurnRecord):
             for part in entry.volatile:
                 self._last_seen[part.key] = part.text
             self._stable_seen_digest = entry.stable_digest
-            self._turn_since_boundary = self._turn_since_boundary or after_boundary
+            self._turn_since_boundary = True
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -370,9 +407,12 @@ class ContextEngine:
             self._prefix = pinned
         return self._prefix
 
+    def _data_dir(self) -> str:
+        return str(self.session.folder / "data")
+
     def volatile_inputs(self) -> VolatileInputs:
         """The inputs of this turn's volatile parts, read now."""
-        data_dir = str(self.session.folder / "data")
+        data_dir = self._data_dir()
         plans_dir = str(self.session.folder / "plans")
         now = datetime.fromtimestamp(self._clock(), UTC)
         return VolatileInputs(
@@ -486,8 +526,13 @@ class ContextEngine:
         trigger: Literal["manual", "threshold", "overflow"],
         focus: str | None = None,
         keep_tokens: int = DEFAULT_KEEP_TOKENS,
+        user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
     ) -> CompactionOutcome:
         """Compact the provider view: one boundary entry appended, nothing removed from the log.
+
+        The user's own messages from the summarised part join the user's words lane shown after
+        the summary (newest first within `user_lane_tokens`); each compaction's messages are also
+        written whole to a file under the session's `data/user-messages/`, before the boundary.
 
         At most one compaction runs per session (other processes cannot even write to it); a
         request that waited for one in flight finds nothing new and says "already compacted".
@@ -495,7 +540,27 @@ class ContextEngine:
         if self._compaction_lock is None:
             self._compaction_lock = asyncio.Lock()
         async with self._compaction_lock:
-            return await self._compact_locked(summariser, trigger=trigger, focus=focus, keep_tokens=keep_tokens)
+            return await self._compact_locked(
+                summariser, trigger=trigger, focus=focus, keep_tokens=keep_tokens, lane_tokens=user_lane_tokens
+            )
+
+    def _archive(self, update: LaneUpdate, entries: Sequence[LogEntry], budget: int) -> UserLane:
+        """The lane of `update`, once its new messages are written whole to the data folder (I/O).
+
+        When the file cannot be written, the lane says so (the log still holds every message).
+        """
+        if not update.archive:
+            return update.lane
+        try:
+            _write_archive(Path(self._data_dir()), archive_name(update.archive), archive_text(update.archive))
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, reason)
+            previous = self._boundary.lane if self._boundary else _EMPTY_LANE
+            return update_lane(
+                previous, entries, budget_tokens=budget, estimator=self.estimator, archive_failed=reason
+            ).lane
+        return update.lane
 
     async def _compact_locked(
         self,
@@ -504,6 +569,7 @@ class ContextEngine:
         trigger: Literal["manual", "threshold", "overflow"],
         focus: str | None,
         keep_tokens: int,
+        lane_tokens: int,
     ) -> CompactionOutcome:
         view = list(self._view)
         cut = find_cut_point(view, keep_tokens=keep_tokens, estimator=self.estimator)
@@ -517,18 +583,22 @@ class ContextEngine:
             ledger = update_ledger(self._boundary.ledger if self._boundary else Ledger(), cut.summarised)
             previous = parse_summary(self._summary) if self._summary else None
             result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
-            summary = result.summary.render()
-            if cut.split_turn_prefix:
-                prefix = deterministic_summary(None, cut.split_turn_prefix, Ledger()).render()
-                summary += "\n\n## Earlier in the turn that was cut\n" + prefix
+            structured = result.summary
+            if cut.split_turn_prefix:  # one item, not a second summary: the next compaction reads it back
+                item = turn_prefix_item(cut.split_turn_prefix)
+                structured = dataclasses.replace(structured, in_progress=(*structured.in_progress, item))
+            summary = structured.render()
+            previous_lane = self._boundary.lane if self._boundary else _EMPTY_LANE
+            update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
             kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
-            pinned = pinned_block(ledger) or ""
+            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=ledger) or ""
             fixed = tokens_before - self._view_tokens - self._prelude_tokens()  # stable parts and tools
             tokens_after = fixed + kept_tokens + self.estimator.count(summary + pinned)
             if not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
                 self._emit_compaction(CompactionEvent("failed", trigger, message))
                 return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
+            lane = self._archive(update, cut.summarised, lane_tokens)
             state = StateSnapshot(
                 mode=self._mode if self._mode_recorded else None,
                 sources=self._sources,
@@ -548,6 +618,7 @@ class ContextEngine:
                     focus=focus,
                     ledger=ledger,
                     state=state,
+                    lane=lane,
                 )
             )
         except Exception as exc:
@@ -577,7 +648,7 @@ class ContextEngine:
         again = dataclasses.replace(
             turn,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
-            one_shots=tuple(o for o in turn.one_shots if o.part_id in self._pending),
+            one_shots=tuple(self._pending.values()),  # the compaction's own notes too, before the next tool call
             stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             history=history,
             summary=self._summary_shown,
@@ -589,7 +660,7 @@ class ContextEngine:
 
     def _last_seen_before(self, index: int) -> dict[str, str]:
         seen: dict[str, str] = {}
-        for entry in self._view[:index]:
+        for entry in self._view[self._fresh_from : index]:
             if isinstance(entry, TurnRecord):
                 for part in entry.volatile:
                     seen[part.key] = part.text

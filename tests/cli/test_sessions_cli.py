@@ -80,7 +80,7 @@ def test_compact_appends_one_boundary_then_reports_already_compacted(tmp_path: P
     with store.open(session.id, writable=False) as reopened:
         boundary = reopened.view().boundary
         assert boundary is not None and boundary.trigger == "manual"
-        assert "Never edit generated files." in boundary.ledger.constraints
+        assert boundary.lane.messages[0].text == "Never edit generated files. Start with the parser."
     locked = store.open(session.id)
     try:
         busy = runner.invoke(app, ["--store", str(tmp_path), "sessions", "compact", session.id, "--wait", "0.2"])

@@ -91,7 +91,7 @@ def test_log_after_compaction_is_the_log_before_plus_one_boundary(
 
 
 @pytest.mark.parametrize("compactions", [1, 2, 5])
-def test_pinned_rules_survive_every_compaction(tmp_path: Path, workspace: Path, compactions: int) -> None:
+def test_pinned_words_survive_every_compaction(tmp_path: Path, workspace: Path, compactions: int) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
     engine.set_mode("execute")
@@ -99,16 +99,45 @@ def test_pinned_rules_survive_every_compaction(tmp_path: Path, workspace: Path, 
     engine.record(AssistantMessage(text="Understood."))
     engine.commit(first)
     for round_no in range(compactions):
-        _chat(engine, 6, start=round_no * 10)
+        _chat(engine, 6, start=round_no * 10, size=150)  # 31 messages: all within the lane's budget
         outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_500))
         assert outcome.status == "compacted", outcome.message
         clock.advance(2)
     body = json.dumps(render(engine.prepare_turn("next"), ANTHROPIC))
-    assert "Never touch the tests in tests/legacy." in body  # the ledger's constraint, pinned verbatim
+    # the user's whole first message, verbatim in the user's words lane
+    assert "Never touch the tests in tests/legacy. Refactor the parser, please." in body
     assert "permission mode: execute" in body  # session state stated again after the compaction
     assert "Project rule: run `make test` before committing." in body  # project rules: stable prefix
     boundary = engine.boundary
-    assert boundary is not None and "Never touch the tests in tests/legacy." in boundary.ledger.constraints
+    assert boundary is not None and boundary.lane.messages[0].turn == 1
+    assert boundary.lane.messages[0].text.startswith("Never touch the tests in tests/legacy.")
+
+
+def test_the_deterministic_summary_keeps_its_shape_over_compactions_that_split_turns(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Regression: a split turn's prefix was appended as a second summary, so each compaction grew
+    another goal paragraph and headings the next one could not place."""
+    engine = make_engine(tmp_path, workspace, Clock())
+    for round_no in range(5):
+        turn = engine.prepare_turn(f"Big job {round_no}: read everything.")
+        for step in range(4):
+            engine.record(AssistantMessage(text=f"Step {step}."))
+            call_id = f"big{round_no}.{step}"
+            engine.record(ToolCall(call_id=call_id, name="Read", input={"path": f"part_{round_no}_{step}.py"}))
+            engine.record(ToolResult(call_id=call_id, name="Read", content="y = 2\n" * 600))
+        engine.record(AssistantMessage(text="Done."))
+        engine.commit(turn)
+        turn = engine.prepare_turn("Thanks.")
+        outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_000))
+        assert outcome.status == "compacted", outcome.message
+        assert outcome.boundary is not None and outcome.boundary.first_kept_id != turn.user_entry_id  # split
+        engine.record(AssistantMessage(text="You are welcome."))
+        engine.commit(turn)
+        summary = engine.boundary.summary if engine.boundary else ""
+        assert summary.count("## Goal") == 1 and "## Notes" not in summary
+        assert summary.count("began before the cut") == 1  # one item for the turn that was cut
+        assert "Big job" not in summary  # the request is in the user's words lane, not repeated
 
 
 def test_reopened_session_knows_the_state_from_the_boundary(tmp_path: Path, workspace: Path) -> None:

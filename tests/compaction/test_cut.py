@@ -261,3 +261,25 @@ def test_freed_enough_detects_a_stalled_compaction() -> None:
     assert freed_enough(1_000, 800, minimum_ratio=0.2)
     with pytest.raises(UsageError, match="minimum_ratio"):
         freed_enough(1, 1, minimum_ratio=1.5)
+
+
+def test_a_turn_that_fits_the_budget_is_kept_whole_with_its_user_message() -> None:
+    """Regression: the cut fell before a turn's last response, leaving its request summarised."""
+    entries: list[LogEntry] = [
+        user(1, 4_000),
+        reply("a1", 4_000),
+        user(2, 40),
+        reply("a2", 40),
+        *batch("b", [200]),
+        reply("a3", 40),
+        user(3, 2_000),
+        reply("a4", 40),
+    ]
+    keep = tokens(entries[entries.index(reply("a3", 40)) :])  # reached first inside turn 2
+    assert tokens(entries[2:7]) <= keep  # and turn 2 fits the budget on its own
+    cut = find_cut_point(entries, keep_tokens=keep)
+    assert cut.first_kept_id == "u2" and cut.split_turn_prefix == ()
+    # a turn larger than the budget on its own is still cut inside, at a safe point
+    big: list[LogEntry] = [user(1, 4_000), reply("a1", 40), *batch("b", [4_000]), reply("a2", 400), user(2, 40)]
+    cut = find_cut_point(big, keep_tokens=200)
+    assert cut.first_kept_id == "a1" and cut.split_turn_prefix == (user(1, 4_000),)

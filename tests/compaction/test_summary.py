@@ -61,8 +61,10 @@ def test_deterministic_summary_has_every_section_with_exact_paths_and_errors() -
     text = summary.render()
     positions = [text.index(h + "\n") for h in HEADINGS]
     assert positions == sorted(positions)
-    assert summary.goal == "Fix the failing total in src/app/billing.py. Never change the public API."
-    assert summary.constraints == ("Never change the public API.",)
+    # the user's words follow the summary verbatim: the summary does not repeat them
+    assert "Fix the failing total" not in text and "Never change the public API." not in text
+    assert "user's own messages" in summary.goal
+    assert len(summary.constraints) == 1 and "later one holds" in summary.constraints[0]
     assert "ran `pytest -x tests/test_app.py` (exit code 1)" in summary.done
     assert "wrote src/app/rounding.py" in summary.done
     assert summary.blocked == ("Edit src/app/billing.py: old_string not found in file",)
@@ -107,7 +109,8 @@ def test_deterministic_summary_updates_the_previous_one() -> None:
     assert summary.goal == "Ship the billing fix."
     assert summary.done == ("edited src/a.py", "ran `pytest -x tests/test_app.py` (exit code 1)")
     assert summary.decisions == previous.decisions
-    assert summary.in_progress == ("latest request: Now add a changelog entry.",)
+    assert summary.in_progress == ()  # the request is in the user's words lane, not repeated here
+    assert "changelog" not in summary.render()
     assert "files read: old.py" not in summary.critical_context  # rebuilt from the ledger, not carried
     assert "KeyError: 'total'" in summary.critical_context
     assert summary.notes == previous.notes
@@ -133,8 +136,8 @@ def test_deterministic_summary_is_bounded(max_chars: int) -> None:
     text = summary.render()
     assert len(text) <= max_chars
     assert parse_summary(text) == summary
-    # Cutting is never silent: the constraints that did not fit are counted.
-    assert re.match(r"\[(?:summary|ledger): \d+ older", summary.constraints[0])
+    # Cutting is never silent: the items that did not fit are counted.
+    assert re.match(r"\[(?:summary|ledger): \d+ older", summary.done[0])
 
 
 def test_deterministic_summary_refuses_a_tiny_bound() -> None:
@@ -191,7 +194,7 @@ def test_summary_prompt_truncates_a_huge_tool_result_and_keeps_user_text_whole()
 
 def test_summary_prompt_asks_to_update_a_previous_summary() -> None:
     previous = StructuredSummary(goal="Ship it.", done=("edited src/a.py",)).render()
-    ledger = Ledger(constraints=("Never push to main.",), files_modified=("src/a.py",))
+    ledger = Ledger(files_modified=("src/a.py",))
     prompt = summary_prompt(previous, session()[:2], focus=None, ledger=ledger)
     assert "Update that summary" in prompt
     assert "Do not summarise the summary as text" in prompt
@@ -199,8 +202,10 @@ def test_summary_prompt_asks_to_update_a_previous_summary() -> None:
     assert "edited src/a.py" in summary_block
     assert "## Goal" in summary_block
     ledger_block = prompt[prompt.index("<ledger>") : prompt.index("</ledger>")]
-    assert "Never push to main." in ledger_block
     assert "src/a.py" in ledger_block
+    # order tells what holds: constraints from the latest state, never a superseded instruction
+    assert "Later user messages override earlier ones" in prompt
+    assert "never list a superseded instruction as in force" in prompt
     first = summary_prompt(None, session()[:2], ledger=ledger)
     assert "<compaction_summary>" not in first
     assert "Update that summary" not in first
@@ -297,3 +302,24 @@ def test_parse_summary_keeps_an_answer_outside_the_template_as_notes() -> None:
     summary = parse_summary(answer)
     assert summary == StructuredSummary(notes=answer.strip("\n"))
     assert parse_summary(summary.render()) == summary
+
+
+def test_summaries_in_any_language_parse_and_are_never_emptied() -> None:
+    """Regression: items with no ASCII letter (Chinese, Russian, numbers) were read as "(none)" and dropped."""
+    chinese = (
+        "## Goal\n修复解析器。\n\n## Constraints and preferences\n- 请用中文写提交信息。\n- 不要改 settings.toml\n\n"
+        "## Next steps\n1. 8434\n2. 42\n\n## Critical context\n- (none)\n"
+    )
+    summary = parse_summary(chinese)
+    assert summary.goal == "修复解析器。"
+    assert summary.constraints == ("请用中文写提交信息。", "不要改 settings.toml")
+    assert summary.next_steps == ("8434", "42")
+    assert summary.critical_context == ()
+    russian = parse_summary("## Goal\nПочинить парсер.\n\n## Key decisions\n- Не меняй файл settings.toml.\n- 3.11\n")
+    assert russian.goal == "Починить парсер."
+    assert russian.decisions == ("Не меняй файл settings.toml.", "3.11")
+    for summary in (parse_summary(chinese), russian):
+        assert parse_summary(summary.render()) == summary
+    # headings in another language: nothing is placed, nothing is lost
+    answer = "## 目标\n修复解析器。\n## 约束\n- 使用 pytest"
+    assert parse_summary(answer).notes == answer

@@ -1,6 +1,6 @@
-"""Compaction's pure core: where to cut, the ledger that travels with a summary, and the summary itself.
+"""Compaction's pure core: where to cut, the ledger and the user's words lane that travel with a summary, the summary.
 
-A compaction prepares (pure: `find_cut_point`, `update_ledger`, `summary_prompt` or
+A compaction prepares (pure: `find_cut_point`, `update_ledger`, `update_lane`, `summary_prompt` or
 `deterministic_summary`), summarises (a provider, elsewhere), appends a `CompactionBoundary`
 and rebuilds the view. Nothing here touches disk, network or clock.
 """
@@ -8,13 +8,21 @@ and rebuilds the view. Nothing here touches disk, network or clock.
 from __future__ import annotations
 
 from lamina.compaction.cut import CutPoint, entry_tokens, find_cut_point, freed_enough, should_compact
+from lamina.compaction.lane import (
+    DEFAULT_PASTE_TOKENS,
+    DEFAULT_USER_LANE_TOKENS,
+    LaneUpdate,
+    archive_name,
+    archive_text,
+    render_lane,
+    update_lane,
+)
 from lamina.compaction.ledger import (
-    MAX_CONSTRAINTS,
     MAX_FILES,
     MAX_ITEM_CHARS,
     MAX_OPEN_TASKS,
+    canonical_path,
     dropped_count,
-    find_constraints,
     update_ledger,
 )
 from lamina.compaction.summary import (
@@ -23,24 +31,32 @@ from lamina.compaction.summary import (
     deterministic_summary,
     parse_summary,
     summary_prompt,
+    turn_prefix_item,
 )
 
 __all__ = [
     "DEFAULT_MAX_SUMMARY_CHARS",
-    "MAX_CONSTRAINTS",
+    "DEFAULT_PASTE_TOKENS",
+    "DEFAULT_USER_LANE_TOKENS",
     "MAX_FILES",
     "MAX_ITEM_CHARS",
     "MAX_OPEN_TASKS",
     "CutPoint",
+    "LaneUpdate",
     "StructuredSummary",
+    "archive_name",
+    "archive_text",
+    "canonical_path",
     "deterministic_summary",
     "dropped_count",
     "entry_tokens",
-    "find_constraints",
     "find_cut_point",
     "freed_enough",
     "parse_summary",
+    "render_lane",
     "should_compact",
     "summary_prompt",
+    "turn_prefix_item",
+    "update_lane",
     "update_ledger",
 ]

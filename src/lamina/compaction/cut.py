@@ -134,8 +134,9 @@ def find_cut_point(
     The kept part starts at the latest safe cut whose suffix holds `keep_tokens` tokens (the
     whole view when it holds fewer), and never after the latest user request. Safe cuts are
     before a user message, or before an assistant message once every earlier tool call is
-    answered; a cut of the second kind splits a turn too large to keep whole, and reports that
-    turn's start in `split_turn_prefix`. The latest turn is never split: its request stays
+    answered; a cut of the second kind is used only for a turn larger than `keep_tokens` on its
+    own (a turn that fits is kept whole, its user message with it), and reports that turn's
+    start in `split_turn_prefix`. The latest turn is never split: its request stays
     verbatim, so a single huge current turn is kept whole (prune its tool output instead).
 
     Args:
@@ -164,7 +165,7 @@ def find_cut_point(
     for index in range(latest, 0, -1):
         safe = index == len(view) or isinstance(view[index], UserMessage | AssistantMessage)
         if safe and not spanned[index] and suffix[index] >= keep_tokens:
-            cut = index
+            cut = _whole_turn(view, index, spanned, suffix, keep_tokens)
             break
     if cut:
         cut = _with_leading_entries(view, cut)
@@ -183,6 +184,21 @@ def find_cut_point(
         tokens_before=total,
         tokens_kept=suffix[cut],
     )
+
+
+def _whole_turn(view: Sequence[LogEntry], index: int, spanned: list[bool], suffix: list[int], keep: int) -> int:
+    """`index`, or the start of its turn when `index` splits a turn that fits `keep` tokens on its own.
+
+    A user message is not separated from the rest of its turn unless the turn alone is larger than
+    the kept budget (then only a cut inside it can keep the view small).
+    """
+    if index >= len(view) or isinstance(view[index], UserMessage):
+        return index
+    start = next((i for i in range(index - 1, -1, -1) if isinstance(view[i], UserMessage)), None)
+    if start is None or spanned[start]:
+        return index
+    end = next((i for i in range(index, len(view)) if isinstance(view[i], UserMessage)), len(view))
+    return start if suffix[start] - suffix[end] <= keep else index
 
 
 def _with_leading_entries(view: Sequence[LogEntry], index: int) -> int:

@@ -1,26 +1,28 @@
-"""The compaction ledger: files read and modified, user constraints and open tasks, from the log (pure).
+"""The compaction ledger: files read and modified and open tasks, from the log (pure).
 
 The ledger travels with every compaction summary and is built by rules, not by a model, so what
-it holds does not depend on a summariser's diligence. `update_ledger` folds newly summarised
-entries into the ledger of the previous compaction:
+it holds does not depend on a summariser's diligence. It holds facts, not words: what the user
+said survives in the user's words lane (`lamina.compaction.lane`), verbatim, not through any
+classification of sentences. `update_ledger` folds newly summarised entries into the ledger of
+the previous compaction:
 
 - files read: paths of `Read`, `Grep` and `Glob` calls and the file arguments of shell commands
   that print files (`cat`, `head`, `tail`, ...); files modified: paths of `Edit` and `Write`
-  calls. A call whose result is an error is not counted. Most recently used last.
-- constraints: every sentence of a user message that states a rule, a preference or a
-  prohibition ("never", "always", "don't", "must", "only", "prefer", "make sure", ...), kept
-  verbatim, in the order first stated, across every compaction.
-- open tasks: unchecked `- [ ]` items (closed by a matching `- [x]`), lines with `TODO`, and
-  user requests that no assistant message followed.
+  calls. A call whose result is an error is not counted. Each file has one canonical spelling:
+  resolved against the workspace (`./src/a.py`, `src//a.py` and `/ws/src/a.py` are all
+  `src/a.py`). Most recently used last.
+- open tasks: unchecked `- [ ]` items (closed by a matching `- [x]`) and lines with `TODO`.
+- constraints: no longer collected (older Lamina versions picked rule sentences by keywords);
+  what an older ledger holds is carried over unchanged.
 
-Every list is bounded. Files beyond `MAX_FILES` drop the least recently used. Constraints and
-open tasks beyond their cap drop the oldest, and never silently: the list then starts with a
-note saying how many were dropped (`dropped_count` reads it back), kept up to date from one
-compaction to the next.
+Every list is bounded. Files beyond `MAX_FILES` drop the least recently used. Open tasks beyond
+their cap drop the oldest, and never silently: the list then starts with a note saying how many
+were dropped (`dropped_count` reads it back), kept up to date from one compaction to the next.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,23 +31,20 @@ from typing import Any, Final
 from lamina.session.entries import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
 
 __all__ = [
-    "MAX_CONSTRAINTS",
     "MAX_FILES",
     "MAX_ITEM_CHARS",
     "MAX_OPEN_TASKS",
+    "canonical_path",
     "dropped_count",
-    "find_constraints",
     "update_ledger",
 ]
 
 MAX_FILES: Final = 200
 """Most paths kept in each of `files_read` and `files_modified`."""
-MAX_CONSTRAINTS: Final = 100
-"""Most constraints kept (besides the note saying how many older ones were dropped)."""
 MAX_OPEN_TASKS: Final = 50
 """Most open tasks kept (besides the note saying how many older ones were dropped)."""
 MAX_ITEM_CHARS: Final = 500
-"""Longest constraint or task kept whole; a longer one (pasted data, not a rule) is cut with a mark."""
+"""Longest open task kept whole; a longer one (pasted data, not a task) is cut with a mark."""
 
 _READ_TOOLS: Final = frozenset({"read", "read_file", "view", "grep", "glob", "ls", "list_files"})
 _WRITE_TOOLS: Final = frozenset({"edit", "write", "multiedit", "edit_file", "write_file", "notebookedit"})
@@ -64,63 +63,72 @@ _EXPANSIONS: Final = frozenset("*?[]{}$`~")
 
 _FENCE_RE: Final = re.compile(r"^\s*(?:```|~~~)")
 _LIST_MARK_RE: Final = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
-_BOUNDARY_RE: Final = re.compile(r"[.!?]+[\"'”’)\]]*\s+|[。！？]+")
-_ABBREVIATIONS: Final = frozenset({"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "ms.", "dr.", "no.", "approx."})
-_RULE_RE: Final = re.compile(
-    r"\b(?:never|always|don['’]?t|do\s+not|must(?:n['’]?t)?|should(?:n['’]?t)?|only|avoid|prefer(?:s|red)?"
-    r"|please\s+use|make\s+sure|ensure|forbidden|not\s+allowed|under\s+no\s+circumstances)\b"
-    r"|不要|别再|必须|总是|一定要|永远|禁止|只能|只用|避免|请使用|务必|应该|不能|不允许|不得",
-    re.IGNORECASE,
-)
 _UNCHECKED_RE: Final = re.compile(r"^\s*[-*+]\s+\[ \]\s+(?P<item>\S.*?)\s*$")
 _CHECKED_RE: Final = re.compile(r"^\s*[-*+]\s+\[[xX]\]\s+(?P<item>\S.*?)\s*$")
 _TODO_RE: Final = re.compile(r"\bTODO\b")
 _UNANSWERED: Final = "Unanswered user request: "
+"""The open tasks older ledgers filed for user requests: dropped at the next compaction (the lane has them)."""
 _NOTE_RE: Final = re.compile(r"^\[ledger: (?P<count>\d+) older (?P<what>[a-z ]+) dropped")
 
 
-def update_ledger(previous: Ledger, entries: Sequence[LogEntry]) -> Ledger:
+def update_ledger(previous: Ledger, entries: Sequence[LogEntry], *, workspace: str = "") -> Ledger:
     """The ledger of `previous` with what `entries` add, bounded (deterministic: same input, same ledger).
 
     Args:
         previous: The ledger of the previous compaction (`Ledger()` for the first one).
         entries: The entries being summarised, oldest first.
+        workspace: The session's working directory: paths inside it are written relative to it.
     """
     failed = {e.call_id for e in entries if isinstance(e, ToolResult) and e.is_error}
-    files_read = dict.fromkeys(previous.files_read)
-    files_modified = dict.fromkeys(previous.files_modified)
-    constraints_dropped, old_constraints = dropped_count(previous.constraints)
-    constraints = dict.fromkeys(old_constraints)
+    files_read = dict.fromkeys(canonical_path(p, workspace) for p in previous.files_read)
+    files_modified = dict.fromkeys(canonical_path(p, workspace) for p in previous.files_modified)
     tasks_dropped, old_tasks = dropped_count(previous.open_tasks)
-    answered = any(isinstance(e, AssistantMessage) for e in entries)
-    tasks = dict.fromkeys(t for t in old_tasks if not (answered and t.startswith(_UNANSWERED)))
-
-    unanswered: list[str] = []
+    tasks = dict.fromkeys(t for t in old_tasks if not t.startswith(_UNANSWERED))
     for entry in entries:
         match entry:
             case ToolCall(call_id=call_id) if call_id in failed:
                 pass
             case ToolCall(name=name, input=args):
                 read, modified = _call_paths(name, args)
-                _touch(files_read, read)
-                _touch(files_modified, modified)
-            case UserMessage(text=text):
-                for constraint in find_constraints(text):
-                    constraints.setdefault(constraint)
+                _touch(files_read, (canonical_path(p, workspace) for p in read))
+                _touch(files_modified, (canonical_path(p, workspace) for p in modified))
+            case UserMessage(text=text) | AssistantMessage(text=text):
                 _track_tasks(tasks, text)
-                unanswered.append(_UNANSWERED + _clip(" ".join(text.split())))
-            case AssistantMessage(text=text):
-                _track_tasks(tasks, text)
-                unanswered.clear()
             case _:
                 pass
-    tasks.update(dict.fromkeys(unanswered))
     return Ledger(
         files_read=tuple(files_read)[-MAX_FILES:],
         files_modified=tuple(files_modified)[-MAX_FILES:],
-        constraints=_bounded(tuple(constraints), MAX_CONSTRAINTS, constraints_dropped, "constraints"),
+        constraints=previous.constraints,
         open_tasks=_bounded(tuple(tasks), MAX_OPEN_TASKS, tasks_dropped, "open tasks"),
     )
+
+
+def canonical_path(path: str, workspace: str = "") -> str:
+    """One spelling per file: `path` normalised, relative to `workspace` when it lies inside it.
+
+    Lexical only (no file system access, symlinks are not followed): `./a`, `a//b/../a` and
+    `<workspace>/a` all become `a`; a relative path that climbs out of the workspace becomes absolute.
+    """
+    text = path.strip()
+    if not text:
+        return text
+    root = posixpath.normpath(workspace) if workspace.startswith("/") else ""
+    absolute = text.startswith("/")
+    if not absolute and root:
+        joined = posixpath.normpath(posixpath.join(root, text))
+        return _relative(joined, root)
+    normal = posixpath.normpath(text)
+    if normal.startswith("//"):  # POSIX keeps a leading double slash; a file path does not need it
+        normal = "/" + normal.lstrip("/")
+    return _relative(normal, root) if absolute and root else normal
+
+
+def _relative(path: str, root: str) -> str:
+    if path == root:
+        return "."
+    prefix = root.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else path
 
 
 def dropped_count(items: Sequence[str]) -> tuple[int, tuple[str, ...]]:
@@ -209,7 +217,7 @@ def _printed_files(words: list[str]) -> Iterator[str]:
             yield word
 
 
-# --- constraints and tasks ------------------------------------------------------------------------
+# --- open tasks ------------------------------------------------------------------------
 
 
 def _prose_lines(text: str) -> Iterator[str]:
@@ -220,33 +228,6 @@ def _prose_lines(text: str) -> Iterator[str]:
             fenced = not fenced
         elif not fenced:
             yield line
-
-
-def _sentences(line: str) -> Iterator[str]:
-    start = 0
-    for match in _BOUNDARY_RE.finditer(line):
-        end = match.end()
-        words = line[start : match.start() + 1].split()
-        if words and words[-1].lower() in _ABBREVIATIONS:
-            continue
-        yield line[start:end].strip()
-        start = end
-    yield line[start:].strip()
-
-
-def find_constraints(text: str) -> tuple[str, ...]:
-    """The sentences of a user's `text` that state a rule, a preference or a prohibition, verbatim.
-
-    Text is split into lines (fenced code skipped, a list marker dropped), lines into sentences;
-    a sentence counts when it holds a rule word in any letter case. A sentence longer than
-    `MAX_ITEM_CHARS` is cut with a mark saying how much was left out.
-    """
-    found: dict[str, None] = {}
-    for line in _prose_lines(text):
-        for sentence in _sentences(_LIST_MARK_RE.sub("", line, count=1)):
-            if sentence and _RULE_RE.search(sentence):
-                found[_clip(sentence)] = None
-    return tuple(found)
 
 
 def _track_tasks(tasks: dict[str, None], text: str) -> None:

@@ -34,8 +34,39 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
-    """User sentences that state a rule, preference or prohibition, verbatim."""
+    """Written by Lamina versions before the user's words lane (sentences picked by keywords);
+    read only to show an older session's rules, never filled any more."""
     open_tasks: tuple[str, ...] = ()
+
+
+class UserWords(msgspec.Struct, frozen=True, kw_only=True):
+    """One message the user typed, as the user's words lane keeps it."""
+
+    turn: int
+    """The message's turn number in the session (1 for the first user message)."""
+    ts: float = 0.0
+    """When it was sent (seconds since the epoch, UTC)."""
+    text: str
+    """The text, verbatim; a very long one is its head and its tail (see `omitted`)."""
+    omitted: int = 0
+    """Characters left out of the middle of `text` (0: the message is whole)."""
+    archive: str = ""
+    """The file, relative to the session's data folder, that holds the whole message ("": not saved)."""
+
+
+class UserLane(msgspec.Struct, frozen=True, kw_only=True):
+    """The user's words lane: the user's own messages from every summarised part of the session."""
+
+    messages: tuple[UserWords, ...] = ()
+    """The newest messages that fit the lane's budget, oldest first."""
+    last_turn: int = 0
+    """The turn number of the newest user message summarised so far (numbering goes on from it)."""
+    left_out: int = 0
+    """How many older messages are not in `messages` (over the budget); they are in the archive."""
+    left_out_until: int = 0
+    """The turn number of the newest message left out (0: none)."""
+    archive_failed: str = ""
+    """Why an archive file could not be written, when one could not (the log still holds every message)."""
 
 
 class _EntryBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
@@ -118,6 +149,8 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     focus: str | None = None
     ledger: Ledger = Ledger()
     state: StateSnapshot = StateSnapshot()
+    lane: UserLane = UserLane()
+    """The user's own messages from the summarised part (and from earlier compactions), verbatim."""
 
 
 class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
