@@ -1,7 +1,15 @@
-"""`python -m benchmarks compaction`: compacting a 10k-entry session with the deterministic summariser.
+"""`python -m benchmarks compaction`: compacting a 10k-entry session, and what survives five compactions.
 
 Reports the compaction's own time, the provider view's estimated tokens before and after, and the
-estimated input tokens of the first request after the compaction relative to the last one before it.
+estimated input tokens of the first request after the compaction relative to the last one before it
+(the user's words lane included: 2,500 user messages, so the lane is at its 20,000-token budget).
+
+The fidelity scenario (`benchmarks/_fidelity.py`, the same session the test suite asserts on) plants
+31 instructions in a user's own phrasing, three retractions and rule-like tool and assistant text,
+then compacts five times: `fidelity_verbatim_after_5` is the fraction of the planted instructions
+found verbatim in the first request after the fifth compaction (with the deterministic summariser
+and with a scripted model summariser that drops almost everything; the lower of the two), and
+`user_lane_tokens_after_5` the size of the user's words lane then.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import Figure
+from benchmarks import Figure, _fidelity
 from benchmarks._scenario import engine_with_history
 from lamina.compaction.summarize import DeterministicSummariser
 from lamina.placement import AnthropicTarget
@@ -32,6 +40,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     times: list[float] = []
     before_view = after_view = 0
     ratio = 0.0
+    lane_10k = 0
     with tempfile.TemporaryDirectory(prefix="lamina-bench-compaction-") as tmp:
         for n in range(runs):
             progress(f"run {n + 1} of {runs}: building a 10,000-entry session")
@@ -43,12 +52,31 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             times.append(time.perf_counter() - started)
             assert outcome.status == "compacted", outcome.message
             after_view = engine.context_tokens()
-            first_after = _request_tokens(engine.request(engine.prepare_turn("the first request after"), TARGET))
+            turn = engine.prepare_turn("the first request after")
+            first_after = _request_tokens(engine.request(turn, TARGET))
+            lane_10k = DEFAULT_ESTIMATOR.count(turn.pinned or "")
             ratio = first_after / last_before
             engine.session.close()
+        progress("fidelity: 31 planted instructions over five compactions, two summarisers")
+        fidelity: list[float] = []
+        lane_tokens = 0
+        for name, summariser in (
+            ("deterministic", _fidelity.deterministic()),
+            ("model", _fidelity.scripted_model_summariser()),
+        ):
+            last = _fidelity.run(Path(tmp) / f"fidelity-{name}", summariser)[-1]
+            fidelity.append(len(last.verbatim) / len(last.expected))
+            lane_tokens = max(lane_tokens, last.lane_tokens)
     return [
         Figure("compaction_ms_10k", round(statistics.median(times) * 1e3, 1), "ms", note="deterministic summariser"),
         Figure("view_tokens_before", before_view, "tokens"),
         Figure("view_tokens_after", after_view, "tokens", note="20,000 recent tokens kept verbatim"),
-        Figure("first_request_tokens_after_vs_before", round(ratio, 4), "ratio"),
+        Figure(
+            "first_request_tokens_after_vs_before",
+            round(ratio, 4),
+            "ratio",
+            note=f"user's words lane included ({lane_10k:,} tokens)",
+        ),
+        Figure("fidelity_verbatim_after_5", round(min(fidelity), 4), "ratio", note="31 planted instructions"),
+        Figure("user_lane_tokens_after_5", lane_tokens, "tokens"),
     ]

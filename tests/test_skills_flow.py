@@ -49,7 +49,8 @@ async def test_a_skill_mention_requires_reading_it_first_and_again_after_compact
     wire.script(
         Reply(text="Deploying.", tool_calls=[ToolUse("Bash", {"command": "ls"})]),
         Reply(text="Reading the skill.", tool_calls=[ToolUse("Read", {"path": ".lamina/skills/deploy/SKILL.md"})]),
-        Reply(text="Now running.", tool_calls=[ToolUse("Bash", {"command": "echo deployed"})]),
+        # the user's words stay verbatim after a compaction: what it frees is the model's side
+        Reply(text="Now running. " + "notes " * 400, tool_calls=[ToolUse("Bash", {"command": "echo deployed"})]),
         Reply(text="Deployed. " + "details " * 400),
         Reply(text="Noted."),
         Reply(text="Again.", tool_calls=[ToolUse("Bash", {"command": "ls"})]),
@@ -84,6 +85,10 @@ async def test_a_skill_mention_requires_reading_it_first_and_again_after_compact
         await agent.run_turn("Deploy once more.")
         again = _results(agent.engine.session.entries())[-1]
         assert again.is_error and str(skill_md) in again.content  # read state was reset by the compaction
+        # and the model was told so once, before its next tool call, naming the file to read again
+        told = json.dumps(wire.requests[-2].body["messages"][-1])
+        assert "Read these SKILL.md files again before your next tool call" in told and "SKILL.md" in told
+        assert "Read these SKILL.md files again" not in json.dumps(wire.requests[-1].body["messages"][-1])
     agent.engine.session.close()
 
 
@@ -116,7 +121,7 @@ async def test_skills_in_use_survive_a_resume_and_are_required_again_after_compa
     skill_md = workspace / ".lamina" / "skills" / "deploy" / "SKILL.md"
     store = LocalSessionStore(tmp_path / "store")
     wire.script(
-        Reply(text="Reading.", tool_calls=[ToolUse("Read", {"path": str(skill_md)})]),
+        Reply(text="Reading. " + "notes " * 400, tool_calls=[ToolUse("Read", {"path": str(skill_md)})]),
         Reply(text="Read it. " + "details " * 400),
         Reply(text="Noted."),
         Reply(text="Listing.", tool_calls=[ToolUse("Bash", {"command": "ls"})]),

@@ -262,7 +262,7 @@ class ContextEngine:
         self._summary = view.boundary.summary if view.boundary else None
         # what requests show: neutralised, also when an older Lamina stored it raw
         self._summary_shown = admit(self._summary) if self._summary is not None else None
-        self._pinned = pinned_block(view.boundary, data_dir=self._data_dir()) if view.boundary else None
+        self._pinned = self._lane_block(view.boundary.lane, view.boundary.ledger) if view.boundary else None
         self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
         self._last_seen: dict[str, str] = {}
         self._stable_seen_digest: str | None = None
@@ -277,6 +277,17 @@ class ContextEngine:
             self._fresh_from = next(after, len(self._view))
         for entry in self._view[self._fresh_from :]:
             self._track_view(entry)
+
+    _rendered_lane: tuple[UserLane, Ledger, str | None] | None = None
+
+    def _lane_block(self, lane: UserLane, ledger: Ledger) -> str | None:
+        """The pinned lane of a boundary, rendered once per lane (neutralising a full lane takes a while)."""
+        cached = self._rendered_lane
+        if cached is not None and cached[0] == lane and cached[1] == ledger:
+            return cached[2]
+        block = render_lane(lane, data_dir=self._data_dir(), legacy=ledger)
+        self._rendered_lane = (lane, ledger, block)
+        return block
 
     def _track_view(self, entry: LogEntry) -> None:
         """Note what a turn's tail showed (called for entries after the latest boundary only)."""
@@ -580,7 +591,8 @@ class ContextEngine:
         tokens_before = self.context_tokens()
         self._emit_compaction(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
         try:
-            ledger = update_ledger(self._boundary.ledger if self._boundary else Ledger(), cut.summarised)
+            previous_ledger = self._boundary.ledger if self._boundary else Ledger()
+            ledger = update_ledger(previous_ledger, cut.summarised, workspace=self.session.meta.cwd)
             previous = parse_summary(self._summary) if self._summary else None
             result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
             structured = result.summary
@@ -591,7 +603,7 @@ class ContextEngine:
             previous_lane = self._boundary.lane if self._boundary else _EMPTY_LANE
             update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
             kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
-            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=ledger) or ""
+            pinned = self._lane_block(update.lane, ledger) or ""
             fixed = tokens_before - self._view_tokens - self._prelude_tokens()  # stable parts and tools
             tokens_after = fixed + kept_tokens + self.estimator.count(summary + pinned)
             if not freed_enough(tokens_before, tokens_after):
