@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session.entries import UserMessage
+from lamina.session.entries import ToolResult, UserMessage
 from lamina.session.meta import META_NAME
 from lamina.session.store import LocalSessionStore
 from tests.session.factories import exchange
@@ -70,6 +71,8 @@ def test_compact_appends_one_boundary_then_reports_already_compacted(tmp_path: P
         session.append(UserMessage(text="Never edit generated files. Start with the parser."))
         for n in range(12):
             for e in exchange(n):
+                if isinstance(e, ToolResult):  # what a compaction frees: the user's words stay verbatim
+                    e = msgspec.structs.replace(e, content=e.content * 20)
                 session.append(e)
     args = ["--store", str(tmp_path), "sessions", "compact", session.id, "--keep-tokens", "200", "--json"]
     first = runner.invoke(app, args)
