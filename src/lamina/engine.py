@@ -133,14 +133,6 @@ class CompactionOutcome:
     summary_by: str | None = None
 
 
-def pinned_block(boundary: CompactionBoundary, *, data_dir: str) -> str | None:
-    """The pinned lane after a compaction: the user's own messages from the summarised part, verbatim.
-
-    Never left to the summary; neutralised as untrusted markup, so no message can close the block.
-    """
-    return render_lane(boundary.lane, data_dir=data_dir, legacy=boundary.ledger)
-
-
 def _write_archive(data_dir: Path, name: str, text: str) -> None:
     """Write one archive of whole user messages, durably, before the boundary that names it is appended.
 
@@ -281,7 +273,11 @@ class ContextEngine:
     _rendered_lane: tuple[UserLane, Ledger, str | None] | None = None
 
     def _lane_block(self, lane: UserLane, ledger: Ledger) -> str | None:
-        """The pinned lane of a boundary, rendered once per lane (neutralising a full lane takes a while)."""
+        """The pinned lane after a compaction: the user's own messages from the summarised part, verbatim.
+
+        Never left to the summary, and neutralised as untrusted markup, so no message can close the
+        block. Rendered once per lane (neutralising a full lane takes a while).
+        """
         cached = self._rendered_lane
         if cached is not None and cached[0] == lane and cached[1] == ledger:
             return cached[2]
