@@ -287,6 +287,7 @@ def open_agent(
     retry: RetryPolicy | None = None,
     summariser: Summariser | None = None,
     keep_tokens: int = DEFAULT_KEEP_TOKENS,
+    user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
     sources: SourceConnections | None = None,
     strict_prerequisites: bool = True,
     nearest_context_rule: bool = True,
@@ -351,6 +352,7 @@ def open_agent(
         on_event=on_event,
         summariser=summariser,
         keep_tokens=keep_tokens,
+        user_lane_tokens=user_lane_tokens,
         activation=activation,
     )
 
