@@ -82,6 +82,24 @@ async def test_cancelling_the_call_kills_the_process_group(session: Session) -> 
     assert await wait_dead(int(pid_file.read_text()))
 
 
+async def test_cancelling_while_the_shell_starts_kills_the_process_group(session: Session) -> None:
+    # The shell runs before its pipes are connected; a cancel in that window must still kill its group.
+    pid_file = session.root / "child.pid"
+    task = asyncio.create_task(session.call("Bash", command=f"sleep 300 & echo $! > {pid_file}; wait"))
+    for _ in range(10_000):
+        await asyncio.sleep(0)  # one loop step at a time, so the start is caught half-way
+        waited = time.monotonic()
+        while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() - waited < 0.5:
+            time.sleep(0.01)  # blocks the loop on purpose: the start cannot complete meanwhile
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(60):  # a hang bound, not a speed check: the old code waited the sleep out
+            await task
+    assert await wait_dead(int(pid_file.read_text()))
+
+
 async def test_a_background_process_holding_the_output_does_not_block_the_call(session: Session) -> None:
     s = session.with_tools([BashTool(drain_seconds=1.0)])  # slack for a loaded machine, not a time limit
     pid_file = session.root / "bg.pid"

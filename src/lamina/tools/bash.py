@@ -94,10 +94,21 @@ class BashTool(StructTool[BashInput]):
         timeout = min(input.timeout or self.default_timeout, self.max_timeout)
         output = _Output(self.max_output_bytes)
         loop = asyncio.get_running_loop()
+        spawn = asyncio.ensure_future(_spawn(loop, output, input.command, ctx))
         try:
-            transport, _ = await _spawn(loop, output, input.command, ctx)
+            transport, _ = await asyncio.shield(spawn)
         except OSError as exc:
             return ToolOutput(f"Could not start the shell: {exc.strerror or exc}", is_error=True)
+        except asyncio.CancelledError:
+            # The shell may already run the command while its pipes are still being connected;
+            # cancelling the start would kill only the shell, so finish it and take the group down.
+            with contextlib.suppress(Exception):
+                started, _ = await spawn
+                _kill_group(started)
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(output.exited), _KILL_WAIT)
+                started.close()
+            raise
         timed_out = detached = False
         try:
             try:
