@@ -22,10 +22,12 @@ from lamina.workspace.context_files import ContextFileFinder
 from lamina.workspace.skills import (
     Skill,
     SkillScan,
+    SkillStamps,
     find_skills,
     parse_skill_mentions,
     resolve_mentions,
     skill_catalogue_part,
+    skill_stamps,
 )
 
 
@@ -44,28 +46,12 @@ class SkillCatalogue:
     def __init__(self, root: Path, *, user_dir: Path | None = None) -> None:
         self.root = root
         self.user_dir = user_dir
-        self._signature: tuple[tuple[str, int, int], ...] | None = None
+        self._signature: SkillStamps | None = None
         self._scan = SkillScan(skills=())
         self._part: Part | None = None
 
-    def _current_signature(self) -> tuple[tuple[str, int, int], ...]:
-        entries: list[tuple[str, int, int]] = []
-        folders = [self.root / ".lamina" / "skills"]
-        if self.user_dir is not None:
-            folders.append(self.user_dir)
-        for folder in folders:
-            try:
-                stat = folder.stat()
-            except OSError:
-                continue
-            entries.append((str(folder), stat.st_mtime_ns, stat.st_size))
-            for skill_file in sorted(folder.glob("*/SKILL.md")):
-                try:
-                    s = skill_file.stat()
-                except OSError:
-                    continue
-                entries.append((str(skill_file), s.st_mtime_ns, s.st_size))
-        return tuple(entries)
+    def _current_signature(self) -> SkillStamps:
+        return skill_stamps(self.root, user_dir=self.user_dir)
 
     @property
     def scan(self) -> SkillScan:

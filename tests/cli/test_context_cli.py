@@ -210,3 +210,20 @@ def test_skills_and_sources_are_listed_with_their_cost(tmp_path: Path) -> None:
     assert catalogue["stability"] == "stable" and catalogue["tokens"] > 0
     human = runner.invoke(app, ["context", str(tmp_path)])
     assert "skill deploy (workspace)" in human.stdout and "source status (api)" in human.stdout
+
+
+def test_a_broken_gitignore_line_is_a_warning_and_the_report_goes_on(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    put(root, ".gitignore", "build\\\n[z-a\ngen/\n")
+    put(root, "AGENTS.md", "Rules.\n")
+    put(root, "gen/AGENTS.md", "generated\n")
+    result = run(str(root))
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert 'line 1 left out ("build\\"): it ends in a lone backslash' in text
+    assert 'line 2 left out ("[z-a"): git cannot use this pattern' in text
+    assert "AGENTS.md" in text and "gen/AGENTS.md" not in text  # the other lines still apply
+    data = report(str(root))
+    assert [f["path"] for f in data["context_files"]["found"]] == ["AGENTS.md"]
+    assert [s["path"] for s in data["context_files"]["skipped"]] == [".gitignore", ".gitignore"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -40,14 +41,6 @@ def found(scan: ContextFileScan) -> list[str]:
 
 def reasons(scan: ContextFileScan) -> dict[str, str]:
     return {s.relative: s.reason for s in scan.skipped}
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # --- names and folders ----------------------------------------------------------------------------
@@ -431,100 +424,150 @@ def test_progress_reports_folders_scanned_every_thousand(tmp_path: Path, monkeyp
     assert seen == [10, 20]
 
 
-# --- the cache ------------------------------------------------------------------------------------
+# --- the cache and freshness ---------------------------------------------------------------------
 
 
-def test_a_cache_hit_returns_the_same_scan_without_walking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def settled(finder: ContextFileFinder, root: Path) -> ContextFileScan:
+    """A scan whose stamps are old enough to be trusted (files written just before a scan are not)."""
+    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    return finder.refresh(root)
+
+
+def test_a_fresh_cache_returns_the_same_scan_without_walking(tmp_path: Path) -> None:
     put(tmp_path, "AGENTS.md")
-    finder = ContextFileFinder(clock=FakeClock())
-    first = finder.find(tmp_path)
-    walks: list[str] = []
-
-    def counting_walk(*args: object) -> tuple[list[tuple[int, str, str]], int]:
-        walks.append("walk")
-        return [], 0
-
-    monkeypatch.setattr(module, "_walk", counting_walk)
+    put(tmp_path, "a/b/c/CLAUDE.md")
+    finder = ContextFileFinder()
+    first = settled(finder, tmp_path)
+    walks = finder.walks
     assert finder.find(tmp_path) is first
     assert finder.find(str(tmp_path / "." / "")) is first  # keyed by the resolved path
-    assert walks == []
+    assert finder.is_fresh(tmp_path)
+    assert finder.walks == walks
 
 
-def test_editing_a_listed_file_invalidates_the_cache(tmp_path: Path) -> None:
+def test_a_racy_scan_is_redone_and_an_identical_result_keeps_its_identity(tmp_path: Path) -> None:
+    put(tmp_path, "AGENTS.md")
+    finder = ContextFileFinder()
+    first = finder.find(tmp_path)  # the file was written within the racy window: not trusted
+    assert not finder.is_fresh(tmp_path)
+    assert finder.find(tmp_path) is first  # rescanned, found the same, kept the object
+    assert finder.walks == 2
+
+
+def test_editing_a_listed_file_is_seen(tmp_path: Path) -> None:
     path = put(tmp_path, "AGENTS.md", "old\n")
-    finder = ContextFileFinder(clock=FakeClock())
-    assert finder.find(tmp_path).files[0].text == "old\n"
+    finder = ContextFileFinder()
+    assert settled(finder, tmp_path).files[0].text == "old\n"
     path.write_text("new rules\n")
     assert finder.find(tmp_path).files[0].text == "new rules\n"
 
 
-def test_an_edit_that_keeps_the_size_is_seen_through_mtime(tmp_path: Path) -> None:
+def test_a_rewrite_that_restores_the_mtime_and_size_is_seen(tmp_path: Path) -> None:
     path = put(tmp_path, "AGENTS.md", "aaa\n")
-    finder = ContextFileFinder(clock=FakeClock())
-    before = finder.find(tmp_path).files[0]
+    finder = ContextFileFinder()
+    before = settled(finder, tmp_path).files[0]
     path.write_text("bbb\n")
-    os.utime(path, ns=(before.mtime_ns + 1_000_000, before.mtime_ns + 1_000_000))
+    os.utime(path, ns=(before.mtime_ns, before.mtime_ns))
+    assert os.stat(path).st_mtime_ns == before.mtime_ns
     assert finder.find(tmp_path).files[0].text == "bbb\n"
 
 
-def test_deleting_a_listed_file_invalidates_the_cache(tmp_path: Path) -> None:
+def test_deleting_a_listed_file_is_seen(tmp_path: Path) -> None:
     put(tmp_path, "AGENTS.md")
     gone = put(tmp_path, "a/AGENTS.md")
-    finder = ContextFileFinder(clock=FakeClock())
-    assert found(finder.find(tmp_path)) == ["AGENTS.md", "a/AGENTS.md"]
+    finder = ContextFileFinder()
+    assert found(settled(finder, tmp_path)) == ["AGENTS.md", "a/AGENTS.md"]
     gone.unlink()
     assert found(finder.find(tmp_path)) == ["AGENTS.md"]
+
+
+def test_a_new_context_file_anywhere_is_seen_on_the_next_find(tmp_path: Path) -> None:
+    put(tmp_path, "AGENTS.md")
+    put(tmp_path, "pkg/deep/er/x.py", "")
+    finder = ContextFileFinder()
+    settled(finder, tmp_path)
+    put(tmp_path, "pkg/deep/er/CLAUDE.md")
+    assert found(finder.find(tmp_path)) == ["AGENTS.md", "pkg/deep/er/CLAUDE.md"]
+    put(tmp_path, "new/folder/AGENTS.md")
+    assert "new/folder/AGENTS.md" in found(finder.find(tmp_path))
+
+
+def test_a_changed_ignore_rule_is_seen_on_the_next_find(tmp_path: Path) -> None:
+    put(tmp_path, "AGENTS.md")
+    put(tmp_path, "gen/AGENTS.md")
+    rules = put(tmp_path, ".gitignore", "*.log\n")
+    finder = ContextFileFinder()
+    assert found(settled(finder, tmp_path)) == ["AGENTS.md", "gen/AGENTS.md"]
+    mtime = rules.stat().st_mtime_ns
+    rules.write_text("gen/*\n")  # the same size, and the mtime put back
+    os.utime(rules, ns=(mtime, mtime))
+    assert found(finder.find(tmp_path)) == ["AGENTS.md"]
+    rules.unlink()
+    assert found(finder.find(tmp_path)) == ["AGENTS.md", "gen/AGENTS.md"]
+
+
+def test_a_new_gitignore_above_the_root_is_seen(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    root = tmp_path / "pkg"
+    put(root, "AGENTS.md")
+    put(root, "gen/AGENTS.md")
+    finder = ContextFileFinder()
+    assert found(settled(finder, root)) == ["AGENTS.md", "gen/AGENTS.md"]
+    put(tmp_path, ".gitignore", "pkg/gen/\n")
+    assert found(finder.find(root)) == ["AGENTS.md"]
+
+
+def test_a_fixed_skipped_file_is_seen_on_the_next_find(tmp_path: Path) -> None:
+    binary = put(tmp_path, "AGENTS.md", b"\x00\x01")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "CLAUDE.md").symlink_to("target.md")
+    finder = ContextFileFinder()
+    scan = settled(finder, tmp_path)
+    assert found(scan) == []
+    assert reasons(scan) == {"AGENTS.md": "binary (contains a NUL byte)", "a/CLAUDE.md": "broken symlink"}
+    binary.write_text("rules\n")
+    assert found(finder.find(tmp_path)) == ["AGENTS.md"]
+    settled(finder, tmp_path)
+    put(tmp_path, "a/target.md")
+    assert found(finder.find(tmp_path)) == ["AGENTS.md", "a/CLAUDE.md"]
 
 
 def test_a_different_working_directory_gets_its_own_scan(tmp_path: Path) -> None:
     put(tmp_path, "one/AGENTS.md", "one\n")
     put(tmp_path, "two/CLAUDE.md", "two\n")
-    finder = ContextFileFinder(clock=FakeClock())
+    finder = ContextFileFinder()
     assert [f.text for f in finder.find(tmp_path / "one").files] == ["one\n"]
     assert [f.text for f in finder.find(tmp_path / "two").files] == ["two\n"]
     assert finder.find(tmp_path / "two").root == (tmp_path / "two").resolve()
 
 
-def test_a_new_file_appears_after_the_ttl_or_on_refresh(tmp_path: Path) -> None:
-    put(tmp_path, "AGENTS.md")
-    clock = FakeClock()
-    finder = ContextFileFinder(ttl_seconds=300, clock=clock)
-    finder.find(tmp_path)
-    put(tmp_path, "pkg/CLAUDE.md")
-    clock.now += 299
-    assert found(finder.find(tmp_path)) == ["AGENTS.md"]  # documented: additions wait for the TTL
-    clock.now += 1
-    assert found(finder.find(tmp_path)) == ["AGENTS.md", "pkg/CLAUDE.md"]
-    put(tmp_path, "pkg/sub/AGENTS.md")
-    assert found(finder.find(tmp_path)) == ["AGENTS.md", "pkg/CLAUDE.md"]
-    assert found(finder.refresh(tmp_path)) == ["AGENTS.md", "pkg/CLAUDE.md", "pkg/sub/AGENTS.md"]
-
-
 def test_clear_forgets_every_scan(tmp_path: Path) -> None:
-    finder = ContextFileFinder(clock=FakeClock())
+    finder = ContextFileFinder()
     finder.find(tmp_path)
-    put(tmp_path, "AGENTS.md")
     finder.clear()
-    assert found(finder.find(tmp_path)) == ["AGENTS.md"]
+    assert not finder.is_fresh(tmp_path)
+    walks = finder.walks
+    finder.find(tmp_path)
+    assert finder.walks == walks + 1
 
 
 def test_only_the_most_recently_used_roots_stay_cached(tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
         (tmp_path / name).mkdir()
-    finder = ContextFileFinder(max_roots=2, clock=FakeClock())
-    first_a = finder.find(tmp_path / "a")
+    finder = ContextFileFinder(max_roots=2)
+    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    finder.find(tmp_path / "a")
     finder.find(tmp_path / "b")
-    assert finder.find(tmp_path / "a") is first_a  # a is now the most recent; b goes next
-    first_b = finder.find(tmp_path / "b")
+    assert finder.is_fresh(tmp_path / "a") and finder.is_fresh(tmp_path / "b")
+    finder.find(tmp_path / "a")  # a is now the most recent; b goes next
     finder.find(tmp_path / "c")
-    assert finder.find(tmp_path / "b") is first_b
-    assert finder.find(tmp_path / "a") is not first_a
+    assert finder.is_fresh(tmp_path / "a") and not finder.is_fresh(tmp_path / "b")
 
 
 def test_the_finder_passes_its_caps_on(tmp_path: Path) -> None:
     put(tmp_path, "AGENTS.md", "x" * 50)
     put(tmp_path, "a/AGENTS.md")
-    scan = ContextFileFinder(max_files=1, max_bytes=10, clock=FakeClock()).find(tmp_path)
+    scan = ContextFileFinder(max_files=1, max_bytes=10).find(tmp_path)
     assert found(scan) == ["AGENTS.md"]
     assert scan.files[0].truncated
     assert scan.omitted_over_cap == 1
@@ -574,7 +617,7 @@ def test_nearest_is_empty_outside_the_root(monorepo: Path, tmp_path_factory: pyt
 
 
 def test_the_finder_answers_nearest_from_its_cache(monorepo: Path) -> None:
-    finder = ContextFileFinder(clock=FakeClock())
+    finder = ContextFileFinder()
     governing = finder.nearest(monorepo, "packages/b/src/y.py")
     assert [f.text for f in governing] == ["root\n", "b\n"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from lamina.workspace import (
     parse_skill_mentions,
     resolve_mentions,
     skill_catalogue_part,
+    skill_stamps,
 )
 
 
@@ -391,3 +394,34 @@ def test_round_trip_with_generated_names(names: list[str], filler: str) -> None:
         else " ".join(f"[skill:{name}]" for name in names)
     )
     assert parse_skill_mentions(text) == tuple(dict.fromkeys(names))
+
+
+def tick() -> None:
+    """Let the file system's clock move on, so that a change gets a change time of its own."""
+    time.sleep(0.02)
+
+
+def test_skill_stamps_change_with_every_edit_the_scan_could_see(tmp_path: Path) -> None:
+    ws, user = tmp_path / "ws", tmp_path / "user"
+    user.mkdir()
+    path = write_skill(skills_dir(ws), "pdf", "Fill forms.")
+    stamps = skill_stamps(ws, user_dir=user)
+    assert skill_stamps(ws, user_dir=user) == stamps
+    mtime = path.stat().st_mtime_ns
+    tick()
+    path.write_text(path.read_text().replace("Fill forms.", "Read forms."))  # same size, mtime put back
+    os.utime(path, ns=(mtime, mtime))
+    assert skill_stamps(ws, user_dir=user) != stamps
+    stamps = skill_stamps(ws, user_dir=user)
+    tick()
+    write_skill(user, "mine")
+    assert skill_stamps(ws, user_dir=user) != stamps
+    stamps = skill_stamps(ws, user_dir=user)
+    tick()
+    (skills_dir(ws) / "later").mkdir()
+    assert skill_stamps(ws, user_dir=user) != stamps
+    stamps = skill_stamps(ws, user_dir=user)
+    tick()
+    write_skill(skills_dir(ws), "later")  # a SKILL.md in a folder that already existed
+    assert skill_stamps(ws, user_dir=user) != stamps
+    assert [s.name for s in find_skills(ws, user_dir=user).skills] == ["later", "mine", "pdf"]

@@ -206,12 +206,13 @@ def test_cached_source_returns_the_identical_object_when_nothing_changed(
 
 
 def test_a_rescan_with_the_same_result_keeps_the_same_object(monorepo: Path, prefs_file: Path) -> None:
-    now = [0.0]
-    finder = ContextFileFinder(ttl_seconds=60, clock=lambda: now[0])
+    finder = ContextFileFinder()
     context = workspace(monorepo, prefs_file, finder=finder)
     first = context()
-    now[0] = 600.0  # the scan's TTL ran out: the tree is walked again
+    walks = finder.walks
+    (monorepo / "notes").mkdir()  # the root folder changed: the tree is walked again, to the same result
     assert context() is first
+    assert finder.walks > walks
 
 
 def test_preferences_change_is_recorded_as_a_stable_change(tmp_path: Path, monorepo: Path, prefs_file: Path) -> None:

@@ -15,12 +15,15 @@ broken source never hides the others.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
+
+from lamina.workspace._confine import outside_roots
 
 SOURCES_DIR: Final = "sources"
 CONFIG_FILE: Final = "source.toml"
@@ -137,20 +140,26 @@ class _Invalid(Exception):
         self.reason = reason
 
 
-def find_sources(root: Path) -> SourceScan:
+def find_sources(root: Path, *, allowed_roots: Sequence[str | os.PathLike[str]] = ()) -> SourceScan:
     """The sources under `root/sources/`, sorted by slug; invalid ones are skipped and reported.
 
-    A missing `sources/` folder means no sources (not a problem).
+    A missing `sources/` folder means no sources (not a problem). The folder, each source folder,
+    its `source.toml` and its `guide.md` must resolve inside `root` (or one of `allowed_roots`):
+    one that a link takes elsewhere is a problem, and the source is skipped.
     """
     folder = Path(root) / SOURCES_DIR
     if not folder.is_dir():
         return SourceScan((), ())
+    roots = (root, *allowed_roots)
+    outside = outside_roots(folder, roots)
+    if outside is not None:
+        return SourceScan((), (SourceProblem(folder, None, outside),))
     sources: list[Source] = []
     problems: list[SourceProblem] = []
     for directory in sorted(folder.iterdir()):
         if not directory.is_dir() or directory.name.startswith("."):
             continue
-        loaded = _load(directory)
+        loaded = _load(directory, roots)
         if isinstance(loaded, SourceProblem):
             problems.append(loaded)
         else:
@@ -158,13 +167,15 @@ def find_sources(root: Path) -> SourceScan:
     return SourceScan(tuple(sources), tuple(problems))
 
 
-def load_source(root: Path, slug: str) -> Source | SourceProblem:
+def load_source(
+    root: Path, slug: str, *, allowed_roots: Sequence[str | os.PathLike[str]] = ()
+) -> Source | SourceProblem:
     """The source `slug` of the workspace at `root`, or the problem that keeps it from loading."""
     folder = Path(root) / SOURCES_DIR
     problem = slug_problem(slug)
     if problem is not None:
         return SourceProblem(folder, "slug", problem)
-    return _load(folder / slug)
+    return _load(folder / slug, (root, *allowed_roots))
 
 
 def slug_problem(slug: str) -> str | None:
@@ -200,7 +211,7 @@ def path_params(path: str) -> tuple[str, ...]:
     return tuple(_PLACEHOLDER.findall(path))
 
 
-def _load(directory: Path) -> Source | SourceProblem:
+def _load(directory: Path, roots: Sequence[str | os.PathLike[str]]) -> Source | SourceProblem:
     config = directory / CONFIG_FILE
     problem = slug_problem(directory.name)
     if problem is not None:
@@ -209,6 +220,10 @@ def _load(directory: Path) -> Source | SourceProblem:
         return SourceProblem(config, None, f"missing {CONFIG_FILE}")
     if not (directory / GUIDE_FILE).is_file():
         return SourceProblem(directory / GUIDE_FILE, None, f"missing {GUIDE_FILE}: every source needs a guide")
+    for path in (directory, config, directory / GUIDE_FILE):
+        outside = outside_roots(path, roots)
+        if outside is not None:
+            return SourceProblem(path, None, outside)
     try:
         data = tomllib.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

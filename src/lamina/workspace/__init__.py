@@ -41,6 +41,7 @@ from lamina.workspace.skills import (
     parse_skill_mentions,
     resolve_mentions,
     skill_catalogue_part,
+    skill_stamps,
 )
 from lamina.workspace.stable import (
     DEFAULT_INLINE_ROOT_TOKENS,
@@ -96,4 +97,5 @@ __all__ = [
     "resolve_mentions",
     "root_context_part",
     "skill_catalogue_part",
+    "skill_stamps",
 ]

@@ -1,29 +1,33 @@
-"""Project context files: `AGENTS.md` / `CLAUDE.md` found under a working directory (I/O: disk, clock).
+"""Project context files: `AGENTS.md` / `CLAUDE.md` found under a working directory (I/O: disk, clock, git).
 
 `find_context_files(root)` walks the tree breadth-first with `os.scandir` and returns a
 `ContextFileScan`: the files it read, the paths it had to skip (with a reason) and how many files
-the cap left out. `ContextFileFinder` caches scans per working directory; `nearest_context_files`
-picks the files that govern one path.
+the cap left out. `ContextFileFinder` keeps each scan while nothing it depends on changed;
+`nearest_context_files` picks the files that govern one path.
 
 What the walk matches and skips:
 
 - Names match in any letter case (`agents.md`, `Claude.MD`).
-- Folders never entered: every dot-folder (`.git`, `.hg`, `.svn`, `.venv`, `.cache`, `.next`, …),
-  the names in `SKIPPED_DIR_NAMES` (`node_modules`, `build`, `dist`, `out`, `target`,
-  `__pycache__`, `venv`, `site-packages`, …), any folder holding a `pyvenv.cfg` (a virtual
-  environment under any name, such as `env`), and whatever `.gitignore` files ignore. A
-  `.gitignore` applies to its own folder's subtree, deeper files override shallower ones and `!`
-  re-includes, as in git. When the root sits inside a git work tree, the `.gitignore` files between
-  the work tree's top and the root, and `.git/info/exclude`, apply too, unless they ignore the
-  root itself; the user's global `core.excludesFile` does not. The root itself is always
-  scanned, whatever its name.
+- Ignore rules exactly as git applies them (`lamina.workspace._ignore`): nested `.gitignore`
+  files, and inside a git work tree the `.gitignore` files above the root, `.git/info/exclude`
+  and the global excludes file, unless they ignore the root itself. A line git cannot use is
+  left out and reported in `skipped` with its file and line; the scan goes on.
+- Folders skipped by name, unless git tracks a file in them: every dot-folder (`.venv`, `.cache`,
+  `.next`, …) and the names in `SKIPPED_DIR_NAMES` (`node_modules`, `build`, `dist`, `out`,
+  `target`, `__pycache__`, `venv`, `site-packages`, …). Inside a git work tree one
+  `git ls-files` over those folders tells which hold tracked files (a tracked `build/` with its
+  own `AGENTS.md` is source, not output); without git the names are skipped. Version-control
+  folders (`.git`, `.hg`, …) are never entered, nor a folder holding a `pyvenv.cfg` (a virtual
+  environment under any name). The root itself is always scanned, whatever its name.
 - Symlinks: a symlinked *folder* is never followed (as git and ripgrep do), so a link to a parent
   cannot loop and a link to `/` cannot drag the whole disk in; every folder entered is also
   recorded by `(st_dev, st_ino)` so a bind mount inside itself is entered once. A symlinked
-  *context file* (`CLAUDE.md -> AGENTS.md` is common) is read through the link.
+  *context file* is read only when it resolves inside the root or an allowed root
+  (`CLAUDE.md -> AGENTS.md` is common; `AGENTS.md -> ../secret.txt` and
+  `CLAUDE.md -> /proc/self/status` are skipped).
 - Skipped with a reason, never raised: folders that cannot be listed, files that are broken
-  symlinks, symlink loops, not regular files (a FIFO is never opened for a blocking read),
-  unreadable, binary (a NUL byte), not UTF-8, or larger than `huge_bytes`.
+  symlinks, symlink loops, links resolving outside, not regular files (a FIFO is never opened
+  for a blocking read), unreadable, binary (a NUL byte), not UTF-8, or larger than `huge_bytes`.
 
 Each file's text is capped at `max_bytes` (default 10 KB), cut on a character boundary and
 followed by a line starting with `TRUNCATION_MARK`. Files are ordered shallowest first, then by
@@ -35,22 +39,26 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import shutil
 import stat
+import subprocess
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from lamina.errors import UsageError
+from lamina.workspace._confine import outside_roots as _outside_roots
 from lamina.workspace._ignore import IgnoreRules as _Ignore
 from lamina.workspace._ignore import SkippedPath as SkippedPath
 from lamina.workspace._ignore import describe_os_error as _describe
 from lamina.workspace._ignore import is_ignored as _ignored
 from lamina.workspace._ignore import load_ignore as _load_ignore
 from lamina.workspace._ignore import rules_above as _rules_above
+from lamina.workspace._ignore import work_tree_top as _work_tree_top
 
 #: File names (compared case-insensitively) that hold project instructions for agents.
 CONTEXT_FILE_NAMES: Final = frozenset({"agents.md", "claude.md"})
@@ -77,7 +85,6 @@ DEFAULT_MAX_FILES: Final = 30
 DEFAULT_MAX_BYTES: Final = 10_240
 #: Files larger than this are skipped as "too large" rather than truncated: likely generated.
 DEFAULT_HUGE_BYTES: Final = 1_048_576
-DEFAULT_TTL_SECONDS: Final = 300.0
 #: Start of the line appended to a truncated file's text.
 TRUNCATION_MARK: Final = "[… truncated:"
 #: `progress` callbacks fire each time this many more folders have been listed.
@@ -89,6 +96,11 @@ _OPEN_FLAGS: Final = (
 )
 _DIR_FLAGS: Final = _OPEN_FLAGS | getattr(os, "O_DIRECTORY", 0)
 _SCANDIR_FD: Final = os.scandir in os.supports_fd
+#: Folders never entered, tracked or not: version control's own.
+_VCS_DIR_NAMES: Final = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", "CVS"})
+#: A stamp this close to the scan's start (or later) may hide a change made in the same clock tick.
+_RACY_NS: Final = 50_000_000
+_GIT_TIMEOUT_SECONDS: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +142,7 @@ def find_context_files(
     max_files: int = DEFAULT_MAX_FILES,
     max_bytes: int = DEFAULT_MAX_BYTES,
     huge_bytes: int = DEFAULT_HUGE_BYTES,
+    allowed_roots: Sequence[str | os.PathLike[str]] = (),
     progress: Callable[[int], None] | None = None,
 ) -> ContextFileScan:
     """Find and read the project context files under `root`, without any cache.
@@ -139,31 +152,93 @@ def find_context_files(
         max_files: Read at most this many files; the rest are counted in `omitted_over_cap`.
         max_bytes: Keep at most this many bytes of each file's text.
         huge_bytes: Skip files larger than this instead of truncating them.
+        allowed_roots: Folders besides `root` that a linked context file may point into.
         progress: Called with the number of folders listed so far, every `PROGRESS_EVERY_DIRS`.
 
     Raises:
         UsageError: A cap is negative (`max_files`) or not positive (`max_bytes`, `huge_bytes`).
     """
     _check_caps(max_files, max_bytes, huge_bytes)
-    top = Path(root).resolve()
+    scan, _ = _scan(Path(root).resolve(), _Caps(max_files, max_bytes, huge_bytes, tuple(allowed_roots)), progress)
+    return scan
+
+
+@dataclass(frozen=True, slots=True)
+class _Caps:
+    max_files: int
+    max_bytes: int
+    huge_bytes: int
+    allowed_roots: tuple[str | os.PathLike[str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stamps:
+    """What a scan saw, to tell later with `stat` calls alone whether a new scan could differ."""
+
+    folders: tuple[str, ...]
+    """Every folder listed: an entry added, removed or renamed in one changes its ctime."""
+    folder_ctimes: tuple[int, ...]
+    files: tuple[str, ...]
+    """Context files, skipped paths, rule files (present or not) and git's files the rules depend on."""
+    file_stamps: tuple[_Stamp, ...]
+    racy: bool
+    """A stamp was taken so close to the scan that a change in the same clock tick could hide behind it."""
+
+    def unchanged(self) -> bool:
+        """Whether every folder and file still has the stamp it had (False for a racy scan)."""
+        if self.racy:
+            return False
+        stat_ = os.stat
+        try:
+            for path, ctime in zip(self.folders, self.folder_ctimes, strict=True):
+                if stat_(path).st_ctime_ns != ctime:
+                    return False
+        except OSError:
+            return False
+        return all(_stamp(path) == stamp for path, stamp in zip(self.files, self.file_stamps, strict=True))
+
+
+_Stamp = tuple[int, int, int, int]
+
+
+def _stamp(path: str) -> _Stamp:
+    """`(mtime, ctime, size, inode)` of `path` through links, or `(-errno, 0, 0, 0)` when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return (-(exc.errno or 1), 0, 0, 0)
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def _scan(top: Path, caps: _Caps, progress: Callable[[int], None] | None) -> tuple[ContextFileScan, _Stamps]:
+    started = time.time_ns()
     skipped: list[SkippedPath] = []
-    candidates, scanned_dirs = _walk(str(top), skipped, progress)
-    candidates.sort()
+    walk = _walk(str(top), skipped, progress)
+    walk.candidates.sort()
+    roots = (top, *caps.allowed_roots)
     files: list[ContextFile] = []
     omitted = 0
-    for depth, relative, path in candidates:
-        if len(files) >= max_files:
+    watched = walk.watched
+    for depth, relative, path in walk.candidates:
+        if len(files) >= caps.max_files:
             omitted += 1
             continue
-        found = _read(Path(path), relative, depth, max_bytes=max_bytes, huge_bytes=huge_bytes)
+        found = _read(Path(path), relative, depth, max_bytes=caps.max_bytes, huge_bytes=caps.huge_bytes, roots=roots)
+        watched.append(path)
         if isinstance(found, ContextFile):
             files.append(found)
         else:
             skipped.append(found)
-    skipped.sort(key=lambda s: s.relative)
-    return ContextFileScan(
-        root=top, files=tuple(files), skipped=tuple(skipped), omitted_over_cap=omitted, scanned_dirs=scanned_dirs
+    skipped.sort(key=lambda s: (s.relative, s.line or 0))
+    watched += [str(s.path) for s in skipped]
+    unique = list(dict.fromkeys(watched))
+    stamps = [_stamp(p) for p in unique]
+    threshold = started - _RACY_NS
+    racy = any(ctime >= threshold for ctime in walk.folder_ctimes) or any(max(s[0], s[1]) >= threshold for s in stamps)
+    scan = ContextFileScan(
+        root=top, files=tuple(files), skipped=tuple(skipped), omitted_over_cap=omitted, scanned_dirs=walk.scanned
     )
+    return scan, _Stamps(tuple(walk.folders), tuple(walk.folder_ctimes), tuple(unique), tuple(stamps), racy)
 
 
 def nearest_context_files(scan: ContextFileScan, path: str | os.PathLike[str]) -> tuple[ContextFile, ...]:
@@ -199,27 +274,30 @@ def nearest_context_files(scan: ContextFileScan, path: str | os.PathLike[str]) -
 
 
 class ContextFileFinder:
-    """Scans working directories and caches each scan for a while, with cheap invalidation.
+    """Scans working directories and keeps each scan while nothing it depends on changed.
 
-    A cached scan is reused while it is younger than `ttl_seconds` and every listed file still has
-    the same `mtime_ns` and size (one `stat` each, no walk). A listed file that changed or vanished
-    forces a fresh scan; so does a different working directory, each being cached under its own
-    resolved path (the `max_roots` most recently used are kept). A context file *added* (or a
-    `.gitignore` edited) while a scan is cached shows up once the TTL runs out, or at once after
-    `refresh()`. Safe to share between threads.
+    Every `find` checks the cached scan of that folder with `stat` calls alone, no walk: the
+    change time of every folder listed (an entry added, removed or renamed changes it), and the
+    stamp (modification and change time, size, inode) of every context file, skipped path and
+    rule file it read or looked for. A new, removed or edited context file anywhere, a changed
+    `.gitignore`, a skipped file made usable, a rewrite that restores the modification time: each
+    is seen by the next `find`. A scan whose stamps were taken in the same clock tick as a change
+    could be is not trusted and is redone on the next `find`. When a rescan finds exactly what
+    the cached scan holds, the cached object is returned, so callers can compare by identity.
+    Each working directory is cached under its resolved path (the `max_roots` most recently used
+    are kept). Safe to share between threads.
     """
 
     def __init__(
         self,
         *,
-        ttl_seconds: float = DEFAULT_TTL_SECONDS,
         max_files: int = DEFAULT_MAX_FILES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         huge_bytes: int = DEFAULT_HUGE_BYTES,
+        allowed_roots: Sequence[str | os.PathLike[str]] = (),
         max_roots: int = 16,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Set the caps passed to `find_context_files`, the cache's TTL and size, and its clock.
+        """Set the caps passed to `find_context_files`, the allowed roots and the cache's size.
 
         Raises:
             UsageError: A cap is out of range (see `find_context_files`) or `max_roots` is below 1.
@@ -227,36 +305,40 @@ class ContextFileFinder:
         _check_caps(max_files, max_bytes, huge_bytes)
         if max_roots < 1:
             raise UsageError(f"max_roots must be 1 or more, got {max_roots}")
-        self._ttl = ttl_seconds
-        self._max_files = max_files
-        self._max_bytes = max_bytes
-        self._huge_bytes = huge_bytes
+        self._caps = _Caps(max_files, max_bytes, huge_bytes, tuple(allowed_roots))
         self._max_roots = max_roots
-        self._clock = clock
         self._lock = threading.Lock()
-        self._cache: OrderedDict[Path, tuple[float, ContextFileScan]] = OrderedDict()
+        self._cache: OrderedDict[Path, tuple[ContextFileScan, _Stamps]] = OrderedDict()
+        self.walks = 0
+        """How many times a folder was walked (a cached scan found fresh costs no walk)."""
 
     def find(self, cwd: str | os.PathLike[str], *, progress: Callable[[int], None] | None = None) -> ContextFileScan:
-        """The scan of `cwd`: the cached one while still valid, else a fresh one."""
+        """The scan of `cwd` as the workspace is now: the cached one when nothing changed, else a fresh one."""
         key = Path(cwd).resolve()
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-        if cached is not None:
-            stamp, scan = cached
-            if self._clock() - stamp < self._ttl and _unchanged(scan):
-                return scan
+        if cached is not None and cached[1].unchanged():
+            return cached[0]
         return self.refresh(key, progress=progress)
+
+    def is_fresh(self, cwd: str | os.PathLike[str]) -> bool:
+        """Whether the cached scan of `cwd` still holds (False when there is none): the check `find` makes."""
+        with self._lock:
+            cached = self._cache.get(Path(cwd).resolve())
+        return cached is not None and cached[1].unchanged()
 
     def refresh(self, cwd: str | os.PathLike[str], *, progress: Callable[[int], None] | None = None) -> ContextFileScan:
         """Scan `cwd` now, whatever the cache holds, and cache the result."""
         key = Path(cwd).resolve()
-        scan = find_context_files(
-            key, max_files=self._max_files, max_bytes=self._max_bytes, huge_bytes=self._huge_bytes, progress=progress
-        )
+        scan, stamps = _scan(key, self._caps, progress)
         with self._lock:
-            self._cache[key] = (self._clock(), scan)
+            self.walks += 1
+            previous = self._cache.get(key)
+            if previous is not None and _same_scan(previous[0], scan):
+                scan = previous[0]
+            self._cache[key] = (scan, stamps)
             self._cache.move_to_end(key)
             while len(self._cache) > self._max_roots:
                 self._cache.popitem(last=False)
@@ -272,22 +354,16 @@ class ContextFileFinder:
         return nearest_context_files(self.find(cwd), path)
 
 
+def _same_scan(a: ContextFileScan, b: ContextFileScan) -> bool:
+    same = a.files == b.files and a.skipped == b.skipped
+    return same and (a.omitted_over_cap, a.scanned_dirs) == (b.omitted_over_cap, b.scanned_dirs)
+
+
 def _check_caps(max_files: int, max_bytes: int, huge_bytes: int) -> None:
     if max_files < 0:
         raise UsageError(f"max_files must be 0 or more, got {max_files}")
     if max_bytes <= 0 or huge_bytes <= 0:
         raise UsageError(f"max_bytes and huge_bytes must be positive, got {max_bytes} and {huge_bytes}")
-
-
-def _unchanged(scan: ContextFileScan) -> bool:
-    for f in scan.files:
-        try:
-            st = os.stat(f.path)
-        except OSError:
-            return False
-        if st.st_mtime_ns != f.mtime_ns or st.st_size != f.size:
-            return False
-    return True
 
 
 def _relative_to(path: Path, root: Path) -> str | None:
@@ -301,47 +377,117 @@ def _relative_to(path: Path, root: Path) -> str | None:
 # --- the walk -------------------------------------------------------------------------------------
 
 
-def _walk(
-    root: str, skipped: list[SkippedPath], progress: Callable[[int], None] | None
-) -> tuple[list[tuple[int, str, str]], int]:
-    """Breadth-first walk; returns `(depth, relative, path)` of every context file, and folders listed."""
-    candidates: list[tuple[int, str, str]] = []
+@dataclass(slots=True)
+class _WalkResult:
+    candidates: list[tuple[int, str, str]] = field(default_factory=list)
+    """`(depth, relative, path)` of every context file found."""
+    scanned: int = 0
+    folders: list[str] = field(default_factory=list)
+    folder_ctimes: list[int] = field(default_factory=list)
+    watched: list[str] = field(default_factory=list)
+    """Files (present or not) whose change could change the walk: rule files, git's index and config."""
+
+
+_Queued = tuple[str, str, int, tuple[_Ignore, ...]]
+
+
+def _walk(root: str, skipped: list[SkippedPath], progress: Callable[[int], None] | None) -> _WalkResult:
+    """Breadth-first walk over `root`: context files, folders listed (with their stamps), files depended on."""
+    out = _WalkResult()
     visited: set[tuple[int, int]] = set()
-    queue: deque[tuple[str, str, int, tuple[_Ignore, ...]]] = deque([(root, "", 0, _rules_above(root, skipped))])
-    scanned = 0
-    while queue:
-        folder, relative, depth, chain = queue.popleft()
-        try:
-            listing = _list(folder)
-        except OSError as exc:
-            skipped.append(SkippedPath(Path(folder), relative or ".", f"cannot list folder: {_describe(exc)}"))
-            continue
-        if listing.key is not None:
-            if listing.key in visited:
-                skipped.append(SkippedPath(Path(folder), relative, "folder already scanned (mount loop)"))
-                continue
-            visited.add(listing.key)
-        scanned += 1
-        if progress is not None and scanned % PROGRESS_EVERY_DIRS == 0:
-            progress(scanned)
-        if listing.venv and depth > 0:
-            continue  # a virtual environment, whatever its folder's name
-        base = relative + "/" if relative else ""
-        prefix = folder if folder.endswith(os.sep) else folder + os.sep
-        if listing.gitignore:
-            path = prefix + ".gitignore"
-            rules = _load_ignore(path, strip=len(base), prefix="", relative=base + ".gitignore", skipped=skipped)
-            if rules is not None:
-                chain = (*chain, rules)
-        for name in listing.found:
-            child = base + name
-            if not (chain and _ignored(chain, child)):
-                candidates.append((depth, child, prefix + name))
-        for name in listing.folders:
-            child = base + name
-            if not (chain and _ignored(chain, child + "/")):
-                queue.append((prefix + name, child, depth + 1, chain))
-    return candidates, scanned
+    queue: deque[_Queued] = deque([(root, "", 0, _rules_above(root, skipped, out.watched))])
+    held: list[_Queued] = []  # folders skipped by name, entered only if git tracks something in them
+    top = _work_tree_top(root)
+    while True:
+        while queue:
+            _visit(queue.popleft(), queue, held, visited, skipped, out, progress)
+        if not held or top is None:
+            break
+        out.watched.append(os.path.join(top, ".git", "index"))
+        tracked = _tracked(root, [relative for _, relative, _, _ in held])
+        queue.extend(item for item in held if item[1] in tracked)
+        held = []
+    return out
+
+
+def _visit(
+    item: _Queued,
+    queue: deque[_Queued],
+    held: list[_Queued],
+    visited: set[tuple[int, int]],
+    skipped: list[SkippedPath],
+    out: _WalkResult,
+    progress: Callable[[int], None] | None,
+) -> None:
+    folder, relative, depth, chain = item
+    try:
+        listing = _list(folder)
+    except OSError as exc:
+        skipped.append(SkippedPath(Path(folder), relative or ".", f"cannot list folder: {_describe(exc)}"))
+        return
+    if listing.key is not None:
+        if listing.key in visited:
+            skipped.append(SkippedPath(Path(folder), relative, "folder already scanned (mount loop)"))
+            return
+        visited.add(listing.key)
+    out.scanned += 1
+    out.folders.append(folder)
+    out.folder_ctimes.append(listing.ctime_ns)
+    if progress is not None and out.scanned % PROGRESS_EVERY_DIRS == 0:
+        progress(out.scanned)
+    base = relative + "/" if relative else ""
+    prefix = folder if folder.endswith(os.sep) else folder + os.sep
+    if listing.venv and depth > 0:
+        return  # a virtual environment, whatever its folder's name (its files are never tracked)
+    if listing.gitignore:
+        path = prefix + ".gitignore"
+        out.watched.append(path)
+        rules = _load_ignore(path, strip=len(base), prefix="", relative=base + ".gitignore", skipped=skipped)
+        if rules is not None:
+            chain = (*chain, rules)
+    for name in listing.found:
+        child = base + name
+        if not (chain and _ignored(chain, child)):
+            out.candidates.append((depth, child, prefix + name))
+    for name in listing.folders:
+        child = base + name
+        if not (chain and _ignored(chain, child + "/")):
+            queued = (prefix + name, child, depth + 1, chain)
+            if name[0] == "." or name in SKIPPED_DIR_NAMES:
+                held.append(queued)
+            else:
+                queue.append(queued)
+
+
+def _tracked(root: str, folders: list[str]) -> set[str]:
+    """Which of `folders` (relative to `root`, inside a git work tree) hold a file git tracks.
+
+    One `git ls-files` for them all; without git, or when it fails, none (the name-based skip holds).
+    """
+    git = shutil.which("git")
+    if git is None or not folders:
+        return set()
+    try:
+        done = subprocess.run(
+            [git, "--literal-pathspecs", "-C", root, "ls-files", "-z", "--", *folders],
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    if done.returncode != 0:
+        return set()
+    wanted = set(folders)
+    found: set[str] = set()
+    for name in os.fsdecode(done.stdout).split("\0"):
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in wanted:
+                found.add(folder)
+                break
+    return found
 
 
 @dataclass(slots=True)
@@ -350,8 +496,10 @@ class _Listing:
 
     key: tuple[int, int] | None
     """`(st_dev, st_ino)`, or None where the platform reports no inode numbers."""
+    ctime_ns: int
+    """The folder's change time, read before its entries."""
     folders: list[str] = field(default_factory=list)
-    """Sub-folders worth entering by name (not dot-folders, not `SKIPPED_DIR_NAMES`, not symlinks)."""
+    """Sub-folders (not symlinks, not version-control folders)."""
     found: list[str] = field(default_factory=list)
     """Context file names (any type: regular files, symlinks, FIFOs…; `_read` sorts them out)."""
     gitignore: bool = False
@@ -372,7 +520,7 @@ def _list(folder: str) -> _Listing:
     else:
         st = os.stat(folder)
         listing = os.scandir(folder)
-    out = _Listing(key=(st.st_dev, st.st_ino) if st.st_ino else None)
+    out = _Listing(key=(st.st_dev, st.st_ino) if st.st_ino else None, ctime_ns=st.st_ctime_ns)
     with listing:
         for entry in listing:
             name = entry.name
@@ -381,7 +529,7 @@ def _list(folder: str) -> _Listing:
             except OSError:
                 is_dir = False
             if is_dir:
-                if name[0] != "." and name not in SKIPPED_DIR_NAMES:
+                if name not in _VCS_DIR_NAMES:
                     out.folders.append(name)
             elif 8 < len(name) < 11:  # agents.md, claude.md, .gitignore, pyvenv.cfg
                 if name.lower() in CONTEXT_FILE_NAMES:
@@ -396,7 +544,9 @@ def _list(folder: str) -> _Listing:
 # --- reading one file -----------------------------------------------------------------------------
 
 
-def _read(path: Path, relative: str, depth: int, *, max_bytes: int, huge_bytes: int) -> ContextFile | SkippedPath:
+def _read(
+    path: Path, relative: str, depth: int, *, max_bytes: int, huge_bytes: int, roots: Iterable[str | os.PathLike[str]]
+) -> ContextFile | SkippedPath:
     def skip(reason: str) -> SkippedPath:
         return SkippedPath(path, relative, reason)
 
@@ -408,6 +558,10 @@ def _read(path: Path, relative: str, depth: int, *, max_bytes: int, huge_bytes: 
         if isinstance(exc, FileNotFoundError):
             return skip("broken symlink" if os.path.islink(path) else "disappeared during the scan")
         return skip(f"cannot stat: {_describe(exc)}")
+    if os.path.islink(path):
+        outside = _outside_roots(path, roots)
+        if outside is not None:
+            return skip(outside)
     if not stat.S_ISREG(st.st_mode):
         return skip("not a regular file")
     if st.st_size > huge_bytes:

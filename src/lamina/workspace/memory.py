@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -21,6 +22,7 @@ from typing import Final
 from lamina.defang import defang, render_block
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from lamina.workspace._confine import outside_roots
 from lamina.workspace.context_files import SkippedPath
 
 __all__ = [
@@ -59,13 +61,20 @@ def load_memory(
     *,
     max_tokens: int = DEFAULT_MEMORY_MAX_TOKENS,
     estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    allowed_roots: Sequence[str | os.PathLike[str]] = (),
 ) -> ProjectMemory | SkippedPath | None:
     """Read `MEMORY.md` in `root`, keeping as much of its top as fits a part of `max_tokens` tokens.
 
+    Args:
+        root: The working directory.
+        max_tokens: Most tokens of the memory part.
+        estimator: Counts them.
+        allowed_roots: Folders besides `root` that a linked `MEMORY.md` may point into.
+
     Returns:
-        The memory; a `SkippedPath` with the reason when the file exists but cannot be used (not a
-        regular file, unreadable, binary, not UTF-8); None when there is no such file or it holds
-        only whitespace.
+        The memory; a `SkippedPath` with the reason when the file exists but cannot be used (a link
+        resolving outside `root` and `allowed_roots`, not a regular file, unreadable, binary, not
+        UTF-8); None when there is no such file or it holds only whitespace.
     """
     path = Path(root) / MEMORY_FILE_NAME
 
@@ -75,9 +84,12 @@ def load_memory(
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        return None
+        return skip("broken symlink") if os.path.islink(path) else None
     except OSError as exc:
         return skip(f"cannot stat: {_describe(exc)}")
+    outside = outside_roots(path, (root, *allowed_roots))
+    if outside is not None:
+        return skip(outside)
     if not stat.S_ISREG(st.st_mode):
         return skip("not a regular file")
     try:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -52,6 +52,7 @@ from lamina.defang import defang, render_block
 from lamina.errors import UsageError
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from lamina.workspace._confine import outside_roots
 
 __all__ = [
     "SKILLS_ENV_VAR",
@@ -66,6 +67,7 @@ __all__ = [
     "parse_skill_mentions",
     "resolve_mentions",
     "skill_catalogue_part",
+    "skill_stamps",
 ]
 
 SKILL_FILE_NAME: Final = "SKILL.md"
@@ -158,6 +160,7 @@ def find_skills(
     *,
     user_dir: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    allowed_roots: Sequence[str | os.PathLike[str]] = (),
 ) -> SkillScan:
     """The skills of the workspace at `root` and of the user's skills folder.
 
@@ -167,6 +170,9 @@ def find_skills(
             A folder named explicitly (here or in the environment) that does not exist is a problem;
             a missing default folder just means no user-level skills.
         environ: The environment to read (default `os.environ`).
+        allowed_roots: Folders besides `root` that a workspace skill (its folder or `SKILL.md`)
+            may resolve into through a link; one resolving elsewhere is a problem, skipped. The
+            user's own folder is the user's choice and is not confined.
     """
     workspace_dir = Path(root).absolute() / WORKSPACE_SKILLS_DIR
     if user_dir is not None:
@@ -175,7 +181,7 @@ def find_skills(
         user, explicit = default_user_skills_dir(environ=environ)
     user = user.absolute()
     problems: list[SkillProblem] = []
-    workspace = _scan_dir(workspace_dir, "workspace", problems)
+    workspace = _scan_dir(workspace_dir, "workspace", problems, confine=(Path(root), *allowed_roots))
     if explicit and not user.is_dir():
         problems.append(SkillProblem(user, None, "skills folder not found"))
         users: dict[str, Skill] = {}
@@ -192,6 +198,47 @@ def find_skills(
     )
 
 
+SkillStamps = tuple[tuple[str, int, int, int, int], ...]
+"""What `skill_stamps` returns: `(path, mtime, ctime, size, inode)` per folder and `SKILL.md`."""
+
+
+def skill_stamps(
+    root: str | os.PathLike[str],
+    *,
+    user_dir: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> SkillStamps:
+    """A cheap fingerprint of everything `find_skills` reads: equal stamps, equal scan.
+
+    One `stat` per skills folder, skill folder and `SKILL.md` (links followed), no file read. A
+    new, removed or renamed skill changes its folder's stamp; an edit, even one that puts the
+    modification time back, changes the file's change time.
+    """
+    folders = [Path(root).absolute() / WORKSPACE_SKILLS_DIR]
+    folders.append(Path(user_dir).expanduser() if user_dir is not None else default_user_skills_dir(environ=environ)[0])
+    stamps: list[tuple[str, int, int, int, int]] = []
+
+    def add(path: str) -> bool:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        stamps.append((path, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+        return True
+
+    for folder in folders:
+        if not add(str(folder)):
+            continue
+        try:
+            names = sorted(entry.name for entry in os.scandir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if add(os.path.join(folder, name)):
+                add(os.path.join(folder, name, SKILL_FILE_NAME))
+    return tuple(stamps)
+
+
 def _same_dir(a: Path, b: Path) -> bool:
     try:
         return a.is_dir() and b.is_dir() and a.samefile(b)
@@ -199,8 +246,23 @@ def _same_dir(a: Path, b: Path) -> bool:
         return False
 
 
-def _scan_dir(folder: Path, scope: Scope, problems: list[SkillProblem]) -> dict[str, Skill]:
-    """The skills in the direct sub-folders of `folder`, by name; problems appended to `problems`."""
+def _scan_dir(
+    folder: Path,
+    scope: Scope,
+    problems: list[SkillProblem],
+    *,
+    confine: Sequence[str | os.PathLike[str]] | None = None,
+) -> dict[str, Skill]:
+    """The skills in the direct sub-folders of `folder`, by name; problems appended to `problems`.
+
+    With `confine`, the folder, each skill folder and each `SKILL.md` must resolve inside one of
+    those roots; one that does not is reported and skipped.
+    """
+    if confine is not None and folder.exists():
+        outside = outside_roots(folder, confine)
+        if outside is not None:
+            problems.append(SkillProblem(folder, None, f"skills folder {outside}"))
+            return {}
     try:
         entries = sorted(folder.iterdir(), key=lambda p: p.name)
     except FileNotFoundError:
@@ -215,6 +277,10 @@ def _scan_dir(folder: Path, scope: Scope, problems: list[SkillProblem]) -> dict[
             continue
         path = entry / SKILL_FILE_NAME
         if not path.is_file():
+            continue
+        outside = outside_roots(path, confine) if confine is not None else None
+        if outside is not None:
+            problems.append(SkillProblem(path, None, outside))
             continue
         skill = _load_skill(path, scope, problems)
         if skill is None:

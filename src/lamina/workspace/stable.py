@@ -8,11 +8,12 @@
 3. `context.root` — the root context file(s) shown in full, when they fit `inline_root_tokens`;
 4. `memory` — the top of the project's `MEMORY.md` (unless the preset leaves it out).
 
-A call is cheap: context files come from a `ContextFileFinder` (one `stat` per listed file while
-its cache is fresh), and `MEMORY.md` and the preferences file are read again only when their
-modification time, size or inode changed. When nothing changed, the very same tuple is returned;
-when an input changed, only the parts built from it get new bytes, and the engine records the new
-stable version (it pins stable parts by digest).
+A call sees the workspace as it is, cheaply: context files come from a `ContextFileFinder`, which
+checks its cached scan with `stat` calls alone (every folder listed, every file read or looked
+for) and walks again only when one changed; `MEMORY.md` and the preferences file are read again
+only when their modification or change time, size or inode changed. When nothing changed, the
+very same tuple is returned; when an input changed, only the parts built from it get new bytes,
+and the engine records the new stable version (it pins stable parts by digest).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ __all__ = [
 DEFAULT_INLINE_ROOT_TOKENS: Final = 2_000
 """Tokens of root context files shown in full in the prompt by default; a longer file is only listed."""
 
-_Stamp = tuple[int, int, int]
+_Stamp = tuple[int, int, int, int]
 
 
 def detect_platform(*, interactive: bool = True, environ: Mapping[str, str] | None = None) -> Platform:
@@ -200,6 +201,7 @@ class WorkspaceContext:
         custom_preset: str | os.PathLike[str] | None = None,
         tools: Sequence[ToolSpec] | None = None,
         finder: ContextFileFinder | None = None,
+        allowed_roots: Sequence[str | os.PathLike[str]] = (),
         preferences: Preferences | None = None,
         preferences_path: str | os.PathLike[str] | None = None,
         environ: Mapping[str, str] | None = None,
@@ -217,6 +219,8 @@ class WorkspaceContext:
             tools: Every tool the session has; the preset may narrow them (see `tools`). Default:
                 the built-in tools of `lamina.tools.default_tools()`.
             finder: A shared context-file finder (its cache is reused); a new one by default.
+            allowed_roots: Folders besides `root` that a linked context file or `MEMORY.md` may
+                point into (a shared finder keeps its own).
             preferences: Fixed preferences; when None they are read from the preferences file.
             preferences_path: The preferences file (default: `$LAMINA_PREFERENCES`, else the user's
                 configuration directory).
@@ -244,7 +248,8 @@ class WorkspaceContext:
         if self.inline_root_tokens < 0 or memory_max_tokens < 0:
             raise UsageError("inline_root_tokens and memory_max_tokens must be 0 or more")
         self.memory_max_tokens = memory_max_tokens
-        self._finder = finder if finder is not None else ContextFileFinder()
+        self._allowed_roots = tuple(allowed_roots)
+        self._finder = finder if finder is not None else ContextFileFinder(allowed_roots=self._allowed_roots)
         self._estimator = estimator
         self._platform = platform if platform is not None else detect_platform(environ=environ)
         self._fixed_preferences = preferences
@@ -303,7 +308,12 @@ class WorkspaceContext:
                 return previous
             preferences = self._load_preferences(preferences_stamp)
             if previous is None or memory_stamp != self._memory_stamp:
-                self._memory = load_memory(self.root, max_tokens=self.memory_max_tokens, estimator=self._estimator)
+                self._memory = load_memory(
+                    self.root,
+                    max_tokens=self.memory_max_tokens,
+                    estimator=self._estimator,
+                    allowed_roots=self._allowed_roots,
+                )
                 self._memory_stamp = memory_stamp
             root_part: Part | None = None
             inlined: tuple[str, ...] = ()
@@ -362,7 +372,7 @@ def _stamp(path: Path) -> _Stamp | None:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
 def build_stable_parts(
