@@ -8,7 +8,11 @@ in mixed letter case, plus a `node_modules` of 50,000 files (quick: 5,000), a `d
 - `discovery_cold_ms`: `find_context_files` with no cache (the OS caches are warm, as they are
   for an agent working in the tree). Its `ratio_vs` is the recursive glob.
 - `discovery_cold_vs_git_ms`: the same number, with `ratio_vs` against `git ls-files`.
-- `discovery_warm_ms`: `ContextFileFinder.find` on a cached scan (one `stat` per listed file).
+- `discovery_fresh_check_ms`: the check every `prepare_turn` makes, `ContextFileFinder.is_fresh`
+  on an unchanged tree: one `stat` per folder listed and per file read or looked for, no walk.
+- `discovery_warm_ms`: `ContextFileFinder.find` on an unchanged tree (the check, then the cached scan).
+- `discovery_after_edit_ms`: `ContextFileFinder.find` right after one context file was rewritten
+  (the check fails, the tree is walked again).
 - `peer_recursive_glob_ms`: `glob.glob("**/*.[mM][dD]", recursive=True)` filtered by name, the
   way a naive harness looks; it skips dot-folders but walks `node_modules` and `dist`.
 - `peer_git_ls_files_ms`: `git ls-files -z` filtered by name, in the tree committed to a fresh
@@ -59,8 +63,21 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         if has_git:
             git.append(_timed(lambda: _git_peer(root)))
     finder = ContextFileFinder()
-    finder.find(root)
+    time.sleep(0.1)  # past the racy window of anything written while the tree was set up
+    finder.refresh(root)
+    if not finder.is_fresh(root):
+        raise RuntimeError("the scan of an unchanged tree is not fresh")
+    fresh_ms = statistics.median(_timed(lambda: finder.is_fresh(root)) for _ in range(50))
     warm_ms = statistics.median(_timed(lambda: finder.find(root)) for _ in range(50))
+    edited = root / "AGENTS.md"
+    original = edited.read_text()
+    after_edit: list[float] = []
+    for i in range(repeats):
+        edited.write_text(original + f"\n- edit {i}\n")
+        after_edit.append(_timed(lambda: finder.find(root)))
+    edited.write_text(original)
+    after_edit_ms = statistics.median(after_edit)
+    stamps = finder._cache[root.resolve()][1]
 
     cold_ms = statistics.median(cold)
     glob_ms = statistics.median(globbed)
@@ -75,7 +92,12 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         figures.append(
             Figure("discovery_cold_vs_git_ms", cold_ms, "ms", ratio(cold_ms, git_ms, "peer_git_ls_files_ms"))
         )
-    figures.append(Figure("discovery_warm_ms", warm_ms, "ms", note=f"cached: {len(scan.files)} stat calls, no walk"))
+    checked = f"{len(stamps.folders):,} folders and {len(stamps.files):,} files stat'ed, no walk"
+    figures.append(Figure("discovery_fresh_check_ms", fresh_ms, "ms", note=f"goal < 15 ms; {checked}"))
+    figures.append(Figure("discovery_warm_ms", warm_ms, "ms", note="unchanged tree: the check, then the cached scan"))
+    figures.append(
+        Figure("discovery_after_edit_ms", after_edit_ms, "ms", note="one context file rewritten: check, then walk")
+    )
     glob_note = f"found {len(_glob_peer(root))}, decoys in node_modules and dist included"
     figures.append(Figure("peer_recursive_glob_ms", glob_ms, "ms", note=glob_note))
     if has_git:

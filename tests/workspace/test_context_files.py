@@ -532,6 +532,24 @@ def test_a_fixed_skipped_file_is_seen_on_the_next_find(tmp_path: Path) -> None:
     assert found(finder.find(tmp_path)) == ["AGENTS.md", "a/CLAUDE.md"]
 
 
+def test_a_new_plain_file_costs_one_listing_not_a_walk(tmp_path: Path) -> None:
+    put(tmp_path, "AGENTS.md")
+    put(tmp_path, "src/app/main.py", "")
+    finder = ContextFileFinder()
+    first = settled(finder, tmp_path)
+    walks = finder.walks
+    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    put(tmp_path, "src/app/helper.py", "")  # the folder's change time moves; nothing the walk uses changes
+    (tmp_path / "src" / "app" / "main.py").rename(tmp_path / "src" / "app" / "entry.py")
+    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    assert finder.find(tmp_path) is first
+    assert finder.walks == walks
+    assert finder.is_fresh(tmp_path)
+    (tmp_path / "src" / "app" / "sub").mkdir()  # a new folder could hold context files: walk again
+    finder.find(tmp_path)
+    assert finder.walks == walks + 1
+
+
 def test_a_different_working_directory_gets_its_own_scan(tmp_path: Path) -> None:
     put(tmp_path, "one/AGENTS.md", "one\n")
     put(tmp_path, "two/CLAUDE.md", "two\n")

@@ -171,31 +171,73 @@ class _Caps:
     allowed_roots: tuple[str | os.PathLike[str], ...]
 
 
-@dataclass(frozen=True, slots=True)
 class _Stamps:
-    """What a scan saw, to tell later with `stat` calls alone whether a new scan could differ."""
+    """What a scan saw, to tell later with `stat` calls alone whether a new scan could differ.
 
-    folders: tuple[str, ...]
-    """Every folder listed: an entry added, removed or renamed in one changes its ctime."""
-    folder_ctimes: tuple[int, ...]
-    files: tuple[str, ...]
-    """Context files, skipped paths, rule files (present or not) and git's files the rules depend on."""
-    file_stamps: tuple[_Stamp, ...]
-    racy: bool
-    """A stamp was taken so close to the scan that a change in the same clock tick could hide behind it."""
+    Folders are checked by change time, which every entry added, removed or renamed in them moves
+    on. A folder whose change time moved is listed again (that folder alone): when what the walk
+    cares about in it is the same (its sub-folders, its context files, whether it has a
+    `.gitignore` or a `pyvenv.cfg`), a file was merely created or renamed there (a source file, an
+    editor's temporary file), and the new change time is kept instead of walking the tree again.
+    """
+
+    __slots__ = ("file_stamps", "files", "folder_ctimes", "folders", "racy", "views")
+
+    def __init__(
+        self,
+        folders: list[str],
+        folder_ctimes: list[int],
+        views: list[_View],
+        files: tuple[str, ...],
+        file_stamps: tuple[_Stamp, ...],
+        *,
+        racy: bool,
+    ) -> None:
+        self.folders = folders
+        """Every folder listed."""
+        self.folder_ctimes = folder_ctimes
+        self.views = views
+        """What the walk took from each folder's listing."""
+        self.files = files
+        """Context files, skipped paths, rule files (present or not) and git's files the rules depend on."""
+        self.file_stamps = file_stamps
+        self.racy = racy
+        """A stamp was taken so close to the scan that a change in the same clock tick could hide behind it."""
 
     def unchanged(self) -> bool:
-        """Whether every folder and file still has the stamp it had (False for a racy scan)."""
+        """Whether a new scan would find what this one found (False for a racy scan). Not thread-safe."""
         if self.racy:
             return False
-        stat_ = os.stat
         try:
-            for path, ctime in zip(self.folders, self.folder_ctimes, strict=True):
-                if stat_(path).st_ctime_ns != ctime:
-                    return False
+            # One C-level loop over the folders (never links: the walk does not follow them).
+            ctimes = [st.st_ctime_ns for st in map(os.lstat, self.folders)]
         except OSError:
             return False
+        if ctimes != self.folder_ctimes:
+            for index, (now, then) in enumerate(zip(ctimes, self.folder_ctimes, strict=True)):
+                if now != then and not self._same_view(index):
+                    return False
         return all(_stamp(path) == stamp for path, stamp in zip(self.files, self.file_stamps, strict=True))
+
+    def _same_view(self, index: int) -> bool:
+        """List folder `index` again; keep its new change time if the walk would take the same from it."""
+        started = time.time_ns()
+        try:
+            listing = _list(self.folders[index])
+        except OSError:
+            return False
+        if listing.ctime_ns >= started - _RACY_NS or _view(listing) != self.views[index]:
+            return False  # changed, or changed so recently that a second change could hide
+        self.folder_ctimes[index] = listing.ctime_ns
+        return True
+
+
+_View = tuple[tuple[str, ...], tuple[str, ...], bool, bool]
+"""A folder's sub-folders, context files, and whether it has a `.gitignore` and a `pyvenv.cfg`."""
+
+
+def _view(listing: _Listing) -> _View:
+    return (tuple(sorted(listing.folders)), tuple(sorted(listing.found)), listing.gitignore, listing.venv)
 
 
 _Stamp = tuple[int, int, int, int]
@@ -238,7 +280,7 @@ def _scan(top: Path, caps: _Caps, progress: Callable[[int], None] | None) -> tup
     scan = ContextFileScan(
         root=top, files=tuple(files), skipped=tuple(skipped), omitted_over_cap=omitted, scanned_dirs=walk.scanned
     )
-    return scan, _Stamps(tuple(walk.folders), tuple(walk.folder_ctimes), tuple(unique), tuple(stamps), racy)
+    return scan, _Stamps(walk.folders, walk.folder_ctimes, walk.views, tuple(unique), tuple(stamps), racy=racy)
 
 
 def nearest_context_files(scan: ContextFileScan, path: str | os.PathLike[str]) -> tuple[ContextFile, ...]:
@@ -279,7 +321,9 @@ class ContextFileFinder:
     Every `find` checks the cached scan of that folder with `stat` calls alone, no walk: the
     change time of every folder listed (an entry added, removed or renamed changes it), and the
     stamp (modification and change time, size, inode) of every context file, skipped path and
-    rule file it read or looked for. A new, removed or edited context file anywhere, a changed
+    rule file it read or looked for. A folder whose change time moved is listed again, alone: a
+    new source file there leaves the scan standing; a new folder, context file or rule file
+    makes the next `find` walk the tree again. A new, removed or edited context file anywhere, a changed
     `.gitignore`, a skipped file made usable, a rewrite that restores the modification time: each
     is seen by the next `find`. A scan whose stamps were taken in the same clock tick as a change
     could be is not trusted and is redone on the next `find`. When a rescan finds exactly what
@@ -319,15 +363,15 @@ class ContextFileFinder:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-        if cached is not None and cached[1].unchanged():
-            return cached[0]
+                if cached[1].unchanged():
+                    return cached[0]
         return self.refresh(key, progress=progress)
 
     def is_fresh(self, cwd: str | os.PathLike[str]) -> bool:
         """Whether the cached scan of `cwd` still holds (False when there is none): the check `find` makes."""
         with self._lock:
             cached = self._cache.get(Path(cwd).resolve())
-        return cached is not None and cached[1].unchanged()
+            return cached is not None and cached[1].unchanged()
 
     def refresh(self, cwd: str | os.PathLike[str], *, progress: Callable[[int], None] | None = None) -> ContextFileScan:
         """Scan `cwd` now, whatever the cache holds, and cache the result."""
@@ -384,6 +428,7 @@ class _WalkResult:
     scanned: int = 0
     folders: list[str] = field(default_factory=list)
     folder_ctimes: list[int] = field(default_factory=list)
+    views: list[_View] = field(default_factory=list)
     watched: list[str] = field(default_factory=list)
     """Files (present or not) whose change could change the walk: rule files, git's index and config."""
 
@@ -433,6 +478,7 @@ def _visit(
     out.scanned += 1
     out.folders.append(folder)
     out.folder_ctimes.append(listing.ctime_ns)
+    out.views.append(_view(listing))
     if progress is not None and out.scanned % PROGRESS_EVERY_DIRS == 0:
         progress(out.scanned)
     base = relative + "/" if relative else ""
