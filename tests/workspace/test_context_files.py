@@ -17,6 +17,7 @@ from lamina.workspace import (
     TRUNCATION_MARK,
     ContextFileFinder,
     ContextFileScan,
+    _watch,
     find_context_files,
     nearest_context_files,
 )
@@ -427,16 +428,32 @@ def test_progress_reports_folders_scanned_every_thousand(tmp_path: Path, monkeyp
 # --- the cache and freshness ---------------------------------------------------------------------
 
 
+@pytest.fixture(params=[True, False], ids=["watched", "stamped"])
+def watch(request: pytest.FixtureRequest) -> bool:
+    """Folders checked by inotify watches (where available) or by their stamps: both must see every change."""
+    value: bool = request.param
+    return value
+
+
+def test_the_watched_mode_is_used_where_inotify_is(tmp_path: Path) -> None:
+    finder = ContextFileFinder()
+    finder.find(tmp_path)
+    stamps = finder._cache[tmp_path.resolve()][1]
+    assert (stamps.watch is not None) == (sys.platform == "linux" and _watch._inotify is not None)
+    finder.close()
+    assert not finder.is_fresh(tmp_path)
+
+
 def settled(finder: ContextFileFinder, root: Path) -> ContextFileScan:
     """A scan whose stamps are old enough to be trusted (files written just before a scan are not)."""
     time.sleep(module._RACY_NS / 1e9 + 0.02)
     return finder.refresh(root)
 
 
-def test_a_fresh_cache_returns_the_same_scan_without_walking(tmp_path: Path) -> None:
+def test_a_fresh_cache_returns_the_same_scan_without_walking(tmp_path: Path, watch: bool) -> None:
     put(tmp_path, "AGENTS.md")
     put(tmp_path, "a/b/c/CLAUDE.md")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     first = settled(finder, tmp_path)
     walks = finder.walks
     assert finder.find(tmp_path) is first
@@ -445,26 +462,32 @@ def test_a_fresh_cache_returns_the_same_scan_without_walking(tmp_path: Path) -> 
     assert finder.walks == walks
 
 
-def test_a_racy_scan_is_redone_and_an_identical_result_keeps_its_identity(tmp_path: Path) -> None:
+def test_a_racy_scan_is_redone_and_an_identical_result_keeps_its_identity(tmp_path: Path, watch: bool) -> None:
     put(tmp_path, "AGENTS.md")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     first = finder.find(tmp_path)  # the file was written within the racy window: not trusted
     assert not finder.is_fresh(tmp_path)
-    assert finder.find(tmp_path) is first  # rescanned, found the same, kept the object
-    assert finder.walks == 2
+    assert finder.find(tmp_path) is first  # looked at again, found the same, kept the object
+    assert finder.walks + finder.reads == 2
 
 
-def test_editing_a_listed_file_is_seen(tmp_path: Path) -> None:
+def test_editing_a_listed_file_is_seen_by_reading_the_files_again_without_a_walk(tmp_path: Path, watch: bool) -> None:
     path = put(tmp_path, "AGENTS.md", "old\n")
-    finder = ContextFileFinder()
+    put(tmp_path, "a/b/CLAUDE.md", "deep\n")
+    finder = ContextFileFinder(watch=watch)
     assert settled(finder, tmp_path).files[0].text == "old\n"
+    walks = finder.walks
     path.write_text("new rules\n")
     assert finder.find(tmp_path).files[0].text == "new rules\n"
+    assert (finder.walks, finder.reads) == (walks, 1)
+    path.write_bytes(b"\x00binary")  # read again, now skipped with its reason
+    assert [s.relative for s in finder.find(tmp_path).skipped] == ["AGENTS.md"]
+    assert finder.walks == walks
 
 
-def test_a_rewrite_that_restores_the_mtime_and_size_is_seen(tmp_path: Path) -> None:
+def test_a_rewrite_that_restores_the_mtime_and_size_is_seen(tmp_path: Path, watch: bool) -> None:
     path = put(tmp_path, "AGENTS.md", "aaa\n")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     before = settled(finder, tmp_path).files[0]
     path.write_text("bbb\n")
     os.utime(path, ns=(before.mtime_ns, before.mtime_ns))
@@ -472,19 +495,19 @@ def test_a_rewrite_that_restores_the_mtime_and_size_is_seen(tmp_path: Path) -> N
     assert finder.find(tmp_path).files[0].text == "bbb\n"
 
 
-def test_deleting_a_listed_file_is_seen(tmp_path: Path) -> None:
+def test_deleting_a_listed_file_is_seen(tmp_path: Path, watch: bool) -> None:
     put(tmp_path, "AGENTS.md")
     gone = put(tmp_path, "a/AGENTS.md")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     assert found(settled(finder, tmp_path)) == ["AGENTS.md", "a/AGENTS.md"]
     gone.unlink()
     assert found(finder.find(tmp_path)) == ["AGENTS.md"]
 
 
-def test_a_new_context_file_anywhere_is_seen_on_the_next_find(tmp_path: Path) -> None:
+def test_a_new_context_file_anywhere_is_seen_on_the_next_find(tmp_path: Path, watch: bool) -> None:
     put(tmp_path, "AGENTS.md")
     put(tmp_path, "pkg/deep/er/x.py", "")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     settled(finder, tmp_path)
     put(tmp_path, "pkg/deep/er/CLAUDE.md")
     assert found(finder.find(tmp_path)) == ["AGENTS.md", "pkg/deep/er/CLAUDE.md"]
@@ -492,11 +515,11 @@ def test_a_new_context_file_anywhere_is_seen_on_the_next_find(tmp_path: Path) ->
     assert "new/folder/AGENTS.md" in found(finder.find(tmp_path))
 
 
-def test_a_changed_ignore_rule_is_seen_on_the_next_find(tmp_path: Path) -> None:
+def test_a_changed_ignore_rule_is_seen_on_the_next_find(tmp_path: Path, watch: bool) -> None:
     put(tmp_path, "AGENTS.md")
     put(tmp_path, "gen/AGENTS.md")
     rules = put(tmp_path, ".gitignore", "*.log\n")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     assert found(settled(finder, tmp_path)) == ["AGENTS.md", "gen/AGENTS.md"]
     mtime = rules.stat().st_mtime_ns
     rules.write_text("gen/*\n")  # the same size, and the mtime put back
@@ -506,22 +529,22 @@ def test_a_changed_ignore_rule_is_seen_on_the_next_find(tmp_path: Path) -> None:
     assert found(finder.find(tmp_path)) == ["AGENTS.md", "gen/AGENTS.md"]
 
 
-def test_a_new_gitignore_above_the_root_is_seen(tmp_path: Path) -> None:
+def test_a_new_gitignore_above_the_root_is_seen(tmp_path: Path, watch: bool) -> None:
     (tmp_path / ".git").mkdir()
     root = tmp_path / "pkg"
     put(root, "AGENTS.md")
     put(root, "gen/AGENTS.md")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     assert found(settled(finder, root)) == ["AGENTS.md", "gen/AGENTS.md"]
     put(tmp_path, ".gitignore", "pkg/gen/\n")
     assert found(finder.find(root)) == ["AGENTS.md"]
 
 
-def test_a_fixed_skipped_file_is_seen_on_the_next_find(tmp_path: Path) -> None:
+def test_a_fixed_skipped_file_is_seen_on_the_next_find(tmp_path: Path, watch: bool) -> None:
     binary = put(tmp_path, "AGENTS.md", b"\x00\x01")
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "CLAUDE.md").symlink_to("target.md")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     scan = settled(finder, tmp_path)
     assert found(scan) == []
     assert reasons(scan) == {"AGENTS.md": "binary (contains a NUL byte)", "a/CLAUDE.md": "broken symlink"}
@@ -532,10 +555,10 @@ def test_a_fixed_skipped_file_is_seen_on_the_next_find(tmp_path: Path) -> None:
     assert found(finder.find(tmp_path)) == ["AGENTS.md", "a/CLAUDE.md"]
 
 
-def test_a_new_plain_file_costs_one_listing_not_a_walk(tmp_path: Path) -> None:
+def test_a_new_plain_file_costs_one_listing_not_a_walk(tmp_path: Path, watch: bool) -> None:
     put(tmp_path, "AGENTS.md")
     put(tmp_path, "src/app/main.py", "")
-    finder = ContextFileFinder()
+    finder = ContextFileFinder(watch=watch)
     first = settled(finder, tmp_path)
     walks = finder.walks
     time.sleep(module._RACY_NS / 1e9 + 0.02)

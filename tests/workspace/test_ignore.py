@@ -152,8 +152,14 @@ def test_name_based_skips_apply_only_to_what_git_does_not_track(tmp_path: Path) 
         }
         make_repo(root, files, env)
         assert [f.relative for f in find_context_files(root).files] == []
-        git(root, "add", "build/AGENTS.md", ".github/AGENTS.md", env=env)
-        assert [f.relative for f in find_context_files(root).files] == [".github/AGENTS.md", "build/AGENTS.md"]
+        assert "node_modules/pkg/CLAUDE.md" not in ours(root)  # Glob and Grep skip it too
+        git(root, "add", "build/AGENTS.md", ".github/AGENTS.md", "node_modules/pkg/CLAUDE.md", env=env)
+        assert [f.relative for f in find_context_files(root).files] == [
+            ".github/AGENTS.md",
+            "build/AGENTS.md",
+            "node_modules/pkg/CLAUDE.md",
+        ]
+        assert "node_modules/pkg/CLAUDE.md" in ours(root)
     plain = tmp_path / "plain"  # without a repository, the names are skipped
     shutil.copytree(root, plain, ignore=shutil.ignore_patterns(".git"))
     assert [f.relative for f in find_context_files(plain).files] == []

@@ -5,8 +5,10 @@
 - whatever the project's `.gitignore` files (and `.git/info/exclude`) ignore, with the same rules
   as the context-file scan (`lamina.workspace._ignore`): nested files, `!` re-includes, and the
   enclosing work tree's rules above `base`;
-- version-control folders (`.git`, `.hg`, `.svn`, …), dependency folders (`node_modules`, …),
-  `__pycache__`, and virtual environments (any folder holding a `pyvenv.cfg`).
+- version-control folders (`.git`, `.hg`, `.svn`, …) and virtual environments (any folder
+  holding a `pyvenv.cfg`);
+- dependency folders (`node_modules`, …) and `__pycache__`, unless git tracks a file in them
+  (inside a git work tree, one `git ls-files` over those folders once the rest is walked).
 
 Other dot-files and dot-folders are listed (`.github/workflows/ci.yml` is worth finding). `base`
 itself is always walked, even if it is ignored: naming it was a choice. Symlinked folders are
@@ -22,12 +24,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from lamina.workspace._ignore import IgnoreRules, SkippedPath, is_ignored, load_ignore, rules_above
+from lamina.workspace._ignore import (
+    IgnoreRules,
+    SkippedPath,
+    is_ignored,
+    load_ignore,
+    rules_above,
+    tracked_folders,
+    work_tree_top,
+)
 
 VCS_DIR_NAMES: Final = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", "CVS"})
-SKIPPED_DIR_NAMES: Final = VCS_DIR_NAMES | frozenset(
+UNTRACKED_SKIPPED_DIR_NAMES: Final = frozenset(
     {"node_modules", "bower_components", "jspm_packages", "__pycache__", "site-packages"}
 )
+"""Folders skipped unless git tracks a file in them."""
+SKIPPED_DIR_NAMES: Final = VCS_DIR_NAMES | UNTRACKED_SKIPPED_DIR_NAMES
 GLOB_CHARS: Final = frozenset("*?[{\\")
 _MAX_BRACE_EXPANSIONS: Final = 256
 
@@ -47,49 +59,67 @@ def walk_files(base: str) -> Iterator[FoundFile]:
     """Every file below the folder `base` that a project search should see, depth first."""
     skipped: list[SkippedPath] = []  # unreadable folders and rule files are simply passed over
     visited: set[tuple[int, int]] = set()
-    stack: list[tuple[str, str, tuple[IgnoreRules, ...]]] = [(base, "", rules_above(base, skipped))]
-    while stack:
-        folder, relative, chain = stack.pop()
+    stack: list[_Queued] = [(base, "", rules_above(base, skipped))]
+    held: list[_Queued] = []
+    while True:
+        while stack:
+            yield from _visit(stack, held, visited, skipped)
+        if not held or work_tree_top(base) is None:
+            return
+        tracked = tracked_folders(base, [relative for _, relative, _ in held])
+        stack = [item for item in reversed(held) if item[1] in tracked]
+        held = []
+
+
+_Queued = tuple[str, str, tuple[IgnoreRules, ...]]
+
+
+def _visit(
+    stack: list[_Queued], held: list[_Queued], visited: set[tuple[int, int]], skipped: list[SkippedPath]
+) -> list[FoundFile]:
+    folder, relative, chain = stack.pop()
+    try:
+        st = os.stat(folder)
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name, reverse=True)
+    except OSError:
+        return []
+    if st.st_ino:
+        if (st.st_dev, st.st_ino) in visited:
+            return []  # a bind mount inside itself
+        visited.add((st.st_dev, st.st_ino))
+    names = {entry.name for entry in entries}
+    if relative and "pyvenv.cfg" in names:
+        return []
+    prefix = relative + "/" if relative else ""
+    if ".gitignore" in names:
+        rules = load_ignore(
+            os.path.join(folder, ".gitignore"),
+            strip=len(prefix),
+            prefix="",
+            relative=prefix + ".gitignore",
+            skipped=skipped,
+        )
+        if rules is not None:
+            chain = (*chain, rules)
+    files: list[FoundFile] = []
+    for entry in entries:
+        child = prefix + entry.name
         try:
-            st = os.stat(folder)
-            with os.scandir(folder) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name, reverse=True)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            symlink = entry.is_symlink()
+            # Regular files only (through a link too): a FIFO would block a reader forever.
+            is_file = not is_dir and entry.is_file()
         except OSError:
             continue
-        if st.st_ino:
-            if (st.st_dev, st.st_ino) in visited:
-                continue  # a bind mount inside itself
-            visited.add((st.st_dev, st.st_ino))
-        names = {entry.name for entry in entries}
-        if relative and "pyvenv.cfg" in names:
-            continue
-        prefix = relative + "/" if relative else ""
-        if ".gitignore" in names:
-            rules = load_ignore(
-                os.path.join(folder, ".gitignore"),
-                strip=len(prefix),
-                prefix="",
-                relative=prefix + ".gitignore",
-                skipped=skipped,
-            )
-            if rules is not None:
-                chain = (*chain, rules)
-        files: list[FoundFile] = []
-        for entry in entries:
-            child = prefix + entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                symlink = entry.is_symlink()
-                # Regular files only (through a link too): a FIFO would block a reader forever.
-                is_file = not is_dir and entry.is_file()
-            except OSError:
-                continue
-            if is_dir:
-                if entry.name not in SKIPPED_DIR_NAMES and not (chain and is_ignored(chain, child + "/")):
-                    stack.append((entry.path, child, chain))
-            elif is_file and not (chain and is_ignored(chain, child)):
-                files.append(FoundFile(relative=child, path=entry.path, symlink=symlink))
-        yield from reversed(files)
+        if is_dir:
+            if entry.name not in VCS_DIR_NAMES and not (chain and is_ignored(chain, child + "/")):
+                queued = (entry.path, child, chain)
+                (held if entry.name in UNTRACKED_SKIPPED_DIR_NAMES else stack).append(queued)
+        elif is_file and not (chain and is_ignored(chain, child)):
+            files.append(FoundFile(relative=child, path=entry.path, symlink=symlink))
+    files.reverse()
+    return files
 
 
 def split_glob(pattern: str) -> tuple[str, str]:

@@ -31,6 +31,8 @@ import errno
 import io
 import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -40,6 +42,7 @@ from dulwich.ignore import Pattern, read_ignore_patterns, translate
 from dulwich.wildmatch import MalformedPattern
 
 _BOM: Final = b"\xef\xbb\xbf"
+_GIT_TIMEOUT_SECONDS: Final = 10.0
 _STAR_RUN: Final = re.compile(rb"(\\.)|\*{3,}")
 
 
@@ -300,6 +303,37 @@ def global_excludes_file(top: str, inputs: list[str] | None = None) -> str | Non
 def _xdg_config(name: str) -> str:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     return os.path.join(base, "git", name)
+
+
+def tracked_folders(root: str, folders: list[str]) -> set[str]:
+    """Which of `folders` (relative to `root`, inside a git work tree) hold a file git tracks.
+
+    One `git ls-files` for them all; without git, or when it fails, none (the name-based skip holds).
+    """
+    git = shutil.which("git")
+    if git is None or not folders:
+        return set()
+    try:
+        done = subprocess.run(
+            [git, "--literal-pathspecs", "-C", root, "ls-files", "-z", "--", *folders],
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    if done.returncode != 0:
+        return set()
+    wanted = set(folders)
+    found: set[str] = set()
+    for name in os.fsdecode(done.stdout).split("\0"):
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in wanted:
+                found.add(folder)
+                break
+    return found
 
 
 def describe_os_error(exc: OSError) -> str:

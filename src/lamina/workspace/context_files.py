@@ -39,16 +39,14 @@ from __future__ import annotations
 import codecs
 import errno
 import os
-import shutil
 import stat
-import subprocess
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from lamina.errors import UsageError
 from lamina.workspace._confine import outside_roots as _outside_roots
@@ -58,7 +56,9 @@ from lamina.workspace._ignore import describe_os_error as _describe
 from lamina.workspace._ignore import is_ignored as _ignored
 from lamina.workspace._ignore import load_ignore as _load_ignore
 from lamina.workspace._ignore import rules_above as _rules_above
+from lamina.workspace._ignore import tracked_folders as _tracked_folders
 from lamina.workspace._ignore import work_tree_top as _work_tree_top
+from lamina.workspace._watch import FolderWatch
 
 #: File names (compared case-insensitively) that hold project instructions for agents.
 CONTEXT_FILE_NAMES: Final = frozenset({"agents.md", "claude.md"})
@@ -100,7 +100,6 @@ _SCANDIR_FD: Final = os.scandir in os.supports_fd
 _VCS_DIR_NAMES: Final = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", "CVS"})
 #: A stamp this close to the scan's start (or later) may hide a change made in the same clock tick.
 _RACY_NS: Final = 50_000_000
-_GIT_TIMEOUT_SECONDS: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,45 +168,85 @@ class _Caps:
     max_bytes: int
     huge_bytes: int
     allowed_roots: tuple[str | os.PathLike[str], ...]
+    watch: bool = False
+
+
+_Verdict = Literal["fresh", "reread", "walk"]
 
 
 class _Stamps:
-    """What a scan saw, to tell later with `stat` calls alone whether a new scan could differ.
+    """What a scan saw, to tell later with `stat` calls alone (or folder watches) what a new scan needs.
 
-    Folders are checked by change time, which every entry added, removed or renamed in them moves
-    on. A folder whose change time moved is listed again (that folder alone): when what the walk
-    cares about in it is the same (its sub-folders, its context files, whether it has a
-    `.gitignore` or a `pyvenv.cfg`), a file was merely created or renamed there (a source file, an
-    editor's temporary file), and the new change time is kept instead of walking the tree again.
+    Folders are checked by their watch, or else by change time, which every entry added, removed or
+    renamed in them moves on. A stamped folder whose change time moved is listed again (that folder
+    alone): when what the walk cares about in it is the same (its sub-folders, its context files,
+    whether it has a `.gitignore` or a `pyvenv.cfg`), a file was merely created or renamed there (a
+    source file, an editor's temporary file) and the new change time is kept. Files are checked by
+    their stamps: a changed rule file (or git's index or configuration) means a new walk; a changed
+    context file or skipped file only means reading the files again.
     """
 
-    __slots__ = ("file_stamps", "files", "folder_ctimes", "folders", "racy", "views")
+    __slots__ = (
+        "folder_ctimes",
+        "folders",
+        "read_files",
+        "read_stamps",
+        "walk",
+        "walk_files",
+        "walk_skipped",
+        "walk_stamps",
+        "watch",
+    )
 
-    def __init__(
-        self,
-        folders: list[str],
-        folder_ctimes: list[int],
-        views: list[_View],
-        files: tuple[str, ...],
-        file_stamps: tuple[_Stamp, ...],
-        *,
-        racy: bool,
-    ) -> None:
-        self.folders = folders
-        """Every folder listed."""
-        self.folder_ctimes = folder_ctimes
-        self.views = views
-        """What the walk took from each folder's listing."""
-        self.files = files
-        """Context files, skipped paths, rule files (present or not) and git's files the rules depend on."""
-        self.file_stamps = file_stamps
-        self.racy = racy
-        """A stamp was taken so close to the scan that a change in the same clock tick could hide behind it."""
+    def __init__(self, walk: _WalkResult, walk_skipped: tuple[SkippedPath, ...], watch: FolderWatch | None) -> None:
+        self.walk = walk
+        self.walk_skipped = walk_skipped
+        """What the walk itself skipped (unlistable folders, ignore-file lines left out)."""
+        self.folders = walk.folders
+        self.folder_ctimes = walk.folder_ctimes
+        self.watch = watch if watch is not None and watch.usable else None
+        """Watches on every folder listed, when available: they replace the folders' change times."""
+        walk_inputs = list(dict.fromkeys([*walk.watched, *(str(s.path) for s in walk_skipped)]))
+        self.walk_files = tuple(walk_inputs)
+        """Rule files (present or not), git's index and configuration, paths the walk skipped."""
+        self.walk_stamps = tuple(_stamp(path) for path in walk_inputs)
+        self.read_files: tuple[str, ...] = ()
+        """Context files read or skipped when read."""
+        self.read_stamps: tuple[_Stamp, ...] = ()
 
-    def unchanged(self) -> bool:
-        """Whether a new scan would find what this one found (False for a racy scan). Not thread-safe."""
-        if self.racy:
-            return False
+    def set_read(self, paths: list[str]) -> None:
+        unique = tuple(dict.fromkeys(paths))
+        self.read_files, self.read_stamps = unique, tuple(_stamp(path) for path in unique)
+
+    def racy(self, started: int, *, reads_only: bool = False) -> _Verdict:
+        """What it takes to rule out a change hidden in the same clock tick as a stamp taken after `started`.
+
+        `fresh` when no stamp is that recent. With `reads_only`, only the stamps of the files read count
+        (the folders and rule files were not looked at again).
+        """
+        threshold = started - _RACY_NS
+        if not reads_only:
+            if any(max(s[0], s[1]) >= threshold for s in self.walk_stamps):
+                return "walk"
+            if self.watch is None and any(ctime >= threshold for ctime in self.folder_ctimes):
+                return "walk"
+        if any(max(s[0], s[1]) >= threshold for s in self.read_stamps):
+            return "reread"
+        return "fresh"
+
+    def check(self) -> _Verdict:
+        """What it takes to see the workspace as it is now. Not thread-safe (the finder holds its lock)."""
+        if not self._folders_unchanged():
+            return "walk"
+        if any(_stamp(path) != stamp for path, stamp in zip(self.walk_files, self.walk_stamps, strict=True)):
+            return "walk"
+        if any(_stamp(path) != stamp for path, stamp in zip(self.read_files, self.read_stamps, strict=True)):
+            return "reread"
+        return "fresh"
+
+    def _folders_unchanged(self) -> bool:
+        if self.watch is not None:
+            return not self.watch.changed(_relevant)
         try:
             # One C-level loop over the folders (never links: the walk does not follow them).
             ctimes = [st.st_ctime_ns for st in map(os.lstat, self.folders)]
@@ -217,7 +256,7 @@ class _Stamps:
             for index, (now, then) in enumerate(zip(ctimes, self.folder_ctimes, strict=True)):
                 if now != then and not self._same_view(index):
                     return False
-        return all(_stamp(path) == stamp for path, stamp in zip(self.files, self.file_stamps, strict=True))
+        return True
 
     def _same_view(self, index: int) -> bool:
         """List folder `index` again; keep its new change time if the walk would take the same from it."""
@@ -226,10 +265,27 @@ class _Stamps:
             listing = _list(self.folders[index])
         except OSError:
             return False
-        if listing.ctime_ns >= started - _RACY_NS or _view(listing) != self.views[index]:
+        if listing.ctime_ns >= started - _RACY_NS or _view(listing) != self.walk.views[index]:
             return False  # changed, or changed so recently that a second change could hide
         self.folder_ctimes[index] = listing.ctime_ns
         return True
+
+    def close(self) -> None:
+        """Free the folder watches, if any."""
+        if self.watch is not None:
+            self.watch.close()
+
+
+_ORDER: Final = {"fresh": 0, "reread": 1, "walk": 2}
+
+
+def _worst(a: _Verdict, b: _Verdict) -> _Verdict:
+    return a if _ORDER[a] >= _ORDER[b] else b
+
+
+def _relevant(name: str, is_folder: bool) -> bool:
+    """Whether an entry added, removed or renamed under this name can change a scan (as `_view` sees it)."""
+    return is_folder or name.lower() in CONTEXT_FILE_NAMES or name in (".gitignore", "pyvenv.cfg")
 
 
 _View = tuple[tuple[str, ...], tuple[str, ...], bool, bool]
@@ -253,34 +309,37 @@ def _stamp(path: str) -> _Stamp:
 
 
 def _scan(top: Path, caps: _Caps, progress: Callable[[int], None] | None) -> tuple[ContextFileScan, _Stamps]:
-    started = time.time_ns()
+    """Walk `top` and read its context files."""
     skipped: list[SkippedPath] = []
-    walk = _walk(str(top), skipped, progress)
+    watch = FolderWatch.open() if caps.watch else None
+    walk = _walk(str(top), skipped, progress, watch)
     walk.candidates.sort()
+    stamps = _Stamps(walk, tuple(skipped), watch)
+    return _read_all(top, caps, stamps), stamps
+
+
+def _read_all(top: Path, caps: _Caps, stamps: _Stamps) -> ContextFileScan:
+    """Read the context files a walk found (again, after one changed); stamps what was read."""
     roots = (top, *caps.allowed_roots)
     files: list[ContextFile] = []
+    skipped = list(stamps.walk_skipped)
+    read: list[str] = []
     omitted = 0
-    watched = walk.watched
-    for depth, relative, path in walk.candidates:
+    for depth, relative, path in stamps.walk.candidates:
         if len(files) >= caps.max_files:
             omitted += 1
             continue
         found = _read(Path(path), relative, depth, max_bytes=caps.max_bytes, huge_bytes=caps.huge_bytes, roots=roots)
-        watched.append(path)
+        read.append(path)
         if isinstance(found, ContextFile):
             files.append(found)
         else:
             skipped.append(found)
     skipped.sort(key=lambda s: (s.relative, s.line or 0))
-    watched += [str(s.path) for s in skipped]
-    unique = list(dict.fromkeys(watched))
-    stamps = [_stamp(p) for p in unique]
-    threshold = started - _RACY_NS
-    racy = any(ctime >= threshold for ctime in walk.folder_ctimes) or any(max(s[0], s[1]) >= threshold for s in stamps)
-    scan = ContextFileScan(
-        root=top, files=tuple(files), skipped=tuple(skipped), omitted_over_cap=omitted, scanned_dirs=walk.scanned
+    stamps.set_read(read)
+    return ContextFileScan(
+        root=top, files=tuple(files), skipped=tuple(skipped), omitted_over_cap=omitted, scanned_dirs=stamps.walk.scanned
     )
-    return scan, _Stamps(walk.folders, walk.folder_ctimes, walk.views, tuple(unique), tuple(stamps), racy=racy)
 
 
 def nearest_context_files(scan: ContextFileScan, path: str | os.PathLike[str]) -> tuple[ContextFile, ...]:
@@ -318,18 +377,18 @@ def nearest_context_files(scan: ContextFileScan, path: str | os.PathLike[str]) -
 class ContextFileFinder:
     """Scans working directories and keeps each scan while nothing it depends on changed.
 
-    Every `find` checks the cached scan of that folder with `stat` calls alone, no walk: the
-    change time of every folder listed (an entry added, removed or renamed changes it), and the
-    stamp (modification and change time, size, inode) of every context file, skipped path and
-    rule file it read or looked for. A folder whose change time moved is listed again, alone: a
-    new source file there leaves the scan standing; a new folder, context file or rule file
-    makes the next `find` walk the tree again. A new, removed or edited context file anywhere, a changed
-    `.gitignore`, a skipped file made usable, a rewrite that restores the modification time: each
-    is seen by the next `find`. A scan whose stamps were taken in the same clock tick as a change
-    could be is not trusted and is redone on the next `find`. When a rescan finds exactly what
-    the cached scan holds, the cached object is returned, so callers can compare by identity.
-    Each working directory is cached under its resolved path (the `max_roots` most recently used
-    are kept). Safe to share between threads.
+    Every `find` checks the cached scan of that folder with `stat` calls alone, no walk: the change time of every
+    folder listed (an entry added, removed or renamed changes it), and the stamp (modification and change time,
+    size, inode) of every context file, skipped path and rule file it read or looked for. On Linux the folders are
+    watched instead (inotify, added just before each folder is listed): the check reads the queued events without
+    blocking and costs no `stat` per folder. Either way, only what the walk uses counts: a new source file leaves
+    the scan standing (a stamped folder whose change time moved is listed again, alone); a new folder, context file
+    or rule file makes the next `find` walk the tree again. A new, removed or edited context file anywhere, a
+    changed `.gitignore`, a skipped file made usable, a rewrite that restores the modification time: each is seen by
+    the next `find`. A scan whose stamps were taken in the same clock tick as a change could be is not trusted and
+    is redone on the next `find`. When a rescan finds exactly what the cached scan holds, the cached object is
+    returned, so callers can compare by identity. Each working directory is cached under its resolved path (the
+    `max_roots` most recently used are kept). Safe to share between threads.
     """
 
     def __init__(
@@ -340,8 +399,12 @@ class ContextFileFinder:
         huge_bytes: int = DEFAULT_HUGE_BYTES,
         allowed_roots: Sequence[str | os.PathLike[str]] = (),
         max_roots: int = 16,
+        watch: bool = True,
     ) -> None:
         """Set the caps passed to `find_context_files`, the allowed roots and the cache's size.
+
+        With `watch` (and inotify available), each cached scan keeps a watch on the folders it
+        listed, so the check costs no `stat` per folder; without, folders are checked by stamps.
 
         Raises:
             UsageError: A cap is out of range (see `find_context_files`) or `max_roots` is below 1.
@@ -349,12 +412,16 @@ class ContextFileFinder:
         _check_caps(max_files, max_bytes, huge_bytes)
         if max_roots < 1:
             raise UsageError(f"max_roots must be 1 or more, got {max_roots}")
-        self._caps = _Caps(max_files, max_bytes, huge_bytes, tuple(allowed_roots))
+        self._caps = _Caps(max_files, max_bytes, huge_bytes, tuple(allowed_roots), watch)
         self._max_roots = max_roots
         self._lock = threading.Lock()
         self._cache: OrderedDict[Path, tuple[ContextFileScan, _Stamps]] = OrderedDict()
+        self._racy: dict[Path, _Verdict] = {}
+        """Per cached scan, what its stamps taken in the same clock tick as a change could be need: a redo."""
         self.walks = 0
         """How many times a folder was walked (a cached scan found fresh costs no walk)."""
+        self.reads = 0
+        """How many times only the context files were read again (one changed; the folders did not)."""
 
     def find(self, cwd: str | os.PathLike[str], *, progress: Callable[[int], None] | None = None) -> ContextFileScan:
         """The scan of `cwd` as the workspace is now: the cached one when nothing changed, else a fresh one."""
@@ -363,35 +430,63 @@ class ContextFileFinder:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-                if cached[1].unchanged():
-                    return cached[0]
+                scan, stamps = cached
+                verdict = _worst(stamps.check(), self._racy.get(key, "walk"))
+                if verdict == "fresh":
+                    return scan
+                if verdict == "reread":
+                    # Only context files changed: read them again, keep the walk and its watches.
+                    self.reads += 1
+                    started = time.time_ns()
+                    scan = _read_all(key, self._caps, stamps)
+                    return self._keep(key, scan, stamps, racy=stamps.racy(started, reads_only=True))
         return self.refresh(key, progress=progress)
 
     def is_fresh(self, cwd: str | os.PathLike[str]) -> bool:
         """Whether the cached scan of `cwd` still holds (False when there is none): the check `find` makes."""
+        key = Path(cwd).resolve()
         with self._lock:
-            cached = self._cache.get(Path(cwd).resolve())
-            return cached is not None and cached[1].unchanged()
+            cached = self._cache.get(key)
+            if cached is None:
+                return False
+            return _worst(cached[1].check(), self._racy.get(key, "walk")) == "fresh"
 
     def refresh(self, cwd: str | os.PathLike[str], *, progress: Callable[[int], None] | None = None) -> ContextFileScan:
         """Scan `cwd` now, whatever the cache holds, and cache the result."""
         key = Path(cwd).resolve()
+        started = time.time_ns()
         scan, stamps = _scan(key, self._caps, progress)
         with self._lock:
             self.walks += 1
             previous = self._cache.get(key)
-            if previous is not None and _same_scan(previous[0], scan):
-                scan = previous[0]
-            self._cache[key] = (scan, stamps)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._max_roots:
-                self._cache.popitem(last=False)
+            if previous is not None:
+                previous[1].close()
+            return self._keep(key, scan, stamps, racy=stamps.racy(started))
+
+    def _keep(self, key: Path, scan: ContextFileScan, stamps: _Stamps, *, racy: _Verdict) -> ContextFileScan:
+        """Cache `scan` (the cached object itself when equal) and what its racy stamps will need. Holds the lock."""
+        previous = self._cache.get(key)
+        if previous is not None and _same_scan(previous[0], scan):
+            scan = previous[0]
+        self._cache[key] = (scan, stamps)
+        self._racy[key] = racy
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._max_roots:
+            evicted, (_, old) = self._cache.popitem(last=False)
+            self._racy.pop(evicted, None)
+            old.close()
         return scan
 
     def clear(self) -> None:
-        """Forget every cached scan."""
+        """Forget every cached scan (and free its folder watches)."""
         with self._lock:
+            for _, stamps in self._cache.values():
+                stamps.close()
             self._cache.clear()
+
+    def close(self) -> None:
+        """Free every folder watch; the finder still works (its next `find` walks again)."""
+        self.clear()
 
     def nearest(self, cwd: str | os.PathLike[str], path: str | os.PathLike[str]) -> tuple[ContextFile, ...]:
         """`nearest_context_files` on the (possibly cached) scan of `cwd`."""
@@ -436,7 +531,9 @@ class _WalkResult:
 _Queued = tuple[str, str, int, tuple[_Ignore, ...]]
 
 
-def _walk(root: str, skipped: list[SkippedPath], progress: Callable[[int], None] | None) -> _WalkResult:
+def _walk(
+    root: str, skipped: list[SkippedPath], progress: Callable[[int], None] | None, watch: FolderWatch | None = None
+) -> _WalkResult:
     """Breadth-first walk over `root`: context files, folders listed (with their stamps), files depended on."""
     out = _WalkResult()
     visited: set[tuple[int, int]] = set()
@@ -445,11 +542,11 @@ def _walk(root: str, skipped: list[SkippedPath], progress: Callable[[int], None]
     top = _work_tree_top(root)
     while True:
         while queue:
-            _visit(queue.popleft(), queue, held, visited, skipped, out, progress)
+            _visit(queue.popleft(), queue, held, visited, skipped, out, progress, watch)
         if not held or top is None:
             break
         out.watched.append(os.path.join(top, ".git", "index"))
-        tracked = _tracked(root, [relative for _, relative, _, _ in held])
+        tracked = _tracked_folders(root, [relative for _, relative, _, _ in held])
         queue.extend(item for item in held if item[1] in tracked)
         held = []
     return out
@@ -463,8 +560,11 @@ def _visit(
     skipped: list[SkippedPath],
     out: _WalkResult,
     progress: Callable[[int], None] | None,
+    watch: FolderWatch | None,
 ) -> None:
     folder, relative, depth, chain = item
+    if watch is not None:
+        watch.add(folder)  # before the listing: a change after it cannot slip through
     try:
         listing = _list(folder)
     except OSError as exc:
@@ -503,37 +603,6 @@ def _visit(
                 held.append(queued)
             else:
                 queue.append(queued)
-
-
-def _tracked(root: str, folders: list[str]) -> set[str]:
-    """Which of `folders` (relative to `root`, inside a git work tree) hold a file git tracks.
-
-    One `git ls-files` for them all; without git, or when it fails, none (the name-based skip holds).
-    """
-    git = shutil.which("git")
-    if git is None or not folders:
-        return set()
-    try:
-        done = subprocess.run(
-            [git, "--literal-pathspecs", "-C", root, "ls-files", "-z", "--", *folders],
-            capture_output=True,
-            timeout=_GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return set()
-    if done.returncode != 0:
-        return set()
-    wanted = set(folders)
-    found: set[str] = set()
-    for name in os.fsdecode(done.stdout).split("\0"):
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            folder = "/".join(parts[:i])
-            if folder in wanted:
-                found.add(folder)
-                break
-    return found
 
 
 @dataclass(slots=True)
