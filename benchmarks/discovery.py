@@ -8,11 +8,16 @@ in mixed letter case, plus a `node_modules` of 50,000 files (quick: 5,000), a `d
 - `discovery_cold_ms`: `find_context_files` with no cache (the OS caches are warm, as they are
   for an agent working in the tree). Its `ratio_vs` is the recursive glob.
 - `discovery_cold_vs_git_ms`: the same number, with `ratio_vs` against `git ls-files`.
+- `discovery_cold_watched_ms`: `ContextFileFinder.refresh`, the same walk plus a folder watch
+  (inotify) added before each folder is listed, as the agent's finder does on Linux.
 - `discovery_fresh_check_ms`: the check every `prepare_turn` makes, `ContextFileFinder.is_fresh`
-  on an unchanged tree: one `stat` per folder listed and per file read or looked for, no walk.
+  on an unchanged tree: the queued watch events read without blocking, one `stat` per file read
+  or looked for, no walk.
+- `discovery_fresh_check_stamps_ms`: the same check without watches (`watch=False`, or where
+  inotify is missing): one `stat` per folder listed as well.
 - `discovery_warm_ms`: `ContextFileFinder.find` on an unchanged tree (the check, then the cached scan).
 - `discovery_after_edit_ms`: `ContextFileFinder.find` right after one context file was rewritten
-  (the check fails, the tree is walked again).
+  (the check finds only context files changed: they are read again, no walk).
 - `peer_recursive_glob_ms`: `glob.glob("**/*.[mM][dD]", recursive=True)` filtered by name, the
   way a naive harness looks; it skips dot-folders but walks `node_modules` and `dist`.
 - `peer_git_ls_files_ms`: `git ls-files -z` filtered by name, in the tree committed to a fresh
@@ -62,22 +67,27 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         globbed.append(_timed(lambda: _glob_peer(root)))
         if has_git:
             git.append(_timed(lambda: _git_peer(root)))
-    finder = ContextFileFinder()
+    watched_cold: list[float] = []
+    for _ in range(repeats):
+        finder = ContextFileFinder()
+        watched_cold.append(_timed(lambda: finder.refresh(root)))  # noqa: B023 (called at once)
+        finder.close()
     time.sleep(0.1)  # past the racy window of anything written while the tree was set up
+    fresh_ms, stamps_note = _fresh_check(root, watch=True)
+    stamped_ms, _ = _fresh_check(root, watch=False)
+    finder = ContextFileFinder()
     finder.refresh(root)
-    if not finder.is_fresh(root):
-        raise RuntimeError("the scan of an unchanged tree is not fresh")
-    fresh_ms = statistics.median(_timed(lambda: finder.is_fresh(root)) for _ in range(50))
     warm_ms = statistics.median(_timed(lambda: finder.find(root)) for _ in range(50))
     edited = root / "AGENTS.md"
     original = edited.read_text()
     after_edit: list[float] = []
+    walks = finder.walks
     for i in range(repeats):
         edited.write_text(original + f"\n- edit {i}\n")
         after_edit.append(_timed(lambda: finder.find(root)))
+    edit_note = "one context file rewritten: read again" + (", no walk" if finder.walks == walks else ", walked")
     edited.write_text(original)
-    after_edit_ms = statistics.median(after_edit)
-    stamps = finder._cache[root.resolve()][1]
+    finder.close()
 
     cold_ms = statistics.median(cold)
     glob_ms = statistics.median(globbed)
@@ -92,12 +102,14 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         figures.append(
             Figure("discovery_cold_vs_git_ms", cold_ms, "ms", ratio(cold_ms, git_ms, "peer_git_ls_files_ms"))
         )
-    checked = f"{len(stamps.folders):,} folders and {len(stamps.files):,} files stat'ed, no walk"
-    figures.append(Figure("discovery_fresh_check_ms", fresh_ms, "ms", note=f"goal < 15 ms; {checked}"))
-    figures.append(Figure("discovery_warm_ms", warm_ms, "ms", note="unchanged tree: the check, then the cached scan"))
     figures.append(
-        Figure("discovery_after_edit_ms", after_edit_ms, "ms", note="one context file rewritten: check, then walk")
+        Figure("discovery_cold_watched_ms", statistics.median(watched_cold), "ms", note="the walk plus folder watches")
     )
+    figures.append(Figure("discovery_fresh_check_ms", fresh_ms, "ms", note=f"goal < 15 ms; {stamps_note}"))
+    stamped_note = "without watches: a stat per folder"
+    figures.append(Figure("discovery_fresh_check_stamps_ms", stamped_ms, "ms", note=stamped_note))
+    figures.append(Figure("discovery_warm_ms", warm_ms, "ms", note="unchanged tree: the check, then the cached scan"))
+    figures.append(Figure("discovery_after_edit_ms", statistics.median(after_edit), "ms", note=edit_note))
     glob_note = f"found {len(_glob_peer(root))}, decoys in node_modules and dist included"
     figures.append(Figure("peer_recursive_glob_ms", glob_ms, "ms", note=glob_note))
     if has_git:
@@ -105,6 +117,25 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         figures.append(Figure("peer_git_ls_files_ms", git_ms, "ms", note=git_note))
     figures.append(Figure("tree_files", float(files + node_modules), "files"))
     return figures
+
+
+def _fresh_check(root: Path, *, watch: bool) -> tuple[float, str]:
+    """The median `is_fresh` on an unchanged tree, and what the check looked at."""
+    finder = ContextFileFinder(watch=watch)
+    finder.refresh(root)
+    time.sleep(0.1)
+    finder.refresh(root)
+    if not finder.is_fresh(root):
+        raise RuntimeError("the scan of an unchanged tree is not fresh")
+    median = statistics.median(_timed(lambda: finder.is_fresh(root)) for _ in range(50))
+    stamps = finder._cache[root.resolve()][1]
+    files = len(stamps.walk_files) + len(stamps.read_files)
+    if stamps.watch is not None:
+        note = f"{len(stamps.folders):,} folders watched, {files} files stat'ed, no walk"
+    else:
+        note = f"{len(stamps.folders):,} folders and {files} files stat'ed, no walk"
+    finder.close()
+    return median, note
 
 
 def _timed(action: Callable[[], object]) -> float:
