@@ -57,7 +57,7 @@ def stable_changes(engine: ContextEngine) -> list[StateChange]:
     return [e for e in engine.session.entries() if isinstance(e, StateChange) and e.key == "stable"]
 
 
-def test_an_edit_mid_session_costs_no_cached_prefix(tmp_path: Path, workspace: Path) -> None:
+def test_invariant_3_an_edit_mid_session_costs_no_cached_prefix(tmp_path: Path, workspace: Path) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
     simulator = AnthropicCacheSimulator(rules=AnthropicCacheRules(min_tokens=0))  # a small test session
@@ -74,7 +74,9 @@ def test_an_edit_mid_session_costs_no_cached_prefix(tmp_path: Path, workspace: P
     assert summarise(usages).cache_efficiency == 1.0
 
 
-def test_the_edit_arrives_exactly_once_and_is_recorded(tmp_path: Path, workspace: Path) -> None:
+def test_invariant_2_the_edit_arrives_exactly_once_through_the_outbox_and_is_recorded(
+    tmp_path: Path, workspace: Path
+) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
     play(engine, 0)
