@@ -58,6 +58,9 @@ entries j wrote or read at or after that block (an entry covers every block befo
 the idle TTL. So a 1-hour entry on the system prompt keeps the system blocks reusable for an hour
 but not the 5-minute history after it. `cache_efficiency` = read / reusable.
 
+The code lives in `_cache_core` (requests, usage, the shared block ledger), `_cache_anthropic`
+and `_cache_openai`; this module is the public face.
+
 Not modelled: per-model thinking-block stripping, server tools' automatic writes, batch discounts,
 routing overflow, OpenAI's GPT-5.6 explicit-breakpoint regime, Gemini and DeepSeek.
 """
