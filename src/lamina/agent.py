@@ -65,17 +65,7 @@ class ModelCallFinished:
     stop_reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionFinished:
-    """A compaction ran (`trigger`: manual, or automatic at the threshold or after an overflow)."""
-
-    trigger: Literal["manual", "threshold", "overflow"]
-    outcome: CompactionOutcome
-
-
-AgentEvent: TypeAlias = (
-    TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice | CompactionFinished
-)
+AgentEvent: TypeAlias = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice
 """What the loop reports while a turn runs (`RetryNotice`: a failed request is sent again after a wait)."""
 
 
@@ -202,15 +192,13 @@ class Agent:
     ) -> CompactionOutcome:
         """Compact the session now (`/compact [focus]`), or as a trigger asks."""
         summariser = self.summariser or ProviderSummariser(self.provider)
-        outcome = await self.engine.compact(
+        return await self.engine.compact(
             summariser,
             trigger=trigger,
             focus=focus,
             keep_tokens=self.keep_tokens,
             user_lane_tokens=self.user_lane_tokens,
         )
-        self._emit(CompactionFinished(trigger, outcome))
-        return outcome
 
     async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
         return (await self.compact(trigger=trigger)).status == "compacted"

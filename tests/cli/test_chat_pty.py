@@ -184,3 +184,27 @@ def test_continue_resumes_the_latest_session_of_the_directory(tmp_path: Path, ws
     assert second.finish() == 0
     assert "remember the number 42" in _user_text(wire.requests[1].body)
     assert len(LocalSessionStore(tmp_path / "store").list()) == 1
+
+
+def test_ctrl_c_at_an_approval_question_cancels_the_turn(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(
+        Reply(text="Running it.", tool_calls=[ToolUse("Bash", {"command": "touch ran.txt"})]),
+        Reply(text="Fine, I will not."),
+    )
+    (ws / ".lamina").mkdir()
+    (ws / ".lamina" / "config.toml").write_text("context_window = 100000\n")  # the footer shows the configured window
+    chat = Chat(tmp_path, wire)
+    chat.say("run it")
+    chat.expect("Allow Bash?")
+    chat.send("\x03")
+    chat.expect("interrupted")
+    chat.say("never mind")
+    chat.expect("Fine, I will not.")
+    chat.expect("% of 100k")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    assert not (ws / "ran.txt").exists()
+    _, entries = _only_session(tmp_path)
+    results = [e for e in entries if isinstance(e, ToolResult)]
+    assert [r.content for r in results] == [INTERRUPTED_RESULT]

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lamina.agent import CompactionFinished
 from lamina.cli import app
 from lamina.cli._view import TurnView, footer_text
-from lamina.engine import CompactionOutcome
+from lamina.engine import CompactionEvent
 from lamina.session.entries import Usage, UserMessage
 from lamina.session.store import LocalSessionStore
 from tests.wire.fixtures import API_KEY
@@ -152,10 +151,13 @@ def test_chat_shows_retries_footer_and_slash_commands(
 
 def test_automatic_compaction_line_and_footer(capsys: pytest.CaptureFixture[str]) -> None:
     view = TurnView(model="claude-sonnet-5", spinner=False)
-    view(CompactionFinished("threshold", CompactionOutcome(status="compacted", message="compacted 9,000 → 2,000")))
-    view(CompactionFinished("manual", CompactionOutcome(status="compacted", message="manual one")))
+    view.compaction(CompactionEvent("started", "threshold", "compacting 9,000 tokens"))
+    view.compaction(CompactionEvent("completed", "threshold", "compacted 9,000 → 2,000 tokens"))
+    view.compaction(CompactionEvent("failed", "overflow", "compaction would free less than 5%"))
+    view.compaction(CompactionEvent("completed", "manual", "manual one"))
     captured = capsys.readouterr()
-    assert "⊘ automatic compaction (threshold): compacted 9,000 → 2,000" in captured.err
+    assert "⊘ automatic compaction (threshold): compacted 9,000 → 2,000 tokens" in captured.err
+    assert "automatic compaction (overflow) failed: compaction would free less than 5%" in captured.err
     assert "manual one" not in captured.err
     usage = Usage(input=1_000, output=100, cache_read=10_000, cache_write=2_000)
     assert footer_text("claude-sonnet-5", usage, 50_000, 200_000) == (

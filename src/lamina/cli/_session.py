@@ -13,6 +13,7 @@ from typing import Final
 from lamina.agent import Agent, AgentEvent, open_agent
 from lamina.cli._console import err, safe
 from lamina.cli.config import Settings, missing_api_key
+from lamina.engine import CompactionEvent
 from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
@@ -132,6 +133,7 @@ async def session_agent(
     session_id: str | None,
     ask: AskCallback | None,
     on_event: Callable[[AgentEvent], None],
+    on_compaction: Callable[[CompactionEvent], None],
 ) -> AsyncIterator[Agent]:
     """Connect the workspace's sources and open the agent; on exit close the session, sources and provider."""
     agent: Agent | None = None
@@ -154,6 +156,7 @@ async def session_agent(
                 on_event=on_event,
                 sources=sources if scan.sources else None,
             )
+            agent.engine.compaction_listeners.append(on_compaction)
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
             try:

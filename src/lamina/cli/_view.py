@@ -12,16 +12,10 @@ import msgspec
 from rich.status import Status
 
 from lamina.activation import SkillWarning
-from lamina.agent import (
-    AgentEvent,
-    CompactionFinished,
-    ModelCallFinished,
-    ToolFinished,
-    ToolStarted,
-    TurnOutcome,
-)
+from lamina.agent import AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome
 from lamina.cli._console import err, out, safe
 from lamina.cli._prices import cost_of
+from lamina.engine import CompactionEvent
 from lamina.providers import RetryNotice, TextDelta
 from lamina.session.entries import Usage
 
@@ -99,13 +93,24 @@ class TurnView:
                     f"[yellow]↻ retrying[/yellow] in {delay:.1f} s (attempt {attempt + 1}): {safe(_first_line(error))}"
                 )
                 self.waiting(f"waiting {delay:.0f} s before retrying…")
-            case CompactionFinished(trigger=trigger, outcome=outcome) if trigger != "manual" and (
-                outcome.status == "compacted"
-            ):
-                self._end_line()
-                err.print(f"[magenta]⊘ automatic compaction ({trigger})[/magenta]: {safe(outcome.message)}")
-            case ModelCallFinished() | CompactionFinished():
+            case ModelCallFinished():
                 pass
+
+    def compaction(self, event: CompactionEvent) -> None:
+        """A compaction's progress (an engine listener): a spinner while it runs, a line for automatic ones."""
+        if event.kind == "started":
+            self.idle()
+            self._end_line()
+            self.waiting("compacting…")
+            return
+        if event.trigger == "manual":  # `/compact` prints its own outcome
+            return
+        self.idle()
+        if event.kind == "completed":
+            err.print(f"[magenta]⊘ automatic compaction ({safe(event.trigger)})[/magenta]: {safe(event.message)}")
+        else:
+            err.print(f"[yellow]automatic compaction ({safe(event.trigger)}) failed:[/yellow] {safe(event.message)}")
+        self.waiting()
 
     def finish(self) -> None:
         """End the turn's output (stop the spinner, close the streamed line)."""

@@ -146,6 +146,7 @@ async def _chat(store: LocalSessionStore, settings: Settings, *, workspace: Path
         session_id=session_id,
         ask=Approver(reader.answer),
         on_event=view,
+        on_compaction=view.compaction,
     ) as agent:
         state.session_id = agent.engine.session.id
         resumed = " (resumed)" if session_id else ""

@@ -18,6 +18,7 @@ from lamina.cli.chat import ContinueOption, ModelOption, ModeOption, PresetOptio
 
 if TYPE_CHECKING:
     from lamina.agent import AgentEvent, TurnOutcome
+    from lamina.engine import CompactionEvent
 
 
 def run(
@@ -104,8 +105,21 @@ async def _run(
         if not isinstance(event, TextDelta):  # text mode prints the final answer only
             view(event)
 
+    def on_compaction(event: CompactionEvent) -> None:
+        if emit is not None:
+            emit({"type": "compaction", "kind": event.kind, "trigger": event.trigger, "message": event.message})
+        else:
+            view.compaction(event)
+
     async with session_agent(
-        store, provider, settings, workspace=workspace, session_id=session_id, ask=None, on_event=on_event
+        store,
+        provider,
+        settings,
+        workspace=workspace,
+        session_id=session_id,
+        ask=None,
+        on_event=on_event,
+        on_compaction=on_compaction,
     ) as agent:
         outcome = await agent.run_turn(text)
         return outcome, agent.engine.session.id
@@ -113,7 +127,7 @@ async def _run(
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
     from lamina.activation import SkillWarning
-    from lamina.agent import CompactionFinished, ModelCallFinished, ToolFinished, ToolStarted
+    from lamina.agent import ModelCallFinished, ToolFinished, ToolStarted
     from lamina.cli._approval import call_fields
     from lamina.providers import RetryNotice, TextDelta
 
@@ -133,8 +147,6 @@ def _event_json(event: AgentEvent) -> dict[str, Any] | None:
             }
         case RetryNotice(attempt=attempt, delay=delay, error=error):
             return {"type": "retry", "attempt": attempt, "delay": delay, "error": str(error)}
-        case CompactionFinished(trigger=trigger, outcome=outcome):
-            return {"type": "compaction", "trigger": trigger, "status": outcome.status, "message": outcome.message}
         case SkillWarning(message=message):
             return {"type": "warning", "message": message}
         case ModelCallFinished(index=index, usage=usage, stop_reason=stop_reason):
