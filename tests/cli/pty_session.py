@@ -29,9 +29,16 @@ def paste(text: str) -> str:
 
 
 class Chat:
-    """One `lamina chat` process in a pty; `expect` fails with the transcript so far."""
+    """One `lamina chat` (or other `command`) process in a pty; `expect` fails with the transcript so far."""
 
-    def __init__(self, tmp_path: Path, wire: WireServer, *args: str, model: str = "anthropic:claude-sonnet-5") -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        wire: WireServer,
+        *args: str,
+        model: str = "anthropic:claude-sonnet-5",
+        command: str = "chat",
+    ) -> None:
         self.transcript = tmp_path / f"transcript-{len(list(tmp_path.glob('transcript-*')))}.txt"
         env = {
             **os.environ,
@@ -47,7 +54,7 @@ class Chat:
         env.pop("NO_COLOR", None)
         self.child = pexpect.spawn(
             sys.executable,
-            ["-m", "lamina.cli", "chat", "--model", model, *args],
+            ["-m", "lamina.cli", command, "--model", model, *args],
             cwd=str(tmp_path / "ws"),
             env=env,
             encoding="utf-8",

@@ -208,3 +208,11 @@ def test_ctrl_c_at_an_approval_question_cancels_the_turn(tmp_path: Path, ws: Pat
     _, entries = _only_session(tmp_path)
     results = [e for e in entries if isinstance(e, ToolResult)]
     assert [r.content for r in results] == [INTERRUPTED_RESULT]
+
+
+def test_run_in_a_terminal_neutralises_the_answer(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Answer " + MARKUP + OSC52))
+    run = Chat(tmp_path, wire, "say it", command="run")
+    run.expect("Answer [/red] [/] xs[i] + xs[b]␛]52;c;aGk=␇")
+    assert run.finish() == 0
+    assert "\x1b]52" not in run.output()

@@ -191,3 +191,16 @@ def test_resume_without_an_id_offers_a_list(tmp_path: Path, ws: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "older work" in result.stderr and "newer work" in result.stderr
     assert f"session {ids[0]} (resumed)" in result.stderr  # newest first: number 2 is the older one
+
+
+def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path: Path, ws: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["--store", str(tmp_path / "store"), "chat", "--model", _script(tmp_path, "It is a file.")],
+        input="//etc/hosts: what is it?\n/quit\n",
+    )
+    assert result.exit_code == 0, result.output
+    store = LocalSessionStore(tmp_path / "store")
+    with store.open(store.list()[0].id, writable=False) as session:
+        texts = [e.text for e in session.entries() if isinstance(e, UserMessage)]
+    assert texts == ["/etc/hosts: what is it?"]

@@ -7,8 +7,9 @@ does Ctrl-D. Heavy modules are imported when the command runs, so `lamina --help
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
 import typer
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from lamina.cli._view import TurnView
     from lamina.cli.config import Settings
     from lamina.session.store import LocalSessionStore
+
+_T = TypeVar("_T")
 
 COMMANDS: Final = ("/help", "/model", "/mode", "/compact", "/context", "/sessions", "/quit", "/exit")
 HELP: Final = """\
@@ -197,20 +200,19 @@ async def _loop(
             if await _command(text, agent, view, state, store=store, workspace=workspace):
                 return
             continue
-        await _turn(agent, view, line.rstrip())
+        message = line.rstrip()
+        await _turn(agent, view, message[1:] if text.startswith("//") else message)
 
 
-async def _cancellable(work: object, view: TurnView) -> object:
+async def _cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | None:
     """Run a coroutine as a task that Ctrl-C (SIGINT) cancels; None when it was cancelled."""
     import asyncio
     import signal
-    from collections.abc import Coroutine
-    from typing import Any, cast
 
     from lamina.cli._console import err
 
     loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(cast(Coroutine[Any, Any, object], work))
+    task = asyncio.ensure_future(work)
     loop.add_signal_handler(signal.SIGINT, task.cancel)
     try:
         return await task
@@ -227,7 +229,6 @@ async def _cancellable(work: object, view: TurnView) -> object:
 
 
 async def _turn(agent: Agent, view: TurnView, text: str) -> None:
-    from lamina.agent import TurnOutcome
     from lamina.cli._console import err, safe
     from lamina.errors import LaminaError
 
@@ -238,7 +239,7 @@ async def _turn(agent: Agent, view: TurnView, text: str) -> None:
         view.finish()
         err.print(f"[red]error:[/red] {safe(exc)}")
         return
-    if isinstance(outcome, TurnOutcome):
+    if outcome is not None:
         view.footer(
             outcome,
             context_tokens=agent.engine.calibrated_context_tokens(),
@@ -252,7 +253,6 @@ async def _command(
     """Run a slash command; True means quit."""
     from lamina.cli._console import err, safe
     from lamina.cli._session import close_provider, is_listed, make_provider, model_name, when
-    from lamina.engine import CompactionOutcome
     from lamina.errors import LaminaError
 
     name, _, arg = text.partition(" ")
@@ -292,7 +292,7 @@ async def _command(
                 view.finish()
                 err.print(f"[red]error:[/red] {safe(exc)}")
                 return False
-            if isinstance(outcome, CompactionOutcome):
+            if outcome is not None:
                 err.print(f"[dim]{safe(outcome.message)}[/dim]")
         case "/context":
             _print_context(agent)

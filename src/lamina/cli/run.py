@@ -1,6 +1,7 @@
 """`lamina run "TEXT"`: one turn, non-interactively, for scripts and CI (I/O).
 
-The answer (the model's final text) goes to stdout; tool lines and warnings to stderr. `--json`
+The answer (the model's final text) goes to stdout (neutralised when stdout is a terminal, as
+written when it is a pipe); tool lines and warnings to stderr. `--json`
 prints one JSON document at the end; `--stream-json` prints one JSON object per line as the turn
 runs (`text`, `tool_started`, `tool_finished`, `retry`, `compaction`, `warning`) and a final
 `result` line. No one can answer an approval question, so in ask mode calls that need one are
@@ -82,7 +83,11 @@ def run(
 
         print_json(result)
     else:
-        sys.stdout.write(outcome.text.rstrip("\n") + "\n")
+        from lamina.cli._console import neutralise
+
+        answer = outcome.text.rstrip("\n")
+        # a terminal gets no escape sequences from the model; a pipe gets the text as it was written
+        sys.stdout.write((neutralise(answer) if sys.stdout.isatty() else answer) + "\n")
 
 
 async def _run(
