@@ -13,14 +13,21 @@ Project files, memory, tool output, attachment text and summaries are data, not 
 
 and `render_block` builds every block of Lamina's own, so all our tags are made one way.
 
-How the content is neutralised. The text is read the ways an attacker may count on a reader (or
-a model) reading it: each character NFKD-normalised, combining marks dropped, look-alikes
-(full-width and other angle brackets, slashes, bars, colons, square brackets, Cyrillic and Greek
-letters, small capitals) mapped to ASCII, invisible characters removed, every line break made a
-line feed, then case-folded; and this once taking entities and escapes literally, once with HTML
-entities decoded (`&lt;`, `&#60;`, `&#x3c;`, `&amp;lt;`, repeatedly), once with `%3C` and
-`\\u003c` escapes decoded too. Each character of a reading knows the characters of the original
-it comes from. Whatever any reading shows is neutralised in the original, and nothing is dropped:
+How the content is neutralised (`neutralise` returns it without the wrapper). The text is read
+the ways an attacker may count on a reader (or a model) reading it. Each character is mapped to
+how it reads: look-alikes from Unicode's own confusables data (UTS #39) and character names, as
+generated into `look_alikes.txt` with the Unicode version recorded (see `lamina._look_alikes`:
+`а` reads `a`, `＜`, `‹` and `〈` read `<`, a small capital reads as its letter); other characters
+NFKD-normalised with combining marks dropped; invisible characters removed; every line break made
+a line feed; then case-folded. A look-alike of `l`, `I` or `|`, which UTS #39 gives one prototype,
+counts as any of them. ASCII is read as written. This once taking entities and escapes literally,
+once with HTML entities decoded (`&lt;`, `&#60;`, `&#x3c;`, `&amp;lt;`, repeatedly), once with C,
+JSON and JavaScript escapes (`\\u003c`, `\\u{3c}`, `\\x3c`, octal `\\074`, `\\n`, `\\/`),
+percent-encoding (`%3C`) and quoted-printable (`=3C`, and its soft line break) decoded too, and
+once reading backslash-hex as CSS escapes (`\\3c `). Each character of a reading knows the
+characters of the original it comes from. Whatever any reading shows is neutralised in the
+original, and nothing is dropped; all else, ordinary code included (`a < b`, `List<String>`,
+`<div>`, `x[i]`, `"\\n"`), passes unchanged:
 
 - a tag of a reserved name (`RESERVED_TAG_NAMES`, plus role tags such as `<user>`, `<im_start>`,
   `<tool_call>`), opening or closing, in any case, with whitespace, slashes, namespaces or
@@ -44,13 +51,16 @@ after neutralisation; the rest is cut and counted in a visible mark.
 
 from __future__ import annotations
 
+import bisect
 import html
 import html.entities
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from lamina import _look_alikes
 from lamina.errors import UsageError
 from lamina.parts import Authority
 
@@ -108,6 +118,7 @@ _ROLE_TAG_NAMES = frozenset(
         "user",
     }
 )
+_BRACKET_WORDS = ("inst", "sys", "system", "user", "assistant", "human", "developer")
 _ROLE_WORDS = ("system", "developer", "user", "human", "assistant", "ai", "instruction", "instructions")
 
 _WRAPPER = "untrusted"
@@ -121,28 +132,24 @@ _SOURCE_LIMIT = 200
 _DECODE_ROUNDS = 8
 """Rounds of entity and escape decoding; whatever still decodes after them is escaped outright."""
 
-# --- look-alikes --------------------------------------------------------------------------------
+# --- look-alikes ---------------------------------------------------------------------------------
 
-_LOOK_ALIKES: dict[str, str] = {
-    **dict.fromkeys("‹˂ᐸ〈⟨❮❬❰⧼《⟪⦑≺⋖«", "<"),
-    **dict.fromkeys("›˃ᐳ〉⟩❯❭❱⧽》⟫⦒≻⋗»", ">"),
-    **dict.fromkeys("⁄∕⧸╱〳⟋᜵丿", "/"),
-    **dict.fromkeys("⧵∖", "\\"),
-    **dict.fromkeys("ǀ∣│❘⏐׀❙", "|"),
-    **dict.fromkeys("꞉ː∶׃։᛬˸፡⁚", ":"),
-    **dict.fromkeys("【〚⟦〔⁅", "["),
-    **dict.fromkeys("】〛⟧〕⁆", "]"),
-    **dict.fromkeys("‐‑‒–—―−", "-"),
-    "♯": "#",
-    "٪": "%",
-    # Cyrillic, Greek and Armenian letters, and small capitals, that pass for Latin ones.
-    **dict(zip("АВЕКМНОРСТХЅІЈҮԚԜӀ", "abekmhopctxsijyqwl", strict=True)),
-    **dict(zip("аеорсухѕіјԁһӏԛԝүкмтвнпг", "aeopcyxsijdhlqwykmtbhnr", strict=True)),
-    **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "abezhikmnoptyx", strict=True)),
-    **dict(zip("αορικνυτεγχςη", "aopikvuteyxsn", strict=True)),
-    **dict(zip("օսցհոıȷɡɑɩ", "ougnhijgai", strict=True)),
-    **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz", strict=True)),
-}
+_L_CLASS = "\ufdd0"
+"""Stands, in a reading, for a look-alike of `l`, `I` or `|` (UTS #39 gives them one prototype).
+
+A noncharacter: never in any reading otherwise, since the text's own noncharacters are invisible
+(and removed from readings). Name patterns take it for `i` or `l`, special tokens for `|`.
+"""
+
+
+def _load_look_alikes() -> tuple[dict[str, str], str]:
+    table, version = _look_alikes.load()
+    return {ch: reading.replace("l", _L_CLASS).replace("|", _L_CLASS) for ch, reading in table.items()}, version
+
+
+_LOOK_ALIKES, LOOK_ALIKES_UNICODE_VERSION = _load_look_alikes()
+"""Each look-alike character and its ASCII reading, from Unicode's confusables data (UTS #39) and
+character names (see `lamina._look_alikes`), and the version of that data."""
 
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"})
@@ -186,6 +193,8 @@ def _fold_char(ch: str) -> str:
         return "\n"
     if _hidden(ch):
         return ""
+    if ch in _LOOK_ALIKES:
+        return _LOOK_ALIKES[ch]
     out = []
     for d in unicodedata.normalize("NFKD", ch):
         if unicodedata.category(d) in ("Mn", "Me") or _hidden(d):
@@ -199,15 +208,13 @@ def _lower_char(ch: str) -> str:
     """Case-folded `ch`, marks dropped again (`İ` folds to `i` plus a dot)."""
     out = []
     for c in ch.casefold():
+        if c in _LOOK_ALIKES:
+            out.append(_LOOK_ALIKES[c])
+            continue
         for d in unicodedata.normalize("NFKD", c):
             if unicodedata.category(d) not in ("Mn", "Me"):
                 out.append(_LOOK_ALIKES.get(d, d))
     return "".join(out)
-
-
-@lru_cache(maxsize=8192)
-def _output_char(ch: str) -> str:
-    return _escape(ch) if _hidden(ch) else ch
 
 
 # --- decoding entities and escapes ----------------------------------------------------------------
@@ -225,31 +232,78 @@ class _Shadow:
 
 
 # The entity grammar is the one `html.unescape` uses, so what it decodes we decode.
-_ENTITY = r"&(?:\#[0-9]+;?|\#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)"
-_ESCAPE = r"\\u\{[0-9a-fA-F]{1,6}\}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|%[0-9a-fA-F]{2}"
-_DECODERS = (re.compile(_ENTITY), re.compile(f"{_ENTITY}|{_ESCAPE}"))
-"""The decoding readers: one that decodes HTML entities, one that also decodes `%3C` and `\\u003c` escapes."""
+_ENTITY = r"(?P<entity>&(?:\#[0-9]+;?|\#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?))"
+# C, JavaScript, JSON and Python escapes; percent-encoding; quoted-printable (and its soft line break).
+_C_ESCAPE = (
+    r"(?P<hex>\\u\{[0-9a-fA-F]{1,6}\}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2})"
+    r"|(?P<octal>\\[0-7]{1,3})|(?P<char>\\[nrtbfv/\"'\\])"
+    r"|(?P<percent>%[0-9a-fA-F]{2})|(?P<qp>=[0-9a-fA-F]{2}|=\r?\n)"
+)
+# CSS escapes: up to six hex digits and one optional white space (`\3c `), or any other character.
+# The lenient reader takes `\x3c`, `\u003c` and a three-digit octal `\074` first, as a person would.
+_LENIENT_ESCAPE = (
+    r"(?P<hex>\\u\{[0-9a-fA-F]{1,6}\}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2})"
+    r"|(?P<octal>\\[0-3][0-7]{2}(?![0-9a-fA-F]))"
+    r"|(?P<css>\\[0-9a-fA-F]{1,6}(?:\r\n|[ \t\r\n\f])?)|(?P<cssc>\\[^0-9a-fA-F\r\n\f])"
+    r"|(?P<percent>%[0-9a-fA-F]{2})|(?P<qp>=[0-9a-fA-F]{2}|=\r?\n)"
+)
+_DECODERS = (
+    re.compile(_ENTITY),
+    re.compile(f"{_ENTITY}|{_C_ESCAPE}"),
+    re.compile(f"{_ENTITY}|{_LENIENT_ESCAPE}"),
+)
+"""The decoding readers: one that decodes HTML entities; one that also decodes C, JSON and
+JavaScript escapes (`\\u003c`, `\\x3c`, octal `\\074`, `\\n`, `\\/`), percent-encoding (`%3C`) and
+quoted-printable (`=3C`); one that reads a backslash and hex digits as a CSS escape (`\\3c `) unless
+it is a `\\x`, `\\u` or three-digit octal escape, and decodes entities, percent-encoding and
+quoted-printable too. They are apart because the notations disagree (`\\74` is `<` in octal and
+`t` in CSS)."""
 _HTML5 = html.entities.html5
+_C_CHARACTERS = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", "v": "\v"}
 
 
-def _decode_token(token: str) -> tuple[str, int] | None:
+def _code_point(digits: str, base: int) -> str | None:
+    number = int(digits, base)
+    return chr(number) if number <= 0x10FFFF else None
+
+
+def _decode_entity(token: str) -> tuple[str, int] | None:
+    body = token[1:]
+    if body[0] == "#":
+        hexa = body[1:2] in ("x", "X")
+        digits = (body[2:] if hexa else body[1:]).removesuffix(";").lstrip("0")
+        # More than 8 digits is out of range anyway; int() would refuse very long ones.
+        number = int(digits or "0", 16 if hexa else 10) if len(digits) <= 8 else 0x110000
+        return html.unescape(f"&#{number};"), len(token)
+    if body in _HTML5:
+        return _HTML5[body], len(token)
+    for size in range(len(body) - 1, 1, -1):  # a legacy entity without `;`, as html.unescape does
+        if body[:size] in _HTML5:
+            return _HTML5[body[:size]], 1 + size
+    return None
+
+
+def _decode_token(match: re.Match[str]) -> tuple[str, int] | None:
     """What an entity or escape decodes to and how many of its characters that used, or None."""
-    if token[0] == "&":
-        body = token[1:]
-        if body[0] == "#":
-            hexa = body[1:2] in ("x", "X")
-            digits = (body[2:] if hexa else body[1:]).removesuffix(";").lstrip("0")
-            # More than 8 digits is out of range anyway; int() would refuse very long ones.
-            number = int(digits or "0", 16 if hexa else 10) if len(digits) <= 8 else 0x110000
-            return html.unescape(f"&#{number};"), len(token)
-        if body in _HTML5:
-            return _HTML5[body], len(token)
-        for size in range(len(body) - 1, 1, -1):  # a legacy entity without `;`, as html.unescape does
-            if body[:size] in _HTML5:
-                return _HTML5[body[:size]], 1 + size
-        return None
-    number = int(token[1:] if token[0] == "%" else token[2:].strip("{}"), 16)
-    return (chr(number), len(token)) if number <= 0x10FFFF else None
+    token, kind = match.group(), match.lastgroup
+    value: str | None
+    if kind == "entity":
+        return _decode_entity(token)
+    if kind == "hex":
+        value = _code_point(token[2:].strip("{}"), 16)
+    elif kind == "octal":
+        value = _code_point(token[1:], 8)
+    elif kind == "char":
+        value = _C_CHARACTERS.get(token[1], token[1])
+    elif kind == "percent":
+        value = _code_point(token[1:], 16)
+    elif kind == "qp":
+        value = "" if token[1] in "\r\n" else _code_point(token[1:], 16)
+    elif kind == "css":
+        value = _code_point(token[1:].rstrip(), 16)
+    else:  # cssc
+        value = token[1]
+    return None if value is None else (value, len(token))
 
 
 def _decode_round(shadow: _Shadow, decoder: re.Pattern[str]) -> _Shadow | None:
@@ -259,7 +313,7 @@ def _decode_round(shadow: _Shadow, decoder: re.Pattern[str]) -> _Shadow | None:
     ends: list[int] = []
     pos = 0
     for match in decoder.finditer(shadow.text):
-        decoded = _decode_token(match.group())
+        decoded = _decode_token(match)
         if decoded is None:
             continue
         value, used = decoded
@@ -284,25 +338,38 @@ def _decode_round(shadow: _Shadow, decoder: re.Pattern[str]) -> _Shadow | None:
 # --- finding dangerous spans ----------------------------------------------------------------------
 
 
+def _word_pattern(word: str) -> str:
+    """`word`, where a look-alike of `l`, `I` or `|` (one class in UTS #39) may stand for an `i` or an `l`."""
+    return "".join(f"[{c}{_L_CLASS}]" if c in "il" else re.escape(c) for c in word)
+
+
 def _name_pattern(name: str) -> str:
-    return r"[\s_\-.]*".join(re.escape(word) for word in name.split("_"))
+    return r"[\s_\-.]*".join(_word_pattern(word) for word in name.split("_"))
 
 
 _TAG_NAMES = "|".join(_name_pattern(n) for n in sorted(RESERVED_TAG_NAMES | _ROLE_TAG_NAMES, key=len, reverse=True))
-_ROLES = "|".join(sorted(_ROLE_WORDS, key=len, reverse=True))
+_ROLES = "|".join(_word_pattern(w) for w in sorted(_ROLE_WORDS, key=len, reverse=True))
+_BAR = f"[|{_L_CLASS}]"
+_NOT_BAR = f"[^|{_L_CLASS}"
 _LEAD = r"(?:[>*_`~|+#\-]|[^\S\n])*+"
 _TRAIL = r"(?:[*_`~]|[^\S\n])*+"
 # A tag of ours or a role tag: `</untrusted>`, `< / System >`, `<x:memory a="1">`, `<\/skill>`.
 _TAG_RE = re.compile(rf"<[\s/\\!?]*+(?:[a-z0-9_.\-]{{1,32}}:)?(?:{_TAG_NAMES})(?![a-z0-9])")
+# Where a tag may start, whatever follows the name.
+_TAG_START_RE = re.compile(rf"<[\s/\\!?]*+(?:[a-z0-9_.\-]{{1,32}}:)?(?:{_TAG_NAMES})")
+_PLAIN_WINDOW = 2
+"""Characters past such a start that the plain view covers: the one after the name, and one more."""
 # The same on a plain view (see `_plain_view`), where only lower-case letters continue a name.
 _PLAIN_TAG_RE = re.compile(rf"<[\s/\\!?]*+(?i:[a-z0-9_.\-]{{1,32}}:)?(?i:{_TAG_NAMES})(?![a-z0-9])")
 _MARKER_RES = (
     _TAG_RE,
     # Special tokens: `<|im_start|>`, `<|endoftext|>`, `<｜begin▁of▁sentence｜>`; on one line, or short.
-    re.compile(r"<\s*+\|(?:[^|\n]*+|[^|]{0,64}+)\|\s*+>"),
+    re.compile(rf"<\s*+{_BAR}(?:{_NOT_BAR}\n]*+|{_NOT_BAR}]{{0,64}}+){_BAR}\s*+>"),
     # Llama chat markers.
-    re.compile(r"<\s*+<\s*+/?\s*+sys\s*+>\s*+>"),
-    re.compile(r"\[\s*+/?\s*+(?:inst|sys|system|user|assistant|human|developer)\s*+\]"),
+    re.compile(rf"<\s*+<\s*+/?\s*+{_word_pattern('sys')}\s*+>\s*+>"),
+    re.compile(
+        rf"\[\s*+/?\s*+(?:{'|'.join(map(_word_pattern, _BRACKET_WORDS))})\s*+\]",
+    ),
 )
 _ROLE_LINE_RE = re.compile(
     rf"^[^\S\n]*+(?P<at>{_LEAD}(?:{_ROLES}){_TRAIL}:|\#{_LEAD}(?:{_ROLES}){_TRAIL}$)", re.MULTILINE
@@ -317,22 +384,40 @@ class _Findings:
     quote: frozenset[int]
 
 
+_SPECIAL_RE = re.compile(r"[^\t\n\x20-\x7e]")
+"""A character that may not read as itself: anything but printable ASCII, tabs and line feeds."""
+
+
+def _map_special(text: str, starts: list[int], ends: list[int], fn: Callable[[str], str]) -> _Shadow:
+    """The shadow with `fn` applied to each special character, ASCII runs lower-cased or kept by `fn`'s
+    caller, each output character keeping the span of the character it came from."""
+    out: list[str] = []
+    new_starts: list[int] = []
+    new_ends: list[int] = []
+    pos = 0
+    for match in _SPECIAL_RE.finditer(text):
+        i = match.start()
+        if i > pos:
+            out.append(text[pos:i])
+            new_starts.extend(starts[pos:i])
+            new_ends.extend(ends[pos:i])
+        mapped = fn(text[i])
+        out.append(mapped)
+        new_starts.extend([starts[i]] * len(mapped))
+        new_ends.extend([ends[i]] * len(mapped))
+        pos = i + 1
+    out.append(text[pos:])
+    new_starts.extend(starts[pos:])
+    new_ends.extend(ends[pos:])
+    return _Shadow("".join(out), new_starts, new_ends)
+
+
 def _lower(shadow: _Shadow) -> _Shadow:
-    if shadow.text.isascii():
-        return _Shadow(shadow.text.lower(), shadow.starts, shadow.ends)
-    lows = list(map(_lower_char, shadow.text))
-    joined = "".join(lows)
-    if len(joined) == len(lows) and all(lows):  # one character each: positions unchanged
-        return _Shadow(joined, shadow.starts, shadow.ends)
-    lowered: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for ch, start, end in zip(shadow.text, shadow.starts, shadow.ends, strict=True):
-        low = _lower_char(ch)
-        lowered.append(low)
-        starts.extend([start] * len(low))
-        ends.extend([end] * len(low))
-    return _Shadow("".join(lowered), starts, ends)
+    lowered = shadow.text.lower() if shadow.text.isascii() else None
+    if lowered is not None:
+        return _Shadow(lowered, shadow.starts, shadow.ends)
+    mapped = _map_special(shadow.text, shadow.starts, shadow.ends, _lower_char)
+    return _Shadow(mapped.text.lower(), mapped.starts, mapped.ends)
 
 
 def _read(text: str) -> tuple[list[_Shadow], set[int]]:
@@ -343,14 +428,8 @@ def _read(text: str) -> tuple[list[_Shadow], set[int]]:
     everything; a marker seen by any of them counts (a decoded line feed may split a marker that
     the literal reader sees whole).
     """
-    chars = [_fold_char(ch) for ch in text]
-    starts: list[int] = []
-    for i, folded in enumerate(chars):
-        if len(folded) == 1:
-            starts.append(i)
-        elif folded:
-            starts.extend([i] * len(folded))
-    literal = _Shadow("".join(chars), starts, [i + 1 for i in starts])
+    positions = list(range(len(text) + 1))
+    literal = _map_special(text, positions, positions[1:], _fold_char)
     readings = [_lower(literal)]
     seen = {literal.text}
     stuck: set[int] = set()
@@ -362,25 +441,26 @@ def _read(text: str) -> tuple[list[_Shadow], set[int]]:
                 break
             shadow = decoded
         else:
-            stuck.update(shadow.starts[m.start()] for m in decoder.finditer(shadow.text) if _decode_token(m.group()))
+            stuck.update(shadow.starts[m.start()] for m in decoder.finditer(shadow.text) if _decode_token(m))
         if shadow.text not in seen:
             seen.add(shadow.text)
             readings.append(_lower(shadow))
     return readings, stuck
 
 
-def _plain_view(text: str, shadow: _Shadow) -> str:
+def _plain_view(text: str, shadow: _Shadow, lo: int, hi: int) -> str:
     """The shadow with each letter that is not plainly the next ASCII letter of `text` in upper case.
 
     A name followed by a letter (`<systematic>`) is no tag; but a letter that only looks like one
     after folding (`<systemé`, `<systema\u0301`, `<system\u200bx`, `<system&#120;`) ends the name
     for some reader, and the shown escape of an invisible character ends it for every reader. In
     this view such letters still spell names but no longer continue them (digits become NUL).
+    Only the shadow's characters `lo` to `hi` are viewed.
     """
-    out = list(shadow.text)
-    previous_end = -1
+    out = list(shadow.text[lo:hi])
+    previous_end = shadow.ends[lo - 1] if lo else -1
     size = len(text)
-    for p, (start, end) in enumerate(zip(shadow.starts, shadow.ends, strict=True)):
+    for p, start, end in zip(range(hi - lo), shadow.starts[lo:hi], shadow.ends[lo:hi], strict=True):
         ch = out[p]
         # NFKC composes a letter with a following mark into a letter that is not ASCII.
         if (
@@ -407,7 +487,12 @@ def _analyse(text: str) -> _Findings:
             for match in pattern.finditer(found):
                 escape.update(starts[p] for p in range(match.start(), match.end()) if found[p] in "<[")
         if "<" in found and (len(found) != len(text) or not text.isascii() or starts[-1] != len(text) - 1):
-            escape.update(starts[m.start()] for m in _PLAIN_TAG_RE.finditer(_plain_view(text, shadow)))
+            # The plain view is only needed where a name starts; a match that runs to the end of the
+            # window is taken as a tag (its next character unseen): escaping more is safe.
+            for candidate in _TAG_START_RE.finditer(found):
+                lo, hi = candidate.start(), candidate.end() + _PLAIN_WINDOW
+                if _PLAIN_TAG_RE.match(_plain_view(text, shadow, lo, min(hi, len(found)))):
+                    escape.add(starts[lo])
         quote.update(starts[m.start("at")] for m in _ROLE_LINE_RE.finditer(found))
     return _Findings(escape=frozenset(escape), quote=frozenset(quote))
 
@@ -431,6 +516,16 @@ def contains_reserved_marker(text: str) -> bool:
 _PLAIN_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \n")
 
 
+def _owner(position: int, out_starts: list[int], changed: list[int], pieces: list[str]) -> int:
+    """The character of the input behind `position` of the output (`changed[k]` starts at `out_starts[k]`)."""
+    k = bisect.bisect_right(out_starts, position) - 1
+    if k < 0:
+        return position
+    i = changed[k]
+    past = position - out_starts[k] - len(pieces[i])
+    return i if past < 0 else i + 1 + past
+
+
 def _neutralise(text: str) -> list[str]:
     """One output piece per character of `text`: the character, its escape, or either after `(quoted) `.
 
@@ -440,23 +535,26 @@ def _neutralise(text: str) -> list[str]:
     """
     findings = _analyse(text)
     escape, quote = set(findings.escape), set(findings.quote)
-    last = len(text) - 1
+    shown = {m.start() for m in _SPECIAL_RE.finditer(text) if _hidden(m.group())}
+    shown -= {i for i in shown if text[i] == "\r" and text[i + 1 : i + 2] == "\n"}  # a CRLF stays
+    if not escape and not quote and not shown:
+        return list(text)  # nothing to show or change: the output is the input, already analysed
     while True:
-        pieces: list[str] = []
-        for i, ch in enumerate(text):
-            if i in escape:
-                piece = _escape(ch)
-            elif ch == "\r":
-                piece = ch if i < last and text[i + 1] == "\n" else _escape(ch)
-            else:
-                piece = _output_char(ch)
-            pieces.append(_QUOTE_PREFIX + piece if i in quote else piece)
-        owner = [i for i, piece in enumerate(pieces) for _ in piece]
+        pieces = list(text)
+        changed = sorted(escape | quote | shown)
+        # Where each changed piece starts in the output, to trace output positions back to `text`.
+        out_starts: list[int] = []
+        shift = 0
+        for i in changed:
+            piece = _escape(text[i]) if i in escape or i in shown else text[i]
+            pieces[i] = _QUOTE_PREFIX + piece if i in quote else piece
+            out_starts.append(i + shift)
+            shift += len(pieces[i]) - 1
         left = _analyse("".join(pieces))
         if not left.escape and not left.quote:
             return pieces
-        new_escape = {owner[p] for p in left.escape} - escape
-        new_quote = {owner[p] for p in left.quote} - quote
+        new_escape = {_owner(p, out_starts, changed, pieces) for p in left.escape} - escape
+        new_quote = {_owner(p, out_starts, changed, pieces) for p in left.quote} - quote
         if not new_escape and not new_quote:  # no known input gets here
             # Fail closed: keep only ASCII letters, digits, spaces and line feeds, which spell no marker.
             return [ch if ch in _PLAIN_CHARACTERS else _escape(ch) for ch in text]
