@@ -210,6 +210,8 @@ ATOMS += [
     "\u2028",
 ]
 ATOMS += ["\u200b", "\u202e", "\u00ad", "\U000e0041", "&#115;", "&#X3C;", "&lt", "%0A", "\\u000a", "\\x", "26", "38"]
+ATOMS += ["\\074", "\\74", "\\3c ", "\\3C", "=3C", "=3c", "=\n", "=\r\n", "\\/", "\\n", "\\\\", "\\u{3c}", "%25"]
+ATOMS += ["\u2d66", "\u00ab", "\u04cf", "\u2502", "\u0406", "\u1d00", "\u0570", "\u3008", "\u203a"]
 atom_soup = st.lists(st.sampled_from(ATOMS), max_size=25).map("".join)
 
 attack_texts = st.lists(

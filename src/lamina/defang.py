@@ -249,8 +249,9 @@ _LENIENT_ESCAPE = (
 )
 _DECODERS = (
     re.compile(_ENTITY),
-    re.compile(f"{_ENTITY}|{_C_ESCAPE}"),
-    re.compile(f"{_ENTITY}|{_LENIENT_ESCAPE}"),
+    # The lookahead lets the engine skip quickly to where a token can start.
+    re.compile(f"(?=[&\\\\%=])(?:{_ENTITY}|{_C_ESCAPE})"),
+    re.compile(f"(?=[&\\\\%=])(?:{_ENTITY}|{_LENIENT_ESCAPE})"),
 )
 """The decoding readers: one that decodes HTML entities; one that also decodes C, JSON and
 JavaScript escapes (`\\u003c`, `\\x3c`, octal `\\074`, `\\n`, `\\/`), percent-encoding (`%3C`) and
@@ -388,25 +389,37 @@ _SPECIAL_RE = re.compile(r"[^\t\n\x20-\x7e]")
 """A character that may not read as itself: anything but printable ASCII, tabs and line feeds."""
 
 
+def _one_of(characters: dict[str, str]) -> re.Pattern[str]:
+    """A pattern matching any one of `characters` (the keys)."""
+    return re.compile("[" + "".join(map(re.escape, characters)) + "]")
+
+
 def _map_special(text: str, starts: list[int], ends: list[int], fn: Callable[[str], str]) -> _Shadow:
-    """The shadow with `fn` applied to each special character, ASCII runs lower-cased or kept by `fn`'s
-    caller, each output character keeping the span of the character it came from."""
+    """The shadow with `fn` applied to each special character (see `_SPECIAL_RE`), each output
+    character keeping the span of the character it came from."""
+    mapping = {ch: fn(ch) for ch in set(_SPECIAL_RE.findall(text))}
+    if not mapping:
+        return _Shadow(text, starts, ends)
+    even = {ch: mapped for ch, mapped in mapping.items() if len(mapped) == 1 and mapped != ch}
+    translated = _one_of(even).sub(lambda match: even[match.group()], text) if even else text
+    if all(len(mapped) == 1 for mapped in mapping.values()):  # positions unchanged
+        return _Shadow(translated, starts, ends)
     out: list[str] = []
     new_starts: list[int] = []
     new_ends: list[int] = []
     pos = 0
-    for match in _SPECIAL_RE.finditer(text):
+    for match in _one_of({ch: mapped for ch, mapped in mapping.items() if len(mapped) != 1}).finditer(text):
         i = match.start()
         if i > pos:
-            out.append(text[pos:i])
+            out.append(translated[pos:i])
             new_starts.extend(starts[pos:i])
             new_ends.extend(ends[pos:i])
-        mapped = fn(text[i])
+        mapped = mapping[text[i]]
         out.append(mapped)
         new_starts.extend([starts[i]] * len(mapped))
         new_ends.extend([ends[i]] * len(mapped))
         pos = i + 1
-    out.append(text[pos:])
+    out.append(translated[pos:])
     new_starts.extend(starts[pos:])
     new_ends.extend(ends[pos:])
     return _Shadow("".join(out), new_starts, new_ends)
