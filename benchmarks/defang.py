@@ -1,6 +1,7 @@
 """`python -m benchmarks defang`: how fast defanging is, and how much it grows real files.
 
-Throughput: `defang` over a 1 MB mixed corpus cut into 16 KB documents (the size of a tool
+Throughput (CPU time of this process, so other jobs on the machine do not skew it; the wall-clock
+figure is printed too): `defang` over a 1 MB mixed corpus cut into 16 KB documents (the size of a tool
 result): the project's own source, an installed real repository's source and docs (the official
 Anthropic SDK), HTML and JSON, prose with non-ASCII text, and hostile text (reserved tags written
 with look-alikes, entities and escapes of every notation, invisible characters, role lines).
@@ -139,18 +140,19 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     corpus = _corpus(size, own, sdk)
     documents = [corpus[i : i + _DOCUMENT] for i in range(0, len(corpus), _DOCUMENT)]
     megabytes = len(corpus.encode("utf-8")) / 1e6
-    best = float("inf")
-    peer_best = float("inf")
+    best = wall_best = peer_best = float("inf")
     for attempt in range(1 if quick else 3):
         progress(f"defang over {len(documents)} documents, pass {attempt + 1}")
-        started = time.perf_counter()
+        started, wall_started = time.process_time(), time.perf_counter()
         for document in documents:
             defang(document, source="tool output", authority=Authority.TOOL_OUTPUT, max_chars=_UNBOUNDED)
-        best = min(best, time.perf_counter() - started)
-        started = time.perf_counter()
-        for document in documents:
-            html.escape(document)
-        peer_best = min(peer_best, time.perf_counter() - started)
+        best = min(best, time.process_time() - started)
+        wall_best = min(wall_best, time.perf_counter() - wall_started)
+        started = time.process_time()
+        for _ in range(20):
+            for document in documents:
+                html.escape(document)
+        peer_best = min(peer_best, (time.process_time() - started) / 20)
 
     progress(f"growth over {len(own)} own source files and {len(sdk)} anthropic SDK files")
     own_growth, own_changed = _growth(own, lambda t: neutralise(t, max_chars=_UNBOUNDED))
@@ -166,15 +168,16 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             round(ours_mb_s, 3),
             "MB/s",
             ratio_vs=ratio(ours_mb_s, peer_mb_s, "peer_html_escape_mb_per_s"),
-            note=f"{megabytes:.2f} MB mixed corpus, {len(documents)} documents of 16 KB",
+            note=f"CPU time; {megabytes:.2f} MB mixed corpus, {len(documents)} documents of 16 KB",
         ),
-        Figure("peer_html_escape_mb_per_s", round(peer_mb_s, 1), "MB/s"),
+        Figure("defang_mb_per_s_wall", round(megabytes / wall_best, 3), "MB/s", note="wall clock, the same runs"),
+        Figure("peer_html_escape_mb_per_s", round(peer_mb_s, 1), "MB/s", note="CPU time"),
         Figure(
             "defang_growth_source_ratio",
             round(own_growth, 5),
             "x",
             ratio_vs=ratio(own_growth, peer_own, "peer_html_escape_growth_source_ratio"),
-            note=f"{len(own)} files of src/, {own_changed} changed at all",
+            note=f"+{(own_growth - 1) * 100:.3f}%; {len(own)} files of src/, {own_changed} changed at all",
         ),
         Figure("peer_html_escape_growth_source_ratio", round(peer_own, 4), "x"),
         Figure(
@@ -182,7 +185,10 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             round(sdk_growth, 5),
             "x",
             ratio_vs=ratio(sdk_growth, peer_sdk, "peer_html_escape_growth_anthropic_sdk_ratio"),
-            note=f"anthropic {sdk_version} installed source, {len(sdk)} files, {sdk_changed} changed at all",
+            note=(
+                f"+{(sdk_growth - 1) * 100:.3f}%; anthropic {sdk_version} installed source, "
+                f"{len(sdk)} files, {sdk_changed} changed at all"
+            ),
         ),
         Figure("peer_html_escape_growth_anthropic_sdk_ratio", round(peer_sdk, 4), "x"),
     ]
