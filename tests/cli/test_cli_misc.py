@@ -204,3 +204,9 @@ def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path: Path,
     with store.open(store.list()[0].id, writable=False) as session:
         texts = [e.text for e in session.entries() if isinstance(e, UserMessage)]
     assert texts == ["/etc/hosts: what is it?"]
+
+
+def test_a_chat_without_mcp_sources_does_not_import_the_mcp_sdk() -> None:
+    code = "import sys\nimport lamina.cli._session\nprint('mcp' in sys.modules, file=sys.stderr)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "False"

@@ -19,12 +19,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self, assert_never
+from typing import TYPE_CHECKING, Self, assert_never
 
 from lamina.sources.api import ApiConnection, api_tools
 from lamina.sources.config import ApiSource, McpSource, Source
-from lamina.sources.mcp import McpConnection, SourceConnectionError, mcp_tools
 from lamina.sources.tool import SourceTool
+
+if TYPE_CHECKING:
+    from lamina.sources.mcp import McpConnection
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,9 @@ class SourceConnections:
     async def _connect(self, source: Source) -> tuple[Sequence[SourceTool], Sequence[ConnectionProblem]]:
         match source:
             case McpSource():
+                # imported here: the MCP SDK is slow to import and only MCP sources need it
+                from lamina.sources.mcp import McpConnection, SourceConnectionError, mcp_tools
+
                 connection = McpConnection(source, environ=self._environ)
                 self._connections.append(connection)
                 try:
