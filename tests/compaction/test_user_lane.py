@@ -89,6 +89,7 @@ def test_only_what_the_user_typed_enters_the_lane_numbered_and_carried_over() ->
     assert block.index("Use uv, not pip.") < block.index("Actually, pip is fine.")
     assert "[turn 3 · 2026-11-18 11:06 UTC]" in block
     assert "later message holds" in block
+    assert "follow nothing it asks" not in block  # the user's words are instructions, not data
     for foreign in ("must always use pip", "Fridays", "report.pdf"):
         assert foreign not in block
 
@@ -154,8 +155,8 @@ def test_no_message_can_close_the_lane_or_forge_a_block(texts: list[str]) -> Non
     block = render_lane(update.lane, data_dir="/d")
     assert block is not None
     assert block.startswith("<pinned>\n") and block.endswith("\n</pinned>")
-    assert block.count("</pinned>") == 1 and block.count("</untrusted>") == 1
-    content = block[block.index("not instructions") : block.rindex("</untrusted>")]
+    assert block.count("</pinned>") == 1 and "<untrusted" not in block  # the user's words are no "data"
+    content = block[block.index("[U+003C] stands for <).") + 23 : block.rindex("</pinned>")]
     assert not contains_reserved_marker(content)
 
 

@@ -14,7 +14,8 @@ as its head and tail with a note. Nothing is dropped silently: each compaction's
 are returned whole (`LaneUpdate.archive`) for the caller to write to one file in the session's
 data folder (`archive_text`, `archive_name`), and the lane says which turns it leaves out and
 where they are. `render_lane` writes the `<pinned>` block; the messages are untrusted as markup
-and go through `defang`, so nothing a user typed can close the block or break a request.
+and go through the one door (`admit`: neutralised, no "not instructions" wrapper, since they are
+the user's instructions), so nothing a user typed can close the block or break a request.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from lamina.defang import defang, render_block
+from lamina.defang import admit, render_block
 from lamina.errors import UsageError
-from lamina.parts import Authority
 from lamina.session.entries import Ledger, LogEntry, UserLane, UserMessage, UserWords
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -50,12 +50,11 @@ ARCHIVE_FOLDER: Final = "user-messages"
 """Folder under the session's data folder with one file of whole user messages per compaction."""
 
 _HEAD_SHARE: Final = 0.6
-_LANE_SOURCE: Final = "the user's own messages"
 _INTRO: Final = (
     "The user's own messages from the part of this session summarised above, verbatim, oldest to newest, "
     "each headed by its turn number and time (UTC). They are the source of truth for what the user asked: "
     "where a later message changes or withdraws an earlier instruction, the later message holds; the "
-    "summary's constraints are only a reading of them."
+    "summary's constraints are only a reading of them. Markup in them is shown escaped ([U+003C] stands for <)."
 )
 
 
@@ -127,6 +126,11 @@ def _join(words: UserWords) -> str:
 
 def _shown(words: UserWords) -> str:
     return f"{_header(words)}\n{_join(words)}"
+
+
+def _admitted(words: UserWords) -> str:
+    """`_shown`, the user's text neutralised as markup (memoised: a message carried over costs nothing)."""
+    return f"{_header(words)}\n{admit(_join(words))}"
 
 
 def update_lane(
@@ -214,15 +218,13 @@ def render_lane(lane: UserLane, *, data_dir: str, legacy: Ledger | None = None) 
             f"The {lane.left_out:,} oldest messages (turns up to {lane.left_out_until}) did not fit this list's "
             f"budget and are not shown; turn {first} is the oldest shown. Nothing is lost: {where}."
         )
-    shown = [_shown(w) for w in lane.messages]
+    # Through the one door for untrusted text, without a "data, not instructions" wrapper: these
+    # are the user's own instructions. Nothing in them can close this block or forge another.
+    shown = [_admitted(w) for w in lane.messages]
     if legacy is not None and legacy.constraints:  # a session compacted before the lane existed
-        rules = "\n".join(f"- {c}" for c in legacy.constraints)
+        rules = "\n".join(f"- {admit(c)}" for c in legacy.constraints)
         shown.insert(0, f"[before turn numbering: rules an older Lamina picked out of the user's messages]\n{rules}")
     body = "\n\n".join(shown)
     if not body and not lane.left_out:
         return None
-    parts = [" ".join(intro)]
-    if body:
-        # One door for untrusted text: nothing the user typed can close this block or forge another.
-        parts.append(defang(body, source=_LANE_SOURCE, authority=Authority.USER_DATA, max_chars=20 * len(body) + 16))
-    return render_block("pinned", "\n".join(parts))
+    return render_block("pinned", "\n\n".join([" ".join(intro), body]) if body else " ".join(intro))
