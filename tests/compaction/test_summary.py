@@ -320,6 +320,9 @@ def test_summaries_in_any_language_parse_and_are_never_emptied() -> None:
     assert russian.decisions == ("Не меняй файл settings.toml.", "3.11")
     for summary in (parse_summary(chinese), russian):
         assert parse_summary(summary.render()) == summary
-    # headings in another language: nothing is placed, nothing is lost
-    answer = "## 目标\n修复解析器。\n## 约束\n- 使用 pytest"
+    # the template's headings translated are read as the template; unknown ones lose nothing
+    translated = parse_summary("## 目标\n修复解析器。\n## 约束：\n- 使用 pytest\n## Следующие шаги\n- Проверить")
+    assert translated.goal == "修复解析器。" and translated.constraints == ("使用 pytest",)
+    assert translated.next_steps == ("Проверить",)
+    answer = "## 摘要\n修复解析器。\n- 使用 pytest"
     assert parse_summary(answer).notes == answer

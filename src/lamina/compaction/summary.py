@@ -152,6 +152,30 @@ _SECTIONS: Final = {
     "context": "critical_context",
     "notes": "notes",
     "additional notes": "notes",
+    # the template's headings as a model may translate them
+    "目标": "goal",
+    "约束和偏好": "constraints",
+    "约束与偏好": "constraints",
+    "约束": "constraints",
+    "进展": "in_progress",
+    "已完成": "done",
+    "进行中": "in_progress",
+    "受阻": "blocked",
+    "关键决策": "decisions",
+    "下一步": "next_steps",
+    "关键上下文": "critical_context",
+    "备注": "notes",
+    "цель": "goal",
+    "ограничения и предпочтения": "constraints",
+    "ограничения": "constraints",
+    "прогресс": "in_progress",
+    "сделано": "done",
+    "в процессе": "in_progress",
+    "заблокировано": "blocked",
+    "ключевые решения": "decisions",
+    "следующие шаги": "next_steps",
+    "критический контекст": "critical_context",
+    "заметки": "notes",
 }
 
 
@@ -161,7 +185,7 @@ def _section_name(line: str) -> str | None:
         return None
     title = (match["hash"] or match["bold"] or "").replace("&", " and ")
     title = re.sub(r"^\d+[.)]\s*", "", title.lower())
-    title = " ".join(re.sub(r"[*_`:]", " ", title).split())
+    title = " ".join(re.sub(r"[*_`:：]", " ", title).split())
     return _SECTIONS.get(title)
 
 
