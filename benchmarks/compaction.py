@@ -70,7 +70,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     return [
         Figure("compaction_ms_10k", round(statistics.median(times) * 1e3, 1), "ms", note="deterministic summariser"),
         Figure("view_tokens_before", before_view, "tokens"),
-        Figure("view_tokens_after", after_view, "tokens", note="20,000 recent tokens kept verbatim"),
+        Figure("view_tokens_after", after_view, "tokens", note="20,000 recent tokens, summary and lane"),
         Figure(
             "first_request_tokens_after_vs_before",
             round(ratio, 4),

@@ -14,11 +14,13 @@ from benchmarks import _fidelity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lamina.agent import open_agent
 from lamina.compaction import DEFAULT_USER_LANE_TOKENS, archive_text, render_lane, update_lane
 from lamina.compaction.summarize import DeterministicSummariser, Summariser
 from lamina.defang import contains_reserved_marker
 from lamina.engine import ContextEngine
 from lamina.placement import render
+from lamina.providers.scripted import ScriptedProvider, ScriptedResponse
 from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -29,6 +31,7 @@ from lamina.session.entries import (
     UserLane,
     UserMessage,
 )
+from lamina.session.store import LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 
@@ -287,3 +290,26 @@ def test_the_default_budget_is_20000_tokens() -> None:
     shown = sum(DEFAULT_ESTIMATOR.count(w.text) for w in lane.messages)
     assert 15_000 < shown <= DEFAULT_USER_LANE_TOKENS
     assert re.fullmatch(r"message \d+ .*", lane.messages[-1].text, re.DOTALL)
+
+
+async def test_the_model_can_read_the_archive_the_lane_points_to(tmp_path: Path, workspace: Path) -> None:
+    provider = ScriptedProvider([ScriptedResponse(text=f"Answer {n}. " + "words " * 300) for n in range(8)])
+    agent = open_agent(
+        LocalSessionStore(tmp_path / "store"),
+        provider,
+        workspace=workspace,
+        mode="execute",
+        summariser=DETERMINISTIC,
+        keep_tokens=300,
+        user_lane_tokens=100,
+    )
+    for n in range(6):
+        await agent.run_turn(f"Instruction {n}: the deploy region is region-{n}. " + "context " * 40)
+    outcome = await agent.compact()
+    assert outcome.status == "compacted" and outcome.boundary is not None
+    assert outcome.boundary.lane.left_out > 0  # the first instruction is only in the archive now
+    archive = next((agent.engine.session.folder / "data" / "user-messages").glob("turns-*.md"))
+    assert f"{archive.parent}/" in _request_text(agent.engine, "Where are my first instructions?")
+    result = await agent.tools.execute("read-archive", "Read", {"path": str(archive)})
+    assert not result.is_error and "Instruction 0: the deploy region is region-0." in result.content
+    agent.engine.session.close()
