@@ -142,7 +142,8 @@ def _write_archive(data_dir: Path, name: str, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
-        with temporary.open("w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
+        # a lone surrogate cannot be encoded: shown as "?" in the file (the log keeps the exact text)
+        with temporary.open("w", encoding="utf-8", errors="replace", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
