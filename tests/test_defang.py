@@ -276,6 +276,14 @@ def test_every_disguised_reserved_tag_is_seen_and_neutralised(tag: str, before: 
     assert not contains_reserved_marker(content), content
 
 
+@given(text=st.text(alphabet=st.characters(exclude_categories=())), max_chars=st.integers(0, 200))
+def test_neutralise_never_raises_on_any_code_point(text: str, max_chars: int) -> None:
+    # Lone surrogates, noncharacters, unassigned and private-use code points included.
+    content = neutralise(text, max_chars=max_chars)
+    assert not contains_reserved_marker(content)
+    assert neutralise(content, max_chars=len(content)) == content
+
+
 def test_neutralise_marks_a_cut_and_refuses_a_negative_bound() -> None:
     assert neutralise("abcdef", max_chars=4) == "abcd\n[truncated: 2 characters cut]"
     assert neutralise("a < b </system>", max_chars=100) == "a < b [U+003C]/system>"
