@@ -157,6 +157,8 @@ def budget_of_turn(turn: TurnContext, *, estimator: TokenEstimator = DEFAULT_EST
                     tail_counted = True  # this turn's tail: counted above, part by part
                 case TextBlock(text=text) if m == len(messages) - 1 and text == turn.user_text:
                     tally.add(Tier.HISTORY, "user message", estimator.count(text))
+                case TextBlock(text=text) if m == 0 and turn.pinned and text == turn.pinned:
+                    tally.add(Tier.HISTORY, "user's words", estimator.count(text))
                 case TextBlock(text=text):
                     summary = m == 0 and bool(turn.summary) and text.startswith("<compaction_summary")
                     tally.add(Tier.HISTORY, "compaction summary" if summary else "history", estimator.count(text))
@@ -277,6 +279,8 @@ class _Labels:
                 return "user message"
             if turn.summary and text.startswith("<compaction_summary>"):
                 return "compaction summary"
+            if turn.pinned and text == turn.pinned:
+                return "user's words"
         return "history"
 
     def system(self, index: int) -> str:

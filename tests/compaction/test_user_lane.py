@@ -15,10 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamina.agent import open_agent
+from lamina.budget import budget_of_turn, cache_layout
 from lamina.compaction import DEFAULT_USER_LANE_TOKENS, archive_text, render_lane, update_lane
 from lamina.compaction.summarize import DeterministicSummariser, Summariser
 from lamina.defang import contains_reserved_marker
 from lamina.engine import ContextEngine
+from lamina.parts import Tier
 from lamina.placement import render
 from lamina.providers.scripted import ScriptedProvider, ScriptedResponse
 from lamina.session.entries import (
@@ -313,3 +315,14 @@ async def test_the_model_can_read_the_archive_the_lane_points_to(tmp_path: Path,
     result = await agent.tools.execute("read-archive", "Read", {"path": str(archive)})
     assert not result.is_error and "Instruction 0: the deploy region is region-0." in result.content
     agent.engine.session.close()
+
+
+def test_the_budget_report_and_the_cache_layout_name_the_lane(tmp_path: Path, workspace: Path) -> None:
+    engine = make_engine(tmp_path, workspace, Clock())
+    _chat(engine, [f"Message {n}. " + "context " * 60 for n in range(8)])
+    asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
+    turn = engine.prepare_turn("next")
+    history = budget_of_turn(turn).tiers[list(Tier).index(Tier.HISTORY)]
+    assert "user's words" in history.items and "compaction summary" in history.items
+    layout = cache_layout(render(turn, ANTHROPIC), ANTHROPIC, turn=turn)
+    assert any(block.label == "user's words" for block in layout.blocks)
