@@ -22,7 +22,8 @@ from lamina.defang import contains_reserved_marker
 from lamina.engine import ContextEngine
 from lamina.parts import Tier
 from lamina.placement import render
-from lamina.providers.scripted import ScriptedProvider, ScriptedResponse
+from lamina.providers.base import Capabilities
+from lamina.providers.scripted import ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -326,3 +327,38 @@ def test_the_budget_report_and_the_cache_layout_name_the_lane(tmp_path: Path, wo
     assert "user's words" in history.items and "compaction summary" in history.items
     layout = cache_layout(render(turn, ANTHROPIC), ANTHROPIC, turn=turn)
     assert any(block.label == "user's words" for block in layout.blocks)
+
+
+async def test_automatic_compactions_in_the_agent_loop_keep_every_instruction(tmp_path: Path, workspace: Path) -> None:
+    """The fidelity session as a user lives it: real tool calls, compactions when the window fills."""
+    turns = [step for step in _fidelity.script() if isinstance(step, _fidelity.Turn)]
+    responses: list[ScriptedResponse] = []
+    for n, turn in enumerate(turns):
+        (workspace / f"notes_{n}.txt").write_text((turn.tool_output or "plain notes\n") + "\nfiller line\n" * 150)
+        responses.append(
+            ScriptedResponse(text="", tool_calls=(ScriptedToolCall(name="Read", input={"path": f"notes_{n}.txt"}),))
+        )
+        responses.append(ScriptedResponse(text=turn.assistant or "Noted."))
+    provider = ScriptedProvider(responses, capabilities=Capabilities(context_window=24_000))
+    agent = open_agent(
+        LocalSessionStore(tmp_path / "store"),
+        provider,
+        workspace=workspace,
+        mode="execute",
+        summariser=DETERMINISTIC,
+        keep_tokens=1_500,
+    )
+    agent.compaction_reserve = 4_000
+    for turn in turns:
+        await agent.run_turn(turn.user)
+    boundaries = [e for e in agent.engine.session.entries() if isinstance(e, CompactionBoundary)]
+    assert len(boundaries) >= 5 and {b.trigger for b in boundaries} == {"threshold"}, len(boundaries)
+    last = provider.requests[-1]
+    text = json.dumps(last, ensure_ascii=False)
+    assert [i for i in _fidelity.INSTRUCTIONS if i not in text] == []
+    for old, new in _fidelity.RETRACTIONS:
+        assert text.rfind(old) < text.rfind(new)
+    lane = agent.engine.boundary.lane if agent.engine.boundary else UserLane()
+    lane_text = "\n".join(w.text for w in lane.messages)
+    assert all(foreign not in lane_text for foreign in _fidelity.FOREIGN_LOOK_ALIKES)
+    agent.engine.session.close()
