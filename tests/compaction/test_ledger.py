@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lamina.compaction import MAX_FILES, MAX_OPEN_TASKS, canonical_path, dropped_count, update_ledger
 from lamina.session.entries import AssistantMessage, Ledger, LogEntry, StateChange, ToolCall, ToolResult, UserMessage
 
@@ -125,3 +128,18 @@ def test_update_ledger_is_deterministic_and_pure() -> None:
     assert update_ledger(previous, entries) == update_ledger(previous, list(entries))
     assert previous == Ledger(files_read=("b.py",), open_tasks=("TODO: y",))
     assert update_ledger(previous, []) == previous
+
+
+SEGMENTS = st.lists(
+    st.text(alphabet="abcxyz_-.", min_size=1, max_size=6).filter(lambda s: s not in (".", "..")), min_size=1, max_size=5
+)
+
+
+@given(SEGMENTS)
+def test_every_spelling_of_a_workspace_path_is_one_path(segments: list[str]) -> None:
+    relative = "/".join(segments)
+    workspace = "/home/me/ws"
+    spellings = [relative, f"./{relative}", "//".join(segments), f"{workspace}/{relative}", f"{workspace}//{relative}"]
+    canonical = {canonical_path(p, workspace) for p in spellings}
+    assert canonical == {canonical_path(relative)}
+    assert canonical_path(canonical_path(relative, workspace), workspace) == canonical_path(relative, workspace)

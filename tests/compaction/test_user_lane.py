@@ -362,3 +362,35 @@ async def test_automatic_compactions_in_the_agent_loop_keep_every_instruction(tm
     lane_text = "\n".join(w.text for w in lane.messages)
     assert all(foreign not in lane_text for foreign in _fidelity.FOREIGN_LOOK_ALIKES)
     agent.engine.session.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.lists(st.text(min_size=0, max_size=300), max_size=6), min_size=1, max_size=6),
+    st.integers(0, 400),
+    st.integers(0, 120),
+)
+def test_every_message_is_shown_or_counted_in_order_across_compactions(
+    batches: list[list[str]], budget: int, paste: int
+) -> None:
+    lane = UserLane()
+    said: list[str] = []
+    for batch in batches:
+        entries: list[LogEntry] = [user(text) for text in batch]
+        update = update_lane(lane, entries, budget_tokens=budget, paste_tokens=paste)
+        assert [w.text for w in update.archive] == batch  # the archive gets every new message whole
+        lane = update.lane
+        said += batch
+        turns = [w.turn for w in lane.messages]
+        # the newest messages, contiguous, and the rest counted: none lost, none out of order
+        assert turns == list(range(lane.last_turn - len(turns) + 1, lane.last_turn + 1))
+        assert lane.last_turn == len(said) and lane.left_out + len(turns) == len(said)
+        assert lane.left_out_until == lane.left_out
+        for words in lane.messages:
+            original = said[words.turn - 1]
+            if words.omitted:
+                head = round(len(words.text) * 0.6)
+                assert original.startswith(words.text[:head]) and original.endswith(words.text[head:])
+                assert len(original) == len(words.text) + words.omitted
+            else:
+                assert words.text == original
