@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,6 +85,7 @@ CASES: dict[str, tuple[dict[str, bytes], set[str]]] = {
         {".gitignore", "x", "build\\"},
     ),
     "a reversed range": ({".gitignore": b"[z-a]\nkeep\n", "z": b"", "a": b"", "keep": b""}, {".gitignore", "a"}),
+    "two trailing slashes": ({".gitignore": b"a//\nb/\n", "a/x": b"", "b/x": b""}, {".gitignore", "a/x"}),
     "nested, deeper wins": (
         {".gitignore": b"*.md\n", "a/.gitignore": b"!AGENTS.md\n", "a/AGENTS.md": b"", "AGENTS.md": b"", "a/b.md": b""},
         {".gitignore", "a/.gitignore", "a/AGENTS.md"},
@@ -169,7 +171,8 @@ def test_name_based_skips_apply_only_to_what_git_does_not_track(tmp_path: Path) 
 
 _SEGMENTS = ["a", "b", "AGENTS.md", "x.log", "d", "[e]", "f g", "#h", "!i"]
 _TOKENS = ["a", "b", "d", "*", "**", "***", "?", "/", "!", "\\", ".log", "AGENTS.md", "[a-c]", "[!a]",
-           "[[:alpha:]]", "[z-a]", "[]", " ", "#", "x", "e", "[", "]"]  # fmt: skip
+           "[[:alpha:]]", "[z-a]", "[]", " ", "#", "x", "e", "[", "]", "//", "**/", "/**", "\\*", "\\ ",
+           "[^a]", "[:", "\t", "*.md", "!*/", "[a-]", "\\[", "g", "f g"]  # fmt: skip
 
 
 @st.composite
@@ -197,15 +200,19 @@ def repos(draw: st.DrawFn) -> dict[str, bytes]:
 
 @needs_git
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(files=repos(), exclude=st.lists(st.sampled_from(_TOKENS), max_size=4).map("".join))
-def test_the_walk_sees_exactly_what_git_sees(files: dict[str, bytes], exclude: str) -> None:
-    import tempfile
-
+@given(
+    files=repos(),
+    exclude=st.lists(st.sampled_from(_TOKENS), max_size=4).map("".join),
+    global_line=st.lists(st.sampled_from(_TOKENS), max_size=4).map("".join),
+)
+def test_the_walk_sees_exactly_what_git_sees(files: dict[str, bytes], exclude: str, global_line: str) -> None:
     with tempfile.TemporaryDirectory() as tmp, isolated_git_config(Path(tmp) / "home") as env:
         root = Path(tmp) / "repo"
         make_repo(root, files, env)
         (root / ".git" / "info").mkdir(exist_ok=True)
         (root / ".git" / "info" / "exclude").write_text(exclude + "\n")
+        (Path(tmp) / "home" / ".config" / "git").mkdir(parents=True)
+        (Path(tmp) / "home" / ".config" / "git" / "ignore").write_text(global_line + "\n")
         expected = git_visible(root, env)
         assert ours(root) == expected
         context = {p for p in expected if p.rpartition("/")[2].lower() in CONTEXT_FILE_NAMES}

@@ -11,14 +11,15 @@ Folder paths are given with a trailing `/`; a walk never enters an ignored folde
 git keeps a file below an excluded folder from being re-included.
 
 Patterns are git's own: each line goes through dulwich's gitignore reader and its port of git's
-`wildmatch` (POSIX classes, `**`, bracket expressions, escapes), which matched `git check-ignore`
-on every case we compared (the suite keeps a differential test against git). Three things are
-fixed here, at the edges, each because git does it and dulwich does not:
+`wildmatch` (POSIX classes, `**`, bracket expressions, escapes); the suite compares the result
+with git's own over generated rule sets and trees. Four things are fixed here, at the edges, each
+because git does it and dulwich does not:
 
 - a UTF-8 byte order mark at the start of a file is dropped (git skips it);
 - a run of three or more `*` is read as `**` (git's wildmatch treats every run of two or more the
   same way, dulwich only the pair);
-- a line ending in a lone backslash (`build\\`) matches nothing in git; it is left out.
+- a line ending in a lone backslash (`build\\`) matches nothing in git; it is left out;
+- only one trailing slash is the folder-only mark (`a//` matches nothing in git, not `a`).
 
 A line git cannot use (that one, or a bracket expression dulwich rejects) is never an error: the
 rest of the file applies and the line is reported as a `SkippedPath` naming the file and line.
@@ -169,7 +170,8 @@ def _name_regex(pattern: Pattern) -> bytes:
     body = pattern.pattern
     if not pattern.is_exclude or (body[:1] == b"\\" and body[1:2] in (b"!", b"#")):
         body = body[1:]  # the `!`, or the backslash that keeps a leading `!` or `#` literal
-    regex = translate(body.rstrip(b"/"))
+    # Git drops one trailing slash (the folder-only mark); dulwich drops them all, so `a//` would match `a`.
+    regex = translate(body[:-1] if body.endswith(b"/") else body)
     return regex[len(b"(?ms)") :] if regex.startswith(b"(?ms)") else regex
 
 
