@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,11 +70,17 @@ def by_key(parts: tuple[Part, ...]) -> dict[str, Part]:
     return {p.key: p for p in parts}
 
 
+def settle() -> None:
+    """Wait past the window in which a file just written is read again on every call (see `stable._stamp`)."""
+    time.sleep(stable._RACY_NS / 1e9 + 0.02)
+
+
 def bump(path: Path, content: str) -> None:
-    """Rewrite `path` and move its mtime on, so the change shows even on a coarse clock."""
+    """Rewrite `path` and move its mtime on, then let it settle so that reads can be counted."""
     path.write_text(content, encoding="utf-8")
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    settle()
 
 
 def test_stable_parts_come_in_order_with_preferences_first(monorepo: Path, prefs_file: Path) -> None:
@@ -188,6 +195,7 @@ def test_cached_source_returns_the_identical_object_when_nothing_changed(
 
     monkeypatch.setattr(stable, "load_memory", count_memory)
     monkeypatch.setattr(stable, "load_preferences", count_preferences)
+    settle()
     context = workspace(monorepo, prefs_file)
     first = context()
     assert context() is first and context.stable_parts() is first
@@ -285,3 +293,27 @@ def test_a_preset_without_the_list_shows_no_root_file(monorepo: Path, prefs_file
     snapshot = context.snapshot()
     assert [p.key for p in snapshot.parts] == ["preferences", "system.tools"]
     assert snapshot.inlined == ()
+
+
+def test_every_turn_sees_a_new_context_file_and_a_changed_ignore_rule(
+    tmp_path: Path, monorepo: Path, prefs_file: Path
+) -> None:
+    context = workspace(monorepo, prefs_file)
+    clock = Clock()
+    with LocalSessionStore(tmp_path / "store", clock=clock).create(cwd=str(monorepo)) as session:
+        engine = ContextEngine(
+            session, stable_source=context, tools=context.tools, time_zone=context.time_zone, clock=clock
+        )
+        engine.prepare_turn("hello")
+        (monorepo / "packages" / "new" / "deep").mkdir(parents=True)
+        (monorepo / "packages" / "new" / "deep" / "CLAUDE.md").write_text("Deep rules.\n")
+        second = engine.prepare_turn("again")  # no waiting, no TTL: the very next turn
+        assert [o.kind for o in second.one_shots] == ["stable_update"]
+        assert "packages/new/deep/CLAUDE.md" in second.one_shots[0].text
+        (monorepo / ".gitignore").write_text("packages/new/\n")
+        third = engine.prepare_turn("and again")
+        changes = [e for e in session.entries() if isinstance(e, StateChange) and e.key == "stable"]
+    assert "packages/new/deep/CLAUDE.md" not in " ".join(p.text for p in context())
+    assert "stable_update" in [o.kind for o in third.one_shots]
+    assert [c.detail.split(":")[0] for c in changes] == ["version 1", "version 2", "version 3"]
+    assert changes[-1].detail.startswith("version 3: changed system.context_files")

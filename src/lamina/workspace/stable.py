@@ -18,9 +18,11 @@ and the engine records the new stable version (it pins stable parts by digest).
 
 from __future__ import annotations
 
+import itertools
 import os
 import platform as _platform
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -366,12 +368,22 @@ def _builtin_tools() -> tuple[ToolSpec, ...]:
     return tuple(tool.spec for tool in default_tools())
 
 
+_RACY_NS: Final = 50_000_000
+_racy_stamps = itertools.count(1)
+
+
 def _stamp(path: Path) -> _Stamp | None:
-    """What tells a changed file from an unchanged one without reading it; None when it is missing."""
+    """What tells a changed file from an unchanged one without reading it; None when it is missing.
+
+    A file changed so recently that a second change in the same clock tick would keep its stamp
+    gets a stamp equal to no other, so it is read again on the next call, until it settles.
+    """
     try:
         st = os.stat(path)
     except OSError:
         return None
+    if st.st_ctime_ns >= time.time_ns() - _RACY_NS:  # the change time is the kernel's: never set ahead
+        return (-1, next(_racy_stamps), 0, 0)
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
