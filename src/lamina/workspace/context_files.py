@@ -62,7 +62,7 @@ from lamina.workspace._watch import FolderWatch
 
 #: File names (compared case-insensitively) that hold project instructions for agents.
 CONTEXT_FILE_NAMES: Final = frozenset({"agents.md", "claude.md"})
-#: Folder names never entered (dot-folders are skipped in general, so they need no entry here).
+#: Folder names skipped unless git tracks a file in them (dot-folders too, so they need no entry here).
 SKIPPED_DIR_NAMES: Final = frozenset(
     {
         # dependencies and virtual environments
