@@ -210,7 +210,10 @@ def rules_above(root: str, skipped: list[SkippedPath], inputs: list[str] | None 
         if inputs is not None:
             inputs.append(path)
         if os.path.isfile(path):
-            rules = load_ignore(path, strip=0, prefix=below, relative=os.path.relpath(path, root), skipped=skipped)
+            # Named from the root when inside the work tree, else in full (the global excludes file).
+            inside = path.startswith(os.path.join(top, ""))
+            shown = os.path.relpath(path, root) if inside else path
+            rules = load_ignore(path, strip=0, prefix=below, relative=shown, skipped=skipped)
             if rules is not None:
                 chain.append(rules)
     folder = top
