@@ -46,6 +46,17 @@ def git_visible(root: Path, env: dict[str, str]) -> set[str]:
     return {name for name in listed.split("\0") if name}
 
 
+def git_check_ignore(root: Path, paths: set[str], env: dict[str, str]) -> set[str]:
+    """The paths `git check-ignore` calls ignored (a file below an ignored folder included)."""
+    assert GIT is not None
+    listed = "".join(f"{p}\0" for p in sorted(paths)).encode("utf-8", errors="surrogateescape")
+    done = subprocess.run(
+        [GIT, "-C", str(root), "check-ignore", "--stdin", "-z"], input=listed, capture_output=True, env=env
+    )
+    assert done.returncode in (0, 1), done.stderr  # 1: none ignored
+    return {name for name in done.stdout.decode("utf-8", errors="surrogateescape").split("\0") if name}
+
+
 def ours(root: Path) -> set[str]:
     return {f.relative for f in walk_files(str(root))}
 
@@ -215,5 +226,6 @@ def test_the_walk_sees_exactly_what_git_sees(files: dict[str, bytes], exclude: s
         (Path(tmp) / "home" / ".config" / "git" / "ignore").write_text(global_line + "\n")
         expected = git_visible(root, env)
         assert ours(root) == expected
+        assert git_check_ignore(root, set(files), env) == set(files) - expected  # git agrees with itself
         context = {p for p in expected if p.rpartition("/")[2].lower() in CONTEXT_FILE_NAMES}
         assert {f.relative for f in find_context_files(root).files} == context
