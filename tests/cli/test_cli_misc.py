@@ -210,3 +210,11 @@ def test_a_chat_without_mcp_sources_does_not_import_the_mcp_sdk() -> None:
     code = "import sys\nimport lamina.cli._session\nprint('mcp' in sys.modules, file=sys.stderr)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr.strip() == "False"
+
+
+def test_resume_with_no_id_asks_for_the_picker() -> None:
+    from lamina.cli import resume_without_id
+
+    assert resume_without_id(["chat", "--resume"]) == ["chat", "--resume", ""]
+    assert resume_without_id(["chat", "--resume", "--model", "x"]) == ["chat", "--resume", "", "--model", "x"]
+    assert resume_without_id(["chat", "--resume", "abc"]) == ["chat", "--resume", "abc"]

@@ -6,6 +6,7 @@ Command modules import the engine, the SDKs and prompt_toolkit inside their func
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -53,4 +54,14 @@ def _root(
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    app(args=resume_without_id(sys.argv[1:]))
+
+
+def resume_without_id(args: list[str]) -> list[str]:
+    """`chat --resume` with no id (last, or followed by an option) becomes `--resume ''`: the picker."""
+    fixed = list(args)
+    for i, arg in enumerate(fixed):
+        if arg == "--resume" and (i + 1 == len(fixed) or fixed[i + 1].startswith("-")):
+            fixed.insert(i + 1, "")
+            break
+    return fixed

@@ -46,9 +46,7 @@ ModeOption = Annotated[
 ]
 ResumeOption = Annotated[
     str | None,
-    typer.Option(
-        "--resume", help="Continue this session id; with an empty value, pick from a list.", show_default=False
-    ),
+    typer.Option("--resume", help="Continue this session id; without an id, pick one from a list.", show_default=False),
 ]
 ContinueOption = Annotated[
     bool, typer.Option("--continue", "-c", help="Continue the latest session started in this directory.")

@@ -50,6 +50,8 @@ def run(
         abort("use --json or --stream-json, not both")
     if resume is not None and continue_:
         abort("use --resume ID or --continue, not both")
+    if resume == "":
+        abort("--resume needs a session id here (see `lamina sessions list`)")
     if text == "-":
         text = sys.stdin.read()
     if not text.strip():
