@@ -111,3 +111,11 @@ def test_markup_and_escapes_in_every_field_of_sessions_list_and_show(
     assert "assistant: " + MARKUP in shown.stdout
     for stream in (chat.stdout, chat.stderr, listed.stdout, shown.stdout):
         assert "\x1b" not in stream and "\x9b" not in stream and "\x07" not in stream
+
+
+def test_markup_and_escapes_in_a_context_file_print_as_text(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("# Rules\n- keep " + MARKUP + ESCAPES + "\n")
+    result = runner.invoke(app, ["context", str(tmp_path), "--text"])
+    assert result.exit_code == 0, result.output
+    assert "- keep [/red] [/] xs[i] + xs[b] [skill:name] [bold]" in result.stdout
+    assert "\x1b" not in result.stdout and "\x9b" not in result.stdout and "\x07" not in result.stdout

@@ -8,12 +8,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
 from lamina.activation import SkillCatalogue
 from lamina.budget import TIER_LABELS, BudgetReport, CacheLayout, budget_of_turn, cache_layout, tool_tokens
-from lamina.cli._console import abort, err, out, print_json
+from lamina.cli._console import abort, err, out, print_json, safe
 from lamina.cli.context import Provider
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
@@ -208,9 +207,9 @@ def _print_report(
 ) -> None:
     preset = snapshot.preset
     preset_name = preset.name if preset.source == "lamina" else f"{preset.name} ({preset.source})"
-    out.print(f"[bold]Context for {escape(str(snapshot.root))}[/bold]", highlight=False)
+    out.print(f"[bold]Context for {safe(str(snapshot.root))}[/bold]", highlight=False)
     out.print(
-        f"The first turn of a new session with the {escape(preset_name)} preset, rendered for {described}. "
+        f"The first turn of a new session with the {safe(preset_name)} preset, rendered for {described}. "
         "Tokens are estimates.",
         highlight=False,
     )
@@ -243,16 +242,16 @@ def _print_parts(turn: TurnContext) -> None:
     for i, part in enumerate(_turn_parts(turn), 1):
         table.add_row(
             str(i),
-            escape(part.key),
+            safe(part.key),
             _tier(part.tier),
             part.stability.value,
-            escape(part.provenance),
+            safe(part.provenance),
             f"{_tokens(part.text):,}",
         )
     out.print(table)
     names = ", ".join(t.name for t in turn.tools) or "none"
     total = sum(tool_tokens(t) for t in turn.tools)
-    out.print(f"Tools: {escape(names)} ({total:,} tokens, tier {_tier(Tier.CATALOGUE)})", highlight=False)
+    out.print(f"Tools: {safe(names)} ({total:,} tokens, tier {_tier(Tier.CATALOGUE)})", highlight=False)
 
 
 def _print_context_files(snapshot: WorkspaceSnapshot) -> None:
@@ -272,7 +271,7 @@ def _print_context_files(snapshot: WorkspaceSnapshot) -> None:
             shown = "shown in full" if f.relative in inlined else "listed"
             if f.truncated:
                 shown += f" (over {len(f.text.encode()):,} bytes: truncated when read)"
-            table.add_row(escape(f.relative), f"{f.size:,}", shown)
+            table.add_row(safe(f.relative), f"{f.size:,}", shown)
         out.print(table)
     else:
         out.print("none found")
@@ -284,7 +283,7 @@ def _print_context_files(snapshot: WorkspaceSnapshot) -> None:
         table.add_column("path", overflow="fold")
         table.add_column("reason", overflow="fold")
         for s in scan.skipped:
-            table.add_row(escape(s.relative), escape(s.reason))
+            table.add_row(safe(s.relative), safe(s.reason))
         out.print(table)
 
 
@@ -294,18 +293,18 @@ def _print_memory_and_preferences(snapshot: WorkspaceSnapshot, workspace: Worksp
     if memory is None:
         out.print("Memory: none (no MEMORY.md at the root)")
     elif isinstance(memory, SkippedPath):
-        out.print(f"Memory: MEMORY.md skipped: {escape(memory.reason)}", highlight=False)
+        out.print(f"Memory: MEMORY.md skipped: {safe(memory.reason)}", highlight=False)
     elif not snapshot.preset.memory:
-        out.print(f"Memory: MEMORY.md found, but the {escape(snapshot.preset.name)} preset leaves it out")
+        out.print(f"Memory: MEMORY.md found, but the {safe(snapshot.preset.name)} preset leaves it out")
     else:
         cut = f", cut to the first {memory.kept_lines:,} lines" if memory.truncated else ""
         out.print(f"Memory: MEMORY.md, {_tokens(memory.text):,} tokens kept{cut}", highlight=False)
     fields = [f.replace("_", " ") for f in ("name", "time_zone", "city", "notes") if getattr(snapshot.preferences, f)]
     where = workspace.preferences_file
     if fields:
-        out.print(f"Preferences: {', '.join(fields)} from {escape(str(where))}", highlight=False)
+        out.print(f"Preferences: {', '.join(fields)} from {safe(str(where))}", highlight=False)
     elif where is not None:
-        out.print(f"Preferences: none set ({escape(str(where))} does not exist or is empty)", highlight=False)
+        out.print(f"Preferences: none set ({safe(str(where))} does not exist or is empty)", highlight=False)
     else:
         out.print("Preferences: none set")
 
@@ -330,8 +329,8 @@ def _print_layout(layout: CacheLayout) -> None:
         mark = f"◀ {numbers[block.position]} ({block.breakpoint})" if block.breakpoint is not None else ""
         table.add_row(
             str(block.position),
-            escape(block.where.replace("].content[", "][").replace(".content", "")),
-            escape(block.label),
+            safe(block.where.replace("].content[", "][").replace(".content", "")),
+            safe(block.label),
             f"{block.tokens:,}",
             f"{block.cumulative:,}",
             block.region,
@@ -339,7 +338,7 @@ def _print_layout(layout: CacheLayout) -> None:
         )
     out.print(table)
     for note in layout.notes:
-        out.print(f"- {escape(note)}", highlight=False)
+        out.print(f"- {safe(note)}", highlight=False)
 
 
 def _print_budget(budget: BudgetReport) -> None:
@@ -353,7 +352,7 @@ def _print_budget(budget: BudgetReport) -> None:
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("spent on", overflow="fold")
     for tier in budget.tiers:
-        table.add_row(_tier(tier.tier), f"{tier.tokens:,}", escape(", ".join(tier.items)))
+        table.add_row(_tier(tier.tier), f"{tier.tokens:,}", safe(", ".join(tier.items)))
     table.add_row("[bold]total[/bold]", f"[bold]{budget.total:,}[/bold]", "")
     out.print(table)
 
@@ -361,8 +360,8 @@ def _print_budget(budget: BudgetReport) -> None:
 def _print_texts(turn: TurnContext) -> None:
     for part in _turn_parts(turn):
         out.print()
-        out.rule(f"{escape(part.key)} ({part.stability.value}, {escape(part.provenance)})")
-        out.print(part.text, markup=False, highlight=False)
+        out.rule(f"{safe(part.key)} ({part.stability.value}, {safe(part.provenance)})")
+        out.print(safe(part.text))
 
 
 # --- skills and sources ------------------------------------------------------------------------------
@@ -399,18 +398,16 @@ def _print_skills_and_sources(skills: SkillScan, sources: SourceScan) -> None:
         "A source's guide is read on demand before its tools' first use; its tokens are paid only then.",
     )
     for skill in skills.skills:
-        out.print(f"  skill {escape(skill.name)} ({skill.scope}): {escape(str(skill.path))}", highlight=False)
+        out.print(f"  skill {safe(skill.name)} ({skill.scope}): {safe(str(skill.path))}", highlight=False)
     for skill in skills.shadowed:
-        out.print(f"  [dim]shadowed: {escape(skill.name)} at {escape(str(skill.path))}[/dim]", highlight=False)
+        out.print(f"  [dim]shadowed: {safe(skill.name)} at {safe(str(skill.path))}[/dim]", highlight=False)
     for problem in skills.problems:
-        out.print(f"  [yellow]skipped skill:[/yellow] {escape(str(problem))}", highlight=False)
+        out.print(f"  [yellow]skipped skill:[/yellow] {safe(str(problem))}", highlight=False)
     for source in sources.sources:
         guide = _guide_tokens(source)
         cost = f"guide {guide:,} tokens on demand" if guide is not None else "guide unreadable"
-        out.print(
-            f"  source {escape(source.slug)} ({source.kind}): {escape(source.description)}; {cost}", highlight=False
-        )
+        out.print(f"  source {safe(source.slug)} ({source.kind}): {safe(source.description)}; {cost}", highlight=False)
     for source_problem in sources.problems:
-        out.print(f"  [yellow]skipped source:[/yellow] {escape(str(source_problem))}", highlight=False)
+        out.print(f"  [yellow]skipped source:[/yellow] {safe(str(source_problem))}", highlight=False)
     if not (skills.skills or skills.problems or sources.sources or sources.problems):
         out.print("  none (skills live in .lamina/skills/<name>/SKILL.md, sources in sources/<slug>/)")
