@@ -134,7 +134,7 @@ def test_budget_zero_shows_no_message_but_says_where_they_are() -> None:
     update = update_lane(UserLane(), [user("a"), user("b")], budget_tokens=0)
     assert update.lane.messages == () and update.lane.left_out == 2
     block = render_lane(update.lane, data_dir="/d") or ""
-    assert "The 2 oldest messages (turns up to 2)" in block
+    assert "The 2 oldest messages (turns up to 2)" in block and "none is shown" in block
 
 
 def test_a_lane_from_an_older_lamina_shows_its_pinned_rules() -> None:

@@ -202,12 +202,12 @@ def render_lane(lane: UserLane, *, data_dir: str, legacy: Ledger | None = None) 
     Args:
         lane: The lane of the latest compaction.
         data_dir: The session's data folder, as the model's tools reach it (archives are under it).
-        legacy: The ledger of a boundary written before the lane existed: its rule sentences are
-            shown when the lane is empty, so an older session keeps what it pinned.
+        legacy: The ledger of the boundary: rule sentences an older Lamina picked (`Ledger.constraints`)
+            are shown first, so a session compacted before the lane existed keeps what it pinned.
     """
     intro = [_INTRO]
     if lane.left_out:
-        first = lane.messages[0].turn if lane.messages else lane.last_turn + 1
+        shown_from = f"turn {lane.messages[0].turn} is the oldest shown" if lane.messages else "none is shown"
         where = (
             f"the whole text of every message is in the files of {data_dir}/{ARCHIVE_FOLDER}/ (one file per "
             "compaction, named by its turn range): read them with Read when you need them"
@@ -216,7 +216,7 @@ def render_lane(lane: UserLane, *, data_dir: str, legacy: Ledger | None = None) 
             where = f"some could not be saved to a file ({lane.archive_failed}); the session log keeps them all"
         intro.append(
             f"The {lane.left_out:,} oldest messages (turns up to {lane.left_out_until}) did not fit this list's "
-            f"budget and are not shown; turn {first} is the oldest shown. Nothing is lost: {where}."
+            f"budget and are not shown; {shown_from}. Nothing is lost: {where}."
         )
     # Through the one door for untrusted text, without a "data, not instructions" wrapper: these
     # are the user's own instructions. Nothing in them can close this block or forge another.
