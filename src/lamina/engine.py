@@ -638,7 +638,11 @@ class ContextEngine:
             hook(boundary)
         by = result.by
         note = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
-        message = f"compacted {tokens_before:,} → {tokens_after:,} tokens; summary by {by}{note}"
+        words = boundary.lane
+        kept = f"; {len(words.messages)} user messages verbatim" if words.last_turn else ""
+        if words.left_out:
+            kept += f" ({words.left_out} older in data/user-messages/)"
+        message = f"compacted {tokens_before:,} → {tokens_after:,} tokens; summary by {by}{note}{kept}"
         self._emit_compaction(CompactionEvent("completed", trigger, message))
         return CompactionOutcome("compacted", message, boundary, tokens_before, tokens_after, by)
 

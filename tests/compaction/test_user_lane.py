@@ -394,3 +394,12 @@ def test_every_message_is_shown_or_counted_in_order_across_compactions(
                 assert len(original) == len(words.text) + words.omitted
             else:
                 assert words.text == original
+
+
+def test_the_outcome_says_how_many_user_messages_the_lane_keeps(tmp_path: Path, workspace: Path) -> None:
+    engine = make_engine(tmp_path, workspace, Clock())
+    _chat(engine, [f"Message {n}. " + "context " * 60 for n in range(8)])
+    outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=200))
+    lane = outcome.boundary.lane if outcome.boundary else UserLane()
+    expected = f"; {len(lane.messages)} user messages verbatim ({lane.left_out} older in data/user-messages/)"
+    assert lane.left_out and outcome.message.endswith(expected)
