@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
+from lamina.session.entries import AssistantMessage, UserMessage
 from lamina.session.store import LocalSessionStore
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply, ToolUse
@@ -91,3 +92,21 @@ def test_run_exit_codes(tmp_path: Path, ws: Path, wire: WireServer, monkeypatch:
     assert no_key.exit_code == 1 and "set ANTHROPIC_API_KEY" in no_key.stderr
     unknown = runner.invoke(app, [*store, "run", "hi", "--model", "nope:x"])
     assert unknown.exit_code == 1 and "nope:x" in unknown.stderr
+
+
+def test_an_automatic_compaction_is_reported(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    store = LocalSessionStore(tmp_path / "store")
+    with store.create(cwd=str(ws)) as session:
+        for n in range(60):
+            session.append(UserMessage(text=f"step {n}: " + "details of the change " * 120))
+            session.append(AssistantMessage(text=f"done {n}", model="claude-sonnet-5"))
+    (ws / ".lamina").mkdir()
+    (ws / ".lamina" / "config.toml").write_text("context_window = 60000\ncompaction_reserve = 20000\n")
+    wire.script(Reply(text="## Summary\nSixty steps of changes."), Reply(text="Carrying on."))
+    args = ["--store", str(tmp_path / "store"), "run", "next", "--model", MODEL, "--resume", session.id]
+    streamed = runner.invoke(app, [*args, "--stream-json"])
+    assert streamed.exit_code == 0, streamed.output
+    events = [json.loads(line) for line in streamed.stdout.splitlines()]
+    compactions = [(e["kind"], e["trigger"]) for e in events if e["type"] == "compaction"]
+    assert compactions == [("started", "threshold"), ("completed", "threshold")]
+    assert events[-1]["text"] == "Carrying on."
