@@ -8,7 +8,8 @@ LaminaError
     ├── SessionError
     │   ├── SessionNotFoundError    no such session in the store
     │   ├── SessionLockedError      another writer holds the session
-    │   └── SessionCorruptError     a log or metadata file that cannot be used
+    │   ├── SessionCorruptError     a log or metadata file that cannot be used (file, line, byte)
+    │   └── SessionIOError          the disk refused a read or write (file, byte)
     └── ProviderError               a model provider refused or failed a request
         ├── ContextOverflowError    the prompt is longer than the model's context window
         ├── RateLimitError          429; `retry_after` when the provider said
@@ -70,14 +71,31 @@ class SessionLockedError(SessionError):
 
 
 class SessionCorruptError(SessionError):
-    """A session file cannot be used as it is; `line` is 1-based when known."""
+    """A session file cannot be used as it is; `line` is 1-based and `offset` a byte offset, when known."""
 
-    def __init__(self, path: Path, reason: str, *, line: int | None = None) -> None:
+    def __init__(self, path: Path, reason: str, *, line: int | None = None, offset: int | None = None) -> None:
         self.path = path
         self.reason = reason
         self.line = line
+        self.offset = offset
         where = f"{path}:{line}" if line is not None else str(path)
+        if offset is not None:
+            where += f" (byte {offset})"
         super().__init__(f"{where}: {reason}")
+
+
+class SessionIOError(SessionError):
+    """The operating system refused to read or write a session file (disk full, permissions, a folder
+    where a file should be). After a failed log write the session takes no more appends: reopen it."""
+
+    def __init__(self, path: Path, action: str, error: OSError, *, offset: int | None = None) -> None:
+        self.path = path
+        self.action = action
+        self.error = error
+        self.offset = offset
+        at = f" at byte {offset}" if offset is not None else ""
+        reason = error.strerror or type(error).__name__
+        super().__init__(f"{path}: cannot {action}{at}: {reason}")
 
 
 class ProviderError(LaminaRuntimeError):

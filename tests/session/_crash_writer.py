@@ -1,21 +1,20 @@
-"""A writer process for the crash test: appends forever, reporting each durable append."""
+"""The writer of the crash test: appends forever, reporting each durable append."""
 
 from __future__ import annotations
 
 import random
-import sys
+from collections.abc import Callable
 
 from lamina.session.entries import AssistantMessage, OutboxRecord, ToolCall, ToolResult, UserMessage
 from lamina.session.store import LocalSessionStore
 
 
-def main(root: str, session_id: str, seed: int) -> None:
+def write_forever(root: str, session_id: str, seed: int, report: Callable[[str], None]) -> None:
+    """Open the session and append until killed; `report` gets "ready" then "D <id>" per durable entry."""
     rng = random.Random(seed)
     store = LocalSessionStore(root)
     session = store.open(session_id)
-    out = sys.stdout
-    out.write("ready\n")
-    out.flush()
+    report("ready\n")
     pending: list[str] = []
     n = 0
     while True:
@@ -35,16 +34,10 @@ def main(root: str, session_id: str, seed: int) -> None:
             entry = OutboxRecord(part_id=f"p{n}", status="queued", kind="note", text="one-shot")
         stamped = session.append(entry)  # OutboxRecord is critical: fsynced before append returns
         if isinstance(stamped, OutboxRecord):
-            out.write(f"D {stamped.id}\n")
-            out.flush()
+            report(f"D {stamped.id}\n")
         else:
             pending.append(stamped.id)
         if n % 7 == 0:  # a turn boundary: group commit
             session.flush()
-            out.write("".join(f"D {i}\n" for i in pending))
-            out.flush()
+            report("".join(f"D {i}\n" for i in pending))
             pending.clear()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

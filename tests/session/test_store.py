@@ -212,22 +212,6 @@ def test_session_folder_without_a_log_is_a_clear_error(store: LocalSessionStore)
     assert store.list()[0].problem == "session log is missing"
 
 
-def test_metadata_is_replaced_atomically_never_unlinked_first(
-    store: LocalSessionStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import os
-
-    calls: list[str] = []
-    real_replace, real_unlink = os.replace, os.unlink
-    monkeypatch.setattr(os, "replace", lambda a, b: (calls.append("replace"), real_replace(a, b))[1])
-    monkeypatch.setattr(os, "unlink", lambda p, **kw: (calls.append("unlink"), real_unlink(p, **kw))[1])
-    with store.create() as session:
-        session.append(UserMessage(text="x"))
-        session.flush()
-    assert "replace" in calls and "unlink" not in calls
-    assert not list(session.folder.glob("*.tmp"))
-
-
 def test_branching_inside_a_session(store: LocalSessionStore) -> None:
     with store.create() as session:
         first = [session.append(e) for e in exchange(1)]

@@ -4,13 +4,14 @@ Every line of a session log is one entry encoded as a JSON object. Each entry ca
 `parent_id` (so a session is a tree), `ts` (seconds since the epoch, UTC), the format version `v`
 and its `type` tag. An entry whose `type` this version does not know (written by a newer Lamina)
 decodes to `UnknownEntry`: it keeps its raw bytes, stays in the tree and is skipped by the
-provider view, so reading a newer log never crashes and forking it never drops data.
+provider view, so reading a newer log never crashes and forking it never drops data. So does an
+entry of a known type written in a newer format version (`v` above `ENTRY_FORMAT_VERSION`).
 """
 
 from __future__ import annotations
 
 import typing
-from typing import Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import msgspec
 
@@ -69,14 +70,19 @@ class UserLane(msgspec.Struct, frozen=True, kw_only=True):
     """Why an archive file could not be written, when one could not (the log still holds every message)."""
 
 
+_Id: TypeAlias = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+"""An entry id as read from a log (checked on decode only: an unstamped entry has the empty id)."""
+
+
 class _EntryBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     # gc=False: decoded entries cannot form reference cycles, and untracked objects keep the
     # collector from rescanning a million-entry log over and over during a full load.
     # `id`, `parent_id` and `ts` are stamped by the session when the entry is appended.
-    id: str = ""
-    parent_id: str | None = None
+    id: _Id = ""
+    parent_id: _Id | None = None
     ts: float = 0.0
-    v: int = ENTRY_FORMAT_VERSION
+    v: Annotated[int, msgspec.Meta(le=ENTRY_FORMAT_VERSION)] = ENTRY_FORMAT_VERSION
+    """Format version; a newer one decodes as `UnknownEntry` (kept byte for byte, not half-understood)."""
 
 
 class UserMessage(_EntryBase, frozen=True, kw_only=True, tag="user"):
@@ -274,10 +280,11 @@ class EntryDecodeError(ValueError):
 
 
 class _Header(msgspec.Struct, frozen=True):
-    id: str
+    id: _Id
     type: str
-    parent_id: str | None = None
+    parent_id: _Id | None = None
     ts: float = 0.0
+    v: int = ENTRY_FORMAT_VERSION
 
 
 _encoder: Final = msgspec.json.Encoder()
@@ -307,6 +314,6 @@ def decode_entry(line: bytes) -> LogEntry:
         header = _header_decoder.decode(line)
     except msgspec.DecodeError:
         raise EntryDecodeError(str(first_error)) from None
-    if header.type in _KNOWN_TYPES:
+    if header.type in _KNOWN_TYPES and header.v <= ENTRY_FORMAT_VERSION:
         raise EntryDecodeError(str(first_error))
     return UnknownEntry(id=header.id, parent_id=header.parent_id, ts=header.ts, type=header.type, raw=bytes(line))

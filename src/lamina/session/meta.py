@@ -1,21 +1,29 @@
 """The metadata file of a session: small, bounded, replaced atomically (I/O).
 
 `meta.json` never holds unbounded text. It is replaced by writing a temporary file, fsyncing it,
-`os.replace`-ing it over the old one and fsyncing the folder: a crash at any instant leaves the old
-file or the new one, never neither (no unlink-then-rename).
+`os.replace`-ing it over the old one and fsyncing the folder: a crash or power loss at any instant
+leaves the old file or the new one, never neither (no unlink-then-rename). The metadata is only a
+cache of facts the log holds; an open reconciles it with the log and rebuilds it when it disagrees.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 from pathlib import Path
-from typing import Final
+from typing import Annotated, Final
 
 import msgspec
 
-from lamina.errors import SessionCorruptError
+from lamina.errors import SessionCorruptError, SessionIOError
+from lamina.session._files import OS_FILES, FileLayer
 
 META_NAME: Final = "meta.json"
+META_MAX_BYTES: Final = 64 * 1024
+"""A metadata file larger than this is not ours: it is reported, not read."""
+
+_Offset = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class ForkOrigin(msgspec.Struct, frozen=True):
@@ -36,47 +44,63 @@ class SessionMeta(msgspec.Struct, frozen=True, kw_only=True):
     title: str = ""
     forked_from: ForkOrigin | None = None
     leaf_id: str | None = None
-    leaf_offset: int = 0
+    leaf_offset: _Offset = 0
     """Log size when `leaf_id` was recorded; a longer log means later appends moved the leaf."""
-    resume_offset: int = 0
+    resume_offset: _Offset = 0
     """Byte offset of the first entry the provider view needs (the latest boundary's first kept entry)."""
-    log_size: int = 0
-    entry_count: int = 0
+    log_size: _Offset = 0
+    entry_count: _Offset = 0
 
 
 _encoder: Final = msgspec.json.Encoder()
 _decoder: Final = msgspec.json.Decoder(SessionMeta)
 
 
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def fsync_dir(folder: Path, files: FileLayer = OS_FILES) -> None:
+    """Make the folder's entries (created, renamed files) durable."""
+    files.fsync_dir(folder)
 
 
-def write_meta(folder: Path, meta: SessionMeta) -> None:
-    """Replace `meta.json` atomically: temporary file, fsync, `os.replace`, fsync of the folder."""
+def write_meta(folder: Path, meta: SessionMeta, files: FileLayer = OS_FILES) -> None:
+    """Replace `meta.json` atomically: temporary file, fsync, `os.replace`, fsync of the folder.
+
+    Raises `SessionIOError` naming the file when the disk refuses (the old file is then intact).
+    """
     target = folder / META_NAME
-    tmp = folder / f".{META_NAME}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    tmp = folder / f".{META_NAME}.{os.getpid()}.{secrets.token_hex(3)}.tmp"
     try:
-        os.write(fd, _encoder.encode(meta))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
-    fsync_dir(folder)
+        fd = files.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            files.write(fd, _encoder.encode(meta))
+            files.fsync(fd)
+        finally:
+            files.close(fd)
+        files.replace(tmp, target)
+        files.fsync_dir(folder)
+    except OSError as exc:
+        _discard(tmp)
+        raise SessionIOError(target, "replace the metadata", exc) from None
+
+
+def _discard(tmp: Path) -> None:
+    with contextlib.suppress(OSError):  # never there, or already renamed: nothing to clean
+        tmp.unlink()
 
 
 def read_meta(folder: Path) -> SessionMeta:
-    """Read `meta.json`; raises `SessionCorruptError` naming the file when it is missing or invalid."""
+    """Read `meta.json`; raises `SessionCorruptError` naming the file when it is missing, unreadable or invalid."""
     path = folder / META_NAME
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read(META_MAX_BYTES + 1)
     except FileNotFoundError:
         raise SessionCorruptError(path, "metadata file is missing") from None
+    except IsADirectoryError:
+        raise SessionCorruptError(path, "metadata file is a folder") from None
+    except OSError as exc:
+        raise SessionCorruptError(path, f"metadata file cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > META_MAX_BYTES:
+        raise SessionCorruptError(path, f"metadata file is larger than {META_MAX_BYTES} bytes")
     try:
         return _decoder.decode(raw)
     except msgspec.DecodeError as exc:

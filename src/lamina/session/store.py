@@ -19,6 +19,8 @@ does not grow with the log.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import os
 import re
 import secrets
@@ -31,7 +33,8 @@ from typing import Final, Protocol, TypeVar
 import msgspec
 import platformdirs
 
-from lamina.errors import SessionCorruptError, SessionNotFoundError, UsageError
+from lamina.errors import SessionCorruptError, SessionIOError, SessionNotFoundError, UsageError
+from lamina.session._files import OS_FILES, FileLayer, write_new_file
 from lamina.session._lock import WriterLock
 from lamina.session.entries import (
     CRITICAL_ENTRY_TYPES,
@@ -42,12 +45,25 @@ from lamina.session.entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session.meta import ForkOrigin, SessionMeta, fsync_dir, read_meta, write_meta
-from lamina.session.scan import CorruptLine, LogScan, TornTail, scan_log
-from lamina.session.tree import MissingEntryError, ProviderView, path_to, provider_view, view_start_id
+from lamina.session.meta import ForkOrigin, SessionMeta, read_meta, write_meta
+from lamina.session.scan import CorruptLine, DuplicateId, LogScan, TornTail, scan_log
+from lamina.session.tree import (
+    LostLine,
+    MissingEntryError,
+    ProviderView,
+    Relink,
+    find_broken_links,
+    mend_links,
+    parent_of,
+    path_to,
+    provider_view,
+    view_start_id,
+)
 
 LOG_NAME: Final = "log.jsonl"
 SUBFOLDERS: Final = ("attachments", "data", "plans")
+CREATING_PREFIX: Final = ".creating-"
+"""A session folder being created is built under this hidden name, then renamed into place."""
 STORE_ENV_VAR: Final = "LAMINA_STORE"
 """Environment variable that overrides the default store root."""
 TITLE_MAX_CHARS: Final = 120
@@ -75,25 +91,42 @@ class LoadReport:
     torn_tail: TornTail | None = None
     corrupt_lines: list[CorruptLine] = field(default_factory=list)
     unknown_entries: int = 0
-    """Entries of types from a newer Lamina: kept, skipped by the provider view."""
+    """Entries of types (or format versions) from a newer Lamina: kept, skipped by the provider view."""
     meta_problem: str | None = None
-    """Why the metadata was rebuilt from the log, if it was."""
+    """Why the metadata was rebuilt from the log, if it was (or why it could not be written)."""
+    bom: bool = False
+    """The log starts with a UTF-8 byte order mark (skipped)."""
+    duplicate_ids: list[DuplicateId] = field(default_factory=list)
+    relinks: list[Relink] = field(default_factory=list)
+    """Entries whose parent was lost, missing, later in the log or part of a cycle, and where they now hang."""
 
     @property
     def clean(self) -> bool:
-        return self.torn_tail is None and not self.corrupt_lines and self.meta_problem is None
+        return (
+            self.torn_tail is None
+            and not self.corrupt_lines
+            and self.meta_problem is None
+            and not self.bom
+            and not self.duplicate_ids
+            and not self.relinks
+        )
 
     def messages(self) -> list[str]:
         """Human-readable lines, one per problem."""
         out: list[str] = []
         if self.meta_problem:
             out.append(f"metadata rebuilt from the log: {self.meta_problem}")
+        if self.bom:
+            out.append("a UTF-8 byte order mark at the start of the log was skipped")
         if self.torn_tail:
             kept = f"; torn bytes kept in {self.torn_tail.saved_to}" if self.torn_tail.saved_to else ""
             out.append(f"torn last line at byte {self.torn_tail.offset} ({self.torn_tail.length} bytes){kept}")
         for c in self.corrupt_lines:
-            where = f"line {c.line}" if c.line is not None else f"byte {c.offset}"
-            out.append(f"corrupt entry skipped at {where}: {c.reason}")
+            out.append(f"corrupt entry skipped at {c.where()}: {c.reason}")
+        for d in self.duplicate_ids:
+            out.append(f"duplicate entry id {d.entry_id} at {d.where()} skipped (first at byte {d.first_offset})")
+        for r in self.relinks:
+            out.append(r.describe())
         if self.unknown_entries:
             out.append(f"{self.unknown_entries} entries of unknown (newer) types kept and skipped")
         return out
@@ -164,25 +197,39 @@ class JsonlSession:
         report: LoadReport,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = _new_entry_id,
+        files: FileLayer = OS_FILES,
     ) -> None:
         self.folder = folder
         self.meta = meta
         self.report = report
         self._clock = clock
         self._new_id = new_id
+        self._files = files
         self._entries: dict[str, LogEntry] = {}
         self._order: list[str] = []
-        self._offsets: dict[str, int] = {}
-        self._loaded_from = meta.log_size  # nothing loaded yet
+        """Ids of the loaded entries in file order (duplicates skipped)."""
+        self._offset_list: list[int] = []
+        """Byte offset of each entry of `_order`."""
+        self._offset_map: dict[str, int] | None = None
+        """Id -> offset, built on first need."""
+        self._links: dict[str, str | None] = {}
+        """Mended parents of entries whose written parent is lost, missing, later or in a cycle."""
+        self._loaded_from = 0
+        """Byte offset from which the log is loaded (0: the whole log)."""
+        self._known_end = 0
+        """End of the bytes read or written so far (a full load reads up to here)."""
         self._leaf: str | None = None
         self._lock = lock
         """The write lock, taken by the store before the metadata is read; None when read-only."""
         self._fd: int | None = None
         self._size = 0
+        """End of the last complete line: where the next append goes."""
+        self._count = meta.entry_count
         self._unsynced = False
         self._dirty_meta = False
         self._torn: TornTail | None = None
-        self._appended = 0
+        self._failed: SessionIOError | None = None
+        """The write error that ended this session's appends; reopen the session to continue."""
         # where the leaf's provider view starts, kept up to date so a flush never walks the tree
         self._view_start: str | None = None
         self._view_start_known = False
@@ -202,31 +249,58 @@ class JsonlSession:
                 data = f.read() if end is None else f.read(end - start)
         except FileNotFoundError:
             raise SessionCorruptError(self.log_path, "session log is missing") from None
+        except OSError as exc:
+            raise SessionIOError(self.log_path, "read the log", exc, offset=start) from None
+        self._known_end = start + len(data)
         return scan_log(data, base_offset=start, first_line=1 if start == 0 else None)
 
-    def _load_tail(self, start: int) -> None:
-        """Load entries from byte `start` to the end of the log."""
-        scan = self._read(start, None)
-        for offset, entry in scan.entries:
-            self._entries[entry.id] = entry
-            self._offsets[entry.id] = offset
-            self._order.append(entry.id)
+    def _load(self, start: int, end: int | None = None) -> bool:
+        """Replace what is in memory with the log from byte `start` (to `end`).
+
+        Returns False when a tail holds damage that only the whole log can mend (a corrupt line, a
+        duplicate id, a parent later in the file); a whole log is always mended here.
+        """
+        scan = self._read(start, end)
+        entries = scan.entries
+        ids = [e.id for e in entries]
+        by_id = dict(zip(ids, entries, strict=True))
+        offsets = scan.offsets
+        duplicates: list[DuplicateId] = []
+        if len(by_id) != len(entries):
+            by_id, ids, offsets, duplicates = _drop_duplicates(scan, whole=start == 0)
+            entries = [by_id[i] for i in ids]
+        self._entries, self._order, self._offset_list, self._offset_map = by_id, ids, offsets, None
+        self._links = {}
+        self._view_start_known = False
         self._torn = scan.torn
         self._size = scan.end
-        self.report.torn_tail = scan.torn
-        self.report.corrupt_lines.extend(scan.corrupt)
-        self.report.unknown_entries += sum(1 for _, e in scan.entries if isinstance(e, UnknownEntry))
         self._loaded_from = start
+        report = self.report
+        if scan.torn is not None or report.torn_tail is None or report.torn_tail.saved_to is None:
+            report.torn_tail = scan.torn
+        report.bom = scan.bom
+        report.corrupt_lines = list(scan.corrupt)
+        report.duplicate_ids = duplicates
+        report.unknown_entries = 0 if scan.lines is None else sum(isinstance(e, UnknownEntry) for e in entries)
+        if start == 0:
+            lost = [LostLine(bisect.bisect_left(offsets, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
+            report.relinks = mend_links(entries, lost)
+            self._links = {r.entry_id: r.new_parent for r in report.relinks}
+            return True
+        if scan.corrupt or duplicates:
+            return False
+        return all(entries[i].parent_id not in by_id for i in find_broken_links(entries))
 
     def _open_for_resume(self) -> None:
         start = self.meta.resume_offset
         if start > 0 and not self._starts_line(start):
             start = 0
-        self._load_tail(start)
+        if not self._load(start):
+            self._load(0, self._known_end)
         self._leaf = self._pick_leaf()
-        if start > 0:
+        if self._loaded_from > 0:
             try:
-                view_start_id(self._entries, self._leaf)
+                view_start_id(self._entries, self._leaf, self._links)
             except MissingEntryError:
                 self.load_all()
 
@@ -239,46 +313,76 @@ class JsonlSession:
                 return f.read(1) == b"\n"
         except FileNotFoundError:
             raise SessionCorruptError(self.log_path, "session log is missing") from None
+        except OSError as exc:
+            raise SessionIOError(self.log_path, "read the log", exc, offset=offset) from None
 
     def _pick_leaf(self) -> str | None:
-        if self.meta.leaf_id is not None and self.meta.leaf_offset >= self._size and self.meta.leaf_id in self._entries:
-            return self.meta.leaf_id
+        """The leaf the metadata names when no append came after it, else the last entry of the log."""
+        meta = self.meta
+        if meta.leaf_id is not None and meta.leaf_offset == self._size:
+            if meta.leaf_id not in self._entries and self._loaded_from > 0:
+                self.load_all()
+            if meta.leaf_id in self._entries:
+                return meta.leaf_id
         return self._order[-1] if self._order else None
 
+    def _count_entries(self) -> int:
+        """Entries in the log: the metadata's count plus what came after it, or a full count."""
+        meta = self.meta
+        offsets = self._offset_list
+        if self._loaded_from <= meta.log_size <= self._size:
+            after = bisect.bisect_left(offsets, meta.log_size)
+            if meta.log_size == self._size or (after < len(offsets) and offsets[after] == meta.log_size):
+                return meta.entry_count + len(offsets) - after
+        self.load_all()
+        return len(self._order)
+
     def _after_open(self, *, rebuild: bool) -> None:
-        """Bring metadata counters up to date with what the open found on disk."""
+        """Bring the metadata up to date with what the open found on disk."""
         if rebuild:
             self.load_all()
-            first_user = next((e for e in self.entries() if isinstance(e, UserMessage)), None)
-            self.meta = msgspec.structs.replace(
-                self.meta,
-                title=_title_from(first_user.text) if first_user else "",
-                entry_count=len(self._order),
-                log_size=0,
-            )
-            self._appended = 0
+            users = (e for e in map(self._entries.__getitem__, self._order) if isinstance(e, UserMessage))
+            first_user = next(users, None)
+            title = _title_from(first_user.text) if first_user is not None else ""
+            self.meta = msgspec.structs.replace(self.meta, title=title)
+            self._count = len(self._order)
         else:
-            # entries appended after the metadata was last written (a crash before `flush`)
-            late = sum(1 for i in self._order if self._offsets[i] >= self.meta.log_size)
-            self._appended = late if self.meta.log_size < self._size else 0
-        stale = self.meta.log_size != self._size or self.meta.leaf_id != self._leaf
-        if self._lock is not None and (rebuild or stale):
+            self._count = self._count_entries()
+        if self._lock is None:
+            return
+        # what this open shows must be durable before anything is built on it (a killed writer's
+        # last appends may still sit in the page cache only)
+        self._fsync_log()
+        meta = self.meta
+        stale = (
+            meta.log_size != self._size
+            or meta.leaf_id != self._leaf
+            or meta.leaf_offset != self._size
+            or meta.entry_count != self._count
+            or meta.resume_offset != self._resume_offset()
+        )
+        if rebuild or stale:
             self._dirty_meta = True
             self._write_meta()
+
+    def _fsync_log(self) -> None:
+        try:
+            fd = self._files.open(self.log_path, os.O_RDONLY)
+            try:
+                self._files.fsync(fd)
+            finally:
+                self._files.close(fd)
+        except OSError as exc:
+            raise SessionIOError(self.log_path, "make the log durable", exc) from None
 
     def load_all(self) -> None:
         """Load the whole log (needed for full history, paths into old branches, forks)."""
         if self._loaded_from == 0:
             return
-        scan = self._read(0, self._loaded_from)
-        for offset, entry in scan.entries:
-            self._entries[entry.id] = entry
-            self._offsets[entry.id] = offset
-        self._order[:0] = [e.id for _, e in scan.entries]
-        # the prefix was read from the start, so its problems come with line numbers
-        self.report.corrupt_lines[:0] = scan.corrupt
-        self.report.unknown_entries += sum(1 for _, e in scan.entries if isinstance(e, UnknownEntry))
-        self._loaded_from = 0
+        leaf = self._leaf
+        self._load(0, self._known_end)
+        if leaf is not None and leaf not in self._entries:  # the tail's copy was a duplicate
+            self._leaf = self._order[-1] if self._order else None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -295,28 +399,43 @@ class JsonlSession:
         if entry_id not in self._entries:
             self.load_all()
         try:
-            return self._entries[entry_id]
+            return self._effective(self._entries[entry_id])
         except KeyError:
             raise UsageError(f"no entry {entry_id!r} in session {self.id}") from None
 
     def entries(self) -> list[LogEntry]:
         """Every entry of the log in file order (the full history a UI scrolls through)."""
         self.load_all()
-        return [self._entries[i] for i in self._order]
+        return self._in_order()
+
+    def _in_order(self) -> list[LogEntry]:
+        entries = self._entries
+        if self._links:
+            return [self._effective(entries[i]) for i in self._order]
+        return [entries[i] for i in self._order]
+
+    def _effective(self, entry: LogEntry) -> LogEntry:
+        """`entry` with its mended parent, when its written one was lost."""
+        if entry.id not in self._links:
+            return entry
+        return with_parent(entry, self._links[entry.id])
 
     def path(self, entry_id: str | None = None) -> list[LogEntry]:
         """The entries from the root to `entry_id` (default: the leaf)."""
         target = self._leaf if entry_id is None else entry_id
+        if target is not None and target not in self._entries:
+            self.load_all()
+            if target not in self._entries:
+                raise UsageError(f"no entry {target!r} in session {self.id}")
         try:
-            return path_to(self._entries, target)
+            path = path_to(self._entries, target, self._links)
         except MissingEntryError:
             self.load_all()
-        if target is not None and target not in self._entries:
-            raise UsageError(f"no entry {target!r} in session {self.id}")
-        try:
-            return path_to(self._entries, target)
-        except MissingEntryError as exc:
-            raise SessionCorruptError(self.log_path, f"entry {exc.entry_id!r} is referenced but missing") from None
+            try:
+                path = path_to(self._entries, target, self._links)
+            except MissingEntryError as exc:  # mending makes this unreachable; never a raw KeyError
+                raise SessionCorruptError(self.log_path, f"entry {exc.entry_id!r} is referenced but missing") from None
+        return [self._effective(e) for e in path] if self._links else path
 
     def view(self) -> ProviderView:
         """The provider view of the current leaf."""
@@ -324,71 +443,117 @@ class JsonlSession:
 
     def _view_path(self) -> list[LogEntry]:
         try:
-            start = view_start_id(self._entries, self._leaf)
+            start = view_start_id(self._entries, self._leaf, self._links)
         except MissingEntryError:
             return self.path()
         path: list[LogEntry] = []
         current = self._leaf
-        while current is not None:
+        for _ in range(len(self._entries)):
+            if current is None:
+                break
             entry = self._entries[current]
             path.append(entry)
             if entry.id == start:
                 break
-            current = entry.parent_id
+            current = parent_of(entry, self._links)
         path.reverse()
-        return path
+        return [self._effective(e) for e in path] if self._links else path
 
     def entries_loaded(self) -> list[LogEntry]:
         """The entries in memory, in file order (after a resume: from the boundary on)."""
-        return [self._entries[i] for i in self._order]
+        return self._in_order()
 
     def loaded_count(self) -> int:
         """How many entries are in memory (a resume loads only the tail)."""
         return len(self._order)
 
+    def _offset_of(self, entry_id: str) -> int | None:
+        if self._offset_map is None:
+            self._offset_map = dict(zip(self._order, self._offset_list, strict=True))
+        return self._offset_map.get(entry_id)
+
     # -- writing -----------------------------------------------------------------------------
 
-    def _writable_fd(self) -> int:
+    def _check_writable(self) -> None:
         if self._lock is None:
             raise UsageError(f"session {self.id} was opened read-only")
+        if self._failed is not None:
+            failed = self._failed
+            raise SessionIOError(
+                failed.path,
+                f"{failed.action} (an earlier write failed; reopen the session)",
+                failed.error,
+                offset=failed.offset,
+            )
+
+    def _writable_fd(self) -> int:
+        self._check_writable()
         if self._fd is None:
-            self._fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fd = self._files.open(self.log_path, os.O_WRONLY | os.O_APPEND)
+            except OSError as exc:
+                raise SessionIOError(self.log_path, "open the log for appending", exc) from None
             if self._torn is not None:
-                self._repair_torn_tail(self._torn)
+                try:
+                    self._repair_torn_tail(fd, self._torn)
+                except OSError as exc:
+                    self._files.close(fd)
+                    raise self._fail("repair the torn last line", exc, self._torn.offset) from None
+            self._fd = fd
         return self._fd
 
-    def _repair_torn_tail(self, torn: TornTail) -> None:
-        assert self._fd is not None
+    def _fail(self, action: str, exc: OSError, offset: int) -> SessionIOError:
+        """Record a failed write: this session takes no more appends (the next open repairs the tail)."""
+        self._failed = SessionIOError(self.log_path, action, exc, offset=offset)
+        return self._failed
+
+    def _repair_torn_tail(self, fd: int, torn: TornTail) -> None:
+        """Make the log end with a complete line before the first append after a crash.
+
+        A complete entry that lost only its newline gets it; anything else is copied to a new
+        `log.jsonl.torn-<offset>` file (never over an older one), made durable with its folder, and
+        only then cut from the log.
+        """
         with open(self.log_path, "rb") as f:
             f.seek(torn.offset)
             tail = f.read()
-        if torn.offset + len(tail) > torn.offset and self._entries_at(torn.offset):
-            # the last entry was complete but lacked its newline: keep it, add the newline
-            os.write(self._fd, b"\n")
+        files = self._files
+        last = self._offset_list[-1] if self._offset_list else -1
+        if tail and last == torn.offset:
+            files.write(fd, b"\n")
+            files.fsync(fd)
             saved = None
             self._size = torn.offset + len(tail) + 1
         else:
-            saved = self.folder / f"{LOG_NAME}.torn-{torn.offset}"
-            with open(saved, "wb") as out:
-                out.write(tail)
-                out.flush()
-                os.fsync(out.fileno())
-            os.truncate(self.log_path, torn.offset)
+            saved = self._save_torn_bytes(torn.offset, tail)
+            files.fsync_dir(self.folder)  # the copy is durable before the log loses the bytes
+            files.ftruncate(fd, torn.offset)
+            files.fsync(fd)
             self._size = torn.offset
-        os.fsync(self._fd)
-        repaired = TornTail(torn.offset, torn.length, saved)
-        self.report.torn_tail = repaired
+        self._known_end = self._size
+        self.report.torn_tail = TornTail(torn.offset, torn.length, saved)
         self._torn = None
+        self._meta_urgent = self._dirty_meta = True
 
-    def _entries_at(self, offset: int) -> bool:
-        return any(off == offset for off in self._offsets.values())
+    def _save_torn_bytes(self, offset: int, tail: bytes) -> Path:
+        for attempt in range(1_000):
+            suffix = "" if attempt == 0 else f".{attempt}"
+            saved = self.folder / f"{LOG_NAME}.torn-{offset}{suffix}"
+            try:
+                write_new_file(self._files, saved, tail)
+            except FileExistsError:
+                continue
+            return saved
+        raise FileExistsError(f"too many torn files at byte {offset} in {self.folder}")
 
     def append(self, entry: E, *, durable: bool | None = None) -> E:
         """Append `entry` as a child of the leaf; it becomes the new leaf.
 
         The id, parent and timestamp are stamped here. The line reaches the kernel at once; it is
         fsynced now when `durable` is true (default: only for critical entries), else at `flush`.
+        Raises `SessionIOError` when the disk refuses; the session then takes no more appends.
         """
+        self._check_writable()
         stamped = msgspec.structs.replace(entry, id=self._new_id(), parent_id=self._leaf, ts=self._clock())
         must_sync = isinstance(stamped, CRITICAL_ENTRY_TYPES) if durable is None else durable
         self._write(stamped, sync=must_sync)
@@ -397,33 +562,51 @@ class JsonlSession:
     def _write(self, entry: LogEntry, *, sync: bool) -> None:
         fd = self._writable_fd()
         line = encode_entry(entry) + b"\n"
-        view = memoryview(line)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
         offset = self._size
+        try:
+            self._files.write(fd, line)
+        except OSError as exc:
+            self._roll_back(fd, offset)
+            raise self._fail("append to the log", exc, offset) from None
         self._size += len(line)
+        self._known_end = self._size
         self._entries[entry.id] = entry
         self._order.append(entry.id)
-        self._offsets[entry.id] = offset
+        self._offset_list.append(offset)
+        if self._offset_map is not None:
+            self._offset_map[entry.id] = offset
         if isinstance(entry, CompactionBoundary):
             self._view_start, self._view_start_known = entry.first_kept_id or entry.id, True
             self._meta_urgent = True
         elif self._leaf is None:
             self._view_start, self._view_start_known = entry.id, True
         self._leaf = entry.id
-        self._appended += 1
+        self._count += 1
         self._dirty_meta = True
         if self.meta.title == "" and isinstance(entry, UserMessage):
             self.meta = msgspec.structs.replace(self.meta, title=_title_from(entry.text))
             self._meta_urgent = True
         if sync:
-            os.fsync(fd)
-            self._unsynced = False
+            self._sync(fd)
             if isinstance(entry, CompactionBoundary):
                 self._write_meta()
         else:
             self._unsynced = True
+
+    def _roll_back(self, fd: int, offset: int) -> None:
+        """Cut the partial line a failed write may have left, so no later line lands on it."""
+        # on failure the session is closed to appends anyway, and the next open reports the torn tail
+        with contextlib.suppress(OSError):
+            self._files.ftruncate(fd, offset)
+
+    def _sync(self, fd: int) -> None:
+        try:
+            self._files.fsync(fd)
+        except OSError as exc:
+            # after a failed fsync the kernel may have dropped the dirty pages: nothing written since
+            # the last good fsync can be trusted, so this session stops here
+            raise self._fail("make the log durable", exc, self._size) from None
+        self._unsynced = False
 
     def flush(self) -> None:
         """The turn boundary: fsync what was appended; refresh the metadata when it matters.
@@ -432,10 +615,12 @@ class JsonlSession:
         otherwise at most every `META_REFRESH_SECONDS` (and on close): a stale `meta.json` only
         makes the next open read a little more, because the open reconciles it with the log.
         """
+        if self._lock is None:
+            return
+        self._check_writable()
         if self._fd is not None and self._unsynced:
-            os.fsync(self._fd)
-            self._unsynced = False
-        if self._dirty_meta and self._lock is not None:
+            self._sync(self._fd)
+        if self._dirty_meta:
             due = time.monotonic() - self._meta_written_at >= META_REFRESH_SECONDS
             if self._meta_urgent or due:
                 self._write_meta()
@@ -444,14 +629,18 @@ class JsonlSession:
         """Byte offset of the first entry the current leaf's provider view needs."""
         if not self._view_start_known:
             try:
-                self._view_start = view_start_id(self._entries, self._leaf)
+                self._view_start = view_start_id(self._entries, self._leaf, self._links)
             except MissingEntryError:
                 return 0
             self._view_start_known = True
         start = self._view_start
-        return self._offsets.get(start, 0) if start is not None else 0
+        if start is None:
+            return 0
+        offset = self._offset_of(start)
+        return offset if offset is not None else 0
 
     def _write_meta(self) -> None:
+        """Replace `meta.json`; a failure is reported (the next open reconciles), never raised."""
         self.meta = msgspec.structs.replace(
             self.meta,
             resume_offset=self._resume_offset(),
@@ -459,10 +648,13 @@ class JsonlSession:
             leaf_id=self._leaf,
             leaf_offset=self._size,
             log_size=self._size,
-            entry_count=self.meta.entry_count + self._appended,
+            entry_count=self._count,
         )
-        write_meta(self.folder, self.meta)
-        self._appended = 0
+        try:
+            write_meta(self.folder, self.meta, self._files)
+        except SessionIOError as exc:
+            self.report.meta_problem = f"metadata could not be written: {exc}"
+            return
         self._dirty_meta = False
         self._meta_urgent = False
         self._meta_written_at = time.monotonic()
@@ -479,12 +671,27 @@ class JsonlSession:
             self.flush()
 
     def close(self) -> None:
-        """Flush and release the write lock. Safe to call twice."""
+        """Flush, write the metadata and release the write lock. Safe to call twice.
+
+        The lock is released even when the flush fails (its error is raised after).
+        """
+        if self._lock is None:
+            return
+        try:
+            if self._failed is None:
+                self.flush()
+                if self._dirty_meta:
+                    self._write_meta()
+        finally:
+            self._abandon()
+
+    def _abandon(self) -> None:
+        """Let go of the descriptor and the lock without writing anything."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):  # nothing left to save through it
+                self._files.close(self._fd)
+            self._fd = None
         if self._lock is not None:
-            self.flush()
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
             self._lock.release()
             self._lock = None
 
@@ -493,6 +700,37 @@ class JsonlSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def with_parent(entry: LogEntry, parent_id: str | None) -> LogEntry:
+    """`entry` hanging from `parent_id` (an unknown entry's raw bytes are rewritten to match)."""
+    if isinstance(entry, UnknownEntry):
+        raw = msgspec.json.decode(entry.raw)
+        if isinstance(raw, dict):
+            raw["parent_id"] = parent_id
+            return msgspec.structs.replace(entry, parent_id=parent_id, raw=msgspec.json.encode(raw))
+    return msgspec.structs.replace(entry, parent_id=parent_id)
+
+
+def _drop_duplicates(
+    scan: LogScan, *, whole: bool
+) -> tuple[dict[str, LogEntry], list[str], list[int], list[DuplicateId]]:
+    """Keep the first entry of each id; report the others with their line and byte offset."""
+    by_id: dict[str, LogEntry] = {}
+    first: dict[str, int] = {}
+    ids: list[str] = []
+    offsets: list[int] = []
+    duplicates: list[DuplicateId] = []
+    for index, (entry, offset) in enumerate(zip(scan.entries, scan.offsets, strict=True)):
+        if entry.id in by_id:
+            line = scan.lines[index] if scan.lines is not None else (index + 1 if whole else None)
+            duplicates.append(DuplicateId(entry.id, offset, line, first[entry.id]))
+            continue
+        by_id[entry.id] = entry
+        first[entry.id] = offset
+        ids.append(entry.id)
+        offsets.append(offset)
+    return by_id, ids, offsets, duplicates
 
 
 def _title_from(text: str) -> str:
@@ -509,39 +747,64 @@ class LocalSessionStore:
         *,
         clock: Callable[[], float] = time.time,
         new_entry_id: Callable[[], str] = _new_entry_id,
+        files: FileLayer = OS_FILES,
     ) -> None:
         self.root = default_store_root(root)
         self._clock = clock
         self._new_entry_id = new_entry_id
+        self._files = files
 
     def folder_of(self, session_id: str) -> Path:
         """The folder of a session (the id is checked, so it cannot point outside the root)."""
         return self.root / check_session_id(session_id)
 
     def _session(self, folder: Path, meta: SessionMeta, *, lock: WriterLock | None, report: LoadReport) -> JsonlSession:
-        return JsonlSession(folder, meta, lock=lock, report=report, clock=self._clock, new_id=self._new_entry_id)
+        return JsonlSession(
+            folder, meta, lock=lock, report=report, clock=self._clock, new_id=self._new_entry_id, files=self._files
+        )
 
     def create(self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None) -> JsonlSession:
-        """Create an empty session and open it for writing."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Create an empty session and open it for writing.
+
+        The folder is built under a hidden name (`.creating-<id>`) and renamed into place once it
+        holds its log and metadata, so an interrupted create never leaves a half-made session.
+        """
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SessionIOError(self.root, "create the store folder", exc) from None
         now = self._clock()
+        files = self._files
         while True:
             session_id = _new_session_id(now)
             folder = self.root / session_id
+            staging = self.root / f"{CREATING_PREFIX}{session_id}"
+            if folder.exists() or staging.exists():
+                continue
+            meta = SessionMeta(
+                id=session_id,
+                created_at=now,
+                updated_at=now,
+                cwd=cwd,
+                title=_title_from(title),
+                forked_from=forked_from,
+            )
             try:
-                folder.mkdir()
-                break
+                files.mkdir(staging)
+                for name in SUBFOLDERS:
+                    files.mkdir(staging / name)
+                files.close(files.open(staging / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                write_meta(staging, meta, files)  # fsyncs the staging folder
+                if folder.exists():
+                    continue
+                files.replace(staging, folder)
+                files.fsync_dir(self.root)
             except FileExistsError:
                 continue
-        for name in SUBFOLDERS:
-            (folder / name).mkdir()
-        (folder / LOG_NAME).touch()
-        meta = SessionMeta(
-            id=session_id, created_at=now, updated_at=now, cwd=cwd, title=_title_from(title), forked_from=forked_from
-        )
-        write_meta(folder, meta)
-        fsync_dir(self.root)
-        session = self._session(folder, meta, lock=WriterLock(folder), report=LoadReport())
+            except OSError as exc:
+                raise SessionIOError(staging, "create the session folder", exc) from None
+            break
+        session = self._session(folder, meta, lock=WriterLock(folder, files=files), report=LoadReport())
         session._loaded_from = 0
         return session
 
@@ -551,37 +814,32 @@ class LocalSessionStore:
         A writer waits up to `wait` seconds for another writer to close the session, then raises
         `SessionLockedError` naming the holder.
 
-        Problems found on the way (torn last line, corrupt lines, unknown entry types, missing or
-        corrupt metadata) are repaired where safe and listed in `session.report`.
+        Problems found on the way (torn last line, corrupt lines, duplicate ids, broken parent links,
+        unknown entry types, missing or corrupt metadata) are repaired where safe and listed in
+        `session.report`; what survives is always loaded. A failed open releases the lock.
         """
         folder = self.folder_of(session_id)
         if not folder.is_dir():
             raise SessionNotFoundError(session_id, self.root)
-        if not (folder / LOG_NAME).is_file():
-            raise SessionCorruptError(folder / LOG_NAME, "session log is missing")
-        report = LoadReport()
-        lock = WriterLock(folder, wait=wait) if writable else None  # before reading what the holder wrote
+        log = folder / LOG_NAME
+        if not log.is_file():
+            reason = "session log is missing" if not log.exists() else "session log is not a regular file"
+            raise SessionCorruptError(log, reason)
+        # the lock comes before reading what the holder wrote
+        lock = WriterLock(folder, wait=wait, files=self._files) if writable else None
+        session: JsonlSession | None = None
         try:
-            try:
-                meta = read_meta(folder)
-            except SessionCorruptError as exc:
-                report.meta_problem = exc.reason
-                stat = (folder / LOG_NAME).stat()
-                meta = SessionMeta(id=session_id, created_at=stat.st_mtime, updated_at=stat.st_mtime)
-            if meta.id != session_id:
-                report.meta_problem = f"metadata names session {meta.id!r}, folder is {session_id!r}"
-                meta = msgspec.structs.replace(meta, id=session_id, resume_offset=0, leaf_id=None)
+            report = LoadReport()
+            meta = _meta_for_open(folder, session_id, report)
+            session = self._session(folder, meta, lock=lock, report=report)
+            session._open_for_resume()
+            session._after_open(rebuild=report.meta_problem is not None)
         except BaseException:
-            if lock is not None:
+            if session is not None:
+                session._abandon()
+            elif lock is not None:
                 lock.release()
             raise
-        session = self._session(folder, meta, lock=lock, report=report)
-        try:
-            session._open_for_resume()
-        except BaseException:
-            session.close()
-            raise
-        session._after_open(rebuild=report.meta_problem is not None)
         return session
 
     def list(self) -> list[SessionSummary]:
@@ -589,8 +847,12 @@ class LocalSessionStore:
         if not self.root.is_dir():
             return []
         rows: list[SessionSummary] = []
-        for folder in self.root.iterdir():
-            if not folder.is_dir() or not _SESSION_ID_RE.fullmatch(folder.name):
+        try:
+            folders = list(self.root.iterdir())
+        except OSError as exc:
+            raise SessionIOError(self.root, "list the store", exc) from None
+        for folder in folders:
+            if not _SESSION_ID_RE.fullmatch(folder.name) or not folder.is_dir():
                 continue
             rows.append(_summary_of(folder))
         rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
@@ -602,10 +864,31 @@ class LocalSessionStore:
             path = source.path(entry_id)
             origin = ForkOrigin(session_id=session_id, entry_id=entry_id)
             forked = self.create(cwd=source.meta.cwd, title=source.meta.title, forked_from=origin)
-        for entry in path:
-            forked._write(entry, sync=False)
-        forked.flush()
+        try:
+            for entry in path:
+                forked._write(entry, sync=False)
+            forked.flush()
+        except BaseException:
+            forked._abandon()
+            raise
         return forked
+
+
+def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> SessionMeta:
+    """The metadata, or a blank one (to be rebuilt from the log) with the reason in `report`."""
+    try:
+        meta = read_meta(folder)
+    except SessionCorruptError as exc:
+        report.meta_problem = exc.reason
+        try:
+            stat = (folder / LOG_NAME).stat()
+        except OSError as err:
+            raise SessionIOError(folder / LOG_NAME, "read the log", err) from None
+        return SessionMeta(id=session_id, created_at=stat.st_mtime, updated_at=stat.st_mtime)
+    if meta.id != session_id:
+        report.meta_problem = f"metadata names session {meta.id!r}, folder is {session_id!r}"
+        meta = msgspec.structs.replace(meta, id=session_id, resume_offset=0, leaf_id=None)
+    return meta
 
 
 def _summary_of(folder: Path) -> SessionSummary:
@@ -615,5 +898,5 @@ def _summary_of(folder: Path) -> SessionSummary:
         return SessionSummary(folder.name, "", 0.0, 0.0, 0, "", None, problem=exc.reason)
     problem = None if (folder / LOG_NAME).is_file() else "session log is missing"
     return SessionSummary(
-        meta.id, meta.title, meta.created_at, meta.updated_at, meta.entry_count, meta.cwd, meta.forked_from, problem
+        folder.name, meta.title, meta.created_at, meta.updated_at, meta.entry_count, meta.cwd, meta.forked_from, problem
     )
