@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.session.entries import ToolResult, UserMessage
 from lamina.session.meta import META_NAME
-from lamina.session.store import LocalSessionStore
+from lamina.session.store import LOG_NAME, LocalSessionStore
 from tests.session.factories import exchange
 
 runner = CliRunner()
@@ -90,3 +90,84 @@ def test_compact_appends_one_boundary_then_reports_already_compacted(tmp_path: P
     finally:
         locked.close()
     assert busy.exit_code == 1 and "already open for writing by pid" in busy.stderr
+
+
+# -- check and repair -------------------------------------------------------------------------
+
+
+def _damaged(tmp_path: Path) -> tuple[LocalSessionStore, str, list[str]]:
+    """A session with a BOM, a corrupt middle line, a duplicate id and a torn tail."""
+    store, session_id = _make(tmp_path)
+    log = store.folder_of(session_id) / LOG_NAME
+    lines = log.read_bytes().splitlines(keepends=True)
+    ids = [json.loads(line)["id"] for line in lines]
+    duplicate = lines[0]
+    lines[2] = b"{garbage\n"
+    log.write_bytes(b"\xef\xbb\xbf" + b"".join(lines) + duplicate + b'{"type":"user","id":"tor')
+    return store, session_id, ids
+
+
+def test_check_reports_every_kind_of_damage_like_fsck(tmp_path: Path) -> None:
+    _, session_id, _ = _damaged(tmp_path)
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check", session_id, "--json"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["ok"] is False
+    findings = data["sessions"][0]["findings"]
+    kinds = {f["kind"] for f in findings}
+    assert {"bom", "corrupt_line", "duplicate_id", "lost_parent", "torn_tail"} <= kinds
+    corrupt = next(f for f in findings if f["kind"] == "corrupt_line")
+    assert (corrupt["file"], corrupt["line"]) == (LOG_NAME, 3) and corrupt["offset"] > 0
+    human = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check", session_id])
+    assert human.exit_code == 1
+    assert f"{session_id}: damage corrupt_line {LOG_NAME}:3 (byte {corrupt['offset']}): skipped line" in human.stdout
+
+
+def test_check_all_reports_stale_metadata_locks_and_leftovers(tmp_path: Path) -> None:
+    store, healthy = _make(tmp_path)
+    with store.create() as stale:
+        stale.append(UserMessage(text="x"))
+    meta_path = stale.folder / META_NAME
+    meta = json.loads(meta_path.read_bytes())
+    meta["entry_count"] = 7
+    meta_path.write_text(json.dumps(meta))
+    (stale.folder / ".lock").write_text("pid 99999 on gone since then")
+    (tmp_path / ".creating-20260101-000000-abcdef").mkdir()
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check", "--all"])
+    assert result.exit_code == 0, result.output  # nothing damaged: stale things are not damage
+    assert f"{healthy}: ok (5 entries)" in result.stdout
+    assert f"{stale.id}: stale stale_metadata {META_NAME}: metadata says entry_count 7 (log: 1)" in result.stdout
+    assert f"{stale.id}: stale stale_lock .lock: stale lock file naming pid 99999 on gone" in result.stdout
+    assert ".creating-20260101-000000-abcdef: stale interrupted_create" in result.stdout
+    both = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check"])
+    assert both.exit_code == 1 and "give one session id, or --all" in both.stderr
+
+
+def test_repair_writes_a_clean_log_and_keeps_the_original(tmp_path: Path) -> None:
+    store, session_id, ids = _damaged(tmp_path)
+    folder = store.folder_of(session_id)
+    original = (folder / LOG_NAME).read_bytes()
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "repair", session_id, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["original_kept_in"] == f"{LOG_NAME}.damaged-1"
+    assert (folder / data["original_kept_in"]).read_bytes() == original
+    changes = "\n".join(data["changes"])
+    for expected in ("byte order mark", "corrupt line at line 3", f"second entry with id {ids[0]}", "torn last line"):
+        assert expected in changes
+    assert f"entry {ids[3]} names a parent whose line is damaged" in changes
+    with store.open(session_id, writable=False) as repaired:
+        assert repaired.report.clean
+        assert [e.id for e in repaired.entries()] == [ids[0], ids[1], ids[3], ids[4]]
+        assert [e.id for e in repaired.path()] == [ids[0], ids[1], ids[3], ids[4]]
+    check = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check", session_id])
+    assert check.exit_code == 0, check.output
+    again = runner.invoke(app, ["--store", str(tmp_path), "sessions", "repair", session_id])
+    assert again.exit_code == 0 and again.stdout.strip() == f"{session_id}: nothing to repair"
+
+
+def test_repair_of_a_locked_session_is_a_clean_error(tmp_path: Path) -> None:
+    store, session_id = _make(tmp_path)
+    with store.open(session_id):
+        result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "repair", session_id])
+    assert result.exit_code == 1 and "already open for writing by pid" in result.stderr

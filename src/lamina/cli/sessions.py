@@ -1,4 +1,4 @@
-"""`lamina sessions …`: list and show sessions of the store."""
+"""`lamina sessions …`: list, show, compact, check and repair sessions of the store."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.table import Table
 
 from lamina.cli._console import abort, err, out, print_json, safe, warn
 from lamina.errors import LaminaError
+from lamina.session.check import SessionHealth, check_session, check_store, repair_session
 from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -183,3 +184,75 @@ def delete(
     except (LaminaError, OSError) as exc:
         abort(f"cannot delete {session_id}: {exc}")
     out.print(f"deleted {safe(session_id)}")
+
+
+# -- check and repair (kept apart from the other commands) ------------------------------------
+
+
+@app.command("check")
+def check(
+    ctx: typer.Context,
+    session_id: Annotated[str | None, typer.Argument(help="The session id; or --all.")] = None,
+    check_all: Annotated[bool, typer.Option("--all", help="Check every session of the store.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Check sessions like `git fsck`: torn tails, skipped lines, broken links, stale metadata and locks.
+
+    Changes nothing. Exit status 1 when a log is damaged (`lamina sessions repair ID` mends it).
+    """
+    if (session_id is None) == (not check_all):
+        abort("give one session id, or --all")
+    store = _store(ctx)
+    try:
+        rows = check_store(store) if check_all else [check_session(store, session_id or "")]
+    except LaminaError as exc:
+        abort(str(exc))
+    damaged = any(row.damaged for row in rows)
+    if as_json:
+        print_json({"ok": not damaged, "sessions": [_health_json(row) for row in rows]})
+    else:
+        if not rows:
+            out.print("no sessions")
+        for row in rows:
+            _print_health(row)
+    if damaged:
+        raise typer.Exit(1)
+
+
+def _health_json(row: SessionHealth) -> dict[str, object]:
+    return {"id": row.id, "ok": row.ok, "damaged": row.damaged, "entries": row.entries, "findings": row.findings}
+
+
+def _print_health(row: SessionHealth) -> None:
+    if not row.findings:
+        out.print(f"{row.id}: ok ({row.entries} entries)", markup=False, highlight=False)
+        return
+    for f in row.findings:
+        where = f.file
+        if f.line is not None:
+            where += f":{f.line}"
+        if f.offset is not None:
+            where += f" (byte {f.offset})"
+        out.print(f"{row.id}: {f.severity} {f.kind} {where}: {f.message}", markup=False, highlight=False)
+
+
+@app.command("repair")
+def repair(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions check --all`).")],
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for a writer holding the session.")] = 0.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Rewrite a clean log beside the damaged one and swap it in atomically (the original is kept)."""
+    try:
+        result = repair_session(_store(ctx), session_id, wait=wait)
+    except LaminaError as exc:
+        abort(str(exc))
+    if as_json:
+        kept = result.original_kept_in.name if result.original_kept_in else None
+        print_json({"id": result.id, "changes": list(result.changes), "original_kept_in": kept})
+        return
+    if not result.changes:
+        out.print(f"{result.id}: nothing to repair", markup=False, highlight=False)
+    for change in result.changes:
+        out.print(f"{result.id}: {change}", markup=False, highlight=False)

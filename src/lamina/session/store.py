@@ -670,6 +670,51 @@ class JsonlSession:
             self._writable_fd()
             self.flush()
 
+    def _rewrite_log(self, data: bytes) -> Path:
+        """Swap in `data` as the log, atomically, keeping the current log as `log.jsonl.damaged-<n>`.
+
+        At every instant `log.jsonl` is the old log or the new one, and the old one is never deleted
+        (it is hard-linked to its new name before the swap). Reloads the session from the new log.
+        """
+        self._check_writable()
+        files = self._files
+        if self._fd is not None:
+            files.close(self._fd)
+            self._fd = None
+        tmp = self.folder / f".{LOG_NAME}.repair.tmp"
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()  # an interrupted earlier repair: only ever a copy
+            write_new_file(files, tmp, data)
+            kept = self._keep_original()
+            files.fsync_dir(self.folder)
+            files.replace(tmp, self.log_path)
+            files.fsync_dir(self.folder)
+        except OSError as exc:
+            raise SessionIOError(self.log_path, "replace the log with its repaired copy", exc) from None
+        leaf = self._leaf
+        self.report = LoadReport()
+        self._load(0)
+        self._leaf = leaf if leaf in self._entries else (self._order[-1] if self._order else None)
+        self._count = len(self._order)
+        self._dirty_meta = self._meta_urgent = True
+        self._write_meta()
+        return kept
+
+    def _keep_original(self) -> Path:
+        for n in range(1, 10_000):
+            kept = self.folder / f"{LOG_NAME}.damaged-{n}"
+            if kept.exists():
+                continue
+            try:
+                self._files.link(self.log_path, kept)
+            except FileExistsError:
+                continue
+            except OSError:  # no hard links here: a durable copy instead
+                write_new_file(self._files, kept, self.log_path.read_bytes())
+            return kept
+        raise FileExistsError(f"too many kept logs in {self.folder}")
+
     def close(self) -> None:
         """Flush, write the metadata and release the write lock. Safe to call twice.
 
