@@ -29,7 +29,7 @@ test: lint typecheck
 	$(BIN)/python -m pytest -q
 
 test-exhaustive: $(STAMP)
-	LAMINA_EXHAUSTIVE=1 $(BIN)/python -m pytest -q
+	LAMINA_EXHAUSTIVE=1 $(BIN)/python -m pytest -q -rP
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks all --quick

@@ -10,10 +10,18 @@ Figures:
   session whose latest compaction boundary sits 200 entries from the end. Resume reads only from
   the boundary's first kept entry, so the three should be flat (within 2x of each other).
 - `full_load_mb_per_s`: `open` + `entries()` (the whole log) of a big session, in MB of log per second.
+- `full_load_ms_100k`: `open` + `entries()` of the 100k-entry session: every entry decoded into its
+  typed struct (msgspec decodes whole chunks of the file; no per-line Python decoding).
 - `peer_sqlite_session_reload_ms_100k` / `peer_sqlite_session_add_items_per_s`: the OpenAI Agents
   SDK's file-backed `SQLiteSession` holding the same 100k items as Responses input item dicts,
   reloaded by a fresh session with `get_items()` (what the SDK does to resume), and filled with
   `add_items` one turn (10 items) per call.
+- `peer_sqlite_session_get_items_limit_ms_100k`: a fresh `SQLiteSession` on the same 100k items
+  reading only the latest N with `get_items(limit=N)`, N being the number of entries our resume
+  loads (the boundary's kept entries and what follows): the like-for-like peer of our resume.
+- `resume_vs_peer_limit_ratio`: `peer_sqlite_session_get_items_limit_ms_100k / resume_ms_100k`, and
+  `full_load_vs_peer_ratio`: `peer_sqlite_session_reload_ms_100k / full_load_ms_100k`. Both are
+  speed-ups: above 1 means Lamina is faster for the same work.
 
 The big logs are written directly (encoded entries plus `meta.json`) rather than through `append`,
 which would take minutes for a million entries; the benchmark checks that a resume loads only the
@@ -290,16 +298,31 @@ async def _peer_fill(sqlite_session: Any, db: Path, items: list[dict[str, Any]])
     session.close()
 
 
-async def _peer_reload_once(sqlite_session: Any, db: Path, n: int) -> float:
-    """Seconds for a fresh session on `db` to reload its items with `get_items()` (the SDK's resume)."""
+async def _peer_reload_once(sqlite_session: Any, db: Path, n: int, *, limit: int | None = None) -> float:
+    """Seconds for a fresh session on `db` to reload its items with `get_items()` (the SDK's resume),
+    or only the latest `limit` of them."""
     started = time.perf_counter()
     fresh = sqlite_session("bench", db_path=db)
-    loaded = await fresh.get_items()
+    loaded = await fresh.get_items(limit=limit)
     fresh.close()
     elapsed = time.perf_counter() - started
-    if len(loaded) != n:
-        raise RuntimeError(f"SQLiteSession reloaded {len(loaded):,} items, it holds {n:,}")
+    expected = n if limit is None else limit
+    if len(loaded) != expected:
+        raise RuntimeError(f"SQLiteSession reloaded {len(loaded):,} items, expected {expected:,}")
     return elapsed
+
+
+def _full_load_ms(store: LocalSessionStore, session_id: str, n: int) -> float:
+    """Milliseconds to open a session and load every entry of its log."""
+    gc.collect()
+    started = time.perf_counter()
+    session = store.open(session_id)
+    loaded = len(session.entries())
+    session.close()
+    elapsed = time.perf_counter() - started
+    if loaded != n:
+        raise RuntimeError(f"full load returned {loaded:,} entries, the log holds {n:,}")
+    return elapsed * 1_000.0
 
 
 def _load_peer() -> tuple[Any, str]:
@@ -371,13 +394,21 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         progress(f"resuming the three sessions (x{resume_runs}) and reloading the peer (x{reload_runs})")
         resume_samples: dict[str, list[float]] = {key: [] for key in sizes}
         reload_samples: list[float] = []
+        limit_samples: list[float] = []
+        full_100k_samples: list[float] = []
+        limit = loaded["100k"]
         for run_no in range(resume_runs):
             for key in sizes:
                 resume_samples[key].append(_resume_once(store, built[key][0]))
-            if sqlite_session is not None and run_no < reload_runs:
-                gc.collect()
-                reload_samples.append(asyncio.run(_peer_reload_once(sqlite_session, peer_db, peer_n)))
+            if sqlite_session is not None:
+                limit_samples.append(asyncio.run(_peer_reload_once(sqlite_session, peer_db, peer_n, limit=limit)))
+            if run_no < reload_runs:  # the whole 100k, ours and the peer's, side by side
+                full_100k_samples.append(_full_load_ms(store, built["100k"][0], sizes["100k"]))
+                if sqlite_session is not None:
+                    gc.collect()
+                    reload_samples.append(asyncio.run(_peer_reload_once(sqlite_session, peer_db, peer_n)))
         resume = {key: _median_ms(samples) for key, samples in resume_samples.items()}
+        full_100k = statistics.median(full_100k_samples)
 
         progress(f"full load of the {sizes[full_load_key]:,}-entry log (x{load_runs})")
         full_id, full_size = built[full_load_key]
@@ -386,6 +417,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     group = statistics.median(group_rates)
     peer_add = statistics.median(peer_add_rates) if peer_add_rates else 0.0
     peer_reload = _median_ms(reload_samples) if reload_samples else 0.0
+    peer_limit = _median_ms(limit_samples) if limit_samples else 0.0
     spread = max(resume.values()) / min(resume.values())
     flat_note = f"max/min over 10k..1M = {spread:.2f}x"
     if spread > 2.0:
@@ -421,8 +453,8 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         if problems[key]:
             parts.append(f"WARNING: {problems[key]}")
         ratio_vs = None
-        if key == "100k" and reload_samples:
-            ratio_vs = ratio(resume[key], peer_reload, "peer_sqlite_session_reload_ms_100k")
+        if key == "100k" and limit_samples:  # like for like: the peer reading the same number of latest items
+            ratio_vs = ratio(resume[key], peer_limit, "peer_sqlite_session_get_items_limit_ms_100k")
         figures.append(Figure(f"resume_ms_{key}", resume[key], "ms", ratio_vs=ratio_vs, note="; ".join(parts)))
     figures.append(
         Figure(
@@ -433,7 +465,44 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             f"({full_size / 1e6:,.0f} MB), median of {load_runs}, {warm}",
         )
     )
+    figures.append(
+        Figure(
+            "full_load_ms_100k",
+            full_100k,
+            "ms",
+            ratio_vs=ratio(full_100k, peer_reload, "peer_sqlite_session_reload_ms_100k") if reload_samples else None,
+            note=f"open + entries() of the 100k-entry log ({built['100k'][1] / 1e6:,.0f} MB), every entry a typed "
+            f"struct, median of {reload_runs}, {warm}",
+        )
+    )
     if sqlite_session is not None:
+        figures.append(
+            Figure(
+                "resume_vs_peer_limit_ratio",
+                peer_limit / resume["100k"],
+                "x",
+                note=f"peer get_items(limit={limit}) {peer_limit:.2f} ms / our resume {resume['100k']:.2f} ms for the "
+                f"same {limit} entries of a 100k session (above 1: Lamina faster)",
+            )
+        )
+        figures.append(
+            Figure(
+                "full_load_vs_peer_ratio",
+                peer_reload / full_100k,
+                "x",
+                note=f"peer get_items() {peer_reload:,.0f} ms / our open + entries() {full_100k:,.0f} ms for all "
+                f"{peer_n:,} entries (above 1: Lamina faster; goal at least 3)",
+            )
+        )
+        figures.append(
+            Figure(
+                "peer_sqlite_session_get_items_limit_ms_100k",
+                peer_limit,
+                "ms",
+                note=f"fresh SQLiteSession + get_items(limit={limit}) on {peer_n:,} items, median of {resume_runs}, "
+                f"{warm}",
+            )
+        )
         figures.append(
             Figure(
                 "peer_sqlite_session_add_items_per_s",

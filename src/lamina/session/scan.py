@@ -1,11 +1,11 @@
 """Decoding log bytes into entries, with torn and corrupt lines reported, never skipped silently (pure).
 
-The fast path decodes a whole chunk of the log in one typed msgspec call (the JSONL lines joined
-into one JSON array) and accepts it only when re-encoding the entries gives back exactly the same
-bytes: the log is then canonical (written by this code: no duplicate keys, no unknown fields, no
-odd spacing) and every line is one entry. Anything else (a torn tail, a corrupt line, an entry of
-a newer type or version, a hand-edited line) falls back to decoding line by line, which reports
-each problem with its line number and byte offset.
+The fast path decodes a whole chunk of the log in one typed msgspec call (`decode_lines`) and
+accepts it only when re-encoding the entries gives back exactly the same bytes: the log is then
+canonical (written by this code: no duplicate keys, no unknown fields, no odd spacing) and every
+line is one entry. Anything else (a torn tail, a corrupt line, an entry of a newer type or
+version, a hand-edited line) sends its chunk to decoding line by line, which reports each problem
+with its line number and byte offset.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from lamina.session.entries import Entry, EntryDecodeError, LogEntry, UnknownEnt
 BOM: Final = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark: some editors add one when a log is saved; it is skipped and reported."""
 
-_list_decoder: Final = msgspec.json.Decoder(list[Entry])
-_list_encoder: Final = msgspec.json.Encoder()
+_entry_decoder: Final = msgspec.json.Decoder(Entry)
+_entry_encoder: Final = msgspec.json.Encoder()
 _SALVAGE_ID: Final = re.compile(rb'"id"\s*:\s*"([A-Za-z0-9._:-]{1,128})"')
 _SALVAGE_PARENT: Final = re.compile(rb'"parent_id"\s*:\s*(?:null|"([A-Za-z0-9._:-]{1,128})")')
 
@@ -124,14 +124,12 @@ def _line_numbers(entries: list[LogEntry], first: int | None) -> list[int | None
 
 def _scan_fast(data: bytes, base_offset: int) -> LogScan | None:
     """A chunk of whole lines in one typed decode, or None when it is not canonical."""
-    body = data[:-1]
-    joined = b"[" + body.replace(b"\n", b",") + b"]"
     try:
-        entries: list[LogEntry] = list(_list_decoder.decode(joined))
+        entries: list[LogEntry] = list(_entry_decoder.decode_lines(data))
     except msgspec.DecodeError:
         return None
-    # one element per line, and the same bytes back: canonical lines, no merged damage
-    if len(entries) != body.count(b"\n") + 1 or _list_encoder.encode(entries) != joined:
+    # the same bytes back, line for line: canonical lines (no duplicate keys, no blank or merged lines)
+    if _entry_encoder.encode_lines(entries) != data:
         return None
     offsets = [base_offset]
     pos = 0

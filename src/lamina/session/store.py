@@ -27,6 +27,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
@@ -69,6 +70,7 @@ STORE_ENV_VAR: Final = "LAMINA_STORE"
 TITLE_MAX_CHARS: Final = 120
 META_REFRESH_SECONDS: Final = 5.0
 """Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""
+_ENTRY_ID: Final = attrgetter("id")
 _SESSION_ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 E = TypeVar("E", bound=Entry)
@@ -208,6 +210,8 @@ class JsonlSession:
         self._entries: dict[str, LogEntry] = {}
         self._order: list[str] = []
         """Ids of the loaded entries in file order (duplicates skipped)."""
+        self._entry_list: list[LogEntry] = []
+        """The loaded entries in file order, parallel to `_order`."""
         self._offset_list: list[int] = []
         """Byte offset of each entry of `_order`."""
         self._offset_map: dict[str, int] | None = None
@@ -262,14 +266,15 @@ class JsonlSession:
         """
         scan = self._read(start, end)
         entries = scan.entries
-        ids = [e.id for e in entries]
+        ids = list(map(_ENTRY_ID, entries))
         by_id = dict(zip(ids, entries, strict=True))
         offsets = scan.offsets
         duplicates: list[DuplicateId] = []
         if len(by_id) != len(entries):
             by_id, ids, offsets, duplicates = _drop_duplicates(scan, whole=start == 0)
             entries = [by_id[i] for i in ids]
-        self._entries, self._order, self._offset_list, self._offset_map = by_id, ids, offsets, None
+        self._entries, self._order, self._entry_list = by_id, ids, entries
+        self._offset_list, self._offset_map = offsets, None
         self._links = {}
         self._view_start_known = False
         self._torn = scan.torn
@@ -409,10 +414,9 @@ class JsonlSession:
         return self._in_order()
 
     def _in_order(self) -> list[LogEntry]:
-        entries = self._entries
         if self._links:
-            return [self._effective(entries[i]) for i in self._order]
-        return [entries[i] for i in self._order]
+            return [self._effective(e) for e in self._entry_list]
+        return list(self._entry_list)
 
     def _effective(self, entry: LogEntry) -> LogEntry:
         """`entry` with its mended parent, when its written one was lost."""
@@ -572,6 +576,7 @@ class JsonlSession:
         self._known_end = self._size
         self._entries[entry.id] = entry
         self._order.append(entry.id)
+        self._entry_list.append(entry)
         self._offset_list.append(offset)
         if self._offset_map is not None:
             self._offset_map[entry.id] = offset

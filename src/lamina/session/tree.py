@@ -16,12 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from operator import attrgetter
+from typing import Final, Literal
 
 from lamina.session.entries import CompactionBoundary, LogEntry, UnknownEntry
 
 Links = Mapping[str, "str | None"]
 """Effective parents that differ from the `parent_id` written in the log."""
+
+
+_ID: Final = attrgetter("id")
+_PARENT: Final = attrgetter("parent_id")
 
 
 class MissingEntryError(KeyError):
@@ -156,6 +161,10 @@ class LostLine:
 
 def find_broken_links(order: Sequence[LogEntry]) -> list[int]:
     """Indices of entries whose parent is not an earlier entry of `order` (one pass, no lookups by walk)."""
+    ids = list(map(_ID, order))
+    parents = list(map(_PARENT, order))
+    if parents[1:] == ids[:-1]:  # a chain without branches (the common case), compared in C
+        return [0] if parents and parents[0] is not None else []
     seen: set[str] = set()
     add = seen.add
     broken: list[int] = []
