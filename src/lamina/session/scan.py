@@ -84,21 +84,22 @@ def scan_log(data: bytes, *, base_offset: int, first_line: int | None) -> LogSca
     complete = data.rfind(b"\n") + 1  # the part made of whole lines; anything after is a torn tail
     if complete <= start:
         complete = start
-    parts: list[tuple[LogScan, int | None]] = []  # each decoded chunk and its first line number
-    line_no = first_line
+    parts: list[tuple[LogScan, int]] = []  # each decoded chunk and where it starts in `data`
+
+    def line_at(pos: int) -> int | None:  # counted only when a line number is needed (damage)
+        return None if first_line is None else first_line + data.count(b"\n", start, pos)
+
     pos = start
     while pos < complete:
         end = data.find(b"\n", min(pos + CHUNK_BYTES, complete - 1)) + 1
         chunk = data[pos:end]
         fast = _scan_fast(chunk, base_offset + pos)
-        parts.append((fast if fast is not None else _scan_lines(chunk, 0, base_offset + pos, line_no), line_no))
-        if line_no is not None:
-            line_no += chunk.count(b"\n")
+        parts.append((fast if fast is not None else _scan_lines(chunk, 0, base_offset + pos, line_at(pos)), pos))
         pos = end
     torn: TornTail | None = None
     if complete < len(data):
-        tail = _scan_lines(data, complete, base_offset, line_no)
-        parts.append((tail, line_no))
+        tail = _scan_lines(data, complete, base_offset, line_at(complete))
+        parts.append((tail, complete))
         torn = tail.torn
     if len(parts) == 1 and parts[0][0].lines is None:  # the common case: one clean chunk
         only = parts[0][0]
@@ -106,12 +107,12 @@ def scan_log(data: bytes, *, base_offset: int, first_line: int | None) -> LogSca
     slow = any(part.lines is not None for part, _ in parts)
     out = LogScan([], [], [], torn, torn.offset if torn is not None else base_offset + complete, bom)
     out.lines = [] if slow else None
-    for part, first in parts:
+    for part, at in parts:
         out.entries.extend(part.entries)
         out.offsets.extend(part.offsets)
         out.corrupt.extend(part.corrupt)
         if out.lines is not None:
-            out.lines.extend(part.lines if part.lines is not None else _line_numbers(part.entries, first))
+            out.lines.extend(part.lines if part.lines is not None else _line_numbers(part.entries, line_at(at)))
     return out
 
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import gc
 import os
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -264,6 +265,10 @@ class JsonlSession:
         Returns False when a tail holds damage that only the whole log can mend (a corrupt line, a
         duplicate id, a parent later in the file); a whole log is always mended here.
         """
+        with _collector_paused():
+            return self._load_unpaused(start, end)
+
+    def _load_unpaused(self, start: int, end: int | None) -> bool:
         scan = self._read(start, end)
         entries = scan.entries
         ids = list(map(_ENTRY_ID, entries))
@@ -750,6 +755,19 @@ class JsonlSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a log is decoded: the entries cannot form cycles, and
+    creating a hundred thousand of them would otherwise set off full collections over and over."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def with_parent(entry: LogEntry, parent_id: str | None) -> LogEntry:
