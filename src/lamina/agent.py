@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
+from lamina.attachments.render import MediaSupport
+from lamina.attachments.store import AttachmentInput
 from lamina.compaction import should_compact
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
@@ -118,18 +120,28 @@ class Agent:
         if self.on_event is not None:
             self.on_event(event)
 
-    async def run_turn(self, user_text: str) -> TurnOutcome:
+    async def run_turn(self, user_text: str, attachments: Sequence[AttachmentInput] = ()) -> TurnOutcome:
         """Run one user turn to the end: model calls and tool calls until the model stops.
 
+        `attachments` are files (paths relative to the workspace, or bytes) sent with the message:
+        checked, converted and stored first, shown as the provider's model can take them.
         Cancelling the task leaves a well-formed log: every tool call gets a result (a synthetic
         "interrupted" one if needed) and the next turn carries a one-shot interruption reminder.
+
+        Raises:
+            AttachmentError: an attached file cannot be used; nothing was sent or logged.
         """
+        capabilities = self.provider.capabilities
+        self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
+        refs = (
+            await asyncio.to_thread(self.engine.attach, attachments, base=self.tools.context.cwd) if attachments else ()
+        )
         if self.activation is not None:  # mentions are parsed once, from the new text only
             for warning in self.activation.before_turn(user_text):
                 self._emit(warning)
         if self._over_threshold():
             await self.compact(trigger="threshold")
-        turn = self.engine.prepare_turn(user_text)
+        turn = self.engine.prepare_turn(user_text, refs)
         usages: list[Usage] = []
         tools_run: list[str] = []
         open_calls: list[ToolCallRequest] = []
@@ -257,9 +269,9 @@ class Agent:
         self.engine.set_mode(mode.value)
         self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
 
-    def run_turn_sync(self, user_text: str) -> TurnOutcome:
+    def run_turn_sync(self, user_text: str, attachments: Sequence[AttachmentInput] = ()) -> TurnOutcome:
         """`run_turn` for synchronous callers (starts and closes its own event loop)."""
-        return asyncio.run(self.run_turn(user_text))
+        return asyncio.run(self.run_turn(user_text, attachments))
 
 
 def open_agent(

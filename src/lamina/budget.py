@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, TypeAlias, assert_never, cast
 
 import msgspec
 
-from lamina.messages import TextBlock, ToolResultBlock, ToolUseBlock, render_tail
+from lamina.messages import DocumentBlock, ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock, render_tail
 from lamina.parts import Part, Tier
 from lamina.placement import (
     AnthropicTarget,
@@ -37,7 +37,7 @@ from lamina.placement.cache_sim import (
     OpenAICacheSimulator,
     TimedRequest,
 )
-from lamina.session.entries import PartRecord
+from lamina.session.entries import PartRecord, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import ToolSpec, TurnContext
 
@@ -166,8 +166,14 @@ def budget_of_turn(turn: TurnContext, *, estimator: TokenEstimator = DEFAULT_EST
                     tally.add(Tier.HISTORY, "history", estimator.count(name + _ENCODER.encode(dict(args)).decode()))
                 case ToolResultBlock(content=content):
                     tally.add(Tier.TOOL_RESULTS, "tool results", estimator.count(content))
+                case ImageBlock() | DocumentBlock():
+                    pass  # counted from the references below, by the providers' formulas
                 case _:
                     assert_never(block)
+    for entry in turn.history:
+        if isinstance(entry, UserMessage):
+            for ref in entry.attachments:
+                tally.add(Tier.HISTORY, "attachments", ref.tokens)
     return tally.report()
 
 

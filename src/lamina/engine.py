@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, overload
 
+from lamina.attachments.render import AttachmentRenderer, MediaSupport
+from lamina.attachments.store import AttachmentInput, AttachmentStore
 from lamina.compaction import entry_tokens, find_cut_point, freed_enough, parse_summary
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS
 from lamina.compaction.lane import (
@@ -35,10 +37,13 @@ from lamina.compaction.ledger import update_ledger
 from lamina.compaction.summarize import Summariser
 from lamina.compaction.summary import turn_prefix_item
 from lamina.defang import admit
+from lamina.messages import AttachmentBlocks, attachment_note
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
+from lamina.placement.targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.session.entries import (
     AssistantMessage,
+    AttachmentRef,
     CompactionBoundary,
     Entry,
     Ledger,
@@ -193,6 +198,9 @@ class ContextEngine:
         self._turn_since_boundary = False
         self._pending: dict[str, OneShot] = {}
         self._render_cache = RenderCache()
+        self.attachments = AttachmentStore(session.folder, time_zone=time_zone, estimator=estimator)
+        """The session's stored attachments."""
+        self._media: MediaSupport | None = None
         self.estimator = estimator
         self.calibration = 1.0
         """Reported input tokens per estimated token, learnt from the provider's usage."""
@@ -432,15 +440,51 @@ class ContextEngine:
             active_sources=self._sources,
         )
 
-    def prepare_turn(self, user_text: str) -> TurnContext:
+    @property
+    def media(self) -> MediaSupport | None:
+        """What the model takes besides text; None: what the target's official API takes."""
+        return self._media
+
+    @media.setter
+    def media(self, value: MediaSupport | None) -> None:
+        if value != self._media:
+            self._media = value
+            self._render_cache = RenderCache()  # completed turns were converted for the old model
+
+    def attach(self, items: Sequence[AttachmentInput], *, base: Path | None = None) -> tuple[AttachmentRef, ...]:
+        """Check, convert and store files for the next user message (see `AttachmentStore.add_all`).
+
+        Raises:
+            AttachmentError: a file cannot be used; nothing was stored and nothing logged.
+        """
+        return self.attachments.add_all(items, base=base)
+
+    def _attachment_blocks(self, target: RenderTarget) -> AttachmentBlocks:
+        match target:
+            case AnthropicTarget():
+                support = self._media or MediaSupport(vision=True, pdf=True)
+                return AttachmentRenderer(self.attachments, "anthropic", support)
+            case OpenAIChatTarget() | OpenAIResponsesTarget():
+                return AttachmentRenderer(self.attachments, "openai", self._media or MediaSupport(vision=True))
+            case _:
+                return attachment_note
+
+    def prepare_turn(self, user_text: str, attachments: Sequence[AttachmentRef | AttachmentInput] = ()) -> TurnContext:
         """Build this turn's context exactly once, and log it as built.
 
         Appends the user message and a `TurnRecord` of the turn context. One-shot parts pending in
-        the outbox are carried, and stay pending until `commit`.
+        the outbox are carried, and stay pending until `commit`. `attachments` are references from
+        `attach`, or files to attach now: every file is stored durably before the user message
+        that refers to it is logged.
+
+        Raises:
+            AttachmentError: an attached file cannot be used; nothing was logged.
         """
+        stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
+        refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         stable = self._refresh_stable()
         stable_seen = self._stable_seen_digest == stable.digest
-        user = self.record(UserMessage(text=user_text))
+        user = self.record(UserMessage(text=user_text, attachments=refs))
         turn = TurnContext(
             id=self._new_id(),
             session_id=self.session.id,
@@ -464,7 +508,8 @@ class ContextEngine:
 
     def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
         """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
-        return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache)
+        blocks = self._attachment_blocks(target)
+        return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache, attachments=blocks)
 
     def commit(self, turn: TurnContext) -> None:
         """Mark the turn's one-shot parts delivered: the provider accepted a request carrying them.

@@ -44,6 +44,15 @@ class UnknownPresetError(UsageError):
         super().__init__(f"unknown system prompt preset {name!r}; known presets: {', '.join(known)}")
 
 
+class AttachmentError(UsageError):
+    """A file given as an attachment cannot be used (unknown type, corrupt, encrypted, too large)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(f"attachment {name!r}: {reason}")
+
+
 class LaminaRuntimeError(LaminaError):
     """A failure outside the caller's control (disk, provider, another process)."""
 

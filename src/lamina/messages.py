@@ -10,13 +10,14 @@ result whose call is not in view is dropped, so no request is refused for a spli
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from lamina.defang import admit, render_block
 from lamina.session.entries import (
     AssistantMessage,
+    AttachmentRef,
     LogEntry,
     OutboxRecord,
     PartRecord,
@@ -94,7 +95,32 @@ class ToolResultBlock:
     is_error: bool = False
 
 
-Block: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image the user attached, as the bytes to send (already fitted to the provider)."""
+
+    media_type: str
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentBlock:
+    """A document the user attached (a PDF), for a model that reads it natively."""
+
+    media_type: str
+    data: bytes = field(repr=False)
+    title: str
+
+
+Block: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock | DocumentBlock
+
+AttachmentBlocks: TypeAlias = Callable[[AttachmentRef], Sequence[Block]]
+"""How a stored attachment is shown to the model in use (see `lamina.attachments.AttachmentRenderer`)."""
+
+
+def attachment_note(ref: AttachmentRef) -> Sequence[Block]:
+    """An attachment as a one-line note, where nothing better is known about the model."""
+    return (TextBlock(f"[attached file: {admit(ref.name)} ({ref.media_type})]"),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +143,14 @@ def to_messages(
     *,
     prelude: str | None = None,
     current_tail: tuple[str, str] | None = None,
+    attachments: AttachmentBlocks = attachment_note,
 ) -> list[Message]:
     """Messages for `entries` in order.
 
     Each user message carries the tail its turn record says it was sent with; `current_tail`
     (user entry id, tail) overrides it for the turn being sent. `prelude` is text put first as a
-    user message (a compaction summary).
+    user message (a compaction summary). A user message's attachments come before its text, as
+    `attachments` shows them.
     """
     tails = turn_tails(entries)
     if current_tail is not None:
@@ -135,7 +163,10 @@ def to_messages(
         if isinstance(entry, UserMessage | AssistantMessage):
             _close_open_calls(out, open_calls)
         match entry:
-            case UserMessage(text=text, id=entry_id):
+            case UserMessage(text=text, id=entry_id, attachments=refs):
+                for ref in refs:
+                    for block in attachments(ref):
+                        _append(out, "user", block)
                 if text:
                     _append(out, "user", TextBlock(text))
                 tail = tails.get(entry_id)

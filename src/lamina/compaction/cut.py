@@ -74,12 +74,14 @@ class CutPoint:
 
 
 def entry_tokens(entry: LogEntry, *, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> int:
-    """Tokens an entry adds to a request: its text, a tool call's name and input, a turn's tail.
+    """Tokens an entry adds to a request: its text and attachments, a tool call's name and input, a turn's tail.
 
     Entries that are not sent to the model (state changes, outbox records, labels, ...) count 0.
     """
     match entry:
-        case UserMessage(text=text) | AssistantMessage(text=text):
+        case UserMessage(text=text, attachments=attachments):
+            return estimator.count(text) + sum(a.tokens for a in attachments)  # images: the providers' formulas
+        case AssistantMessage(text=text):
             return estimator.count(text)
         case ToolCall(name=name, input=args):
             return estimator.count(f"{name} {_json(args)}")

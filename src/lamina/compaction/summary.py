@@ -317,7 +317,7 @@ def _conversation(entries: Sequence[LogEntry], max_tool_chars: int) -> list[str]
         match entry:
             case UserMessage(text=text, attachments=attachments):
                 if attachments:
-                    text = f"{text}\n[attachments: {', '.join(attachments)}]"
+                    text = f"{text}\n[attachments: {', '.join(a.name for a in attachments)}]"
                 blocks.append(defang(text, source="user", authority=Authority.USER_DATA, max_chars=_whole(text)))
             case AssistantMessage(text=text) if text:
                 blocks.append(defang(text, source="assistant", authority=Authority.TOOL_OUTPUT, max_chars=_whole(text)))

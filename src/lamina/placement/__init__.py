@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
 from lamina.defang import render_block
-from lamina.messages import Message, TextBlock, to_messages
+from lamina.messages import AttachmentBlocks, Message, TextBlock, attachment_note, to_messages
 from lamina.placement._anthropic import render_anthropic, wire_messages
 from lamina.placement._openai import (
     chat_wire_messages,
@@ -66,7 +66,13 @@ class RenderCache:
         # per target kind: entries consumed, the last of them, and their wire messages
         self._prefix: dict[str, tuple[int, LogEntry | None, list[dict[str, Any]]]] = {}
 
-    def past_wire(self, kind: str, past: Sequence[LogEntry], convert: WireConverter) -> Sequence[dict[str, Any]]:
+    def past_wire(
+        self,
+        kind: str,
+        past: Sequence[LogEntry],
+        convert: WireConverter,
+        attachments: AttachmentBlocks = attachment_note,
+    ) -> Sequence[dict[str, Any]]:
         """Wire messages of the completed turns `past`, extending the last result when `past` extends it.
 
         The result is the cache's own list: read it, copy it, never change it.
@@ -75,15 +81,23 @@ class RenderCache:
         if done > len(past) or (done and past[done - 1] is not last):
             done, wire = 0, []  # another view (a branch, a compaction): start over, segments still memoised
         if done < len(past):
-            wire.extend(m for segment in split_turns(past[done:]) for m in self.wire(kind, segment, convert))
+            wire.extend(
+                m for segment in split_turns(past[done:]) for m in self.wire(kind, segment, convert, attachments)
+            )
             self._prefix[kind] = (len(past), past[-1], wire)
         return wire
 
-    def wire(self, kind: str, segment: Sequence[LogEntry], convert: WireConverter) -> list[dict[str, Any]]:
+    def wire(
+        self,
+        kind: str,
+        segment: Sequence[LogEntry],
+        convert: WireConverter,
+        attachments: AttachmentBlocks = attachment_note,
+    ) -> list[dict[str, Any]]:
         key = (kind, segment[0].id, segment[-1].id, len(segment))
         cached = self._memo.get(key)
         if cached is None:
-            cached = self._memo[key] = convert(to_messages(segment))
+            cached = self._memo[key] = convert(to_messages(segment, attachments=attachments))
         return cached
 
 
@@ -117,7 +131,9 @@ def _prelude(turn: TurnContext) -> list[Message]:
     return [Message("user", tuple(blocks))] if blocks else []
 
 
-def turn_messages(turn: TurnContext, continuation: Sequence[LogEntry] = ()) -> list[Message]:
+def turn_messages(
+    turn: TurnContext, continuation: Sequence[LogEntry] = (), attachments: AttachmentBlocks = attachment_note
+) -> list[Message]:
     """The conversation a request carries: summary, completed turns, this turn's message and tool loop so far.
 
     Each turn is converted on its own (no message merges across turns), which is what lets a
@@ -126,20 +142,25 @@ def turn_messages(turn: TurnContext, continuation: Sequence[LogEntry] = ()) -> l
     past, now = _segments(turn, continuation)
     messages = _prelude(turn)
     for segment in split_turns(past):
-        messages += to_messages(segment)
-    messages += to_messages(now, current_tail=(turn.user_entry_id, turn.tail))
+        messages += to_messages(segment, attachments=attachments)
+    messages += to_messages(now, current_tail=(turn.user_entry_id, turn.tail), attachments=attachments)
     return messages
 
 
 def _wire(
-    turn: TurnContext, kind: str, convert: WireConverter, continuation: Sequence[LogEntry], cache: RenderCache | None
+    turn: TurnContext,
+    kind: str,
+    convert: WireConverter,
+    continuation: Sequence[LogEntry],
+    cache: RenderCache | None,
+    attachments: AttachmentBlocks,
 ) -> list[dict[str, Any]]:
     if cache is None:
-        return convert(turn_messages(turn, continuation))
+        return convert(turn_messages(turn, continuation, attachments))
     past, now = _segments(turn, continuation)
     wire = convert(_prelude(turn))
-    wire += cache.past_wire(kind, past, convert)
-    wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail)))
+    wire += cache.past_wire(kind, past, convert, attachments)
+    wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail), attachments=attachments))
     return wire
 
 
@@ -149,20 +170,26 @@ def render(
     *,
     continuation: Sequence[LogEntry] = (),
     cache: RenderCache | None = None,
+    attachments: AttachmentBlocks = attachment_note,
 ) -> RenderedRequest:
     """The request body for `turn` in `target`'s format.
 
     `continuation` holds the entries appended since the turn was prepared (the tool loop so far),
     so every model call of a turn renders from the same turn context. `cache` (optional) reuses
-    the conversion of completed turns across requests.
+    the conversion of completed turns across requests. `attachments` shows the user's attached
+    files (`lamina.attachments.AttachmentRenderer` for the model in use; by default a note each).
     """
     match target:
         case AnthropicTarget():
-            return render_anthropic(turn, _wire(turn, "anthropic", wire_messages, continuation, cache), target)
+            return render_anthropic(
+                turn, _wire(turn, "anthropic", wire_messages, continuation, cache, attachments), target
+            )
         case OpenAIChatTarget():
-            return render_openai_chat(turn, _wire(turn, "chat", chat_wire_messages, continuation, cache), target)
+            return render_openai_chat(
+                turn, _wire(turn, "chat", chat_wire_messages, continuation, cache, attachments), target
+            )
         case OpenAIResponsesTarget():
-            wire = _wire(turn, "responses", responses_wire_items, continuation, cache)
+            wire = _wire(turn, "responses", responses_wire_items, continuation, cache, attachments)
             return render_openai_responses(turn, wire, target)
         case SdkManagedTarget():
             return render_sdk_managed(turn)

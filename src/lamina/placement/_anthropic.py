@@ -11,10 +11,11 @@ The breakpoints move with every request, each model call of a tool loop included
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from lamina.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.messages import DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lamina.placement.targets import AnthropicTarget, CacheTtl
 from lamina.turn import TurnContext
 
@@ -40,6 +41,12 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
                 if is_error:
                     result["is_error"] = True
                 out.append(result)
+            case ImageBlock(media_type=media, data=data):
+                source = {"type": "base64", "media_type": media, "data": base64.b64encode(data).decode()}
+                out.append({"type": "image", "source": source})
+            case DocumentBlock(media_type=media, data=data, title=title):
+                source = {"type": "base64", "media_type": media, "data": base64.b64encode(data).decode()}
+                out.append({"type": "document", "source": source, "title": title})
     return out
 
 

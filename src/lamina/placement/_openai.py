@@ -8,12 +8,13 @@ routed to the same cache.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from lamina.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lamina.placement.targets import OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.turn import TurnContext
 
@@ -30,6 +31,23 @@ def stable_text(turn: TurnContext) -> str:
 def _arguments(args: Any) -> str:
     # key order as the model produced it: re-encoding must not reorder, or the prefix changes
     return msgspec.json.encode(dict(args)).decode()
+
+
+def _data_url(media_type: str, data: bytes) -> str:
+    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
+
+
+def _chat_part(block: Block) -> dict[str, Any] | None:
+    """A user content part in the Chat Completions shape (None: not a user content part)."""
+    match block:
+        case TextBlock(text=text):
+            return {"type": "text", "text": text}
+        case ImageBlock(media_type=media, data=data):
+            return {"type": "image_url", "image_url": {"url": _data_url(media, data), "detail": "high"}}
+        case DocumentBlock(media_type=media, data=data, title=title):
+            return {"type": "file", "file": {"filename": title, "file_data": _data_url(media, data)}}
+        case _:
+            return None
 
 
 def chat_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -54,8 +72,9 @@ def chat_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         for block in message.blocks:  # tool results first: they answer the previous assistant message
             if isinstance(block, ToolResultBlock):
                 out.append({"role": "tool", "tool_call_id": block.call_id, "content": block.content})
-        if texts:
-            out.append({"role": "user", "content": [{"type": "text", "text": t} for t in texts]})
+        parts = [p for p in map(_chat_part, message.blocks) if p is not None]
+        if parts:
+            out.append({"role": "user", "content": parts})
     return out
 
 
@@ -97,6 +116,12 @@ def responses_wire_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     )
                 case ToolResultBlock(call_id=call_id, content=content):
                     out.append({"type": "function_call_output", "call_id": call_id, "output": content})
+                case ImageBlock(media_type=media, data=data):
+                    image = {"type": "input_image", "image_url": _data_url(media, data), "detail": "high"}
+                    out.append({"role": "user", "content": [image]})
+                case DocumentBlock(media_type=media, data=data, title=title):
+                    document = {"type": "input_file", "filename": title, "file_data": _data_url(media, data)}
+                    out.append({"role": "user", "content": [document]})
     return out
 
 

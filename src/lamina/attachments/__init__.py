@@ -1,0 +1,40 @@
+"""Attachments: files the user gives with a message, stored once and shown right to each model (SPEC F10).
+
+A file (by path or bytes) is typed from its content, checked, converted and stored
+content-addressed in the session's `attachments/` folder by `AttachmentStore`; the log's user
+message holds `AttachmentRef`s, never bytes. `AttachmentRenderer` turns a reference into the
+blocks a given provider and model take: image and PDF blocks, or neutralised text, or a note.
+"""
+
+from lamina.attachments._images import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
+from lamina.attachments.render import AttachmentRenderer, MediaSupport, describe
+from lamina.attachments.store import (
+    INLINE_TEXT_CHARS,
+    MAX_ATTACHMENT_BYTES,
+    PREVIEW_CHARS,
+    AttachmentInput,
+    AttachmentStore,
+    NamedBytes,
+)
+from lamina.errors import AttachmentError
+from lamina.session.entries import AttachmentRef, ImageRendition
+
+__all__ = [
+    "INLINE_TEXT_CHARS",
+    "LIMITS",
+    "MAX_ATTACHMENT_BYTES",
+    "MAX_INPUT_PIXELS",
+    "PREVIEW_CHARS",
+    "AttachmentError",
+    "AttachmentInput",
+    "AttachmentRef",
+    "AttachmentRenderer",
+    "AttachmentStore",
+    "ImageLimits",
+    "ImageRendition",
+    "MediaSupport",
+    "NamedBytes",
+    "anthropic_tokens",
+    "describe",
+    "openai_tokens",
+]
