@@ -37,7 +37,7 @@ from lamina.compaction.ledger import update_ledger
 from lamina.compaction.summarize import Summariser
 from lamina.compaction.summary import turn_prefix_item
 from lamina.defang import admit
-from lamina.messages import AttachmentBlocks, attachment_note
+from lamina.messages import AttachmentBlocks
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.placement.targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
@@ -466,8 +466,8 @@ class ContextEngine:
                 return AttachmentRenderer(self.attachments, "anthropic", support)
             case OpenAIChatTarget() | OpenAIResponsesTarget():
                 return AttachmentRenderer(self.attachments, "openai", self._media or MediaSupport(vision=True))
-            case _:
-                return attachment_note
+            case _:  # a text-only prompt: notes for images, converted text for documents
+                return AttachmentRenderer(self.attachments, "anthropic", MediaSupport())
 
     def prepare_turn(self, user_text: str, attachments: Sequence[AttachmentRef | AttachmentInput] = ()) -> TurnContext:
         """Build this turn's context exactly once, and log it as built.

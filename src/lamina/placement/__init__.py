@@ -164,6 +164,15 @@ def _wire(
     return wire
 
 
+def _attached_text(turn: TurnContext, attachments: AttachmentBlocks) -> list[str]:
+    """This turn's attachments as text, for a backend whose prompt is text only."""
+    user = next((e for e in reversed(turn.history) if e.id == turn.user_entry_id), None)
+    if not isinstance(user, UserMessage):
+        return []
+    blocks = [b for ref in user.attachments for b in attachments(ref)]
+    return [b.text for b in blocks if isinstance(b, TextBlock)]
+
+
 def render(
     turn: TurnContext,
     target: RenderTarget,
@@ -192,7 +201,7 @@ def render(
             wire = _wire(turn, "responses", responses_wire_items, continuation, cache, attachments)
             return render_openai_responses(turn, wire, target)
         case SdkManagedTarget():
-            return render_sdk_managed(turn)
+            return render_sdk_managed(turn, _attached_text(turn, attachments))
         case _:
             assert_never(target)
 
