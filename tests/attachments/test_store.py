@@ -6,6 +6,7 @@ import io
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from lamina.attachments import (
     openai_tokens,
 )
 from lamina.messages import DocumentBlock, ImageBlock, TextBlock
+from lamina.session.entries import EntryDecodeError, UserMessage, decode_entry, encode_entry
 from tests.attachments import files
 
 
@@ -206,3 +208,15 @@ def test_converted_text_is_neutralised_and_a_long_one_is_a_preview_with_a_path(s
     assert str(path) in preview.text and "Read" in preview.text
     assert path.read_bytes() == long_text
     assert len(preview.text) < 6_000
+
+
+def test_a_log_line_cannot_name_a_file_outside_the_attachments(store: AttachmentStore) -> None:
+    (ref,) = store.add_all([NamedBytes("a.txt", b"hello\n")])
+    line = encode_entry(UserMessage(id="u1", text="hi", attachments=(ref,)))
+    assert decode_entry(line) == UserMessage(id="u1", text="hi", attachments=(ref,))
+    for field, value in (("sha256", "../../etc/passwd"), ("text", "../../../.ssh/id_rsa")):
+        forged = msgspec.json.encode(
+            {**msgspec.json.decode(line), "attachments": [{**msgspec.to_builtins(ref), field: value}]}
+        )
+        with pytest.raises(EntryDecodeError):
+            decode_entry(forged)
