@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
+    from lamina.attachments import NamedBytes
     from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
     from lamina.defang import defang
     from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
     from lamina.errors import (
+        AttachmentError,
         AuthenticationError,
         ContextOverflowError,
         LaminaError,
@@ -53,6 +55,7 @@ _LAZY: Final = {
     "ToolStarted": "lamina.agent",
     "TurnOutcome": "lamina.agent",
     "open_agent": "lamina.agent",
+    "NamedBytes": "lamina.attachments",
     "DeterministicSummariser": "lamina.compaction.summarize",
     "ProviderSummariser": "lamina.compaction.summarize",
     "Summariser": "lamina.compaction.summarize",
@@ -60,6 +63,7 @@ _LAZY: Final = {
     "CompactionEvent": "lamina.engine",
     "CompactionOutcome": "lamina.engine",
     "ContextEngine": "lamina.engine",
+    "AttachmentError": "lamina.errors",
     "AuthenticationError": "lamina.errors",
     "ContextOverflowError": "lamina.errors",
     "LaminaError": "lamina.errors",
@@ -111,6 +115,7 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AnthropicTarget",
+    "AttachmentError",
     "AuthenticationError",
     "Authority",
     "CompactionEvent",
@@ -121,6 +126,7 @@ __all__ = [
     "LaminaError",
     "LocalSessionStore",
     "ModelCallFinished",
+    "NamedBytes",
     "OpenAIChatTarget",
     "OpenAIResponsesTarget",
     "OverloadedError",

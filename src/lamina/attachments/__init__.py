@@ -6,7 +6,7 @@ message holds `AttachmentRef`s, never bytes. `AttachmentRenderer` turns a refere
 blocks a given provider and model take: image and PDF blocks, or neutralised text, or a note.
 """
 
-from lamina.attachments._images import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
+from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
 from lamina.attachments.render import AttachmentRenderer, MediaSupport, describe
 from lamina.attachments.store import (
     INLINE_TEXT_CHARS,

@@ -9,68 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import io
-import math
 import warnings
 from dataclasses import dataclass
-from typing import Final, Literal
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, SENDABLE, TOKENS, ImageLimits, Provider, fit_size
 from lamina.errors import AttachmentError
 from lamina.session.entries import ImageRendition
-
-Provider = Literal["anthropic", "openai"]
-
-MAX_INPUT_PIXELS: Final = 50_000_000
-"""Largest image accepted (width × height), checked from the header before any pixel is decoded."""
-
-
-@dataclass(frozen=True, slots=True)
-class ImageLimits:
-    """One provider's documented image limits."""
-
-    long_edge: int
-    """Longest side in pixels."""
-    short_edge: int
-    """Shortest side in pixels (0: no limit of its own)."""
-    max_pixels: int
-    max_bytes: int
-    """Largest encoded image the API takes."""
-
-
-LIMITS: Final[dict[Provider, ImageLimits]] = {
-    # Anthropic vision guide: images over 1568 px on the long edge or ~1.15 megapixels are scaled
-    # down by the API anyway; the API refuses images over 5 MB.
-    "anthropic": ImageLimits(long_edge=1568, short_edge=0, max_pixels=1_150_000, max_bytes=5 * 1024 * 1024),
-    # OpenAI vision guide (high detail): fitted into 2048 x 2048, then the short side to 768 px.
-    "openai": ImageLimits(long_edge=2048, short_edge=768, max_pixels=2048 * 768, max_bytes=20 * 1024 * 1024),
-}
-
-_SENDABLE: Final = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
-"""Formats both providers take, as Pillow names them."""
-
-
-def anthropic_tokens(width: int, height: int) -> int:
-    """Anthropic's documented estimate: width × height / 750."""
-    return math.ceil(width * height / 750)
-
-
-def openai_tokens(width: int, height: int) -> int:
-    """OpenAI's documented high-detail cost: 85 plus 170 per 512-pixel tile (after its own scaling)."""
-    w, h = _fit(width, height, LIMITS["openai"])
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-
-
-_TOKENS: Final = {"anthropic": anthropic_tokens, "openai": openai_tokens}
-
-
-def _fit(width: int, height: int, limits: ImageLimits) -> tuple[int, int]:
-    scale = min(1.0, limits.long_edge / max(width, height), math.sqrt(limits.max_pixels / (width * height)))
-    if limits.short_edge:
-        scale = min(scale, limits.short_edge / min(width, height))
-    if scale >= 1.0:
-        return width, height
-    return max(1, math.floor(width * scale)), max(1, math.floor(height * scale))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +82,16 @@ def _rendition(
     provider: Provider, original: bytes, image: Image.Image, source_format: str, *, animated: bool, rotated: bool
 ) -> tuple[ImageRendition, bytes]:
     limits = LIMITS[provider]
-    size = _fit(image.width, image.height, limits)
+    size = fit_size(image.width, image.height, limits)
     untouched = (
-        source_format in _SENDABLE
+        source_format in SENDABLE
         and not animated
         and not rotated
         and size == image.size
         and len(original) <= limits.max_bytes
     )
     if untouched:
-        data, media = original, _SENDABLE[source_format]
+        data, media = original, SENDABLE[source_format]
     else:
         data, media, size = _encode(image, size, source_format, limits)
     rendition = ImageRendition(
@@ -155,7 +101,7 @@ def _rendition(
         width=size[0],
         height=size[1],
         size=len(data),
-        tokens=_TOKENS[provider](*size),
+        tokens=TOKENS[provider](*size),
     )
     return rendition, data
 
@@ -176,5 +122,5 @@ def _encode(
         frame.save(out, format=fmt, **options)
         data = out.getvalue()
         if len(data) <= limits.max_bytes or min(size) <= 16:
-            return data, _SENDABLE[fmt], size
+            return data, SENDABLE[fmt], size
         size = (max(1, size[0] * 3 // 4), max(1, size[1] * 3 // 4))  # still too many bytes: smaller

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias
 
-from lamina.attachments._sniff import sniff
 from lamina.errors import AttachmentError
 from lamina.session.entries import AttachmentRef
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -142,10 +141,12 @@ class AttachmentStore:
         name, data = self._load(item, base)
         if len(data) > MAX_ATTACHMENT_BYTES:
             raise AttachmentError(name, f"the file has {len(data):,} bytes, more than {MAX_ATTACHMENT_BYTES:,}")
-        sniffed = sniff(data, name)
-        # Pillow, pypdf and markitdown load on the first attachment, not with the engine
+        # puremagic, Pillow, pypdf and markitdown load on the first attachment, not with the engine
         from lamina.attachments._convert import to_text
         from lamina.attachments._images import prepare_image
+        from lamina.attachments._sniff import sniff
+
+        sniffed = sniff(data, name)
 
         sha = hashlib.sha256(data).hexdigest()
         files: list[tuple[Path, bytes]] = [(self.path(sha), data)]
