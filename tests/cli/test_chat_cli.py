@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session.entries import StateChange, ToolResult
+from lamina.session.entries import StateChange, ToolResult, UserMessage
 from lamina.session.store import LocalSessionStore
 
 runner = CliRunner()
@@ -67,3 +67,26 @@ def test_chat_warns_about_an_unknown_skill(tmp_path: Path, monkeypatch: pytest.M
     )
     assert result.exit_code == 0, result.output
     assert "warning: unknown skill [skill:nope]" in result.stderr
+
+
+def test_chat_attach_sends_a_file_with_the_next_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("remember the milk\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": [{"text": "Milk."}]}))
+    monkeypatch.chdir(workspace)
+    store = tmp_path / "store"
+    result = runner.invoke(
+        app,
+        ["--store", str(store), "chat", "--model", f"scripted:{script}"],
+        input="/attach missing.png\n/attach notes.txt\nWhat should I remember?\n/quit\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "no file missing.png" in result.stderr
+    assert "attached to your next message: notes.txt" in result.stderr
+    session_id = LocalSessionStore(store).list()[0].id
+    with LocalSessionStore(store).open(session_id, writable=False) as session:
+        (user,) = [e for e in session.entries() if isinstance(e, UserMessage)]
+    assert user.text == "What should I remember?"
+    assert [(a.name, a.media_type) for a in user.attachments] == [("notes.txt", "text/plain")]

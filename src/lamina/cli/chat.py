@@ -7,7 +7,7 @@ does Ctrl-D. Heavy modules are imported when the command runs, so `lamina --help
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
@@ -22,11 +22,12 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-COMMANDS: Final = ("/help", "/model", "/mode", "/compact", "/context", "/sessions", "/quit", "/exit")
+COMMANDS: Final = ("/help", "/model", "/mode", "/attach", "/compact", "/context", "/sessions", "/quit", "/exit")
 HELP: Final = """\
 /help              this list
 /model SPEC        switch the model (anthropic:ID, openai:ID, openai-responses:ID, openai-compat:URL#ID)
 /mode [MODE]       show or switch the permission mode: explore, ask or execute
+/attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
 /compact [FOCUS]   compact the conversation now (the log keeps everything)
 /context           how full the context window is, and what is in it
 /sessions          recent sessions in this directory
@@ -171,6 +172,8 @@ class _State:
         self.settings = settings
         self.spec = settings.model
         self.session_id = ""
+        self.attachments: list[Path] = []
+        """Files `/attach` queued for the next message."""
 
 
 async def _loop(
@@ -199,7 +202,8 @@ async def _loop(
                 return
             continue
         message = line.rstrip()
-        await _turn(agent, view, message[1:] if text.startswith("//") else message)
+        attachments, state.attachments = state.attachments, []
+        await _turn(agent, view, message[1:] if text.startswith("//") else message, attachments)
 
 
 async def _cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | None:
@@ -226,13 +230,13 @@ async def _cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | No
         view.finish()
 
 
-async def _turn(agent: Agent, view: TurnView, text: str) -> None:
+async def _turn(agent: Agent, view: TurnView, text: str, attachments: Sequence[Path] = ()) -> None:
     from lamina.cli._console import err, safe
     from lamina.errors import LaminaError
 
     view.waiting()
     try:
-        outcome = await _cancellable(agent.run_turn(text), view)
+        outcome = await _cancellable(agent.run_turn(text, attachments), view)
     except LaminaError as exc:
         view.finish()
         err.print(f"[red]error:[/red] {safe(exc)}")
@@ -282,6 +286,14 @@ async def _command(
             state.spec = arg
             view.model = model_name(arg)
             err.print(f"[dim]model {safe(arg)}[/dim]")
+        case "/attach":
+            path = (workspace / Path(arg).expanduser()) if arg else None
+            if path is not None and not path.is_file():
+                err.print(f"no file {safe(arg)}")
+            elif path is not None:
+                state.attachments.append(path)
+            queued = ", ".join(p.name for p in state.attachments) or "nothing"
+            err.print(f"[dim]attached to your next message: {safe(queued)}[/dim]")
         case "/compact":
             view.waiting("compacting…")
             try:
