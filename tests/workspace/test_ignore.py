@@ -162,9 +162,14 @@ def test_name_based_skips_apply_only_to_what_git_does_not_track(tmp_path: Path) 
             "dist/AGENTS.md": b"untracked output\n",
             "node_modules/pkg/CLAUDE.md": b"a dependency\n",
             ".github/AGENTS.md": b"tracked\n",
+            "env/pyvenv.cfg": b"home = /usr/bin\n",
+            "env/AGENTS.md": b"a virtual environment under any name\n",
         }
         make_repo(root, files, env)
         assert [f.relative for f in find_context_files(root).files] == []
+        git(root, "add", "env/AGENTS.md", env=env)
+        assert [f.relative for f in find_context_files(root).files] == ["env/AGENTS.md"]
+        git(root, "rm", "-q", "--cached", "env/AGENTS.md", env=env)
         assert "node_modules/pkg/CLAUDE.md" not in ours(root)  # Glob and Grep skip it too
         git(root, "add", "build/AGENTS.md", ".github/AGENTS.md", "node_modules/pkg/CLAUDE.md", env=env)
         assert [f.relative for f in find_context_files(root).files] == [

@@ -13,12 +13,12 @@ What the walk matches and skips:
   and the global excludes file, unless they ignore the root itself. A line git cannot use is
   left out and reported in `skipped` with its file and line; the scan goes on.
 - Folders skipped by name, unless git tracks a file in them: every dot-folder (`.venv`, `.cache`,
-  `.next`, …) and the names in `SKIPPED_DIR_NAMES` (`node_modules`, `build`, `dist`, `out`,
-  `target`, `__pycache__`, `venv`, `site-packages`, …). Inside a git work tree one
-  `git ls-files` over those folders tells which hold tracked files (a tracked `build/` with its
-  own `AGENTS.md` is source, not output); without git the names are skipped. Version-control
-  folders (`.git`, `.hg`, …) are never entered, nor a folder holding a `pyvenv.cfg` (a virtual
-  environment under any name). The root itself is always scanned, whatever its name.
+  `.next`, …), the names in `SKIPPED_DIR_NAMES` (`node_modules`, `build`, `dist`, `out`,
+  `target`, `__pycache__`, `venv`, `site-packages`, …) and any folder holding a `pyvenv.cfg` (a
+  virtual environment under any name). Inside a git work tree one `git ls-files` over those
+  folders tells which hold tracked files (a tracked `build/` with its own `AGENTS.md` is source,
+  not output); without git they are skipped. Version-control folders (`.git`, `.hg`, …) are
+  never entered. The root itself is always scanned, whatever its name.
 - Symlinks: a symlinked *folder* is never followed (as git and ripgrep do), so a link to a parent
   cannot loop and a link to `/` cannot drag the whole disk in; every folder entered is also
   recorded by `(st_dev, st_ino)` so a bind mount inside itself is entered once. A symlinked
@@ -538,16 +538,20 @@ def _walk(
     out = _WalkResult()
     visited: set[tuple[int, int]] = set()
     queue: deque[_Queued] = deque([(root, "", 0, _rules_above(root, skipped, out.watched))])
-    held: list[_Queued] = []  # folders skipped by name, entered only if git tracks something in them
+    held: list[_Queued] = []  # folders skipped by name (or as a virtual environment), entered if git tracks files there
+    entered: set[str] = set()  # held folders git tracks files in: entered whatever they look like
     top = _work_tree_top(root)
     while True:
         while queue:
-            _visit(queue.popleft(), queue, held, visited, skipped, out, progress, watch)
+            _visit(queue.popleft(), queue, held, visited, skipped, out, progress, watch, entered)
         if not held or top is None:
             break
         out.watched.append(os.path.join(top, ".git", "index"))
         tracked = _tracked_folders(root, [relative for _, relative, _, _ in held])
-        queue.extend(item for item in held if item[1] in tracked)
+        for item in held:
+            if item[1] in tracked:
+                entered.add(item[0])
+                queue.append(item)
         held = []
     return out
 
@@ -561,6 +565,7 @@ def _visit(
     out: _WalkResult,
     progress: Callable[[int], None] | None,
     watch: FolderWatch | None,
+    entered: set[str],
 ) -> None:
     folder, relative, depth, chain = item
     if watch is not None:
@@ -569,6 +574,14 @@ def _visit(
         listing = _list(folder)
     except OSError as exc:
         skipped.append(SkippedPath(Path(folder), relative or ".", f"cannot list folder: {_describe(exc)}"))
+        return
+    if listing.venv and depth > 0 and folder not in entered:
+        # A virtual environment, whatever its folder's name: held like the named folders. Stamped,
+        # so that a `pyvenv.cfg` removed is noticed; not marked visited, so it can be entered later.
+        out.folders.append(folder)
+        out.folder_ctimes.append(listing.ctime_ns)
+        out.views.append(_view(listing))
+        held.append(item)
         return
     if listing.key is not None:
         if listing.key in visited:
@@ -583,8 +596,6 @@ def _visit(
         progress(out.scanned)
     base = relative + "/" if relative else ""
     prefix = folder if folder.endswith(os.sep) else folder + os.sep
-    if listing.venv and depth > 0:
-        return  # a virtual environment, whatever its folder's name (its files are never tracked)
     if listing.gitignore:
         path = prefix + ".gitignore"
         out.watched.append(path)
