@@ -167,8 +167,10 @@ def test_name_based_skips_apply_only_to_what_git_does_not_track(tmp_path: Path) 
         }
         make_repo(root, files, env)
         assert [f.relative for f in find_context_files(root).files] == []
+        assert "env/AGENTS.md" not in ours(root)  # Glob and Grep skip a virtual environment too
         git(root, "add", "env/AGENTS.md", env=env)
         assert [f.relative for f in find_context_files(root).files] == ["env/AGENTS.md"]
+        assert "env/AGENTS.md" in ours(root) and "env/pyvenv.cfg" in ours(root)
         git(root, "rm", "-q", "--cached", "env/AGENTS.md", env=env)
         assert "node_modules/pkg/CLAUDE.md" not in ours(root)  # Glob and Grep skip it too
         git(root, "add", "build/AGENTS.md", ".github/AGENTS.md", "node_modules/pkg/CLAUDE.md", env=env)

@@ -5,10 +5,10 @@
 - whatever the project's `.gitignore` files (and `.git/info/exclude`) ignore, with the same rules
   as the context-file scan (`lamina.workspace._ignore`): nested files, `!` re-includes, and the
   enclosing work tree's rules above `base`;
-- version-control folders (`.git`, `.hg`, `.svn`, …) and virtual environments (any folder
-  holding a `pyvenv.cfg`);
-- dependency folders (`node_modules`, …) and `__pycache__`, unless git tracks a file in them
-  (inside a git work tree, one `git ls-files` over those folders once the rest is walked).
+- version-control folders (`.git`, `.hg`, `.svn`, …);
+- dependency folders (`node_modules`, …), `__pycache__` and virtual environments (any folder
+  holding a `pyvenv.cfg`), unless git tracks a file in them (inside a git work tree, one
+  `git ls-files` over those folders once the rest is walked).
 
 Other dot-files and dot-folders are listed (`.github/workflows/ci.yml` is worth finding). `base`
 itself is always walked, even if it is ignored: naming it was a choice. Symlinked folders are
@@ -61,13 +61,15 @@ def walk_files(base: str) -> Iterator[FoundFile]:
     visited: set[tuple[int, int]] = set()
     stack: list[_Queued] = [(base, "", rules_above(base, skipped))]
     held: list[_Queued] = []
+    entered: set[str] = set()  # held folders git tracks files in
     while True:
         while stack:
-            yield from _visit(stack, held, visited, skipped)
+            yield from _visit(stack, held, visited, skipped, entered)
         if not held or work_tree_top(base) is None:
             return
         tracked = tracked_folders(base, [relative for _, relative, _ in held])
         stack = [item for item in reversed(held) if item[1] in tracked]
+        entered.update(item[0] for item in stack)
         held = []
 
 
@@ -75,22 +77,28 @@ _Queued = tuple[str, str, tuple[IgnoreRules, ...]]
 
 
 def _visit(
-    stack: list[_Queued], held: list[_Queued], visited: set[tuple[int, int]], skipped: list[SkippedPath]
+    stack: list[_Queued],
+    held: list[_Queued],
+    visited: set[tuple[int, int]],
+    skipped: list[SkippedPath],
+    entered: set[str],
 ) -> list[FoundFile]:
-    folder, relative, chain = stack.pop()
+    item = stack.pop()
+    folder, relative, chain = item
     try:
         st = os.stat(folder)
         with os.scandir(folder) as listing:
             entries = sorted(listing, key=lambda entry: entry.name, reverse=True)
     except OSError:
         return []
+    names = {entry.name for entry in entries}
+    if relative and "pyvenv.cfg" in names and folder not in entered:
+        held.append(item)  # a virtual environment: entered only if git tracks files in it
+        return []
     if st.st_ino:
         if (st.st_dev, st.st_ino) in visited:
             return []  # a bind mount inside itself
         visited.add((st.st_dev, st.st_ino))
-    names = {entry.name for entry in entries}
-    if relative and "pyvenv.cfg" in names:
-        return []
     prefix = relative + "/" if relative else ""
     if ".gitignore" in names:
         rules = load_ignore(
