@@ -4,13 +4,20 @@ A `FolderWatch` is told about every folder a scan lists, just before the listing
 after the listing can slip through. It watches for entries added, removed or renamed (not for
 writes: the few files a scan read are checked by their stamps). `changed(relevant)` reads the
 queued events without blocking: the kernel queues an event before the call that caused it returns,
-so a change made before `changed` is called is always seen. Where inotify is missing or a limit is
-reached (watches, instances, a queue overflow), the watch reports itself unusable or changed and
-the cache falls back to its stamps, or walks again.
+so a change made before `changed` is called is always seen.
+
+One inotify instance serves the whole process (instances are few: 128 per user by default, shared
+with every editor and tool the user runs). The kernel gives one watch per folder and instance, so
+two scans of the same tree share their watches; the events are handed to every scan watching the
+folder. A watch no scan needs any more is removed. Where inotify is missing or a limit is reached
+(watches, a queue overflow), the watch reports itself unusable or changed, and the cache falls
+back to its stamps, or walks again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, Final
@@ -33,36 +40,105 @@ _IN_Q_OVERFLOW: Final = 0x4000
 _IN_IGNORED: Final = 0x8000
 _IN_ISDIR: Final = 0x40000000
 _MASK: Final = _IN_CREATE | _IN_DELETE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_DELETE_SELF | _IN_MOVE_SELF
-_ALWAYS: Final = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_Q_OVERFLOW | _IN_IGNORED
-"""Events that mean the watch no longer covers what was listed: a watched folder went away, or events were lost."""
+_GONE: Final = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED
+"""Events that mean a watched folder went away (its watch is dropped by the kernel)."""
+
+
+class _Hub:
+    """The process's inotify instance and which watches want which folder's events."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle: Any = handle
+        self.lock = threading.Lock()
+        self.subscribers: dict[int, weakref.WeakSet[FolderWatch]] = {}
+
+    def add(self, folder: str, watch: FolderWatch) -> int:
+        with self.lock:
+            wd: int = self.handle.add_watch(folder, _MASK)
+            self.subscribers.setdefault(wd, weakref.WeakSet()).add(watch)
+            return wd
+
+    def drain(self, relevant: Callable[[str, bool], bool]) -> None:
+        """Read every queued event and mark the watches it concerns as changed."""
+        with self.lock:
+            try:
+                events = self.handle.read(timeout=0)
+            except (OSError, ValueError):
+                events = None
+            if events is None:  # the instance broke: no watch can be trusted
+                for watches in self.subscribers.values():
+                    for watch in watches:
+                        watch._changed = True
+                return
+            for event in events:
+                if event.mask & _IN_Q_OVERFLOW:  # events were lost: any folder may have changed
+                    for everyone in self.subscribers.values():
+                        for watch in everyone:
+                            watch._changed = True
+                    continue
+                concerned = self.subscribers.get(event.wd)
+                if not concerned:
+                    continue
+                if event.mask & _GONE or relevant(event.name, bool(event.mask & _IN_ISDIR)):
+                    for watch in concerned:
+                        watch._changed = True
+                if event.mask & _IN_IGNORED:
+                    del self.subscribers[event.wd]
+
+    def release(self, wds: list[int], watch: FolderWatch | None = None) -> None:
+        """`watch` no longer needs `wds` (None: it was collected); a folder no watch needs is no longer watched."""
+        with self.lock:
+            for wd in wds:
+                watches = self.subscribers.get(wd)
+                if watches is None:
+                    continue
+                if watch is not None:
+                    watches.discard(watch)
+                if not watches:
+                    del self.subscribers[wd]
+                    with contextlib.suppress(OSError):  # the folder is gone, and its watch with it
+                        self.handle.rm_watch(wd)
+
+
+_hub: _Hub | None = None
+_hub_failed = False
+_hub_lock = threading.Lock()
+
+
+def _the_hub() -> _Hub | None:
+    global _hub, _hub_failed
+    with _hub_lock:
+        if _hub is None and not _hub_failed and _inotify is not None:
+            try:
+                _hub = _Hub(_inotify.INotify())
+            except OSError:
+                _hub_failed = True  # no instance left: stamps for the rest of the process
+        return _hub
 
 
 class FolderWatch:
-    """An inotify instance watching the folders of one scan for entries added, removed or renamed."""
+    """The folders of one scan, watched for entries added, removed or renamed."""
 
-    def __init__(self, handle: Any) -> None:
-        self._handle: Any = handle
-        self._finalizer = weakref.finalize(self, handle.close)
+    def __init__(self, hub: _Hub) -> None:
+        self._hub = hub
+        self._wds: list[int] = []
         self.usable = True
         """False once a folder could not be watched (a limit was reached): the stamps must decide."""
         self._changed = False
+        self._finalizer = weakref.finalize(self, hub.release, self._wds)
 
     @classmethod
     def open(cls) -> FolderWatch | None:
         """A new watch, or None where inotify is not available (not Linux, no module, no instance left)."""
-        if _inotify is None:
-            return None
-        try:
-            return cls(_inotify.INotify())
-        except OSError:
-            return None
+        hub = _the_hub()
+        return cls(hub) if hub is not None else None
 
     def add(self, folder: str) -> None:
         """Watch `folder` from now on; a failure makes the watch unusable (and frees it)."""
         if not self.usable:
             return
         try:
-            self._handle.add_watch(folder, _MASK)
+            self._wds.append(self._hub.add(folder, self))
         except OSError:
             self.usable = False
             self.close()
@@ -70,20 +146,15 @@ class FolderWatch:
     def changed(self, relevant: Callable[[str, bool], bool]) -> bool:
         """Whether an event since the watches were added matters: `relevant(name, is_folder)`, or a lost watch.
 
-        Once true, it stays true. Not thread-safe (the cache calls it under its lock).
+        Once true, it stays true. The events read are handed to every watch of the process with the
+        same `relevant` (the cache has one).
         """
-        if self._changed:
-            return True
-        try:
-            events = self._handle.read(timeout=0)
-            for event in events:
-                if event.mask & _ALWAYS or relevant(event.name, bool(event.mask & _IN_ISDIR)):
-                    self._changed = True
-                    break
-        except (OSError, ValueError):  # closed or broken: trust nothing
-            self._changed = True
+        if not self._changed:
+            self._hub.drain(relevant)
         return self._changed
 
     def close(self) -> None:
-        """Free the inotify instance (also done when the watch is collected)."""
-        self._finalizer()
+        """Stop watching the folders no other scan watches (also done when the watch is collected)."""
+        self._changed = True
+        self._hub.release(self._wds, self)
+        self._finalizer.detach()
