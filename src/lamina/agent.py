@@ -41,6 +41,9 @@ from lamina.turn import TurnContext
 from lamina.workspace import WorkspaceContext
 from lamina.workspace.context_files import ContextFileFinder
 
+_LANE_SHARE = 4
+"""The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolStarted:
@@ -111,7 +114,8 @@ class Agent:
     keep_tokens: int = DEFAULT_KEEP_TOKENS
     """Tokens of recent history a compaction keeps verbatim."""
     user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS
-    """Tokens of the user's own earlier messages shown verbatim after a compaction summary (newest first)."""
+    """Tokens of the user's own earlier messages shown verbatim after a compaction summary (newest first);
+    at most a quarter of the model's context window."""
     activation: Activation | None = None
     """Skills and sources: mentions in the user's text become required reads."""
     on_event: Callable[[AgentEvent], None] | None = None
@@ -204,12 +208,14 @@ class Agent:
     ) -> CompactionOutcome:
         """Compact the session now (`/compact [focus]`), or as a trigger asks."""
         summariser = self.summariser or ProviderSummariser(self.provider)
+        # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
+        lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
         return await self.engine.compact(
             summariser,
             trigger=trigger,
             focus=focus,
             keep_tokens=self.keep_tokens,
-            user_lane_tokens=self.user_lane_tokens,
+            user_lane_tokens=lane_tokens,
         )
 
     async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:

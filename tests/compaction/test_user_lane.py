@@ -403,3 +403,23 @@ def test_the_outcome_says_how_many_user_messages_the_lane_keeps(tmp_path: Path, 
     lane = outcome.boundary.lane if outcome.boundary else UserLane()
     expected = f"; {len(lane.messages)} user messages verbatim ({lane.left_out} older in data/user-messages/)"
     assert lane.left_out and outcome.message.endswith(expected)
+
+
+async def test_a_small_window_caps_the_lane_at_a_quarter_of_it(tmp_path: Path, workspace: Path) -> None:
+    provider = ScriptedProvider(
+        [ScriptedResponse(text=f"Answer {n}. " + "words " * 200) for n in range(12)],
+        capabilities=Capabilities(context_window=4_000),
+    )
+    agent = open_agent(
+        LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, summariser=DETERMINISTIC, keep_tokens=200
+    )
+    assert agent.user_lane_tokens == DEFAULT_USER_LANE_TOKENS
+    agent.compaction_reserve = 0  # compact only when asked
+    for n in range(10):
+        await agent.run_turn(f"Instruction {n}: " + "context " * 120)
+    outcome = await agent.compact()
+    assert outcome.boundary is not None
+    lane = outcome.boundary.lane
+    shown = sum(DEFAULT_ESTIMATOR.count(w.text) for w in lane.messages)
+    assert lane.messages and lane.left_out and shown <= 1_000
+    agent.engine.session.close()
