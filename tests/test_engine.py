@@ -154,7 +154,9 @@ def test_one_shot_across_a_crash(tmp_path: Path, workspace: Path, phase: str, ex
 
 
 def _prefix(body: Any) -> str:
-    return json.dumps({"tools": body.get("tools"), "system": body.get("system")}, sort_keys=True)
+    """The stable prefix: tools, system, and the first user message (the stable project parts)."""
+    first = body["messages"][0]
+    return json.dumps({"tools": body.get("tools"), "system": body.get("system"), "context": first}, sort_keys=True)
 
 
 def test_stable_prefix_is_byte_identical_for_50_turns_and_an_edit_arrives_once_in_the_tail(
@@ -178,7 +180,7 @@ def test_stable_prefix_is_byte_identical_for_50_turns_and_an_edit_arrives_once_i
         validate_anthropic(body)
         prefixes.append(_prefix(body))
         chat = render(turn, OpenAIChatTarget(model="gpt-5"))
-        chat_systems.append(json.dumps(chat["messages"][0]))  # type: ignore[index]
+        chat_systems.append(json.dumps(chat["messages"][:2]))  # type: ignore[index]  # system, project parts
         messages = chat["messages"]  # type: ignore[index]
         # every earlier message is repeated byte for byte, the edit included: it travels in a tail
         assert messages[: len(previous_messages)] == previous_messages
@@ -244,8 +246,9 @@ def test_anthropic_breakpoints_move_with_every_call_of_a_tool_loop(tmp_path: Pat
             assert len(marks) + len(system_marks) <= 4
             last = len(body["messages"]) - 1
             assert (last, len(body["messages"][last]["content"]) - 1) in marks  # rolling: on the newest block
+            assert (0, len(body["messages"][0]["content"]) - 1) in marks  # the stable project parts
             if n or call:
-                assert len(marks) == 2  # and on where the previous request ended
+                assert len(marks) == 3  # and on where the previous request ended
             engine.record(AssistantMessage(text=f"step {call}"))
             engine.record(ToolCall(call_id=f"t{n}{call}", name="Read", input={"path": "x"}))
             engine.record(ToolResult(call_id=f"t{n}{call}", name="Read", content="x"))
@@ -259,7 +262,7 @@ def test_rolling_ttl_may_not_outlive_the_stable_ttl(tmp_path: Path, workspace: P
     engine = make_engine(tmp_path, workspace, Clock())
     body = render(engine.prepare_turn("hi"), AnthropicTarget(model="m", anthropic_cache_ttl="1h", stable_ttl="1h"))
     marks = [b["cache_control"] for m in body["messages"] for b in m["content"] if "cache_control" in b]  # type: ignore[index]
-    assert marks == [{"type": "ephemeral", "ttl": "1h"}]
+    assert marks == [{"type": "ephemeral", "ttl": "1h"}] * 2  # the stable project parts, the newest block
     assert body["system"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}  # type: ignore[index]
 
 

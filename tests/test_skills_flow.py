@@ -73,9 +73,10 @@ async def test_a_skill_mention_requires_reading_it_first_and_again_after_compact
         assert denied.is_error and str(skill_md) in denied.content  # the denial names the file
         assert not read.is_error and "Tag the release" in read.content
         assert not ran.is_error and "deployed" in ran.content
-        system = json.dumps(wire.requests[0].body["system"])
-        assert "deploy" in system and "How to deploy this service safely." in system  # catalogue only
-        assert "Tag the release" not in system  # the body is never inlined
+        stable = json.dumps(wire.requests[0].body["messages"][0])  # the catalogue is a project part: user role
+        assert "deploy" in stable and "How to deploy this service safely." in stable  # catalogue only
+        assert "How to deploy" not in json.dumps(wire.requests[0].body["system"])
+        assert "Tag the release" not in stable  # the body is never inlined
         sources = [e for e in agent.engine.session.entries() if isinstance(e, StateChange) and e.key == "sources"]
         assert sources and sources[0].value == "github"  # the skill's source was enabled before its turn
 

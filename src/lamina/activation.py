@@ -16,6 +16,7 @@ from pathlib import Path
 from lamina.engine import ContextEngine
 from lamina.parts import Part
 from lamina.session.entries import CompactionBoundary
+from lamina.sources.config import slug_problem
 from lamina.sources.guide import calls_to_source
 from lamina.tools.prerequisites import PrerequisiteManager
 from lamina.workspace.context_files import ContextFileFinder
@@ -129,7 +130,9 @@ class Activation:
             self.engine.queue_one_shot(
                 "note", f"The user invoked the skill '{skill.name}': read {skill.path} before doing anything else."
             )
-            needed_sources += [s for s in skill.required_sources if s not in self.engine.active_sources]
+            # only names that can be a source's slug: a SKILL.md field is untrusted text
+            needed = (s for s in skill.required_sources if slug_problem(s) is None)
+            needed_sources += [s for s in needed if s not in self.engine.active_sources]
         if needed_sources:  # the skill's sources are ready before its turn starts (a recorded state change)
             self.engine.set_sources([*self.engine.active_sources, *dict.fromkeys(needed_sources)])
         return warnings

@@ -273,7 +273,9 @@ class _Labels:
 
     def __init__(self, turn: TurnContext | None) -> None:
         self._turn = turn
-        self.stable_keys = [p.key for p in turn.stable.parts if p.text] if turn else []
+        self.stable_keys = [p.key for p in turn.stable.system_parts] if turn else []
+        self.context_keys = [p.key for p in turn.stable.context_parts] if turn else []
+        """The stable parts the first user message holds (they have no system authority)."""
 
     def text(self, text: str) -> str:
         turn = self._turn
@@ -291,6 +293,9 @@ class _Labels:
 
     def system(self, index: int) -> str:
         return self.stable_keys[index] if index < len(self.stable_keys) else "system"
+
+    def context(self, index: int) -> str:
+        return self.context_keys[index] if index < len(self.context_keys) else "stable parts"
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,8 +342,10 @@ def _anthropic_blocks(body: Mapping[str, Any], labels: _Labels) -> Iterator[tupl
         if isinstance(content, str):
             yield _Raw(f"messages[{m}].content", labels.text(content), _text_block(content)), False
             continue
+        stable = m == 0 and bool(labels.context_keys)  # the stable parts without system authority
         for c, block in enumerate(content or ()):
-            yield _Raw(f"messages[{m}].content[{c}]", _block_label(block, labels), block, _ttl(block)), False
+            label = labels.context(c) if stable else _block_label(block, labels)
+            yield _Raw(f"messages[{m}].content[{c}]", label, block, _ttl(block)), stable
 
 
 def _ttl(block: Mapping[str, Any]) -> str | None:
@@ -370,7 +377,8 @@ def _anthropic(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimat
     if stable_mark >= 0:
         bp = next(b for b in breakpoints if b.position == stable_mark + 1)
         notes.append(
-            f"Breakpoint {breakpoints.index(bp) + 1} ({bp.ttl}) closes the stable prefix (tools and system, "
+            f"Breakpoint {breakpoints.index(bp) + 1} ({bp.ttl}) closes the stable prefix (tools, system and the "
+            f"first user message with the project parts, "
             f"{bp.tokens:,} tokens): every later turn reads it from the cache until a stable input changes."
         )
         if not bp.cacheable:
@@ -403,7 +411,12 @@ def _openai_blocks(body: Mapping[str, Any], labels: _Labels, *, chat: bool) -> I
         function = tool.get("function") if chat else tool
         yield _Raw(f"tools[{i}]", str((function or {}).get("name", "tool")), tool), True
     if chat:
-        for m, message in enumerate(body.get("messages") or ()):
+        messages = body.get("messages") or ()
+        first = 1 if messages and messages[0].get("role") == "system" else 0
+        for m, message in enumerate(messages):
+            if m == first and labels.context_keys:  # the stable parts without system authority
+                yield from ((raw, True) for raw in _openai_message(message, f"messages[{m}]", labels, context=True))
+                continue
             stable = m == 0 and message.get("role") == "system"
             yield from ((raw, stable) for raw in _openai_message(message, f"messages[{m}]", labels))
         return
@@ -412,7 +425,9 @@ def _openai_blocks(body: Mapping[str, Any], labels: _Labels, *, chat: bool) -> I
         yield _Raw("instructions", "stable parts", _text_block(str(instructions))), True
     for i, item in enumerate(body.get("input") or ()):
         where = f"input[{i}]"
-        if "role" in item:
+        if i == 0 and labels.context_keys:
+            yield from ((raw, True) for raw in _openai_message(item, where, labels, context=True))
+        elif "role" in item:
             yield from ((raw, False) for raw in _openai_message(item, where, labels))
         else:
             kind = str(item.get("type", "item"))
@@ -420,7 +435,9 @@ def _openai_blocks(body: Mapping[str, Any], labels: _Labels, *, chat: bool) -> I
             yield _Raw(where, label, item), False
 
 
-def _openai_message(message: Mapping[str, Any], where: str, labels: _Labels) -> Iterator[_Raw]:
+def _openai_message(
+    message: Mapping[str, Any], where: str, labels: _Labels, *, context: bool = False
+) -> Iterator[_Raw]:
     role = str(message.get("role", ""))
     content = message.get("content")
     meta = {k: v for k, v in message.items() if k not in ("role", "content")}
@@ -437,7 +454,7 @@ def _openai_message(message: Mapping[str, Any], where: str, labels: _Labels) -> 
     elif content:
         for c, part in enumerate(content):
             text = str(part.get("text", "")) if isinstance(part, Mapping) else ""
-            yield _Raw(f"{where}.content[{c}]", label or labels.text(text), part)
+            yield _Raw(f"{where}.content[{c}]", labels.context(c) if context else label or labels.text(text), part)
             emitted = True
     if meta or not emitted:
         calls = [str(c.get("function", {}).get("name", "")) for c in meta.get("tool_calls") or ()]

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from lamina.defang import escape_path
 from lamina.errors import UsageError
 from lamina.messages import render_tail
 from lamina.parts import Authority, Part, Stability, Tier
@@ -49,6 +50,10 @@ class StableChange:
         return (("added", self.added), ("removed", self.removed), ("changed", self.changed))
 
 
+SYSTEM_AUTHORITIES = frozenset({Authority.SYSTEM_RULE, Authority.USER_DATA})
+"""The authorities whose text may go in system-role content: Lamina's rules and the user's own preferences."""
+
+
 @dataclass(frozen=True, slots=True)
 class StableContext:
     """The pinned stable parts of a session: hashed and versioned."""
@@ -56,6 +61,17 @@ class StableContext:
     parts: tuple[Part, ...]
     version: int
     digest: str
+
+    @property
+    def system_parts(self) -> tuple[Part, ...]:
+        """The parts with system authority (`SYSTEM_AUTHORITIES`), in order: they go in system-role content."""
+        return tuple(p for p in self.parts if p.authority in SYSTEM_AUTHORITIES and p.text)
+
+    @property
+    def context_parts(self) -> tuple[Part, ...]:
+        """Every other part (project files, memory, the catalogues), in order: user-role content, still in
+        the cached stable prefix (the first user message of every request)."""
+        return tuple(p for p in self.parts if p.authority not in SYSTEM_AUTHORITIES and p.text)
 
     @staticmethod
     def digest_of(parts: Sequence[Part]) -> str:
@@ -138,12 +154,13 @@ def build_volatile_parts(inputs: VolatileInputs) -> tuple[Part, ...]:
     local = inputs.now.astimezone(_zone(inputs.time_zone))
     offset = local.strftime("%z")
     date_time = f"{local:%A %Y-%m-%d %H:%M} ({inputs.time_zone}, UTC{offset[:3]}:{offset[3:]})"
-    state_lines = [f"permission mode: {inputs.permission_mode}"]
+    # system authority: names and paths are escaped, so no text from outside Lamina can act in them
+    state_lines = [f"permission mode: {escape_path(inputs.permission_mode)}"]
     if inputs.plans_dir:
-        state_lines.append(f"plans folder: {inputs.plans_dir}")
+        state_lines.append(f"plans folder: {escape_path(inputs.plans_dir, allow=':')}")
     if inputs.data_dir:
-        state_lines.append(f"data folder: {inputs.data_dir}")
-    sources = ", ".join(inputs.active_sources) if inputs.active_sources else "none"
+        state_lines.append(f"data folder: {escape_path(inputs.data_dir, allow=':')}")
+    sources = ", ".join(map(escape_path, inputs.active_sources)) if inputs.active_sources else "none"
 
     def part(key: str, text: str, provenance: str) -> Part:
         return Part(key, text, provenance, Authority.SYSTEM_RULE, Stability.VOLATILE, Tier.SESSION_STATE)

@@ -78,7 +78,8 @@ def test_human_report_lists_parts_files_skips_layout_and_tiers(monorepo: Path) -
         "Memory: MEMORY.md,",
         "Preferences: name, time zone from",
         "◀ 1 (1h)",
-        "◀ 2 (5m)",
+        "◀ 2 (1h)",
+        "◀ 3 (5m)",
         "closes the stable prefix",
         "1 rules",
         "8 one-shot",
@@ -120,10 +121,12 @@ def test_json_carries_the_same_data(monorepo: Path) -> None:
     }
     assert data["memory"]["status"] == "loaded" and data["preferences"]["set"] == ["name", "time_zone"]
     layout = data["cache_layout"]
-    assert [b["ttl"] for b in layout["breakpoints"]] == ["1h", "5m"]
-    stable_end = layout["breakpoints"][0]["position"]
+    # system (rules and preferences), then the first user message (project files, memory), then the rolling one
+    assert [b["ttl"] for b in layout["breakpoints"]] == ["1h", "1h", "5m"]
+    assert layout["blocks"][layout["breakpoints"][0]["position"] - 1]["label"] == "system.context_files"
+    stable_end = layout["breakpoints"][1]["position"]
     assert layout["blocks"][stable_end - 1]["label"] == "memory"
-    assert layout["breakpoints"][0]["tokens"] == layout["stable_prefix_tokens"]
+    assert layout["breakpoints"][1]["tokens"] == layout["stable_prefix_tokens"]
     assert layout["breakpoints"][-1]["tokens"] == layout["total_tokens"]
     assert [t["tier"] for t in data["tiers"]] == [int(t) for t in Tier]
     assert data["total_tokens"] == sum(t["tokens"] for t in data["tiers"])

@@ -38,9 +38,9 @@ def loaded(root: Path, **kwargs: object) -> ProjectMemory:
 
 
 def content_of(text: str) -> str:
-    """The defanged content: between the note line of the untrusted block and its end."""
+    """The defanged content: between the label of the untrusted block and its end."""
     inner = text.split('<untrusted source="MEMORY.md" authority="project_file">\n', 1)[1]
-    return inner.split("\n", 1)[1].rsplit("\n</untrusted>", 1)[0]
+    return inner.rsplit("\n</untrusted>", 1)[0]
 
 
 def test_no_memory_file_or_only_whitespace_means_no_memory(tmp_path: Path) -> None:

@@ -293,7 +293,7 @@ def test_catalogue_descriptions_cannot_break_out(description: str) -> None:
     part = skill_catalogue_part(scan_of(skill("evil", description), skill("fine")))
     assert part is not None
     body = part.text.removeprefix("<skills>\n").removesuffix("\n</skills>")
-    content = body.split("\n", 3)[3].rsplit("\n</untrusted>", 1)[0]  # intro, <untrusted ...>, note
+    content = body.split("\n", 2)[2].rsplit("\n</untrusted>", 1)[0]  # intro, <untrusted ...>
     assert not contains_reserved_marker(content)
     assert part.text.count("</untrusted>") == 1 and part.text.count("</skills>") == 1
     assert "- evil: " in content and "- fine: " in content

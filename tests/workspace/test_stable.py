@@ -232,7 +232,11 @@ def test_preferences_change_is_recorded_as_a_stable_change(tmp_path: Path, monor
         )
         first = engine.prepare_turn("hello")
         body: Any = render(first, ANTHROPIC)
-        assert [b["text"] for b in body["system"]] == [p.text for p in context()]
+        # rules and preferences in system, project files and memory in the first user message
+        system = [p.text for p in context() if p.authority in (Authority.SYSTEM_RULE, Authority.USER_DATA)]
+        assert [b["text"] for b in body["system"]] == system
+        project = [p.text for p in context() if p.authority not in (Authority.SYSTEM_RULE, Authority.USER_DATA)]
+        assert project and [b["text"] for b in body["messages"][0]["content"]] == project
         bump(prefs_file, 'name = "Ada"\ntime_zone = "Europe/Paris"\n')
         second = engine.prepare_turn("again")
         changes = [e for e in session.entries() if isinstance(e, StateChange) and e.key == "stable"]

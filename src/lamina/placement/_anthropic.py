@@ -1,11 +1,15 @@
 """Placement for Anthropic Messages (pure).
 
-Prefix order is tools → system → messages. Breakpoints (at most 3 of the 4 allowed):
+Prefix order is tools → system → messages. Authority decides the role: `system` holds only the
+stable parts with system authority (Lamina's rules, the user's preferences); the other stable
+parts (project files, memory, the skill and source catalogues) open the conversation as its
+first user message, still part of the cached stable prefix. Breakpoints (at most the 4 allowed):
 1. the last stable system block (covers tools and system; `stable_ttl`);
-2. the last block of the previous request, i.e. of the user message before the newest assistant
+2. the last block of that first user message, when there is one (`stable_ttl`);
+3. the last block of the previous request, i.e. of the user message before the newest assistant
    turn: exactly where the previous request wrote, so the read never depends on the 20-block
    lookback however many blocks were added since;
-3. the last block of this request (the current tail or tool results), written for the next one.
+4. the last block of this request (the current tail or tool results), written for the next one.
 The breakpoints move with every request, each model call of a tool loop included.
 """
 
@@ -65,9 +69,10 @@ def render_anthropic(
     turn: TurnContext, wire: list[dict[str, Any]], target: AnthropicTarget
 ) -> MessageCreateParamsNonStreaming:
     """The request body around `wire` (history, current message, tool loop so far); marks the breakpoints."""
-    system: list[TextBlockParam] = [{"type": "text", "text": p.text} for p in turn.stable.parts if p.text]
+    system: list[TextBlockParam] = [{"type": "text", "text": p.text} for p in turn.stable.system_parts]
     if system:
         system[-1] = {**system[-1], "cache_control": {"type": "ephemeral", "ttl": target.stable_ttl}}
+    context: list[dict[str, Any]] = [{"type": "text", "text": p.text} for p in turn.stable.context_parts]
     if wire:
         marks = [len(wire) - 1]
         # the previous request ended with the user message before the newest assistant message
@@ -77,6 +82,9 @@ def render_anthropic(
             marks.append(previous)
         for index in marks:
             wire[index] = _mark_last_block(wire[index], target.anthropic_cache_ttl)
+    if context:
+        context[-1] = {**context[-1], "cache_control": _cache(target.stable_ttl)}
+        wire = [{"role": "user", "content": context}, *wire]
     body: dict[str, Any] = {"model": target.model, "max_tokens": target.max_tokens, "messages": wire}
     if system:
         body["system"] = system

@@ -1,9 +1,12 @@
 """Placement for OpenAI Chat Completions and Responses (pure).
 
 OpenAI caches automatically by longest common prefix, so placement is about order: stable parts
-first (the system message, or `instructions`), history next, the volatile and one-shot parts in
+first, history next, the volatile and one-shot parts in
 the tail of the user message. `prompt_cache_key` is the session id, so one session's requests are
-routed to the same cache.
+routed to the same cache. Authority decides the role: the system message (or `instructions`)
+holds only the stable parts with system authority (Lamina's rules, the user's preferences); the
+other stable parts (project files, memory, the catalogues) are the first user message, right
+after it, so they are still in the cached prefix.
 """
 
 from __future__ import annotations
@@ -24,8 +27,13 @@ if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed b
 
 
 def stable_text(turn: TurnContext) -> str:
-    """The stable parts as one instruction text."""
-    return "\n\n".join(p.text for p in turn.stable.parts if p.text)
+    """The stable parts with system authority as one instruction text."""
+    return "\n\n".join(p.text for p in turn.stable.system_parts)
+
+
+def _context_texts(turn: TurnContext) -> list[str]:
+    """The other stable parts' texts: the first user message."""
+    return [p.text for p in turn.stable.context_parts]
 
 
 def _arguments(args: Any) -> str:
@@ -83,7 +91,11 @@ def render_openai_chat(
 ) -> CompletionCreateParamsNonStreaming:
     """A Chat Completions request body around `wire` (from `chat_wire_messages`)."""
     system = stable_text(turn)
-    messages = [{"role": "system", "content": system}, *wire] if system else wire
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    context = _context_texts(turn)
+    if context:
+        messages.append({"role": "user", "content": [{"type": "text", "text": t} for t in context]})
+    messages += wire
     body: dict[str, Any] = {"model": target.model, "messages": messages}
     if turn.tools:
         body["tools"] = [
@@ -129,6 +141,9 @@ def render_openai_responses(
     turn: TurnContext, wire: list[dict[str, Any]], target: OpenAIResponsesTarget
 ) -> ResponseCreateParamsNonStreaming:
     """A Responses request body around `wire` (stateless: the whole input, no `previous_response_id`)."""
+    context = _context_texts(turn)
+    if context:
+        wire = [{"role": "user", "content": [{"type": "input_text", "text": t} for t in context]}, *wire]
     body: dict[str, Any] = {"model": target.model, "input": wire, "store": False}
     instructions = stable_text(turn)
     if instructions:
