@@ -55,13 +55,13 @@ import html
 import html.entities
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
 from lamina import _look_alikes
 from lamina.errors import UsageError
-from lamina.parts import Authority
+from lamina.parts import Authority, SafeText
 
 __all__ = [
     "RESERVED_TAG_NAMES",
@@ -69,8 +69,10 @@ __all__ = [
     "contains_reserved_marker",
     "defang",
     "escape_path",
+    "join",
     "neutralise",
     "render_block",
+    "trusted",
 ]
 
 RESERVED_TAG_NAMES: frozenset[str] = frozenset(
@@ -664,7 +666,7 @@ def _own_tag_re(name: str) -> re.Pattern[str]:
     return re.compile(rf"<(?=[\s/\\!?]*+{_name_pattern(name)}(?![a-z0-9]))", re.IGNORECASE)
 
 
-def render_block(name: str, body: str, /, **attrs: str) -> str:
+def render_block(name: str, body: SafeText, /, **attrs: str) -> SafeText:
     """One of Lamina's own trusted blocks: `<name a="…">`, a line feed, `body`, a line feed, `</name>`.
 
     Every module builds our tags through this function. `body` is inserted as it is, except that
@@ -689,12 +691,12 @@ def render_block(name: str, body: str, /, **attrs: str) -> str:
     for key in attrs:
         if not _ATTRIBUTE_NAME_RE.fullmatch(key):
             raise UsageError(f"attribute name {key!r} of block {name!r} is not a lower-case identifier")
-    body = _own_tag_re(name).sub("[U+003C]", body)
+    inner = _own_tag_re(name).sub("[U+003C]", body)
     rendered = "".join(f' {key}="{_escape_attribute(value)}"' for key, value in attrs.items())
-    return f"<{name}{rendered}>\n{body}\n</{name}>"
+    return SafeText(f"<{name}{rendered}>\n{inner}\n</{name}>")
 
 
-def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_000) -> str:
+def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_000) -> SafeText:
     """Untrusted `text` wrapped in one `<untrusted>` block that nothing inside can end or forge.
 
     The block's label names the source and authority; it holds the neutralised content (see the
@@ -721,10 +723,12 @@ def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_
     body = content
     if cut:
         body += f"\n[truncated: {cut} characters cut]"
-    return render_block(_WRAPPER, body, source=_clip_attribute(source, _SOURCE_LIMIT), authority=authority.value)
+    return render_block(
+        _WRAPPER, SafeText(body), source=_clip_attribute(source, _SOURCE_LIMIT), authority=authority.value
+    )
 
 
-def admit(text: str, *, max_chars: int | None = None) -> str:
+def admit(text: str, *, max_chars: int | None = None) -> SafeText:
     """Untrusted `text` neutralised for a request, with no wrapper: `neutralise`, memoised for short texts.
 
     Text with nothing to neutralise comes back byte for byte. With `max_chars`, at most that many
@@ -737,7 +741,7 @@ def admit(text: str, *, max_chars: int | None = None) -> str:
 
 
 @lru_cache(maxsize=2048)
-def _admit(text: str, limit: int) -> str:
+def _admit(text: str, limit: int) -> SafeText:
     """Memoised: the same tool results, names and sentences are shown again in every request."""
     if (
         len(text) <= limit
@@ -745,14 +749,26 @@ def _admit(text: str, limit: int) -> str:
         and not any(c in text for c in "<[&%=\\:#|")
         and all(c.isprintable() or c in "\t\n" for c in text)
     ):
-        return text  # nothing can read as a marker: no bracket, no escape, no role line, nothing hidden
-    return neutralise(text, max_chars=limit)
+        return SafeText(text)  # nothing can read as a marker: no bracket, no escape, no role line, nothing hidden
+    return SafeText(neutralise(text, max_chars=limit))
+
+
+def trusted(text: str) -> SafeText:
+    """`text` marked as fit for a request as it is: only for Lamina's own text (built from literals,
+    numbers, escaped names and other `SafeText`) and the user's own typing, never for text read
+    from outside (files, tools, sources, models' summaries), which goes through `admit` or `defang`."""
+    return SafeText(text)
+
+
+def join(separator: str, texts: Iterable[SafeText]) -> SafeText:
+    """`separator.join(texts)`: joining safe texts with a separator of Lamina's is still safe."""
+    return SafeText(separator.join(texts))
 
 
 _PATH_PUNCTUATION = frozenset(" ._-/+@,()~!$^{}'")
 
 
-def escape_path(path: str, *, allow: str = "") -> str:
+def escape_path(path: str, *, allow: str = "") -> SafeText:
     """`path` with every character but letters, digits and harmless punctuation shown as `[U+XXXX]`.
 
     Angle and square brackets, `&`, `%`, `=`, backslashes, colons, `#`, line breaks, invisible and
@@ -768,4 +784,4 @@ def escape_path(path: str, *, allow: str = "") -> str:
     for ch in path:
         keep = ch in _PATH_PUNCTUATION or ch in allow or unicodedata.category(ch)[0] in "LN"
         out.append(ch if keep else f"[U+{ord(ch):04X}]")
-    return "".join(out)
+    return SafeText("".join(out))

@@ -36,9 +36,9 @@ from lamina.compaction.lane import (
 from lamina.compaction.ledger import update_ledger
 from lamina.compaction.summarize import Summariser
 from lamina.compaction.summary import turn_prefix_item
-from lamina.defang import admit
+from lamina.defang import admit, trusted
 from lamina.messages import AttachmentBlocks
-from lamina.parts import Authority, Part, Stability, Tier
+from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.placement.targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.session.entries import (
@@ -279,9 +279,9 @@ class ContextEngine:
         for entry in self._view[self._fresh_from :]:
             self._track_view(entry)
 
-    _rendered_lane: tuple[UserLane, Ledger, str | None] | None = None
+    _rendered_lane: tuple[UserLane, Ledger, SafeText | None] | None = None
 
-    def _lane_block(self, lane: UserLane, ledger: Ledger) -> str | None:
+    def _lane_block(self, lane: UserLane, ledger: Ledger) -> SafeText | None:
         """The pinned lane after a compaction: the user's own messages from the summarised part, verbatim.
 
         Never left to the summary, and neutralised as untrusted markup, so no message can close the
@@ -738,7 +738,8 @@ def _prefix_context(change: StateChange) -> StableContext | None:
         return None
     try:
         parts = tuple(
-            Part(p.key, p.text, p.provenance, Authority(p.authority), Stability.STABLE, Tier(p.tier))
+            # texts Lamina built (and neutralised) itself, recorded so the prefix renders again byte for byte
+            Part(p.key, trusted(p.text), p.provenance, Authority(p.authority), Stability.STABLE, Tier(p.tier))
             for p in change.prefix
         )
     except ValueError:  # a hand-edited log: rebuild the prefix from the workspace instead

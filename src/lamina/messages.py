@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from lamina.defang import admit, render_block
+from lamina.defang import admit, join, render_block, trusted
+from lamina.parts import SafeText
 from lamina.session.entries import (
     AssistantMessage,
     AttachmentRef,
@@ -33,7 +34,7 @@ INTERRUPTED_RESULT = "[interrupted: this tool call did not complete and returned
 _ONE_SHOT_TAGS = frozenset({"mode_transition", "recovery", "branch_seed", "transfer_summary", "interruption"})
 
 
-def render_tail(volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord]) -> str:
+def render_tail(volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord]) -> SafeText:
     """The text appended to a user message: its volatile parts, then its one-shot parts.
 
     Their texts are Lamina's sentences with names in them (sources, skills, paths), neutralised
@@ -45,10 +46,10 @@ def render_tail(volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord])
         blocks.append(
             render_block(r.key, text) if r.key in _ONE_SHOT_TAGS else render_block("one_shot", text, kind=r.key)
         )
-    return "\n".join(blocks)
+    return join("\n", blocks)
 
 
-def turn_tails(entries: Iterable[LogEntry]) -> dict[str, str]:
+def turn_tails(entries: Iterable[LogEntry]) -> dict[str, SafeText]:
     """The tail each user message was sent with, from the turn records among `entries`.
 
     A one-shot part counts only if its delivery was committed: one whose turn never committed is
@@ -61,7 +62,7 @@ def turn_tails(entries: Iterable[LogEntry]) -> dict[str, str]:
             records.append(entry)
         elif isinstance(entry, OutboxRecord) and entry.status == "delivered":
             delivered.add((entry.part_id, entry.turn_id))
-    tails: dict[str, str] = {}
+    tails: dict[str, SafeText] = {}
     for r in records:
         # only by this very turn: a part a later turn delivered belongs to that turn's tail
         one_shots = [o for o in r.one_shots if (o.part_id, r.turn_id) in delivered]
@@ -71,9 +72,9 @@ def turn_tails(entries: Iterable[LogEntry]) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class TextBlock:
-    """Plain text."""
+    """Text fit for a request: Lamina's own, the user's typing, or neutralised (never a raw string)."""
 
-    text: str
+    text: SafeText
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +92,8 @@ class ToolResultBlock:
 
     call_id: str
     name: str
-    content: str
+    content: SafeText
+    """The tool's output, neutralised: markers escaped, no wrapper (the provider's block separates it)."""
     is_error: bool = False
 
 
@@ -120,7 +122,7 @@ AttachmentBlocks: TypeAlias = Callable[[AttachmentRef], Sequence[Block]]
 
 def attachment_note(ref: AttachmentRef) -> Sequence[Block]:
     """An attachment as a one-line note, where nothing better is known about the model."""
-    return (TextBlock(f"[attached file: {admit(ref.name)} ({ref.media_type})]"),)
+    return (TextBlock(trusted(f"[attached file: {admit(ref.name)} ({admit(ref.media_type)})]")),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +143,8 @@ def _append(out: list[Message], role: Literal["user", "assistant"], block: Block
 def to_messages(
     entries: Sequence[LogEntry],
     *,
-    prelude: str | None = None,
-    current_tail: tuple[str, str] | None = None,
+    prelude: SafeText | None = None,
+    current_tail: tuple[str, SafeText] | None = None,
     attachments: AttachmentBlocks = attachment_note,
 ) -> list[Message]:
     """Messages for `entries` in order.
@@ -168,13 +170,13 @@ def to_messages(
                     for block in attachments(ref):
                         _append(out, "user", block)
                 if text:
-                    _append(out, "user", TextBlock(text))
+                    _append(out, "user", TextBlock(trusted(text)))  # the user's own typing, as typed
                 tail = tails.get(entry_id)
                 if tail:
                     _append(out, "user", TextBlock(tail))
             case AssistantMessage(text=text):
                 if text:
-                    _append(out, "assistant", TextBlock(text))
+                    _append(out, "assistant", TextBlock(trusted(text)))  # the model's own reply, given back
             case ToolCall(call_id=call_id, name=name, input=args):
                 if out and out[-1].role == "user" and any(isinstance(b, ToolResultBlock) for b in out[-1].blocks):
                     _close_open_calls(out, open_calls)  # a new batch after results: finish the old one first
@@ -192,5 +194,5 @@ def to_messages(
 
 def _close_open_calls(out: list[Message], open_calls: dict[str, ToolCall]) -> None:
     for call in open_calls.values():
-        _append(out, "user", ToolResultBlock(call.call_id, call.name, INTERRUPTED_RESULT, is_error=True))
+        _append(out, "user", ToolResultBlock(call.call_id, call.name, trusted(INTERRUPTED_RESULT), is_error=True))
     open_calls.clear()

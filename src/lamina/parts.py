@@ -10,6 +10,15 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
+from typing import NewType
+
+SafeText = NewType("SafeText", str)
+"""Text fit to be placed into a request: Lamina's own, the user's own typing, or untrusted text
+neutralised by the one door (`lamina.defang.admit`, or `defang` for a labelled block).
+
+Renderers accept only `SafeText` (in parts, message blocks, the summary and the pinned lane), so a
+raw string from outside cannot reach a request without a type error; `lamina.defang.trusted` is
+the one explicit way to mark Lamina's own text (and the user's typing) as such."""
 
 
 class Authority(StrEnum):
@@ -59,7 +68,8 @@ class Part:
 
     key: str
     """A stable identity such as `system.base` or `context.files`, unique within a turn."""
-    text: str
+    text: SafeText
+    """Lamina's own text or neutralised untrusted text: never a raw string from outside."""
     provenance: str
     """Where the text came from: a file path, a setting, `lamina` for built-in text."""
     authority: Authority

@@ -18,19 +18,22 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from lamina.defang import escape_path
+from lamina.defang import admit, escape_path, trusted
 from lamina.errors import UsageError
 from lamina.messages import render_tail
-from lamina.parts import Authority, Part, Stability, Tier
+from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.session.entries import LogEntry, PartRecord, TurnRecord
 
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool the model may call: name, short description and JSON schema of its input."""
+    """A tool the model may call: name, short description and JSON schema of its input.
+
+    A source's tool (MCP, API) is checked before it gets here (`lamina.sources.tool.checked_definition`):
+    name in the providers' pattern, description and schema texts neutralised, schema bounded."""
 
     name: str
-    description: str
+    description: SafeText
     input_schema: Mapping[str, Any]
 
 
@@ -163,7 +166,8 @@ def build_volatile_parts(inputs: VolatileInputs) -> tuple[Part, ...]:
     sources = ", ".join(map(escape_path, inputs.active_sources)) if inputs.active_sources else "none"
 
     def part(key: str, text: str, provenance: str) -> Part:
-        return Part(key, text, provenance, Authority.SYSTEM_RULE, Stability.VOLATILE, Tier.SESSION_STATE)
+        # Lamina's sentences around the clock's reading, a checked zone name and escaped names and paths
+        return Part(key, trusted(text), provenance, Authority.SYSTEM_RULE, Stability.VOLATILE, Tier.SESSION_STATE)
 
     return (
         part("date_time", date_time, "clock"),
@@ -182,7 +186,12 @@ class OneShot:
 
     def as_part(self) -> Part:
         return Part(
-            self.kind, self.text, f"outbox:{self.part_id}", Authority.SYSTEM_RULE, Stability.ONE_SHOT, Tier.ONE_SHOT
+            self.kind,
+            admit(self.text),  # Lamina's sentence with names in it: shown as the tail shows it
+            f"outbox:{self.part_id}",
+            Authority.SYSTEM_RULE,
+            Stability.ONE_SHOT,
+            Tier.ONE_SHOT,
         )
 
 
@@ -200,9 +209,9 @@ class TurnContext:
     one_shots: tuple[OneShot, ...]
     history: Sequence[LogEntry]
     """Provider-view log entries up to and including this turn's user message and record."""
-    summary: str | None
-    """The latest compaction summary, put before the history."""
-    pinned: str | None
+    summary: SafeText | None
+    """The latest compaction summary, neutralised, put before the history."""
+    pinned: SafeText | None
     """The pinned lane after a compaction (the user's constraints, verbatim), put after the summary."""
     tools: tuple[ToolSpec, ...]
     stable_seen: bool = False
@@ -221,7 +230,7 @@ class TurnContext:
         )
 
     @property
-    def tail(self) -> str:
+    def tail(self) -> SafeText:
         record = self.record()
         return render_tail(record.volatile, record.one_shots)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from lamina.attachments.store import INLINE_TEXT_CHARS, PREVIEW_CHARS, AttachmentStore
-from lamina.defang import admit, defang
+from lamina.defang import admit, defang, trusted
 from lamina.messages import Block, DocumentBlock, ImageBlock, TextBlock
 from lamina.parts import Authority
 from lamina.session.entries import AttachmentRef
@@ -70,7 +70,8 @@ class AttachmentRenderer:
             return (self._text(ref),)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            return (TextBlock(f"[attached file {describe(ref)}: its stored copy cannot be read ({admit(reason)})]"),)
+            note = f"[attached file {describe(ref)}: its stored copy cannot be read ({admit(reason)})]"
+            return (TextBlock(trusted(note)),)
 
     def _native_pdf(self, ref: AttachmentRef) -> bool:
         return (
@@ -84,8 +85,10 @@ class AttachmentRenderer:
         if not self.support.vision:
             return (
                 TextBlock(
-                    f"[attached image {describe(ref)}: this model cannot see images, so only this note is sent;"
-                    f" ask the user to describe it if it matters]"
+                    trusted(
+                        f"[attached image {describe(ref)}: this model cannot see images, so only this note is sent;"
+                        f" ask the user to describe it if it matters]"
+                    )
                 ),
             )
         rendition = next((r for r in ref.renditions if r.provider == self.provider), None)
@@ -95,7 +98,9 @@ class AttachmentRenderer:
         notes = [n for n in (ref.note,) if n]
         if shown or notes:
             blocks.append(
-                TextBlock(f"[attached image {describe(ref)}{shown}{': ' + admit('; '.join(notes)) if notes else ''}]")
+                TextBlock(
+                    trusted(f"[attached image {describe(ref)}{shown}{': ' + admit('; '.join(notes)) if notes else ''}]")
+                )
             )
         return blocks
 
@@ -119,4 +124,4 @@ class AttachmentRenderer:
             body = defang(
                 text, source=f"attachment {ref.name}", authority=Authority.USER_DATA, max_chars=20 * len(text) + 16
             )
-        return TextBlock(f"{header}]\n{body}")
+        return TextBlock(trusted(f"{header}]\n{body}"))  # names and notes admitted, the text defanged

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from lamina.defang import admit, render_block
+from lamina.defang import admit, render_block, trusted
 from lamina.errors import UsageError
+from lamina.parts import SafeText
 from lamina.session.entries import Ledger, LogEntry, UserLane, UserMessage, UserWords
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -196,7 +197,7 @@ def update_lane(
     return LaneUpdate(lane, tuple(whole))
 
 
-def render_lane(lane: UserLane, *, data_dir: str, legacy: Ledger | None = None) -> str | None:
+def render_lane(lane: UserLane, *, data_dir: str, legacy: Ledger | None = None) -> SafeText | None:
     """The `<pinned>` block after a compaction summary: the user's own messages, or None when there are none.
 
     Args:
@@ -227,4 +228,6 @@ def render_lane(lane: UserLane, *, data_dir: str, legacy: Ledger | None = None) 
     body = "\n\n".join(shown)
     if not body and not lane.left_out:
         return None
-    return render_block("pinned", "\n\n".join([" ".join(intro), body]) if body else " ".join(intro))
+    # Lamina's sentences (with its own data folder) and the user's messages, each through the door
+    text = "\n\n".join([" ".join(intro), body]) if body else " ".join(intro)
+    return render_block("pinned", trusted(text))

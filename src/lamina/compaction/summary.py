@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from lamina.compaction.ledger import MAX_OPEN_TASKS
-from lamina.defang import defang, render_block
+from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
-from lamina.parts import Authority
+from lamina.parts import Authority, SafeText
 from lamina.session.entries import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
 
 __all__ = [
@@ -311,8 +311,8 @@ def _whole(text: str) -> int:
     return 20 * len(text) + 16
 
 
-def _conversation(entries: Sequence[LogEntry], max_tool_chars: int) -> list[str]:
-    blocks: list[str] = []
+def _conversation(entries: Sequence[LogEntry], max_tool_chars: int) -> list[SafeText]:
+    blocks: list[SafeText] = []
     for entry in entries:
         match entry:
             case UserMessage(text=text, attachments=attachments):
@@ -340,20 +340,20 @@ def _conversation(entries: Sequence[LogEntry], max_tool_chars: int) -> list[str]
     return blocks
 
 
-def _ledger_block(ledger: Ledger) -> str:
+def _ledger_block(ledger: Ledger) -> SafeText:
     lists = (
         ("files read", ledger.files_read, Authority.TOOL_OUTPUT),
         ("files modified", ledger.files_modified, Authority.TOOL_OUTPUT),
         ("open tasks", ledger.open_tasks, Authority.TOOL_OUTPUT),
     )
-    parts = ["Facts collected from the log by rules (one item a line):"]
+    parts = [trusted("Facts collected from the log by rules (one item a line):")]
     for name, items, authority in lists:
         if items:
             text = "\n".join(items)
             parts.append(defang(text, source=f"ledger: {name}", authority=authority, max_chars=_whole(text)))
         else:
-            parts.append(f"{name}: (none)")
-    return render_block("ledger", "\n".join(parts))
+            parts.append(trusted(f"{name}: (none)"))
+    return render_block("ledger", join("\n", parts))
 
 
 def summary_prompt(
@@ -386,7 +386,7 @@ def summary_prompt(
     instructions = [task, "", _TEMPLATE_GUIDE, "", _RULES]
     if turn_prefix:
         instructions += ["", _PREFIX_NOTE]
-    parts = [render_block("instructions", "\n".join(instructions))]
+    parts = [render_block("instructions", trusted("\n".join(instructions)))]
     if previous_summary:
         parts.append(
             render_block(
@@ -401,15 +401,13 @@ def summary_prompt(
         )
     parts.append(_ledger_block(ledger))
     if focus:
-        parts.append(
-            "The user asked the summary to focus on this:\n"
-            + defang(focus, source="compaction focus", authority=Authority.USER_DATA, max_chars=_whole(focus))
-        )
+        wrapped = defang(focus, source="compaction focus", authority=Authority.USER_DATA, max_chars=_whole(focus))
+        parts.append(join("\n", [trusted("The user asked the summary to focus on this:"), wrapped]))
     blocks = _conversation(entries, max_tool_result_chars)
-    parts.append(f"The conversation to summarise, oldest first ({len(blocks)} messages):")
+    parts.append(trusted(f"The conversation to summarise, oldest first ({len(blocks)} messages):"))
     parts.extend(blocks)
-    parts.append("Now write the summary, in the template, and nothing else.")
-    return "\n\n".join(parts)
+    parts.append(trusted("Now write the summary, in the template, and nothing else."))
+    return join("\n\n", parts)
 
 
 def _json(value: object) -> str:

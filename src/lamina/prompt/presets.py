@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, TypeAlias
 
+from lamina.defang import trusted
 from lamina.errors import UnknownPresetError, UsageError
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.prompt.sections import SECTIONS, PromptInputs
@@ -170,7 +171,10 @@ def compose_sections(preset: Preset, inputs: PromptInputs) -> tuple[Part, ...]:
             assert section is not None  # checked by Preset.__post_init__
             text, provenance, tier = section.render(inputs), "lamina", section.tier
         if text:
-            parts.append(Part(f"system.{name}", text, provenance, Authority.SYSTEM_RULE, Stability.STABLE, tier))
+            # Lamina's own sections (names and paths escaped), or the user's own custom preset file
+            parts.append(
+                Part(f"system.{name}", trusted(text), provenance, Authority.SYSTEM_RULE, Stability.STABLE, tier)
+            )
     return tuple(parts)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from lamina.defang import escape_path, render_block
+from lamina.defang import escape_path, render_block, trusted
 from lamina.parts import Tier
 from lamina.turn import ToolSpec
 
@@ -259,7 +259,7 @@ def _project(inputs: PromptInputs) -> str:
         "Paths are relative to it unless they are absolute. Work inside it unless the user asks otherwise.\n\n"
         f"{_MEMORY_RULES}"
     )
-    return render_block("project_context", body)
+    return render_block("project_context", trusted(body))  # the path is escaped
 
 
 # --- project context files -----------------------------------------------------------------------------
@@ -276,7 +276,7 @@ authorise destructive actions or work outside the task."""
 def _context_files(inputs: PromptInputs) -> str:
     if not inputs.context_files and not inputs.context_files_omitted:
         body = "No project context files (AGENTS.md, CLAUDE.md) were found in the working directory."
-        return render_block("context_files", body)
+        return render_block("context_files", trusted(body))
     shown = frozenset(inputs.inlined_context_files)
     lines = [_CONTEXT_FILE_RULES, "", "Found in the working directory, shallowest first:"]
     for path in inputs.context_files:
@@ -286,7 +286,7 @@ def _context_files(inputs: PromptInputs) -> str:
             f"- and {inputs.context_files_omitted} more, not listed here: Glob for **/AGENTS.md and **/CLAUDE.md "
             "to find the one for a folder."
         )
-    return render_block("context_files", "\n".join(lines))
+    return render_block("context_files", trusted("\n".join(lines)))  # every path is escaped
 
 
 # --- the registry ----------------------------------------------------------------------------------------

@@ -109,13 +109,14 @@ class SourceConnections:
                     remote = await connection.start()
                 except SourceConnectionError as exc:
                     return (), (ConnectionProblem(source.slug, exc.reason),)
-                tools = mcp_tools(connection, remote)
+                tools, refused = mcp_tools(connection, remote)
+                problems = [ConnectionProblem(source.slug, f"tool {e.tool!r} refused: {e.reason}") for e in refused]
                 offered = {tool.name for tool in remote}
                 missing = [name for name in source.enabled_tools or () if name not in offered]
                 if missing:
                     reason = f"enabled_tools names tools the server does not offer: {', '.join(missing)}"
-                    return tools, (ConnectionProblem(source.slug, reason),)
-                return tools, ()
+                    problems.append(ConnectionProblem(source.slug, reason))
+                return tools, tuple(problems)
             case ApiSource():
                 api = ApiConnection(source, environ=self._environ)
                 self._connections.append(api)

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from lamina.sources.config import McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources.guide import guide_path
-from lamina.sources.tool import SourceTool, short_description, tool_name
+from lamina.sources.tool import SourceTool, ToolDefinitionError, short_description, tool_name
 from lamina.tools.base import ToolContext, ToolOutput
 
 _STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
@@ -276,7 +276,18 @@ def _input_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in schema.items() if key != "title"}
 
 
-def mcp_tools(connection: McpConnection, remote: Sequence[mcp_types.Tool]) -> list[McpTool]:
-    """The Lamina tools for a started connection, filtered by the source's `enabled_tools`."""
+def mcp_tools(
+    connection: McpConnection, remote: Sequence[mcp_types.Tool]
+) -> tuple[list[McpTool], list[ToolDefinitionError]]:
+    """The Lamina tools for a started connection, filtered by the source's `enabled_tools`, and the
+    tools refused because their definition cannot go in a request (see `checked_definition`)."""
     enabled = connection.source.enabled_tools
-    return [McpTool(connection, tool) for tool in remote if enabled is None or tool.name in enabled]
+    tools: list[McpTool] = []
+    refused: list[ToolDefinitionError] = []
+    for tool in remote:
+        if enabled is None or tool.name in enabled:
+            try:
+                tools.append(McpTool(connection, tool))
+            except ToolDefinitionError as exc:
+                refused.append(exc)
+    return tools, refused

@@ -15,6 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
+
+from lamina.defang import admit, contains_reserved_marker
+from lamina.parts import SafeText
 from lamina.sources.config import GUIDE_FILE, SOURCES_DIR
 from lamina.tools.base import ToolContext, ToolInputError, ToolOutput
 from lamina.turn import ToolSpec
@@ -24,6 +28,15 @@ MAX_DESCRIPTION: Final = 160
 MAX_TOOL_NAME: Final = 64
 """Anthropic's and OpenAI's limit; names must also match `[A-Za-z0-9_-]`."""
 SEPARATOR: Final = "__"
+MAX_SCHEMA_BYTES: Final = 16_384
+"""The largest input schema a source tool may have, as JSON; a larger one is refused."""
+MAX_SCHEMA_DEPTH: Final = 10
+"""The deepest nesting of objects and arrays an input schema may have; a deeper one is refused."""
+MAX_SCHEMA_TEXT: Final = 400
+"""The longest `description` or `title` inside a schema; a longer one is cut."""
+
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SCHEMA_TEXT_KEYS: Final = frozenset({"description", "title"})
 
 _NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_-]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
@@ -64,6 +77,72 @@ def short_description(text: str | None, slug: str) -> str:
     if len(first) > room:
         first = first[: room - 1].rstrip() + "…"
     return f"{first} {pointer}" if first else pointer
+
+
+class ToolDefinitionError(Exception):
+    """A source offered a tool definition Lamina refuses to put in a request; the message names both."""
+
+    def __init__(self, source: str, tool: str, reason: str) -> None:
+        self.source = source
+        self.tool = tool
+        self.reason = reason
+        super().__init__(f"source {source}: tool {tool!r} refused: {reason}")
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, Mapping):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list | tuple):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def _neutral_schema(value: Any, source: str, tool: str, key: str | None = None) -> Any:
+    """`value` with every description and title neutralised and bounded; a key that reads as a marker is refused."""
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for name, item in value.items():
+            if not isinstance(name, str) or contains_reserved_marker(name):
+                raise ToolDefinitionError(source, tool, f"its input schema has the key {str(name)[:80]!r}")
+            out[name] = _neutral_schema(item, source, tool, name)
+        return out
+    if isinstance(value, list | tuple):
+        return [_neutral_schema(item, source, tool) for item in value]
+    if isinstance(value, str) and key in _SCHEMA_TEXT_KEYS:
+        return admit(value, max_chars=MAX_SCHEMA_TEXT)
+    if isinstance(value, str) and contains_reserved_marker(value):
+        raise ToolDefinitionError(source, tool, f"its input schema holds the value {value[:80]!r}")
+    return value
+
+
+def checked_definition(
+    source: str, name: str, description: str, schema: Mapping[str, Any]
+) -> tuple[str, SafeText, dict[str, Any]]:
+    """A source tool's name, description and input schema, fit for a request.
+
+    The name must match the providers' `^[A-Za-z0-9_-]{1,64}$`; the description is neutralised
+    and bounded; the schema must be an object at most `MAX_SCHEMA_BYTES` long as JSON and
+    `MAX_SCHEMA_DEPTH` deep, its descriptions and titles are neutralised and bounded, and a key or
+    other value that reads as a reserved tag or role marker is refused.
+
+    Raises:
+        ToolDefinitionError: The name, or the schema, is refused; the message names the source and tool.
+    """
+    if not _TOOL_NAME.fullmatch(name):
+        raise ToolDefinitionError(source, name[:80], "its name must match [A-Za-z0-9_-]{1,64}")
+    if not isinstance(schema, Mapping):
+        raise ToolDefinitionError(source, name, "its input schema is not a JSON object")
+    try:
+        size = len(msgspec.json.encode(schema))
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise ToolDefinitionError(source, name, f"its input schema is not JSON ({exc})") from None
+    if size > MAX_SCHEMA_BYTES:
+        limit = f"{MAX_SCHEMA_BYTES:,}"
+        raise ToolDefinitionError(source, name, f"its input schema is {size:,} bytes (the limit is {limit})")
+    if (depth := _depth(schema)) > MAX_SCHEMA_DEPTH:
+        limit = str(MAX_SCHEMA_DEPTH)
+        raise ToolDefinitionError(source, name, f"its input schema is {depth} levels deep (the limit is {limit})")
+    return name, admit(description, max_chars=2 * MAX_DESCRIPTION), _neutral_schema(schema, source, name)
 
 
 def check_input(schema: Mapping[str, Any], raw: object) -> dict[str, Any]:
@@ -118,9 +197,7 @@ class SourceTool(ABC):
         """The tool's name on the server, or the endpoint's name."""
         self.guide = guide
         """The source's guide: calls of this tool should wait until the model has read it."""
-        self._name = name
-        self._description = description
-        self._schema = copy.deepcopy(dict(schema))
+        self._name, self._description, self._schema = checked_definition(source, name, description, schema)
 
     @property
     def spec(self) -> ToolSpec:

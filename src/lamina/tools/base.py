@@ -25,6 +25,7 @@ from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
+from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.tools.offload import OffloadPolicy
@@ -167,7 +168,9 @@ class StructTool(Generic[StructT]):
     @property
     def spec(self) -> ToolSpec:
         # A fresh schema each time (copied from a cache): a caller that edits one cannot change the next.
-        return ToolSpec(name=self.name, description=self.description, input_schema=struct_schema(self.input_type))
+        # a built-in tool's description is Lamina's own text
+        description = trusted(self.description)
+        return ToolSpec(name=self.name, description=description, input_schema=struct_schema(self.input_type))
 
     def validate(self, raw: Mapping[str, Any]) -> StructT:
         return convert_input(raw, self.input_type)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from lamina.defang import defang, render_block
+from lamina.defang import defang, join, render_block, trusted
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace._confine import outside_roots
@@ -180,14 +180,17 @@ def memory_part(memory: ProjectMemory) -> Part:
     # Never cut by defang: the budget was applied to the whole part when the file was loaded.
     limit = 20 * len(memory.text) + 16
     wrapped = defang(memory.text, source=MEMORY_FILE_NAME, authority=Authority.PROJECT_FILE, max_chars=limit)
-    pieces = [_INTRO, wrapped]
+    pieces = [trusted(_INTRO), wrapped]
     if memory.truncated:
         whole = _count(memory.total_lines, "line") if memory.total_lines is not None else _count(memory.size, "byte")
+        kept = _count(memory.kept_lines, "line")
         pieces.append(
-            f"[MEMORY.md was cut to fit the memory budget: the first {_count(memory.kept_lines, 'line')} of {whole} "
-            "are shown. The full file is MEMORY.md in the working directory; Read it for the rest, and keep it short.]"
+            trusted(
+                f"[MEMORY.md was cut to fit the memory budget: the first {kept} of {whole} are shown. The full file "
+                "is MEMORY.md in the working directory; Read it for the rest, and keep it short.]"
+            )
         )
-    text = render_block("memory", "\n".join(pieces), source=MEMORY_FILE_NAME)
+    text = render_block("memory", join("\n", pieces), source=MEMORY_FILE_NAME)
     return Part("memory", text, MEMORY_FILE_NAME, Authority.PROJECT_FILE, Stability.STABLE, Tier.MEMORY)
 
 

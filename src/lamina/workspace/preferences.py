@@ -38,7 +38,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import platformdirs
 
-from lamina.defang import contains_reserved_marker, render_block
+from lamina.defang import contains_reserved_marker, render_block, trusted
 from lamina.errors import UsageError
 from lamina.parts import Authority, Part, Stability, Tier
 
@@ -255,7 +255,8 @@ def preferences_part(preferences: Preferences, *, max_notes_chars: int = MAX_NOT
                 f"the full notes are {where}]"
             )
     provenance = preferences.source or "preferences"
-    text = render_block("preferences", "\n".join(lines))
+    # the user's own settings, refused when loaded if any reads as a tag or role marker
+    text = render_block("preferences", trusted("\n".join(lines)))
     return Part("preferences", text, provenance, Authority.USER_DATA, Stability.STABLE, Tier.RULES)
 
 

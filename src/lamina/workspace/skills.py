@@ -48,9 +48,9 @@ import platformdirs
 import yaml
 from markdown_it import MarkdownIt
 
-from lamina.defang import defang, render_block
+from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
-from lamina.parts import Authority, Part, Stability, Tier
+from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace._confine import outside_roots
 
@@ -477,7 +477,7 @@ def skill_catalogue_part(
     full = [_full_line(s, max_description_chars) for s in skills]
     short = [f"- {s.name}" for s in skills]
 
-    def render(n_full: int, n_short: int) -> str:
+    def render(n_full: int, n_short: int) -> SafeText:
         lines = full[:n_full] + short[n_full : n_full + n_short]
         left = len(skills) - n_full - n_short
         if left:
@@ -485,7 +485,7 @@ def skill_catalogue_part(
         body = "\n".join(lines)
         # Never cut by defang (escapes lengthen the text): the token budget above decides what is listed.
         listing = defang(body, source=_SOURCE, authority=Authority.PROJECT_FILE, max_chars=20 * len(body) + 64)
-        return render_block("skills", f"{_CATALOGUE_INTRO}\n{listing}")
+        return render_block("skills", join("\n", [trusted(_CATALOGUE_INTRO), listing]))
 
     # Choose on the plain lines (cheap), then check the rendered text: escapes only lengthen lines.
     n_full, n_short = _choose(full, short, estimator=estimator, limit=max_total_tokens)

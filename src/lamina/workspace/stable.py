@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from lamina.defang import defang
+from lamina.defang import defang, join
 from lamina.errors import UsageError
-from lamina.parts import Authority, Part, Stability, Tier
+from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.prompt import (
     Platform,
     Preset,
@@ -120,7 +120,7 @@ def root_context_part(
     (half a rules file could mislead). A file with the same text as one already shown (`CLAUDE.md`
     linked to `AGENTS.md`) counts as shown without being repeated.
     """
-    blocks: list[str] = []
+    blocks: list[SafeText] = []
     shown: list[str] = []
     seen: dict[str, str] = {}
     used = 0
@@ -143,7 +143,7 @@ def root_context_part(
     if not blocks:
         return None, ()
     provenance = ", ".join(seen.values())
-    text = "\n\n".join(blocks)
+    text = join("\n\n", blocks)
     part = Part("context.root", text, provenance, Authority.PROJECT_FILE, Stability.STABLE, Tier.ON_DEMAND)
     return part, tuple(shown)
 
