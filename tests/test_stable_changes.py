@@ -38,7 +38,9 @@ def edit(workspace: Path) -> None:
 
 
 def prefix(body: Any) -> str:
-    return json.dumps({"tools": body.get("tools"), "system": body.get("system")}, sort_keys=True)
+    """The stable prefix: tools, system and the first user message (the stable project parts)."""
+    first = body["messages"][0]
+    return json.dumps({"tools": body.get("tools"), "system": body.get("system"), "context": first}, sort_keys=True)
 
 
 def play(engine: ContextEngine, n: int, *, commit: bool = True) -> Any:

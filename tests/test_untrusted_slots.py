@@ -207,7 +207,7 @@ async def _session(root: Path, slot: Slot, payload: str, provider_name: str) -> 
     (workspace / "app.py").write_text("def total(xs):\n    return sum(xs)\n")
     slot.setup(workspace, payload)
     make_provider, validate = PROVIDERS[provider_name]
-    user = slot.user(payload) + " " + "context " * 200
+    user = slot.user(payload)
     typed = {user, "And one more thing.", "And after the resume."}
     store = LocalSessionStore(root / "store")
     options: dict[str, Any] = {"retry": RetryPolicy(sleep=_no_sleep), "keep_tokens": 0, "skills_dir": root / "none"}
@@ -216,8 +216,9 @@ async def _session(root: Path, slot: Slot, payload: str, provider_name: str) -> 
         calls = slot.calls(payload)
         wire.script(
             *([Reply(text="Looking.", tool_calls=calls)] if calls else []),
-            Reply(text="Done."),
-            Reply(text="Second answer. " + "words " * 100),
+            # long answers, so a compaction frees enough (the user's own words are kept in the lane)
+            Reply(text="Done. " + "words " * 800),
+            Reply(text="Second answer. " + "words " * 800),
             Reply(text=slot.summary(payload)),  # the summariser's answer
             Reply(text="After the compaction."),
             Reply(text="After the resume."),
