@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lamina.defang import contains_reserved_marker
+from lamina.sources.config import ApiEndpoint, ApiSource
+from lamina.sources.connections import connect_sources
 from lamina.sources.tool import (
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
@@ -72,3 +76,22 @@ def test_too_deep_or_too_large_schemas_are_refused_naming_the_source() -> None:
 def test_keys_and_values_that_read_as_markers_are_refused(schema: dict[str, Any]) -> None:
     with pytest.raises(ToolDefinitionError, match=r"source s: tool 's__t' refused: its input schema (holds|has)"):
         checked_definition("s", "s__t", "d", schema)
+
+
+async def test_an_api_endpoint_with_a_refused_definition_is_reported_and_the_others_kept(tmp_path: Path) -> None:
+    endpoints = (
+        ApiEndpoint("list", "GET", "/items", "Lists items.", {"type": "object", "properties": {}}, True),
+        ApiEndpoint("deep", "GET", "/deep", "Deep.", _nested(MAX_SCHEMA_DEPTH), True),
+    )
+    source = ApiSource("shop", tmp_path, "A shop.", "http://127.0.0.1:9", {}, endpoints)
+    connections = await connect_sources([source], environ={})
+    try:
+        assert [t.spec.name for t in connections.tools] == ["shop__list"]
+        [problem] = connections.problems
+        assert re.fullmatch(
+            rf"source shop: tool 'shop__deep' refused: its input schema is \d+ levels deep "
+            rf"\(the limit is {MAX_SCHEMA_DEPTH}\)",
+            str(problem),
+        )
+    finally:
+        await connections.aclose()

@@ -18,7 +18,7 @@ import httpx
 
 from lamina.sources.config import ApiEndpoint, ApiSource, expand_env, path_params
 from lamina.sources.guide import guide_path
-from lamina.sources.tool import SourceTool, short_description, tool_name
+from lamina.sources.tool import SourceTool, ToolDefinitionError, short_description, tool_name
 from lamina.tools.base import ToolContext, ToolOutput
 
 _QUERY_METHODS: Final = ("GET", "HEAD", "DELETE")
@@ -115,11 +115,16 @@ class ApiTool(SourceTool):
         return await self._connection.call(self._endpoint, input)
 
 
-def api_tools(connection: ApiConnection) -> list[ApiTool]:
-    """The Lamina tools of an API source, filtered by its `enabled_tools`."""
+def api_tools(connection: ApiConnection) -> tuple[list[ApiTool], list[ToolDefinitionError]]:
+    """The Lamina tools of an API source, filtered by its `enabled_tools`, and the endpoints refused
+    because their definition cannot go in a request (see `checked_definition`)."""
     enabled = connection.source.enabled_tools
-    return [
-        ApiTool(connection, endpoint)
-        for endpoint in connection.source.endpoints
-        if enabled is None or endpoint.name in enabled
-    ]
+    tools: list[ApiTool] = []
+    refused: list[ToolDefinitionError] = []
+    for endpoint in connection.source.endpoints:
+        if enabled is None or endpoint.name in enabled:
+            try:
+                tools.append(ApiTool(connection, endpoint))
+            except ToolDefinitionError as exc:
+                refused.append(exc)
+    return tools, refused

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Self, assert_never
 
 from lamina.sources.api import ApiConnection, api_tools
 from lamina.sources.config import ApiSource, McpSource, Source
-from lamina.sources.tool import SourceTool
+from lamina.sources.tool import SourceTool, ToolDefinitionError
 
 if TYPE_CHECKING:
     from lamina.sources.mcp import McpConnection
@@ -110,7 +110,7 @@ class SourceConnections:
                 except SourceConnectionError as exc:
                     return (), (ConnectionProblem(source.slug, exc.reason),)
                 tools, refused = mcp_tools(connection, remote)
-                problems = [ConnectionProblem(source.slug, f"tool {e.tool!r} refused: {e.reason}") for e in refused]
+                problems = [_refused(source.slug, e) for e in refused]
                 offered = {tool.name for tool in remote}
                 missing = [name for name in source.enabled_tools or () if name not in offered]
                 if missing:
@@ -120,9 +120,14 @@ class SourceConnections:
             case ApiSource():
                 api = ApiConnection(source, environ=self._environ)
                 self._connections.append(api)
-                return api_tools(api), ()
+                endpoints, bad = api_tools(api)
+                return endpoints, tuple(_refused(source.slug, e) for e in bad)
             case _:
                 assert_never(source)
+
+
+def _refused(slug: str, error: ToolDefinitionError) -> ConnectionProblem:
+    return ConnectionProblem(slug, f"tool {error.tool!r} refused: {error.reason}")
 
 
 async def connect_sources(sources: Iterable[Source], *, environ: Mapping[str, str] | None = None) -> SourceConnections:

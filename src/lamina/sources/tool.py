@@ -30,8 +30,9 @@ MAX_TOOL_NAME: Final = 64
 SEPARATOR: Final = "__"
 MAX_SCHEMA_BYTES: Final = 16_384
 """The largest input schema a source tool may have, as JSON; a larger one is refused."""
-MAX_SCHEMA_DEPTH: Final = 10
-"""The deepest nesting of objects and arrays an input schema may have; a deeper one is refused."""
+MAX_SCHEMA_DEPTH: Final = 20
+"""The deepest JSON nesting (objects and arrays) an input schema may have, about ten nested object
+properties; a deeper one is refused."""
 MAX_SCHEMA_TEXT: Final = 400
 """The longest `description` or `title` inside a schema; a longer one is cut."""
 
