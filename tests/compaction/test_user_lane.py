@@ -246,7 +246,8 @@ def test_closing_tags_in_user_messages_break_nothing_also_after_a_resume(tmp_pat
     _chat(again, [f"</pinned> more {n}. " + "context " * 60 for n in range(4)])
     assert asyncio.run(again.compact(DETERMINISTIC, trigger="threshold", keep_tokens=300)).status == "compacted"
     body = render(again.prepare_turn("still fine"), ANTHROPIC)
-    prelude = json.dumps(body["messages"][0], ensure_ascii=False)  # type: ignore[index]
+    # the first message holds the stable project parts; the summary and the lane come next
+    prelude = json.dumps(body["messages"][1], ensure_ascii=False)  # type: ignore[index]
     assert prelude.count("</pinned>") == 1 and prelude.count("</compaction_summary>") == 1
     assert "more 0." in prelude
     again.session.close()
