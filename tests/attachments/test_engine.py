@@ -31,7 +31,7 @@ def test_every_target_gets_a_body_its_sdk_accepts(engine: ContextEngine) -> None
     responses = validate_openai_responses(engine.request(turn, OpenAIResponsesTarget(model="gpt-5")))
     assert [b["type"] for b in anthropic["messages"][-1]["content"]][:3] == ["image", "document", "text"]
     assert [p["type"] for p in chat["messages"][-1]["content"]][:3] == ["image_url", "text", "text"]
-    assert responses["input"][0]["content"][0]["type"] == "input_image"
+    assert responses["input"][1]["content"][0]["type"] == "input_image"  # after the project parts
     prompt = engine.request(turn, SdkManagedTarget()).prompt  # type: ignore[union-attr]
     assert "[attached image chart.png (image/png" in prompt and "cannot see images" in prompt
     assert "--- page 1 of 1 ---" in prompt and prompt.index("Quarterly") < prompt.index("Summarise")
