@@ -16,6 +16,7 @@ back to its stamps, or walks again.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
 import weakref
@@ -42,6 +43,8 @@ _IN_ISDIR: Final = 0x40000000
 _MASK: Final = _IN_CREATE | _IN_DELETE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_DELETE_SELF | _IN_MOVE_SELF
 _GONE: Final = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED
 """Events that mean a watched folder went away (its watch is dropped by the kernel)."""
+_DRAIN_EVERY: Final = 4096
+"""Watches removed between two reads of the queue (the kernel keeps 16,384 events by default)."""
 
 
 class _Hub:
@@ -58,36 +61,44 @@ class _Hub:
             self.subscribers.setdefault(wd, weakref.WeakSet()).add(watch)
             return wd
 
-    def drain(self, relevant: Callable[[str, bool], bool]) -> None:
+    def drain(self) -> None:
         """Read every queued event and mark the watches it concerns as changed."""
         with self.lock:
-            try:
-                events = self.handle.read(timeout=0)
-            except (OSError, ValueError):
-                events = None
-            if events is None:  # the instance broke: no watch can be trusted
-                for watches in self.subscribers.values():
-                    for watch in watches:
-                        watch._changed = True
-                return
-            for event in events:
-                if event.mask & _IN_Q_OVERFLOW:  # events were lost: any folder may have changed
-                    for everyone in self.subscribers.values():
-                        for watch in everyone:
-                            watch._changed = True
-                    continue
-                concerned = self.subscribers.get(event.wd)
-                if not concerned:
-                    continue
-                if event.mask & _GONE or relevant(event.name, bool(event.mask & _IN_ISDIR)):
-                    for watch in concerned:
-                        watch._changed = True
-                if event.mask & _IN_IGNORED:
-                    del self.subscribers[event.wd]
+            self._drain()
+
+    def _drain(self) -> None:
+        try:
+            events = self.handle.read(timeout=0)
+        except (OSError, ValueError):  # the instance broke: no watch can be trusted
+            self._all_changed()
+            return
+        for event in events:
+            if event.mask & _IN_Q_OVERFLOW:  # events were lost: any folder may have changed
+                self._all_changed()
+                continue
+            concerned = self.subscribers.get(event.wd)
+            if not concerned:
+                continue  # a folder no scan watches any more
+            gone = bool(event.mask & _GONE)
+            for watch in concerned:
+                if gone or watch.relevant(event.name, bool(event.mask & _IN_ISDIR)):
+                    watch._changed = True
+            if event.mask & _IN_IGNORED:
+                del self.subscribers[event.wd]
+
+    def _all_changed(self) -> None:
+        for watches in self.subscribers.values():
+            for watch in watches:
+                watch._changed = True
 
     def release(self, wds: list[int], watch: FolderWatch | None = None) -> None:
-        """`watch` no longer needs `wds` (None: it was collected); a folder no watch needs is no longer watched."""
+        """`watch` no longer needs `wds` (None: it was collected); a folder no watch needs is no longer watched.
+
+        Each watch removed queues an event of its own: the queue is read every few thousand, so
+        that the removals cannot overflow it and cost every other scan a walk.
+        """
         with self.lock:
+            removed = 0
             for wd in wds:
                 watches = self.subscribers.get(wd)
                 if watches is None:
@@ -96,8 +107,17 @@ class _Hub:
                     watches.discard(watch)
                 if not watches:
                     del self.subscribers[wd]
-                    with contextlib.suppress(OSError):  # the folder is gone, and its watch with it
+                    with contextlib.suppress(OSError, ValueError):  # the folder is gone (or the instance closed)
                         self.handle.rm_watch(wd)
+                    removed += 1
+                    if removed % _DRAIN_EVERY == 0:
+                        self._drain()
+            if removed:
+                self._drain()
+
+    def close(self) -> None:
+        with self.lock:
+            self.handle.close()
 
 
 _hub: _Hub | None = None
@@ -113,25 +133,30 @@ def _the_hub() -> _Hub | None:
                 _hub = _Hub(_inotify.INotify())
             except OSError:
                 _hub_failed = True  # no instance left: stamps for the rest of the process
+            else:
+                atexit.register(_hub.close)
         return _hub
 
 
 class FolderWatch:
     """The folders of one scan, watched for entries added, removed or renamed."""
 
-    def __init__(self, hub: _Hub) -> None:
+    def __init__(self, hub: _Hub, relevant: Callable[[str, bool], bool]) -> None:
         self._hub = hub
+        self.relevant = relevant
+        """Whether an entry added, removed or renamed under a name (`is_folder` too) can change the scan."""
         self._wds: list[int] = []
         self.usable = True
         """False once a folder could not be watched (a limit was reached): the stamps must decide."""
         self._changed = False
         self._finalizer = weakref.finalize(self, hub.release, self._wds)
+        self._finalizer.atexit = False  # the instance itself is closed at exit
 
     @classmethod
-    def open(cls) -> FolderWatch | None:
+    def open(cls, relevant: Callable[[str, bool], bool]) -> FolderWatch | None:
         """A new watch, or None where inotify is not available (not Linux, no module, no instance left)."""
         hub = _the_hub()
-        return cls(hub) if hub is not None else None
+        return cls(hub, relevant) if hub is not None else None
 
     def add(self, folder: str) -> None:
         """Watch `folder` from now on; a failure makes the watch unusable (and frees it)."""
@@ -143,14 +168,13 @@ class FolderWatch:
             self.usable = False
             self.close()
 
-    def changed(self, relevant: Callable[[str, bool], bool]) -> bool:
-        """Whether an event since the watches were added matters: `relevant(name, is_folder)`, or a lost watch.
+    def changed(self) -> bool:
+        """Whether an event since the watches were added matters (see `relevant`), or a watch was lost.
 
-        Once true, it stays true. The events read are handed to every watch of the process with the
-        same `relevant` (the cache has one).
+        Once true, it stays true. The events read are handed to every watch of the process.
         """
         if not self._changed:
-            self._hub.drain(relevant)
+            self._hub.drain()
         return self._changed
 
     def close(self) -> None:

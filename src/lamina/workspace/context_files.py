@@ -246,7 +246,7 @@ class _Stamps:
 
     def _folders_unchanged(self) -> bool:
         if self.watch is not None:
-            return not self.watch.changed(_relevant)
+            return not self.watch.changed()
         try:
             # One C-level loop over the folders (never links: the walk does not follow them).
             ctimes = [st.st_ctime_ns for st in map(os.lstat, self.folders)]
@@ -311,7 +311,7 @@ def _stamp(path: str) -> _Stamp:
 def _scan(top: Path, caps: _Caps, progress: Callable[[int], None] | None) -> tuple[ContextFileScan, _Stamps]:
     """Walk `top` and read its context files."""
     skipped: list[SkippedPath] = []
-    watch = FolderWatch.open() if caps.watch else None
+    watch = FolderWatch.open(_relevant) if caps.watch else None
     walk = _walk(str(top), skipped, progress, watch)
     walk.candidates.sort()
     stamps = _Stamps(walk, tuple(skipped), watch)
