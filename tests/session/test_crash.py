@@ -12,12 +12,17 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from lamina.session.entries import UserMessage
 from lamina.session.store import LocalSessionStore
 from tests.conftest import EXHAUSTIVE
 from tests.session._crash_writer import write_forever
 
 KILLS = 1_000 if EXHAUSTIVE else 50
+
+pytestmark = pytest.mark.timeout(6 * 3600 if EXHAUSTIVE else 300)
+"""The exhaustive run is long by design; the suite-wide time limit is for the normal run."""
 
 
 def _start_writer(root: str, session_id: str, seed: int) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +49,9 @@ CASE_SECONDS = 30.0
 """A case that runs longer than this has hung (generous: the machine may be busy)."""
 
 _SETTINGS = {"deadline": None, "suppress_health_check": list(HealthCheck), "database": None}
+
+pytestmark = pytest.mark.timeout(6 * 3600 if EXHAUSTIVE else 300)
+"""The exhaustive run is long by design; the suite-wide time limit is for the normal run."""
 
 
 @contextmanager

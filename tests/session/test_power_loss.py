@@ -35,6 +35,9 @@ from tests.session._power import PowerCut, SimulatedDisk
 POWER_LOSSES = 1_200 if EXHAUSTIVE else 40
 STORE_LIFETIME = 40
 
+pytestmark = pytest.mark.timeout(6 * 3600 if EXHAUSTIVE else 300)
+"""The exhaustive run is long by design; the suite-wide time limit is for the normal run."""
+
 
 @dataclass
 class _Acked:
