@@ -377,3 +377,14 @@ def test_every_bad_input_error_is_a_session_error(store: LocalSessionStore, tmp_
     with pytest.raises(SessionError):
         LocalSessionStore(not_a_folder).create()
     assert LocalSessionStore(not_a_folder).list() == []
+
+
+def test_an_unknown_entry_with_invalid_utf8_is_refused_not_half_kept(store: LocalSessionStore) -> None:
+    # found by the fuzzer: a typed decode skips the unknown fields, so their bytes were never checked
+    with store.create() as session:
+        first = session.append(UserMessage(text="first"))
+    with open(session.folder / LOG_NAME, "ab") as f:
+        f.write(b'{"type":"x","id":"u1","parent_id":"lost","\xf3dd":1}\n')
+    with store.open(session.id, writable=False) as reopened:
+        assert reopened.entries() == [first]
+        assert "invalid JSON" in reopened.report.corrupt_lines[0].reason

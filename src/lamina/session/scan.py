@@ -187,6 +187,10 @@ def _decode_checked(line: bytes) -> LogEntry:
     if not isinstance(entry, UnknownEntry) and encode_entry(entry) == line:
         return entry  # canonical: no room for a duplicate key
     try:
+        msgspec.json.decode(line)  # all of it valid JSON, the fields a typed decode skipped too
+    except msgspec.DecodeError as exc:
+        raise EntryDecodeError(f"invalid JSON: {exc}") from None
+    try:
         json.loads(line, object_pairs_hook=_no_duplicates)
     except _DuplicateKeyError as exc:
         raise EntryDecodeError(f"duplicate key {exc.key!r} in an object") from None

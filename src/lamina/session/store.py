@@ -773,7 +773,10 @@ def _collector_paused() -> Iterator[None]:
 def with_parent(entry: LogEntry, parent_id: str | None) -> LogEntry:
     """`entry` hanging from `parent_id` (an unknown entry's raw bytes are rewritten to match)."""
     if isinstance(entry, UnknownEntry):
-        raw = msgspec.json.decode(entry.raw)
+        try:
+            raw = msgspec.json.decode(entry.raw)
+        except msgspec.DecodeError:  # never for a line the scan accepted; keep its bytes as they are
+            return msgspec.structs.replace(entry, parent_id=parent_id)
         if isinstance(raw, dict):
             raw["parent_id"] = parent_id
             return msgspec.structs.replace(entry, parent_id=parent_id, raw=msgspec.json.encode(raw))
