@@ -22,6 +22,7 @@ from lamina.attachments import (
     anthropic_tokens,
     openai_tokens,
 )
+from lamina.attachments.dropped import dropped_files
 from lamina.messages import DocumentBlock, ImageBlock, TextBlock
 from lamina.session.entries import EntryDecodeError, UserMessage, decode_entry, encode_entry
 from tests.attachments import files
@@ -220,3 +221,21 @@ def test_a_log_line_cannot_name_a_file_outside_the_attachments(store: Attachment
         )
         with pytest.raises(EntryDecodeError):
             decode_entry(forged)
+
+
+def test_paths_a_terminal_pastes_for_dragged_files_become_attachments(tmp_path: Path) -> None:
+    spaced = tmp_path / "my photo.png"
+    spaced.write_bytes(files.image("PNG"))
+    report = tmp_path / "report.pdf"
+    report.write_bytes(files.pdf(1))
+    script = tmp_path / "run.sh"
+    script.write_text("echo hi\n")
+    escaped = str(spaced).replace(" ", "\\ ")
+    text = f"compare {escaped} with '{report}' and file://{report} but not {script} or notes.pdf or /nowhere/x.png"
+    shown, found = dropped_files(text)
+    assert found == (spaced, report, report)
+    assert shown == (
+        "compare [attached: my photo.png] with [attached: report.pdf] and [attached: report.pdf]"
+        f" but not {script} or notes.pdf or /nowhere/x.png"
+    )
+    assert dropped_files("plain words, no paths") == ("plain words, no paths", ())

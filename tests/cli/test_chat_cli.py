@@ -73,6 +73,9 @@ def test_chat_attach_sends_a_file_with_the_next_message(tmp_path: Path, monkeypa
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("remember the milk\n")
+    invite = tmp_path / "dragged in.ics"  # a file dragged onto the terminal: pasted as an escaped path
+    invite.write_text("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nEND:VCALENDAR\r\n")
+    pasted = str(invite).replace(" ", "\\ ")
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"responses": [{"text": "Milk."}]}))
     monkeypatch.chdir(workspace)
@@ -80,7 +83,7 @@ def test_chat_attach_sends_a_file_with_the_next_message(tmp_path: Path, monkeypa
     result = runner.invoke(
         app,
         ["--store", str(store), "chat", "--model", f"scripted:{script}"],
-        input="/attach missing.png\n/attach notes.txt\nWhat should I remember?\n/quit\n",
+        input=f"/attach missing.png\n/attach notes.txt\nWhat should I remember? {pasted}\n/quit\n",
     )
     assert result.exit_code == 0, result.output
     assert "no file missing.png" in result.stderr
@@ -88,5 +91,8 @@ def test_chat_attach_sends_a_file_with_the_next_message(tmp_path: Path, monkeypa
     session_id = LocalSessionStore(store).list()[0].id
     with LocalSessionStore(store).open(session_id, writable=False) as session:
         (user,) = [e for e in session.entries() if isinstance(e, UserMessage)]
-    assert user.text == "What should I remember?"
-    assert [(a.name, a.media_type) for a in user.attachments] == [("notes.txt", "text/plain")]
+    assert user.text == "What should I remember? [attached: dragged in.ics]"
+    assert [(a.name, a.media_type) for a in user.attachments] == [
+        ("notes.txt", "text/plain"),
+        ("dragged in.ics", "text/calendar"),
+    ]

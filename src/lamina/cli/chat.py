@@ -179,6 +179,7 @@ class _State:
 async def _loop(
     agent: Agent, reader: LineReader, view: TurnView, state: _State, *, store: LocalSessionStore, workspace: Path
 ) -> None:
+    from lamina.attachments.dropped import dropped_files
     from lamina.cli._console import err
 
     armed = False  # a Ctrl-C at the prompt arms quitting; the next one quits
@@ -203,7 +204,8 @@ async def _loop(
             continue
         message = line.rstrip()
         attachments, state.attachments = state.attachments, []
-        await _turn(agent, view, message[1:] if text.startswith("//") else message, attachments)
+        message, dropped = dropped_files(message[1:] if text.startswith("//") else message)  # files dragged in
+        await _turn(agent, view, message, [*attachments, *dropped])
 
 
 async def _cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | None:
