@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, TypeAlias, assert_never, cast
 
 import msgspec
 
+from lamina.attachments.render import media_tokens
 from lamina.messages import DocumentBlock, ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock, render_tail
 from lamina.parts import Part, Tier
 from lamina.placement import (
@@ -309,7 +310,33 @@ class _Raw:
 def _measure(block: object, estimator: TokenEstimator) -> int:
     if isinstance(block, Mapping) and "cache_control" in block:
         block = {k: v for k, v in block.items() if k != "cache_control"}
+    media = _inline_media(block)
+    if media is not None:  # an image or a PDF: by the providers' formulas, not its base64 text
+        return media_tokens(*media)
     return estimator.count(_ENCODER.encode(block).decode())
+
+
+def _inline_media(block: object) -> tuple[str, str] | None:
+    """(media type, base64 data) of an attachment block in any of the three wire formats, else None."""
+    if not isinstance(block, Mapping):
+        return None
+    kind = block.get("type")
+    source = block.get("source")
+    if kind in ("image", "document") and isinstance(source, Mapping) and source.get("type") == "base64":
+        return str(source.get("media_type")), str(source.get("data"))
+    url: object = None
+    if kind == "image_url" and isinstance(image := block.get("image_url"), Mapping):
+        url = image.get("url")
+    elif kind == "input_image":
+        url = block.get("image_url")
+    elif kind == "file" and isinstance(file := block.get("file"), Mapping):
+        url = file.get("file_data")
+    elif kind == "input_file":
+        url = block.get("file_data")
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+        head, data = url[5:].split(";base64,", 1)
+        return head, data
+    return None
 
 
 def _text_block(text: str) -> dict[str, str]:

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lamina.attachments import MediaSupport, NamedBytes
+from lamina.attachments import MediaSupport, NamedBytes, anthropic_tokens, openai_tokens
+from lamina.budget import budget_of_turn, cache_layout
 from lamina.engine import ContextEngine
-from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget
+from lamina.parts import Tier
+from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
 from lamina.session.entries import UserMessage
 from tests.attachments import files
 from tests.support.engine import ANTHROPIC, Clock, make_engine
@@ -58,4 +60,26 @@ def test_the_logged_user_message_refers_to_the_stored_files(engine: ContextEngin
     assert (engine.session.folder / "attachments" / ref.sha256).read_bytes() == b"remember the milk\n"
     assert engine.attachments.text_path(ref).read_text() == "remember the milk\n"
     assert engine.context_tokens() >= ref.tokens
+    engine.session.close()
+
+
+@pytest.mark.parametrize("target", [ANTHROPIC, OpenAIChatTarget(model="gpt-5"), OpenAIResponsesTarget(model="gpt-5")])
+def test_reports_count_images_and_pdfs_by_the_providers_formulas_not_their_base64(
+    engine: ContextEngine, target: RenderTarget
+) -> None:
+    photo = files.noisy_jpeg((1200, 900))
+    turn = engine.prepare_turn("Look", [NamedBytes("photo.jpg", photo), NamedBytes("r.pdf", files.pdf(3))])
+    (ref, pdf) = next(e for e in engine.session.entries() if isinstance(e, UserMessage)).attachments
+    layout = cache_layout(engine.request(turn, target), target, turn=turn)
+    sizes = sorted(b.tokens for b in layout.blocks)
+    assert sizes[-1] < len(photo) // 100  # the base64 text would be about len(photo) / 3 tokens
+    # the image as sent to this provider, by the larger formula
+    rendition = next(r for r in ref.renditions if r.provider == ("anthropic" if target is ANTHROPIC else "openai"))
+    width, height = rendition.width, rendition.height
+    assert max(anthropic_tokens(width, height), openai_tokens(width, height)) in sizes
+    if target is ANTHROPIC:
+        assert 3 * 1_600 in sizes  # the PDF as a document: pages x PDF_PAGE_TOKENS
+    report = budget_of_turn(turn)
+    assert "attachments" in report.tiers[list(Tier).index(Tier.HISTORY)].items
+    assert report.tokens(Tier.HISTORY) >= ref.tokens + pdf.tokens
     engine.session.close()

@@ -13,11 +13,15 @@ completed turn renders identically in every later request and stays cached.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from lamina.attachments.store import INLINE_TEXT_CHARS, PREVIEW_CHARS, AttachmentStore
+from lamina.attachments._limits import anthropic_tokens, openai_tokens
+from lamina.attachments.store import INLINE_TEXT_CHARS, PDF_PAGE_TOKENS, PREVIEW_CHARS, AttachmentStore
 from lamina.defang import admit, defang, trusted
 from lamina.messages import Block, DocumentBlock, ImageBlock, TextBlock
 from lamina.parts import Authority
@@ -50,6 +54,27 @@ def describe(ref: AttachmentRef) -> str:
     if ref.pages:
         facts.append(f"{ref.pages} page{'s' if ref.pages != 1 else ''}")
     return admit(f"{ref.name} ({', '.join(facts)})")
+
+
+def media_tokens(media_type: str, data: str) -> int:
+    """Estimated input tokens of a base64 image or PDF as sent: the larger provider formula for an
+    image (from its header), `PDF_PAGE_TOKENS` a page for a PDF (pages counted by pypdf)."""
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return 0
+    try:
+        if media_type == "application/pdf":
+            from pypdf import PdfReader
+
+            return len(PdfReader(io.BytesIO(raw)).pages) * PDF_PAGE_TOKENS
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as image:  # the header only: no pixel is decoded
+            width, height = image.size
+    except Exception:  # a block we cannot read is not ours to judge; count nothing rather than fail a report
+        return 0
+    return max(anthropic_tokens(width, height), openai_tokens(width, height))
 
 
 class AttachmentRenderer:
