@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from email.message import EmailMessage
 from typing import Any, Final
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lamina.attachments._sniff import DOCX, EML, HTML, ICS, PDF, PPTX, XLSX, Sniffed
 from lamina.errors import AttachmentError
@@ -164,7 +164,10 @@ def ics_text(data: bytes, name: str, time_zone: str) -> str:
     """The calendar's events, with times in `time_zone`."""
     from icalendar import Calendar
 
-    zone = ZoneInfo(time_zone)
+    try:
+        zone = ZoneInfo(time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone, time_zone = ZoneInfo("UTC"), "UTC"  # an unknown zone name: times in UTC, and the text says so
     try:
         calendar = Calendar.from_ical(data)
         events = list(calendar.walk("VEVENT"))
