@@ -239,3 +239,11 @@ def test_paths_a_terminal_pastes_for_dragged_files_become_attachments(tmp_path: 
         f" but not {script} or notes.pdf or /nowhere/x.png"
     )
     assert dropped_files("plain words, no paths") == ("plain words, no paths", ())
+
+
+def test_a_windows_1252_text_is_read_and_said_so(store: AttachmentStore) -> None:
+    (ref,) = store.add_all([NamedBytes("prices.csv", "article;prix\ncafé;2,50 €\n".encode("cp1252"))])
+    assert (ref.kind, ref.note) == ("text", "not UTF-8: read as Windows-1252")
+    assert store.text_path(ref).read_text() == "article;prix\ncafé;2,50 €\n"
+    with pytest.raises(AttachmentError, match="unsupported file type"):
+        store.add_all([NamedBytes("blob.dat", bytes([0x81, 0x02, 0xFE, 0x10]) * 8)])  # control bytes: binary

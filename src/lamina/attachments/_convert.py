@@ -54,7 +54,7 @@ def to_text(data: bytes, sniffed: Sniffed, name: str, *, time_zone: str) -> Conv
         return Converted(eml_text(data, name))
     if media == ICS:
         return Converted(ics_text(data, name, time_zone))
-    return Converted(data.decode("utf-8-sig"))
+    return Converted(data.decode(sniffed.encoding))
 
 
 def check_zip(data: bytes, name: str) -> None:

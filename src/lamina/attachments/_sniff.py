@@ -9,6 +9,7 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import io
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -81,6 +82,8 @@ class Sniffed:
     kind: Kind
     mismatch: str = ""
     """A sentence when the name's extension says something else, else ""."""
+    encoding: str = "utf-8-sig"
+    """How a text file's bytes decode."""
 
 
 def _magic(data: bytes) -> str:
@@ -103,13 +106,28 @@ def _ooxml(data: bytes) -> str:
     return next((media for part, media in _OOXML_PARTS if part in names), "")
 
 
+_CONTROL: Final = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def legacy_text(data: bytes) -> bool:
+    """Whether `data`, not UTF-8, reads as Windows-1252 text: every byte defined, no control character
+    but tab, line breaks and form feed (binary data almost always has some)."""
+    if _CONTROL.search(data):
+        return False
+    try:
+        data.decode("cp1252")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _text_type(data: bytes) -> str:
     if b"\0" in data:
         return ""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        return ""
+        return TEXT if legacy_text(data) else ""
     head = text.lstrip()[:512].lower()
     if head.startswith("begin:vcalendar"):
         return ICS
@@ -156,7 +174,13 @@ def sniff(data: bytes, name: str) -> Sniffed:
     else:
         what = f"its content is {media}" if media else "its content is of no type Lamina knows"
         raise AttachmentError(name, f"unsupported file type ({what}); see the README's supported types")
-    return Sniffed(media, kind, _mismatch(name, media))
+    encoding = "utf-8-sig"
+    if kind == "text":
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError:
+            encoding = "cp1252"
+    return Sniffed(media, kind, _mismatch(name, media), encoding)
 
 
 def _mismatch(name: str, media: str) -> str:
