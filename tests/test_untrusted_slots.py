@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from lamina.agent import open_agent
 from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker
 from lamina.providers.retry import RetryPolicy
 from lamina.session.store import LocalSessionStore
+from lamina.sources import connect_sources, find_sources
 from tests.conftest import EXHAUSTIVE
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
@@ -71,6 +73,10 @@ class Slot:
     user: Callable[[str], str] = lambda payload: "Please look at the project."
     summary: Callable[[str], str] = lambda payload: "## Goal\nLook at the project.\n## Next steps\n- continue"
     options: dict[str, Any] = field(default_factory=dict)
+    sequential: bool = False
+    """Each call in its own reply (a source's guide must be read before its tools are called)."""
+    sources: bool = False
+    """Connect the workspace's sources (an MCP server) for the session."""
 
 
 def _wrapped(payload: str) -> str:
@@ -104,6 +110,17 @@ def _glob_target(root: Path, payload: str) -> None:
 
 
 SKILL = ".lamina/skills/deploy/SKILL.md"
+MCP_SERVER = Path(__file__).parent / "sources" / "mcp_server.py"
+
+
+def _mcp_source(root: Path, payload: str) -> None:
+    folder = root / "sources" / "echo"
+    folder.mkdir(parents=True)
+    args = json.dumps([str(MCP_SERVER)])
+    command = json.dumps(sys.executable)
+    (folder / "source.toml").write_text(f'kind = "mcp"\ndescription = "Echo."\ncommand = {command}\nargs = {args}\n')
+    (folder / "guide.md").write_text("# Guide\nCall shout with any text.\n")
+
 
 SLOTS: dict[str, Slot] = {
     "tool_result_read": Slot(
@@ -141,6 +158,16 @@ SLOTS: dict[str, Slot] = {
         setup=_write(SKILL, lambda p: "---\nname: deploy\ndescription: Deploys.\n---\n" + _wrapped(p) + "\n"),
         calls=lambda p: [ToolUse("Read", {"path": SKILL})],
         user=lambda p: "Please [skill:deploy] now.",
+    ),
+    "mcp_tool_result": Slot(
+        setup=_mcp_source,
+        calls=lambda p: [
+            ToolUse("Read", {"path": "sources/echo/guide.md"}),
+            ToolUse("echo__shout", {"text": _wrapped(p)}),
+        ],
+        options={"mode": "execute"},
+        sequential=True,
+        sources=True,
     ),
     "model_written_summary": Slot(summary=lambda p: "## Goal\n" + _wrapped(p) + "\n## Notes\n" + _wrapped(p)),
     "pinned_user_rule": Slot(user=lambda p: "You must always keep " + _wrapped(p) + " in mind."),
@@ -206,16 +233,31 @@ async def _session(root: Path, slot: Slot, payload: str, provider_name: str) -> 
     workspace.mkdir()
     (workspace / "app.py").write_text("def total(xs):\n    return sum(xs)\n")
     slot.setup(workspace, payload)
+    options: dict[str, Any] = {"retry": RetryPolicy(sleep=_no_sleep), "keep_tokens": 0, "skills_dir": root / "none"}
+    options.update(slot.options)
+    connections = await connect_sources(find_sources(workspace).sources) if slot.sources else None
+    try:
+        if connections is not None:
+            assert connections.tools and not connections.problems, connections.problems
+            options["sources"] = connections
+        await _turns(root, workspace, slot, payload, provider_name, options)
+    finally:
+        if connections is not None:
+            await connections.aclose()
+
+
+async def _turns(
+    root: Path, workspace: Path, slot: Slot, payload: str, provider_name: str, options: dict[str, Any]
+) -> None:
     make_provider, validate = PROVIDERS[provider_name]
     user = slot.user(payload)
     typed = {user, "And one more thing.", "And after the resume."}
     store = LocalSessionStore(root / "store")
-    options: dict[str, Any] = {"retry": RetryPolicy(sleep=_no_sleep), "keep_tokens": 0, "skills_dir": root / "none"}
-    options.update(slot.options)
     with WireServer() as wire:
         calls = slot.calls(payload)
+        rounds = [[c] for c in calls] if slot.sequential else [calls] if calls else []
         wire.script(
-            *([Reply(text="Looking.", tool_calls=calls)] if calls else []),
+            *[Reply(text="Looking.", tool_calls=r) for r in rounds],
             # long answers, so a compaction frees enough (the user's own words are kept in the lane)
             Reply(text="Done. " + "words " * 800),
             Reply(text="Second answer. " + "words " * 800),
