@@ -388,3 +388,21 @@ def test_an_unknown_entry_with_invalid_utf8_is_refused_not_half_kept(store: Loca
     with store.open(session.id, writable=False) as reopened:
         assert reopened.entries() == [first]
         assert "invalid JSON" in reopened.report.corrupt_lines[0].reason
+
+
+def test_a_last_entry_without_its_newline_is_counted_once(store: LocalSessionStore) -> None:
+    # found by the power-loss test: the metadata's log size stopped before that entry while its
+    # count included it, so every later open counted it again
+    with store.create() as session:
+        written = [session.append(UserMessage(text=f"m{n}")) for n in range(3)]
+    log = session.folder / LOG_NAME
+    log.write_bytes(log.read_bytes()[:-1])
+    for _ in range(3):
+        with store.open(session.id) as reopened:
+            assert reopened.entries() == written
+        assert read_meta(session.folder).entry_count == 3
+    with store.open(session.id) as reopened:
+        more = reopened.append(UserMessage(text="more"))
+    with store.open(session.id) as last:
+        assert last.entries() == [*written, more] and last.report.clean
+    assert read_meta(session.folder).entry_count == 4

@@ -64,7 +64,8 @@ class LogScan:
     corrupt: list[CorruptLine]
     torn: TornTail | None
     end: int
-    """Offset just after the last complete line (where a repair would truncate to)."""
+    """Offset just after the last entry: after the last complete line, or after a last entry that only
+    lacks its newline; a torn tail that is not an entry starts here (a repair truncates to it)."""
     bom: bool = False
     """The chunk started the log with a UTF-8 byte order mark (skipped)."""
     lines: list[int | None] | None = None
@@ -97,15 +98,16 @@ def scan_log(data: bytes, *, base_offset: int, first_line: int | None) -> LogSca
         parts.append((fast if fast is not None else _scan_lines(chunk, 0, base_offset + pos, line_at(pos)), pos))
         pos = end
     torn: TornTail | None = None
+    log_end = base_offset + complete
     if complete < len(data):
         tail = _scan_lines(data, complete, base_offset, line_at(complete))
         parts.append((tail, complete))
-        torn = tail.torn
+        torn, log_end = tail.torn, tail.end
     if len(parts) == 1 and parts[0][0].lines is None:  # the common case: one clean chunk
         only = parts[0][0]
         return LogScan(only.entries, only.offsets, [], None, base_offset + complete, bom)
     slow = any(part.lines is not None for part, _ in parts)
-    out = LogScan([], [], [], torn, torn.offset if torn is not None else base_offset + complete, bom)
+    out = LogScan([], [], [], torn, log_end, bom)
     out.lines = [] if slow else None
     for part, at in parts:
         out.entries.extend(part.entries)
@@ -147,6 +149,7 @@ def _scan_lines(data: bytes, start: int, base_offset: int, first_line: int | Non
     lines: list[int | None] = []
     corrupt: list[CorruptLine] = []
     torn: TornTail | None = None
+    whole_entry = False
     pos = start
     line_no = first_line
     size = len(data)
@@ -168,14 +171,16 @@ def _scan_lines(data: bytes, start: int, base_offset: int, first_line: int | Non
                 entries.append(entry)
                 offsets.append(base_offset + pos)
                 lines.append(line_no)
-                if not complete:  # a whole entry whose newline never made it: valid, keep it
+                if not complete:  # a whole entry whose newline never made it: valid, keep it, count it
                     torn = TornTail(base_offset + pos, size - pos)
+                    whole_entry = True
         if not complete:
             break
         pos = nl + 1
         if line_no is not None:
             line_no += 1
-    end_offset = torn.offset if torn is not None else base_offset + size
+    # a torn entry that decoded whole is part of the log (it is counted), so the log ends after it
+    end_offset = torn.offset if torn is not None and not whole_entry else base_offset + size
     return LogScan(entries, offsets, corrupt, torn, end_offset, lines=lines)
 
 
