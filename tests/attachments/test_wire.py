@@ -15,7 +15,7 @@ from lamina.agent import Agent, open_agent
 from lamina.errors import AttachmentError
 from lamina.providers.base import Capabilities, Provider
 from lamina.providers.retry import RetryPolicy
-from lamina.session.entries import UserMessage
+from lamina.session.entries import UserMessage, encode_entry
 from lamina.session.store import LocalSessionStore
 from tests.attachments import files
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
@@ -149,6 +149,7 @@ async def test_log_after_a_5_mb_image_holds_references_only(tmp_path: Path, work
     log_bytes = sum(p.stat().st_size for p in session.folder.glob("*.jsonl"))
     assert log_bytes < 30_000, log
     (user,) = [e for e in session.entries() if isinstance(e, UserMessage) and e.attachments]
+    assert len(encode_entry(user)) < 1_000  # the reference, never the bytes
     (ref,) = user.attachments
     assert (ref.name, ref.media_type, ref.size) == ("big.jpg", "image/jpeg", len(photo))
     assert (session.folder / "attachments" / ref.sha256).read_bytes() == photo

@@ -99,7 +99,7 @@ def _markitdown(data: bytes, name: str, media: str) -> str:
 def pdf_text(data: bytes, name: str) -> Converted:
     """Every page's text after a `--- page N of M ---` marker."""
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+    from pypdf.errors import DependencyError, PyPdfError
 
     if b"%%EOF" not in data[-2048:]:
         raise AttachmentError(name, "the PDF is truncated (no end-of-file marker)")
@@ -116,6 +116,8 @@ def pdf_text(data: bytes, name: str) -> Converted:
         ]
     except AttachmentError:
         raise
+    except DependencyError:  # AES encryption without the optional crypto library
+        raise AttachmentError(name, "the PDF is encrypted (AES) and cannot be opened here") from None
     except (PyPdfError, OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise AttachmentError(name, f"the PDF is corrupt ({type(exc).__name__}: {exc})") from None
     if pages == 0:
