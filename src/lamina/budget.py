@@ -171,10 +171,10 @@ def budget_of_turn(turn: TurnContext, *, estimator: TokenEstimator = DEFAULT_EST
                     pass  # counted from the references below, by the providers' formulas
                 case _:
                     assert_never(block)
-    for entry in turn.history:
+    for entry in turn.history:  # attached files: the documents tier (SPEC F17), images by the providers' formulas
         if isinstance(entry, UserMessage):
             for ref in entry.attachments:
-                tally.add(Tier.HISTORY, "attachments", ref.tokens)
+                tally.add(Tier.ON_DEMAND, "attachments", ref.tokens)
     return tally.report()
 
 

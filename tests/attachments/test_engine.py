@@ -80,6 +80,6 @@ def test_reports_count_images_and_pdfs_by_the_providers_formulas_not_their_base6
     if target is ANTHROPIC:
         assert 3 * 1_600 in sizes  # the PDF as a document: pages x PDF_PAGE_TOKENS
     report = budget_of_turn(turn)
-    assert "attachments" in report.tiers[list(Tier).index(Tier.HISTORY)].items
-    assert report.tokens(Tier.HISTORY) >= ref.tokens + pdf.tokens
+    assert report.tiers[list(Tier).index(Tier.ON_DEMAND)].items == ("attachments",)  # the documents tier
+    assert report.tokens(Tier.ON_DEMAND) == ref.tokens + pdf.tokens
     engine.session.close()
