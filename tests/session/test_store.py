@@ -301,3 +301,17 @@ def test_tool_call_and_result_entries(store: LocalSessionStore) -> None:
         call = session.append(ToolCall(call_id="c1", name="Bash", input={"command": "ls"}))
         result = session.append(ToolResult(call_id="c1", name="Bash", content="a\nb\n"))
     assert result.parent_id == call.id
+
+
+def test_a_lone_surrogate_cannot_make_an_append_fail(tmp_path: Path) -> None:
+    # a file name that is not UTF-8 reaches a tool result as a lone surrogate (surrogateescape)
+    store = LocalSessionStore(tmp_path)
+    with store.create(cwd="/p") as session:
+        session.append(UserMessage(text="list \udcff"))
+        stored = session.append(ToolResult(call_id="c1", name="Glob", content="a\udcff.txt\n", is_error=False))
+        session.flush()
+        assert stored.content == "a[U+DCFF].txt\n"  # what is logged is what the caller goes on with
+        session_id = session.id
+    with store.open(session_id) as reopened:
+        assert reopened.entries()[-1] == stored
+        assert reopened.meta.title == "list [U+DCFF]"

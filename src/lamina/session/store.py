@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 import platformdirs
@@ -563,7 +563,7 @@ class JsonlSession:
         Raises `SessionIOError` when the disk refuses; the session then takes no more appends.
         """
         self._check_writable()
-        stamped = msgspec.structs.replace(entry, id=self._new_id(), parent_id=self._leaf, ts=self._clock())
+        stamped = _storable(msgspec.structs.replace(entry, id=self._new_id(), parent_id=self._leaf, ts=self._clock()))
         must_sync = isinstance(stamped, CRITICAL_ENTRY_TYPES) if durable is None else durable
         self._write(stamped, sync=must_sync)
         return stamped
@@ -971,3 +971,31 @@ def _summary_of(folder: Path) -> SessionSummary:
     return SessionSummary(
         folder.name, meta.title, meta.created_at, meta.updated_at, meta.entry_count, meta.cwd, meta.forked_from, problem
     )
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _show_surrogate(match: re.Match[str]) -> str:
+    return f"[U+{ord(match.group()):04X}]"
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub(_show_surrogate, value)
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
+def _storable(entry: E) -> E:
+    """`entry` as UTF-8 can hold it: a lone surrogate (a file name that is not UTF-8, read with
+    surrogateescape) is shown as `[U+DCFF]`, so no text can make an append fail. The caller gets
+    this copy back, so what is logged is what is sent."""
+    try:
+        encode_entry(entry)
+    except UnicodeEncodeError:
+        return msgspec.convert(_scrub(msgspec.to_builtins(entry)), type(entry))
+    return entry
