@@ -502,6 +502,31 @@ class ContextEngine:
         self.record(turn.record())
         return turn
 
+    def preview_turn(self, user_text: str) -> TurnContext:
+        """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
+
+        Nothing is appended and no one-shot leaves the outbox; the user message is a stand-in that
+        is not in the log. The stable parts are the cached prefix (the workspace's current ones
+        before the first turn); a change of the stable inputs that the next turn would notice, and
+        announce in a `stable_update` one-shot, is not shown.
+        """
+        stable = self._prefix if self._prefix is not None else pin_stable(self._stable, self._stable_source())[0]
+        user = UserMessage(id="preview", parent_id=self._view[-1].id if self._view else None, text=user_text)
+        return TurnContext(
+            id="turn_preview",
+            session_id=self.session.id,
+            user_entry_id=user.id,
+            user_text=user_text,
+            stable=stable,
+            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
+            one_shots=tuple(self._pending.values()),
+            history=[*self._view, user],
+            summary=self._summary_shown,
+            pinned=self._pinned,
+            tools=self.tools,
+            stable_seen=self._stable_seen_digest == stable.digest,
+        )
+
     def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
         """The entries appended since `turn` was prepared (its tool loop so far)."""
         return self._view[len(turn.history) :]

@@ -96,3 +96,46 @@ def test_chat_attach_sends_a_file_with_the_next_message(tmp_path: Path, monkeypa
         ("notes.txt", "text/plain"),
         ("dragged in.ics", "text/calendar"),
     ]
+
+
+def test_context_shows_the_budget_of_the_next_request_without_writing_to_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# demo\n")
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {"text": "Looking.", "tool_calls": [{"name": "Glob", "input": {"pattern": "*.md"}}]},
+                    {"text": "There is one markdown file."},
+                ]
+            }
+        )
+    )
+    monkeypatch.chdir(workspace)
+    store = tmp_path / "store"
+    chat = ["--store", str(store), "chat", "--model", f"scripted:{script}", "--mode", "explore"]
+    # a turn with a tool call, then a mode switch: its one-shot waits in the outbox for the next turn
+    first = runner.invoke(app, chat, input="What is here?\n/mode execute\n/quit\n")
+    assert first.exit_code == 0, first.output
+    session_id = LocalSessionStore(store).list()[0].id
+    log = next((store / session_id).glob("*.jsonl"))
+    before = log.read_bytes()
+
+    resumed = runner.invoke(app, [*chat[:-2], "--resume", session_id], input="/context\n/quit\n")
+
+    assert resumed.exit_code == 0, resumed.output
+    report = resumed.stderr
+    assert "Budget by tier" in report
+    tiers = {line.split()[0]: line for line in map(str.strip, report.splitlines()) if line[:1].isdigit()}
+    assert sorted(tiers) == [str(n) for n in range(1, 9)], report
+    assert "rules" in tiers["1"] and "tools" in tiers["2"] and "user message, history" in tiers["5"]
+    assert "tool results" in tiers["7"]
+    assert "mode_transition" in tiers["8"]  # the pending one-shot counts, and stays pending
+    assert any(line.strip().startswith("total") for line in report.splitlines())
+    assert log.read_bytes() == before
+    with LocalSessionStore(store).open(session_id, writable=False) as session:
+        assert sum(isinstance(e, UserMessage) for e in session.entries()) == 1

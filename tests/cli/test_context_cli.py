@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from lamina.budget import budget_of_turn
 from lamina.cli import app
 from lamina.engine import ContextEngine
 from lamina.parts import Tier
+from lamina.session.entries import AssistantMessage
 from lamina.session.store import LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.workspace import PREFERENCES_ENV_VAR, WorkspaceContext
@@ -230,3 +232,25 @@ def test_a_broken_gitignore_line_is_a_warning_and_the_report_goes_on(tmp_path: P
     data = report(str(root))
     assert [f["path"] for f in data["context_files"]["found"]] == ["AGENTS.md"]
     assert [s["path"] for s in data["context_files"]["skipped"]] == [".gitignore", ".gitignore"]
+
+
+def test_the_preview_behind_chat_context_budgets_what_the_next_turn_sends_and_logs_nothing(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "AGENTS.md").write_text("Run the tests.\n")
+    context = WorkspaceContext(workspace)
+    with LocalSessionStore(tmp_path / "store").create(cwd=str(workspace)) as session:
+        engine = ContextEngine(session, stable_source=lambda: tuple(context()), tools=context.tools, mode="ask")
+        logged = len(session.entries())
+        first = engine.preview_turn("hi")
+        assert len(session.entries()) == logged
+        turn = engine.prepare_turn("hi")
+        assert budget_of_turn(first) == budget_of_turn(turn)
+        engine.record(AssistantMessage(text="Hello."))
+        engine.commit(turn)
+        engine.set_mode("execute")  # a one-shot waits in the outbox
+        logged = len(session.entries())
+        preview = engine.preview_turn("again")
+        assert len(session.entries()) == logged and engine.pending_one_shots
+        assert budget_of_turn(preview) == budget_of_turn(engine.prepare_turn("again"))
+        assert budget_of_turn(preview).tokens(Tier.ONE_SHOT) > 0

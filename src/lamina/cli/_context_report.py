@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
 from lamina.activation import SkillCatalogue
@@ -217,13 +218,13 @@ def _print_report(
     _print_context_files(snapshot)
     _print_memory_and_preferences(snapshot, workspace)
     _print_layout(layout)
-    _print_budget(budget)
+    print_budget(budget)
 
 
-def _section(title: str, explanation: str) -> None:
-    out.print()
-    out.print(f"[bold]{title}[/bold]", highlight=False)
-    out.print(f"[dim]{explanation}[/dim]", highlight=False)
+def _section(title: str, explanation: str, console: Console = out) -> None:
+    console.print()
+    console.print(f"[bold]{title}[/bold]", highlight=False)
+    console.print(f"[dim]{explanation}[/dim]", highlight=False)
 
 
 def _print_parts(turn: TurnContext) -> None:
@@ -341,11 +342,13 @@ def _print_layout(layout: CacheLayout) -> None:
         out.print(f"- {safe(note)}", highlight=False)
 
 
-def _print_budget(budget: BudgetReport) -> None:
+def print_budget(budget: BudgetReport, console: Console = out, *, note: str | None = None) -> None:
+    """The budget by tier (also `/context` in `lamina chat`, for the live session's next request)."""
     _section(
         "Budget by tier",
-        "The context budget's priority order, rules first, one-shot parts last. Counted on the text of each "
-        "part; the cache layout counts blocks as sent (JSON), so its total is a little higher.",
+        "The context budget's priority order, rules first, one-shot parts last. Counted on the text of each part"
+        + (note or "; the cache layout counts blocks as sent (JSON), so its total is a little higher."),
+        console,
     )
     table = Table(box=None)
     table.add_column("tier", no_wrap=True)
@@ -354,7 +357,7 @@ def _print_budget(budget: BudgetReport) -> None:
     for tier in budget.tiers:
         table.add_row(_tier(tier.tier), f"{tier.tokens:,}", safe(", ".join(tier.items)))
     table.add_row("[bold]total[/bold]", f"[bold]{budget.total:,}[/bold]", "")
-    out.print(table)
+    console.print(table)
 
 
 def _print_texts(turn: TurnContext) -> None:

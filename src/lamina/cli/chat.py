@@ -29,10 +29,13 @@ HELP: Final = """\
 /mode [MODE]       show or switch the permission mode: explore, ask or execute
 /attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
 /compact [FOCUS]   compact the conversation now (the log keeps everything)
-/context           how full the context window is, and what is in it
+/context           how full the context window is, and the next request's budget by tier
 /sessions          recent sessions in this directory
 /quit              leave (also Ctrl-D, or Ctrl-C twice)
 Enter sends; Alt-Enter or Ctrl-J starts a new line; a paste is one message. Ctrl-C cancels a running turn."""
+
+NEXT_MESSAGE: Final = "(your next message)"
+"""Stands for the user's text in `/context`'s budget: the report is about everything around it."""
 
 ModelOption = Annotated[
     str | None,
@@ -321,8 +324,14 @@ async def _command(
 
 
 def _print_context(agent: Agent) -> None:
-    """`/context`: the live session's context use against the window and the compaction threshold."""
+    """`/context`: the live session's context use, its state, and the budget by tier of the next request.
+
+    The budget comes from a preview of the next turn, so `/context` writes nothing to the log.
+    """
+    from lamina.budget import budget_of_turn
     from lamina.cli._console import err, safe
+    from lamina.cli._context_report import print_budget
+    from lamina.errors import LaminaError
 
     engine = agent.engine
     window = agent.provider.capabilities.context_window
@@ -339,3 +348,13 @@ def _print_context(agent: Agent) -> None:
     err.print(f"sources   {safe(sources)}")
     pending = ", ".join(o.kind for o in engine.pending_one_shots) or "none"
     err.print(f"one-shots {safe(pending)} pending")
+    try:
+        turn = engine.preview_turn(NEXT_MESSAGE)
+    except LaminaError as exc:  # the workspace's stable parts could not be read
+        err.print(f"[red]error:[/red] budget by tier: {safe(exc)}")
+        return
+    print_budget(
+        budget_of_turn(turn),
+        err,
+        note=f" of the next request, with {safe(NEXT_MESSAGE)} standing for your message.",
+    )
