@@ -93,9 +93,8 @@ def scan_log(data: bytes, *, base_offset: int, first_line: int | None) -> LogSca
     pos = start
     while pos < complete:
         end = data.find(b"\n", min(pos + CHUNK_BYTES, complete - 1)) + 1
-        chunk = data[pos:end]
-        fast = _scan_fast(chunk, base_offset + pos)
-        parts.append((fast if fast is not None else _scan_lines(chunk, 0, base_offset + pos, line_at(pos)), pos))
+        fast = _scan_fast(data, pos, end, base_offset)
+        parts.append((fast if fast is not None else _scan_lines(data[pos:end], 0, base_offset + pos, line_at(pos)), pos))
         pos = end
     torn: TornTail | None = None
     log_end = base_offset + complete
@@ -125,22 +124,28 @@ def _line_numbers(entries: list[LogEntry], first: int | None) -> list[int | None
     return list(range(first, first + len(entries)))
 
 
-def _scan_fast(data: bytes, base_offset: int) -> LogScan | None:
-    """A chunk of whole lines in one typed decode, or None when it is not canonical."""
-    try:
-        entries: list[LogEntry] = list(_entry_decoder.decode_lines(data))
-    except msgspec.DecodeError:
-        return None
+def _scan_fast(data: bytes, start: int, end: int, base_offset: int) -> LogScan | None:
+    """The whole lines `data[start:end]` in one typed decode, or None when they are not canonical.
+
+    The chunk is read in place (no copy of it is made): decoded through a view, compared at its offset.
+    """
+    with memoryview(data) as whole, whole[start:end] as chunk:
+        try:
+            entries: list[LogEntry] = _entry_decoder.decode_lines(chunk)
+        except msgspec.DecodeError:
+            return None
     # the same bytes back, line for line: canonical lines (no duplicate keys, no blank or merged lines)
-    if _entry_encoder.encode_lines(entries) != data:
+    encoded = _entry_encoder.encode_lines(entries)
+    if len(encoded) != end - start or not data.startswith(encoded, start):
         return None
-    offsets = [base_offset]
-    pos = 0
+    offsets = [base_offset + start]
+    pos = start
     find = data.find
+    append = offsets.append
     for _ in range(len(entries) - 1):
         pos = find(b"\n", pos) + 1
-        offsets.append(base_offset + pos)
-    return LogScan(entries, offsets, [], None, base_offset + len(data))
+        append(base_offset + pos)
+    return LogScan(entries, offsets, [], None, base_offset + end)
 
 
 def _scan_lines(data: bytes, start: int, base_offset: int, first_line: int | None) -> LogScan:

@@ -294,12 +294,12 @@ class JsonlSession:
         report.unknown_entries = 0 if scan.lines is None else sum(isinstance(e, UnknownEntry) for e in entries)
         if start == 0:
             lost = [LostLine(bisect.bisect_left(offsets, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
-            report.relinks = mend_links(entries, lost)
+            report.relinks = mend_links(entries, lost, ids=ids)
             self._links = {r.entry_id: r.new_parent for r in report.relinks}
             return True
         if scan.corrupt or duplicates:
             return False
-        return all(entries[i].parent_id not in by_id for i in find_broken_links(entries))
+        return all(entries[i].parent_id not in by_id for i in find_broken_links(entries, ids))
 
     def _open_for_resume(self) -> None:
         start = self.meta.resume_offset

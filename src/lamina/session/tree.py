@@ -159,9 +159,12 @@ class LostLine:
     lost_parent: str | None
 
 
-def find_broken_links(order: Sequence[LogEntry]) -> list[int]:
-    """Indices of entries whose parent is not an earlier entry of `order` (one pass, no lookups by walk)."""
-    ids = list(map(_ID, order))
+def find_broken_links(order: Sequence[LogEntry], ids: list[str] | None = None) -> list[int]:
+    """Indices of entries whose parent is not an earlier entry of `order` (one pass, no lookups by walk).
+
+    `ids` is the ids of `order`, when the caller has them already."""
+    if ids is None:
+        ids = list(map(_ID, order))
     parents = list(map(_PARENT, order))
     if parents[1:] == ids[:-1]:  # a chain without branches (the common case), compared in C
         return [0] if parents and parents[0] is not None else []
@@ -176,7 +179,9 @@ def find_broken_links(order: Sequence[LogEntry]) -> list[int]:
     return broken
 
 
-def mend_links(order: Sequence[LogEntry], lost: Sequence[LostLine] = ()) -> list[Relink]:
+def mend_links(
+    order: Sequence[LogEntry], lost: Sequence[LostLine] = (), *, ids: list[str] | None = None
+) -> list[Relink]:
     """Re-link every entry of a whole log whose parent is not an earlier entry (pure).
 
     `order` is every surviving entry in file order, duplicates already removed. An entry whose parent
@@ -184,7 +189,7 @@ def mend_links(order: Sequence[LogEntry], lost: Sequence[LostLine] = ()) -> list
     lines) when it survives; otherwise, and for missing or later parents, from the nearest surviving
     entry before it in the file, which in a log without branches is exactly its lost ancestor.
     """
-    broken = find_broken_links(order)
+    broken = find_broken_links(order, ids)
     if not broken:
         return []
     position = {entry.id: index for index, entry in enumerate(order)}
