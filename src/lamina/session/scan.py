@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import msgspec
 
@@ -93,8 +93,10 @@ def scan_log(data: bytes, *, base_offset: int, first_line: int | None) -> LogSca
     pos = start
     while pos < complete:
         end = data.find(b"\n", min(pos + CHUNK_BYTES, complete - 1)) + 1
-        fast = _scan_fast(data, pos, end, base_offset)
-        parts.append((fast if fast is not None else _scan_lines(data[pos:end], 0, base_offset + pos, line_at(pos)), pos))
+        part = _scan_fast(data, pos, end, base_offset)
+        if part is None:  # damage or a line not written by this code: line by line, problems named
+            part = _scan_lines(data[pos:end], 0, base_offset + pos, line_at(pos))
+        parts.append((part, pos))
         pos = end
     torn: TornTail | None = None
     log_end = base_offset + complete
@@ -131,7 +133,7 @@ def _scan_fast(data: bytes, start: int, end: int, base_offset: int) -> LogScan |
     """
     with memoryview(data) as whole, whole[start:end] as chunk:
         try:
-            entries: list[LogEntry] = _entry_decoder.decode_lines(chunk)
+            entries = cast("list[LogEntry]", _entry_decoder.decode_lines(chunk))  # no copy: a known-types list
         except msgspec.DecodeError:
             return None
     # the same bytes back, line for line: canonical lines (no duplicate keys, no blank or merged lines)
