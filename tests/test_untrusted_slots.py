@@ -11,12 +11,16 @@ without error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +80,15 @@ class Slot:
     sequential: bool = False
     """Each call in its own reply (a source's guide must be read before its tools are called)."""
     sources: bool = False
-    """Connect the workspace's sources (an MCP server) for the session."""
+    """Connect the workspace's sources (MCP servers, HTTP APIs) for the session."""
+    api_answer: Callable[[str], str] = lambda payload: "ok"
+    """What the local HTTP API (at `${LAMINA_TEST_API}`, started for a session with sources) answers."""
+    refused_folders: int = 0
+    """Source folders the scan must skip, each as a problem naming its slug."""
+    compactions: int = 1
+    """Compactions in the session; a second one updates the summary the first one wrote."""
+    check: Callable[[list[Any]], None] = lambda bodies: None
+    """A check of the requests the wire server received: that the slot reached the right place."""
 
 
 def _wrapped(payload: str) -> str:
@@ -120,6 +132,83 @@ def _mcp_source(root: Path, payload: str) -> None:
     command = json.dumps(sys.executable)
     (folder / "source.toml").write_text(f'kind = "mcp"\ndescription = "Echo."\ncommand = {command}\nargs = {args}\n')
     (folder / "guide.md").write_text("# Guide\nCall shout with any text.\n")
+
+
+PAYLOAD_SERVER = Path(__file__).parent / "sources" / "mcp_payload_server.py"
+GUIDE = "# Guide\nCall the tools with any text.\n"
+
+
+def _toml(text: str) -> str:
+    """`text` as a TOML basic string (JSON's escapes are TOML's, but DEL must be escaped too)."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _payload_mcp(
+    description: Callable[[str], str | None], field: Callable[[str], str], source: Callable[[str], str]
+) -> Callable[[Path, str], None]:
+    """An MCP source `payload` whose one tool `probe` has the given description and input-field text,
+    and whose source.toml has the given description."""
+
+    def setup(root: Path, payload: str) -> None:
+        folder = root / "sources" / "payload"
+        folder.mkdir(parents=True)
+        texts = folder / "texts.json"
+        texts.write_text(json.dumps({"description": description(payload), "field": field(payload)}))
+        args = json.dumps([str(PAYLOAD_SERVER), str(texts)])
+        command = json.dumps(sys.executable)
+        config = f'kind = "mcp"\ndescription = {_toml(source(payload))}\ncommand = {command}\nargs = {args}\n'
+        (folder / "source.toml").write_text(config, encoding="utf-8")
+        (folder / "guide.md").write_text(GUIDE)
+
+    return setup
+
+
+def _api_source(endpoint: Callable[[str], str], field: Callable[[str], str]) -> Callable[[Path, str], None]:
+    """An API source `api` at the local HTTP API, whose endpoint `fetch` has the given description and
+    input-field description and title."""
+
+    def setup(root: Path, payload: str) -> None:
+        folder = root / "sources" / "api"
+        folder.mkdir(parents=True)
+        text = _toml(field(payload))
+        (folder / "source.toml").write_text(
+            'kind = "api"\ndescription = "A test API."\nbase_url = "${LAMINA_TEST_API}"\n\n'
+            f'[[endpoints]]\nname = "fetch"\nmethod = "GET"\npath = "/fetch"\n'
+            f"description = {_toml(endpoint(payload))}\n"
+            f'params.properties.q = {{ type = "string", description = {text}, title = {text} }}\n',
+            encoding="utf-8",
+        )
+        (folder / "guide.md").write_text(GUIDE)
+
+    return setup
+
+
+def _named_source(root: Path, payload: str) -> None:
+    """The payload as a source's description (its tool has none, so the description stands in) and as
+    its guide, beside a source folder named with the payload (a slug no source may have)."""
+    _payload_mcp(lambda p: None, lambda p: "The text.", _wrapped)(root, payload)
+    _write("sources/payload/guide.md", _wrapped)(root, payload)
+    named = root / "sources" / _file_name(payload)
+    named.mkdir()
+    (named / "source.toml").write_text('kind = "mcp"\ndescription = "Named."\ncommand = "true"\n')
+    (named / "guide.md").write_text(GUIDE)
+
+
+def _tool_spec_holds_payload(tool: str) -> Callable[[list[Any]], None]:
+    def check(bodies: list[Any]) -> None:
+        specs = [json.dumps(b.get("tools", []), ensure_ascii=False) for b in bodies]
+        assert any(tool in spec and START in spec for spec in specs), f"{tool} offered without the text"
+
+    return check
+
+
+def _updated_summary_prompt_holds_payload(bodies: list[Any]) -> None:
+    prompts = ["\n".join(_texts(b)) for b in bodies]
+    assert any("previous compaction summary" in p and START in p for p in prompts), "no update prompt held it"
+
+
+def _read_guide(slug: str) -> ToolUse:
+    return ToolUse("Read", {"path": f"sources/{slug}/guide.md"})
 
 
 SLOTS: dict[str, Slot] = {
@@ -169,7 +258,43 @@ SLOTS: dict[str, Slot] = {
         sequential=True,
         sources=True,
     ),
+    "api_tool_result": Slot(
+        setup=_api_source(lambda p: "Fetches the text.", lambda p: "The query."),
+        calls=lambda p: [_read_guide("api"), ToolUse("api__fetch", {"q": "x"})],
+        api_answer=_wrapped,
+        sequential=True,
+        sources=True,
+    ),
+    "mcp_tool_definition": Slot(
+        setup=_payload_mcp(_wrapped, _wrapped, lambda p: "A test server."),
+        calls=lambda p: [_read_guide("payload"), ToolUse("payload__probe", {"text": "x"})],
+        options={"mode": "execute"},
+        sequential=True,
+        sources=True,
+        check=_tool_spec_holds_payload("payload__probe"),
+    ),
+    "api_tool_definition": Slot(
+        setup=_api_source(_wrapped, _wrapped),
+        calls=lambda p: [_read_guide("api"), ToolUse("api__fetch", {"q": "x"})],
+        sequential=True,
+        sources=True,
+        check=_tool_spec_holds_payload("api__fetch"),
+    ),
+    "source_name_and_guide": Slot(
+        setup=_named_source,
+        calls=lambda p: [_read_guide("payload"), ToolUse("payload__probe", {"text": "x"})],
+        options={"mode": "execute"},
+        sequential=True,
+        sources=True,
+        refused_folders=1,
+        check=_tool_spec_holds_payload("payload__probe"),
+    ),
     "model_written_summary": Slot(summary=lambda p: "## Goal\n" + _wrapped(p) + "\n## Notes\n" + _wrapped(p)),
+    "previous_summary_updated": Slot(
+        summary=lambda p: "## Goal\n" + _wrapped(p) + "\n## Notes\n" + _wrapped(p),
+        compactions=2,
+        check=_updated_summary_prompt_holds_payload,
+    ),
     "pinned_user_rule": Slot(user=lambda p: "You must always keep " + _wrapped(p) + " in mind."),
 }
 
@@ -236,15 +361,51 @@ async def _session(root: Path, slot: Slot, payload: str, provider_name: str) -> 
     slot.setup(workspace, payload)
     options: dict[str, Any] = {"retry": RetryPolicy(sleep=_no_sleep), "keep_tokens": 0, "skills_dir": root / "none"}
     options.update(slot.options)
-    connections = await connect_sources(find_sources(workspace).sources) if slot.sources else None
+    scan = find_sources(workspace)
+    assert len(scan.problems) == slot.refused_folders, scan.problems
+    assert all(problem.field == "slug" for problem in scan.problems), scan.problems
+    with contextlib.ExitStack() as stack:
+        connections = None
+        if slot.sources:
+            url = stack.enter_context(_local_api(slot.api_answer(payload)))
+            environ = {**os.environ, "LAMINA_TEST_API": url}
+            connections = await connect_sources(scan.sources, environ=environ)
+        try:
+            if connections is not None:
+                # every definition is neutralised and offered, none refused
+                assert connections.tools and not connections.problems, connections.problems
+                options["sources"] = connections
+            await _turns(root, workspace, slot, payload, provider_name, options)
+        finally:
+            if connections is not None:
+                await connections.aclose()
+
+
+@contextlib.contextmanager
+def _local_api(answer: str) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 answering every GET with `answer` (plain UTF-8 text); yields its URL."""
+    data = answer.encode("utf-8", "surrogatepass")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/plain; charset=utf-8")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: object) -> None:  # keep the test output quiet
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        if connections is not None:
-            assert connections.tools and not connections.problems, connections.problems
-            options["sources"] = connections
-        await _turns(root, workspace, slot, payload, provider_name, options)
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
-        if connections is not None:
-            await connections.aclose()
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 async def _turns(
@@ -264,6 +425,9 @@ async def _turns(
             Reply(text="Second answer. " + "words " * 800),
             Reply(text=slot.summary(payload)),  # the summariser's answer
             Reply(text="After the compaction."),
+            # a second compaction updates the first summary: the summariser's prompt holds it
+            *[Reply(text="Third answer. " + "words " * 800), Reply(text=slot.summary(payload))]
+            * (slot.compactions - 1),
             Reply(text="After the resume."),
         )
         async with make_provider(wire) as provider:
@@ -273,6 +437,10 @@ async def _turns(
             outcome = await agent.compact()
             assert outcome.status == "compacted", outcome.message
             await agent.run_turn("And one more thing.")
+            for _ in range(slot.compactions - 1):
+                await agent.run_turn("And one more thing.")
+                outcome = await agent.compact()
+                assert outcome.status == "compacted", outcome.message
             session_id = agent.engine.session.id
             agent.engine.session.close()
             resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)
@@ -283,6 +451,7 @@ async def _turns(
             _check_request(received.body, validate, typed)
         seen = "\n".join(t for r in wire.requests for t in _texts(r.body))
         assert START in seen  # the slot really reached a request
+        slot.check([r.body for r in wire.requests])
 
 
 @pytest.mark.parametrize("slot", SLOTS)
