@@ -458,6 +458,20 @@ def test_two_finders_share_the_watches_and_one_closing_leaves_the_other_watching
     assert found(two.find(tmp_path)) == ["a/b/AGENTS.md", "a/b/c/CLAUDE.md"]
 
 
+def test_a_watch_collected_while_the_hub_is_locked_never_deadlocks_and_is_released_later(tmp_path: Path) -> None:
+    hub = _watch._the_hub()
+    if hub is None:
+        pytest.skip("no inotify here")
+    watch = _watch.FolderWatch(hub, lambda name, is_folder: True)
+    watch.add(str(tmp_path))
+    wd = watch._wds[0]
+    with hub.lock:  # the garbage collector may run a finaliser inside the hub's own locked code
+        del watch  # the old finaliser waited for the lock its own thread held: a hang
+        assert wd in hub.orphans
+    hub.drain()
+    assert wd not in hub.subscribers and not hub.orphans
+
+
 def settled(finder: ContextFileFinder, root: Path) -> ContextFileScan:
     """A scan whose stamps are old enough to be trusted (files written just before a scan are not)."""
     time.sleep(module._RACY_NS / 1e9 + 0.02)

@@ -54,6 +54,24 @@ class _Hub:
         self.handle: Any = handle
         self.lock = threading.Lock()
         self.subscribers: dict[int, weakref.WeakSet[FolderWatch]] = {}
+        self.orphans: list[int] = []
+        """Watches of collected `FolderWatch`es whose finaliser found the lock taken, released at the next drain."""
+
+    def collected(self, wds: list[int]) -> None:
+        """A `FolderWatch` was collected: release its `wds`, never blocking. The garbage collector runs
+        finalisers wherever an allocation happens, also inside this hub's own locked code, so waiting for
+        the (non-reentrant) lock there would deadlock the thread: the watches wait for the next drain."""
+        self.orphans.extend(wds)
+        if self.lock.acquire(blocking=False):
+            try:
+                self._release_orphans()
+            finally:
+                self.lock.release()
+
+    def _release_orphans(self) -> None:
+        orphans, self.orphans = self.orphans, []
+        if orphans:
+            self._release(orphans, None)
 
     def add(self, folder: str, watch: FolderWatch) -> int:
         with self.lock:
@@ -64,6 +82,7 @@ class _Hub:
     def drain(self) -> None:
         """Read every queued event and mark the watches it concerns as changed."""
         with self.lock:
+            self._release_orphans()
             self._drain()
 
     def _drain(self) -> None:
@@ -98,22 +117,25 @@ class _Hub:
         that the removals cannot overflow it and cost every other scan a walk.
         """
         with self.lock:
-            removed = 0
-            for wd in wds:
-                watches = self.subscribers.get(wd)
-                if watches is None:
-                    continue
-                if watch is not None:
-                    watches.discard(watch)
-                if not watches:
-                    del self.subscribers[wd]
-                    with contextlib.suppress(OSError, ValueError):  # the folder is gone (or the instance closed)
-                        self.handle.rm_watch(wd)
-                    removed += 1
-                    if removed % _DRAIN_EVERY == 0:
-                        self._drain()
-            if removed:
-                self._drain()
+            self._release(wds, watch)
+
+    def _release(self, wds: list[int], watch: FolderWatch | None) -> None:
+        removed = 0
+        for wd in wds:
+            watches = self.subscribers.get(wd)
+            if watches is None:
+                continue
+            if watch is not None:
+                watches.discard(watch)
+            if not watches:
+                del self.subscribers[wd]
+                with contextlib.suppress(OSError, ValueError):  # the folder is gone (or the instance closed)
+                    self.handle.rm_watch(wd)
+                removed += 1
+                if removed % _DRAIN_EVERY == 0:
+                    self._drain()
+        if removed:
+            self._drain()
 
     def close(self) -> None:
         with self.lock:
@@ -149,7 +171,7 @@ class FolderWatch:
         self.usable = True
         """False once a folder could not be watched (a limit was reached): the stamps must decide."""
         self._changed = False
-        self._finalizer = weakref.finalize(self, hub.release, self._wds)
+        self._finalizer = weakref.finalize(self, hub.collected, self._wds)
         self._finalizer.atexit = False  # the instance itself is closed at exit
 
     @classmethod
