@@ -315,3 +315,21 @@ def test_a_lone_surrogate_cannot_make_an_append_fail(tmp_path: Path) -> None:
     with store.open(session_id) as reopened:
         assert reopened.entries()[-1] == stored
         assert reopened.meta.title == "list [U+DCFF]"
+
+
+def test_a_fork_carries_the_files_its_entries_point_at(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    with store.create(cwd="/p") as source:
+        source.append(UserMessage(text="look at this"))
+        (source.folder / "attachments" / "ab12").write_bytes(b"\x89PNG image bytes")
+        (source.folder / "data" / "tool-results").mkdir(parents=True)
+        (source.folder / "data" / "tool-results" / "call_1.txt").write_text("the whole output")
+        (source.folder / "plans" / "plan.md").write_text("1. do it")
+        last = source.append(AssistantMessage(text="seen"))
+        source.flush()
+        source_id, source_folder = source.id, source.folder
+    with store.fork(source_id, last.id) as fork:
+        assert (fork.folder / "attachments" / "ab12").read_bytes() == b"\x89PNG image bytes"
+        assert (fork.folder / "data" / "tool-results" / "call_1.txt").read_text() == "the whole output"
+        (fork.folder / "plans" / "plan.md").write_text("1. do it differently")  # a copy, not a link
+    assert (source_folder / "plans" / "plan.md").read_text() == "1. do it"

@@ -936,6 +936,7 @@ class LocalSessionStore:
             origin = ForkOrigin(session_id=session_id, entry_id=entry_id)
             forked = self.create(cwd=source.meta.cwd, title=source.meta.title, forked_from=origin)
         try:
+            self._carry_files(source.folder, forked.folder)
             for entry in path:
                 forked._write(entry, sync=False)
             forked.flush()
@@ -943,6 +944,35 @@ class LocalSessionStore:
             forked._abandon()
             raise
         return forked
+
+    def _carry_files(self, source: Path, target: Path) -> None:
+        """The files the copied entries may point at (attachments, offloaded output, the user's-words
+        archive, plans), made durable before the entries that reference them are written.
+
+        Attachments and data files are written once and never changed, so they are hard-linked
+        (copied where links are refused); plans may be edited later, so they are copied.
+        """
+        for name in SUBFOLDERS:
+            top = source / name
+            if not top.is_dir():
+                continue
+            for folder, _, files in os.walk(top):
+                here = target / Path(folder).relative_to(source)
+                if not here.exists():
+                    self._files.mkdir(here)
+                for file in files:
+                    src, dst = Path(folder) / file, here / file
+                    if src.is_symlink() or not src.is_file():
+                        continue  # the store writes regular files only; anything else is not ours
+                    if name == "plans":
+                        write_new_file(self._files, dst, src.read_bytes())
+                    else:
+                        try:
+                            self._files.link(src, dst)
+                        except OSError:
+                            write_new_file(self._files, dst, src.read_bytes())
+                self._files.fsync_dir(here)
+            self._files.fsync_dir(target / name)
 
 
 def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> SessionMeta:
