@@ -391,33 +391,24 @@ class ContextEngine:
             previous = f"{current.version}:{current.digest}" if current else None
             value = f"{pinned.version}:{pinned.digest}"
             keep = self._prefix
-            if keep is not None and keep.parts and self._turn_since_boundary:
-                known = current if current is not None and current.parts else keep
-                detail += f"; delivered once in the tail, the cached prefix keeps version {keep.version}"
-                self.record(
-                    StateChange(
-                        key="stable",
-                        value=value,
-                        previous=previous,
-                        detail=detail,
-                        prefix=_pinned_parts(keep),
-                        prefix_version=keep.version,
-                    )
+            # after a turn under the current prefix, the prefix keeps its bytes and the change rides the tail once
+            deliver = bool(keep is not None and keep.parts and self._turn_since_boundary)
+            kept = keep if deliver and keep is not None else pinned
+            if deliver:
+                detail += f"; delivered once in the tail, the cached prefix keeps version {kept.version}"
+            self.record(
+                StateChange(
+                    key="stable",
+                    value=value,
+                    previous=previous,
+                    detail=detail,
+                    prefix=_pinned_parts(kept),
+                    prefix_version=kept.version,
                 )
-                self._stable = pinned
+            )
+            if deliver:
+                known = current if current is not None and current.parts else kept
                 self.queue_one_shot("stable_update", stable_update_text(known, pinned))
-            else:
-                self._stable = pinned
-                self.record(
-                    StateChange(
-                        key="stable",
-                        value=value,
-                        previous=previous,
-                        detail=detail,
-                        prefix=_pinned_parts(pinned),
-                        prefix_version=pinned.version,
-                    )
-                )
         self._stable = pinned
         if self._prefix is None:
             self._prefix = pinned
