@@ -7,9 +7,10 @@ survives compaction, while the whole session history stays durable on disk.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import TYPE_CHECKING, Final
+
+from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
     from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
@@ -100,12 +101,7 @@ _LAZY: Final = {
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_lazily(globals(), __name__, _LAZY, name)
 
 
 # a library logs, it does not print: applications choose handlers for the `lamina` loggers

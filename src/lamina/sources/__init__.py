@@ -7,8 +7,9 @@ descriptions that point at the guide, so the guide can change without changing a
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
+
+from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
     from lamina.sources.api import ApiConnection, ApiTool
@@ -61,12 +62,7 @@ _LAZY: Final = {
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_lazily(globals(), __name__, _LAZY, name)
 
 
 __all__ = [
