@@ -73,18 +73,13 @@ def chat(
 
     from lamina.cli._console import abort, err
     from lamina.cli._session import clean_up_empty_sessions, latest_session
-    from lamina.cli.config import ConfigError, load_settings
+    from lamina.cli.config import settings_or_abort
     from lamina.errors import LaminaError
     from lamina.session.store import LocalSessionStore
-    from lamina.tools.base import PermissionMode
 
     workspace = Path.cwd()
     store = LocalSessionStore((ctx.find_root().obj or {}).get("store"))
-    try:
-        settings = load_settings(workspace, model=model, mode=mode, preset=preset)
-        PermissionMode(settings.mode)
-    except (ConfigError, ValueError) as exc:
-        abort(str(exc))
+    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset)
     if resume is not None and continue_:
         abort("use --resume ID or --continue, not both")
     session_id = resume or None

@@ -103,6 +103,18 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
     return Settings(**values, origins=origins)  # type: ignore[arg-type]  # keys and types checked above
 
 
+def settings_or_abort(workspace: Path, *, model: str | None, mode: str | None, preset: str | None) -> Settings:
+    """The effective settings for a command, or one clear line and exit 1 (a bad file, key or mode)."""
+    from lamina.tools.base import PermissionMode
+
+    try:
+        settings = load_settings(workspace, model=model, mode=mode, preset=preset)
+        PermissionMode(settings.mode)
+    except (ConfigError, ValueError) as exc:
+        abort(str(exc))
+    return settings
+
+
 def _read(path: Path) -> _File | None:
     try:
         raw = path.read_bytes()

@@ -41,10 +41,9 @@ def run(
 
     from lamina.cli._console import abort
     from lamina.cli._session import latest_session
-    from lamina.cli.config import ConfigError, load_settings
+    from lamina.cli.config import settings_or_abort
     from lamina.errors import LaminaError
     from lamina.session.store import LocalSessionStore
-    from lamina.tools.base import PermissionMode
 
     if as_json and stream_json:
         abort("use --json or --stream-json, not both")
@@ -58,11 +57,7 @@ def run(
         abort("empty message: give the text as an argument, or `-` and the text on stdin")
     workspace = Path.cwd()
     store = LocalSessionStore((ctx.find_root().obj or {}).get("store"))
-    try:
-        settings = load_settings(workspace, model=model, mode=mode, preset=preset)
-        PermissionMode(settings.mode)
-    except (ConfigError, ValueError) as exc:
-        abort(str(exc))
+    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset)
     session_id = resume
     if continue_:
         session_id = latest_session(store, workspace)
