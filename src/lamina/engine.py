@@ -220,8 +220,8 @@ class ContextEngine:
 
     def _track_session_wide(self, entry: LogEntry) -> None:
         match entry:
-            case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text):
-                self._pending[pid] = OneShot(pid, kind, text)
+            case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text, hidden=hidden):
+                self._pending[pid] = OneShot(pid, kind, text, hidden)
             case OutboxRecord(status="delivered", part_id=pid):
                 self._pending.pop(pid, None)
             case StateChange(key="mode", value=value):
@@ -246,7 +246,8 @@ class ContextEngine:
                 self._prefix = self._stable
                 for record in state.pending_one_shots:
                     if record.part_id is not None:
-                        self._pending.setdefault(record.part_id, OneShot(record.part_id, record.key, record.text))
+                        one_shot = OneShot(record.part_id, record.key, record.text, record.hidden)
+                        self._pending.setdefault(record.part_id, one_shot)
             case _:
                 pass
 
@@ -328,10 +329,14 @@ class ContextEngine:
             self._track_view(stamped)
         return stamped
 
-    def queue_one_shot(self, kind: str, text: str) -> str:
-        """Queue a part to be delivered to the model exactly once; durable before this returns."""
+    def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:
+        """Queue a part to be delivered to the model exactly once; durable before this returns.
+
+        `hidden` marks a one-shot bridge (a recovery block, a branch seed, a transfer summary; see
+        `BRIDGE_KINDS`): the model gets it like any one-shot, a UI leaves it out of the transcript.
+        """
         part_id = "os_" + secrets.token_hex(6)
-        self.record(OutboxRecord(part_id=part_id, status="queued", kind=kind, text=text))
+        self.record(OutboxRecord(part_id=part_id, status="queued", kind=kind, text=text, hidden=hidden))
         return part_id
 
     def set_mode(self, mode: str) -> None:
@@ -537,7 +542,11 @@ class ContextEngine:
         for one_shot in turn.one_shots:
             if one_shot.part_id in self._pending:
                 delivered = OutboxRecord(
-                    part_id=one_shot.part_id, status="delivered", turn_id=turn.id, kind=one_shot.kind
+                    part_id=one_shot.part_id,
+                    status="delivered",
+                    turn_id=turn.id,
+                    kind=one_shot.kind,
+                    hidden=one_shot.hidden,
                 )
                 self.record(delivered)
 
@@ -675,7 +684,8 @@ class ContextEngine:
                 skills=self._skills,
                 stable=f"{self._stable.version}:{self._stable.digest}" if self._stable else None,
                 pending_one_shots=tuple(
-                    PartRecord(key=o.kind, text=o.text, part_id=o.part_id) for o in self._pending.values()
+                    PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden)
+                    for o in self._pending.values()
                 ),
             )
             boundary = self.record(

@@ -183,6 +183,8 @@ class OneShot:
     part_id: str
     kind: str
     text: str
+    hidden: bool = False
+    """A hidden one-shot bridge (recovery, branch seed, transfer summary): a UI leaves it out of the transcript."""
 
     def as_part(self) -> Part:
         return Part(
@@ -226,7 +228,9 @@ class TurnContext:
             stable_digest=self.stable.digest,
             stable_version=self.stable.version,
             volatile=tuple(PartRecord(key=p.key, text=p.text) for p in self.volatile),
-            one_shots=tuple(PartRecord(key=o.kind, text=o.text, part_id=o.part_id) for o in self.one_shots),
+            one_shots=tuple(
+                PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden) for o in self.one_shots
+            ),
         )
 
     @property

@@ -18,11 +18,14 @@ from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,
+    OutboxRecord,
     StateChange,
     ToolCall,
     ToolResult,
+    TurnRecord,
     UnknownEntry,
     UserMessage,
+    is_hidden,
 )
 from lamina.session.store import LocalSessionStore, SessionSummary
 
@@ -74,6 +77,15 @@ def _describe(entry: LogEntry) -> str:
             return f"compaction ({trigger}): {safe(summary[:200])}"
         case StateChange(key=key, value=value):
             return f"state {safe(key)} = {safe(value)}"
+        case OutboxRecord(status="queued", kind=kind, text=text, hidden=hidden):
+            bridge = " [dim](hidden bridge)[/dim]" if hidden else ""
+            return f"one-shot {safe(kind)} queued{bridge}: {safe(text[:200])}"
+        case OutboxRecord(status="delivered", kind=kind, turn_id=turn_id, hidden=hidden):
+            bridge = " [dim](hidden bridge)[/dim]" if hidden else ""
+            return f"one-shot {safe(kind)} delivered in {safe(turn_id)}{bridge}"
+        case TurnRecord(turn_id=turn_id, volatile=volatile, one_shots=one_shots):
+            parts = ", ".join(safe(p.key) for p in (*volatile, *one_shots))
+            return f"turn {safe(turn_id)} tail: {parts or '-'}"
         case UnknownEntry(type=kind):
             return f"unknown entry type {safe(repr(kind))} (kept, skipped)"
         case _:
@@ -85,15 +97,25 @@ def show(
     ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
     full: Annotated[bool, typer.Option("--full", help="Every entry of the log, not only the leaf's path.")] = False,
+    show_all: Annotated[
+        bool,
+        typer.Option("--all", help="Also the hidden one-shot bridges (recovery, branch seed, transfer summary)."),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Show a session: its metadata and the path to its leaf (or the whole log with --full)."""
+    """Show a session: its metadata and the path to its leaf (or the whole log with --full).
+
+    Hidden one-shot bridges (context Lamina rebuilt for the model after a failed resume, a branch
+    or a transfer) are left out unless --all is given.
+    """
     try:
         with _store(ctx).open(session_id, writable=False) as session:
             entries = session.entries() if full else session.path()
             meta, report, leaf = session.meta, session.report, session.leaf_id
     except LaminaError as exc:
         abort(str(exc))
+    if not show_all:
+        entries = [e for e in entries if not is_hidden(e)]
     if as_json:
         print_json({"meta": meta, "leaf_id": leaf, "problems": report.messages(), "entries": entries})
         return

@@ -168,6 +168,8 @@ class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     part_id: str | None = None
     """The outbox id, for one-shot parts."""
+    hidden: bool = False
+    """A hidden one-shot bridge (see `OutboxRecord.hidden`)."""
 
 
 class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -241,6 +243,9 @@ class OutboxRecord(_EntryBase, frozen=True, kw_only=True, tag="outbox"):
     kind: str = ""
     text: str = ""
     turn_id: str | None = None
+    hidden: bool = False
+    """A one-shot bridge (recovery block, branch seed, transfer summary): the model needs it once, the
+    user never typed or read it, so a UI hides it from the transcript (`lamina sessions show --all` shows it)."""
 
 
 class PlanState(_EntryBase, frozen=True, kw_only=True, tag="plan_state"):
@@ -310,6 +315,16 @@ Entry: TypeAlias = (
 
 LogEntry: TypeAlias = Entry | UnknownEntry
 """Anything a log line can decode to."""
+
+#: One-shot kinds that are hidden bridges: context Lamina rebuilds for the model after a break
+#: (a failed resume, a branch, a transfer), never shown in the user's transcript.
+BRIDGE_KINDS: Final = frozenset({"recovery", "branch_seed", "transfer_summary"})
+
+
+def is_hidden(entry: LogEntry) -> bool:
+    """Whether a UI hides `entry` from the user's transcript: an outbox record of a hidden one-shot bridge."""
+    return isinstance(entry, OutboxRecord) and entry.hidden
+
 
 #: Entry types whose append is made durable at once, not at the next turn boundary.
 CRITICAL_ENTRY_TYPES: Final = (OutboxRecord, PlanState, CompactionBoundary)
