@@ -22,7 +22,7 @@ from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
 from lamina.compaction.summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine
-from lamina.errors import ContextOverflowError
+from lamina.errors import ContextOverflowError, TooManyModelCallsError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.prompt.presets import Preset
 from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
@@ -92,10 +92,6 @@ class TurnOutcome:
             cache_read=sum(u.cache_read for u in self.usages),
             cache_write=sum(u.cache_write for u in self.usages),
         )
-
-
-class TooManyModelCallsError(RuntimeError):
-    """The model kept calling tools past `max_model_calls` in one turn."""
 
 
 @dataclass

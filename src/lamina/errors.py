@@ -3,22 +3,39 @@
 ```
 LaminaError
 ├── UsageError                      the caller's mistake (bad argument, unknown name)
-│   └── UnknownPresetError
+│   ├── UnknownPresetError
+│   ├── PresetFileError             a custom preset file that cannot be used (prompt.presets)
+│   ├── PreferencesError            a preferences file that cannot be used (workspace.preferences)
+│   ├── AttachmentError             a file that cannot be attached (type, corrupt, too large)
+│   ├── ConfigError                 a config file that cannot be used (file, key)
+│   ├── ToolInputError              a tool call's input that does not fit its schema (tools.base)
+│   ├── ScriptError                 a scripted provider's script that cannot be used (providers.scripted)
+│   └── CacheSimulationError        a request the cache simulator cannot bill (placement)
+│       └── CacheBreakpointError    more breakpoints than the provider allows
 └── LaminaRuntimeError              something outside the caller's control went wrong
     ├── SessionError
     │   ├── SessionNotFoundError    no such session in the store
     │   ├── SessionLockedError      another writer holds the session
     │   ├── SessionCorruptError     a log or metadata file that cannot be used (file, line, byte)
-    │   └── SessionIOError          the disk refused a read or write (file, byte)
+    │   ├── SessionIOError          the disk refused a read or write (file, byte)
+    │   ├── EntryDecodeError        one log line that is not a valid entry (also a ValueError)
+    │   └── MissingEntryError       a path walked to a parent that is not there (also a KeyError)
+    ├── SourceError                 an MCP or API source failed
+    │   ├── SourceConnectionError   the source could not be started or reached
+    │   └── ToolDefinitionError     a tool definition Lamina refuses to put in a request
+    ├── TooManyModelCallsError      the model kept calling tools past `max_model_calls` in a turn
     └── ProviderError               a model provider refused or failed a request
         ├── ContextOverflowError    the prompt is longer than the model's context window
         ├── RateLimitError          429; `retry_after` when the provider said
-        ├── OverloadedError         529 / 503 overloaded; `retry_after` when the provider said
+        │   └── OverloadedError     529 / 503 overloaded; `retry_after` when the provider said
         ├── AuthenticationError     401 / 403: missing or wrong API key
         ├── InvalidRequestError     400 / 404 / 422 that is not an overflow
-        └── TransientServerError    500 / 502 / 504, connection reset, timeout
+        ├── TransientServerError    500 / 502 / 504, connection reset, timeout
+        └── ScriptExhaustedError    a scripted provider asked for more replies than its script has
 ```
 
+Classes outside this module are named with their module. `tests/test_error_tree.py` imports
+every module and checks that each public exception class is drawn here under its real parent.
 Every error carries typed fields and a message that names the file, field or holder involved.
 """
 
@@ -53,8 +70,39 @@ class AttachmentError(UsageError):
         super().__init__(f"attachment {name!r}: {reason}")
 
 
+class ConfigError(UsageError):
+    """A config file that cannot be read; the message names the file and the key."""
+
+
 class LaminaRuntimeError(LaminaError):
     """A failure outside the caller's control (disk, provider, another process)."""
+
+
+class TooManyModelCallsError(LaminaRuntimeError):
+    """The model kept calling tools past `max_model_calls` in one turn."""
+
+
+class SourceError(LaminaRuntimeError):
+    """An MCP or API source failed; the message names the source."""
+
+
+class SourceConnectionError(SourceError):
+    """A source could not be started or reached; the message names the source and the cause."""
+
+    def __init__(self, slug: str, reason: str) -> None:
+        self.slug = slug
+        self.reason = reason
+        super().__init__(f"source {slug}: {reason}")
+
+
+class ToolDefinitionError(SourceError):
+    """A source offered a tool definition Lamina refuses to put in a request; the message names both."""
+
+    def __init__(self, source: str, tool: str, reason: str) -> None:
+        self.source = source
+        self.tool = tool
+        self.reason = reason
+        super().__init__(f"source {source}: tool {tool!r} refused: {reason}")
 
 
 class SessionError(LaminaRuntimeError):
@@ -105,6 +153,21 @@ class SessionIOError(SessionError):
         at = f" at byte {offset}" if offset is not None else ""
         reason = error.strerror or type(error).__name__
         super().__init__(f"{path}: cannot {action}{at}: {reason}")
+
+
+class EntryDecodeError(SessionError, ValueError):
+    """A log line that is not a valid entry."""
+
+
+class MissingEntryError(SessionError, KeyError):
+    """A path walked to a `parent_id` that is not among the given entries."""
+
+    def __init__(self, entry_id: str) -> None:
+        self.entry_id = entry_id
+        super().__init__(entry_id)
+
+    def __str__(self) -> str:  # KeyError would print the id quoted, as a repr
+        return f"no entry {self.entry_id!r} on this path"
 
 
 class ProviderError(LaminaRuntimeError):

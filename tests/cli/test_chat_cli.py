@@ -50,7 +50,7 @@ def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: 
 
 def test_chat_rejects_an_unknown_model_spec(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--store", str(tmp_path), "chat", "--model", "nope:thing"], input="/quit\n")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error
     assert "error:" in result.stderr and "nope:thing" in result.stderr
 
 

@@ -52,7 +52,7 @@ def test_sessions_delete_asks_first_and_yes_skips_the_question(tmp_path: Path) -
     assert runner.invoke(app, [*args, two.id, "--yes"]).exit_code == 0
     assert store.list() == []
     missing = runner.invoke(app, [*args, "20260101-000000-abcdef", "--yes"])
-    assert missing.exit_code == 1 and "no session" in missing.stderr
+    assert missing.exit_code == 3 and "no session" in missing.stderr
 
 
 def test_delete_refuses_a_session_open_for_writing(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_delete_refuses_a_session_open_for_writing(tmp_path: Path) -> None:
         result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "delete", session.id, "--yes"])
     finally:
         session.close()
-    assert result.exit_code == 1 and "already open for writing" in result.stderr
+    assert result.exit_code == 3 and "already open for writing" in result.stderr
     assert store.list()[0].id == session.id
 
 
@@ -103,7 +103,7 @@ def test_a_bad_config_file_is_an_error_naming_file_and_key(tmp_path: Path, ws: P
     (ws / ".lamina").mkdir()
     (ws / ".lamina" / "config.toml").write_text('mode = "yolo"\n')
     result = runner.invoke(app, ["config", "show"])
-    assert result.exit_code == 1 and "config.toml" in result.stderr and "mode" in result.stderr
+    assert result.exit_code == 2 and "config.toml" in result.stderr and "mode" in result.stderr
     (ws / ".lamina" / "config.toml").write_text("colour = 1\n")
     chat = runner.invoke(app, ["--store", str(tmp_path / "s"), "chat"], input="/quit\n")
     assert chat.exit_code == 1 and "colour" in chat.stderr
@@ -113,7 +113,7 @@ def test_a_missing_api_key_is_reported_at_start(tmp_path: Path, ws: Path, monkey
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     result = runner.invoke(app, ["--store", str(tmp_path / "s"), "chat", "--model", "anthropic:claude-sonnet-5"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "no API key for anthropic: set ANTHROPIC_API_KEY" in result.stderr
 
 

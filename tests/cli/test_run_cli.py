@@ -82,7 +82,7 @@ def test_run_exit_codes(tmp_path: Path, ws: Path, wire: WireServer, monkeypatch:
     store = ["--store", str(tmp_path / "store")]
     wire.script(Fail("auth"))
     failed = runner.invoke(app, [*store, "run", "hi", "--model", MODEL])
-    assert failed.exit_code == 1 and "error:" in failed.stderr and failed.stdout == ""
+    assert failed.exit_code == 4 and "error:" in failed.stderr and failed.stdout == ""
     empty = runner.invoke(app, [*store, "run", "-", "--model", MODEL], input="  \n")
     assert empty.exit_code == 1 and "empty message" in empty.stderr
     both = runner.invoke(app, [*store, "run", "hi", "--model", MODEL, "--json", "--stream-json"])
@@ -110,3 +110,13 @@ def test_an_automatic_compaction_is_reported(tmp_path: Path, ws: Path, wire: Wir
     compactions = [(e["kind"], e["trigger"]) for e in events if e["type"] == "compaction"]
     assert compactions == [("started", "threshold"), ("completed", "threshold")]
     assert events[-1]["text"] == "Carrying on."
+
+
+def test_a_runaway_tool_loop_ends_in_one_error_line(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    # The agent's default limit is 50 model calls per turn; the model never stops calling tools.
+    wire.script(*[Reply(text="", tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]) for _ in range(50)])
+    result = runner.invoke(app, ["--store", str(tmp_path / "store"), "run", "Loop.", "--model", MODEL])
+    assert result.exit_code == 1, result.stderr
+    assert "50 model calls" in result.stderr and "Traceback" not in result.stderr
+    assert "TooManyModelCallsError" not in result.stderr  # a LaminaError: its message, not its class
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -59,7 +59,7 @@ def test_show_prints_the_path_and_problems(tmp_path: Path) -> None:
 
 def test_show_unknown_session_is_a_clean_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", "missing-1"])
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert "error: no session 'missing-1'" in result.stderr
     bad = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", "../x"])
     assert bad.exit_code == 1 and "invalid session id" in bad.stderr
@@ -89,7 +89,7 @@ def test_compact_appends_one_boundary_then_reports_already_compacted(tmp_path: P
         busy = runner.invoke(app, ["--store", str(tmp_path), "sessions", "compact", session.id, "--wait", "0.2"])
     finally:
         locked.close()
-    assert busy.exit_code == 1 and "already open for writing by pid" in busy.stderr
+    assert busy.exit_code == 3 and "already open for writing by pid" in busy.stderr
 
 
 # -- check and repair -------------------------------------------------------------------------
@@ -170,4 +170,4 @@ def test_repair_of_a_locked_session_is_a_clean_error(tmp_path: Path) -> None:
     store, session_id = _make(tmp_path)
     with store.open(session_id):
         result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "repair", session_id])
-    assert result.exit_code == 1 and "already open for writing by pid" in result.stderr
+    assert result.exit_code == 3 and "already open for writing by pid" in result.stderr

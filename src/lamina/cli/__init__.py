@@ -53,8 +53,18 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app(args=resume_without_id(sys.argv[1:]))
+    """Console-script entry point: every `LaminaError` ends as one line and its exit code."""
+    from lamina.errors import LaminaError
+
+    try:
+        app(args=resume_without_id(sys.argv[1:]))
+    except LaminaError as exc:
+        from lamina.cli._console import abort
+
+        try:
+            abort(str(exc))
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
 
 
 def resume_without_id(args: list[str]) -> list[str]:

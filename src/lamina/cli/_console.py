@@ -20,6 +20,8 @@ import msgspec
 import typer
 from rich.console import Console
 
+from lamina.errors import LaminaError, ProviderError, SessionError, UsageError
+
 out = Console(soft_wrap=True, highlight=False, emoji=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
 
@@ -89,9 +91,26 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/yellow] {safe(message)}")
 
 
-def abort(message: str, code: int = 1) -> NoReturn:
-    """Stop the command with a one-line error (a traceback only when LAMINA_DEBUG=1)."""
-    if os.environ.get("LAMINA_DEBUG") == "1" and sys.exc_info()[1] is not None:
+def exit_code(error: LaminaError) -> int:
+    """The exit code for an error: 2 the caller's mistake, 3 the session store, 4 the provider, else 1."""
+    if isinstance(error, UsageError):
+        return 2
+    if isinstance(error, SessionError):
+        return 3
+    if isinstance(error, ProviderError):
+        return 4
+    return 1
+
+
+def abort(message: str, code: int | None = None) -> NoReturn:
+    """Stop the command with a one-line error (a traceback only when LAMINA_DEBUG=1).
+
+    Without `code`, the exit code is `exit_code` of the `LaminaError` being handled, else 1.
+    """
+    current = sys.exc_info()[1]
+    if os.environ.get("LAMINA_DEBUG") == "1" and current is not None:
         raise
+    if code is None:
+        code = exit_code(current) if isinstance(current, LaminaError) else 1
     err.print(f"[red]error:[/red] {safe(message)}")
     raise typer.Exit(code)

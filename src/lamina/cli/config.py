@@ -28,6 +28,7 @@ import platformdirs
 import typer
 
 from lamina.cli._console import abort, out, print_json, safe
+from lamina.errors import ConfigError
 
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
 WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
@@ -44,10 +45,6 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     preset_file: str | None = None
     context_window: Annotated[int, msgspec.Meta(gt=0)] | None = None
     compaction_reserve: Annotated[int, msgspec.Meta(ge=0)] | None = None
-
-
-class ConfigError(Exception):
-    """A config file that cannot be read; the message names the file and the key."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import msgspec
 
+from lamina.errors import EntryDecodeError
+
 #: The entry format version this code writes.
 ENTRY_FORMAT_VERSION: Final = 1
 
@@ -328,10 +330,6 @@ def is_hidden(entry: LogEntry) -> bool:
 
 #: Entry types whose append is made durable at once, not at the next turn boundary.
 CRITICAL_ENTRY_TYPES: Final = (OutboxRecord, PlanState, CompactionBoundary)
-
-
-class EntryDecodeError(ValueError):
-    """A log line that is not a valid entry."""
 
 
 class _Header(msgspec.Struct, frozen=True):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Final, Literal
 
+from lamina.errors import MissingEntryError
 from lamina.session.entries import CompactionBoundary, LogEntry, UnknownEntry
 
 Links = Mapping[str, "str | None"]
@@ -27,14 +28,6 @@ Links = Mapping[str, "str | None"]
 
 _ID: Final = attrgetter("id")
 _PARENT: Final = attrgetter("parent_id")
-
-
-class MissingEntryError(KeyError):
-    """A path walked to a `parent_id` that is not among the given entries."""
-
-    def __init__(self, entry_id: str) -> None:
-        self.entry_id = entry_id
-        super().__init__(entry_id)
 
 
 def parent_of(entry: LogEntry, links: Links | None) -> str | None:

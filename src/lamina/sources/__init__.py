@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
+    from lamina.errors import SourceConnectionError
     from lamina.sources.api import ApiConnection, ApiTool
     from lamina.sources.config import (
         ApiEndpoint,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     )
     from lamina.sources.connections import ConnectionProblem, SourceConnections, connect_sources
     from lamina.sources.guide import calls_to_source, guide_path, source_of
-    from lamina.sources.mcp import McpConnection, McpTool, SourceConnectionError
+    from lamina.sources.mcp import McpConnection, McpTool
     from lamina.sources.tool import MAX_DESCRIPTION, SourceTool, short_description, tool_name
 
 # Loaded on first use (PEP 562): the MCP SDK takes about half a second to import, and most
@@ -53,7 +54,7 @@ _LAZY: Final = {
     "source_of": "lamina.sources.guide",
     "McpConnection": "lamina.sources.mcp",
     "McpTool": "lamina.sources.mcp",
-    "SourceConnectionError": "lamina.sources.mcp",
+    "SourceConnectionError": "lamina.errors",
     "MAX_DESCRIPTION": "lamina.sources.tool",
     "SourceTool": "lamina.sources.tool",
     "short_description": "lamina.sources.tool",

@@ -24,6 +24,7 @@ import mcp_types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from lamina.errors import SourceConnectionError
 from lamina.sources.config import McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources.guide import guide_path
 from lamina.sources.tool import SourceTool, ToolDefinitionError, short_description, tool_name
@@ -31,15 +32,6 @@ from lamina.tools.base import ToolContext, ToolOutput
 
 _STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
 _CLOSE_GRACE: Final = 10.0  # seconds the SDK gets to stop a server before its task is cancelled
-
-
-class SourceConnectionError(Exception):
-    """A source could not be started or reached; the message names the source and the cause."""
-
-    def __init__(self, slug: str, reason: str) -> None:
-        self.slug = slug
-        self.reason = reason
-        super().__init__(f"source {slug}: {reason}")
 
 
 class McpConnection:

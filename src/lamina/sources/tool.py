@@ -18,6 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from lamina.defang import admit, contains_reserved_marker
+from lamina.errors import ToolDefinitionError
 from lamina.parts import SafeText
 from lamina.sources.config import GUIDE_FILE, SOURCES_DIR
 from lamina.tools.base import ToolContext, ToolInputError, ToolOutput
@@ -78,16 +79,6 @@ def short_description(text: str | None, slug: str) -> str:
     if len(first) > room:
         first = first[: room - 1].rstrip() + "…"
     return f"{first} {pointer}" if first else pointer
-
-
-class ToolDefinitionError(Exception):
-    """A source offered a tool definition Lamina refuses to put in a request; the message names both."""
-
-    def __init__(self, source: str, tool: str, reason: str) -> None:
-        self.source = source
-        self.tool = tool
-        self.reason = reason
-        super().__init__(f"source {source}: tool {tool!r} refused: {reason}")
 
 
 def _depth(value: object) -> int:
