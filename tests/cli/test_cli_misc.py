@@ -106,7 +106,7 @@ def test_a_bad_config_file_is_an_error_naming_file_and_key(tmp_path: Path, ws: P
     assert result.exit_code == 2 and "config.toml" in result.stderr and "mode" in result.stderr
     (ws / ".lamina" / "config.toml").write_text("colour = 1\n")
     chat = runner.invoke(app, ["--store", str(tmp_path / "s"), "chat"], input="/quit\n")
-    assert chat.exit_code == 1 and "colour" in chat.stderr
+    assert chat.exit_code == 2 and "colour" in chat.stderr
 
 
 def test_a_missing_api_key_is_reported_at_start(tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -89,9 +89,9 @@ def test_run_exit_codes(tmp_path: Path, ws: Path, wire: WireServer, monkeypatch:
     assert both.exit_code == 1
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     no_key = runner.invoke(app, [*store, "run", "hi", "--model", MODEL])
-    assert no_key.exit_code == 1 and "set ANTHROPIC_API_KEY" in no_key.stderr
+    assert no_key.exit_code == 2 and "set ANTHROPIC_API_KEY" in no_key.stderr
     unknown = runner.invoke(app, [*store, "run", "hi", "--model", "nope:x"])
-    assert unknown.exit_code == 1 and "nope:x" in unknown.stderr
+    assert unknown.exit_code == 2 and "nope:x" in unknown.stderr
 
 
 def test_an_automatic_compaction_is_reported(tmp_path: Path, ws: Path, wire: WireServer) -> None:

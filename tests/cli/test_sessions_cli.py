@@ -62,7 +62,7 @@ def test_show_unknown_session_is_a_clean_error(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert "error: no session 'missing-1'" in result.stderr
     bad = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", "../x"])
-    assert bad.exit_code == 1 and "invalid session id" in bad.stderr
+    assert bad.exit_code == 2 and "invalid session id" in bad.stderr
 
 
 def test_compact_appends_one_boundary_then_reports_already_compacted(tmp_path: Path) -> None:

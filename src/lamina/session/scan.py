@@ -18,7 +18,8 @@ from typing import Final, cast
 
 import msgspec
 
-from lamina.session.entries import Entry, EntryDecodeError, LogEntry, UnknownEntry, decode_entry, encode_entry
+from lamina.errors import EntryDecodeError
+from lamina.session.entries import Entry, LogEntry, UnknownEntry, decode_entry, encode_entry
 
 BOM: Final = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark: some editors add one when a log is saved; it is skipped and reported."""

@@ -35,7 +35,7 @@ from typing import Any, Final, Protocol, TypeVar
 import msgspec
 import platformdirs
 
-from lamina.errors import SessionCorruptError, SessionIOError, SessionNotFoundError, UsageError
+from lamina.errors import MissingEntryError, SessionCorruptError, SessionIOError, SessionNotFoundError, UsageError
 from lamina.session._files import OS_FILES, FileLayer, write_new_file
 from lamina.session._lock import WriterLock
 from lamina.session.entries import (
@@ -51,7 +51,6 @@ from lamina.session.meta import ForkOrigin, SessionMeta, read_meta, write_meta
 from lamina.session.scan import CorruptLine, DuplicateId, LogScan, TornTail, scan_log
 from lamina.session.tree import (
     LostLine,
-    MissingEntryError,
     ProviderView,
     Relink,
     find_broken_links,

@@ -16,9 +16,10 @@ from urllib.parse import quote
 
 import httpx
 
+from lamina.errors import ToolDefinitionError
 from lamina.sources.config import ApiEndpoint, ApiSource, expand_env, path_params
 from lamina.sources.guide import guide_path
-from lamina.sources.tool import SourceTool, ToolDefinitionError, short_description, tool_name
+from lamina.sources.tool import SourceTool, short_description, tool_name
 from lamina.tools.base import ToolContext, ToolOutput
 
 _QUERY_METHODS: Final = ("GET", "HEAD", "DELETE")

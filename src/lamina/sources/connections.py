@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, assert_never
 
+from lamina.errors import SourceConnectionError, ToolDefinitionError
 from lamina.sources.api import ApiConnection, api_tools
 from lamina.sources.config import ApiSource, McpSource, Source
-from lamina.sources.tool import SourceTool, ToolDefinitionError
+from lamina.sources.tool import SourceTool
 
 if TYPE_CHECKING:
     from lamina.sources.mcp import McpConnection
@@ -101,7 +102,7 @@ class SourceConnections:
         match source:
             case McpSource():
                 # imported here: the MCP SDK is slow to import and only MCP sources need it
-                from lamina.sources.mcp import McpConnection, SourceConnectionError, mcp_tools
+                from lamina.sources.mcp import McpConnection, mcp_tools
 
                 connection = McpConnection(source, environ=self._environ)
                 self._connections.append(connection)

@@ -24,10 +24,10 @@ import mcp_types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from lamina.errors import SourceConnectionError
+from lamina.errors import SourceConnectionError, ToolDefinitionError
 from lamina.sources.config import McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources.guide import guide_path
-from lamina.sources.tool import SourceTool, ToolDefinitionError, short_description, tool_name
+from lamina.sources.tool import SourceTool, short_description, tool_name
 from lamina.tools.base import ToolContext, ToolOutput
 
 _STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
