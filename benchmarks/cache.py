@@ -34,6 +34,7 @@ from typing import Any, Final
 from benchmarks import Figure, ratio
 from benchmarks._claude_code import PeerUnavailable, run_claude_code
 from benchmarks._scenario import AGENTS_MD, ModelCall, ScriptedTurn, scripted_session, session_script
+from lamina.composition import KINDS, SessionComposition, compose_turn
 from lamina.messages import turn_tails
 from lamina.parts import Part
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
@@ -184,6 +185,30 @@ def _peer_figures(
     ]
 
 
+def _composition_figures(composition: SessionComposition, *, top: int = 5) -> list[Figure]:
+    """Tokens per request (mean and first) and where they go: per kind, and the largest components."""
+    figures = [
+        Figure("tokens_per_request_mean", round(composition.mean_request_tokens), "tokens", note="text estimate"),
+        Figure("first_request_tokens", composition.first_request_tokens, "tokens"),
+    ]
+    per_request = composition.by_kind()
+    for kind in KINDS:
+        name = kind.replace(" ", "_").replace("-", "_")
+        figures.append(
+            Figure(f"composition_{name}_tokens_per_request", round(per_request[kind] / composition.requests), "tokens")
+        )
+    for i, c in enumerate(composition.top(top), 1):
+        figures.append(
+            Figure(
+                f"composition_top_{i}_tokens_per_request",
+                round(c.tokens / composition.requests),
+                "tokens",
+                note=f"{c.kind}: {c.name}",
+            )
+        )
+    return figures
+
+
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     script = session_script(turns=12 if quick else 40)
     simulators: dict[str, CacheSimulator] = {
@@ -198,9 +223,11 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     assert edited is not None
     usages: dict[str, list[CacheUsage]] = {name: [] for name in simulators}
     our_turns: list[int] = []
+    composition = SessionComposition()
     progress(f"rendering and simulating a {len(script)}-turn session five ways")
     for call in scripted_session(script):
         continuation = call.engine.continuation(call.turn)
+        composition.add(compose_turn(call.turn, continuation))
         ours = dict(render(call.turn, ANTHROPIC, continuation=continuation))
         tails = set(turn_tails([*call.turn.history, *continuation]).values()) | {call.turn.tail}
         full_volatile = "\n".join(p.text for p in call.turn.volatile)
@@ -227,6 +254,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             summary = summarise(usages[name])
             figures.append(Figure(f"relative_input_cost_{name}", round(summary.relative_input_cost, 4), "ratio"))
     figures.append(Figure("requests_simulated", len(our_turns), "requests"))
+    figures += _composition_figures(composition)
 
     progress("the same session with 100 skills and 20 sources, reading three guides")
     catalogue, source_tools, guides = _skills_and_sources()

@@ -15,6 +15,7 @@ from lamina.activation import SkillCatalogue
 from lamina.budget import TIER_LABELS, BudgetReport, CacheLayout, budget_of_turn, cache_layout, tool_tokens
 from lamina.cli._console import abort, err, out, print_json, safe
 from lamina.cli.context import Provider
+from lamina.composition import KINDS, LoggedRequest, SessionComposition, logged_requests, session_json
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
 from lamina.parts import Part, Tier
@@ -414,3 +415,111 @@ def _print_skills_and_sources(skills: SkillScan, sources: SourceScan) -> None:
         out.print(f"  [yellow]skipped source:[/yellow] {safe(str(source_problem))}", highlight=False)
     if not (skills.skills or skills.problems or sources.sources or sources.problems):
         out.print("  none (skills live in .lamina/skills/<name>/SKILL.md, sources in sources/<slug>/)")
+
+
+# --- a stored session's composition ------------------------------------------------------------------------
+
+_KIND_HELP = {
+    "system": "system prompt sections",
+    "tools": "tool definitions",
+    "project": "stable project parts (context files, memory, catalogues)",
+    "defang": "untrusted labels, escapes and quote marks",
+    "volatile": "volatile tails (date, session state, sources)",
+    "one-shot": "one-shot parts (mode changes, stable updates, notices)",
+    "framing": "tool-result framing (line numbers, notes, preview headers)",
+    "tool results": "tool-result content",
+    "tool calls": "the model's tool calls",
+    "history": "the user's messages and the model's text",
+    "summary": "compaction summary and pinned user's words",
+}
+
+
+_GROUPS = (
+    ("system", "tools", "project", "defang"),
+    ("volatile", "one-shot"),
+    ("tool calls", "framing", "tool results"),
+    ("history", "summary"),
+)
+
+
+def show_session(store_root: Path | None, session_id: str, *, as_json: bool) -> None:
+    """The composition of a stored session's requests: tokens per component, per request and summed."""
+    try:
+        with LocalSessionStore(store_root).open(session_id, writable=False) as session:
+            path, cwd, folder = session.path(), session.meta.cwd, session.folder
+        workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".")
+        requests = logged_requests(
+            path, tools=workspace.tools, fallback_stable=workspace(), data_dir=str(folder / "data")
+        )
+    except UsageError as exc:
+        abort(str(exc), 2)
+    except LaminaError as exc:
+        abort(str(exc))
+    total = SessionComposition()
+    for request in requests:
+        total.add(request.composition)
+    if as_json:
+        print_json(
+            {
+                "session": session_id,
+                **session_json(total),
+                "per_request": [
+                    {"request": r.number, "turn": r.turn, "tokens": r.composition.total, **r.composition.by_kind()}
+                    for r in requests
+                ],
+            }
+        )
+        return
+    _print_session(session_id, requests, total)
+
+
+def _print_session(session_id: str, requests: list[LoggedRequest], total: SessionComposition) -> None:
+    out.print(f"[bold]Request composition of session {safe(session_id)}[/bold]", highlight=False)
+    out.print(
+        f"{total.requests:,} model requests, {total.mean_request_tokens:,.0f} tokens each on average, "
+        f"{total.first_request_tokens:,} in the first; {total.total:,} tokens sent in all. Tokens are estimates of "
+        "the text (the JSON sent is a little larger); tool definitions are this Lamina's (the log does not keep "
+        "them).",
+        highlight=False,
+    )
+    if not requests:
+        return
+    _section(
+        "By kind",
+        "Every token of a request counts in one kind. 'first' is the first request, 'all' the sum over every "
+        "request (a part sent in 30 requests counts 30 times: that is what the provider reads).",
+    )
+    first, whole = requests[0].composition.by_kind(), total.by_kind()
+    table = Table(box=None)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("what", overflow="fold")
+    table.add_column("first", justify="right", no_wrap=True)
+    table.add_column("all", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
+    for kind in KINDS:
+        share = whole[kind] / total.total if total.total else 0.0
+        table.add_row(kind, _KIND_HELP[kind], f"{first[kind]:,}", f"{whole[kind]:,}", f"{share:.1%}")
+    out.print(table)
+    _section("Components", "Each component over the session, largest first, and its tokens in the first request.")
+    table = Table(box=None)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("component", overflow="fold")
+    table.add_column("first", justify="right", no_wrap=True)
+    table.add_column("all", justify="right", no_wrap=True)
+    for c in total.top(len(total.totals)):
+        table.add_row(c.kind, safe(c.name), f"{total.first.get((c.kind, c.name), 0):,}", f"{c.tokens:,}")
+    out.print(table)
+    _section(
+        "Per request",
+        "Tokens of each request: the stable prefix (system, tools, project parts and their labels), the tails "
+        "(volatile and one-shot parts), tools (calls, results and their framing) and the conversation's text "
+        "(messages, summary).",
+    )
+    table = Table(box=None)
+    for column in ("#", "turn", "total", "stable", "tails", "tools", "text"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for r in requests:
+        kinds = r.composition.by_kind()
+        groups = [sum(kinds[k] for k in group) for group in _GROUPS]
+        table.add_row(str(r.number), str(r.turn), f"{r.composition.total:,}", *(f"{g:,}" for g in groups))
+    out.print(table)

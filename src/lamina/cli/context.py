@@ -1,4 +1,5 @@
-"""`lamina context [PATH]`: what an agent starting a session here would be sent, part by part.
+"""`lamina context [PATH]`: what an agent starting a session here would be sent, part by part;
+`lamina context --session ID`: what a stored session's requests were made of, component by component.
 
 The report itself lives in `_context_report` and is imported when the command runs, so
 `lamina --help` does not load the engine.
@@ -22,6 +23,7 @@ class Provider(StrEnum):
 
 
 def show_context(
+    ctx: typer.Context,
     path: Annotated[
         Path, typer.Argument(help="The working directory (default: the current one).", metavar="PATH")
     ] = Path("."),
@@ -36,8 +38,25 @@ def show_context(
     ] = None,
     show_text: Annotated[bool, typer.Option("--text", help="Also print the full text of every part.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="Instead: the composition of a stored session's requests (tokens per component, per request "
+            "and summed).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Show what a new session here would send: parts, tiers, tokens, context files and cache layout."""
+    """Show what a new session here would send: parts, tiers, tokens, context files and cache layout.
+
+    With --session ID: what each request of that stored session was made of (system sections, tool
+    definitions, project parts, tails, tool results and their framing, history), and the sums.
+    """
     from lamina.cli import _context_report
 
+    if session is not None:
+        store: Path | None = (ctx.find_root().obj or {}).get("store")
+        _context_report.show_session(store, session, as_json=as_json)
+        return
     _context_report.show_context(path, provider, preset, custom_preset, show_text=show_text, as_json=as_json)
