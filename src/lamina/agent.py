@@ -31,12 +31,12 @@ from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
 from lamina.session.store import LocalSessionStore
 from lamina.sources.connections import SourceConnections
 from lamina.sources.guide import guide_path
-from lamina.tools.base import AskCallback, PermissionMode, Tool, ToolContext
+from lamina.tools.base import PermissionMode, Tool, ToolContext
 from lamina.tools.builtin import default_tools, mini_tools
 from lamina.tools.offload import OffloadPolicy
 from lamina.tools.pipeline import ToolPipeline
 from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
-from lamina.tools.rules import Rule
+from lamina.tools.rules import AskCallback, Rule
 from lamina.turn import TurnContext
 from lamina.workspace import WorkspaceContext
 from lamina.workspace.context_files import ContextFileFinder
@@ -323,7 +323,6 @@ def open_agent(
             cwd=workspace,
             data_dir=session.folder / "data",
             mode=PermissionMode(engine.mode),
-            ask=ask,
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
         )
 
@@ -336,7 +335,7 @@ def open_agent(
         rules: list[Rule] = [manager.rule()]
         if nearest_context_rule:
             rules.append(NearestContextFileRule(manager, nearest_context_paths(finder, workspace)))
-        pipeline = ToolPipeline(tools, tool_context, rules=rules)
+        pipeline = ToolPipeline(tools, tool_context, rules=rules, ask=ask)
         activation = Activation(engine, manager, catalogue, cwd=workspace)
         if sources is not None:
             for source in sources.sources:

@@ -16,6 +16,7 @@ from lamina.parts import Tier
 from lamina.session.entries import AssistantMessage
 from lamina.session.store import LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.tools import default_tool_specs
 from lamina.workspace import PREFERENCES_ENV_VAR, WorkspaceContext
 
 runner = CliRunner()
@@ -136,7 +137,7 @@ def test_json_carries_the_same_data(monorepo: Path) -> None:
 
 def test_numbers_are_those_of_a_real_first_turn(monorepo: Path, tmp_path: Path) -> None:
     data = report(str(monorepo))
-    context = WorkspaceContext(monorepo)
+    context = WorkspaceContext(monorepo, tools=default_tool_specs())
     with LocalSessionStore(tmp_path / "store").create(cwd=str(monorepo)) as session:
         engine = ContextEngine(session, stable_source=context, tools=context.tools, time_zone=context.time_zone)
         turn = engine.prepare_turn("(the user's first message)")
@@ -238,7 +239,7 @@ def test_the_preview_behind_chat_context_budgets_what_the_next_turn_sends_and_lo
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "AGENTS.md").write_text("Run the tests.\n")
-    context = WorkspaceContext(workspace)
+    context = WorkspaceContext(workspace, tools=default_tool_specs())
     with LocalSessionStore(tmp_path / "store").create(cwd=str(workspace)) as session:
         engine = ContextEngine(session, stable_source=lambda: tuple(context()), tools=context.tools, mode="ask")
         logged = len(session.entries())

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from lamina.tools import (
+    AskCallback,
     OffloadPolicy,
     PermissionMode,
     Rule,
@@ -44,9 +45,11 @@ class Session:
             path.write_text(content, encoding="utf-8", newline="")
         return path
 
-    def with_tools(self, tools: Iterable[Tool[Any]], *, rules: Iterable[Rule] = (), **context: Any) -> Session:
+    def with_tools(
+        self, tools: Iterable[Tool[Any]], *, rules: Iterable[Rule] = (), ask: AskCallback | None = None, **context: Any
+    ) -> Session:
         ctx = dataclasses.replace(self.pipeline.context, **context)
-        return dataclasses.replace(self, pipeline=ToolPipeline(tools, ctx, rules=rules))
+        return dataclasses.replace(self, pipeline=ToolPipeline(tools, ctx, rules=rules, ask=ask))
 
     def with_context(self, **context: Any) -> Session:
         return self.with_tools(default_tools(), **context)

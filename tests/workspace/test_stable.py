@@ -18,7 +18,7 @@ from lamina.prompt import BUILTIN_TOOL_NAMES, Platform, PresetFileError
 from lamina.session.entries import StateChange
 from lamina.session.store import LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
-from lamina.tools import MINI_TOOL_NAMES, default_tools
+from lamina.tools import MINI_TOOL_NAMES, default_tool_specs, default_tools
 from lamina.turn import ToolSpec
 from lamina.workspace import (
     ContextFileFinder,
@@ -63,6 +63,7 @@ def prefs_file(tmp_path: Path) -> Path:
 
 
 def workspace(root: Path, prefs: Path, **kwargs: object) -> WorkspaceContext:
+    kwargs.setdefault("tools", default_tool_specs())
     return WorkspaceContext(root, preferences_path=prefs, platform=PLATFORM, **kwargs)  # type: ignore[arg-type]
 
 
@@ -259,10 +260,12 @@ def test_invalid_preferences_raise_and_are_read_again_once_fixed(monorepo: Path,
 
 
 def test_fixed_preferences_and_no_preferences(monorepo: Path, tmp_path: Path) -> None:
-    fixed = WorkspaceContext(monorepo, preferences=Preferences(city="Lyon"), platform=PLATFORM)
+    fixed = WorkspaceContext(
+        monorepo, preferences=Preferences(city="Lyon"), platform=PLATFORM, tools=default_tool_specs()
+    )
     assert fixed()[0].key == "preferences" and "City: Lyon" in fixed()[0].text
     assert fixed.preferences_file is None
-    none = WorkspaceContext(monorepo, preferences=Preferences(), platform=PLATFORM)
+    none = WorkspaceContext(monorepo, preferences=Preferences(), platform=PLATFORM, tools=default_tool_specs())
     assert none()[0].key == "system.tools" and none.time_zone == "UTC"
 
 
@@ -282,13 +285,13 @@ def test_presets_by_name_and_from_a_custom_file(monorepo: Path, prefs_file: Path
 
 
 def test_build_stable_parts_matches_the_cached_source(monorepo: Path, prefs_file: Path) -> None:
-    once = build_stable_parts(monorepo, preferences_path=prefs_file, platform=PLATFORM)
+    once = build_stable_parts(monorepo, preferences_path=prefs_file, platform=PLATFORM, tools=default_tool_specs())
     assert [(p.key, p.digest) for p in once] == [(p.key, p.digest) for p in workspace(monorepo, prefs_file)()]
 
 
 def test_working_directory_must_be_a_folder(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="is not a folder"):
-        WorkspaceContext(tmp_path / "missing")
+        WorkspaceContext(tmp_path / "missing", tools=())
 
 
 def test_a_preset_without_the_list_shows_no_root_file(monorepo: Path, prefs_file: Path, tmp_path: Path) -> None:

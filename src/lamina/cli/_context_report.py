@@ -14,7 +14,6 @@ from rich.table import Table
 from lamina.activation import SkillCatalogue
 from lamina.budget import TIER_LABELS, BudgetReport, CacheLayout, budget_of_turn, cache_layout, tool_tokens
 from lamina.cli._console import abort, err, out, print_json, safe
-from lamina.cli.context import Provider
 from lamina.composition import KINDS, LoggedRequest, SessionComposition, logged_requests, session_json
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
@@ -29,6 +28,7 @@ from lamina.placement import (
 from lamina.session.store import LocalSessionStore
 from lamina.sources import Source, SourceScan, find_sources, guide_path
 from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.tools import default_tool_specs
 from lamina.turn import TurnContext
 from lamina.workspace import ProjectMemory, SkippedPath, WorkspaceContext, WorkspaceSnapshot
 from lamina.workspace.skills import SkillScan
@@ -37,16 +37,16 @@ FIRST_MESSAGE = "(the user's first message)"
 """Stands for the user's text: the report is about everything around it."""
 
 
-_TARGETS: dict[Provider, tuple[RenderTarget, str]] = {
-    Provider.anthropic: (AnthropicTarget(model="claude-sonnet-5"), "Anthropic Messages"),
-    Provider.openai: (OpenAIChatTarget(model="gpt-5"), "OpenAI Chat Completions"),
-    Provider.sdk: (SdkManagedTarget(), "an SDK-managed backend (Claude Agent SDK)"),
+_TARGETS: dict[str, tuple[RenderTarget, str]] = {  # keyed by `lamina.cli.context.Provider`'s values
+    "anthropic": (AnthropicTarget(model="claude-sonnet-5"), "Anthropic Messages"),
+    "openai": (OpenAIChatTarget(model="gpt-5"), "OpenAI Chat Completions"),
+    "sdk": (SdkManagedTarget(), "an SDK-managed backend (Claude Agent SDK)"),
 }
 
 
 def show_context(
     path: Path,
-    provider: Provider,
+    provider: str,
     preset: str | None,
     custom_preset: Path | None,
     *,
@@ -56,7 +56,7 @@ def show_context(
     """Show what a new session here would send: parts, tiers, tokens, context files and cache layout."""
     name = preset if preset is not None else "custom" if custom_preset is not None else "default"
     try:
-        workspace = WorkspaceContext(path, preset=name, custom_preset=custom_preset)
+        workspace = WorkspaceContext(path, preset=name, custom_preset=custom_preset, tools=default_tool_specs())
         with _progress(enabled=not as_json) as progress:
             snapshot = workspace.snapshot(progress=progress)
         target, described = _TARGETS[provider]
@@ -132,7 +132,7 @@ def _document(
     turn: TurnContext,
     layout: CacheLayout,
     budget: BudgetReport,
-    provider: Provider,
+    provider: str,
     *,
     show_text: bool,
 ) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def _document(
     return {
         "root": snapshot.root,
         "preset": {"name": preset.name, "source": preset.source, "sections": preset.sections},
-        "provider": provider.value,
+        "provider": str(provider),
         "format": layout.format,
         "parts": [
             {

@@ -20,7 +20,8 @@ from lamina.providers import Capabilities, Provider, ProviderEvent, provider_fro
 from lamina.session.entries import UserMessage
 from lamina.session.store import LocalSessionStore, SessionSummary
 from lamina.sources import SourceConnections, find_sources
-from lamina.tools.base import AskCallback, PermissionMode
+from lamina.tools.base import PermissionMode
+from lamina.tools.rules import AskCallback
 from lamina.workspace import load_preset
 
 STALE_EMPTY_SECONDS: Final = 3600.0

@@ -1,7 +1,6 @@
 """Tools the model can call, and the pre-tool-use pipeline every call passes (see `pipeline`)."""
 
 from lamina.tools.base import (
-    AskCallback,
     PermissionMode,
     StructTool,
     Tool,
@@ -10,7 +9,7 @@ from lamina.tools.base import (
     ToolOutput,
 )
 from lamina.tools.bash import BashTool
-from lamina.tools.builtin import MINI_TOOL_NAMES, default_tools, mini_tools
+from lamina.tools.builtin import MINI_TOOL_NAMES, default_tool_specs, default_tools, mini_tools
 from lamina.tools.edit import EditTool
 from lamina.tools.glob import GlobTool
 from lamina.tools.grep import GrepTool
@@ -18,7 +17,7 @@ from lamina.tools.offload import OffloadedResult, OffloadPolicy, offload_result,
 from lamina.tools.pipeline import ToolExecution, ToolPipeline
 from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
 from lamina.tools.read import ReadTool
-from lamina.tools.rules import Allow, Ask, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
+from lamina.tools.rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
 from lamina.tools.write import WriteTool
 
 __all__ = [
@@ -52,6 +51,7 @@ __all__ = [
     "ToolPipeline",
     "Verdict",
     "WriteTool",
+    "default_tool_specs",
     "default_tools",
     "mini_tools",
     "offload_result",

@@ -18,10 +18,10 @@ import enum
 import functools
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -29,14 +29,10 @@ from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.tools.offload import OffloadPolicy
-from lamina.tools.rules import Allow, Deny, PermissionRequest
 from lamina.turn import ToolSpec
 
 InputT = TypeVar("InputT")
 StructT = TypeVar("StructT", bound=msgspec.Struct)
-
-AskCallback: TypeAlias = Callable[[PermissionRequest], Awaitable[Allow | Deny]]
-"""Puts a question to the user; answers `Allow()` or `Deny(message)` (the message reaches the model)."""
 
 _AT_FIELD: Final = re.compile(r" - at `\$\.?([^`]*)`$")
 _NAMED_FIELD: Final = re.compile(r"field `([^`]+)`")
@@ -48,7 +44,7 @@ class PermissionMode(enum.Enum):
     EXPLORE = "explore"
     """Read-only tools only; every other call is denied with a message."""
     ASK = "ask"
-    """Read-only tools run; every other call runs only if the `ask` callback approves it."""
+    """Read-only tools run; every other call runs only if the pipeline's `ask` callback approves it."""
     EXECUTE = "execute"
     """Every tool runs (rules still apply)."""
 
@@ -88,8 +84,6 @@ class ToolContext:
     """Folders every tool's paths must stay inside; empty means just `cwd` (filled in at construction, so
     `dataclasses.replace(ctx, cwd=...)` keeps the old roots unless they are replaced too)."""
     mode: PermissionMode = PermissionMode.ASK
-    ask: AskCallback | None = None
-    """Decides calls that need the user's approval; without one, such calls are denied."""
     offload: OffloadPolicy = field(default_factory=OffloadPolicy)
     estimator: TokenEstimator = DEFAULT_ESTIMATOR
 

@@ -11,6 +11,7 @@ from lamina.tools.glob import GlobTool
 from lamina.tools.grep import GrepTool
 from lamina.tools.read import ReadTool
 from lamina.tools.write import WriteTool
+from lamina.turn import ToolSpec
 
 MINI_TOOL_NAMES: Final = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
 """The tools of the mini preset (summaries, small tasks), in the order they are offered."""
@@ -24,3 +25,8 @@ def mini_tools() -> tuple[Tool[Any], ...]:
 def default_tools() -> tuple[Tool[Any], ...]:
     """The tools of the default preset; for now the mini set (skill and source tools come later)."""
     return mini_tools()
+
+
+def default_tool_specs() -> tuple[ToolSpec, ...]:
+    """The specs of `default_tools()`: what `WorkspaceContext(tools=...)` takes for a default session."""
+    return tuple(tool.spec for tool in default_tools())

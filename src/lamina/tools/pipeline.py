@@ -35,7 +35,7 @@ import msgspec
 from lamina.errors import UsageError
 from lamina.tools.base import PermissionMode, Tool, ToolContext, ToolInputError, ToolOutput, within
 from lamina.tools.offload import offload_result
-from lamina.tools.rules import Allow, Ask, Deny, PermissionRequest, Rewrite, Rule, ToolCall
+from lamina.tools.rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall
 from lamina.turn import ToolSpec
 
 _INPUT_IN_QUESTION: Final = 400  # characters of the input quoted in an approval question
@@ -61,8 +61,17 @@ class ToolExecution:
 class ToolPipeline:
     """Runs tool calls for one session through lookup, validation, bounds, mode, rules and approval."""
 
-    def __init__(self, tools: Iterable[Tool[Any]], context: ToolContext, *, rules: Iterable[Rule] = ()) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool[Any]],
+        context: ToolContext,
+        *,
+        rules: Iterable[Rule] = (),
+        ask: AskCallback | None = None,
+    ) -> None:
         """Register `tools` (names must be unique) and `rules` (checked in this order).
+
+        `ask` decides the calls that need the user's approval; without one, such calls are denied.
 
         Raises:
             UsageError: Two tools have the same name.
@@ -74,6 +83,8 @@ class ToolPipeline:
                 raise UsageError(f"two tools are named {name!r}")
             self._tools[name] = tool
         self._rules: list[Rule] = list(rules)
+        self.ask = ask
+        """The approval callback; approval is the pipeline's last stage, so it lives here."""
         self.context = context
         """The session's context; replace it (e.g. `dataclasses.replace(ctx, mode=...)`) to switch modes.
         A call in flight keeps the context it started with."""
@@ -136,7 +147,7 @@ class ToolPipeline:
                 case _:
                     assert_never(verdict)
         for asked_by, question in questions:
-            answer = await _approve(call, question, asked_by, ctx)
+            answer = await _approve(call, question, asked_by, self.ask)
             if isinstance(answer, Deny):
                 return _refused(call_id, name, call.input, answer)
         output = await _run(tool, call, ctx)
@@ -210,13 +221,13 @@ def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
         raise UsageError(f"{by} rewrote the input of {tool.spec.name} to an invalid one: {exc}") from None
 
 
-async def _approve(call: ToolCall, question: str, asked_by: str, ctx: ToolContext) -> Allow | Deny:
-    if ctx.ask is None:
+async def _approve(call: ToolCall, question: str, asked_by: str, ask: AskCallback | None) -> Allow | Deny:
+    if ask is None:
         return Deny(
             f"{call.name} needs the user's approval ({question}), and no one can approve calls in this session.",
             by="user",
         )
-    answer = await ctx.ask(PermissionRequest(call=call, question=question, asked_by=asked_by))
+    answer = await ask(PermissionRequest(call=call, question=question, asked_by=asked_by))
     if isinstance(answer, Deny):
         return Deny(answer.message or f"The user declined this {call.name} call.", by="user")
     return Allow()

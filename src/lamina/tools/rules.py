@@ -17,6 +17,7 @@ count a prerequisite as met only when the call also succeeded.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -80,13 +81,17 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:
-    """A question put to the user through the session's `ask` callback."""
+    """A question put to the user through the pipeline's `ask` callback."""
 
     call: ToolCall
     """The call with its final input: every rule has run, so this is exactly what would execute."""
     question: str
     asked_by: str
     """`permission_mode` (ask mode, a tool that is not read-only) or `rule:<name>`."""
+
+
+AskCallback: TypeAlias = Callable[[PermissionRequest], Awaitable[Allow | Deny]]
+"""Puts a question to the user; answers `Allow()` or `Deny(message)` (the message reaches the model)."""
 
 
 class Rule(ABC):

@@ -1,6 +1,6 @@
 """A workspace's stable context: preferences, preset sections, context files, memory (I/O: disk, environment).
 
-`WorkspaceContext(root)` is the engine's `stable_source`: each call returns the stable parts
+`WorkspaceContext(root, tools=...)` is the engine's `stable_source`: each call returns the stable parts
 
 1. `preferences` — the user's preferences, pinned first so they never drift after compaction;
 2. `system.<section>` — the preset's sections (tools and way of working, permissions, skills and
@@ -201,7 +201,7 @@ class WorkspaceContext:
         *,
         preset: str | Preset = "default",
         custom_preset: str | os.PathLike[str] | None = None,
-        tools: Sequence[ToolSpec] | None = None,
+        tools: Sequence[ToolSpec],
         finder: ContextFileFinder | None = None,
         allowed_roots: Sequence[str | os.PathLike[str]] = (),
         preferences: Preferences | None = None,
@@ -218,8 +218,9 @@ class WorkspaceContext:
             root: The working directory.
             preset: A preset name (`default`, `mini`, `custom`) or a `Preset`.
             custom_preset: The TOML file of the `custom` preset.
-            tools: Every tool the session has; the preset may narrow them (see `tools`). Default:
-                the built-in tools of `lamina.tools.default_tools()`.
+            tools: Every tool the session has; the preset may narrow them (see `tools`). A
+                parameter, not a default, so this package never imports the tools package (which
+                uses its ignore rules).
             finder: A shared context-file finder (its cache is reused); a new one by default.
             allowed_roots: Folders besides `root` that a linked context file or `MEMORY.md` may
                 point into (a shared finder keeps its own).
@@ -240,7 +241,7 @@ class WorkspaceContext:
         if not self.root.is_dir():
             raise UsageError(f"working directory {self.root} is not a folder")
         self.preset = load_preset(preset, custom_path=custom_preset)
-        all_tools = tuple(tools) if tools is not None else _builtin_tools()
+        all_tools = tuple(tools)
         self.tools = self.preset.select_tools(all_tools)
         """The tools to give the model: the session's tools, narrowed by the preset."""
         self._all_tools = all_tools
@@ -361,13 +362,6 @@ class WorkspaceContext:
         return self._preferences
 
 
-def _builtin_tools() -> tuple[ToolSpec, ...]:
-    # Imported here, not at the top: the tools package uses this package's ignore rules.
-    from lamina.tools import default_tools
-
-    return tuple(tool.spec for tool in default_tools())
-
-
 _RACY_NS: Final = 50_000_000
 _racy_stamps = itertools.count(1)
 
@@ -392,7 +386,7 @@ def build_stable_parts(
     *,
     preset: str | Preset = "default",
     custom_preset: str | os.PathLike[str] | None = None,
-    tools: Sequence[ToolSpec] | None = None,
+    tools: Sequence[ToolSpec],
     finder: ContextFileFinder | None = None,
     preferences: Preferences | None = None,
     preferences_path: str | os.PathLike[str] | None = None,
