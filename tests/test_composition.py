@@ -12,6 +12,7 @@ from lamina.composition import KINDS, SessionComposition, compose_turn, framing_
 from lamina.engine import ContextEngine
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult
 from lamina.session.store import LocalSessionStore
+from lamina.tools import default_tool_specs
 from lamina.workspace import WorkspaceContext
 from lamina.workspace.preferences import Preferences
 from tests.support.engine import Clock
@@ -26,7 +27,7 @@ def _session(tmp_path: Path) -> tuple[LocalSessionStore, str, SessionComposition
     clock = Clock()
     store = LocalSessionStore(tmp_path / "store", clock=clock)
     session = store.create(cwd=str(workspace))
-    context = WorkspaceContext(workspace, preferences=Preferences(), environ={})
+    context = WorkspaceContext(workspace, preferences=Preferences(), environ={}, tools=default_tool_specs())
     engine = ContextEngine(session, stable_source=context, tools=context.tools, clock=clock)
     live = SessionComposition()
     for n in range(3):

@@ -447,7 +447,7 @@ def show_session(store_root: Path | None, session_id: str, *, as_json: bool) -> 
     try:
         with LocalSessionStore(store_root).open(session_id, writable=False) as session:
             path, cwd, folder = session.path(), session.meta.cwd, session.folder
-        workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".")
+        workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".", tools=default_tool_specs())
         requests = logged_requests(
             path, tools=workspace.tools, fallback_stable=workspace(), data_dir=str(folder / "data")
         )
