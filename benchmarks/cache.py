@@ -34,11 +34,7 @@ from typing import Any, Final
 from benchmarks import Figure, ratio
 from benchmarks._claude_code import PeerUnavailable, run_claude_code
 from benchmarks._scenario import AGENTS_MD, ModelCall, ScriptedTurn, scripted_session, session_script
-from lamina.composition import KINDS, SessionComposition, compose_turn
-from lamina.messages import turn_tails
-from lamina.parts import Part
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
-from lamina.placement.cache_sim import (
+from lamina.cachesim import (
     AnthropicCacheSimulator,
     CacheSimulator,
     CacheUsage,
@@ -46,6 +42,10 @@ from lamina.placement.cache_sim import (
     TimedRequest,
     summarise,
 )
+from lamina.composition import KINDS, SessionComposition, compose_turn
+from lamina.messages import turn_tails
+from lamina.parts import Part
+from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.turn import ToolSpec
 from lamina.workspace.skills import Skill, SkillScan, skill_catalogue_part

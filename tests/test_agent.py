@@ -178,7 +178,7 @@ async def test_a_second_overflow_is_a_clear_error(tmp_path: Path, workspace: Pat
 
 
 async def test_the_estimate_is_calibrated_from_reported_usage(tmp_path: Path, workspace: Path) -> None:
-    from lamina.placement import AnthropicCacheSimulator
+    from lamina.cachesim import AnthropicCacheSimulator
     from lamina.providers import ScriptedProvider
     from lamina.providers.scripted import ScriptedResponse
     from lamina.session.entries import Usage

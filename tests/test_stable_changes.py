@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from lamina.cachesim import AnthropicCacheRules, AnthropicCacheSimulator, TimedRequest, summarise
 from lamina.compaction.summarize import DeterministicSummariser
 from lamina.engine import ContextEngine
-from lamina.placement import AnthropicCacheRules, AnthropicCacheSimulator, TimedRequest, render, summarise
+from lamina.placement import render
 from lamina.session.entries import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 

@@ -6,7 +6,7 @@ session state, on-demand documents, history, memory, large tool results, one-sho
 walks a rendered request block by block in prefix order and says which blocks the provider caches,
 where the breakpoints are and how many tokens lie up to each. Blocks are measured the way the
 cache simulator measures them (canonical JSON of each block, without `cache_control`), so the
-numbers agree with `lamina.placement.cache_sim`.
+numbers agree with `lamina.cachesim`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,23 @@ from typing import Any, Final, Literal, TypeAlias, assert_never, cast
 import msgspec
 
 from lamina.attachments.render import media_tokens
+from lamina.cachesim import (
+    AnthropicCacheRules,
+    AnthropicCacheSimulator,
+    CacheUsage,
+    OpenAICacheRules,
+    OpenAICacheSimulator,
+    TimedRequest,
+)
+from lamina.cachesim._blocks import (
+    message_items,
+    openai_item,
+    openai_message,
+    system_items,
+    text_block,
+    tool_items,
+    without_marker,
+)
 from lamina.messages import DocumentBlock, ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock, render_tail
 from lamina.parts import Part, Tier
 from lamina.placement import (
@@ -29,14 +46,6 @@ from lamina.placement import (
     SdkManagedPrompt,
     SdkManagedTarget,
     turn_messages,
-)
-from lamina.placement.cache_sim import (
-    AnthropicCacheRules,
-    AnthropicCacheSimulator,
-    CacheUsage,
-    OpenAICacheRules,
-    OpenAICacheSimulator,
-    TimedRequest,
 )
 from lamina.session.entries import PartRecord, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -308,8 +317,9 @@ class _Raw:
 
 
 def _measure(block: object, estimator: TokenEstimator) -> int:
-    if isinstance(block, Mapping) and "cache_control" in block:
-        block = {k: v for k, v in block.items() if k != "cache_control"}
+    """The simulator's count (canonical JSON without markers), except media, counted by the providers' formulas."""
+    if isinstance(block, Mapping):
+        block = without_marker(block)
     media = _inline_media(block)
     if media is not None:  # an image or a PDF: by the providers' formulas, not its base64 text
         return media_tokens(*media)
@@ -339,10 +349,6 @@ def _inline_media(block: object) -> tuple[str, str] | None:
     return None
 
 
-def _text_block(text: str) -> dict[str, str]:
-    return {"type": "text", "text": text}
-
-
 def _block_label(block: Mapping[str, Any], labels: _Labels) -> str:
     kind = block.get("type")
     if kind == "text":
@@ -355,24 +361,22 @@ def _block_label(block: Mapping[str, Any], labels: _Labels) -> str:
 
 
 def _anthropic_blocks(body: Mapping[str, Any], labels: _Labels) -> Iterator[tuple[_Raw, bool]]:
-    """Every block with whether it belongs to the stable prefix (tools and system)."""
-    for i, tool in enumerate(body.get("tools") or ()):
-        yield _Raw(f"tools[{i}]", str(tool.get("name", "tool")), tool, _ttl(tool)), True
+    """Every block (split as the simulator splits it) with whether it belongs to the stable prefix."""
+    for where, _, _, tool in tool_items(list(body.get("tools") or ())):
+        yield _Raw(where, str(tool.get("name", "tool")), tool, _ttl(tool)), True
     system = body.get("system")
-    if isinstance(system, str):
-        yield _Raw("system", "system", _text_block(system)), True
-    elif system:
-        for i, block in enumerate(system):
-            yield _Raw(f"system[{i}]", labels.system(i), block, _ttl(block)), True
+    for i, (where, _, _, block) in enumerate(system_items(system) if system else ()):
+        yield _Raw(where, "system" if isinstance(system, str) else labels.system(i), block, _ttl(block)), True
     for m, message in enumerate(body.get("messages") or ()):
-        content = message.get("content")
-        if isinstance(content, str):
-            yield _Raw(f"messages[{m}].content", labels.text(content), _text_block(content)), False
-            continue
-        stable = m == 0 and bool(labels.context_keys)  # the stable parts without system authority
-        for c, block in enumerate(content or ()):
-            label = labels.context(c) if stable else _block_label(block, labels)
-            yield _Raw(f"messages[{m}].content[{c}]", label, block, _ttl(block)), stable
+        prefix = f"messages[{m}]"
+        whole = isinstance(message.get("content"), str)
+        stable = m == 0 and bool(labels.context_keys) and not whole  # the stable parts without system authority
+        for c, (where, _, _, block) in enumerate(message_items(message, prefix)):
+            if whole:
+                label = labels.text(str(block.get("text", "")))
+            else:
+                label = labels.context(c) if stable else _block_label(block, labels)
+            yield _Raw(prefix + where, label, block, _ttl(block)), stable
 
 
 def _ttl(block: Mapping[str, Any]) -> str | None:
@@ -434,6 +438,7 @@ def _anthropic(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimat
 
 
 def _openai_blocks(body: Mapping[str, Any], labels: _Labels, *, chat: bool) -> Iterator[tuple[_Raw, bool]]:
+    """Every block (split as the simulator splits it) with whether it belongs to the stable prefix."""
     for i, tool in enumerate(body.get("tools") or ()):
         function = tool.get("function") if chat else tool
         yield _Raw(f"tools[{i}]", str((function or {}).get("name", "tool")), tool), True
@@ -441,51 +446,36 @@ def _openai_blocks(body: Mapping[str, Any], labels: _Labels, *, chat: bool) -> I
         messages = body.get("messages") or ()
         first = 1 if messages and messages[0].get("role") == "system" else 0
         for m, message in enumerate(messages):
-            if m == first and labels.context_keys:  # the stable parts without system authority
-                yield from ((raw, True) for raw in _openai_message(message, f"messages[{m}]", labels, context=True))
-                continue
-            stable = m == 0 and message.get("role") == "system"
-            yield from ((raw, stable) for raw in _openai_message(message, f"messages[{m}]", labels))
+            context = m == first and bool(labels.context_keys)  # the stable parts without system authority
+            stable = context or (m == 0 and message.get("role") == "system")
+            yield from ((raw, stable) for raw in _openai_message(message, f"messages[{m}]", labels, context=context))
         return
     instructions = body.get("instructions")
     if instructions:
-        yield _Raw("instructions", "stable parts", _text_block(str(instructions))), True
+        yield _Raw("instructions", "stable parts", text_block(str(instructions))), True
     for i, item in enumerate(body.get("input") or ()):
         where = f"input[{i}]"
-        if i == 0 and labels.context_keys:
-            yield from ((raw, True) for raw in _openai_message(item, where, labels, context=True))
-        elif "role" in item:
-            yield from ((raw, False) for raw in _openai_message(item, where, labels))
+        if "role" in item:
+            context = i == 0 and bool(labels.context_keys)
+            yield from ((raw, context) for raw in _openai_message(item, where, labels, context=context))
         else:
             kind = str(item.get("type", "item"))
             label = f"tool call {item.get('name', '')}" if kind == "function_call" else kind.replace("_", " ")
-            yield _Raw(where, label, item), False
+            yield from ((_Raw(where + sub, label, block), False) for sub, _, block in openai_item(item, where))
 
 
 def _openai_message(
     message: Mapping[str, Any], where: str, labels: _Labels, *, context: bool = False
 ) -> Iterator[_Raw]:
     role = str(message.get("role", ""))
-    content = message.get("content")
-    meta = {k: v for k, v in message.items() if k not in ("role", "content")}
-    if role == "system":
-        label = "stable parts"
-    elif role == "tool":
-        label = "tool result"
-    else:
-        label = ""
-    emitted = False
-    if isinstance(content, str):
-        yield _Raw(f"{where}.content", label or labels.text(content), _text_block(content))
-        emitted = True
-    elif content:
-        for c, part in enumerate(content):
-            text = str(part.get("text", "")) if isinstance(part, Mapping) else ""
-            yield _Raw(f"{where}.content[{c}]", labels.context(c) if context else label or labels.text(text), part)
-            emitted = True
-    if meta or not emitted:
-        calls = [str(c.get("function", {}).get("name", "")) for c in meta.get("tool_calls") or ()]
-        yield _Raw(where, f"tool call {', '.join(calls)}" if calls else label or role, meta)
+    label = "stable parts" if role == "system" else "tool result" if role == "tool" else ""
+    for c, (sub, _, block) in enumerate(openai_message(message, where)):
+        if sub:  # a content block
+            text = str(block.get("text", "")) if isinstance(block, Mapping) else ""
+            yield _Raw(where + sub, labels.context(c) if context else label or labels.text(text), block)
+        else:  # what the message carries besides its content
+            calls = [str(call.get("function", {}).get("name", "")) for call in message.get("tool_calls") or ()]
+            yield _Raw(where, f"tool call {', '.join(calls)}" if calls else label or role, block)
 
 
 def _openai(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimator, *, chat: bool) -> CacheLayout:

@@ -20,9 +20,10 @@ from rich.table import Table
 from typer.testing import CliRunner
 
 from lamina.agent import Agent, AgentEvent, ToolFinished, ToolStarted, TurnOutcome, open_agent
+from lamina.cachesim import AnthropicCacheSimulator
 from lamina.cli._console import safe
 from lamina.compaction.summarize import DeterministicSummariser
-from lamina.placement import AnthropicCacheSimulator, AnthropicTarget
+from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider
 from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
 from lamina.session.store import LocalSessionStore

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamina.placement.cache_sim import (
+from lamina.cachesim import (
     AnthropicCacheRules,
     AnthropicCacheSimulator,
     CacheBreakpointError,

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from lamina.cachesim import AnthropicCacheSimulator, OpenAICacheSimulator
 from lamina.errors import (
     AuthenticationError,
     ContextOverflowError,
@@ -17,14 +18,7 @@ from lamina.errors import (
     RateLimitError,
     TransientServerError,
 )
-from lamina.placement import (
-    AnthropicCacheSimulator,
-    OpenAICacheSimulator,
-    OpenAIChatTarget,
-    SdkManagedPrompt,
-    SdkManagedTarget,
-    render,
-)
+from lamina.placement import OpenAIChatTarget, SdkManagedPrompt, SdkManagedTarget, render
 from lamina.providers import (
     Completed,
     ProviderEvent,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lamina.placement import CacheUsage
+from lamina.cachesim import CacheUsage
 from tests.wire.script import (
     Fail,
     Reply,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lamina.placement import CacheUsage
+from lamina.cachesim import CacheUsage
 from tests.wire.script import (
     Fail,
     Reply,

@@ -31,15 +31,15 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from lamina.placement import (
+from lamina.cachesim import (
     AnthropicCacheRules,
     AnthropicCacheSimulator,
+    CacheSimulationError,
     CacheUsage,
     OpenAICacheRules,
     OpenAICacheSimulator,
     TimedRequest,
 )
-from lamina.placement.cache_sim import CacheSimulationError
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from tests.wire import anthropic_api, openai_api
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json

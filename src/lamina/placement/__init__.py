@@ -1,4 +1,4 @@
-"""Placement: turning a turn context into provider requests, and simulating what they cost (pure)."""
+"""Placement: turning a turn context into provider requests (pure). What they cost is `lamina.cachesim`."""
 
 from __future__ import annotations
 
@@ -15,18 +15,6 @@ from lamina.placement._openai import (
     responses_wire_items,
 )
 from lamina.placement._sdk_managed import SdkManagedPrompt, render_sdk_managed
-from lamina.placement.cache_sim import (
-    AnthropicCacheRules,
-    AnthropicCacheSimulator,
-    CacheSimulator,
-    CacheSummary,
-    CacheUsage,
-    OpenAICacheRules,
-    OpenAICacheSimulator,
-    TimedRequest,
-    simulate,
-    summarise,
-)
 from lamina.placement.targets import (
     AnthropicTarget,
     CacheTtl,
@@ -207,15 +195,8 @@ def render(
 
 
 __all__ = [
-    "AnthropicCacheRules",
-    "AnthropicCacheSimulator",
     "AnthropicTarget",
-    "CacheSimulator",
-    "CacheSummary",
     "CacheTtl",
-    "CacheUsage",
-    "OpenAICacheRules",
-    "OpenAICacheSimulator",
     "OpenAIChatTarget",
     "OpenAIResponsesTarget",
     "RenderCache",
@@ -223,10 +204,7 @@ __all__ = [
     "RenderedRequest",
     "SdkManagedPrompt",
     "SdkManagedTarget",
-    "TimedRequest",
     "render",
-    "simulate",
     "split_turns",
-    "summarise",
     "turn_messages",
 ]

@@ -2,7 +2,8 @@
 
 The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`, and
 `ClaudeAgentProvider` on the optional `claude` extra) are imported on first use: the SDKs take
-seconds to import, and scripted or offline runs never need them. `provider_from_spec` turns a
+seconds to import, and scripted or offline runs never need them. So is the scripted provider: it
+bills its usage with the cache simulator (`lamina.cachesim`). `provider_from_spec` turns a
 command-line spec into a provider.
 """
 
@@ -14,26 +15,39 @@ from typing import TYPE_CHECKING, Final
 from lamina.errors import UsageError
 from lamina.providers.base import Capabilities, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers.retry import DEFAULT_RETRY_POLICY, RetryNotice, RetryPolicy, stream_with_retry
-from lamina.providers.scripted import (
-    ScriptedError,
-    ScriptedProvider,
-    ScriptedResponse,
-    ScriptedToolCall,
-    ScriptError,
-    ScriptExhaustedError,
-    ScriptStep,
-)
 
 if TYPE_CHECKING:
     from lamina.providers.anthropic import AnthropicProvider
     from lamina.providers.claude_agent import ClaudeAgentProvider
     from lamina.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
+    from lamina.providers.scripted import (
+        ScriptedError,
+        ScriptedProvider,
+        ScriptedResponse,
+        ScriptedToolCall,
+        ScriptError,
+        ScriptExhaustedError,
+        ScriptStep,
+    )
 
 _LAZY: Final = {
     "AnthropicProvider": "lamina.providers.anthropic",
     "ClaudeAgentProvider": "lamina.providers.claude_agent",
     "OpenAIChatProvider": "lamina.providers.openai",
     "OpenAIResponsesProvider": "lamina.providers.openai",
+    # the scripted provider bills its usage with the cache simulator, which nothing else at run time needs
+    **dict.fromkeys(
+        (
+            "ScriptedError",
+            "ScriptedProvider",
+            "ScriptedResponse",
+            "ScriptedToolCall",
+            "ScriptError",
+            "ScriptExhaustedError",
+            "ScriptStep",
+        ),
+        "lamina.providers.scripted",
+    ),
 }
 
 SPEC_FORMS: Final = (
@@ -92,6 +106,8 @@ def provider_from_spec(spec: str) -> Provider:
 
             return ClaudeAgentProvider(rest)
         case "scripted":
+            from lamina.providers.scripted import ScriptedProvider
+
             return ScriptedProvider.from_file(rest)
         case _:
             raise _bad_spec(spec, f"unknown provider {kind!r}")

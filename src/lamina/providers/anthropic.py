@@ -38,7 +38,8 @@ from lamina.errors import (
     TransientServerError,
     UsageError,
 )
-from lamina.placement import AnthropicTarget, CacheTtl, RenderedRequest, SdkManagedPrompt
+from lamina.placement import AnthropicTarget, RenderedRequest, SdkManagedPrompt
+from lamina.placement.targets import CacheTtl
 from lamina.providers._errors import error_for_status
 from lamina.providers.base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers.retry import is_transport_error, parse_retry_after

@@ -30,6 +30,7 @@ from typing import Any, Final, Literal, TypeAlias, assert_never, cast, get_args
 
 import msgspec
 
+from lamina.cachesim import CacheSimulationError, CacheSimulator, TimedRequest
 from lamina.errors import (
     AuthenticationError,
     ContextOverflowError,
@@ -40,8 +41,7 @@ from lamina.errors import (
     TransientServerError,
     UsageError,
 )
-from lamina.placement import AnthropicTarget, CacheSimulator, RenderedRequest, RenderTarget, TimedRequest
-from lamina.placement.cache_sim import CacheSimulationError
+from lamina.placement import AnthropicTarget, RenderedRequest, RenderTarget
 from lamina.providers.base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.session.entries import Usage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator

@@ -67,8 +67,8 @@ routing overflow, OpenAI's GPT-5.6 explicit-breakpoint regime, Gemini and DeepSe
 
 from __future__ import annotations
 
-from lamina.placement._cache_anthropic import AnthropicCacheRules, AnthropicCacheSimulator
-from lamina.placement._cache_core import (
+from lamina.cachesim._anthropic import AnthropicCacheRules, AnthropicCacheSimulator
+from lamina.cachesim._core import (
     CacheBreakpointError,
     CacheSimulationError,
     CacheSimulator,
@@ -79,7 +79,7 @@ from lamina.placement._cache_core import (
     simulate,
     summarise,
 )
-from lamina.placement._cache_openai import OpenAICacheRules, OpenAICacheSimulator
+from lamina.cachesim._openai import OpenAICacheRules, OpenAICacheSimulator
 
 __all__ = [
     "AnthropicCacheRules",

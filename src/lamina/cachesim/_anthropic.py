@@ -1,12 +1,22 @@
-"""Anthropic Messages prompt caching, as the published rules bill it (pure); see `lamina.placement.cache_sim`."""
+"""Anthropic Messages prompt caching, as the published rules bill it (pure); see `lamina.cachesim`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from lamina.placement._cache_core import (
+from lamina.cachesim._blocks import (
+    MESSAGES,
+    SYSTEM,
+    TOOLS,
+    as_list,
+    message_items,
+    system_items,
+    tool_items,
+    without_marker,
+)
+from lamina.cachesim._core import (
     CacheBreakpointError,
     CacheSimulationError,
     CacheTtl,
@@ -18,16 +28,10 @@ from lamina.placement._cache_core import (
     _Core,
     _Flat,
     _Group,
-    _list,
-    _mapping,
-    _text_block,
     _usage,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
-_TOOLS: Final = 0
-_SYSTEM: Final = 1
-_MESSAGES: Final = 2
 _RUN_KINDS: Final = frozenset({"tool_use", "tool_result"})
 _UNCACHEABLE_KINDS: Final = frozenset({"thinking", "redacted_thinking"})
 
@@ -57,21 +61,6 @@ class AnthropicCacheRules:
             raise ValueError(f"invalid AnthropicCacheRules: {self!r}")
         if self.ttl_5m_seconds <= 0 or self.ttl_1h_seconds <= 0:
             raise ValueError(f"cache TTLs must be positive: {self!r}")
-
-
-def _without_marker(block: Mapping[str, object]) -> Mapping[str, object]:
-    """The block minus `cache_control` (also inside a tool_result's content), so markers never change identity."""
-    if "cache_control" in block:
-        block = {k: v for k, v in block.items() if k != "cache_control"}
-    inner = block.get("content")
-    if (
-        block.get("type") == "tool_result"
-        and isinstance(inner, list)
-        and any(isinstance(c, Mapping) and "cache_control" in c for c in inner)
-    ):
-        inner = [{k: v for k, v in c.items() if k != "cache_control"} if isinstance(c, Mapping) else c for c in inner]
-        block = {**block, "content": inner}
-    return block
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,16 +173,16 @@ class AnthropicCacheSimulator:
         core, flat, build = self._core, _Flat(), self._build
         tools = body.get("tools")
         if tools is not None:
-            listed = _list(tools, "tools")
-            flat.add("", core.group(b"tools", listed, "tools", build, _tool_items(listed), "", len(flat.blocks)))
+            listed = as_list(tools, "tools")
+            flat.add("", core.group(b"tools", listed, "tools", build, tool_items(listed), "", len(flat.blocks)))
         system = body.get("system")
         if system is not None:
-            flat.add("", core.group(b"system", system, "system", build, _system_items(system), "", len(flat.blocks)))
+            flat.add("", core.group(b"system", system, "system", build, system_items(system), "", len(flat.blocks)))
         if "messages" not in body:
             raise CacheSimulationError("body has no 'messages': not an Anthropic Messages request")
-        for m, message in enumerate(_list(body.get("messages"), "messages")):
+        for m, message in enumerate(as_list(body.get("messages"), "messages")):
             prefix = f"messages[{m}]"
-            items = _message_items(message, prefix)
+            items = message_items(message, prefix)
             flat.add(prefix, core.group(b"message", message, prefix, build, items, prefix, len(flat.blocks)))
         return flat
 
@@ -202,7 +191,7 @@ class AnthropicCacheSimulator:
         blocks: list[_Block] = []
         for where, level, role, raw in items:
             position = base + len(blocks) + 1
-            digest, tokens = self._core.measure(role, _without_marker(raw), prefix + where)
+            digest, tokens = self._core.measure(role, without_marker(raw), prefix + where)
             kind = raw.get("type")
             kind = kind if isinstance(kind, str) else ""
             eligible = kind not in _UNCACHEABLE_KINDS and not (kind == "text" and not raw.get("text"))
@@ -215,7 +204,7 @@ class AnthropicCacheSimulator:
                         prefix + where, position, f"a {kind or 'empty'} block cannot carry cache_control"
                     )
             image = kind == "image" or (kind == "tool_result" and _has_image(raw.get("content")))
-            run = level == _MESSAGES and kind in _RUN_KINDS
+            run = level == MESSAGES and kind in _RUN_KINDS
             blocks.append(_Block(where, level, kind, digest, tokens, ttl, eligible, image, run))
         return _Group(tuple(blocks), any(b.image for b in blocks))
 
@@ -271,11 +260,11 @@ class AnthropicCacheSimulator:
                 "thinking": body.get("thinking"),
                 "tool_choice": body.get("tool_choice"),
             }
-            salts[_SYSTEM] = _canonical({"speed": body.get("speed")}, "speed")
-            salts[_MESSAGES] = _canonical(salt, "tool_choice/thinking/output_config")
+            salts[SYSTEM] = _canonical({"speed": body.get("speed")}, "speed")
+            salts[MESSAGES] = _canonical(salt, "tool_choice/thinking/output_config")
         group_runs, step = self.rules.group_tool_runs, self._core.step
         h = _chain(b"anthropic", str(body.get("model", "")).encode())
-        level, total, p, prev_kind = _TOOLS, 0, 0, ""
+        level, total, p, prev_kind = TOOLS, 0, 0, ""
         chain: list[bytes] = []
         cum: list[int] = []
         pos: list[int] = []
@@ -296,28 +285,3 @@ class AnthropicCacheSimulator:
 
 def _has_image(content: object) -> bool:
     return isinstance(content, list) and any(isinstance(c, Mapping) and c.get("type") == "image" for c in content)
-
-
-def _tool_items(tools: list[object]) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
-    for i, tool in enumerate(tools):
-        yield f"tools[{i}]", _TOOLS, "tools", _mapping(tool, f"tools[{i}]")
-
-
-def _system_items(system: object) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
-    if isinstance(system, str):
-        if system:
-            yield "system", _SYSTEM, "system", _text_block(system)
-        return
-    for i, block in enumerate(_list(system, "system")):
-        yield f"system[{i}]", _SYSTEM, "system", _mapping(block, f"system[{i}]")
-
-
-def _message_items(raw: object, prefix: str) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
-    message = _mapping(raw, prefix)
-    role = str(message.get("role", ""))
-    content = message.get("content")
-    if isinstance(content, str):
-        yield ".content", _MESSAGES, role, _text_block(content)
-        return
-    for c, block in enumerate(_list(content, f"{prefix}.content")):
-        yield f".content[{c}]", _MESSAGES, role, _mapping(block, f"{prefix}.content[{c}]")

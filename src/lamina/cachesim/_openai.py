@@ -1,11 +1,12 @@
-"""OpenAI automatic prompt caching (before GPT-5.6), as published (pure); see `lamina.placement.cache_sim`."""
+"""OpenAI automatic prompt caching (before GPT-5.6), as published (pure); see `lamina.cachesim`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lamina.placement._cache_core import (
+from lamina.cachesim._blocks import MESSAGES, as_list, openai_item, openai_message, text_block
+from lamina.cachesim._core import (
     CacheSimulationError,
     CacheUsage,
     TimedRequest,
@@ -13,14 +14,9 @@ from lamina.placement._cache_core import (
     _chain,
     _Core,
     _Group,
-    _list,
-    _mapping,
-    _text_block,
     _usage,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-
-_MESSAGES = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,16 +121,16 @@ class OpenAICacheSimulator:
         blocks: list[_Block] = []
         tools = body.get("tools")
         if tools is not None:
-            items = [(f"[{i}]", "tools", tool) for i, tool in enumerate(_list(tools, "tools"))]
+            items = [(f"[{i}]", "tools", tool) for i, tool in enumerate(as_list(tools, "tools"))]
             blocks += core.group(b"tools", tools, "tools", build, items, "tools").blocks
         text = body.get("text")
         schema = body.get("response_format") or (text.get("format") if isinstance(text, Mapping) else None)
         if schema is not None:
             blocks += core.group(b"schema", schema, "schema", build, [("", "schema", schema)], "response_format").blocks
         if "messages" in body:
-            for m, message in enumerate(_list(body.get("messages"), "messages")):
+            for m, message in enumerate(as_list(body.get("messages"), "messages")):
                 where = f"messages[{m}]"
-                blocks += core.group(b"message", message, where, build, _openai_message(message, where), where).blocks
+                blocks += core.group(b"message", message, where, build, openai_message(message, where), where).blocks
             return blocks
         if "input" not in body and "instructions" not in body:
             raise CacheSimulationError("body has neither 'messages' nor 'input'/'instructions': not an OpenAI request")
@@ -142,43 +138,17 @@ class OpenAICacheSimulator:
             value = body.get(name)
             if isinstance(value, str):
                 if value:
-                    text_block = [("", role, _text_block(value))]
-                    blocks += core.group(name.encode(), value, name, build, text_block, name).blocks
+                    whole = [("", role, text_block(value))]
+                    blocks += core.group(name.encode(), value, name, build, whole, name).blocks
                 continue
-            for i, item in enumerate(_list(value, name)):
+            for i, item in enumerate(as_list(value, name)):
                 where = f"{name}[{i}]"
-                blocks += core.group(b"item", item, where, build, _openai_item(item, where), where).blocks
+                blocks += core.group(b"item", item, where, build, openai_item(item, where), where).blocks
         return blocks
 
     def _build(self, items: Iterable[tuple[str, str, object]], prefix: str) -> _Group:
         blocks = []
         for where, role, raw in items:
             digest, tokens = self._core.measure(role, raw, prefix + where)
-            blocks.append(_Block(where, _MESSAGES, "", digest, tokens))
+            blocks.append(_Block(where, MESSAGES, "", digest, tokens))
         return _Group(tuple(blocks))
-
-
-def _openai_item(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
-    item = _mapping(raw, where)
-    if "role" in item:
-        yield from _openai_message(item, where)
-    else:  # function_call, function_call_output, reasoning, compaction, ...
-        yield "", str(item.get("type", "item")), item
-
-
-def _openai_message(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
-    message = _mapping(raw, where)
-    role = str(message.get("role", ""))
-    content = message.get("content")
-    # Everything but role and content (tool_calls, tool_call_id, name, ...) is one more block.
-    meta = {k: v for k, v in message.items() if k not in ("role", "content") and not (k == "type" and v == "message")}
-    emitted = False
-    if isinstance(content, str):
-        yield ".content", role, _text_block(content)
-        emitted = True
-    else:
-        for c, part in enumerate(_list(content, f"{where}.content")):
-            yield f".content[{c}]", role, part
-            emitted = True
-    if meta or not emitted:
-        yield "", role, meta

@@ -1,6 +1,6 @@
 """The cache simulators' shared machinery: request and usage types, block flattening, the reusable-token ledger (pure).
 
-The rules are described in `lamina.placement.cache_sim`; each provider's simulator has its own module.
+The rules are described in `lamina.cachesim`; each provider's simulator has its own module.
 """
 
 from __future__ import annotations
@@ -286,22 +286,3 @@ def _usage(
         reusable=reusable,
         cost_multiplier=weighted / total if total else 1.0,
     )
-
-
-def _list(value: object, where: str) -> list[object]:
-    if value is None:
-        return []
-    if not isinstance(value, list | tuple):
-        raise CacheSimulationError(f"{where}: expected a list, got {type(value).__name__}")
-    return list(value)
-
-
-def _mapping(value: object, where: str) -> Mapping[str, object]:
-    if not isinstance(value, Mapping):
-        raise CacheSimulationError(f"{where}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _text_block(text: str) -> dict[str, object]:
-    # A string content renders as one text block, so both spellings share an identity.
-    return {"type": "text", "text": text}
