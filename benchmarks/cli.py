@@ -7,6 +7,9 @@
   not grow when other jobs share the cores.
 - `cli_version_ms`: `python -m lamina.cli --version`.
 - `python_startup_ms`: the bare interpreter (`python -c pass`), the floor under both.
+- `import_lamina_ms` / `import_lamina_cpu_ms`: `import lamina, lamina.engine, lamina.agent` (what a
+  library user's agent loads), wall clock and CPU; the cache simulator, the SDKs and the scripted
+  provider are not among them.
 
 No peer runs: there is no comparable command on the machine to measure side by side.
 """
@@ -45,9 +48,13 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     help_ms, help_cpu_ms = _median_ms(["-m", "lamina.cli", "--help"], repeats)
     version_ms, _ = _median_ms(["-m", "lamina.cli", "--version"], repeats)
     bare_ms, _ = _median_ms(["-c", "pass"], repeats)
+    progress(f"import lamina, {repeats} runs")
+    import_ms, import_cpu_ms = _median_ms(["-c", "import lamina, lamina.engine, lamina.agent"], repeats)
     return [
         Figure("cli_help_ms", help_ms, "ms", note="target: under 500 ms"),
         Figure("cli_help_cpu_ms", help_cpu_ms, "ms", note="CPU time: stable when other jobs share the cores"),
         Figure("cli_version_ms", version_ms, "ms"),
         Figure("python_startup_ms", bare_ms, "ms"),
+        Figure("import_lamina_ms", import_ms, "ms", note="import lamina, lamina.engine, lamina.agent"),
+        Figure("import_lamina_cpu_ms", import_cpu_ms, "ms"),
     ]
