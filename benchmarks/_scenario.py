@@ -11,9 +11,13 @@ from types import MappingProxyType
 
 from lamina.engine import ContextEngine
 from lamina.parts import Authority, Part, Stability, Tier
+from lamina.prompt import Platform
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 from lamina.session.store import LocalSessionStore
+from lamina.tools.read import numbered
 from lamina.turn import ToolSpec, TurnContext
+from lamina.workspace import WorkspaceContext
+from lamina.workspace.preferences import Preferences
 
 _PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 _PATTERN_SCHEMA = {"type": "object", "properties": {"pattern": {"type": "string"}}}
@@ -167,6 +171,11 @@ def session_script(
     return tuple(script)
 
 
+def read_output(content: str) -> str:
+    """What Lamina's Read tool returns for a file holding `content` (numbered lines)."""
+    return "\n".join(numbered(n, line) for n, line in enumerate(content.split("\n"), 1))
+
+
 def scripted_session(
     script: Sequence[ScriptedTurn] | None = None,
     *,
@@ -175,6 +184,8 @@ def scripted_session(
 ) -> Iterator[ModelCall]:
     """Drive a context engine through `script` (default: `session_script()`), yielding before every model call.
 
+    The engine has what a default session has: the default preset's system prompt over a workspace
+    holding AGENTS.md, the built-in tools, and Read's numbered lines as the tool results.
     `extra_parts` join the stable parts (a skill catalogue), `extra_tools` the tools (source tools).
     """
     script = session_script() if script is None else script
@@ -185,11 +196,13 @@ def scripted_session(
         clock_value = [script[0].steps[0].t if script else 0.0]
         store = LocalSessionStore(Path(tmp) / "store", clock=lambda: clock_value[0])
         session = store.create(cwd=str(workspace))
-        base_parts = stable_source(workspace)
+        context = WorkspaceContext(
+            workspace, preferences=Preferences(), environ={}, platform=Platform("Linux", "bash", interactive=True)
+        )
         engine = ContextEngine(
             session,
-            stable_source=lambda: (*base_parts(), *extra_parts),
-            tools=(*TOOLS, *extra_tools),
+            stable_source=lambda: (*context(), *extra_parts),
+            tools=(*context.tools, *extra_tools),
             time_zone="Europe/Berlin",
             clock=lambda: clock_value[0],
         )
@@ -209,7 +222,7 @@ def scripted_session(
                 for read in step.reads:
                     engine.record(ToolCall(call_id=read.call_id, name="Read", input={"path": read.path}))
                 for read in step.reads:
-                    engine.record(ToolResult(call_id=read.call_id, name="Read", content=read.content))
+                    engine.record(ToolResult(call_id=read.call_id, name="Read", content=read_output(read.content)))
             engine.commit(turn)
         session.close()
 

@@ -2,8 +2,9 @@
 
 The same scripted coding session (`benchmarks._scenario.session_script`: 119 model calls with
 tool loops, time advancing every turn, three mode changes, sources toggled, AGENTS.md edited at
-turn 20, one idle gap of 9 minutes at turn 30; 12 turns with `--quick`) is rendered five ways and
-billed by the cache simulator:
+turn 20, one idle gap of 9 minutes at turn 30; 12 turns with `--quick`), run by a context engine
+as a default session runs (the default preset's prompt, the built-in tools, Read's numbered lines),
+is rendered five ways and billed by the cache simulator:
 
 - `anthropic_lamina`: our Anthropic placement;
 - `anthropic_system_appended`: the volatile parts appended to the system prompt every turn, as one

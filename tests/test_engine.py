@@ -236,19 +236,26 @@ def test_anthropic_breakpoints_move_with_every_call_of_a_tool_loop(tmp_path: Pat
         turn = engine.prepare_turn(f"turn {n}")
         for call in range(4):
             body = validate_anthropic(render(turn, ANTHROPIC, continuation=engine.continuation(turn)))
-            marks = [
-                (i, j)
+            ttls = {
+                (i, j): b["cache_control"]["ttl"]
                 for i, m in enumerate(body["messages"])
                 for j, b in enumerate(m["content"])
                 if isinstance(b, dict) and "cache_control" in b
-            ]
+            }
+            marks = list(ttls)
             system_marks = [b for b in body["system"] if "cache_control" in b]
             assert len(marks) + len(system_marks) <= 4
             last = len(body["messages"]) - 1
-            assert (last, len(body["messages"][last]["content"]) - 1) in marks  # rolling: on the newest block
+            newest = (last, len(body["messages"][last]["content"]) - 1)
+            assert newest in marks  # rolling: on the newest block
             assert (0, len(body["messages"][0]["content"]) - 1) in marks  # the stable project parts
-            if n or call:
-                assert len(marks) == 3  # and on where the previous request ended
+            messages = body["messages"]
+            user = max(i for i, m in enumerate(messages) if any(b.get("text") == f"turn {n}" for b in m["content"]))
+            turn_mark = (user, len(body["messages"][user]["content"]) - 1)
+            # the turn's tail: 1 hour, what the user's next turn reads after however long they took
+            assert ttls[turn_mark] == "1h"
+            if call:
+                assert len(marks) == 3 and ttls[newest] == "5m"  # the tool loop's next call comes in seconds
             engine.record(AssistantMessage(text=f"step {call}"))
             engine.record(ToolCall(call_id=f"t{n}{call}", name="Read", input={"path": "x"}))
             engine.record(ToolResult(call_id=f"t{n}{call}", name="Read", content="x"))

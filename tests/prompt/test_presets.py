@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lamina.budget import tool_tokens
 from lamina.defang import contains_reserved_marker
 from lamina.errors import UnknownPresetError, UsageError
 from lamina.parts import Authority, Stability, Tier
@@ -27,6 +28,7 @@ from lamina.prompt import (
     system_prompt,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.tools import default_tools
 from lamina.turn import ToolSpec
 
 BUILTIN_TOOLS = tuple(ToolSpec(name, f"The {name} tool.", {"type": "object"}) for name in BUILTIN_TOOL_NAMES)
@@ -52,11 +54,11 @@ def test_default_preset_has_every_section_in_order() -> None:
     assert keys(parts) == [
         "system.tools",
         "system.permissions",
-        "system.sources_skills",
         "system.platform",
         "system.project",
         "system.context_files",
     ]
+    assert "sources_skills" in SECTIONS  # left to the parts that need it, still there for a custom preset
     assert all(p.authority is Authority.SYSTEM_RULE and p.stability is Stability.STABLE for p in parts)
     tiers = {p.key: p.tier for p in parts}
     assert tiers["system.tools"] is Tier.CATALOGUE and tiers["system.permissions"] is Tier.RULES
@@ -66,21 +68,32 @@ def test_default_prompt_covers_the_chapter_sections_and_stays_small() -> None:
     text = system_prompt(DEFAULT_PRESET, INPUTS)
     for needle in (
         "# Tools and way of working",
-        "- Read:",
-        "- Bash:",
-        "Also: WebFetch",
+        "<untrusted>",
+        "[U+XXXX]",
         "<session_state>",
         "plans folder",
         "data folder",
-        "[skill:name]",
-        "guide.md",
         "Operating system: Linux",
         "Working directory: /src/shop",
         "MEMORY.md",
         "<context_files>",
     ):
         assert needle in text, needle
-    assert 1_000 < DEFAULT_ESTIMATOR.count(text) < 3_000
+    assert 700 < DEFAULT_ESTIMATOR.count(text) < 1_200
+    # each tool's definition says what it does; the prompt does not say it again
+    assert "WebFetch" not in text and "- Read:" not in text
+
+
+def test_default_stable_prefix_stays_small() -> None:
+    """The stable prefix every request of a default session carries: system sections and built-in tools.
+
+    A bound that fails when a feature grows the base prompt: raise it only with a reason in README.md.
+    """
+    tools = tuple(t.spec for t in default_tools())
+    inputs = PromptInputs(working_dir="/src/shop", tools=tools, context_files=("AGENTS.md",))
+    system = sum(DEFAULT_ESTIMATOR.count(p.text) for p in compose_sections(DEFAULT_PRESET, inputs))
+    definitions = sum(tool_tokens(t) for t in tools)
+    assert system + definitions <= 2_000, (system, definitions)
 
 
 def test_sections_hold_no_per_turn_facts() -> None:
@@ -111,7 +124,8 @@ def test_mini_preset_is_short_and_has_only_the_six_tools() -> None:
         "system.project",
         "system.context_files",
     ]
-    assert DEFAULT_ESTIMATOR.count(mini) * 2 < DEFAULT_ESTIMATOR.count(system_prompt(DEFAULT_PRESET, INPUTS))
+    # at most 60% of the (already short) default: the shared sections (platform, project, files) are most of it
+    assert DEFAULT_ESTIMATOR.count(mini) * 5 < DEFAULT_ESTIMATOR.count(system_prompt(DEFAULT_PRESET, INPUTS)) * 3
     assert MINI_PRESET.inline_root_tokens == 0 and MINI_PRESET.memory is False
 
 

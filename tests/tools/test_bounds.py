@@ -79,7 +79,7 @@ async def test_a_symlink_inside_the_roots_is_followed(session: Session) -> None:
     session.put("real/file.txt", "here\n")
     (session.root / "alias").symlink_to(session.root / "real", target_is_directory=True)
     result = await session.call("Read", path="alias/file.txt")
-    assert result.content == "     1\there"
+    assert result.content == "1\there"
 
 
 async def test_a_symlink_loop_is_denied_not_raised(session: Session) -> None:
@@ -92,7 +92,7 @@ async def test_an_extra_allowed_root_may_be_used(session: Session) -> None:
     s = session.with_context(allowed_roots=(session.root, session.outside))
     s.put("notes.txt", "shared\n", base=session.outside)
     result = await s.call("Read", path=str(session.outside / "notes.txt"))
-    assert result.content == "     1\tshared"
+    assert result.content == "1\tshared"
 
 
 async def test_glob_and_grep_do_not_follow_symlinks_out_of_the_tree(session: Session) -> None:

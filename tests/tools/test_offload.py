@@ -109,7 +109,7 @@ async def test_read_can_open_the_offloaded_file(session: Session) -> None:
     assert result.full_output_path is not None
     opened = await s.call("Read", path=str(result.full_output_path), offset=2_500, limit=2)
     assert not opened.is_error
-    assert opened.content.splitlines()[:2] == ["  2500\trow 002500", "  2501\trow 002501"]
+    assert opened.content.splitlines()[:2] == ["2500\trow 002500", "2501\trow 002501"]
     found = await s.call("Grep", pattern="row 004321", path=str(result.full_output_path), output_mode="content")
     assert found.content.endswith(":4321:row 004321")
 

@@ -354,7 +354,7 @@ def test_specs_follow_registration_order_and_carry_object_schemas(session: Sessi
     read = specs[0].input_schema
     assert read["required"] == ["path"]
     assert read["properties"]["offset"] == {
-        "description": "First line to read (1-based). Default: 1.",
+        "description": "First line (1-based).",
         "type": "integer",
         "minimum": 1,
     }

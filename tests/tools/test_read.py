@@ -14,14 +14,14 @@ async def test_read_numbers_every_line_like_cat_n(session: Session) -> None:
     session.put("a.txt", "alpha\nbeta\n\ngamma")
     result = await session.call("Read", path="a.txt")
     assert not result.is_error
-    assert result.content == "     1\talpha\n     2\tbeta\n     3\t\n     4\tgamma"
+    assert result.content == "1\talpha\n2\tbeta\n3\t\n4\tgamma"
 
 
 async def test_offset_and_limit_choose_a_window_and_say_where_to_continue(session: Session) -> None:
     session.put("n.txt", "".join(f"line {i}\n" for i in range(1, 101)))
     result = await session.call("Read", path="n.txt", offset=10, limit=3)
     rows, note = result.content.rsplit("\n", 1)
-    assert rows.splitlines() == ["    10\tline 10", "    11\tline 11", "    12\tline 12"]
+    assert rows.splitlines() == ["10\tline 10", "11\tline 11", "12\tline 12"]
     assert "lines 10–12 of 100" in note
     assert "offset=13" in note
 
@@ -29,7 +29,7 @@ async def test_offset_and_limit_choose_a_window_and_say_where_to_continue(sessio
 async def test_read_accepts_absolute_paths(session: Session) -> None:
     path = session.put("sub/b.txt", "x\n")
     result = await session.call("Read", path=str(path))
-    assert result.content == "     1\tx"
+    assert result.content == "1\tx"
 
 
 async def test_missing_file_is_a_clear_error(session: Session) -> None:
@@ -79,14 +79,14 @@ async def test_offset_past_the_end_is_an_error_with_the_line_count(session: Sess
 async def test_windows_line_endings_are_not_shown(session: Session) -> None:
     session.put("crlf.txt", "one\r\ntwo\r\n")
     result = await session.call("Read", path="crlf.txt")
-    assert result.content == "     1\tone\n     2\ttwo"
+    assert result.content == "1\tone\n2\ttwo"
 
 
 async def test_invalid_utf8_is_shown_with_replacement_characters(session: Session) -> None:
     session.put("latin1.txt", "caf\xe9\n".encode("latin-1"))
     result = await session.call("Read", path="latin1.txt")
     assert not result.is_error
-    assert result.content == "     1\tcaf\ufffd"
+    assert result.content == "1\tcaf\ufffd"
 
 
 async def test_overlong_lines_are_cut_and_the_next_line_still_numbered(session: Session) -> None:
@@ -94,8 +94,8 @@ async def test_overlong_lines_are_cut_and_the_next_line_still_numbered(session: 
     s.put("wide.txt", "x" * 50_000 + "\nnext\n")
     result = await s.call("Read", path="wide.txt")
     lines = result.content.splitlines()
-    assert lines[0] == "     1\t" + "x" * 10 + " […line cut]"
-    assert lines[1] == "     2\tnext"
+    assert lines[0] == "1\t" + "x" * 10 + " […line cut]"
+    assert lines[1] == "2\tnext"
     assert "1 line(s) longer than 10 characters were cut" in lines[2]
 
 
@@ -117,4 +117,4 @@ async def test_a_read_stays_under_the_offload_threshold(session: Session) -> Non
     assert "of 5,000" in result.content
     first_missing = int(result.content.rsplit("offset=", 1)[1].split(" ")[0].rstrip("]"))
     following = await s.call("Read", path="big.txt", offset=first_missing, limit=1)
-    assert following.content.startswith(f"{first_missing:>6}\tline number {first_missing} ")
+    assert following.content.startswith(f"{first_missing}\tline number {first_missing} ")

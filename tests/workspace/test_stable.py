@@ -90,7 +90,6 @@ def test_stable_parts_come_in_order_with_preferences_first(monorepo: Path, prefs
         "preferences",
         "system.tools",
         "system.permissions",
-        "system.sources_skills",
         "system.platform",
         "system.project",
         "system.context_files",
@@ -151,7 +150,7 @@ def test_mini_preset_lists_the_root_file_and_leaves_memory_out(monorepo: Path, p
 def test_the_default_tools_are_the_built_in_ones(monorepo: Path, prefs_file: Path) -> None:
     context = workspace(monorepo, prefs_file)
     assert context.tools == tuple(t.spec for t in default_tools())
-    assert "- Read: read a file before you change it" in by_key(context())["system.tools"].text
+    assert "Make independent tool calls together" in by_key(context())["system.tools"].text
 
 
 def test_memory_is_capped_with_a_note(monorepo: Path, prefs_file: Path) -> None:

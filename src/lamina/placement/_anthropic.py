@@ -6,11 +6,17 @@ parts (project files, memory, the skill and source catalogues) open the conversa
 first user message, still part of the cached stable prefix. Breakpoints (at most the 4 allowed):
 1. the last stable system block (covers tools and system; `stable_ttl`);
 2. the last block of that first user message, when there is one (`stable_ttl`);
-3. the last block of the previous request, i.e. of the user message before the newest assistant
-   turn: exactly where the previous request wrote, so the read never depends on the 20-block
-   lookback however many blocks were added since;
-4. the last block of this request (the current tail or tool results), written for the next one.
-The breakpoints move with every request, each model call of a tool loop included.
+3. the last block of the current turn's user message (its tail), with the turn TTL (1 hour by
+   default): the calls of a tool loop follow within seconds, but the user's next turn may come
+   after minutes, and after an idle gap it reads up to here instead of writing the whole
+   history again (only the last turn's tool loop is written again);
+4. the last block of this request (the current tail or tool results), written for the next one
+   with the rolling TTL (5 minutes by default).
+In the first request of a turn, 3 and 4 are the same block (marked with the turn TTL). The
+previous request's last block is where it wrote; it is found by the provider's 20-block lookback
+from 4, and is marked instead of 3 when it lies further back than that (or as well, when a
+breakpoint is left over), so a read never depends on a longer lookback. The breakpoints move with
+every request, each model call of a tool loop included.
 """
 
 from __future__ import annotations
@@ -65,6 +71,54 @@ def _mark_last_block(message: dict[str, Any], ttl: CacheTtl) -> dict[str, Any]:
     return {**message, "content": [*content[:-1], {**content[-1], "cache_control": _cache(ttl)}]}
 
 
+_LOOKBACK = 20
+"""Positions the provider checks back from a breakpoint, the breakpoint's own included."""
+_MAX_BREAKPOINTS = 4
+
+
+def _positions_after(wire: list[dict[str, Any]], start: int, end: int) -> int:
+    """Lookback positions from the last block of message `start` to the last block of `end` (runs of
+    tool_use or tool_result blocks in one message count once; counted generously otherwise)."""
+    count = 0
+    for message in wire[start + 1 : end + 1]:
+        previous_kind = None
+        for block in message["content"]:
+            kind = block.get("type")
+            if not (kind in ("tool_use", "tool_result") and kind == previous_kind):
+                count += 1
+            previous_kind = kind
+    return count
+
+
+def _marks(wire: list[dict[str, Any]], target: AnthropicTarget, free: int) -> dict[int, CacheTtl]:
+    """Which messages get a breakpoint on their last block, with which TTL (`free`: breakpoints left)."""
+    last = len(wire) - 1
+    rolling, turn_ttl = target.anthropic_cache_ttl, target.turn_breakpoint_ttl
+    # the current turn's user message: the newest user message with more than tool results
+    turn = next(
+        (
+            i
+            for i in range(last, -1, -1)
+            if wire[i]["role"] == "user" and any(b.get("type") != "tool_result" for b in wire[i]["content"])
+        ),
+        None,
+    )
+    # the previous request ended with the user message before the newest assistant message
+    newest_assistant = next((i for i in range(last, -1, -1) if wire[i]["role"] == "assistant"), -1)
+    previous = next((i for i in range(newest_assistant - 1, -1, -1) if wire[i]["role"] == "user"), None)
+    far = previous is not None and _positions_after(wire, previous, last) >= _LOOKBACK
+    if turn == last and not far:
+        return {last: turn_ttl}  # the first request of a turn: its tail is the turn breakpoint
+    marks: dict[int, CacheTtl] = {last: rolling}
+    if far and previous is not None:
+        marks[previous] = rolling  # out of the lookback's reach: mark where the previous request wrote
+    if turn is not None and turn < last and len(marks) < free and (previous is None or turn <= previous):
+        marks[turn] = turn_ttl  # before every 5-minute mark: 1-hour entries must come first
+    if previous is not None and len(marks) < free:
+        marks.setdefault(previous, rolling)
+    return marks
+
+
 def render_anthropic(
     turn: TurnContext, wire: list[dict[str, Any]], target: AnthropicTarget
 ) -> MessageCreateParamsNonStreaming:
@@ -74,14 +128,9 @@ def render_anthropic(
         system[-1] = {**system[-1], "cache_control": {"type": "ephemeral", "ttl": target.stable_ttl}}
     context: list[dict[str, Any]] = [{"type": "text", "text": p.text} for p in turn.stable.context_parts]
     if wire:
-        marks = [len(wire) - 1]
-        # the previous request ended with the user message before the newest assistant message
-        newest_assistant = next((i for i in range(len(wire) - 1, -1, -1) if wire[i]["role"] == "assistant"), -1)
-        previous = next((i for i in range(newest_assistant - 1, -1, -1) if wire[i]["role"] == "user"), None)
-        if previous is not None:
-            marks.append(previous)
-        for index in marks:
-            wire[index] = _mark_last_block(wire[index], target.anthropic_cache_ttl)
+        free = _MAX_BREAKPOINTS - bool(system) - bool(context)
+        for index, ttl in _marks(wire, target, free).items():
+            wire[index] = _mark_last_block(wire[index], ttl)
     if context:
         context[-1] = {**context[-1], "cache_control": _cache(target.stable_ttl)}
         wire = [{"role": "user", "content": context}, *wire]

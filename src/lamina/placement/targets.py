@@ -16,17 +16,32 @@ class AnthropicTarget:
 
     `stable_ttl` applies to the tools + system prefix, `anthropic_cache_ttl` to the rolling
     breakpoints. The provider requires 1-hour entries before 5-minute ones, so the rolling TTL
-    may not be longer than the stable one.
+    may not be longer than the stable one. `turn_ttl` is the TTL of the breakpoint on the current
+    turn's user message: the next call of a tool loop comes within seconds, but the user's next
+    turn may come after minutes, and that breakpoint is what it reads. None (the default) picks
+    1 hour when `stable_ttl` is 1 hour, else the rolling TTL.
     """
 
     model: str
     max_tokens: int = 8192
     anthropic_cache_ttl: CacheTtl = "5m"
     stable_ttl: CacheTtl = "1h"
+    turn_ttl: CacheTtl | None = None
+
+    @property
+    def turn_breakpoint_ttl(self) -> CacheTtl:
+        """The TTL the turn breakpoint gets (see `turn_ttl`)."""
+        if self.turn_ttl is not None:
+            return self.turn_ttl
+        return "1h" if self.stable_ttl == "1h" else self.anthropic_cache_ttl
 
     def __post_init__(self) -> None:
         if self.anthropic_cache_ttl == "1h" and self.stable_ttl == "5m":
             raise UsageError("anthropic_cache_ttl '1h' needs stable_ttl '1h' (1-hour entries must come first)")
+        if self.turn_ttl == "1h" and self.stable_ttl == "5m":
+            raise UsageError("turn_ttl '1h' needs stable_ttl '1h' (1-hour entries must come first)")
+        if self.turn_ttl == "5m" and self.anthropic_cache_ttl == "1h":
+            raise UsageError("turn_ttl '5m' needs anthropic_cache_ttl '5m' (1-hour entries must come first)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,10 +119,13 @@ class Preset:
 
 DEFAULT_PRESET: Final = Preset(
     name="default",
-    sections=("tools", "permissions", "sources_skills", "platform", "project", "context_files"),
+    sections=("tools", "permissions", "platform", "project", "context_files"),
 )
-"""Every section, every tool. Sections most likely to change (the project's) come last, so an edit
-invalidates as little of the cached prefix as possible."""
+"""Every tool, and the sections every session needs. Sections most likely to change (the project's)
+come last, so an edit invalidates as little of the cached prefix as possible. The skill and source
+rules (`sources_skills`) are left to the parts that need them: the skill catalogue states the
+`[skill:name]` rule, a source's activation notice says to read its guide first, and the pipeline
+blocks calls until a required file was read; a custom preset can still list the section."""
 
 MINI_PRESET: Final = Preset(
     name="mini",

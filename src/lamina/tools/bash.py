@@ -41,8 +41,8 @@ _KILL_WAIT: Final = 5.0
 
 
 class BashInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    command: Annotated[str, msgspec.Meta(min_length=1, description="The shell command to run.")]
-    timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds before the command is killed.")] | None = None
+    command: Annotated[str, msgspec.Meta(min_length=1)]
+    timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds before it is killed.")] | None = None
 
 
 class BashTool(StructTool[BashInput]):
@@ -69,10 +69,9 @@ class BashTool(StructTool[BashInput]):
         self.max_output_bytes = max_output_bytes
         self.drain_seconds = drain_seconds
         self.description = (
-            "Run a shell command (bash) in the working directory and return its combined stdout and stderr and its "
-            f"exit code. There is no stdin. The command is killed after timeout seconds (default "
-            f"{self.default_timeout:g}, at most {max_timeout:g}). Prefer Read, Edit, Write, Glob and Grep for "
-            "files; use Bash for builds, tests, git and other programs."
+            "Run a bash command in the working directory; returns stdout and stderr together, and the exit code. "
+            f"No stdin. Killed after timeout seconds (default {self.default_timeout:g}, at most {max_timeout:g}). "
+            "For files, use the file tools."
         )
 
     @property

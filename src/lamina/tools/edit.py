@@ -12,7 +12,7 @@ import asyncio
 import os
 import stat
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Final
 
 import msgspec
 
@@ -26,14 +26,10 @@ _MAX_SNIPPET_LINES: Final = 20
 
 
 class EditInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    path: Annotated[
-        str, msgspec.Meta(description="The file to change (absolute, or relative to the working directory).")
-    ]
-    old_string: Annotated[str, msgspec.Meta(description="The exact text to replace (whitespace included).")]
-    new_string: Annotated[str, msgspec.Meta(description="The text to put in its place.")]
-    replace_all: Annotated[
-        bool, msgspec.Meta(description="Replace every occurrence; otherwise old_string must occur exactly once.")
-    ] = False
+    path: str
+    old_string: str
+    new_string: str
+    replace_all: bool = False
 
 
 class EditTool(StructTool[EditInput]):
@@ -41,9 +37,8 @@ class EditTool(StructTool[EditInput]):
 
     name = "Edit"
     description = (
-        "Replace exact text in a file. old_string must match the file exactly (whitespace and indentation "
-        "included) and occur exactly once, unless replace_all is true; include enough surrounding lines to make "
-        "it unique. Read the file first. To create a file, use Write."
+        "Replace old_string with new_string in a file. old_string must match exactly, whitespace included, "
+        "and occur once unless replace_all is true. Read the file first."
     )
     input_type = EditInput
 

@@ -24,11 +24,9 @@ DEFAULT_MAX_RESULTS: Final = 500
 class GlobInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pattern: Annotated[
         str,
-        msgspec.Meta(
-            min_length=1, description="Glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`; `*` does not cross `/`."
-        ),
+        msgspec.Meta(min_length=1, description="`*` does not cross `/`; `**` matches any depth."),
     ]
-    path: Annotated[str, msgspec.Meta(description="Folder to search in. Default: the working directory.")] | None = None
+    path: Annotated[str, msgspec.Meta(description="Folder (default: the working directory).")] | None = None
 
 
 class GlobTool(StructTool[GlobInput]):
@@ -36,8 +34,8 @@ class GlobTool(StructTool[GlobInput]):
 
     name = "Glob"
     description = (
-        "Find files by path pattern, e.g. `**/*.py` (any depth) or `src/*.ts` (one folder). Returns file paths "
-        "sorted by name. Files ignored by .gitignore, version-control and dependency folders are skipped."
+        "Find files by glob pattern, e.g. `src/**/*.py`; paths sorted by name. Skips what .gitignore ignores, "
+        "version-control and dependency folders."
     )
     read_only = True
     input_type = GlobInput

@@ -42,19 +42,14 @@ OutputMode = Literal["files_with_matches", "content", "count"]
 
 
 class GrepInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    pattern: Annotated[str, msgspec.Meta(min_length=1, description="Regular expression (Python `re` syntax).")]
-    path: (
-        Annotated[str, msgspec.Meta(description="File or folder to search. Default: the working directory.")] | None
-    ) = None
-    glob: (
-        Annotated[str, msgspec.Meta(description="Only files matching this glob, e.g. `*.py` or `src/**/*.{ts,tsx}`.")]
-        | None
-    ) = None
-    ignore_case: Annotated[bool, msgspec.Meta(description="Match without regard to letter case.")] = False
+    pattern: Annotated[str, msgspec.Meta(min_length=1)]
+    path: Annotated[str, msgspec.Meta(description="File or folder (default: the working directory).")] | None = None
+    glob: Annotated[str, msgspec.Meta(description="Only files matching this glob, e.g. `*.py`.")] | None = None
+    ignore_case: bool = False
     output_mode: Annotated[
         OutputMode,
         msgspec.Meta(
-            description="`files_with_matches` (default): paths; `content`: path:line:text; `count`: matches per file."
+            description="`files_with_matches`: paths; `content`: path:line:text lines; `count`: matches per file."
         ),
     ] = "files_with_matches"
 
@@ -75,10 +70,8 @@ class GrepTool(StructTool[GrepInput]):
 
     name = "Grep"
     description = (
-        "Search file contents with a regular expression (Python syntax). By default returns the paths of "
-        "matching files; output_mode `content` returns matching lines as path:line:text, `count` the number "
-        "per file. Narrow with path and glob. Files ignored by .gitignore, version-control and dependency "
-        "folders, and binary files are skipped."
+        "Search file contents with a Python regular expression. Skips binary files, what .gitignore ignores, "
+        "version-control and dependency folders."
     )
     read_only = True
     input_type = GrepInput

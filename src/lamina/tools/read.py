@@ -1,10 +1,11 @@
 """Read: a text file's lines, numbered, a window at a time (I/O: disk).
 
-Output is `cat -n` style (`     7\tline seven`), so the model can cite line numbers and pass
-`offset` to continue. One call returns at most `max_lines` lines and stays under the session's
-offload threshold (so a read never has to be offloaded itself); an overlong line is cut at
-`max_line_chars`. Whatever was left out is said in a closing note with the `offset` to use next.
-Binary files (a NUL byte in the first 8 KiB) and missing paths are clear errors, never exceptions.
+Output is numbered lines (`7\tline seven`: the number and a tab, no padding, which would cost
+tokens on every line), so the model can cite line numbers and pass `offset` to continue. One call
+returns at most `max_lines` lines and stays under the session's offload threshold (so a read never
+has to be offloaded itself); an overlong line is cut at `max_line_chars`. Whatever was left out is
+said in a closing note with the `offset` to use next. Binary files (a NUL byte in the first 8 KiB)
+and missing paths are clear errors, never exceptions.
 """
 
 from __future__ import annotations
@@ -30,10 +31,15 @@ _BUDGET_SHARE: Final = 0.9  # of the offload threshold, leaving room for the clo
 _SKIP_CHUNK: Final = 65_536
 
 
+def numbered(number: int, line: str) -> str:
+    """One line of Read's output: its number, a tab, the text."""
+    return f"{number}\t{line}"
+
+
 class ReadInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    path: Annotated[str, msgspec.Meta(description="The file to read (absolute, or relative to the working directory).")]
-    offset: Annotated[int, msgspec.Meta(ge=1, description="First line to read (1-based). Default: 1.")] | None = None
-    limit: Annotated[int, msgspec.Meta(ge=1, description="How many lines to read. Default: up to 2,000.")] | None = None
+    path: str
+    offset: Annotated[int, msgspec.Meta(ge=1, description="First line (1-based).")] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, description="Number of lines (default: up to 2,000).")] | None = None
 
 
 class ReadTool(StructTool[ReadInput]):
@@ -41,9 +47,8 @@ class ReadTool(StructTool[ReadInput]):
 
     name = "Read"
     description = (
-        "Read a text file. Lines come numbered (line number, tab, text). Long files come a window at a "
-        "time: pass offset (first line, 1-based) and limit (line count) to read a given part; the closing "
-        "note says where to continue. Also opens saved tool results whose path a preview gives."
+        "Read a text file; lines come numbered (number, tab, text). A long file comes a window at a time; "
+        "the closing note gives the offset to continue. Paths are absolute or relative to the working directory."
     )
     read_only = True
     input_type = ReadInput
@@ -104,7 +109,7 @@ class ReadTool(StructTool[ReadInput]):
                 if size > COUNT_ALL_BELOW_BYTES:
                     break
                 continue  # count the rest for the note
-            row = f"{number:>6}\t{line.rstrip(chr(10))}" + (" […line cut]" if cut else "")
+            row = numbered(number, line.rstrip(chr(10))) + (" […line cut]" if cut else "")
             cost = ctx.estimator.count(row) + 1
             if out and used + cost > budget:
                 next_line = number

@@ -13,7 +13,6 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Annotated
 
 import msgspec
 
@@ -21,10 +20,8 @@ from lamina.tools.base import StructTool, ToolContext, ToolOutput
 
 
 class WriteInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    path: Annotated[
-        str, msgspec.Meta(description="The file to write (absolute, or relative to the working directory).")
-    ]
-    content: Annotated[str, msgspec.Meta(description="The file's complete new text.")]
+    path: str
+    content: str
 
 
 class WriteTool(StructTool[WriteInput]):
@@ -32,8 +29,8 @@ class WriteTool(StructTool[WriteInput]):
 
     name = "Write"
     description = (
-        "Create a file, or replace one completely, with the given text; missing folders are created. "
-        "To change part of an existing file, use Edit instead."
+        "Create a file, or replace a whole file, with content (missing folders are created). Use Edit to change "
+        "part of a file."
     )
     input_type = WriteInput
 
