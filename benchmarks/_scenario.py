@@ -117,6 +117,10 @@ def _code(rng: random.Random, lines: int) -> str:
 AGENTS_MD = "# Project rules\n- Run `make test` before committing.\n" * 3
 
 
+DEFAULT_START = 1_795_041_420.0
+"""2026-11-18 22:37 UTC (23:37 in Berlin): the scripted session's date changes at turn 9."""
+
+
 def session_script(
     *,
     turns: int = 40,
@@ -124,15 +128,16 @@ def session_script(
     idle_gap_turn: int | None = None,
     edit_turn: int | None = None,
     guide_reads: Mapping[int, str] = MappingProxyType({}),
-    start: float = 1_795_000_000.0,
+    start: float = DEFAULT_START,
 ) -> tuple[ScriptedTurn, ...]:
     """The scripted coding session, agent-neutral: turns, tool answers and the time of every model call.
 
     Time advances every turn (about 2 minutes; one gap of 9 minutes at `idle_gap_turn`, by default
-    three quarters in); the mode changes three times; sources are toggled; AGENTS.md is edited at
-    `edit_turn` (by default half way). Each turn runs one to three tool rounds reading files
-    (unique paths, so any agent's Read tool can serve them from disk), then a final answer. At each
-    turn of `guide_reads` the model first reads that guide text.
+    three quarters in); by default it starts at 23:38 in Berlin, so the date changes at turn 9. The
+    mode changes three times; sources are toggled; AGENTS.md is edited at `edit_turn` (by default
+    half way). Each turn runs one to three tool rounds reading files (unique paths, so any agent's
+    Read tool can serve them from disk), then a final answer. At each turn of `guide_reads` the
+    model first reads that guide text.
     """
     rng = random.Random(seed)
     idle = 3 * turns // 4 if idle_gap_turn is None else idle_gap_turn

@@ -12,7 +12,14 @@ is rendered five ways and billed by the cache simulator:
 - `anthropic_no_breakpoints`: our layout with no `cache_control` at all;
 - `anthropic_rebuild_on_edit`: ours, but with the prefix rewritten when AGENTS.md changes (what
   Lamina did before a stable change went to the tail once);
-- `openai_lamina`: our OpenAI Chat Completions placement under OpenAI's automatic caching.
+- `openai_lamina`: our OpenAI Chat Completions placement under OpenAI's automatic caching;
+- `openai_responses_lamina`: our OpenAI Responses placement, the same way.
+
+What a mid-session change costs (`change_cost_fraction_<target>_<change>`, target `anthropic` or
+`openai` (Responses), change `agents_md_edit` or `date_change`): the extra input billed because of
+the change, as a fraction of the session's bill: the session is billed again without the change
+(AGENTS.md never edited; the whole session twelve hours earlier, so the date never changes) and
+the difference is divided by the session's bill.
 
 The peer, Claude Code (the CLI bundled in the claude-agent-sdk wheel, see `benchmarks._claude_code`),
 runs the same turns for real against a local server that plays the model with the same answers;
@@ -29,12 +36,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import Figure, ratio
 from benchmarks._claude_code import PeerUnavailable, run_claude_code
-from benchmarks._scenario import AGENTS_MD, ModelCall, ScriptedTurn, scripted_session, session_script
+from benchmarks._scenario import AGENTS_MD, DEFAULT_START, ModelCall, ScriptedTurn, scripted_session, session_script
 from lamina.cachesim import (
     AnthropicCacheSimulator,
     CacheSimulator,
@@ -46,13 +54,14 @@ from lamina.cachesim import (
 from lamina.composition import KINDS, SessionComposition, compose_turn
 from lamina.messages import turn_tails
 from lamina.parts import Part
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
+from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, render
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.turn import ToolSpec
 from lamina.workspace.skills import Skill, SkillScan, skill_catalogue_part
 
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")
+RESPONSES = OpenAIResponsesTarget(model="gpt-5")
 _FIRST_BYTE_S: Final = 2.0
 
 
@@ -186,6 +195,21 @@ def _peer_figures(
     ]
 
 
+_HALF_DAY: Final = 12 * 3600.0
+
+
+def _bills(script: Sequence[ScriptedTurn]) -> dict[str, float]:
+    """Input billed at base price for `script` on our Anthropic and OpenAI Responses placements."""
+    anthropic, openai = AnthropicCacheSimulator(), OpenAICacheSimulator()
+    usages: dict[str, list[CacheUsage]] = {"anthropic": [], "openai": []}
+    for call in scripted_session(script):
+        continuation = call.engine.continuation(call.turn)
+        for name, target, simulator in (("anthropic", ANTHROPIC, anthropic), ("openai", RESPONSES, openai)):
+            body = dict(render(call.turn, target, continuation=continuation))
+            usages[name].append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
+    return {name: summarise(u).weighted_tokens for name, u in usages.items()}
+
+
 def _composition_figures(composition: SessionComposition, *, top: int = 5) -> list[Figure]:
     """Tokens per request (mean and first) and where they go: per kind, and the largest components."""
     figures = [
@@ -218,6 +242,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         "anthropic_no_breakpoints": AnthropicCacheSimulator(),
         "anthropic_rebuild_on_edit": AnthropicCacheSimulator(),
         "openai_lamina": OpenAICacheSimulator(),
+        "openai_responses_lamina": OpenAICacheSimulator(),
     }
     edit = _edit_turn(script)
     edited = next(t.agents_md for t in script if t.agents_md is not None)
@@ -238,6 +263,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             "anthropic_no_breakpoints": _strip_markers(ours),
             "anthropic_rebuild_on_edit": _rebuilt_on_edit(ours, AGENTS_MD, edited) if call.turn_index >= edit else ours,
             "openai_lamina": dict(render(call.turn, OPENAI, continuation=continuation)),
+            "openai_responses_lamina": dict(render(call.turn, RESPONSES, continuation=continuation)),
         }
         for name, body in bodies.items():
             usages[name].append(simulators[name].submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
@@ -255,7 +281,26 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             summary = summarise(usages[name])
             figures.append(Figure(f"relative_input_cost_{name}", round(summary.relative_input_cost, 4), "ratio"))
     figures.append(Figure("requests_simulated", len(our_turns), "requests"))
+    responses = summarise(usages["openai_responses_lamina"])
+    figures.append(Figure("billed_input_tokens_openai_responses_lamina", round(responses.weighted_tokens), "tokens"))
     figures += _composition_figures(composition)
+    progress("the same session without the AGENTS.md edit, and twelve hours earlier (no date change)")
+    bills = {"anthropic": summarise(usages["anthropic_lamina"]).weighted_tokens, "openai": responses.weighted_tokens}
+    counterfactuals = {
+        "agents_md_edit": tuple(replace(t, agents_md=None) for t in script),
+        "date_change": session_script(turns=len(script), start=DEFAULT_START - _HALF_DAY),
+    }
+    for change, unchanged in counterfactuals.items():
+        without = _bills(unchanged)
+        for target, bill in bills.items():
+            figures.append(
+                Figure(
+                    f"change_cost_fraction_{target}_{change}",
+                    round((bill - without[target]) / bill, 4),
+                    "ratio",
+                    note=f"{bill - without[target]:+,.0f} of {bill:,.0f} billed tokens",
+                )
+            )
 
     progress("the same session with 100 skills and 20 sources, reading three guides")
     catalogue, source_tools, guides = _skills_and_sources()
