@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-exhaustive lint typecheck bench clean
+.PHONY: run test test-exhaustive lint typecheck bench peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,17 @@ test-exhaustive: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks all --quick
+
+# The cache benchmark's peer harnesses (pi, Codex CLI) from the npm registry, into .peers/ (ignored by
+# git); the benchmark skips a peer that is not installed and says why.
+PEERS := .peers
+PI_VERSION ?= 0.73.1
+CODEX_VERSION ?= 0.171.0
+peers:
+	@command -v npm >/dev/null 2>&1 || { echo "peers: npm (Node.js) is not installed; the cache benchmark will skip pi and Codex"; exit 1; }
+	mkdir -p $(PEERS)
+	npm install --prefix $(PEERS) --no-audit --no-fund \
+		@mariozechner/pi-coding-agent@$(PI_VERSION) @openai/codex@$(CODEX_VERSION)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -18,46 +18,26 @@ import json
 import os
 import subprocess
 import tempfile
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
-from tests.wire.script import Reply, ToolUse, WireResponse
-from tests.wire.server import WireServer
+from tests.wire.script import ToolUse
 
+from benchmarks._peers import (
+    ModelServer,
+    PeerFailed,
+    PeerRequest,
+    PeerRun,
+    PeerUnavailable,
+    write_files,
+)
 from benchmarks._scenario import AGENTS_MD, ModelStep, ScriptedTurn
+
+__all__ = ["MODEL", "PeerFailed", "PeerRequest", "PeerRun", "PeerUnavailable", "claude_binary", "run_claude_code"]
 
 MODEL = "claude-sonnet-4-5"
 _TURN_TIMEOUT_S = 300.0
-
-
-class PeerUnavailable(Exception):
-    """The peer cannot run here (the extra is not installed); the message says why."""
-
-
-class PeerFailed(RuntimeError):
-    """The peer ran but did not follow the script (a turn failed or left answers unused)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PeerRequest:
-    """One request body Claude Code sent, with the scripted time of the model call it stands for."""
-
-    t_start: float
-    body: Mapping[str, Any]
-    main: bool
-    """A request of the scripted conversation (not a side request of another kind)."""
-    turn: int
-
-
-@dataclass(frozen=True, slots=True)
-class PeerRun:
-    version: str
-    requests: tuple[PeerRequest, ...]
 
 
 def claude_binary() -> Path:
@@ -72,48 +52,12 @@ def claude_binary() -> Path:
     raise PeerUnavailable("the claude-agent-sdk wheel has no bundled CLI (_bundled/claude) on this platform")
 
 
-class _ModelServer(WireServer):
-    """The wire server playing the model: main requests get the queued steps in order, side requests "OK"."""
+def _calls(workspace: Path, step: ModelStep) -> list[ToolUse]:
+    return [ToolUse("Read", {"file_path": str(workspace / r.path)}) for r in step.reads]
 
-    def __init__(self, workspace: Path) -> None:
-        super().__init__()
-        self.workspace = workspace
-        self.captured: list[PeerRequest] = []
-        self._answers: deque[ModelStep] = deque()
-        self._turn = -1
-        self._t = 0.0
-        self._serial = threading.Lock()
 
-    def queue(self, turn: int, steps: Sequence[ModelStep]) -> None:
-        with self._serial:
-            self._turn = turn
-            self._answers.extend(steps)
-            self._t = steps[0].t
-
-    @property
-    def unused(self) -> int:
-        with self._serial:
-            return len(self._answers)
-
-    def answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
-        with self._serial:
-            try:
-                body = msgspec.json.decode(raw) if raw else None
-            except msgspec.DecodeError:
-                body = None
-            main = isinstance(body, dict) and bool(body.get("tools")) and body.get("model") == MODEL
-            if main and self._answers:
-                step = self._answers.popleft()
-                self._t = step.t
-                calls = [ToolUse("Read", {"file_path": str(self.workspace / r.path)}) for r in step.reads]
-                self.script(Reply(text=step.text, tool_calls=calls))
-            else:
-                main = False
-                self.script(Reply(text="OK."))
-            response = super().answer(path, headers, raw)
-            if response.status == 200 and isinstance(body, dict):
-                self.captured.append(PeerRequest(self._t, body, main, self._turn))
-            return response
+def _is_main(path: str, body: Mapping[str, Any]) -> bool:
+    return bool(body.get("tools")) and body.get("model") == MODEL
 
 
 def run_claude_code(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]) -> PeerRun:
@@ -125,13 +69,8 @@ def run_claude_code(script: Sequence[ScriptedTurn], *, progress: Callable[[str],
         home.mkdir()
         workspace.mkdir()
         (workspace / "CLAUDE.md").write_text(AGENTS_MD)
-        for scripted in script:
-            for step in scripted.steps:
-                for read in step.reads:
-                    target = workspace / read.path
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(read.content)
-        with _ModelServer(workspace) as server:
+        write_files(workspace, script)
+        with ModelServer(workspace, _calls, _is_main) as server:
             env = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                 "HOME": str(home),

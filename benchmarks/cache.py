@@ -4,7 +4,7 @@ The same scripted coding session (`benchmarks._scenario.session_script`: 119 mod
 tool loops, time advancing every turn, three mode changes, sources toggled, AGENTS.md edited at
 turn 20, one idle gap of 9 minutes at turn 30; 12 turns with `--quick`), run by a context engine
 as a default session runs (the default preset's prompt, the built-in tools, Read's numbered lines),
-is rendered five ways and billed by the cache simulator:
+is rendered seven ways and billed by the cache simulator:
 
 - `anthropic_lamina`: our Anthropic placement;
 - `anthropic_system_appended`: the volatile parts appended to the system prompt every turn, as one
@@ -12,6 +12,8 @@ is rendered five ways and billed by the cache simulator:
 - `anthropic_no_breakpoints`: our layout with no `cache_control` at all;
 - `anthropic_rebuild_on_edit`: ours, but with the prefix rewritten when AGENTS.md changes (what
   Lamina did before a stable change went to the tail once);
+- `anthropic_rolling_only`: ours with the turn breakpoint at 5 minutes like the rolling one (what
+  Lamina did before the turn breakpoint took a 1-hour TTL);
 - `openai_lamina`: our OpenAI Chat Completions placement under OpenAI's automatic caching;
 - `openai_responses_lamina`: our OpenAI Responses placement, the same way.
 
@@ -41,7 +43,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import Figure, ratio
-from benchmarks._claude_code import PeerUnavailable, run_claude_code
+from benchmarks._claude_code import run_claude_code
+from benchmarks._peers import PeerRun, PeerUnavailable, run_codex, run_pi
 from benchmarks._scenario import AGENTS_MD, DEFAULT_START, ModelCall, ScriptedTurn, scripted_session, session_script
 from lamina.cachesim import (
     AnthropicCacheSimulator,
@@ -62,6 +65,7 @@ from lamina.workspace.skills import Skill, SkillScan, skill_catalogue_part
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")
 RESPONSES = OpenAIResponsesTarget(model="gpt-5")
+ROLLING_ONLY = AnthropicTarget(model="claude-sonnet-5", turn_ttl="5m")
 _FIRST_BYTE_S: Final = 2.0
 
 
@@ -197,6 +201,54 @@ def _peer_figures(
 
 _HALF_DAY: Final = 12 * 3600.0
 
+PeerRunner = Callable[..., PeerRun]
+
+
+def _other_peer(
+    label: str,
+    slug: str,
+    runner: PeerRunner,
+    simulator: CacheSimulator,
+    script: Sequence[ScriptedTurn],
+    ours: list[CacheUsage],
+    our_name: str,
+    progress: Callable[[str], None],
+) -> list[Figure]:
+    """A peer (pi, Codex CLI) through the same script, billed by the simulator of its wire format, beside us."""
+    try:
+        peer = runner(script, progress=progress)
+    except PeerUnavailable as exc:
+        print(f"cache: {label} peer skipped: {exc}", file=sys.stderr)
+        return []
+    theirs = [simulator.submit(TimedRequest(r.t_start, r.body, r.t_start + _FIRST_BYTE_S)) for r in peer.requests]
+    summary, lamina = summarise(theirs), summarise(ours)
+    side = sum(1 for r in peer.requests if not r.main)
+    name = f"peer_{slug}"
+    return [
+        Figure(
+            f"billed_input_vs_{slug}_ratio",
+            round(lamina.weighted_tokens / summary.weighted_tokens, 4),
+            "ratio",
+            note=f"input billed at base price, ours ({our_name}) / {label}'s, same session",
+        ),
+        Figure(f"{name}_billed_input_tokens", round(summary.weighted_tokens), "tokens", note=peer.version),
+        Figure(
+            f"{name}_cache_efficiency",
+            round(summary.cache_efficiency, 4),
+            "ratio",
+            ratio(summary.cache_efficiency, lamina.cache_efficiency, f"cache_efficiency_{our_name}"),
+        ),
+        Figure(
+            f"{name}_relative_input_cost",
+            round(summary.relative_input_cost, 4),
+            "ratio",
+            ratio(summary.relative_input_cost, lamina.relative_input_cost, f"relative_input_cost_{our_name}"),
+        ),
+        Figure(f"{name}_tokens_per_request_mean", round(summary.total / len(theirs)), "tokens", note="as billed"),
+        Figure(f"{name}_first_request_tokens", theirs[0].total if theirs else 0, "tokens", note="as billed"),
+        Figure(f"{name}_requests", len(theirs), "requests", note=f"{side} side requests"),
+    ]
+
 
 def _bills(script: Sequence[ScriptedTurn]) -> dict[str, float]:
     """Input billed at base price for `script` on our Anthropic and OpenAI Responses placements."""
@@ -241,6 +293,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         "anthropic_system_appended": AnthropicCacheSimulator(),
         "anthropic_no_breakpoints": AnthropicCacheSimulator(),
         "anthropic_rebuild_on_edit": AnthropicCacheSimulator(),
+        "anthropic_rolling_only": AnthropicCacheSimulator(),
         "openai_lamina": OpenAICacheSimulator(),
         "openai_responses_lamina": OpenAICacheSimulator(),
     }
@@ -250,7 +303,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     usages: dict[str, list[CacheUsage]] = {name: [] for name in simulators}
     our_turns: list[int] = []
     composition = SessionComposition()
-    progress(f"rendering and simulating a {len(script)}-turn session five ways")
+    progress(f"rendering and simulating a {len(script)}-turn session seven ways")
     for call in scripted_session(script):
         continuation = call.engine.continuation(call.turn)
         composition.add(compose_turn(call.turn, continuation))
@@ -262,6 +315,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             "anthropic_system_appended": _system_appended(ours, tails, full_volatile or "(no change)"),
             "anthropic_no_breakpoints": _strip_markers(ours),
             "anthropic_rebuild_on_edit": _rebuilt_on_edit(ours, AGENTS_MD, edited) if call.turn_index >= edit else ours,
+            "anthropic_rolling_only": dict(render(call.turn, ROLLING_ONLY, continuation=continuation)),
             "openai_lamina": dict(render(call.turn, OPENAI, continuation=continuation)),
             "openai_responses_lamina": dict(render(call.turn, RESPONSES, continuation=continuation)),
         }
@@ -283,6 +337,29 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     figures.append(Figure("requests_simulated", len(our_turns), "requests"))
     responses = summarise(usages["openai_responses_lamina"])
     figures.append(Figure("billed_input_tokens_openai_responses_lamina", round(responses.weighted_tokens), "tokens"))
+    rolling_only = summarise(usages["anthropic_rolling_only"]).weighted_tokens
+    figures.append(Figure("billed_input_tokens_anthropic_rolling_only", round(rolling_only), "tokens"))
+    for name, target in (("anthropic_lamina", "anthropic"), ("openai_responses_lamina", "openai_responses")):
+        mean = summarise(usages[name]).total / len(usages[name])
+        figures.append(Figure(f"tokens_per_request_mean_{target}_lamina", round(mean), "tokens", note="as billed"))
+        figures.append(
+            Figure(f"first_request_tokens_{target}_lamina", usages[name][0].total, "tokens", note="as billed")
+        )
+    progress(f"pi through the same {len(script)} turns")
+    figures += _other_peer(
+        "pi", "pi", run_pi, AnthropicCacheSimulator(), script, usages["anthropic_lamina"], "anthropic_lamina", progress
+    )
+    progress(f"Codex CLI through the same {len(script)} turns")
+    figures += _other_peer(
+        "Codex CLI",
+        "codex",
+        run_codex,
+        OpenAICacheSimulator(),
+        script,
+        usages["openai_responses_lamina"],
+        "openai_responses_lamina",
+        progress,
+    )
     figures += _composition_figures(composition)
     progress("the same session without the AGENTS.md edit, and twelve hours earlier (no date change)")
     bills = {"anthropic": summarise(usages["anthropic_lamina"]).weighted_tokens, "openai": responses.weighted_tokens}
