@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from benchmarks import _peers
 from benchmarks._peers import PeerRun, PeerUnavailable, run_codex, run_pi
 from benchmarks._scenario import session_script
