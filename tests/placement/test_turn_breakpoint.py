@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lamina.cachesim import AnthropicCacheSimulator, CacheUsage, TimedRequest
 from lamina.engine import ContextEngine
-from lamina.placement import AnthropicCacheSimulator, AnthropicTarget, CacheUsage, TimedRequest, render
+from lamina.placement import AnthropicTarget, render
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult
 from tests.support.engine import Clock, make_engine
 

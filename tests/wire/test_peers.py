@@ -31,5 +31,5 @@ def test_a_peer_follows_the_script_through_the_wire_server(runner: Callable[...,
 
 def test_a_missing_peer_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(_peers, "PEERS_DIR", tmp_path / "nowhere")
-    with pytest.raises(PeerUnavailable, match="make peers|Node.js"):
+    with pytest.raises(PeerUnavailable, match=r"make peers|Node\.js"):
         run_pi(session_script(turns=1), progress=lambda _: None)
