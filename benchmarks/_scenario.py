@@ -14,6 +14,7 @@ from lamina.parts import Authority, Part, Stability, Tier
 from lamina.prompt import Platform
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 from lamina.session.store import LocalSessionStore
+from lamina.tools.builtin import default_tool_specs
 from lamina.tools.read import numbered
 from lamina.turn import ToolSpec, TurnContext
 from lamina.workspace import WorkspaceContext
@@ -202,7 +203,11 @@ def scripted_session(
         store = LocalSessionStore(Path(tmp) / "store", clock=lambda: clock_value[0])
         session = store.create(cwd=str(workspace))
         context = WorkspaceContext(
-            workspace, preferences=Preferences(), environ={}, platform=Platform("Linux", "bash", interactive=True)
+            workspace,
+            preferences=Preferences(),
+            environ={},
+            platform=Platform("Linux", "bash", interactive=True),
+            tools=default_tool_specs(),
         )
         engine = ContextEngine(
             session,
