@@ -21,7 +21,9 @@ What a mid-session change costs (`change_cost_fraction_<target>_<change>`, targe
 `openai` (Responses), change `agents_md_edit` or `date_change`): the extra input billed because of
 the change, as a fraction of the session's bill: the session is billed again without the change
 (AGENTS.md never edited; the whole session twelve hours earlier, so the date never changes) and
-the difference is divided by the session's bill.
+the difference is divided by the session's bill. Each peer's `peer_<peer>_change_cost_fraction_
+agents_md_edit` is the same for the peer (run again without the edit; not with `--quick`; the
+peers read the machine's clock, so their date does not change).
 
 The peer, Claude Code (the CLI bundled in the claude-agent-sdk wheel, see `benchmarks._claude_code`),
 runs the same turns for real against a local server that plays the model with the same answers;
@@ -150,7 +152,12 @@ def _edit_turn(script: Sequence[ScriptedTurn]) -> int:
 
 
 def _peer_figures(
-    script: Sequence[ScriptedTurn], ours: list[CacheUsage], our_turns: list[int], progress: Callable[[str], None]
+    script: Sequence[ScriptedTurn],
+    ours: list[CacheUsage],
+    our_turns: list[int],
+    progress: Callable[[str], None],
+    *,
+    quick: bool,
 ) -> list[Figure]:
     """Claude Code through the same script, billed by the same simulator; our figures with ratios against it."""
     lamina = summarise(ours)
@@ -170,7 +177,21 @@ def _peer_figures(
     claude = summarise(theirs)
     their_edit_writes = sum(u.write for u, r in zip(theirs, peer.requests, strict=True) if r.turn == edit)
     side = sum(1 for r in peer.requests if not r.main)
+    edit_cost = (
+        []
+        if quick
+        else _peer_edit_cost(
+            "Claude Code",
+            "claude_code",
+            run_claude_code,
+            AnthropicCacheSimulator,
+            script,
+            claude.weighted_tokens,
+            progress,
+        )
+    )
     return [
+        *edit_cost,
         Figure(
             "cache_efficiency_anthropic_lamina",
             round(lamina.cache_efficiency, 4),
@@ -204,15 +225,44 @@ _HALF_DAY: Final = 12 * 3600.0
 PeerRunner = Callable[..., PeerRun]
 
 
+def _peer_bill(run: PeerRun, simulator: CacheSimulator) -> list[CacheUsage]:
+    return [simulator.submit(TimedRequest(r.t_start, r.body, r.t_start + _FIRST_BYTE_S)) for r in run.requests]
+
+
+def _peer_edit_cost(
+    label: str,
+    slug: str,
+    runner: PeerRunner,
+    simulator: Callable[[], CacheSimulator],
+    script: Sequence[ScriptedTurn],
+    bill: float,
+    progress: Callable[[str], None],
+) -> list[Figure]:
+    """What the AGENTS.md edit cost the peer: the same session without the edit, billed again."""
+    progress(f"{label} again without the AGENTS.md edit")
+    unchanged = tuple(replace(t, agents_md=None) for t in script)
+    without = summarise(_peer_bill(runner(unchanged, progress=progress), simulator())).weighted_tokens
+    return [
+        Figure(
+            f"peer_{slug}_change_cost_fraction_agents_md_edit",
+            round((bill - without) / bill, 4),
+            "ratio",
+            note=f"{bill - without:+,.0f} of {bill:,.0f} billed tokens",
+        )
+    ]
+
+
 def _other_peer(
     label: str,
     slug: str,
     runner: PeerRunner,
-    simulator: CacheSimulator,
+    simulator: Callable[[], CacheSimulator],
     script: Sequence[ScriptedTurn],
     ours: list[CacheUsage],
     our_name: str,
     progress: Callable[[str], None],
+    *,
+    quick: bool,
 ) -> list[Figure]:
     """A peer (pi, Codex CLI) through the same script, billed by the simulator of its wire format, beside us."""
     try:
@@ -220,11 +270,13 @@ def _other_peer(
     except PeerUnavailable as exc:
         print(f"cache: {label} peer skipped: {exc}", file=sys.stderr)
         return []
-    theirs = [simulator.submit(TimedRequest(r.t_start, r.body, r.t_start + _FIRST_BYTE_S)) for r in peer.requests]
+    theirs = _peer_bill(peer, simulator())
     summary, lamina = summarise(theirs), summarise(ours)
     side = sum(1 for r in peer.requests if not r.main)
     name = f"peer_{slug}"
+    edit = [] if quick else _peer_edit_cost(label, slug, runner, simulator, script, summary.weighted_tokens, progress)
     return [
+        *edit,
         Figure(
             f"billed_input_vs_{slug}_ratio",
             round(lamina.weighted_tokens / summary.weighted_tokens, 4),
@@ -324,7 +376,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         our_turns.append(call.turn_index)
 
     progress(f"Claude Code through the same {len(script)} turns")
-    figures = _peer_figures(script, usages["anthropic_lamina"], our_turns, progress)
+    figures = _peer_figures(script, usages["anthropic_lamina"], our_turns, progress, quick=quick)
     for name in simulators:
         if name != "anthropic_lamina":
             figures.append(
@@ -347,18 +399,27 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         )
     progress(f"pi through the same {len(script)} turns")
     figures += _other_peer(
-        "pi", "pi", run_pi, AnthropicCacheSimulator(), script, usages["anthropic_lamina"], "anthropic_lamina", progress
+        "pi",
+        "pi",
+        run_pi,
+        AnthropicCacheSimulator,
+        script,
+        usages["anthropic_lamina"],
+        "anthropic_lamina",
+        progress,
+        quick=quick,
     )
     progress(f"Codex CLI through the same {len(script)} turns")
     figures += _other_peer(
         "Codex CLI",
         "codex",
         run_codex,
-        OpenAICacheSimulator(),
+        OpenAICacheSimulator,
         script,
         usages["openai_responses_lamina"],
         "openai_responses_lamina",
         progress,
+        quick=quick,
     )
     figures += _composition_figures(composition)
     progress("the same session without the AGENTS.md edit, and twelve hours earlier (no date change)")
