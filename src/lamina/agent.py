@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +40,7 @@ from lamina.tools.pipeline import ToolPipeline
 from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
 from lamina.tools.rules import AskCallback, Rule
 from lamina.turn import TurnContext
-from lamina.workspace import WorkspaceContext
+from lamina.workspace import WorkspaceContext, detect_platform, load_preset
 from lamina.workspace.context_files import ContextFileFinder
 
 _LANE_SHARE = 4
@@ -284,6 +286,8 @@ def open_agent(
     session_id: str | None = None,
     mode: PermissionMode | str = PermissionMode.ASK,
     preset: str | Preset = "default",
+    custom_preset: str | os.PathLike[str] | None = None,
+    interactive: bool | None = None,
     ask: AskCallback | None = None,
     on_event: Callable[[AgentEvent], None] | None = None,
     retry: RetryPolicy | None = None,
@@ -303,12 +307,30 @@ def open_agent(
     folder, skills and guides enforced as prerequisites, the nearest AGENTS.md required before an
     edit), and the provider. A resumed session keeps its recorded mode; `mode` applies to new
     sessions.
+
+    `preset` is `default`, `mini`, `custom` (with `custom_preset`, the preset's TOML file) or a
+    `Preset`. `interactive` picks the prompt's platform section: True when a person reads the
+    replies and can answer, False for the headless one (scripts, CI); None (the default) decides
+    by whether stdin and stdout are terminals.
+
+    Raises:
+        UnknownPresetError, PresetFileError, UsageError: The preset cannot be used (checked
+            before any session is created).
     """
+    chosen = load_preset(preset, custom_path=custom_preset)
+    if interactive is None:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
     try:
-        tools: list[Tool[Any]] = list(mini_tools() if _preset_name(preset) == "mini" else default_tools())
+        tools: list[Tool[Any]] = list(mini_tools() if chosen.name == "mini" else default_tools())
         finder = ContextFileFinder()
-        context = WorkspaceContext(workspace, preset=preset, tools=tuple(t.spec for t in tools), finder=finder)
+        context = WorkspaceContext(
+            workspace,
+            preset=chosen,
+            tools=tuple(t.spec for t in tools),
+            finder=finder,
+            platform=detect_platform(interactive=interactive),
+        )
         catalogue = SkillCatalogue(workspace, user_dir=skills_dir)
         allowed = {s.name for s in context.tools}
         tools = [t for t in tools if t.spec.name in allowed] + list(sources.tools if sources else ())
@@ -356,7 +378,3 @@ def open_agent(
         user_lane_tokens=user_lane_tokens,
         activation=activation,
     )
-
-
-def _preset_name(preset: str | Preset) -> str:
-    return preset if isinstance(preset, str) else preset.name

@@ -133,16 +133,22 @@ async def session_agent(
     workspace: Path,
     session_id: str | None,
     ask: AskCallback | None,
+    interactive: bool,
     on_event: Callable[[AgentEvent], None],
     on_compaction: Callable[[CompactionEvent], None],
 ) -> AsyncIterator[Agent]:
-    """Connect the workspace's sources and open the agent; on exit close the session, sources and provider."""
+    """Connect the workspace's sources and open the agent; on exit close the session, sources and provider.
+
+    `interactive` False gives the model the headless platform section (no one answers questions).
+    """
     agent: Agent | None = None
     try:
         scan = find_sources(workspace)
         for problem in scan.problems:
             err.print(f"[yellow]source skipped:[/yellow] {safe(problem)}")
-        preset = load_preset(settings.preset, custom_path=settings.preset_file)
+        # a config file's preset_file applies to the custom preset only; one on the command line always counts
+        use_file = settings.preset == "custom" or settings.origin("preset_file") == "command line"
+        preset = load_preset(settings.preset, custom_path=settings.preset_file if use_file else None)
         async with SourceConnections(scan.sources) as sources:
             for failure in sources.problems:
                 err.print(f"[yellow]source not connected:[/yellow] {safe(failure.slug)}: {safe(failure.reason)}")
@@ -153,6 +159,7 @@ async def session_agent(
                 session_id=session_id,
                 mode=PermissionMode(settings.mode),
                 preset=preset,
+                interactive=interactive,
                 ask=ask,
                 on_event=on_event,
                 sources=sources if scan.sources else None,

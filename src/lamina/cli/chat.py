@@ -58,6 +58,12 @@ ContinueOption = Annotated[
 PresetOption = Annotated[
     str | None, typer.Option("--preset", help="System prompt preset: default, mini or custom (default: default).")
 ]
+CustomPresetOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--custom-preset", help="TOML file of the custom preset (implies --preset custom).", show_default=False
+    ),
+]
 
 
 def chat(
@@ -67,6 +73,7 @@ def chat(
     continue_: ContinueOption = False,
     mode: ModeOption = None,
     preset: PresetOption = None,
+    custom_preset: CustomPresetOption = None,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
     import asyncio
@@ -79,7 +86,7 @@ def chat(
 
     workspace = Path.cwd()
     store = LocalSessionStore((ctx.find_root().obj or {}).get("store"))
-    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset)
+    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
     if resume is not None and continue_:
         abort("use --resume ID or --continue, not both")
     session_id = resume or None
@@ -145,6 +152,7 @@ async def _chat(store: LocalSessionStore, settings: Settings, *, workspace: Path
         workspace=workspace,
         session_id=session_id,
         ask=Approver(reader.answer),
+        interactive=interactive,
         on_event=view,
         on_compaction=view.compaction,
     ) as agent:

@@ -100,12 +100,25 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
     return Settings(**values, origins=origins)  # type: ignore[arg-type]  # keys and types checked above
 
 
-def settings_or_abort(workspace: Path, *, model: str | None, mode: str | None, preset: str | None) -> Settings:
-    """The effective settings for a command, or one clear line and exit 1 (a bad file, key or mode)."""
+def settings_or_abort(
+    workspace: Path,
+    *,
+    model: str | None,
+    mode: str | None,
+    preset: str | None,
+    custom_preset: Path | None = None,
+) -> Settings:
+    """The effective settings for a command, or one clear line and exit 1 (a bad file, key or mode).
+
+    `custom_preset` (the `--custom-preset` option) is the custom preset's file and implies the
+    `custom` preset unless `preset` names another one (then loading the preset fails, naming both).
+    """
     from lamina.tools.base import PermissionMode
 
+    if custom_preset is not None and preset is None:
+        preset = "custom"
     try:
-        settings = load_settings(workspace, model=model, mode=mode, preset=preset)
+        settings = load_settings(workspace, model=model, mode=mode, preset=preset, preset_file=custom_preset)
         PermissionMode(settings.mode)
     except (ConfigError, ValueError) as exc:
         abort(str(exc))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from lamina.cli.chat import ContinueOption, ModelOption, ModeOption, PresetOption
+from lamina.cli.chat import ContinueOption, CustomPresetOption, ModelOption, ModeOption, PresetOption
 
 if TYPE_CHECKING:
     from lamina.agent import AgentEvent, TurnOutcome
@@ -30,6 +30,7 @@ def run(
     resume: Annotated[str | None, typer.Option("--resume", help="Continue this session id.")] = None,
     continue_: ContinueOption = False,
     preset: PresetOption = None,
+    custom_preset: CustomPresetOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the result.")] = False,
     stream_json: Annotated[
         bool, typer.Option("--stream-json", help="Print one JSON object per event, one per line.")
@@ -57,7 +58,7 @@ def run(
         abort("empty message: give the text as an argument, or `-` and the text on stdin")
     workspace = Path.cwd()
     store = LocalSessionStore((ctx.find_root().obj or {}).get("store"))
-    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset)
+    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
     session_id = resume
     if continue_:
         session_id = latest_session(store, workspace)
@@ -120,6 +121,7 @@ async def _run(
         workspace=workspace,
         session_id=session_id,
         ask=None,
+        interactive=False,
         on_event=on_event,
         on_compaction=on_compaction,
     ) as agent:

@@ -184,7 +184,10 @@ def _platform(inputs: PromptInputs) -> str:
     if platform.interactive:
         people = "A person reads your replies: when a choice matters and the code cannot settle it, ask."
     else:
-        people = "Headless: no one can answer questions during this task. State your assumptions and finish the task."
+        people = (
+            "Headless: no one can answer questions during this task (a script or CI run), and a tool call "
+            "that needs approval is refused. State your assumptions and finish the task."
+        )
     return "\n".join(
         [
             "# Platform",
