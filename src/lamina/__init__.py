@@ -41,7 +41,8 @@ if TYPE_CHECKING:
         render,
     )
     from lamina.providers import Provider, ScriptedProvider, provider_from_spec
-    from lamina.session.store import LocalSessionStore, SessionStore
+    from lamina.session.protocol import SessionStore
+    from lamina.session.store import LocalSessionStore
     from lamina.tools import PermissionMode, ToolPipeline
     from lamina.turn import ToolSpec, TurnContext
     from lamina.workspace import WorkspaceContext, find_context_files, nearest_context_files
@@ -89,7 +90,7 @@ _LAZY: Final = {
     "ScriptedProvider": "lamina.providers",
     "provider_from_spec": "lamina.providers",
     "LocalSessionStore": "lamina.session.store",
-    "SessionStore": "lamina.session.store",
+    "SessionStore": "lamina.session.protocol",
     "PermissionMode": "lamina.tools",
     "ToolPipeline": "lamina.tools",
     "ToolSpec": "lamina.turn",

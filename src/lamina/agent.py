@@ -30,7 +30,7 @@ from lamina.prompt.presets import Preset
 from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
 from lamina.providers.retry import RetryNotice, RetryPolicy, stream_with_retry
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
-from lamina.session.store import LocalSessionStore
+from lamina.session.protocol import SessionStore
 from lamina.sources.connections import SourceConnections
 from lamina.sources.guide import guide_path
 from lamina.tools.base import PermissionMode, Tool, ToolContext
@@ -279,7 +279,7 @@ class Agent:
 
 
 def open_agent(
-    store: LocalSessionStore,
+    store: SessionStore,
     provider: Provider,
     *,
     workspace: Path,
@@ -343,7 +343,7 @@ def open_agent(
         )
         tool_context = ToolContext(
             cwd=workspace,
-            data_dir=session.folder / "data",
+            data_dir=session.data_dir,
             mode=PermissionMode(engine.mode),
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
         )

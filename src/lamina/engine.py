@@ -60,7 +60,7 @@ from lamina.session.entries import (
     UserLane,
     UserMessage,
 )
-from lamina.session.store import JsonlSession
+from lamina.session.protocol import SessionLog
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
     OneShot,
@@ -171,7 +171,7 @@ class ContextEngine:
 
     def __init__(
         self,
-        session: JsonlSession,
+        session: SessionLog,
         *,
         stable_source: StableSource,
         tools: Sequence[ToolSpec] = (),
@@ -198,7 +198,9 @@ class ContextEngine:
         self._turn_since_boundary = False
         self._pending: dict[str, OneShot] = {}
         self._render_cache = RenderCache()
-        self.attachments = AttachmentStore(session.folder, time_zone=time_zone, estimator=estimator)
+        self.attachments = AttachmentStore(
+            session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator
+        )
         """The session's stored attachments."""
         self._media: MediaSupport | None = None
         self.estimator = estimator
@@ -420,12 +422,12 @@ class ContextEngine:
         return self._prefix
 
     def _data_dir(self) -> str:
-        return str(self.session.folder / "data")
+        return str(self.session.data_dir)
 
     def volatile_inputs(self) -> VolatileInputs:
         """The inputs of this turn's volatile parts, read now."""
         data_dir = self._data_dir()
-        plans_dir = str(self.session.folder / "plans")
+        plans_dir = str(self.session.plans_dir)
         now = datetime.fromtimestamp(self._clock(), UTC)
         return VolatileInputs(
             now=now,
@@ -659,7 +661,7 @@ class ContextEngine:
         self._emit_compaction(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
         try:
             previous_ledger = self._boundary.ledger if self._boundary else Ledger()
-            ledger = update_ledger(previous_ledger, cut.summarised, workspace=self.session.meta.cwd)
+            ledger = update_ledger(previous_ledger, cut.summarised, workspace=self.session.info.cwd)
             previous = parse_summary(self._summary) if self._summary else None
             result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
             structured = result.summary

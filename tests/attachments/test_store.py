@@ -30,7 +30,9 @@ from tests.attachments import files
 
 @pytest.fixture
 def store(tmp_path: Path) -> AttachmentStore:
-    return AttachmentStore(tmp_path / "session", time_zone="Europe/Paris")
+    return AttachmentStore(
+        tmp_path / "session" / "attachments", tmp_path / "session" / "data", time_zone="Europe/Paris"
+    )
 
 
 def _stored(store: AttachmentStore) -> list[str]:
@@ -174,7 +176,8 @@ def test_the_same_file_is_stored_once(store: AttachmentStore, tmp_path: Path) ->
 def test_any_bytes_are_taken_or_refused_with_an_attachment_error(
     tmp_path_factory: pytest.TempPathFactory, data: bytes
 ) -> None:
-    store = AttachmentStore(tmp_path_factory.mktemp("s"))
+    folder = tmp_path_factory.mktemp("s")
+    store = AttachmentStore(folder / "attachments", folder / "data")
     try:
         store.add_all([NamedBytes("x", data)])
     except AttachmentError as exc:

@@ -78,13 +78,18 @@ def _fsync_folder(folder: Path) -> None:
 
 
 class AttachmentStore:
-    """The attachments of one session folder."""
+    """The attachments of one session: originals in its attachments folder, extracted text in its data folder."""
 
     def __init__(
-        self, session_folder: Path, *, time_zone: str = "UTC", estimator: TokenEstimator = DEFAULT_ESTIMATOR
+        self,
+        attachments_dir: Path,
+        data_dir: Path,
+        *,
+        time_zone: str = "UTC",
+        estimator: TokenEstimator = DEFAULT_ESTIMATOR,
     ) -> None:
-        self.folder = Path(session_folder) / "attachments"
-        self.data_folder = Path(session_folder) / "data"
+        self.folder = Path(attachments_dir)
+        self.data_folder = Path(data_dir)
         self.time_zone = time_zone
         self.estimator = estimator
 
@@ -94,7 +99,7 @@ class AttachmentStore:
 
     def text_path(self, ref: AttachmentRef) -> Path:
         """The extracted text of `ref` (a file the model can Read)."""
-        return self.folder.parent / ref.text
+        return self.data_folder / ref.text.removeprefix("data/")
 
     def read(self, sha256: str) -> bytes:
         return self.path(sha256).read_bytes()
@@ -173,7 +178,9 @@ class AttachmentStore:
             return _Prepared(ref, tuple(files))
         converted = to_text(data, sniffed, name, time_zone=self.time_zone)
         text_rel = f"data/{TEXT_FOLDER}/{sha}.txt"
-        files.append((self.folder.parent / text_rel, converted.text.encode("utf-8", errors="surrogatepass")))
+        files.append(
+            (self.data_folder / TEXT_FOLDER / f"{sha}.txt", converted.text.encode("utf-8", errors="surrogatepass"))
+        )
         shown = converted.text if len(converted.text) <= INLINE_TEXT_CHARS else converted.text[:PREVIEW_CHARS]
         tokens = self.estimator.count(shown) + 40  # the header line and the wrapper
         if sniffed.kind == "pdf":

@@ -7,7 +7,6 @@ Command modules import the engine, the SDKs and prompt_toolkit inside their func
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -42,8 +41,11 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     store: Annotated[
-        Path | None,
-        typer.Option("--store", help="Session store root (default: $LAMINA_STORE, else the user data directory)."),
+        str | None,
+        typer.Option(
+            "--store",
+            help="Session store: a folder or a postgresql:// URL (default: $LAMINA_STORE, else the user data folder).",
+        ),
     ] = None,
     version: Annotated[
         bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)

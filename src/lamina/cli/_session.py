@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,7 +17,7 @@ from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
 from lamina.session.entries import UserMessage
-from lamina.session.store import LocalSessionStore, SessionSummary
+from lamina.session.protocol import SessionStore, SessionSummary
 from lamina.sources import SourceConnections, find_sources
 from lamina.tools.base import PermissionMode
 from lamina.tools.rules import AskCallback
@@ -88,7 +87,7 @@ def is_listed(row: SessionSummary) -> bool:
     return bool(row.title) or row.problem is not None
 
 
-def latest_session(store: LocalSessionStore, workspace: Path) -> str | None:
+def latest_session(store: SessionStore, workspace: Path) -> str | None:
     """The most recently updated non-empty session started in `workspace`."""
     for row in store.list():
         if row.cwd == str(workspace) and row.title and row.problem is None:
@@ -96,18 +95,16 @@ def latest_session(store: LocalSessionStore, workspace: Path) -> str | None:
     return None
 
 
-def delete_session(store: LocalSessionStore, session_id: str) -> None:
-    """Remove a session's folder; refuses (`SessionLockedError`) while a writer has it open."""
-    folder = store.folder_of(session_id)
-    store.open(session_id).close()  # the writer lock: never delete a session in use
-    shutil.rmtree(folder)
+def delete_session(store: SessionStore, session_id: str) -> None:
+    """Remove a session; refuses (`SessionLockedError`) while a writer has it open."""
+    store.delete(session_id)
 
 
-def remove_if_empty(store: LocalSessionStore, session_id: str) -> bool:
+def remove_if_empty(store: SessionStore, session_id: str) -> bool:
     """Delete the session if it has no user message (a chat started and left). True if it was removed."""
     try:
         with store.open(session_id, writable=False) as session:
-            if session.meta.title or any(isinstance(e, UserMessage) for e in session.entries()):
+            if session.info.title or any(isinstance(e, UserMessage) for e in session.entries()):
                 return False
         delete_session(store, session_id)
     except Exception:
@@ -115,7 +112,7 @@ def remove_if_empty(store: LocalSessionStore, session_id: str) -> bool:
     return True
 
 
-def clean_up_empty_sessions(store: LocalSessionStore, *, now: Callable[[], float] = time.time) -> int:
+def clean_up_empty_sessions(store: SessionStore, *, now: Callable[[], float] = time.time) -> int:
     """Remove empty sessions left behind (older than `STALE_EMPTY_SECONDS`, not open); how many were removed."""
     removed = 0
     for row in store.list():
@@ -126,7 +123,7 @@ def clean_up_empty_sessions(store: LocalSessionStore, *, now: Callable[[], float
 
 @asynccontextmanager
 async def session_agent(
-    store: LocalSessionStore,
+    store: SessionStore,
     provider: Provider,
     settings: Settings,
     *,

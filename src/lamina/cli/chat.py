@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lamina.cli._reader import LineReader
     from lamina.cli._view import TurnView
     from lamina.cli.config import Settings
-    from lamina.session.store import LocalSessionStore
+    from lamina.session.protocol import SessionStore
 
 _T = TypeVar("_T")
 
@@ -82,10 +82,10 @@ def chat(
     from lamina.cli._session import clean_up_empty_sessions, latest_session
     from lamina.cli.config import settings_or_abort
     from lamina.errors import LaminaError
-    from lamina.session.store import LocalSessionStore
+    from lamina.session.location import open_store
 
     workspace = Path.cwd()
-    store = LocalSessionStore((ctx.find_root().obj or {}).get("store"))
+    store = open_store((ctx.find_root().obj or {}).get("store"))
     settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
     if resume is not None and continue_:
         abort("use --resume ID or --continue, not both")
@@ -105,7 +105,7 @@ def chat(
         err.print("\n[dim]interrupted[/dim]")
 
 
-def _pick_session(store: LocalSessionStore, workspace: Path) -> str | None:
+def _pick_session(store: SessionStore, workspace: Path) -> str | None:
     """`--resume` without an id: list this directory's sessions (else all) and ask for a number."""
     from lamina.cli._console import abort, err, safe
     from lamina.cli._session import is_listed, when
@@ -125,7 +125,7 @@ def _pick_session(store: LocalSessionStore, workspace: Path) -> str | None:
         abort(f"not a number between 1 and {len(rows)}: {answer!r}")
 
 
-async def _chat(store: LocalSessionStore, settings: Settings, *, workspace: Path, session_id: str | None) -> None:
+async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, session_id: str | None) -> None:
     import sys
 
     from lamina.activation import SkillCatalogue
@@ -183,7 +183,7 @@ class _State:
 
 
 async def _loop(
-    agent: Agent, reader: LineReader, view: TurnView, state: _State, *, store: LocalSessionStore, workspace: Path
+    agent: Agent, reader: LineReader, view: TurnView, state: _State, *, store: SessionStore, workspace: Path
 ) -> None:
     from lamina.attachments.dropped import dropped_files
     from lamina.cli._console import err
@@ -258,7 +258,7 @@ async def _turn(agent: Agent, view: TurnView, text: str, attachments: Sequence[P
 
 
 async def _command(
-    text: str, agent: Agent, view: TurnView, state: _State, *, store: LocalSessionStore, workspace: Path
+    text: str, agent: Agent, view: TurnView, state: _State, *, store: SessionStore, workspace: Path
 ) -> bool:
     """Run a slash command; True means quit."""
     from lamina.cli._console import err, safe

@@ -44,7 +44,7 @@ def run(
     from lamina.cli._session import latest_session
     from lamina.cli.config import settings_or_abort
     from lamina.errors import LaminaError
-    from lamina.session.store import LocalSessionStore
+    from lamina.session.location import open_store
 
     if as_json and stream_json:
         abort("use --json or --stream-json, not both")
@@ -57,7 +57,7 @@ def run(
     if not text.strip():
         abort("empty message: give the text as an argument, or `-` and the text on stdin")
     workspace = Path.cwd()
-    store = LocalSessionStore((ctx.find_root().obj or {}).get("store"))
+    store = open_store((ctx.find_root().obj or {}).get("store"))
     settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
     session_id = resume
     if continue_:

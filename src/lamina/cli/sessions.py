@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -27,16 +26,29 @@ from lamina.session.entries import (
     UserMessage,
     is_hidden,
 )
-from lamina.session.store import LocalSessionStore, SessionSummary
+from lamina.session.protocol import SessionStore, SessionSummary
+from lamina.session.store import LocalSessionStore
 
 app = typer.Typer(help="List, show and manage stored sessions.", no_args_is_help=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
 
 
-def _store(ctx: typer.Context) -> LocalSessionStore:
-    root: Path | None = (ctx.find_root().obj or {}).get("store")
-    return LocalSessionStore(root)
+def _store(ctx: typer.Context) -> SessionStore:
+    from lamina.session.location import open_store
+
+    try:
+        return open_store((ctx.find_root().obj or {}).get("store"))
+    except LaminaError as exc:
+        abort(str(exc))
+
+
+def _local_store(ctx: typer.Context, command: str) -> LocalSessionStore:
+    """The JSONL store (check and repair read its files); a clear error for any other store."""
+    store = _store(ctx)
+    if not isinstance(store, LocalSessionStore):
+        abort(f"`sessions {command}` checks the files of a JSONL store; {safe(store.location)} is not one")
+    return store
 
 
 def _when(ts: float) -> str:
@@ -111,7 +123,7 @@ def show(
     try:
         with _store(ctx).open(session_id, writable=False) as session:
             entries = session.entries() if full else session.path()
-            meta, report, leaf = session.meta, session.report, session.leaf_id
+            meta, report, leaf = session.info, session.report, session.leaf_id
     except LaminaError as exc:
         abort(str(exc))
     if not show_all:
@@ -193,7 +205,7 @@ def delete(
     store = _store(ctx)
     try:
         with store.open(session_id, writable=False) as session:
-            meta = session.meta
+            meta = session.info
     except LaminaError as exc:
         abort(str(exc))
     if not yes:
@@ -224,7 +236,7 @@ def check(
     """
     if (session_id is None) == (not check_all):
         abort("give one session id, or --all")
-    store = _store(ctx)
+    store = _local_store(ctx, "check")
     try:
         rows = check_store(store) if check_all else [check_session(store, session_id or "")]
     except LaminaError as exc:
@@ -267,7 +279,7 @@ def repair(
 ) -> None:
     """Rewrite a clean log beside the damaged one and swap it in atomically (the original is kept)."""
     try:
-        result = repair_session(_store(ctx), session_id, wait=wait)
+        result = repair_session(_local_store(ctx, "repair"), session_id, wait=wait)
     except LaminaError as exc:
         abort(str(exc))
     if as_json:

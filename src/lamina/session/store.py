@@ -25,12 +25,12 @@ import gc
 import os
 import re
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 import platformdirs
@@ -47,12 +47,13 @@ from lamina.session.entries import (
     UserMessage,
     encode_entry,
 )
+from lamina.session.location import STORE_ENV_VAR
 from lamina.session.meta import ForkOrigin, SessionMeta, read_meta, write_meta
-from lamina.session.scan import CorruptLine, DuplicateId, LogScan, TornTail, scan_log
+from lamina.session.protocol import LoadReport, SessionSummary
+from lamina.session.scan import DuplicateId, LogScan, TornTail, scan_log
 from lamina.session.tree import (
     LostLine,
     ProviderView,
-    Relink,
     find_broken_links,
     mend_links,
     parent_of,
@@ -65,8 +66,6 @@ LOG_NAME: Final = "log.jsonl"
 SUBFOLDERS: Final = ("attachments", "data", "plans")
 CREATING_PREFIX: Final = ".creating-"
 """A session folder being created is built under this hidden name, then renamed into place."""
-STORE_ENV_VAR: Final = "LAMINA_STORE"
-"""Environment variable that overrides the default store root."""
 TITLE_MAX_CHARS: Final = 120
 META_REFRESH_SECONDS: Final = 5.0
 """Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""
@@ -84,92 +83,6 @@ def default_store_root(explicit: Path | str | None = None) -> Path:
     if from_env:
         return Path(from_env).expanduser()
     return platformdirs.user_data_path("lamina") / "sessions"
-
-
-@dataclass(slots=True)
-class LoadReport:
-    """What opening a session found wrong, and what it did about it."""
-
-    torn_tail: TornTail | None = None
-    corrupt_lines: list[CorruptLine] = field(default_factory=list)
-    unknown_entries: int = 0
-    """Entries of types (or format versions) from a newer Lamina: kept, skipped by the provider view."""
-    meta_problem: str | None = None
-    """Why the metadata was rebuilt from the log, if it was (or why it could not be written)."""
-    bom: bool = False
-    """The log starts with a UTF-8 byte order mark (skipped)."""
-    duplicate_ids: list[DuplicateId] = field(default_factory=list)
-    relinks: list[Relink] = field(default_factory=list)
-    """Entries whose parent was lost, missing, later in the log or part of a cycle, and where they now hang."""
-
-    @property
-    def clean(self) -> bool:
-        return (
-            self.torn_tail is None
-            and not self.corrupt_lines
-            and self.meta_problem is None
-            and not self.bom
-            and not self.duplicate_ids
-            and not self.relinks
-        )
-
-    def messages(self) -> list[str]:
-        """Human-readable lines, one per problem."""
-        out: list[str] = []
-        if self.meta_problem:
-            out.append(f"metadata rebuilt from the log: {self.meta_problem}")
-        if self.bom:
-            out.append("a UTF-8 byte order mark at the start of the log was skipped")
-        if self.torn_tail:
-            kept = f"; torn bytes kept in {self.torn_tail.saved_to}" if self.torn_tail.saved_to else ""
-            out.append(f"torn last line at byte {self.torn_tail.offset} ({self.torn_tail.length} bytes){kept}")
-        for c in self.corrupt_lines:
-            out.append(f"corrupt entry skipped at {c.where()}: {c.reason}")
-        for d in self.duplicate_ids:
-            out.append(f"duplicate entry id {d.entry_id} at {d.where()} skipped (first at byte {d.first_offset})")
-        for r in self.relinks:
-            out.append(r.describe())
-        if self.unknown_entries:
-            out.append(f"{self.unknown_entries} entries of unknown (newer) types kept and skipped")
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """One row of `sessions list`, read from metadata only."""
-
-    id: str
-    title: str
-    created_at: float
-    updated_at: float
-    entry_count: int
-    cwd: str
-    forked_from: ForkOrigin | None
-    problem: str | None = None
-
-
-class SessionLog(Protocol):
-    """An open session: the append-only log tree and its leaf."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def leaf_id(self) -> str | None: ...
-    def append(self, entry: E, *, durable: bool | None = None) -> E: ...
-    def flush(self) -> None: ...
-    def branch(self, entry_id: str) -> None: ...
-    def path(self, entry_id: str | None = None) -> list[LogEntry]: ...
-    def view(self) -> ProviderView: ...
-    def close(self) -> None: ...
-
-
-class SessionStore(Protocol):
-    """Where sessions live. The local-disk store is the embedded default."""
-
-    def create(self, *, cwd: str = "", title: str = "") -> SessionLog: ...
-    def open(self, session_id: str, *, writable: bool = True) -> SessionLog: ...
-    def list(self) -> list[SessionSummary]: ...
-    def fork(self, session_id: str, entry_id: str) -> SessionLog: ...
 
 
 def _new_entry_id() -> str:
@@ -402,6 +315,24 @@ class JsonlSession:
     @property
     def leaf_id(self) -> str | None:
         return self._leaf
+
+    @property
+    def info(self) -> SessionSummary:
+        """The session's metadata as `sessions list` shows it (the entry count includes unflushed appends)."""
+        m = self.meta
+        return SessionSummary(m.id, m.title, m.created_at, m.updated_at, self._count, m.cwd, m.forked_from)
+
+    @property
+    def attachments_dir(self) -> Path:
+        return self.folder / "attachments"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.folder / "data"
+
+    @property
+    def plans_dir(self) -> Path:
+        return self.folder / "plans"
 
     def get(self, entry_id: str) -> LogEntry:
         """The entry with this id (loading the whole log if it is older than what is loaded)."""
@@ -823,6 +754,19 @@ class LocalSessionStore:
         self._clock = clock
         self._new_entry_id = new_entry_id
         self._files = files
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def close(self) -> None:
+        """Nothing to let go of: every session holds its own lock and descriptor."""
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session's folder; refuses (`SessionLockedError`) while a writer has it open."""
+        folder = self.folder_of(session_id)
+        self.open(session_id).close()  # the writer lock: never delete a session in use
+        shutil.rmtree(folder)
 
     def folder_of(self, session_id: str) -> Path:
         """The folder of a session (the id is checked, so it cannot point outside the root)."""

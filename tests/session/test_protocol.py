@@ -1,0 +1,53 @@
+"""The engine, the agent and the CLI depend on the store protocol, never on the JSONL store."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import lamina
+from lamina.session.location import open_store
+from lamina.session.store import LocalSessionStore
+
+SRC = Path(lamina.__file__).parent
+# the JSONL store's own tools (check and repair read its files) and a throwaway store for `lamina context`
+JSONL_ONLY = {"cli/sessions.py": {"LocalSessionStore"}, "cli/_context_report.py": {"LocalSessionStore"}}
+
+
+def _store_imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "lamina.session.store":
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import) and any(a.name == "lamina.session.store" for a in node.names):
+            names.add("*")
+    return names
+
+
+@pytest.mark.parametrize("module", ["engine.py", "agent.py", *sorted(p.name for p in (SRC / "cli").glob("*.py"))])
+def test_engine_agent_and_cli_depend_only_on_the_protocol(module: str) -> None:
+    rel = module if module in ("engine.py", "agent.py") else f"cli/{module}"
+    assert _store_imports(SRC / rel) <= JSONL_ONLY.get(rel, set())
+
+
+def test_the_engine_never_reaches_into_a_session_folder() -> None:
+    for rel in ("engine.py", "agent.py"):
+        assert ".folder" not in (SRC / rel).read_text()
+
+
+def test_a_path_or_nothing_opens_the_jsonl_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAMINA_STORE", raising=False)
+    store = open_store(tmp_path / "a")
+    assert isinstance(store, LocalSessionStore) and store.root == tmp_path / "a"
+    assert isinstance(open_store(str(tmp_path / "b")), LocalSessionStore)
+    monkeypatch.setenv("LAMINA_STORE", str(tmp_path / "c"))
+    env_store = open_store()
+    assert isinstance(env_store, LocalSessionStore) and env_store.root == tmp_path / "c"
+
+
+def test_a_session_names_its_folders_of_files(tmp_path: Path) -> None:
+    with LocalSessionStore(tmp_path).create(cwd="/w", title="hello") as session:
+        assert session.data_dir.is_dir() and session.plans_dir.is_dir() and session.attachments_dir.is_dir()
+        assert session.info.cwd == "/w" and session.info.title == "hello" and session.info.id == session.id
