@@ -16,8 +16,13 @@ LaminaError
     ├── SessionError
     │   ├── SessionNotFoundError    no such session in the store
     │   ├── SessionLockedError      another writer holds the session
+    │   │   └── SessionLeaseLostError   another server took the session over: this writer is fenced off
     │   ├── SessionCorruptError     a log or metadata file that cannot be used (file, line, byte)
     │   ├── SessionIOError          the disk refused a read or write (file, byte)
+    │   ├── StoreError              the database behind a store failed
+    │   │   ├── StoreConnectionError    refused or dropped connection (a turn is all or nothing)
+    │   │   ├── StoreSchemaError    a schema newer than this Lamina, or not migrated (both versions)
+    │   │   └── StoreReadOnlyError  a read-only database (a replica) asked to write
     │   ├── EntryDecodeError        one log line that is not a valid entry (also a ValueError)
     │   └── MissingEntryError       a path walked to a parent that is not there (also a KeyError)
     ├── SourceError                 an MCP or API source failed
@@ -112,7 +117,7 @@ class SessionError(LaminaRuntimeError):
 class SessionNotFoundError(SessionError):
     """No session with this id exists in the store."""
 
-    def __init__(self, session_id: str, root: Path) -> None:
+    def __init__(self, session_id: str, root: Path | str) -> None:
         self.session_id = session_id
         self.root = root
         super().__init__(f"no session {session_id!r} in store {root}")
@@ -121,10 +126,48 @@ class SessionNotFoundError(SessionError):
 class SessionLockedError(SessionError):
     """Another writer (this process or another) holds the session's write lock."""
 
-    def __init__(self, path: Path, holder: str) -> None:
+    def __init__(self, path: Path | str, holder: str) -> None:
         self.path = path
         self.holder = holder
         super().__init__(f"session {path} is already open for writing by {holder}")
+
+
+class SessionLeaseLostError(SessionLockedError):
+    """This writer's lease was taken over (it stalled past the lease's expiry): its appends are refused.
+
+    Nothing it appended since its last successful flush was committed; reopen the session to go on
+    from what the new writer wrote."""
+
+    def __init__(self, session: str, holder: str) -> None:
+        SessionError.__init__(self, f"session {session} was taken over by {holder}: this writer's lease is lost")
+        self.path = session
+        self.holder = holder
+
+
+class StoreError(SessionError):
+    """The database behind a session store failed or refused."""
+
+    def __init__(self, location: str, message: str) -> None:
+        self.location = location
+        super().__init__(f"{location}: {message}")
+
+
+class StoreConnectionError(StoreError):
+    """The database could not be reached, or the connection dropped. A flush is one transaction: the
+    turn's entries were all committed or none, and the next flush retries them."""
+
+
+class StoreSchemaError(StoreError):
+    """The database's schema is not the one this Lamina knows: newer (upgrade Lamina) or older (migrate)."""
+
+    def __init__(self, location: str, found: int, supported: int, advice: str) -> None:
+        self.found = found
+        self.supported = supported
+        super().__init__(location, f"schema version {found}, this Lamina knows version {supported}: {advice}")
+
+
+class StoreReadOnlyError(StoreError):
+    """The database takes no writes (a hot-standby replica, or read-only by setting)."""
 
 
 class SessionCorruptError(SessionError):

@@ -36,7 +36,13 @@ def open_store(location: str | Path | None = None) -> SessionStore:
     """The store named by `location` (else `$LAMINA_STORE`, else the JSONL store in the user's data directory)."""
     chosen = store_location(location)
     if is_postgres_url(chosen):
-        raise UsageError(f"{STORE_ENV_VAR} names a PostgreSQL database: this version has only the JSONL store")
+        try:
+            from lamina.session.postgres import PostgresSessionStore
+        except ImportError as exc:
+            raise UsageError(
+                f"the PostgreSQL store needs its driver: pip install 'lamina[postgres]' ({exc.name} is missing)"
+            ) from None
+        return PostgresSessionStore(str(chosen))
     from lamina.session.store import LocalSessionStore
 
     return LocalSessionStore(chosen)

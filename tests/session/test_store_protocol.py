@@ -1,0 +1,214 @@
+"""The store protocol's suite: every test runs against the JSONL store and the PostgreSQL store.
+
+A store is used only through `SessionStore` / `SessionLog`, as the engine, the agent and the CLI use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lamina.engine import ContextEngine
+from lamina.errors import SessionLockedError, SessionNotFoundError, UsageError
+from lamina.session.entries import (
+    AssistantMessage,
+    CompactionBoundary,
+    Custom,
+    Label,
+    OutboxRecord,
+    PlanState,
+    StateChange,
+    UserMessage,
+)
+from lamina.session.meta import ForkOrigin
+from lamina.session.protocol import SessionLog, SessionStore
+from lamina.session.store import LocalSessionStore
+from tests.session.factories import FakeClock, counter_ids, exchange
+from tests.support.postgres import fresh_schema, schema_url
+
+
+@pytest.fixture(params=["jsonl", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    if request.param == "jsonl":
+        yield LocalSessionStore(tmp_path / "store", clock=FakeClock(), new_entry_id=counter_ids())
+        return
+    from lamina.session.postgres import PostgresSessionStore
+
+    with fresh_schema("proto") as schema:
+        pg = PostgresSessionStore(
+            schema_url(schema), files_root=tmp_path / "files", clock=FakeClock(), new_entry_id=counter_ids()
+        )
+        try:
+            yield pg
+        finally:
+            pg.close()
+
+
+def _boundary(first_kept: str | None) -> CompactionBoundary:
+    return CompactionBoundary(
+        summary="what happened so far", first_kept_id=first_kept, tokens_before=900, tokens_after=90, trigger="manual"
+    )
+
+
+def test_what_is_appended_and_flushed_is_what_a_reopen_reads(store: SessionStore) -> None:
+    written = [
+        *exchange(1),
+        StateChange(key="mode", value="execute", previous="explore"),
+        OutboxRecord(part_id="p1", status="queued", kind="mode_transition", text="now in execute mode"),
+        PlanState(plan_id="plan1", state="submitted", plan_path="plans/p.md"),
+        Label(target_id="e000001", label="start"),
+        Custom(name="app.note", data={"k": [1, 2], "s": "é\u0000"}),
+    ]
+    with store.create(cwd="/work/p") as session:
+        stamped = [session.append(e) for e in written]
+        session.flush()
+        sid, leaf = session.id, session.leaf_id
+    with store.open(sid, writable=False) as again:
+        assert again.entries() == stamped
+        assert again.leaf_id == leaf == stamped[-1].id
+        assert [e.parent_id for e in again.entries()] == [None, *(e.id for e in stamped[:-1])]
+        assert again.info.cwd == "/work/p" and again.info.entry_count == len(written)
+        assert again.info.title.startswith("Please fix the failing test number 1")
+
+
+def test_a_second_writer_is_refused_until_the_first_closes(store: SessionStore) -> None:
+    session = store.create()
+    with pytest.raises(SessionLockedError):
+        store.open(session.id)
+    with store.open(session.id, writable=False) as reader:  # readers never wait for the writer
+        assert reader.leaf_id is None
+    session.close()
+    store.open(session.id).close()
+
+
+def test_a_read_only_session_takes_no_appends(store: SessionStore) -> None:
+    with store.create() as session:
+        session.append(UserMessage(text="hello"))
+        sid = session.id
+    with store.open(sid, writable=False) as reader:
+        with pytest.raises(UsageError):
+            reader.append(UserMessage(text="no"))
+        reader.flush()  # nothing to do, no error
+
+
+def test_a_critical_entry_is_committed_before_append_returns(store: SessionStore) -> None:
+    with store.create() as session:
+        session.append(UserMessage(text="hello"))
+        queued = session.append(OutboxRecord(part_id="p1", status="queued", kind="k", text="once"))
+        with store.open(session.id, writable=False) as reader:
+            assert reader.leaf_id == queued.id
+            assert [e.id for e in reader.entries()][-1] == queued.id
+
+
+def test_list_is_newest_first_and_reads_no_log(store: SessionStore) -> None:
+    ids = []
+    for n in range(3):
+        with store.create(cwd=f"/w{n}") as session:
+            session.append(UserMessage(text=f"task {n}"))
+            ids.append(session.id)
+    rows = store.list()
+    assert [r.id for r in rows] == ids[::-1]
+    assert [r.title for r in rows] == ["task 2", "task 1", "task 0"]
+    assert all(r.entry_count == 1 and r.problem is None for r in rows)
+
+
+def test_resume_reads_from_the_latest_boundary_only(store: SessionStore) -> None:
+    with store.create() as session:
+        for n in range(40):
+            for e in exchange(n):
+                session.append(e)
+            session.flush()
+        kept = session.append(UserMessage(text="kept verbatim"))
+        session.append(AssistantMessage(text="ok"))
+        session.append(_boundary(kept.id))
+        session.append(UserMessage(text="after the boundary"))
+        sid = session.id
+        full_view = session.view()
+    with store.open(sid) as resumed:
+        assert resumed.loaded_count() == 4  # kept, answer, boundary, newest: not the 200 before
+        assert resumed.view() == full_view
+        assert [e.text for e in resumed.view().entries if isinstance(e, UserMessage)] == [
+            "kept verbatim",
+            "after the boundary",
+        ]
+        assert len(resumed.entries()) == 204  # the whole history is still there
+        resumed.append(UserMessage(text="and on"))
+    with store.open(sid, writable=False) as again:
+        assert again.loaded_count() == 5
+
+
+def test_branching_moves_the_leaf_and_survives_a_reopen(store: SessionStore) -> None:
+    with store.create() as session:
+        first = [session.append(e) for e in exchange(1)]
+        [session.append(e) for e in exchange(2)]
+        session.branch(first[-1].id)
+        other = session.append(UserMessage(text="another way"))
+        sid = session.id
+    with store.open(sid) as again:
+        assert again.leaf_id == other.id
+        assert [e.id for e in again.path()] == [*(e.id for e in first), other.id]
+        assert len(again.entries()) == 11
+        again.branch(first[1].id)
+    with store.open(sid, writable=False) as third:
+        assert third.leaf_id == first[1].id
+
+
+def test_a_fork_copies_the_path_and_the_files(store: SessionStore) -> None:
+    with store.create(cwd="/w") as source:
+        entries = [source.append(e) for e in exchange(1)]
+        source.append(UserMessage(text="not in the fork"))
+        (source.attachments_dir / "ab12").write_bytes(b"image bytes")
+        (source.plans_dir / "plan.md").write_text("1. do it")
+        sid = source.id
+    with store.fork(sid, entries[2].id) as fork:
+        assert fork.entries() == entries[:3]
+        assert fork.info.forked_from == ForkOrigin(sid, entries[2].id)
+        assert (fork.attachments_dir / "ab12").read_bytes() == b"image bytes"
+        (fork.plans_dir / "plan.md").write_text("changed")  # a copy, not a link
+        fork_id = fork.id
+    with store.open(sid, writable=False) as again:
+        assert (again.plans_dir / "plan.md").read_text() == "1. do it"
+    assert {r.id for r in store.list()} == {sid, fork_id}
+
+
+def test_delete_removes_a_session_but_never_one_in_use(store: SessionStore) -> None:
+    session = store.create()
+    session.append(UserMessage(text="bye"))
+    with pytest.raises(SessionLockedError):
+        store.delete(session.id)
+    session.close()
+    store.delete(session.id)
+    assert store.list() == []
+    with pytest.raises(SessionNotFoundError):
+        store.open(session.id)
+
+
+def test_an_unknown_session_is_a_clear_error(store: SessionStore) -> None:
+    with pytest.raises(SessionNotFoundError, match="nope"):
+        store.open("nope", writable=False)
+    with pytest.raises(UsageError):
+        store.open("../escape")
+
+
+def test_the_engine_runs_on_either_store(store: SessionStore, tmp_path: Path) -> None:
+    session: SessionLog = store.create(cwd=str(tmp_path))
+    engine = ContextEngine(session, stable_source=lambda: (), mode="ask")
+    part = engine.queue_one_shot("note", "delivered exactly once")
+    turn = engine.prepare_turn("first")
+    assert [o.part_id for o in turn.one_shots] == [part]
+    engine.record(AssistantMessage(text="done"))
+    engine.commit(turn)
+    engine.end_turn()
+    assert engine.volatile_inputs().data_dir == str(session.data_dir)
+    session.close()
+    with store.open(session.id) as resumed:
+        engine2 = ContextEngine(resumed, stable_source=lambda: ())
+        assert engine2.mode == "ask"
+        second = engine2.prepare_turn("second")
+        assert second.one_shots == ()  # delivered once, never again
+        engine2.end_turn()
+    with store.open(session.id, writable=False) as reader:
+        delivered = [e for e in reader.entries() if isinstance(e, OutboxRecord) and e.status == "delivered"]
+        assert [e.part_id for e in delivered] == [part]
