@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import msgspec
 import platformdirs
@@ -117,7 +117,7 @@ def split_url(url: str) -> tuple[str, str, str]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((v for k, v in query if k == "schema"), DEFAULT_SCHEMA)
     rest = [(k, v) for k, v in query if k != "schema"]
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    conninfo = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
     netloc = parts.hostname or ""
     if parts.port:
         netloc += f":{parts.port}"
@@ -159,6 +159,8 @@ class PostgresSessionStore:
         self._new_entry_id = new_entry_id
         self.owner = f"{socket.gethostname()} pid {os.getpid()} ({secrets.token_hex(3)})"
         """How this store names itself as a lease holder."""
+        self.application_name = f"lamina-{self.schema}"[:63]
+        """How the store's connections name themselves to the server (`pg_stat_activity`)."""
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._ready_lock = threading.Lock()
         self.read_only = False
@@ -180,7 +182,10 @@ class PostgresSessionStore:
     def _connect_once(self) -> psycopg.Connection[Any]:
         try:
             return psycopg.connect(
-                self._conninfo, autocommit=True, connect_timeout=max(1, round(self._connect_timeout))
+                self._conninfo,
+                autocommit=True,
+                connect_timeout=max(1, round(self._connect_timeout)),
+                application_name=self.application_name,
             )
         except psycopg.OperationalError as exc:
             raise StoreConnectionError(self.location, f"cannot connect: {_first_line(exc)}") from None
@@ -198,7 +203,11 @@ class PostgresSessionStore:
                 self._conninfo,
                 min_size=1,
                 max_size=self._max_connections,
-                kwargs={"autocommit": True, "connect_timeout": max(1, round(self._connect_timeout))},
+                kwargs={
+                    "autocommit": True,
+                    "connect_timeout": max(1, round(self._connect_timeout)),
+                    "application_name": self.application_name,
+                },
                 configure=self._configure,
                 timeout=self._connect_timeout,
                 open=False,
@@ -232,6 +241,8 @@ class PostgresSessionStore:
             before, after = migrate(conn, self.schema)
         except psycopg.errors.ReadOnlySqlTransaction:
             raise self._read_only_error() from None
+        except psycopg.Error as exc:
+            raise StoreError(self.location, f"cannot migrate the schema: {_first_line(exc)}") from None
         if before > SCHEMA_VERSION:
             raise StoreSchemaError(self.location, before, SCHEMA_VERSION, "upgrade Lamina to use this database")
         return before, after
@@ -265,6 +276,8 @@ class PostgresSessionStore:
             raise StoreConnectionError(self.location, "no connection to the database (pool timed out)") from None
         except psycopg.OperationalError as exc:
             raise StoreConnectionError(self.location, f"connection failed: {_first_line(exc)}") from None
+        except psycopg.Error as exc:
+            raise StoreError(self.location, f"the database refused: {_first_line(exc)}") from None
 
     def _writes_allowed(self) -> None:
         self._ready()
