@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from lamina.cli import chat, config, context, run, sessions
+from lamina.cli import chat, config, context, run, sessions, store
 
 app = typer.Typer(
     name="lamina",
@@ -21,6 +21,7 @@ app = typer.Typer(
 )
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(config.app, name="config")
+app.add_typer(store.app, name="store")
 app.command("context")(context.show_context)
 app.command("chat")(chat.chat)
 app.command("run")(run.run)

@@ -58,7 +58,10 @@ def _when(ts: float) -> str:
 @app.command("list")
 def list_sessions(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List sessions, newest first (reads metadata only)."""
-    rows = [r for r in _store(ctx).list() if _listed(r)]
+    try:
+        rows = [r for r in _store(ctx).list() if _listed(r)]
+    except LaminaError as exc:
+        abort(str(exc))
     if as_json:
         print_json({"sessions": rows})
         return

@@ -1,0 +1,66 @@
+"""`lamina store migrate|version` and the session commands on a PostgreSQL store chosen by URL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lamina.cli import app
+from lamina.session.postgres import SCHEMA_VERSION, PostgresSessionStore
+from tests.session.factories import exchange
+from tests.support.postgres import fresh_schema, schema_url
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("LAMINA_FILES", str(tmp_path / "files"))
+    with fresh_schema("cli") as schema:
+        yield schema_url(schema)
+
+
+def test_migrate_creates_then_reports_the_schema(url: str) -> None:
+    result = runner.invoke(app, ["--store", url, "store", "version"])
+    assert result.exit_code == 0 and f"schema version 0 (this Lamina: {SCHEMA_VERSION})" in result.stdout
+    result = runner.invoke(app, ["--store", url, "store", "migrate"])
+    assert result.exit_code == 0, result.output
+    assert f"schema migrated from version 0 to {SCHEMA_VERSION}" in result.stdout
+    assert "password" not in result.stdout
+    result = runner.invoke(app, ["--store", url, "store", "migrate", "--json"])
+    assert json.loads(result.stdout)["before"] == SCHEMA_VERSION
+
+
+def test_migrate_on_a_folder_has_nothing_to_do(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["--store", str(tmp_path), "store", "migrate"])
+    assert result.exit_code == 0 and "nothing to migrate" in result.stdout
+
+
+def test_sessions_commands_work_on_the_store_the_url_names(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with PostgresSessionStore(url) as store, store.create(cwd="/proj") as session:
+        for e in exchange(1):
+            session.append(e)
+        session_id = session.id
+    monkeypatch.setenv("LAMINA_STORE", url)  # the environment names it as well as --store
+    result = runner.invoke(app, ["sessions", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["sessions"]
+    assert [(r["id"], r["entry_count"], r["cwd"]) for r in rows] == [(session_id, 5, "/proj")]
+    result = runner.invoke(app, ["sessions", "show", session_id])
+    assert result.exit_code == 0 and "Fixed test 1." in result.stdout
+    result = runner.invoke(app, ["sessions", "check", "--all"])
+    assert result.exit_code == 1 and "is not one" in result.output
+    result = runner.invoke(app, ["sessions", "delete", session_id, "--yes"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(runner.invoke(app, ["sessions", "list", "--json"]).stdout)["sessions"] == []
+
+
+def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["--store", "postgresql://u:pw@127.0.0.1:1/x", "sessions", "list"])
+    assert result.exit_code == 1
+    assert "postgresql://u@127.0.0.1:1/x: cannot connect" in result.output and "pw" not in result.output
+    assert "Traceback" not in result.output
