@@ -1,0 +1,152 @@
+"""Eight agent servers share 200 sessions in one database while some are SIGKILLed mid-turn (and one stalls).
+
+Afterwards: no session ever had two writers (each log is one chain, its lease tokens never go back),
+no acknowledged entry is lost, no one-shot is delivered twice and no plan is dispatched twice.
+
+Plan dispatch is exercised through its primitive: a plan-state transition (ready → dispatched) is a
+critical entry, committed at once and only under the writer's lease, so a server that decided to
+dispatch from a stale view is fenced off. `LAMINA_EXHAUSTIVE=1` runs many more turns and kills.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from lamina.session.entries import OutboxRecord, PlanState, TurnRecord, UserMessage, decode_entry
+from lamina.session.postgres import PostgresSessionStore
+from tests.conftest import EXHAUSTIVE
+from tests.support.postgres import URL, fresh_schema, schema_url
+
+SERVERS = 8
+SESSIONS = 200
+TURNS = 150 if EXHAUSTIVE else 12
+"""Turns each server completes (a replacement server completes what the killed one had left)."""
+KILLS = 40 if EXHAUSTIVE else 4
+LEASE = 1.0
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    with fresh_schema("servers") as name:
+        yield name
+
+
+def _spawn(url: str, files: Path, acks: Path, seed: int, turns: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    args = [sys.executable, "-m", "tests.session._pg_server", url, str(files), str(acks), str(seed), str(turns)]
+    with open(acks.with_suffix(".err"), "wb") as errors:
+        return subprocess.Popen([*args, str(LEASE)], cwd=ROOT, env=env, stderr=errors)
+
+
+def _take_over(url: str, files: Path, pid: int) -> list[str]:
+    """Wait for the leases of a stopped server to expire, then write one entry to each of its sessions."""
+    time.sleep(LEASE * 1.5)
+    taken: list[str] = []
+    with PostgresSessionStore(url, files_root=files, lease_seconds=LEASE) as store:
+        with psycopg.connect(URL) as conn:
+            held = conn.execute(
+                f'SELECT id FROM "{store.schema}".sessions WHERE lease_owner LIKE %s', (f"% pid {pid} %",)
+            ).fetchall()
+        for (sid,) in held:
+            with store.open(sid, wait=LEASE * 2) as session:
+                session.append(UserMessage(text="taken over from a stalled server"))
+            taken.append(sid)
+    return taken
+
+
+def _acks(folder: Path) -> list[dict[str, object]]:
+    lines = []
+    for file in folder.glob("*.jsonl"):
+        for line in file.read_text().splitlines():
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError:  # the last line of a killed server may be cut: it acknowledged nothing
+                continue
+    return lines
+
+
+def test_many_servers_one_truth(schema: str, tmp_path: Path) -> None:
+    url = schema_url(schema)
+    files, acks = tmp_path / "files", tmp_path / "acks"
+    acks.mkdir()
+    with PostgresSessionStore(url, files_root=files) as store:
+        for _ in range(SESSIONS):
+            store.create(cwd="/srv").close()
+    rng = random.Random(18)
+    servers = {n: _spawn(url, files, acks / f"{n}.jsonl", n, TURNS) for n in range(SERVERS)}
+    next_seed, kills, stalled = SERVERS, 0, False
+    taken_over: list[str] = []
+    deadline = time.monotonic() + (1800 if EXHAUSTIVE else 240)
+    while any(p.poll() is None for p in servers.values()):
+        assert time.monotonic() < deadline, "the servers did not finish"
+        time.sleep(rng.uniform(0.1, 0.4))
+        alive = [n for n, p in servers.items() if p.poll() is None]
+        if not alive:
+            break
+        victim = rng.choice(alive)
+        serving = [n for n in alive if (acks / f"{n}.jsonl").exists() and (acks / f"{n}.jsonl").stat().st_size]
+        if (
+            not stalled and serving
+        ):  # one server stalls past its leases' expiry, its sessions are taken over, it wakes up
+            stalled, victim = True, rng.choice(serving)
+            servers[victim].send_signal(signal.SIGSTOP)
+            taken_over = _take_over(url, files, servers[victim].pid)
+            servers[victim].send_signal(signal.SIGCONT)
+        elif kills < KILLS and serving:  # a server in the middle of its turns
+            kills += 1
+            victim = rng.choice(serving)
+            servers[victim].send_signal(signal.SIGKILL)
+            servers[victim].wait()
+            servers[next_seed] = _spawn(url, files, acks / f"{next_seed}.jsonl", next_seed, TURNS // 2)
+            next_seed += 1
+    for n, p in servers.items():
+        stderr = (acks / f"{n}.err").read_text()
+        assert p.returncode in (0, -signal.SIGKILL), f"server {n} failed:\n{stderr}"
+    assert kills >= min(KILLS, 3), "the servers finished before enough of them were killed"
+
+    with psycopg.connect(URL) as conn:
+        rows = conn.execute(
+            f'SELECT session_id, seq, id, parent_id, lease_token, payload::text FROM "{schema}".entries'
+            " ORDER BY session_id, seq"
+        ).fetchall()
+    by_session: dict[str, list[tuple[int, str, str | None, int, str]]] = {}
+    for sid, seq, eid, parent, token, payload in rows:
+        by_session.setdefault(sid, []).append((seq, eid, parent, token, payload))
+
+    committed: set[tuple[str, str]] = set()
+    for sid, log in by_session.items():
+        assert [r[0] for r in log] == list(range(1, len(log) + 1)), f"{sid}: a gap in the sequence"
+        tokens = [r[3] for r in log]
+        assert tokens == sorted(tokens), f"{sid}: an older writer wrote after a newer one"
+        parents = [r[2] for r in log]
+        assert parents == [None, *(r[1] for r in log[:-1])], f"{sid}: two writers built on the same leaf"
+        entries = [decode_entry(r[4].encode()) for r in log]
+        delivered = Counter(e.part_id for e in entries if isinstance(e, OutboxRecord) and e.status == "delivered")
+        assert all(n == 1 for n in delivered.values()), f"{sid}: a one-shot delivered twice"
+        carried = Counter(p.part_id for e in entries if isinstance(e, TurnRecord) for p in e.one_shots)
+        assert all(n == 1 for n in carried.values()), f"{sid}: a one-shot sent in two turns"
+        dispatched = [e for e in entries if isinstance(e, PlanState) and e.state == "dispatched"]
+        assert len(dispatched) <= 1, f"{sid}: a plan dispatched twice"
+        committed.update((sid, r[1]) for r in log)
+
+    lines = _acks(acks)
+    acked = {(str(line["ack"][0]), str(i)) for line in lines if "ack" in line for i in line["ack"][1]}  # type: ignore[index, union-attr]
+    assert acked, "no turn completed"
+    assert acked <= committed, f"{len(acked - committed)} acknowledged entries lost"
+    dispatches = Counter(tuple(line["dispatch"]) for line in lines if "dispatch" in line)  # type: ignore[arg-type]
+    assert all(n == 1 for n in dispatches.values()), "a plan dispatch acknowledged twice"
+    fenced = sum("fenced" in line for line in lines)
+    print(f"{len(acked)} acknowledged entries, {kills} kills, {len(taken_over)} sessions taken over, {fenced} fenced")
