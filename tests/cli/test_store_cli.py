@@ -53,7 +53,7 @@ def test_sessions_commands_work_on_the_store_the_url_names(url: str, monkeypatch
     result = runner.invoke(app, ["sessions", "show", session_id])
     assert result.exit_code == 0 and "Fixed test 1." in result.stdout
     result = runner.invoke(app, ["sessions", "check", "--all"])
-    assert result.exit_code == 1 and "is not one" in result.output
+    assert result.exit_code == 2 and "is not one" in result.output
     result = runner.invoke(app, ["sessions", "delete", session_id, "--yes"])
     assert result.exit_code == 0, result.output
     assert json.loads(runner.invoke(app, ["sessions", "list", "--json"]).stdout)["sessions"] == []
@@ -61,6 +61,6 @@ def test_sessions_commands_work_on_the_store_the_url_names(url: str, monkeypatch
 
 def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--store", "postgresql://u:pw@127.0.0.1:1/x", "sessions", "list"])
-    assert result.exit_code == 1
+    assert result.exit_code == 3  # the store's exit code
     assert "postgresql://u@127.0.0.1:1/x: cannot connect" in result.output and "pw" not in result.output
     assert "Traceback" not in result.output

@@ -47,7 +47,7 @@ def _local_store(ctx: typer.Context, command: str) -> LocalSessionStore:
     """The JSONL store (check and repair read its files); a clear error for any other store."""
     store = _store(ctx)
     if not isinstance(store, LocalSessionStore):
-        abort(f"`sessions {command}` checks the files of a JSONL store; {safe(store.location)} is not one")
+        abort(f"`sessions {command}` checks the files of a JSONL store; {safe(store.location)} is not one", code=2)
     return store
 
 

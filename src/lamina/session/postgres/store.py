@@ -54,6 +54,7 @@ from psycopg.adapt import Loader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lamina.errors import (
+    MissingEntryError,
     SessionLeaseLostError,
     SessionLockedError,
     SessionNotFoundError,
@@ -77,7 +78,7 @@ from lamina.session.postgres._migrations import SCHEMA_VERSION, migrate, schema_
 from lamina.session.protocol import LoadReport, SessionSummary
 from lamina.session.scan import scan_log
 from lamina.session.store import SUBFOLDERS, _storable, _title_from, check_session_id
-from lamina.session.tree import MissingEntryError, ProviderView, path_to, provider_view, view_start_id
+from lamina.session.tree import ProviderView, path_to, provider_view, view_start_id
 
 E = TypeVar("E", bound=Entry)
 
