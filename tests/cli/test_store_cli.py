@@ -10,9 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
+from lamina.session.entries import AssistantMessage, UserMessage
 from lamina.session.postgres import SCHEMA_VERSION, PostgresSessionStore
 from tests.session.factories import exchange
 from tests.support.postgres import fresh_schema, schema_url
+from tests.wire.fixtures import API_KEY
+from tests.wire.script import Reply, ToolUse
+from tests.wire.server import WireServer
 
 runner = CliRunner()
 
@@ -64,3 +68,26 @@ def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
     assert result.exit_code == 3  # the store's exit code
     assert "postgresql://u@127.0.0.1:1/x: cannot connect" in result.output and "pw" not in result.output
     assert "Traceback" not in result.output
+
+
+def test_run_serves_a_turn_from_the_database_and_continues_it(
+    url: str, tmp_path: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    model = "anthropic:claude-sonnet-5"
+    wire.script(Reply(text="Looking.", tool_calls=[ToolUse("Glob", {"pattern": "*"})]), Reply(text="Nothing here."))
+    result = runner.invoke(app, ["--store", url, "run", "What is here?", "--model", model, "--json"])
+    assert result.exit_code == 0, result.output
+    session_id = json.loads(result.stdout)["session_id"]
+    wire.script(Reply(text="Still nothing."))
+    result = runner.invoke(app, ["--store", url, "run", "And now?", "--continue", "--model", model, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["session_id"] == session_id
+    with PostgresSessionStore(url) as store, store.open(session_id, writable=False) as session:
+        texts = [e.text for e in session.entries() if isinstance(e, UserMessage | AssistantMessage)]
+    assert texts == ["What is here?", "Looking.", "Nothing here.", "And now?", "Still nothing."]

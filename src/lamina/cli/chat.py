@@ -90,19 +90,21 @@ def chat(
     if resume is not None and continue_:
         abort("use --resume ID or --continue, not both")
     session_id = resume or None
-    if continue_:
-        session_id = latest_session(store, workspace)
-        if session_id is None:
-            err.print("[dim]no earlier session in this directory: starting a new one[/dim]")
-    elif resume == "":
-        session_id = _pick_session(store, workspace)
-    clean_up_empty_sessions(store)
     try:
+        if continue_:
+            session_id = latest_session(store, workspace)
+            if session_id is None:
+                err.print("[dim]no earlier session in this directory: starting a new one[/dim]")
+        elif resume == "":
+            session_id = _pick_session(store, workspace)
+        clean_up_empty_sessions(store)
         asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
     except LaminaError as exc:
         abort(str(exc))
     except KeyboardInterrupt:  # outside a turn and outside the prompt: between the two
         err.print("\n[dim]interrupted[/dim]")
+    finally:
+        store.close()  # a database store's connections; nothing for a folder
 
 
 def _pick_session(store: SessionStore, workspace: Path) -> str | None:

@@ -60,10 +60,10 @@ def run(
     store = open_store((ctx.find_root().obj or {}).get("store"))
     settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
     session_id = resume
-    if continue_:
-        session_id = latest_session(store, workspace)
     emit = _stream_line if stream_json else None
     try:
+        if continue_:
+            session_id = latest_session(store, workspace)
         outcome, session = asyncio.run(_run(store, settings, workspace, session_id, text.rstrip("\n"), emit))
     except LaminaError as exc:
         if stream_json:
@@ -73,6 +73,8 @@ def run(
         abort("interrupted", code=130)
     except Exception as exc:  # a bug or an SDK failure not mapped to LaminaError: still one line, non-zero
         abort(f"{type(exc).__name__}: {exc}")
+    finally:
+        store.close()  # a database store's connections; nothing for a folder
     result = _result(outcome, session, settings.model)
     if stream_json:
         _stream_line({"type": "result", **result})
