@@ -16,6 +16,7 @@ from lamina.errors import (
     StoreConnectionError,
     StoreReadOnlyError,
     StoreSchemaError,
+    UsageError,
 )
 from lamina.session.entries import AssistantMessage, LogEntry, OutboxRecord, UserMessage
 from lamina.session.postgres import SCHEMA_VERSION, PostgresSessionStore
@@ -218,3 +219,24 @@ def test_the_url_chooses_the_schema_and_hides_the_password() -> None:
     conninfo, schema, shown = split_url("postgresql://u:pw@db.example:5433/app?schema=agents&sslmode=require")
     assert (schema, shown) == ("agents", "postgresql://u@db.example:5433/app")
     assert conninfo == "postgresql://u:pw@db.example:5433/app?sslmode=require"
+
+
+def test_an_import_is_one_transaction_keeping_ids_parents_and_leaf(store: PostgresSessionStore, schema: str) -> None:
+    with store.create(cwd="/src") as source:
+        first = [source.append(e) for e in exchange(1)]
+        [source.append(e) for e in exchange(2)]
+        entries = source.entries()
+    sid = store.new_session_id()
+    (store.files_dir_of(sid) / "plans" / "p.md").write_text("the plan")  # files first, then the entries
+    with store.import_entries(entries, session_id=sid, cwd="/dst", leaf_id=first[-1].id) as imported:
+        assert imported.entries() == entries and imported.leaf_id == first[-1].id
+    with store.open(sid, writable=False) as again:
+        assert again.entries() == entries and again.leaf_id == first[-1].id
+        assert again.info.cwd == "/dst" and (again.plans_dir / "p.md").read_text() == "the plan"
+    with pytest.raises(UsageError, match="already exists"):
+        store.import_entries(entries, session_id=sid)
+    _kill_connections(store)
+    other = store.new_session_id()
+    with pytest.raises(StoreConnectionError):
+        store.import_entries(entries, session_id=other)
+    assert other not in {r.id for r in store.list()}  # nothing half-made

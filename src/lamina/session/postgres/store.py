@@ -499,20 +499,47 @@ class PostgresSessionStore:
             conn.execute("DELETE FROM sessions WHERE id = %s AND lease_token = %s", (session_id, token))
         shutil.rmtree(self.files_root / session_id, ignore_errors=True)
 
+    def new_session_id(self) -> str:
+        """A fresh session id (for an import that must place the session's files before its entries)."""
+        return _new_session_id(self._clock())
+
+    def files_dir_of(self, session_id: str) -> Path:
+        """The folder of a session's files (`attachments/`, `data/`, `plans/`), created if missing."""
+        return self._folders(check_session_id(session_id))
+
     def import_entries(
-        self, entries: Sequence[LogEntry], *, cwd: str = "", title: str = "", leaf_id: str | None = None
+        self,
+        entries: Sequence[LogEntry],
+        *,
+        session_id: str | None = None,
+        cwd: str = "",
+        title: str = "",
+        created_at: float | None = None,
+        forked_from: ForkOrigin | None = None,
+        leaf_id: str | None = None,
     ) -> PostgresSession:
-        """A new session holding `entries` as they are (ids, parents and times kept), leaf at `leaf_id`."""
-        session = self.create(cwd=cwd, title=title)
-        try:
-            for entry in entries:
-                session._add(entry)
-            if leaf_id is not None and leaf_id != session.leaf_id:
-                session.branch(leaf_id)
-            session.flush()
-        except BaseException:
-            session._abandon()
-            raise
+        """A new session holding `entries` as they are (ids, parents and times kept), open for writing.
+
+        The session row and every entry are committed in one transaction: an interrupted import
+        leaves no session at all. `leaf_id` (default: the last entry) becomes the leaf. Raises
+        `UsageError` when `session_id` is taken.
+        """
+        self._writes_allowed()
+        now = self._clock()
+        sid = check_session_id(session_id) if session_id is not None else _new_session_id(now)
+        info = SessionSummary(
+            sid, _title_from(title), now if created_at is None else created_at, now, 0, cwd, forked_from
+        )
+        session = PostgresSession(self, info, self._folders(sid), token=1)
+        session._creating = True
+        for entry in entries:
+            session._add(entry)
+        if leaf_id is not None and leaf_id != session.leaf_id:
+            session.get(leaf_id)
+            session._leaf = leaf_id
+            session._view_start = view_start_id(session._entries, leaf_id)
+        session._commit_pending()
+        self._hold(session)
         return session
 
     def follow(
@@ -586,6 +613,8 @@ class PostgresSession:
         """The fencing token of this writer's lease; None when read-only or closed."""
         self._lost = False
         """The lease was found taken over: every write is refused."""
+        self._creating = False
+        """The session's row is not in the database yet: the first commit inserts it (an import)."""
         self.report = LoadReport()
         self._entries: dict[str, LogEntry] = {}
         self._order: list[LogEntry] = []
@@ -812,6 +841,8 @@ class PostgresSession:
         store = self._store
         start_seq = self._seq_of.get(self._view_start, 0) if self._view_start is not None else 0
         with store._conn() as conn, conn.transaction():
+            if self._creating:
+                self._insert_row(conn, last_seq, start_seq)
             row = conn.execute(
                 "UPDATE sessions SET last_seq = %s, leaf_id = %s, entry_count = %s, resume_seq = %s,"
                 " title = %s, updated_at = %s, lease_expires = now() + make_interval(secs => %s)"
@@ -849,9 +880,37 @@ class PostgresSession:
                             )
                         )
             conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{store.schema}\t{self.id}\t{last_seq}"))
+        self._creating = False
         self._committed_seq = last_seq
         self._committed_leaf = self._leaf
         del self._pending[: len(batch)]
+
+    def _insert_row(self, conn: psycopg.Connection[Any], last_seq: int, start_seq: int) -> None:
+        """The row of a session being imported, in the transaction that commits its entries."""
+        info, store = self._info, self._store
+        row = conn.execute(
+            "INSERT INTO sessions (id, created_at, updated_at, cwd, title, forked_from_session, forked_from_entry,"
+            " leaf_id, entry_count, last_seq, resume_seq, lease_owner, lease_token, lease_expires)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, now() + make_interval(secs => %s))"
+            " ON CONFLICT (id) DO NOTHING RETURNING 1",
+            (
+                info.id,
+                info.created_at,
+                info.updated_at,
+                info.cwd,
+                info.title,
+                info.forked_from.session_id if info.forked_from else None,
+                info.forked_from.entry_id if info.forked_from else None,
+                self._leaf,
+                self._count,
+                start_seq,
+                store.owner,
+                self._token,
+                store.lease_seconds,
+            ),
+        ).fetchone()
+        if row is None:
+            raise UsageError(f"session {info.id} already exists in store {store.location}")
 
     def _settle(self) -> None:
         """The conditional update matched nothing: either the lease was taken (raise), or an earlier
