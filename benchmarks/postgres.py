@@ -304,7 +304,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     limit_ms = _median_ms(peer_limit)
     limit_name = "peer_sqlalchemy_session_get_limit_ms_100k"
     for key, value in resume.items():
-        note = f"{loaded} entries loaded; max/min over 10k..{key if key != '10k' else big_key} = {spread:.2f}x"
+        note = f"{loaded} entries loaded, the writer lease taken and given back; 10k..{big_key}: {spread:.2f}x"
         if notes.get(key):
             note += f"; PROBLEM: {notes[key]}"
         figures.append(Figure(f"pg_resume_ms_{key}", value, "ms", ratio(value, limit_ms, limit_name), note))
