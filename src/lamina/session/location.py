@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from lamina.errors import UsageError
-from lamina.session.protocol import SessionStore
-
-STORE_ENV_VAR: Final = "LAMINA_STORE"
-"""Environment variable naming the store: a folder or a `postgresql://` URL."""
+from lamina.session.protocol import STORE_ENV_VAR, SessionStore
 
 POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from lamina.session.entries import Entry, LogEntry
 from lamina.session.meta import ForkOrigin
@@ -40,6 +40,9 @@ from lamina.session.scan import CorruptLine, DuplicateId, TornTail
 from lamina.session.tree import ProviderView, Relink
 
 E = TypeVar("E", bound=Entry)
+
+STORE_ENV_VAR: Final = "LAMINA_STORE"
+"""Environment variable naming the store: a folder or a `postgresql://` URL."""
 
 
 @dataclass(slots=True)

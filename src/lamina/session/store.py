@@ -47,9 +47,8 @@ from lamina.session.entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session.location import STORE_ENV_VAR
 from lamina.session.meta import ForkOrigin, SessionMeta, read_meta, write_meta
-from lamina.session.protocol import LoadReport, SessionSummary
+from lamina.session.protocol import STORE_ENV_VAR, LoadReport, SessionSummary
 from lamina.session.scan import DuplicateId, LogScan, TornTail, scan_log
 from lamina.session.tree import (
     LostLine,
