@@ -36,7 +36,7 @@ def serve(url: str, files: str, acks: str, seed: int, turns: int, lease: float) 
         sid = rng.choice(ids)
         try:
             session = store.open(sid)
-        except SessionLockedError:
+        except (SessionLockedError, StoreConnectionError):  # held elsewhere, or the database is slow to answer
             time.sleep(0.005)
             continue
         try:
@@ -67,7 +67,12 @@ def serve(url: str, files: str, acks: str, seed: int, turns: int, lease: float) 
         except StoreConnectionError:
             pass
         finally:
-            session.close()
+            try:
+                session.close()
+            except SessionLeaseLostError:  # taken over after the turn's last commit: nothing was written
+                out.write(json.dumps({"fenced": sid}) + "\n")
+            except StoreConnectionError:
+                pass
     store.close()
 
 
