@@ -442,15 +442,19 @@ _GROUPS = (
 )
 
 
-def show_session(store_root: Path | None, session_id: str, *, as_json: bool) -> None:
+def show_session(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The composition of a stored session's requests: tokens per component, per request and summed."""
+    from lamina.session.location import open_store
+
     try:
-        with LocalSessionStore(store_root).open(session_id, writable=False) as session:
-            path, cwd, folder = session.path(), session.meta.cwd, session.folder
+        store = open_store(store_root)
+        try:
+            with store.open(session_id, writable=False) as session:
+                path, cwd, data_dir = session.path(), session.info.cwd, session.data_dir
+        finally:
+            store.close()
         workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".", tools=default_tool_specs())
-        requests = logged_requests(
-            path, tools=workspace.tools, fallback_stable=workspace(), data_dir=str(folder / "data")
-        )
+        requests = logged_requests(path, tools=workspace.tools, fallback_stable=workspace(), data_dir=str(data_dir))
     except UsageError as exc:
         abort(str(exc), 2)
     except LaminaError as exc:

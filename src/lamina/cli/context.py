@@ -56,7 +56,7 @@ def show_context(
     from lamina.cli import _context_report
 
     if session is not None:
-        store: Path | None = (ctx.find_root().obj or {}).get("store")
+        store: str | None = (ctx.find_root().obj or {}).get("store")
         _context_report.show_session(store, session, as_json=as_json)
         return
     _context_report.show_context(path, provider, preset, custom_preset, show_text=show_text, as_json=as_json)
