@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeAlias
 from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
 from lamina.attachments.render import MediaSupport
 from lamina.attachments.store import AttachmentInput
+from lamina.budget import NEXT_MESSAGE, BudgetReport, budget_of_turn
 from lamina.compaction import should_compact
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
@@ -26,11 +27,12 @@ from lamina.compaction.summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.errors import ContextOverflowError, TooManyModelCallsError
 from lamina.messages import INTERRUPTED_RESULT
+from lamina.parts import Part
 from lamina.prompt.presets import Preset
 from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
 from lamina.providers.retry import RetryNotice, RetryPolicy, stream_with_retry
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
-from lamina.session.protocol import SessionStore
+from lamina.session.protocol import SessionLog, SessionStore
 from lamina.sources.connections import SourceConnections
 from lamina.sources.guide import guide_path
 from lamina.tools.base import PermissionMode, Tool, ToolContext
@@ -216,6 +218,14 @@ class Agent:
             user_lane_tokens=lane_tokens,
         )
 
+    def budget(self, user_text: str = NEXT_MESSAGE) -> BudgetReport:
+        """Tokens per tier (SPEC F17) of the next request, `user_text` standing for the user's message.
+
+        What `lamina context` prints for a new session, for this one: built from a preview of the
+        next turn (the cached prefix, history, pending one-shots), so nothing is written to the log.
+        """
+        return budget_of_turn(self.engine.preview_turn(user_text))
+
     async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
         return (await self.compact(trigger=trigger)).status == "compacted"
 
@@ -318,25 +328,14 @@ def open_agent(
             before any session is created).
     """
     chosen = load_preset(preset, custom_path=custom_preset)
-    if interactive is None:
-        interactive = sys.stdin.isatty() and sys.stdout.isatty()
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
     try:
-        tools: list[Tool[Any]] = list(mini_tools() if chosen.name == "mini" else default_tools())
-        finder = ContextFileFinder()
-        context = WorkspaceContext(
-            workspace,
-            preset=chosen,
-            tools=tuple(t.spec for t in tools),
-            finder=finder,
-            platform=detect_platform(interactive=interactive),
-        )
-        catalogue = SkillCatalogue(workspace, user_dir=skills_dir)
-        allowed = {s.name for s in context.tools}
-        tools = [t for t in tools if t.spec.name in allowed] + list(sources.tools if sources else ())
+        wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir)
+        context, catalogue = wired.context, wired.catalogue
+        tools = [*wired.tools, *(sources.tools if sources else ())]
         engine = ContextEngine(
             session,
-            stable_source=lambda: (*context(), *catalogue.parts()),
+            stable_source=wired.stable_source,
             tools=tuple(t.spec for t in tools),
             time_zone=context.time_zone,
             mode=PermissionMode(mode).value,
@@ -356,7 +355,7 @@ def open_agent(
         manager = PrerequisiteManager(strict=strict_prerequisites, on_stuck=stuck)
         rules: list[Rule] = [manager.rule()]
         if nearest_context_rule:
-            rules.append(NearestContextFileRule(manager, nearest_context_paths(finder, workspace)))
+            rules.append(NearestContextFileRule(manager, nearest_context_paths(wired.finder, workspace)))
         pipeline = ToolPipeline(tools, tool_context, rules=rules, ask=ask)
         activation = Activation(engine, manager, catalogue, cwd=workspace)
         if sources is not None:
@@ -378,3 +377,59 @@ def open_agent(
         user_lane_tokens=user_lane_tokens,
         activation=activation,
     )
+
+
+def session_engine(
+    session: SessionLog,
+    *,
+    workspace: Path,
+    preset: str | Preset = "default",
+    custom_preset: str | os.PathLike[str] | None = None,
+    interactive: bool | None = False,
+    skills_dir: Path | None = None,
+) -> ContextEngine:
+    """A context engine over `session` with the stable parts and built-in tools `open_agent` would give it.
+
+    No provider and no tool runs: for reports on a stored session (`lamina sessions budget`) and
+    compaction without an agent (`lamina sessions compact`), whose token counts then include the
+    stable parts and tool definitions. A source's tools are left out (they need a connection).
+    The engine records nothing when it is created; `session` may be read-only for a report.
+    """
+    chosen = load_preset(preset, custom_path=custom_preset)
+    wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir)
+    return ContextEngine(
+        session,
+        stable_source=wired.stable_source,
+        tools=tuple(t.spec for t in wired.tools),
+        time_zone=wired.context.time_zone,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Wiring:
+    tools: tuple[Tool[Any], ...]
+    """The built-in tools the preset keeps."""
+    context: WorkspaceContext
+    catalogue: SkillCatalogue
+    finder: ContextFileFinder
+
+    def stable_source(self) -> tuple[Part, ...]:
+        return (*self.context(), *self.catalogue.parts())
+
+
+def _wire_workspace(workspace: Path, preset: Preset, *, interactive: bool | None, skills_dir: Path | None) -> _Wiring:
+    """The workspace's stable context, skill catalogue and built-in tools, the one way agents and reports build them."""
+    if interactive is None:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    tools = mini_tools() if preset.name == "mini" else default_tools()
+    finder = ContextFileFinder()
+    context = WorkspaceContext(
+        workspace,
+        preset=preset,
+        tools=tuple(t.spec for t in tools),
+        finder=finder,
+        platform=detect_platform(interactive=interactive),
+    )
+    allowed = {s.name for s in context.tools}
+    kept = tuple(t for t in tools if t.spec.name in allowed)
+    return _Wiring(kept, context, SkillCatalogue(workspace, user_dir=skills_dir), finder)

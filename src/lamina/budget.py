@@ -52,6 +52,7 @@ from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import ToolSpec, TurnContext
 
 __all__ = [
+    "NEXT_MESSAGE",
     "TIER_LABELS",
     "Breakpoint",
     "BudgetReport",
@@ -78,6 +79,9 @@ TIER_LABELS: Final[Mapping[Tier, str]] = {
     Tier.ONE_SHOT: "one-shot",
 }
 """A short name for each tier, as reports show it."""
+
+NEXT_MESSAGE: Final = "(your next message)"
+"""Stands for the user's text in the budget of a session's next request: the report is about everything around it."""
 
 
 # --- tokens per tier --------------------------------------------------------------------------------

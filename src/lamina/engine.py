@@ -565,11 +565,28 @@ class ContextEngine:
 
     def context_tokens(self) -> int:
         """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
-        stable = self._stable.parts if self._stable else ()
+        stable = self._next_stable().parts
         fixed = sum(self.estimator.count(p.text) for p in stable) + sum(
             self.estimator.count(t.name + t.description + str(t.input_schema)) for t in self.tools
         )
         return fixed + self._prelude_tokens() + self._view_tokens
+
+    def _next_stable(self) -> StableContext:
+        """The stable context the next request sends: the latest seen, else the prefix, else the source's."""
+        if self._stable is not None:
+            return self._stable
+        if self._prefix is not None:
+            return self._prefix
+        return pin_stable(None, self._stable_source())[0]
+
+    def _stable_state(self) -> str | None:
+        """The stable version a compaction boundary carries: the latest seen, else the one the log recorded."""
+        if self._stable is not None:
+            return f"{self._stable.version}:{self._stable.digest}"
+        if self._recorded_stable is not None:
+            version, digest = self._recorded_stable
+            return f"{version}:{digest}"
+        return None
 
     def calibrated_context_tokens(self) -> int:
         """`context_tokens` scaled by what the provider reported for earlier requests (see `observe_usage`)."""
@@ -684,7 +701,7 @@ class ContextEngine:
                 mode=self._mode if self._mode_recorded else None,
                 sources=self._sources,
                 skills=self._skills,
-                stable=f"{self._stable.version}:{self._stable.digest}" if self._stable else None,
+                stable=self._stable_state(),
                 pending_one_shots=tuple(
                     PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden)
                     for o in self._pending.values()

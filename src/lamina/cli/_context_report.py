@@ -173,11 +173,7 @@ def _document(
             "set": [f for f in ("name", "time_zone", "city", "notes") if getattr(snapshot.preferences, f)],
         },
         "cache_layout": layout,
-        "tiers": [
-            {"tier": int(t.tier), "name": TIER_LABELS[t.tier], "tokens": t.tokens, "items": t.items}
-            for t in budget.tiers
-        ],
-        "total_tokens": budget.total,
+        **budget_json(budget),
     }
 
 
@@ -475,6 +471,42 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
         )
         return
     _print_session(session_id, requests, total)
+
+
+def show_session_budget(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
+    """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
+    from lamina.budget import NEXT_MESSAGE
+    from lamina.cli._session import stored_session_engine
+
+    from lamina.session.location import open_store
+
+    try:
+        store = open_store(store_root)
+        try:
+            with store.open(session_id, writable=False) as session:
+                budget = budget_of_turn(stored_session_engine(session).preview_turn(NEXT_MESSAGE))
+        finally:
+            store.close()
+    except UsageError as exc:
+        abort(str(exc), 2)
+    except LaminaError as exc:
+        abort(str(exc))
+    if as_json:
+        print_json({"session": session_id, **budget_json(budget)})
+        return
+    out.print(f"[bold]Budget of the next request of session {safe(session_id)}[/bold]", highlight=False)
+    print_budget(budget, note=f", with {safe(NEXT_MESSAGE)} standing for the user's message.")
+
+
+def budget_json(budget: BudgetReport) -> dict[str, Any]:
+    """The budget by tier as `lamina context --json` and `lamina sessions budget --json` print it."""
+    return {
+        "tiers": [
+            {"tier": int(t.tier), "name": TIER_LABELS[t.tier], "tokens": t.tokens, "items": t.items}
+            for t in budget.tiers
+        ],
+        "total_tokens": budget.total,
+    }
 
 
 def _print_session(session_id: str, requests: list[LoggedRequest], total: SessionComposition) -> None:

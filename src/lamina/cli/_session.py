@@ -9,15 +9,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from lamina.agent import Agent, AgentEvent, open_agent
+from lamina.agent import Agent, AgentEvent, open_agent, session_engine
 from lamina.cli._console import err, safe
-from lamina.cli.config import Settings, missing_api_key
-from lamina.engine import CompactionEvent
+from lamina.cli.config import Settings, load_settings, missing_api_key
+from lamina.engine import CompactionEvent, ContextEngine
 from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
+from lamina.prompt.presets import Preset
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
 from lamina.session.entries import UserMessage
-from lamina.session.protocol import SessionStore, SessionSummary
+from lamina.session.protocol import SessionLog, SessionStore, SessionSummary
 from lamina.sources import SourceConnections, find_sources
 from lamina.tools.base import PermissionMode
 from lamina.tools.rules import AskCallback
@@ -121,6 +122,32 @@ def clean_up_empty_sessions(store: SessionStore, *, now: Callable[[], float] = t
     return removed
 
 
+def _preset_of(settings: Settings) -> Preset:
+    # a config file's preset_file applies to the custom preset only; one on the command line always counts
+    use_file = settings.preset == "custom" or settings.origin("preset_file") == "command line"
+    return load_preset(settings.preset, custom_path=settings.preset_file if use_file else None)
+
+
+def stored_session_engine(session: SessionLog) -> ContextEngine:
+    """An engine over a stored session with the stable parts and tools a chat resumed in its folder would have.
+
+    The workspace is the session's working directory, the preset comes from that folder's
+    settings (`.lamina/config.toml`, the user's file), and the platform section is the interactive
+    one, as `lamina context` shows it. Nothing is recorded.
+
+    Raises:
+        UsageError: The session's working directory is gone.
+        ConfigError, PresetFileError: Its settings or preset cannot be used.
+    """
+    cwd = Path(session.info.cwd) if session.info.cwd else None
+    if cwd is None or not cwd.is_dir():
+        raise UsageError(
+            f"session {session.id}: its working directory {session.info.cwd or '(none recorded)'} is gone, "
+            "so its stable parts cannot be read"
+        )
+    return session_engine(session, workspace=cwd, preset=_preset_of(load_settings(cwd)), interactive=True)
+
+
 @asynccontextmanager
 async def session_agent(
     store: SessionStore,
@@ -143,9 +170,7 @@ async def session_agent(
         scan = find_sources(workspace)
         for problem in scan.problems:
             err.print(f"[yellow]source skipped:[/yellow] {safe(problem)}")
-        # a config file's preset_file applies to the custom preset only; one on the command line always counts
-        use_file = settings.preset == "custom" or settings.origin("preset_file") == "command line"
-        preset = load_preset(settings.preset, custom_path=settings.preset_file if use_file else None)
+        preset = _preset_of(settings)
         async with SourceConnections(scan.sources) as sources:
             for failure in sources.problems:
                 err.print(f"[yellow]source not connected:[/yellow] {safe(failure.slug)}: {safe(failure.reason)}")

@@ -34,8 +34,6 @@ HELP: Final = """\
 /quit              leave (also Ctrl-D, or Ctrl-C twice)
 Enter sends; Alt-Enter or Ctrl-J starts a new line; a paste is one message. Ctrl-C cancels a running turn."""
 
-NEXT_MESSAGE: Final = "(your next message)"
-"""Stands for the user's text in `/context`'s budget: the report is about everything around it."""
 
 ModelOption = Annotated[
     str | None,
@@ -333,7 +331,7 @@ def _print_context(agent: Agent) -> None:
 
     The budget comes from a preview of the next turn, so `/context` writes nothing to the log.
     """
-    from lamina.budget import budget_of_turn
+    from lamina.budget import NEXT_MESSAGE
     from lamina.cli._console import err, safe
     from lamina.cli._context_report import print_budget
     from lamina.errors import LaminaError
@@ -354,12 +352,12 @@ def _print_context(agent: Agent) -> None:
     pending = ", ".join(o.kind for o in engine.pending_one_shots) or "none"
     err.print(f"one-shots {safe(pending)} pending")
     try:
-        turn = engine.preview_turn(NEXT_MESSAGE)
+        budget = agent.budget()
     except LaminaError as exc:  # the workspace's stable parts could not be read
         err.print(f"[red]error:[/red] budget by tier: {safe(exc)}")
         return
     print_budget(
-        budget_of_turn(turn),
+        budget,
         err,
         note=f" of the next request, with {safe(NEXT_MESSAGE)} standing for your message.",
     )

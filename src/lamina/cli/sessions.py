@@ -160,8 +160,10 @@ def compact(
     as_json: JsonOption = False,
 ) -> None:
     """Compact a session's provider view now (the log keeps everything)."""
+    from lamina.cli._session import stored_session_engine
     from lamina.compaction.summarize import DeterministicSummariser, ProviderSummariser, Summariser
     from lamina.engine import ContextEngine
+    from lamina.errors import UsageError
     from lamina.providers import provider_from_spec
 
     try:
@@ -169,7 +171,11 @@ def compact(
             ProviderSummariser(provider_from_spec(model)) if model is not None else DeterministicSummariser()
         )
         with _store(ctx).open(session_id, wait=wait) as session:
-            engine = ContextEngine(session, stable_source=lambda: ())
+            try:  # the stable parts and tools count in the tokens before and after
+                engine = stored_session_engine(session)
+            except UsageError as exc:
+                warn(f"the tokens before and after leave out the stable parts and tools: {exc}")
+                engine = ContextEngine(session, stable_source=lambda: ())
             with err.status("compacting…") if err.is_terminal else contextlib.nullcontext():
                 outcome = asyncio.run(
                     engine.compact(summariser, trigger="manual", focus=focus, keep_tokens=keep_tokens)
@@ -188,6 +194,18 @@ def compact(
         )
         return
     out.print(safe(outcome.message))
+
+
+@app.command("budget")
+def budget(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
+    as_json: JsonOption = False,
+) -> None:
+    """The budget by tier of a session's next request, as `lamina context` shows it for a new one."""
+    from lamina.cli._context_report import show_session_budget
+
+    show_session_budget((ctx.find_root().obj or {}).get("store"), session_id, as_json=as_json)
 
 
 def _listed(row: SessionSummary) -> bool:
