@@ -477,7 +477,6 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
     from lamina.budget import NEXT_MESSAGE
     from lamina.cli._session import stored_session_engine
-
     from lamina.session.location import open_store
 
     try:
