@@ -1,17 +1,26 @@
 """Skills and sources in a session: mentions become required reads, sources need their guides.
 
 Progressive loading (design chapter §10.9–10.10): the stable prompt carries only the skill
-catalogue; a `[skill:name]` in the user's new text registers a required read of that
+catalogue; a `[skill:name]` in the user's new text, or a skill the turn's task names
+(`Agent.run_turn(..., skills=[...])`, `lamina run --skill`), registers a required read of that
 `SKILL.md`, which the pre-tool-use pipeline enforces; a source's tools are gated by its guide.
 After every compaction the read state is forgotten and the skills still in use are required again,
 so the model reads them anew. Mentions are parsed once, from the new user text only.
+
+The skills a turn invokes are that turn's active task. While they are, a skill's `allowed_tools`
+is enforced by `SkillToolsRule` in the pipeline: a call to any other tool is denied (a read of an
+active skill's own `SKILL.md` always runs). Several active skills allow the union of their lists;
+one without `allowed_tools` lifts the restriction. The next user turn ends the task, unless it
+invokes the skill again: a skill used once must not narrow the rest of the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from lamina.engine import ContextEngine
 from lamina.parts import Part
@@ -19,6 +28,7 @@ from lamina.session.entries import CompactionBoundary
 from lamina.sources.config import slug_problem
 from lamina.sources.guide import calls_to_source
 from lamina.tools.prerequisites import PrerequisiteManager
+from lamina.tools.rules import Allow, Deny, Rule, ToolCall, Verdict
 from lamina.workspace.context_files import ContextFileFinder
 from lamina.workspace.skills import (
     Skill,
@@ -30,6 +40,9 @@ from lamina.workspace.skills import (
     skill_catalogue_part,
     skill_stamps,
 )
+
+_TOOL_NAME_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+"""A tool name as shown to the model; other text from a skill's front matter is not shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +101,7 @@ class Activation:
         self.catalogue = catalogue
         self.cwd = cwd
         self._in_use: dict[str, Skill] = {}
+        self._active: tuple[Skill, ...] = ()
         self._guides: dict[str, Path] = {}
         engine.compaction_hooks.append(self.after_compaction)
         for name in engine.skills_in_use:  # a resumed session: the skills invoked before it
@@ -98,6 +112,21 @@ class Activation:
     @property
     def skills_in_use(self) -> tuple[Skill, ...]:
         return tuple(self._in_use.values())
+
+    @property
+    def active_skills(self) -> tuple[Skill, ...]:
+        """The skills the current turn invoked: its task (see the module docstring)."""
+        return self._active
+
+    def allowed_tools(self) -> frozenset[str] | None:
+        """The tools the active skills allow, or None when nothing restricts the calls."""
+        if not self._active or any(s.allowed_tools is None for s in self._active):
+            return None
+        return frozenset(name for s in self._active for name in s.allowed_tools or ())
+
+    def rule(self) -> Rule:
+        """The pipeline rule that enforces the active skills' `allowed_tools`."""
+        return SkillToolsRule(self)
 
     def add_source(self, slug: str, guide: Path) -> None:
         """Gate the tools of source `slug`: its guide must be read first in each context window."""
@@ -110,9 +139,14 @@ class Activation:
             applies_to=calls_to_source(slug),
         )
 
-    def before_turn(self, user_text: str) -> tuple[SkillWarning, ...]:
-        """Register what the user's new text asks for; call once per turn, before `prepare_turn`."""
-        resolution = resolve_mentions(parse_skill_mentions(user_text), self.catalogue.scan)
+    def before_turn(self, user_text: str, skills: Sequence[str] = ()) -> tuple[SkillWarning, ...]:
+        """Register what the user's new text and the turn's task (`skills`, by name) ask for.
+
+        Call once per turn, before `prepare_turn`. A named skill is handled as a mention.
+        """
+        names = (*parse_skill_mentions(user_text), *skills)
+        resolution = resolve_mentions(names, self.catalogue.scan)
+        self._active = resolution.found
         warnings = tuple(
             SkillWarning(name, f"unknown skill [skill:{name}]; known skills: {self._known()}")
             for name in resolution.unknown
@@ -127,8 +161,13 @@ class Activation:
         for skill in resolution.found:
             self._in_use[skill.name] = skill
             self._require(skill)
+            only = ""
+            if skill.allowed_tools is not None:
+                shown = [t for t in skill.allowed_tools if _TOOL_NAME_RE.fullmatch(t)]  # front matter is untrusted
+                only = f" While it is the task, only these tools run: {', '.join(shown) or 'none'}."
             self.engine.queue_one_shot(
-                "note", f"The user invoked the skill '{skill.name}': read {skill.path} before doing anything else."
+                "note",
+                f"The user invoked the skill '{skill.name}': read {skill.path} before doing anything else.{only}",
             )
             # only names that can be a source's slug: a SKILL.md field is untrusted text
             needed = (s for s in skill.required_sources if slug_problem(s) is None)
@@ -162,6 +201,31 @@ class Activation:
                 f"The conversation was compacted. Skills in use: {', '.join(self._in_use)}. "
                 f"Read these SKILL.md files again before your next tool call: {files}.",
             )
+
+
+class SkillToolsRule(Rule):
+    """Denies a call to a tool the active skills do not allow (their `allowed_tools`)."""
+
+    def __init__(self, activation: Activation) -> None:
+        self._activation = activation
+
+    @property
+    def name(self) -> str:
+        return "skill_allowed_tools"
+
+    async def check(self, call: ToolCall) -> Verdict:
+        allowed = self._activation.allowed_tools()
+        if allowed is None or call.name in allowed:
+            return Allow()
+        active = self._activation.active_skills
+        if call.name == "Read" and call.paths and set(call.paths) <= {s.path.resolve() for s in active}:
+            return Allow()  # the required read of the skill itself
+        names = ", ".join(f"'{s.name}'" for s in active)
+        shown = ", ".join(sorted(t for t in allowed if _TOOL_NAME_RE.fullmatch(t))) or "none"
+        return Deny(
+            f"{call.name} is not allowed while the skill {names} is the task: it allows only {shown}. "
+            "Use those tools, or finish and tell the user what else is needed."
+        )
 
 
 def nearest_context_paths(finder: ContextFileFinder, cwd: Path) -> Callable[[Path], list[Path]]:

@@ -124,8 +124,14 @@ class Agent:
         if self.on_event is not None:
             self.on_event(event)
 
-    async def run_turn(self, user_text: str, attachments: Sequence[AttachmentInput] = ()) -> TurnOutcome:
+    async def run_turn(
+        self, user_text: str, attachments: Sequence[AttachmentInput] = (), *, skills: Sequence[str] = ()
+    ) -> TurnOutcome:
         """Run one user turn to the end: model calls and tool calls until the model stops.
+
+        `skills` names skills the turn's task uses (a task or sub-agent spec): each becomes a
+        required read, exactly as a `[skill:name]` mention in `user_text` does, and the turn's
+        active task, whose `allowed_tools` the pipeline enforces (see `lamina.activation`).
 
         `attachments` are files (paths relative to the workspace, or bytes) sent with the message:
         checked, converted and stored first, shown as the provider's model can take them.
@@ -141,7 +147,7 @@ class Agent:
             await asyncio.to_thread(self.engine.attach, attachments, base=self.tools.context.cwd) if attachments else ()
         )
         if self.activation is not None:  # mentions are parsed once, from the new text only
-            for warning in self.activation.before_turn(user_text):
+            for warning in self.activation.before_turn(user_text, skills):
                 self._emit(warning)
         if self._over_threshold():
             await self.compact(trigger="threshold")
@@ -283,9 +289,11 @@ class Agent:
         self.engine.set_mode(mode.value)
         self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
 
-    def run_turn_sync(self, user_text: str, attachments: Sequence[AttachmentInput] = ()) -> TurnOutcome:
+    def run_turn_sync(
+        self, user_text: str, attachments: Sequence[AttachmentInput] = (), *, skills: Sequence[str] = ()
+    ) -> TurnOutcome:
         """`run_turn` for synchronous callers (starts and closes its own event loop)."""
-        return asyncio.run(self.run_turn(user_text, attachments))
+        return asyncio.run(self.run_turn(user_text, attachments, skills=skills))
 
 
 def open_agent(
@@ -358,6 +366,7 @@ def open_agent(
             rules.append(NearestContextFileRule(manager, nearest_context_paths(wired.finder, workspace)))
         pipeline = ToolPipeline(tools, tool_context, rules=rules, ask=ask)
         activation = Activation(engine, manager, catalogue, cwd=workspace)
+        pipeline.add_rule(activation.rule())  # the active skill's allowed tools
         if sources is not None:
             for source in sources.sources:
                 activation.add_source(source.slug, guide_path(source))

@@ -31,6 +31,14 @@ def run(
     continue_: ContinueOption = False,
     preset: PresetOption = None,
     custom_preset: CustomPresetOption = None,
+    skill: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--skill",
+            help="A skill the task uses (repeatable): read first, as a [skill:NAME] mention; its allowed_tools apply.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the result.")] = False,
     stream_json: Annotated[
         bool, typer.Option("--stream-json", help="Print one JSON object per event, one per line.")
@@ -64,7 +72,9 @@ def run(
     try:
         if continue_:
             session_id = latest_session(store, workspace)
-        outcome, session = asyncio.run(_run(store, settings, workspace, session_id, text.rstrip("\n"), emit))
+        outcome, session = asyncio.run(
+            _run(store, settings, workspace, session_id, text.rstrip("\n"), emit, tuple(skill or ()))
+        )
     except LaminaError as exc:
         if stream_json:
             _stream_line({"type": "error", "message": str(exc)})
@@ -91,7 +101,7 @@ def run(
 
 
 async def _run(
-    store: Any, settings: Any, workspace: Path, session_id: str | None, text: str, emit: Any
+    store: Any, settings: Any, workspace: Path, session_id: str | None, text: str, emit: Any, skills: tuple[str, ...]
 ) -> tuple[TurnOutcome, str]:
     from lamina.cli._session import make_provider, model_name, session_agent
     from lamina.cli._view import TurnView
@@ -127,7 +137,7 @@ async def _run(
         on_event=on_event,
         on_compaction=on_compaction,
     ) as agent:
-        outcome = await agent.run_turn(text)
+        outcome = await agent.run_turn(text, skills=skills)
         return outcome, agent.engine.session.id
 
 
