@@ -90,6 +90,7 @@ RESERVED_TAG_NAMES: frozenset[str] = frozenset(
         "pinned",
         "preferences",
         "project_context",
+        "project_manifest",
         "recovery",
         "session_state",
         "skill",

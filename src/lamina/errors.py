@@ -6,6 +6,7 @@ LaminaError
 │   ├── UnknownPresetError
 │   ├── PresetFileError             a custom preset file that cannot be used (prompt.presets)
 │   ├── PreferencesError            a preferences file that cannot be used (workspace.preferences)
+│   ├── ProjectFileError            a project manifest that cannot be used (workspace.project)
 │   ├── AttachmentError             a file that cannot be attached (type, corrupt, too large)
 │   ├── ConfigError                 a config file that cannot be used (file, key)
 │   ├── ToolInputError              a tool call's input that does not fit its schema (tools.base)

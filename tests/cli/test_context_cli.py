@@ -103,6 +103,7 @@ def test_json_carries_the_same_data(monorepo: Path) -> None:
         "tools",
         "context_files",
         "memory",
+        "project",
         "preferences",
         "cache_layout",
         "tiers",

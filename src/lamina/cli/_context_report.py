@@ -168,12 +168,24 @@ def _document(
             "scanned_dirs": scan.scanned_dirs,
         },
         "memory": _memory_json(snapshot.memory, included=preset.memory),
+        "project": _project_json(snapshot),
         "preferences": {
             "file": workspace.preferences_file,
             "set": [f for f in ("name", "time_zone", "city", "notes") if getattr(snapshot.preferences, f)],
         },
         "cache_layout": layout,
         **budget_json(budget),
+    }
+
+
+def _project_json(snapshot: WorkspaceSnapshot) -> dict[str, Any] | None:
+    project = snapshot.project
+    if project is None:
+        return None
+    return {
+        "file": project.path,
+        "description": project.description,
+        "paths": [{"path": path, "note": note} for path, note in project.paths],
     }
 
 
@@ -297,6 +309,16 @@ def _print_memory_and_preferences(snapshot: WorkspaceSnapshot, workspace: Worksp
     else:
         cut = f", cut to the first {memory.kept_lines:,} lines" if memory.truncated else ""
         out.print(f"Memory: MEMORY.md, {_tokens(memory.text):,} tokens kept{cut}", highlight=False)
+    project = snapshot.project
+    if project is None:
+        out.print("Project manifest: none (no .lamina/project.toml)")
+    else:
+        described = "a description and " if project.description else ""
+        out.print(
+            f"Project manifest: .lamina/project.toml, {described}{len(project.paths):,} important paths "
+            "(part project.manifest)",
+            highlight=False,
+        )
     fields = [f.replace("_", " ") for f in ("name", "time_zone", "city", "notes") if getattr(snapshot.preferences, f)]
     where = workspace.preferences_file
     if fields:

@@ -1,16 +1,18 @@
-"""A workspace's stable context: preferences, preset sections, context files, memory (I/O: disk, environment).
+"""A workspace's stable context: preferences, preset sections, manifest, context files, memory (I/O: disk, environment).
 
 `WorkspaceContext(root, tools=...)` is the engine's `stable_source`: each call returns the stable parts
 
 1. `preferences` — the user's preferences, pinned first so they never drift after compaction;
 2. `system.<section>` — the preset's sections (tools and way of working, permissions, skills and
    sources, platform, project, the list of project context files);
-3. `context.root` — the root context file(s) shown in full, when they fit `inline_root_tokens`;
-4. `memory` — the top of the project's `MEMORY.md` (unless the preset leaves it out).
+3. `project.manifest` — the project's description and important paths from `.lamina/project.toml`,
+   when the workspace has one (see `lamina.workspace.project`);
+4. `context.root` — the root context file(s) shown in full, when they fit `inline_root_tokens`;
+5. `memory` — the top of the project's `MEMORY.md` (unless the preset leaves it out).
 
 A call sees the workspace as it is, cheaply: context files come from a `ContextFileFinder`, which
 checks its cached scan with `stat` calls alone (every folder listed, every file read or looked
-for) and walks again only when one changed; `MEMORY.md` and the preferences file are read again
+for) and walks again only when one changed; `MEMORY.md`, the manifest and the preferences file are read again
 only when their modification or change time, size or inode changed. When nothing changed, the
 very same tuple is returned; when an input changed, only the parts built from it get new bytes,
 and the engine records the new stable version (it pins stable parts by digest).
@@ -50,6 +52,7 @@ from lamina.workspace.preferences import (
     load_preferences,
     preferences_part,
 )
+from lamina.workspace.project import PROJECT_FILE, ProjectManifest, load_project, project_part
 
 __all__ = [
     "DEFAULT_INLINE_ROOT_TOKENS",
@@ -159,13 +162,17 @@ def assemble_stable_parts(
     preferences: Preferences,
     root_part: Part | None = None,
     memory: ProjectMemory | SkippedPath | None = None,
+    project: ProjectManifest | None = None,
 ) -> tuple[Part, ...]:
-    """The stable parts in their fixed order: preferences, preset sections, root context file, memory (pure)."""
+    """The stable parts in their fixed order: preferences, preset sections, project manifest, root context
+    file, memory (pure)."""
     parts: list[Part] = []
     pinned = preferences_part(preferences)
     if pinned is not None:
         parts.append(pinned)
     parts += compose_sections(preset, inputs)
+    if project is not None:
+        parts.append(project_part(project))
     if root_part is not None and "context_files" in preset.sections:
         parts.append(root_part)
     if preset.memory and isinstance(memory, ProjectMemory):
@@ -186,6 +193,8 @@ class WorkspaceSnapshot:
     memory: ProjectMemory | SkippedPath | None
     """The loaded memory, why `MEMORY.md` was skipped, or None when there is none."""
     parts: tuple[Part, ...]
+    project: ProjectManifest | None = None
+    """The project manifest (`.lamina/project.toml`), or None when the workspace has none."""
 
 
 class WorkspaceContext:
@@ -269,6 +278,8 @@ class WorkspaceContext:
         self._memory: ProjectMemory | SkippedPath | None = None
         self._preferences_stamp: _Stamp | None = None
         self._preferences: Preferences | None = preferences
+        self._project_stamp: _Stamp | None = None
+        self._project: ProjectManifest | None = None
 
     @property
     def preferences_file(self) -> Path | None:
@@ -296,20 +307,26 @@ class WorkspaceContext:
 
         Raises:
             PreferencesError: The preferences file cannot be used.
+            ProjectFileError: The project manifest (`.lamina/project.toml`) cannot be used.
         """
         with self._lock:
             scan = self._finder.find(self.root, progress=progress)
             memory_stamp = _stamp(self.root / MEMORY_FILE_NAME)
+            project_stamp = _stamp(self.root / PROJECT_FILE)
             preferences_stamp = _stamp(self._preferences_file) if self._preferences_file is not None else None
             previous = self._snapshot
             if (
                 previous is not None
                 and previous.scan is scan
                 and memory_stamp == self._memory_stamp
+                and project_stamp == self._project_stamp
                 and preferences_stamp == self._preferences_stamp
             ):
                 return previous
             preferences = self._load_preferences(preferences_stamp)
+            if previous is None or project_stamp != self._project_stamp:
+                self._project = load_project(self.root, allowed_roots=tuple(map(Path, self._allowed_roots)))
+                self._project_stamp = project_stamp  # only after a successful read: a broken file is read again
             if previous is None or memory_stamp != self._memory_stamp:
                 self._memory = load_memory(
                     self.root,
@@ -333,7 +350,12 @@ class WorkspaceContext:
                 context_files_omitted=scan.omitted_over_cap,
             )
             parts = assemble_stable_parts(
-                self.preset, inputs, preferences=preferences, root_part=root_part, memory=self._memory
+                self.preset,
+                inputs,
+                preferences=preferences,
+                root_part=root_part,
+                memory=self._memory,
+                project=self._project,
             )
             if previous is not None and StableContext.digest_of(parts) == StableContext.digest_of(previous.parts):
                 parts = previous.parts  # same bytes: keep the very same object
@@ -345,6 +367,7 @@ class WorkspaceContext:
                 preferences=preferences,
                 memory=self._memory,
                 parts=parts,
+                project=self._project,
             )
             return self._snapshot
 
