@@ -14,12 +14,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
 from lamina.attachments.render import MediaSupport
 from lamina.attachments.store import AttachmentInput
-from lamina.budget import NEXT_MESSAGE, BudgetReport, budget_of_turn
 from lamina.compaction import should_compact
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
@@ -44,6 +43,9 @@ from lamina.tools.rules import AskCallback, Rule
 from lamina.turn import TurnContext
 from lamina.workspace import WorkspaceContext, detect_platform, load_preset
 from lamina.workspace.context_files import ContextFileFinder
+
+if TYPE_CHECKING:
+    from lamina.budget import BudgetReport
 
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
@@ -224,13 +226,17 @@ class Agent:
             user_lane_tokens=lane_tokens,
         )
 
-    def budget(self, user_text: str = NEXT_MESSAGE) -> BudgetReport:
+    def budget(self, user_text: str | None = None) -> BudgetReport:
         """Tokens per tier (SPEC F17) of the next request, `user_text` standing for the user's message.
 
         What `lamina context` prints for a new session, for this one: built from a preview of the
         next turn (the cached prefix, history, pending one-shots), so nothing is written to the log.
+        Without `user_text`, `lamina.budget.NEXT_MESSAGE` stands for it.
         """
-        return budget_of_turn(self.engine.preview_turn(user_text))
+        from lamina.budget import NEXT_MESSAGE, budget_of_turn  # the budget module loads the cache simulator
+
+        text = NEXT_MESSAGE if user_text is None else user_text
+        return budget_of_turn(self.engine.preview_turn(text))
 
     async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
         return (await self.compact(trigger=trigger)).status == "compacted"

@@ -15,7 +15,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -739,9 +739,12 @@ class ContextEngine:
     def reprepare(self, turn: TurnContext) -> TurnContext:
         """The same turn over the new provider view after a compaction in the middle of it.
 
-        Keeps the turn's id, user message and pending one-shots; the volatile parts are stated
-        again (the compaction summarised the tails that carried them), and the new tail is logged
-        as a new record for the same user message, so what is logged is still what is sent.
+        Keeps the turn's id, user message and one-shots: those already delivered in this turn stay
+        in its tail for the rest of the turn (the model saw them; they are not delivered again and
+        leave with the turn), and the ones queued since (the compaction's own notes) join them. The
+        volatile parts are stated again (the compaction summarised the tails that carried them), and
+        the new tail is logged as a new record for the same user message, so what is logged is still
+        what is sent.
         """
         index = next((i for i, e in enumerate(self._view) if e.id == turn.user_entry_id), None)
         if index is None:  # the compaction never cuts into the current turn; be safe anyway
@@ -751,7 +754,7 @@ class ContextEngine:
         again = dataclasses.replace(
             turn,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
-            one_shots=tuple(self._pending.values()),  # the compaction's own notes too, before the next tool call
+            one_shots=_turn_one_shots(turn.one_shots, self._pending.values()),
             stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             history=history,
             summary=self._summary_shown,
@@ -768,6 +771,12 @@ class ContextEngine:
                 for part in entry.volatile:
                     seen[part.key] = part.text
         return seen
+
+
+def _turn_one_shots(carried: Sequence[OneShot], pending: Iterable[OneShot]) -> tuple[OneShot, ...]:
+    """A turn's one-shots after a compaction in its middle: what it carried, then what was queued since."""
+    ids = {o.part_id for o in carried}
+    return (*carried, *(o for o in pending if o.part_id not in ids))
 
 
 def _pinned_parts(stable: StableContext) -> tuple[PinnedPart, ...]:
