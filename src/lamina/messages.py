@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from lamina.defang import admit, join, render_block, trusted
+from lamina.history_parts import assistant_part, interrupted_part, tool_result_part, user_part
 from lamina.parts import SafeText
 from lamina.session.entries import (
     AssistantMessage,
@@ -170,22 +171,23 @@ def to_messages(
                     for block in attachments(ref):
                         _append(out, "user", block)
                 if text:
-                    _append(out, "user", TextBlock(trusted(text)))  # the user's own typing, as typed
+                    _append(out, "user", TextBlock(user_part(entry).text))  # the user's own typing, as typed
                 tail = tails.get(entry_id)
                 if tail:
                     _append(out, "user", TextBlock(tail))
             case AssistantMessage(text=text):
                 if text:
-                    _append(out, "assistant", TextBlock(trusted(text)))  # the model's own reply, given back
+                    _append(out, "assistant", TextBlock(assistant_part(entry).text))  # the model's own reply
             case ToolCall(call_id=call_id, name=name, input=args):
                 if out and out[-1].role == "user" and any(isinstance(b, ToolResultBlock) for b in out[-1].blocks):
                     _close_open_calls(out, open_calls)  # a new batch after results: finish the old one first
                 open_calls[call_id] = entry
                 _append(out, "assistant", ToolUseBlock(call_id, name, args))
-            case ToolResult(call_id=call_id, name=name, content=content, is_error=is_error):
-                if open_calls.pop(call_id, None) is not None:
+            case ToolResult(call_id=call_id, name=name, is_error=is_error):
+                call = open_calls.pop(call_id, None)
+                if call is not None:
                     # tool output is untrusted: neutralised markers, no wrapper (the system prompt says what it is)
-                    _append(out, "user", ToolResultBlock(call_id, name, admit(content), is_error))
+                    _append(out, "user", ToolResultBlock(call_id, name, tool_result_part(entry, call).text, is_error))
             case _:
                 pass  # state changes, outbox, turn records, labels...: not conversation
     _close_open_calls(out, open_calls)
@@ -194,5 +196,6 @@ def to_messages(
 
 def _close_open_calls(out: list[Message], open_calls: dict[str, ToolCall]) -> None:
     for call in open_calls.values():
-        _append(out, "user", ToolResultBlock(call.call_id, call.name, trusted(INTERRUPTED_RESULT), is_error=True))
+        text = interrupted_part(call, INTERRUPTED_RESULT).text
+        _append(out, "user", ToolResultBlock(call.call_id, call.name, text, is_error=True))
     open_calls.clear()

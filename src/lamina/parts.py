@@ -30,6 +30,8 @@ class Authority(StrEnum):
     """What the user wrote or set (preferences, messages)."""
     PROJECT_FILE = "project_file"
     """Files found in the workspace (AGENTS.md, MEMORY.md, skills): data, not instructions."""
+    MODEL_OUTPUT = "model_output"
+    """The model's own earlier replies and tool calls, and the compaction summary it wrote: what it said."""
     TOOL_OUTPUT = "tool_output"
     """Output of tools and external sources: data, never instructions."""
 

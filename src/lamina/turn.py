@@ -12,17 +12,34 @@ and stay pending until the turn is committed (invariant 2).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from lamina.defang import admit, escape_path, trusted
+from lamina.defang import admit, escape_path, join, trusted
 from lamina.errors import UsageError
-from lamina.messages import render_tail
+from lamina.history_parts import (
+    assistant_part,
+    summary_part,
+    tool_call_part,
+    tool_result_part,
+    user_part,
+    users_words_part,
+)
+from lamina.messages import render_tail, turn_tails
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session.entries import LogEntry, PartRecord, TurnRecord
+from lamina.session.entries import (
+    AssistantMessage,
+    LogEntry,
+    PartRecord,
+    ToolCall,
+    ToolResult,
+    TurnRecord,
+    UserMessage,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +254,62 @@ class TurnContext:
     def tail(self) -> SafeText:
         record = self.record()
         return render_tail(record.volatile, record.one_shots)
+
+    def parts(self, continuation: Sequence[LogEntry] = ()) -> tuple[Part, ...]:
+        """Every part of the request this turn sends, in request order (SPEC F1).
+
+        The tool definitions, the stable parts, the compaction summary and the user's words, the
+        history (each earlier turn's message, its tail, replies, tool calls and results) and this
+        turn's message, tool loop so far (`continuation`) and tail (volatile, then one-shot parts).
+        See `lamina.history_parts` for how the conversation is classified; attachments are not
+        listed (their blocks are the provider's media, counted in the budget's documents tier).
+        """
+        parts: list[Part] = [tool_part(t) for t in self.tools]
+        parts += self.stable.parts
+        if self.summary:
+            parts.append(summary_part(self.summary))
+        if self.pinned:
+            parts.append(users_words_part(self.pinned))
+        entries = [*self.history, *continuation]
+        tails = turn_tails(entries)
+        calls: dict[str, ToolCall] = {}
+        for entry in entries:
+            match entry:
+                case UserMessage(id=entry_id, text=text):
+                    if text:
+                        parts.append(user_part(entry))
+                    if entry_id == self.user_entry_id:
+                        parts += self.volatile
+                        parts += (o.as_part() for o in self.one_shots)
+                    elif tails.get(entry_id):
+                        # an earlier turn's tail travels in the history, byte for byte: compacted with it
+                        tail = tails[entry_id]
+                        key = f"history.tail.{entry_id}"
+                        parts.append(
+                            Part(key, tail, "lamina", Authority.SYSTEM_RULE, Stability.COMPACTABLE, Tier.HISTORY)
+                        )
+                case AssistantMessage(text=text) if text:
+                    parts.append(assistant_part(entry))
+                case ToolCall(call_id=call_id):
+                    calls[call_id] = entry
+                    parts.append(tool_call_part(entry))
+                case ToolResult(call_id=call_id) if call_id in calls:
+                    parts.append(tool_result_part(entry, calls[call_id]))
+                case _:
+                    pass
+        return tuple(parts)
+
+
+def tool_part(tool: ToolSpec) -> Part:
+    """A tool definition as a stable part: Lamina's own tools are its rules, a source's tools external text."""
+    slug, sep, _ = tool.name.partition("__")
+    schema = admit(json.dumps(dict(tool.input_schema), sort_keys=True, separators=(",", ":")))
+    text = join("\n", [admit(tool.name), tool.description, schema])
+    if sep:  # `<slug>__<tool>`: a source's tool, checked and neutralised when it was loaded
+        return Part(
+            f"tool.{tool.name}", text, f"source:{slug}", Authority.TOOL_OUTPUT, Stability.STABLE, Tier.CATALOGUE
+        )
+    return Part(f"tool.{tool.name}", text, "lamina", Authority.SYSTEM_RULE, Stability.STABLE, Tier.CATALOGUE)
 
 
 def changed_volatile(parts: Sequence[Part], last_seen: Mapping[str, str]) -> tuple[Part, ...]:

@@ -108,6 +108,7 @@ def test_json_carries_the_same_data(monorepo: Path) -> None:
         "cache_layout",
         "tiers",
         "total_tokens",
+        "stability_classes",
         "skills",
         "sources",
     }

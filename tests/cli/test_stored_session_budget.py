@@ -69,6 +69,10 @@ def test_sessions_budget_prints_what_agent_budget_returns(tmp_path: Path, ws: Pa
     assert tiers["rules"] > 0 and tiers["catalogue"] > 0  # the stable parts and tool definitions
     assert tiers["tool results"] > 2 * 400  # both reads of big.txt are still in view
     assert document["total_tokens"] == sum(tiers.values())
+    classes = {c["class"]: c for c in document["stability_classes"]}
+    assert list(classes) == ["stable", "volatile", "on_demand", "one_shot", "compactable"]
+    assert classes["stable"]["parts"] > 6  # the tool definitions are parts too
+    assert classes["compactable"]["tokens"] > 2 * 400  # history and both reads of big.txt
     human = _cli(tmp_path, "sessions", "budget", session_id)
     assert "Budget by tier" in human.stdout and f"{document['total_tokens']:,}" in human.stdout  # type: ignore[attr-defined]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from lamina.cli._console import abort, err, out, print_json, safe
 from lamina.composition import KINDS, LoggedRequest, SessionComposition, logged_requests, session_json
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
-from lamina.parts import Part, Tier
+from lamina.parts import Part, Stability, Tier
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -175,6 +175,7 @@ def _document(
         },
         "cache_layout": layout,
         **budget_json(budget),
+        "stability_classes": class_totals(turn.parts()),
     }
 
 
@@ -262,6 +263,34 @@ def _print_parts(turn: TurnContext) -> None:
     names = ", ".join(t.name for t in turn.tools) or "none"
     total = sum(tool_tokens(t) for t in turn.tools)
     out.print(f"Tools: {safe(names)} ({total:,} tokens, tier {_tier(Tier.CATALOGUE)})", highlight=False)
+    print_classes(turn.parts())
+
+
+def class_totals(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """Parts and tokens per stability class, every class present, in `Stability` order."""
+    rows: list[dict[str, Any]] = []
+    for stability in Stability:
+        chosen = [p for p in parts if p.stability is stability]
+        rows.append({"class": stability.value, "parts": len(chosen), "tokens": sum(_tokens(p.text) for p in chosen)})
+    return rows
+
+
+def print_classes(parts: Sequence[Part], console: Console = out) -> None:
+    """Everything the request carries (tool definitions and the conversation too) by stability class."""
+    _section(
+        "Stability classes",
+        "Every part of the request, tool definitions and conversation included: stable (cached prefix), volatile "
+        "(this turn's tail), on_demand (skills, guides and documents the model read), one_shot (sent once), "
+        "compactable (history and tool results, summarised by a compaction). Counted on each part's text.",
+        console,
+    )
+    table = Table(box=None)
+    table.add_column("class", no_wrap=True)
+    table.add_column("parts", justify="right", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    for row in class_totals(parts):
+        table.add_row(row["class"], f"{row['parts']:,}", f"{row['tokens']:,}")
+    console.print(table)
 
 
 def _print_context_files(snapshot: WorkspaceSnapshot) -> None:
@@ -505,7 +534,8 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
         store = open_store(store_root)
         try:
             with store.open(session_id, writable=False) as session:
-                budget = budget_of_turn(stored_session_engine(session).preview_turn(NEXT_MESSAGE))
+                turn = stored_session_engine(session).preview_turn(NEXT_MESSAGE)
+                budget = budget_of_turn(turn)
         finally:
             store.close()
     except UsageError as exc:
@@ -513,10 +543,11 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     except LaminaError as exc:
         abort(str(exc))
     if as_json:
-        print_json({"session": session_id, **budget_json(budget)})
+        print_json({"session": session_id, **budget_json(budget), "stability_classes": class_totals(turn.parts())})
         return
     out.print(f"[bold]Budget of the next request of session {safe(session_id)}[/bold]", highlight=False)
     print_budget(budget, note=f", with {safe(NEXT_MESSAGE)} standing for the user's message.")
+    print_classes(turn.parts())
 
 
 def budget_json(budget: BudgetReport) -> dict[str, Any]:

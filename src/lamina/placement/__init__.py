@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
-from lamina.defang import render_block
+from lamina.history_parts import summary_part, users_words_part
 from lamina.messages import AttachmentBlocks, Message, TextBlock, attachment_note, to_messages
 from lamina.placement._anthropic import render_anthropic, wire_messages
 from lamina.placement._openai import (
@@ -113,9 +113,9 @@ def _prelude(turn: TurnContext) -> list[Message]:
     """The compaction summary and the pinned lane, as the conversation's first message."""
     blocks: list[TextBlock] = []
     if turn.summary:
-        blocks.append(TextBlock(render_block("compaction_summary", turn.summary)))
+        blocks.append(TextBlock(summary_part(turn.summary).text))
     if turn.pinned:
-        blocks.append(TextBlock(turn.pinned))
+        blocks.append(TextBlock(users_words_part(turn.pinned).text))
     return [Message("user", tuple(blocks))] if blocks else []
 
 

@@ -1,0 +1,145 @@
+"""The conversation as parts: history entries, tool results, the compaction summary and the user's words (pure).
+
+Stable and volatile context are parts from the start; the conversation is stored as log entries.
+These builders give each piece of the conversation that reaches a request its part, with a
+stability class, provenance and authority (SPEC F1), and the message model (`lamina.messages`)
+and the renderers build their blocks from these parts' texts, so what is classified is exactly
+what is sent:
+
+| piece                              | key                        | stability    | authority      | tier         |
+|------------------------------------|----------------------------|--------------|----------------|--------------|
+| the user's message                 | `history.user.<id>`        | compactable  | user_data      | history      |
+| the model's reply                  | `history.assistant.<id>`   | compactable  | model_output   | history      |
+| a tool call                        | `history.tool_call.<id>`   | compactable  | model_output   | history      |
+| a tool result                      | `tool_result.<call id>`    | compactable  | tool_output    | tool results |
+| a read of a skill, guide or document | `tool_result.<call id>`  | on_demand    | tool_output    | documents    |
+| the compaction summary             | `compaction.summary`       | compactable  | model_output   | history      |
+| the user's words lane              | `compaction.users_words`   | compactable  | user_data      | history      |
+
+Compactable: summarised by the next compaction, never deleted from the log. On demand: read by
+the model when it needs it (a `SKILL.md`, a source's `guide.md`, a document under `docs/`), not
+inlined; a compaction forgets it too, and the skills in use are required again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any, Final
+
+import msgspec
+
+from lamina.defang import admit, render_block, trusted
+from lamina.parts import Authority, Part, SafeText, Stability, Tier
+from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+
+__all__ = [
+    "ON_DEMAND_FILE_NAMES",
+    "assistant_part",
+    "interrupted_part",
+    "is_on_demand_read",
+    "summary_part",
+    "tool_call_part",
+    "tool_result_part",
+    "user_part",
+    "users_words_part",
+]
+
+ON_DEMAND_FILE_NAMES: Final = frozenset({"skill.md", "guide.md"})
+"""Files whose Read is an on-demand document rather than a tool result (letter case ignored)."""
+
+_DOCUMENT_SUFFIXES: Final = frozenset({".md", ".rst", ".txt", ".pdf"})
+_DOCUMENT_FOLDERS: Final = frozenset({"docs", "doc", "documentation"})
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+
+
+def user_part(entry: UserMessage) -> Part:
+    """The user's message as typed (the user's own words are trusted as data of the user)."""
+    return Part(
+        f"history.user.{entry.id}",
+        trusted(entry.text),
+        "user",
+        Authority.USER_DATA,
+        Stability.COMPACTABLE,
+        Tier.HISTORY,
+    )
+
+
+def assistant_part(entry: AssistantMessage) -> Part:
+    """The model's reply, given back to it as it was written."""
+    return Part(
+        f"history.assistant.{entry.id}",
+        trusted(entry.text),  # the model's own reply, given back unchanged (cache bytes)
+        f"model:{entry.model}" if entry.model else "model",
+        Authority.MODEL_OUTPUT,
+        Stability.COMPACTABLE,
+        Tier.HISTORY,
+    )
+
+
+def tool_call_part(call: ToolCall) -> Part:
+    """A tool call the model made (its name and input, as the request carries them)."""
+    text = admit(call.name + " " + _ENCODER.encode(dict(call.input)).decode())
+    return Part(
+        f"history.tool_call.{call.call_id}", text, "model", Authority.MODEL_OUTPUT, Stability.COMPACTABLE, Tier.HISTORY
+    )
+
+
+def tool_result_part(result: ToolResult, call: ToolCall | None = None) -> Part:
+    """A tool's output, neutralised; an on-demand document when `call` read a skill, guide or document."""
+    on_demand = call is not None and is_on_demand_read(call)
+    return Part(
+        f"tool_result.{result.call_id}",
+        admit(result.content),  # tool output is untrusted: markers neutralised, no wrapper
+        f"tool:{result.name}",
+        Authority.TOOL_OUTPUT,
+        Stability.ON_DEMAND if on_demand else Stability.COMPACTABLE,
+        Tier.ON_DEMAND if on_demand else Tier.TOOL_RESULTS,
+    )
+
+
+def interrupted_part(call: ToolCall, text: str) -> Part:
+    """The synthetic result of a tool call that never completed (Lamina's own sentence)."""
+    return Part(
+        f"tool_result.{call.call_id}",
+        trusted(text),
+        "lamina",
+        Authority.TOOL_OUTPUT,
+        Stability.COMPACTABLE,
+        Tier.TOOL_RESULTS,
+    )
+
+
+def summary_part(summary: SafeText) -> Part:
+    """The compaction summary (already neutralised) in its block, as it opens the conversation."""
+    return Part(
+        "compaction.summary",
+        render_block("compaction_summary", summary),
+        "compaction",
+        Authority.MODEL_OUTPUT,
+        Stability.COMPACTABLE,
+        Tier.HISTORY,
+    )
+
+
+def users_words_part(lane: SafeText) -> Part:
+    """The user's words lane after a compaction (the rendered `<pinned>` block)."""
+    return Part("compaction.users_words", lane, "user", Authority.USER_DATA, Stability.COMPACTABLE, Tier.HISTORY)
+
+
+def is_on_demand_read(call: ToolCall) -> bool:
+    """Whether `call` reads a document on demand: a `SKILL.md`, a `guide.md`, or a text file under `docs/`."""
+    if call.name != "Read":
+        return False
+    path = _path_of(call.input)
+    if path is None:
+        return False
+    pure = PurePath(path)
+    if pure.name.lower() in ON_DEMAND_FILE_NAMES:
+        return True
+    return pure.suffix.lower() in _DOCUMENT_SUFFIXES and any(p.lower() in _DOCUMENT_FOLDERS for p in pure.parts[:-1])
+
+
+def _path_of(arguments: Mapping[str, Any]) -> str | None:
+    value = arguments.get("path", arguments.get("file_path"))
+    return value if isinstance(value, str) else None
