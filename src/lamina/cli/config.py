@@ -10,7 +10,8 @@ option wins over both:
 model = "anthropic:claude-sonnet-4-5"   # provider spec, as --model
 mode = "ask"                            # explore | ask | execute
 preset = "default"                      # default | mini | custom
-preset_file = "prompts/preset.toml"     # the custom preset (relative to the config file)
+preset_file = "prompts/preset.toml"     # the custom preset's file (relative to the config file), used
+                                        # when the preset is custom (`--custom-preset` on the command line)
 context_window = 200000                 # tokens; overrides the provider's default
 compaction_reserve = 20000              # compact when fewer tokens than this are left free
 ```
