@@ -30,6 +30,7 @@ from lamina.parts import Part
 from lamina.prompt.presets import Preset
 from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
 from lamina.providers.retry import RetryNotice, RetryPolicy, stream_with_retry
+from lamina.session.branch import Branch
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
 from lamina.session.protocol import SessionLog, SessionStore
 from lamina.sources.connections import SourceConnections
@@ -288,6 +289,15 @@ class Agent:
             + (f" while {len(open_calls)} tool call(s) were running" if open_calls else "")
             + ". Do not assume those actions completed; check before continuing.",
         )
+
+    def branch(self, entry_id: str) -> Branch:
+        """Branch the session at `entry_id`, between turns: the next turn sends what the branch holds.
+
+        A provider that keeps its own transcript (`capabilities.native_resume`) gets a one-shot
+        branch seed; one that renders history from the log needs nothing. `Branch.note` says
+        whether the branch point is still in the provider view and what happens instead.
+        """
+        return self.engine.branch(entry_id, seed=self.provider.capabilities.native_resume)
 
     def set_mode(self, mode: PermissionMode | str) -> None:
         """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""

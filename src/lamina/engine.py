@@ -41,6 +41,8 @@ from lamina.messages import AttachmentBlocks
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.placement.targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.session.branch import Branch, entry_kind, open_tool_calls
+from lamina.session.bridges import BRANCH_SEED_HEADING, path_summary
 from lamina.session.entries import (
     AssistantMessage,
     AttachmentRef,
@@ -61,6 +63,7 @@ from lamina.session.entries import (
     UserMessage,
 )
 from lamina.session.protocol import SessionLog
+from lamina.session.tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
     OneShot,
@@ -197,6 +200,9 @@ class ContextEngine:
         delivered in the tail and waits for the next compaction to rebuild the prefix."""
         self._turn_since_boundary = False
         self._pending: dict[str, OneShot] = {}
+        self._bridge_anchor: dict[str, str] = {}
+        """Hidden bridges' part id -> the entry that holds them (their queued record, or the compaction
+        that carried them): a bridge belongs to the path it was queued on."""
         self._render_cache = RenderCache()
         self.attachments = AttachmentStore(
             session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator
@@ -222,8 +228,10 @@ class ContextEngine:
 
     def _track_session_wide(self, entry: LogEntry) -> None:
         match entry:
-            case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text, hidden=hidden):
+            case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text, hidden=hidden, id=entry_id):
                 self._pending[pid] = OneShot(pid, kind, text, hidden)
+                if hidden:
+                    self._bridge_anchor[pid] = entry_id
             case OutboxRecord(status="delivered", part_id=pid):
                 self._pending.pop(pid, None)
             case StateChange(key="mode", value=value):
@@ -250,6 +258,8 @@ class ContextEngine:
                     if record.part_id is not None:
                         one_shot = OneShot(record.part_id, record.key, record.text, record.hidden)
                         self._pending.setdefault(record.part_id, one_shot)
+                        if record.hidden and record.part_id in self._pending:
+                            self._bridge_anchor[record.part_id] = entry.id
             case _:
                 pass
 
@@ -317,7 +327,17 @@ class ContextEngine:
 
     @property
     def pending_one_shots(self) -> tuple[OneShot, ...]:
-        return tuple(self._pending.values())
+        """The one-shots the next turn carries (a hidden bridge only on the path it was queued on)."""
+        return self._carried()
+
+    def _carried(self) -> tuple[OneShot, ...]:
+        pending = tuple(self._pending.values())
+        if not any(o.hidden for o in pending):
+            return pending
+        here = {e.id for e in self._view}
+        if self._boundary is not None:
+            here.add(self._boundary.id)
+        return tuple(o for o in pending if not o.hidden or self._bridge_anchor.get(o.part_id) in here)
 
     def record(self, entry: Entry, *, durable: bool | None = None) -> Entry:
         """Append an entry to the log and to the in-memory provider view."""
@@ -490,7 +510,7 @@ class ContextEngine:
             user_text=user_text,
             stable=stable,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
-            one_shots=tuple(self._pending.values()),
+            one_shots=self._carried(),
             history=HistorySlice(self._view, len(self._view)),
             summary=self._summary_shown,
             pinned=self._pinned,
@@ -517,7 +537,7 @@ class ContextEngine:
             user_text=user_text,
             stable=stable,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
-            one_shots=tuple(self._pending.values()),
+            one_shots=self._carried(),
             history=[*self._view, user],
             summary=self._summary_shown,
             pinned=self._pinned,
@@ -607,6 +627,59 @@ class ContextEngine:
     def in_view(self, entry_id: str) -> bool:
         """Whether an entry is still in the provider view (a branch from it keeps the exact context)."""
         return any(e.id == entry_id for e in self._view)
+
+    def branch(self, entry_id: str, *, seed: bool = False) -> Branch:
+        """Branch the session at `entry_id` and switch the provider view to the branch at once.
+
+        The abandoned path stays in the log; from now on what is sent is what the branch holds. A
+        user message as the branch point keeps its turn record (its tail is sent as before). With
+        `seed` (the provider keeps its own transcript and cannot fork there) a hidden one-shot
+        branch seed is queued on the branch, in the same durable line that creates it: a crash
+        leaves the old leaf, or the branch with its seed. Call between turns.
+
+        Raises:
+            UsageError: no such entry.
+        """
+        point = self.session.get(entry_id)
+        abandoned = self.session.leaf_id
+        was_in_view = self.in_view(entry_id) or (self._boundary is not None and self._boundary.id == entry_id)
+        leaf_id = entry_id
+        if isinstance(point, UserMessage):
+            record = self._turn_record_of(point)
+            if record is not None:
+                leaf_id = record.id
+        path = self.session.path(leaf_id)
+        view = provider_view(path)
+        seed_id: str | None = None
+        if seed:
+            seed_id = "os_" + secrets.token_hex(6)
+            text = path_summary(path, heading=BRANCH_SEED_HEADING, estimator=self.estimator)
+            queued = OutboxRecord(part_id=seed_id, status="queued", kind="branch_seed", text=text, hidden=True)
+            stamped = self.session.branch(leaf_id, first=queued)
+            self._track_session_wide(stamped)
+        else:
+            self.session.branch(leaf_id)
+        self._rebuild_view()
+        return Branch(
+            session_id=self.session.id,
+            entry_id=entry_id,
+            kind=entry_kind(point),
+            leaf_id=self.session.leaf_id or leaf_id,
+            abandoned_leaf_id=abandoned,
+            in_view=was_in_view,
+            strategy="seed" if seed else "log",
+            view_entries=sum(isinstance(e, _CONVERSATION) for e in view.entries),
+            summarised=view.boundary is not None,
+            open_calls=open_tool_calls(path),
+            seed_id=seed_id,
+        )
+
+    def _turn_record_of(self, user: UserMessage) -> TurnRecord | None:
+        """The turn record logged right after a user message (its child), if any."""
+        for entry in self.session.children(user.id):
+            if isinstance(entry, TurnRecord) and entry.user_entry_id == user.id:
+                return entry
+        return None
 
     def _emit_compaction(self, event: CompactionEvent) -> None:
         # the boundary entry is the log's record of a completed compaction; events go to listeners
@@ -703,8 +776,7 @@ class ContextEngine:
                 skills=self._skills,
                 stable=self._stable_state(),
                 pending_one_shots=tuple(
-                    PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden)
-                    for o in self._pending.values()
+                    PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden) for o in self._carried()
                 ),
             )
             boundary = self.record(
@@ -754,7 +826,7 @@ class ContextEngine:
         again = dataclasses.replace(
             turn,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
-            one_shots=_turn_one_shots(turn.one_shots, self._pending.values()),
+            one_shots=_turn_one_shots(turn.one_shots, self._carried()),
             stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             history=history,
             summary=self._summary_shown,

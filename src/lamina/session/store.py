@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 
 import msgspec
 import platformdirs
@@ -342,6 +342,12 @@ class JsonlSession:
         except KeyError:
             raise UsageError(f"no entry {entry_id!r} in session {self.id}") from None
 
+    def children(self, entry_id: str) -> list[LogEntry]:
+        """The entries whose parent is `entry_id`, in log order (loading the whole log if it is older)."""
+        self.get(entry_id)
+        start = self._order.index(entry_id) + 1
+        return [self._effective(e) for e in self._entry_list[start:] if parent_of(e, self._links) == entry_id]
+
     def entries(self) -> list[LogEntry]:
         """Every entry of the log in file order (the full history a UI scrolls through)."""
         self.load_all()
@@ -598,16 +604,34 @@ class JsonlSession:
         self._meta_urgent = False
         self._meta_written_at = time.monotonic()
 
-    def branch(self, entry_id: str) -> None:
-        """Move the leaf to `entry_id`: the next append starts a new branch from there."""
+    @overload
+    def branch(self, entry_id: str, *, first: None = None) -> None: ...
+    @overload
+    def branch(self, entry_id: str, *, first: E) -> E: ...
+    def branch(self, entry_id: str, *, first: E | None = None) -> E | None:
+        """Move the leaf to `entry_id`: the next append starts a new branch from there.
+
+        With `first`, the branch's first entry is appended as a child of `entry_id` in the same
+        step, as one fsynced line: a crash leaves the old leaf or the branch with its first entry,
+        never the branch without it. Returns the stamped `first`.
+        """
         self.get(entry_id)
+        stamped: E | None = None
+        previous = self._leaf
         self._leaf = entry_id
+        if first is not None:
+            try:
+                stamped = self.append(first, durable=True)
+            except BaseException:
+                self._leaf = previous
+                raise
         self._view_start_known = False
         self._dirty_meta = True
         self._meta_urgent = True
         if self._lock is not None:
             self._writable_fd()
             self.flush()
+        return stamped
 
     def _rewrite_log(self, data: bytes) -> Path:
         """Swap in `data` as the log, atomically, keeping the current log as `log.jsonl.damaged-<n>`.

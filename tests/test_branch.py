@@ -1,0 +1,186 @@
+"""Branching (F12): from any entry, the live engine sends what the branch holds; a seed reaches the model once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lamina.agent import Agent, open_agent
+from lamina.compaction.summarize import DeterministicSummariser
+from lamina.errors import UsageError
+from lamina.messages import INTERRUPTED_RESULT
+from lamina.placement import SdkManagedTarget, render
+from lamina.session.branch import open_tool_calls
+from lamina.session.entries import AssistantMessage, LogEntry, OutboxRecord, ToolCall, ToolResult, UserMessage
+from lamina.session.store import LocalSessionStore
+from tests.support.engine import Clock, make_engine
+from tests.wire.fixtures import anthropic_provider, openai_chat_provider
+from tests.wire.script import Reply, ToolUse
+from tests.wire.server import WireServer
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("Run the tests before you finish.\n")
+    (root / "app.py").write_text("def total(xs):\n    return sum(xs)\n")
+    return root
+
+
+def _agent(tmp_path: Path, workspace: Path, provider: Any) -> Agent:
+    return open_agent(LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, mode="execute")
+
+
+def _find(entries: list[LogEntry], kind: str) -> LogEntry:
+    match kind:
+        case "user":
+            return next(e for e in entries if isinstance(e, UserMessage) and e.text == "Second request")
+        case "assistant":
+            return next(e for e in entries if isinstance(e, AssistantMessage) and e.text == "First answer")
+        case "tool_call":
+            return next(e for e in entries if isinstance(e, ToolCall))
+        case "tool_result":
+            return next(e for e in entries if isinstance(e, ToolResult))
+    raise AssertionError(kind)
+
+
+# what the request after the branch must hold (True) or must not (False)
+EXPECTED: dict[str, dict[str, bool]] = {
+    "user": {"First request": True, "First answer": True, "Second request": True, "Second answer": False},
+    "assistant": {"First request": True, "First answer": True, "Second request": False, "Second answer": False},
+    "tool_call": {"First request": True, "Reading app.py": True, "First answer": False, "def total": False},
+    "tool_result": {"First request": True, "def total": True, "First answer": False, "Second request": False},
+}
+
+
+@pytest.mark.parametrize("kind", EXPECTED)
+@pytest.mark.parametrize("make_provider", [anthropic_provider, openai_chat_provider], ids=["anthropic", "openai-chat"])
+async def test_branch_at_each_kind_of_entry_sends_what_the_branch_holds(
+    tmp_path: Path, workspace: Path, wire: WireServer, kind: str, make_provider: Callable[[WireServer], Any]
+) -> None:
+    wire.script(
+        Reply(text="Reading app.py", tool_calls=[ToolUse("Read", {"path": "app.py"})]),
+        Reply(text="First answer"),
+        Reply(text="Second answer"),
+        Reply(text="Answer on the branch"),
+    )
+    async with make_provider(wire) as provider:
+        agent = _agent(tmp_path, workspace, provider)
+        await agent.run_turn("First request")
+        await agent.run_turn("Second request")
+        point = _find(agent.engine.session.entries(), kind)
+        branch = agent.branch(point.id)
+        assert branch.kind == kind and branch.entry_id == point.id
+        assert branch.in_view and branch.strategy == "log" and branch.seed_id is None
+        assert "is in the provider view" in branch.note
+        assert branch.open_calls == ((point.call_id,) if isinstance(point, ToolCall) else ())
+        outcome = await agent.run_turn("Branch request")
+    assert outcome.text == "Answer on the branch"
+    assert wire.requests[-1].status == 200  # well-formed: the open tool call was closed
+    sent = json.dumps(wire.requests[-1].body)
+    for text, present in EXPECTED[kind].items():
+        assert (text in sent) is present, (kind, text)
+    assert sent.count("Branch request") == 1
+    if kind == "tool_call":
+        assert INTERRUPTED_RESULT[:30] in sent
+    # the abandoned path stays in the log; the leaf's path is the branch
+    session = agent.engine.session
+    assert any(isinstance(e, AssistantMessage) and e.text == "Second answer" for e in session.entries())
+    path_texts = [e.text for e in session.path() if isinstance(e, UserMessage | AssistantMessage)]
+    assert "Branch request" in path_texts and "Second answer" not in path_texts
+    session.close()
+    # a reopened session continues the branch
+    with LocalSessionStore(tmp_path / "store").open(session.id, writable=False) as reopened:
+        assert reopened.leaf_id == session.leaf_id
+
+
+async def test_branch_after_a_compaction_removed_the_point(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
+    wire.script(*[Reply(text=f"Answer {n} " + "words " * 150) for n in range(6)], Reply(text="Answer on the branch"))
+    async with anthropic_provider(wire) as provider:
+        agent = _agent(tmp_path, workspace, provider)
+        agent.keep_tokens = 300
+        agent.summariser = DeterministicSummariser()
+        for n in range(6):
+            await agent.run_turn(f"Request {n} " + "detail " * 150)
+        outcome = await agent.compact()
+        assert outcome.status == "compacted"
+        point = next(e for e in agent.engine.session.entries() if isinstance(e, AssistantMessage))  # "Answer 0"
+        assert not agent.engine.in_view(point.id)
+        branch = agent.branch(point.id)
+        assert not branch.in_view and branch.strategy == "log" and not branch.summarised
+        assert "no longer in the provider view" in branch.note and "not from the prompt cache" in branch.note
+        await agent.run_turn("Branch request")
+    sent = json.dumps(wire.requests[-1].body)
+    # the branch holds the point verbatim, not the summary of a later compaction, nor later turns
+    assert "Request 0" in sent and "Answer 0" in sent and "Request 1" not in sent
+    assert outcome.boundary is not None and outcome.boundary.summary[:40] not in sent
+    agent.engine.session.close()
+
+
+def test_a_seed_reaches_a_transcript_keeping_backend_exactly_once(tmp_path: Path, workspace: Path) -> None:
+    clock = Clock()
+    engine = make_engine(tmp_path, workspace, clock)
+    for n in range(3):
+        turn = engine.prepare_turn(f"Request {n}")
+        engine.commit(turn)
+        engine.record(AssistantMessage(text=f"Answer {n}"))
+    point = next(e for e in engine.session.entries() if isinstance(e, AssistantMessage) and e.text == "Answer 1")
+    branch = engine.branch(point.id, seed=True)
+    assert branch.strategy == "seed" and branch.seed_id is not None and branch.in_view
+    assert "one-shot branch seed" in branch.note
+    seed = engine.session.get(branch.leaf_id)
+    assert isinstance(seed, OutboxRecord) and seed.hidden and seed.kind == "branch_seed"
+    assert seed.parent_id == point.id  # the branch's first entry, written with it
+    # recent first: Answer 1 before Request 0; Request 2 (abandoned) absent
+    assert seed.text.index("Answer 1") < seed.text.index("Request 0") and "Request 2" not in seed.text
+    session_id = engine.session.id
+    engine.session.close()
+
+    engine = make_engine(tmp_path, workspace, clock, session_id)  # the seed survives a restart
+    first = engine.prepare_turn("On the branch")
+    prompt = render(first, SdkManagedTarget()).prompt  # type: ignore[union-attr]
+    assert prompt.count("Answer 1") == 1 and "<branch_seed>" in prompt
+    engine.commit(first)
+    engine.record(AssistantMessage(text="ok"))
+    second = engine.prepare_turn("Again")
+    assert "<branch_seed>" not in render(second, SdkManagedTarget()).prompt  # type: ignore[union-attr]
+    engine.session.close()
+
+
+def test_a_seed_of_an_abandoned_branch_is_never_delivered_elsewhere(tmp_path: Path, workspace: Path) -> None:
+    engine = make_engine(tmp_path, workspace, Clock())
+    turn = engine.prepare_turn("Request 0")
+    engine.commit(turn)
+    answer = engine.record(AssistantMessage(text="Answer 0"))
+    first = engine.branch(turn.user_entry_id, seed=True)
+    assert [o.part_id for o in engine.pending_one_shots] == [first.seed_id]
+    second = engine.branch(answer.id, seed=True)  # before the first seed was delivered
+    assert [o.part_id for o in engine.pending_one_shots] == [second.seed_id]
+    nxt = engine.prepare_turn("Request 1")
+    assert [o.part_id for o in nxt.one_shots] == [second.seed_id]
+    engine.session.close()
+
+
+def test_branch_to_an_unknown_entry_is_a_usage_error(tmp_path: Path, workspace: Path) -> None:
+    engine = make_engine(tmp_path, workspace, Clock())
+    with pytest.raises(UsageError, match="no entry 'nope'"):
+        engine.branch("nope")
+    engine.session.close()
+
+
+def test_open_tool_calls_of_a_parallel_batch() -> None:
+    path: list[LogEntry] = [
+        UserMessage(id="u", text="go"),
+        AssistantMessage(id="a", text="two reads"),
+        ToolCall(id="c1", call_id="x", name="Read", input={}),
+        ToolCall(id="c2", call_id="y", name="Read", input={}),
+        ToolResult(id="r1", call_id="x", name="Read", content="1"),
+    ]
+    assert open_tool_calls(path) == ("y",)
+    assert open_tool_calls(path[:4]) == ("x", "y")
+    assert open_tool_calls(path[:2]) == ()
