@@ -25,7 +25,8 @@ LaminaError
     │   │   ├── StoreSchemaError    a schema newer than this Lamina, or not migrated (both versions)
     │   │   └── StoreReadOnlyError  a read-only database (a replica) asked to write
     │   ├── EntryDecodeError        one log line that is not a valid entry (also a ValueError)
-    │   └── MissingEntryError       a path walked to a parent that is not there (also a KeyError)
+    │   ├── MissingEntryError       a path walked to a parent that is not there (also a KeyError)
+    │   └── BundleError             a session bundle refused on import (bundle, member)
     ├── SourceError                 an MCP or API source failed
     │   ├── SourceConnectionError   the source could not be started or reached
     │   └── ToolDefinitionError     a tool definition Lamina refuses to put in a request
@@ -212,6 +213,17 @@ class MissingEntryError(SessionError, KeyError):
 
     def __str__(self) -> str:  # KeyError would print the id quoted, as a repr
         return f"no entry {self.entry_id!r} on this path"
+
+
+class BundleError(SessionError):
+    """A session bundle that cannot be imported as it is (nothing was written); `member` names the file inside."""
+
+    def __init__(self, path: Path, reason: str, *, member: str | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.member = member
+        where = f"{path} ({member!r})" if member is not None else str(path)
+        super().__init__(f"bundle {where}: {reason}")
 
 
 class ProviderError(LaminaRuntimeError):

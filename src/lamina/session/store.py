@@ -88,7 +88,8 @@ def _new_entry_id() -> str:
     return secrets.token_hex(8)
 
 
-def _new_session_id(now: float) -> str:
+def new_session_id(now: float) -> str:
+    """A fresh session id: the UTC time and six random hex digits."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(3)
 
 
@@ -791,6 +792,11 @@ class LocalSessionStore:
         self.open(session_id).close()  # the writer lock: never delete a session in use
         shutil.rmtree(folder)
 
+    @property
+    def files(self) -> FileLayer:
+        """The layer every write of this store goes through."""
+        return self._files
+
     def folder_of(self, session_id: str) -> Path:
         """The folder of a session (the id is checked, so it cannot point outside the root)."""
         return self.root / check_session_id(session_id)
@@ -813,7 +819,7 @@ class LocalSessionStore:
         now = self._clock()
         files = self._files
         while True:
-            session_id = _new_session_id(now)
+            session_id = new_session_id(now)
             folder = self.root / session_id
             staging = self.root / f"{CREATING_PREFIX}{session_id}"
             if folder.exists() or staging.exists():
