@@ -1,10 +1,12 @@
-"""`lamina sessions …`: list, show, compact, check and repair sessions of the store."""
+"""`lamina sessions …`: list, show, branch, compact, export, import, check and repair sessions of the store."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -48,6 +50,14 @@ def _local_store(ctx: typer.Context, command: str) -> LocalSessionStore:
     store = _store(ctx)
     if not isinstance(store, LocalSessionStore):
         abort(f"`sessions {command}` checks the files of a JSONL store; {safe(store.location)} is not one", code=2)
+    return store
+
+
+def _bundle_store(ctx: typer.Context, command: str) -> LocalSessionStore:
+    """The JSONL store: bundles are written from and into its session folders (a clear error for another store)."""
+    store = _store(ctx)
+    if not isinstance(store, LocalSessionStore):
+        abort(f"`sessions {command}` works with a JSONL store for now; {safe(store.location)} is not one", code=2)
     return store
 
 
@@ -112,6 +122,7 @@ def show(
     ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
     full: Annotated[bool, typer.Option("--full", help="Every entry of the log, not only the leaf's path.")] = False,
+    tree: Annotated[bool, typer.Option("--tree", help="Draw the whole log as a tree of its branches.")] = False,
     show_all: Annotated[
         bool,
         typer.Option("--all", help="Also the hidden one-shot bridges (recovery, branch seed, transfer summary)."),
@@ -125,12 +136,20 @@ def show(
     """
     try:
         with _store(ctx).open(session_id, writable=False) as session:
-            entries = session.entries() if full else session.path()
+            entries = session.entries() if full or tree else session.path()
             meta, report, leaf = session.info, session.report, session.leaf_id
+            on_path = {e.id for e in session.path()} if tree else set()
     except LaminaError as exc:
         abort(str(exc))
     if not show_all:
         entries = [e for e in entries if not is_hidden(e)]
+    if tree and not as_json:
+        for problem in report.messages():
+            warn(problem)
+        out.print(f"[bold]{safe(meta.id)}[/bold]  {safe(meta.title)}")
+        for line in _tree_lines(entries, on_path, leaf):
+            out.print(line)
+        return
     if as_json:
         print_json({"meta": meta, "leaf_id": leaf, "problems": report.messages(), "entries": entries})
         return
@@ -144,6 +163,121 @@ def show(
         out.print(f"forked from {safe(meta.forked_from.session_id)} at {safe(meta.forked_from.entry_id)}")
     for entry in entries:
         out.print(f"[dim]{safe(entry.id)}[/dim] {_describe(entry)}")
+
+
+def _tree_lines(entries: list[LogEntry], on_path: set[str], leaf: str | None) -> list[str]:
+    """The log as a tree: a chain stays in one column, each branch point indents its children.
+
+    Turn records are left out (their children hang where they would); `*` marks the leaf's path.
+    """
+    parent = {e.id: e.parent_id for e in entries}
+    skipped = {e.id for e in entries if isinstance(e, TurnRecord)}
+    children: dict[str | None, list[LogEntry]] = {}
+    for entry in entries:
+        if entry.id in skipped:
+            continue
+        up = entry.parent_id
+        while up is not None and up in skipped:
+            up = parent[up]
+        children.setdefault(up if up in parent else None, []).append(entry)
+    lines: list[str] = []
+    stack: list[tuple[LogEntry, str, str]] = [(e, "", "") for e in reversed(children.get(None, []))]
+    while stack:
+        node, lead, rest = stack.pop()
+        mark = "[bold]*[/bold]" if node.id in on_path else " "
+        here = " [bold](leaf)[/bold]" if node.id == leaf else ""
+        text = " ".join(_describe(node).split())  # one line per entry, so the tree's columns hold
+        lines.append(f"{lead}{mark} [dim]{safe(node.id)}[/dim] {text}{here}")
+        kids = children.get(node.id, [])
+        if len(kids) == 1:
+            stack.append((kids[0], rest, rest))
+            continue
+        for index in range(len(kids) - 1, -1, -1):
+            last = index == len(kids) - 1
+            stack.append((kids[index], rest + ("└─" if last else "├─"), rest + ("  " if last else "│ ")))
+    return lines
+
+
+@app.command("branch")
+def branch(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
+    entry_id: Annotated[str, typer.Argument(help="The entry to branch from (see `lamina sessions show ID --tree`).")],
+    seed: Annotated[
+        bool,
+        typer.Option("--seed", help="Queue a one-shot branch seed (for a backend that keeps its own transcript)."),
+    ] = False,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for a writer holding the session.")] = 0.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Branch a session at an entry: its next turn continues from there (the old path stays in the log)."""
+    from lamina.engine import ContextEngine
+
+    try:
+        with _store(ctx).open(session_id, wait=wait) as session:
+            created = ContextEngine(session, stable_source=lambda: ()).branch(entry_id, seed=seed)
+    except LaminaError as exc:
+        abort(str(exc))
+    if as_json:
+        print_json({**dataclasses.asdict(created), "note": created.note})
+        return
+    out.print(f"branched {safe(created.session_id)} at {safe(created.entry_id)}; new leaf {safe(created.leaf_id)}")
+    out.print(safe(created.note))
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id (see `lamina sessions list`).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The bundle file to write (a zip).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Write a session as one bundle: log, metadata, files, a transfer summary, every sha256 in a manifest."""
+    from lamina.session.bundle import export_session
+
+    try:
+        with err.status("exporting…") if err.is_terminal else contextlib.nullcontext():
+            result = export_session(_bundle_store(ctx, "export"), session_id, output)
+    except LaminaError as exc:
+        abort(str(exc))
+    if as_json:
+        print_json(result)
+        return
+    transcript = "with" if result.provider_transcript else "without"
+    out.print(
+        f"exported {safe(result.session_id)} to {safe(result.path)}: {result.files} files, "
+        f"{result.bytes:,} bytes, {transcript} a provider transcript"
+    )
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    bundle: Annotated[Path, typer.Argument(help="The bundle file (from `lamina sessions export`).")],
+    cwd: Annotated[
+        Path | None, typer.Option("--cwd", help="The session's workspace here (default: the current directory).")
+    ] = None,
+    keep_id: Annotated[bool, typer.Option("--keep-id", help="Keep the session's id (it must be free here).")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Import a bundle as a new session: every checksum is verified before anything is written."""
+    from lamina.session.bundle import import_session
+
+    workspace = (cwd or Path.cwd()).absolute()
+    try:
+        with err.status("importing…") if err.is_terminal else contextlib.nullcontext():
+            result = import_session(_bundle_store(ctx, "import"), bundle, cwd=workspace, keep_id=keep_id)
+    except LaminaError as exc:
+        abort(str(exc))
+    if as_json:
+        print_json(result)
+        return
+    out.print(
+        f"imported {safe(result.source_session_id)} as {safe(result.session_id)} "
+        f"({result.files} files, workspace {safe(result.cwd)})"
+    )
+    if result.transfer_summary_id is not None:
+        out.print("no provider transcript came along: the first turn carries a one-shot transfer summary")
 
 
 @app.command("compact")
