@@ -23,6 +23,13 @@ Figures:
   `full_load_vs_peer_ratio`: `peer_sqlite_session_reload_ms_100k / full_load_ms_100k`. Both are
   speed-ups: above 1 means Lamina is faster for the same work.
 
+- `export_mb_per_s` / `import_mb_per_s`: `export_session` and `import_session` (into another store)
+  of the 100k-entry session, in MB of session files (uncompressed) per second; the import checks
+  every member before writing anything, so it reads the bundle twice.
+- `branch_ms_100k`: `ContextEngine.branch` on a freshly opened 100k-entry session, to an entry
+  half way back (the whole log is loaded, the branch's view built); the note gives a branch to an
+  entry still in the provider view.
+
 The big logs are written directly (encoded entries plus `meta.json`) rather than through `append`,
 which would take minutes for a million entries; the benchmark checks that a resume loads only the
 tail and that the provider view starts at the boundary. Every file is in a fresh temporary folder
@@ -35,14 +42,18 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import shutil
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchmarks import Figure, ratio
+from lamina.engine import ContextEngine
+from lamina.session.bundle import export_session, import_session
 from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -343,6 +354,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     long_count = 0 if quick else 20_000
     resume_runs = 31 if quick else 101
     load_runs, reload_runs = (3, 3) if quick else (5, 5)
+    transfer_runs = 3 if quick else 5
     sizes = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
     labels = {"10k": "10k", "100k": "100k", "1m": "1M"}
     full_load_key = "100k" if quick else "1m"
@@ -413,6 +425,9 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         progress(f"full load of the {sizes[full_load_key]:,}-entry log (x{load_runs})")
         full_id, full_size = built[full_load_key]
         full_load = _full_load_mb_per_s(store, full_id, sizes[full_load_key], full_size, load_runs)
+
+        progress(f"export, import and branch of the 100k-entry session (x{transfer_runs})")
+        transfer = _transfer(store, root, built["100k"][0], sizes["100k"], transfer_runs)
 
     group = statistics.median(group_rates)
     peer_add = statistics.median(peer_add_rates) if peer_add_rates else 0.0
@@ -521,7 +536,81 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
                 f"from), median of {reload_runs}, {warm}",
             )
         )
+    figures.extend(transfer.figures(transfer_runs))
     return figures
+
+
+@dataclass
+class _Transfer:
+    """Export, import and branch timings of one session."""
+
+    bytes: int = 0
+    """Uncompressed bytes a bundle carries (the log, metadata, files, the transfer summary)."""
+    bundle_bytes: int = 0
+    export_s: list[float] = field(default_factory=list)
+    import_s: list[float] = field(default_factory=list)
+    branch_old_ms: list[float] = field(default_factory=list)
+    branch_recent_ms: list[float] = field(default_factory=list)
+
+    def figures(self, runs: int) -> list[Figure]:
+        mb = self.bytes / 1e6
+        bundle = f"{mb:,.0f} MB of session files in a {self.bundle_bytes / 1e6:,.0f} MB zip"
+        return [
+            Figure(
+                "export_mb_per_s",
+                mb / statistics.median(self.export_s),
+                "MB/s",
+                note=f"export_session of the 100k-entry session: {bundle}, sha256 of every file, fsync and "
+                f"rename; median of {runs}",
+            ),
+            Figure(
+                "import_mb_per_s",
+                mb / statistics.median(self.import_s),
+                "MB/s",
+                note=f"import_session of that bundle into another store: every member read and checked before "
+                f"anything is written, then read again while written, paths remapped, fsynced; median of {runs}",
+            ),
+            Figure(
+                "branch_ms_100k",
+                statistics.median(self.branch_old_ms),
+                "ms",
+                note=f"ContextEngine.branch on a freshly opened 100k-entry session to an entry 50,000 back (summarised "
+                f"by its compaction: the whole log is loaded and the branch's 50k-entry view built); a branch to an "
+                f"entry in the view takes {statistics.median(self.branch_recent_ms):.1f} ms; median of {runs}",
+            ),
+        ]
+
+
+def _transfer(store: LocalSessionStore, root: Path, session_id: str, n: int, runs: int) -> _Transfer:
+    result = _Transfer()
+    for run_no in range(runs):
+        bundle = root / f"bundle-{run_no}.zip"
+        gc.collect()
+        started = time.perf_counter()
+        exported = export_session(store, session_id, bundle)
+        result.export_s.append(time.perf_counter() - started)
+        result.bytes, result.bundle_bytes = exported.bytes, bundle.stat().st_size
+        target = LocalSessionStore(root / f"imported-{run_no}")
+        gc.collect()
+        started = time.perf_counter()
+        imported = import_session(target, bundle, cwd="/elsewhere")
+        result.import_s.append(time.perf_counter() - started)
+        if imported.source_session_id != session_id:
+            raise RuntimeError("the imported session does not name its source")
+        shutil.rmtree(target.root)
+        bundle.unlink()
+    for run_no in range(runs):
+        for point, samples in ((_entry_id(n // 2), result.branch_old_ms), (_entry_id(n - 10), result.branch_recent_ms)):
+            with store.open(session_id) as session:
+                engine = ContextEngine(session, stable_source=tuple)
+                gc.collect()
+                started = time.perf_counter()
+                branch = engine.branch(point)
+                samples.append((time.perf_counter() - started) * 1e3)
+                if branch.entry_id != point or session.leaf_id != point:
+                    raise RuntimeError(f"branch {run_no} did not move the leaf to {point}")
+                engine.branch(_entry_id(n - 1))  # back to the leaf the log was built with
+    return result
 
 
 def _extra(note: str) -> str:
