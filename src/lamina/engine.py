@@ -42,7 +42,7 @@ from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.placement.targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.session.branch import Branch, entry_kind, open_tool_calls
-from lamina.session.bridges import BRANCH_SEED_HEADING, path_summary
+from lamina.session.bridges import BRANCH_SEED_HEADING, view_summary
 from lamina.session.entries import (
     AssistantMessage,
     AttachmentRef,
@@ -63,7 +63,7 @@ from lamina.session.entries import (
     UserMessage,
 )
 from lamina.session.protocol import SessionLog
-from lamina.session.tree import provider_view
+from lamina.session.tree import ProviderView
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
     OneShot,
@@ -269,8 +269,9 @@ class ContextEngine:
         version, _, digest = value.partition(":")
         self._recorded_stable = (int(version), digest)
 
-    def _rebuild_view(self) -> None:
-        view = self.session.view()
+    def _rebuild_view(self, view: ProviderView | None = None) -> None:
+        """Take the provider view of the leaf from the session (or `view`, when the caller has it already)."""
+        view = self.session.view() if view is None else view
         self._view: list[LogEntry] = list(view.entries)
         self._boundary = view.boundary
         self._summary = view.boundary.summary if view.boundary else None
@@ -648,18 +649,18 @@ class ContextEngine:
             record = self._turn_record_of(point)
             if record is not None:
                 leaf_id = record.id
-        path = self.session.path(leaf_id)
-        view = provider_view(path)
+        view = self.session.view(leaf_id)  # walks back only to the branch's own latest compaction
         seed_id: str | None = None
         if seed:
             seed_id = "os_" + secrets.token_hex(6)
-            text = path_summary(path, heading=BRANCH_SEED_HEADING, estimator=self.estimator)
+            text = view_summary(view, heading=BRANCH_SEED_HEADING, estimator=self.estimator)
             queued = OutboxRecord(part_id=seed_id, status="queued", kind="branch_seed", text=text, hidden=True)
             stamped = self.session.branch(leaf_id, first=queued)
             self._track_session_wide(stamped)
+            self._rebuild_view()  # the seed's record is the leaf now
         else:
             self.session.branch(leaf_id)
-        self._rebuild_view()
+            self._rebuild_view(view)
         return Branch(
             session_id=self.session.id,
             entry_id=entry_id,
@@ -670,7 +671,7 @@ class ContextEngine:
             strategy="seed" if seed else "log",
             view_entries=sum(isinstance(e, _CONVERSATION) for e in view.entries),
             summarised=view.boundary is not None,
-            open_calls=open_tool_calls(path),
+            open_calls=open_tool_calls(view.entries),
             seed_id=seed_id,
         )
 

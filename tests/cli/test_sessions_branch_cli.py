@@ -66,7 +66,7 @@ def test_branch_json_with_a_seed_and_unknown_entry(tmp_path: Path) -> None:
     assert "branch_seed" not in shown.stdout
     assert "branch_seed" in runner.invoke(app, [*args, "show", session_id, "--all"]).stdout
     missing = runner.invoke(app, [*args, "branch", session_id, "nope"])
-    assert missing.exit_code == 1 and "no entry 'nope'" in missing.stderr
+    assert missing.exit_code == 2 and "no entry 'nope'" in missing.stderr
 
 
 def test_export_then_import_elsewhere(tmp_path: Path) -> None:
@@ -91,13 +91,13 @@ def test_export_then_import_elsewhere(tmp_path: Path) -> None:
     kept = runner.invoke(app, ["--store", str(other), "sessions", "import", str(bundle), "--keep-id"])
     assert kept.exit_code == 0 and f"as {session_id}" in kept.stdout
     again = runner.invoke(app, ["--store", str(other), "sessions", "import", str(bundle), "--keep-id"])
-    assert again.exit_code == 1 and "already exists" in again.stderr
+    assert again.exit_code == 2 and "already exists" in again.stderr
 
 
 def test_import_of_a_bad_bundle_is_a_clean_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"not a zip")
     result = runner.invoke(app, ["--store", str(tmp_path / "store"), "sessions", "import", str(bad)])
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert f"error: bundle {bad}: not a zip archive" in result.stderr
     assert not (tmp_path / "store").exists()

@@ -20,7 +20,7 @@ from typing import Final
 import msgspec
 
 from lamina.session.entries import AssistantMessage, CompactionBoundary, LogEntry, ToolCall, ToolResult, UserMessage
-from lamina.session.tree import provider_view
+from lamina.session.tree import ProviderView
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 DEFAULT_BRIDGE_TOKENS: Final = 4_000
@@ -113,19 +113,18 @@ TRANSFER_SUMMARY_HEADING: Final = (
 )
 
 
-def path_summary(
-    path: Sequence[LogEntry],
+def view_summary(
+    view: ProviderView,
     *,
     heading: str,
     budget_tokens: int = DEFAULT_BRIDGE_TOKENS,
     estimator: TokenEstimator = DEFAULT_ESTIMATOR,
 ) -> str:
-    """A bridge for a root-to-leaf `path`: its provider view (the latest summary and what follows), newest first.
+    """A bridge for a provider view: its entries newest first, then its compaction summary if room is left.
 
-    Used with `BRANCH_SEED_HEADING` for the path up to a branch point and with
-    `TRANSFER_SUMMARY_HEADING` for an imported session's path.
+    Used with `BRANCH_SEED_HEADING` for the view at a branch point and with
+    `TRANSFER_SUMMARY_HEADING` for an exported session's view.
     """
-    view = provider_view(list(path))
     return recent_conversation(
         view.entries, heading=heading, boundary=view.boundary, budget_tokens=budget_tokens, estimator=estimator
     )

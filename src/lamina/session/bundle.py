@@ -41,7 +41,7 @@ import msgspec
 
 from lamina.errors import BundleError, SessionIOError, UsageError
 from lamina.session._files import FileLayer, write_new_file
-from lamina.session.bridges import TRANSFER_SUMMARY_HEADING, path_summary
+from lamina.session.bridges import TRANSFER_SUMMARY_HEADING, view_summary
 from lamina.session.entries import OutboxRecord, encode_entry
 from lamina.session.meta import META_NAME, SessionMeta, write_meta
 from lamina.session.scan import scan_log
@@ -200,11 +200,11 @@ def export_session(
     out = Path(out)
     with store.open(session_id, writable=False) as session:
         folder, meta = session.folder, session.meta
-        leaf, path = session.leaf_id, session.path()
+        leaf, view = session.leaf_id, session.view()
     log = _log_bytes(folder / LOG_NAME)
     members = list(_session_files(folder))
     transcript = any(name.startswith(f"{SESSION_PREFIX}{PROVIDER_FOLDER}/") for name, _ in members)
-    summary = path_summary(path, heading=TRANSFER_SUMMARY_HEADING).encode()
+    summary = view_summary(view, heading=TRANSFER_SUMMARY_HEADING).encode()
     files = store.files
     tmp = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
     listed: list[BundleFile] = []

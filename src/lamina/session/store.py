@@ -382,17 +382,19 @@ class JsonlSession:
                 raise SessionCorruptError(self.log_path, f"entry {exc.entry_id!r} is referenced but missing") from None
         return [self._effective(e) for e in path] if self._links else path
 
-    def view(self) -> ProviderView:
-        """The provider view of the current leaf."""
-        return provider_view(self._view_path())
+    def view(self, entry_id: str | None = None) -> ProviderView:
+        """The provider view of the current leaf, or of the path to `entry_id` (walking back only as needed)."""
+        if entry_id is not None:
+            self.get(entry_id)
+        return provider_view(self._view_path(self._leaf if entry_id is None else entry_id))
 
-    def _view_path(self) -> list[LogEntry]:
+    def _view_path(self, leaf: str | None) -> list[LogEntry]:
         try:
-            start = view_start_id(self._entries, self._leaf, self._links)
+            start = view_start_id(self._entries, leaf, self._links)
         except MissingEntryError:
-            return self.path()
+            return self.path(leaf)
         path: list[LogEntry] = []
-        current = self._leaf
+        current = leaf
         for _ in range(len(self._entries)):
             if current is None:
                 break
