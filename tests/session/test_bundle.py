@@ -319,3 +319,14 @@ def test_manifest_is_readable_json(tmp_path: Path, good_bundle: Path) -> None:
         doc = json.load(io.BytesIO(zf.read("manifest.json")))
     assert doc["format"] == "lamina-session-bundle" and doc["version"] == 1
     assert {f["path"] for f in doc["files"]} >= {"session/log.jsonl", "session/meta.json", "transfer_summary.txt"}
+
+
+def test_a_workspace_at_the_root_is_not_remapped_in_every_text(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path / "store")
+    with store.create(cwd="/") as session:
+        session.append(UserMessage(text="a / b and /etc/hosts"))
+    bundle = export_session(store, session.id, tmp_path / "b.zip").path
+    result = import_session(LocalSessionStore(tmp_path / "other"), bundle, cwd="/new/place")
+    with LocalSessionStore(tmp_path / "other").open(result.session_id, writable=False) as imported:
+        assert next(e for e in imported.entries() if isinstance(e, UserMessage)).text == "a / b and /etc/hosts"
+        assert imported.meta.cwd == "/new/place"

@@ -425,10 +425,15 @@ def _open_zip(bundle: Path) -> Iterator[zipfile.ZipFile]:
 def _remap(log: bytes, pairs: list[tuple[str, str]]) -> bytes:
     """The log with each old path (at a path boundary, inside JSON strings) replaced by the new one.
 
+    Only paths with at least one folder below the root are remapped (a workspace at `/` is not).
     One pass, longest old path first, so a new path is never remapped again (a store inside the
     workspace, say).
     """
-    table = {msgspec.json.encode(old)[1:-1]: msgspec.json.encode(new)[1:-1] for old, new in pairs if old and old != new}
+    table = {
+        msgspec.json.encode(old)[1:-1]: msgspec.json.encode(new)[1:-1]
+        for old, new in pairs
+        if old != new and len(PurePosixPath(old).parts) >= 2  # never "/" or "": they are in every text
+    }
     if not table:
         return log
     alternatives = b"|".join(re.escape(old) for old in sorted(table, key=len, reverse=True))
