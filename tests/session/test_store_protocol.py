@@ -155,6 +155,20 @@ def test_branching_moves_the_leaf_and_survives_a_reopen(store: SessionStore) -> 
         assert third.leaf_id == first[1].id
 
 
+def test_a_branch_with_its_first_entry_its_children_and_the_view_of_any_entry(store: SessionStore) -> None:
+    with store.create() as session:
+        first = [session.append(e) for e in exchange(1)]
+        later = [session.append(e) for e in exchange(2)]
+        seed = session.branch(first[-1].id, first=OutboxRecord(part_id="p1", status="queued", kind="branch_seed"))
+        assert seed.parent_id == first[-1].id and session.leaf_id == seed.id
+        assert [e.id for e in session.children(first[-1].id)] == [later[0].id, seed.id]
+        assert [e.id for e in session.view(later[1].id).entries] == [e.id for e in (*first, *later[:2])]
+        assert [e.id for e in session.view().entries] == [*(e.id for e in first), seed.id]
+        sid = session.id
+    with store.open(sid, writable=False) as again:
+        assert again.leaf_id == seed.id and again.get(seed.id) == seed
+
+
 def test_a_fork_copies_the_path_and_the_files(store: SessionStore) -> None:
     with store.create(cwd="/w") as source:
         entries = [source.append(e) for e in exchange(1)]

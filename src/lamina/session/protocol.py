@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar, overload
 
 from lamina.session.entries import Entry, LogEntry
 from lamina.session.meta import ForkOrigin
@@ -154,8 +154,20 @@ class SessionLog(Protocol):
         """The turn boundary: make every append so far durable, all or nothing."""
         ...
 
-    def branch(self, entry_id: str) -> None:
-        """Move the leaf to `entry_id`: the next append starts a new branch from there."""
+    @overload
+    def branch(self, entry_id: str, *, first: None = None) -> None: ...
+    @overload
+    def branch(self, entry_id: str, *, first: E) -> E: ...
+    def branch(self, entry_id: str, *, first: E | None = None) -> E | None:
+        """Move the leaf to `entry_id`: the next append starts a new branch from there.
+
+        With `first`, that entry is appended as the branch's first (a child of `entry_id`) in the
+        same durable step: a crash leaves the old leaf, or the branch with it. Returns it stamped.
+        """
+        ...
+
+    def children(self, entry_id: str) -> list[LogEntry]:
+        """The entries whose parent is `entry_id`, in append order."""
         ...
 
     def get(self, entry_id: str) -> LogEntry: ...
@@ -163,8 +175,8 @@ class SessionLog(Protocol):
         """The entries from the root to `entry_id` (default: the leaf)."""
         ...
 
-    def view(self) -> ProviderView:
-        """The provider view of the leaf: from the latest compaction boundary on."""
+    def view(self, entry_id: str | None = None) -> ProviderView:
+        """The provider view of the leaf (or of the path to `entry_id`): from the latest compaction boundary on."""
         ...
 
     def entries(self) -> list[LogEntry]:

@@ -42,7 +42,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import msgspec
@@ -733,12 +733,23 @@ class PostgresSession:
             self.load_all()
             return path_to(self._entries, target)
 
-    def view(self) -> ProviderView:
+    def children(self, entry_id: str) -> list[LogEntry]:
+        self.get(entry_id)
+        return [e for e in self._order if e.parent_id == entry_id]
+
+    def view(self, entry_id: str | None = None) -> ProviderView:
+        leaf = self._leaf if entry_id is None else entry_id
         start = self._view_start
+        if entry_id is not None:
+            self.get(entry_id)
+            try:
+                start = view_start_id(self._entries, entry_id)
+            except MissingEntryError:
+                start = None
         if start is None or start not in self._entries:
-            return provider_view(self.path())
+            return provider_view(self.path(leaf))
         path: list[LogEntry] = []
-        current = self._leaf
+        current = leaf
         while current is not None:
             entry = self._entries[current]
             path.append(entry)
@@ -806,13 +817,29 @@ class PostgresSession:
         self._next_seq -= 1
         self._leaf, self._view_start, self._count, self._info = saved
 
-    def branch(self, entry_id: str) -> None:
-        """Move the leaf to `entry_id` (committed at once): the next append starts a new branch from there."""
+    @overload
+    def branch(self, entry_id: str, *, first: None = None) -> None: ...
+    @overload
+    def branch(self, entry_id: str, *, first: E) -> E: ...
+    def branch(self, entry_id: str, *, first: E | None = None) -> E | None:
+        """Move the leaf to `entry_id` (committed at once): the next append starts a new branch from there.
+
+        With `first`, that entry is appended as the branch's first and committed in the same
+        transaction as the new leaf. Returns it stamped.
+        """
         self._check_writable()
         self.get(entry_id)
+        previous = (self._leaf, self._view_start)
         self._leaf = entry_id
         self._view_start = view_start_id(self._entries, entry_id)
-        self.flush(force=True)
+        if first is None:
+            self.flush(force=True)
+            return None
+        try:
+            return self.append(first, durable=True)  # one commit: the entry and the leaf it makes
+        except BaseException:
+            self._leaf, self._view_start = previous
+            raise
 
     def flush(self, *, force: bool = False) -> None:
         """The turn boundary: commit every pending entry and the session row in one transaction.
