@@ -104,6 +104,7 @@ class Activation:
         self._active: tuple[Skill, ...] = ()
         self._guides: dict[str, Path] = {}
         engine.compaction_hooks.append(self.after_compaction)
+        engine.context_reset_hooks.append(self.after_compaction)  # the provider compacted its own context
         for name in engine.skills_in_use:  # a resumed session: the skills invoked before it
             skill = catalogue.scan.get(name)
             if skill is not None:
@@ -185,7 +186,7 @@ class Activation:
         names = [s.name for s in self.catalogue.scan.skills]
         return ", ".join(names[:20]) + (" …" if len(names) > 20 else "") if names else "none"
 
-    def after_compaction(self, boundary: CompactionBoundary) -> None:
+    def after_compaction(self, boundary: CompactionBoundary | None = None) -> None:
         """Forget every read; the skills still in use must be read again (guides gate again by themselves).
 
         The model is told once which SKILL.md files to read again before its next tool call, instead

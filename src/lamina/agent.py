@@ -24,14 +24,23 @@ from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
 from lamina.compaction.summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine
-from lamina.errors import ContextOverflowError, TooManyModelCallsError
+from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.parts import Part
+from lamina.placement import SdkManagedPrompt, SdkManagedTarget
 from lamina.prompt.presets import Preset
-from lamina.providers.base import Completed, Provider, TextDelta, ToolCallRequest
+from lamina.providers.base import (
+    Completed,
+    Provider,
+    ProviderCompacted,
+    ProviderSessionChanged,
+    TextDelta,
+    ToolCallRequest,
+)
 from lamina.providers.retry import RetryNotice, RetryPolicy, stream_with_retry
+from lamina.recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
 from lamina.session.branch import Branch
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
+from lamina.session.entries import AssistantMessage, LogEntry, ProviderSession, ToolCall, ToolResult, Usage
 from lamina.session.protocol import SessionLog, SessionStore
 from lamina.sources.connections import SourceConnections
 from lamina.sources.guide import guide_path
@@ -122,6 +131,9 @@ class Agent:
     activation: Activation | None = None
     """Skills and sources: mentions in the user's text become required reads."""
     on_event: Callable[[AgentEvent], None] | None = None
+    recovery_tokens: int = DEFAULT_RECOVERY_TOKENS
+    """Budget of the recovery block a fresh provider session gets when the old one cannot be resumed."""
+    _session_update: ProviderSession | None = field(default=None, init=False, repr=False)
 
     def _emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:
@@ -154,6 +166,7 @@ class Agent:
                 self._emit(warning)
         if self._over_threshold():
             await self.compact(trigger="threshold")
+        self._check_provider_sessions()
         turn = self.engine.prepare_turn(user_text, refs)
         usages: list[Usage] = []
         tools_run: list[str] = []
@@ -169,6 +182,9 @@ class Agent:
                 # the provider accepted a request carrying the turn's one-shots (a turn prepared again
                 # after a compaction may carry new ones; committing delivered ones again is a no-op)
                 self.engine.commit(turn)
+                # then where its session resumes: a crash between the two costs a fresh session its own
+                # recovery block, never a second copy of one in the same provider session
+                self._settle_provider_session()
                 self.engine.record(
                     AssistantMessage(
                         text=completed.text,
@@ -215,8 +231,15 @@ class Agent:
     async def compact(
         self, focus: str | None = None, *, trigger: Literal["manual", "threshold", "overflow"] = "manual"
     ) -> CompactionOutcome:
-        """Compact the session now (`/compact [focus]`), or as a trigger asks."""
-        summariser = self.summariser or ProviderSummariser(self.provider)
+        """Compact the session now (`/compact [focus]`), or as a trigger asks.
+
+        On an SDK-managed backend (the Claude Agent SDK) a manual compaction is the backend's own:
+        `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
+        makes by itself. Otherwise Lamina compacts its provider view.
+        """
+        if trigger == "manual" and isinstance(self.provider.target, SdkManagedTarget):
+            return await self._compact_provider_session(focus)
+        summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
         # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
         lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
         return await self.engine.compact(
@@ -245,7 +268,7 @@ class Agent:
     async def _model_call_compacting(self, turn: TurnContext, index: int) -> tuple[TurnContext, Completed]:
         """A model call; on a context overflow, compact and retry once (a second overflow is an error)."""
         try:
-            return turn, await self._model_call(turn, index)
+            return await self._model_call_recovering(turn, index)
         except ContextOverflowError:
             outcome = await self.compact(trigger="overflow")
             if outcome.status != "compacted":
@@ -260,14 +283,111 @@ class Agent:
                 self.provider.name, f"the request is still too long after compaction ({exc})", status=exc.status
             ) from exc
 
+    async def _model_call_recovering(self, turn: TurnContext, index: int) -> tuple[TurnContext, Completed]:
+        """A model call; when the provider session to resume is gone, recover in a fresh one and retry once."""
+        try:
+            return turn, await self._model_call(turn, index)
+        except ProviderSessionLostError as exc:
+            before = self._entries_before(turn.user_entry_id)
+            self._recover(before, f"session {exc.session_id} is gone", clear=True)
+            turn = self.engine.reprepare(turn)  # the fresh session is told everything: stable, volatile, recovery
+        return turn, await self._model_call(turn, index)  # exactly one retry: a second failure goes to the caller
+
+    def _entries_before(self, entry_id: str) -> list[LogEntry]:
+        """The provider view up to (not including) entry `entry_id`."""
+        entries: list[LogEntry] = []
+        for entry in self.engine.view:
+            if entry.id == entry_id:
+                break
+            entries.append(entry)
+        return entries
+
+    def _check_provider_sessions(self) -> None:
+        """Before a turn: forget other providers' sessions (the conversation goes on here, so they fall
+        behind), and give a provider that resumes sessions but has none for a conversation already under
+        way a recovery block (a session begun elsewhere, an id cleared by a crashed recovery, an older log).
+        """
+        name = self.provider.name
+        for session in self.engine.provider_sessions:
+            if session.provider != name:
+                self.engine.clear_provider_session(session.provider, f"the conversation went on with {name}")
+        if not self.provider.capabilities.native_resume or self.engine.provider_session(name) is not None:
+            return
+        if not any(o.kind == RECOVERY_KIND for o in self.engine.pending_one_shots):
+            self._recover(list(self.engine.view), f"{name} holds no session of this conversation", clear=False)
+
+    def _recover(self, before: Sequence[LogEntry], reason: str, *, clear: bool) -> None:
+        """Clear the provider's session (durably) and queue a recovery block of the messages in `before`.
+
+        With `clear=False` nothing is recorded when there is nothing to recover (a new session).
+        """
+        boundary = self.engine.boundary
+        block = recovery_text(
+            before,
+            summary=boundary.summary if boundary is not None else None,
+            budget_tokens=self.recovery_tokens,
+            estimator=self.engine.estimator,
+            reason=reason,
+        )
+        if block is None and not clear:
+            return
+        self.engine.clear_provider_session(self.provider.name, reason)
+        pending = any(o.kind == RECOVERY_KIND for o in self.engine.pending_one_shots)
+        if block is not None and not pending:
+            self.engine.queue_one_shot(RECOVERY_KIND, block.text)
+
+    def _settle_provider_session(self) -> None:
+        update, self._session_update = self._session_update, None
+        if update is not None:
+            self.engine.set_provider_session(update)
+
+    async def _compact_provider_session(self, focus: str | None) -> CompactionOutcome:
+        """`/compact` on an SDK-managed backend: the backend compacts its own session."""
+        name = self.provider.name
+        stored = self.engine.provider_session(name)
+        if stored is None:
+            return CompactionOutcome("nothing_to_compact", f"nothing to compact: {name} holds no session yet")
+        prompt = "/compact" + (f" {' '.join(focus.split())}" if focus else "")
+        request = SdkManagedPrompt(prompt, self.engine.session.id, resume=stored, command=True)
+        compacted: ProviderCompacted | None = None
+        try:
+            async for event in stream_with_retry(self.provider, request, self.retry, on_retry=self._emit):
+                match event:
+                    case ProviderCompacted():
+                        compacted = event
+                        self.engine.provider_compacted(name, event.trigger, event.tokens_before)
+                    case ProviderSessionChanged(session=session):
+                        self._session_update = session
+                    case _:
+                        pass
+        except ProviderSessionLostError:
+            self.engine.clear_provider_session(name, "its session could not be resumed to compact it")
+            return CompactionOutcome(
+                "nothing_to_compact", f"{name} no longer has the session; the next turn starts a fresh one"
+            )
+        finally:
+            self._settle_provider_session()
+        if compacted is None:
+            return CompactionOutcome("nothing_to_compact", f"{name} did not compact its session")
+        before = f" from {compacted.tokens_before:,} tokens" if compacted.tokens_before else ""
+        return CompactionOutcome("compacted", f"compacted by {name}{before}", tokens_before=compacted.tokens_before)
+
     async def _model_call(self, turn: TurnContext, index: int) -> Completed:
         request = self.engine.request(turn, self.provider.target)
+        if isinstance(request, SdkManagedPrompt):  # the log says where the provider session resumes
+            stored = self.engine.provider_session(self.provider.name)
+            request = dataclasses.replace(request, resume=stored, new_session=stored is None)
         estimated = self.engine.context_tokens()
         completed: Completed | None = None
+        self._session_update = None
         async for event in stream_with_retry(self.provider, request, self.retry, on_retry=self._emit):
             match event:
                 case TextDelta():
                     self._emit(event)
+                case ProviderSessionChanged(session=session):
+                    self._session_update = session
+                case ProviderCompacted(trigger=trigger, tokens_before=tokens):
+                    self.engine.provider_compacted(self.provider.name, trigger, tokens)
                 case Completed():
                     completed = event
                 case _:

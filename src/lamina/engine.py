@@ -53,6 +53,7 @@ from lamina.session.entries import (
     OutboxRecord,
     PartRecord,
     PinnedPart,
+    ProviderSession,
     StateChange,
     StateSnapshot,
     ToolCall,
@@ -215,6 +216,9 @@ class ContextEngine:
         self.compaction_hooks: list[Callable[[CompactionBoundary], None]] = []
         """Called after every compaction (skills and guides reset their read state here)."""
         self.compaction_listeners: list[Callable[[CompactionEvent], None]] = []
+        self.context_reset_hooks: list[Callable[[], None]] = []
+        """Called when a provider compacted its own context (read state resets here, as after a compaction)."""
+        self._provider_sessions: dict[str, ProviderSession] = {}
         self._compaction_lock: asyncio.Lock | None = None
         self._mode_recorded = False
         for entry in session.entries_loaded():
@@ -241,6 +245,11 @@ class ContextEngine:
                 self._sources = tuple(s for s in value.split(",") if s)
             case StateChange(key="skills", value=value):
                 self._skills = tuple(s for s in value.split(",") if s)
+            case StateChange(key="provider_session", provider=provider, session=session):
+                if session is None:
+                    self._provider_sessions.pop(provider, None)
+                else:
+                    self._provider_sessions[provider] = session
             case StateChange(key="stable", value=value) as change:
                 self._note_stable(value)
                 self._prefix = _prefix_context(change)
@@ -250,6 +259,7 @@ class ContextEngine:
                     self._mode, self._mode_recorded = state.mode, True
                 self._sources = state.sources
                 self._skills = state.skills
+                self._provider_sessions = {s.provider: s for s in state.provider_sessions}
                 if state.stable is not None:
                     self._note_stable(state.stable)
                 # a compaction rebuilds the prefix with the latest stable version
@@ -315,6 +325,10 @@ class ContextEngine:
                 self._last_seen[part.key] = part.text
             self._stable_seen_digest = entry.stable_digest
             self._turn_since_boundary = True
+        elif _resets_seen(entry):
+            # a fresh or compacted provider session has seen none of the tails: the next one states everything
+            self._last_seen = {}
+            self._stable_seen_digest = None
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -325,6 +339,11 @@ class ContextEngine:
     @property
     def active_sources(self) -> tuple[str, ...]:
         return self._sources
+
+    @property
+    def view(self) -> Sequence[LogEntry]:
+        """The provider view as it stands: the entries after the latest compaction (read-only, O(1) to take)."""
+        return HistorySlice(self._view, len(self._view))
 
     @property
     def pending_one_shots(self) -> tuple[OneShot, ...]:
@@ -573,6 +592,62 @@ class ContextEngine:
                 )
                 self.record(delivered)
 
+    # -- provider sessions (SPEC F11) --------------------------------------------------------------
+
+    def provider_session(self, provider: str) -> ProviderSession | None:
+        """The session `provider` keeps of this conversation, to resume through (None: none, or cleared)."""
+        return self._provider_sessions.get(provider)
+
+    @property
+    def provider_sessions(self) -> tuple[ProviderSession, ...]:
+        """Every provider-side session stored for this session, one per provider."""
+        return tuple(self._provider_sessions.values())
+
+    def set_provider_session(self, session: ProviderSession) -> None:
+        """Persist where `session.provider` resumes next (a state change, durable); unchanged: nothing logged."""
+        previous = self._provider_sessions.get(session.provider)
+        if previous == session:
+            return
+        change = StateChange(
+            key="provider_session",
+            value=session.session_id,
+            previous=previous.session_id if previous is not None else None,
+            provider=session.provider,
+            session=session,
+        )
+        self.record(change, durable=True)
+
+    def clear_provider_session(self, provider: str, reason: str) -> None:
+        """Forget `provider`'s session (durably): its next turn starts a fresh one, told everything again."""
+        previous = self._provider_sessions.get(provider)
+        change = StateChange(
+            key="provider_session",
+            value="",
+            previous=previous.session_id if previous is not None else None,
+            detail=reason,
+            provider=provider,
+        )
+        self.record(change, durable=True)
+
+    def provider_compacted(self, provider: str, trigger: str, tokens_before: int) -> None:
+        """Record that `provider` compacted its own context: the next tail restates everything, reads reset."""
+        session = self._provider_sessions.get(provider)
+        detail = f"{provider} compacted its context ({trigger}" + (
+            f", {tokens_before:,} tokens before)" if tokens_before else ")"
+        )
+        change = StateChange(
+            key="provider_session",
+            value=session.session_id if session is not None else "",
+            detail=detail,
+            provider=provider,
+            session=session,
+            compacted=True,
+        )
+        self.record(change, durable=True)
+        for hook in self.context_reset_hooks:
+            hook()
+        self._emit_compaction(CompactionEvent("completed", trigger, detail))
+
     def end_turn(self) -> None:
         """The turn boundary: everything the turn appended is made durable (one fsync)."""
         self.session.flush()
@@ -775,6 +850,7 @@ class ContextEngine:
                 mode=self._mode if self._mode_recorded else None,
                 sources=self._sources,
                 skills=self._skills,
+                provider_sessions=tuple(self._provider_sessions.values()),
                 stable=self._stable_state(),
                 pending_one_shots=tuple(
                     PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden) for o in self._carried()
@@ -838,8 +914,13 @@ class ContextEngine:
         return again
 
     def _last_seen_before(self, index: int) -> dict[str, str]:
+        start = self._fresh_from
+        for i in range(len(self._view) - 1, start - 1, -1):
+            if _resets_seen(self._view[i]):  # nothing before a provider session reset counts as seen
+                start = i + 1
+                break
         seen: dict[str, str] = {}
-        for entry in self._view[self._fresh_from : index]:
+        for entry in self._view[start:index]:
             if isinstance(entry, TurnRecord):
                 for part in entry.volatile:
                     seen[part.key] = part.text
@@ -850,6 +931,15 @@ def _turn_one_shots(carried: Sequence[OneShot], pending: Iterable[OneShot]) -> t
     """A turn's one-shots after a compaction in its middle: what it carried, then what was queued since."""
     ids = {o.part_id for o in carried}
     return (*carried, *(o for o in pending if o.part_id not in ids))
+
+
+def _resets_seen(entry: LogEntry) -> bool:
+    """A provider session cleared or compacted: what earlier tails said is no longer in the provider's context."""
+    return (
+        isinstance(entry, StateChange)
+        and entry.key == "provider_session"
+        and (entry.session is None or entry.compacted)
+    )
 
 
 def _pinned_parts(stable: StableContext) -> tuple[PinnedPart, ...]:

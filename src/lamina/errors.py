@@ -38,6 +38,7 @@ LaminaError
         ├── AuthenticationError     401 / 403: missing or wrong API key
         ├── InvalidRequestError     400 / 404 / 422 that is not an overflow
         ├── TransientServerError    500 / 502 / 504, connection reset, timeout
+        ├── ProviderSessionLostError the provider-side session to resume is gone: recover in a fresh one
         └── ScriptExhaustedError    a scripted provider asked for more replies than its script has
 ```
 
@@ -271,3 +272,15 @@ class TransientServerError(ProviderError):
     """A server error or a broken connection that may succeed on retry."""
 
     retryable = True
+
+
+class ProviderSessionLostError(ProviderError):
+    """The provider cannot resume the provider-side session it was asked to (gone, another machine, expired).
+
+    Not retried as such: the agent clears the stored session, queues a recovery block and sends
+    the turn once more in a fresh provider session.
+    """
+
+    def __init__(self, provider: str, session_id: str, message: str) -> None:
+        self.session_id = session_id
+        super().__init__(provider, message)

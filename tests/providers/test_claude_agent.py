@@ -20,13 +20,16 @@ from lamina.errors import (
     ContextOverflowError,
     OverloadedError,
     ProviderError,
+    ProviderSessionLostError,
     RateLimitError,
     TransientServerError,
     UsageError,
 )
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget, render
 from lamina.providers import TextDelta, provider_from_spec
-from lamina.providers.claude_agent import ClaudeAgentProvider, ClaudeAgentSession, map_claude_agent_error
+from lamina.providers.base import ProviderSessionChanged
+from lamina.providers.claude_agent import ClaudeAgentProvider, map_claude_agent_error
+from lamina.session.entries import ProviderSession
 from lamina.providers.retry import RetryPolicy, stream_with_retry
 from lamina.session.store import LocalSessionStore
 from tests.providers.support import collect, completed, long_workspace, new_engine, streamed_text
@@ -96,7 +99,9 @@ async def test_a_turn_streams_its_text_and_reports_usage(wire: WireServer, tmp_p
     assert sent.headers["x-api-key"] == API_KEY
     assert sent.body["model"] == "claude-sonnet-5" and sent.body["tools"] == []
     assert _user_texts(sent.body) == [request.prompt]  # verbatim: the rendered prompt is the user message
-    assert provider.sessions[request.session_id].sdk_session_id == sent.headers["x-claude-code-session-id"]
+    changed = [e for e in events if isinstance(e, ProviderSessionChanged)]
+    assert [c.session for c in changed] == [provider.sessions[request.session_id]]  # reported, to be persisted
+    assert provider.sessions[request.session_id].session_id == sent.headers["x-claude-code-session-id"]
 
 
 @needs_cli
@@ -124,7 +129,8 @@ async def test_the_next_turn_resumes_the_sdk_session(wire: WireServer, tmp_path:
     assert first.usage.cache_write > 0 and second.usage.cache_read >= first.usage.cache_write
     [session] = provider.sessions.values()
     ids = {r.headers["x-claude-code-session-id"] for r in wire.requests}
-    assert ids == {session.sdk_session_id} and session.resume_at is not None
+    assert ids == {session.session_id} and session.resume_at is not None
+    assert agent.engine.provider_session("claude-agent") == session  # persisted in the log
 
 
 @needs_cli
@@ -141,20 +147,16 @@ async def test_a_retried_turn_does_not_repeat_its_prompt(wire: WireServer, tmp_p
 
 
 @needs_cli
-async def test_a_resume_failure_clears_the_session_and_retries_once_fresh(wire: WireServer, tmp_path: Path) -> None:
+async def test_a_resume_failure_forgets_the_session_and_says_so(wire: WireServer, tmp_path: Path) -> None:
     wire.script(Reply(text="Fresh start."))
-    asked: list[str] = []
-
-    def recovery(session_id: str) -> str:
-        asked.append(session_id)
-        return "[recovery: the user asked about totals]"
-
-    provider = _provider(wire, tmp_path, sessions={"s1": ClaudeAgentSession(STALE)}, recovery_block=recovery)
-    done = completed(await collect(provider.stream(SdkManagedPrompt("go on", "s1"))))
-    assert done.text == "Fresh start." and asked == ["s1"]
-    [sent] = wire.requests  # the failed resume never reached the API
-    assert _user_texts(sent.body) == ["[recovery: the user asked about totals]\n\ngo on"]
-    assert provider.sessions["s1"].sdk_session_id not in (STALE, "")
+    stale = ProviderSession(provider="claude-agent", session_id=STALE)
+    provider = _provider(wire, tmp_path, sessions={"s1": stale})
+    with pytest.raises(ProviderSessionLostError) as caught:
+        await collect(provider.stream(SdkManagedPrompt("go on", "s1")))
+    assert caught.value.session_id == STALE and not caught.value.retryable
+    assert "s1" not in provider.sessions and wire.requests == []  # the failed resume never reached the API
+    done = completed(await collect(provider.stream(SdkManagedPrompt("go on", "s1", resume=stale, new_session=True))))
+    assert done.text == "Fresh start." and provider.sessions["s1"].session_id not in (STALE, "")
 
 
 @needs_cli
@@ -169,9 +171,9 @@ async def test_a_fork_continues_natively_and_leaves_the_source_alone(wire: WireS
     assert _user_texts(branch.body) == ["base", "on the branch"]
     assert _user_texts(trunk.body) == ["base", "on the trunk"]
     sessions = provider.sessions
-    assert branch.headers["x-claude-code-session-id"] == sessions["branch"].sdk_session_id
-    assert trunk.headers["x-claude-code-session-id"] == sessions["trunk"].sdk_session_id
-    assert sessions["branch"].sdk_session_id != sessions["trunk"].sdk_session_id and not sessions["branch"].fork
+    assert branch.headers["x-claude-code-session-id"] == sessions["branch"].session_id
+    assert trunk.headers["x-claude-code-session-id"] == sessions["trunk"].session_id
+    assert sessions["branch"].session_id != sessions["trunk"].session_id and not sessions["branch"].fork
     with pytest.raises(UsageError, match="'nowhere' has no Claude Agent SDK session"):
         provider.fork("nowhere", "x")
 

@@ -302,7 +302,9 @@ def compact(
 
     try:
         summariser: Summariser = (
-            ProviderSummariser(provider_from_spec(model)) if model is not None else DeterministicSummariser()
+            ProviderSummariser(provider_from_spec(model), session_id=session_id)
+            if model is not None
+            else DeterministicSummariser()
         )
         with _store(ctx).open(session_id, wait=wait) as session:
             try:  # the stable parts and tools count in the tokens before and after

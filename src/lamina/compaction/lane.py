@@ -97,7 +97,7 @@ def archive_text(archive: Sequence[UserWords]) -> str:
     return "\n".join(lines)
 
 
-def _clip(text: str, cap: int, estimator: TokenEstimator) -> tuple[str, int]:
+def clip_text(text: str, cap: int, estimator: TokenEstimator) -> tuple[str, int]:
     """`text` within `cap` tokens: its head and its tail, and how many characters were left out."""
     if estimator.count(text) <= cap:
         return text, 0
@@ -175,7 +175,7 @@ def update_lane(
     cap = min(paste_tokens, budget_tokens)
     new: list[UserWords] = []
     for words in whole:
-        text, omitted = _clip(words.text, cap, estimator)
+        text, omitted = clip_text(words.text, cap, estimator)
         new.append(UserWords(turn=words.turn, ts=words.ts, text=text, omitted=omitted, archive=name))
     candidates = [*previous.messages, *new]
     kept: list[UserWords] = []

@@ -71,8 +71,13 @@ class DeterministicSummariser:
         return SummaryResult(deterministic_summary(previous, entries, ledger, focus=focus), "deterministic")
 
 
-def summary_request(target: RenderTarget, prompt: str) -> RenderedRequest:
-    """A one-message request asking `target`'s provider for a summary."""
+def summary_request(target: RenderTarget, prompt: str, *, session_id: str = "") -> RenderedRequest:
+    """A one-message request asking `target`'s provider for a summary of session `session_id`.
+
+    On an SDK-managed backend the request runs in a fresh provider session of its own that is
+    never resumed (`keep_session=False`): no summary sees another session's text, or an earlier
+    summary's.
+    """
     match target:
         case AnthropicTarget():
             body: dict[str, Any] = {
@@ -92,7 +97,9 @@ def summary_request(target: RenderTarget, prompt: str) -> RenderedRequest:
         case OpenAIResponsesTarget():
             body = {"model": target.model, "instructions": SUMMARISER_INSTRUCTIONS, "input": prompt, "store": False}
         case SdkManagedTarget():
-            return SdkManagedPrompt(prompt=f"{SUMMARISER_INSTRUCTIONS}\n\n{prompt}", session_id="compaction")
+            return SdkManagedPrompt(
+                prompt=f"{SUMMARISER_INSTRUCTIONS}\n\n{prompt}", session_id=f"{session_id}/summary", keep_session=False
+            )
         case _:
             assert_never(target)
     return cast(RenderedRequest, body)
@@ -101,9 +108,11 @@ def summary_request(target: RenderTarget, prompt: str) -> RenderedRequest:
 class ProviderSummariser:
     """Asks a provider for the summary, under its own timeout; falls back to the deterministic one."""
 
-    def __init__(self, provider: Provider, *, timeout: float = DEFAULT_SUMMARY_TIMEOUT) -> None:
+    def __init__(self, provider: Provider, *, timeout: float = DEFAULT_SUMMARY_TIMEOUT, session_id: str = "") -> None:
         self.provider = provider
         self.timeout = timeout
+        self.session_id = session_id
+        """The session summarised (the summariser context on an SDK-managed backend is this session's own)."""
 
     async def summarise(
         self,
@@ -129,7 +138,8 @@ class ProviderSummariser:
 
     async def _ask(self, prompt: str) -> str:
         completed: Completed | None = None
-        async for event in self.provider.stream(summary_request(self.provider.target, prompt)):
+        request = summary_request(self.provider.target, prompt, session_id=self.session_id)
+        async for event in self.provider.stream(request):
             if isinstance(event, Completed):
                 completed = event
         return completed.text if completed else ""

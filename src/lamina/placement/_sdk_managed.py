@@ -2,9 +2,11 @@
 
 The backend owns the system prompt, the transcript, resume and compaction, so Lamina sends only
 the new user message: its attachments as text (notes for images, converted text for documents),
-its text, then the stable parts (when the backend has not seen this version in the current
-context window), then the volatile and one-shot tail. The stable parts travel with
-the first turn, after a compaction and whenever they change, not with every turn.
+its text, then the stable parts (when the backend has not seen this version in its current
+context), then the volatile and one-shot tail. The stable parts travel with the first turn of
+every provider session (a new session, a recovered one), after a compaction (Lamina's or the
+backend's own) and whenever they change, not with every turn: what the backend has seen is
+tracked per provider session in the log, so a process that resumes the session knows it too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lamina.defang import render_block
+from lamina.session.entries import ProviderSession
 from lamina.turn import TurnContext
 
 
@@ -23,6 +26,15 @@ class SdkManagedPrompt:
     prompt: str
     """The user message with its tail."""
     session_id: str
+    """Lamina's session id."""
+    resume: ProviderSession | None = None
+    """The provider session to continue (as persisted in the log); None: the provider's own memory of `session_id`."""
+    new_session: bool = False
+    """Start a fresh provider session whatever the provider remembers (the log says there is none)."""
+    keep_session: bool = True
+    """Remember the provider session this request ends in; False for one-off requests (summaries)."""
+    command: bool = False
+    """`prompt` is a command of the backend's own (`/compact`), not verbatim text for the model."""
 
 
 def render_sdk_managed(turn: TurnContext, attached: Sequence[str] = ()) -> SdkManagedPrompt:

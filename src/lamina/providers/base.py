@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.session.entries import Usage
+from lamina.session.entries import ProviderSession, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,23 @@ class Completed:
     raw_stop_reason: str = field(default="", compare=False)
 
 
-ProviderEvent: TypeAlias = TextDelta | ToolCallRequest | Completed
+@dataclass(frozen=True, slots=True)
+class ProviderSessionChanged:
+    """The provider-side session to resume the next turn through (sent before `Completed`); persist it."""
+
+    session: ProviderSession
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderCompacted:
+    """The provider compacted its own context during the turn (the Claude Agent SDK's compaction)."""
+
+    trigger: str
+    """`auto` or `manual`, as the provider says."""
+    tokens_before: int = 0
+
+
+ProviderEvent: TypeAlias = TextDelta | ToolCallRequest | ProviderSessionChanged | ProviderCompacted | Completed
 
 
 class Provider(Protocol):

@@ -8,21 +8,27 @@ mapped to Lamina's events: the text blocks of the assistant messages → `TextDe
 `ResultMessage` → `Completed` with its stop reason and usage (input, output, cache read and write
 as the SDK totals them over the turn).
 
-Sessions. Lamina's session id (`SdkManagedPrompt.session_id`) maps to a `ClaudeAgentSession`: the
+Sessions. Lamina's session id (`SdkManagedPrompt.session_id`) maps to a `ProviderSession`: the
 SDK's session id plus the uuid of the last message of the last completed turn. Every turn resumes
 the SDK session *at* that message (`resume` + `resume_session_at`), so a failed or retried attempt,
 whose user message the CLI already wrote to its transcript, leaves no trace in the next one: a
-retry never shows the model the same prompt twice. The mapping is `ClaudeAgentProvider.sessions`;
-a caller persists it (the fields are plain strings) and hands it back to a later provider. The
+retry never shows the model the same prompt twice. A request names the session to resume
+(`SdkManagedPrompt.resume`, as the session log has it; `new_session` for a fresh one); without
+one the provider's in-memory `sessions` mapping is used. A completed turn yields
+`ProviderSessionChanged` before `Completed` so the caller can persist where to resume next. The
 CLI keeps its transcripts under its config directory, per working directory, so a resume needs
 the same `config_dir` and `cwd`.
 
 Resume failure (SPEC F11). When the CLI cannot resume (the transcript is gone: another machine,
-another config directory, a cleaned cache), the provider drops the stale mapping and runs the turn
-once more in a fresh SDK session. The fresh session has seen nothing, so `recovery_block`, when
-given, is asked for text to put before the prompt: the hook where the recovery block of recent
-persisted user/assistant messages plugs in. Whoever builds it should restate the stable parts too,
-because the turn's prompt omits them when Lamina believes the backend has them.
+another config directory, a cleaned cache), the provider forgets the session and raises
+`ProviderSessionLostError` before any model call: the caller (the agent) clears the stored id,
+builds the recovery block and sends the turn once more with `new_session`.
+
+Compaction. The CLI compacts its own context when it fills up (and on `/compact`, sent with
+`command=True` so the CLI runs it instead of passing it on verbatim); its `compact_boundary`
+message becomes a `ProviderCompacted` event, so Lamina restates what the summary may have lost.
+One-off requests (`keep_session=False`, a compaction summary) run in a fresh SDK session that is
+never resumed, so no session's text reaches another's.
 
 Tools. The CLI runs with no built-in tools (`tools=[]`), no MCP servers, no filesystem settings
 (no project hooks, no `CLAUDE.md` of its own: Lamina supplies the project context), no skills and
@@ -49,20 +55,30 @@ import os
 import re
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from lamina.errors import (
     InvalidRequestError,
     ProviderError,
+    ProviderSessionLostError,
     TransientServerError,
     UsageError,
 )
 from lamina.placement import RenderedRequest, SdkManagedPrompt, SdkManagedTarget
 from lamina.providers._errors import error_for_status
-from lamina.providers.base import Capabilities, Completed, ProviderEvent, TextDelta
-from lamina.session.entries import Usage
+from lamina.providers.base import (
+    Capabilities,
+    Completed,
+    ProviderCompacted,
+    ProviderEvent,
+    ProviderSessionChanged,
+    TextDelta,
+)
+from lamina.session.entries import ProviderSession, Usage
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions, Message, ResultMessage
@@ -84,18 +100,6 @@ _AUTH_HINT: Final = "check the API key (ANTHROPIC_API_KEY or api_key=)"
 _STDERR_LINES: Final = 20
 
 
-@dataclass(frozen=True, slots=True)
-class ClaudeAgentSession:
-    """Where a Lamina session's conversation lives in the SDK, and where its next turn resumes."""
-
-    sdk_session_id: str
-    """The SDK's (Claude Code's) session id."""
-    resume_at: str | None = None
-    """Uuid of the last message of the last completed turn; None resumes at the transcript's end."""
-    fork: bool = False
-    """The next turn forks `sdk_session_id` into a new SDK session instead of continuing it."""
-
-
 class ClaudeAgentProvider:
     """A `Provider` whose model runs inside the Claude Agent SDK (target: `SdkManagedTarget`)."""
 
@@ -112,8 +116,7 @@ class ClaudeAgentProvider:
         max_turns: int | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
-        sessions: MutableMapping[str, ClaudeAgentSession] | None = None,
-        recovery_block: Callable[[str], str] | None = None,
+        sessions: MutableMapping[str, ProviderSession] | None = None,
         capabilities: Capabilities | None = None,
     ) -> None:
         """Create the provider.
@@ -132,8 +135,6 @@ class ClaudeAgentProvider:
             timeout: Per-request timeout in seconds for the CLI's API calls (`API_TIMEOUT_MS`).
             env: More environment for the CLI, over the process's own and `QUIET_ENV`.
             sessions: The Lamina → SDK session mapping to start from (kept and updated in place).
-            recovery_block: Called with the Lamina session id when its SDK session cannot be
-                resumed; the text returned goes before the prompt in the fresh session.
             capabilities: What the model can do. Prompts are text, so no vision or PDF input.
         """
         _require_sdk()
@@ -145,8 +146,7 @@ class ClaudeAgentProvider:
         self._system_prompt = system_prompt
         self._max_turns = max_turns
         self._env = {**QUIET_ENV, **_connection_env(api_key, base_url, config_dir, timeout), **(env or {})}
-        self._sessions: MutableMapping[str, ClaudeAgentSession] = {} if sessions is None else sessions
-        self._recovery_block = recovery_block
+        self._sessions: MutableMapping[str, ProviderSession] = {} if sessions is None else sessions
         self._capabilities = capabilities or Capabilities(
             max_output_tokens=64_000, native_resume=True, native_fork=True
         )
@@ -165,7 +165,7 @@ class ClaudeAgentProvider:
         return self._capabilities
 
     @property
-    def sessions(self) -> MutableMapping[str, ClaudeAgentSession]:
+    def sessions(self) -> MutableMapping[str, ProviderSession]:
         """Lamina session id → SDK session, updated after every completed turn (persist it to resume later)."""
         return self._sessions
 
@@ -179,23 +179,33 @@ class ClaudeAgentProvider:
         source = self._sessions.get(source_session_id)
         if source is None:
             raise UsageError(f"session {source_session_id!r} has no Claude Agent SDK session to fork yet")
-        self._sessions[new_session_id] = replace(source, fork=True)
+        self._sessions[new_session_id] = fork_of(source)
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
-        """Run one turn of `request` (an `SdkManagedPrompt`) in the SDK; the last event is `Completed`."""
+        """Run one turn of `request` (an `SdkManagedPrompt`) in the SDK; the last event is `Completed`.
+
+        Raises:
+            ProviderSessionLostError: the SDK session to resume is gone (forgotten here too); send
+                again with `new_session=True`, with what the fresh session must know.
+        """
         if not isinstance(request, SdkManagedPrompt):
             raise UsageError(f"ClaudeAgentProvider needs an SdkManagedPrompt, got {type(request).__name__}")
         key = request.session_id
+        session: ProviderSession | None = None
+        if not request.new_session and request.keep_session:
+            session = request.resume if request.resume is not None else self._sessions.get(key)
         try:
-            async for event in self._turn(request.prompt, key, self._sessions.get(key)):
+            async for event in self._turn(request, session):
                 yield event
-            return
-        except _ResumeFailedError:
-            self._sessions.pop(key, None)  # the SDK no longer has it: never try it again
-        recovery = self._recovery_block(key) if self._recovery_block is not None else ""
-        prompt = f"{recovery}\n\n{request.prompt}" if recovery else request.prompt
-        async for event in self._turn(prompt, key, None):
-            yield event
+        except _ResumeFailedError as exc:
+            assert session is not None
+            if self._sessions.get(key) == session:
+                del self._sessions[key]  # the SDK no longer has it: never try it again
+            raise ProviderSessionLostError(
+                PROVIDER_NAME,
+                session.session_id,
+                f"the Claude Agent SDK session {session.session_id} cannot be resumed: {exc}",
+            ) from None
 
     async def aclose(self) -> None:
         """Nothing to close: every turn's CLI process ends with the turn."""
@@ -206,12 +216,13 @@ class ClaudeAgentProvider:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _turn(self, prompt: str, key: str, session: ClaudeAgentSession | None) -> AsyncIterator[ProviderEvent]:
+    async def _turn(self, request: SdkManagedPrompt, session: ProviderSession | None) -> AsyncIterator[ProviderEvent]:
         from claude_agent_sdk import ClaudeSDKError, CLINotFoundError, query
 
         reply = _Reply()
         stderr: deque[str] = deque(maxlen=_STDERR_LINES)  # for the error message if the CLI fails
-        messages = query(prompt=prompt, options=self._options(session, stderr.append))
+        options = self._options(session, stderr.append, verbatim=not request.command)
+        messages = query(prompt=request.prompt, options=options)
         try:
             try:
                 async for message in messages:
@@ -226,19 +237,26 @@ class ClaudeAgentProvider:
             # after a result the exception only says the CLI exited (non-zero after a failed one): the result says more
             if reply.result is None:
                 if session is not None and _names_resume_target(exc, session):
-                    raise _ResumeFailedError from exc
+                    raise _ResumeFailedError(_failure_text(getattr(exc, "result", None), None) or str(exc)) from exc
                 raise _mapped(exc, reply.error, stderr) from exc
         result = reply.result
         if result is None:
             raise ProviderError(PROVIDER_NAME, "the Claude Code CLI ended without a result", body=_tail(stderr))
         if result.is_error:
             if session is not None and _names_resume_target(result, session):
-                raise _ResumeFailedError
+                raise _ResumeFailedError(_failure_text(result.result, result.errors))
             raise _mapped(result, reply.error, stderr)
-        self._sessions[key] = ClaudeAgentSession(result.session_id, reply.last_uuid)
+        if request.keep_session:
+            # after a command (`/compact`) no assistant message follows the boundary: resume at the end
+            resume_at = None if request.command else reply.last_uuid
+            now = ProviderSession(provider=PROVIDER_NAME, session_id=result.session_id, resume_at=resume_at)
+            self._sessions[request.session_id] = now
+            yield ProviderSessionChanged(now)
         yield reply.completed(result, self._model)
 
-    def _options(self, session: ClaudeAgentSession | None, on_stderr: Callable[[str], None]) -> ClaudeAgentOptions:
+    def _options(
+        self, session: ProviderSession | None, on_stderr: Callable[[str], None], *, verbatim: bool = True
+    ) -> ClaudeAgentOptions:
         from claude_agent_sdk import ClaudeAgentOptions
 
         return ClaudeAgentOptions(
@@ -250,13 +268,13 @@ class ClaudeAgentProvider:
             setting_sources=[],
             skills=[],
             permission_mode="dontAsk",
-            verbatim_prompts=True,
+            verbatim_prompts=verbatim,
             max_turns=self._max_turns,
             cwd=self._cwd,
             cli_path=self._cli_path,
             env=dict(self._env),
             stderr=on_stderr,
-            resume=session.sdk_session_id if session is not None else None,
+            resume=session.session_id if session is not None else None,
             resume_session_at=session.resume_at if session is not None else None,
             fork_session=session is not None and session.fork,
         )
@@ -279,10 +297,13 @@ class _Reply:
     result: ResultMessage | None = None
 
     def feed(self, message: Message) -> Iterator[ProviderEvent]:
-        from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock
+        from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
 
         if isinstance(message, ResultMessage):
             self.result = message
+            return
+        if isinstance(message, SystemMessage) and message.subtype == "compact_boundary":
+            yield _compacted(message.data)
             return
         if not isinstance(message, AssistantMessage) or message.parent_tool_use_id is not None:
             return
@@ -390,7 +411,23 @@ def _mapped(error: BaseException | ResultMessage, kind: str | None, stderr: dequ
     return mapped
 
 
-def _names_resume_target(error: object, session: ClaudeAgentSession) -> bool:
+def fork_of(session: ProviderSession) -> ProviderSession:
+    """`session` marked so that its next turn forks it natively (the SDK's `fork_session`) at `resume_at`."""
+    return msgspec.structs.replace(session, fork=True)
+
+
+def _compacted(data: Mapping[str, Any]) -> ProviderCompacted:
+    """The event for the CLI's `compact_boundary` message (`compact_metadata`: `trigger`, `pre_tokens`)."""
+    metadata = data.get("compact_metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    trigger = metadata.get("trigger")
+    before = metadata.get("pre_tokens")
+    return ProviderCompacted(
+        trigger=trigger if isinstance(trigger, str) else "auto", tokens_before=before if isinstance(before, int) else 0
+    )
+
+
+def _names_resume_target(error: object, session: ProviderSession) -> bool:
     """Whether a failure before the turn ran says the session (or the message) to resume at is not there.
 
     The CLI's words are "No conversation found with session ID: X" and "No message found with
@@ -405,7 +442,7 @@ def _names_resume_target(error: object, session: ClaudeAgentSession) -> bool:
     if subtype != "error_during_execution" or num_turns not in (0, None):
         return False
     text = _failure_text(getattr(error, "result", None), getattr(error, "errors", None))
-    return session.sdk_session_id in text or (session.resume_at is not None and session.resume_at in text)
+    return session.session_id in text or (session.resume_at is not None and session.resume_at in text)
 
 
 def _failure_text(result: str | None, errors: list[Any] | None) -> str:

@@ -174,6 +174,19 @@ class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
     """A hidden one-shot bridge (see `OutboxRecord.hidden`)."""
 
 
+class ProviderSession(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a session's conversation lives on a provider that keeps one (the Claude Agent SDK): resume through it."""
+
+    provider: str
+    """The provider's name (`claude-agent`)."""
+    session_id: str
+    """The provider's own session id."""
+    resume_at: str | None = None
+    """The provider's id of the last message of the last completed turn (None: the transcript's end)."""
+    fork: bool = False
+    """The next turn forks `session_id` into a new provider session instead of continuing it."""
+
+
 class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """Session state at a compaction, so a resume that reads only from the boundary knows it."""
 
@@ -185,6 +198,8 @@ class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """One-shot parts still queued (their `key` is the kind)."""
     skills: tuple[str, ...] = ()
     """Skills invoked in the session: after a compaction the model must read them again."""
+    provider_sessions: tuple[ProviderSession, ...] = ()
+    """Provider-side sessions to resume through, one per provider."""
 
 
 class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"):
@@ -221,9 +236,10 @@ class PinnedPart(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
-    """A change of session state: permission mode, model, active sources, a stable input, skills in use."""
+    """A change of session state: permission mode, model, active sources, a stable input, skills in use,
+    a provider-side session."""
 
-    key: Literal["mode", "model", "sources", "stable", "skills"]
+    key: Literal["mode", "model", "sources", "stable", "skills", "provider_session"]
     value: str
     previous: str | None = None
     detail: str = ""
@@ -235,6 +251,12 @@ class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     the prefix keeps until the next compaction."""
     prefix_version: int | None = None
     """For `stable`: the version of `prefix` (older than `value`'s while a change waits for a compaction)."""
+    provider: str = ""
+    """For `provider_session`: the provider whose session this is; `value` is its session id ("": cleared)."""
+    session: ProviderSession | None = None
+    """For `provider_session`: the session to resume through from now on (None: cleared, start a fresh one)."""
+    compacted: bool = False
+    """For `provider_session`: the provider compacted its own context (what it saw before is summarised)."""
 
 
 class OutboxRecord(_EntryBase, frozen=True, kw_only=True, tag="outbox"):
