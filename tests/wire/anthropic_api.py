@@ -9,6 +9,7 @@ are an `error` event.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -163,9 +164,17 @@ def _role(message: object) -> object:
     return message.get("role") if isinstance(message, Mapping) else None
 
 
+_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
 def _pairing_problem(messages: Sequence[object]) -> str | None:
     for i, message in enumerate(messages):
         blocks = _blocks(message)
+        for j, block in enumerate(blocks):
+            field = {"tool_use": "id", "tool_result": "tool_use_id"}.get(str(block.get("type")))
+            if field is not None and not _TOOL_ID.fullmatch(str(block.get(field))):
+                where = f"messages.{i}.content.{j}.{block.get('type')}.{field}"
+                return f"{where}: String should match pattern '^[a-zA-Z0-9_-]+$'"
         if _role(message) == "assistant":
             uses = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
             following = messages[i + 1] if i + 1 < len(messages) else None

@@ -187,6 +187,10 @@ def chat_problem(body: Mapping[str, Any]) -> tuple[str, str | None] | None:
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             continue
+        for j, call in enumerate(message.get("tool_calls") or ()):
+            too_long = _too_long(call.get("id") if isinstance(call, Mapping) else None, CHAT_CALL_ID_MAX)
+            if too_long is not None:
+                return too_long.format(param=f"messages[{i}].tool_calls[{j}].id"), f"messages[{i}].tool_calls[{j}].id"
         if message.get("role") == "assistant" and message.get("tool_calls"):
             asked = [str(c.get("id")) for c in message["tool_calls"] if isinstance(c, Mapping)]
             answered: set[object] = set()
@@ -208,6 +212,20 @@ def chat_problem(body: Mapping[str, Any]) -> tuple[str, str | None] | None:
                 f"messages.[{i}].role",
             )
     return None
+
+
+CHAT_CALL_ID_MAX = 40
+RESPONSES_CALL_ID_MAX = 64
+
+
+def _too_long(value: object, limit: int) -> str | None:
+    """The API's words for a tool call id over `limit` characters (with a `{param}` to fill in), or None."""
+    if not isinstance(value, str) or len(value) <= limit:
+        return None
+    return (
+        f"Invalid '{{param}}': string too long. Expected a string with maximum length {limit}, "
+        f"but got a string with length {len(value)} instead."
+    )
 
 
 def _offered(messages: Sequence[object], i: int) -> set[object]:
@@ -343,9 +361,12 @@ def responses_problem(body: Mapping[str, Any]) -> tuple[str, str | None] | None:
         return None
     called: list[object] = []
     answered: set[object] = set()
-    for item in items:
+    for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             continue
+        too_long = _too_long(item.get("call_id"), RESPONSES_CALL_ID_MAX)
+        if too_long is not None:
+            return too_long.format(param=f"input[{i}].call_id"), f"input[{i}].call_id"
         if item.get("type") == "function_call":
             called.append(item.get("call_id"))
         elif item.get("type") == "function_call_output":

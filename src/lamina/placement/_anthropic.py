@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from lamina.messages import DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.placement._call_ids import anthropic_call_id
 from lamina.placement.targets import AnthropicTarget, CacheTtl
 from lamina.turn import TurnContext
 
@@ -45,9 +46,13 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
             case TextBlock(text=text):
                 out.append({"type": "text", "text": text})
             case ToolUseBlock(call_id=call_id, name=name, input=args):
-                out.append({"type": "tool_use", "id": call_id, "name": name, "input": dict(args)})
+                out.append({"type": "tool_use", "id": anthropic_call_id(call_id), "name": name, "input": dict(args)})
             case ToolResultBlock(call_id=call_id, content=content, is_error=is_error):
-                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": anthropic_call_id(call_id),
+                    "content": content,
+                }
                 if is_error:
                     result["is_error"] = True
                 out.append(result)

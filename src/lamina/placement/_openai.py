@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 
 from lamina.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.placement._call_ids import openai_chat_call_id, openai_responses_call_id
 from lamina.placement.targets import OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.turn import TurnContext
 
@@ -69,7 +70,7 @@ def chat_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             if calls:
                 item["tool_calls"] = [
                     {
-                        "id": c.call_id,
+                        "id": openai_chat_call_id(c.call_id),
                         "type": "function",
                         "function": {"name": c.name, "arguments": _arguments(c.input)},
                     }
@@ -79,7 +80,9 @@ def chat_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             continue
         for block in message.blocks:  # tool results first: they answer the previous assistant message
             if isinstance(block, ToolResultBlock):
-                out.append({"role": "tool", "tool_call_id": block.call_id, "content": block.content})
+                out.append(
+                    {"role": "tool", "tool_call_id": openai_chat_call_id(block.call_id), "content": block.content}
+                )
         parts = [p for p in map(_chat_part, message.blocks) if p is not None]
         if parts:
             out.append({"role": "user", "content": parts})
@@ -124,10 +127,21 @@ def responses_wire_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     out.append({"role": "assistant", "content": text})
                 case ToolUseBlock(call_id=call_id, name=name, input=args):
                     out.append(
-                        {"type": "function_call", "call_id": call_id, "name": name, "arguments": _arguments(args)}
+                        {
+                            "type": "function_call",
+                            "call_id": openai_responses_call_id(call_id),
+                            "name": name,
+                            "arguments": _arguments(args),
+                        }
                     )
                 case ToolResultBlock(call_id=call_id, content=content):
-                    out.append({"type": "function_call_output", "call_id": call_id, "output": content})
+                    out.append(
+                        {
+                            "type": "function_call_output",
+                            "call_id": openai_responses_call_id(call_id),
+                            "output": content,
+                        }
+                    )
                 case ImageBlock(media_type=media, data=data):
                     image = {"type": "input_image", "image_url": _data_url(media, data), "detail": "high"}
                     out.append({"role": "user", "content": [image]})
