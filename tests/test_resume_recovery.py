@@ -1,0 +1,361 @@
+"""Resume and recovery (SPEC F11) end to end: the real SDKs and the bundled Claude Code CLI against the wire server.
+
+A session resumed in a new process sends its history and the project's rules, on every provider;
+on the Claude Agent SDK backend it resumes through the SDK session persisted in the log and
+injects nothing. When that session is gone, the stored id is cleared, the recovery block (recent
+user and assistant messages, never the one being sent) goes to a fresh session once, and the turn
+is retried exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lamina.agent import Agent, AgentEvent, open_agent
+from lamina.compaction.summarize import ProviderSummariser
+from lamina.errors import AuthenticationError
+from lamina.providers.claude_agent import ClaudeAgentProvider
+from lamina.providers.retry import RetryPolicy
+from lamina.recovery import recovery_text
+from lamina.session.entries import AssistantMessage, Ledger, OutboxRecord, StateChange, UserMessage
+from lamina.session.store import LocalSessionStore
+from tests.providers.support import long_workspace
+from tests.wire.fixtures import API_KEY
+from tests.wire.script import Fail, Reply
+from tests.wire.server import Received, WireServer
+
+REPO = Path(__file__).resolve().parents[1]
+sdk = pytest.importorskip("claude_agent_sdk", reason="the optional extra 'claude' (claude-agent-sdk) is not installed")
+
+
+def _cli() -> str | None:
+    bundled = Path(sdk.__file__).parent / "_bundled" / "claude"
+    return str(bundled) if bundled.is_file() else shutil.which("claude")
+
+
+needs_cli = pytest.mark.skipif(_cli() is None, reason="the Claude Code CLI is missing")
+SESSION_HEADER = "x-claude-code-session-id"
+RULES = "Project context files (AGENTS.md, CLAUDE.md) describe the conventions"
+
+
+def _env(tmp_path: Path, wire: WireServer) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "ANTHROPIC_BASE_URL": wire.url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "OPENAI_BASE_URL": wire.openai_url,
+        "OPENAI_API_KEY": API_KEY,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+        "NO_COLOR": "1",
+    }
+
+
+def _lamina(tmp_path: Path, wire: WireServer, workspace: Path, *args: str, stdin: str | None = None) -> str:
+    """`lamina ARGS` in a new process (the workspace as its directory); its stdout."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lamina.cli", "--store", str(tmp_path / "store"), *args],
+        cwd=workspace,
+        env=_env(tmp_path, wire),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _run(tmp_path: Path, wire: WireServer, workspace: Path, text: str, model: str, *more: str) -> dict[str, Any]:
+    out = _lamina(tmp_path, wire, workspace, "run", text, "--model", model, "--json", *more)
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def _last_user_text(body: Any) -> str:
+    """The text of the request's last user message (Anthropic and Chat shapes; Responses input items)."""
+    if "input" in body:
+        items = [i for i in body["input"] if i.get("role") == "user"]
+        return "".join(c.get("text", "") for c in items[-1]["content"])
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    content = users[-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def _text(body: Any) -> str:
+    return json.dumps(body, ensure_ascii=False)
+
+
+# --- a new process resumes with the history and the rules -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "anthropic:claude-sonnet-5",
+        "openai:gpt-5",
+        "openai-responses:gpt-5",
+        pytest.param("claude-agent:claude-sonnet-5", marks=needs_cli),
+    ],
+)
+def test_a_session_resumed_in_a_new_process_sends_its_history_and_rules(
+    tmp_path: Path, wire: WireServer, model: str
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(text="Noted: PELICAN."), Reply(text="It was PELICAN."))
+    first = _run(tmp_path, wire, workspace, "Remember the code word PELICAN.", model)
+    second = _run(tmp_path, wire, workspace, "Which code word did I give you?", model, "--resume", first["session_id"])
+    assert second["session_id"] == first["session_id"] and second["text"] == "It was PELICAN."
+    one, two = wire.requests
+    body = _text(two.body)
+    # the history: the first question and its answer; the rules: Lamina's, and the AGENTS.md list (stable parts)
+    assert "Remember the code word PELICAN." in body and "Noted: PELICAN." in body
+    assert RULES in body and "AGENTS.md" in body and RULES in _text(one.body)
+    assert "<recovery" not in body
+    if model.startswith("claude-agent:"):
+        # resumed through the SDK session persisted in the log: the same session, nothing injected again
+        assert one.headers[SESSION_HEADER] == two.headers[SESSION_HEADER]
+        new = _last_user_text(two.body)
+        assert new.startswith("Which code word did I give you?") and "<stable_context" not in new
+        assert body.count(RULES) == 1
+
+
+# --- the Claude Agent SDK backend: resume failure and recovery --------------------------------------
+
+
+def _sdk_agent(
+    tmp_path: Path, wire: WireServer, workspace: Path, session_id: str | None = None, **options: Any
+) -> Agent:
+    provider = ClaudeAgentProvider(
+        "claude-sonnet-5", api_key=API_KEY, base_url=wire.url, cwd=workspace, config_dir=tmp_path / "claude-config"
+    )
+    return open_agent(
+        LocalSessionStore(tmp_path / "store"),
+        provider,
+        workspace=workspace,
+        session_id=session_id,
+        retry=RetryPolicy(max_attempts=1),
+        **options,
+    )
+
+
+def _forget_transcripts(tmp_path: Path) -> None:
+    """What another machine or a cleaned cache looks like to the CLI: no transcript to resume."""
+    shutil.rmtree(tmp_path / "claude-config" / "projects")
+
+
+def _recovery_blocks(text: str) -> list[str]:
+    return re.findall(r"<recovery>(.*?)</recovery>", text, flags=re.DOTALL)
+
+
+def _sessions(requests: list[Received]) -> list[str]:
+    return [r.headers[SESSION_HEADER] for r in requests]
+
+
+def _entries(tmp_path: Path, session_id: str) -> list[Any]:
+    with LocalSessionStore(tmp_path / "store").open(session_id, writable=False) as session:
+        return list(session.entries())
+
+
+@needs_cli
+async def test_a_lost_sdk_session_is_recovered_once_then_resumed(tmp_path: Path, wire: WireServer) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(text="Teal it is."), Reply(text="Your colour is teal."), Reply(text="Blue, then."))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    try:
+        await agent.run_turn("My favourite colour is teal.")
+        session_id = agent.engine.session.id
+        lost = agent.engine.provider_session("claude-agent")
+    finally:
+        agent.engine.session.close()
+    assert lost is not None
+    _forget_transcripts(tmp_path)
+
+    agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id)  # a new process, on another machine
+    try:
+        second = await agent.run_turn("What is my favourite colour?")
+        fresh = agent.engine.provider_session("claude-agent")
+        third = await agent.run_turn("I changed my mind: blue.")
+    finally:
+        agent.engine.session.close()
+    assert (second.text, third.text) == ("Your colour is teal.", "Blue, then.")
+    _, two, three = wire.requests  # the failed resume never reached the API; the retry did, once
+    assert fresh is not None and fresh.session_id != lost.session_id
+    assert _sessions([two, three]) == [fresh.session_id, fresh.session_id]
+    # the fresh session's first prompt: the question, the stable parts again, and the recovery block once
+    prompt = _last_user_text(two.body)
+    assert prompt.startswith("What is my favourite colour?") and "<stable_context" in prompt
+    [block] = _recovery_blocks(prompt)
+    assert "My favourite colour is teal." in block and "Teal it is." in block
+    assert "What is my favourite colour?" not in block  # never the message being sent
+    # then never again: the next turn resumes the fresh session, whose transcript holds the block once
+    assert _recovery_blocks(_last_user_text(three.body)) == []
+    assert len(_recovery_blocks(_text(three.body))) == 1
+    entries = _entries(tmp_path, session_id)
+    changes = [e for e in entries if isinstance(e, StateChange) and e.key == "provider_session"]
+    assert [(c.value, c.session is None) for c in changes][-3:] == [
+        ("", True),  # the lost id, cleared before anything else
+        (fresh.session_id, False),
+        (fresh.session_id, False),  # the next resume point
+    ]
+    recoveries = [e for e in entries if isinstance(e, OutboxRecord) and e.kind == "recovery"]
+    assert [r.status for r in recoveries] == ["queued", "delivered"]
+
+
+@needs_cli
+async def test_a_failed_retry_is_not_retried_again_and_the_block_waits_for_the_next_turn(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(text="Noted."), Fail("auth"), Reply(text="Here."))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    try:
+        await agent.run_turn("The build uses make.")
+        _forget_transcripts(tmp_path)
+        with pytest.raises(AuthenticationError):
+            await agent.run_turn("How do I build it?")
+        assert len(wire.requests) == 2  # the fresh attempt failed: exactly one retry, not two
+        pending = [o.kind for o in agent.engine.pending_one_shots]
+        assert pending == ["recovery"]
+        await agent.run_turn("Try again please.")
+    finally:
+        agent.engine.session.close()
+    last = wire.requests[-1]
+    [block] = _recovery_blocks(_last_user_text(last.body))
+    # the block was built before the failed message: the next turn delivers it as queued, once
+    assert "The build uses make." in block and "Try again please." not in block
+    assert len(_recovery_blocks(_text(last.body))) == 1
+
+
+@needs_cli
+async def test_recovery_text_is_never_parsed_for_mentions_or_commands_and_a_deleted_skill_cannot_fail_it(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    skill = workspace / ".lamina" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy the app.\n---\nRun make deploy.\n")
+    secret = workspace / "secret.txt"
+    secret.write_text("TOP-SECRET-CONTENT")
+    wire.script(Reply(text="I will read the deploy skill first."), Reply(text="Recovered."))
+    events: list[AgentEvent] = []
+    agent = _sdk_agent(tmp_path, wire, workspace, on_event=events.append)
+    try:
+        await agent.run_turn(f"Use [skill:deploy] and [skill:nowhere], then /compact and read @{secret}")
+        session_id = agent.engine.session.id
+    finally:
+        agent.engine.session.close()
+    before = len(_entries(tmp_path, session_id))
+    shutil.rmtree(skill)  # the skill is gone by the time the session is recovered
+    _forget_transcripts(tmp_path)
+    events.clear()
+    agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id, on_event=events.append)
+    try:
+        outcome = await agent.run_turn("Carry on.")
+    finally:
+        agent.engine.session.close()
+    assert outcome.text == "Recovered." and events and not any(type(e).__name__ == "SkillWarning" for e in events)
+    body = _text(wire.requests[-1].body)
+    [block] = _recovery_blocks(_last_user_text(wire.requests[-1].body))
+    assert "[skill:nowhere]" in block and "/compact" in block and f"@{secret}" in block
+    assert "TOP-SECRET-CONTENT" not in body  # no @path expansion, no command run
+    # the recovered turn queued no note and no required read: only the block (and the catalogue's change)
+    queued = [e.kind for e in _entries(tmp_path, session_id)[before:] if isinstance(e, OutboxRecord)]
+    assert queued.count("recovery") == 2 and set(queued) == {"recovery", "stable_update"}
+
+
+@needs_cli
+async def test_a_session_begun_on_another_provider_gets_a_recovery_block_on_the_sdk(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(text="Answer from the API."))
+    first = _run(tmp_path, wire, workspace, "Started on the Messages API.", "anthropic:claude-sonnet-5")
+    wire.script(Reply(text="Now on the SDK."), Reply(text="Still on the SDK."))
+    agent = _sdk_agent(tmp_path, wire, workspace, session_id=first["session_id"])
+    try:
+        await agent.run_turn("Continue on the SDK.")
+        await agent.run_turn("And once more.")
+    finally:
+        agent.engine.session.close()
+    _, two, three = wire.requests
+    [block] = _recovery_blocks(_last_user_text(two.body))
+    assert "Started on the Messages API." in block and "Answer from the API." in block
+    assert "<stable_context" in _last_user_text(two.body)  # a fresh SDK session: the rules again
+    assert _recovery_blocks(_last_user_text(three.body)) == [] and "<stable_context" not in _last_user_text(three.body)
+
+
+# --- the SDK's own compaction, and summaries per session --------------------------------------------
+
+
+@needs_cli
+async def test_compact_reaches_the_sdk_and_its_boundary_restates_the_stable_parts(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(text="First."), Reply(text="<summary>The user said hello.</summary>"), Reply(text="After."))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    resets: list[str] = []
+    agent.engine.context_reset_hooks.append(lambda: resets.append("reset"))
+    try:
+        await agent.run_turn("hello there")
+        outcome = await agent.compact("keep the greeting")
+        await agent.run_turn("NEXT-QUESTION")
+        session_id = agent.engine.session.id
+    finally:
+        agent.engine.session.close()
+    assert outcome.status == "compacted" and "compacted by claude-agent" in outcome.message and resets == ["reset"]
+    one, summary, three = wire.requests
+    assert _sessions([one, summary, three]) == [one.headers[SESSION_HEADER]] * 3  # the session's own compaction
+    assert "keep the greeting" in _text(summary.body)  # the focus reached the SDK's summary request
+    text = _last_user_text(three.body)  # the CLI puts its summary first in the same user message
+    after = text[text.index("NEXT-QUESTION") :]
+    assert "The user said hello." in text and "<stable_context" in after and "<session_state" in after
+    [marker] = [e for e in _entries(tmp_path, session_id) if isinstance(e, StateChange) and e.compacted]
+    assert marker.provider == "claude-agent" and "compacted its context (manual" in marker.detail
+
+
+@needs_cli
+async def test_each_session_summarises_in_its_own_context(tmp_path: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Summary A."), Reply(text="Summary B."))
+    provider = ClaudeAgentProvider(
+        "claude-sonnet-5", api_key=API_KEY, base_url=wire.url, cwd=tmp_path, config_dir=tmp_path / "claude-config"
+    )
+    for session_id, secret in (("a", "ALPHA-ONLY"), ("b", "BRAVO-ONLY")):
+        entries = [UserMessage(id=f"{session_id}1", text=f"the secret is {secret}"), AssistantMessage(text="ok")]
+        await ProviderSummariser(provider, session_id=session_id).summarise(None, entries, Ledger(), focus=None)
+    first, second = wire.requests
+    assert "ALPHA-ONLY" in _text(first.body) and "ALPHA-ONLY" not in _text(second.body)
+    assert first.headers[SESSION_HEADER] != second.headers[SESSION_HEADER]
+    assert [m["role"] for m in second.body["messages"] if m["role"] != "system"] == ["user"]
+    assert dict(provider.sessions) == {}  # a summary's SDK session is never resumed
+
+
+# --- the recovery block itself (pure) ----------------------------------------------------------------
+
+
+def test_the_recovery_block_keeps_the_newest_messages_within_its_budget() -> None:
+    entries = [
+        UserMessage(id=f"u{i}", text=f"question {i} " + "x" * 400) if i % 2 == 0 else AssistantMessage(text=f"answer {i}")
+        for i in range(40)
+    ]
+    block = recovery_text(entries, budget_tokens=600)
+    assert block is not None and block.left_out > 0 and block.shown + block.left_out == 40
+    assert "answer 39" in block.text and "question 0 " not in block.text
+    assert block.text.index("question 38") < block.text.index("answer 39")  # shown oldest first
+    assert recovery_text([], budget_tokens=600) is None
+    huge = recovery_text([UserMessage(id="u", text="y" * 100_000)], budget_tokens=600)
+    assert huge is not None and "characters left out" in huge.text and len(huge.text) < 4_000
