@@ -26,6 +26,7 @@ from lamina.errors import AuthenticationError
 from lamina.providers.claude_agent import ClaudeAgentProvider
 from lamina.providers.retry import RetryPolicy
 from lamina.recovery import recovery_text
+from lamina.session.check import check_session
 from lamina.session.entries import AssistantMessage, Ledger, OutboxRecord, StateChange, UserMessage
 from lamina.session.store import LocalSessionStore
 from tests.providers.support import long_workspace
@@ -349,7 +350,9 @@ async def test_each_session_summarises_in_its_own_context(tmp_path: Path, wire: 
 
 def test_the_recovery_block_keeps_the_newest_messages_within_its_budget() -> None:
     entries = [
-        UserMessage(id=f"u{i}", text=f"question {i} " + "x" * 400) if i % 2 == 0 else AssistantMessage(text=f"answer {i}")
+        UserMessage(id=f"u{i}", text=f"question {i} " + "x" * 400)
+        if i % 2 == 0
+        else AssistantMessage(text=f"answer {i}")
         for i in range(40)
     ]
     block = recovery_text(entries, budget_tokens=600)
@@ -359,3 +362,185 @@ def test_the_recovery_block_keeps_the_newest_messages_within_its_budget() -> Non
     assert recovery_text([], budget_tokens=600) is None
     huge = recovery_text([UserMessage(id="u", text="y" * 100_000)], budget_tokens=600)
     assert huge is not None and "characters left out" in huge.text and len(huge.text) < 4_000
+
+
+# --- one session across providers (B3) ----------------------------------------------------------------
+
+KIMI_STYLE_ID = "functions.Glob:0"
+"""An id an OpenAI-compatible server hands out: fine for OpenAI, refused by Anthropic's pattern."""
+VLLM_STYLE_ID = "chatcmpl-tool-9f2c1e0b7a6d4c3b8e1f0a2b3c4d5e6f"
+"""46 characters: fine for Anthropic and Responses, too long for Chat Completions (40)."""
+
+
+def _tool_ids(body: Any) -> list[str]:
+    """Every tool call id and result id in a request body, whatever the API."""
+    ids: list[str] = []
+    for message in body.get("messages", []):
+        ids += [c["id"] for c in message.get("tool_calls") or ()]
+        if message.get("tool_call_id"):
+            ids.append(message["tool_call_id"])
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            ids += [
+                block[k]
+                for k in ("id", "tool_use_id")
+                if block.get("type") in ("tool_use", "tool_result") and k in block
+            ]
+    ids += [i["call_id"] for i in body.get("input", []) if i.get("type") in ("function_call", "function_call_output")]
+    return ids
+
+
+async def test_one_session_moves_from_anthropic_to_openai_and_back_with_tool_calls(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
+    from tests.wire.script import ToolUse
+
+    workspace = long_workspace(tmp_path)
+    (workspace / "notes.txt").write_text("hello\n")
+    legs = [
+        ("anthropic", anthropic_provider(wire), None),
+        ("chat", openai_chat_provider(wire), KIMI_STYLE_ID),
+        ("responses", openai_responses_provider(wire), VLLM_STYLE_ID),
+        ("anthropic", anthropic_provider(wire), None),
+        ("chat", openai_chat_provider(wire), None),
+    ]
+    agent = open_agent(LocalSessionStore(tmp_path / "store"), legs[0][1], workspace=workspace)
+    try:
+        for n, (_, provider, call_id) in enumerate(legs):
+            agent.provider = provider
+            wire.script(Reply(tool_calls=[ToolUse("Glob", {"pattern": "*.txt"}, id=call_id)]), Reply(text=f"Leg {n}."))
+            outcome = await agent.run_turn(f"Leg {n}: which text files are there?")
+            assert outcome.text == f"Leg {n}." and outcome.tools_run == ("Glob",)
+        session_id = agent.engine.session.id
+    finally:
+        agent.engine.session.close()
+        for _, provider, _ in legs:
+            await provider.aclose()
+    assert [r.status for r in wire.requests] == [200] * 10  # no API refused a request made on another's history
+    assert [r.api for r in wire.requests[1::2]] == ["anthropic", "chat", "responses", "anthropic", "chat"]
+    last_anthropic, last_chat = wire.requests[7].body, wire.requests[9].body
+    # each leg's calls and results are in the next legs' requests, paired, with ids each API accepts
+    assert (len(_tool_ids(last_anthropic)), len(_tool_ids(last_chat))) == (8, 10)
+    assert all("notes.txt" in _text(body) for body in (last_anthropic, last_chat))
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in _tool_ids(last_anthropic))
+    assert KIMI_STYLE_ID not in _tool_ids(last_anthropic) and VLLM_STYLE_ID in _tool_ids(last_anthropic)
+    assert all(len(i) <= 40 for i in _tool_ids(last_chat)) and VLLM_STYLE_ID not in _tool_ids(last_chat)
+    assert KIMI_STYLE_ID in _tool_ids(last_chat)  # an id the target accepts is sent as it is
+    assert set(_tool_ids(wire.requests[5].body)) >= {KIMI_STYLE_ID, VLLM_STYLE_ID}  # Responses takes both
+    # the log keeps every id as its provider gave it
+    logged = [e.call_id for e in _entries(tmp_path, session_id) if type(e).__name__ == "ToolCall"]
+    assert KIMI_STYLE_ID in logged and VLLM_STYLE_ID in logged and len(logged) == 5
+
+
+def test_lamina_chat_resumes_a_session_on_another_provider(tmp_path: Path, wire: WireServer) -> None:
+    from tests.wire.script import ToolUse
+
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]), Reply(text="There is AGENTS.md."))
+    first = _run(tmp_path, wire, workspace, "Which markdown files are there?", "anthropic:claude-sonnet-5")
+    wire.script(Reply(tool_calls=[ToolUse("Glob", {"pattern": "*.py"}, id=VLLM_STYLE_ID)]), Reply(text="No Python."))
+    chat = ["chat", "--resume", first["session_id"], "--model", "openai:gpt-5"]
+    out = _lamina(tmp_path, wire, workspace, *chat, stdin="And Python files?\n")
+    assert "No Python." in out
+    wire.script(Reply(text="Back on Anthropic."))
+    third = _run(tmp_path, wire, workspace, "Summarise.", "anthropic:claude-sonnet-5", "--resume", first["session_id"])
+    assert third["text"] == "Back on Anthropic." and [r.status for r in wire.requests] == [200] * 5
+    chat_body, back = wire.requests[2].body, wire.requests[4].body
+    assert "Which markdown files are there?" in _text(chat_body) and len(_tool_ids(chat_body)) == 2
+    assert "And Python files?" in _text(back) and VLLM_STYLE_ID in _tool_ids(back) and len(_tool_ids(back)) == 4
+
+
+# --- SIGKILL at each step of recovery ------------------------------------------------------------------
+
+KILL_SCRIPT = r"""
+import asyncio, os, signal, sys
+sys.path[:0] = [{src!r}, {repo!r}]
+from pathlib import Path
+from lamina.agent import open_agent
+from lamina.engine import ContextEngine
+from lamina.providers.claude_agent import ClaudeAgentProvider
+from lamina.providers.retry import RetryPolicy
+from lamina.session.store import LocalSessionStore
+
+tmp, workspace, base_url, session_id, step = sys.argv[1:]
+
+def kill_around(name, *, before=False, only=lambda *a: True):
+    original = getattr(ContextEngine, name)
+    def wrapper(self, *args, **kwargs):
+        if only(*args) and before:
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = original(self, *args, **kwargs)
+        if only(*args):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+    setattr(ContextEngine, name, wrapper)
+
+match step:
+    case "cleared":  # the lost id is cleared, nothing queued yet
+        kill_around("clear_provider_session")
+    case "queued":  # the block is queued, nothing sent
+        kill_around("queue_one_shot", only=lambda kind, text: kind == "recovery")
+    case "sent":  # the fresh session answered, the delivery is not committed
+        kill_around("commit", before=True)
+    case "committed":  # delivered, the fresh session's id not stored
+        kill_around("set_provider_session", before=True)
+    case "stored":  # the fresh session's id stored, the answer not logged
+        kill_around("set_provider_session")
+
+provider = ClaudeAgentProvider(
+    "claude-sonnet-5", api_key="wire-test-key", base_url=base_url, cwd=workspace,
+    config_dir=Path(tmp) / "claude-config",
+)
+agent = open_agent(
+    LocalSessionStore(Path(tmp) / "store"), provider, workspace=Path(workspace), session_id=session_id,
+    retry=RetryPolicy(max_attempts=1),
+)
+asyncio.run(agent.run_turn("What is my favourite colour?"))
+"""
+
+
+@needs_cli
+@pytest.mark.parametrize("step", ["cleared", "queued", "sent", "committed", "stored"])
+async def test_a_kill_at_any_step_of_recovery_delivers_the_block_once_per_provider_session(
+    tmp_path: Path, wire: WireServer, step: str
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(text="Teal it is."))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    try:
+        await agent.run_turn("My favourite colour is teal.")
+        session_id = agent.engine.session.id
+    finally:
+        agent.engine.session.close()
+    _forget_transcripts(tmp_path)
+    wire.script(*(Reply(text=f"Answer {n}.") for n in range(3)))
+    script = KILL_SCRIPT.format(src=str(REPO / "src"), repo=str(REPO))
+    args = [str(tmp_path), str(workspace), wire.url, session_id, step]
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == -9, proc.stderr
+    assert len(wire.requests) == (1 if step in ("cleared", "queued") else 2)
+    health = check_session(LocalSessionStore(tmp_path / "store"), session_id)
+    assert not health.damaged, health.findings  # no partial session: every line the kill left is whole
+
+    agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id)  # the log opens whole, writable
+    try:
+        await agent.run_turn("Again: which colour?")
+        await agent.run_turn("Thanks.")
+    finally:
+        agent.engine.session.close()
+    last = wire.requests[-1]
+    # the provider session in use holds the conversation and exactly one recovery block
+    assert len(_recovery_blocks(_text(last.body))) == 1 and "My favourite colour is teal." in _text(last.body)
+    assert _sessions(wire.requests[-2:])[0] == _sessions(wire.requests[-2:])[1]
+    by_session: dict[str, int] = {}
+    for request in wire.requests[1:]:
+        prompt = _last_user_text(request.body)
+        by_session[request.headers[SESSION_HEADER]] = by_session.get(request.headers[SESSION_HEADER], 0) + len(
+            _recovery_blocks(prompt)
+        )
+    assert all(count <= 1 for count in by_session.values()), by_session  # never twice to one provider session
+    records = [e for e in _entries(tmp_path, session_id) if isinstance(e, OutboxRecord) and e.kind == "recovery"]
+    delivered = [r.part_id for r in records if r.status == "delivered"]
+    assert len(delivered) == len(set(delivered))  # no part delivered twice
+    assert not [o for o in records if o.status == "queued" and o.part_id not in delivered]  # none left pending
