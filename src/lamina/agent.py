@@ -334,7 +334,7 @@ class Agent:
         self.engine.clear_provider_session(self.provider.name, reason)
         pending = any(o.kind == RECOVERY_KIND for o in self.engine.pending_one_shots)
         if block is not None and not pending:
-            self.engine.queue_one_shot(RECOVERY_KIND, block.text)
+            self.engine.queue_one_shot(RECOVERY_KIND, block.text, hidden=True)  # a bridge: hidden from transcripts
 
     def _settle_provider_session(self) -> None:
         update, self._session_update = self._session_update, None

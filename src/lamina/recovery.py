@@ -6,9 +6,11 @@ went on with another provider), start a fresh provider session and give it, once
 user and assistant messages of the session log. `recovery_text` builds that text from log
 entries: never the message being sent now (the caller passes the entries before it), the newest
 messages kept first within a token budget (each long one clipped to its head and tail), shown
-oldest first. The text is delivered as a one-shot `recovery` part through the outbox, so it is
-neutralised where it is rendered, like every one-shot, and no mention or command in it is ever
-parsed: skills and commands come only from what the user types now.
+oldest first, one line per message (its line breaks flattened, so no message can pose as another
+turn), each neutralised through the one door. The text is delivered as a hidden one-shot
+`recovery` bridge through the outbox (neutralised again where it is rendered, which changes
+nothing), and no mention or command in it is ever parsed: skills and commands come only from
+what the user types now.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from lamina.compaction.lane import clip_text
+from lamina.defang import admit
 from lamina.session.entries import AssistantMessage, LogEntry, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -65,10 +68,10 @@ def recovery_text(
     kept: list[str] = []
     for entry in reversed(messages):  # newest first: the budget goes to the latest messages
         role = "user" if isinstance(entry, UserMessage) else "assistant"
-        text, omitted = clip_text(entry.text, min(cap, left), estimator)
+        text, omitted = clip_text(" ⏎ ".join(entry.text.split("\n")), min(cap, left), estimator)
         if omitted:
-            text = f"{text}\n[… {omitted:,} characters left out …]"
-        line = f"[{role}]\n{text}"
+            text = f"{text} [… {omitted:,} characters left out …]"
+        line = f"- {role}: {admit(text)}"
         cost = estimator.count(line)
         if kept and cost > left:
             break
@@ -84,12 +87,12 @@ def recovery_text(
         "request, and the user's new message follows."
     ]
     if summary and estimator.count(summary) <= left:
-        head.append(f"Summary of the earlier conversation:\n{summary}")
+        head.append(f"Summary of the earlier conversation:\n{admit(summary)}")
     elif summary:
         left_out += 1  # the summary did not fit: say something was left out
     if left_out:
         head.append(f"({left_out} earlier item(s) left out; the session log keeps every message.)")
     if kept:
-        head.append("The most recent messages, oldest first:")
-    body = "\n\n".join([*head, *reversed(kept)])
+        head.append("The most recent messages, oldest first, one line each:\n" + "\n".join(reversed(kept)))
+    body = "\n\n".join(head)
     return RecoveryBlock(body, len(kept), left_out)
