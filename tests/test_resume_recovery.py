@@ -553,3 +553,54 @@ async def test_a_kill_at_any_step_of_recovery_delivers_the_block_once_per_provid
     delivered = [r.part_id for r in records if r.status == "delivered"]
     assert len(delivered) == len(set(delivered))  # no part delivered twice
     assert not [o for o in records if o.status == "queued" and o.part_id not in delivered]  # none left pending
+
+
+# --- branches on the Claude Agent SDK backend: a native fork at the path's own point ---------------------
+
+
+@needs_cli
+async def test_a_branch_forks_the_sdk_session_at_its_own_point_and_never_sends_the_abandoned_path(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(*(Reply(text=f"Answer {n}.") for n in range(5)))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    try:
+        await agent.run_turn("Question A.")
+        await agent.run_turn("Question B.")
+        session_id = agent.engine.session.id
+    finally:
+        agent.engine.session.close()
+    entries = _entries(tmp_path, session_id)
+    answer_a, answer_b = [e.id for e in entries if isinstance(e, AssistantMessage)]
+    store = LocalSessionStore(tmp_path / "store")
+
+    def branch_to(entry_id: str) -> None:
+        with store.open(session_id) as session:
+            session.branch(entry_id)
+
+    branch_to(answer_a)  # a new branch after the first exchange
+    agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id)
+    try:
+        forked = agent.engine.provider_session("claude-agent")
+        await agent.run_turn("Question C, on the branch.")
+        await agent.run_turn("Question D, on the branch.")
+    finally:
+        agent.engine.session.close()
+    branch_to(answer_b)  # back to the first path
+    agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id)
+    try:
+        await agent.run_turn("Question E, on the first path.")
+    finally:
+        agent.engine.session.close()
+    one, _, c, d, e = wire.requests
+    assert forked is not None and forked.fork and forked.session_id == one.headers[SESSION_HEADER]
+    # C forks the SDK session at the end of A: A's exchange is there, B's is not, nothing injected
+    assert "Question A." in _text(c.body) and "Question B." not in _text(c.body)
+    assert c.headers[SESSION_HEADER] != one.headers[SESSION_HEADER] and "<recovery" not in _text(c.body)
+    assert d.headers[SESSION_HEADER] == c.headers[SESSION_HEADER]  # then the fork is continued
+    # back on the first path: forked at the end of B, without the branch's turns
+    assert "Question B." in _text(e.body) and "Question C" not in _text(e.body) and "Question D" not in _text(e.body)
+    assert e.headers[SESSION_HEADER] not in (one.headers[SESSION_HEADER], c.headers[SESSION_HEADER])
+    rules = _text(one.body).count("<stable_context")
+    assert rules > 0 and all(_text(r.body).count("<stable_context") == rules for r in (c, d, e))  # once, from A

@@ -40,7 +40,15 @@ from lamina.providers.base import (
 from lamina.providers.retry import RetryNotice, RetryPolicy, stream_with_retry
 from lamina.recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
 from lamina.session.branch import Branch
-from lamina.session.entries import AssistantMessage, LogEntry, ProviderSession, ToolCall, ToolResult, Usage
+from lamina.session.entries import (
+    BRIDGE_KINDS,
+    AssistantMessage,
+    LogEntry,
+    ProviderSession,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from lamina.session.protocol import SessionLog, SessionStore
 from lamina.sources.connections import SourceConnections
 from lamina.sources.guide import guide_path
@@ -313,7 +321,7 @@ class Agent:
                 self.engine.clear_provider_session(session.provider, f"the conversation went on with {name}")
         if not self.provider.capabilities.native_resume or self.engine.provider_session(name) is not None:
             return
-        if not any(o.kind == RECOVERY_KIND for o in self.engine.pending_one_shots):
+        if not self._bridge_pending():  # a queued branch seed or transfer summary already bridges the gap
             self._recover(list(self.engine.view), f"{name} holds no session of this conversation", clear=False)
 
     def _recover(self, before: Sequence[LogEntry], reason: str, *, clear: bool) -> None:
@@ -332,9 +340,11 @@ class Agent:
         if block is None and not clear:
             return
         self.engine.clear_provider_session(self.provider.name, reason)
-        pending = any(o.kind == RECOVERY_KIND for o in self.engine.pending_one_shots)
-        if block is not None and not pending:
+        if block is not None and not self._bridge_pending():
             self.engine.queue_one_shot(RECOVERY_KIND, block.text, hidden=True)  # a bridge: hidden from transcripts
+
+    def _bridge_pending(self) -> bool:
+        return any(o.kind in BRIDGE_KINDS for o in self.engine.pending_one_shots)
 
     def _settle_provider_session(self) -> None:
         update, self._session_update = self._session_update, None

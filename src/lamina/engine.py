@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, overload
 
+import msgspec
+
 from lamina.attachments.render import AttachmentRenderer, MediaSupport
 from lamina.attachments.store import AttachmentInput, AttachmentStore
 from lamina.compaction import entry_tokens, find_cut_point, freed_enough, parse_summary
@@ -219,6 +221,11 @@ class ContextEngine:
         self.context_reset_hooks: list[Callable[[], None]] = []
         """Called when a provider compacted its own context (read state resets here, as after a compaction)."""
         self._provider_sessions: dict[str, ProviderSession] = {}
+        """Where each provider resumes this path's conversation."""
+        self._path_records: dict[str, str] = {}
+        """Per provider, the id of the latest `provider_session` record on the current path."""
+        self._written_records: dict[str, str] = {}
+        """Per provider, the id of the latest `provider_session` record in the log (any path)."""
         self._compaction_lock: asyncio.Lock | None = None
         self._mode_recorded = False
         for entry in session.entries_loaded():
@@ -245,7 +252,8 @@ class ContextEngine:
                 self._sources = tuple(s for s in value.split(",") if s)
             case StateChange(key="skills", value=value):
                 self._skills = tuple(s for s in value.split(",") if s)
-            case StateChange(key="provider_session", provider=provider, session=session):
+            case StateChange(key="provider_session", provider=provider, session=session, id=record_id):
+                self._written_records[provider] = self._path_records[provider] = record_id
                 if session is None:
                     self._provider_sessions.pop(provider, None)
                 else:
@@ -302,6 +310,9 @@ class ContextEngine:
             self._fresh_from = next(after, len(self._view))
         for entry in self._view[self._fresh_from :]:
             self._track_view(entry)
+        self._provider_sessions, self._path_records = _path_provider_sessions(
+            view.boundary, self._view, self._fresh_from
+        )
 
     _rendered_lane: tuple[UserLane, Ledger, SafeText | None] | None = None
 
@@ -595,8 +606,29 @@ class ContextEngine:
     # -- provider sessions (SPEC F11) --------------------------------------------------------------
 
     def provider_session(self, provider: str) -> ProviderSession | None:
-        """The session `provider` keeps of this conversation, to resume through (None: none, or cleared)."""
-        return self._provider_sessions.get(provider)
+        """The session `provider` keeps of this path's conversation, to resume through (None: none, or cleared).
+
+        Marked `fork` when another path may have continued it since (a branch, a forked session, a
+        point known only from a compaction's snapshot): the next turn forks it natively at this
+        path's point (the SDK's `fork_session`) instead of continuing it, and records the new one.
+        """
+        session = self._provider_sessions.get(provider)
+        if session is None or session.fork or not self._shared(provider):
+            return session
+        return msgspec.structs.replace(session, fork=True)
+
+    def _shared(self, provider: str) -> bool:
+        """Whether this path's provider session may also be another path's (so it must be forked, not continued)."""
+        record = self._path_records.get(provider)
+        if record is None or self._written_records.get(provider) != record:
+            return True  # another path wrote a later one, or it is known only from a compaction's snapshot
+        origin = self.session.meta.forked_from
+        if origin is None:
+            return False
+        ids = [e.id for e in self._view]  # a forked session: a record copied from the source is the source's too
+        if record not in ids:
+            return True
+        return origin.entry_id in ids and ids.index(record) <= ids.index(origin.entry_id)
 
     @property
     def provider_sessions(self) -> tuple[ProviderSession, ...]:
@@ -931,6 +963,27 @@ def _turn_one_shots(carried: Sequence[OneShot], pending: Iterable[OneShot]) -> t
     """A turn's one-shots after a compaction in its middle: what it carried, then what was queued since."""
     ids = {o.part_id for o in carried}
     return (*carried, *(o for o in pending if o.part_id not in ids))
+
+
+def _path_provider_sessions(
+    boundary: CompactionBoundary | None, entries: Sequence[LogEntry], fresh_from: int
+) -> tuple[dict[str, ProviderSession], dict[str, str]]:
+    """Where each provider resumes the path `entries` (a provider view), and the id of the path's latest record.
+
+    A compaction's snapshot says where they stood at the boundary; the records after it move them on.
+    """
+    sessions = {s.provider: s for s in boundary.state.provider_sessions} if boundary is not None else {}
+    records: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        if isinstance(entry, StateChange) and entry.key == "provider_session":
+            records[entry.provider] = entry.id
+            if index < fresh_from:
+                continue  # kept from before the boundary: the snapshot already counts it
+            if entry.session is None:
+                sessions.pop(entry.provider, None)
+            else:
+                sessions[entry.provider] = entry.session
+    return sessions, records
 
 
 def _resets_seen(entry: LogEntry) -> bool:
