@@ -604,3 +604,26 @@ async def test_a_branch_forks_the_sdk_session_at_its_own_point_and_never_sends_t
     assert e.headers[SESSION_HEADER] not in (one.headers[SESSION_HEADER], c.headers[SESSION_HEADER])
     rules = _text(one.body).count("<stable_context")
     assert rules > 0 and all(_text(r.body).count("<stable_context") == rules for r in (c, d, e))  # once, from A
+
+
+@needs_cli
+async def test_a_pending_branch_seed_starts_a_fresh_sdk_session_without_a_recovery_block(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(Reply(text="First."), Reply(text="Seeded."), Reply(text="Continued."))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    try:
+        await agent.run_turn("Question one.")
+        agent.engine.queue_one_shot("branch_seed", "The branch so far: the user asked question one.", hidden=True)
+        await agent.run_turn("Question two.")
+        await agent.run_turn("Question three.")
+    finally:
+        agent.engine.session.close()
+    one, two, three = wire.requests
+    prompt = _last_user_text(two.body)
+    assert two.headers[SESSION_HEADER] != one.headers[SESSION_HEADER] and "Question one." not in _text(two.body)
+    assert "<branch_seed>" in prompt and "<recovery" not in prompt and "<stable_context" in prompt
+    assert three.headers[SESSION_HEADER] == two.headers[SESSION_HEADER] and "<branch_seed>" not in _last_user_text(
+        three.body
+    )

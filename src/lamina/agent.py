@@ -312,13 +312,16 @@ class Agent:
 
     def _check_provider_sessions(self) -> None:
         """Before a turn: forget other providers' sessions (the conversation goes on here, so they fall
-        behind), and give a provider that resumes sessions but has none for a conversation already under
-        way a recovery block (a session begun elsewhere, an id cleared by a crashed recovery, an older log).
+        behind) and this one's when a branch seed or transfer summary waits (it bridges to a fresh one),
+        and give a provider that resumes sessions but has none for a conversation already under way a
+        recovery block (a session begun elsewhere, an id cleared by a crashed recovery, an older log).
         """
         name = self.provider.name
         for session in self.engine.provider_sessions:
             if session.provider != name:
                 self.engine.clear_provider_session(session.provider, f"the conversation went on with {name}")
+            elif self._bridge_pending():  # a branch seed or a transfer summary is for a fresh session
+                self.engine.clear_provider_session(name, "a pending branch seed or transfer summary starts a fresh one")
         if not self.provider.capabilities.native_resume or self.engine.provider_session(name) is not None:
             return
         if not self._bridge_pending():  # a queued branch seed or transfer summary already bridges the gap

@@ -310,9 +310,7 @@ class ContextEngine:
             self._fresh_from = next(after, len(self._view))
         for entry in self._view[self._fresh_from :]:
             self._track_view(entry)
-        self._provider_sessions, self._path_records = _path_provider_sessions(
-            view.boundary, self._view, self._fresh_from
-        )
+        self._provider_sessions, self._path_records = _path_provider_sessions(view.boundary, self._view)
 
     _rendered_lane: tuple[UserLane, Ledger, SafeText | None] | None = None
 
@@ -965,20 +963,32 @@ def _turn_one_shots(carried: Sequence[OneShot], pending: Iterable[OneShot]) -> t
     return (*carried, *(o for o in pending if o.part_id not in ids))
 
 
+def provider_session_in_view(view: ProviderView, provider: str) -> ProviderSession | None:
+    """Where `provider` resumes the path whose provider view is `view` (None: it keeps no session of it).
+
+    For a branch about to be made: a provider that forks natively can continue the branch from
+    there (nothing injected) instead of a fresh session with a branch seed.
+    """
+    return _path_provider_sessions(view.boundary, view.entries)[0].get(provider)
+
+
 def _path_provider_sessions(
-    boundary: CompactionBoundary | None, entries: Sequence[LogEntry], fresh_from: int
+    boundary: CompactionBoundary | None, entries: Sequence[LogEntry]
 ) -> tuple[dict[str, ProviderSession], dict[str, str]]:
     """Where each provider resumes the path `entries` (a provider view), and the id of the path's latest record.
 
     A compaction's snapshot says where they stood at the boundary; the records after it move them on.
     """
     sessions = {s.provider: s for s in boundary.state.provider_sessions} if boundary is not None else {}
+    # entries kept from before the boundary come first; the snapshot already counts their records
+    after = boundary is None
     records: dict[str, str] = {}
-    for index, entry in enumerate(entries):
+    for entry in entries:
+        after = after or (boundary is not None and entry.parent_id == boundary.id)
         if isinstance(entry, StateChange) and entry.key == "provider_session":
             records[entry.provider] = entry.id
-            if index < fresh_from:
-                continue  # kept from before the boundary: the snapshot already counts it
+            if not after:
+                continue
             if entry.session is None:
                 sessions.pop(entry.provider, None)
             else:
