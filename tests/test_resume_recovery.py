@@ -627,3 +627,29 @@ async def test_a_pending_branch_seed_starts_a_fresh_sdk_session_without_a_recove
     assert three.headers[SESSION_HEADER] == two.headers[SESSION_HEADER] and "<branch_seed>" not in _last_user_text(
         three.body
     )
+
+
+@needs_cli
+async def test_a_forked_session_forks_the_sdk_session_and_the_source_continues_its_own(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(*(Reply(text=f"Answer {n}.") for n in range(3)))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    try:
+        await agent.run_turn("Question A.")
+        source_id = agent.engine.session.id
+    finally:
+        agent.engine.session.close()
+    [answer] = [e.id for e in _entries(tmp_path, source_id) if isinstance(e, AssistantMessage)]
+    LocalSessionStore(tmp_path / "store").fork(source_id, answer).close()
+    [copy_id] = [r.id for r in LocalSessionStore(tmp_path / "store").list() if r.id != source_id]
+    for session_id, text in ((copy_id, "Question B, in the copy."), (source_id, "Question C, in the source.")):
+        agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id)
+        try:
+            await agent.run_turn(text)
+        finally:
+            agent.engine.session.close()
+    one, copy, source = wire.requests
+    assert "Question A." in _text(copy.body) and copy.headers[SESSION_HEADER] != one.headers[SESSION_HEADER]
+    assert source.headers[SESSION_HEADER] == one.headers[SESSION_HEADER] and "Question B" not in _text(source.body)
