@@ -653,3 +653,40 @@ async def test_a_forked_session_forks_the_sdk_session_and_the_source_continues_i
     one, copy, source = wire.requests
     assert "Question A." in _text(copy.body) and copy.headers[SESSION_HEADER] != one.headers[SESSION_HEADER]
     assert source.headers[SESSION_HEADER] == one.headers[SESSION_HEADER] and "Question B" not in _text(source.body)
+
+
+# --- where a provider session resumes, through compactions and branches (no CLI) ------------------------
+
+
+async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_only_off_its_path(
+    tmp_path: Path,
+) -> None:
+    from lamina.compaction.summarize import DeterministicSummariser
+    from lamina.session.entries import ProviderSession
+    from tests.support.engine import Clock, make_engine
+
+    workspace = long_workspace(tmp_path)
+    clock = Clock()
+    engine = make_engine(tmp_path, workspace, clock)
+    sdk_session = ProviderSession(provider="claude-agent", session_id="sdk-1", resume_at="m-1")
+    for n in range(6):
+        engine.prepare_turn(f"question {n} " + "words " * 200)
+        engine.set_provider_session(sdk_session)
+        engine.record(AssistantMessage(text=f"answer {n} " + "words " * 200))
+    session_id = engine.session.id
+    outcome = await engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)
+    assert outcome.status == "compacted"
+    assert engine.provider_session("claude-agent") == sdk_session  # continued, not forked: still this path's
+    engine.session.close()
+    engine = make_engine(tmp_path, workspace, clock, session_id=session_id)  # a resume reads from the boundary
+    assert engine.provider_session("claude-agent") == sdk_session
+    last_answer = engine.view[-1].id
+    engine.prepare_turn("a turn that moves the SDK session on")
+    engine.set_provider_session(ProviderSession(provider="claude-agent", session_id="sdk-1", resume_at="m-2"))
+    engine.session.close()
+    with LocalSessionStore(tmp_path / "store").open(session_id) as session:
+        session.branch(last_answer)  # back to before that turn: another path continued the SDK session
+    engine = make_engine(tmp_path, workspace, clock, session_id=session_id)
+    forked = engine.provider_session("claude-agent")
+    assert forked is not None and forked.fork and forked.resume_at == "m-1"  # forked at this path's own point
+    engine.session.close()

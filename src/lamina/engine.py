@@ -268,6 +268,8 @@ class ContextEngine:
                 self._sources = state.sources
                 self._skills = state.skills
                 self._provider_sessions = {s.provider: s for s in state.provider_sessions}
+                for session in state.provider_sessions:  # the snapshot is the latest word on these sessions
+                    self._written_records[session.provider] = self._path_records[session.provider] = entry.id
                 if state.stable is not None:
                     self._note_stable(state.stable)
                 # a compaction rebuilds the prefix with the latest stable version
@@ -980,15 +982,13 @@ def _path_provider_sessions(
     A compaction's snapshot says where they stood at the boundary; the records after it move them on.
     """
     sessions = {s.provider: s for s in boundary.state.provider_sessions} if boundary is not None else {}
-    # entries kept from before the boundary come first; the snapshot already counts their records
+    # the boundary's snapshot stands for the records before it (it was written on this path)
+    records = {name: boundary.id for name in sessions} if boundary is not None else {}
     after = boundary is None
-    records: dict[str, str] = {}
     for entry in entries:
         after = after or (boundary is not None and entry.parent_id == boundary.id)
-        if isinstance(entry, StateChange) and entry.key == "provider_session":
+        if after and isinstance(entry, StateChange) and entry.key == "provider_session":
             records[entry.provider] = entry.id
-            if not after:
-                continue
             if entry.session is None:
                 sessions.pop(entry.provider, None)
             else:
