@@ -690,3 +690,52 @@ async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_o
     forked = engine.provider_session("claude-agent")
     assert forked is not None and forked.fork and forked.resume_at == "m-1"  # forked at this path's own point
     engine.session.close()
+
+
+async def test_an_automatic_compaction_inside_the_sdk_resets_reads_and_restates_everything(tmp_path: Path) -> None:
+    """The CLI cannot be made to compact on its own against the wire server, so a stand-in for the SDK
+    (a `Provider` that reports what the real one reports: `compact_boundary` as `ProviderCompacted`)."""
+    from collections.abc import AsyncIterator
+
+    from lamina.placement import RenderedRequest, SdkManagedPrompt, SdkManagedTarget
+    from lamina.providers import Capabilities, Completed, ProviderEvent, TextDelta
+    from lamina.providers.base import ProviderCompacted, ProviderSessionChanged
+    from lamina.session.entries import ProviderSession, Usage
+
+    class CompactingSdk:
+        name = "claude-agent"
+        target = SdkManagedTarget()
+        capabilities = Capabilities(native_resume=True, native_fork=True)
+
+        def __init__(self) -> None:
+            self.prompts: list[SdkManagedPrompt] = []
+
+        async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+            assert isinstance(request, SdkManagedPrompt)
+            self.prompts.append(request)
+            yield TextDelta("ok")
+            if len(self.prompts) == 2:
+                yield ProviderCompacted(trigger="auto", tokens_before=150_000)
+            uuid = f"m-{len(self.prompts)}"
+            yield ProviderSessionChanged(ProviderSession(provider=self.name, session_id="sdk-1", resume_at=uuid))
+            yield Completed(text="ok", tool_calls=(), stop_reason="end_turn", usage=Usage(input=10, output=1))
+
+    workspace = long_workspace(tmp_path)
+    skill = workspace / ".lamina" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy the app.\n---\nRun make deploy.\n")
+    provider = CompactingSdk()
+    agent = open_agent(LocalSessionStore(tmp_path / "store"), provider, workspace=workspace)
+    try:
+        await agent.run_turn("Use [skill:deploy].")
+        await agent.run_turn("Go on.")  # the SDK compacts during this turn
+        await agent.run_turn("And now?")
+        session_id = agent.engine.session.id
+    finally:
+        agent.engine.session.close()
+    first, second, third = (p.prompt for p in provider.prompts)
+    assert "<stable_context" in first and "<stable_context" not in second and "<stable_context" in third
+    assert 'kind="skills_reread"' in third  # read the SKILL.md again before any tool
+    assert [p.resume.resume_at if p.resume else None for p in provider.prompts] == [None, "m-1", "m-2"]
+    [marker] = [e for e in _entries(tmp_path, session_id) if isinstance(e, StateChange) and e.compacted]
+    assert marker.detail == "claude-agent compacted its context (auto, 150,000 tokens before)"
