@@ -622,7 +622,7 @@ class ContextEngine:
         record = self._path_records.get(provider)
         if record is None or self._written_records.get(provider) != record:
             return True  # another path wrote a later one, or it is known only from a compaction's snapshot
-        origin = self.session.meta.forked_from
+        origin = self.session.info.forked_from
         if origin is None:
             return False
         ids = [e.id for e in self._view]  # a forked session: a record copied from the source is the source's too
