@@ -740,3 +740,31 @@ async def test_an_automatic_compaction_inside_the_sdk_resets_reads_and_restates_
     assert [p.resume.resume_at if p.resume else None for p in provider.prompts] == [None, "m-1", "m-2"]
     [marker] = [e for e in _entries(tmp_path, session_id) if isinstance(e, StateChange) and e.compacted]
     assert marker.detail == "claude-agent compacted its context (auto, 150,000 tokens before)"
+
+
+@needs_cli
+async def test_agent_branch_at_an_answer_forks_natively_and_at_a_question_seeds(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    workspace = long_workspace(tmp_path)
+    wire.script(*(Reply(text=f"Answer {n}.") for n in range(4)))
+    agent = _sdk_agent(tmp_path, wire, workspace)
+    try:
+        await agent.run_turn("Question A.")
+        await agent.run_turn("Question B.")
+        answer_a, _ = [e.id for e in agent.engine.view if isinstance(e, AssistantMessage)]
+        question_b = next(e.id for e in agent.engine.view if isinstance(e, UserMessage) and e.text == "Question B.")
+        forked = agent.branch(answer_a)
+        await agent.run_turn("Question C, on the fork.")
+        seeded = agent.branch(question_b)
+        await agent.run_turn("Question D, after the seed.")
+    finally:
+        agent.engine.session.close()
+    one, _, c, d = wire.requests
+    assert (forked.strategy, forked.seed_id) == ("native_fork", None) and "forks its own transcript" in forked.note
+    assert "Question A." in _text(c.body) and "Question B." not in _text(c.body)
+    assert c.headers[SESSION_HEADER] != one.headers[SESSION_HEADER] and "<branch_seed" not in _text(c.body)
+    assert seeded.strategy == "seed" and seeded.seed_id is not None
+    prompt = _last_user_text(d.body)
+    assert "<branch_seed>" in prompt and "<recovery" not in prompt  # a fresh SDK session, the seed its only bridge
+    assert d.headers[SESSION_HEADER] not in (one.headers[SESSION_HEADER], c.headers[SESSION_HEADER])

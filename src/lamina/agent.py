@@ -23,7 +23,7 @@ from lamina.compaction import should_compact
 from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
 from lamina.compaction.summarize import ProviderSummariser, Summariser
-from lamina.engine import CompactionOutcome, ContextEngine
+from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
 from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.parts import Part
@@ -426,11 +426,26 @@ class Agent:
     def branch(self, entry_id: str) -> Branch:
         """Branch the session at `entry_id`, between turns: the next turn sends what the branch holds.
 
-        A provider that keeps its own transcript (`capabilities.native_resume`) gets a one-shot
-        branch seed; one that renders history from the log needs nothing. `Branch.note` says
+        A provider that forks its own transcript (the Claude Agent SDK) forks it at an answer whose
+        provider session the log recorded (`native_fork`); another provider that keeps its own
+        transcript (`capabilities.native_resume`) gets a one-shot branch seed; one that renders
+        history from the log needs nothing. `Branch.note` says
         whether the branch point is still in the provider view and what happens instead.
         """
-        return self.engine.branch(entry_id, seed=self.provider.capabilities.native_resume)
+        capabilities = self.provider.capabilities
+        if capabilities.native_fork and self._forks_natively_at(entry_id):
+            # the branch's path keeps the provider session as it stood after that answer: its next
+            # turn forks it there (`provider_session` marks it `fork`), nothing injected
+            return dataclasses.replace(self.engine.branch(entry_id, seed=False), strategy="native_fork")
+        return self.engine.branch(entry_id, seed=capabilities.native_resume)
+
+    def _forks_natively_at(self, entry_id: str) -> bool:
+        """Whether the provider's own session can be forked exactly at `entry_id`: an answer that ends a
+        turn whose provider session the log recorded (at a user message, the provider never saw it)."""
+        session = self.engine.session
+        if not isinstance(session.get(entry_id), AssistantMessage):
+            return False
+        return provider_session_in_view(session.view(entry_id), self.provider.name) is not None
 
     def set_mode(self, mode: PermissionMode | str) -> None:
         """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
