@@ -28,6 +28,7 @@ from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooMan
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.parts import Part
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget
+from lamina.plan import Plan, continuation_message, execution_message, next_step, rejection_message
 from lamina.prompt.presets import Preset
 from lamina.providers.base import (
     Completed,
@@ -67,6 +68,9 @@ if TYPE_CHECKING:
 
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
+DEFAULT_PLAN_COMPACTION_TIMEOUT = 300.0
+"""Seconds an "Accept & Compact" compaction may take before the plan is marked failed (the summary
+request has its own, shorter timeout and falls back to the deterministic summary)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +98,16 @@ class ModelCallFinished:
     stop_reason: str
 
 
-AgentEvent: TypeAlias = TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice
+@dataclass(frozen=True, slots=True)
+class PlanUpdate:
+    """The session's plan moved to another state (submitted, accepted, compacted, dispatched, done, ...)."""
+
+    plan: Plan
+
+
+AgentEvent: TypeAlias = (
+    TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice | PlanUpdate
+)
 """What the loop reports while a turn runs (`RetryNotice`: a failed request is sent again after a wait)."""
 
 
@@ -139,6 +152,8 @@ class Agent:
     activation: Activation | None = None
     """Skills and sources: mentions in the user's text become required reads."""
     on_event: Callable[[AgentEvent], None] | None = None
+    plan_compaction_timeout: float = DEFAULT_PLAN_COMPACTION_TIMEOUT
+    """Seconds an "Accept & Compact" compaction may take; beyond, the plan fails and can be accepted again."""
     recovery_tokens: int = DEFAULT_RECOVERY_TOKENS
     """Budget of the recovery block a fresh provider session gets when the old one cannot be resumed."""
     _session_update: ProviderSession | None = field(default=None, init=False, repr=False)
@@ -161,9 +176,28 @@ class Agent:
         Cancelling the task leaves a well-formed log: every tool call gets a result (a synthetic
         "interrupted" one if needed) and the next turn carries a one-shot interruption reminder.
 
+        A plan accepted but not yet dispatched (its process stopped) is carried out first: it was
+        approved before this message was written (see `resume_plan`).
+
         Raises:
             AttachmentError: an attached file cannot be used; nothing was sent or logged.
         """
+        if next_step(self.engine.plan) is not None:
+            await self.resume_plan()
+        outcome = await self._run_turn(user_text, attachments, skills=skills)
+        plan = self.engine.plan
+        if plan is not None and plan.state == "dispatched" and plan.answered:  # its turn died; the session went on
+            self._finish_plan(plan.plan_id, "done", "the session went on after its execution was interrupted")
+        return outcome
+
+    async def _run_turn(
+        self,
+        user_text: str,
+        attachments: Sequence[AttachmentInput] = (),
+        *,
+        skills: Sequence[str] = (),
+        durable_message: bool = False,
+    ) -> TurnOutcome:
         capabilities = self.provider.capabilities
         self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
         refs = (
@@ -176,6 +210,8 @@ class Agent:
             await self.compact(trigger="threshold")
         self._check_provider_sessions()
         turn = self.engine.prepare_turn(user_text, refs)
+        if durable_message:  # a plan's execution message is on disk before any request carries it
+            self.engine.end_turn()
         usages: list[Usage] = []
         tools_run: list[str] = []
         open_calls: list[ToolCallRequest] = []
@@ -207,6 +243,7 @@ class Agent:
                 open_calls = list(completed.tool_calls)
                 for call in completed.tool_calls:
                     self.engine.record(ToolCall(call_id=call.call_id, name=call.name, input=dict(call.input)))
+                ends_turn = False
                 while open_calls:
                     call = open_calls[0]
                     self._emit(ToolStarted(call.call_id, call.name, call.input))
@@ -223,7 +260,12 @@ class Agent:
                     )
                     open_calls.pop(0)
                     tools_run.append(call.name)
+                    ends_turn = ends_turn or result.ends_turn
                     self._emit(ToolFinished(call.call_id, call.name, result.is_error, result.content, full_output))
+                if ends_turn:  # a plan was submitted: the user decides before the model goes on
+                    if self.engine.plan is not None:
+                        self._emit(PlanUpdate(self.engine.plan))
+                    return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), "plan_submitted")
             raise TooManyModelCallsError(f"turn {turn.id} made {self.max_model_calls} model calls without stopping")
         except asyncio.CancelledError:
             self._interrupt(turn, open_calls)
@@ -237,15 +279,19 @@ class Agent:
         return should_compact(tokens, context_window=window, reserve=self.compaction_reserve)
 
     async def compact(
-        self, focus: str | None = None, *, trigger: Literal["manual", "threshold", "overflow"] = "manual"
+        self,
+        focus: str | None = None,
+        *,
+        trigger: Literal["manual", "threshold", "overflow"] = "manual",
+        plan_id: str | None = None,
     ) -> CompactionOutcome:
-        """Compact the session now (`/compact [focus]`), or as a trigger asks.
+        """Compact the session now (`/compact [focus]`), or as a trigger asks (or for a plan: see `accept_plan`).
 
         On an SDK-managed backend (the Claude Agent SDK) a manual compaction is the backend's own:
         `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
-        makes by itself. Otherwise Lamina compacts its provider view.
+        makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
         """
-        if trigger == "manual" and isinstance(self.provider.target, SdkManagedTarget):
+        if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
             return await self._compact_provider_session(focus)
         summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
         # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
@@ -256,6 +302,7 @@ class Agent:
             focus=focus,
             keep_tokens=self.keep_tokens,
             user_lane_tokens=lane_tokens,
+            plan_id=plan_id,
         )
 
     def budget(self, user_text: str | None = None) -> BudgetReport:
@@ -269,6 +316,124 @@ class Agent:
 
         text = NEXT_MESSAGE if user_text is None else user_text
         return budget_of_turn(self.engine.preview_turn(text))
+
+    # -- plans (SPEC F16: the state machine is `lamina.plan`, persisted by the engine) ----------------
+
+    @property
+    def plan(self) -> Plan | None:
+        """The session's latest plan and where its approval stands."""
+        return self.engine.plan
+
+    async def accept_plan(self, *, compact: bool = False, draft: str | None = None) -> TurnOutcome | None:
+        """Accept the submitted plan and carry it out: the execution turn's outcome.
+
+        With `compact` ("Accept & Compact") the whole conversation is compacted first, with the
+        plan as the focus, and the plan runs in that fresh context. `draft` is the user's unsent
+        input, kept with the plan (restored on reload). The mode switches to execute. Returns None
+        when the compaction failed or timed out: the plan is then `failed`, with the reason, and
+        can be accepted again.
+
+        Raises:
+            PlanTransitionError: No plan waits for a decision (none submitted, or it already ran).
+        """
+        self.engine.record_plan("accepted", compact=compact, draft_input=draft)
+        self._plan_moved()
+        return await self.resume_plan()
+
+    async def reject_plan(self, feedback: str) -> TurnOutcome:
+        """Reject the submitted plan: back to planning, with `feedback` as the user's message.
+
+        Raises:
+            PlanTransitionError: No plan waits for a decision.
+        """
+        plan = self.engine.record_plan("rejected", detail=feedback)
+        self._plan_moved()
+        return await self._run_turn(rejection_message(plan, feedback))
+
+    def cancel_plan(self, reason: str = "") -> Plan:
+        """Drop the latest plan (before it is done): it will not be carried out, or no further.
+
+        Raises:
+            PlanTransitionError: There is no plan, or it is already finished.
+        """
+        plan = self.engine.record_plan("cancelled", detail=reason)
+        self._plan_moved()
+        return plan
+
+    async def resume_plan(self) -> TurnOutcome | None:
+        """Move an accepted plan forward from wherever it stopped, also in a process started later.
+
+        Compacts (again only if its compaction did not complete), records what completed, then
+        dispatches the plan exactly once: the `dispatched` entry is durable before the execution
+        message is written, and a dispatch whose message is already logged is never sent again.
+        Returns the execution turn's outcome, or None when there was nothing to do or the
+        compaction failed.
+        """
+        while (step := next_step(self.engine.plan)) is not None:
+            plan = self.engine.plan
+            assert plan is not None
+            match step:
+                case "compact":
+                    if plan.state == "accepted":
+                        self.engine.record_plan("awaiting_compaction")
+                        self._plan_moved()
+                    if not await self._compact_for_plan(plan.plan_id):
+                        return None
+                case "mark_compacted":
+                    self.engine.record_plan("compacted", compaction_id=plan.compaction_id)
+                case "dispatch":
+                    self.engine.record_plan("dispatched")
+                case "send":
+                    return await self._execute_plan(plan, execution_message(plan))
+                case "continue":
+                    return await self._execute_plan(plan, continuation_message(plan))
+            self._plan_moved()
+        return None
+
+    async def _compact_for_plan(self, plan_id: str) -> bool:
+        """The plan's compaction under its timeout; on failure the plan is `failed` with the reason."""
+        try:
+            async with asyncio.timeout(self.plan_compaction_timeout):
+                outcome = await self.compact(plan_id=plan_id)
+        except TimeoutError:
+            reason = f"the compaction took longer than {self.plan_compaction_timeout:g} s"
+        except Exception as exc:  # whatever stopped it, the plan must not run half-prepared
+            reason = f"the compaction failed: {exc}"
+        else:
+            reason = f"the compaction did not complete: {outcome.message}"
+        plan = self.engine.plan
+        if plan is None or plan.plan_id != plan_id:
+            return False
+        if plan.state == "compacted" or plan.compaction_id is not None:
+            return True  # completed (its boundary is durable), whatever was raised after it
+        self.engine.record_plan("failed", detail=reason)
+        self._plan_moved()
+        return False
+
+    async def _execute_plan(self, plan: Plan, message: str) -> TurnOutcome:
+        """Send a dispatched plan's execution message (or its continuation), in execute mode; mark it done."""
+        if self.engine.mode != PermissionMode.EXECUTE.value:
+            self.set_mode(PermissionMode.EXECUTE)  # a recorded state change and a one-shot notice
+        try:
+            outcome = await self._run_turn(message, durable_message=True)
+        except asyncio.CancelledError:
+            self._finish_plan(plan.plan_id, "cancelled", "the user interrupted its execution")
+            raise
+        except Exception as exc:
+            self._finish_plan(plan.plan_id, "failed", f"its execution turn failed: {exc}")
+            raise
+        self._finish_plan(plan.plan_id, "done", "")
+        return outcome
+
+    def _finish_plan(self, plan_id: str, to: Literal["done", "failed", "cancelled"], detail: str) -> None:
+        plan = self.engine.plan
+        if plan is not None and plan.plan_id == plan_id and plan.state == "dispatched":
+            self.engine.record_plan(to, detail=detail)
+            self._plan_moved()
+
+    def _plan_moved(self) -> None:
+        if self.engine.plan is not None:
+            self._emit(PlanUpdate(self.engine.plan))
 
     async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
         return (await self.compact(trigger=trigger)).status == "compacted"
@@ -512,10 +677,16 @@ def open_agent(
             time_zone=context.time_zone,
             mode=PermissionMode(mode).value,
         )
+
+        def submit_plan(title: str, path: str, text: str) -> str:
+            return engine.submit_plan(title=title, plan_path=path, text=text).plan_id
+
         tool_context = ToolContext(
             cwd=workspace,
             data_dir=session.data_dir,
             mode=PermissionMode(engine.mode),
+            plans_dir=engine.plans_dir,
+            submit_plan=submit_plan,
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
         )
 

@@ -43,6 +43,7 @@ from lamina.messages import AttachmentBlocks
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.placement.targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.plan import Plan, PlanStateName, advance, check_transition, compaction_focus
 from lamina.session.branch import Branch, entry_kind, open_tool_calls
 from lamina.session.bridges import BRANCH_SEED_HEADING, view_summary
 from lamina.session.entries import (
@@ -55,6 +56,7 @@ from lamina.session.entries import (
     OutboxRecord,
     PartRecord,
     PinnedPart,
+    PlanState,
     ProviderSession,
     StateChange,
     StateSnapshot,
@@ -144,12 +146,13 @@ class CompactionOutcome:
     summary_by: str | None = None
 
 
-def _write_archive(data_dir: Path, name: str, text: str) -> None:
-    """Write one archive of whole user messages, durably, before the boundary that names it is appended.
+def _write_durably(folder: Path, name: str, text: str) -> None:
+    """Write a file atomically and durably, before the entry that names it is appended.
 
-    The name is unique to the content, so a retried or repeated write leaves the same bytes.
+    Archives of whole user messages have names unique to their content, so a retried or repeated
+    write leaves the same bytes.
     """
-    target = data_dir / name
+    target = folder / name
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
@@ -228,6 +231,7 @@ class ContextEngine:
         """Per provider, the id of the latest `provider_session` record in the log (any path)."""
         self._compaction_lock: asyncio.Lock | None = None
         self._mode_recorded = False
+        self._plan: Plan | None = None
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
         self._rebuild_view()
@@ -238,6 +242,7 @@ class ContextEngine:
     # -- state derived from the log --------------------------------------------------------------
 
     def _track_session_wide(self, entry: LogEntry) -> None:
+        self._plan = advance(self._plan, entry)
         match entry:
             case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text, hidden=hidden, id=entry_id):
                 self._pending[pid] = OneShot(pid, kind, text, hidden)
@@ -424,6 +429,70 @@ class ContextEngine:
                 f"Newly active sources: {', '.join(added)}. Read each source's guide before using its tools.",
             )
 
+    # -- plans (the state machine is `lamina.plan`; every transition is fsynced before it has effect) --
+
+    @property
+    def plans_dir(self) -> Path:
+        """The session's plans folder: plan files, the only place plan mode may write."""
+        return self.session.plans_dir
+
+    @property
+    def plan(self) -> Plan | None:
+        """The session's latest plan and where its approval stands (None: no plan submitted yet)."""
+        return self._plan
+
+    def record_plan(
+        self,
+        to: PlanStateName,
+        *,
+        detail: str = "",
+        compact: bool = False,
+        draft_input: str | None = None,
+        compaction_id: str | None = None,
+    ) -> Plan:
+        """Move the latest plan to state `to`: the entry is fsynced before this returns.
+
+        `compact` and `draft_input` go with `accepted`, `compaction_id` with `compacted`; `detail`
+        says why (a failure's reason, the user's feedback).
+
+        Raises:
+            PlanTransitionError: There is no plan, or its state does not lead to `to`.
+        """
+        plan = check_transition(self._plan, to)
+        entry = PlanState(
+            plan_id=plan.plan_id,
+            state=to,
+            detail=detail,
+            compact=compact,
+            draft_input=draft_input,
+            compaction_id=compaction_id,
+        )
+        self.record(entry, durable=True)
+        assert self._plan is not None
+        return self._plan
+
+    def submit_plan(self, *, title: str, plan_path: str, text: str) -> Plan:
+        """Record a submitted plan (durable before this returns); it waits for the user's decision.
+
+        A plan still waiting for a decision is cancelled first (replaced); one being carried out
+        is marked done. A plan accepted but not yet dispatched cannot be replaced.
+
+        Raises:
+            PlanTransitionError: The latest plan is accepted and not dispatched yet.
+        """
+        current = self._plan
+        if current is not None:
+            if current.state == "dispatched":
+                self.record_plan("done", detail="a new plan was submitted while it was carried out")
+            elif current.state in ("submitted", "failed"):
+                self.record_plan("cancelled", detail="replaced by a newer plan")
+            elif current.state in ("accepted", "awaiting_compaction", "compacted"):
+                check_transition(current, "submitted")  # raises: a plan on its way cannot be replaced
+        plan_id = "plan_" + secrets.token_hex(6)
+        self.record(PlanState(plan_id=plan_id, state="submitted", title=title, plan_path=plan_path, text=text))
+        assert self._plan is not None
+        return self._plan
+
     def _refresh_stable(self) -> StableContext:
         """The stable context this turn renders, noticing (and recording) a change of the stable inputs.
 
@@ -478,7 +547,7 @@ class ContextEngine:
     def volatile_inputs(self) -> VolatileInputs:
         """The inputs of this turn's volatile parts, read now."""
         data_dir = self._data_dir()
-        plans_dir = str(self.session.plans_dir)
+        plans_dir = str(self.plans_dir)
         now = datetime.fromtimestamp(self._clock(), UTC)
         return VolatileInputs(
             now=now,
@@ -805,6 +874,7 @@ class ContextEngine:
         focus: str | None = None,
         keep_tokens: int = DEFAULT_KEEP_TOKENS,
         user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
+        plan_id: str | None = None,
     ) -> CompactionOutcome:
         """Compact the provider view: one boundary entry appended, nothing removed from the log.
 
@@ -814,13 +884,40 @@ class ContextEngine:
 
         At most one compaction runs per session (other processes cannot even write to it); a
         request that waited for one in flight finds nothing new and says "already compacted".
+
+        With `plan_id` (Accept & Compact), the plan must be awaiting its compaction: the whole view
+        is summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
+        boundary names the plan, and the plan is marked `compacted` once the boundary is durable.
         """
         if self._compaction_lock is None:
             self._compaction_lock = asyncio.Lock()
         async with self._compaction_lock:
-            return await self._compact_locked(
-                summariser, trigger=trigger, focus=focus, keep_tokens=keep_tokens, lane_tokens=user_lane_tokens
+            if plan_id is not None:
+                plan = check_transition(self._plan, "compacted", plan_id=plan_id)
+                focus = focus or compaction_focus(plan)
+            outcome = await self._compact_locked(
+                summariser,
+                trigger=trigger,
+                focus=focus,
+                keep_tokens=keep_tokens,
+                lane_tokens=user_lane_tokens,
+                plan_id=plan_id,
             )
+            if plan_id is not None:
+                self._complete_plan_compaction(plan_id, outcome)
+            return outcome
+
+    def _complete_plan_compaction(self, plan_id: str, outcome: CompactionOutcome) -> None:
+        """The engine moves the plan forward as soon as its compaction completed (no UI involved)."""
+        plan = self._plan
+        if plan is None or plan.plan_id != plan_id or plan.state != "awaiting_compaction":
+            return
+        if outcome.status == "compacted" and plan.compaction_id is not None:
+            self.record_plan("compacted", compaction_id=plan.compaction_id)
+        elif outcome.status in ("already_compacted", "nothing_to_compact"):
+            # nothing of the conversation is in view since the last boundary (or at all): the context is fresh
+            boundary = self._boundary.id if self._boundary is not None else None
+            self.record_plan("compacted", compaction_id=boundary, detail=outcome.message)
 
     def _archive(self, update: LaneUpdate, entries: Sequence[LogEntry], budget: int) -> UserLane:
         """The lane of `update`, once its new messages are written whole to the data folder (I/O).
@@ -830,7 +927,7 @@ class ContextEngine:
         if not update.archive:
             return update.lane
         try:
-            _write_archive(Path(self._data_dir()), archive_name(update.archive), archive_text(update.archive))
+            _write_durably(Path(self._data_dir()), archive_name(update.archive), archive_text(update.archive))
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, reason)
@@ -848,9 +945,14 @@ class ContextEngine:
         focus: str | None,
         keep_tokens: int,
         lane_tokens: int,
+        plan_id: str | None = None,
     ) -> CompactionOutcome:
         view = list(self._view)
         cut = find_cut_point(view, keep_tokens=keep_tokens, estimator=self.estimator)
+        if plan_id is not None:  # the plan runs in a fresh context: nothing is kept verbatim
+            cut = dataclasses.replace(
+                cut, first_kept_id=None, summarised=tuple(view), kept=(), split_turn_prefix=(), tokens_kept=0
+            )
         if not any(isinstance(e, _CONVERSATION) for e in cut.summarised):
             if self._boundary is not None:
                 return CompactionOutcome("already_compacted", "already compacted: nothing new to summarise")
@@ -873,7 +975,7 @@ class ContextEngine:
             pinned = self._lane_block(update.lane, ledger) or ""
             fixed = tokens_before - self._view_tokens - self._prelude_tokens()  # stable parts and tools
             tokens_after = fixed + kept_tokens + self.estimator.count(summary + pinned)
-            if not freed_enough(tokens_before, tokens_after):
+            if plan_id is None and not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
                 self._emit_compaction(CompactionEvent("failed", trigger, message))
                 return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
@@ -887,6 +989,7 @@ class ContextEngine:
                 pending_one_shots=tuple(
                     PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden) for o in self._carried()
                 ),
+                plan=self._plan,
             )
             boundary = self.record(
                 CompactionBoundary(
@@ -899,6 +1002,7 @@ class ContextEngine:
                     ledger=ledger,
                     state=state,
                     lane=lane,
+                    plan_id=plan_id,
                 )
             )
         except Exception as exc:

@@ -87,7 +87,7 @@ async def test_an_unknown_tool_is_an_error_result_listing_the_tools(session: Ses
     result = await session.call("Delete")
     assert result.is_error
     assert result.decision == Deny(result.content, by="lookup")
-    assert result.content == "Unknown tool 'Delete'. Available tools: Read, Edit, Write, Glob, Grep, Bash."
+    assert result.content == "Unknown tool 'Delete'. Available tools: Read, Edit, Write, Glob, Grep, Bash, SubmitPlan."
     assert result.input is None
 
 
@@ -339,13 +339,13 @@ def test_the_mini_set_is_read_edit_write_glob_grep_bash(session: Session) -> Non
     assert (
         tuple(t.spec.name for t in mini_tools()) == MINI_TOOL_NAMES == ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
     )
-    assert [t.spec.name for t in default_tools()] == list(MINI_TOOL_NAMES)
+    assert [t.spec.name for t in default_tools()] == [*MINI_TOOL_NAMES, "SubmitPlan"]
     assert [t.read_only for t in mini_tools()] == [True, False, False, True, True, False]
 
 
 def test_specs_follow_registration_order_and_carry_object_schemas(session: Session) -> None:
     specs = session.pipeline.specs()
-    assert [s.name for s in specs] == list(MINI_TOOL_NAMES)
+    assert [s.name for s in specs] == [*MINI_TOOL_NAMES, "SubmitPlan"]
     for spec in specs:
         assert spec.description
         assert spec.input_schema["type"] == "object"

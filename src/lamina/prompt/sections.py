@@ -127,14 +127,14 @@ the <session_state> block at the end of the latest user message (a <mode_transit
 mode just changed); the latest state counts.
 
 - explore: only read-only tools run; change nothing, propose what to do.
+- plan: read anything; write only in the plans folder.
 - ask: read-only tools run; other calls wait for the user's approval.
 - execute: every tool runs, within the working directory; still ask before anything destructive or \
 beyond the task.
-- Another mode is explained when it is entered.
 
 Do not repeat a refused call unchanged: change your approach or ask. Asked for a plan, write it as a \
 markdown file in the plans folder, complete on its own (goal, files, steps, how to check: it may be \
-carried out after a compaction), and stop for the user's review. Files you make for the user that are \
+carried out after a compaction), and submit it with SubmitPlan. Files you make for the user that are \
 not part of the project (reports, exports, scratch results) go in the data folder."""
 
 _PERMISSIONS_MINI = """\

@@ -174,6 +174,38 @@ class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
     """A hidden one-shot bridge (see `OutboxRecord.hidden`)."""
 
 
+PlanStateName: TypeAlias = Literal[
+    "submitted", "accepted", "awaiting_compaction", "compacted", "dispatched", "done", "failed", "rejected", "cancelled"
+]
+"""The states of a plan's approval (see `lamina.plan` for the transitions between them)."""
+
+
+class PlanSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A plan and where its approval stands: folded from its `PlanState` entries, carried by compactions."""
+
+    plan_id: str
+    state: PlanStateName
+    title: str = ""
+    plan_path: str = ""
+    """The plan file, as SubmitPlan resolved it (usually in the session's plans folder)."""
+    text: str = ""
+    """The plan's text as submitted (the log keeps it, whatever later happens to the file)."""
+    compact: bool = False
+    """Accepted with "Accept & Compact": the context is compacted before the plan is dispatched."""
+    draft_input: str | None = None
+    """The user's unsent input when the plan was accepted, restored on reload."""
+    detail: str = ""
+    """The latest transition's words: why it failed, the user's feedback, what replaced it."""
+    compaction_id: str | None = None
+    """The boundary of the plan's compaction, once it completed."""
+    dispatched: bool = False
+    """Whether the plan was ever dispatched (after that it is never dispatched again)."""
+    message_id: str | None = None
+    """The execution message (the first user message after the dispatch), once logged."""
+    answered: bool = False
+    """Whether the model answered the execution message (its turn started)."""
+
+
 class ProviderSession(msgspec.Struct, frozen=True, kw_only=True):
     """Where a session's conversation lives on a provider that keeps one (the Claude Agent SDK): resume through it."""
 
@@ -198,6 +230,8 @@ class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """One-shot parts still queued (their `key` is the kind)."""
     skills: tuple[str, ...] = ()
     """Skills invoked in the session: after a compaction the model must read them again."""
+    plan: PlanSnapshot | None = None
+    """The session's latest plan and where its approval stands (None: no plan yet, or an older log)."""
     provider_sessions: tuple[ProviderSession, ...] = ()
     """Provider-side sessions to resume through, one per provider."""
 
@@ -216,6 +250,8 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     state: StateSnapshot = StateSnapshot()
     lane: UserLane = UserLane()
     """The user's own messages from the summarised part (and from earlier compactions), verbatim."""
+    plan_id: str | None = None
+    """The plan this compaction was made for (Accept & Compact), if any."""
 
 
 class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
@@ -273,13 +309,22 @@ class OutboxRecord(_EntryBase, frozen=True, kw_only=True, tag="outbox"):
 
 
 class PlanState(_EntryBase, frozen=True, kw_only=True, tag="plan_state"):
-    """One transition of a plan's approval state machine."""
+    """One transition of a plan's approval state machine, fsynced before the transition has effect.
+
+    The first entry of a plan (`submitted`) carries its title, path and text; later ones carry what
+    their transition adds (the draft and the compact choice on `accepted`, the boundary on
+    `compacted`, the reason on `failed`, the feedback on `rejected`).
+    """
 
     plan_id: str
-    state: Literal["submitted", "awaiting_compaction", "ready", "dispatched", "done", "failed"]
-    plan_path: str
+    state: PlanStateName
+    plan_path: str = ""
+    title: str = ""
+    text: str = ""
+    compact: bool = False
     draft_input: str | None = None
     detail: str = ""
+    compaction_id: str | None = None
 
 
 class TurnRecord(_EntryBase, frozen=True, kw_only=True, tag="turn"):

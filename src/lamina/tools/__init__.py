@@ -2,6 +2,7 @@
 
 from lamina.tools.base import (
     PermissionMode,
+    PlanSink,
     StructTool,
     Tool,
     ToolContext,
@@ -18,6 +19,7 @@ from lamina.tools.pipeline import ToolExecution, ToolPipeline
 from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
 from lamina.tools.read import ReadTool
 from lamina.tools.rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
+from lamina.tools.submit_plan import SubmitPlanTool
 from lamina.tools.write import WriteTool
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "OffloadedResult",
     "PermissionMode",
     "PermissionRequest",
+    "PlanSink",
     "PrerequisiteManager",
     "PrerequisiteNotice",
     "ReadTool",
@@ -42,6 +45,7 @@ __all__ = [
     "Rewrite",
     "Rule",
     "StructTool",
+    "SubmitPlanTool",
     "Tool",
     "ToolCall",
     "ToolContext",

@@ -18,10 +18,10 @@ import enum
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
@@ -43,6 +43,8 @@ class PermissionMode(enum.Enum):
 
     EXPLORE = "explore"
     """Read-only tools only; every other call is denied with a message."""
+    PLAN = "plan"
+    """Read everything; write only inside the session's plans folder (then `SubmitPlan`)."""
     ASK = "ask"
     """Read-only tools run; every other call runs only if the pipeline's `ask` callback approves it."""
     EXECUTE = "execute"
@@ -55,6 +57,12 @@ class ToolOutput:
 
     content: str
     is_error: bool = False
+    ends_turn: bool = False
+    """The turn ends after this call's batch (a submitted plan waits for the user)."""
+
+
+PlanSink: TypeAlias = Callable[[str, str, str], str]
+"""Records a submitted plan (title, path, text) and returns its id; raises `UsageError` if it cannot."""
 
 
 class ToolInputError(UsageError):
@@ -84,6 +92,10 @@ class ToolContext:
     """Folders every tool's paths must stay inside; empty means just `cwd` (filled in at construction, so
     `dataclasses.replace(ctx, cwd=...)` keeps the old roots unless they are replaced too)."""
     mode: PermissionMode = PermissionMode.ASK
+    plans_dir: Path | None = None
+    """The session's plans folder: readable, writable in every mode that writes, the only folder plan mode writes."""
+    submit_plan: PlanSink | None = None
+    """Where `SubmitPlan` hands a plan to the session; None: plans cannot be submitted here."""
     offload: OffloadPolicy = field(default_factory=OffloadPolicy)
     estimator: TokenEstimator = DEFAULT_ESTIMATOR
 
@@ -93,11 +105,22 @@ class ToolContext:
         object.__setattr__(self, "cwd", cwd)
         object.__setattr__(self, "data_dir", Path(self.data_dir).resolve())
         object.__setattr__(self, "allowed_roots", roots)
+        if self.plans_dir is not None:
+            object.__setattr__(self, "plans_dir", Path(self.plans_dir).resolve())
 
     @property
     def readable_roots(self) -> tuple[Path, ...]:
-        """Where read-only tools may look: the allowed roots and the data folder."""
-        return (*self.allowed_roots, self.data_dir)
+        """Where read-only tools may look: the allowed roots, the data folder and the plans folder."""
+        plans = () if self.plans_dir is None else (self.plans_dir,)
+        return (*self.allowed_roots, self.data_dir, *plans)
+
+    @property
+    def writable_roots(self) -> tuple[Path, ...]:
+        """Where other tools may write: the allowed roots and the plans folder; in plan mode only the plans folder."""
+        plans = () if self.plans_dir is None else (self.plans_dir,)
+        if self.mode is PermissionMode.PLAN:
+            return plans
+        return (*self.allowed_roots, *plans)
 
     def path(self, raw: str | os.PathLike[str]) -> Path:
         """`raw` made absolute against `cwd` (not resolved: the OS follows links when the tool opens it)."""

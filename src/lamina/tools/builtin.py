@@ -10,6 +10,7 @@ from lamina.tools.edit import EditTool
 from lamina.tools.glob import GlobTool
 from lamina.tools.grep import GrepTool
 from lamina.tools.read import ReadTool
+from lamina.tools.submit_plan import SubmitPlanTool
 from lamina.tools.write import WriteTool
 from lamina.turn import ToolSpec
 
@@ -23,8 +24,8 @@ def mini_tools() -> tuple[Tool[Any], ...]:
 
 
 def default_tools() -> tuple[Tool[Any], ...]:
-    """The tools of the default preset; for now the mini set (skill and source tools come later)."""
-    return mini_tools()
+    """The tools of the default preset: the mini set and SubmitPlan (plan approval, `lamina.plan`)."""
+    return (*mini_tools(), SubmitPlanTool())
 
 
 def default_tool_specs() -> tuple[ToolSpec, ...]:

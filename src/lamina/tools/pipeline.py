@@ -8,8 +8,9 @@ refuses ends the call with an error result (so the log always pairs a call with 
    field is wrong;
 3. **path bounds**: every path the call touches is resolved (`..` and symlinks followed) and
    must lie inside the allowed roots (read-only tools may also read the data folder);
-4. **permission mode**: explore mode refuses tools that are not read-only; ask mode marks them
-   as needing the user's approval; execute mode lets them through;
+4. **permission mode**: explore mode refuses tools that are not read-only; plan mode lets them
+   write inside the session's plans folder only (a tool that names no path, Bash, is refused);
+   ask mode marks them as needing the user's approval; execute mode lets them through;
 5. **rules**, in order: each answers `Allow`, `Deny`, `Ask` or `Rewrite` (see `rules`); a
    rewritten input is validated paths-wise again before the next rule sees it;
 6. **approval**: the questions from steps 4 and 5 go to the session's `ask` callback, one by
@@ -56,6 +57,8 @@ class ToolExecution:
     """The final input after rewrites; None when the call never got a valid input."""
     full_output_path: Path | None = None
     """Where the whole result was saved, when it was too large for the context."""
+    ends_turn: bool = False
+    """The tool asked to end the turn after this batch of calls (`SubmitPlan`)."""
 
 
 class ToolPipeline:
@@ -169,6 +172,7 @@ class ToolPipeline:
             decision=Allow(),
             input=call.input,
             full_output_path=None if offloaded is None else offloaded.path,
+            ends_turn=output.ends_turn and not output.is_error,
         )
 
     def _mode_verdict(self, call: ToolCall, ctx: ToolContext) -> Allow | Deny | Ask:
@@ -179,6 +183,14 @@ class ToolPipeline:
                 return Allow()
             case PermissionMode.ASK:
                 return Ask(f"Allow {call.name} {_quote(call.input)}?")
+            case PermissionMode.PLAN:
+                if call.paths:  # path bounds already kept them inside the plans folder
+                    return Allow()
+                return Deny(
+                    f"{call.name} is not available in plan mode, which writes only files in the plans folder. "
+                    "Investigate with the read-only tools, write the plan there, then submit it with SubmitPlan.",
+                    by="permission_mode",
+                )
             case PermissionMode.EXPLORE:
                 readers = ", ".join(name for name, tool in self._tools.items() if tool.read_only) or "none"
                 return Deny(
@@ -192,7 +204,7 @@ class ToolPipeline:
 
 def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContext) -> ToolCall | Deny:
     """The call with its paths resolved, or a Deny if one lies outside the roots the tool may use."""
-    roots = ctx.readable_roots if tool.read_only else ctx.allowed_roots
+    roots = ctx.readable_roots if tool.read_only else ctx.writable_roots
     resolved: list[Path] = []
     for raw in tool.paths(input):
         given = ctx.path(raw)
