@@ -30,8 +30,8 @@ _SKILL_PREFIX: Final = re.compile(r"\[skill:([\w.-]*)$")
 class LineReader(Protocol):
     """Where a session's messages and answers come from."""
 
-    async def message(self) -> str:
-        """The next message (may span lines)."""
+    async def message(self, draft: str = "") -> str:
+        """The next message (may span lines); `draft` is put in the input first, where the reader can edit."""
         ...
 
     async def answer(self, question: str) -> str:
@@ -57,7 +57,7 @@ class PipeReader:
             raise EOFError
         return line.rstrip("\n")
 
-    async def message(self) -> str:
+    async def message(self, draft: str = "") -> str:
         return await self._line("\n> ")
 
     async def answer(self, question: str) -> str:
@@ -96,8 +96,8 @@ class TerminalReader:
         )
         self._answers: PromptSession[str] = PromptSession()
 
-    async def message(self) -> str:
-        return await self._messages.prompt_async("> ", handle_sigint=False)
+    async def message(self, draft: str = "") -> str:
+        return await self._messages.prompt_async("> ", default=draft, handle_sigint=False)
 
     async def answer(self, question: str) -> str:
         return await self._answers.prompt_async(question, handle_sigint=False)

@@ -12,10 +12,11 @@ import msgspec
 from rich.status import Status
 
 from lamina.activation import SkillWarning
-from lamina.agent import AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome
+from lamina.agent import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
 from lamina.cli._console import err, out, safe
 from lamina.cli._prices import cost_of
 from lamina.engine import CompactionEvent
+from lamina.plan import Plan
 from lamina.providers import RetryNotice, TextDelta
 from lamina.session.entries import Usage
 
@@ -34,6 +35,29 @@ def call_summary(name: str, args: Any) -> str:
         text = msgspec.json.encode(fields).decode()
     text = " ".join(text.split())
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+_PLAN_STATES = {
+    "submitted": "submitted for your decision: /plan shows it; accept, accept & compact, or reject",
+    "accepted": "accepted",
+    "awaiting_compaction": "compacting the conversation before the plan runs…",
+    "compacted": "compaction complete: the plan runs in the fresh context",
+    "dispatched": "dispatched: carrying it out in execute mode",
+    "done": "done",
+    "failed": "failed",
+    "rejected": "rejected: back to planning with your feedback",
+    "cancelled": "cancelled",
+}
+
+
+def plan_line(plan: Plan) -> str:
+    """One line for a plan's state (a string to escape with `safe`)."""
+    line = f"{plan.title!r} {_PLAN_STATES[plan.state]}"
+    if plan.state == "accepted" and plan.compact:
+        line += " (Accept & Compact)"
+    if plan.state == "failed":
+        line += f": {plan.detail}" + ("" if plan.dispatched else " (/plan accept or /plan compact to try again)")
+    return line
 
 
 class TurnView:
@@ -95,6 +119,10 @@ class TurnView:
                 self.waiting(f"waiting {delay:.0f} s before retrying…")
             case ModelCallFinished():
                 pass
+            case PlanUpdate(plan=plan):
+                self.idle()
+                self._end_line()
+                err.print(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
 
     def compaction(self, event: CompactionEvent) -> None:
         """A compaction's progress (an engine listener): a spinner while it runs, a line for automatic ones."""

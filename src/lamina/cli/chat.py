@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 import typer
 
 if TYPE_CHECKING:
-    from lamina.agent import Agent
+    from lamina.agent import Agent, TurnOutcome
     from lamina.cli._reader import LineReader
     from lamina.cli._view import TurnView
     from lamina.cli.config import Settings
@@ -22,11 +22,23 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-COMMANDS: Final = ("/help", "/model", "/mode", "/attach", "/compact", "/context", "/sessions", "/quit", "/exit")
+COMMANDS: Final = (
+    "/help",
+    "/model",
+    "/mode",
+    "/plan",
+    "/attach",
+    "/compact",
+    "/context",
+    "/sessions",
+    "/quit",
+    "/exit",
+)
 HELP: Final = """\
 /help              this list
 /model SPEC        switch the model (anthropic:ID, openai:ID, openai-responses:ID, openai-compat:URL#ID)
-/mode [MODE]       show or switch the permission mode: explore, ask or execute
+/mode [MODE]       show or switch the permission mode: explore, plan, ask or execute
+/plan [DECISION]   show the plan, or decide: accept, compact (Accept & Compact), reject FEEDBACK, cancel
 /attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
 /compact [FOCUS]   compact the conversation now (the log keeps everything)
 /context           how full the context window is, and the next request's budget by tier
@@ -44,7 +56,8 @@ ModelOption = Annotated[
     ),
 ]
 ModeOption = Annotated[
-    str | None, typer.Option("--mode", help="Permission mode of a new session: explore, ask or execute (default: ask).")
+    str | None,
+    typer.Option("--mode", help="Permission mode of a new session: explore, plan, ask or execute (default: ask)."),
 ]
 ResumeOption = Annotated[
     str | None,
@@ -163,6 +176,7 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
             " · /help for commands[/dim]"
         )
         try:
+            await _resume_plan(agent, reader, view, state)
             await _loop(agent, reader, view, state, store=store, workspace=workspace)
         finally:
             view.finish()
@@ -180,6 +194,8 @@ class _State:
         self.session_id = ""
         self.attachments: list[Path] = []
         """Files `/attach` queued for the next message."""
+        self.draft = ""
+        """Text to put back in the input at the next prompt (the unsent draft kept with an accepted plan)."""
 
 
 async def _loop(
@@ -190,8 +206,9 @@ async def _loop(
 
     armed = False  # a Ctrl-C at the prompt arms quitting; the next one quits
     while True:
+        draft, state.draft = state.draft, ""
         try:
-            line = await reader.message()
+            line = await reader.message(draft)
         except EOFError:
             return
         except KeyboardInterrupt:
@@ -205,13 +222,14 @@ async def _loop(
         if not text:
             continue
         if text.startswith("/") and not text.startswith("//"):
-            if await _command(text, agent, view, state, store=store, workspace=workspace):
+            if await _command(text, agent, view, state, store=store, workspace=workspace, reader=reader):
                 return
             continue
         message = line.rstrip()
         attachments, state.attachments = state.attachments, []
         message, dropped = dropped_files(message[1:] if text.startswith("//") else message)  # files dragged in
-        await _turn(agent, view, message, [*attachments, *dropped])
+        outcome = await _turn(agent, view, message, [*attachments, *dropped])
+        await _decide_plans(agent, reader, view, state, outcome)
 
 
 async def _cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | None:
@@ -238,27 +256,131 @@ async def _cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | No
         view.finish()
 
 
-async def _turn(agent: Agent, view: TurnView, text: str, attachments: Sequence[Path] = ()) -> None:
+async def _turn(agent: Agent, view: TurnView, text: str, attachments: Sequence[Path] = ()) -> TurnOutcome | None:
+    return await _drive(agent, view, agent.run_turn(text, attachments))
+
+
+async def _drive(agent: Agent, view: TurnView, work: Coroutine[Any, Any, TurnOutcome | None]) -> TurnOutcome | None:
+    """Run a turn (or a plan's execution) that Ctrl-C can cancel; errors are printed, the footer follows."""
     from lamina.cli._console import err, safe
     from lamina.errors import LaminaError
 
     view.waiting()
     try:
-        outcome = await _cancellable(agent.run_turn(text, attachments), view)
+        outcome = await _cancellable(work, view)
     except LaminaError as exc:
         view.finish()
         err.print(f"[red]error:[/red] {safe(exc)}")
-        return
+        return None
     if outcome is not None:
         view.footer(
             outcome,
             context_tokens=agent.engine.calibrated_context_tokens(),
             context_window=agent.provider.capabilities.context_window,
         )
+    return outcome
+
+
+# -- plans ---------------------------------------------------------------------------------------------
+
+PLAN_QUESTION: Final = "plan: [a]ccept · accept & [c]ompact · [r]eject · Enter: decide later (/plan) › "
+"""Asked after a turn that submitted a plan; text after the letter is kept as your draft."""
+
+
+async def _resume_plan(agent: Agent, reader: LineReader, view: TurnView, state: _State) -> None:
+    """On opening a session: an accepted plan goes on where it stopped; an open one is announced."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._view import plan_line
+    from lamina.plan import OPEN_STATES, next_step
+
+    plan = agent.plan
+    if plan is None:
+        return
+    if next_step(plan) is not None:
+        err.print(f"[magenta]◆ plan[/magenta] {safe(repr(plan.title))} was accepted: carrying on where it stopped")
+        state.draft = plan.draft_input or ""
+        outcome = await _drive(agent, view, agent.resume_plan())
+        await _decide_plans(agent, reader, view, state, outcome)
+    elif plan.state in OPEN_STATES:
+        err.print(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
+
+
+async def _decide_plans(
+    agent: Agent, reader: LineReader, view: TurnView, state: _State, outcome: TurnOutcome | None
+) -> None:
+    """After a turn that submitted a plan: show it and ask for the decision (again after a rejection)."""
+    while outcome is not None and outcome.stop_reason == "plan_submitted":
+        _print_plan(agent)
+        try:
+            answer = await reader.answer(PLAN_QUESTION)
+        except (EOFError, KeyboardInterrupt):
+            return
+        choice, _, rest = answer.strip().partition(" ")
+        decision = {"a": "accept", "c": "compact", "r": "reject"}.get(choice.lower(), choice.lower())
+        if decision not in ("accept", "compact", "reject"):
+            return  # later: /plan decides
+        outcome = await _plan_decision(agent, reader, view, state, decision, rest.strip())
+
+
+async def _plan_decision(
+    agent: Agent, reader: LineReader, view: TurnView, state: _State, decision: str, arg: str
+) -> TurnOutcome | None:
+    """Carry out one decision on the plan; the outcome of the turn it ran, if any."""
+    from lamina.cli._console import err, safe
+    from lamina.errors import LaminaError
+
+    work: Coroutine[Any, Any, TurnOutcome | None]
+    try:
+        match decision:
+            case "accept" | "compact":
+                work = agent.accept_plan(compact=decision == "compact", draft=arg or None)
+            case "reject":
+                feedback = arg or (await reader.answer("what should change? ")).strip()
+                if not feedback:
+                    err.print("[dim]not rejected: give the feedback the plan should follow[/dim]")
+                    return None
+                work = agent.reject_plan(feedback)
+            case "cancel":
+                agent.cancel_plan("cancelled by the user")
+                return None
+            case _:
+                err.print(f"unknown plan decision {safe(repr(decision))}; use accept, compact, reject or cancel")
+                return None
+    except (LaminaError, EOFError, KeyboardInterrupt) as exc:
+        err.print(f"[red]error:[/red] {safe(exc)}" if isinstance(exc, LaminaError) else "")
+        return None
+    outcome = await _drive(agent, view, work)
+    if decision != "reject" and arg:
+        state.draft = arg  # back in the input once the plan ran
+    return outcome
+
+
+def _print_plan(agent: Agent) -> None:
+    """`/plan`: the latest plan, its state, its file and its text."""
+    from lamina.cli._console import err, out, safe
+    from lamina.cli._view import plan_line
+
+    plan = agent.plan
+    if plan is None:
+        err.print("[dim]no plan in this session yet (plan mode: /mode plan, then ask for one)[/dim]")
+        return
+    err.print(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
+    if plan.plan_path:
+        err.print(f"[dim]{safe(plan.plan_path)}[/dim]")
+    out.print(safe(plan.text.rstrip()))
+    if plan.draft_input:
+        err.print(f"[dim]your draft kept with it: {safe(plan.draft_input)}[/dim]")
 
 
 async def _command(
-    text: str, agent: Agent, view: TurnView, state: _State, *, store: SessionStore, workspace: Path
+    text: str,
+    agent: Agent,
+    view: TurnView,
+    state: _State,
+    *,
+    store: SessionStore,
+    workspace: Path,
+    reader: LineReader,
 ) -> bool:
     """Run a slash command; True means quit."""
     from lamina.cli._console import err, safe
@@ -277,7 +399,7 @@ async def _command(
                 try:
                     agent.set_mode(arg)
                 except ValueError:
-                    err.print(f"unknown mode {safe(repr(arg))}; use explore, ask or execute")
+                    err.print(f"unknown mode {safe(repr(arg))}; use explore, plan, ask or execute")
                     return False
             err.print(f"[dim]mode {agent.engine.mode}[/dim]")
         case "/model":
@@ -294,6 +416,13 @@ async def _command(
             state.spec = arg
             view.model = model_name(arg)
             err.print(f"[dim]model {safe(arg)}[/dim]")
+        case "/plan":
+            if not arg:
+                _print_plan(agent)
+                return False
+            decision, _, rest = arg.partition(" ")
+            ran = await _plan_decision(agent, reader, view, state, decision.lower(), rest.strip())
+            await _decide_plans(agent, reader, view, state, ran)
         case "/attach":
             path = (workspace / Path(arg).expanduser()) if arg else None
             if path is not None and not path.is_file():

@@ -8,7 +8,7 @@ option wins over both:
 
 ```toml
 model = "anthropic:claude-sonnet-4-5"   # provider spec, as --model
-mode = "ask"                            # explore | ask | execute
+mode = "ask"                            # explore | plan | ask | execute
 preset = "default"                      # default | mini | custom
 preset_file = "prompts/preset.toml"     # the custom preset's file (relative to the config file), used
                                         # when the preset is custom (`--custom-preset` on the command line)
@@ -34,7 +34,7 @@ from lamina.errors import ConfigError
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
 WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
 
-Mode = Literal["explore", "ask", "execute"]
+Mode = Literal["explore", "plan", "ask", "execute"]
 
 
 class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
