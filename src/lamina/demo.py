@@ -3,8 +3,10 @@
 Generates a sample workspace in a temporary folder, shows what an agent would see there
 (`lamina context`), then runs a real multi-turn session end to end: the scripted provider plays
 the model, the built-in tools really run, the cache simulator bills every request. The session
-covers tool calls, a large tool result offloaded to the session's data folder, a mode change, a
-manual compaction and a resume from disk. It ends with a per-turn table.
+covers plan mode and a plan approved with "Accept & Compact" (the conversation is compacted, the
+user's words kept verbatim, then the plan runs in the fresh context, in execute mode), tool calls,
+a large tool result offloaded to the session's data folder and a resume from disk. It ends with a
+per-turn table.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from rich.console import Console
 from rich.table import Table
 from typer.testing import CliRunner
 
-from lamina.agent import Agent, AgentEvent, ToolFinished, ToolStarted, TurnOutcome, open_agent
+from lamina.agent import Agent, AgentEvent, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome, open_agent
 from lamina.cachesim import AnthropicCacheSimulator
 from lamina.cli._console import safe
+from lamina.cli._view import plan_line
 from lamina.compaction.summarize import DeterministicSummariser
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider
@@ -59,33 +62,49 @@ def _script() -> list[ScriptedResponse]:
         return ScriptedToolCall(name=name, input=args)
 
     return [
-        # turn 1 (explore): look, do not touch
+        # turn 1 (plan mode): look, do not touch, submit a plan
         ScriptedResponse(
             text="Let me read the project rules and the code first.",
             tool_calls=(call("Read", path="AGENTS.md"), call("Read", path="app.py")),
         ),
         ScriptedResponse(text="And where it is used.", tool_calls=(call("Read", path="report.py"),)),
-        ScriptedResponse(text="total() adds 1 to the sum: that is the bug. Switch to execute mode and I will fix it."),
-        # turn 2 (execute): fix and test
         ScriptedResponse(
-            text="Fixing it.",
-            tool_calls=(call("Edit", path="app.py", old_string="sum(xs) + 1", new_string="sum(xs)"),),
+            text="total() adds 1 to the sum: that is the bug. Here is my plan.",
+            tool_calls=(call("SubmitPlan", title="Fix total()", text=PLAN),),
+        ),
+        # the plan, dispatched after "Accept & Compact" (execute mode): fix and test
+        ScriptedResponse(
+            text="Carrying out the plan: the rules first, then the fix.",
+            tool_calls=(
+                call("Read", path="AGENTS.md"),
+                call("Edit", path="app.py", old_string="sum(xs) + 1", new_string="sum(xs)"),
+            ),
         ),
         ScriptedResponse(
             text="Running the tests, as AGENTS.md asks.", tool_calls=(call("Bash", command="python test_app.py"),)
         ),
         ScriptedResponse(text="Fixed: total() returns sum(xs) and the test passes."),
-        # turn 3: a large tool result goes to the data folder
+        # turn 2: a large tool result goes to the data folder
         ScriptedResponse(text="Reading the build log.", tool_calls=(call("Bash", command="cat build.log"),)),
         ScriptedResponse(text="The log is large; searching it.", tool_calls=(call("Grep", pattern="WARNING"),)),
         ScriptedResponse(text="One warning: a deprecated call total(xs, strict=True) in report.py:88."),
-        # turn 4, after a resume from disk
+        # turn 3, after a resume from disk
         ScriptedResponse(text="We fixed total() (it added 1), ran the tests, and found one deprecation warning."),
     ]
 
 
+PLAN = (
+    "# Fix total()\n\n"
+    "total() returns sum(xs) + 1; the billing report (report.py) relies on the plain sum.\n\n"
+    "1. In app.py, return sum(xs).\n"
+    "2. Run `python test_app.py` (AGENTS.md asks for it after every change).\n"
+)
+
+
 def _on_event(event: AgentEvent) -> None:
     match event:
+        case PlanUpdate(plan=plan):
+            console.print(f"   [magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
         case ToolStarted(name=name, input=args):
             console.print(f"   [cyan]→ {safe(name)}[/cyan] {safe(dict(args))}")
         case ToolFinished(name=name, is_error=is_error, content=content, full_output_path=path):
@@ -120,24 +139,31 @@ async def _session(
         store,
         provider,
         workspace=workspace,
-        mode="explore",
+        mode="plan",
         on_event=_on_event,
         summariser=summariser,
-        keep_tokens=1_500,
+        keep_tokens=400,
     )
     session_id = agent.engine.session.id
     await turn(agent, "turn 1", "total() returns the wrong number. Can you find out why? Don't change anything yet.")
-    agent.set_mode("execute")
-    await turn(agent, "turn 2", "Go ahead and fix it, then run the tests.")
-    await turn(agent, "turn 3", "Is there anything worrying in build.log?")
-    console.print("\n[bold]/compact[/bold] the conversation so far (the log keeps every entry)")
-    outcome = await agent.compact("the fix and the build log")
-    console.print(f"   {safe(outcome.message)}")
-    if outcome.boundary is not None:
-        lane = outcome.boundary.lane
-        console.print("   the user's words, verbatim after the summary (later ones override):")
-        for words in lane.messages:
+    plan = agent.plan
+    assert plan is not None
+    console.print(f"\n[bold]the plan[/bold] [dim]({safe(plan.plan_path)})[/dim]")
+    for line in plan.text.rstrip().splitlines():
+        console.print(f"   {safe(line)}")
+    console.print("\n[bold]Accept & Compact[/bold]: compact first, then run the plan in the fresh context")
+    executed = await agent.accept_plan(compact=True, draft="Is there anything worrying in build.log?")
+    boundary = agent.engine.boundary
+    if boundary is not None:
+        console.print("   the user's words, verbatim after the summary:")
+        for words in boundary.lane.messages:
             console.print(f"     [dim]turn {words.turn}:[/dim] {safe(words.text)}")
+    if executed is not None:
+        console.print(f"   [bold]model:[/bold] {safe(executed.text)}")
+        rows.append(("plan", executed))
+    draft = (agent.plan.draft_input if agent.plan else None) or "Is there anything worrying in build.log?"
+    console.print(f"   [dim]the unsent draft kept with the plan comes back: {safe(draft)}[/dim]")
+    await turn(agent, "turn 2", draft)
     agent.engine.session.close()
 
     console.print(f"\n[bold]resume[/bold] session {safe(session_id)} from disk (a new process would do the same)")
@@ -145,7 +171,7 @@ async def _session(
         store, provider, workspace=workspace, session_id=session_id, on_event=_on_event, summariser=summariser
     )
     console.print(f"   loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.mode}")
-    await turn(resumed, "turn 4", "Summarise what we did today.")
+    await turn(resumed, "turn 3", "Summarise what we did today.")
     resumed.engine.session.close()
     return rows
 

@@ -22,12 +22,16 @@ def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     assert "a [skill:name] mention" in lines
     assert "→ Edit {'path': 'app.py', 'old_string': 'sum(xs) + 1', 'new_string': 'sum(xs)'}" in lines
     assert "✓ Bash: ok" in lines
-    # the compaction keeps the user's own words in order (the later "go ahead" overrides "don't change
-    # anything yet"), and pins no sentence as a rule
+    # plan mode, a submitted plan, Accept & Compact: compacted first, then the plan runs in execute mode
+    assert "→ SubmitPlan" in lines and "◆ plan 'Fix total()' submitted for your decision" in lines
+    steps = ["accepted (Accept & Compact)", "compaction complete", "dispatched: carrying it out", "'Fix total()' done"]
+    assert all(step in lines for step in steps)
+    assert [lines.index(step) for step in steps] == sorted(lines.index(step) for step in steps)
+    assert lines.index("compaction complete") < lines.index("→ Edit")  # never before its compaction
+    # the compaction keeps the user's own words verbatim, and pins no sentence as a rule
     assert "turn 1: total() returns the wrong number. Can you find out why? Don't change anything yet." in lines
-    assert "turn 2: Go ahead and fix it, then run the tests." in lines
-    assert lines.index("turn 1: total()") < lines.index("turn 2: Go ahead")
     assert "pinned verbatim" not in lines
+    assert "comes back: Is there anything worrying in build.log?" in lines  # the draft kept with the plan
     assert "app.py now: 'def total(xs):\\n    return sum(xs)'" in lines
     assert "loaded" in lines and "mode execute" in lines
     assert "\x1b" not in lines
