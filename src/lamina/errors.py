@@ -10,6 +10,7 @@ LaminaError
 │   ├── AttachmentError             a file that cannot be attached (type, corrupt, too large)
 │   ├── ConfigError                 a config file that cannot be used (file, key)
 │   ├── ToolInputError              a tool call's input that does not fit its schema (tools.base)
+│   ├── PlanTransitionError         a plan decision its state does not allow (plan)
 │   ├── ScriptError                 a scripted provider's script that cannot be used (providers.scripted)
 │   └── CacheSimulationError        a request the cache simulator cannot bill (placement)
 │       └── CacheBreakpointError    more breakpoints than the provider allows
