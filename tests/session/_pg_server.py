@@ -52,8 +52,8 @@ def serve(url: str, files: str, acks: str, seed: int, turns: int, lease: float) 
                 engine.queue_one_shot("note", f"a note for the next turn of {sid}")
             state = _plan_state(session.entries_loaded())
             if state is None:
-                engine.record(PlanState(plan_id=PLAN, state="ready", plan_path="plans/p.md"))
-            elif state == "ready":
+                engine.record(PlanState(plan_id=PLAN, state="compacted", plan_path="plans/p.md"))
+            elif state == "compacted":
                 engine.record(PlanState(plan_id=PLAN, state="dispatched", plan_path="plans/p.md"))
                 out.write(json.dumps({"dispatch": [sid, PLAN]}) + "\n")
             time.sleep(rng.uniform(0, 0.02))

@@ -127,7 +127,7 @@ the <session_state> block at the end of the latest user message (a <mode_transit
 mode just changed); the latest state counts.
 
 - explore: only read-only tools run; change nothing, propose what to do.
-- plan: read anything; write only in the plans folder.
+- plan: write only in the plans folder.
 - ask: read-only tools run; other calls wait for the user's approval.
 - execute: every tool runs, within the working directory; still ask before anything destructive or \
 beyond the task.

@@ -13,7 +13,7 @@ import asyncio
 import re
 import secrets
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Final
 
 import msgspec
 
@@ -26,19 +26,18 @@ _SLUG: Final = re.compile(r"[^a-z0-9]+")
 
 
 class SubmitPlanInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    title: Annotated[str, msgspec.Meta(min_length=1, max_length=200, description="A short title.")]
-    path: Annotated[str, msgspec.Meta(description="The plan file (markdown); when given, it is the plan.")] = ""
-    text: Annotated[str, msgspec.Meta(description="The plan's text, when there is no file.")] = ""
+    title: str
+    path: str | None = None
+    """The plan's file; when given, it is the plan."""
+    text: str | None = None
+    """The plan's text, when there is no file (it is saved in the plans folder)."""
 
 
 class SubmitPlanTool(StructTool[SubmitPlanInput]):
     """Submits a plan for the user's approval and ends the turn."""
 
     name = "SubmitPlan"
-    description = (
-        "Submit your plan for the user's approval (a file in the plans folder, or its text); "
-        "your turn ends and the user decides."
-    )
+    description = "Submit your plan (a file in the plans folder, or its text) for the user's approval; ends your turn."
     read_only = True  # it writes only the session's own plans folder
     input_type = SubmitPlanInput
 
@@ -48,6 +47,8 @@ class SubmitPlanTool(StructTool[SubmitPlanInput]):
     async def run(self, input: SubmitPlanInput, ctx: ToolContext) -> ToolOutput:
         if ctx.submit_plan is None or ctx.plans_dir is None:
             return ToolOutput("Plans cannot be submitted in this session.", is_error=True)
+        if not input.title.strip():
+            return ToolOutput("Give the plan a short title.", is_error=True)
         saved = await asyncio.to_thread(_plan_file, input, ctx, ctx.plans_dir)
         if isinstance(saved, ToolOutput):
             return saved
@@ -74,7 +75,7 @@ def _plan_file(input: SubmitPlanInput, ctx: ToolContext, plans_dir: Path) -> tup
             return ToolOutput(f"The plan {input.path} is over {MAX_PLAN_BYTES:,} bytes; shorten it.", is_error=True)
         text = data.decode("utf-8", errors="replace")
     else:
-        text = input.text
+        text = input.text or ""
         slug = _SLUG.sub("-", input.title.lower()).strip("-")[:60] or "plan"
         path = plans_dir / f"{slug}-{secrets.token_hex(3)}.md"
         try:
