@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from lamina.cli import chat, config, context, run, sessions, store
+from lamina.cli import chat, config, context, run, serve, sessions, store
 
 app = typer.Typer(
     name="lamina",
@@ -25,6 +25,7 @@ app.add_typer(store.app, name="store")
 app.command("context")(context.show_context)
 app.command("chat")(chat.chat)
 app.command("run")(run.run)
+app.command("serve")(serve.serve)
 
 
 def _version(value: bool) -> None:

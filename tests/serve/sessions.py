@@ -1,0 +1,135 @@
+"""Sessions for the inspector's tests, written by a real agent (scripted provider, real tools and store)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+
+from lamina.agent import open_agent
+from lamina.attachments import NamedBytes
+from lamina.compaction.summarize import DeterministicSummariser
+from lamina.placement import AnthropicCacheSimulator, AnthropicTarget
+from lamina.providers import ScriptedProvider
+from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
+from lamina.session.entries import (
+    AssistantMessage,
+    Label,
+    PlanState,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from lamina.session.store import LocalSessionStore
+
+TARGET = AnthropicTarget(model="claude-sonnet-5")
+HOSTILE_SCRIPT = "<script>document.title='pwned'</script>"
+HOSTILE_MARKUP = "<img src=x onerror=\"document.title='pwned'\"><b>bold?</b>"
+
+
+@dataclass(frozen=True)
+class RichSession:
+    id: str
+    branch_leaf: str
+    """The leaf of the branch made from turn 1's answer (after the compaction summarised it)."""
+    main_leaf: str
+    fork_id: str
+
+
+def _png() -> bytes:
+    image = Image.new("RGB", (64, 48), (200, 40, 40))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def _provider(responses: list[ScriptedResponse]) -> ScriptedProvider:
+    clock = [1_800_000_000.0]
+
+    def tick() -> float:
+        clock[0] += 20.0
+        return clock[0]
+
+    return ScriptedProvider(responses, target=TARGET, simulator=AnthropicCacheSimulator(), clock=tick)
+
+
+def workspace(root: Path) -> Path:
+    ws = root / "workspace"
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "AGENTS.md").write_text("# Rules\n- Run the tests after every change.\n")
+    (ws / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
+    (ws / "notes.txt").write_text("".join(f"note {i}: total() is used by report {i}\n" for i in range(800)))
+    return ws
+
+
+def rich_session(store: LocalSessionStore, root: Path) -> RichSession:
+    """Four turns with tools, an image, a compaction, a plan, a hidden recovery bridge and a branch."""
+    ws = workspace(root)
+    read = ScriptedToolCall(name="Read", input={"path": "notes.txt"})
+    script = [
+        ScriptedResponse(text="Reading the code.", tool_calls=(read,)),
+        ScriptedResponse(text="total() adds 1: that is the bug."),
+        ScriptedResponse(text="A red rectangle."),
+        ScriptedResponse(text="Noted, after the compaction."),
+        ScriptedResponse(text="Done as planned."),
+        ScriptedResponse(text="Another way: use math.fsum."),
+    ]
+    provider = _provider(script)
+    summariser = DeterministicSummariser()
+
+    async def run() -> tuple[str, str]:
+        agent = open_agent(store, provider, workspace=ws, mode="explore", summariser=summariser, keep_tokens=200)
+        session_id = agent.engine.session.id
+        await agent.run_turn("Why is total() wrong? Don't change anything yet.")
+        fork = agent.engine.session.leaf_id
+        assert fork is not None
+        await agent.run_turn("What is in this picture?", attachments=[NamedBytes("red.png", _png())])
+        compacted = await agent.compact("the bug")
+        assert compacted.status == "compacted", compacted.message
+        agent.engine.queue_one_shot("recovery", "Recovered context: the user asked about total().")
+        await agent.run_turn("Now plan the fix.")
+        for state in ("submitted", "awaiting_compaction", "ready", "dispatched"):
+            agent.engine.record(PlanState(plan_id="plan-1", state=state, plan_path="plans/fix.md", detail=state))
+        await agent.run_turn("Execute the plan.")
+        agent.engine.record(PlanState(plan_id="plan-1", state="done", plan_path="plans/fix.md"))
+        agent.engine.session.close()
+        return session_id, fork
+
+    session_id, fork = asyncio.run(run())
+    with store.open(session_id) as session:
+        main_leaf = session.leaf_id
+        assert main_leaf is not None
+        session.branch(fork)
+        session.append(Label(target_id=fork, label="another way"))
+
+    async def branch_turn() -> str:
+        agent = open_agent(store, provider, workspace=ws, session_id=session_id, summariser=summariser)
+        await agent.run_turn("Try another way.")
+        leaf = agent.engine.session.leaf_id
+        agent.engine.session.close()
+        assert leaf is not None
+        return leaf
+
+    branch_leaf = asyncio.run(branch_turn())
+    with store.open(session_id) as session:  # back to the main branch: the session's leaf is main's
+        session.branch(main_leaf)
+        session.append(Label(target_id=main_leaf, label="main"))
+        main_leaf = session.leaf_id or main_leaf
+    return RichSession(id=session_id, branch_leaf=branch_leaf, main_leaf=main_leaf, fork_id=fork)
+
+
+def hostile_session(store: LocalSessionStore) -> str:
+    """Script tags, markup and a huge entry in every place a session shows text."""
+    with store.create(cwd=f"/tmp/{HOSTILE_MARKUP}", title=f"{HOSTILE_SCRIPT} title") as session:
+        session.append(UserMessage(text=f"{HOSTILE_SCRIPT} hello {HOSTILE_MARKUP}"))
+        session.append(ToolCall(call_id="c1", name="Read", input={"path": HOSTILE_SCRIPT}))
+        session.append(ToolResult(call_id="c1", name="Read", content=HOSTILE_SCRIPT + "\n" + "x" * 1_000_000))
+        session.append(
+            AssistantMessage(text=f"</pre>{HOSTILE_SCRIPT}", model="claude-sonnet-5", usage=Usage(input=10, output=2))
+        )
+        session.flush()
+        return session.id
