@@ -104,8 +104,8 @@ class HostCheck:
         if scope["type"] == "http":
             headers = dict(scope.get("headers") or ())
             if host_name(headers.get(b"host", b"").decode("latin-1")) not in self.allowed:
-                response = Response("Host not allowed\n", status_code=400, media_type="text/plain")
-                await response(scope, receive, send)
+                api = str(scope.get("path", "")).startswith("/api/")
+                await _error_page(400, "Host not allowed", api)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

@@ -1,0 +1,93 @@
+"""Fixtures of the inspector's tests: a store with real sessions, a running server, a headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from lamina.serve import create_app
+from lamina.session.store import LocalSessionStore
+from tests.serve.sessions import RichSession, hostile_session, rich_session
+
+CHROMIUM = os.environ.get("LAMINA_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+OUTPUT = Path(os.environ.get("LAMINA_TEST_OUTPUT", Path(__file__).parents[2] / "test-output")) / "serve"
+"""Where the browser tests write their screenshots."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    root: Path
+    store: LocalSessionStore
+    rich: RichSession
+    hostile: str
+
+
+@pytest.fixture(scope="package")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Stored:
+    root = tmp_path_factory.mktemp("serve")
+    store = LocalSessionStore(root / "store")
+    rich = rich_session(store, root)
+    hostile = hostile_session(store)
+    return Stored(root, store, rich, hostile)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Running:
+    url: str
+    port: int
+
+
+@pytest.fixture(scope="package")
+def server(stored: Stored) -> Iterator[Running]:
+    port = free_port()
+    app = create_app(stored.store, port=port, poll_seconds=0.2)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
+    running = uvicorn.Server(config)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not running.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the inspector's server did not start")
+        time.sleep(0.02)
+    yield Running(f"http://127.0.0.1:{port}", port)
+    running.should_exit = True
+    thread.join(10)
+
+
+def chromium_or_skip() -> str:
+    """Debian's chromium; under CI its absence fails the run (the Makefile installs it), elsewhere it skips."""
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    found = shutil.which("chromium")
+    if found:
+        return found
+    message = f"no Chromium at {CHROMIUM} (`make test` installs Debian's chromium package as root)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)

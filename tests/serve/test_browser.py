@@ -1,0 +1,233 @@
+"""The inspector in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+Screenshots go to the test output folder (`test-output/serve/`, or `$LAMINA_TEST_OUTPUT/serve/`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sync_playwright
+
+from lamina.agent import open_agent
+from lamina.compaction.summarize import DeterministicSummariser
+from lamina.providers.scripted import ScriptedResponse
+from lamina.session.entries import AssistantMessage, StateChange, TurnRecord
+from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
+from tests.serve.sessions import HOSTILE_SCRIPT, _provider, workspace
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserContext]:
+    executable = chromium_or_skip()
+    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh user-data-dir
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=executable,
+            args=list(CHROMIUM_ARGS),
+            headless=True,
+            viewport={"width": 1280, "height": 900},
+        )
+        context.set_default_timeout(15_000)
+        yield context
+        context.close()
+
+
+class Watched:
+    """A page and what its console said (CSP violations, script errors)."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.problems: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            self.problems.append(f"{message.type}: {message.text}")
+
+
+@pytest.fixture
+def page(browser: BrowserContext) -> Iterator[Watched]:
+    page = browser.new_page()
+    watched = Watched(page)
+    yield watched
+    page.close()
+    assert watched.problems == []
+
+
+def shot(page: Page, name: str) -> Path:
+    path = OUTPUT / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def test_sessions_list_and_search(page: Watched, server: Running, stored: Stored) -> None:
+    p = page.page
+    p.goto(server.url + "/")
+    rows = p.locator("#sessions tbody tr")
+    expect(p.locator(f'tr[data-session="{stored.hostile}"]')).to_have_count(1)
+    rich = p.locator(f'tr[data-session="{stored.rich.id}"]')
+    expect(rich.locator(".session-link")).to_have_text("Why is total() wrong? Don't change anything yet.")
+    expect(rich.locator("td").nth(3)).to_have_text("5")  # turns
+    expect(rich.locator("td").nth(7)).to_contain_text("$")  # an estimated cost
+    shot(p, "sessions-list")
+    p.fill("input[name=q]", "workspace")
+    p.click("form.search button")
+    expect(p.locator(f'tr[data-session="{stored.rich.id}"]')).to_be_visible()
+    expect(p.locator(f'tr[data-session="{stored.hostile}"]')).to_have_count(0)
+    assert rows.count() >= 1
+
+
+def test_session_with_branches_compaction_plan_and_plot(page: Watched, server: Running, stored: Stored) -> None:
+    p = page.page
+    rich = stored.rich
+    p.goto(f"{server.url}/sessions/{rich.id}")
+    expect(p.locator("#chart.drawn")).to_be_visible()
+    expect(p.locator("#chart")).to_have_attribute("data-requests", "5")  # the main branch's requests
+    expect(p.locator("#requests-table tbody tr")).to_have_count(5)
+    # branches: two, the side one forked after a compaction had summarised its point
+    branches = p.locator("#branches li.branch")
+    expect(branches).to_have_count(2)
+    side = p.locator(f'li.branch[data-leaf="{rich.branch_leaf}"]')
+    expect(side.locator(".point-out-of-view")).to_be_visible()
+    expect(p.locator(f"#e-{rich.fork_id} .fork-badge")).to_have_text("branch point · 2 branches")
+    # the compaction: what it kept, its summary, the user's words lane
+    compaction = p.locator("#compactions article.compaction")
+    expect(compaction).to_have_count(1)
+    expect(compaction.locator("pre.summary")).to_contain_text("Goal")
+    expect(compaction.locator(".lane-list li").first).to_contain_text(
+        "Why is total() wrong? Don't change anything yet."
+    )
+    expect(compaction.locator("b.kept")).to_have_text(re.compile(r"^[1-9]\d*$"))
+    # out-of-view entries are marked, the hidden recovery bridge too
+    expect(p.locator(f"#e-{rich.fork_id}")).to_have_class(re.compile(r"\bout-of-view\b"))
+    expect(p.locator("#timeline li.bridge").first).to_contain_text("hidden one-shot bridge")
+    # the plan and its states
+    plan = p.locator('article.plan[data-plan="plan-1"]')
+    expect(plan.locator(".plan-state")).to_have_text("done")
+    expect(plan.locator(".transitions li")).to_have_count(5)
+    # the attachment's thumbnail is loaded from the store
+    thumb = p.locator("img.thumb").first
+    thumb.scroll_into_view_if_needed()
+    expect(thumb).to_have_attribute("alt", "red.png")
+    for _ in range(100):  # the CSP forbids eval, so poll from here rather than with wait_for_function
+        if thumb.evaluate("img => img.complete && img.naturalWidth") > 0:
+            break
+        time.sleep(0.05)
+    assert thumb.evaluate("img => img.naturalWidth") > 0
+    shot(p, "session-main-branch")
+    # switch branch
+    side.locator("a.branch-link").click()
+    expect(p.locator(f'li.branch[data-leaf="{rich.branch_leaf}"] .shown-badge')).to_be_visible()
+    timeline = p.locator("#timeline")
+    expect(timeline).to_contain_text("Try another way.")
+    expect(timeline).not_to_contain_text("Execute the plan.")
+    expect(p.locator("#compactions")).to_have_count(0)  # no compaction on this branch
+    expect(p.locator("#chart")).to_have_attribute("data-requests", "3")
+    shot(p, "session-side-branch")
+
+
+def test_request_layers_match_the_stored_data(page: Watched, server: Running, stored: Stored) -> None:
+    with stored.store.open(stored.rich.id, writable=False) as session:
+        entries = session.entries()
+    calls = [e for e in entries if isinstance(e, AssistantMessage)]
+    index = next(
+        i
+        for i, call in enumerate(calls)
+        for e in entries
+        if isinstance(e, TurnRecord) and e.turn_id == call.turn_id and e.one_shots
+    )
+    call = calls[index]
+    record = next(e for e in entries if isinstance(e, TurnRecord) and e.turn_id == call.turn_id)
+    prefix = [e for e in entries if isinstance(e, StateChange) and e.key == "stable" and e.prefix][-1].prefix
+    p = page.page
+    p.goto(f"{server.url}/sessions/{stored.rich.id}")
+    p.locator(f"#e-{call.id} a.request-link").click()
+    expect(p.locator("h1")).to_contain_text(f"Request #{index}")
+    # the provider's usage, as logged
+    assert call.usage is not None
+    provider = p.locator('#cache-figures tr[data-side="provider"] td')
+    expect(provider.nth(0)).to_have_text(f"{call.usage.cache_read:,}")
+    expect(provider.nth(1)).to_have_text(f"{call.usage.cache_write:,}")
+    expect(provider.nth(2)).to_have_text(f"{call.usage.input:,}")
+    expect(p.locator('#cache-figures tr[data-side="simulated"] td')).to_have_count(5)
+    # the tail's volatile parts and the one-shot parts, as the turn record holds them
+    tail = p.locator('article[data-layer="tail"] tr.part')
+    expect(tail).to_have_count(len(record.volatile))
+    for row, part in zip(tail.all(), record.volatile, strict=True):
+        expect(row.locator("td.key")).to_have_text(part.key)
+        row.locator("summary").click()
+        expect(row.locator("pre.part-text")).to_have_text(part.text)
+    one_shots = p.locator('article[data-layer="one_shot"] tr.part td.key')
+    expect(one_shots).to_have_text([o.key for o in record.one_shots])
+    # the stable prefix: the parts the log recorded
+    expect(p.locator('article[data-layer="stable"] tr.part td.key')).to_have_text([part.key for part in prefix])
+    # the breakpoints, and the blocks' tokens add up to the layers'
+    expect(p.locator("table.blocks tr.has-breakpoint")).to_have_count(4)
+    layer_tokens = sum(int(x) for x in p.locator("article.layer").evaluate_all("els => els.map(e => e.dataset.tokens)"))
+    last = p.locator("table.blocks tbody tr").last.locator("td").nth(6).inner_text()
+    assert layer_tokens == int(last.replace(",", ""))
+    shot(p, "request-layers")
+
+
+def test_a_live_session_updates_without_reload(page: Watched, server: Running, stored: Stored) -> None:
+    """An agent writes a turn while the page is open: the page shows it, with no reload."""
+    ws = workspace(stored.root)
+    provider = _provider([ScriptedResponse(text="First answer."), ScriptedResponse(text="Live answer from the agent.")])
+    holder: dict[str, str] = {}
+
+    async def turn(text: str) -> None:
+        agent = open_agent(
+            stored.store,
+            provider,
+            workspace=ws,
+            session_id=holder.get("id"),
+            summariser=DeterministicSummariser(),
+        )
+        holder["id"] = agent.engine.session.id
+        await agent.run_turn(text)
+        agent.engine.session.close()
+
+    def in_thread(text: str) -> None:  # Playwright's sync API runs an event loop in this thread
+        writer = threading.Thread(target=lambda: asyncio.run(turn(text)))
+        writer.start()
+        writer.join(60)
+
+    in_thread("A first message.")
+    p = page.page
+    p.goto(f"{server.url}/sessions/{holder['id']}")
+    expect(p.locator("body")).to_have_attribute("data-live", "on")
+    expect(p.locator("#chart")).to_have_attribute("data-requests", "1")
+    p.evaluate("() => { window.__notReloaded = true; }")
+    in_thread("A message written while the page is open.")
+    timeline = p.locator("#timeline")
+    expect(timeline).to_contain_text("A message written while the page is open.")
+    expect(timeline).to_contain_text("Live answer from the agent.")
+    expect(p.locator("#chart")).to_have_attribute("data-requests", "2")
+    assert p.evaluate("() => window.__notReloaded") is True
+    expect(p.locator("#live-status")).to_contain_text("updated")
+    shot(p, "live-session")
+
+
+def test_a_hostile_session_renders_as_text(page: Watched, server: Running, stored: Stored) -> None:
+    p = page.page
+    p.goto(f"{server.url}/sessions/{stored.hostile}")
+    expect(p.locator("#timeline li.item").first).to_be_visible()
+    assert p.title().startswith(HOSTILE_SCRIPT)  # the title shows the markup as text; nothing ran
+    assert "pwned" not in p.evaluate("t => document.title.replace(t, '')", HOSTILE_SCRIPT)
+    expect(p.locator("h1.session-title")).to_have_text(f"{HOSTILE_SCRIPT} title")
+    expect(p.locator("#timeline .kind-user pre.text")).to_contain_text(HOSTILE_SCRIPT)
+    assert p.locator("#timeline img").count() == 0  # the markup made no element
+    assert p.locator("#timeline b").count() == 0
+    assert p.evaluate("() => document.querySelectorAll('script:not([src])').length") == 0
+    expect(p.locator("#timeline .kind-tool_result a.more")).to_contain_text("more characters")
+    shot(p, "hostile-session")
