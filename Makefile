@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-exhaustive lint typecheck bench peers clean
+.PHONY: run test test-exhaustive lint typecheck bench peers browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,10 +25,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+# The inspector's browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
+# Installed here when missing and running as root with apt-get; otherwise they are skipped, except under CI.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ ! -x "$(CHROMIUM)" ] && ! command -v chromium >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing Debian's chromium for the browser tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "no chromium: the browser tests of lamina serve will be skipped (install Debian's chromium package)"; \
+		fi; \
+	fi
+
+test: lint typecheck browser
 	$(BIN)/python -m pytest -q
 
-test-exhaustive: $(STAMP)
+test-exhaustive: $(STAMP) browser
 	LAMINA_EXHAUSTIVE=1 $(BIN)/python -m pytest -q -rP
 
 bench: $(STAMP)

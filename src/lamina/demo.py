@@ -12,6 +12,7 @@ per-turn table.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -192,11 +193,26 @@ def _table(rows: list[tuple[str, TurnOutcome]]) -> Table:
     return table
 
 
+def demo_store() -> Path:
+    """Where the demo keeps its session for `lamina serve`: `$LAMINA_STORE`, else a folder under the temp dir."""
+    explicit = os.environ.get("LAMINA_STORE")
+    return Path(explicit) if explicit else Path(tempfile.gettempdir()) / "lamina-demo" / "store"
+
+
+def _serve_hint(store: Path, session_id: str) -> None:
+    lamina = Path(sys.executable).parent / "lamina"
+    command = str(lamina) if lamina.exists() else "lamina"
+    console.rule("Inspect this session in the browser (lamina serve)")
+    console.print(f"  {safe(command)} --store {safe(str(store))} serve --session {safe(session_id)} --open")
+    console.print(f"  then open http://127.0.0.1:8765/sessions/{safe(session_id)} (read-only; Ctrl-C stops the server)")
+
+
 def main() -> int:
+    store_root = demo_store()
     with tempfile.TemporaryDirectory(prefix="lamina-demo-") as tmp:
         root = Path(tmp)
         workspace = _sample_workspace(root)
-        store = LocalSessionStore(root / "store")
+        store = LocalSessionStore(store_root)
         console.rule("What an agent sees in the sample workspace (lamina context)")
         _show_context(workspace)
         console.rule("A scripted session: real tools, simulated cache billing")
@@ -212,7 +228,8 @@ def main() -> int:
         console.print(_table(rows))
         fixed = (workspace / "app.py").read_text()
         console.print(f"\napp.py now: {safe(repr(fixed.strip()))}")
-        console.print(f"sessions in the store: {safe([r.id for r in store.list()])}")
+        session_id = rows[0][1].turn.session_id
+    _serve_hint(store_root, session_id)
     return 0
 
 

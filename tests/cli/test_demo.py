@@ -35,3 +35,8 @@ def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     assert "app.py now: 'def total(xs):\\n    return sum(xs)'" in lines
     assert "loaded" in lines and "mode execute" in lines
     assert "\x1b" not in lines
+    # it ends by saying how to open the session it wrote in `lamina serve` (the store is $LAMINA_STORE here)
+    hint = lines[lines.index("lamina serve") :]
+    assert f"--store {tmp_path} serve --session " in hint
+    session_id = hint.split("serve --session ", 1)[1].split()[0]
+    assert (tmp_path / session_id / "log.jsonl").is_file()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lamina.placement import AnthropicTarget, OpenAIChatTarget
 from lamina.serve.inspect import LIST_TEXT_CHARS, SessionIndex, is_bridge
-from lamina.serve.requests import SessionRequests, target_for
+from lamina.serve.requests import WARM_UP, SessionRequests, target_for
 from lamina.session.entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -151,3 +153,22 @@ def test_the_wire_format_follows_the_model_name() -> None:
     assert isinstance(target_for("gpt-5"), OpenAIChatTarget)
     assert isinstance(target_for("openai/o3-mini"), OpenAIChatTarget)
     assert isinstance(target_for(""), AnthropicTarget)
+
+
+def test_a_replay_started_a_few_requests_back_gives_the_figures_of_a_whole_replay(tmp_path: Path) -> None:
+    """Rolling breakpoints: each request reads what the one before wrote, so the warm-up is enough."""
+    from benchmarks.serve import _session
+
+    store, session_id = _session(tmp_path, 5 * (WARM_UP * 3))
+    with store.open(session_id, writable=False) as session:
+        entries = session.entries()
+    whole = SessionRequests(session_id, entries)
+    last = whole.count - 1
+    whole.simulate(list(range(whole.count)))
+    assert whole.replayed_from(last) == 0
+    windowed = SessionRequests(session_id, entries)
+    assert windowed.replayed_from(last) == last - WARM_UP
+    for index in (last, last - 3):
+        assert windowed.summary(index, on_path=True) == whole.summary(index, on_path=True)
+    assert windowed.layers(last).simulated == whole.layers(last).simulated
+    assert windowed.layers(last).simulated.read > 0

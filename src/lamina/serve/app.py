@@ -39,10 +39,12 @@ from lamina.serve.model import (
 )
 from lamina.serve.openapi import MAX_LIMIT, openapi_document
 from lamina.serve.reader import Loaded, NotFound, StoreReader
-from lamina.serve.requests import NOT_LOGGED_TOOLS
+from lamina.serve.requests import NOT_LOGGED_TOOLS, replay_note
 from lamina.session.entries import AttachmentRef, LogEntry
 from lamina.session.store import LocalSessionStore
 
+SERIES_MAX: Final = 200
+"""Requests the plot shows: the newest of the shown branch."""
 PAGE_ENTRIES: Final = 300
 """Timeline entries per page (the newest page is shown first)."""
 
@@ -341,8 +343,16 @@ class Inspector:
     def _series(self, loaded: Loaded, leaf: str | None) -> RequestSeries:
         requests = self.reader.requests(loaded)
         on_path = {e.id for e in loaded.index.path(leaf)}
-        summaries = [requests.summary(i, on_path=call.id in on_path) for i, call in enumerate(requests.calls())]
-        return RequestSeries(leaf_id=leaf, requests=summaries, notes=[NOT_LOGGED_TOOLS])
+        indices = [i for i, call in enumerate(requests.calls()) if call.id in on_path]
+        shown = indices[-SERIES_MAX:]
+        requests.simulate(shown)
+        notes = [NOT_LOGGED_TOOLS]
+        if len(shown) < len(indices):
+            notes.append(f"The newest {len(shown):,} of the branch's {len(indices):,} requests.")
+        if shown:
+            notes.append(replay_note(shown[0], requests.replayed_from(shown[0])))
+        summaries = [requests.summary(i, on_path=True) for i in shown]
+        return RequestSeries(leaf_id=leaf, requests=summaries, on_path=len(indices), notes=notes)
 
     async def api_request(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)

@@ -270,6 +270,9 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
 class RequestSeries(msgspec.Struct, frozen=True, kw_only=True):
     leaf_id: str | None
     requests: list[RequestSummary]
+    """The newest requests of the shown branch (at most `SERIES_MAX`), oldest first."""
+    on_path: int
+    """Requests on the shown branch in all."""
     notes: list[str]
 
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+import msgspec
+
 from lamina.budget import TIER_LABELS, CacheLayout, LayoutBlock, cache_layout
 from lamina.compaction.lane import render_lane
 from lamina.defang import admit, trusted
@@ -68,6 +70,10 @@ NOT_LOGGED_TOOLS: Final = (
     "figures include them."
 )
 
+WARM_UP: Final = 12
+"""Requests the simulator replays before the first one asked for, when it starts a replay."""
+
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 _MESSAGE_INDEX: Final = re.compile(r"^(?:messages|input)\[(\d+)\]")
 
 
@@ -149,9 +155,14 @@ class SessionRequests:
         self._prefixes: dict[str, StableContext] = {}
         self._render_cache = RenderCache()
         self._simulators: dict[str, CacheSimulator] = {}
-        self._simulated: list[CacheUsage] = []
-        self._layer_tokens: list[dict[str, int]] = []
+        self._simulated: dict[int, tuple[CacheUsage, int]] = {}
+        """Request index -> its simulated usage and the index the replay that computed it started from."""
+        self._layer_tokens: dict[int, dict[str, int]] = {}
+        self._replay: tuple[int, int] | None = None
+        """The replay in progress: its first request and the next one to submit."""
         self._last_t = float("-inf")
+        self._block_tokens: dict[int, tuple[object, int]] = {}
+        """Tokens of wire messages the render cache shares between requests, by identity (the object kept alive)."""
         self.extend(entries)
 
     # -- the log ---------------------------------------------------------------------------------
@@ -276,27 +287,58 @@ class SessionRequests:
 
     # -- the simulator, in log order ---------------------------------------------------------------
 
-    def simulate_to(self, index: int) -> None:
-        """Replay the requests up to `index` (inclusive) through the cache simulator, once each."""
-        while len(self._simulated) <= index:
-            rebuilt = self.rebuild(len(self._simulated))
-            fmt = format_of(rebuilt.target)
-            simulator = self._simulators.get(fmt)
-            if simulator is None:
-                simulator = self._simulators[fmt] = (
-                    OpenAICacheSimulator(estimator=self.estimator)
-                    if fmt == "openai_chat"
-                    else AnthropicCacheSimulator(estimator=self.estimator)
-                )
-            t = max(rebuilt.t_start, self._last_t)
-            self._last_t = t
-            first_byte = max(rebuilt.call.ts, t)
-            self._simulated.append(simulator.submit(TimedRequest(t, rebuilt.body, t_first_byte=first_byte)))
+    def simulate(self, indices: Sequence[int]) -> None:
+        """Replay requests through the cache simulator in log order, so that every index in `indices` is done.
+
+        A replay continues from where the last one stopped when that is at most `WARM_UP` requests
+        before the first index wanted; otherwise it starts again, with empty caches, `WARM_UP`
+        requests earlier (Lamina's rolling breakpoints make a request read what the one before it
+        wrote, so the warm-up gives the figures a replay from the first request would).
+        """
+        for index in sorted(i for i in set(indices) if i not in self._simulated):
+            if index in self._simulated:
+                continue
+            replay = self._replay
+            if replay is None or not replay[1] <= index <= replay[1] + WARM_UP:
+                first = max(0, index - WARM_UP)
+                self._simulators = {}
+                self._last_t = float("-inf")
+                replay = (first, first)
+            first, position = replay
+            while position <= index:
+                self._submit(position, first)
+                position += 1
+            self._replay = (first, position)
+
+    def _submit(self, index: int, replay_from: int) -> None:
+        rebuilt = self.rebuild(index)
+        fmt = format_of(rebuilt.target)
+        simulator = self._simulators.get(fmt)
+        if simulator is None:
+            simulator = self._simulators[fmt] = (
+                OpenAICacheSimulator(estimator=self.estimator)
+                if fmt == "openai_chat"
+                else AnthropicCacheSimulator(estimator=self.estimator)
+            )
+        t = max(rebuilt.t_start, self._last_t)
+        self._last_t = t
+        usage = simulator.submit(TimedRequest(t, rebuilt.body, t_first_byte=max(rebuilt.call.ts, t)))
+        self._simulated.setdefault(index, (usage, replay_from))
+        if index not in self._layer_tokens:
+            self._layer_tokens[index] = self._layer_totals(rebuilt)
+
+    def _layer_totals(self, rebuilt: Rebuilt) -> dict[str, int]:
+        if not isinstance(rebuilt.target, AnthropicTarget):
             layout = cache_layout(rebuilt.body, rebuilt.target, turn=rebuilt.turn, estimator=self.estimator)
-            self._layer_tokens.append(_layer_totals(rebuilt, layout, self.estimator))
+            return _layer_totals(rebuilt, layout, self.estimator)
+        return _anthropic_layer_totals(rebuilt, self.estimator, self._block_tokens)
+
+    def replayed_from(self, index: int) -> int:
+        self.simulate([index])
+        return self._simulated[index][1]
 
     def summary(self, index: int, *, on_path: bool) -> RequestSummary:
-        self.simulate_to(index)
+        self.simulate([index])
         call = self._calls[index]
         return RequestSummary(
             index=index,
@@ -307,12 +349,13 @@ class SessionRequests:
             on_path=on_path,
             layers=self._layer_tokens[index],
             provider=figures_of_usage(call.usage),
-            simulated=figures_of_simulation(self._simulated[index]),
+            simulated=figures_of_simulation(self._simulated[index][0]),
         )
 
     def layers(self, index: int) -> RequestLayers:
         """One request's layers, blocks and breakpoints, with both sides' cache figures."""
-        self.simulate_to(index)
+        self.simulate([index])
+        usage, replay_from = self._simulated[index]
         rebuilt = self.rebuild(index)
         layout = cache_layout(rebuilt.body, rebuilt.target, turn=rebuilt.turn, estimator=self.estimator)
         blocks = [_block_out(b, _layer_of(b, rebuilt)) for b in layout.blocks]
@@ -333,12 +376,68 @@ class SessionRequests:
                 for b in layout.breakpoints
             ],
             provider=figures_of_usage(rebuilt.call.usage),
-            simulated=figures_of_simulation(self._simulated[index]),
+            simulated=figures_of_simulation(usage),
             stable_version=record.stable_version if record is not None else None,
             stable_digest=record.stable_digest if record is not None else None,
             stable_recorded=rebuilt.stable_recorded,
-            notes=[*rebuilt.notes, *layout.notes[:-1]],  # the last layout note is about a first request
+            notes=[
+                *rebuilt.notes,
+                replay_note(index, replay_from),
+                *layout.notes[:-1],  # the last layout note is about a first request
+            ],
         )
+
+
+def replay_note(index: int, replay_from: int) -> str:
+    if replay_from == 0:
+        return "The simulator replayed every request of the log before this one, in order."
+    return (
+        f"The simulator replayed the requests from #{replay_from} on, starting with empty caches "
+        f"({index - replay_from} before this one): entries written earlier and read here without being written "
+        "again in between are not seen."
+    )
+
+
+def _block_tokens(block: Mapping[str, Any], estimator: TokenEstimator) -> int:
+    """A block's tokens as the cache simulator and `cache_layout` count them (canonical JSON, no marker)."""
+    if "cache_control" in block:
+        block = {k: v for k, v in block.items() if k != "cache_control"}
+    return estimator.count(_ENCODER.encode(block).decode())
+
+
+def _anthropic_layer_totals(
+    rebuilt: Rebuilt, estimator: TokenEstimator, memo: dict[int, tuple[object, int]]
+) -> dict[str, int]:
+    """Tokens per layer of an Anthropic body, counting each shared history message once (see `_block_tokens`)."""
+    body = rebuilt.body
+    totals: dict[str, int] = dict.fromkeys(LAYER_NAMES, 0)
+    for tool in body.get("tools") or ():
+        totals["stable"] += _block_tokens(tool, estimator)
+    for block in body.get("system") or ():
+        totals["stable"] += _block_tokens(block, estimator)
+    tail = rebuilt.turn.tail
+    context = bool(rebuilt.turn.stable.context_parts)
+    one_shots = _one_shot_tokens(rebuilt.record, estimator)
+    for m, message in enumerate(body.get("messages") or ()):
+        blocks = message.get("content") or ()
+        if m == 0 and context:
+            totals["stable"] += sum(_block_tokens(b, estimator) for b in blocks)
+        elif m >= rebuilt.current_start:
+            for block in blocks:
+                tokens = _block_tokens(block, estimator)
+                if tail and block.get("type") == "text" and block.get("text") == tail:
+                    volatile, one_shot = _split_tail(tokens, one_shots)
+                    totals["tail"] += volatile
+                    totals["one_shot"] += one_shot
+                else:
+                    totals["current"] += tokens
+        else:
+            held = memo.get(id(message))
+            if held is None or held[0] is not message:
+                held = (message, sum(_block_tokens(b, estimator) for b in blocks))
+                memo[id(message)] = held
+            totals["history"] += held[1]
+    return totals
 
 
 def _message_count(body: object) -> int:
@@ -549,4 +648,13 @@ def _authority_of_label(label: str) -> str:
     return "history"
 
 
-__all__ = ["NOT_LOGGED_TOOLS", "Rebuilt", "SessionRequests", "figures_of_usage", "format_of", "target_for"]
+__all__ = [
+    "NOT_LOGGED_TOOLS",
+    "WARM_UP",
+    "Rebuilt",
+    "SessionRequests",
+    "figures_of_usage",
+    "format_of",
+    "replay_note",
+    "target_for",
+]

@@ -26,7 +26,7 @@ async function drawChart() {
   }
   const requests = data.requests.filter((r) => r.on_path);
   box.replaceChildren();
-  drawTable(requests, box.dataset.session);
+  drawTable(requests, box.dataset.session, data.notes);
   if (!requests.length) {
     box.appendChild(el("p", { class: "muted small", id: "chart-empty" }, "no requests on this branch yet"));
     return;
@@ -72,7 +72,7 @@ async function drawChart() {
   return plot;
 }
 
-function drawTable(requests, session) {
+function drawTable(requests, session, notes) {
   const holder = document.getElementById("chart-table");
   if (!holder) return;
   const table = el("table", { id: "requests-table" });
@@ -98,7 +98,9 @@ function drawTable(requests, session) {
     legend.appendChild(el("span", { class: `legend-swatch sw-${layer}` }));
     legend.appendChild(document.createTextNode(`${layer}  `));
   }
-  holder.replaceChildren(legend, table);
+  const list = el("ul", { class: "notes small", id: "chart-notes" });
+  for (const note of notes || []) list.appendChild(el("li", {}, note));
+  holder.replaceChildren(legend, list, table);
 }
 
 function follow() {
