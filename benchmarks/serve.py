@@ -100,8 +100,6 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         Figure("serve_session_page_ms_10k", _ms(cold), "ms", note="cold: log read, indexed, newest page rendered"),
         Figure("serve_session_page_warm_ms_10k", _ms(warm), "ms", note="the log already read"),
         Figure("serve_request_layers_ms", _ms(layers), "ms", note="a request of the 10k session the plot replayed"),
-        Figure(
-            "serve_request_layers_cold_ms_10k", _ms(layers_cold), "ms", note="the simulator replays 13 requests first"
-        ),
+        Figure("serve_request_layers_cold_ms_10k", _ms(layers_cold), "ms", note="13 requests replayed first"),
         Figure("serve_requests_series_ms_10k", _ms(series), "ms", note="the plot's data: 200 requests, cold"),
     ]
