@@ -28,6 +28,7 @@ from starlette.testclient import TestClient
 
 from benchmarks import Figure
 from benchmarks._scenario import TOOLS, stable_source
+from lamina.cli._prices import cost_of
 from lamina.engine import ContextEngine
 from lamina.serve import create_app
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
@@ -79,10 +80,10 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         cold: list[float] = []
         warm: list[float] = []
         for _ in range(repeats):
-            client = TestClient(create_app(store), base_url=HOST)
+            client = TestClient(create_app(store, prices=cost_of), base_url=HOST)
             cold.append(_timed(lambda c=client: get(c, page)))  # type: ignore[misc]
             warm.append(_timed(lambda c=client: get(c, page)))  # type: ignore[misc]
-        client = TestClient(create_app(store), base_url=HOST)
+        client = TestClient(create_app(store, prices=cost_of), base_url=HOST)
         requests = client.get(f"/api/sessions/{session_id}").json()["session"]["requests"]
         progress(f"the plot's data (the newest 200 of {requests:,} requests), cold")
         series = [_timed(lambda: get(client, f"/api/sessions/{session_id}/requests"))]
@@ -94,7 +95,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         progress("one request's layers, cold")
         layers_cold: list[float] = []
         for i in range(repeats):
-            url = f"/api/sessions/{session_id}/requests/{100 + 300 * i}"
+            url = f"/api/sessions/{session_id}/requests/{requests - 250 - 97 * i}"
             layers_cold.append(_timed(lambda u=url: get(client, u)))  # type: ignore[misc]
     return [
         Figure("serve_session_page_ms_10k", _ms(cold), "ms", note="cold: log read, indexed, newest page rendered"),

@@ -12,6 +12,7 @@ LaminaError
 │   ├── ToolInputError              a tool call's input that does not fit its schema (tools.base)
 │   ├── PlanTransitionError         a plan decision its state does not allow (plan)
 │   ├── ScriptError                 a scripted provider's script that cannot be used (providers.scripted)
+│   ├── NotFoundError               no session, entry, request or file by that name (serve.reader)
 │   └── CacheSimulationError        a request the cache simulator cannot bill (placement)
 │       └── CacheBreakpointError    more breakpoints than the provider allows
 └── LaminaRuntimeError              something outside the caller's control went wrong

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from lamina.cli._prices import cost_of
 from lamina.serve import create_app
 from lamina.session.store import LocalSessionStore
 from tests.serve.sessions import RichSession, hostile_session, rich_session
@@ -65,7 +66,7 @@ class Running:
 @pytest.fixture(scope="package")
 def server(stored: Stored) -> Iterator[Running]:
     port = free_port()
-    app = create_app(stored.store, port=port, poll_seconds=0.2)
+    app = create_app(stored.store, port=port, poll_seconds=0.2, prices=cost_of)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
     running = uvicorn.Server(config)
     thread = threading.Thread(target=running.run, daemon=True)

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from lamina.cli._prices import cost_of
 from lamina.serve import create_app
 from lamina.serve.app import CSP, host_name
 from lamina.session.entries import UserMessage
@@ -19,7 +20,7 @@ from tests.serve.sessions import HOSTILE_MARKUP, HOSTILE_SCRIPT
 
 @pytest.fixture(scope="module")
 def client(stored: Stored) -> TestClient:
-    return TestClient(create_app(stored.store), base_url="http://127.0.0.1:8765")
+    return TestClient(create_app(stored.store, prices=cost_of), base_url="http://127.0.0.1:8765")
 
 
 def _body(html: str) -> str:

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
+from lamina.cli._prices import cost_of
 from lamina.serve import create_app
 from tests.conftest import EXHAUSTIVE
 from tests.serve.conftest import Stored
@@ -15,7 +16,9 @@ from tests.serve.conftest import Stored
 
 @pytest.fixture(scope="module")
 def api_schema(stored: Stored) -> OpenApiSchema:
-    app = create_app(stored.store, extra_hosts=("testserver",))  # the name schemathesis's ASGI client sends
+    app = create_app(
+        stored.store, extra_hosts=("testserver",), prices=cost_of
+    )  # the name schemathesis's ASGI client sends
     return schemathesis.openapi.from_asgi("/api/openapi.json", app)
 
 

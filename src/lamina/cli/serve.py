@@ -30,13 +30,14 @@ def serve(
     try:
         import uvicorn
 
+        from lamina.cli._prices import cost_of
         from lamina.serve.app import create_app
         from lamina.session.store import LocalSessionStore
     except ImportError as exc:  # pragma: no cover - the dependencies are part of the package
         abort(f"lamina serve needs its web dependencies: {exc}")
     root: Path | None = (ctx.find_root().obj or {}).get("store")
     store = LocalSessionStore(root)
-    app = create_app(store, host=host, port=port)
+    app = create_app(store, host=host, port=port, prices=cost_of)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"sessions/{session}" if session else "")
     err.print(f"lamina serve: {safe(url)}  (store {safe(store.root)}; read-only; Ctrl-C to stop)")

@@ -28,7 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lamina.serve.inspect import SessionIndex
+from lamina.serve.inspect import Prices, SessionIndex
 from lamina.serve.model import (
     LAYER_NAMES,
     EntryPage,
@@ -38,7 +38,7 @@ from lamina.serve.model import (
     SessionList,
 )
 from lamina.serve.openapi import MAX_LIMIT, openapi_document
-from lamina.serve.reader import Loaded, NotFound, StoreReader
+from lamina.serve.reader import Loaded, NotFoundError, StoreReader
 from lamina.serve.requests import NOT_LOGGED_TOOLS, replay_note
 from lamina.session.entries import AttachmentRef, LogEntry
 from lamina.session.store import LocalSessionStore
@@ -175,7 +175,7 @@ class Inspector:
     def _leaf(request: Request, loaded: Loaded) -> str | None:
         leaf = request.query_params.get("leaf") or None
         if leaf is not None and not loaded.index.has(leaf):
-            raise NotFound(f"no entry {leaf!r} in session {loaded.row.id}")
+            raise NotFoundError(f"no entry {leaf!r} in session {loaded.row.id}")
         return leaf if leaf is not None else loaded.index.leaf_id
 
     @staticmethod
@@ -256,7 +256,7 @@ class Inspector:
         index: SessionIndex = loaded.index
         entry = index.by_id.get(entry_id)
         if entry is None:
-            raise NotFound(f"no entry {entry_id!r} in session {loaded.row.id}")
+            raise NotFoundError(f"no entry {entry_id!r} in session {loaded.row.id}")
         in_view = entry_id in index.view_ids(index.path(index.leaf_id))
         return index.item(entry, in_view=in_view, thumbnail=self._thumbnail(loaded.row.id), whole=True)
 
@@ -270,9 +270,9 @@ class Inspector:
         try:
             index = int(str(raw_index))
         except ValueError:
-            raise NotFound("no such request") from None
+            raise NotFoundError("no such request") from None
         if not 0 <= index < requests.count:
-            raise NotFound(f"no request {index} in session {loaded.row.id}")
+            raise NotFoundError(f"no request {index} in session {loaded.row.id}")
         return requests.layers(index)
 
     async def thumbnail(self, request: Request) -> Response:
@@ -293,7 +293,7 @@ class Inspector:
                 await asyncio.sleep(self.poll_seconds)
                 try:
                     now = await asyncio.to_thread(self.reader.version, session_id)
-                except NotFound:
+                except NotFoundError:
                     yield "event: gone\ndata: {}\n\n"
                     return
                 if now != last:
@@ -391,12 +391,14 @@ def create_app(
     port: int = 8765,
     poll_seconds: float = 0.5,
     extra_hosts: tuple[str, ...] = (),
+    prices: Prices | None = None,
 ) -> Starlette:
     """The inspector over `store`, for a server bound to `host`.
 
     On a loopback address only loopback Host headers are accepted (`extra_hosts` adds names).
+    `prices` estimates each model call's cost (the sessions list shows none without it).
     """
-    inspector = Inspector(StoreReader(store), poll_seconds=poll_seconds, version=_version())
+    inspector = Inspector(StoreReader(store, prices=prices), poll_seconds=poll_seconds, version=_version())
     routes = [
         Route("/", inspector.sessions_page),
         Route("/sessions/{session_id}", inspector.session_page),
@@ -423,7 +425,7 @@ def create_app(
         assert isinstance(exc, HTTPException)
         return _error_page(exc.status_code, str(exc.detail), request.url.path.startswith("/api/"))
 
-    handlers: Mapping[Any, Callable[[Request, Exception], Any]] = {NotFound: not_found, HTTPException: http_error}
+    handlers: Mapping[Any, Callable[[Request, Exception], Any]] = {NotFoundError: not_found, HTTPException: http_error}
     middleware = [Middleware(SecurityHeaders)]
     if is_loopback(host):
         allowed = [*LOOPBACK_HOSTS, *extra_hosts]

@@ -14,7 +14,6 @@ from typing import Any, Final
 
 import msgspec
 
-from lamina.cli._prices import cost_of
 from lamina.serve.model import (
     AttachmentOut,
     Branch,
@@ -41,6 +40,7 @@ from lamina.session.entries import (
     ToolResult,
     TurnRecord,
     UnknownEntry,
+    Usage,
     UserMessage,
 )
 from lamina.session.tree import provider_view
@@ -55,6 +55,8 @@ transcript hides them, the inspector marks them."""
 _JSON: Final = msgspec.json.Encoder(order="sorted")
 
 ThumbnailUrl = Callable[[AttachmentRef], "str | None"]
+Prices = Callable[[str, Usage], "float | None"]
+"""The estimated cost of one model call (the CLI passes `lamina.cli._prices.cost_of`); None: no known price."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +68,8 @@ class Totals:
     cost_usd: float | None
 
 
-def totals_of(entries: Sequence[LogEntry]) -> Totals:
-    """User messages, model calls, reported tokens and the estimated cost of a whole log."""
+def totals_of(entries: Sequence[LogEntry], prices: Prices | None = None) -> Totals:
+    """User messages, model calls, reported tokens and the estimated cost of a whole log (None without prices)."""
     turns = requests = input_tokens = output_tokens = 0
     cost: float | None = 0.0
     for entry in entries:
@@ -80,7 +82,7 @@ def totals_of(entries: Sequence[LogEntry]) -> Totals:
                 continue
             input_tokens += usage.input + usage.cache_read + usage.cache_write
             output_tokens += usage.output
-            price = cost_of(entry.model, usage)
+            price = prices(entry.model, usage) if prices is not None else None
             cost = None if cost is None or price is None else cost + price
     return Totals(turns, requests, input_tokens, output_tokens, cost if requests else None)
 
@@ -103,7 +105,7 @@ def is_bridge(entry: LogEntry) -> bool:
 class SessionIndex:
     """The tree of one log and everything the pages derive from it."""
 
-    def __init__(self, entries: Sequence[LogEntry], leaf_id: str | None) -> None:
+    def __init__(self, entries: Sequence[LogEntry], leaf_id: str | None, *, prices: Prices | None = None) -> None:
         self.entries = list(entries)
         self.leaf_id = leaf_id
         self.by_id: dict[str, LogEntry] = {}
@@ -120,7 +122,7 @@ class SessionIndex:
         for entry in self.entries:
             if isinstance(entry, AssistantMessage):
                 self.requests.setdefault(entry.id, len(self.requests))
-        self.totals = totals_of(self.entries)
+        self.totals = totals_of(self.entries, prices)
 
     def has(self, entry_id: str) -> bool:
         return entry_id in self.by_id

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from lamina.errors import LaminaError, SessionNotFoundError, UsageError
-from lamina.serve.inspect import SessionIndex
+from lamina.serve.inspect import Prices, SessionIndex
 from lamina.serve.model import SessionRow
 from lamina.serve.requests import SessionRequests
 from lamina.session.entries import UserMessage
@@ -30,8 +30,8 @@ _KEEP: Final = 8
 THUMBNAIL_PX: Final = 160
 
 
-class NotFound(LaminaError):
-    """No such session, entry, request or file (the pages answer 404)."""
+class NotFoundError(UsageError):
+    """No session, entry, request or file by that name (the pages answer 404)."""
 
 
 Version = tuple[int, int]
@@ -51,8 +51,9 @@ class Loaded:
 class StoreReader:
     """Read-only access to one store for the inspector (thread-safe: pages are served from a thread pool)."""
 
-    def __init__(self, store: LocalSessionStore) -> None:
+    def __init__(self, store: LocalSessionStore, *, prices: Prices | None = None) -> None:
         self.store = store
+        self.prices = prices
         self._lock = threading.Lock()
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._requests: dict[str, tuple[Version, SessionRequests]] = {}
@@ -62,14 +63,14 @@ class StoreReader:
         try:
             return self.store.folder_of(check_session_id(session_id)) / "log.jsonl"
         except UsageError:
-            raise NotFound(f"no session {session_id!r}") from None
+            raise NotFoundError(f"no session {session_id!r}") from None
 
     def version(self, session_id: str) -> Version:
-        """What changes when the session's log changes (raises `NotFound`)."""
+        """What changes when the session's log changes (raises `NotFoundError`)."""
         try:
             stat = self._log(session_id).stat()
         except OSError:
-            raise NotFound(f"no session {session_id!r}") from None
+            raise NotFoundError(f"no session {session_id!r}") from None
         return stat.st_size, stat.st_mtime_ns
 
     def load(self, session_id: str) -> Loaded:
@@ -88,8 +89,8 @@ class StoreReader:
                 problems = tuple(session.report.messages())
                 folder = session.folder
         except SessionNotFoundError:
-            raise NotFound(f"no session {session_id!r}") from None
-        index = SessionIndex(entries, leaf)
+            raise NotFoundError(f"no session {session_id!r}") from None
+        index = SessionIndex(entries, leaf, prices=self.prices)
         totals = index.totals
         row = SessionRow(
             id=meta.id,
@@ -173,10 +174,10 @@ class StoreReader:
     def thumbnail(self, loaded: Loaded, sha256: str) -> bytes:
         """A PNG thumbnail of an image the log attaches, from the session's own `attachments/` folder."""
         if not _SHA256.fullmatch(sha256) or loaded.folder is None or not _attached_image(loaded, sha256):
-            raise NotFound("no such attachment")
+            raise NotFoundError("no such attachment")
         path = loaded.folder / "attachments" / sha256
         if path.is_symlink() or not path.is_file():
-            raise NotFound("no such attachment")
+            raise NotFoundError("no such attachment")
         from PIL import Image
 
         try:
@@ -185,7 +186,7 @@ class StoreReader:
                 out = io.BytesIO()
                 image.convert("RGBA").save(out, format="PNG")
         except (OSError, ValueError, Image.DecompressionBombError):
-            raise NotFound("attachment cannot be shown") from None
+            raise NotFoundError("attachment cannot be shown") from None
         return out.getvalue()
 
 
