@@ -11,8 +11,9 @@ from PIL import Image
 
 from lamina.agent import open_agent
 from lamina.attachments import NamedBytes
+from lamina.cachesim import AnthropicCacheSimulator
 from lamina.compaction.summarize import DeterministicSummariser
-from lamina.placement import AnthropicCacheSimulator, AnthropicTarget
+from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider
 from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
 from lamina.session.entries import (
@@ -24,7 +25,7 @@ from lamina.session.entries import (
     Usage,
     UserMessage,
 )
-from lamina.session.store import LocalSessionStore
+from lamina.session.protocol import SessionStore
 
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 HOSTILE_SCRIPT = "<script>document.title='pwned'</script>"
@@ -66,7 +67,7 @@ def workspace(root: Path) -> Path:
     return ws
 
 
-def rich_session(store: LocalSessionStore, root: Path) -> RichSession:
+def rich_session(store: SessionStore, root: Path) -> RichSession:
     """Four turns with tools, an image, a compaction, a plan, a hidden recovery bridge and a branch."""
     ws = workspace(root)
     read = ScriptedToolCall(name="Read", input={"path": "notes.txt"})
@@ -122,7 +123,7 @@ def rich_session(store: LocalSessionStore, root: Path) -> RichSession:
     return RichSession(id=session_id, branch_leaf=branch_leaf, main_leaf=main_leaf, fork_id=fork)
 
 
-def hostile_session(store: LocalSessionStore) -> str:
+def hostile_session(store: SessionStore) -> str:
     """Script tags, markup and a huge entry in every place a session shows text."""
     with store.create(cwd=f"/tmp/{HOSTILE_MARKUP}", title=f"{HOSTILE_SCRIPT} title") as session:
         session.append(UserMessage(text=f"{HOSTILE_SCRIPT} hello {HOSTILE_MARKUP}"))

@@ -172,7 +172,9 @@ def test_request_layers_match_the_stored_data(page: Watched, server: Running, st
     # the stable prefix: the parts the log recorded
     expect(p.locator('article[data-layer="stable"] tr.part td.key')).to_have_text([part.key for part in prefix])
     # the breakpoints, and the blocks' tokens add up to the layers'
-    expect(p.locator("table.blocks tr.has-breakpoint")).to_have_count(4)
+    api = p.request.get(f"{server.url}/api/sessions/{stored.rich.id}/requests/{index}").json()
+    assert 1 <= len(api["breakpoints"]) <= 4
+    expect(p.locator("table.blocks tr.has-breakpoint")).to_have_count(len(api["breakpoints"]))
     layer_tokens = sum(int(x) for x in p.locator("article.layer").evaluate_all("els => els.map(e => e.dataset.tokens)"))
     last = p.locator("table.blocks tbody tr").last.locator("td").nth(6).inner_text()
     assert layer_tokens == int(last.replace(",", ""))

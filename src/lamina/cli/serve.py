@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import webbrowser
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -32,16 +31,18 @@ def serve(
 
         from lamina.cli._prices import cost_of
         from lamina.serve.app import create_app
-        from lamina.session.store import LocalSessionStore
+        from lamina.session.location import open_store
     except ImportError as exc:  # pragma: no cover - the dependencies are part of the package
         abort(f"lamina serve needs its web dependencies: {exc}")
-    root: Path | None = (ctx.find_root().obj or {}).get("store")
-    store = LocalSessionStore(root)
+    store = open_store((ctx.find_root().obj or {}).get("store"))
     app = create_app(store, host=host, port=port, prices=cost_of)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"sessions/{session}" if session else "")
-    err.print(f"lamina serve: {safe(url)}  (store {safe(store.root)}; read-only; Ctrl-C to stop)")
+    err.print(f"lamina serve: {safe(url)}  (store {safe(store.location)}; read-only; Ctrl-C to stop)")
     if open_browser:
         threading.Timer(0.8, webbrowser.open, args=(url,)).start()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        store.close()

@@ -41,7 +41,7 @@ from lamina.serve.openapi import MAX_LIMIT, openapi_document
 from lamina.serve.reader import Loaded, NotFoundError, StoreReader
 from lamina.serve.requests import NOT_LOGGED_TOOLS, replay_note
 from lamina.session.entries import AttachmentRef, LogEntry
-from lamina.session.store import LocalSessionStore
+from lamina.session.protocol import SessionStore
 
 SERIES_MAX: Final = 200
 """Requests the plot shows: the newest of the shown branch."""
@@ -385,7 +385,7 @@ def _version() -> str:
 
 
 def create_app(
-    store: LocalSessionStore,
+    store: SessionStore,
     *,
     host: str = "127.0.0.1",
     port: int = 8765,

@@ -1,10 +1,12 @@
-"""The inspector's read-only access to the session store, with what it derived kept while the log is unchanged (I/O).
+"""The inspector's read-only access to a session store, with what it derived kept while the log is unchanged (I/O).
 
-Every session is opened read-only (no writer lock, nothing written). A loaded log is kept, with its
-index and its rebuilt requests, until the log changes: for the JSONL store a change is a new size or
-modification time of `log.jsonl` (one `stat`); a log that only grew keeps the requests already
-rebuilt and simulated. Files are served only from the session's own `attachments/` folder, by a
-sha256 the log names.
+Any store of the protocol (`lamina.session.protocol.SessionStore`: the JSONL store, PostgreSQL).
+Every session is opened read-only (no writer lock or lease, nothing written). A loaded log is kept,
+with its index and its rebuilt requests, until it changes: for the JSONL store a change is a new
+size or modification time of `log.jsonl` (one `stat`); for another store, a new entry count or
+update time in the session's metadata (a read-only open). A log that only grew keeps the requests
+already rebuilt and simulated. Files are served only from the session's own attachments folder, by
+a sha256 the log names.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from lamina.serve.inspect import Prices, SessionIndex
 from lamina.serve.model import SessionRow
 from lamina.serve.requests import SessionRequests
 from lamina.session.entries import UserMessage
-from lamina.session.store import LocalSessionStore, SessionSummary, check_session_id
+from lamina.session.protocol import SessionStore, SessionSummary
+from lamina.session.store import LocalSessionStore, check_session_id
 
 _SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
 _KEEP: Final = 8
@@ -35,6 +38,7 @@ class NotFoundError(UsageError):
 
 
 Version = tuple[int, int]
+"""JSONL: the log's size and modification time; another store: the entry count and update time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +48,15 @@ class Loaded:
     row: SessionRow
     index: SessionIndex
     problems: tuple[str, ...]
-    folder: Path | None
+    attachments_dir: Path
+    data_dir: Path
     version: Version
 
 
 class StoreReader:
     """Read-only access to one store for the inspector (thread-safe: pages are served from a thread pool)."""
 
-    def __init__(self, store: LocalSessionStore, *, prices: Prices | None = None) -> None:
+    def __init__(self, store: SessionStore, *, prices: Prices | None = None) -> None:
         self.store = store
         self.prices = prices
         self._lock = threading.Lock()
@@ -59,19 +64,28 @@ class StoreReader:
         self._requests: dict[str, tuple[Version, SessionRequests]] = {}
         self._rows: dict[str, tuple[Version, SessionRow]] = {}
 
-    def _log(self, session_id: str) -> Path:
+    @staticmethod
+    def _checked(session_id: str) -> str:
         try:
-            return self.store.folder_of(check_session_id(session_id)) / "log.jsonl"
+            return check_session_id(session_id)
         except UsageError:
             raise NotFoundError(f"no session {session_id!r}") from None
 
     def version(self, session_id: str) -> Version:
         """What changes when the session's log changes (raises `NotFoundError`)."""
+        checked = self._checked(session_id)
+        if isinstance(self.store, LocalSessionStore):
+            try:
+                stat = (self.store.folder_of(checked) / "log.jsonl").stat()
+            except OSError:
+                raise NotFoundError(f"no session {session_id!r}") from None
+            return stat.st_size, stat.st_mtime_ns
         try:
-            stat = self._log(session_id).stat()
-        except OSError:
+            with self.store.open(checked, writable=False) as session:
+                info = session.info
+        except SessionNotFoundError:
             raise NotFoundError(f"no session {session_id!r}") from None
-        return stat.st_size, stat.st_mtime_ns
+        return info.entry_count, int(info.updated_at * 1e6)
 
     def load(self, session_id: str) -> Loaded:
         """The session's whole log and index, read again only when the log changed."""
@@ -82,12 +96,12 @@ class StoreReader:
                 self._loaded.move_to_end(session_id)
                 return cached
         try:
-            with self.store.open(session_id, writable=False) as session:
+            with self.store.open(self._checked(session_id), writable=False) as session:
                 entries = session.entries()
                 leaf = session.leaf_id
-                meta = session.meta
+                meta = session.info
                 problems = tuple(session.report.messages())
-                folder = session.folder
+                attachments_dir, data_dir = session.attachments_dir, session.data_dir
         except SessionNotFoundError:
             raise NotFoundError(f"no session {session_id!r}") from None
         index = SessionIndex(entries, leaf, prices=self.prices)
@@ -105,7 +119,14 @@ class StoreReader:
             output_tokens=totals.output_tokens,
             cost_usd=totals.cost_usd,
         )
-        loaded = Loaded(row=row, index=index, problems=problems, folder=folder, version=version)
+        loaded = Loaded(
+            row=row,
+            index=index,
+            problems=problems,
+            attachments_dir=attachments_dir,
+            data_dir=data_dir,
+            version=version,
+        )
         with self._lock:
             self._loaded[session_id] = loaded
             self._loaded.move_to_end(session_id)
@@ -166,16 +187,15 @@ class StoreReader:
             if held is not None and held[1].extend(loaded.index.entries):
                 self._requests[session_id] = (loaded.version, held[1])
                 return held[1]
-            data_dir = str(loaded.folder / "data") if loaded.folder is not None else "data"
-            requests = SessionRequests(session_id, loaded.index.entries, data_dir=data_dir)
+            requests = SessionRequests(session_id, loaded.index.entries, data_dir=str(loaded.data_dir))
             self._requests[session_id] = (loaded.version, requests)
             return requests
 
     def thumbnail(self, loaded: Loaded, sha256: str) -> bytes:
         """A PNG thumbnail of an image the log attaches, from the session's own `attachments/` folder."""
-        if not _SHA256.fullmatch(sha256) or loaded.folder is None or not _attached_image(loaded, sha256):
+        if not _SHA256.fullmatch(sha256) or not _attached_image(loaded, sha256):
             raise NotFoundError("no such attachment")
-        path = loaded.folder / "attachments" / sha256
+        path = loaded.attachments_dir / sha256
         if path.is_symlink() or not path.is_file():
             raise NotFoundError("no such attachment")
         from PIL import Image

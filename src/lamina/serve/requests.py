@@ -21,21 +21,23 @@ from typing import Any, Final, cast
 import msgspec
 
 from lamina.budget import TIER_LABELS, CacheLayout, LayoutBlock, cache_layout
+from lamina.cachesim import (
+    AnthropicCacheSimulator,
+    CacheSimulator,
+    CacheUsage,
+    OpenAICacheSimulator,
+    TimedRequest,
+)
 from lamina.compaction.lane import render_lane
 from lamina.defang import admit, trusted
 from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
 from lamina.messages import render_tail
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import (
-    AnthropicCacheSimulator,
     AnthropicTarget,
-    CacheSimulator,
-    CacheUsage,
-    OpenAICacheSimulator,
     OpenAIChatTarget,
     RenderCache,
     RenderTarget,
-    TimedRequest,
     render,
 )
 from lamina.serve.model import (
