@@ -276,6 +276,14 @@ class RequestSeries(msgspec.Struct, frozen=True, kw_only=True):
     notes: list[str]
 
 
+class ComponentOut(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens of one component of a request, as `lamina.composition` counts them (texts, not JSON)."""
+
+    kind: str
+    name: str
+    tokens: int
+
+
 class RequestLayers(msgspec.Struct, frozen=True, kw_only=True):
     """One request as sent: its layers, blocks, breakpoints, and its cache figures side by side."""
 
@@ -296,6 +304,8 @@ class RequestLayers(msgspec.Struct, frozen=True, kw_only=True):
     stable_digest: str | None
     stable_recorded: bool
     """Whether the log holds the stable parts this request's prefix carried (older logs do not)."""
+    composition: list[ComponentOut]
+    """The request component by component (system sections, project parts, defanging, tails, framing, ...)."""
     notes: list[str]
 
 

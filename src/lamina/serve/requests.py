@@ -29,6 +29,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.compaction.lane import render_lane
+from lamina.composition import compose_entries
 from lamina.defang import admit, trusted
 from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
 from lamina.messages import render_tail
@@ -45,6 +46,7 @@ from lamina.serve.model import (
     BlockOut,
     BreakpointOut,
     CacheFigures,
+    ComponentOut,
     Layer,
     LayerName,
     LayerPart,
@@ -94,6 +96,10 @@ class Rebuilt:
     stable_recorded: bool
     t_start: float
     notes: tuple[str, ...]
+    sent: tuple[LogEntry, ...] = ()
+    """The provider-view entries the request carried (history, this turn's message and tool loop so far)."""
+    summary: str | None = None
+    """The compaction summary as logged (the request shows it neutralised)."""
 
 
 def target_for(model: str) -> RenderTarget:
@@ -277,6 +283,8 @@ class SessionRequests:
             stable_recorded=recorded,
             t_start=t_start,
             notes=tuple(notes),
+            sent=tuple(entries),
+            summary=boundary.summary if boundary is not None else None,
         )
 
     def _stable_for(self, record: TurnRecord | None) -> tuple[StableContext, bool]:
@@ -382,6 +390,7 @@ class SessionRequests:
             stable_version=record.stable_version if record is not None else None,
             stable_digest=record.stable_digest if record is not None else None,
             stable_recorded=rebuilt.stable_recorded,
+            composition=_composition(rebuilt, self.estimator),
             notes=[
                 *rebuilt.notes,
                 replay_note(index, replay_from),
@@ -440,6 +449,21 @@ def _anthropic_layer_totals(
                 memo[id(message)] = held
             totals["history"] += held[1]
     return totals
+
+
+def _composition(rebuilt: Rebuilt, estimator: TokenEstimator) -> list[ComponentOut]:
+    """The request component by component, by `lamina.composition` over the entries it carried."""
+    stable = rebuilt.turn.stable
+    composition = compose_entries(
+        rebuilt.sent,
+        stable=stable.parts,
+        system_keys=[p.key for p in stable.system_parts],
+        tools=(),
+        summary=rebuilt.summary,
+        pinned=rebuilt.turn.pinned,
+        estimator=estimator,
+    )
+    return [ComponentOut(kind=c.kind, name=c.name, tokens=c.tokens) for c in composition.components if c.tokens]
 
 
 def _message_count(body: object) -> int:
