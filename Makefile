@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench,claude]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,claude,openai-agents,pydantic-ai,langgraph]'
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -1,0 +1,87 @@
+"""Lamina inside pydantic-ai, offline: a tool, several turns, a compaction, a resume.
+
+pydantic-ai's own test model (`FunctionModel`) plays the model; `LaminaHistory` logs the history to a
+Lamina session, places Lamina's context and compacts (its capability holds the history processor
+and the instructions function).
+
+    python examples/pydantic_ai_history.py /tmp/store --turns 4
+    python examples/pydantic_ai_history.py /tmp/store --resume SESSION_ID --first-turn 4 --turns 3
+
+It prints one JSON object: the session id, the answers, whether a compaction ran, and every model
+call as the model received it (instructions and messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import (
+    EXAMPLE_COMPACTION,
+    SteppingClock,
+    arguments,
+    question,
+    report,
+    weather_report,
+    workspace,
+)
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from lamina.integrations.pydantic_ai import LaminaHistory
+from lamina.session.store import LocalSessionStore
+
+requests: list[dict[str, Any]] = []
+
+
+def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls the tool once per question, then answers."""
+    requests.append(
+        {"instructions": info.instructions, "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")}
+    )
+    last = messages[-1]
+    returns = [p for p in last.parts if p.part_kind == "tool-return"]
+    if returns:
+        return ModelResponse(parts=[TextPart(f"Sunny in {returns[0].tool_call_id.removeprefix('call_')}, 21 C.")])
+    turn = len(requests)
+    return ModelResponse(parts=[ToolCallPart("weather", {"city": f"city {turn}"}, tool_call_id=f"call_city {turn}")])
+
+
+async def main() -> None:
+    args = arguments(__doc__ or "")
+    clock = SteppingClock(args.first_turn)
+    history = LaminaHistory.open(
+        LocalSessionStore(args.store),
+        args.resume,
+        workspace=workspace(args.store),
+        compaction=EXAMPLE_COMPACTION,
+        clock=clock,
+    )
+    agent = Agent(
+        FunctionModel(scripted_model), instructions="You answer weather questions.", capabilities=[history.capability()]
+    )
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        """The hourly weather of a city today."""
+        return weather_report(city)
+
+    answers = []
+    try:
+        for turn in range(args.first_turn, args.first_turn + args.turns):
+            result = await agent.run(question(turn), message_history=history.messages())
+            answers.append(result.output)
+            clock.next_turn()
+        compacted = history.thread.engine.boundary is not None
+    finally:
+        history.close()
+    report(history.session_id, answers, compacted, requests)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,307 @@
+"""Lamina inside LangGraph: a checkpointer on Lamina's store, and the model input placed by Lamina (I/O: the store).
+
+`pip install 'lamina[langgraph]'`. Which extension point, and why: a **checkpointer**
+(`BaseCheckpointSaver`), not a message reducer. A reducer is a pure function the graph calls to
+merge state updates: it has no session, no I/O and no moment "before the model call", so it can
+neither make the history durable nor place context for a request. The checkpointer is where
+LangGraph hands over durability, one thread at a time, which is what a Lamina session is; and the
+model input is built where the graph calls its model, so `LaminaCheckpointSaver.model_input`
+is called there (a model node, or a prebuilt agent's pre-model hook). The graph's state keeps
+every message, as Lamina's log does; only what the model is sent gets shorter after a compaction.
+
+- Each LangGraph thread is one Lamina session, and its thread id is the session id
+  (`saver.new_thread()` makes one). Every checkpoint and every pending write is appended to the
+  session's log (serialised by the saver's `serde`, as `Custom` entries) and made durable at
+  each checkpoint; opening a thread replays them into the in-memory index that `InMemorySaver`
+  reads, so `get_tuple`, `list` and their async twins answer exactly as it does.
+- `model_input(config, messages)` logs the new messages as Lamina's typed entries (building each
+  human message's turn context once), compacts with Lamina's compaction (summary, the user's
+  words lane) when a new turn starts above the threshold, and returns the messages to send:
+  a system message with the stable parts of system authority, the stable project parts, the
+  summary and the lane after a compaction, then the messages in view, each human message ending
+  with the tail it was first sent with, tool messages neutralised (`lamina.defang.admit`).
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.memory import InMemorySaver
+
+from lamina.defang import admit
+from lamina.engine import StableSource
+from lamina.errors import UsageError
+from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.messages import turn_tails
+from lamina.session.entries import AssistantMessage, Custom, ToolCall, ToolResult
+from lamina.session.store import LocalSessionStore, check_session_id
+from lamina.turn import TurnContext
+
+CHECKPOINT = "langgraph.checkpoint"
+WRITES = "langgraph.writes"
+MESSAGE = "langgraph.message"
+
+
+def _typed(data: tuple[str, bytes]) -> list[str]:
+    return [data[0], base64.b64encode(data[1]).decode()]
+
+
+def _untyped(data: Sequence[str]) -> tuple[str, bytes]:
+    return (data[0], base64.b64decode(data[1]))
+
+
+def _text(content: str | list[str | dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n\n".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> RunnableConfig:
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+class LaminaCheckpointSaver(InMemorySaver):
+    """A LangGraph checkpointer whose store is Lamina's session log (one session per thread)."""
+
+    def __init__(
+        self,
+        store: LocalSessionStore,
+        *,
+        workspace: Path | None = None,
+        stable_source: StableSource | None = None,
+        time_zone: str = "UTC",
+        compaction: CompactionPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self._options: dict[str, Any] = {
+            "workspace": workspace,
+            "stable_source": stable_source,
+            "time_zone": time_zone,
+            "compaction": compaction,
+            "clock": clock,
+        }
+        self._threads: dict[str, LaminaThread] = {}
+        self._turns: dict[str, TurnContext] = {}
+        self._replaying = False
+
+    # -- threads ---------------------------------------------------------------------------------
+
+    def new_thread(self) -> str:
+        """A new thread (a new Lamina session); its id is the session id."""
+        thread = LaminaThread.open(self.store, **self._options, title="langgraph")
+        self._threads[thread.id] = thread
+        return thread.id
+
+    def thread(self, thread_id: str) -> LaminaThread:
+        """The Lamina session of `thread_id`, opened (and its checkpoints loaded) on first use.
+
+        Raises:
+            UsageError: `thread_id` names no session of the store (make threads with `new_thread`).
+        """
+        found = self._threads.get(thread_id)
+        if found is not None:
+            return found
+        try:
+            check_session_id(thread_id)
+        except UsageError:
+            raise UsageError(
+                f"thread_id {thread_id!r} is not a Lamina session id: make threads with new_thread()"
+            ) from None
+        if not self.store.folder_of(thread_id).is_dir():
+            raise UsageError(f"thread_id {thread_id!r}: no such session in the store; make threads with new_thread()")
+        opened = LaminaThread.open(self.store, thread_id, **self._options)
+        self._threads[thread_id] = opened
+        self._replay(opened)
+        return opened
+
+    def _replay(self, thread: LaminaThread) -> None:
+        self._replaying = True
+        try:
+            for entry in thread.session.path():
+                if not isinstance(entry, Custom):
+                    continue
+                data = entry.data
+                if entry.name == CHECKPOINT:
+                    config = _config(thread.id, data["ns"], data["parent"])
+                    checkpoint = self.serde.loads_typed(_untyped(data["checkpoint"]))
+                    metadata = self.serde.loads_typed(_untyped(data["metadata"]))
+                    super().put(config, checkpoint, metadata, data["versions"])
+                elif entry.name == WRITES:
+                    writes = [(c, self.serde.loads_typed(_untyped(v))) for c, v in data["writes"]]
+                    config = _config(thread.id, data["ns"], data["checkpoint"])
+                    super().put_writes(config, writes, data["task"], data["path"])
+        finally:
+            self._replaying = False
+
+    def close(self) -> None:
+        """Close every open thread's session (releases their writer locks)."""
+        for thread in self._threads.values():
+            thread.close()
+        self._threads.clear()
+
+    # -- the checkpointer ------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> Any:
+        self.thread(str(config["configurable"]["thread_id"]))
+        return super().get_tuple(config)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Any:
+        if config is not None:
+            self.thread(str(config["configurable"]["thread_id"]))
+        return super().list(config, filter=filter, before=before, limit=limit)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: appended to the thread's log and made durable, then indexed."""
+        configurable = config["configurable"]
+        thread = self.thread(str(configurable["thread_id"]))
+        record = {
+            "ns": configurable.get("checkpoint_ns", ""),
+            "parent": configurable.get("checkpoint_id"),
+            "checkpoint": _typed(self.serde.dumps_typed(checkpoint)),
+            "metadata": _typed(self.serde.dumps_typed(metadata)),
+            "versions": dict(new_versions),
+        }
+        thread.record(Custom(name=CHECKPOINT, data=record))
+        thread.flush()
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes: appended to the thread's log (durable with the next checkpoint)."""
+        configurable = config["configurable"]
+        thread = self.thread(str(configurable["thread_id"]))
+        record = {
+            "ns": configurable.get("checkpoint_ns", ""),
+            "checkpoint": configurable["checkpoint_id"],
+            "writes": [[c, _typed(self.serde.dumps_typed(v))] for c, v in writes],
+            "task": task_id,
+            "path": task_path,
+        }
+        thread.record(Custom(name=WRITES, data=record))
+        super().put_writes(config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Forget a thread's checkpoints: the session's leaf goes back to its first entry (the log keeps them)."""
+        thread = self.thread(thread_id)
+        thread.rewind(thread.root_id())
+        self._turns.pop(thread_id, None)
+        super().delete_thread(thread_id)
+
+    # -- the model input -------------------------------------------------------------------------
+
+    def model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
+        """The messages to send the model now: logged, compacted when needed, placed by Lamina."""
+        thread_id = str(config["configurable"]["thread_id"])
+        thread = self.thread(thread_id)
+        logged = thread.twin_keys(MESSAGE, lambda d: str(d["id"]))
+        new = [m for m in messages if str(m.id) not in logged]
+        if any(isinstance(m, HumanMessage) for m in new) and thread.over_threshold(
+            "".join(_text(m.content) for m in new)
+        ):
+            _run(thread.compact(trigger="threshold"))
+        for message in new:
+            self._log(thread_id, thread, message)
+        thread.flush()
+        return self._placed(thread_id, thread, messages)
+
+    def _log(self, thread_id: str, thread: LaminaThread, message: BaseMessage) -> None:
+        first: str | None = None
+        pending = self._turns.get(thread_id)
+        if isinstance(message, HumanMessage):
+            turn = thread.begin_turn(_text(message.content))
+            self._turns[thread_id] = turn
+            first = turn.user_entry_id
+        elif isinstance(message, AIMessage):
+            if pending is not None:
+                thread.commit(pending)
+            text = _text(message.content)
+            if text:
+                first = thread.record(AssistantMessage(text=text)).id
+            for call in message.tool_calls:
+                entry = thread.record(ToolCall(call_id=str(call["id"]), name=call["name"], input=dict(call["args"])))
+                first = first or entry.id
+        elif isinstance(message, ToolMessage):
+            result = ToolResult(call_id=message.tool_call_id, name=message.name or "", content=_text(message.content))
+            first = thread.record(result).id
+        thread.record(Custom(name=MESSAGE, data={"id": str(message.id), "first": first}))
+
+    def _placed(
+        self, thread_id: str, thread: LaminaThread, messages: Sequence[BaseMessage]
+    ) -> builtins.list[BaseMessage]:
+        turn = self._turns.get(thread_id) or thread.preview()
+        out: builtins.list[BaseMessage] = []
+        system = thread.system_text(turn)
+        if system:
+            out.append(SystemMessage(content=system))
+        head = [t for t in (thread.context_text(turn), *thread.prelude_texts(turn)) if t]
+        if head:
+            out.append(HumanMessage(content=[{"type": "text", "text": t} for t in head]))
+        view = thread.session.view().entries
+        tails = {k: str(v) for k, v in turn_tails(view).items()}
+        current = self._turns.get(thread_id)
+        if current is not None:
+            tails[current.user_entry_id] = thread.tail_text(current)
+        by_id = {str(m.id): m for m in messages}
+        for twin in thread.twins(MESSAGE):
+            message = by_id.get(str(twin.data["id"]))
+            if message is None:
+                continue
+            tail = tails.get(twin.data.get("first") or "")
+            if isinstance(message, HumanMessage) and tail:
+                parts = (
+                    [{"type": "text", "text": message.content}]
+                    if isinstance(message.content, str)
+                    else list(message.content)
+                )
+                message = message.model_copy(update={"content": [*parts, {"type": "text", "text": tail}]})
+            elif isinstance(message, ToolMessage):
+                message = message.model_copy(update={"content": str(admit(_text(message.content)))})
+            out.append(message)
+        return out
+
+
+def _run(coroutine: Any) -> Any:
+    """Run a coroutine to completion from synchronous code (a graph node may run in a worker thread)."""
+    import asyncio
+    import concurrent.futures
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # inside a loop: run it beside it
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+__all__ = ["CHECKPOINT", "MESSAGE", "WRITES", "CompactionPolicy", "LaminaCheckpointSaver"]

@@ -1,0 +1,321 @@
+"""Lamina inside the OpenAI Agents SDK: a `Session` on Lamina's store and Lamina's placement (I/O: the store).
+
+`pip install 'lamina[openai-agents]'`. Two pieces, used together:
+
+- `LaminaSession` implements the SDK's `Session` protocol (`get_items`, `add_items`,
+  `pop_item`, `clear_session`) on a Lamina session: every item is appended to the durable log,
+  as Lamina's typed entries (user and assistant messages, tool calls and results) and as the
+  item exactly as the SDK gave it, which is what `get_items` returns. `pop_item` and
+  `clear_session` move the session's leaf back; the log keeps every entry.
+- `LaminaSession.place` is a `RunConfig.call_model_input_filter` (`session.run_config()` sets
+  it): before every model call it renders the session's provider view the way Lamina places
+  context for the Responses API. Instructions start with the stable parts that have system
+  authority, then the agent's own instructions; the input starts with the stable project parts
+  (user role), then the compaction summary and the user's words lane after a compaction, then
+  the history, each user message carrying again the tail (volatile and one-shot parts) it was
+  first sent with, and the current user message ending with this turn's tail. Tool outputs
+  are neutralised (`lamina.defang.admit`). When the estimate crosses the compaction threshold,
+  Lamina's compaction runs first, and the request carries the summary and the kept items.
+
+The SDK's tools and handoffs work unchanged: a handoff is a function call and its output, logged
+like any tool call; the agent's instructions are taken at every call, so each agent of a
+handoff keeps its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from lamina.defang import admit
+from lamina.engine import CompactionOutcome, StableSource
+from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.messages import turn_tails
+from lamina.session.entries import AssistantMessage, Custom, Entry, ToolCall, ToolResult, UserMessage
+from lamina.session.store import LocalSessionStore
+from lamina.turn import TurnContext
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+    from agents.memory import SessionSettings
+    from agents.run_config import CallModelData, ModelInputData, RunConfig
+
+ITEM = "openai_agents.item"
+"""The name of the log entries holding the SDK's items as given."""
+
+_Item = dict[str, Any]
+
+
+def _plain(item: object) -> _Item:
+    """A JSON-only deep copy of an SDK item (the SDK may hand over pydantic models inside it)."""
+
+    def default(value: object) -> object:
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            return dump(mode="json", exclude_unset=True)
+        raise TypeError(f"an item holds a {type(value).__name__}, which is not JSON")
+
+    plain = json.loads(json.dumps(item, default=default))
+    if not isinstance(plain, dict):
+        raise TypeError(f"an SDK item must be a mapping, not {type(item).__name__}")
+    return plain
+
+
+def _texts(content: object, kinds: frozenset[str]) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") in kinds)
+    return ""
+
+
+_USER_TEXT = frozenset({"input_text"})
+_ASSISTANT_TEXT = frozenset({"output_text", "refusal", "input_text"})
+
+
+def _is_message(item: Mapping[str, Any], role: str) -> bool:
+    return item.get("role") == role and item.get("type", "message") == "message"
+
+
+def _output_text(output: object) -> str:
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, ensure_ascii=False)
+
+
+class LaminaSession:
+    """An Agents SDK `Session` on a Lamina session, with Lamina's placement as the model-input filter."""
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self, thread: LaminaThread, *, session_settings: SessionSettings | None = None, placement: bool = True
+    ) -> None:
+        """Wrap `thread`. With `placement=False` the session only stores items (no turn contexts are logged)."""
+        self.thread = thread
+        self.session_id: str = thread.id
+        self.session_settings = session_settings
+        self._placement = placement
+        self._turn: TurnContext | None = None
+        self._call_names: dict[str, str] = {}
+        for entry in thread.session.view().entries:
+            if isinstance(entry, ToolCall):
+                self._call_names[entry.call_id] = entry.name
+
+    @classmethod
+    def open(
+        cls,
+        store: LocalSessionStore,
+        session_id: str | None = None,
+        *,
+        workspace: Path | None = None,
+        stable_source: StableSource | None = None,
+        time_zone: str = "UTC",
+        compaction: CompactionPolicy | None = None,
+        session_settings: SessionSettings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> LaminaSession:
+        """A session on `store`: session `session_id` resumed, or a new one (its id is `session_id` after)."""
+        thread = LaminaThread.open(
+            store,
+            session_id,
+            workspace=workspace,
+            stable_source=stable_source,
+            time_zone=time_zone,
+            compaction=compaction,
+            clock=clock,
+            title="openai-agents",
+        )
+        return cls(thread, session_settings=session_settings)
+
+    def close(self) -> None:
+        """Flush and close the Lamina session (releases its writer lock)."""
+        self.thread.close()
+
+    # -- the Session protocol --------------------------------------------------------------------
+
+    def _twins(self) -> list[Custom]:
+        return self.thread.twins(ITEM)
+
+    def _items(self) -> list[_Item]:
+        """The history the SDK gets: the compaction prelude (after a compaction), then the items in view."""
+        items: list[_Item] = []
+        prelude = self.thread.prelude_texts(self.thread.preview())
+        if prelude:
+            items.append(_user_item(prelude))
+        items += [copy.deepcopy(t.data["item"]) for t in self._twins()]
+        return items
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history, oldest first; with `limit`, the latest `limit` items (as `SQLiteSession` counts them)."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        items = self._items()
+        if limit is not None:
+            if limit == 0:
+                items = []
+            elif limit > 0:
+                items = items[-limit:]
+        return cast("list[TResponseInputItem]", items)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append items to the log (typed entries, then the item as given); one fsync for the batch."""
+        for raw in items:
+            self._add(_plain(raw))
+        self.thread.flush()
+
+    def _add(self, item: _Item) -> None:
+        first: str | None = None
+        if _is_message(item, "user"):
+            if self._turn is not None:
+                self.thread.commit(self._turn)  # the model answered the previous request of that turn
+            text = _texts(item.get("content"), _USER_TEXT)
+            if self._placement:
+                self._turn = self.thread.begin_turn(text)
+                first = self._turn.user_entry_id
+            else:
+                first = self.thread.record(UserMessage(text=text)).id
+        else:
+            if self._turn is not None:
+                self.thread.commit(self._turn)
+            typed = self._typed(item)
+            if typed is not None:
+                first = self.thread.record(typed).id
+        self.thread.record_twin(ITEM, {"item": item, "first": first})
+
+    def _typed(self, item: Mapping[str, Any]) -> Entry | None:
+        kind = item.get("type", "message")
+        if _is_message(item, "assistant"):
+            return AssistantMessage(text=_texts(item.get("content"), _ASSISTANT_TEXT))
+        if kind == "function_call":
+            call_id, name = str(item.get("call_id", "")), str(item.get("name", ""))
+            self._call_names[call_id] = name
+            try:
+                arguments = json.loads(str(item.get("arguments") or "{}"))
+            except ValueError:
+                arguments = None
+            return ToolCall(
+                call_id=call_id, name=name, input=arguments if isinstance(arguments, dict) else {"arguments": arguments}
+            )
+        if kind == "function_call_output":
+            call_id = str(item.get("call_id", ""))
+            name = self._call_names.get(call_id, "")
+            return ToolResult(call_id=call_id, name=name, content=_output_text(item.get("output")))
+        return None  # system and developer messages, reasoning, hosted tools: kept as given only
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the latest item and return it; the log keeps it on an abandoned branch."""
+        twins = self._twins()
+        if not twins:
+            items = self._items()  # only a compaction prelude can be left
+            if not items:
+                return None
+            self.thread.rewind(self.thread.root_id())
+            return cast("TResponseInputItem", items[-1])
+        last = twins[-1]
+        first = last.data.get("first") or last.id
+        parent = self.thread.session.get(first).parent_id or self.thread.root_id()
+        if self._turn is not None and first == self._turn.user_entry_id:
+            self._turn = None
+        self.thread.rewind(parent)
+        return cast("TResponseInputItem", copy.deepcopy(last.data["item"]))
+
+    async def clear_session(self) -> None:
+        """Forget every item: the leaf goes back to the session's first entry (the log keeps them)."""
+        self._turn = None
+        self.thread.rewind(self.thread.root_id())
+
+    # -- placement and compaction ----------------------------------------------------------------
+
+    async def compact(self, focus: str | None = None) -> CompactionOutcome:
+        """Compact now, with Lamina's compaction (summary, ledger, the user's words lane)."""
+        outcome = await self.thread.compact(trigger="manual", focus=focus)
+        if outcome.status == "compacted" and self._turn is not None:
+            self._turn = self.thread.engine.reprepare(self._turn)
+        return outcome
+
+    def run_config(self, **options: Any) -> RunConfig:
+        """A `RunConfig` with `place` as its model-input filter (other options passed through)."""
+        from agents.run_config import RunConfig
+
+        return RunConfig(call_model_input_filter=self.place, **options)
+
+    async def place(self, data: CallModelData[Any]) -> ModelInputData:
+        """Lamina's placement of the next model call (a `RunConfig.call_model_input_filter`)."""
+        from agents.run_config import ModelInputData
+
+        given = [_plain(i) for i in data.model_data.input]
+        instructions = data.model_data.instructions or ""
+        if self._turn is not None and self.thread.over_threshold(instructions + json.dumps(given)):
+            outcome = await self.thread.compact(trigger="threshold")
+            if outcome.status == "compacted":
+                self._turn = self.thread.engine.reprepare(self._turn)
+        turn = self._turn or self.thread.preview()
+        system = self.thread.system_text(turn)
+        placed: list[_Item] = []
+        context = self.thread.context_text(turn)
+        if context:
+            placed.append(_user_item([context]))
+        placed += self._view_items(turn)
+        placed += _unsaved(given, [t.data["item"] for t in self._twins()])
+        text = "\n\n".join(t for t in (system, instructions) if t)
+        return ModelInputData(input=cast("list[TResponseInputItem]", placed), instructions=text or None)
+
+    def _view_items(self, turn: TurnContext) -> list[_Item]:
+        """The provider view as input items: prelude, then each item with its user tail, tool outputs neutralised."""
+        view = self.thread.session.view().entries
+        tails = {k: str(v) for k, v in turn_tails(view).items()}
+        if self._turn is not None:
+            tails[self._turn.user_entry_id] = self.thread.tail_text(self._turn)
+        out: list[_Item] = []
+        prelude = self.thread.prelude_texts(turn)
+        if prelude:
+            out.append(_user_item(prelude))
+        for twin in self._twins():
+            item = copy.deepcopy(twin.data["item"])
+            tail = tails.get(twin.data.get("first") or "")
+            if tail and _is_message(item, "user"):
+                item["content"] = [*_parts(item.get("content")), {"type": "input_text", "text": tail}]
+            elif item.get("type") == "function_call_output":
+                item["output"] = _neutralised_output(item.get("output"))
+            out.append(item)
+        return out
+
+
+def _parts(content: object) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _user_item(texts: Sequence[str]) -> _Item:
+    return {"role": "user", "content": [{"type": "input_text", "text": t} for t in texts]}
+
+
+def _neutralised_output(output: object) -> object:
+    if isinstance(output, str):
+        return str(admit(output))
+    if isinstance(output, list):
+        return [
+            {**p, "text": str(admit(str(p.get("text", ""))))} if isinstance(p, dict) and "text" in p else p
+            for p in output
+        ]
+    return output
+
+
+def _unsaved(given: Sequence[_Item], saved: Sequence[_Item]) -> list[_Item]:
+    """The items at the end of the SDK's input that are not in the session yet (none when it saved them all)."""
+    if not saved:
+        return list(given)
+    last = saved[-1]
+    for index in range(len(given) - 1, -1, -1):
+        if given[index] == last:
+            return list(given[index + 1 :])
+    return []
+
+
+__all__ = ["ITEM", "CompactionPolicy", "LaminaSession"]

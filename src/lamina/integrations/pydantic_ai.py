@@ -1,0 +1,262 @@
+"""Lamina inside pydantic-ai: a history processor and an instructions function on a Lamina session (I/O: the store).
+
+`pip install 'lamina[pydantic-ai]'`. `LaminaHistory` gives a pydantic-ai `Agent`:
+
+- `history.instructions`, an instructions function: the stable parts with system authority;
+- `history.capability()`, a `ProcessHistory` capability around `history.process`, the history
+  processor run before every model request. It logs every new message to the durable Lamina
+  session (typed entries, then the message as sent), builds each user prompt's turn context once
+  and ends that request with the turn's tail (volatile and one-shot parts), neutralises tool
+  returns (`lamina.defang.admit`), compacts with Lamina's compaction (the summary and the user's
+  words lane) when a new turn starts above the threshold, and puts the stable project parts and,
+  after a compaction, the summary and the lane in a first request (marked
+  `metadata={"lamina": "head"}`, rebuilt on every call, never logged);
+- `history.messages()`, the history to pass as `message_history` to continue the session,
+  in this process or another one.
+
+pydantic-ai keeps what a history processor returns as the run's history, so a message is logged
+exactly as the model was sent it, tail and neutralised tool returns included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import RunContext
+
+from lamina.defang import admit
+from lamina.engine import CompactionOutcome, StableSource
+from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.session.entries import AssistantMessage, ToolCall, ToolResult
+from lamina.session.store import LocalSessionStore
+from lamina.turn import TurnContext
+
+MESSAGE = "pydantic_ai.message"
+"""The name of the log entries holding the messages as sent."""
+HEAD: dict[str, Any] = {"lamina": "head"}
+"""The metadata of the first request Lamina puts in the history (stable project parts, summary, lane)."""
+
+
+def _dump(message: ModelMessage) -> dict[str, Any]:
+    dumped: dict[str, Any] = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+    return dumped
+
+
+def _load(data: Any) -> ModelMessage:
+    return ModelMessagesTypeAdapter.validate_python([data])[0]
+
+
+def _key(data: dict[str, Any]) -> str:
+    """What identifies a message across a run: kind, time and parts (pydantic-ai sets `instructions` later)."""
+    return json.dumps([data.get("kind"), data.get("timestamp"), data.get("parts")], sort_keys=True)
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+class LaminaHistory:
+    """A pydantic-ai agent's message history on a Lamina session: placement, defanging, compaction, the log."""
+
+    def __init__(self, thread: LaminaThread) -> None:
+        self.thread = thread
+        self._turn: TurnContext | None = None
+        self._head_texts: set[str] = set()
+
+    @classmethod
+    def open(
+        cls,
+        store: LocalSessionStore,
+        session_id: str | None = None,
+        *,
+        workspace: Path | None = None,
+        stable_source: StableSource | None = None,
+        time_zone: str = "UTC",
+        compaction: CompactionPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> LaminaHistory:
+        """The history of session `session_id` of `store` (resumed), or of a new session."""
+        thread = LaminaThread.open(
+            store,
+            session_id,
+            workspace=workspace,
+            stable_source=stable_source,
+            time_zone=time_zone,
+            compaction=compaction,
+            clock=clock,
+            title="pydantic-ai",
+        )
+        return cls(thread)
+
+    @property
+    def session_id(self) -> str:
+        return self.thread.id
+
+    def close(self) -> None:
+        self.thread.close()
+
+    def messages(self) -> list[ModelMessage]:
+        """The logged history in view (after a compaction: the kept messages), for `message_history`."""
+        return [_load(t.data) for t in self.thread.twins(MESSAGE)]
+
+    def instructions(self, ctx: RunContext[Any] | None = None) -> str:
+        """The stable parts with system authority: an instructions function for `Agent(instructions=...)`."""
+        return self.thread.system_text(self._turn or self.thread.preview())
+
+    def capability(self) -> LaminaCapability:
+        """The capability to give the agent (`Agent(capabilities=[history.capability()])`).
+
+        It adds `instructions`, runs `process` before every model request and logs every response
+        as it arrives (the last answer of a run included).
+        """
+        return LaminaCapability(self)
+
+    async def compact(self, focus: str | None = None) -> CompactionOutcome:
+        """Compact now, with Lamina's compaction; the next request carries the summary and the lane."""
+        return await self.thread.compact(trigger="manual", focus=focus)
+
+    async def process(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+        """The history processor: log what is new, place Lamina's parts, compact when needed."""
+        history = self._without_head(messages)
+        logged = self.thread.twin_keys(MESSAGE, _key)
+        new = [m for m in history if _key(_dump(m)) not in logged]
+        starts_turn = any(
+            isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts) for m in new
+        )
+        if starts_turn and self.thread.over_threshold(json.dumps([_dump(m) for m in new])):
+            await self.thread.compact(trigger="threshold")
+        for message in new:
+            self._log(message)
+        self.thread.flush()
+        placed = self.messages()
+        head = self._head()
+        return [head, *placed] if head is not None else placed
+
+    def _head(self) -> ModelRequest | None:
+        turn = self._turn or self.thread.preview()
+        texts = [t for t in (self.thread.context_text(turn), *self.thread.prelude_texts(turn)) if t]
+        if not texts:
+            return None
+        self._head_texts.update(texts)
+        return ModelRequest(parts=[UserPromptPart(content=t) for t in texts], metadata=dict(HEAD))
+
+    def _without_head(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+        """`messages` without what `_head` put in (also when pydantic-ai merged it into the next request)."""
+        out: list[ModelMessage] = []
+        heads = self._head_texts
+        for message in messages:
+            if isinstance(message, ModelRequest):
+                if message.metadata == HEAD:
+                    continue
+                parts = [
+                    p
+                    for p in message.parts
+                    if not (isinstance(p, UserPromptPart) and isinstance(p.content, str) and p.content in heads)
+                ]
+                if not parts:
+                    continue
+                if len(parts) != len(message.parts):
+                    message = _replace(message, parts=parts)
+            out.append(message)
+        return out
+
+    def log_response(self, response: ModelResponse) -> None:
+        """Log a model response as it arrives (the capability calls this after every model request)."""
+        if _key(_dump(response)) not in self.thread.twin_keys(MESSAGE, _key):
+            self._log(response)
+            self.thread.flush()
+
+    def _log(self, message: ModelMessage) -> None:
+        if isinstance(message, ModelResponse):
+            if self._turn is not None:
+                self.thread.commit(self._turn)  # the model answered a request carrying the turn
+            for part in message.parts:
+                if isinstance(part, TextPart) and part.content:
+                    self.thread.record(AssistantMessage(text=part.content))
+                elif isinstance(part, ToolCallPart):
+                    args = part.args_as_dict()
+                    self.thread.record(ToolCall(call_id=part.tool_call_id, name=part.tool_name, input=args))
+            self.thread.record_twin(MESSAGE, _dump(message))
+            return
+        parts: list[Any] = []
+        for piece in message.parts:
+            if isinstance(piece, UserPromptPart):
+                self._turn = self.thread.begin_turn(_content_text(piece.content))
+                parts.append(piece)
+                tail = self.thread.tail_text(self._turn)
+                if tail:
+                    parts.append(UserPromptPart(content=tail, timestamp=piece.timestamp))
+            elif isinstance(piece, ToolReturnPart):
+                content = _content_text(piece.content)
+                self.thread.record(ToolResult(call_id=piece.tool_call_id, name=piece.tool_name, content=content))
+                parts.append(_replace(piece, content=str(admit(content))))
+            elif isinstance(piece, RetryPromptPart) and piece.tool_name is not None:
+                content = _content_text(piece.content)
+                self.thread.record(
+                    ToolResult(call_id=piece.tool_call_id, name=piece.tool_name, content=content, is_error=True)
+                )
+                parts.append(piece)
+            else:
+                parts.append(piece)
+        self.thread.record_twin(MESSAGE, _dump(_replace(message, parts=parts)))
+
+
+@dataclass
+class LaminaCapability(AbstractCapability[Any]):
+    """Lamina's placement, compaction and durable log for a pydantic-ai agent (see `LaminaHistory`)."""
+
+    history: LaminaHistory
+
+    def get_instructions(self) -> Callable[[RunContext[Any] | None], str]:
+        return self.history.instructions
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        messages = await self.history.process(ctx, list(request_context.messages))
+        request_context.messages = messages.copy()
+        ctx.messages[:] = messages  # pydantic-ai keeps the processed history as the run's history
+        return request_context
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        self.history.log_response(response)
+        return response
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live session: not serialisable
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    return dataclasses.replace(obj, **changes)
+
+
+def messages_of(history: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """`history` without the head request Lamina puts first (what a caller would store elsewhere)."""
+    return [m for m in history if not (isinstance(m, ModelRequest) and m.metadata == HEAD)]
+
+
+__all__ = ["HEAD", "MESSAGE", "CompactionPolicy", "LaminaCapability", "LaminaHistory", "messages_of"]
