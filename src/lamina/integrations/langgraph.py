@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -96,11 +97,18 @@ class LaminaCheckpointSaver(InMemorySaver):
         self._threads: dict[str, LaminaThread] = {}
         self._turns: dict[str, TurnContext] = {}
         self._replaying = False
+        # LangGraph saves checkpoints from a background thread while the next node runs: one session
+        # has one writer, so every use of a thread's log goes through this lock.
+        self._lock = threading.RLock()
 
     # -- threads ---------------------------------------------------------------------------------
 
     def new_thread(self) -> str:
         """A new thread (a new Lamina session); its id is the session id."""
+        with self._lock:
+            return self._new_thread()
+
+    def _new_thread(self) -> str:
         thread = LaminaThread.open(self.store, **self._options, title="langgraph")
         self._threads[thread.id] = thread
         return thread.id
@@ -111,6 +119,10 @@ class LaminaCheckpointSaver(InMemorySaver):
         Raises:
             UsageError: `thread_id` names no session of the store (make threads with `new_thread`).
         """
+        with self._lock:
+            return self._thread(thread_id)
+
+    def _thread(self, thread_id: str) -> LaminaThread:
         found = self._threads.get(thread_id)
         if found is not None:
             return found
@@ -148,15 +160,17 @@ class LaminaCheckpointSaver(InMemorySaver):
 
     def close(self) -> None:
         """Close every open thread's session (releases their writer locks)."""
-        for thread in self._threads.values():
-            thread.close()
-        self._threads.clear()
+        with self._lock:
+            for thread in self._threads.values():
+                thread.close()
+            self._threads.clear()
 
     # -- the checkpointer ------------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> Any:
-        self.thread(str(config["configurable"]["thread_id"]))
-        return super().get_tuple(config)
+        with self._lock:
+            self._thread(str(config["configurable"]["thread_id"]))
+            return super().get_tuple(config)
 
     def list(
         self,
@@ -166,9 +180,10 @@ class LaminaCheckpointSaver(InMemorySaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Any:
-        if config is not None:
-            self.thread(str(config["configurable"]["thread_id"]))
-        return super().list(config, filter=filter, before=before, limit=limit)
+        with self._lock:
+            if config is not None:
+                self._thread(str(config["configurable"]["thread_id"]))
+            return iter(builtins.list(super().list(config, filter=filter, before=before, limit=limit)))
 
     def put(
         self,
@@ -178,8 +193,18 @@ class LaminaCheckpointSaver(InMemorySaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: appended to the thread's log and made durable, then indexed."""
+        with self._lock:
+            return self._put(config, checkpoint, metadata, new_versions)
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         configurable = config["configurable"]
-        thread = self.thread(str(configurable["thread_id"]))
+        thread = self._thread(str(configurable["thread_id"]))
         record = {
             "ns": configurable.get("checkpoint_ns", ""),
             "parent": configurable.get("checkpoint_id"),
@@ -199,8 +224,14 @@ class LaminaCheckpointSaver(InMemorySaver):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes: appended to the thread's log (durable with the next checkpoint)."""
+        with self._lock:
+            self._put_writes(config, writes, task_id, task_path)
+
+    def _put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> None:
         configurable = config["configurable"]
-        thread = self.thread(str(configurable["thread_id"]))
+        thread = self._thread(str(configurable["thread_id"]))
         record = {
             "ns": configurable.get("checkpoint_ns", ""),
             "checkpoint": configurable["checkpoint_id"],
@@ -213,17 +244,22 @@ class LaminaCheckpointSaver(InMemorySaver):
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget a thread's checkpoints: the session's leaf goes back to its first entry (the log keeps them)."""
-        thread = self.thread(thread_id)
-        thread.rewind(thread.root_id())
-        self._turns.pop(thread_id, None)
-        super().delete_thread(thread_id)
+        with self._lock:
+            thread = self._thread(thread_id)
+            thread.rewind(thread.root_id())
+            self._turns.pop(thread_id, None)
+            super().delete_thread(thread_id)
 
     # -- the model input -------------------------------------------------------------------------
 
     def model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
         """The messages to send the model now: logged, compacted when needed, placed by Lamina."""
+        with self._lock:
+            return self._model_input(config, messages)
+
+    def _model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
         thread_id = str(config["configurable"]["thread_id"])
-        thread = self.thread(thread_id)
+        thread = self._thread(thread_id)
         logged = thread.twin_keys(MESSAGE, lambda d: str(d["id"]))
         new = [m for m in messages if str(m.id) not in logged]
         if any(isinstance(m, HumanMessage) for m in new) and thread.over_threshold(
