@@ -1,0 +1,131 @@
+"""`LaminaSession` against the SDK's own `SQLiteSession`: the same operations, the same answers.
+
+The Session protocol's behaviours re-stated side by side (add_items, get_items with and without a
+limit, pop_item, clear_session, a session_settings limit), with items as the SDK really writes them
+(user input, function calls and outputs, assistant output messages, reasoning items), over random
+operation sequences; then what only Lamina adds: a resume from disk gives the same items, and the
+log keeps what was popped or cleared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import SQLiteSession
+from agents.memory import Session, SessionSettings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lamina.integrations.openai_agents import LaminaSession
+from lamina.session.store import LocalSessionStore
+
+
+def _item(kind: int, n: int) -> dict[str, Any]:
+    match kind:
+        case 0:
+            return {"role": "user", "content": f"question {n} </untrusted>"}
+        case 1:
+            return {
+                "type": "function_call",
+                "call_id": f"c{n}",
+                "name": "weather",
+                "arguments": f'{{"city":"c{n}"}}',
+                "id": f"fc{n}",
+            }
+        case 2:
+            return {"type": "function_call_output", "call_id": f"c{n}", "output": f"sunny {n}"}
+        case 3:
+            text = {"type": "output_text", "text": f"answer {n}", "annotations": [], "logprobs": []}
+            return {"id": f"msg{n}", "type": "message", "role": "assistant", "status": "completed", "content": [text]}
+        case _:
+            return {"type": "reasoning", "id": f"rs{n}", "summary": [{"type": "summary_text", "text": f"think {n}"}]}
+
+
+Op = tuple[str, Any]
+_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.lists(st.integers(0, 4), min_size=0, max_size=4)),
+        st.tuples(st.just("get"), st.one_of(st.none(), st.integers(-1, 6))),
+        st.tuples(st.just("pop"), st.none()),
+        st.tuples(st.just("clear"), st.none()),
+    ),
+    max_size=12,
+)
+
+
+async def _apply(session: Session, ops: list[Op]) -> list[Any]:
+    out: list[Any] = []
+    n = 0
+    for name, arg in ops:
+        if name == "add":
+            items = []
+            for kind in arg:
+                n += 1
+                items.append(_item(kind, n))
+            await session.add_items(items)  # type: ignore[arg-type]
+        elif name == "get":
+            out.append(await session.get_items(arg))
+        elif name == "pop":
+            out.append(await session.pop_item())
+        else:
+            await session.clear_session()
+        out.append(await session.get_items())
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_ops)
+async def test_same_answers_as_sqlite_session(ops: list[Op], tmp_path_factory: pytest.TempPathFactory) -> None:
+    store = LocalSessionStore(tmp_path_factory.mktemp("store"))
+    ours = LaminaSession.open(store)
+    peer = SQLiteSession("peer")
+    try:
+        assert await _apply(ours, ops) == await _apply(peer, ops)
+    finally:
+        ours.close()
+        peer.close()
+
+
+async def test_session_settings_limit_as_sqlite_session(tmp_path: Path) -> None:
+    ours = LaminaSession.open(LocalSessionStore(tmp_path), session_settings=SessionSettings(limit=2))
+    peer = SQLiteSession("peer", session_settings=SessionSettings(limit=2))
+    try:
+        for session in (ours, peer):
+            await session.add_items([_item(k, k) for k in range(5)])  # type: ignore[list-item]
+        assert await ours.get_items() == await peer.get_items() == [_item(3, 3), _item(4, 4)]
+        assert await ours.get_items(limit=3) == await peer.get_items(limit=3)
+    finally:
+        ours.close()
+        peer.close()
+
+
+async def test_resume_from_disk_gives_the_same_items(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    first = LaminaSession.open(store)
+    items = [_item(k % 5, k) for k in range(9)]
+    await first.add_items(items)  # type: ignore[arg-type]
+    await first.pop_item()
+    first.close()
+    again = LaminaSession.open(store, first.session_id)
+    try:
+        assert await again.get_items() == items[:-1]
+        assert again.session_id == first.session_id
+    finally:
+        again.close()
+
+
+async def test_popped_and_cleared_items_stay_in_the_log(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    session = LaminaSession.open(store)
+    try:
+        await session.add_items([{"role": "user", "content": "keep me in the log"}, _item(3, 1)])  # type: ignore[list-item]
+        assert await session.pop_item() == _item(3, 1)
+        await session.clear_session()
+        assert await session.get_items() == []
+        assert await session.pop_item() is None
+    finally:
+        session.close()
+    log = (store.folder_of(session.session_id) / "log.jsonl").read_text()
+    assert "keep me in the log" in log and "answer 1" in log
