@@ -129,3 +129,34 @@ async def test_popped_and_cleared_items_stay_in_the_log(tmp_path: Path) -> None:
         session.close()
     log = (store.folder_of(session.session_id) / "log.jsonl").read_text()
     assert "keep me in the log" in log and "answer 1" in log
+
+
+async def test_a_handoff_is_logged_and_each_agent_keeps_its_instructions(tmp_path: Path) -> None:
+    from agents import Agent, Runner
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    steps = [
+        {"output": [function_call("transfer_to_billing", {}, call_id="h1")]},
+        {"output": [assistant_message("Billing here.")]},
+    ]
+    results = []
+    for name in ("lamina", "sqlite"):
+        model = ScriptedModel(steps)  # type: ignore[arg-type]
+        billing = Agent(name="billing", instructions="You handle billing.", model=model)
+        triage = Agent(name="triage", instructions="You route.", model=model, handoffs=[billing])
+        if name == "lamina":
+            session: Any = LaminaSession.open(LocalSessionStore(tmp_path))
+            result = await Runner.run(triage, "I was charged twice", session=session, run_config=session.run_config())
+            assert [c.system_instructions.rsplit("\n\n", 1)[-1] for c in model.calls] == [
+                "You route.",
+                "You handle billing.",
+            ]
+            assert all(c.system_instructions.startswith("How to read this conversation") for c in model.calls)
+        else:
+            session = SQLiteSession("peer")
+            result = await Runner.run(triage, "I was charged twice", session=session)
+        assert result.last_agent.name == "billing" and result.final_output == "Billing here."
+        results.append(await session.get_items())
+        session.close()
+    assert results[0] == results[1]
+    assert [i.get("type") for i in results[0]][1:3] == ["function_call", "function_call_output"]

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lamina.defang import admit
 from lamina.engine import CompactionOutcome, StableSource
+from lamina.errors import UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.messages import turn_tails
 from lamina.session.entries import AssistantMessage, Custom, Entry, ToolCall, ToolResult, UserMessage
@@ -57,11 +58,11 @@ def _plain(item: object) -> _Item:
         dump = getattr(value, "model_dump", None)
         if callable(dump):
             return dump(mode="json", exclude_unset=True)
-        raise TypeError(f"an item holds a {type(value).__name__}, which is not JSON")
+        raise UsageError(f"a session item holds a {type(value).__name__}, which is not JSON")
 
     plain = json.loads(json.dumps(item, default=default))
     if not isinstance(plain, dict):
-        raise TypeError(f"an SDK item must be a mapping, not {type(item).__name__}")
+        raise UsageError(f"a session item must be a mapping, not {type(item).__name__}")
     return plain
 
 
