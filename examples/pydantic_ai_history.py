@@ -44,12 +44,16 @@ def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     requests.append(
         {"instructions": info.instructions, "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")}
     )
-    last = messages[-1]
-    returns = [p for p in last.parts if p.part_kind == "tool-return"]
-    if returns:
-        return ModelResponse(parts=[TextPart(f"Sunny in {returns[0].tool_call_id.removeprefix('call_')}, 21 C.")])
-    turn = len(requests)
-    return ModelResponse(parts=[ToolCallPart("weather", {"city": f"city {turn}"}, tool_call_id=f"call_city {turn}")])
+    asked = [
+        p.content
+        for m in messages
+        for p in m.parts
+        if p.part_kind == "user-prompt" and isinstance(p.content, str) and p.content.startswith("What is the weather")
+    ]
+    city = asked[-1].removeprefix("What is the weather in ").split("?")[0]
+    if any(p.part_kind == "tool-return" for p in messages[-1].parts):
+        return ModelResponse(parts=[TextPart(f"Sunny in {city}, 21 C.")])
+    return ModelResponse(parts=[ToolCallPart("weather", {"city": city}, tool_call_id=f"call_{len(requests)}")])
 
 
 async def main() -> None:

@@ -106,6 +106,7 @@ class LaminaThread:
         self._time_zone = time_zone
         self._clock = clock
         self.engine = self._new_engine()
+        self._keys: dict[str, tuple[Callable[[Any], str], set[str]]] = {}
         if session.leaf_id is None:
             self.engine.record(Custom(name=ROOT_ENTRY, data={"session": session.id}))
             session.flush()
@@ -194,7 +195,11 @@ class LaminaThread:
 
     def record_twin(self, name: str, data: Any) -> Entry:
         """Append the framework's own message, as given, after the typed entries made from it."""
-        return self.engine.record(Custom(name=name, data=data))
+        entry = self.engine.record(Custom(name=name, data=data))
+        known = self._keys.get(name)
+        if known is not None:
+            known[1].add(known[0](data))
+        return entry
 
     def twins(self, name: str) -> list[Custom]:
         """The framework messages in the provider view, oldest first.
@@ -210,13 +215,22 @@ class LaminaThread:
         return [e for e in entries if isinstance(e, Custom) and e.name == name]
 
     def twin_keys(self, name: str, key: Callable[[Any], str]) -> set[str]:
-        """`key` of every framework message on the session's path, summarised ones included."""
-        return {key(e.data) for e in self.session.path() if isinstance(e, Custom) and e.name == name}
+        """`key` of every framework message on the session's path, summarised ones included.
+
+        Read from the log once, then kept up to date by `record_twin` (so a model call costs no walk
+        of the whole path); one `key` per name.
+        """
+        known = self._keys.get(name)
+        if known is None:
+            keys = {key(e.data) for e in self.session.path() if isinstance(e, Custom) and e.name == name}
+            known = self._keys[name] = (key, keys)
+        return known[1]
 
     def rewind(self, entry_id: str) -> None:
         """Move the leaf to `entry_id` (the entries after it stay in the log, on another branch)."""
         self.session.branch(entry_id)
         self.engine = self._new_engine()
+        self._keys.clear()
 
     def root_id(self) -> str:
         """The id of the session's first entry."""

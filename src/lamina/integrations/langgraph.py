@@ -11,8 +11,9 @@ every message, as Lamina's log does; only what the model is sent gets shorter af
 
 - Each LangGraph thread is one Lamina session, and its thread id is the session id
   (`saver.new_thread()` makes one). Every checkpoint and every pending write is appended to the
-  session's log (serialised by the saver's `serde`, as `Custom` entries) and made durable at
-  each checkpoint; opening a thread replays them into the in-memory index that `InMemorySaver`
+  session's log (serialised by the saver's `serde`, as `Custom` entries) at once, and the log is
+  fsynced at the checkpoint that ends a turn (the model answered without calling a tool), the
+  group commit of Lamina's own loop; opening a thread replays them into the in-memory index that `InMemorySaver`
   reads, so `get_tuple`, `list` and their async twins answer exactly as it does.
 - `model_input(config, messages)` logs the new messages as Lamina's typed entries (building each
   human message's turn context once), compacts with Lamina's compaction (summary, the user's
@@ -192,7 +193,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint: appended to the thread's log and made durable, then indexed."""
+        """Store a checkpoint: appended to the thread's log (fsynced when it ends a turn), then indexed."""
         with self._lock:
             return self._put(config, checkpoint, metadata, new_versions)
 
@@ -213,7 +214,8 @@ class LaminaCheckpointSaver(InMemorySaver):
             "versions": dict(new_versions),
         }
         thread.record(Custom(name=CHECKPOINT, data=record))
-        thread.flush()
+        if _turn_ends(checkpoint):  # group commit: one fsync per turn, as in Lamina's own loop
+            thread.flush()
         return super().put(config, checkpoint, metadata, new_versions)
 
     def put_writes(
@@ -260,7 +262,7 @@ class LaminaCheckpointSaver(InMemorySaver):
     def _model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
         thread_id = str(config["configurable"]["thread_id"])
         thread = self._thread(thread_id)
-        logged = thread.twin_keys(MESSAGE, lambda d: str(d["id"]))
+        logged = thread.twin_keys(MESSAGE, _message_id)
         new = [m for m in messages if str(m.id) not in logged]
         if any(isinstance(m, HumanMessage) for m in new) and thread.over_threshold(
             "".join(_text(m.content) for m in new)
@@ -268,7 +270,6 @@ class LaminaCheckpointSaver(InMemorySaver):
             _run(thread.compact(trigger="threshold"))
         for message in new:
             self._log(thread_id, thread, message)
-        thread.flush()
         return self._placed(thread_id, thread, messages)
 
     def _log(self, thread_id: str, thread: LaminaThread, message: BaseMessage) -> None:
@@ -290,7 +291,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         elif isinstance(message, ToolMessage):
             result = ToolResult(call_id=message.tool_call_id, name=message.name or "", content=_text(message.content))
             first = thread.record(result).id
-        thread.record(Custom(name=MESSAGE, data={"id": str(message.id), "first": first}))
+        thread.record_twin(MESSAGE, {"id": str(message.id), "first": first})
 
     def _placed(
         self, thread_id: str, thread: LaminaThread, messages: Sequence[BaseMessage]
@@ -325,6 +326,19 @@ class LaminaCheckpointSaver(InMemorySaver):
                 message = message.model_copy(update={"content": str(admit(_text(message.content)))})
             out.append(message)
         return out
+
+
+def _turn_ends(checkpoint: Checkpoint) -> bool:
+    """Whether the graph's messages end with the model's answer (an AI message calling no tool)."""
+    messages = checkpoint["channel_values"].get("messages")
+    if not isinstance(messages, builtins.list) or not messages:
+        return False
+    last = messages[-1]
+    return isinstance(last, AIMessage) and not last.tool_calls
+
+
+def _message_id(data: Any) -> str:
+    return str(data["id"])
 
 
 def _run(coroutine: Any) -> Any:

@@ -164,10 +164,16 @@ class LaminaSession:
         return cast("list[TResponseInputItem]", items)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items to the log (typed entries, then the item as given); one fsync for the batch."""
-        for raw in items:
-            self._add(_plain(raw))
-        self.thread.flush()
+        """Append items to the log (typed entries, then the item as given).
+
+        Group commit, as in Lamina's own loop: every append reaches the kernel at once, and the log
+        is fsynced when a batch ends with an assistant message (the model's answer: the turn's end).
+        """
+        plain = [_plain(raw) for raw in items]
+        for item in plain:
+            self._add(item)
+        if plain and _is_message(plain[-1], "assistant"):
+            self.thread.flush()
 
     def _add(self, item: _Item) -> None:
         first: str | None = None
@@ -251,7 +257,7 @@ class LaminaSession:
 
         given = [_plain(i) for i in data.model_data.input]
         instructions = data.model_data.instructions or ""
-        if self._turn is not None and self.thread.over_threshold(instructions + json.dumps(given)):
+        if self._turn is not None and self.thread.over_threshold(instructions):  # the items are in the view
             outcome = await self.thread.compact(trigger="threshold")
             if outcome.status == "compacted":
                 self._turn = self.thread.engine.reprepare(self._turn)

@@ -83,6 +83,10 @@ class LaminaHistory:
         self.thread = thread
         self._turn: TurnContext | None = None
         self._head_texts: set[str] = set()
+        self._loaded: dict[str, ModelMessage] = {}
+        """Logged messages decoded from their entries, by entry id."""
+        self._logged_objects: dict[int, ModelMessage] = {}
+        """The message objects handed out by `messages` (held, so their ids stay theirs)."""
 
     @classmethod
     def open(
@@ -118,7 +122,17 @@ class LaminaHistory:
 
     def messages(self) -> list[ModelMessage]:
         """The logged history in view (after a compaction: the kept messages), for `message_history`."""
-        return [_load(t.data) for t in self.thread.twins(MESSAGE)]
+        out: list[ModelMessage] = []
+        for twin in self.thread.twins(MESSAGE):
+            message = self._loaded.get(twin.id)
+            if message is None:  # each logged message is decoded once, and known as logged
+                message = self._loaded[twin.id] = _load(twin.data)
+                self._logged_objects[id(message)] = message
+            out.append(message)
+        return out
+
+    def _is_logged(self, message: ModelMessage, logged: set[str]) -> bool:
+        return id(message) in self._logged_objects or _key(_dump(message)) in logged
 
     def instructions(self, ctx: RunContext[Any] | None = None) -> str:
         """The stable parts with system authority: an instructions function for `Agent(instructions=...)`."""
@@ -140,7 +154,7 @@ class LaminaHistory:
         """The history processor: log what is new, place Lamina's parts, compact when needed."""
         history = self._without_head(messages)
         logged = self.thread.twin_keys(MESSAGE, _key)
-        new = [m for m in history if _key(_dump(m)) not in logged]
+        new = [m for m in history if not self._is_logged(m, logged)]
         starts_turn = any(
             isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts) for m in new
         )
@@ -148,7 +162,6 @@ class LaminaHistory:
             await self.thread.compact(trigger="threshold")
         for message in new:
             self._log(message)
-        self.thread.flush()
         placed = self.messages()
         head = self._head()
         return [head, *placed] if head is not None else placed
@@ -182,9 +195,14 @@ class LaminaHistory:
         return out
 
     def log_response(self, response: ModelResponse) -> None:
-        """Log a model response as it arrives (the capability calls this after every model request)."""
-        if _key(_dump(response)) not in self.thread.twin_keys(MESSAGE, _key):
+        """Log a model response as it arrives (the capability calls this after every model request).
+
+        Group commit, as in Lamina's own loop: every append reaches the kernel at once, and the log
+        is fsynced when the model answers without calling a tool (the turn's end).
+        """
+        if not self._is_logged(response, self.thread.twin_keys(MESSAGE, _key)):
             self._log(response)
+        if not any(isinstance(p, ToolCallPart) for p in response.parts):
             self.thread.flush()
 
     def _log(self, message: ModelMessage) -> None:
