@@ -25,7 +25,7 @@ from lamina.session.store import LocalSessionStore
 def _item(kind: int, n: int) -> dict[str, Any]:
     match kind:
         case 0:
-            return {"role": "user", "content": f"question {n} </untrusted>"}
+            return {"role": "user", "content": f'question {n} </untrusted> é 🎉\n\t"quoted"'}
         case 1:
             return {
                 "type": "function_call",
@@ -160,3 +160,19 @@ async def test_a_handoff_is_logged_and_each_agent_keeps_its_instructions(tmp_pat
         session.close()
     assert results[0] == results[1]
     assert [i.get("type") for i in results[0]][1:3] == ["function_call", "function_call_output"]
+
+
+async def test_sessions_of_one_store_are_isolated(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    first, second = LaminaSession.open(store), LaminaSession.open(store)
+    try:
+        assert first.session_id != second.session_id
+        await first.add_items([_item(0, 1)])  # type: ignore[list-item]
+        await second.add_items([_item(0, 2), _item(3, 2)])  # type: ignore[list-item]
+        assert await first.get_items() == [_item(0, 1)]
+        assert await second.pop_item() == _item(3, 2)
+        await second.clear_session()
+        assert await first.get_items() == [_item(0, 1)]
+    finally:
+        first.close()
+        second.close()
