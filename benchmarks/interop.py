@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import Figure, ratio
+from lamina.cachesim import OpenAICacheSimulator, TimedRequest, summarise
 from lamina.integrations import CompactionPolicy
-from lamina.placement.cache_sim import OpenAICacheSimulator, TimedRequest, summarise
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 

@@ -76,7 +76,7 @@ def project_parts(workspace: Path) -> StableSource:
     """
     from lamina.workspace import WorkspaceContext
 
-    context = WorkspaceContext(workspace)
+    context = WorkspaceContext(workspace, tools=())  # the framework brings its own tools
 
     def parts() -> tuple[Part, ...]:
         return (RULES, *(p for p in context() if not p.key.startswith("system.")))
