@@ -176,3 +176,26 @@ async def test_sessions_of_one_store_are_isolated(tmp_path: Path) -> None:
     finally:
         first.close()
         second.close()
+
+
+async def test_a_session_on_the_postgresql_store_resumes_with_the_same_items(tmp_path: Path) -> None:
+    from lamina.session.postgres import PostgresSessionStore
+    from tests.support.postgres import fresh_schema, schema_url
+
+    with fresh_schema("agents") as schema:
+        store = PostgresSessionStore(schema_url(schema), files_root=tmp_path / "files")
+        try:
+            first = LaminaSession.open(store)
+            items = [_item(k % 5, k) for k in range(7)]
+            await first.add_items(items)  # type: ignore[arg-type]
+            assert await first.pop_item() == items[-1]
+            first.close()
+            again = LaminaSession.open(store, first.session_id)
+            try:
+                assert await again.get_items() == items[:-1]
+                await again.clear_session()
+                assert await again.get_items() == []
+            finally:
+                again.close()
+        finally:
+            store.close()

@@ -26,7 +26,7 @@ from lamina.defang import render_block, trusted
 from lamina.engine import CompactionOutcome, ContextEngine, StableSource
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.session.entries import AssistantMessage, Custom, Entry, LogEntry, ToolCall, ToolResult, UserMessage
-from lamina.session.store import JsonlSession, LocalSessionStore
+from lamina.session.protocol import SessionLog, SessionStore
 from lamina.turn import TurnContext
 
 _CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
@@ -93,7 +93,7 @@ class LaminaThread:
 
     def __init__(
         self,
-        session: JsonlSession,
+        session: SessionLog,
         *,
         stable_source: StableSource = _rules_only,
         time_zone: str = "UTC",
@@ -114,7 +114,7 @@ class LaminaThread:
     @classmethod
     def open(
         cls,
-        store: LocalSessionStore,
+        store: SessionStore,
         session_id: str | None = None,
         *,
         workspace: Path | None = None,

@@ -40,11 +40,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from lamina.defang import admit
 from lamina.engine import StableSource
-from lamina.errors import UsageError
+from lamina.errors import SessionNotFoundError, UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.messages import turn_tails
 from lamina.session.entries import AssistantMessage, Custom, ToolCall, ToolResult
-from lamina.session.store import LocalSessionStore, check_session_id
+from lamina.session.protocol import SessionStore
 from lamina.turn import TurnContext
 
 CHECKPOINT = "langgraph.checkpoint"
@@ -78,7 +78,7 @@ class LaminaCheckpointSaver(InMemorySaver):
 
     def __init__(
         self,
-        store: LocalSessionStore,
+        store: SessionStore,
         *,
         workspace: Path | None = None,
         stable_source: StableSource | None = None,
@@ -128,14 +128,13 @@ class LaminaCheckpointSaver(InMemorySaver):
         if found is not None:
             return found
         try:
-            check_session_id(thread_id)
-        except UsageError:
+            opened = LaminaThread.open(self.store, thread_id, **self._options)
+        except SessionNotFoundError:
             raise UsageError(
-                f"thread_id {thread_id!r} is not a Lamina session id: make threads with new_thread()"
+                f"thread_id {thread_id!r}: no such session in the store; make threads with new_thread()"
             ) from None
-        if not self.store.folder_of(thread_id).is_dir():
-            raise UsageError(f"thread_id {thread_id!r}: no such session in the store; make threads with new_thread()")
-        opened = LaminaThread.open(self.store, thread_id, **self._options)
+        except UsageError as exc:  # not a session id at all
+            raise UsageError(f"thread_id {thread_id!r}: {exc}; make threads with new_thread()") from None
         self._threads[thread_id] = opened
         self._replay(opened)
         return opened

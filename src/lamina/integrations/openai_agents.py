@@ -37,7 +37,7 @@ from lamina.errors import UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.messages import turn_tails
 from lamina.session.entries import AssistantMessage, Custom, Entry, ToolCall, ToolResult, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.session.protocol import SessionStore
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class LaminaSession:
     @classmethod
     def open(
         cls,
-        store: LocalSessionStore,
+        store: SessionStore,
         session_id: str | None = None,
         *,
         workspace: Path | None = None,

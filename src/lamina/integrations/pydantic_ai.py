@@ -47,7 +47,7 @@ from lamina.defang import admit
 from lamina.engine import CompactionOutcome, StableSource
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.session.entries import AssistantMessage, ToolCall, ToolResult
-from lamina.session.store import LocalSessionStore
+from lamina.session.protocol import SessionStore
 from lamina.turn import TurnContext
 
 MESSAGE = "pydantic_ai.message"
@@ -91,7 +91,7 @@ class LaminaHistory:
     @classmethod
     def open(
         cls,
-        store: LocalSessionStore,
+        store: SessionStore,
         session_id: str | None = None,
         *,
         workspace: Path | None = None,
