@@ -30,8 +30,9 @@ Figures:
   half way back (the whole log is loaded, the branch's view built); the note gives a branch to an
   entry still in the provider view.
 
-The big logs are written directly (encoded entries plus `meta.json`) rather than through `append`,
-which would take minutes for a million entries; the benchmark checks that a resume loads only the
+The big logs are written directly (encoded entries plus `meta.json`, with the canonical prefix an
+appending writer records) rather than through `append`, which would take minutes for a million
+entries; the benchmark checks that a resume loads only the
 tail and that the provider view starts at the boundary. Every file is in a fresh temporary folder
 and the OS page cache is warm (the files were just written), so resume and reload times are
 warm-cache times for both sides.
@@ -46,6 +47,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +198,7 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
     offset = 0
     step = max(n // 5, 100_000)
     parent: str | None = None
+    crc = 0
     chunk: list[bytes] = []
     with open(folder / LOG_NAME, "wb") as out:
         for i in range(n):
@@ -219,11 +222,15 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
             chunk.append(line)
             offset += len(line)
             if len(chunk) == 4_096:
-                out.write(b"".join(chunk))
+                block = b"".join(chunk)
+                out.write(block)
+                crc = zlib.crc32(block, crc)
                 chunk.clear()
             if (i + 1) % step == 0 and i + 1 < n:
                 progress(f"writing a {n:,}-entry log: {i + 1:,} entries, {offset / 1e6:,.0f} MB")
-        out.write(b"".join(chunk))
+        block = b"".join(chunk)
+        out.write(block)
+        crc = zlib.crc32(block, crc)
     now = _T0 + n * 0.5
     meta = SessionMeta(
         id=session_id,
@@ -236,6 +243,8 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
         resume_offset=resume_offset,
         log_size=offset,
         entry_count=n,
+        canonical_size=offset,  # every line was written by `encode_entry`, as appends record it
+        canonical_crc32=crc,
     )
     write_meta(folder, meta)
     return session_id, offset

@@ -24,6 +24,7 @@ META_MAX_BYTES: Final = 64 * 1024
 """A metadata file larger than this is not ours: it is reported, not read."""
 
 _Offset = Annotated[int, msgspec.Meta(ge=0)]
+_Crc32 = Annotated[int, msgspec.Meta(ge=0, le=0xFFFFFFFF)]
 
 
 class ForkOrigin(msgspec.Struct, frozen=True):
@@ -50,6 +51,11 @@ class SessionMeta(msgspec.Struct, frozen=True, kw_only=True):
     """Byte offset of the first entry the provider view needs (the latest boundary's first kept entry)."""
     log_size: _Offset = 0
     entry_count: _Offset = 0
+    canonical_size: _Offset = 0
+    """Length of the log's prefix whose lines were each checked canonical as they were written (or by a
+    full load): each line exactly the encoding of the one entry it holds. 0: none recorded."""
+    canonical_crc32: _Crc32 = 0
+    """CRC-32 of that prefix: a full load takes those lines without re-encoding them when their bytes match it."""
 
 
 _encoder: Final = msgspec.json.Encoder()

@@ -22,11 +22,13 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import mmap
 import os
 import re
 import secrets
 import shutil
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from operator import attrgetter
 from pathlib import Path
@@ -49,7 +51,16 @@ from lamina.session.entries import (
 )
 from lamina.session.meta import ForkOrigin, SessionMeta, read_meta, write_meta
 from lamina.session.protocol import STORE_ENV_VAR, LoadReport, SessionSummary
-from lamina.session.scan import DuplicateId, LogScan, TornTail, scan_log
+from lamina.session.scan import (
+    Canonical,
+    DuplicateId,
+    Log,
+    LogScan,
+    Offsets,
+    TornTail,
+    is_canonical_line,
+    scan_log,
+)
 from lamina.session.tree import (
     LostLine,
     ProviderView,
@@ -69,6 +80,9 @@ TITLE_MAX_CHARS: Final = 120
 META_REFRESH_SECONDS: Final = 5.0
 """Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""
 _ENTRY_ID: Final = attrgetter("id")
+MAP_MIN_BYTES: Final = 1 << 20
+"""A writer maps a log range at least this long instead of reading it (no copy); readers always read."""
+_MAP_POPULATE: Final[int | None] = getattr(mmap, "MAP_POPULATE", None)
 _SESSION_ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 E = TypeVar("E", bound=Entry)
@@ -120,15 +134,16 @@ class JsonlSession:
         self._clock = clock
         self._new_id = new_id
         self._files = files
-        self._entries: dict[str, LogEntry] = {}
+        self._by_id: dict[str, LogEntry] | None = {}
+        """Id -> entry of the loaded entries, None until first needed after a load (see `_entries`)."""
         self._order: list[str] = []
         """Ids of the loaded entries in file order (duplicates skipped)."""
         self._entry_list: list[LogEntry] = []
         """The loaded entries in file order, parallel to `_order`."""
-        self._offset_list: list[int] = []
-        """Byte offset of each entry of `_order`."""
-        self._offset_map: dict[str, int] | None = None
-        """Id -> offset, built on first need."""
+        self._offset_list = Offsets()
+        """Byte offset of each entry of `_order` (worked out when first needed)."""
+        self._offset_memo: tuple[str, int] | None = None
+        """The last offset looked up by id (the provider view's start, asked for at every metadata write)."""
         self._links: dict[str, str | None] = {}
         """Mended parents of entries whose written parent is lost, missing, later or in a cycle."""
         self._loaded_from = 0
@@ -142,6 +157,8 @@ class JsonlSession:
         self._size = 0
         """End of the last complete line: where the next append goes."""
         self._count = meta.entry_count
+        self._canonical = Canonical(meta.canonical_size, meta.canonical_crc32)
+        """The log's prefix of lines known canonical (see `Canonical`), grown by each append that follows it."""
         self._unsynced = False
         self._dirty_meta = False
         self._torn: TornTail | None = None
@@ -162,14 +179,38 @@ class JsonlSession:
     def _read(self, start: int, end: int | None) -> LogScan:
         try:
             with open(self.log_path, "rb") as f:
+                if start == 0 and self._lock is not None and _MAP_POPULATE is not None:
+                    size = os.fstat(f.fileno()).st_size
+                    stop = size if end is None else min(end, size)
+                    if stop >= MAP_MIN_BYTES:
+                        scan = self._scan_mapped(f.fileno(), stop)
+                        if scan is not None:
+                            return scan
                 f.seek(start)
                 data = f.read() if end is None else f.read(end - start)
         except FileNotFoundError:
             raise SessionCorruptError(self.log_path, "session log is missing") from None
         except OSError as exc:
             raise SessionIOError(self.log_path, "read the log", exc, offset=start) from None
+        return self._scan(data, start)
+
+    def _scan_mapped(self, fd: int, stop: int) -> LogScan | None:
+        """Scan the log's first `stop` bytes mapped in place, not copied (None: the file cannot be mapped).
+
+        Only a writer maps: a mapped file that shrinks under its reader kills the reader (SIGBUS), and
+        only the lock holder ever shrinks the log (cutting a torn tail).
+        """
+        assert _MAP_POPULATE is not None
+        try:
+            mapped = mmap.mmap(fd, stop, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ)
+        except (OSError, ValueError):  # a file system without mappings: read it instead
+            return None
+        with mapped:
+            return self._scan(mapped, 0)
+
+    def _scan(self, data: Log, start: int) -> LogScan:
         self._known_end = start + len(data)
-        return scan_log(data, base_offset=start, first_line=1 if start == 0 else None)
+        return scan_log(data, base_offset=start, first_line=1 if start == 0 else None, canonical=self._canonical)
 
     def _load(self, start: int, end: int | None = None) -> bool:
         """Replace what is in memory with the log from byte `start` (to `end`).
@@ -184,19 +225,22 @@ class JsonlSession:
         scan = self._read(start, end)
         entries = scan.entries
         ids = list(map(_ENTRY_ID, entries))
-        by_id = dict(zip(ids, entries, strict=True))
+        by_id: dict[str, LogEntry] | None = None  # built when first needed: listing the entries needs none
         offsets = scan.offsets
         duplicates: list[DuplicateId] = []
-        if len(by_id) != len(entries):
-            by_id, ids, offsets, duplicates = _drop_duplicates(scan, whole=start == 0)
+        if len(set(ids)) != len(ids):
+            by_id, ids, kept, duplicates = _drop_duplicates(scan, whole=start == 0)
+            offsets = Offsets(kept)
             entries = [by_id[i] for i in ids]
-        self._entries, self._order, self._entry_list = by_id, ids, entries
-        self._offset_list, self._offset_map = offsets, None
+        self._by_id, self._order, self._entry_list = by_id, ids, entries
+        self._offset_list, self._offset_memo = offsets, None
         self._links = {}
         self._view_start_known = False
         self._torn = scan.torn
         self._size = scan.end
         self._loaded_from = start
+        if scan.canonical is not None:
+            self._canonical = scan.canonical
         report = self.report
         if scan.torn is not None or report.torn_tail is None or report.torn_tail.saved_to is None:
             report.torn_tail = scan.torn
@@ -205,13 +249,14 @@ class JsonlSession:
         report.duplicate_ids = duplicates
         report.unknown_entries = 0 if scan.lines is None else sum(isinstance(e, UnknownEntry) for e in entries)
         if start == 0:
-            lost = [LostLine(bisect.bisect_left(offsets, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
+            flat = offsets.resolved() if scan.corrupt else []
+            lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
             report.relinks = mend_links(entries, lost, ids=ids)
             self._links = {r.entry_id: r.new_parent for r in report.relinks}
             return True
         if scan.corrupt or duplicates:
             return False
-        return all(entries[i].parent_id not in by_id for i in find_broken_links(entries, ids))
+        return all(entries[i].parent_id not in self._entries for i in find_broken_links(entries, ids))
 
     def _open_for_resume(self) -> None:
         start = self.meta.resume_offset
@@ -251,8 +296,10 @@ class JsonlSession:
     def _count_entries(self) -> int:
         """Entries in the log: the metadata's count plus what came after it, or a full count."""
         meta = self.meta
-        offsets = self._offset_list
+        if meta.log_size == self._size:
+            return meta.entry_count
         if self._loaded_from <= meta.log_size <= self._size:
+            offsets = self._offset_list.resolved()
             after = bisect.bisect_left(offsets, meta.log_size)
             if meta.log_size == self._size or (after < len(offsets) and offsets[after] == meta.log_size):
                 return meta.entry_count + len(offsets) - after
@@ -303,10 +350,19 @@ class JsonlSession:
             return
         leaf = self._leaf
         self._load(0, self._known_end)
-        if leaf is not None and leaf not in self._entries:  # the tail's copy was a duplicate
+        order = self._order
+        # the tail's copy of the leaf was a duplicate (looked up only when the leaf is not the last entry)
+        if leaf is not None and (not order or order[-1] != leaf) and leaf not in self._entries:
             self._leaf = self._order[-1] if self._order else None
 
     # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def _entries(self) -> dict[str, LogEntry]:
+        """Id -> entry of the loaded entries, built on first use after a load."""
+        if self._by_id is None:
+            self._by_id = dict(zip(self._order, self._entry_list, strict=True))
+        return self._by_id
 
     @property
     def id(self) -> str:
@@ -415,9 +471,15 @@ class JsonlSession:
         return len(self._order)
 
     def _offset_of(self, entry_id: str) -> int | None:
-        if self._offset_map is None:
-            self._offset_map = dict(zip(self._order, self._offset_list, strict=True))
-        return self._offset_map.get(entry_id)
+        if self._offset_memo is not None and self._offset_memo[0] == entry_id:
+            return self._offset_memo[1]
+        if entry_id not in self._entries:
+            return None
+        order = self._order
+        index = len(order) - 1 - order[::-1].index(entry_id)  # looked for from the end, where it usually is
+        offset = self._offset_list[index]
+        self._offset_memo = (entry_id, offset)
+        return offset
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -465,6 +527,8 @@ class JsonlSession:
             f.seek(torn.offset)
             tail = f.read()
         files = self._files
+        if self._canonical.size > torn.offset:  # never: the record covers whole lines only
+            self._canonical = Canonical()
         last = self._offset_list[-1] if self._offset_list else -1
         if tail and last == torn.offset:
             files.write(fd, b"\n")
@@ -517,12 +581,13 @@ class JsonlSession:
             raise self._fail("append to the log", exc, offset) from None
         self._size += len(line)
         self._known_end = self._size
-        self._entries[entry.id] = entry
+        if self._canonical.size == offset and is_canonical_line(line[:-1]):
+            self._canonical = Canonical(self._size, zlib.crc32(line, self._canonical.crc32))
+        if self._by_id is not None:  # else built from the lists when first needed
+            self._by_id[entry.id] = entry
         self._order.append(entry.id)
         self._entry_list.append(entry)
         self._offset_list.append(offset)
-        if self._offset_map is not None:
-            self._offset_map[entry.id] = offset
         if isinstance(entry, CompactionBoundary):
             self._view_start, self._view_start_known = entry.first_kept_id or entry.id, True
             self._meta_urgent = True
@@ -597,6 +662,8 @@ class JsonlSession:
             leaf_offset=self._size,
             log_size=self._size,
             entry_count=self._count,
+            canonical_size=self._canonical.size,
+            canonical_crc32=self._canonical.crc32,
         )
         try:
             write_meta(self.folder, self.meta, self._files)
