@@ -32,10 +32,9 @@ Figures:
 
 The big logs are written directly (encoded entries plus `meta.json`, with the canonical prefix an
 appending writer records) rather than through `append`, which would take minutes for a million
-entries; the benchmark checks that a resume loads only the
-tail and that the provider view starts at the boundary. Every file is in a fresh temporary folder
-and the OS page cache is warm (the files were just written), so resume and reload times are
-warm-cache times for both sides.
+entries; the benchmark checks that a resume loads only the tail and that the provider view starts
+at the boundary. Every file is in a fresh temporary folder and the OS page cache is warm (the files
+were just written), so resume and reload times are warm-cache times for both sides.
 """
 
 from __future__ import annotations

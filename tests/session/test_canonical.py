@@ -1,0 +1,250 @@
+"""The full load's shortcuts: the canonical record (CRC-32 of the lines known canonical), the mapped
+read of a writer and offsets worked out on demand never change what a load finds."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lamina.session import scan
+from lamina.session import store as store_module
+from lamina.session.entries import CompactionBoundary, ToolCall, UserMessage, encode_entry
+from lamina.session.meta import META_NAME, read_meta, write_meta
+from lamina.session.store import LOG_NAME, JsonlSession, LocalSessionStore
+from tests.session.factories import FakeClock, counter_ids, exchange
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalSessionStore:
+    return LocalSessionStore(tmp_path / "store", clock=FakeClock(), new_entry_id=counter_ids())
+
+
+def _session(store: LocalSessionStore, turns: int = 4) -> str:
+    with store.create() as session:
+        for n in range(turns):
+            for e in exchange(n):
+                session.append(e)
+    return session.id
+
+
+def _log(store: LocalSessionStore, session_id: str) -> bytes:
+    return (store.folder_of(session_id) / LOG_NAME).read_bytes()
+
+
+def _record(store: LocalSessionStore, session_id: str) -> tuple[int, int]:
+    meta = read_meta(store.folder_of(session_id))
+    return meta.canonical_size, meta.canonical_crc32
+
+
+def _loaded(session: JsonlSession) -> tuple[object, ...]:
+    """What a full load found: entries, offsets, damage, leaf."""
+    entries = session.entries()
+    report = session.report
+    return (
+        entries,
+        list(session._offset_list),
+        [(c.offset, c.line, c.reason) for c in report.corrupt_lines],
+        [(d.entry_id, d.offset, d.line) for d in report.duplicate_ids],
+        [r.describe() for r in report.relinks],
+        report.bom,
+        None if report.torn_tail is None else report.torn_tail.offset,
+        session.leaf_id,
+    )
+
+
+# -- the record ---------------------------------------------------------------------------------
+
+
+def test_appends_record_the_canonical_prefix(store: LocalSessionStore) -> None:
+    session_id = _session(store)
+    data = _log(store, session_id)
+    assert _record(store, session_id) == (len(data), zlib.crc32(data))
+
+
+def test_a_resumed_session_carries_the_record_on(store: LocalSessionStore) -> None:
+    with store.create() as session:
+        for n in range(5):
+            for e in exchange(n):
+                session.append(e)
+        kept = session.path()[-3]
+        session.append(
+            CompactionBoundary(summary="s", first_kept_id=kept.id, tokens_before=9, tokens_after=1, trigger="manual")
+        )
+    with store.open(session.id) as resumed:
+        assert resumed.loaded_count() < 10  # read from the boundary only
+        resumed.append(UserMessage(text="after the resume"))
+    data = _log(store, session.id)
+    assert _record(store, session.id) == (len(data), zlib.crc32(data))
+
+
+def test_a_duplicate_key_edited_into_the_recorded_prefix_is_still_refused(store: LocalSessionStore) -> None:
+    session_id = _session(store)
+    assert _record(store, session_id)[0] == len(_log(store, session_id))  # the whole log is recorded
+    lines = _log(store, session_id).splitlines(keepends=True)
+    assert lines[5].startswith(b'{"type":"user"')
+    lines[5] = lines[5].replace(b'"text":', b'"text":"hidden","text":', 1)
+    (store.folder_of(session_id) / LOG_NAME).write_bytes(b"".join(lines))
+    with store.open(session_id, writable=False) as reopened:
+        entries = reopened.entries()
+        corrupt = reopened.report.corrupt_lines
+    assert [c.line for c in corrupt] == [6]
+    assert "duplicate key 'text'" in corrupt[0].reason
+    assert len(entries) == len(lines) - 1
+
+
+def test_a_wrong_record_is_ignored_and_a_full_load_rebuilds_it(store: LocalSessionStore) -> None:
+    session_id = _session(store)
+    folder = store.folder_of(session_id)
+    with store.open(session_id, writable=False) as truth:
+        expected = _loaded(truth)
+    meta = read_meta(folder)
+    for size, crc in [(meta.canonical_size, meta.canonical_crc32 ^ 1), (meta.canonical_size // 2, 0), (10**9, 7)]:
+        write_meta(folder, msgspec.structs.replace(meta, canonical_size=size, canonical_crc32=crc))
+        with store.open(session_id) as reopened:
+            assert _loaded(reopened) == expected
+            reopened.append(UserMessage(text="one more"))
+        data = _log(store, session_id)
+        assert _record(store, session_id) == (len(data), zlib.crc32(data))
+        with store.open(session_id, writable=False) as truth:
+            expected = _loaded(truth)
+        meta = read_meta(folder)
+
+
+def test_a_hand_written_line_ends_the_record(store: LocalSessionStore) -> None:
+    session_id = _session(store)
+    folder = store.folder_of(session_id)
+    before = len(_log(store, session_id))
+    with store.open(session_id, writable=False) as session:
+        leaf = session.leaf_id
+    spaced = {"type": "user", "id": "by-hand", "parent_id": leaf, "ts": 1.0, "v": 1, "text": "typed in an editor"}
+    with open(folder / LOG_NAME, "ab") as f:
+        f.write(json.dumps(spaced).encode() + b"\n")  # valid, but not as this code writes it
+    with store.open(session_id) as reopened:
+        later = reopened.append(UserMessage(text="appended after it"))
+        assert [e.id for e in reopened.entries()[-2:]] == ["by-hand", later.id]
+    assert _record(store, session_id)[0] == before
+    with store.open(session_id, writable=False) as again:
+        assert [e.id for e in again.entries()[-2:]] == ["by-hand", later.id]
+
+
+def test_a_line_this_code_would_not_write_again_is_never_recorded(store: LocalSessionStore) -> None:
+    """A tool input with keys that collide once encoded (1 and "1") would decode to one key: such a
+    line is not canonical, so the record stops before it and a load checks it line by line."""
+    with store.create() as session:
+        session.append(UserMessage(text="first"))
+        offset = session._size
+        session.append(ToolCall(call_id="c", name="odd", input={1: "int key", "1": "str key"}))  # type: ignore[dict-item]
+        session.append(UserMessage(text="last"))
+    assert _record(store, session.id)[0] == offset
+    with store.open(session.id, writable=False) as reopened:
+        reopened.load_all()
+        assert [c.line for c in reopened.report.corrupt_lines] == [2]
+        assert "duplicate key '1'" in reopened.report.corrupt_lines[0].reason
+
+
+# -- the mapped read of a writer ----------------------------------------------------------------
+
+
+def _damaged_logs(store: LocalSessionStore) -> list[str]:
+    ids = []
+    for how in ["clean", "torn", "corrupt", "bom", "duplicate", "no newline"]:
+        session_id = _session(store, turns=3)
+        path = store.folder_of(session_id) / LOG_NAME
+        data = path.read_bytes()
+        lines = data.splitlines(keepends=True)
+        if how == "torn":
+            data = data + lines[4][:20]
+        elif how == "corrupt":
+            lines[6] = lines[6][:30] + b"\n"
+            data = b"".join(lines)
+        elif how == "bom":
+            data = scan.BOM + data
+        elif how == "duplicate":
+            data = data + lines[3]
+        elif how == "no newline":
+            data = data[:-1]
+        path.write_bytes(data)
+        ids.append(session_id)
+    return ids
+
+
+def test_a_mapped_read_finds_what_a_plain_read_finds(store: LocalSessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    session_ids = _damaged_logs(store)
+    monkeypatch.setattr(store_module, "MAP_MIN_BYTES", 1)  # every writer's full load maps its log
+    for session_id in session_ids:
+        meta_bytes = (store.folder_of(session_id) / META_NAME).read_bytes()
+        with store.open(session_id, writable=False) as reader:
+            reader.load_all()
+            expected = _loaded(reader)
+        with store.open(session_id) as writer:
+            writer.load_all()
+            assert _loaded(writer) == expected, session_id
+        (store.folder_of(session_id) / META_NAME).write_bytes(meta_bytes)
+
+
+# -- offsets worked out on demand ----------------------------------------------------------------
+
+
+def _clean_log(turns: int) -> bytes:
+    entries = [
+        msgspec.structs.replace(e, id=f"e{i}", parent_id=f"e{i - 1}" if i else None, ts=float(i))
+        for i, e in enumerate(e for n in range(turns) for e in exchange(n))
+    ]
+    return b"".join(encode_entry(e) + b"\n" for e in entries)
+
+
+@given(
+    turns=st.integers(1, 12),
+    chunk=st.sampled_from([1, 100, 1_000, 1 << 20]),
+    near=st.sampled_from([0, 1, 3, 4_096]),
+    index=st.integers(0, 200),
+    torn=st.booleans(),
+)
+def test_each_offset_worked_out_alone_is_the_line_start(
+    turns: int, chunk: int, near: int, index: int, torn: bool
+) -> None:
+    data = _clean_log(turns)
+    if torn:
+        data += b'{"type":"us'
+    starts = [0, *(i + 1 for i, byte in enumerate(data) if byte == ord("\n"))][: data.count(b"\n")]
+    defaults = scan.CHUNK_BYTES, scan._NEAR_END
+    scan.CHUNK_BYTES, scan._NEAR_END = chunk, near  # type: ignore[misc]
+    try:
+        found = scan.scan_log(data, base_offset=0, first_line=1)
+        position = index % len(starts)
+        assert found.offsets[position] == starts[position]  # alone, before the list is worked out
+        assert found.offsets[-1] == starts[-1]
+        assert list(found.offsets) == starts
+    finally:
+        scan.CHUNK_BYTES, scan._NEAR_END = defaults  # type: ignore[misc]
+
+
+@given(
+    turns=st.integers(1, 10),
+    chunk=st.sampled_from([1, 300, 1 << 20]),
+    cut=st.integers(0, 60),
+    how=st.sampled_from(["right", "wrong crc", "mid-line"]),
+)
+def test_a_record_never_changes_what_the_scan_finds(turns: int, chunk: int, cut: int, how: str) -> None:
+    data = _clean_log(turns)
+    starts = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    size = starts[cut % len(starts)]
+    if how == "mid-line":
+        size -= 3
+    crc = zlib.crc32(data[:size]) ^ (how == "wrong crc")
+    default = scan.CHUNK_BYTES
+    scan.CHUNK_BYTES = chunk  # type: ignore[misc]
+    try:
+        plain = scan.scan_log(data, base_offset=0, first_line=1)
+        trusting = scan.scan_log(data, base_offset=0, first_line=1, canonical=scan.Canonical(size, crc))
+    finally:
+        scan.CHUNK_BYTES = default  # type: ignore[misc]
+    assert trusting.entries == plain.entries
+    assert trusting.offsets == plain.offsets
+    assert trusting.canonical == plain.canonical == scan.Canonical(len(data), zlib.crc32(data))
