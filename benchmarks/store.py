@@ -24,7 +24,6 @@ Figures:
   speed-ups: above 1 means Lamina is faster for the same work. The note of the second also gives
   the ratio of the two sides' CPU time (the process's, every thread), which other jobs on a busy
   machine disturb far less than wall-clock time.
-
 - `export_mb_per_s` / `import_mb_per_s`: `export_session` and `import_session` (into another store)
   of the 100k-entry session, in MB of session files (uncompressed) per second; the import checks
   every member before writing anything, so it reads the bundle twice.
