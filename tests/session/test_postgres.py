@@ -104,8 +104,8 @@ def test_a_commit_whose_answer_was_lost_is_not_written_twice(store: PostgresSess
 
 
 def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path: Path) -> None:
-    stalled = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=0.5)
-    other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=0.5)
+    stalled = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=2.0)
+    other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=2.0)
     try:
         session = stalled.create()
         session.append(UserMessage(text="mine"))
@@ -113,8 +113,7 @@ def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path:
         stalled._stop.set()  # the server stalls: its leases are no longer renewed
         with pytest.raises(SessionLockedError, match="lease expires"):
             other.open(session.id)
-        time.sleep(0.7)
-        with other.open(session.id, wait=2.0) as taken:
+        with other.open(session.id, wait=10.0) as taken:  # once the stalled lease expires
             assert taken.lease_token == (session.lease_token or 0) + 1
             late = session.append(UserMessage(text="too late"))
             with pytest.raises(SessionLeaseLostError):
@@ -132,11 +131,11 @@ def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path:
 
 
 def test_a_held_lease_is_renewed_while_the_writer_works(schema: str, tmp_path: Path) -> None:
-    holder = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=0.3)
-    other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=0.3)
+    holder = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=1.5)
+    other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=1.5)
     try:
         with holder.create() as session:
-            time.sleep(1.0)  # a long model call: three lease periods
+            time.sleep(3.5)  # a long model call: more than two lease periods
             with pytest.raises(SessionLockedError):
                 other.open(session.id)
             session.append(UserMessage(text="still mine"))
@@ -164,7 +163,7 @@ def test_a_reader_follows_a_live_session(store: PostgresSessionStore) -> None:
     second = session.append(AssistantMessage(text="two"))
     third = session.append(UserMessage(text="three"))
     session.flush()  # the notification wakes the reader well before its 5 s poll
-    reader.join(timeout=4.0)
+    reader.join(timeout=20.0)
     stop.set()
     session.close()
     assert [e.id for e in seen] == [first.id, second.id, third.id]
