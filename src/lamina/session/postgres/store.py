@@ -476,20 +476,17 @@ class PostgresSessionStore:
         ]
 
     def fork(self, session_id: str, entry_id: str) -> PostgresSession:
-        """A new session holding a copy of the path to `entry_id` (and the session's files)."""
+        """A new session holding a copy of the path to `entry_id` (and the session's files).
+
+        The files are copied first; the new session's row and entries then commit in one transaction.
+        """
         with self.open(session_id, writable=False) as source:
             path = source.path(entry_id)
-            origin = ForkOrigin(session_id=session_id, entry_id=entry_id)
-            forked = self.create(cwd=source.info.cwd, title=source.info.title, forked_from=origin)
-        try:
-            _carry_files(source.files_dir, forked.files_dir)
-            for entry in path:
-                forked._add(entry)
-            forked.flush()
-        except BaseException:
-            forked._abandon()
-            raise
-        return forked
+            cwd, title, files = source.info.cwd, source.info.title, source.files_dir
+        forked_id = self.new_session_id()
+        _carry_files(files, self.files_dir_of(forked_id))
+        origin = ForkOrigin(session_id=session_id, entry_id=entry_id)
+        return self.import_entries(path, session_id=forked_id, cwd=cwd, title=title, forked_from=origin)
 
     def delete(self, session_id: str) -> None:
         """Remove a session, its entries and its files; refused while a writer holds its lease."""
