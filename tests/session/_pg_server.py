@@ -1,6 +1,7 @@
 """One agent server of the multi-server test: serves turns of randomly picked sessions until done.
 
-Run as `python -m tests.session._pg_server URL FILES ACKS SEED TURNS LEASE`. Every line written to
+Run as `python -m tests.session._pg_server URL FILES ACKS SEED STOP LEASE`: it serves turns until the
+file STOP exists. Every line written to
 ACKS (line-buffered, so a SIGKILL loses none that was written) is one JSON object:
 `{"ack": [session, [ids]]}` once entries are committed, `{"dispatch": [session, plan]}` once a plan's
 dispatch is committed, `{"fenced": session}` when the lease was found taken over.
@@ -9,6 +10,7 @@ dispatch is committed, `{"fenced": session}` when the lease was found taken over
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import time
@@ -26,13 +28,12 @@ def _plan_state(entries: list[LogEntry]) -> str | None:
     return states[-1] if states else None
 
 
-def serve(url: str, files: str, acks: str, seed: int, turns: int, lease: float) -> None:
+def serve(url: str, files: str, acks: str, seed: int, stop: str, lease: float) -> None:
     rng = random.Random(seed)
     out = open(acks, "a", buffering=1)  # noqa: SIM115 - open for the life of the process
     store = PostgresSessionStore(url, files_root=files, lease_seconds=lease)
     ids = [row.id for row in store.list()]
-    done = 0
-    while done < turns:
+    while not os.path.exists(stop):
         sid = rng.choice(ids)
         try:
             session = store.open(sid)
@@ -61,7 +62,6 @@ def serve(url: str, files: str, acks: str, seed: int, turns: int, lease: float) 
             path = [e.id for e in session.path()]
             new = path[path.index(start) + 1 :] if start is not None else path
             out.write(json.dumps({"ack": [sid, new]}) + "\n")
-            done += 1
         except SessionLeaseLostError:
             out.write(json.dumps({"fenced": sid}) + "\n")
         except StoreConnectionError:
@@ -77,5 +77,5 @@ def serve(url: str, files: str, acks: str, seed: int, turns: int, lease: float) 
 
 
 if __name__ == "__main__":
-    url, files, acks, seed, turns, lease = sys.argv[1:7]
-    serve(url, files, acks, int(seed), int(turns), float(lease))
+    url, files, acks, seed, stop, lease = sys.argv[1:7]
+    serve(url, files, acks, int(seed), stop, float(lease))
