@@ -53,14 +53,6 @@ def _local_store(ctx: typer.Context, command: str) -> LocalSessionStore:
     return store
 
 
-def _bundle_store(ctx: typer.Context, command: str) -> LocalSessionStore:
-    """The JSONL store: bundles are written from and into its session folders (a clear error for another store)."""
-    store = _store(ctx)
-    if not isinstance(store, LocalSessionStore):
-        abort(f"`sessions {command}` works with a JSONL store for now; {safe(store.location)} is not one", code=2)
-    return store
-
-
 def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
@@ -237,7 +229,7 @@ def export(
 
     try:
         with err.status("exporting…") if err.is_terminal else contextlib.nullcontext():
-            result = export_session(_bundle_store(ctx, "export"), session_id, output)
+            result = export_session(_store(ctx), session_id, output)
     except LaminaError as exc:
         abort(str(exc))
     if as_json:
@@ -266,7 +258,7 @@ def import_(
     workspace = (cwd or Path.cwd()).absolute()
     try:
         with err.status("importing…") if err.is_terminal else contextlib.nullcontext():
-            result = import_session(_bundle_store(ctx, "import"), bundle, cwd=workspace, keep_id=keep_id)
+            result = import_session(_store(ctx), bundle, cwd=workspace, keep_id=keep_id)
     except LaminaError as exc:
         abort(str(exc))
     if as_json:

@@ -32,18 +32,19 @@ import stat
 import time
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Annotated, Final, Literal
+from typing import IO, Annotated, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
-from lamina.errors import BundleError, SessionIOError, UsageError
-from lamina.session._files import FileLayer, write_new_file
+from lamina.errors import BundleError, SessionIOError, SessionNotFoundError, UsageError
+from lamina.session._files import OS_FILES, FileLayer, write_new_file
 from lamina.session.bridges import TRANSFER_SUMMARY_HEADING, view_summary
-from lamina.session.entries import OutboxRecord, encode_entry
-from lamina.session.meta import META_NAME, SessionMeta, write_meta
+from lamina.session.entries import LogEntry, OutboxRecord, encode_entry
+from lamina.session.meta import META_NAME, ForkOrigin, SessionMeta, write_meta
+from lamina.session.protocol import SessionLog, SessionStore
 from lamina.session.scan import scan_log
 from lamina.session.store import (
     CREATING_PREFIX,
@@ -185,8 +186,28 @@ def _log_bytes(log: Path) -> bytes:
     return data[:end]
 
 
+@runtime_checkable
+class EntryImporter(Protocol):
+    """A store that takes a whole session's entries at once (the PostgreSQL store): what an import needs
+    from a store that is not the JSONL one."""
+
+    def new_session_id(self) -> str: ...
+    def files_dir_of(self, session_id: str) -> Path: ...
+    def import_entries(
+        self,
+        entries: Sequence[LogEntry],
+        *,
+        session_id: str | None = None,
+        cwd: str = "",
+        title: str = "",
+        created_at: float | None = None,
+        forked_from: ForkOrigin | None = None,
+        leaf_id: str | None = None,
+    ) -> SessionLog: ...
+
+
 def export_session(
-    store: LocalSessionStore,
+    store: SessionStore,
     session_id: str,
     out: Path | str,
     *,
@@ -195,17 +216,28 @@ def export_session(
     """Write session `session_id` as one bundle at `out` (replaced atomically if it exists).
 
     The session is read as it is now (a writer may keep appending; the bundle ends at the last
-    complete line). Raises `SessionNotFoundError`, `SessionCorruptError` or `SessionIOError`.
+    complete line, or the last commit). Works with either store: a JSONL session's log is copied
+    byte for byte; another store's entries are encoded as the same lines. Raises
+    `SessionNotFoundError`, `SessionCorruptError` or `SessionIOError`.
     """
     out = Path(out)
-    with store.open(session_id, writable=False) as session:
-        folder, meta = session.folder, session.meta
-        leaf, view = session.leaf_id, session.view()
-    log = _log_bytes(folder / LOG_NAME)
-    members = list(_session_files(folder))
+    files: FileLayer = OS_FILES
+    if isinstance(store, LocalSessionStore):
+        with store.open(session_id, writable=False) as local:
+            folder, info = local.folder, local.info
+            leaf, view = local.leaf_id, local.view()
+        log = _log_bytes(folder / LOG_NAME)
+        members = list(_session_files(folder))
+        files = store.files
+    else:
+        with store.open(session_id, writable=False) as session:
+            entries, info = session.entries(), session.info
+            leaf, view = session.leaf_id, session.view()
+            folder = session.data_dir.parent
+        log = b"".join(encode_entry(e) + b"\n" for e in entries)
+        members = [(name, path) for name, path in _session_files(folder) if name != SESSION_PREFIX + META_NAME]
     transcript = any(name.startswith(f"{SESSION_PREFIX}{PROVIDER_FOLDER}/") for name, _ in members)
     summary = view_summary(view, heading=TRANSFER_SUMMARY_HEADING).encode()
-    files = store.files
     tmp = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
     listed: list[BundleFile] = []
     try:
@@ -219,11 +251,11 @@ def export_session(
                 manifest = BundleManifest(
                     format=BUNDLE_FORMAT,
                     version=BUNDLE_VERSION,
-                    session_id=meta.id,
-                    title=meta.title,
-                    cwd=meta.cwd,
+                    session_id=info.id,
+                    title=info.title,
+                    cwd=info.cwd,
                     folder=str(folder),
-                    created_at=meta.created_at,
+                    created_at=info.created_at,
                     exported_at=clock(),
                     leaf_id=leaf,
                     provider_transcript=transcript,
@@ -243,7 +275,7 @@ def export_session(
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    return ExportResult(out, meta.id, len(listed), sum(f.size for f in listed), transcript)
+    return ExportResult(out, info.id, len(listed), sum(f.size for f in listed), transcript)
 
 
 def _put_bytes(zf: zipfile.ZipFile, name: str, data: bytes) -> BundleFile:
@@ -443,7 +475,7 @@ def _remap(log: bytes, pairs: list[tuple[str, str]]) -> bytes:
 
 
 def import_session(
-    store: LocalSessionStore,
+    store: SessionStore,
     path: Path | str,
     *,
     cwd: Path | str | None = None,
@@ -470,9 +502,130 @@ def import_session(
                 check_session_id(manifest.session_id)
             except UsageError:
                 raise BundleError(bundle, f"invalid session id {manifest.session_id!r}", member=MANIFEST_NAME) from None
-            if store.folder_of(manifest.session_id).exists():
-                raise UsageError(f"session {manifest.session_id} already exists in store {store.root}")
-        return _install(store, zf, bundle, checked, cwd=None if cwd is None else str(cwd), keep_id=keep_id, clock=clock)
+            if _exists(store, manifest.session_id):
+                raise UsageError(f"session {manifest.session_id} already exists in store {store.location}")
+        new_cwd = None if cwd is None else str(cwd)
+        if isinstance(store, LocalSessionStore):
+            return _install(store, zf, bundle, checked, cwd=new_cwd, keep_id=keep_id, clock=clock)
+        if not isinstance(store, EntryImporter):
+            raise UsageError(f"store {store.location} cannot import a bundle")
+        return _install_entries(store, zf, bundle, checked, cwd=new_cwd, keep_id=keep_id, clock=clock)
+
+
+def _exists(store: SessionStore, session_id: str) -> bool:
+    if isinstance(store, LocalSessionStore):
+        return store.folder_of(session_id).exists()
+    try:
+        store.open(session_id, writable=False).close()
+    except SessionNotFoundError:
+        return False
+    return True
+
+
+def _entries_to_install(
+    checked: _Checked, bundle: Path, pairs: list[tuple[str, str]], now: float
+) -> tuple[bytes, list[LogEntry], str | None, str | None]:
+    """The remapped log and its entries, with the transfer summary appended as a hidden one-shot
+    when no provider transcript came along; and the leaf and the summary's outbox id."""
+    manifest = checked.manifest
+    log = _remap(checked.log, pairs)
+    scan = scan_log(log, base_offset=0, first_line=1)
+    if scan.corrupt:  # a path that cannot sit in JSON as it was: never for paths the store wrote
+        raise BundleError(
+            bundle, "the session log cannot be remapped to the new paths", member=SESSION_PREFIX + LOG_NAME
+        )
+    entries = list(scan.entries)
+    leaf = manifest.leaf_id if manifest.leaf_id in {e.id for e in entries} else None
+    if leaf is None and entries:
+        leaf = entries[-1].id
+    summary_id: str | None = None
+    if not manifest.provider_transcript and checked.summary.strip():
+        summary_id = "os_" + secrets.token_hex(6)
+        record = OutboxRecord(
+            id=secrets.token_hex(8),
+            parent_id=leaf,
+            ts=now,
+            part_id=summary_id,
+            status="queued",
+            kind="transfer_summary",
+            text=checked.summary,
+            hidden=True,
+        )
+        log += encode_entry(record) + b"\n"
+        entries.append(record)
+        leaf = record.id
+    return log, entries, leaf, summary_id
+
+
+def _install_entries(
+    store: EntryImporter,
+    zf: zipfile.ZipFile,
+    bundle: Path,
+    checked: _Checked,
+    *,
+    cwd: str | None,
+    keep_id: bool,
+    clock: Callable[[], float],
+) -> ImportResult:
+    """Write the session's files into the store's folder for it, then hand the entries to the store,
+    which commits the session and all its entries at once (nothing half-made is ever listed)."""
+    manifest = checked.manifest
+    now = clock()
+    session_id = manifest.session_id if keep_id else store.new_session_id()
+    folder = store.files_dir_of(session_id)
+    new_cwd = manifest.cwd if cwd is None else cwd
+    log, entries, leaf, summary_id = _entries_to_install(
+        checked, bundle, [(manifest.folder, str(folder)), (manifest.cwd, new_cwd)], now
+    )
+    written = 0
+    try:
+        written = _write_members(OS_FILES, zf, bundle, checked, folder, existing={folder / name for name in SUBFOLDERS})
+        store.import_entries(
+            entries,
+            session_id=session_id,
+            cwd=new_cwd,
+            title=manifest.title[:200],
+            created_at=manifest.created_at or now,
+            leaf_id=leaf,
+        ).close()
+    except OSError as exc:
+        raise SessionIOError(folder, "write the imported session's files", exc) from None
+    except BaseException:
+        _discard(folder)
+        raise
+    return ImportResult(
+        session_id=session_id,
+        source_session_id=manifest.session_id,
+        cwd=new_cwd,
+        files=len(manifest.files),
+        bytes=written + len(log),
+        transfer_summary_id=summary_id,
+    )
+
+
+def _write_members(
+    files: FileLayer, zf: zipfile.ZipFile, bundle: Path, checked: _Checked, folder: Path, *, existing: set[Path]
+) -> int:
+    """Write the bundle's session files (not its log or metadata) under `folder`, each durable with its
+    folder; returns the bytes written."""
+    made = {folder, *existing}
+    listed = {f.path: f for f in checked.manifest.files}
+    written = 0
+    for name, info in sorted(checked.infos.items()):
+        if not name.startswith(SESSION_PREFIX) or name in (SESSION_PREFIX + LOG_NAME, SESSION_PREFIX + META_NAME):
+            continue
+        target = folder / name[len(SESSION_PREFIX) :]
+        for parent in reversed(target.relative_to(folder).parents[:-1]):
+            if folder / parent not in made:
+                files.mkdir(folder / parent)
+                made.add(folder / parent)
+        # read again (and checked again) while written: the bundle may have changed since the check
+        data = b"".join(_read_member(zf, bundle, info, listed[name]))
+        write_new_file(files, target, data)
+        written += len(data)
+    for made_folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
+        files.fsync_dir(made_folder)
+    return written
 
 
 def _install(
@@ -497,32 +650,9 @@ def _install(
     folder = store.folder_of(session_id)
     staging = store.root / f"{CREATING_PREFIX}{session_id}"
     new_cwd = manifest.cwd if cwd is None else cwd
-    log = _remap(checked.log, [(manifest.folder, str(folder)), (manifest.cwd, new_cwd)])
-    scan = scan_log(log, base_offset=0, first_line=1)
-    if scan.corrupt:  # a path that cannot sit in JSON as it was: never for paths the store wrote
-        raise BundleError(
-            bundle, "the session log cannot be remapped to the new paths", member=SESSION_PREFIX + LOG_NAME
-        )
-    leaf = manifest.leaf_id if manifest.leaf_id in {e.id for e in scan.entries} else None
-    if leaf is None and scan.entries:
-        leaf = scan.entries[-1].id
-    summary_id: str | None = None
-    count = len(scan.entries)
-    if not manifest.provider_transcript and checked.summary.strip():
-        summary_id = "os_" + secrets.token_hex(6)
-        record = OutboxRecord(
-            id=secrets.token_hex(8),
-            parent_id=leaf,
-            ts=now,
-            part_id=summary_id,
-            status="queued",
-            kind="transfer_summary",
-            text=checked.summary,
-            hidden=True,
-        )
-        log += encode_entry(record) + b"\n"
-        leaf = record.id
-        count += 1
+    log, entries, leaf, summary_id = _entries_to_install(
+        checked, bundle, [(manifest.folder, str(folder)), (manifest.cwd, new_cwd)], now
+    )
     meta = SessionMeta(
         id=session_id,
         created_at=manifest.created_at or now,
@@ -532,30 +662,16 @@ def _install(
         leaf_id=leaf,
         leaf_offset=len(log),
         log_size=len(log),
-        entry_count=count,
+        entry_count=len(entries),
     )
     written = 0
     try:
         files.mkdir(staging)
         for name in SUBFOLDERS:
             files.mkdir(staging / name)
-        made = {staging, *(staging / name for name in SUBFOLDERS)}
-        listed = {f.path: f for f in manifest.files}
-        for name, info in sorted(checked.infos.items()):
-            if not name.startswith(SESSION_PREFIX) or name in (SESSION_PREFIX + LOG_NAME, SESSION_PREFIX + META_NAME):
-                continue
-            target = staging / name[len(SESSION_PREFIX) :]
-            for parent in reversed(target.relative_to(staging).parents[:-1]):
-                if staging / parent not in made:
-                    files.mkdir(staging / parent)
-                    made.add(staging / parent)
-            # read again (and checked again) while written: the bundle may have changed since the check
-            data = b"".join(_read_member(zf, bundle, info, listed[name]))
-            write_new_file(files, target, data)
-            written += len(data)
+        written = _write_members(files, zf, bundle, checked, staging, existing={staging / n for n in SUBFOLDERS})
         write_new_file(files, staging / LOG_NAME, log)
-        for made_folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
-            files.fsync_dir(made_folder)
+        files.fsync_dir(staging)
         write_meta(staging, meta, files)  # fsyncs the staging folder
         if folder.exists():
             raise UsageError(f"session {session_id} already exists in store {store.root}")

@@ -1,0 +1,103 @@
+"""Moving a session between stores: JSONL → PostgreSQL → JSONL through `sessions export` / `import` bundles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lamina.cli import app
+from lamina.errors import UsageError
+from lamina.session.bundle import export_session, import_session
+from lamina.session.entries import LogEntry, OutboxRecord, is_hidden
+from lamina.session.postgres import PostgresSessionStore
+from lamina.session.store import LocalSessionStore
+from tests.session.test_bundle import _digests, _session
+from tests.support.postgres import fresh_schema, schema_url
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def pg(tmp_path: Path) -> Iterator[PostgresSessionStore]:
+    with fresh_schema("bundle") as schema:
+        store = PostgresSessionStore(schema_url(schema), files_root=tmp_path / "pg-files")
+        yield store
+        store.close()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("Run the tests before you finish.\n")
+    (root / "notes.txt").write_text("Meeting notes: ship the parser on Friday.\n")
+    return root
+
+
+def _visible(entries: list[LogEntry] | tuple[LogEntry, ...]) -> list[LogEntry]:
+    """Entries without the hidden transfer-summary bridges an import appends (one per import, by design)."""
+    return [e for e in entries if not (isinstance(e, OutboxRecord) and is_hidden(e))]
+
+
+def _texts(entries: list[LogEntry]) -> list[bytes]:
+    from lamina.session.entries import encode_entry
+
+    return [encode_entry(e) for e in entries]
+
+
+def test_jsonl_to_postgres_to_jsonl_keeps_the_entries_the_view_and_the_files(
+    tmp_path: Path, workspace: Path, pg: PostgresSessionStore
+) -> None:
+    local, session_id = _session(tmp_path, workspace)
+    with local.open(session_id, writable=False) as source:
+        original, original_view, source_folder = source.entries(), source.view(), source.folder
+    first = export_session(local, session_id, tmp_path / "a.zip")
+    into_pg = import_session(pg, first.path, keep_id=True)
+    assert into_pg.session_id == session_id and into_pg.transfer_summary_id is not None
+    with pg.open(session_id, writable=False) as moved:
+        pg_entries, pg_folder = moved.entries(), moved.files_dir
+        assert moved.info.cwd == str(workspace)
+    assert _digests(pg_folder) == _digests(source_folder)
+    # the paths into the session folder now point into the PostgreSQL store's folder for it
+    assert len(_visible(pg_entries)) == len(original)
+    assert any(str(pg_folder) in e.content for e in pg_entries if hasattr(e, "content") and isinstance(e.content, str))
+
+    back = tmp_path / "back"
+    export_session(pg, session_id, tmp_path / "b.zip")
+    result = import_session(LocalSessionStore(back), tmp_path / "b.zip", keep_id=True)
+    with LocalSessionStore(back).open(result.session_id, writable=False) as returned:
+        final, final_view, final_folder = returned.entries(), returned.view(), returned.folder
+    # same entries (with the session folder's paths remapped back to a folder of the same layout)
+    remap = (str(final_folder), str(source_folder))
+    assert [t.replace(remap[0].encode(), remap[1].encode()) for t in _texts(_visible(final))] == _texts(original)
+    assert [e.id for e in _visible(list(final_view.entries))] == [e.id for e in original_view.entries]
+    assert final_view.boundary == original_view.boundary
+    assert _digests(final_folder) == _digests(source_folder)
+
+
+def test_an_import_into_postgres_refuses_a_taken_id(tmp_path: Path, workspace: Path, pg: PostgresSessionStore) -> None:
+    local, session_id = _session(tmp_path, workspace)
+    bundle = export_session(local, session_id, tmp_path / "a.zip").path
+    import_session(pg, bundle, keep_id=True)
+    with pytest.raises(UsageError, match="already exists"):
+        import_session(pg, bundle, keep_id=True)
+    copy = import_session(pg, bundle)  # a new id is always free
+    assert copy.session_id != session_id and len(pg.list()) == 2
+
+
+def test_the_cli_moves_a_session_between_stores(tmp_path: Path, workspace: Path, pg: PostgresSessionStore) -> None:
+    local, session_id = _session(tmp_path, workspace)
+    url = f"postgresql://postgres@127.0.0.1:5432/test?schema={pg.schema}"
+    bundle = tmp_path / "s.zip"
+    result = runner.invoke(app, ["--store", str(local.root), "sessions", "export", session_id, "-o", str(bundle)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(
+        app, ["--store", url, "sessions", "import", str(bundle), "--keep-id", "--cwd", str(workspace)]
+    )
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["--store", url, "sessions", "export", session_id, "-o", str(tmp_path / "t.zip")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "t.zip").stat().st_size > 0
