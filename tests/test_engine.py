@@ -287,12 +287,33 @@ def test_sdk_managed_sends_stable_parts_only_when_new(tmp_path: Path, workspace:
     assert "New rules." in third.prompt  # type: ignore[union-attr]
 
 
+def _without_cache_marks(value: Any) -> Any:
+    """`value` with every `cache_control` left out (the newest block carries the mark, so it moves)."""
+    if isinstance(value, dict):
+        return {k: _without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_marks(v) for v in value]
+    return value
+
+
 def test_time_advancing_changes_only_the_tail(tmp_path: Path, workspace: Path) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
-    turn = engine.prepare_turn("one")
+    first_turn = engine.prepare_turn("one")
+    first = _without_cache_marks(render(first_turn, ANTHROPIC))
+    engine.commit(first_turn)
+    answer(engine)
     clock.advance(timedelta(hours=5).total_seconds() / 60)
-    assert render(turn, ANTHROPIC) == render(turn, ANTHROPIC)  # a built turn never changes
+    second = _without_cache_marks(render(engine.prepare_turn("two"), ANTHROPIC))
+    # the prefix (system, tools, the first turn as it was sent) is byte for byte the same
+    assert second["system"] == first["system"] and second["tools"] == first["tools"]
+    sent = len(first["messages"])
+    assert second["messages"][:sent] == first["messages"]
+    assert [m["role"] for m in second["messages"][sent:]] == ["assistant", "user"]
+    # only the new tail says the new time; the first turn keeps the time it was sent with
+    assert "10:00" in last_user_text(first) and "10:00" not in last_user_text(second)
+    assert "15:00" in last_user_text(second) and "15:00" not in json.dumps(second["messages"][:-1])
+    assert json.dumps(second["system"]).count("15:00") == 0
 
 
 def test_one_shot_redelivered_by_a_later_turn_appears_once_in_all_later_history(

@@ -47,6 +47,27 @@ def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: 
     assert [e.value for e in entries if isinstance(e, StateChange) and e.key == "mode"] == ["explore", "execute"]
     assert any(isinstance(e, ToolResult) and "README.md" in e.content for e in entries)
 
+    # resume: the same session goes on from its leaf, in the mode it was left in
+    script.write_text(json.dumps({"responses": [{"text": "Still the one markdown file."}]}))
+    second = runner.invoke(
+        app,
+        ["--store", str(store), "chat", "--model", f"scripted:{script}", "--resume", session_id],
+        input="And now?\n/quit\n",
+    )
+    assert second.exit_code == 0, second.output
+    assert f"session {session_id} (resumed)" in second.stderr and "mode execute" in second.stderr
+    assert "Still the one markdown file." in second.stdout
+    assert [s.id for s in LocalSessionStore(store).list()] == [session_id]
+    with LocalSessionStore(store).open(session_id, writable=False) as session:
+        resumed = session.entries()
+        path = session.path()
+    assert resumed[: len(entries)] == entries  # nothing before the resume changed
+    asked = next(e for e in resumed[len(entries) :] if isinstance(e, UserMessage))
+    assert asked.text == "And now?" and asked.parent_id == entries[-1].id  # it follows the old leaf
+    texts = [e.text for e in path if isinstance(e, UserMessage)]
+    assert texts == ["What is here?", "And now?"]  # the resumed turn's path holds the first one
+    assert [e.value for e in resumed if isinstance(e, StateChange) and e.key == "mode"] == ["explore", "execute"]
+
 
 def test_chat_rejects_an_unknown_model_spec(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--store", str(tmp_path), "chat", "--model", "nope:thing"], input="/quit\n")
