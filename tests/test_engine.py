@@ -15,7 +15,7 @@ import pytest
 
 from lamina.engine import ContextEngine
 from lamina.errors import UsageError
-from lamina.messages import render_tail
+from lamina.messages import INTERRUPTED_RESULT, render_tail
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
 from lamina.session.entries import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage
 from lamina.session.store import LocalSessionStore
@@ -151,6 +151,50 @@ def test_one_shot_across_a_crash(tmp_path: Path, workspace: Path, phase: str, ex
     assert count(body, "CRASH-ONE-SHOT") == 1  # redelivered in the tail, or seen once in history
     engine.session.close()
     assert os.path.exists(tmp_path / "store" / session_id / "log.jsonl")
+
+
+TOOL_CRASH_SCRIPT = """
+import os, signal, sys
+sys.path[:0] = [{src!r}, {repo!r}]
+from pathlib import Path
+from tests.support.engine import Clock, make_engine
+from lamina.session.entries import AssistantMessage, ToolCall, Usage
+tmp, ws = Path(sys.argv[1]), Path(sys.argv[2])
+engine = make_engine(tmp, ws, Clock())
+turn = engine.prepare_turn("read the readme")
+engine.commit(turn)
+engine.record(AssistantMessage(text="Reading it.", usage=Usage(input=10, output=5)))
+engine.record(ToolCall(call_id="call_crash", name="Read", input={{"path": "README.md"}}))
+print(engine.session.id, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # the tool was running: its result never reaches the log
+"""
+
+
+def test_a_crash_between_a_tool_call_and_its_result_sends_an_interrupted_result(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = TOOL_CRASH_SCRIPT.format(src=str(REPO / "src"), repo=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), str(workspace)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    engine = make_engine(tmp_path, workspace, Clock(), session_id=proc.stdout.strip())
+    assert not any(isinstance(e, ToolResult) for e in engine.session.entries())  # the log has the call alone
+    turn = engine.prepare_turn("go on")
+    anthropic = validate_anthropic(render(turn, ANTHROPIC))
+    chat = validate_openai_chat(render(turn, OpenAIChatTarget(model="gpt-5")))
+    responses = validate_openai_responses(render(turn, OpenAIResponsesTarget(model="gpt-5")))
+    engine.session.close()
+    # the request pairs the call with a synthetic result, right after it (an API refuses a lone call)
+    messages = anthropic["messages"]
+    call_at = next(i for i, m in enumerate(messages) if any(b.get("type") == "tool_use" for b in m["content"]))
+    result = next(b for b in messages[call_at + 1]["content"] if b.get("type") == "tool_result")
+    assert result["tool_use_id"] == "call_crash" and result["is_error"] is True
+    assert INTERRUPTED_RESULT in json.dumps(result["content"])
+    tool_message = next(m for m in chat["messages"] if m["role"] == "tool")
+    assert tool_message["tool_call_id"] == "call_crash" and INTERRUPTED_RESULT in json.dumps(tool_message)
+    output = next(i for i in responses["input"] if i.get("type") == "function_call_output")
+    assert output["call_id"] == "call_crash" and INTERRUPTED_RESULT in output["output"]
 
 
 def _prefix(body: Any) -> str:
