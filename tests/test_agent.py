@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from lamina.agent import Agent, AgentEvent, ToolStarted, open_agent
-from lamina.errors import ContextOverflowError
+from lamina.errors import ContextOverflowError, ProviderError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.providers.base import Provider
 from lamina.providers.retry import RetryPolicy
-from lamina.session.entries import ToolCall, ToolResult
+from lamina.session.entries import OutboxRecord, ToolCall, ToolResult
 from lamina.session.store import LocalSessionStore
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Fail, Reply, ToolUse
@@ -99,6 +99,28 @@ async def test_retry_after_overload_then_overflow_is_a_typed_error(
         assert (await agent.run_turn("hi")).text == "Hello."
         with pytest.raises(ContextOverflowError):
             await agent.run_turn("a very long request")
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+async def test_a_one_shot_is_delivered_only_once_a_request_carrying_it_is_accepted(
+    tmp_path: Path, workspace: Path, wire: WireServer, kind: str
+) -> None:
+    wire.script(Fail("auth"), Reply(text="Hello."))
+    async with PROVIDERS[kind](wire) as provider:
+        agent = _agent(tmp_path, workspace, provider)
+        part_id = agent.engine.queue_one_shot("note", "ONE-SHOT-MARK-7f3")
+        with pytest.raises(ProviderError):
+            await agent.run_turn("the refused request")
+        refused = [e for e in agent.engine.session.entries() if isinstance(e, OutboxRecord) and e.part_id == part_id]
+        assert [r.status for r in refused] == ["queued"]  # the provider refused it: not delivered
+        assert [r.status for r in wire.requests] == [401]
+        outcome = await agent.run_turn("the accepted request")
+        assert outcome.text == "Hello."
+        assert "ONE-SHOT-MARK-7f3" in outcome.turn.tail  # sent in the tail of the turn that was accepted
+        assert json.dumps(wire.bodies()[-1]).count("ONE-SHOT-MARK-7f3") == 1
+        records = [e for e in agent.engine.session.entries() if isinstance(e, OutboxRecord) and e.part_id == part_id]
+        assert [r.status for r in records] == ["queued", "delivered"]
+        agent.engine.session.close()
 
 
 async def test_cancelled_mid_tool_call_leaves_a_log_the_providers_accept(
