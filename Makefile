@@ -44,6 +44,13 @@ test: lint typecheck browser
 test-exhaustive: $(STAMP) browser
 	LAMINA_EXHAUSTIVE=1 $(BIN)/python -m pytest -q -rP
 
+# deliberate bugs (mutants) in the modules that hold the invariants, each run against the tests that
+# cover it (configured in pyproject.toml, [tool.mutmut]); `mutmut results` lists the survivors
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[mutation]'
+	env -u PYTHONPATH $(BIN)/mutmut run
+	env -u PYTHONPATH $(BIN)/mutmut results
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks all --quick
 
@@ -59,4 +66,4 @@ peers:
 		@mariozechner/pi-coding-agent@$(PI_VERSION) @openai/codex@$(CODEX_VERSION)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache mutants

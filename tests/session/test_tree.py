@@ -138,3 +138,27 @@ def test_links_replace_written_parents_in_a_walk() -> None:
         "c",
         "d",
     ]
+
+
+def test_an_empty_walk_starts_nowhere() -> None:
+    assert view_start_id({}, None) is None
+    assert path_to({}, None) == []
+
+
+def test_a_parent_that_leads_into_a_loop_elsewhere_is_a_cycle_and_a_dead_end_is_not() -> None:
+    into_loop: list[LogEntry] = [_user("r", None), _user("x", "y"), _user("y", "z"), _user("z", "y")]
+    assert [(r.entry_id, r.problem) for r in mend_links(into_loop)] == [("x", "cycle"), ("y", "cycle")]
+    dead_end: list[LogEntry] = [_user("x", "y"), _user("y", "gone")]
+    assert [(r.entry_id, r.problem) for r in mend_links(dead_end)] == [("x", "later_parent"), ("y", "missing_parent")]
+
+
+def test_lost_lines_that_lead_to_the_root_or_back_to_themselves_make_a_root() -> None:
+    order: list[LogEntry] = [_user("r", None), _user("x", "l1")]
+    assert mend_links(order, [LostLine(1, "l1", None)]) == [Relink("x", 1, "l1", None, "lost_parent")]
+    looping = [LostLine(1, "l1", "l2"), LostLine(1, "l2", "l1")]
+    assert mend_links(order, looping) == [Relink("x", 1, "l1", None, "lost_parent")]
+
+
+def test_a_lost_line_that_names_the_entry_itself_never_makes_it_its_own_parent() -> None:
+    order: list[LogEntry] = [_user("r", None), _user("x", "l1")]
+    assert mend_links(order, [LostLine(1, "l1", "x")]) == [Relink("x", 1, "l1", "r", "lost_parent")]
