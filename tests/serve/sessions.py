@@ -20,6 +20,7 @@ from lamina.session.entries import (
     AssistantMessage,
     Label,
     PlanState,
+    PlanStateName,
     ToolCall,
     ToolResult,
     Usage,
@@ -67,6 +68,16 @@ def workspace(root: Path) -> Path:
     return ws
 
 
+PLAN_STATES: tuple[PlanStateName, ...] = (
+    "submitted",
+    "accepted",
+    "awaiting_compaction",
+    "compacted",
+    "dispatched",
+    "done",
+)
+
+
 def rich_session(store: SessionStore, root: Path) -> RichSession:
     """Four turns with tools, an image, a compaction, a plan, a hidden recovery bridge and a branch."""
     ws = workspace(root)
@@ -93,10 +104,10 @@ def rich_session(store: SessionStore, root: Path) -> RichSession:
         assert compacted.status == "compacted", compacted.message
         agent.engine.queue_one_shot("recovery", "Recovered context: the user asked about total().")
         await agent.run_turn("Now plan the fix.")
-        for state in ("submitted", "awaiting_compaction", "ready", "dispatched"):
-            agent.engine.record(PlanState(plan_id="plan-1", state=state, plan_path="plans/fix.md", detail=state))
         await agent.run_turn("Execute the plan.")
-        agent.engine.record(PlanState(plan_id="plan-1", state="done", plan_path="plans/fix.md"))
+        # the plan's transitions, written after its turns: an open plan would make the agent move it forward
+        for state in PLAN_STATES:
+            agent.engine.record(PlanState(plan_id="plan-1", state=state, plan_path="plans/fix.md", detail=state))
         agent.engine.session.close()
         return session_id, fork
 

@@ -20,7 +20,7 @@ from lamina.compaction.summarize import DeterministicSummariser
 from lamina.providers.scripted import ScriptedResponse
 from lamina.session.entries import AssistantMessage, StateChange, TurnRecord
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
-from tests.serve.sessions import HOSTILE_SCRIPT, _provider, workspace
+from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_session_with_branches_compaction_plan_and_plot(page: Watched, server: R
     # the plan and its states
     plan = p.locator('article.plan[data-plan="plan-1"]')
     expect(plan.locator(".plan-state")).to_have_text("done")
-    expect(plan.locator(".transitions li")).to_have_count(5)
+    expect(plan.locator(".transitions li")).to_have_count(len(PLAN_STATES))
     # the attachment's thumbnail is loaded from the store
     thumb = p.locator("img.thumb").first
     thumb.scroll_into_view_if_needed()
