@@ -12,13 +12,13 @@ from types import MappingProxyType
 from lamina.engine import ContextEngine
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.prompt import Platform
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
-from lamina.session.store import LocalSessionStore
-from lamina.tools.builtin import default_tool_specs
-from lamina.tools.read import numbered
+from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
+from lamina.session._store import LocalSessionStore
+from lamina.tools._builtin import default_tool_specs
+from lamina.tools._read import numbered
 from lamina.turn import ToolSpec, TurnContext
 from lamina.workspace import WorkspaceContext
-from lamina.workspace.preferences import Preferences
+from lamina.workspace._preferences import Preferences
 
 _PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 _PATTERN_SCHEMA = {"type": "object", "properties": {"pattern": {"type": "string"}}}

@@ -62,7 +62,7 @@ from lamina.parts import Part
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, render
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.turn import ToolSpec
-from lamina.workspace.skills import Skill, SkillScan, skill_catalogue_part
+from lamina.workspace._skills import Skill, SkillScan, skill_catalogue_part
 
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")

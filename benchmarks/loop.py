@@ -22,9 +22,9 @@ from lamina.agent import open_agent
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider
-from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
+from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
+from lamina.session._store import LocalSessionStore
 
 USAGE = Usage(input=10, output=5)
 

@@ -38,9 +38,9 @@ import psycopg
 
 from benchmarks import Figure, ratio
 from benchmarks.store import KEPT_BEFORE, TAIL, TURN, _build_log, _entry_id, _make_entry, _peer_item, _text
-from lamina.session.entries import CompactionBoundary, LogEntry, encode_entry
+from lamina.session._entries import CompactionBoundary, LogEntry, encode_entry
+from lamina.session._store import LocalSessionStore
 from lamina.session.postgres import PostgresSessionStore
-from lamina.session.store import LocalSessionStore
 
 URL = os.environ.get("LAMINA_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 _T0 = 1_750_000_000.0

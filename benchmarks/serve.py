@@ -31,8 +31,8 @@ from benchmarks._scenario import TOOLS, stable_source
 from lamina.cli._prices import cost_of
 from lamina.engine import ContextEngine
 from lamina.serve import create_app
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, Usage
-from lamina.session.store import LocalSessionStore
+from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, Usage
+from lamina.session._store import LocalSessionStore
 
 HOST = "http://127.0.0.1:8765"
 

@@ -55,8 +55,8 @@ from typing import Any
 
 from benchmarks import Figure, ratio
 from lamina.engine import ContextEngine
-from lamina.session.bundle import export_session, import_session
-from lamina.session.entries import (
+from lamina.session._bundle import export_session, import_session
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,
@@ -66,8 +66,8 @@ from lamina.session.entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session.meta import SessionMeta, write_meta
-from lamina.session.store import LOG_NAME, JsonlSession, LocalSessionStore
+from lamina.session._meta import SessionMeta, write_meta
+from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
 
 TURN: int = 10
 """Entries per turn: a user message, then three rounds of assistant / tool call / tool result."""

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from lamina.agent import Agent, open_agent
-from lamina.compaction.summarize import DeterministicSummariser
+from lamina.compaction._summarize import DeterministicSummariser
 from lamina.plan import Plan, execution_message
 from lamina.providers import ScriptedProvider
-from lamina.providers.retry import RetryPolicy
-from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
-from lamina.session.entries import CompactionBoundary, LogEntry, PlanState, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.providers._retry import RetryPolicy
+from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
+from lamina.session._entries import CompactionBoundary, LogEntry, PlanState, UserMessage
+from lamina.session._store import LocalSessionStore
 
 PLAN_TEXT = "# Fix total()\n\n1. Remove the `+ 1` in app.py.\n2. Run `python test_app.py`.\n"
 EARLY_WORDS = "Before anything else: total() is used by the billing report, keep it pure."

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from lamina.agent import Agent, open_agent
-from lamina.compaction.summarize import DeterministicSummariser
+from lamina.compaction._summarize import DeterministicSummariser
 from lamina.errors import UsageError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.placement import SdkManagedTarget, render
-from lamina.session.branch import open_tool_calls
-from lamina.session.entries import AssistantMessage, LogEntry, OutboxRecord, ToolCall, ToolResult, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.session._branch import open_tool_calls
+from lamina.session._entries import AssistantMessage, LogEntry, OutboxRecord, ToolCall, ToolResult, UserMessage
+from lamina.session._store import LocalSessionStore
 from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider
 from tests.wire.script import Reply, ToolUse

@@ -17,8 +17,8 @@ from lamina.engine import ContextEngine
 from lamina.errors import UsageError
 from lamina.messages import INTERRUPTED_RESULT, render_tail
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
-from lamina.session.entries import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage
-from lamina.session.store import LocalSessionStore
+from lamina.session._entries import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage
+from lamina.session._store import LocalSessionStore
 from lamina.turn import VolatileInputs, build_volatile_parts
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
@@ -158,7 +158,7 @@ import os, signal, sys
 sys.path[:0] = [{src!r}, {repo!r}]
 from pathlib import Path
 from tests.support.engine import Clock, make_engine
-from lamina.session.entries import AssistantMessage, ToolCall, Usage
+from lamina.session._entries import AssistantMessage, ToolCall, Usage
 tmp, ws = Path(sys.argv[1]), Path(sys.argv[2])
 engine = make_engine(tmp, ws, Clock())
 turn = engine.prepare_turn("read the readme")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from lamina.compaction.summarize import DeterministicSummariser
+from lamina.compaction._summarize import DeterministicSummariser
 from lamina.defang import contains_reserved_marker, render_block
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     Ledger,
@@ -28,7 +28,7 @@ from lamina.session.entries import (
     TurnRecord,
     UserMessage,
 )
-from lamina.session.store import LocalSessionStore
+from lamina.session._store import LocalSessionStore
 from tests.support.engine import Clock, make_engine
 
 TARGETS = (

@@ -10,13 +10,13 @@ from typing import get_args
 import pytest
 
 from lamina.agent import Agent, PlanUpdate
-from lamina.compaction.summarize import SummaryResult
-from lamina.compaction.summary import StructuredSummary
+from lamina.compaction._summarize import SummaryResult
+from lamina.compaction._summary import StructuredSummary
 from lamina.plan import TRANSITIONS, Plan, PlanTransitionError, check_transition, execution_message, next_step
 from lamina.providers import ScriptedProvider
-from lamina.providers.scripted import ScriptedResponse
-from lamina.session.entries import PlanState, PlanStateName, StateChange, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.providers._scripted import ScriptedResponse
+from lamina.session._entries import PlanState, PlanStateName, StateChange, UserMessage
+from lamina.session._store import LocalSessionStore
 from lamina.tools import PermissionMode
 from tests.plan_flow import (
     EARLY_WORDS,

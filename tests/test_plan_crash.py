@@ -20,9 +20,9 @@ import pytest
 
 from lamina.plan import next_step
 from lamina.providers import ScriptedProvider
-from lamina.providers.scripted import ScriptedResponse
+from lamina.providers._scripted import ScriptedResponse
 from lamina.session._files import OsFiles
-from lamina.session.store import LocalSessionStore
+from lamina.session._store import LocalSessionStore
 from tests.plan_flow import (
     dispatch_facts,
     full_log,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from lamina.compaction.summarize import DeterministicSummariser
+from lamina.compaction._summarize import DeterministicSummariser
 from lamina.messages import TextBlock, ToolResultBlock
 from lamina.parts import Authority, Stability, Tier
 from lamina.placement import turn_messages
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult
+from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
 from lamina.turn import ToolSpec, tool_part
 from tests.support.engine import TOOLS, Clock, make_engine
 

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 
 from lamina.agent import Agent, AgentEvent, open_agent
-from lamina.compaction.summarize import ProviderSummariser
+from lamina.compaction._summarize import ProviderSummariser
 from lamina.errors import AuthenticationError
-from lamina.providers.claude_agent import ClaudeAgentProvider
-from lamina.providers.retry import RetryPolicy
+from lamina.providers._claude_agent import ClaudeAgentProvider
+from lamina.providers._retry import RetryPolicy
 from lamina.recovery import recovery_text
-from lamina.session.check import check_session
-from lamina.session.entries import AssistantMessage, Ledger, OutboxRecord, StateChange, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.session._check import check_session
+from lamina.session._entries import AssistantMessage, Ledger, OutboxRecord, StateChange, UserMessage
+from lamina.session._store import LocalSessionStore
 from tests.providers.support import long_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
@@ -469,9 +469,9 @@ sys.path[:0] = [{src!r}, {repo!r}]
 from pathlib import Path
 from lamina.agent import open_agent
 from lamina.engine import ContextEngine
-from lamina.providers.claude_agent import ClaudeAgentProvider
-from lamina.providers.retry import RetryPolicy
-from lamina.session.store import LocalSessionStore
+from lamina.providers._claude_agent import ClaudeAgentProvider
+from lamina.providers._retry import RetryPolicy
+from lamina.session._store import LocalSessionStore
 
 tmp, workspace, base_url, session_id, step = sys.argv[1:]
 
@@ -662,8 +662,8 @@ async def test_a_forked_session_forks_the_sdk_session_and_the_source_continues_i
 async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_only_off_its_path(
     tmp_path: Path,
 ) -> None:
-    from lamina.compaction.summarize import DeterministicSummariser
-    from lamina.session.entries import ProviderSession
+    from lamina.compaction._summarize import DeterministicSummariser
+    from lamina.session._entries import ProviderSession
     from tests.support.engine import Clock, make_engine
 
     workspace = long_workspace(tmp_path)
@@ -700,8 +700,8 @@ async def test_an_automatic_compaction_inside_the_sdk_resets_reads_and_restates_
 
     from lamina.placement import RenderedRequest, SdkManagedPrompt, SdkManagedTarget
     from lamina.providers import Capabilities, Completed, ProviderEvent, TextDelta
-    from lamina.providers.base import ProviderCompacted, ProviderSessionChanged
-    from lamina.session.entries import ProviderSession, Usage
+    from lamina.providers._base import ProviderCompacted, ProviderSessionChanged
+    from lamina.session._entries import ProviderSession, Usage
 
     class CompactingSdk:
         name = "claude-agent"

@@ -24,13 +24,13 @@ from typing import Final
 
 from lamina.engine import ContextEngine
 from lamina.parts import Part
-from lamina.session.entries import CompactionBoundary
-from lamina.sources.config import slug_problem
-from lamina.sources.guide import calls_to_source
-from lamina.tools.prerequisites import PrerequisiteManager
-from lamina.tools.rules import Allow, Deny, Rule, ToolCall, Verdict
-from lamina.workspace.context_files import ContextFileFinder
-from lamina.workspace.skills import (
+from lamina.session._entries import CompactionBoundary
+from lamina.sources._config import slug_problem
+from lamina.sources._guide import calls_to_source
+from lamina.tools._prerequisites import PrerequisiteManager
+from lamina.tools._rules import Allow, Deny, Rule, ToolCall, Verdict
+from lamina.workspace._context_files import ContextFileFinder
+from lamina.workspace._skills import (
     Skill,
     SkillScan,
     SkillStamps,

@@ -17,20 +17,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
-from lamina.attachments.render import MediaSupport
-from lamina.attachments.store import AttachmentInput
+from lamina.attachments._render import MediaSupport
+from lamina.attachments._store import AttachmentInput
 from lamina.compaction import should_compact
-from lamina.compaction.cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
-from lamina.compaction.lane import DEFAULT_USER_LANE_TOKENS
-from lamina.compaction.summarize import ProviderSummariser, Summariser
+from lamina.compaction._cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
+from lamina.compaction._lane import DEFAULT_USER_LANE_TOKENS
+from lamina.compaction._summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
 from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.parts import Part
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget
 from lamina.plan import Plan, continuation_message, execution_message, next_step, rejection_message
-from lamina.prompt.presets import Preset
-from lamina.providers.base import (
+from lamina.prompt._presets import Preset
+from lamina.providers._base import (
     Completed,
     Provider,
     ProviderCompacted,
@@ -38,10 +38,10 @@ from lamina.providers.base import (
     TextDelta,
     ToolCallRequest,
 )
-from lamina.providers.retry import RetryNotice, RetryPolicy, stream_with_retry
+from lamina.providers._retry import RetryNotice, RetryPolicy, stream_with_retry
 from lamina.recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
-from lamina.session.branch import Branch
-from lamina.session.entries import (
+from lamina.session._branch import Branch
+from lamina.session._entries import (
     BRIDGE_KINDS,
     AssistantMessage,
     LogEntry,
@@ -50,18 +50,18 @@ from lamina.session.entries import (
     ToolResult,
     Usage,
 )
-from lamina.session.protocol import SessionLog, SessionStore
-from lamina.sources.connections import SourceConnections
-from lamina.sources.guide import guide_path
-from lamina.tools.base import PermissionMode, Tool, ToolContext
-from lamina.tools.builtin import default_tools, mini_tools
-from lamina.tools.offload import OffloadPolicy
-from lamina.tools.pipeline import ToolPipeline
-from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
-from lamina.tools.rules import AskCallback, Rule
+from lamina.session._protocol import SessionLog, SessionStore
+from lamina.sources._connections import SourceConnections
+from lamina.sources._guide import guide_path
+from lamina.tools._base import PermissionMode, Tool, ToolContext
+from lamina.tools._builtin import default_tools, mini_tools
+from lamina.tools._offload import OffloadPolicy
+from lamina.tools._pipeline import ToolPipeline
+from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
+from lamina.tools._rules import AskCallback, Rule
 from lamina.turn import TurnContext
 from lamina.workspace import WorkspaceContext, detect_platform, load_preset
-from lamina.workspace.context_files import ContextFileFinder
+from lamina.workspace._context_files import ContextFileFinder
 
 if TYPE_CHECKING:
     from lamina.budget import BudgetReport

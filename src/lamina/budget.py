@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, TypeAlias, assert_never, cast
 
 import msgspec
 
-from lamina.attachments.render import media_tokens
+from lamina.attachments._render import media_tokens
 from lamina.cachesim import (
     AnthropicCacheRules,
     AnthropicCacheSimulator,
@@ -47,7 +47,7 @@ from lamina.placement import (
     SdkManagedTarget,
     turn_messages,
 )
-from lamina.session.entries import PartRecord, UserMessage
+from lamina.session._entries import PartRecord, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import ToolSpec, TurnContext
 

@@ -32,11 +32,11 @@ from typing import Final
 
 import msgspec
 
-from lamina.compaction.lane import render_lane
+from lamina.compaction._lane import render_lane
 from lamina.defang import admit, render_block, trusted
 from lamina.messages import render_tail
 from lamina.parts import Authority, Part, Stability, Tier
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,
@@ -49,7 +49,7 @@ from lamina.session.entries import (
     UnknownEntry,
     UserMessage,
 )
-from lamina.session.tree import provider_view
+from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import SYSTEM_AUTHORITIES, ToolSpec, TurnContext
 

@@ -23,11 +23,11 @@ from typing import Literal, overload
 
 import msgspec
 
-from lamina.attachments.render import AttachmentRenderer, MediaSupport
-from lamina.attachments.store import AttachmentInput, AttachmentStore
+from lamina.attachments._render import AttachmentRenderer, MediaSupport
+from lamina.attachments._store import AttachmentInput, AttachmentStore
 from lamina.compaction import entry_tokens, find_cut_point, freed_enough, parse_summary
-from lamina.compaction.cut import DEFAULT_KEEP_TOKENS
-from lamina.compaction.lane import (
+from lamina.compaction._cut import DEFAULT_KEEP_TOKENS
+from lamina.compaction._lane import (
     DEFAULT_USER_LANE_TOKENS,
     LaneUpdate,
     archive_name,
@@ -35,18 +35,18 @@ from lamina.compaction.lane import (
     render_lane,
     update_lane,
 )
-from lamina.compaction.ledger import update_ledger
-from lamina.compaction.summarize import Summariser
-from lamina.compaction.summary import turn_prefix_item
+from lamina.compaction._ledger import update_ledger
+from lamina.compaction._summarize import Summariser
+from lamina.compaction._summary import turn_prefix_item
 from lamina.defang import admit, trusted
 from lamina.messages import AttachmentBlocks
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
-from lamina.placement.targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.placement._targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.plan import Plan, PlanStateName, advance, check_transition, compaction_focus
-from lamina.session.branch import Branch, entry_kind, open_tool_calls
-from lamina.session.bridges import BRANCH_SEED_HEADING, view_summary
-from lamina.session.entries import (
+from lamina.session._branch import Branch, entry_kind, open_tool_calls
+from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
+from lamina.session._entries import (
     AssistantMessage,
     AttachmentRef,
     CompactionBoundary,
@@ -67,8 +67,8 @@ from lamina.session.entries import (
     UserLane,
     UserMessage,
 )
-from lamina.session.protocol import SessionLog
-from lamina.session.tree import ProviderView
+from lamina.session._protocol import SessionLog
+from lamina.session._tree import ProviderView
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
     OneShot,

@@ -31,7 +31,7 @@ import msgspec
 
 from lamina.defang import admit, render_block, trusted
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "ON_DEMAND_FILE_NAMES",

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeAlias
 from lamina.defang import admit, join, render_block, trusted
 from lamina.history_parts import assistant_part, interrupted_part, tool_result_part, user_part
 from lamina.parts import SafeText
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     AttachmentRef,
     LogEntry,

@@ -26,7 +26,7 @@ from typing import Final, Literal, TypeAlias
 import msgspec
 
 from lamina.errors import UsageError
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from lamina.compaction.lane import clip_text
+from lamina.compaction._lane import clip_text
 from lamina.defang import admit
-from lamina.session.entries import AssistantMessage, LogEntry, UserMessage
+from lamina.session._entries import AssistantMessage, LogEntry, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 DEFAULT_RECOVERY_TOKENS: Final = 4_000

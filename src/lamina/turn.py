@@ -31,7 +31,7 @@ from lamina.history_parts import (
 )
 from lamina.messages import render_tail, turn_tails
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     LogEntry,
     PartRecord,
@@ -46,7 +46,7 @@ from lamina.session.entries import (
 class ToolSpec:
     """A tool the model may call: name, short description and JSON schema of its input.
 
-    A source's tool (MCP, API) is checked before it gets here (`lamina.sources.tool.checked_definition`):
+    A source's tool (MCP, API) is checked before it gets here (`lamina.sources._tool.checked_definition`):
     name in the providers' pattern, description and schema texts neutralised, schema bounded."""
 
     name: str

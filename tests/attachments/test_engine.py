@@ -11,7 +11,7 @@ from lamina.budget import budget_of_turn, cache_layout
 from lamina.engine import ContextEngine
 from lamina.parts import Tier
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
-from lamina.session.entries import UserMessage
+from lamina.session._entries import UserMessage
 from tests.attachments import files
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses

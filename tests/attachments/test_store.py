@@ -22,9 +22,9 @@ from lamina.attachments import (
     anthropic_tokens,
     openai_tokens,
 )
-from lamina.attachments.dropped import dropped_files
+from lamina.attachments._dropped import dropped_files
 from lamina.messages import DocumentBlock, ImageBlock, TextBlock
-from lamina.session.entries import EntryDecodeError, UserMessage, decode_entry, encode_entry
+from lamina.session._entries import EntryDecodeError, UserMessage, decode_entry, encode_entry
 from tests.attachments import files
 
 

@@ -13,10 +13,10 @@ from PIL import Image
 
 from lamina.agent import Agent, open_agent
 from lamina.errors import AttachmentError
-from lamina.providers.base import Capabilities, Provider
-from lamina.providers.retry import RetryPolicy
-from lamina.session.entries import UserMessage, encode_entry
-from lamina.session.store import LocalSessionStore
+from lamina.providers._base import Capabilities, Provider
+from lamina.providers._retry import RetryPolicy
+from lamina.session._entries import UserMessage, encode_entry
+from lamina.session._store import LocalSessionStore
 from tests.attachments import files
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session.entries import ToolResult
-from lamina.session.store import LocalSessionStore
+from lamina.session._entries import ToolResult
+from lamina.session._store import LocalSessionStore
 
 runner = CliRunner()
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.cli._view import TurnView, footer_text
 from lamina.engine import CompactionEvent
-from lamina.session.entries import Usage, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.session._entries import Usage, UserMessage
+from lamina.session._store import LocalSessionStore
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
 from tests.wire.server import WireServer

@@ -5,8 +5,8 @@ from __future__ import annotations
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
+from lamina.cli._chat import COMMANDS
 from lamina.cli._reader import _Completer
-from lamina.cli.chat import COMMANDS
 
 
 def _complete(text: str) -> list[str]:

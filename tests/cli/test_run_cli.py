@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session.entries import AssistantMessage, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.session._entries import AssistantMessage, UserMessage
+from lamina.session._store import LocalSessionStore
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply, ToolUse
 from tests.wire.server import WireServer

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from lamina.compaction import entry_tokens
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     Custom,
     Label,

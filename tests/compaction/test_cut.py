@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from lamina.compaction import CutPoint, entry_tokens, find_cut_point, freed_enough, should_compact
 from lamina.errors import UsageError
 from lamina.messages import INTERRUPTED_RESULT, ToolResultBlock, to_messages
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,
@@ -22,7 +22,7 @@ from lamina.session.entries import (
     UnknownEntry,
     UserMessage,
 )
-from lamina.session.tree import provider_view
+from lamina.session._tree import provider_view
 from tests.compaction.logs import is_conversation, text_of, tokens, turn_starts, views
 
 KEEP = st.one_of(st.just(0), st.integers(1, 300), st.integers(300, 6_000))

@@ -22,9 +22,9 @@ from lamina.errors import (
 )
 from lamina.placement import render
 from lamina.providers import RetryPolicy, stream_with_retry
-from lamina.providers.anthropic import AnthropicProvider
-from lamina.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
-from lamina.session.entries import Usage
+from lamina.providers._anthropic import AnthropicProvider
+from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
+from lamina.session._entries import Usage
 from tests.providers.support import collect, completed, new_engine, record_reply, streamed_text, tool_calls
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Disconnect, Fail, Reply, ToolUse

@@ -15,7 +15,7 @@ from lamina.errors import (
     TransientServerError,
 )
 from lamina.placement import render
-from lamina.providers.anthropic import AnthropicProvider, map_anthropic_error
+from lamina.providers._anthropic import AnthropicProvider, map_anthropic_error
 from tests.providers.support import collect, completed, new_engine
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Fail, Reply
@@ -96,7 +96,7 @@ def test_errors_from_elsewhere_are_not_mapped() -> None:
 
 
 async def test_a_stream_without_message_stop_is_transient() -> None:
-    from lamina.providers.anthropic import _Reply
+    from lamina.providers._anthropic import _Reply
 
     with pytest.raises(TransientServerError, match="before message_stop"):
         _Reply().completed()

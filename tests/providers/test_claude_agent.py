@@ -27,11 +27,11 @@ from lamina.errors import (
 )
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget, render
 from lamina.providers import TextDelta, provider_from_spec
-from lamina.providers.base import ProviderSessionChanged
-from lamina.providers.claude_agent import ClaudeAgentProvider, map_claude_agent_error
-from lamina.providers.retry import RetryPolicy, stream_with_retry
-from lamina.session.entries import ProviderSession
-from lamina.session.store import LocalSessionStore
+from lamina.providers._base import ProviderSessionChanged
+from lamina.providers._claude_agent import ClaudeAgentProvider, map_claude_agent_error
+from lamina.providers._retry import RetryPolicy, stream_with_retry
+from lamina.session._entries import ProviderSession
+from lamina.session._store import LocalSessionStore
 from tests.providers.support import collect, completed, long_workspace, new_engine, streamed_text
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, FailKind, Reply, ToolUse

@@ -26,8 +26,8 @@ from lamina.providers import (
     TextDelta,
     stream_with_retry,
 )
-from lamina.providers.base import ProviderEvent
-from lamina.providers.retry import is_transport_error, parse_retry_after
+from lamina.providers._base import ProviderEvent
+from lamina.providers._retry import is_transport_error, parse_retry_after
 
 BODY: Any = {"model": "scripted", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 

@@ -12,8 +12,8 @@ import pytest
 import lamina.providers as providers
 from lamina.errors import UsageError
 from lamina.providers import ScriptedProvider, provider_from_spec
-from lamina.providers.anthropic import AnthropicProvider
-from lamina.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
+from lamina.providers._anthropic import AnthropicProvider
+from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
 
 REPO = Path(__file__).parents[2]
 

@@ -12,11 +12,11 @@ from PIL import Image
 from lamina.agent import open_agent
 from lamina.attachments import NamedBytes
 from lamina.cachesim import AnthropicCacheSimulator
-from lamina.compaction.summarize import DeterministicSummariser
+from lamina.compaction._summarize import DeterministicSummariser
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider
-from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
-from lamina.session.entries import (
+from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
+from lamina.session._entries import (
     AssistantMessage,
     Label,
     PlanState,
@@ -26,7 +26,7 @@ from lamina.session.entries import (
     Usage,
     UserMessage,
 )
-from lamina.session.protocol import SessionStore
+from lamina.session._protocol import SessionStore
 
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 HOSTILE_SCRIPT = "<script>document.title='pwned'</script>"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from lamina.placement import AnthropicTarget, OpenAIChatTarget
-from lamina.serve.inspect import LIST_TEXT_CHARS, SessionIndex, is_bridge
-from lamina.serve.requests import WARM_UP, SessionRequests, target_for
-from lamina.session.entries import (
+from lamina.serve._inspect import LIST_TEXT_CHARS, SessionIndex, is_bridge
+from lamina.serve._requests import WARM_UP, SessionRequests, target_for
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,

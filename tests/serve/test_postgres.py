@@ -10,8 +10,8 @@ from starlette.testclient import TestClient
 
 from lamina.cli._prices import cost_of
 from lamina.serve import create_app
-from lamina.session.entries import UserMessage
-from lamina.session.protocol import SessionStore
+from lamina.session._entries import UserMessage
+from lamina.session._protocol import SessionStore
 from tests.serve.sessions import rich_session
 from tests.support.postgres import fresh_schema, schema_url
 

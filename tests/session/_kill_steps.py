@@ -11,9 +11,9 @@ import signal
 from pathlib import Path
 
 from lamina.engine import ContextEngine
+from lamina.session._bundle import export_session, import_session
 from lamina.session._files import OsFiles
-from lamina.session.bundle import export_session, import_session
-from lamina.session.store import LocalSessionStore
+from lamina.session._store import LocalSessionStore
 
 
 class KillAt(OsFiles):

@@ -8,10 +8,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.compaction.summarize import DeterministicSummariser
+from lamina.compaction._summarize import DeterministicSummariser
 from lamina.placement import render
-from lamina.session.entries import BRIDGE_KINDS, AssistantMessage, OutboxRecord, TurnRecord, is_hidden
-from lamina.session.store import LocalSessionStore
+from lamina.session._entries import BRIDGE_KINDS, AssistantMessage, OutboxRecord, TurnRecord, is_hidden
+from lamina.session._store import LocalSessionStore
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 
 runner = CliRunner()

@@ -16,9 +16,9 @@ import pytest
 
 from lamina.agent import open_agent
 from lamina.errors import BundleError, UsageError
-from lamina.session.bundle import BundleLimits, BundleManifest, check_bundle, export_session, import_session
-from lamina.session.entries import AssistantMessage, OutboxRecord, ToolResult, UserMessage
-from lamina.session.store import LocalSessionStore
+from lamina.session._bundle import BundleLimits, BundleManifest, check_bundle, export_session, import_session
+from lamina.session._entries import AssistantMessage, OutboxRecord, ToolResult, UserMessage
+from lamina.session._store import LocalSessionStore
 from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import anthropic_provider
 from tests.wire.script import Reply

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from lamina.cli import app
 from lamina.errors import UsageError
-from lamina.session.bundle import export_session, import_session
-from lamina.session.entries import LogEntry, OutboxRecord, is_hidden
+from lamina.session._bundle import export_session, import_session
+from lamina.session._entries import LogEntry, OutboxRecord, is_hidden
+from lamina.session._store import LocalSessionStore
 from lamina.session.postgres import PostgresSessionStore
-from lamina.session.store import LocalSessionStore
 from tests.session.test_bundle import _digests, _session
 from tests.support.postgres import fresh_schema, schema_url
 
@@ -43,7 +43,7 @@ def _visible(entries: list[LogEntry] | tuple[LogEntry, ...]) -> list[LogEntry]:
 
 
 def _texts(entries: list[LogEntry]) -> list[bytes]:
-    from lamina.session.entries import encode_entry
+    from lamina.session._entries import encode_entry
 
     return [encode_entry(e) for e in entries]
 

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.session import scan
-from lamina.session import store as store_module
-from lamina.session.entries import CompactionBoundary, ToolCall, UserMessage, encode_entry
-from lamina.session.meta import META_NAME, read_meta, write_meta
-from lamina.session.store import LOG_NAME, JsonlSession, LocalSessionStore
+from lamina.session import _scan as scan
+from lamina.session import _store as store_module
+from lamina.session._entries import CompactionBoundary, ToolCall, UserMessage, encode_entry
+from lamina.session._meta import META_NAME, read_meta, write_meta
+from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
 from tests.session.factories import FakeClock, counter_ids, exchange
 
 

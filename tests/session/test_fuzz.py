@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lamina.errors import SessionError
-from lamina.session.check import check_session, repair_session
-from lamina.session.entries import (
+from lamina.session._check import check_session, repair_session
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
@@ -36,10 +36,10 @@ from lamina.session.entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session.meta import META_NAME, SessionMeta, read_meta
-from lamina.session.scan import scan_log
-from lamina.session.store import LOG_NAME, LocalSessionStore
-from lamina.session.tree import LostLine, mend_links, path_to, view_start_id
+from lamina.session._meta import META_NAME, SessionMeta, read_meta
+from lamina.session._scan import scan_log
+from lamina.session._store import LOG_NAME, LocalSessionStore
+from lamina.session._tree import LostLine, mend_links, path_to, view_start_id
 from tests.conftest import EXHAUSTIVE
 
 READER_CASES = 80_000 if EXHAUSTIVE else 150

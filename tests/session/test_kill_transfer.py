@@ -12,9 +12,9 @@ import pytest
 
 from lamina.engine import ContextEngine
 from lamina.placement import SdkManagedTarget, render
-from lamina.session.bundle import check_bundle, export_session
-from lamina.session.entries import AssistantMessage, OutboxRecord
-from lamina.session.store import LocalSessionStore
+from lamina.session._bundle import check_bundle, export_session
+from lamina.session._entries import AssistantMessage, OutboxRecord
+from lamina.session._store import LocalSessionStore
 from tests.conftest import EXHAUSTIVE
 from tests.session import _kill_steps
 from tests.session.factories import exchange

@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from lamina.session.entries import OutboxRecord, PlanState, TurnRecord, UserMessage, decode_entry
+from lamina.session._entries import OutboxRecord, PlanState, TurnRecord, UserMessage, decode_entry
 from lamina.session.postgres import PostgresSessionStore
 from tests.conftest import EXHAUSTIVE
 from tests.support.postgres import URL, fresh_schema, schema_url

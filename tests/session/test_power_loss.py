@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,
@@ -27,8 +27,8 @@ from lamina.session.entries import (
     ToolResult,
     UserMessage,
 )
-from lamina.session.meta import META_NAME, SessionMeta, read_meta
-from lamina.session.store import LOG_NAME, JsonlSession, LocalSessionStore
+from lamina.session._meta import META_NAME, SessionMeta, read_meta
+from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
 from tests.conftest import EXHAUSTIVE
 from tests.session._power import PowerCut, SimulatedDisk
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import lamina
-from lamina.session.location import open_store
-from lamina.session.store import LocalSessionStore
+from lamina.session._location import open_store
+from lamina.session._store import LocalSessionStore
 
 SRC = Path(lamina.__file__).parent
 # the JSONL store's own tools (check and repair read its files) and a throwaway store for `lamina context`
@@ -19,9 +19,9 @@ JSONL_ONLY = {"cli/sessions.py": {"LocalSessionStore"}, "cli/_context_report.py"
 def _store_imports(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module == "lamina.session.store":
+        if isinstance(node, ast.ImportFrom) and node.module == "lamina.session._store":
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Import) and any(a.name == "lamina.session.store" for a in node.names):
+        elif isinstance(node, ast.Import) and any(a.name == "lamina.session._store" for a in node.names):
             names.add("*")
     return names
 

@@ -6,8 +6,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.session import scan
-from lamina.session.entries import encode_entry
+from lamina.session import _scan as scan
+from lamina.session._entries import encode_entry
 from tests.session.factories import exchange
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lamina.errors import SessionCorruptError, SessionLockedError, SessionNotFoundError, UsageError
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
@@ -23,8 +23,8 @@ from lamina.session.entries import (
     UnknownEntry,
     UserMessage,
 )
-from lamina.session.meta import META_NAME, read_meta
-from lamina.session.store import LOG_NAME, STORE_ENV_VAR, LocalSessionStore, default_store_root
+from lamina.session._meta import META_NAME, read_meta
+from lamina.session._store import LOG_NAME, STORE_ENV_VAR, LocalSessionStore, default_store_root
 from tests.session.factories import FakeClock, counter_ids, exchange
 
 
@@ -95,7 +95,7 @@ def test_second_writer_gets_an_error_naming_the_holder(store: LocalSessionStore)
 def test_second_writer_in_another_process(store: LocalSessionStore) -> None:
     with store.create() as session:
         code = (
-            "import sys; from lamina.session.store import LocalSessionStore\n"
+            "import sys; from lamina.session._store import LocalSessionStore\n"
             "from lamina.errors import SessionLockedError\n"
             f"try:\n LocalSessionStore({str(store.root)!r}).open({session.id!r})\n"
             "except SessionLockedError as e:\n print(e); sys.exit(3)\n"

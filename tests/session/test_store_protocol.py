@@ -12,7 +12,7 @@ import pytest
 
 from lamina.engine import ContextEngine
 from lamina.errors import SessionLockedError, SessionNotFoundError, UsageError
-from lamina.session.entries import (
+from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
@@ -22,9 +22,9 @@ from lamina.session.entries import (
     StateChange,
     UserMessage,
 )
-from lamina.session.meta import ForkOrigin
-from lamina.session.protocol import SessionLog, SessionStore
-from lamina.session.store import LocalSessionStore
+from lamina.session._meta import ForkOrigin
+from lamina.session._protocol import SessionLog, SessionStore
+from lamina.session._store import LocalSessionStore
 from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.support.postgres import fresh_schema, schema_url
 

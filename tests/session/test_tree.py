@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from lamina.session.entries import AssistantMessage, CompactionBoundary, LogEntry, UserMessage
-from lamina.session.tree import (
+from lamina.session._entries import AssistantMessage, CompactionBoundary, LogEntry, UserMessage
+from lamina.session._tree import (
     LostLine,
     MissingEntryError,
     Relink,

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from lamina.sources import MAX_DESCRIPTION, SourceConnections, find_sources, guide_path
-from lamina.sources.tool import guide_pointer
+from lamina.sources._tool import guide_pointer
 from tests.sources.conftest import SERVER, pipeline, stdio_config, write_source
 
 
@@ -165,9 +165,9 @@ async def test_the_guide_must_be_read_before_the_first_call_of_a_source(
     from lamina.agent import open_agent
     from lamina.placement import AnthropicTarget
     from lamina.providers import ScriptedProvider
-    from lamina.providers.scripted import ScriptedResponse, ScriptedToolCall
-    from lamina.session.entries import ToolResult
-    from lamina.session.store import LocalSessionStore
+    from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
+    from lamina.session._entries import ToolResult
+    from lamina.session._store import LocalSessionStore
 
     workspace, sources = calc
     guide = guide_path(next(s for s in sources.sources if s.slug == "calc"))

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from lamina.defang import contains_reserved_marker
-from lamina.sources.config import ApiEndpoint, ApiSource
-from lamina.sources.connections import connect_sources
-from lamina.sources.tool import (
+from lamina.sources._config import ApiEndpoint, ApiSource
+from lamina.sources._connections import connect_sources
+from lamina.sources._tool import (
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
     MAX_SCHEMA_TEXT,

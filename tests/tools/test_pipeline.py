@@ -28,7 +28,7 @@ from lamina.tools import (
     default_tools,
     mini_tools,
 )
-from lamina.tools.read import ReadInput
+from lamina.tools._read import ReadInput
 from tests.tools.conftest import Session
 
 

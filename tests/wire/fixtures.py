@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from lamina.providers.anthropic import AnthropicProvider
-from lamina.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
+from lamina.providers._anthropic import AnthropicProvider
+from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
 from tests.wire.server import ManualClock, WireServer
 
 API_KEY = "wire-test-key"

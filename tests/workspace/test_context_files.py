@@ -21,7 +21,7 @@ from lamina.workspace import (
     find_context_files,
     nearest_context_files,
 )
-from lamina.workspace import context_files as module
+from lamina.workspace import _context_files as module
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

@@ -12,7 +12,7 @@ import pytest
 
 from lamina.sources import find_sources
 from lamina.workspace import find_context_files, find_skills, load_memory
-from lamina.workspace.memory import ProjectMemory
+from lamina.workspace._memory import ProjectMemory
 
 SECRET = "api_key = sk-do-not-leak\n"
 

@@ -15,19 +15,13 @@ from lamina.errors import UnknownPresetError, UsageError
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import render
 from lamina.prompt import BUILTIN_TOOL_NAMES, Platform, PresetFileError
-from lamina.session.entries import StateChange
-from lamina.session.store import LocalSessionStore
+from lamina.session._entries import StateChange
+from lamina.session._store import LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import MINI_TOOL_NAMES, default_tool_specs, default_tools
 from lamina.turn import ToolSpec
-from lamina.workspace import (
-    ContextFileFinder,
-    Preferences,
-    PreferencesError,
-    WorkspaceContext,
-    build_stable_parts,
-    stable,
-)
+from lamina.workspace import ContextFileFinder, Preferences, PreferencesError, WorkspaceContext, build_stable_parts
+from lamina.workspace import _stable as stable
 from tests.support.engine import ANTHROPIC, Clock
 
 PLATFORM = Platform("Linux", "bash")

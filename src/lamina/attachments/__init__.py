@@ -7,8 +7,8 @@ blocks a given provider and model take: image and PDF blocks, or neutralised tex
 """
 
 from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
-from lamina.attachments.render import AttachmentRenderer, MediaSupport, describe
-from lamina.attachments.store import (
+from lamina.attachments._render import AttachmentRenderer, MediaSupport, describe
+from lamina.attachments._store import (
     INLINE_TEXT_CHARS,
     MAX_ATTACHMENT_BYTES,
     PREVIEW_CHARS,
@@ -17,7 +17,7 @@ from lamina.attachments.store import (
     NamedBytes,
 )
 from lamina.errors import AttachmentError
-from lamina.session.entries import AttachmentRef, ImageRendition
+from lamina.session._entries import AttachmentRef, ImageRendition
 
 __all__ = [
     "INLINE_TEXT_CHARS",

@@ -16,7 +16,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, SENDABLE, TOKENS, ImageLimits, Provider, fit_size
 from lamina.errors import AttachmentError
-from lamina.session.entries import ImageRendition
+from lamina.session._entries import ImageRendition
 
 
 @dataclass(frozen=True, slots=True)

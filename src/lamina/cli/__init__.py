@@ -11,7 +11,13 @@ from typing import Annotated
 
 import typer
 
-from lamina.cli import chat, config, context, run, serve, sessions, store
+from lamina.cli import _chat as chat
+from lamina.cli import _config as config
+from lamina.cli import _context as context
+from lamina.cli import _run as run
+from lamina.cli import _serve as serve
+from lamina.cli import _sessions as sessions
+from lamina.cli import _store as store
 
 app = typer.Typer(
     name="lamina",

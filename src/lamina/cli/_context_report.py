@@ -25,19 +25,19 @@ from lamina.placement import (
     SdkManagedTarget,
     render,
 )
-from lamina.session.store import LocalSessionStore
+from lamina.session._store import LocalSessionStore
 from lamina.sources import Source, SourceScan, find_sources, guide_path
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tool_specs
 from lamina.turn import TurnContext
 from lamina.workspace import ProjectMemory, SkippedPath, WorkspaceContext, WorkspaceSnapshot
-from lamina.workspace.skills import SkillScan
+from lamina.workspace._skills import SkillScan
 
 FIRST_MESSAGE = "(the user's first message)"
 """Stands for the user's text: the report is about everything around it."""
 
 
-_TARGETS: dict[str, tuple[RenderTarget, str]] = {  # keyed by `lamina.cli.context.Provider`'s values
+_TARGETS: dict[str, tuple[RenderTarget, str]] = {  # keyed by `lamina.cli._context.Provider`'s values
     "anthropic": (AnthropicTarget(model="claude-sonnet-5"), "Anthropic Messages"),
     "openai": (OpenAIChatTarget(model="gpt-5"), "OpenAI Chat Completions"),
     "sdk": (SdkManagedTarget(), "an SDK-managed backend (Claude Agent SDK)"),
@@ -491,7 +491,7 @@ _GROUPS = (
 
 def show_session(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The composition of a stored session's requests: tokens per component, per request and summed."""
-    from lamina.session.location import open_store
+    from lamina.session._location import open_store
 
     try:
         store = open_store(store_root)
@@ -528,7 +528,7 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
     from lamina.budget import NEXT_MESSAGE
     from lamina.cli._session import stored_session_engine
-    from lamina.session.location import open_store
+    from lamina.session._location import open_store
 
     try:
         store = open_store(store_root)

@@ -7,8 +7,8 @@ and rebuilds the view. Nothing here touches disk, network or clock.
 
 from __future__ import annotations
 
-from lamina.compaction.cut import CutPoint, entry_tokens, find_cut_point, freed_enough, should_compact
-from lamina.compaction.lane import (
+from lamina.compaction._cut import CutPoint, entry_tokens, find_cut_point, freed_enough, should_compact
+from lamina.compaction._lane import (
     DEFAULT_PASTE_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
     LaneUpdate,
@@ -17,7 +17,7 @@ from lamina.compaction.lane import (
     render_lane,
     update_lane,
 )
-from lamina.compaction.ledger import (
+from lamina.compaction._ledger import (
     MAX_FILES,
     MAX_ITEM_CHARS,
     MAX_OPEN_TASKS,
@@ -25,7 +25,7 @@ from lamina.compaction.ledger import (
     dropped_count,
     update_ledger,
 )
-from lamina.compaction.summary import (
+from lamina.compaction._summary import (
     DEFAULT_MAX_SUMMARY_CHARS,
     StructuredSummary,
     deterministic_summary,

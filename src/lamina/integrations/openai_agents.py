@@ -36,8 +36,8 @@ from lamina.engine import CompactionOutcome, StableSource
 from lamina.errors import UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.messages import turn_tails
-from lamina.session.entries import AssistantMessage, Custom, Entry, ToolCall, ToolResult, UserMessage
-from lamina.session.protocol import SessionStore
+from lamina.session._entries import AssistantMessage, Custom, Entry, ToolCall, ToolResult, UserMessage
+from lamina.session._protocol import SessionStore
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:

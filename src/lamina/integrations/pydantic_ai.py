@@ -46,8 +46,8 @@ from pydantic_ai.tools import RunContext
 from lamina.defang import admit
 from lamina.engine import CompactionOutcome, StableSource
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
-from lamina.session.entries import AssistantMessage, ToolCall, ToolResult
-from lamina.session.protocol import SessionStore
+from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
+from lamina.session._protocol import SessionStore
 from lamina.turn import TurnContext
 
 MESSAGE = "pydantic_ai.message"

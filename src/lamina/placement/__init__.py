@@ -15,7 +15,7 @@ from lamina.placement._openai import (
     responses_wire_items,
 )
 from lamina.placement._sdk_managed import SdkManagedPrompt, render_sdk_managed
-from lamina.placement.targets import (
+from lamina.placement._targets import (
     AnthropicTarget,
     CacheTtl,
     OpenAIChatTarget,
@@ -23,7 +23,7 @@ from lamina.placement.targets import (
     RenderTarget,
     SdkManagedTarget,
 )
-from lamina.session.entries import LogEntry, UserMessage
+from lamina.session._entries import LogEntry, UserMessage
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lamina.messages import DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lamina.placement._call_ids import anthropic_call_id
-from lamina.placement.targets import AnthropicTarget, CacheTtl
+from lamina.placement._targets import AnthropicTarget, CacheTtl
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker

@@ -19,7 +19,7 @@ import msgspec
 
 from lamina.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lamina.placement._call_ids import openai_chat_call_id, openai_responses_call_id
-from lamina.placement.targets import OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.placement._targets import OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lamina.defang import render_block
-from lamina.session.entries import ProviderSession
+from lamina.session._entries import ProviderSession
 from lamina.turn import TurnContext
 
 

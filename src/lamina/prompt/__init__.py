@@ -10,7 +10,7 @@ The workspace layer (`lamina.workspace.WorkspaceContext`) fills `PromptInputs` f
 adds the parts that carry workspace data: preferences, the inlined root context file, memory.
 """
 
-from lamina.prompt.presets import (
+from lamina.prompt._presets import (
     BUILTIN_TOOL_NAMES,
     DEFAULT_PRESET,
     MINI_PRESET,
@@ -22,7 +22,7 @@ from lamina.prompt.presets import (
     parse_custom_preset,
     system_prompt,
 )
-from lamina.prompt.sections import SECTIONS, Platform, PromptInputs, Section, escape_path
+from lamina.prompt._sections import SECTIONS, Platform, PromptInputs, Section, escape_path
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",

@@ -13,14 +13,14 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 from lamina.errors import UsageError
-from lamina.providers.base import Capabilities, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest
-from lamina.providers.retry import DEFAULT_RETRY_POLICY, RetryNotice, RetryPolicy, stream_with_retry
+from lamina.providers._base import Capabilities, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.providers._retry import DEFAULT_RETRY_POLICY, RetryNotice, RetryPolicy, stream_with_retry
 
 if TYPE_CHECKING:
-    from lamina.providers.anthropic import AnthropicProvider
-    from lamina.providers.claude_agent import ClaudeAgentProvider
-    from lamina.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
-    from lamina.providers.scripted import (
+    from lamina.providers._anthropic import AnthropicProvider
+    from lamina.providers._claude_agent import ClaudeAgentProvider
+    from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
+    from lamina.providers._scripted import (
         ScriptedError,
         ScriptedProvider,
         ScriptedResponse,
@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     )
 
 _LAZY: Final = {
-    "AnthropicProvider": "lamina.providers.anthropic",
-    "ClaudeAgentProvider": "lamina.providers.claude_agent",
-    "OpenAIChatProvider": "lamina.providers.openai",
-    "OpenAIResponsesProvider": "lamina.providers.openai",
+    "AnthropicProvider": "lamina.providers._anthropic",
+    "ClaudeAgentProvider": "lamina.providers._claude_agent",
+    "OpenAIChatProvider": "lamina.providers._openai",
+    "OpenAIResponsesProvider": "lamina.providers._openai",
     # the scripted provider bills its usage with the cache simulator, which nothing else at run time needs
     **dict.fromkeys(
         (
@@ -46,7 +46,7 @@ _LAZY: Final = {
             "ScriptExhaustedError",
             "ScriptStep",
         ),
-        "lamina.providers.scripted",
+        "lamina.providers._scripted",
     ),
 }
 
@@ -82,31 +82,31 @@ def provider_from_spec(spec: str) -> Provider:
         raise _bad_spec(spec, "expected KIND:VALUE")
     match kind:
         case "anthropic":
-            from lamina.providers.anthropic import AnthropicProvider
+            from lamina.providers._anthropic import AnthropicProvider
 
             return AnthropicProvider(rest)
         case "openai":
-            from lamina.providers.openai import OpenAIChatProvider
+            from lamina.providers._openai import OpenAIChatProvider
 
             return OpenAIChatProvider(rest)
         case "openai-responses":
-            from lamina.providers.openai import OpenAIResponsesProvider
+            from lamina.providers._openai import OpenAIResponsesProvider
 
             return OpenAIResponsesProvider(rest)
         case "openai-compat":
             url, sep, model = rest.rpartition("#")
             if not sep or not model or not url.startswith(("http://", "https://")):
                 raise _bad_spec(spec, "expected openai-compat:URL#MODEL with an http(s) URL")
-            from lamina.providers.openai import OpenAIChatProvider
+            from lamina.providers._openai import OpenAIChatProvider
 
             # compatible servers do not route by prompt_cache_key, and some reject unknown fields
             return OpenAIChatProvider(model, base_url=url, prompt_cache_key=False, name="openai-compat")
         case "claude-agent":
-            from lamina.providers.claude_agent import ClaudeAgentProvider
+            from lamina.providers._claude_agent import ClaudeAgentProvider
 
             return ClaudeAgentProvider(rest)
         case "scripted":
-            from lamina.providers.scripted import ScriptedProvider
+            from lamina.providers._scripted import ScriptedProvider
 
             return ScriptedProvider.from_file(rest)
         case _:

@@ -13,8 +13,8 @@ from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
     from lamina.errors import SourceConnectionError
-    from lamina.sources.api import ApiConnection, ApiTool
-    from lamina.sources.config import (
+    from lamina.sources._api import ApiConnection, ApiTool
+    from lamina.sources._config import (
         ApiEndpoint,
         ApiSource,
         McpHttp,
@@ -26,39 +26,39 @@ if TYPE_CHECKING:
         find_sources,
         load_source,
     )
-    from lamina.sources.connections import ConnectionProblem, SourceConnections, connect_sources
-    from lamina.sources.guide import calls_to_source, guide_path, source_of
-    from lamina.sources.mcp import McpConnection, McpTool
-    from lamina.sources.tool import MAX_DESCRIPTION, SourceTool, short_description, tool_name
+    from lamina.sources._connections import ConnectionProblem, SourceConnections, connect_sources
+    from lamina.sources._guide import calls_to_source, guide_path, source_of
+    from lamina.sources._mcp import McpConnection, McpTool
+    from lamina.sources._tool import MAX_DESCRIPTION, SourceTool, short_description, tool_name
 
 # Loaded on first use (PEP 562): the MCP SDK takes about half a second to import, and most
 # sessions connect no MCP server.
 _LAZY: Final = {
-    "ApiConnection": "lamina.sources.api",
-    "ApiTool": "lamina.sources.api",
-    "ApiEndpoint": "lamina.sources.config",
-    "ApiSource": "lamina.sources.config",
-    "McpHttp": "lamina.sources.config",
-    "McpSource": "lamina.sources.config",
-    "McpStdio": "lamina.sources.config",
-    "Source": "lamina.sources.config",
-    "SourceProblem": "lamina.sources.config",
-    "SourceScan": "lamina.sources.config",
-    "find_sources": "lamina.sources.config",
-    "load_source": "lamina.sources.config",
-    "ConnectionProblem": "lamina.sources.connections",
-    "SourceConnections": "lamina.sources.connections",
-    "connect_sources": "lamina.sources.connections",
-    "calls_to_source": "lamina.sources.guide",
-    "guide_path": "lamina.sources.guide",
-    "source_of": "lamina.sources.guide",
-    "McpConnection": "lamina.sources.mcp",
-    "McpTool": "lamina.sources.mcp",
+    "ApiConnection": "lamina.sources._api",
+    "ApiTool": "lamina.sources._api",
+    "ApiEndpoint": "lamina.sources._config",
+    "ApiSource": "lamina.sources._config",
+    "McpHttp": "lamina.sources._config",
+    "McpSource": "lamina.sources._config",
+    "McpStdio": "lamina.sources._config",
+    "Source": "lamina.sources._config",
+    "SourceProblem": "lamina.sources._config",
+    "SourceScan": "lamina.sources._config",
+    "find_sources": "lamina.sources._config",
+    "load_source": "lamina.sources._config",
+    "ConnectionProblem": "lamina.sources._connections",
+    "SourceConnections": "lamina.sources._connections",
+    "connect_sources": "lamina.sources._connections",
+    "calls_to_source": "lamina.sources._guide",
+    "guide_path": "lamina.sources._guide",
+    "source_of": "lamina.sources._guide",
+    "McpConnection": "lamina.sources._mcp",
+    "McpTool": "lamina.sources._mcp",
     "SourceConnectionError": "lamina.errors",
-    "MAX_DESCRIPTION": "lamina.sources.tool",
-    "SourceTool": "lamina.sources.tool",
-    "short_description": "lamina.sources.tool",
-    "tool_name": "lamina.sources.tool",
+    "MAX_DESCRIPTION": "lamina.sources._tool",
+    "SourceTool": "lamina.sources._tool",
+    "short_description": "lamina.sources._tool",
+    "tool_name": "lamina.sources._tool",
 }
 
 

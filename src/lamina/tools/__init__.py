@@ -1,6 +1,6 @@
 """Tools the model can call, and the pre-tool-use pipeline every call passes (see `pipeline`)."""
 
-from lamina.tools.base import (
+from lamina.tools._base import (
     PermissionMode,
     PlanSink,
     StructTool,
@@ -9,18 +9,18 @@ from lamina.tools.base import (
     ToolInputError,
     ToolOutput,
 )
-from lamina.tools.bash import BashTool
-from lamina.tools.builtin import MINI_TOOL_NAMES, default_tool_specs, default_tools, mini_tools
-from lamina.tools.edit import EditTool
-from lamina.tools.glob import GlobTool
-from lamina.tools.grep import GrepTool
-from lamina.tools.offload import OffloadedResult, OffloadPolicy, offload_result, offload_threshold, result_path
-from lamina.tools.pipeline import ToolExecution, ToolPipeline
-from lamina.tools.prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
-from lamina.tools.read import ReadTool
-from lamina.tools.rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
-from lamina.tools.submit_plan import SubmitPlanTool
-from lamina.tools.write import WriteTool
+from lamina.tools._bash import BashTool
+from lamina.tools._builtin import MINI_TOOL_NAMES, default_tool_specs, default_tools, mini_tools
+from lamina.tools._edit import EditTool
+from lamina.tools._glob import GlobTool
+from lamina.tools._grep import GrepTool
+from lamina.tools._offload import OffloadedResult, OffloadPolicy, offload_result, offload_threshold, result_path
+from lamina.tools._pipeline import ToolExecution, ToolPipeline
+from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
+from lamina.tools._read import ReadTool
+from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
+from lamina.tools._submit_plan import SubmitPlanTool
+from lamina.tools._write import WriteTool
 
 __all__ = [
     "MINI_TOOL_NAMES",

@@ -1,6 +1,6 @@
 """Workspace files an agent works with: project context files, skills, memory, attachments (I/O)."""
 
-from lamina.workspace.context_files import (
+from lamina.workspace._context_files import (
     CONTEXT_FILE_NAMES,
     SKIPPED_DIR_NAMES,
     TRUNCATION_MARK,
@@ -11,14 +11,14 @@ from lamina.workspace.context_files import (
     find_context_files,
     nearest_context_files,
 )
-from lamina.workspace.memory import (
+from lamina.workspace._memory import (
     DEFAULT_MEMORY_MAX_TOKENS,
     MEMORY_FILE_NAME,
     ProjectMemory,
     load_memory,
     memory_part,
 )
-from lamina.workspace.preferences import (
+from lamina.workspace._preferences import (
     MAX_NOTES_CHARS,
     PREFERENCES_ENV_VAR,
     Preferences,
@@ -28,7 +28,7 @@ from lamina.workspace.preferences import (
     parse_preferences,
     preferences_part,
 )
-from lamina.workspace.project import (
+from lamina.workspace._project import (
     PROJECT_FILE,
     ProjectFileError,
     ProjectManifest,
@@ -36,7 +36,7 @@ from lamina.workspace.project import (
     parse_project,
     project_part,
 )
-from lamina.workspace.skills import (
+from lamina.workspace._skills import (
     SKILL_FILE_NAME,
     SKILLS_ENV_VAR,
     WORKSPACE_SKILLS_DIR,
@@ -51,7 +51,7 @@ from lamina.workspace.skills import (
     skill_catalogue_part,
     skill_stamps,
 )
-from lamina.workspace.stable import (
+from lamina.workspace._stable import (
     DEFAULT_INLINE_ROOT_TOKENS,
     WorkspaceContext,
     WorkspaceSnapshot,

@@ -1,0 +1,191 @@
+"""Settings of `lamina chat` and `lamina run` from TOML files, and `lamina config show` (I/O).
+
+Two files, both optional, both with the same keys; the workspace's wins, and a command-line
+option wins over both:
+
+- the user's: `config.toml` in the user config directory (`~/.config/lamina/` on Linux),
+- the workspace's: `.lamina/config.toml`.
+
+```toml
+model = "anthropic:claude-sonnet-4-5"   # provider spec, as --model
+mode = "ask"                            # explore | plan | ask | execute
+preset = "default"                      # default | mini | custom
+preset_file = "prompts/preset.toml"     # the custom preset's file (relative to the config file), used
+                                        # when the preset is custom (`--custom-preset` on the command line)
+context_window = 200000                 # tokens; overrides the provider's default
+compaction_reserve = 20000              # compact when fewer tokens than this are left free
+```
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Final, Literal
+
+import msgspec
+import platformdirs
+import typer
+
+from lamina.cli._console import abort, out, print_json, safe
+from lamina.errors import ConfigError
+
+DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
+WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
+
+Mode = Literal["explore", "plan", "ask", "execute"]
+
+
+class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One config file as written (every key optional)."""
+
+    model: str | None = None
+    mode: Mode | None = None
+    preset: Literal["default", "mini", "custom"] | None = None
+    preset_file: str | None = None
+    context_window: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    compaction_reserve: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The effective settings and where each came from (`default`, a file path, or `command line`)."""
+
+    model: str = DEFAULT_MODEL
+    mode: str = "ask"
+    preset: str = "default"
+    preset_file: Path | None = None
+    context_window: int | None = None
+    """None: the provider's own figure."""
+    compaction_reserve: int | None = None
+    """None: the agent's default."""
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def origin(self, key: str) -> str:
+        return self.origins.get(key, "default")
+
+
+KEYS: Final = ("model", "mode", "preset", "preset_file", "context_window", "compaction_reserve")
+
+
+def user_config_path() -> Path:
+    """The user's config file (it may not exist)."""
+    return platformdirs.user_config_path("lamina") / "config.toml"
+
+
+def load_settings(workspace: Path, **overrides: object) -> Settings:
+    """Defaults, then the user's file, then the workspace's, then `overrides` that are not None.
+
+    Raises:
+        ConfigError: A file is not valid TOML, has an unknown key or a value of the wrong type.
+    """
+    values: dict[str, object] = {}
+    origins: dict[str, str] = {}
+    for path in (user_config_path(), workspace / WORKSPACE_CONFIG):
+        data = _read(path)
+        if data is None:
+            continue
+        for key in KEYS:
+            value = getattr(data, key)
+            if value is None:
+                continue
+            if key == "preset_file":
+                value = (path.parent / os.path.expanduser(str(value))).resolve()
+            values[key] = value
+            origins[key] = str(path)
+    for key, value in overrides.items():
+        if value is not None:
+            values[key] = Path(str(value)).resolve() if key == "preset_file" else value
+            origins[key] = "command line"
+    return Settings(**values, origins=origins)  # type: ignore[arg-type]  # keys and types checked above
+
+
+def settings_or_abort(
+    workspace: Path,
+    *,
+    model: str | None,
+    mode: str | None,
+    preset: str | None,
+    custom_preset: Path | None = None,
+) -> Settings:
+    """The effective settings for a command, or one clear line and exit 1 (a bad file, key or mode).
+
+    `custom_preset` (the `--custom-preset` option) is the custom preset's file and implies the
+    `custom` preset unless `preset` names another one (then loading the preset fails, naming both).
+    """
+    from lamina.tools._base import PermissionMode
+
+    if custom_preset is not None and preset is None:
+        preset = "custom"
+    try:
+        settings = load_settings(workspace, model=model, mode=mode, preset=preset, preset_file=custom_preset)
+        PermissionMode(settings.mode)
+    except (ConfigError, ValueError) as exc:
+        abort(str(exc))
+    return settings
+
+
+def _read(path: Path) -> _File | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return msgspec.toml.decode(raw, type=_File)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+_KEY_VARIABLES: Final = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+
+
+def missing_api_key(spec: str) -> str | None:
+    """The environment variable `spec`'s provider needs and that is not set, or None."""
+    kind = spec.partition(":")[0]
+    variable = _KEY_VARIABLES.get(kind)
+    if variable is None or os.environ.get(variable):
+        return None
+    if kind == "anthropic" and os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        return None
+    return variable
+
+
+app = typer.Typer(help="Show the settings of `lamina chat` and `lamina run`.", no_args_is_help=True)
+
+
+@app.command("show")
+def show(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
+) -> None:
+    """Print the effective settings for the current directory and where each came from."""
+    try:
+        settings = load_settings(Path.cwd())
+    except ConfigError as exc:
+        abort(str(exc))
+    rows = [(key, getattr(settings, key), settings.origin(key)) for key in KEYS]
+    if as_json:
+        print_json(
+            {
+                "settings": {key: {"value": value, "from": origin} for key, value, origin in rows},
+                "files": {"user": user_config_path(), "workspace": Path.cwd() / WORKSPACE_CONFIG},
+            }
+        )
+        return
+    from rich.table import Table
+
+    table = Table("setting", "value", "from", box=None)
+    for key, value, origin in rows:
+        shown = "(provider default)" if value is None else str(value)
+        table.add_row(safe(key), safe(shown), safe(origin))
+    out.print(table)
+    out.print(f"[dim]user file: {safe(user_config_path())}[/dim]")
+    out.print(f"[dim]workspace file: {safe(Path.cwd() / WORKSPACE_CONFIG)}[/dim]")

@@ -1,0 +1,294 @@
+"""System prompt presets: `default`, `mini` and `custom`, and the stable parts they compose (pure).
+
+A `Preset` is an ordered choice of sections (see `sections.py`), an optional narrowing of the
+tools, texts that replace or add sections, and how much of the root context file to inline.
+`compose_sections` turns a preset and the `PromptInputs` into one stable `Part` per section;
+`system_prompt` joins them into one text.
+
+A custom preset is a TOML file, parsed by `parse_custom_preset` (reading the file is the
+workspace layer's job):
+
+```toml
+base = "default"              # the preset to start from: "default" (the default) or "mini"
+sections = ["tools", "house_rules", "permissions", "platform", "project", "context_files"]
+tools = ["Read", "Glob", "Grep"]   # only these tools (default: the base preset's choice)
+inline_root_tokens = 1500     # tokens of the root context file to show in full (0: only list it)
+memory = true                 # show the project's MEMORY.md (default: the base preset's choice)
+
+[text]                        # replaces a built-in section's text, or adds a section
+house_rules = "Answer in British English."
+```
+
+Every field is optional. Without `sections`, the base preset's sections are used, followed by the
+new sections of `[text]` in file order. Custom text is the application's own prompt (authority
+`system_rule`). The `context_files` section is built from the scan and cannot be replaced; leave
+it out of `sections` to drop it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final, TypeAlias
+
+from lamina.defang import trusted
+from lamina.errors import UnknownPresetError, UsageError
+from lamina.parts import Authority, Part, Stability, Tier
+from lamina.prompt._sections import SECTIONS, PromptInputs
+from lamina.turn import ToolSpec
+
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "DEFAULT_PRESET",
+    "MINI_PRESET",
+    "PRESET_NAMES",
+    "Preset",
+    "PresetFileError",
+    "compose_sections",
+    "get_preset",
+    "parse_custom_preset",
+    "system_prompt",
+]
+
+PRESET_NAMES: Final = ("default", "mini", "custom")
+"""Every preset name `get_preset` and the workspace layer accept."""
+
+BUILTIN_TOOL_NAMES: Final = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
+"""The built-in tools (SPEC F18), and the whole tool set of the mini preset."""
+
+_SECTION_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,47}")
+_FIELDS: Final = ("base", "sections", "tools", "inline_root_tokens", "memory", "text")
+_GENERATED_ONLY: Final = frozenset({"context_files"})
+
+
+class PresetFileError(UsageError):
+    """A custom preset file that cannot be used; names the file and the field at fault."""
+
+    def __init__(self, path: str, field: str | None, problem: str) -> None:
+        self.path = path
+        self.field = field
+        """The field at fault, e.g. `sections[2]` or `text.house_rules`; None for the file as a whole."""
+        self.problem = problem
+        where = f"{path}: {field}" if field else path
+        super().__init__(f"custom preset {where}: {problem}")
+
+
+_Fail: TypeAlias = Callable[[str | None, str], PresetFileError]
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A system prompt recipe: which sections, in which order, with which tools."""
+
+    name: str
+    sections: tuple[str, ...]
+    """Section names in prompt order: built-in ones (`SECTIONS`) or ones defined in `texts`."""
+    tool_names: tuple[str, ...] | None = None
+    """Only these tools are given to the model; None keeps every tool the session has."""
+    texts: tuple[tuple[str, str], ...] = ()
+    """`(section, text)` pairs that replace a built-in section's text or define a new section."""
+    inline_root_tokens: int | None = None
+    """Most tokens of root context files shown in full; None leaves it to the caller."""
+    memory: bool = True
+    """Whether the project's `MEMORY.md` is shown (the workspace layer adds it)."""
+    source: str = "lamina"
+    """Where the preset came from: `lamina` for a built-in one, else the custom file's path."""
+
+    def __post_init__(self) -> None:
+        defined = dict(self.texts)
+        for name in self.sections:
+            if name not in SECTIONS and name not in defined:
+                raise UsageError(f"preset {self.name!r}: section {name!r} is neither built in nor given a text")
+        if self.inline_root_tokens is not None and self.inline_root_tokens < 0:
+            raise UsageError(f"preset {self.name!r}: inline_root_tokens must be 0 or more")
+
+    def text_of(self, section: str) -> str | None:
+        """The text this preset gives `section`, or None when the built-in text applies."""
+        return dict(self.texts).get(section)
+
+    def select_tools(self, tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
+        """The tools of `tools` this preset keeps, in their given order."""
+        if self.tool_names is None:
+            return tuple(tools)
+        keep = frozenset(self.tool_names)
+        return tuple(t for t in tools if t.name in keep)
+
+
+DEFAULT_PRESET: Final = Preset(
+    name="default",
+    sections=("tools", "permissions", "platform", "project", "context_files"),
+)
+"""Every tool, and the sections every session needs. Sections most likely to change (the project's)
+come last, so an edit invalidates as little of the cached prefix as possible. The skill and source
+rules (`sources_skills`) are left to the parts that need them: the skill catalogue states the
+`[skill:name]` rule, a source's activation notice says to read its guide first, and the pipeline
+blocks calls until a required file was read; a custom preset can still list the section."""
+
+MINI_PRESET: Final = Preset(
+    name="mini",
+    sections=("tools_mini", "permissions_mini", "platform", "project", "context_files"),
+    tool_names=BUILTIN_TOOL_NAMES,
+    inline_root_tokens=0,
+    memory=False,
+)
+"""For summaries and small tasks: a short prompt, only Read, Edit, Write, Glob, Grep and Bash; the
+root context file is listed rather than inlined, and MEMORY.md is left for the agent to Read."""
+
+_BUILT_IN: Final[Mapping[str, Preset]] = {"default": DEFAULT_PRESET, "mini": MINI_PRESET}
+
+
+def get_preset(name: str) -> Preset:
+    """The built-in preset called `name`.
+
+    Raises:
+        UnknownPresetError: `name` is not a preset name. There is no silent fallback.
+        UsageError: `name` is `custom`, which needs a file (`parse_custom_preset`, or the
+            workspace layer's `load_preset`).
+    """
+    preset = _BUILT_IN.get(name)
+    if preset is not None:
+        return preset
+    if name == "custom":
+        raise UsageError("the custom preset needs a preset file (a TOML file; see lamina.prompt._presets)")
+    raise UnknownPresetError(name, PRESET_NAMES)
+
+
+def compose_sections(preset: Preset, inputs: PromptInputs) -> tuple[Part, ...]:
+    """One stable part per section of `preset`, in order (key `system.<section>`); empty texts are left out.
+
+    The tools in `inputs` are first narrowed to the preset's choice, so the prompt only speaks of
+    tools the model has.
+    """
+    inputs = replace(inputs, tools=preset.select_tools(inputs.tools))
+    parts = []
+    for name in preset.sections:
+        custom = preset.text_of(name)
+        section = SECTIONS.get(name)
+        if custom is not None:
+            text, provenance = custom, preset.source
+            tier = section.tier if section is not None else Tier.RULES
+        else:
+            assert section is not None  # checked by Preset.__post_init__
+            text, provenance, tier = section.render(inputs), "lamina", section.tier
+        if text:
+            # Lamina's own sections (names and paths escaped), or the user's own custom preset file
+            parts.append(
+                Part(f"system.{name}", trusted(text), provenance, Authority.SYSTEM_RULE, Stability.STABLE, tier)
+            )
+    return tuple(parts)
+
+
+def system_prompt(preset: Preset, inputs: PromptInputs) -> str:
+    """The preset's sections as one text, separated by blank lines."""
+    return "\n\n".join(p.text for p in compose_sections(preset, inputs))
+
+
+# --- custom presets ------------------------------------------------------------------------------------
+
+
+def parse_custom_preset(data: str, *, path: str) -> Preset:
+    """The preset described by the TOML text `data` (see the module docstring for the format).
+
+    Args:
+        data: The file's text.
+        path: The file's path, used as the preset's source and in error messages.
+
+    Raises:
+        PresetFileError: The text is not TOML, or a field is unknown, of the wrong type or refers
+            to something that does not exist; the message names the file and the field.
+    """
+
+    def fail(field: str | None, problem: str) -> PresetFileError:
+        return PresetFileError(path, field, problem)
+
+    try:
+        raw = tomllib.loads(data)
+    except tomllib.TOMLDecodeError as exc:
+        raise fail(None, f"not valid TOML ({exc})") from None
+    for key in raw:
+        if key not in _FIELDS:
+            raise fail(key, f"unknown field{_did_you_mean(key, _FIELDS)}; the fields are {', '.join(_FIELDS)}")
+
+    base_name = raw.get("base", "default")
+    if not isinstance(base_name, str) or base_name not in _BUILT_IN:
+        raise fail("base", f"must be one of {', '.join(map(repr, _BUILT_IN))}, not {base_name!r}")
+    base = _BUILT_IN[base_name]
+
+    texts = _parse_texts(raw.get("text", {}), fail)
+    new_sections = tuple(name for name in texts if name not in SECTIONS)
+    if "sections" in raw:
+        sections = _parse_names(raw["sections"], "sections", fail)
+        for i, name in enumerate(sections):
+            if name not in SECTIONS and name not in texts:
+                hint = _did_you_mean(name, [*SECTIONS, *texts])
+                raise fail(
+                    f"sections[{i}]",
+                    f"unknown section {name!r}{hint}; use a built-in section ({', '.join(SECTIONS)}) "
+                    "or define it under [text]",
+                )
+    else:
+        sections = base.sections + new_sections
+    for name in texts:
+        if name not in sections:
+            raise fail(f"text.{name}", "is a section the preset does not list in `sections`, so it would never appear")
+
+    tool_names = base.tool_names
+    if "tools" in raw:
+        tool_names = _parse_names(raw["tools"], "tools", fail, identifiers=False)
+
+    inline = raw.get("inline_root_tokens", base.inline_root_tokens)
+    if inline is not None and (isinstance(inline, bool) or not isinstance(inline, int) or inline < 0):
+        raise fail("inline_root_tokens", f"must be a whole number of tokens, 0 or more, not {inline!r}")
+
+    memory = raw.get("memory", base.memory)
+    if not isinstance(memory, bool):
+        raise fail("memory", f"must be true or false, not {memory!r}")
+
+    return Preset(
+        name="custom",
+        sections=sections,
+        tool_names=tool_names,
+        texts=tuple(texts.items()),
+        inline_root_tokens=inline,
+        memory=memory,
+        source=path,
+    )
+
+
+def _parse_texts(value: object, fail: _Fail) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise fail("text", 'must be a table of section names to texts, such as [text] followed by name = "..."')
+    texts: dict[str, str] = {}
+    for name, text in value.items():
+        field = f"text.{name}"
+        if not _SECTION_NAME_RE.fullmatch(name):
+            raise fail(field, "a section name is lower-case letters, digits and `_`, starting with a letter")
+        if name in _GENERATED_ONLY:
+            raise fail(field, "is built from the context-file scan and cannot be replaced; leave it out of `sections`")
+        if not isinstance(text, str) or not text.strip():
+            raise fail(field, "must be a non-empty string")
+        texts[name] = text.strip()
+    return texts
+
+
+def _parse_names(value: object, field: str, fail: _Fail, *, identifiers: bool = True) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise fail(field, f"must be a list of names, not {type(value).__name__}")
+    names: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise fail(f"{field}[{i}]", f"must be a non-empty string, not {item!r}")
+        if identifiers and not _SECTION_NAME_RE.fullmatch(item):
+            raise fail(f"{field}[{i}]", f"{item!r} is not a section name (lower-case letters, digits and `_`)")
+        if item in names:
+            raise fail(f"{field}[{i}]", f"{item!r} is listed twice")
+        names.append(item)
+    return tuple(names)
+
+
+def _did_you_mean(name: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

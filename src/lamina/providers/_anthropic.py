@@ -1,0 +1,317 @@
+"""The Anthropic Messages adapter on the official `anthropic` SDK (I/O: network).
+
+`AnthropicProvider.stream` sends a body rendered for `AnthropicTarget` with `stream=True` and
+maps the raw server-sent events: `text_delta` → `TextDelta`; a `tool_use` block's
+`input_json_delta` pieces are joined and parsed at its `content_block_stop` → `ToolCallRequest`;
+usage arrives in `message_start` (input and cache counts) and `message_delta` (cumulative output,
+sometimes updated input counts), so the last value seen wins. `map_anthropic_error` is the one
+place SDK exceptions become `lamina.errors.ProviderError`s. The SDK client never retries
+(`max_retries=0`); `lamina.providers._retry` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
+
+import anthropic
+from anthropic.types import (
+    InputJSONDelta,
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawContentBlockStopEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
+    RawMessageStopEvent,
+    RawMessageStreamEvent,
+    ToolUseBlock,
+)
+from anthropic.types import TextBlock as SdkTextBlock
+from anthropic.types import TextDelta as SdkTextDelta
+
+from lamina.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    ProviderError,
+    TransientServerError,
+    UsageError,
+)
+from lamina.placement import AnthropicTarget, RenderedRequest, SdkManagedPrompt
+from lamina.placement._targets import CacheTtl
+from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.providers._errors import error_for_status
+from lamina.providers._retry import is_transport_error, parse_retry_after
+from lamina.session._entries import Usage
+
+if TYPE_CHECKING:
+    from anthropic.types.message_create_params import MessageCreateParamsStreaming
+
+PROVIDER_NAME: Final = "anthropic"
+
+# `error.type` → the HTTP status it stands for, for errors sent inside a 200 event stream.
+_ERROR_TYPE_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+# "prompt is too long: 208656 tokens > 200000 maximum";
+# "input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, ..."
+_NO_CREDENTIALS: Final = "Could not resolve authentication method"
+_CREDENTIALS_ERRORS: Final[tuple[type[BaseException], ...]] = tuple(
+    c for c in (getattr(anthropic, "CredentialsError", None),) if isinstance(c, type)
+)
+
+
+class AnthropicProvider:
+    """A `Provider` for the Anthropic Messages API (or any server speaking it)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_tokens: int = 8192,
+        anthropic_cache_ttl: CacheTtl = "5m",
+        stable_ttl: CacheTtl = "1h",
+        capabilities: Capabilities | None = None,
+    ) -> None:
+        """Create the provider.
+
+        Args:
+            model: The model id sent with every request (the body's `model` comes from the target).
+            client: An SDK client to use as is (the caller owns it and should build it with
+                `max_retries=0`); otherwise one is built on first use from `api_key`,
+                `base_url` and `timeout`.
+            api_key: The API key; None reads `ANTHROPIC_API_KEY` (the SDK default).
+            base_url: Another server speaking the Messages API; None uses the SDK default.
+            timeout: Per-request timeout in seconds; None keeps the SDK default.
+            max_tokens: Output limit rendered into every request.
+            anthropic_cache_ttl: TTL of the rolling history breakpoints.
+            stable_ttl: TTL of the tools + system prefix breakpoint.
+            capabilities: What the model can do; defaults suit current Claude models.
+        """
+        self._target = AnthropicTarget(
+            model=model, max_tokens=max_tokens, anthropic_cache_ttl=anthropic_cache_ttl, stable_ttl=stable_ttl
+        )
+        self._capabilities = capabilities or Capabilities(max_output_tokens=max_tokens, vision=True, pdf_input=True)
+        self._client = client
+        self._owns_client = client is None
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+
+    @property
+    def name(self) -> str:
+        return PROVIDER_NAME
+
+    @property
+    def target(self) -> AnthropicTarget:
+        return self._target
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+        """Send `request` (an Anthropic Messages body) and yield its events; the last one is `Completed`."""
+        if isinstance(request, SdkManagedPrompt) or "messages" not in request:
+            raise UsageError(f"AnthropicProvider needs an Anthropic Messages body, got {type(request).__name__}")
+        params = cast("MessageCreateParamsStreaming", {**request, "stream": True})
+        try:
+            events = await self._sdk().messages.create(**params)
+        except Exception as exc:
+            _reraise(exc)
+        reply = _Reply()
+        try:
+            while True:
+                try:
+                    event = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    _reraise(exc)
+                for out in reply.feed(event):
+                    yield out
+        finally:
+            await events.close()
+        yield reply.completed()
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this provider built it."""
+        if self._client is not None and self._owns_client:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> AnthropicProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _sdk(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            options: dict[str, Any] = {} if self._timeout is None else {"timeout": self._timeout}
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key, base_url=self._base_url, max_retries=0, **options
+            )
+        return self._client
+
+
+@dataclass
+class _ToolBlock:
+    call_id: str
+    name: str
+    initial: dict[str, Any]
+    json_parts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Reply:
+    """What the stream of one response has said so far."""
+
+    text: list[str] = field(default_factory=list)
+    tools: dict[int, _ToolBlock] = field(default_factory=dict)
+    calls: list[ToolCallRequest] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    model: str = ""
+    stop_reason: str | None = None
+    stopped: bool = False
+
+    def feed(self, event: RawMessageStreamEvent) -> Iterator[ProviderEvent]:
+        if isinstance(event, RawMessageStartEvent):
+            self.model = event.message.model
+            self._count(event.message.usage)
+        elif isinstance(event, RawContentBlockStartEvent):
+            block = event.content_block
+            if isinstance(block, ToolUseBlock):
+                initial = block.input if isinstance(block.input, dict) else {}
+                self.tools[event.index] = _ToolBlock(block.id, block.name, initial)
+            elif isinstance(block, SdkTextBlock) and block.text:
+                self.text.append(block.text)
+                yield TextDelta(block.text)
+        elif isinstance(event, RawContentBlockDeltaEvent):
+            delta = event.delta
+            if isinstance(delta, SdkTextDelta):
+                self.text.append(delta.text)
+                yield TextDelta(delta.text)
+            elif isinstance(delta, InputJSONDelta) and event.index in self.tools:
+                self.tools[event.index].json_parts.append(delta.partial_json)
+        elif isinstance(event, RawContentBlockStopEvent):
+            tool = self.tools.pop(event.index, None)
+            if tool is not None:
+                call = ToolCallRequest(tool.call_id, tool.name, _tool_input(tool))
+                self.calls.append(call)
+                yield call
+        elif isinstance(event, RawMessageDeltaEvent):
+            if event.delta.stop_reason is not None:
+                self.stop_reason = event.delta.stop_reason
+            self._count(event.usage)
+        elif isinstance(event, RawMessageStopEvent):
+            self.stopped = True
+
+    def _count(self, usage: object) -> None:
+        # message_start carries `Usage`, message_delta `MessageDeltaUsage`; both counts are cumulative.
+        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = getattr(usage, name, None)
+            if isinstance(value, int):
+                self.usage[name] = value
+
+    def completed(self) -> Completed:
+        if not self.stopped:
+            raise TransientServerError(PROVIDER_NAME, "the event stream ended before message_stop")
+        stop = self.stop_reason or "end_turn"
+        return Completed(
+            text="".join(self.text),
+            tool_calls=tuple(self.calls),
+            stop_reason=stop,
+            usage=Usage(
+                input=self.usage.get("input_tokens", 0),
+                output=self.usage.get("output_tokens", 0),
+                cache_read=self.usage.get("cache_read_input_tokens", 0),
+                cache_write=self.usage.get("cache_creation_input_tokens", 0),
+            ),
+            model=self.model,
+            raw_stop_reason=stop,
+        )
+
+
+def _tool_input(tool: _ToolBlock) -> dict[str, Any]:
+    raw = "".join(tool.json_parts)
+    if not raw.strip():
+        return tool.initial
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ProviderError(PROVIDER_NAME, f"tool_use {tool.call_id} ({tool.name}): input is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ProviderError(PROVIDER_NAME, f"tool_use {tool.call_id} ({tool.name}): input is not a JSON object")
+    return value
+
+
+def _reraise(exc: Exception) -> NoReturn:
+    mapped = map_anthropic_error(exc)
+    if mapped is None:
+        raise exc
+    raise mapped from exc
+
+
+def map_anthropic_error(exc: BaseException, *, provider: str = PROVIDER_NAME) -> ProviderError | None:
+    """The `ProviderError` for an exception from the Anthropic SDK or its HTTP stack; None if it is neither.
+
+    400 with overflow wording → `ContextOverflowError`; 429 → `RateLimitError` (with `retry-after`);
+    529 / 503 / `overloaded_error` → `OverloadedError`; 401 / 403 → `AuthenticationError`; other
+    4xx → `InvalidRequestError`; 408, 409, 5xx, connection failures and timeouts →
+    `TransientServerError`. An `error` event inside a 200 stream is classified by its `error.type`.
+    """
+    if isinstance(exc, anthropic.APIStatusError):
+        error_type, message = _error_fields(exc.body)
+        http = exc.status_code if exc.status_code >= 400 else None
+        status = http or _ERROR_TYPE_STATUS.get(error_type or "", 500)
+        body = exc.body if isinstance(exc.body, str) else json.dumps(exc.body)
+        message = message or str(exc)
+        retry_after = parse_retry_after(exc.response.headers)
+        mapped = error_for_status(
+            provider,
+            status,
+            message,
+            http=http,
+            body=body,
+            retry_after=retry_after,
+            overloaded=error_type == "overloaded_error",
+            auth_hint="check the API key (ANTHROPIC_API_KEY or api_key=)",
+        )
+        return mapped or InvalidRequestError(provider, message, status=http, body=body)
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return ProviderError(provider, f"the response does not match the API's schema: {exc.__cause__ or exc}")
+    if isinstance(exc, anthropic.APITimeoutError):
+        return TransientServerError(provider, "the request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return TransientServerError(provider, f"connection failed: {exc.__cause__ or exc}")
+    if is_transport_error(exc):
+        return TransientServerError(provider, f"connection lost while streaming: {exc!r}")
+    if isinstance(exc, TypeError) and _NO_CREDENTIALS in str(exc):
+        return AuthenticationError(provider, "no API key: set ANTHROPIC_API_KEY or pass api_key")
+    if isinstance(exc, _CREDENTIALS_ERRORS):  # newer SDKs look for profiles and config files too
+        return AuthenticationError(provider, f"no API key: set ANTHROPIC_API_KEY or pass api_key ({exc})")
+    return None
+
+
+def _error_fields(body: object) -> tuple[str | None, str]:
+    """`error.type` and `error.message` of an Anthropic error body (`{"type": "error", "error": {...}}`)."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if not isinstance(error, Mapping):
+        return None, ""
+    error_type, message = error.get("type"), error.get("message")
+    return (error_type if isinstance(error_type, str) else None), (message if isinstance(message, str) else "")

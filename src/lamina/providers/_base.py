@@ -1,0 +1,98 @@
+"""The provider protocol: send a rendered request, stream events, report usage (I/O at the edge).
+
+A provider takes a request body rendered for its `target` (see `lamina.placement`) and yields
+`ProviderEvent`s: text deltas and tool calls as they arrive, then exactly one `Completed` with the
+stop reason and usage. Errors are the typed `ProviderError` subclasses of `lamina.errors`, mapped
+from the SDK's exceptions in one place per provider. Retries of transient errors happen in
+`lamina.providers._retry`, not in the SDK clients (which are built with `max_retries=0`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias
+
+from lamina.placement import RenderedRequest, RenderTarget
+from lamina.session._entries import ProviderSession, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a provider/model can do, for placement and attachment decisions."""
+
+    context_window: int = 200_000
+    max_output_tokens: int = 8_192
+    vision: bool = False
+    pdf_input: bool = False
+    native_resume: bool = False
+    native_fork: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the model's text, as streamed."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """A complete tool call the model made (arguments parsed)."""
+
+    call_id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The end of one model response."""
+
+    text: str
+    tool_calls: tuple[ToolCallRequest, ...]
+    stop_reason: str
+    """Normalised: `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`, `refusal` or the provider's own word."""
+    usage: Usage
+    model: str = ""
+    raw_stop_reason: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSessionChanged:
+    """The provider-side session to resume the next turn through (sent before `Completed`); persist it."""
+
+    session: ProviderSession
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderCompacted:
+    """The provider compacted its own context during the turn (the Claude Agent SDK's compaction)."""
+
+    trigger: str
+    """`auto` or `manual`, as the provider says."""
+    tokens_before: int = 0
+
+
+ProviderEvent: TypeAlias = TextDelta | ToolCallRequest | ProviderSessionChanged | ProviderCompacted | Completed
+
+
+class Provider(Protocol):
+    """A model backend Lamina can drive."""
+
+    @property
+    def name(self) -> str:
+        """Short provider name for messages and logs (`anthropic`, `openai`, `scripted`, ...)."""
+        ...
+
+    @property
+    def target(self) -> RenderTarget:
+        """The placement target whose bodies this provider accepts."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+        """Send `request` and yield its events; the last one is `Completed`."""
+        ...

@@ -1,0 +1,507 @@
+"""OpenAI adapters on the official `openai` SDK: Chat Completions and Responses (I/O: network).
+
+`OpenAIChatProvider` streams Chat Completions with `stream_options.include_usage`, so the last
+chunk (empty `choices`) carries the usage; tool calls arrive as `tool_calls` deltas keyed by
+`index` (id and name first, then argument pieces) and are assembled when the choice finishes.
+`OpenAIResponsesProvider` streams Responses: `response.output_text.delta` is text, a
+`function_call` item is complete at `response.output_item.done`, and `response.completed` (or
+`response.incomplete`) carries the usage. Cached tokens (`prompt_tokens_details.cached_tokens`,
+`input_tokens_details.cached_tokens`) become `Usage.cache_read` and the rest of the prompt
+`Usage.input`; OpenAI's automatic cache writes are free and not reported as writes.
+
+Both work against OpenAI-compatible servers (vLLM, Ollama, llama.cpp) through `base_url`; such
+servers ignore the API key, so none is required there. `map_openai_error` is the one place SDK
+exceptions (and errors sent inside a stream) become `lamina.errors.ProviderError`s. The SDK
+client never retries (`max_retries=0`); `lamina.providers._retry` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Self, cast
+
+import openai
+from openai.types.chat import ChatCompletionChunk
+from openai.types.completion_usage import CompletionUsage
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseFunctionToolCall,
+    ResponseIncompleteEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseRefusalDeltaEvent,
+    ResponseStreamEvent,
+    ResponseTextDeltaEvent,
+)
+
+from lamina.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    ProviderError,
+    RateLimitError,
+    TransientServerError,
+    UsageError,
+)
+from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderedRequest, SdkManagedPrompt
+from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.providers._errors import error_for_status
+from lamina.providers._retry import is_transport_error, parse_retry_after
+from lamina.session._entries import Usage
+
+if TYPE_CHECKING:
+    from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+    from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+
+_UNUSED_KEY: Final = "unused"
+"""Sent to OpenAI-compatible servers when no key is configured: they ignore it, the SDK insists on one."""
+
+_CODE_STATUS: Final = {
+    "context_length_exceeded": 400,
+    "invalid_api_key": 401,
+    "insufficient_quota": 429,
+    "rate_limit_exceeded": 429,
+    "server_error": 500,
+    "vector_store_timeout": 500,
+}
+_TYPE_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "insufficient_quota": 429,
+    "rate_limit_error": 429,
+    "requests": 429,
+    "tokens": 429,
+    "server_error": 500,
+}
+# OpenAI: "This model's maximum context length is 128000 tokens. However, your messages resulted in ...";
+# Responses: "Your input exceeds the context window of this model."; vLLM reuses OpenAI's wording;
+# llama.cpp: "the request exceeds the available context size".
+_CHAT_STOP: Final = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+_INCOMPLETE_STOP: Final = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
+
+
+class _OpenAIProvider:
+    """The SDK client and settings both OpenAI adapters share."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        client: openai.AsyncOpenAI | None,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float | None,
+        capabilities: Capabilities,
+    ) -> None:
+        self._name = name
+        self._client = client
+        self._owns_client = client is None
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+        self._capabilities = capabilities
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this provider built it."""
+        if self._client is not None and self._owns_client:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _sdk(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            api_key = self._api_key
+            if api_key is None and self._base_url is not None and not os.environ.get("OPENAI_API_KEY"):
+                api_key = _UNUSED_KEY
+            options: dict[str, Any] = {} if self._timeout is None else {"timeout": self._timeout}
+            try:
+                self._client = openai.AsyncOpenAI(api_key=api_key, base_url=self._base_url, max_retries=0, **options)
+            except openai.OpenAIError as exc:
+                if "api_key" not in str(exc) and "credentials" not in str(exc).lower():
+                    raise
+                raise AuthenticationError(self._name, "no API key: set OPENAI_API_KEY or pass api_key") from exc
+        return self._client
+
+    def _body(self, request: RenderedRequest, key: str) -> dict[str, Any]:
+        if isinstance(request, SdkManagedPrompt) or key not in request:
+            raise UsageError(f"{type(self).__name__} needs a body with {key!r}, got {type(request).__name__}")
+        return dict(request)
+
+    def _reraise(self, exc: Exception) -> NoReturn:
+        mapped = map_openai_error(exc, provider=self._name)
+        if mapped is None:
+            raise exc
+        raise mapped from exc
+
+
+class OpenAIChatProvider(_OpenAIProvider):
+    """A `Provider` for OpenAI Chat Completions and OpenAI-compatible servers."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_tokens: int | None = None,
+        prompt_cache_key: bool = True,
+        include_usage: bool = True,
+        name: str = "openai",
+        capabilities: Capabilities | None = None,
+    ) -> None:
+        """Create the provider.
+
+        Args:
+            model: The model id (the body's `model` comes from the target).
+            client: An SDK client to use as is (the caller owns it and should build it with
+                `max_retries=0`); otherwise one is built on first use.
+            api_key: The API key; None reads `OPENAI_API_KEY` (the SDK default). With a
+                `base_url` and no key anywhere, a placeholder is sent.
+            base_url: An OpenAI-compatible server, e.g. `http://localhost:8000/v1`.
+            timeout: Per-request timeout in seconds; None keeps the SDK default.
+            max_tokens: Output limit rendered as `max_completion_tokens`.
+            prompt_cache_key: Send the session id as `prompt_cache_key` (turn off for servers
+                that reject unknown fields).
+            include_usage: Ask for the usage chunk (`stream_options.include_usage`).
+            name: Provider name in messages and errors (`openai`, `openai-compat`, ...).
+            capabilities: What the model can do.
+        """
+        super().__init__(
+            name=name,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            capabilities=capabilities or Capabilities(max_output_tokens=max_tokens or 8192, vision=base_url is None),
+        )
+        self._target = OpenAIChatTarget(model=model, max_tokens=max_tokens, prompt_cache_key=prompt_cache_key)
+        self._include_usage = include_usage
+
+    @property
+    def target(self) -> OpenAIChatTarget:
+        return self._target
+
+    async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+        """Send `request` (a Chat Completions body) and yield its events; the last one is `Completed`."""
+        body = self._body(request, "messages")
+        body["stream"] = True
+        if self._include_usage:
+            body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
+        client = self._sdk()
+        try:
+            chunks = await client.chat.completions.create(**cast("CompletionCreateParamsStreaming", body))
+        except Exception as exc:
+            self._reraise(exc)
+        reply = _ChatReply(self._name)
+        try:
+            while True:
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    self._reraise(exc)
+                for out in reply.feed(chunk):
+                    yield out
+        finally:
+            await chunks.close()
+        yield reply.completed()
+
+
+@dataclass
+class _ChatCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _ChatReply:
+    provider: str
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, _ChatCall] = field(default_factory=dict)
+    done: list[ToolCallRequest] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: CompletionUsage | None = None
+    model: str = ""
+
+    def feed(self, chunk: ChatCompletionChunk) -> Iterator[ProviderEvent]:
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            for piece in (delta.content, delta.refusal):
+                if piece:
+                    self.text.append(piece)
+                    yield TextDelta(piece)
+            for position, tool_call in enumerate(delta.tool_calls or ()):
+                index = getattr(tool_call, "index", None)
+                call = self.calls.setdefault(index if isinstance(index, int) else position, _ChatCall())
+                call.call_id = call.call_id or (tool_call.id or "")
+                function = tool_call.function
+                if function is not None:
+                    call.name = call.name or (function.name or "")  # sent once, with the first delta
+                    if function.arguments:
+                        call.arguments.append(function.arguments)
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+                yield from self._finish_calls()
+
+    def _finish_calls(self) -> Iterator[ToolCallRequest]:
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            if not call.name:
+                raise ProviderError(self.provider, f"tool call {index} has no function name")
+            call_id = call.call_id or f"call_{secrets.token_hex(8)}"  # some compatible servers send none
+            request = ToolCallRequest(call_id, call.name, _arguments(self.provider, call_id, "".join(call.arguments)))
+            self.done.append(request)
+            yield request
+        self.calls.clear()
+
+    def completed(self) -> Completed:
+        if self.finish_reason is None:
+            raise TransientServerError(self.provider, "the stream ended before the choice finished")
+        stop = _CHAT_STOP.get(self.finish_reason, self.finish_reason)
+        if self.done and stop == "end_turn":  # some compatible servers say "stop" after tool calls
+            stop = "tool_use"
+        return Completed(
+            text="".join(self.text),
+            tool_calls=tuple(self.done),
+            stop_reason=stop,
+            usage=_chat_usage(self.usage),
+            model=self.model,
+            raw_stop_reason=self.finish_reason,
+        )
+
+
+def _chat_usage(usage: CompletionUsage | None) -> Usage:
+    if usage is None:  # a compatible server that ignores `stream_options`
+        return Usage()
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    return Usage(input=usage.prompt_tokens - cached, output=usage.completion_tokens, cache_read=cached)
+
+
+class OpenAIResponsesProvider(_OpenAIProvider):
+    """A `Provider` for the OpenAI Responses API (stateless: the whole input every time)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
+        prompt_cache_key: bool = True,
+        name: str = "openai-responses",
+        capabilities: Capabilities | None = None,
+    ) -> None:
+        """Create the provider; the arguments are those of `OpenAIChatProvider`."""
+        super().__init__(
+            name=name,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            capabilities=capabilities
+            or Capabilities(max_output_tokens=max_output_tokens or 8192, vision=base_url is None),
+        )
+        self._target = OpenAIResponsesTarget(
+            model=model, max_output_tokens=max_output_tokens, prompt_cache_key=prompt_cache_key
+        )
+
+    @property
+    def target(self) -> OpenAIResponsesTarget:
+        return self._target
+
+    async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+        """Send `request` (a Responses body) and yield its events; the last one is `Completed`."""
+        body = self._body(request, "input")
+        body["stream"] = True
+        client = self._sdk()
+        try:
+            events = await client.responses.create(**cast("ResponseCreateParamsStreaming", body))
+        except Exception as exc:
+            self._reraise(exc)
+        reply = _ResponsesReply(self._name)
+        try:
+            while reply.final is None:
+                try:
+                    event = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    self._reraise(exc)
+                for out in reply.feed(event):
+                    yield out
+        finally:
+            await events.close()
+        for out in reply.leftovers():
+            yield out
+        yield reply.completed()
+
+
+@dataclass
+class _ResponsesReply:
+    provider: str
+    text: list[str] = field(default_factory=list)
+    calls: list[ToolCallRequest] = field(default_factory=list)
+    refused: bool = False
+    final: Response | None = None
+
+    def feed(self, event: ResponseStreamEvent) -> Iterator[ProviderEvent]:
+        if isinstance(event, ResponseTextDeltaEvent | ResponseRefusalDeltaEvent):
+            self.refused = self.refused or isinstance(event, ResponseRefusalDeltaEvent)
+            self.text.append(event.delta)
+            yield TextDelta(event.delta)
+        elif isinstance(event, ResponseOutputItemDoneEvent) and isinstance(event.item, ResponseFunctionToolCall):
+            yield self._call(event.item)
+        elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+            self.final = event.response
+        elif isinstance(event, ResponseFailedEvent):
+            error = event.response.error
+            raise _classify(self.provider, http=None, error=error.to_dict() if error else {}, headers=None)
+        elif isinstance(event, ResponseErrorEvent):
+            raise _classify(self.provider, http=None, error=event.to_dict(), headers=None)
+
+    def _call(self, item: ResponseFunctionToolCall) -> ToolCallRequest:
+        call = ToolCallRequest(item.call_id, item.name, _arguments(self.provider, item.call_id, item.arguments))
+        self.calls.append(call)
+        return call
+
+    def leftovers(self) -> Iterator[ProviderEvent]:
+        """What the final response holds that no event announced (minimal compatible servers)."""
+        if self.final is None:
+            return
+        seen = {c.call_id for c in self.calls}
+        for item in self.final.output:
+            if isinstance(item, ResponseFunctionToolCall) and item.call_id not in seen:
+                yield self._call(item)
+            elif isinstance(item, ResponseOutputMessage) and not self.text:
+                for part in item.content:
+                    if isinstance(part, ResponseOutputText) and part.text:
+                        self.text.append(part.text)
+                        yield TextDelta(part.text)
+
+    def completed(self) -> Completed:
+        final = self.final
+        if final is None:
+            raise TransientServerError(self.provider, "the stream ended before response.completed")
+        reason = final.incomplete_details.reason if final.incomplete_details is not None else None
+        if reason is not None:
+            stop = _INCOMPLETE_STOP.get(reason, reason)
+        elif self.refused:
+            stop = "refusal"
+        else:
+            stop = "tool_use" if self.calls else "end_turn"
+        usage = Usage()
+        if final.usage is not None:
+            details = final.usage.input_tokens_details
+            cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+            usage = Usage(input=final.usage.input_tokens - cached, output=final.usage.output_tokens, cache_read=cached)
+        return Completed(
+            text="".join(self.text),
+            tool_calls=tuple(self.calls),
+            stop_reason=stop,
+            usage=usage,
+            model=str(final.model),
+            raw_stop_reason=reason or str(final.status or ""),
+        )
+
+
+def _arguments(provider: str, call_id: str, raw: str) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ProviderError(provider, f"tool call {call_id}: arguments are not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ProviderError(provider, f"tool call {call_id}: arguments are not a JSON object")
+    return value
+
+
+def map_openai_error(exc: BaseException, *, provider: str = "openai") -> ProviderError | None:
+    """The `ProviderError` for an exception from the OpenAI SDK or its HTTP stack; None if it is neither.
+
+    `context_length_exceeded` (or overflow wording) → `ContextOverflowError`; 429 →
+    `RateLimitError` with `retry-after` (not retryable for `insufficient_quota`); 503 →
+    `OverloadedError`; 401 / 403 → `AuthenticationError`; other 4xx → `InvalidRequestError`;
+    408, 409, 5xx, connection failures and timeouts → `TransientServerError`. Errors sent inside
+    a stream carry no status and are classified by their `code` and `type`.
+    """
+    if isinstance(exc, openai.APIStatusError):
+        headers = exc.response.headers
+        return _classify(provider, http=exc.status_code, error=exc.body, headers=headers, fallback=str(exc))
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientServerError(provider, "the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return TransientServerError(provider, f"connection failed: {exc.__cause__ or exc}")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ProviderError(provider, f"the response does not match the API's schema: {exc.__cause__ or exc}")
+    if isinstance(exc, openai.APIError):  # an error object sent inside the event stream
+        return _classify(provider, http=None, error=exc.body, headers=None, fallback=exc.message)
+    if is_transport_error(exc):
+        return TransientServerError(provider, f"connection lost while streaming: {exc!r}")
+    return None
+
+
+def _classify(
+    provider: str, *, http: int | None, error: object, headers: Mapping[str, str] | None, fallback: str = ""
+) -> ProviderError:
+    """The error for an OpenAI error object (`{"message", "type", "param", "code"}`) and its HTTP status."""
+    fields: Mapping[str, object] = error if isinstance(error, Mapping) else {}
+    code = str(fields["code"]) if fields.get("code") is not None else ""
+    error_type = str(fields.get("type") or "")
+    message = str(fields.get("message") or fallback or error_type or "unknown error")
+    body = error if isinstance(error, str) else json.dumps(error, default=str)
+    status = http if http is not None and http >= 400 else None
+    effective = status or _CODE_STATUS.get(code) or _TYPE_STATUS.get(error_type) or 500
+    mapped = error_for_status(
+        provider,
+        effective,
+        message,
+        http=status,
+        body=body,
+        retry_after=parse_retry_after(headers),
+        overflow=code == "context_length_exceeded",
+        auth_hint="check the API key (OPENAI_API_KEY or api_key=)",
+    ) or InvalidRequestError(provider, message, status=status, body=body)
+    if isinstance(mapped, RateLimitError) and "insufficient_quota" in (code, error_type):
+        mapped.retryable = False  # out of credit: waiting does not help
+    return mapped

@@ -1,0 +1,393 @@
+"""A provider that replays scripted responses, for tests, demos and offline runs (I/O: reads its script file).
+
+A script is a list of steps, each a response or an error, consumed one per request:
+
+```json
+{"responses": [
+  {"text": "Let me look.", "tool_calls": [{"name": "Read", "input": {"path": "app.py"}}]},
+  {"error": "overloaded", "retry_after": 1.0},
+  {"text": "Done.", "stop_reason": "end_turn"}
+]}
+```
+
+A response step has `text`, `tool_calls` (`name`, `input`, optional `id`), `stop_reason`
+(default `tool_use` when there are tool calls, else `end_turn`), optional `model` and `usage`
+(`input`, `output`, `cache_read`, `cache_write`). An error step has `error` (one of
+`ERROR_KINDS`), optional `retry_after`, `message`, and `text` streamed before the failure. Text
+is streamed in a few deltas. Usage, unless the step gives it, comes from a `CacheSimulator` run
+on the request body when one is given (so demos show realistic cache reads and writes), else
+from token estimates. Running out of script raises `ScriptExhaustedError`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias, assert_never, cast, get_args
+
+import msgspec
+
+from lamina.cachesim import CacheSimulationError, CacheSimulator, TimedRequest
+from lamina.errors import (
+    AuthenticationError,
+    ContextOverflowError,
+    InvalidRequestError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    TransientServerError,
+    UsageError,
+)
+from lamina.placement import AnthropicTarget, RenderedRequest, RenderTarget
+from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.session._entries import Usage
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+
+PROVIDER_NAME: Final = "scripted"
+
+ErrorKind: TypeAlias = Literal["overflow", "rate_limit", "overloaded", "auth", "server", "invalid"]
+ERROR_KINDS: Final[tuple[str, ...]] = get_args(ErrorKind)
+
+_RESPONSE_KEYS: Final = frozenset({"text", "tool_calls", "stop_reason", "model", "usage"})
+_ERROR_KEYS: Final = frozenset({"error", "retry_after", "message", "text"})
+_CALL_KEYS: Final = frozenset({"name", "input", "id"})
+_USAGE_KEYS: Final = frozenset({"input", "output", "cache_read", "cache_write"})
+
+
+class ScriptError(UsageError):
+    """A script that cannot be used: names the file (or `<code>`) and the offending field."""
+
+    def __init__(self, source: str, where: str, reason: str) -> None:
+        self.source = source
+        self.where = where
+        """Path of the field inside the script, e.g. `responses[2].tool_calls[0].name`."""
+        self.reason = reason
+        super().__init__(f"{source}: {where}: {reason}" if where else f"{source}: {reason}")
+
+
+class ScriptExhaustedError(ProviderError):
+    """A request arrived after every scripted step was used."""
+
+    def __init__(self, source: str, steps: int) -> None:
+        self.source = source
+        self.steps = steps
+        super().__init__(
+            PROVIDER_NAME,
+            f"script {source} is exhausted: all {steps} scripted steps were used, request {steps + 1} has none",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedToolCall:
+    """A tool call the scripted model makes."""
+
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+    """None: a deterministic id is generated."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedResponse:
+    """One scripted model response."""
+
+    text: str = ""
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    stop_reason: str | None = None
+    """None: `tool_use` when there are tool calls, else `end_turn`."""
+    model: str | None = None
+    usage: Usage | None = None
+    """None: simulated or estimated."""
+    kind: Literal["response"] = "response"
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedError:
+    """One scripted failure, raised as the matching `ProviderError`."""
+
+    error: ErrorKind
+    retry_after: float | None = None
+    message: str = ""
+    text: str = ""
+    """Streamed before the failure (a connection that breaks mid-response)."""
+    kind: Literal["error"] = "error"
+
+
+ScriptStep: TypeAlias = ScriptedResponse | ScriptedError
+
+
+class ScriptedProvider:
+    """A `Provider` that answers each request with the next step of a script."""
+
+    def __init__(
+        self,
+        steps: Sequence[ScriptStep | Mapping[str, Any]],
+        *,
+        target: RenderTarget | None = None,
+        simulator: CacheSimulator | None = None,
+        clock: Callable[[], float] = time.time,
+        estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+        capabilities: Capabilities | None = None,
+        source: str = "<code>",
+    ) -> None:
+        """Create the provider.
+
+        Args:
+            steps: The script: step objects, or mappings in the script file's format.
+            target: The render target whose bodies this provider accepts (default Anthropic).
+            simulator: Computes usage from each request body (cache reads and writes).
+            clock: Seconds, for the simulator's timeline.
+            estimator: Counts tokens when there is no simulator (and for output).
+            capabilities: Reported as is.
+            source: Names the script in errors (the file path when loaded from a file).
+        """
+        self._steps = [_parse_step(s, f"responses[{i}]", source) for i, s in enumerate(steps)]
+        self._target: RenderTarget = target if target is not None else AnthropicTarget(model="scripted")
+        self._simulator = simulator
+        self._clock = clock
+        self._estimator = estimator
+        self._capabilities = capabilities or Capabilities()
+        self._source = source
+        self._next = 0
+        self._requests: list[RenderedRequest] = []
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        *,
+        target: RenderTarget | None = None,
+        simulator: CacheSimulator | None = None,
+        clock: Callable[[], float] = time.time,
+        estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+        capabilities: Capabilities | None = None,
+    ) -> ScriptedProvider:
+        """Load a script file (`{"responses": [...]}`); a bad file raises `ScriptError` naming it."""
+        path = Path(path)
+        source = str(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ScriptError(source, "", f"cannot read the script: {exc.strerror or exc}") from exc
+        try:
+            data = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise ScriptError(source, "", f"not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ScriptError(source, "", f'expected an object {{"responses": [...]}}, got {_kind(data)}')
+        unknown = sorted(set(data) - {"responses"})
+        if unknown:
+            raise ScriptError(source, unknown[0], "unknown field (expected only 'responses')")
+        steps = data.get("responses")
+        if not isinstance(steps, list):
+            raise ScriptError(source, "responses", f"expected a list of steps, got {_kind(steps)}")
+        return cls(
+            steps,
+            target=target,
+            simulator=simulator,
+            clock=clock,
+            estimator=estimator,
+            capabilities=capabilities,
+            source=source,
+        )
+
+    @property
+    def name(self) -> str:
+        return PROVIDER_NAME
+
+    @property
+    def target(self) -> RenderTarget:
+        return self._target
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @property
+    def requests(self) -> tuple[RenderedRequest, ...]:
+        """Every request body received, in order."""
+        return tuple(self._requests)
+
+    @property
+    def remaining(self) -> int:
+        """Steps not used yet."""
+        return len(self._steps) - self._next
+
+    async def aclose(self) -> None:
+        """Nothing to close (for symmetry with the network adapters)."""
+
+    async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+        """Answer `request` with the next scripted step."""
+        self._requests.append(request)
+        if self._next >= len(self._steps):
+            raise ScriptExhaustedError(self._source, len(self._steps))
+        number = self._next
+        step = self._steps[number]
+        self._next += 1
+        if isinstance(step, ScriptedError):  # rejected before the model ran: nothing cached, nothing billed
+            for piece in _deltas(step.text):
+                yield TextDelta(piece)
+            raise _error(step, self._source, number)
+        usage = step.usage  # a scripted usage skips the simulation or estimate entirely
+        for piece in _deltas(step.text):
+            yield TextDelta(piece)
+        calls = tuple(
+            ToolCallRequest(c.call_id or f"toolu_scripted_{number}_{i}", c.name, dict(c.input))
+            for i, c in enumerate(step.tool_calls)
+        )
+        for call in calls:
+            yield call
+        output = self._estimator.count(step.text + "".join(json.dumps(dict(c.input)) for c in step.tool_calls))
+        stop = step.stop_reason or ("tool_use" if calls else "end_turn")
+        yield Completed(
+            text=step.text,
+            tool_calls=calls,
+            stop_reason=stop,
+            usage=usage or msgspec.structs.replace(self._usage(request), output=output),
+            model=step.model or _model(self._target),
+            raw_stop_reason=stop,
+        )
+
+    def _usage(self, request: RenderedRequest) -> Usage:
+        if self._simulator is not None and isinstance(request, Mapping):
+            now = self._clock()
+            try:
+                cache = self._simulator.submit(TimedRequest(now, cast(Mapping[str, object], request), now))
+            except CacheSimulationError as exc:  # where the real API would answer 400
+                raise InvalidRequestError(PROVIDER_NAME, str(exc), status=400) from exc
+            return Usage(input=cache.uncached, cache_read=cache.read, cache_write=cache.write)
+        if isinstance(request, Mapping):
+            return Usage(input=self._estimator.count(msgspec.json.encode(request).decode()))
+        return Usage(input=self._estimator.count(request.prompt))
+
+
+def _model(target: RenderTarget) -> str:
+    return str(getattr(target, "model", PROVIDER_NAME))
+
+
+def _error(step: ScriptedError, source: str, number: int) -> ProviderError:
+    message = step.message or f"scripted {step.error} error (step {number} of {source})"
+    match step.error:
+        case "overflow":
+            return ContextOverflowError(PROVIDER_NAME, message, status=400)
+        case "rate_limit":
+            return RateLimitError(PROVIDER_NAME, message, status=429, retry_after=step.retry_after)
+        case "overloaded":
+            return OverloadedError(PROVIDER_NAME, message, status=529, retry_after=step.retry_after)
+        case "auth":
+            return AuthenticationError(PROVIDER_NAME, message, status=401)
+        case "server":
+            return TransientServerError(PROVIDER_NAME, message, status=500)
+        case "invalid":
+            return InvalidRequestError(PROVIDER_NAME, message, status=400)
+        case _:
+            assert_never(step.error)
+
+
+def _deltas(text: str, pieces: int = 3) -> Iterator[str]:
+    """`text` in up to `pieces` chunks cut after spaces (so the joined deltas equal `text`)."""
+    start = 0
+    for k in range(1, pieces):
+        cut = text.find(" ", max(start + 1, len(text) * k // pieces))
+        if cut < 0:
+            break
+        yield text[start : cut + 1]
+        start = cut + 1
+    if start < len(text):
+        yield text[start:]
+
+
+# --- script parsing -----------------------------------------------------------------------------
+
+
+def _kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
+
+
+def _parse_step(raw: ScriptStep | Mapping[str, Any], where: str, source: str) -> ScriptStep:
+    if isinstance(raw, ScriptedResponse | ScriptedError):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ScriptError(source, where, f"expected an object, got {_kind(raw)}")
+    if "error" in raw:
+        _no_unknown(raw, _ERROR_KEYS, where, source)
+        kind = raw["error"]
+        if kind not in ERROR_KINDS:
+            raise ScriptError(source, f"{where}.error", f"expected one of {', '.join(ERROR_KINDS)}, got {kind!r}")
+        retry_after = raw.get("retry_after")
+        if retry_after is not None and (
+            not isinstance(retry_after, int | float) or isinstance(retry_after, bool) or retry_after < 0
+        ):
+            raise ScriptError(source, f"{where}.retry_after", f"expected seconds (a number >= 0), got {retry_after!r}")
+        return ScriptedError(
+            error=kind,
+            retry_after=None if retry_after is None else float(retry_after),
+            message=_str(raw, "message", where, source),
+            text=_str(raw, "text", where, source),
+        )
+    _no_unknown(raw, _RESPONSE_KEYS, where, source)
+    calls_raw = raw.get("tool_calls", [])
+    if not isinstance(calls_raw, list):
+        raise ScriptError(source, f"{where}.tool_calls", f"expected a list, got {_kind(calls_raw)}")
+    calls = tuple(_parse_call(c, f"{where}.tool_calls[{i}]", source) for i, c in enumerate(calls_raw))
+    stop = raw.get("stop_reason")
+    if stop is not None and not isinstance(stop, str):
+        raise ScriptError(source, f"{where}.stop_reason", f"expected a string, got {_kind(stop)}")
+    model = raw.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ScriptError(source, f"{where}.model", f"expected a string, got {_kind(model)}")
+    return ScriptedResponse(
+        text=_str(raw, "text", where, source),
+        tool_calls=calls,
+        stop_reason=stop,
+        model=model,
+        usage=_parse_usage(raw.get("usage"), f"{where}.usage", source),
+    )
+
+
+def _parse_call(raw: object, where: str, source: str) -> ScriptedToolCall:
+    if not isinstance(raw, Mapping):
+        raise ScriptError(source, where, f"expected an object with 'name' and 'input', got {_kind(raw)}")
+    _no_unknown(raw, _CALL_KEYS, where, source)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScriptError(source, f"{where}.name", f"expected a tool name, got {name!r}")
+    args = raw.get("input", {})
+    if not isinstance(args, Mapping):
+        raise ScriptError(source, f"{where}.input", f"expected an object, got {_kind(args)}")
+    call_id = raw.get("id")
+    if call_id is not None and (not isinstance(call_id, str) or not call_id):
+        raise ScriptError(source, f"{where}.id", f"expected a non-empty string, got {call_id!r}")
+    return ScriptedToolCall(name, dict(args), call_id)
+
+
+def _parse_usage(raw: object, where: str, source: str) -> Usage | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ScriptError(source, where, f"expected an object, got {_kind(raw)}")
+    _no_unknown(raw, _USAGE_KEYS, where, source)
+    counts: dict[str, int] = {}
+    for key, value in raw.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ScriptError(source, f"{where}.{key}", f"expected a token count (an integer >= 0), got {value!r}")
+        counts[key] = value
+    return Usage(**counts)
+
+
+def _str(raw: Mapping[str, Any], key: str, where: str, source: str) -> str:
+    value = raw.get(key, "")
+    if not isinstance(value, str):
+        raise ScriptError(source, f"{where}.{key}", f"expected a string, got {_kind(value)}")
+    return value
+
+
+def _no_unknown(raw: Mapping[str, Any], allowed: frozenset[str], where: str, source: str) -> None:
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        raise ScriptError(source, f"{where}.{unknown[0]}", f"unknown field (expected {', '.join(sorted(allowed))})")

@@ -1,0 +1,400 @@
+"""A stored session read for the inspector: tree, branches, timeline, compactions, plans, totals (pure).
+
+`SessionIndex` takes the whole log in file order (as `JsonlSession.entries()` gives it, links
+already mended) once, and answers every view of it: the path to any leaf, the branches with their
+fork points, the timeline items of a path (each marked in or out of the provider view), what each
+compaction kept, the plans' states and the session's totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+from lamina.serve._model import (
+    AttachmentOut,
+    Branch,
+    CompactionOut,
+    Item,
+    LaneWords,
+    PartText,
+    PlanOut,
+    PlanTransition,
+    UsageOut,
+)
+from lamina.session._entries import (
+    AssistantMessage,
+    AttachmentRef,
+    BranchSummary,
+    CompactionBoundary,
+    Custom,
+    Label,
+    LogEntry,
+    OutboxRecord,
+    PlanState,
+    StateChange,
+    ToolCall,
+    ToolResult,
+    TurnRecord,
+    UnknownEntry,
+    Usage,
+    UserMessage,
+)
+from lamina.session._tree import provider_view
+
+LIST_TEXT_CHARS: Final = 2_000
+"""Characters of an entry's text the timeline shows (the entry's own page shows all of it)."""
+
+BRIDGE_KINDS: Final = frozenset({"recovery", "branch_seed", "transfer_summary"})
+"""One-shot kinds that bridge a gap for the model (a failed resume, a branch, a transfer): the user's
+transcript hides them, the inspector marks them."""
+
+_JSON: Final = msgspec.json.Encoder(order="sorted")
+
+ThumbnailUrl = Callable[[AttachmentRef], "str | None"]
+Prices = Callable[[str, Usage], "float | None"]
+"""The estimated cost of one model call (the CLI passes `lamina.cli._prices.cost_of`); None: no known price."""
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    turns: int
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+
+
+def totals_of(entries: Sequence[LogEntry], prices: Prices | None = None) -> Totals:
+    """User messages, model calls, reported tokens and the estimated cost of a whole log (None without prices)."""
+    turns = requests = input_tokens = output_tokens = 0
+    cost: float | None = 0.0
+    for entry in entries:
+        if isinstance(entry, UserMessage):
+            turns += 1
+        elif isinstance(entry, AssistantMessage):
+            requests += 1
+            usage = entry.usage
+            if usage is None:
+                continue
+            input_tokens += usage.input + usage.cache_read + usage.cache_write
+            output_tokens += usage.output
+            price = prices(entry.model, usage) if prices is not None else None
+            cost = None if cost is None or price is None else cost + price
+    return Totals(turns, requests, input_tokens, output_tokens, cost if requests else None)
+
+
+def is_bridge(entry: LogEntry) -> bool:
+    """Whether an entry is a hidden one-shot bridge (or a record of one)."""
+    if bool(getattr(entry, "hidden", False)):  # a marker a later entry format may carry
+        return True
+    match entry:
+        case OutboxRecord(kind=kind):
+            return kind in BRIDGE_KINDS
+        case TurnRecord(one_shots=one_shots):
+            return any(p.key in BRIDGE_KINDS for p in one_shots)
+        case BranchSummary():
+            return True
+        case _:
+            return False
+
+
+class SessionIndex:
+    """The tree of one log and everything the pages derive from it."""
+
+    def __init__(self, entries: Sequence[LogEntry], leaf_id: str | None, *, prices: Prices | None = None) -> None:
+        self.entries = list(entries)
+        self.leaf_id = leaf_id
+        self.by_id: dict[str, LogEntry] = {}
+        self.position: dict[str, int] = {}
+        self.children: dict[str, list[str]] = {}
+        for index, entry in enumerate(self.entries):
+            if entry.id in self.by_id:
+                continue
+            self.by_id[entry.id] = entry
+            self.position[entry.id] = index
+            if entry.parent_id is not None:
+                self.children.setdefault(entry.parent_id, []).append(entry.id)
+        self.requests: dict[str, int] = {}
+        for entry in self.entries:
+            if isinstance(entry, AssistantMessage):
+                self.requests.setdefault(entry.id, len(self.requests))
+        self.totals = totals_of(self.entries, prices)
+
+    def has(self, entry_id: str) -> bool:
+        return entry_id in self.by_id
+
+    def path(self, leaf_id: str | None) -> list[LogEntry]:
+        """The entries from the root to `leaf_id` (default: the session's leaf)."""
+        out: list[LogEntry] = []
+        seen: set[str] = set()
+        current = leaf_id if leaf_id is not None else self.leaf_id
+        while current is not None and current not in seen:
+            seen.add(current)
+            entry = self.by_id.get(current)
+            if entry is None:
+                break
+            out.append(entry)
+            current = entry.parent_id
+        out.reverse()
+        return out
+
+    def view_ids(self, path: list[LogEntry]) -> set[str]:
+        """The ids the provider view of `path`'s end holds."""
+        return {e.id for e in provider_view(path).entries}
+
+    # -- branches ----------------------------------------------------------------------------------
+
+    def leaves(self) -> list[str]:
+        """Every leaf, depth first with children in file order: the first is the trunk (every fork's first child)."""
+        roots = [e.id for e in self.entries if e.parent_id is None or e.parent_id not in self.by_id]
+        out: list[str] = []
+        stack = list(reversed(roots))
+        seen: set[str] = set()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            children = self.children.get(current)
+            if not children:
+                out.append(current)
+            else:
+                stack.extend(reversed(children))
+        return out
+
+    def branches(self) -> list[Branch]:
+        """Every leaf as a branch: where it forked, from which branch, and whether its point was still in view."""
+        leaves = self.leaves()
+        owner: dict[str, str] = {}
+        """Entry id -> the leaf of the first branch (in file order) that holds it."""
+        out: list[Branch] = []
+        for leaf in leaves:
+            path = self.path(leaf)
+            fork: str | None = None
+            first = path[0].id if path else leaf
+            for entry in reversed(path):
+                if entry.id in owner:
+                    fork = entry.id
+                    break
+                first = entry.id
+            parent_leaf = owner.get(fork) if fork is not None else None
+            for entry in path:
+                owner.setdefault(entry.id, leaf)
+            own = [e for e in path if self.position[e.id] >= self.position[first]] if fork else path
+            label = next((e.text for e in own if isinstance(e, UserMessage)), "")
+            out.append(
+                Branch(
+                    leaf_id=leaf,
+                    label=_first_line(label) or type(self.by_id[leaf]).__name__,
+                    fork_id=fork,
+                    first_id=first,
+                    depth=len(path),
+                    own_entries=len(own),
+                    updated=self.by_id[leaf].ts,
+                    current=leaf == self.leaf_id,
+                    point_in_view=self._point_in_view(fork, first) if fork is not None else None,
+                    parent_leaf_id=parent_leaf,
+                )
+            )
+        return out
+
+    def _point_in_view(self, fork: str, first: str) -> bool:
+        """Whether `fork` was in the provider view of where the session stood when `first` was appended."""
+        before = self.position[first] - 1
+        if before < 0:
+            return True
+        stood = self.entries[before]
+        if stood.id == fork:
+            return True
+        return fork in self.view_ids(self.path(stood.id))
+
+    # -- timeline ----------------------------------------------------------------------------------
+
+    def items(
+        self,
+        path: list[LogEntry],
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        thumbnail: ThumbnailUrl | None = None,
+        whole: bool = False,
+    ) -> list[Item]:
+        """Timeline items of `path[offset:offset+limit]`."""
+        in_view = self.view_ids(path)
+        turn = 0
+        turns: dict[str, int] = {}
+        for entry in path:
+            if isinstance(entry, UserMessage):
+                turn += 1
+                turns[entry.id] = turn
+        end = len(path) if limit is None else min(len(path), offset + limit)
+        return [
+            self.item(
+                path[i], in_view=path[i].id in in_view, turn=turns.get(path[i].id), thumbnail=thumbnail, whole=whole
+            )
+            for i in range(max(offset, 0), end)
+        ]
+
+    def item(
+        self,
+        entry: LogEntry,
+        *,
+        in_view: bool,
+        turn: int | None = None,
+        thumbnail: ThumbnailUrl | None = None,
+        whole: bool = False,
+    ) -> Item:
+        title, text = describe(entry)
+        shown = text if whole or len(text) <= LIST_TEXT_CHARS else text[:LIST_TEXT_CHARS]
+        extra: dict[str, Any] = {}
+        match entry:
+            case UserMessage(attachments=refs):
+                extra["attachments"] = [_attachment(ref, thumbnail) for ref in refs]
+            case AssistantMessage(usage=usage):
+                extra["request"] = self.requests.get(entry.id)
+                if usage is not None:
+                    extra["usage"] = UsageOut(
+                        input=usage.input,
+                        output=usage.output,
+                        cache_read=usage.cache_read,
+                        cache_write=usage.cache_write,
+                    )
+            case ToolResult(is_error=is_error):
+                extra["is_error"] = is_error
+            case TurnRecord(volatile=volatile, one_shots=one_shots):
+                extra["parts"] = [PartText(key=p.key, text=p.text, part_id=p.part_id) for p in (*volatile, *one_shots)]
+            case _:
+                pass
+        return Item(
+            id=entry.id,
+            parent_id=entry.parent_id,
+            kind=_kind(entry),
+            ts=entry.ts,
+            title=title,
+            text=shown,
+            text_chars=len(text),
+            in_view=in_view,
+            hidden_bridge=is_bridge(entry),
+            turn=turn,
+            children=len(self.children.get(entry.id, ())),
+            **extra,
+        )
+
+    # -- compactions and plans ---------------------------------------------------------------------
+
+    def compactions(self, path: list[LogEntry]) -> list[CompactionOut]:
+        out: list[CompactionOut] = []
+        for index, entry in enumerate(path):
+            if not isinstance(entry, CompactionBoundary):
+                continue
+            earlier = path[:index]
+            kept_from = next((i for i, e in enumerate(earlier) if e.id == entry.first_kept_id), len(earlier))
+            previous = max((i for i, e in enumerate(earlier) if isinstance(e, CompactionBoundary)), default=-1)
+            summarised = max(kept_from - (previous + 1), 0)
+            lane = entry.lane
+            out.append(
+                CompactionOut(
+                    id=entry.id,
+                    ts=entry.ts,
+                    trigger=entry.trigger,
+                    focus=entry.focus,
+                    summary=entry.summary,
+                    tokens_before=entry.tokens_before,
+                    tokens_after=entry.tokens_after,
+                    first_kept_id=entry.first_kept_id,
+                    kept_entries=len(earlier) - kept_from,
+                    summarised_entries=summarised,
+                    files_read=list(entry.ledger.files_read),
+                    files_modified=list(entry.ledger.files_modified),
+                    open_tasks=list(entry.ledger.open_tasks),
+                    lane=[LaneWords(turn=w.turn, ts=w.ts, text=w.text, omitted=w.omitted) for w in lane.messages],
+                    lane_left_out=lane.left_out,
+                )
+            )
+        return out
+
+    def plans(self, path: list[LogEntry]) -> list[PlanOut]:
+        plans: dict[str, list[PlanState]] = {}
+        for entry in path:
+            if isinstance(entry, PlanState):
+                plans.setdefault(entry.plan_id, []).append(entry)
+        return [
+            PlanOut(
+                plan_id=plan_id,
+                plan_path=states[-1].plan_path,
+                state=states[-1].state,
+                transitions=[PlanTransition(entry_id=s.id, ts=s.ts, state=s.state, detail=s.detail) for s in states],
+            )
+            for plan_id, states in plans.items()
+        ]
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= 80 else line[:79] + "…"
+
+
+def _kind(entry: LogEntry) -> str:
+    if isinstance(entry, UnknownEntry):
+        return "unknown"
+    return str(msgspec.inspect.type_info(type(entry)).tag)  # type: ignore[attr-defined]
+
+
+def _attachment(ref: AttachmentRef, thumbnail: ThumbnailUrl | None) -> AttachmentOut:
+    return AttachmentOut(
+        sha256=ref.sha256,
+        name=ref.name,
+        media_type=ref.media_type,
+        kind=ref.kind,
+        size=ref.size,
+        width=ref.width,
+        height=ref.height,
+        pages=ref.pages,
+        tokens=ref.tokens,
+        thumbnail=thumbnail(ref) if thumbnail is not None and ref.kind == "image" else None,
+    )
+
+
+def _json(value: object) -> str:
+    try:
+        return _JSON.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        return repr(value)
+
+
+def describe(entry: LogEntry) -> tuple[str, str]:
+    """A short title and the main text of an entry (raw: whoever shows them escapes them)."""
+    match entry:
+        case UserMessage(text=text):
+            return "user", text
+        case AssistantMessage(text=text, model=model):
+            return (f"assistant · {model}" if model else "assistant"), text
+        case ToolCall(name=name, input=args):
+            return f"tool call {name}", _json(args)
+        case ToolResult(name=name, content=content, is_error=is_error, full_output_path=path):
+            note = f"\n(full output: {path})" if path else ""
+            return f"tool result {name}{' (error)' if is_error else ''}", content + note
+        case CompactionBoundary(summary=summary, trigger=trigger):
+            return f"compaction ({trigger})", summary
+        case BranchSummary(summary=summary, from_id=from_id):
+            return f"branch summary (from {from_id})", summary
+        case StateChange(key=key, value=value, detail=detail):
+            return f"state {key} = {value}", detail
+        case OutboxRecord(kind=kind, status=status, text=text):
+            return f"one-shot {kind or 'part'} {status}", text
+        case PlanState(plan_id=plan_id, state=state, plan_path=path, detail=detail):
+            return f"plan {plan_id}: {state}", f"{path}\n{detail}".strip()
+        case TurnRecord(turn_id=turn_id, stable_version=version):
+            return f"turn record {turn_id} (stable v{version})", ""
+        case Label(target_id=target, label=label):
+            return f"label on {target}", label or "(cleared)"
+        case Custom(name=name, data=data):
+            return f"custom {name}", _json(data)
+        case UnknownEntry(type=kind):
+            return f"unknown entry type {kind} (kept, skipped)", ""
+        case _:
+            return type(entry).__name__, ""

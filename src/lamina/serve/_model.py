@@ -1,0 +1,313 @@
+"""What the session inspector shows, as typed records: the JSON API's bodies and the pages' data (pure).
+
+One codec: every record is a msgspec struct, encoded as the API's JSON and described by the
+OpenAPI schema generated from the same types (`lamina.serve._openapi`). Texts from the log are
+carried as they are (bounded where a list could grow large); the pages escape them when they
+render them, the API sends them as JSON strings.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+LayerName = Literal["stable", "history", "current", "tail", "one_shot"]
+"""The layers of a request, in the order they are sent: the stable prefix (tools, system, the project
+parts), the history (summary, the user's words lane, earlier turns), this turn's message and tool loop
+so far, its tail of volatile parts, and its one-shot parts (delivered once, in the tail)."""
+
+LAYER_NAMES: tuple[LayerName, ...] = ("stable", "history", "current", "tail", "one_shot")
+
+
+class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One session of the list."""
+
+    id: str
+    title: str
+    cwd: str
+    """The workspace the session ran in."""
+    created_at: float
+    updated_at: float
+    entries: int
+    turns: int
+    """User messages in the whole log (every branch)."""
+    requests: int
+    """Model calls in the whole log."""
+    input_tokens: int
+    """Input tokens the provider reported: uncached, cache reads and cache writes, over every request."""
+    output_tokens: int
+    cost_usd: float | None
+    """Estimated from list prices; None when a model has no known price."""
+    problem: str | None = None
+
+
+class SessionList(msgspec.Struct, frozen=True, kw_only=True):
+    sessions: list[SessionRow]
+    query: str = ""
+
+
+class AttachmentOut(msgspec.Struct, frozen=True, kw_only=True):
+    sha256: str
+    name: str
+    media_type: str
+    kind: str
+    size: int
+    width: int = 0
+    height: int = 0
+    pages: int = 0
+    tokens: int = 0
+    thumbnail: str | None = None
+    """The thumbnail's URL (images of a store that keeps files), else None."""
+
+
+class UsageOut(msgspec.Struct, frozen=True, kw_only=True):
+    input: int
+    """Uncached input tokens."""
+    output: int
+    cache_read: int
+    cache_write: int
+
+
+class PartText(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    text: str
+    part_id: str | None = None
+
+
+class LaneWords(msgspec.Struct, frozen=True, kw_only=True):
+    turn: int
+    ts: float
+    text: str
+    omitted: int = 0
+
+
+class CompactionOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A compaction boundary: what it kept, its summary and the user's words lane."""
+
+    id: str
+    ts: float
+    trigger: str
+    focus: str | None
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    first_kept_id: str | None
+    kept_entries: int
+    """Entries before the boundary it kept verbatim (on the path to the boundary)."""
+    summarised_entries: int
+    """Entries before the boundary only the summary stands for (they stay in the log)."""
+    files_read: list[str]
+    files_modified: list[str]
+    open_tasks: list[str]
+    lane: list[LaneWords]
+    lane_left_out: int
+
+
+class PlanTransition(msgspec.Struct, frozen=True, kw_only=True):
+    entry_id: str
+    ts: float
+    state: str
+    detail: str = ""
+
+
+class PlanOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A plan and every state it went through, oldest first."""
+
+    plan_id: str
+    plan_path: str
+    state: str
+    """The latest state."""
+    transitions: list[PlanTransition]
+
+
+class Item(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry of the timeline."""
+
+    id: str
+    parent_id: str | None
+    kind: str
+    """The entry's type tag (`user`, `assistant`, `tool_call`, ...)."""
+    ts: float
+    title: str
+    """A short heading: `user`, `assistant · claude-sonnet-5`, `tool call Read`, `compaction (manual)`."""
+    text: str
+    """The entry's main text, cut to a bound in lists (see `text_chars`)."""
+    text_chars: int
+    """The length of the whole text."""
+    in_view: bool
+    """Whether the entry is in the provider view of the shown branch's leaf (after its latest compaction)."""
+    hidden_bridge: bool = False
+    """A one-shot bridge (recovery, branch seed, transfer summary) the user's transcript hides."""
+    turn: int | None = None
+    """The user message's turn number on this path."""
+    request: int | None = None
+    """For an assistant message: the index of its request (model call) in the session."""
+    usage: UsageOut | None = None
+    is_error: bool = False
+    attachments: list[AttachmentOut] = []
+    parts: list[PartText] = []
+    """For a turn record: its tail's volatile then one-shot parts."""
+    children: int = 0
+    """Entries whose parent this is; more than one: a branch point."""
+
+
+class Branch(msgspec.Struct, frozen=True, kw_only=True):
+    """One branch of the session tree: the path to a leaf."""
+
+    leaf_id: str
+    label: str
+    """The branch's first user message (or its leaf's kind when it has none)."""
+    fork_id: str | None
+    """The entry the branch started from (None for the first branch)."""
+    first_id: str
+    """The branch's first own entry (after the fork point)."""
+    depth: int
+    """Entries on the path from the root to the leaf."""
+    own_entries: int
+    """Entries after the fork point."""
+    updated: float
+    current: bool
+    """The session's own leaf (where the next append goes)."""
+    point_in_view: bool | None
+    """Whether the fork point was still in the provider view when the branch started (None: the first branch)."""
+    parent_leaf_id: str | None = None
+    """The leaf of the branch it forked from."""
+
+
+class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
+    session: SessionRow
+    leaf_id: str | None
+    """The leaf shown (the session's own leaf unless another branch was asked for)."""
+    session_leaf_id: str | None
+    path_entries: int
+    branches: list[Branch]
+    compactions: list[CompactionOut]
+    """On the shown path, oldest first."""
+    plans: list[PlanOut]
+    problems: list[str]
+    """What the store reported when it read the log (damage, repairs)."""
+
+
+class EntryPage(msgspec.Struct, frozen=True, kw_only=True):
+    leaf_id: str | None
+    total: int
+    offset: int
+    entries: list[Item]
+
+
+class CacheFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """Input tokens of one request split the way they are billed."""
+
+    read: int
+    write: int
+    uncached: int
+    total: int
+    hit_ratio: float
+    """`read / total` (0 for an empty request)."""
+
+
+class LayerPart(msgspec.Struct, frozen=True, kw_only=True):
+    """One part of a layer: a stable or volatile part, a one-shot, or a block of the conversation."""
+
+    key: str
+    tier: int | None
+    tier_name: str
+    provenance: str
+    authority: str
+    tokens: int
+    text: str
+    """Cut to a bound; the whole text is in the log."""
+    text_chars: int
+
+
+class Layer(msgspec.Struct, frozen=True, kw_only=True):
+    name: LayerName
+    tokens: int
+    parts: list[LayerPart]
+
+
+class BlockOut(msgspec.Struct, frozen=True, kw_only=True):
+    """One block of the rendered request in prefix order, as the cache sees it."""
+
+    position: int
+    where: str
+    label: str
+    layer: LayerName
+    tokens: int
+    cumulative: int
+    region: str
+    breakpoint: str | None
+
+
+class BreakpointOut(msgspec.Struct, frozen=True, kw_only=True):
+    position: int
+    where: str
+    ttl: str
+    tokens: int
+    cacheable: bool
+
+
+class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One request (model call) of the session, for the plot."""
+
+    index: int
+    entry_id: str
+    """The assistant message that answered it."""
+    turn_id: str | None
+    ts: float
+    model: str
+    on_path: bool
+    """Whether it belongs to the shown branch."""
+    layers: dict[str, int]
+    """Tokens per layer of the request as reconstructed (keys: the layer names)."""
+    provider: CacheFigures | None
+    """From the provider's usage (None when the log has none)."""
+    simulated: CacheFigures
+    """From the cache simulator replaying the reconstructed requests in order."""
+
+
+class RequestSeries(msgspec.Struct, frozen=True, kw_only=True):
+    leaf_id: str | None
+    requests: list[RequestSummary]
+    """The newest requests of the shown branch (at most `SERIES_MAX`), oldest first."""
+    on_path: int
+    """Requests on the shown branch in all."""
+    notes: list[str]
+
+
+class ComponentOut(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens of one component of a request, as `lamina.composition` counts them (texts, not JSON)."""
+
+    kind: str
+    name: str
+    tokens: int
+
+
+class RequestLayers(msgspec.Struct, frozen=True, kw_only=True):
+    """One request as sent: its layers, blocks, breakpoints, and its cache figures side by side."""
+
+    index: int
+    entry_id: str
+    turn_id: str | None
+    user_entry_id: str | None
+    ts: float
+    model: str
+    format: str
+    """The wire format it was rebuilt in (`anthropic`, `openai_chat`)."""
+    layers: list[Layer]
+    blocks: list[BlockOut]
+    breakpoints: list[BreakpointOut]
+    provider: CacheFigures | None
+    simulated: CacheFigures
+    stable_version: int | None
+    stable_digest: str | None
+    stable_recorded: bool
+    """Whether the log holds the stable parts this request's prefix carried (older logs do not)."""
+    composition: list[ComponentOut]
+    """The request component by component (system sections, project parts, defanging, tails, framing, ...)."""
+    notes: list[str]
+
+
+class ErrorOut(msgspec.Struct, frozen=True, kw_only=True):
+    error: str

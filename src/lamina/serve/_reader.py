@@ -1,0 +1,225 @@
+"""The inspector's read-only access to a session store, with what it derived kept while the log is unchanged (I/O).
+
+Any store of the protocol (`lamina.session._protocol.SessionStore`: the JSONL store, PostgreSQL).
+Every session is opened read-only (no writer lock or lease, nothing written). A loaded log is kept,
+with its index and its rebuilt requests, until it changes: for the JSONL store a change is a new
+size or modification time of `log.jsonl` (one `stat`); for another store, a new entry count or
+update time in the session's metadata (a read-only open). A log that only grew keeps the requests
+already rebuilt and simulated. Files are served only from the session's own attachments folder, by
+a sha256 the log names.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from lamina.errors import LaminaError, SessionNotFoundError, UsageError
+from lamina.serve._inspect import Prices, SessionIndex
+from lamina.serve._model import SessionRow
+from lamina.serve._requests import SessionRequests
+from lamina.session._entries import UserMessage
+from lamina.session._protocol import SessionStore, SessionSummary
+from lamina.session._store import LocalSessionStore, check_session_id
+
+_SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
+_KEEP: Final = 8
+"""Sessions kept loaded at once."""
+THUMBNAIL_PX: Final = 160
+
+
+class NotFoundError(UsageError):
+    """No session, entry, request or file by that name (the pages answer 404)."""
+
+
+Version = tuple[int, int]
+"""JSONL: the log's size and modification time; another store: the entry count and update time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A session's whole log, read once, and its index."""
+
+    row: SessionRow
+    index: SessionIndex
+    problems: tuple[str, ...]
+    attachments_dir: Path
+    data_dir: Path
+    version: Version
+
+
+class StoreReader:
+    """Read-only access to one store for the inspector (thread-safe: pages are served from a thread pool)."""
+
+    def __init__(self, store: SessionStore, *, prices: Prices | None = None) -> None:
+        self.store = store
+        self.prices = prices
+        self._lock = threading.Lock()
+        self._loaded: OrderedDict[str, Loaded] = OrderedDict()
+        self._requests: dict[str, tuple[Version, SessionRequests]] = {}
+        self._rows: dict[str, tuple[Version, SessionRow]] = {}
+
+    @staticmethod
+    def _checked(session_id: str) -> str:
+        try:
+            return check_session_id(session_id)
+        except UsageError:
+            raise NotFoundError(f"no session {session_id!r}") from None
+
+    def version(self, session_id: str) -> Version:
+        """What changes when the session's log changes (raises `NotFoundError`)."""
+        checked = self._checked(session_id)
+        if isinstance(self.store, LocalSessionStore):
+            try:
+                stat = (self.store.folder_of(checked) / "log.jsonl").stat()
+            except OSError:
+                raise NotFoundError(f"no session {session_id!r}") from None
+            return stat.st_size, stat.st_mtime_ns
+        try:
+            with self.store.open(checked, writable=False) as session:
+                info = session.info
+        except SessionNotFoundError:
+            raise NotFoundError(f"no session {session_id!r}") from None
+        return info.entry_count, int(info.updated_at * 1e6)
+
+    def load(self, session_id: str) -> Loaded:
+        """The session's whole log and index, read again only when the log changed."""
+        version = self.version(session_id)
+        with self._lock:
+            cached = self._loaded.get(session_id)
+            if cached is not None and cached.version == version:
+                self._loaded.move_to_end(session_id)
+                return cached
+        try:
+            with self.store.open(self._checked(session_id), writable=False) as session:
+                entries = session.entries()
+                leaf = session.leaf_id
+                meta = session.info
+                problems = tuple(session.report.messages())
+                attachments_dir, data_dir = session.attachments_dir, session.data_dir
+        except SessionNotFoundError:
+            raise NotFoundError(f"no session {session_id!r}") from None
+        index = SessionIndex(entries, leaf, prices=self.prices)
+        totals = index.totals
+        row = SessionRow(
+            id=meta.id,
+            title=meta.title or _title(index),
+            cwd=meta.cwd,
+            created_at=meta.created_at,
+            updated_at=max(meta.updated_at, entries[-1].ts if entries else 0.0),
+            entries=len(entries),
+            turns=totals.turns,
+            requests=totals.requests,
+            input_tokens=totals.input_tokens,
+            output_tokens=totals.output_tokens,
+            cost_usd=totals.cost_usd,
+        )
+        loaded = Loaded(
+            row=row,
+            index=index,
+            problems=problems,
+            attachments_dir=attachments_dir,
+            data_dir=data_dir,
+            version=version,
+        )
+        with self._lock:
+            self._loaded[session_id] = loaded
+            self._loaded.move_to_end(session_id)
+            while len(self._loaded) > _KEEP:
+                self._loaded.popitem(last=False)
+            self._rows[session_id] = (version, row)
+        return loaded
+
+    def rows(self, query: str = "") -> list[SessionRow]:
+        """Every session, newest first, with its totals; `query` keeps those whose id, title or workspace holds it."""
+        needle = query.strip().lower()
+        out: list[SessionRow] = []
+        for summary in self.store.list():
+            row = self._row(summary)
+            if row.entries == 0 and not row.problem:
+                continue
+            if needle and not any(needle in field.lower() for field in (row.id, row.title, row.cwd)):
+                continue
+            out.append(row)
+        out.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+        return out
+
+    def _row(self, summary: SessionSummary) -> SessionRow:
+        if summary.problem is None:
+            try:
+                version = self.version(summary.id)
+                with self._lock:
+                    cached = self._rows.get(summary.id)
+                if cached is not None and cached[0] == version:
+                    return cached[1]
+                return self.load(summary.id).row
+            except (LaminaError, OSError) as exc:
+                problem = str(exc)
+        else:
+            problem = summary.problem
+        return SessionRow(
+            id=summary.id,
+            title=summary.title,
+            cwd=summary.cwd,
+            created_at=summary.created_at,
+            updated_at=summary.updated_at,
+            entries=summary.entry_count,
+            turns=0,
+            requests=0,
+            input_tokens=0,
+            output_tokens=0,
+            cost_usd=None,
+            problem=problem,
+        )
+
+    def requests(self, loaded: Loaded) -> SessionRequests:
+        """The session's requests, rebuilt and simulated once (kept while the log only grows)."""
+        session_id = loaded.row.id
+        with self._lock:
+            held = self._requests.get(session_id)
+            if held is not None and held[0] == loaded.version:
+                return held[1]
+            if held is not None and held[1].extend(loaded.index.entries):
+                self._requests[session_id] = (loaded.version, held[1])
+                return held[1]
+            requests = SessionRequests(session_id, loaded.index.entries, data_dir=str(loaded.data_dir))
+            self._requests[session_id] = (loaded.version, requests)
+            return requests
+
+    def thumbnail(self, loaded: Loaded, sha256: str) -> bytes:
+        """A PNG thumbnail of an image the log attaches, from the session's own `attachments/` folder."""
+        if not _SHA256.fullmatch(sha256) or not _attached_image(loaded, sha256):
+            raise NotFoundError("no such attachment")
+        path = loaded.attachments_dir / sha256
+        if path.is_symlink() or not path.is_file():
+            raise NotFoundError("no such attachment")
+        from PIL import Image
+
+        try:
+            with Image.open(path) as image:
+                image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
+                out = io.BytesIO()
+                image.convert("RGBA").save(out, format="PNG")
+        except (OSError, ValueError, Image.DecompressionBombError):
+            raise NotFoundError("attachment cannot be shown") from None
+        return out.getvalue()
+
+
+def _attached_image(loaded: Loaded, sha256: str) -> bool:
+    return any(
+        ref.sha256 == sha256 and ref.kind == "image"
+        for entry in loaded.index.entries
+        if isinstance(entry, UserMessage)
+        for ref in entry.attachments
+    )
+
+
+def _title(index: SessionIndex) -> str:
+    first = next((e.text for e in index.entries if isinstance(e, UserMessage) and e.text.strip()), "")
+    line = first.strip().split("\n", 1)[0]
+    return line[:80]

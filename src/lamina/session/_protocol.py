@@ -1,0 +1,234 @@
+"""The session store protocol: what the engine, the agent and the CLI may ask of a store (pure).
+
+Two stores implement it: the JSONL store (`lamina.session._store`, one folder per session, the
+embedded default) and the PostgreSQL store (`lamina.session.postgres`, many servers, one truth).
+Nothing outside `lamina.session` names either of them; `lamina.session._location.open_store` picks
+one from a URL or a path.
+
+The protocol is synchronous, and that is a decision, not an accident:
+
+- A store's I/O is small and bounded next to a model call. Appends of ordinary entries are buffered
+  (the JSONL store hands them to the kernel; the PostgreSQL store keeps them in memory) and made
+  durable together at `flush`, the turn boundary, so a turn costs one fsync or one transaction:
+  about a millisecond, while the provider call it follows takes seconds. Critical entries (outbox,
+  plan state, compaction) are one more durable write each. Nothing is gained by yielding to the
+  event loop for that long, and the code that appends (`ContextEngine.record`, the outbox, plan
+  transitions) is synchronous code called from both synchronous and asynchronous callers.
+- psycopg 3, the PostgreSQL driver, has the same API in both flavours, and its connection pool
+  is thread-safe; the one piece of PostgreSQL work that must run beside a turn (renewing the
+  writer's lease while the model thinks) runs on a small thread of its own, not on the event loop.
+- An asynchronous protocol would colour every caller (`record`, `commit`, the CLI's one-shot
+  commands, the benchmarks) for no measured gain, and a synchronous protocol can be wrapped with
+  `asyncio.to_thread` by an application that serves many sessions from one event loop; the other
+  way round needs an event loop in every script.
+
+A session's files (stored attachments, offloaded tool output, plans) live in folders on disk that
+the session names (`attachments_dir`, `data_dir`, `plans_dir`); the model reads them with its
+tools, so they must be real files. The log holds paths relative to nothing but these folders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Protocol, TypeVar, overload
+
+from lamina.session._entries import Entry, LogEntry
+from lamina.session._meta import ForkOrigin
+from lamina.session._scan import CorruptLine, DuplicateId, TornTail
+from lamina.session._tree import ProviderView, Relink
+
+E = TypeVar("E", bound=Entry)
+
+STORE_ENV_VAR: Final = "LAMINA_STORE"
+"""Environment variable naming the store: a folder or a `postgresql://` URL."""
+
+
+@dataclass(slots=True)
+class LoadReport:
+    """What opening a session found wrong, and what it did about it (always clean for a database store)."""
+
+    torn_tail: TornTail | None = None
+    corrupt_lines: list[CorruptLine] = field(default_factory=list)
+    unknown_entries: int = 0
+    """Entries of types (or format versions) from a newer Lamina: kept, skipped by the provider view."""
+    meta_problem: str | None = None
+    """Why the metadata was rebuilt from the log, if it was (or why it could not be written)."""
+    bom: bool = False
+    """The log starts with a UTF-8 byte order mark (skipped)."""
+    duplicate_ids: list[DuplicateId] = field(default_factory=list)
+    relinks: list[Relink] = field(default_factory=list)
+    """Entries whose parent was lost, missing, later in the log or part of a cycle, and where they now hang."""
+
+    @property
+    def clean(self) -> bool:
+        return (
+            self.torn_tail is None
+            and not self.corrupt_lines
+            and self.meta_problem is None
+            and not self.bom
+            and not self.duplicate_ids
+            and not self.relinks
+        )
+
+    def messages(self) -> list[str]:
+        """Human-readable lines, one per problem."""
+        out: list[str] = []
+        if self.meta_problem:
+            out.append(f"metadata rebuilt from the log: {self.meta_problem}")
+        if self.bom:
+            out.append("a UTF-8 byte order mark at the start of the log was skipped")
+        if self.torn_tail:
+            kept = f"; torn bytes kept in {self.torn_tail.saved_to}" if self.torn_tail.saved_to else ""
+            out.append(f"torn last line at byte {self.torn_tail.offset} ({self.torn_tail.length} bytes){kept}")
+        for c in self.corrupt_lines:
+            out.append(f"corrupt entry skipped at {c.where()}: {c.reason}")
+        for d in self.duplicate_ids:
+            out.append(f"duplicate entry id {d.entry_id} at {d.where()} skipped (first at byte {d.first_offset})")
+        for r in self.relinks:
+            out.append(r.describe())
+        if self.unknown_entries:
+            out.append(f"{self.unknown_entries} entries of unknown (newer) types kept and skipped")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """What a store knows about a session without reading its log: one row of `sessions list`."""
+
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    entry_count: int
+    cwd: str
+    forked_from: ForkOrigin | None
+    problem: str | None = None
+
+
+class SessionLog(Protocol):
+    """An open session: the append-only log tree, its leaf and its folders of files.
+
+    Opened for writing, it is the session's only writer until `close` (a second writer is refused
+    with `SessionLockedError`); opened read-only, `append`, `branch` and `flush` refuse or do nothing.
+    """
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def leaf_id(self) -> str | None: ...
+    @property
+    def info(self) -> SessionSummary:
+        """The session's metadata (title, working folder, times, entry count, fork origin)."""
+        ...
+
+    @property
+    def report(self) -> LoadReport:
+        """What the open found wrong and mended."""
+        ...
+
+    @property
+    def attachments_dir(self) -> Path:
+        """Where stored attachments live (files named by their sha256)."""
+        ...
+
+    @property
+    def data_dir(self) -> Path:
+        """Where large tool results, extracted attachment text and the user's-words archive live."""
+        ...
+
+    @property
+    def plans_dir(self) -> Path:
+        """Where plan files live."""
+        ...
+
+    def append(self, entry: E, *, durable: bool | None = None) -> E:
+        """Append `entry` as a child of the leaf (stamped with id, parent and time); it becomes the leaf.
+
+        Durable at once when `durable` is true (default: only critical entries), else at `flush`.
+        """
+        ...
+
+    def flush(self) -> None:
+        """The turn boundary: make every append so far durable, all or nothing."""
+        ...
+
+    @overload
+    def branch(self, entry_id: str, *, first: None = None) -> None: ...
+    @overload
+    def branch(self, entry_id: str, *, first: E) -> E: ...
+    def branch(self, entry_id: str, *, first: E | None = None) -> E | None:
+        """Move the leaf to `entry_id`: the next append starts a new branch from there.
+
+        With `first`, that entry is appended as the branch's first (a child of `entry_id`) in the
+        same durable step: a crash leaves the old leaf, or the branch with it. Returns it stamped.
+        """
+        ...
+
+    def children(self, entry_id: str) -> list[LogEntry]:
+        """The entries whose parent is `entry_id`, in append order."""
+        ...
+
+    def get(self, entry_id: str) -> LogEntry: ...
+    def path(self, entry_id: str | None = None) -> list[LogEntry]:
+        """The entries from the root to `entry_id` (default: the leaf)."""
+        ...
+
+    def view(self, entry_id: str | None = None) -> ProviderView:
+        """The provider view of the leaf (or of the path to `entry_id`): from the latest compaction boundary on."""
+        ...
+
+    def entries(self) -> list[LogEntry]:
+        """Every entry of the session in append order (loads the whole history)."""
+        ...
+
+    def entries_loaded(self) -> list[LogEntry]:
+        """The entries in memory, in append order (after a resume: from the latest boundary on)."""
+        ...
+
+    def loaded_count(self) -> int: ...
+    def close(self) -> None:
+        """Flush and let go of the session (its writer lease or lock). Safe to call twice."""
+        ...
+
+    def __enter__(self) -> SessionLog: ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /
+    ) -> None: ...
+
+
+class SessionStore(Protocol):
+    """Where sessions live."""
+
+    @property
+    def location(self) -> str:
+        """The store, as a user would name it (a folder, or a URL without its password)."""
+        ...
+
+    def create(self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None) -> SessionLog:
+        """Create an empty session and open it for writing."""
+        ...
+
+    def open(self, session_id: str, *, writable: bool = True, wait: float = 0.0) -> SessionLog:
+        """Open a session to continue it (reads from its latest compaction boundary only).
+
+        A writer waits up to `wait` seconds for another writer to let go, then raises `SessionLockedError`.
+        """
+        ...
+
+    def list(self) -> list[SessionSummary]:
+        """Every session, most recently updated first, without reading their logs."""
+        ...
+
+    def fork(self, session_id: str, entry_id: str) -> SessionLog:
+        """A new session holding a copy of the path to `entry_id` (and the files it points at)."""
+        ...
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session and its files; refused (`SessionLockedError`) while a writer has it open."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the store's resources (connections). Sessions must be closed first."""
+        ...

@@ -1,0 +1,131 @@
+"""API sources: HTTP endpoints declared in `source.toml`, called with httpx (I/O: network).
+
+Each endpoint is a tool whose input schema is the endpoint's `params`. Path placeholders are
+filled from the input (URL-quoted); the other fields go in the query string (GET, HEAD, DELETE)
+or as a JSON body. The result is the status line and the body (JSON pretty-printed); an HTTP
+error status, a refused connection or a timeout is an error result naming the source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import quote
+
+import httpx
+
+from lamina.errors import ToolDefinitionError
+from lamina.sources._config import ApiEndpoint, ApiSource, expand_env, path_params
+from lamina.sources._guide import guide_path
+from lamina.sources._tool import SourceTool, short_description, tool_name
+from lamina.tools._base import ToolContext, ToolOutput
+
+_QUERY_METHODS: Final = ("GET", "HEAD", "DELETE")
+
+
+class ApiConnection:
+    """The HTTP client of one API source, kept for the agent's lifetime."""
+
+    def __init__(self, source: ApiSource, *, environ: Mapping[str, str] | None = None) -> None:
+        self.source = source
+        self._environ = os.environ if environ is None else environ
+        self._client = httpx.AsyncClient(timeout=source.timeout)
+
+    async def call(self, endpoint: ApiEndpoint, input: Mapping[str, Any]) -> ToolOutput:
+        """Call `endpoint` with `input`; every failure is an error result, never an exception."""
+        slug = self.source.slug
+        try:
+            base_url = expand_env(self.source.base_url, self._environ)
+            headers = {name: expand_env(value, self._environ) for name, value in self.source.headers.items()}
+        except KeyError as exc:
+            return ToolOutput(
+                f"source {slug}: environment variable {exc.args[0]} is not set (source.toml references it); "
+                f"{endpoint.name} did not run.",
+                is_error=True,
+            )
+        placeholders = path_params(endpoint.path)
+        path = endpoint.path
+        for name in placeholders:
+            path = path.replace(f"{{{name}}}", quote(_text(input[name]), safe=""))
+        rest = {name: value for name, value in input.items() if name not in placeholders}
+        url = base_url.rstrip("/") + path
+        request = f"{endpoint.method} {path}"
+        try:
+            if endpoint.method in _QUERY_METHODS:
+                params = {name: _text(value) for name, value in rest.items() if value is not None}
+                response = await self._client.request(endpoint.method, url, params=params, headers=headers)
+            else:
+                response = await self._client.request(endpoint.method, url, json=rest, headers=headers)
+        except httpx.TimeoutException:
+            return ToolOutput(
+                f"source {slug}: {request} got no answer within {self.source.timeout:g} s.", is_error=True
+            )
+        except httpx.HTTPError as exc:
+            return ToolOutput(f"source {slug}: {request} failed: {type(exc).__name__}: {exc}", is_error=True)
+        status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+        body = _body(response)
+        if response.is_error:
+            return ToolOutput(f"source {slug}: {request} answered {status}\n\n{body}".rstrip(), is_error=True)
+        return ToolOutput(f"{status}\n\n{body}".rstrip())
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _body(response: httpx.Response) -> str:
+    text = response.text
+    if "json" in response.headers.get("content-type", ""):
+        try:
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            return text
+    return text
+
+
+class ApiTool(SourceTool):
+    """One endpoint of an API source, as a Lamina tool."""
+
+    def __init__(self, connection: ApiConnection, endpoint: ApiEndpoint) -> None:
+        source = connection.source
+        super().__init__(
+            source=source.slug,
+            name=tool_name(source.slug, endpoint.name),
+            remote_name=endpoint.name,
+            description=short_description(endpoint.description, source.slug),
+            schema=endpoint.params,
+            guide=guide_path(source),
+        )
+        self._connection = connection
+        self._endpoint = endpoint
+
+    @property
+    def read_only(self) -> bool:
+        return self._endpoint.read_only
+
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await self._connection.call(self._endpoint, input)
+
+
+def api_tools(connection: ApiConnection) -> tuple[list[ApiTool], list[ToolDefinitionError]]:
+    """The Lamina tools of an API source, filtered by its `enabled_tools`, and the endpoints refused
+    because their definition cannot go in a request (see `checked_definition`)."""
+    enabled = connection.source.enabled_tools
+    tools: list[ApiTool] = []
+    refused: list[ToolDefinitionError] = []
+    for endpoint in connection.source.endpoints:
+        if enabled is None or endpoint.name in enabled:
+            try:
+                tools.append(ApiTool(connection, endpoint))
+            except ToolDefinitionError as exc:
+                refused.append(exc)
+    return tools, refused

@@ -1,0 +1,285 @@
+"""MCP sources: one client session per server, held open for the agent's lifetime (I/O: subprocess, network).
+
+`McpConnection.start()` starts the server (stdio) or reaches it (streamable HTTP) through the
+official `mcp` SDK, lists its tools and keeps the session open in a background task that owns
+the SDK's context managers, so the connection can be opened and closed from different tasks.
+Calls go through that session. Nothing raised by the SDK or the server reaches the pipeline: a
+server that dies mid-call, times out or answers with a protocol error becomes an error result
+naming the source and what happened; later calls start the server again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TextIO, cast
+
+import anyio
+import httpx2
+import mcp_types
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from lamina.errors import SourceConnectionError, ToolDefinitionError
+from lamina.sources._config import McpHttp, McpSource, McpStdio, expand_env
+from lamina.sources._guide import guide_path
+from lamina.sources._tool import SourceTool, short_description, tool_name
+from lamina.tools._base import ToolContext, ToolOutput
+
+_STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
+_CLOSE_GRACE: Final = 10.0  # seconds the SDK gets to stop a server before its task is cancelled
+
+
+class McpConnection:
+    """One MCP server and the client session Lamina keeps open to it."""
+
+    def __init__(self, source: McpSource, *, environ: Mapping[str, str] | None = None) -> None:
+        self.source = source
+        self._environ = os.environ if environ is None else environ
+        self._session: ClientSession | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
+        self._stderr: TextIO | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def start(self) -> list[mcp_types.Tool]:
+        """Start (or reach) the server and list its tools.
+
+        Raises:
+            SourceConnectionError: The server cannot start, does not speak MCP, or does not answer in time.
+        """
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[list[mcp_types.Tool]] = loop.create_future()
+        self._closing = asyncio.Event()
+        self._task = asyncio.create_task(self._hold(ready), name=f"mcp source {self.source.slug}")
+        try:
+            return await ready
+        except SourceConnectionError:
+            await self._stop()
+            raise
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
+        """Call tool `name` on the server; every failure is an error result, never an exception."""
+        slug = self.source.slug
+        async with self._lock:
+            if self._closed:
+                return ToolOutput(f"source {slug}: the connection is closed; {name} did not run.", is_error=True)
+            if self._session is None:
+                await self._stop()
+                try:
+                    await self.start()
+                except SourceConnectionError as exc:
+                    return ToolOutput(f"{exc}. {name} did not run.", is_error=True)
+            session = self._session
+        assert session is not None
+        try:
+            result = await session.call_tool(name, arguments, read_timeout_seconds=self.source.timeout)
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                self._session = None  # the next call starts the server again
+                return ToolOutput(
+                    f"source {slug}: the MCP server stopped during the call to {name} (connection closed); "
+                    f"the call's outcome is unknown.{self._stderr_tail()}",
+                    is_error=True,
+                )
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
+                return ToolOutput(
+                    f"source {slug}: {name} got no answer within {self.source.timeout:g} s.", is_error=True
+                )
+            return ToolOutput(f"source {slug}: {name} failed: MCP error {exc.code}: {exc.message}", is_error=True)
+        except Exception as exc:  # a transport or SDK failure: still a result for the call
+            self._session = None
+            return ToolOutput(f"source {slug}: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return ToolOutput(render_result(result), is_error=result.is_error)
+
+    async def aclose(self) -> None:
+        """Close the session and stop the server (idempotent)."""
+        self._closed = True
+        await self._stop()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    async def _stop(self) -> None:
+        task, self._task = self._task, None
+        self._session = None
+        if task is None:
+            return
+        self._closing.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), _CLOSE_GRACE)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        except Exception:  # the server's own shutdown noise is not ours to report
+            pass
+
+    async def _hold(self, ready: asyncio.Future[list[mcp_types.Tool]]) -> None:
+        """Own the SDK's context managers from start to close, in this one task."""
+        slug = self.source.slug
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    read, write = await stack.enter_async_context(self._transport())
+                    session = await stack.enter_async_context(ClientSession(read, write))
+                    with anyio.fail_after(self.source.timeout):
+                        await session.initialize()
+                        tools = await _list_tools(session)
+                except KeyError as exc:
+                    raise SourceConnectionError(slug, f"environment variable {exc.args[0]} is not set") from None
+                except TimeoutError:
+                    raise SourceConnectionError(
+                        slug, f"the MCP server did not finish its handshake within {self.source.timeout:g} s"
+                    ) from None
+                except OSError as exc:
+                    raise SourceConnectionError(slug, f"cannot start the MCP server: {exc}") from None
+                except MCPError as exc:
+                    raise SourceConnectionError(
+                        slug, f"the MCP server failed during start-up: {exc.message}{self._stderr_tail()}"
+                    ) from None
+                self._session = session
+                ready.set_result(tools)
+                await self._closing.wait()
+        except SourceConnectionError as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+        except Exception as exc:  # includes the SDK's exception groups
+            if not ready.done():
+                ready.set_exception(SourceConnectionError(slug, f"cannot connect: {_describe(exc)}"))
+        finally:
+            self._session = None
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        connection = self.source.connection
+        match connection:
+            case McpStdio():
+                if self._stderr is None:
+                    # The server's stderr is kept so a failure can quote its last lines.
+                    self._stderr = cast(TextIO, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))  # noqa: SIM115
+                env = {key: expand_env(value, self._environ) for key, value in connection.env.items()}
+                params = StdioServerParameters(
+                    command=expand_env(connection.command, self._environ),
+                    args=[expand_env(arg, self._environ) for arg in connection.args],
+                    env=env or None,
+                    cwd=self.source.directory,
+                )
+                return stdio_client(params, errlog=self._stderr)
+            case McpHttp():
+                headers = {key: expand_env(value, self._environ) for key, value in connection.headers.items()}
+                client = httpx2.AsyncClient(
+                    headers=headers, timeout=httpx2.Timeout(30.0, read=max(300.0, self.source.timeout))
+                )
+                return _http_transport(expand_env(connection.url, self._environ), client)
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0)
+            text = self._stderr.read().strip()
+            self._stderr.seek(0, os.SEEK_END)
+        except (OSError, ValueError):
+            return ""
+        if not text:
+            return ""
+        tail = text[-_STDERR_TAIL:]
+        return f"\nThe server's last stderr output:\n{tail}"
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, client: httpx2.AsyncClient) -> Any:
+    async with client, streamable_http_client(url, http_client=client) as streams:
+        yield streams
+
+
+async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    while True:
+        params = None if cursor is None else mcp_types.PaginatedRequestParams(cursor=cursor)
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def render_result(result: mcp_types.CallToolResult) -> str:
+    """The text the model receives for an MCP tool result."""
+    parts: list[str] = []
+    for block in result.content:
+        match block:
+            case mcp_types.TextContent():
+                parts.append(block.text)
+            case mcp_types.ImageContent() | mcp_types.AudioContent():
+                parts.append(f"[{block.type} content, {block.mime_type}, not shown]")
+            case mcp_types.ResourceLink():
+                parts.append(f"[resource link: {block.uri}]")
+            case mcp_types.EmbeddedResource():
+                resource = block.resource
+                text = getattr(resource, "text", None)
+                parts.append(text if isinstance(text, str) else f"[embedded resource: {resource.uri}]")
+            case _:
+                parts.append(f"[{getattr(block, 'type', 'unknown')} content, not shown]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+    return "\n".join(parts) if parts else "(no output)"
+
+
+class McpTool(SourceTool):
+    """One tool of an MCP server, as a Lamina tool."""
+
+    def __init__(self, connection: McpConnection, remote: mcp_types.Tool) -> None:
+        source = connection.source
+        super().__init__(
+            source=source.slug,
+            name=tool_name(source.slug, remote.name),
+            remote_name=remote.name,
+            description=short_description(remote.description or source.description, source.slug),
+            schema=_input_schema(remote.input_schema),
+            guide=guide_path(source),
+        )
+        self._connection = connection
+        self._read_only = remote.name in source.read_only_tools
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await self._connection.call(self.remote_name, input)
+
+
+def _input_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    # The generated title ("addArguments") says nothing the tool name does not.
+    return {key: value for key, value in schema.items() if key != "title"}
+
+
+def mcp_tools(
+    connection: McpConnection, remote: Sequence[mcp_types.Tool]
+) -> tuple[list[McpTool], list[ToolDefinitionError]]:
+    """The Lamina tools for a started connection, filtered by the source's `enabled_tools`, and the
+    tools refused because their definition cannot go in a request (see `checked_definition`)."""
+    enabled = connection.source.enabled_tools
+    tools: list[McpTool] = []
+    refused: list[ToolDefinitionError] = []
+    for tool in remote:
+        if enabled is None or tool.name in enabled:
+            try:
+                tools.append(McpTool(connection, tool))
+            except ToolDefinitionError as exc:
+                refused.append(exc)
+    return tools, refused

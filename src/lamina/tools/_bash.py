@@ -1,0 +1,213 @@
+"""Bash: run a shell command in the session's working directory (I/O: processes).
+
+The command runs under `bash -c` (or the system shell where there is no bash) in the session's
+cwd, with no stdin, in a process group of its own. stdout and stderr are combined. A call may set
+its own `timeout` in seconds (default `default_timeout`, at most `max_timeout`); when it runs out,
+the whole process group is killed, children included. The output kept is capped at
+`max_output_bytes`: its head and its tail, with a note saying how much of the middle was left
+out (the pipeline then offloads a long result to a file). The exit code is always reported; a
+non-zero exit is a normal result, a timeout or a shell that cannot start is an error result.
+
+Bash cannot be confined to the allowed roots by inspecting the command (`cd /; rm x`, `$(…)`,
+scripts): it starts in cwd and can reach anything the process can. The permission modes govern
+it: explore mode never runs it, ask mode asks the user before each call, execute mode runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Any, Final
+
+import msgspec
+
+from lamina.errors import UsageError
+from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput
+from lamina.turn import ToolSpec
+
+DEFAULT_TIMEOUT: Final = 120.0
+MAX_TIMEOUT: Final = 600.0
+DEFAULT_MAX_OUTPUT_BYTES: Final = 256 * 1024
+DRAIN_SECONDS: Final = 1.0
+"""After the shell exits, how long to wait for background processes that still hold its output."""
+_KILL_WAIT: Final = 5.0
+
+
+class BashInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    command: Annotated[str, msgspec.Meta(min_length=1)]
+    timeout: Annotated[float, msgspec.Meta(gt=0, description="Seconds before it is killed.")] | None = None
+
+
+class BashTool(StructTool[BashInput]):
+    """Runs a shell command in the session's working directory."""
+
+    name = "Bash"
+    input_type = BashInput
+
+    def __init__(
+        self,
+        *,
+        default_timeout: float = DEFAULT_TIMEOUT,
+        max_timeout: float = MAX_TIMEOUT,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        drain_seconds: float = DRAIN_SECONDS,
+    ) -> None:
+        if max_output_bytes < 2 or default_timeout <= 0 or max_timeout <= 0:
+            raise UsageError(
+                "need max_output_bytes >= 2 and positive timeouts, got "
+                f"{max_output_bytes=}, {default_timeout=}, {max_timeout=}"
+            )
+        self.max_timeout = max_timeout
+        self.default_timeout = min(default_timeout, max_timeout)
+        self.max_output_bytes = max_output_bytes
+        self.drain_seconds = drain_seconds
+        self.description = (
+            "Run a bash command in the working directory; returns stdout and stderr together, and the exit code. "
+            f"No stdin. Killed after timeout seconds (default {self.default_timeout:g}, at most {max_timeout:g}). "
+            "For files, use the file tools."
+        )
+
+    @property
+    def spec(self) -> ToolSpec:
+        base = super().spec
+        schema = dict(base.input_schema)
+        properties = dict(schema["properties"])
+        properties["timeout"] = {**properties["timeout"], "maximum": self.max_timeout}
+        schema["properties"] = properties
+        return ToolSpec(name=base.name, description=base.description, input_schema=schema)
+
+    def validate(self, raw: Mapping[str, Any]) -> BashInput:
+        input = super().validate(raw)
+        if input.timeout is not None and input.timeout > self.max_timeout:
+            raise ToolInputError("timeout", f"at most {self.max_timeout:g} seconds, got {input.timeout:g}")
+        return input
+
+    async def run(self, input: BashInput, ctx: ToolContext) -> ToolOutput:
+        timeout = min(input.timeout or self.default_timeout, self.max_timeout)
+        output = _Output(self.max_output_bytes)
+        loop = asyncio.get_running_loop()
+        spawn = asyncio.ensure_future(_spawn(loop, output, input.command, ctx))
+        try:
+            transport, _ = await asyncio.shield(spawn)
+        except OSError as exc:
+            return ToolOutput(f"Could not start the shell: {exc.strerror or exc}", is_error=True)
+        except asyncio.CancelledError:
+            # The shell may already run the command while its pipes are still being connected;
+            # cancelling the start would kill only the shell, so finish it and take the group down.
+            with contextlib.suppress(Exception):
+                started, _ = await spawn
+                _kill_group(started)
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(output.exited), _KILL_WAIT)
+                started.close()
+            raise
+        timed_out = detached = False
+        try:
+            try:
+                await asyncio.wait_for(asyncio.shield(output.exited), timeout)
+            except TimeoutError:
+                timed_out = True
+                _kill_group(transport)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(output.exited), _KILL_WAIT)
+            try:
+                await asyncio.wait_for(asyncio.shield(output.closed), self.drain_seconds)
+            except TimeoutError:
+                detached = True  # a background process still holds the output: stop reading
+        except BaseException:
+            _kill_group(transport)  # cancelled: take the command down with us
+            # and see it exit, so the process is reaped (not left running as far as Python knows)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(output.exited), _KILL_WAIT)
+            raise
+        finally:
+            transport.close()
+        text = output.text()
+        if timed_out:
+            return ToolOutput(
+                f"{text}\n[timed out after {timeout:g} s; the command and its child processes were killed]",
+                is_error=True,
+            )
+        code = transport.get_returncode()
+        notes = [f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"]
+        if detached:
+            notes.append("background processes still running; their further output is not shown")
+        return ToolOutput(f"{text}\n[{'; '.join(notes)}]")
+
+
+class _Output(asyncio.SubprocessProtocol):
+    """Collects a process's output, keeping only its head and its tail, and signals exit and EOF."""
+
+    def __init__(self, cap: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.tail_cap:  # trim now and then, not on every chunk
+                del self.tail[: -self.tail_cap]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def text(self) -> str:
+        if not self.total:
+            return "(no output)"
+        tail = bytes(self.tail[-self.tail_cap :])
+        omitted = self.total - len(self.head) - len(tail)
+        head = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(bytes(self.head), final=omitted <= 0)
+        if omitted <= 0:
+            return (head + tail.decode("utf-8", errors="replace")).rstrip("\n")
+        while tail and 0x80 <= tail[0] < 0xC0:  # start the tail on a whole character
+            tail = tail[1:]
+        gap = f"\n[… {omitted:,} bytes of output omitted from the middle …]\n"
+        return (head + gap + tail.decode("utf-8", errors="replace")).rstrip("\n")
+
+
+async def _spawn(
+    loop: asyncio.AbstractEventLoop, output: _Output, command: str, ctx: ToolContext
+) -> tuple[asyncio.SubprocessTransport, asyncio.BaseProtocol]:
+    options: dict[str, Any] = {
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.STDOUT,
+        "cwd": ctx.cwd,
+    }
+    if sys.platform != "win32":
+        options["start_new_session"] = True  # its own process group, so a timeout can kill every child
+    shell = shutil.which("bash")
+    if shell is not None:
+        return await loop.subprocess_exec(lambda: output, shell, "-c", command, **options)
+    return await loop.subprocess_shell(lambda: output, command, **options)
+
+
+def _kill_group(transport: asyncio.SubprocessTransport) -> None:
+    with contextlib.suppress(OSError):  # already gone
+        if hasattr(os, "killpg"):
+            os.killpg(transport.get_pid(), signal.SIGKILL)  # the group id is the shell's pid (new session)
+        elif transport.get_returncode() is None:
+            transport.kill()

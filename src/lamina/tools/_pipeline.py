@@ -1,0 +1,264 @@
+"""The pre-tool-use pipeline: the one path every tool call takes, from raw input to result (I/O: via tools).
+
+`ToolPipeline.execute(call_id, name, raw_input)` runs these stages in order; the first that
+refuses ends the call with an error result (so the log always pairs a call with a result):
+
+1. **lookup**: an unknown tool name is refused, listing the tools there are;
+2. **validation**: the tool turns the raw input into its typed input, or the model is told which
+   field is wrong;
+3. **path bounds**: every path the call touches is resolved (`..` and symlinks followed) and
+   must lie inside the allowed roots (read-only tools may also read the data folder);
+4. **permission mode**: explore mode refuses tools that are not read-only; plan mode lets them
+   write inside the session's plans folder only (a tool that names no path, Bash, is refused);
+   ask mode marks them as needing the user's approval; execute mode lets them through;
+5. **rules**, in order: each answers `Allow`, `Deny`, `Ask` or `Rewrite` (see `rules`); a
+   rewritten input is validated paths-wise again before the next rule sees it;
+6. **approval**: the questions from steps 4 and 5 go to the session's `ask` callback, one by
+   one. They are asked last, so the user approves the input that will actually run, and is not
+   asked about a call that a rule refuses anyway.
+
+Then the tool runs (an exception becomes an error result), every rule's `after` hears the
+outcome, and a result above the offload threshold is written to the data folder and replaced by
+a preview (`offload`), whatever the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, assert_never
+
+import msgspec
+
+from lamina.errors import UsageError
+from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolInputError, ToolOutput, within
+from lamina.tools._offload import offload_result
+from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall
+from lamina.turn import ToolSpec
+
+_INPUT_IN_QUESTION: Final = 400  # characters of the input quoted in an approval question
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecution:
+    """The outcome of one tool call: what the model receives, and how the pipeline decided."""
+
+    call_id: str
+    name: str
+    content: str
+    """What the model receives: the tool's output, its preview when offloaded, or the refusal."""
+    is_error: bool
+    decision: Allow | Deny
+    """`Allow()` if the tool ran; otherwise the `Deny` with its message and the stage that refused (`by`)."""
+    input: Any
+    """The final input after rewrites; None when the call never got a valid input."""
+    full_output_path: Path | None = None
+    """Where the whole result was saved, when it was too large for the context."""
+    ends_turn: bool = False
+    """The tool asked to end the turn after this batch of calls (`SubmitPlan`)."""
+
+
+class ToolPipeline:
+    """Runs tool calls for one session through lookup, validation, bounds, mode, rules and approval."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool[Any]],
+        context: ToolContext,
+        *,
+        rules: Iterable[Rule] = (),
+        ask: AskCallback | None = None,
+    ) -> None:
+        """Register `tools` (names must be unique) and `rules` (checked in this order).
+
+        `ask` decides the calls that need the user's approval; without one, such calls are denied.
+
+        Raises:
+            UsageError: Two tools have the same name.
+        """
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            name = tool.spec.name
+            if name in self._tools:
+                raise UsageError(f"two tools are named {name!r}")
+            self._tools[name] = tool
+        self._rules: list[Rule] = list(rules)
+        self.ask = ask
+        """The approval callback; approval is the pipeline's last stage, so it lives here."""
+        self.context = context
+        """The session's context; replace it (e.g. `dataclasses.replace(ctx, mode=...)`) to switch modes.
+        A call in flight keeps the context it started with."""
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return tuple(self._rules)
+
+    def add_rule(self, rule: Rule) -> None:
+        """Append `rule`: it is checked after the rules already there."""
+        self._rules.append(rule)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools' specs, in registration order, for the provider request."""
+        return tuple(tool.spec for tool in self._tools.values())
+
+    def tool(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name)
+
+    async def execute(self, call_id: str, name: str, raw_input: Mapping[str, Any]) -> ToolExecution:
+        """Run one tool call through every stage and return what the model receives.
+
+        Never raises for anything the model sent (unknown tool, bad input, forbidden path): those
+        are error results. Exceptions from rules or the `ask` callback (bugs) do propagate.
+        """
+        ctx = self.context
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return _refused(call_id, name, None, Deny(f"Unknown tool {name!r}. Available tools: {known}.", by="lookup"))
+        try:
+            input = tool.validate(raw_input)
+        except ToolInputError as exc:
+            return _refused(call_id, name, None, Deny(f"Invalid input for {name}: {exc}", by="validation"))
+        call = _bound(call_id, name, tool, input, ctx)
+        if isinstance(call, Deny):
+            return _refused(call_id, name, input, call)
+        questions: list[tuple[str, str]] = []
+        mode = self._mode_verdict(call, ctx)
+        if isinstance(mode, Deny):
+            return _refused(call_id, name, call.input, mode)
+        if isinstance(mode, Ask):
+            questions.append(("permission_mode", mode.question))
+        for rule in self._rules:
+            by = f"rule:{rule.name}"
+            verdict = await rule.check(call)
+            match verdict:
+                case Allow():
+                    pass
+                case Deny(message=message):
+                    return _refused(call_id, name, call.input, Deny(message, by=by))
+                case Ask(question=question):
+                    questions.append((by, question))
+                case Rewrite(input=new_input):
+                    new_input = _revalidate(tool, new_input, by)
+                    rewritten = _bound(call_id, name, tool, new_input, ctx)
+                    if isinstance(rewritten, Deny):
+                        return _refused(call_id, name, new_input, rewritten)
+                    call = rewritten
+                case _:
+                    assert_never(verdict)
+        for asked_by, question in questions:
+            answer = await _approve(call, question, asked_by, self.ask)
+            if isinstance(answer, Deny):
+                return _refused(call_id, name, call.input, answer)
+        output = await _run(tool, call, ctx)
+        for rule in self._rules:
+            await rule.after(call, output)
+        offloaded = await asyncio.to_thread(
+            offload_result,
+            output.content,
+            call_id=call_id,
+            data_dir=ctx.data_dir,
+            policy=ctx.offload,
+            estimator=ctx.estimator,
+        )
+        return ToolExecution(
+            call_id=call_id,
+            name=name,
+            content=output.content if offloaded is None else offloaded.preview,
+            is_error=output.is_error,
+            decision=Allow(),
+            input=call.input,
+            full_output_path=None if offloaded is None else offloaded.path,
+            ends_turn=output.ends_turn and not output.is_error,
+        )
+
+    def _mode_verdict(self, call: ToolCall, ctx: ToolContext) -> Allow | Deny | Ask:
+        if call.tool.read_only:
+            return Allow()
+        match ctx.mode:
+            case PermissionMode.EXECUTE:
+                return Allow()
+            case PermissionMode.ASK:
+                return Ask(f"Allow {call.name} {_quote(call.input)}?")
+            case PermissionMode.PLAN:
+                if call.paths:  # path bounds already kept them inside the plans folder
+                    return Allow()
+                return Deny(
+                    f"{call.name} is not available in plan mode, which writes only files in the plans folder. "
+                    "Investigate with the read-only tools, write the plan there, then submit it with SubmitPlan.",
+                    by="permission_mode",
+                )
+            case PermissionMode.EXPLORE:
+                readers = ", ".join(name for name, tool in self._tools.items() if tool.read_only) or "none"
+                return Deny(
+                    f"{call.name} is not available in explore mode, which runs only read-only tools ({readers}). "
+                    "Describe the change you would make instead, or ask the user to switch to ask or execute mode.",
+                    by="permission_mode",
+                )
+            case _:
+                assert_never(ctx.mode)
+
+
+def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContext) -> ToolCall | Deny:
+    """The call with its paths resolved, or a Deny if one lies outside the roots the tool may use."""
+    roots = ctx.readable_roots if tool.read_only else ctx.writable_roots
+    resolved: list[Path] = []
+    for raw in tool.paths(input):
+        given = ctx.path(raw)
+        try:
+            real = given.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte, …
+            return Deny(f"Cannot use the path {str(raw)!r}: {exc}", by="path_bounds")
+        if not within(real, roots):
+            via = "" if os.path.normpath(given) == str(real) else f" (it resolves to {real})"
+            action = "read" if tool.read_only else "change"
+            return Deny(
+                f"{str(raw)!r} is outside the folders this session may {action}{via}. "
+                f"Allowed: {', '.join(str(root) for root in roots)}.",
+                by="path_bounds",
+            )
+        resolved.append(real)
+    return ToolCall(call_id=call_id, name=name, input=input, tool=tool, paths=tuple(resolved), context=ctx)
+
+
+def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
+    if not isinstance(new_input, Mapping):
+        return new_input  # already typed by the rule
+    try:
+        return tool.validate(new_input)
+    except ToolInputError as exc:
+        raise UsageError(f"{by} rewrote the input of {tool.spec.name} to an invalid one: {exc}") from None
+
+
+async def _approve(call: ToolCall, question: str, asked_by: str, ask: AskCallback | None) -> Allow | Deny:
+    if ask is None:
+        return Deny(
+            f"{call.name} needs the user's approval ({question}), and no one can approve calls in this session.",
+            by="user",
+        )
+    answer = await ask(PermissionRequest(call=call, question=question, asked_by=asked_by))
+    if isinstance(answer, Deny):
+        return Deny(answer.message or f"The user declined this {call.name} call.", by="user")
+    return Allow()
+
+
+async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:
+    try:
+        return await tool.run(call.input, ctx)
+    except Exception as exc:  # a tool's bug must still leave a result for the call
+        return ToolOutput(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _refused(call_id: str, name: str, input: Any, deny: Deny) -> ToolExecution:
+    return ToolExecution(call_id=call_id, name=name, content=deny.message, is_error=True, decision=deny, input=input)
+
+
+def _quote(input: Any) -> str:
+    try:
+        text = msgspec.json.encode(input).decode()
+    except (TypeError, msgspec.EncodeError):
+        text = repr(input)
+    return text if len(text) <= _INPUT_IN_QUESTION else text[:_INPUT_IN_QUESTION] + "…"

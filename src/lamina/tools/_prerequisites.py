@@ -1,0 +1,511 @@
+"""Required reads: files the model must read before other tools run, enforced as pipeline rules (I/O: path resolution).
+
+A skill mention registers its `SKILL.md`, a source its `guide.md`, as a `Requirement` with the
+`PrerequisiteManager`. Its `rule()` goes into the session's `ToolPipeline`, where it does two things:
+
+- **check**: a call is denied, with a message naming the file and why, while a *blocking*
+  requirement is unmet (every call but a read of a required file), or a *gated* requirement that
+  applies to this call is unmet (say, the source's tools before its guide was read);
+- **after**: a call that the pipeline allowed and that *succeeded* and that reads exactly a file
+  (the Read tool, or a Bash command such as `cat FILE` or `sed -n '1,40p' FILE`) marks that file
+  read in the current context window. A read is never counted in `check`: a call that is later
+  refused, or that fails, reads nothing.
+
+A blocking requirement, once met, is discharged. A gated one stays registered and is met while its
+file is read in the current window. After a compaction the owner calls `reset()`: every read is
+forgotten, so gated requirements are unmet again; skills still in use are registered again by
+their owner.
+
+Denials are counted per requirement. After `stuck_after` of them `on_stuck` is called once, so
+the UI can tell the user the agent is stuck. Strict mode keeps blocking. Lenient mode then lets
+calls through, but never silently: each such call leaves a `PrerequisiteNotice` in `notices()`
+(a rule cannot add text to a tool's result, so the owner shows or injects these).
+
+`NearestContextFileRule` uses the same read tracking: Edit and Write are refused until every
+context file governing the target path (`AGENTS.md`, `CLAUDE.md`) was read in the current window.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from lamina.errors import UsageError
+from lamina.tools._base import ToolOutput
+from lamina.tools._bash import BashInput
+from lamina.tools._read import ReadInput
+from lamina.tools._rules import Allow, Deny, Rule, ToolCall, Verdict
+
+_PUNCTUATION: Final = "();<>|&\n"
+_EXIT_CODE: Final = re.compile(r"\[exit code (-?\d+)[^\]\n]*\]\s*\Z")
+"""How the Bash tool ends its output; a read by Bash counts only with exit code 0."""
+_PLAIN_READERS: Final = frozenset({"cat", "head", "tail", "less", "more", "bat", "nl"})
+_VALUE_OPTIONS: Final = {
+    "head": frozenset({"-n", "-c", "--lines", "--bytes"}),
+    "tail": frozenset({"-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid"}),
+    "bat": frozenset({"-l", "--language", "-r", "--line-range", "-H", "--highlight-line", "--style", "--theme"}),
+    "nl": frozenset({"-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"}),
+    "grep": frozenset({"-m", "-A", "-B", "-C", "-d", "-D", "--max-count", "--context", "--label"}),
+}
+_SED_PRINT: Final = re.compile(r"\s*((\d+|\$)(\s*,\s*(\d+|\$|\+\d+|~\d+))?)?\s*p\s*")
+"""A `sed -n` script that only prints a line range: `p`, `5p`, `1,40p`, `$p`, `10,+5p`."""
+_SAFE_REDIRECT_TARGETS: Final = frozenset({"/dev/null", "1", "2"})
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A file the model must read: before anything else (blocking), or before the calls it gates."""
+
+    path: Path
+    """The file, absolute and resolved (`~`, `..` and symlinks followed)."""
+    reason: str
+    """Why it is required, as the model is told: `skill 'deploy'`, `the github source`."""
+    key: str
+    """Identifies the requirement (`skill:deploy`, `guide:github`); registering a key again replaces it."""
+    applies_to: Callable[[ToolCall], bool] | None = None
+    """None for a blocking requirement; else the calls denied while the file is unread in the current window."""
+
+    @property
+    def blocking(self) -> bool:
+        return self.applies_to is None
+
+
+@dataclass(frozen=True, slots=True)
+class PrerequisiteNotice:
+    """A call that lenient mode let through although a requirement was unmet; the owner must show it."""
+
+    requirement: Requirement
+    call_id: str
+    tool: str
+    denials: int
+    """How many calls this requirement had denied before lenient mode gave way."""
+    kind: Literal["bypassed"] = "bypassed"
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.tool} ran without {self.requirement.path} having been read ({self.requirement.reason} "
+            f"requires it), after {self.denials} denied calls."
+        )
+
+
+class PrerequisiteManager:
+    """Tracks required reads for one session and what was read in the current context window."""
+
+    def __init__(
+        self,
+        *,
+        strict: bool = True,
+        stuck_after: int = 3,
+        on_stuck: Callable[[Requirement, int], None] | None = None,
+    ) -> None:
+        """Set the enforcement.
+
+        Args:
+            strict: Keep denying however often the model tries; if False, let calls through
+                (each leaving a notice) once a requirement has denied `stuck_after` calls.
+            stuck_after: Denials of one requirement after which the agent counts as stuck.
+            on_stuck: Called once per requirement when it gets stuck, with the denial count.
+
+        Raises:
+            UsageError: `stuck_after` is below 1.
+        """
+        if stuck_after < 1:
+            raise UsageError(f"stuck_after must be 1 or more, got {stuck_after}")
+        self.strict = strict
+        self.stuck_after = stuck_after
+        self._on_stuck = on_stuck
+        self._requirements: dict[str, Requirement] = {}
+        self._discharged: set[str] = set()
+        """Keys of blocking requirements met since they were registered."""
+        self._read: set[Path] = set()
+        self._denials: dict[str, int] = {}
+        self._stuck: set[str] = set()
+        self._notices: list[PrerequisiteNotice] = []
+
+    def require(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        reason: str,
+        key: str,
+        applies_to: Callable[[ToolCall], bool] | None = None,
+    ) -> Requirement:
+        """Register a required read and return it; a blocking one for a file already read is met at once.
+
+        Args:
+            path: The file; a relative path is taken from `cwd`, the session's working directory
+                (never the process's).
+            cwd: The session's working directory; needed only when `path` is relative.
+            reason: Why the file is required, as the model is told.
+            key: Identifies the requirement; registering the same key again replaces it.
+            applies_to: None for a blocking requirement; else which calls it gates.
+
+        Raises:
+            UsageError: `path` is relative and no `cwd` was given, or it cannot be resolved.
+        """
+        requirement = Requirement(_resolve(path, cwd), reason, key, applies_to)
+        self._requirements[key] = requirement
+        self._discharged.discard(key)
+        if requirement.blocking and requirement.path in self._read:
+            self._met(key)
+        return requirement
+
+    def pending(self) -> tuple[Requirement, ...]:
+        """The unmet requirements, in registration order."""
+        return tuple(r for r in self._requirements.values() if not self._is_met(r))
+
+    def has_read(self, path: str | os.PathLike[str]) -> bool:
+        """Whether the file at the absolute `path` was read in the current context window."""
+        try:
+            return _resolve(path, None) in self._read
+        except UsageError:
+            return False
+
+    def reset(self) -> None:
+        """A compaction happened: forget every read, so gated requirements are unmet again.
+
+        Blocking requirements already met stay discharged; the owner registers again those whose
+        files the model must read anew (the skills still in use).
+        """
+        self._read.clear()
+
+    def denials(self, key: str) -> int:
+        """How many calls the requirement `key` denied since it was last met."""
+        return self._denials.get(key, 0)
+
+    def notices(self) -> tuple[PrerequisiteNotice, ...]:
+        """Calls lenient mode let through despite an unmet requirement, oldest first."""
+        return tuple(self._notices)
+
+    def rule(self) -> Rule:
+        """The pipeline rule that enforces the requirements and hears the reads."""
+        return _PrerequisiteRule(self)
+
+    def _is_met(self, requirement: Requirement) -> bool:
+        if requirement.blocking:
+            return requirement.key in self._discharged
+        return requirement.path in self._read
+
+    def _met(self, key: str) -> None:
+        self._discharged.add(key)
+        self._denials.pop(key, None)
+        self._stuck.discard(key)
+
+    def _heard_read(self, path: Path) -> None:
+        self._read.add(path)
+        for requirement in self._requirements.values():
+            if requirement.path == path:
+                if requirement.blocking:
+                    self._met(requirement.key)
+                else:
+                    self._denials.pop(requirement.key, None)
+                    self._stuck.discard(requirement.key)
+
+    def _check(self, call: ToolCall) -> Verdict:
+        unmet = [
+            r
+            for r in self._requirements.values()
+            if not self._is_met(r) and (r.applies_to is None or r.applies_to(call))
+        ]
+        if not unmet:
+            return Allow()
+        targets = _reads(call, exempt_only=True)
+        if targets and any(r.path in targets for r in self.pending()):
+            return Allow()
+        enforced: list[Requirement] = []
+        for requirement in unmet:
+            count = self._denials.get(requirement.key, 0)
+            if not self.strict and count >= self.stuck_after:
+                self._notices.append(PrerequisiteNotice(requirement, call.call_id, call.name, count))
+                continue
+            enforced.append(requirement)
+            self._denials[requirement.key] = count + 1
+            if count + 1 >= self.stuck_after and requirement.key not in self._stuck:
+                self._stuck.add(requirement.key)
+                if self._on_stuck is not None:
+                    self._on_stuck(requirement, count + 1)
+        if not enforced:
+            return Allow()
+        return Deny(_denial(enforced, call))
+
+
+class _PrerequisiteRule(Rule):
+    """Denies calls while required reads are missing; hears successful reads in `after`."""
+
+    def __init__(self, manager: PrerequisiteManager) -> None:
+        self._manager = manager
+
+    @property
+    def name(self) -> str:
+        return "prerequisites"
+
+    async def check(self, call: ToolCall) -> Verdict:
+        return self._manager._check(call)
+
+    async def after(self, call: ToolCall, output: ToolOutput) -> None:
+        if output.is_error:
+            return
+        if isinstance(call.input, BashInput):
+            exit_code = _EXIT_CODE.search(output.content)
+            if exit_code is None or exit_code.group(1) != "0":
+                return
+        for path in _reads(call, exempt_only=False):
+            # A Bash pipeline can exit 0 although `cat` failed; a read of a file that is not there reads nothing.
+            if path.is_file():
+                self._manager._heard_read(path)
+
+
+class NearestContextFileRule(Rule):
+    """Refuses Edit and Write until every context file governing the target path was read in this window.
+
+    `nearest(path)` returns the governing files (`AGENTS.md`, `CLAUDE.md`), shallowest first; with a
+    `ContextFileFinder` that is `lambda path: [f.path for f in finder.nearest(cwd, path)]`. Reads are
+    heard by the manager's own rule, which must be in the same pipeline.
+    """
+
+    def __init__(
+        self,
+        manager: PrerequisiteManager,
+        nearest: Callable[[Path], Sequence[Path]],
+        *,
+        tools: Collection[str] = ("Edit", "Write"),
+    ) -> None:
+        self._manager = manager
+        self._nearest = nearest
+        self._tools = frozenset(tools)
+
+    @property
+    def name(self) -> str:
+        return "nearest_context_file"
+
+    async def check(self, call: ToolCall) -> Verdict:
+        if call.name not in self._tools:
+            return Allow()
+        unread: list[Path] = []
+        for target in call.paths:
+            for governing in self._nearest(target):
+                if not self._manager.has_read(governing) and governing not in unread:
+                    unread.append(governing)
+        if not unread:
+            return Allow()
+        files = ", ".join(str(path) for path in unread)
+        shown = ", ".join(call.context.display(path) for path in call.paths)
+        return Deny(
+            f"Read {files} first: {'it holds' if len(unread) == 1 else 'they hold'} the project's instructions "
+            f"for {shown}. {call.name} is blocked there until then."
+        )
+
+
+def _resolve(path: str | os.PathLike[str], cwd: str | os.PathLike[str] | None) -> Path:
+    given = Path(os.path.expanduser(path))
+    if not given.is_absolute():
+        if cwd is None:
+            raise UsageError(f"the required file {str(path)!r} is relative; give the session's cwd to resolve it")
+        given = Path(os.path.expanduser(cwd)) / given
+    try:
+        return given.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise UsageError(f"cannot resolve the required file {str(path)!r}: {exc}") from None
+
+
+def _denial(unmet: Sequence[Requirement], call: ToolCall) -> str:
+    blocking = any(r.blocking for r in unmet)
+    after = "Other tools are blocked until then." if blocking else f"{call.name} is blocked until then."
+    if len(unmet) == 1:
+        (only,) = unmet
+        return f"Read {only.path} first: {only.reason} requires it. {after}"
+    lines = "\n".join(f"- {r.path} ({r.reason} requires it)" for r in unmet)
+    return f"Read these files first:\n{lines}\n{after}"
+
+
+def _reads(call: ToolCall, *, exempt_only: bool) -> frozenset[Path]:
+    """The files `call` reads in full or in part: the Read tool's path, or what a Bash command's readers open.
+
+    With `exempt_only`, a Bash command counts only if every simple command in it is a reader that
+    cannot change anything (no `awk`, no output redirection, no substitution), so letting it past a
+    blocking requirement lets nothing else through.
+    """
+    if isinstance(call.input, ReadInput):
+        return (
+            frozenset(call.paths[:1]) if call.paths else frozenset({_resolve_from(call.context.cwd, call.input.path)})
+        )
+    if isinstance(call.input, BashInput):
+        return _bash_reads(call.input.command, call.context.cwd, exempt_only=exempt_only)
+    return frozenset()
+
+
+def _bash_reads(command: str, cwd: Path, *, exempt_only: bool) -> frozenset[Path]:
+    if exempt_only and "`" in command:
+        return frozenset()
+    try:
+        tokens = _tokens(command)
+    except ValueError:  # an unbalanced quote: bash would refuse it too
+        return frozenset()
+    if any(token in ("(", ")") for token in tokens):
+        return frozenset()  # subshells and substitutions: what runs where is not plain to see
+    reads: set[Path] = set()
+    folder: Path | None = cwd
+    for words, redirects in _simple_commands(tokens):
+        if not words:
+            continue
+        program = os.path.basename(words[0])
+        if program == "cd":
+            folder = _resolve_from(folder, words[1]) if folder is not None and len(words) == 2 else None
+            if exempt_only:
+                return frozenset()
+            continue
+        if program in ("pushd", "popd"):
+            folder = None
+        operands = _operands(program, words[1:], exempt_only=exempt_only)
+        if operands is None or (exempt_only and not all(t in _SAFE_REDIRECT_TARGETS for t in redirects)):
+            if exempt_only:
+                return frozenset()
+            continue
+        if folder is not None:
+            reads.update(_resolve_from(folder, operand) for operand in operands)
+    return frozenset(reads)
+
+
+def _tokens(command: str) -> list[str]:
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
+    lexer.whitespace_split = True
+    lexer.whitespace = " \t\r"  # a newline separates commands, like `;`
+    lexer.commenters = ""  # `#` starts a comment only at a word's start in bash; a stray one is harmless here
+    return list(lexer)
+
+
+def _simple_commands(tokens: list[str]) -> Iterator[tuple[list[str], list[str]]]:
+    """Each simple command's words, and the targets of its redirections, split at `;`, `&&`, `||`, `|`, `&`."""
+    words: list[str] = []
+    redirects: list[str] = []
+    pending_redirect = False
+    for token in tokens:
+        if pending_redirect:
+            redirects.append(token)
+            pending_redirect = False
+        elif token and all(char in _PUNCTUATION for char in token):
+            if "<" in token or ">" in token:
+                if words and words[-1].isdigit():
+                    words.pop()  # the descriptor of `2>/dev/null`
+                pending_redirect = True
+            else:
+                yield words, redirects
+                words, redirects = [], []
+        else:
+            words.append(token)
+    if pending_redirect:
+        redirects.append("")
+    yield words, redirects
+
+
+def _operands(program: str, args: list[str], *, exempt_only: bool) -> list[str] | None:
+    """The files a reader program opens, or None if `program` with `args` is not a plain reader."""
+    if program in _PLAIN_READERS:
+        return _files(args, _VALUE_OPTIONS.get(program, frozenset()))
+    if program == "sed":
+        return _sed_files(args)
+    if program == "grep":
+        return _grep_files(args)
+    if program == "awk" and not exempt_only:  # an awk program can run commands: it never opens a blocked gate
+        return _awk_files(args)
+    return None
+
+
+def _files(args: list[str], value_options: frozenset[str]) -> list[str]:
+    files: list[str] = []
+    skip = False
+    options_done = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif options_done or arg == "-" or not arg.startswith("-"):
+            files.append(arg)
+        elif arg == "--":
+            options_done = True
+        elif arg in value_options:
+            skip = True
+    return files
+
+
+def _sed_files(args: list[str]) -> list[str] | None:
+    quiet = False
+    scripts: list[str] = []
+    rest: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg in ("-n", "--quiet", "--silent"):
+            quiet = True
+        elif arg in ("-e", "--expression"):
+            scripts.append(next(it, ""))
+        elif arg.startswith("--expression="):
+            scripts.append(arg.partition("=")[2])
+        elif arg.startswith("-") and arg != "-":
+            return None  # -i edits in place, -f reads a script, -s/-z change what is printed
+        else:
+            rest.append(arg)
+    if not scripts and rest:
+        scripts.append(rest.pop(0))
+    if not quiet or not scripts or not all(_SED_PRINT.fullmatch(script) for script in scripts):
+        return None
+    return rest
+
+
+def _grep_files(args: list[str]) -> list[str] | None:
+    patterns_given = False
+    rest: list[str] = []
+    it = iter(args)
+    options_done = False
+    for arg in it:
+        if options_done or arg == "-" or not arg.startswith("-"):
+            rest.append(arg)
+        elif arg == "--":
+            options_done = True
+        elif arg in ("-e", "-f", "--regexp", "--file"):
+            next(it, None)
+            patterns_given = True
+        elif arg.startswith(("--regexp=", "--file=")):
+            patterns_given = True
+        elif arg in _VALUE_OPTIONS["grep"]:
+            next(it, None)
+    if not patterns_given:
+        if not rest:
+            return None
+        rest.pop(0)
+    return rest
+
+
+def _awk_files(args: list[str]) -> list[str] | None:
+    program_given = False
+    rest: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg in ("-F", "-v"):
+            next(it, None)
+        elif arg == "-f":
+            next(it, None)
+            program_given = True
+        elif arg.startswith("-") and arg != "-" and not rest:
+            continue  # -F: and -vx=1 written as one word
+        else:
+            rest.append(arg)
+    if not program_given:
+        if not rest:
+            return None
+        rest.pop(0)
+    return [arg for arg in rest if "=" not in arg]  # `var=value` operands assign, they are not files
+
+
+def _resolve_from(folder: Path, raw: str) -> Path:
+    """`raw` resolved from `folder`; an unresolvable path becomes one that matches no file."""
+    given = Path(os.path.expanduser(raw))
+    try:
+        return (folder / given).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return folder / given

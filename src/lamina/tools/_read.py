@@ -1,0 +1,150 @@
+"""Read: a text file's lines, numbered, a window at a time (I/O: disk).
+
+Output is numbered lines (`7\tline seven`: the number and a tab, no padding, which would cost
+tokens on every line), so the model can cite line numbers and pass `offset` to continue. One call
+returns at most `max_lines` lines and stays under the session's offload threshold (so a read never
+has to be offloaded itself); an overlong line is cut at `max_line_chars`. Whatever was left out is
+said in a closing note with the `offset` to use next. Binary files (a NUL byte in the first 8 KiB)
+and missing paths are clear errors, never exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import stat
+from pathlib import Path
+from typing import Annotated, Final
+
+import msgspec
+
+from lamina.tools._base import StructTool, ToolContext, ToolOutput
+
+DEFAULT_MAX_LINES: Final = 2_000
+DEFAULT_MAX_LINE_CHARS: Final = 2_000
+SNIFF_BYTES: Final = 8_192
+"""A NUL byte among a file's first bytes marks it as binary."""
+COUNT_ALL_BELOW_BYTES: Final = 8 * 1024 * 1024
+"""Files up to this size are read to the end so the note can give the total line count."""
+_BUDGET_SHARE: Final = 0.9  # of the offload threshold, leaving room for the closing note
+_SKIP_CHUNK: Final = 65_536
+
+
+def numbered(number: int, line: str) -> str:
+    """One line of Read's output: its number, a tab, the text."""
+    return f"{number}\t{line}"
+
+
+class ReadInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    path: str
+    offset: Annotated[int, msgspec.Meta(ge=1, description="First line (1-based).")] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, description="Number of lines (default: up to 2,000).")] | None = None
+
+
+class ReadTool(StructTool[ReadInput]):
+    """Reads a text file, numbered by line, a window at a time."""
+
+    name = "Read"
+    description = (
+        "Read a text file; lines come numbered (number, tab, text). A long file comes a window at a time; "
+        "the closing note gives the offset to continue. Paths are absolute or relative to the working directory."
+    )
+    read_only = True
+    input_type = ReadInput
+
+    def __init__(self, *, max_lines: int = DEFAULT_MAX_LINES, max_line_chars: int = DEFAULT_MAX_LINE_CHARS) -> None:
+        self.max_lines = max_lines
+        self.max_line_chars = max_line_chars
+
+    def paths(self, input: ReadInput) -> tuple[Path, ...]:
+        return (Path(input.path),)
+
+    async def run(self, input: ReadInput, ctx: ToolContext) -> ToolOutput:
+        return await asyncio.to_thread(self._read, input, ctx)
+
+    def _read(self, input: ReadInput, ctx: ToolContext) -> ToolOutput:
+        path = ctx.path(input.path)
+        shown = ctx.display(path)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return ToolOutput(f"File not found: {shown}", is_error=True)
+        except OSError as exc:
+            return ToolOutput(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}", is_error=True)
+        if stat.S_ISDIR(st.st_mode):
+            return ToolOutput(f"{shown} is a folder, not a file; use Glob to list its files.", is_error=True)
+        if not stat.S_ISREG(st.st_mode):
+            return ToolOutput(f"{shown} is not a regular file (a device, socket or pipe).", is_error=True)
+        try:
+            with open(path, "rb") as raw:
+                if b"\0" in raw.read(SNIFF_BYTES):
+                    return ToolOutput(
+                        f"{shown} is a binary file ({st.st_size:,} bytes); Read shows text files only.", is_error=True
+                    )
+                raw.seek(0)
+                with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as text:
+                    return self._window(text, input, ctx, shown, st.st_size)
+        except OSError as exc:
+            return ToolOutput(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}", is_error=True)
+
+    def _window(self, text: io.TextIOWrapper, input: ReadInput, ctx: ToolContext, shown: str, size: int) -> ToolOutput:
+        first = input.offset or 1
+        wanted = min(input.limit or self.max_lines, self.max_lines)
+        budget = int(ctx.offload.threshold_tokens * _BUDGET_SHARE)
+        out: list[str] = []
+        used = 0
+        cut_lines = 0
+        number = 0
+        next_line: int | None = None  # the first line not shown, when the window stopped early
+        while True:
+            line, cut = self._next_line(text)
+            if not line and not cut:
+                break
+            number += 1
+            if number < first:
+                continue
+            if next_line is not None or len(out) >= wanted:
+                next_line = next_line or number
+                if size > COUNT_ALL_BELOW_BYTES:
+                    break
+                continue  # count the rest for the note
+            row = numbered(number, line.rstrip(chr(10))) + (" […line cut]" if cut else "")
+            cost = ctx.estimator.count(row) + 1
+            if out and used + cost > budget:
+                next_line = number
+                continue
+            out.append(row)
+            used += cost
+            cut_lines += cut
+        total = number if next_line is None or size <= COUNT_ALL_BELOW_BYTES else None
+        if number == 0:
+            return ToolOutput(f"{shown} is empty.")
+        if not out:
+            return ToolOutput(
+                f"offset {first} is past the end of {shown}, which has {number:,} lines.",
+                is_error=True,
+            )
+        notes: list[str] = []
+        if cut_lines:
+            notes.append(f"{cut_lines} line(s) longer than {self.max_line_chars:,} characters were cut")
+        if next_line is not None:
+            of = f" of {total:,}" if total is not None else f" (the file has {size:,} bytes)"
+            notes.append(
+                f"showing lines {first:,}–{next_line - 1:,}{of}; "
+                f"continue with offset={next_line}" + ("" if input.limit else " (and a limit if you need less)")
+            )
+        body = "\n".join(out)
+        return ToolOutput(body + ("\n[" + "; ".join(notes) + "]" if notes else ""))
+
+    def _next_line(self, text: io.TextIOWrapper) -> tuple[str, bool]:
+        """The next line (at most `max_line_chars`) and whether it was cut; ("", False) at the end."""
+        line = text.readline(self.max_line_chars + 1)
+        if len(line) <= self.max_line_chars or line.endswith("\n"):
+            return line, False
+        rest = line[self.max_line_chars :]
+        while not rest.endswith("\n"):  # skip the rest of an overlong line without holding it
+            rest = text.readline(_SKIP_CHUNK)
+            if not rest:
+                break
+        return line[: self.max_line_chars], True

@@ -1,0 +1,110 @@
+"""What pre-tool-use rules answer, and the `Rule` interface they implement (pure).
+
+Every tool call passes one pipeline (`lamina.tools._pipeline`). After its fixed stages (lookup,
+input validation, path bounds, permission mode) come pluggable rules, in order. A rule sees the
+call with its *validated* input and answers with a `Verdict`:
+
+- `Allow()`: no objection; the next rule decides.
+- `Deny(message)`: the call does not run; the model receives `message` as an error result.
+- `Ask(question)`: the user must approve; the question goes to the session's `ask` callback.
+- `Rewrite(input)`: later rules, the approval and the tool see `input` instead (path bounds are
+  checked again).
+
+After an allowed call ran, every rule's `after(call, output)` hears how it went, so a rule can
+count a prerequisite as met only when the call also succeeded.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from lamina.tools._base import Tool, ToolContext, ToolOutput
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """No objection: the call goes on to the next check."""
+
+    kind: Literal["allow"] = "allow"
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """The call must not run; `message` is what the model is told, as an error result."""
+
+    message: str
+    by: str = "rule"
+    """Which check decided: `lookup`, `validation`, `path_bounds`, `permission_mode`, `user` or
+    `rule:<name>` (the pipeline fills this in; a rule need not)."""
+    kind: Literal["deny"] = "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """The call may run only if the user approves; `question` is put to them."""
+
+    question: str
+    kind: Literal["ask"] = "ask"
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """Go on with a different input: a validated input of the tool's type, or a raw mapping to validate."""
+
+    input: object
+    kind: Literal["rewrite"] = "rewrite"
+
+
+Verdict: TypeAlias = Allow | Deny | Ask | Rewrite
+"""What a rule answers about one call."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call as rules see it: validated input and the paths it touches."""
+
+    call_id: str
+    name: str
+    input: Any
+    """The validated input (after any earlier `Rewrite`)."""
+    tool: Tool[Any]
+    paths: tuple[Path, ...]
+    """The paths the call touches, absolute and resolved (symlinks followed), all inside the allowed roots."""
+    context: ToolContext
+    """The session context the call runs in (cwd, roots, mode)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    """A question put to the user through the pipeline's `ask` callback."""
+
+    call: ToolCall
+    """The call with its final input: every rule has run, so this is exactly what would execute."""
+    question: str
+    asked_by: str
+    """`permission_mode` (ask mode, a tool that is not read-only) or `rule:<name>`."""
+
+
+AskCallback: TypeAlias = Callable[[PermissionRequest], Awaitable[Allow | Deny]]
+"""Puts a question to the user; answers `Allow()` or `Deny(message)` (the message reaches the model)."""
+
+
+class Rule(ABC):
+    """A pluggable pre-tool-use check; subclasses implement `check` and may implement `after`."""
+
+    @property
+    def name(self) -> str:
+        """Shown in decisions (`rule:<name>`); the class name unless overridden."""
+        return type(self).__name__
+
+    @abstractmethod
+    async def check(self, call: ToolCall) -> Verdict:
+        """The rule's verdict on `call` (input already validated, paths inside the allowed roots)."""
+
+    async def after(self, call: ToolCall, output: ToolOutput) -> None:  # noqa: B027 - an optional hook
+        """Called after an allowed call ran; `output.is_error` tells whether it succeeded. Does nothing by default."""

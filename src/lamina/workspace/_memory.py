@@ -1,0 +1,204 @@
+"""Project memory: `MEMORY.md` at the workspace root, loaded as a capped stable part (I/O: disk).
+
+Memory holds conclusions that stay useful across sessions, kept by the agent and the user
+(design chapter §10.8). It is not history (the session log), not preferences (personal, across
+workspaces) and not session state (this turn only); keeping the four apart stops scope leaks and
+endless growth (SPEC F7).
+
+The file is loaded keeping its top: whole lines while they fit, so that the whole memory part (the
+content wrapped by `defang`, with authority `project_file`, and a note saying that the file was cut
+and where the full file is) stays within `max_tokens` (5,000 by default).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from lamina.defang import defang, join, render_block, trusted
+from lamina.parts import Authority, Part, Stability, Tier
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from lamina.workspace._confine import outside_roots
+from lamina.workspace._context_files import SkippedPath
+
+__all__ = [
+    "DEFAULT_MEMORY_MAX_TOKENS",
+    "MEMORY_FILE_NAME",
+    "ProjectMemory",
+    "load_memory",
+    "memory_part",
+]
+
+MEMORY_FILE_NAME: Final = "MEMORY.md"
+DEFAULT_MEMORY_MAX_TOKENS: Final = 5_000
+_MAX_READ_BYTES: Final = 1_048_576
+"""Read at most this much; a longer file is cut anyway, so the rest need not be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectMemory:
+    """The top of a project's `MEMORY.md`, as much of it as the budget allows."""
+
+    path: Path
+    text: str
+    """The kept top of the file, before defanging."""
+    truncated: bool
+    kept_lines: int
+    total_lines: int | None
+    """Lines in the whole file; None when it was too large to read in full."""
+    total_tokens: int | None
+    """Estimated tokens of the whole file; None when it was too large to read in full."""
+    size: int
+    mtime_ns: int
+
+
+def load_memory(
+    root: str | os.PathLike[str],
+    *,
+    max_tokens: int = DEFAULT_MEMORY_MAX_TOKENS,
+    estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    allowed_roots: Sequence[str | os.PathLike[str]] = (),
+) -> ProjectMemory | SkippedPath | None:
+    """Read `MEMORY.md` in `root`, keeping as much of its top as fits a part of `max_tokens` tokens.
+
+    Args:
+        root: The working directory.
+        max_tokens: Most tokens of the memory part.
+        estimator: Counts them.
+        allowed_roots: Folders besides `root` that a linked `MEMORY.md` may point into.
+
+    Returns:
+        The memory; a `SkippedPath` with the reason when the file exists but cannot be used (a link
+        resolving outside `root` and `allowed_roots`, not a regular file, unreadable, binary, not
+        UTF-8); None when there is no such file or it holds only whitespace.
+    """
+    path = Path(root) / MEMORY_FILE_NAME
+
+    def skip(reason: str) -> SkippedPath:
+        return SkippedPath(path, MEMORY_FILE_NAME, reason)
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return skip("broken symlink") if os.path.islink(path) else None
+    except OSError as exc:
+        return skip(f"cannot stat: {_describe(exc)}")
+    outside = outside_roots(path, (root, *allowed_roots))
+    if outside is not None:
+        return skip(outside)
+    if not stat.S_ISREG(st.st_mode):
+        return skip("not a regular file")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_MAX_READ_BYTES + 1)
+    except OSError as exc:
+        return skip(f"cannot read: {_describe(exc)}")
+    complete = len(data) <= _MAX_READ_BYTES
+    data = data[:_MAX_READ_BYTES]
+    if b"\x00" in data:
+        return skip("binary (contains a NUL byte)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if complete or exc.start < len(data) - 3:
+            return skip(f"not UTF-8 (invalid byte at offset {exc.start})")
+        text = data[: exc.start].decode("utf-8-sig")  # a character cut in half by the read limit
+    if not text.strip():
+        return None
+    total_lines = len(text.splitlines()) if complete else None
+    total_tokens = estimator.count(text) if complete else None
+
+    def memory(kept: str) -> ProjectMemory:
+        return ProjectMemory(
+            path=path,
+            text=kept,
+            truncated=len(kept) < len(text) or not complete,
+            kept_lines=len(kept.splitlines()),
+            total_lines=total_lines,
+            total_tokens=total_tokens,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+        )
+
+    def fits(kept: str) -> bool:
+        return estimator.count(memory_part(memory(kept)).text) <= max_tokens
+
+    if complete and fits(text):
+        return memory(text)
+    # The wrapper, intro and note cost the same for any content: what is left is the content's share.
+    # Escapes can only lengthen the content, so the raw cut is an upper bound; shorten it if needed.
+    share = max_tokens - estimator.count(memory_part(memory("")).text)
+    kept = _top(text, share, estimator)
+    if not fits(kept):
+        low, high = 0, len(kept)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(kept[:middle]):
+                low = middle
+            else:
+                high = middle - 1
+        kept = _at_line_end(kept, low)
+        while kept and not fits(kept):
+            kept = _at_line_end(kept, len(kept) - 1)
+    return memory(kept)
+
+
+def _top(text: str, max_tokens: int, estimator: TokenEstimator) -> str:
+    """The longest start of `text` within `max_tokens`: whole lines when at least one line fits."""
+    if max_tokens <= 0:
+        return ""
+    if estimator.count(text) <= max_tokens:
+        return text
+    low, high = 0, len(text)  # the longest prefix that fits, by bisection (counts grow with length)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimator.count(text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return _at_line_end(text, low)
+
+
+def _at_line_end(text: str, limit: int) -> str:
+    """`text[:limit]`, shortened to its last complete line when it has one."""
+    line_end = text.rfind("\n", 0, limit)
+    return text[: line_end + 1] if line_end >= 0 else text[:limit]
+
+
+_INTRO = (
+    "Project memory: conclusions kept in MEMORY.md at the root of the working directory across sessions. "
+    "Use it as background on this project; it can be out of date, so check it against the code when it matters."
+)
+
+
+def memory_part(memory: ProjectMemory) -> Part:
+    """The stable `memory` part: the kept text, defanged, and a note when the file was cut."""
+    # Never cut by defang: the budget was applied to the whole part when the file was loaded.
+    limit = 20 * len(memory.text) + 16
+    wrapped = defang(memory.text, source=MEMORY_FILE_NAME, authority=Authority.PROJECT_FILE, max_chars=limit)
+    pieces = [trusted(_INTRO), wrapped]
+    if memory.truncated:
+        whole = _count(memory.total_lines, "line") if memory.total_lines is not None else _count(memory.size, "byte")
+        kept = _count(memory.kept_lines, "line")
+        pieces.append(
+            trusted(
+                f"[MEMORY.md was cut to fit the memory budget: the first {kept} of {whole} are shown. The full file "
+                "is MEMORY.md in the working directory; Read it for the rest, and keep it short.]"
+            )
+        )
+    text = render_block("memory", join("\n", pieces), source=MEMORY_FILE_NAME)
+    return Part("memory", text, MEMORY_FILE_NAME, Authority.PROJECT_FILE, Stability.STABLE, Tier.MEMORY)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def _describe(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return (exc.strerror or type(exc).__name__).lower()
