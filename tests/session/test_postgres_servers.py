@@ -27,6 +27,7 @@ import pytest
 from lamina.session._entries import OutboxRecord, PlanState, TurnRecord, UserMessage, decode_entry
 from lamina.session.postgres import PostgresSessionStore
 from tests.conftest import EXHAUSTIVE
+from tests.session._pg_server import server_name
 from tests.support.postgres import URL, fresh_schema, schema_url
 
 SERVERS = 8
@@ -49,6 +50,28 @@ def _spawn(url: str, files: Path, acks: Path, seed: int, stop: Path) -> subproce
     args = [sys.executable, "-m", "tests.session._pg_server", url, str(files), str(acks), str(seed), str(stop)]
     with open(acks.with_suffix(".err"), "wb") as errors:
         return subprocess.Popen([*args, str(LEASE)], cwd=ROOT, env=env, stderr=errors)
+
+
+def _stall_between_transactions(server: subprocess.Popen[bytes], seed: int, rng: random.Random) -> None:
+    """SIGSTOP `server` at a moment none of its connections is inside a statement or a transaction.
+
+    A stall models a server that stops answering between turns (a long pause, a lost network);
+    stopped inside a transaction it would hold row locks that no lease expiry releases, and the
+    takeover would wait on them for as long as PostgreSQL keeps that connection.
+    """
+    for _ in range(500):
+        server.send_signal(signal.SIGSTOP)
+        time.sleep(0.05)  # the server's last message reaches PostgreSQL
+        with psycopg.connect(URL, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND state <> 'idle'",
+                (server_name(seed),),
+            ).fetchone()
+        if row is not None and row[0] == 0:
+            return
+        server.send_signal(signal.SIGCONT)
+        time.sleep(rng.uniform(0.01, 0.1))
+    raise AssertionError(f"server {seed} never paused between transactions")
 
 
 def _take_over(url: str, files: Path, pid: int) -> list[str]:
@@ -100,7 +123,7 @@ def test_many_servers_one_truth(schema: str, tmp_path: Path) -> None:
         time.sleep(0.1)
     # one server stalls past its leases' expiry, its sessions are taken over, then it wakes up
     stalled = rng.choice(serving())
-    servers[stalled].send_signal(signal.SIGSTOP)
+    _stall_between_transactions(servers[stalled], stalled, rng)
     taken_over = _take_over(url, files, servers[stalled].pid)
     servers[stalled].send_signal(signal.SIGCONT)
     next_seed = SERVERS
