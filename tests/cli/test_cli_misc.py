@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,15 @@ def test_resume_with_no_id_asks_for_the_picker() -> None:
     assert resume_without_id(["chat", "--resume"]) == ["chat", "--resume", ""]
     assert resume_without_id(["chat", "--resume", "--model", "x"]) == ["chat", "--resume", "", "--model", "x"]
     assert resume_without_id(["chat", "--resume", "abc"]) == ["chat", "--resume", "abc"]
+
+
+def test_the_console_entry_point_ends_a_lamina_error_in_one_line_and_its_exit_code() -> None:
+    # A real `lamina` process (not CliRunner): the path a user's shell takes. A store that refuses
+    # connections is a LaminaRuntimeError of the store: exit 3, one line, a traceback only when asked.
+    args = [sys.executable, "-m", "lamina.cli", "--store", "postgresql://nobody@127.0.0.1:1/x", "sessions", "list"]
+    env = {k: v for k, v in os.environ.items() if k != "LAMINA_DEBUG"}
+    plain = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert plain.returncode == 3
+    assert plain.stderr.startswith("error: ") and plain.stderr.count("\n") == 1 and "Traceback" not in plain.stderr
+    debug = subprocess.run(args, capture_output=True, text=True, env={**env, "LAMINA_DEBUG": "1"}, timeout=120)
+    assert "Traceback" in debug.stderr and "StoreConnectionError" in debug.stderr
