@@ -21,6 +21,8 @@ def _store_imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module == "lamina.session._store":
             names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "lamina.session":  # its public re-exports
+            names.update(a.name for a in node.names if a.name in ("LocalSessionStore", "JsonlSession"))
         elif isinstance(node, ast.Import) and any(a.name == "lamina.session._store" for a in node.names):
             names.add("*")
     return names
