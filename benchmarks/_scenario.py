@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy
 from lamina.engine import ContextEngine
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.prompt import Platform
@@ -187,12 +188,14 @@ def scripted_session(
     *,
     extra_parts: Sequence[Part] = (),
     extra_tools: Sequence[ToolSpec] = (),
+    prune: PrunePolicy | None = DEFAULT_PRUNE,
 ) -> Iterator[ModelCall]:
     """Drive a context engine through `script` (default: `session_script()`), yielding before every model call.
 
     The engine has what a default session has: the default preset's system prompt over a workspace
     holding AGENTS.md, the built-in tools, and Read's numbered lines as the tool results.
     `extra_parts` join the stable parts (a skill catalogue), `extra_tools` the tools (source tools).
+    Old tool output is pruned as a default engine prunes it, or by `prune` (None: never).
     """
     script = session_script() if script is None else script
     with tempfile.TemporaryDirectory(prefix="lamina-bench-") as tmp:
@@ -215,6 +218,7 @@ def scripted_session(
             tools=(*context.tools, *extra_tools),
             time_zone="Europe/Berlin",
             clock=lambda: clock_value[0],
+            prune=prune,
         )
         for scripted in script:
             clock_value[0] = scripted.steps[0].t

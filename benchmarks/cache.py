@@ -51,11 +51,13 @@ from benchmarks._scenario import AGENTS_MD, DEFAULT_START, ModelCall, ScriptedTu
 from lamina.cachesim import (
     AnthropicCacheSimulator,
     CacheSimulator,
+    CacheSummary,
     CacheUsage,
     OpenAICacheSimulator,
     TimedRequest,
     summarise,
 )
+from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy
 from lamina.composition import KINDS, SessionComposition, compose_turn
 from lamina.messages import turn_tails
 from lamina.parts import Part
@@ -302,16 +304,16 @@ def _other_peer(
     ]
 
 
-def _bills(script: Sequence[ScriptedTurn]) -> dict[str, float]:
-    """Input billed at base price for `script` on our Anthropic and OpenAI Responses placements."""
+def _bills(script: Sequence[ScriptedTurn], prune: PrunePolicy | None = DEFAULT_PRUNE) -> dict[str, CacheSummary]:
+    """What `script` costs on our Anthropic and OpenAI Responses placements, old tool output pruned by `prune`."""
     anthropic, openai = AnthropicCacheSimulator(), OpenAICacheSimulator()
     usages: dict[str, list[CacheUsage]] = {"anthropic": [], "openai": []}
-    for call in scripted_session(script):
+    for call in scripted_session(script, prune=prune):
         continuation = call.engine.continuation(call.turn)
         for name, target, simulator in (("anthropic", ANTHROPIC, anthropic), ("openai", RESPONSES, openai)):
             body = dict(render(call.turn, target, continuation=continuation))
             usages[name].append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
-    return {name: summarise(u).weighted_tokens for name, u in usages.items()}
+    return {name: summarise(u) for name, u in usages.items()}
 
 
 def _composition_figures(composition: SessionComposition, *, top: int = 5) -> list[Figure]:
@@ -431,14 +433,28 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     for change, unchanged in counterfactuals.items():
         without = _bills(unchanged)
         for target, bill in bills.items():
+            extra = bill - without[target].weighted_tokens
             figures.append(
                 Figure(
                     f"change_cost_fraction_{target}_{change}",
-                    round((bill - without[target]) / bill, 4),
+                    round(extra / bill, 4),
                     "ratio",
-                    note=f"{bill - without[target]:+,.0f} of {bill:,.0f} billed tokens",
+                    note=f"{extra:+,.0f} of {bill:,.0f} billed tokens",
                 )
             )
+    progress("the same session with old tool output never pruned")
+    unpruned = _bills(script, prune=None)
+    for target, name in (("anthropic", "anthropic"), ("openai", "openai_responses")):
+        figures += [
+            Figure(f"billed_input_tokens_{name}_unpruned", round(unpruned[target].weighted_tokens), "tokens"),
+            Figure(f"cache_efficiency_{name}_unpruned", round(unpruned[target].cache_efficiency, 4), "ratio"),
+            Figure(
+                f"prune_saving_fraction_{name}",
+                round(1 - bills[target] / unpruned[target].weighted_tokens, 4),
+                "ratio",
+                note="the bill pruning saves (DEFAULT_PRUNE)",
+            ),
+        ]
 
     progress("the same session with 100 skills and 20 sources, reading three guides")
     catalogue, source_tools, guides = _skills_and_sources()

@@ -22,6 +22,7 @@ from lamina.attachments._store import AttachmentInput
 from lamina.compaction import should_compact
 from lamina.compaction._cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
 from lamina.compaction._lane import DEFAULT_USER_LANE_TOKENS
+from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy
 from lamina.compaction._summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
 from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError
@@ -641,6 +642,7 @@ def open_agent(
     summariser: Summariser | None = None,
     keep_tokens: int = DEFAULT_KEEP_TOKENS,
     user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
+    prune: PrunePolicy | None = DEFAULT_PRUNE,
     sources: SourceConnections | None = None,
     strict_prerequisites: bool = True,
     nearest_context_rule: bool = True,
@@ -658,7 +660,8 @@ def open_agent(
     `preset` is `default`, `mini`, `custom` (with `custom_preset`, the preset's TOML file) or a
     `Preset`. `interactive` picks the prompt's platform section: True when a person reads the
     replies and can answer, False for the headless one (scripts, CI); None (the default) decides
-    by whether stdin and stdout are terminals.
+    by whether stdin and stdout are terminals. `prune` says when old tool output leaves the
+    provider view before a turn (`lamina.compaction.PrunePolicy`; None: never).
 
     Raises:
         UnknownPresetError, PresetFileError, UsageError: The preset cannot be used (checked
@@ -676,6 +679,7 @@ def open_agent(
             tools=tuple(t.spec for t in tools),
             time_zone=context.time_zone,
             mode=PermissionMode(mode).value,
+            prune=prune,
         )
 
         def submit_plan(title: str, path: str, text: str) -> str:

@@ -36,6 +36,7 @@ from lamina.compaction._lane import (
     update_lane,
 )
 from lamina.compaction._ledger import update_ledger
+from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy, apply_prunes, choose_prune
 from lamina.compaction._summarize import Summariser
 from lamina.compaction._summary import turn_prefix_item
 from lamina.defang import admit, trusted
@@ -50,7 +51,6 @@ from lamina.session._entries import (
     AssistantMessage,
     AttachmentRef,
     CompactionBoundary,
-    Entry,
     Ledger,
     LogEntry,
     OutboxRecord,
@@ -61,13 +61,14 @@ from lamina.session._entries import (
     StateChange,
     StateSnapshot,
     ToolCall,
+    ToolOutputPruned,
     ToolResult,
     TurnRecord,
     Usage,
     UserLane,
     UserMessage,
 )
-from lamina.session._protocol import SessionLog
+from lamina.session._protocol import E, SessionLog
 from lamina.session._tree import ProviderView
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
@@ -189,9 +190,12 @@ class ContextEngine:
         estimator: TokenEstimator = DEFAULT_ESTIMATOR,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = _new_turn_id,
+        prune: PrunePolicy | None = DEFAULT_PRUNE,
     ) -> None:
         self.session = session
         self.tools = tuple(tools)
+        self.prune_policy = prune
+        """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
         self.time_zone = time_zone
         self._stable_source = stable_source
         self._clock = clock
@@ -297,7 +301,7 @@ class ContextEngine:
     def _rebuild_view(self, view: ProviderView | None = None) -> None:
         """Take the provider view of the leaf from the session (or `view`, when the caller has it already)."""
         view = self.session.view() if view is None else view
-        self._view: list[LogEntry] = list(view.entries)
+        self._view: list[LogEntry] = apply_prunes(view.entries)
         self._boundary = view.boundary
         self._summary = view.boundary.summary if view.boundary else None
         # what requests show: neutralised, also when an older Lamina stored it raw
@@ -375,12 +379,17 @@ class ContextEngine:
             here.add(self._boundary.id)
         return tuple(o for o in pending if not o.hidden or self._bridge_anchor.get(o.part_id) in here)
 
-    def record(self, entry: Entry, *, durable: bool | None = None) -> Entry:
+    def record(self, entry: E, *, durable: bool | None = None) -> E:
         """Append an entry to the log and to the in-memory provider view."""
         stamped = self.session.append(entry, durable=durable)
         self._track_session_wide(stamped)
         if isinstance(stamped, CompactionBoundary):
             self._rebuild_view()
+        elif isinstance(stamped, ToolOutputPruned):
+            # a new list: the turns prepared before keep the view they were sent with
+            self._view = apply_prunes([*self._view, stamped])
+            self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
+            self._render_cache = RenderCache()
         else:
             self._view.append(stamped)
             self._view_tokens += entry_tokens(stamped, estimator=self.estimator)
@@ -600,6 +609,7 @@ class ContextEngine:
         """
         stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
+        self.prune()
         stable = self._refresh_stable()
         stable_seen = self._stable_seen_digest == stable.digest
         user = self.record(UserMessage(text=user_text, attachments=refs))
@@ -619,6 +629,21 @@ class ContextEngine:
         )
         self.record(turn.record())
         return turn
+
+    def prune(self, policy: PrunePolicy | None = None) -> ToolOutputPruned | None:
+        """Prune old tool output from the provider view when it pays (`prepare_turn` calls this first).
+
+        `policy` defaults to the engine's (`prune=` at construction; None there and here: nothing).
+        The log keeps every result; the recorded `ToolOutputPruned` says which ones requests show
+        as a note from now on.
+        """
+        policy = self.prune_policy if policy is None else policy
+        if policy is None:
+            return None
+        chosen = choose_prune(self._view, policy, estimator=self.estimator)
+        if chosen is None:
+            return None
+        return self.record(chosen)
 
     def preview_turn(self, user_text: str) -> TurnContext:
         """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.

@@ -25,6 +25,7 @@ from lamina.compaction._ledger import (
     dropped_count,
     update_ledger,
 )
+from lamina.compaction._prune import PrunePolicy, apply_prunes, choose_prune, pruned_note
 from lamina.compaction._summary import (
     DEFAULT_MAX_SUMMARY_CHARS,
     StructuredSummary,
@@ -43,16 +44,20 @@ __all__ = [
     "MAX_OPEN_TASKS",
     "CutPoint",
     "LaneUpdate",
+    "PrunePolicy",
     "StructuredSummary",
+    "apply_prunes",
     "archive_name",
     "archive_text",
     "canonical_path",
+    "choose_prune",
     "deterministic_summary",
     "dropped_count",
     "entry_tokens",
     "find_cut_point",
     "freed_enough",
     "parse_summary",
+    "pruned_note",
     "render_lane",
     "should_compact",
     "summary_prompt",

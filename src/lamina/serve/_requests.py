@@ -28,6 +28,7 @@ from lamina.cachesim import (
     OpenAICacheSimulator,
     TimedRequest,
 )
+from lamina.compaction import apply_prunes
 from lamina.compaction._lane import render_lane
 from lamina.composition import compose_entries
 from lamina.defang import admit, trusted
@@ -225,7 +226,7 @@ class SessionRequests:
         call = self._calls[index]
         path = self._path_before(call)
         view = provider_view(path)
-        entries = list(view.entries)
+        entries = apply_prunes(view.entries)  # old tool output shown as its note, as the engine sent it
         notes: list[str] = [NOT_LOGGED_TOOLS]
         user_at = next((i for i in range(len(entries) - 1, -1, -1) if isinstance(entries[i], UserMessage)), None)
         if user_at is None:

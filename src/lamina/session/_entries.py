@@ -163,6 +163,18 @@ class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
     """Where the full output was written when the model received only a preview."""
 
 
+class ToolOutputPruned(_EntryBase, frozen=True, kw_only=True, tag="prune"):
+    """From here on, the provider view shows these calls' results as a one-line note (the log keeps them).
+
+    Compaction's cheap first layer (`lamina.compaction.choose_prune`); the note is made from the
+    call, so every later request renders the same bytes.
+    """
+
+    call_ids: tuple[str, ...]
+    tokens: int = 0
+    """Tokens the prune freed, estimated when it was chosen."""
+
+
 class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
     """A part as it was sent in a turn's tail: enough to render the same bytes again."""
 
@@ -371,6 +383,7 @@ Entry: TypeAlias = (
     | AssistantMessage
     | ToolCall
     | ToolResult
+    | ToolOutputPruned
     | CompactionBoundary
     | BranchSummary
     | StateChange

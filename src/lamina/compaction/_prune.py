@@ -1,0 +1,119 @@
+"""Pruning: compaction's first, cheap layer (pure).
+
+A coding session's requests are mostly tool output: the files it read, many turns ago. Before a
+turn, old tool output is replaced in the provider view by a one-line note naming the call (the
+model calls the tool again when it needs the output back); the log keeps every byte, and a
+`ToolOutputPruned` entry records which calls, so every later request renders the same bytes and
+a reopened session shows what the model saw. The LLM summary stays the second layer, for when
+pruning does not free enough.
+
+A prune rewrites the cached history after the first pruned result, so it runs only when it frees
+at least `minimum_tokens` at once, and never touches the newest output (`protect_turns` user turns,
+and `protect_tokens` of output beyond them). Reads of a skill, guide or document stay (the
+prerequisites count them as read), and so do reads of a context file (`AGENTS.md`: the rules).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Final
+
+import msgspec
+
+from lamina.compaction._cut import entry_tokens
+from lamina.history_parts import is_on_demand_read
+from lamina.session._entries import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from lamina.workspace._context_files import CONTEXT_FILE_NAMES
+
+__all__ = ["DEFAULT_PRUNE", "PrunePolicy", "apply_prunes", "choose_prune", "pruned_note"]
+
+_NOTE_PREFIX = "[output pruned from context:"
+_MAX_INPUT_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class PrunePolicy:
+    """When old tool output leaves the provider view (see the module docstring)."""
+
+    protect_turns: int = 2
+    """The tool output of this many newest user turns (the current one included) is never pruned."""
+    protect_tokens: int = 10_000
+    """Beyond those turns, this many tokens of the newest tool output are kept too."""
+    minimum_tokens: int = 40_000
+    """Prune only when this many tokens go at once (each prune costs a cache write of what follows)."""
+    smallest_tokens: int = 100
+    """Output this small stays: its note would save next to nothing."""
+
+
+DEFAULT_PRUNE: Final = PrunePolicy()
+"""The policy a context engine prunes with unless told otherwise."""
+
+
+def pruned_note(call: ToolCall | None, result: ToolResult) -> str:
+    """The text a pruned result shows: which call it answered, and how to get it back."""
+    if call is None:
+        return f"{_NOTE_PREFIX} {result.name}; call the tool again if you need it]"
+    args = json.dumps(call.input, ensure_ascii=False, sort_keys=True, default=str)
+    if len(args) > _MAX_INPUT_CHARS:
+        args = args[:_MAX_INPUT_CHARS] + "…"
+    return f"{_NOTE_PREFIX} {call.name} {args}; call it again if you need it]"
+
+
+def choose_prune(
+    view: Sequence[LogEntry],
+    policy: PrunePolicy,
+    *,
+    estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+) -> ToolOutputPruned | None:
+    """The prune to record before the next turn of `view`, or None when none pays (see `PrunePolicy`)."""
+    calls = {e.call_id: e for e in view if isinstance(e, ToolCall)}
+    turns_seen = 0
+    kept_tokens = 0
+    chosen: list[str] = []
+    freed = 0
+    for entry in reversed(view):
+        if isinstance(entry, UserMessage):
+            turns_seen += 1
+            continue
+        if not isinstance(entry, ToolResult) or entry.content.startswith(_NOTE_PREFIX):
+            continue
+        tokens = entry_tokens(entry, estimator=estimator)
+        if turns_seen < policy.protect_turns - 1:  # the next turn is the newest of the protected ones
+            continue
+        if kept_tokens + tokens <= policy.protect_tokens:
+            kept_tokens += tokens
+            continue
+        kept_tokens = policy.protect_tokens  # from here on, everything older is a candidate
+        call = calls.get(entry.call_id)
+        if tokens < policy.smallest_tokens or (call is not None and _always_kept(call)):
+            continue
+        chosen.append(entry.call_id)
+        freed += tokens - estimator.count(pruned_note(call, entry))
+    if not chosen or freed < policy.minimum_tokens:
+        return None
+    return ToolOutputPruned(call_ids=tuple(reversed(chosen)), tokens=freed)
+
+
+def _always_kept(call: ToolCall) -> bool:
+    """Reads the rules count on: a skill, guide or document (a prerequisite), a context file (the project's rules)."""
+    path = call.input.get("path", call.input.get("file_path"))
+    named = isinstance(path, str) and PurePath(path).name.lower() in CONTEXT_FILE_NAMES
+    return is_on_demand_read(call) or (call.name == "Read" and named)
+
+
+def apply_prunes(entries: Sequence[LogEntry]) -> list[LogEntry]:
+    """`entries` with every result a `ToolOutputPruned` among them names shown as its note (a new list)."""
+    pruned = {call_id for e in entries if isinstance(e, ToolOutputPruned) for call_id in e.call_ids}
+    if not pruned:
+        return list(entries)
+    calls = {e.call_id: e for e in entries if isinstance(e, ToolCall)}
+    return [
+        msgspec.structs.replace(e, content=pruned_note(calls.get(e.call_id), e), full_output_path=None)
+        if isinstance(e, ToolResult) and e.call_id in pruned
+        else e
+        for e in entries
+    ]
