@@ -22,6 +22,7 @@ from lamina.session._entries import (
     OutboxRecord,
     StateChange,
     ToolCall,
+    ToolOutputPruned,
     ToolResult,
     TurnRecord,
     UnknownEntry,
@@ -103,6 +104,8 @@ def _describe(entry: LogEntry) -> str:
         case TurnRecord(turn_id=turn_id, volatile=volatile, one_shots=one_shots):
             parts = ", ".join(safe(p.key) for p in (*volatile, *one_shots))
             return f"turn {safe(turn_id)} tail: {parts or '-'}"
+        case ToolOutputPruned(call_ids=call_ids, tokens=tokens):
+            return f"pruned the output of {len(call_ids)} tool calls from the provider view (~{tokens:,} tokens)"
         case UnknownEntry(type=kind):
             return f"unknown entry type {safe(repr(kind))} (kept, skipped)"
         case _:

@@ -59,6 +59,7 @@ from lamina.session._entries import (
     LogEntry,
     PartRecord,
     StateChange,
+    ToolOutputPruned,
     TurnRecord,
     Usage,
     UserMessage,
@@ -162,7 +163,8 @@ class SessionRequests:
         self._calls: list[AssistantMessage] = []
         self._call_index: dict[str, int] = {}
         self._prefixes: dict[str, StableContext] = {}
-        self._render_cache = RenderCache()
+        self._render_caches: dict[tuple[str, ...], RenderCache] = {}
+        """One memo per set of prunes a view went through: a pruned turn keeps its entry ids."""
         self._simulators: dict[str, CacheSimulator] = {}
         self._simulated: dict[int, tuple[CacheUsage, int]] = {}
         """Request index -> its simulated usage and the index the replay that computed it started from."""
@@ -269,7 +271,9 @@ class SessionRequests:
             tools=(),
         )
         target = target_for(call.model)
-        body = render(turn, target, continuation=continuation, cache=self._render_cache)
+        prunes = tuple(e.id for e in entries if isinstance(e, ToolOutputPruned))
+        cache = self._render_caches.setdefault(prunes, RenderCache())
+        body = render(turn, target, continuation=continuation, cache=cache)
         now = _message_count(render(_only_now(turn), target, continuation=continuation))
         previous = path[-1] if path else None
         t_start = previous.ts if previous is not None else call.ts
