@@ -651,10 +651,13 @@ class ContextEngine:
         Nothing is appended and no one-shot leaves the outbox; the user message is a stand-in that
         is not in the log. The stable parts are the cached prefix (the workspace's current ones
         before the first turn); a change of the stable inputs that the next turn would notice, and
-        announce in a `stable_update` one-shot, is not shown.
+        announce in a `stable_update` one-shot, is not shown. Old tool output the turn would prune
+        is shown pruned.
         """
         stable = self._prefix if self._prefix is not None else pin_stable(self._stable, self._stable_source())[0]
         user = UserMessage(id="preview", parent_id=self._view[-1].id if self._view else None, text=user_text)
+        prune = choose_prune(self._view, self.prune_policy, estimator=self.estimator) if self.prune_policy else None
+        view = apply_prunes([*self._view, prune]) if prune is not None else self._view  # what the turn would prune
         return TurnContext(
             id="turn_preview",
             session_id=self.session.id,
@@ -663,7 +666,7 @@ class ContextEngine:
             stable=stable,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
             one_shots=self._carried(),
-            history=[*self._view, user],
+            history=[*view, user],
             summary=self._summary_shown,
             pinned=self._pinned,
             tools=self.tools,

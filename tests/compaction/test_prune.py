@@ -126,9 +126,13 @@ def test_the_engine_prunes_before_a_turn_keeps_the_log_whole_and_renders_the_sam
         engine.commit(turn)
         engine.end_turn()
         clock.advance(1)
+    logged = len(engine.session.entries())
+    preview = engine.preview_turn("And now?")  # a report shows the prune the turn would make, logging nothing
+    assert f"{secret}-2" not in json.dumps(_messages(engine, preview))
+    assert len(engine.session.entries()) == logged
     turn = engine.prepare_turn("And now?")
     pruned = {c for e in engine.session.entries() if isinstance(e, ToolOutputPruned) for c in e.call_ids}
-    assert "call0" in pruned and "call4" not in pruned
+    assert {"call0", "call2"} <= pruned and "call4" not in pruned
     body = json.dumps(_messages(engine, turn))
     assert f"{secret}-0" not in body and f"{secret}-4" in body  # the old output went, the last turn's stayed
     assert body.count("[output pruned from context: Read") == len(pruned)
@@ -146,8 +150,7 @@ def test_the_engine_prunes_before_a_turn_keeps_the_log_whole_and_renders_the_sam
     engine.session.close()
 
     reopened = _engine(tmp_path, clock, session_id)
-    preview = reopened.preview_turn("And now?")
-    again = json.dumps(list(dict(reopened.request(preview, ANTHROPIC))["messages"]))
+    again = json.dumps(_messages(reopened, reopened.preview_turn("And now?")))
     assert f"{secret}-0" not in again and again.count("[output pruned from context: Read") == len(pruned)
     reopened.session.close()
 
