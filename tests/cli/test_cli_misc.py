@@ -98,6 +98,19 @@ def test_config_files_workspace_wins_and_show_names_the_source(tmp_path: Path, w
     assert settings["preset"] == {"value": "default", "from": "default"}
     human = runner.invoke(app, ["config", "show"])
     assert "compaction_reserve" in human.stdout and "5000" in human.stdout
+    assert settings["prune"] == {"value": True, "from": "default"}
+
+
+def test_prune_false_in_the_config_file_turns_pruning_off(ws: Path) -> None:
+    from lamina.cli._session import stored_session_engine
+    from lamina.session import LocalSessionStore
+
+    session = LocalSessionStore(ws / "store").create(cwd=str(ws))
+    assert stored_session_engine(session).prune_policy is not None
+    (ws / ".lamina").mkdir()
+    (ws / ".lamina" / "config.toml").write_text("prune = false\n")
+    assert stored_session_engine(session).prune_policy is None
+    session.close()
 
 
 def test_a_bad_config_file_is_an_error_naming_file_and_key(tmp_path: Path, ws: Path) -> None:

@@ -14,6 +14,7 @@ preset_file = "prompts/preset.toml"     # the custom preset's file (relative to 
                                         # when the preset is custom (`--custom-preset` on the command line)
 context_window = 200000                 # tokens; overrides the provider's default
 compaction_reserve = 20000              # compact when fewer tokens than this are left free
+prune = true                            # prune old tool output before a turn (false: never)
 ```
 """
 
@@ -46,6 +47,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     preset_file: str | None = None
     context_window: Annotated[int, msgspec.Meta(gt=0)] | None = None
     compaction_reserve: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    prune: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +62,15 @@ class Settings:
     """None: the provider's own figure."""
     compaction_reserve: int | None = None
     """None: the agent's default."""
+    prune: bool = True
+    """Whether old tool output is pruned before a turn (`lamina.compaction.PrunePolicy`'s defaults)."""
     origins: dict[str, str] = field(default_factory=dict)
 
     def origin(self, key: str) -> str:
         return self.origins.get(key, "default")
 
 
-KEYS: Final = ("model", "mode", "preset", "preset_file", "context_window", "compaction_reserve")
+KEYS: Final = ("model", "mode", "preset", "preset_file", "context_window", "compaction_reserve", "prune")
 
 
 def user_config_path() -> Path:

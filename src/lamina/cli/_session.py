@@ -12,6 +12,7 @@ from typing import Final
 from lamina.agent import Agent, AgentEvent, open_agent, session_engine
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
+from lamina.compaction._prune import DEFAULT_PRUNE
 from lamina.engine import CompactionEvent, ContextEngine
 from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
@@ -145,7 +146,11 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
             f"session {session.id}: its working directory {session.info.cwd or '(none recorded)'} is gone, "
             "so its stable parts cannot be read"
         )
-    return session_engine(session, workspace=cwd, preset=_preset_of(load_settings(cwd)), interactive=True)
+    settings = load_settings(cwd)
+    engine = session_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True)
+    if not settings.prune:
+        engine.prune_policy = None
+    return engine
 
 
 @asynccontextmanager
@@ -185,6 +190,7 @@ async def session_agent(
                 ask=ask,
                 on_event=on_event,
                 sources=sources if scan.sources else None,
+                prune=DEFAULT_PRUNE if settings.prune else None,
             )
             agent.engine.compaction_listeners.append(on_compaction)
             if settings.compaction_reserve is not None:
