@@ -262,6 +262,7 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
             assert any(part.text in s for s in shown), part.key
 
     classes = {p.key: (p.stability, p.authority, p.tier) for p in parts}
+    assert len(classes) == len(parts)  # keys are unique within the turn
     attachment = [p for p in parts if p.key.startswith("attachment.")]
     assert len(attachment) >= 3 and all(
         (p.stability, p.authority, p.tier) == (Stability.COMPACTABLE, Authority.USER_DATA, Tier.ON_DEMAND)

@@ -13,6 +13,8 @@ what is sent:
 | a tool call (its name and input)   | `history.tool_call.<id>`   | compactable  | model_output   | history      |
 | a tool result                      | `tool_result.<call id>`    | compactable  | tool_output    | tool results |
 | a read of a skill, guide or document | `tool_result.<call id>`  | on_demand    | tool_output    | documents    |
+| a call's "interrupted" result      | `tool_result.<call id>`    | compactable  | tool_output    | tool results |
+| an earlier turn's tail, by part    | `history.tail.<id>.<key>`  | compactable  | system_rule    | history      |
 | the compaction summary             | `compaction.summary`       | compactable  | model_output   | history      |
 | the user's words lane              | `compaction.users_words`   | compactable  | user_data      | history      |
 | an attached file, block by block   | `attachment.<id>.<n>`      | compactable  | user_data      | documents    |
@@ -26,7 +28,9 @@ model's key order, and its tool-use block is decoded from that text (`tool_call_
 attachment is shown by the model in use's attachment renderer as one or more blocks; each is a
 part (`<id>` the user message's, `<n>` counting its blocks; provenance the file's name and
 SHA-256): a text block's part is its text, an image or PDF sent as the provider's media block is
-a part whose text is a label and whose `media_tokens` is the provider's estimate for it.
+a part whose text is a label and whose `media_tokens` is the provider's estimate for it. The
+tails' parts (this turn's volatile and one-shot parts, an earlier turn's compactable ones) are
+built where tails are rendered, `lamina.messages.tail_parts`.
 """
 
 from __future__ import annotations
