@@ -204,9 +204,11 @@ SURFACE: dict[str, list[str]] = {
     "lamina.history_parts": [
         "ON_DEMAND_FILE_NAMES",
         "assistant_part",
+        "attachment_part",
         "interrupted_part",
         "is_on_demand_read",
         "summary_part",
+        "tool_call_of",
         "tool_call_part",
         "tool_result_part",
         "user_part",

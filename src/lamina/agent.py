@@ -316,7 +316,8 @@ class Agent:
         from lamina.budget import NEXT_MESSAGE, budget_of_turn  # the budget module loads the cache simulator
 
         text = NEXT_MESSAGE if user_text is None else user_text
-        return budget_of_turn(self.engine.preview_turn(text))
+        attachments = self.engine.attachment_blocks(self.provider.target)  # attached files as this model is sent them
+        return budget_of_turn(self.engine.preview_turn(text), attachments=attachments)
 
     # -- plans (SPEC F16: the state machine is `lamina.plan`, persisted by the engine) ----------------
 

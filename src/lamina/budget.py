@@ -2,7 +2,8 @@
 
 The tiers are the design chapter's §10.18 priority order (`Tier`): rules, capability catalogue,
 session state, on-demand documents, history, memory, large tool results, one-shot parts
-(SPEC F17). `budget_of_turn` says how many tokens of a turn fall in each tier; `cache_layout`
+(SPEC F17). `budget_of_turn` says how many tokens of a turn fall in each tier, counted on the very
+parts the renderers build the request's blocks from (`TurnContext.parts`); `cache_layout`
 walks a rendered request block by block in prefix order and says which blocks the provider caches,
 where the breakpoints are and how many tokens lie up to each. Blocks are measured the way the
 cache simulator measures them (canonical JSON of each block, without `cache_control`), so the
@@ -35,8 +36,8 @@ from lamina.cachesim._blocks import (
     tool_items,
     without_marker,
 )
-from lamina.messages import DocumentBlock, ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock, render_tail
-from lamina.parts import Part, Tier
+from lamina.messages import AttachmentBlocks, attachment_note
+from lamina.parts import Part, Stability, Tier
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -45,11 +46,10 @@ from lamina.placement import (
     RenderTarget,
     SdkManagedPrompt,
     SdkManagedTarget,
-    turn_messages,
 )
-from lamina.session._entries import PartRecord, UserMessage
+from lamina.session._entries import LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import ToolSpec, TurnContext
+from lamina.turn import ToolSpec, TurnContext, tool_part
 
 __all__ = [
     "NEXT_MESSAGE",
@@ -94,7 +94,9 @@ class TierTokens:
     tier: Tier
     tokens: int
     items: tuple[str, ...]
-    """What was counted, in order: part keys, `tools`, `history`, `tool results`, ..."""
+    """What was counted, in order: part keys (stable, volatile and one-shot parts), and for the
+    conversation `tools`, `compaction summary`, `user's words`, `history`, `user message`,
+    `attachments`, `documents read`, `tool results`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,68 +129,66 @@ class _Tally:
 
 
 def tool_tokens(tool: ToolSpec, *, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> int:
-    """Estimated tokens of one tool definition: its name, description and input schema."""
-    definition = {"name": tool.name, "description": tool.description, "input_schema": dict(tool.input_schema)}
-    return estimator.count(_ENCODER.encode(definition).decode())
+    """Estimated tokens of one tool definition: its part's text (name, description and input schema as JSON)."""
+    return tool_part(tool).token_count(estimator)
+
+
+def _item(part: Part, user_entry_id: str | None) -> str:
+    """What a part is spent on, as a report shows it: its key, or its kind for the conversation's many parts."""
+    key = part.key
+    if part.tier is Tier.CATALOGUE and key.startswith("tool."):
+        return "tools"
+    if part.stability is not Stability.COMPACTABLE and part.stability is not Stability.ON_DEMAND:
+        return key  # stable, volatile and one-shot parts by name
+    if key == "compaction.summary":
+        return "compaction summary"
+    if key == "compaction.users_words":
+        return "user's words"
+    if key.startswith("attachment."):
+        return "attachments"
+    if key.startswith("tool_result."):
+        return "documents read" if part.stability is Stability.ON_DEMAND else "tool results"
+    if user_entry_id is not None and key == f"history.user.{user_entry_id}":
+        return "user message"
+    return "history"
 
 
 def budget_of_parts(
-    parts: Iterable[Part], *, tools: Sequence[ToolSpec] = (), estimator: TokenEstimator = DEFAULT_ESTIMATOR
+    parts: Iterable[Part],
+    *,
+    tools: Sequence[ToolSpec] = (),
+    estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    user_entry_id: str | None = None,
 ) -> BudgetReport:
-    """Tokens per tier of `parts` (each in its own tier) and of `tools` (the capability catalogue)."""
-    tally = _Tally()
-    for tool in tools:
-        tally.add(Tier.CATALOGUE, "tools", tool_tokens(tool, estimator=estimator))
-    for part in parts:
-        tally.add(part.tier, part.key, estimator.count(part.text))
-    return tally.report()
+    """Tokens per tier of `parts` (each in its own tier) and of `tools` (the capability catalogue).
 
-
-def budget_of_turn(turn: TurnContext, *, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> BudgetReport:
-    """Tokens per tier of everything `turn` sends.
-
-    Stable parts count in their own tiers and the tools in the catalogue. This turn's volatile
-    parts and one-shot parts count as rendered in the tail (session state, one-shot). The
-    conversation counts as history, except tool results, which have their own tier; earlier
-    turns' tails are part of the history they travel in.
+    Each part counts `Part.token_count` (its text, or a media part's estimate); `user_entry_id`
+    names the current user message's part `user message` in the items.
     """
     tally = _Tally()
-    for tool in turn.tools:
-        tally.add(Tier.CATALOGUE, "tools", tool_tokens(tool, estimator=estimator))
-    for part in turn.stable.parts:
-        tally.add(part.tier, part.key, estimator.count(part.text))
-    for part in turn.volatile:
-        tally.add(part.tier, part.key, estimator.count(render_tail((PartRecord(key=part.key, text=part.text),), ())))
-    for one_shot in turn.one_shots:
-        record = PartRecord(key=one_shot.kind, text=one_shot.text, part_id=one_shot.part_id)
-        tally.add(Tier.ONE_SHOT, one_shot.kind, estimator.count(render_tail((), (record,))))
-    tail_counted = not turn.tail
-    messages = turn_messages(turn)
-    for m, message in reversed(list(enumerate(messages))):
-        for block in reversed(message.blocks):
-            match block:
-                case TextBlock(text=text) if not tail_counted and text == turn.tail:
-                    tail_counted = True  # this turn's tail: counted above, part by part
-                case TextBlock(text=text) if m == len(messages) - 1 and text == turn.user_text:
-                    tally.add(Tier.HISTORY, "user message", estimator.count(text))
-                case TextBlock(text=text) if m == 0 and turn.pinned and text == turn.pinned:
-                    tally.add(Tier.HISTORY, "user's words", estimator.count(text))
-                case TextBlock(text=text):
-                    summary = m == 0 and bool(turn.summary) and text.startswith("<compaction_summary")
-                    tally.add(Tier.HISTORY, "compaction summary" if summary else "history", estimator.count(text))
-                case ToolUseBlock(name=name, input=args):
-                    tally.add(Tier.HISTORY, "history", estimator.count(name + _ENCODER.encode(dict(args)).decode()))
-                case ToolResultBlock(content=content):
-                    tally.add(Tier.TOOL_RESULTS, "tool results", estimator.count(content))
-                case ImageBlock() | DocumentBlock():
-                    pass  # counted from the references below, by the providers' formulas
-                case _:
-                    assert_never(block)
-    for entry in turn.history:  # attached files: the documents tier (SPEC F17), images by the providers' formulas
-        if isinstance(entry, UserMessage):
-            for ref in entry.attachments:
-                tally.add(Tier.ON_DEMAND, "attachments", ref.tokens)
+    for part in (*(tool_part(t) for t in tools), *parts):
+        tally.add(part.tier, _item(part, user_entry_id), part.token_count(estimator))
     return tally.report()
+
+
+def budget_of_turn(
+    turn: TurnContext,
+    continuation: Sequence[LogEntry] = (),
+    *,
+    attachments: AttachmentBlocks = attachment_note,
+    estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+) -> BudgetReport:
+    """Tokens per tier of everything `turn` sends: the sum over `turn.parts(continuation, attachments)`.
+
+    Those parts are what the renderers build every block of the request from, so the budget is
+    the request's: tool definitions in the catalogue, stable parts in their own tiers, this
+    turn's tail part by part as it is sent (session state, one-shot), the conversation in
+    history, tool results in their tier (a skill, guide or document read on demand in the
+    documents tier) and attached files in the documents tier (SPEC F17), shown as `attachments`
+    shows them (an image or a PDF sent as media by the provider's estimate). Pass the renderer
+    the request is made with (`ContextEngine.attachment_blocks`) to count the attachments as sent.
+    """
+    return budget_of_parts(turn.parts(continuation, attachments), estimator=estimator, user_entry_id=turn.user_entry_id)
 
 
 # --- cache layout ---------------------------------------------------------------------------------------

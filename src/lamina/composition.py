@@ -17,7 +17,11 @@ Every token of a request is counted in exactly one component, named by a kind an
 - `history`: the user's messages and the model's text;
 - `summary`: the compaction summary and the pinned user's words lane.
 
-Counts are the estimator's count of each text (the request as sent, JSON, is a little larger).
+Counts are the estimator's count of each part's text (the request as sent, JSON, is a little
+larger), on the very parts the renderers build the request's blocks from (`TurnContext.parts`),
+each part's count split between its components, so a request's composition sums to its budget
+(`lamina.budget.budget_of_turn`).
+Attached files count in `history` (`attachments`: their text, or an image's or PDF's estimate).
 `compose_turn` measures one request from the turn context and its tool loop so far (what
 `lamina.placement.render` renders); `compose_entries` does the same from logged entries alone (a
 past session); `SessionComposition` sums many requests.
@@ -33,25 +37,30 @@ from typing import Final
 import msgspec
 
 from lamina.compaction._lane import render_lane
-from lamina.defang import admit, render_block, trusted
-from lamina.messages import render_tail
+from lamina.defang import admit, trusted
+from lamina.history_parts import tool_call_of
+from lamina.messages import (
+    AttachmentBlocks,
+    attachment_note,
+    message_parts,
+    prelude_messages,
+    split_turns,
+    tail_parts,
+    to_messages,
+)
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,
-    OutboxRecord,
-    PartRecord,
     StateChange,
-    ToolCall,
-    ToolResult,
     TurnRecord,
     UnknownEntry,
     UserMessage,
 )
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import SYSTEM_AUTHORITIES, ToolSpec, TurnContext
+from lamina.turn import SYSTEM_AUTHORITIES, ToolSpec, TurnContext, tool_part
 
 __all__ = [
     "KINDS",
@@ -169,10 +178,13 @@ class _Counter:
         if tokens:
             self.tokens[(kind, name)] = self.tokens.get((kind, name), 0) + tokens
 
-    def neutralised(self, kind: str, name: str, text: str) -> None:
-        """`text` as shown: the escapes and quote marks neutralising added count as defang notes."""
+    def neutralised(self, kind: str, name: str, text: str, *, tokens: int | None = None) -> None:
+        """`text` as shown: the escapes and quote marks neutralising added count as defang notes.
+
+        `tokens` (default: the count of `text`) is what `text` adds in all, split between the two.
+        """
         notes = "".join(_ESCAPE_RE.findall(text))
-        whole = self.estimator.count(text)
+        whole = self.estimator.count(text) if tokens is None else tokens
         note_tokens = min(whole, self.estimator.count(notes))
         self.add_tokens("defang", "escapes and quote marks", note_tokens)
         self.add_tokens(kind, name, whole - note_tokens)
@@ -197,82 +209,72 @@ def framing_chars(content: str) -> int:
     return numbers + notes
 
 
-def _stable(counter: _Counter, parts: Sequence[Part], tools: Sequence[ToolSpec], system: Sequence[Part]) -> None:
-    for tool in tools:
-        definition = {"name": tool.name, "description": tool.description, "input_schema": dict(tool.input_schema)}
-        counter.add("tools", tool.name, _ENCODER.encode(definition).decode())
-    system_keys = {p.key for p in system}
+def _count(counter: _Counter, parts: Iterable[Part], system_keys: Iterable[str]) -> None:
+    """Every part in its component: the request's tokens, each counted once."""
+    system = frozenset(system_keys)
     for part in parts:
-        if not part.text:
-            continue
-        if part.key in system_keys:
-            counter.add("system", part.key, part.text)
-            continue
-        wrapped = _WRAPPER_RE.match(part.text)
-        if wrapped is None:
-            counter.neutralised("project", part.key, part.text)
+        key, text = part.key, part.text
+        if part.media_tokens is not None or key.startswith("attachment."):
+            counter.add_tokens("history", "attachments", part.token_count(counter.estimator))
+        elif part.tier is Tier.CATALOGUE and key.startswith("tool."):
+            counter.add("tools", key.removeprefix("tool."), text)
+        elif part.stability is Stability.STABLE:
+            _stable(counter, part, system=key in system)
+        elif part.stability is Stability.VOLATILE:
+            counter.neutralised("volatile", key, text)
+        elif part.stability is Stability.ONE_SHOT:
+            counter.neutralised("one-shot", key, text)
+        elif key == "compaction.summary":
+            counter.add("summary", "compaction summary", text)
+        elif key == "compaction.users_words":
+            counter.add("summary", "pinned user's words", text)
+        elif key.startswith("history.tail."):  # an earlier turn's tail, as it travels in the history
+            kind = "one-shot" if part.provenance.startswith("outbox:") else "volatile"
+            counter.neutralised(kind, key.rsplit(".", 1)[-1], text)
+        elif key.startswith("history.user."):
+            counter.add("history", "user messages", text)
+        elif key.startswith("history.assistant."):
+            counter.add("history", "assistant text", text)
+        elif key.startswith("history.tool_call."):
+            counter.add("tool calls", tool_call_of(part)[0], text)
+        elif key.startswith("tool_result."):
+            counter.result_block(
+                part.provenance.removeprefix("tool:") if part.provenance.startswith("tool:") else "interrupted", text
+            )
         else:
-            counter.add("defang", "untrusted labels", wrapped.group(1) + wrapped.group(3))
-            counter.neutralised("project", part.key, wrapped.group(2))
+            counter.add("history", key, text)  # nothing else is built today; counted rather than lost
 
 
-def _tail(counter: _Counter, volatile: Iterable[PartRecord], one_shots: Iterable[PartRecord]) -> None:
-    for record in volatile:
-        counter.neutralised("volatile", record.key, render_tail((record,), ()))
-    for record in one_shots:
-        counter.neutralised("one-shot", record.key, render_tail((), (record,)))
-
-
-def _history(
-    counter: _Counter,
-    entries: Sequence[LogEntry],
-    current: tuple[str, Sequence[PartRecord], Sequence[PartRecord]] | None,
-) -> None:
-    """The conversation part of a request: `current` (user entry id, volatile, one-shots) is the turn being sent."""
-    records: dict[str, TurnRecord] = {}
-    delivered: set[tuple[str, str | None]] = set()
-    for entry in entries:
-        if isinstance(entry, TurnRecord):
-            records[entry.user_entry_id] = entry
-        elif isinstance(entry, OutboxRecord) and entry.status == "delivered":
-            delivered.add((entry.part_id, entry.turn_id))
-    calls: set[str] = set()
-    for entry in entries:
-        match entry:
-            case UserMessage(text=text, id=entry_id):
-                counter.add("history", "user messages", text)
-                if current is not None and entry_id == current[0]:
-                    _tail(counter, current[1], current[2])
-                elif (record := records.get(entry_id)) is not None:
-                    shown = [o for o in record.one_shots if (o.part_id, record.turn_id) in delivered]
-                    _tail(counter, record.volatile, shown)
-            case AssistantMessage(text=text):
-                counter.add("history", "assistant text", text)
-            case ToolCall(call_id=call_id, name=name, input=args):
-                calls.add(call_id)
-                counter.add("tool calls", name, name + _ENCODER.encode(dict(args)).decode())
-            case ToolResult(call_id=call_id, name=name, content=content) if call_id in calls:
-                counter.result_block(name, admit(content))
-            case _:
-                pass
-
-
-def _prelude(counter: _Counter, summary: str | None, pinned: str | None) -> None:
-    if summary:
-        counter.add("summary", "compaction summary", render_block("compaction_summary", admit(summary)))
-    if pinned:
-        counter.add("summary", "pinned user's words", pinned)
+def _stable(counter: _Counter, part: Part, *, system: bool) -> None:
+    if not part.text:
+        return
+    if system:
+        counter.add("system", part.key, part.text)
+        return
+    wrapped = _WRAPPER_RE.match(part.text)
+    if wrapped is None:
+        counter.neutralised("project", part.key, part.text)
+    else:  # the label's share of the part's tokens, the body the rest: the part's count in all, as the budget's
+        whole = counter.estimator.count(part.text)
+        label = min(whole, counter.estimator.count(wrapped.group(1) + wrapped.group(3)))
+        counter.add_tokens("defang", "untrusted labels", label)
+        counter.neutralised("project", part.key, wrapped.group(2), tokens=whole - label)
 
 
 def compose_turn(
-    turn: TurnContext, continuation: Sequence[LogEntry] = (), *, estimator: TokenEstimator = DEFAULT_ESTIMATOR
+    turn: TurnContext,
+    continuation: Sequence[LogEntry] = (),
+    *,
+    attachments: AttachmentBlocks = attachment_note,
+    estimator: TokenEstimator = DEFAULT_ESTIMATOR,
 ) -> RequestComposition:
-    """The composition of the request `render(turn, target, continuation=continuation)` sends."""
+    """The composition of the request `render(turn, target, continuation=continuation)` sends.
+
+    Counted on `turn.parts(continuation, attachments)`; `attachments` is the renderer's attachment
+    renderer (by default a note each, as `render`'s default).
+    """
     counter = _Counter(estimator)
-    _stable(counter, turn.stable.parts, turn.tools, turn.stable.system_parts)
-    _prelude(counter, turn.summary, turn.pinned)
-    record = turn.record()
-    _history(counter, [*turn.history, *continuation], (turn.user_entry_id, record.volatile, record.one_shots))
+    _count(counter, turn.parts(continuation, attachments), (p.key for p in turn.stable.system_parts))
     return counter.result()
 
 
@@ -285,19 +287,25 @@ def compose_entries(
     summary: str | None = None,
     pinned: str | None = None,
     estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    attachments: AttachmentBlocks = attachment_note,
 ) -> RequestComposition:
     """The composition of a request that carried `entries` (a past one, rebuilt from the log).
 
-    The last turn record among `entries` is the turn being sent: its one-shot parts count whether
-    or not their delivery was recorded yet.
+    Built into parts as `TurnContext.parts` builds a live turn's: the tool definitions, `stable`,
+    the summary (neutralised here) and the user's words lane `pinned` (as rendered), and the
+    conversation. The last turn record among `entries` is the turn being sent: its one-shot parts
+    count whether or not their delivery was recorded yet.
     """
     counter = _Counter(estimator)
-    keys = frozenset(system_keys)
-    _stable(counter, stable, tools, [p for p in stable if p.key in keys])
-    _prelude(counter, summary, pinned)
     last = next((e for e in reversed(entries) if isinstance(e, TurnRecord)), None)
-    current = (last.user_entry_id, last.volatile, last.one_shots) if last is not None else None
-    _history(counter, entries, current)
+    current = (last.user_entry_id, tail_parts(last.volatile, last.one_shots)) if last is not None else None
+    shown_summary = admit(summary) if summary else None
+    shown_pinned = trusted(pinned) if pinned else None  # the lane as `render_lane` rendered it
+    messages = prelude_messages(shown_summary, shown_pinned)
+    for segment in split_turns(entries):
+        messages += to_messages(segment, current_tail=current, attachments=attachments)
+    parts = [*(tool_part(t) for t in tools), *stable, *message_parts(messages)]
+    _count(counter, parts, system_keys)
     return counter.result()
 
 

@@ -586,7 +586,8 @@ class ContextEngine:
         """
         return self.attachments.add_all(items, base=base)
 
-    def _attachment_blocks(self, target: RenderTarget) -> AttachmentBlocks:
+    def attachment_blocks(self, target: RenderTarget) -> AttachmentBlocks:
+        """How this session's attached files are shown in requests for `target` (and counted by reports)."""
         match target:
             case AnthropicTarget():
                 support = self._media or MediaSupport(vision=True, pdf=True)
@@ -679,7 +680,7 @@ class ContextEngine:
 
     def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
         """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
-        blocks = self._attachment_blocks(target)
+        blocks = self.attachment_blocks(target)
         return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache, attachments=blocks)
 
     def commit(self, turn: TurnContext) -> None:

@@ -10,15 +10,27 @@ what is sent:
 |------------------------------------|----------------------------|--------------|----------------|--------------|
 | the user's message                 | `history.user.<id>`        | compactable  | user_data      | history      |
 | the model's reply                  | `history.assistant.<id>`   | compactable  | model_output   | history      |
-| a tool call                        | `history.tool_call.<id>`   | compactable  | model_output   | history      |
+| a tool call (its name and input)   | `history.tool_call.<id>`   | compactable  | model_output   | history      |
 | a tool result                      | `tool_result.<call id>`    | compactable  | tool_output    | tool results |
 | a read of a skill, guide or document | `tool_result.<call id>`  | on_demand    | tool_output    | documents    |
+| a call's "interrupted" result      | `tool_result.<call id>`    | compactable  | tool_output    | tool results |
+| an earlier turn's tail, by part    | `history.tail.<id>.<key>`  | compactable  | system_rule    | history      |
 | the compaction summary             | `compaction.summary`       | compactable  | model_output   | history      |
 | the user's words lane              | `compaction.users_words`   | compactable  | user_data      | history      |
+| an attached file, block by block   | `attachment.<id>.<n>`      | compactable  | user_data      | documents    |
 
 Compactable: summarised by the next compaction, never deleted from the log. On demand: read by
 the model when it needs it (a `SKILL.md`, a source's `guide.md`, a document under `docs/`), not
 inlined; a compaction forgets it too, and the skills in use are required again.
+
+A tool call's text is the call as the request carries it, `{"name": ..., "input": ...}` in the
+model's key order, and its tool-use block is decoded from that text (`tool_call_of`). An
+attachment is shown by the model in use's attachment renderer as one or more blocks; each is a
+part (`<id>` the user message's, `<n>` counting its blocks; provenance the file's name and
+SHA-256): a text block's part is its text, an image or PDF sent as the provider's media block is
+a part whose text is a label and whose `media_tokens` is the provider's estimate for it. The
+tails' parts (this turn's volatile and one-shot parts, an earlier turn's compactable ones) are
+built where tails are rendered, `lamina.messages.tail_parts`.
 """
 
 from __future__ import annotations
@@ -31,14 +43,16 @@ import msgspec
 
 from lamina.defang import admit, render_block, trusted
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+from lamina.session._entries import AssistantMessage, AttachmentRef, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "ON_DEMAND_FILE_NAMES",
     "assistant_part",
+    "attachment_part",
     "interrupted_part",
     "is_on_demand_read",
     "summary_part",
+    "tool_call_of",
     "tool_call_part",
     "tool_result_part",
     "user_part",
@@ -50,7 +64,8 @@ ON_DEMAND_FILE_NAMES: Final = frozenset({"skill.md", "guide.md"})
 
 _DOCUMENT_SUFFIXES: Final = frozenset({".md", ".rst", ".txt", ".pdf"})
 _DOCUMENT_FOLDERS: Final = frozenset({"docs", "doc", "documentation"})
-_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+_ENCODER: Final = msgspec.json.Encoder()  # key order as the model produced it: the request's bytes
+_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
 
 
 def user_part(entry: UserMessage) -> Part:
@@ -78,11 +93,21 @@ def assistant_part(entry: AssistantMessage) -> Part:
 
 
 def tool_call_part(call: ToolCall) -> Part:
-    """A tool call the model made (its name and input, as the request carries them)."""
-    text = admit(call.name + " " + _ENCODER.encode(dict(call.input)).decode())
+    """A tool call the model made: `{"name": ..., "input": ...}`, the input in the model's own key order.
+
+    The model's own call, given back to it unchanged like its replies (the cached prefix keeps its
+    bytes); what a tool does with it is the pre-tool-use pipeline's business.
+    """
+    text = trusted(_ENCODER.encode({"name": call.name, "input": dict(call.input)}).decode())
     return Part(
         f"history.tool_call.{call.call_id}", text, "model", Authority.MODEL_OUTPUT, Stability.COMPACTABLE, Tier.HISTORY
     )
+
+
+def tool_call_of(part: Part) -> tuple[str, dict[str, Any]]:
+    """The name and input of the tool call `part` holds (from `tool_call_part`), as its text says."""
+    call = _DECODER.decode(part.text)
+    return str(call["name"]), dict(call["input"])
 
 
 def tool_result_part(result: ToolResult, call: ToolCall | None = None) -> Part:
@@ -125,6 +150,22 @@ def summary_part(summary: SafeText) -> Part:
 def users_words_part(lane: SafeText) -> Part:
     """The user's words lane after a compaction (the rendered `<pinned>` block)."""
     return Part("compaction.users_words", lane, "user", Authority.USER_DATA, Stability.COMPACTABLE, Tier.HISTORY)
+
+
+def attachment_part(
+    entry: UserMessage, index: int, ref: AttachmentRef, text: SafeText, *, media_tokens: int | None = None
+) -> Part:
+    """Block `index` of the attachments of `entry` (`ref` the file it shows): its text, or for a media
+    block a label and the provider's token estimate."""
+    return Part(
+        f"attachment.{entry.id}.{index}",
+        text,
+        f"attachment:{ref.name} sha256:{ref.sha256}",
+        Authority.USER_DATA,
+        Stability.COMPACTABLE,
+        Tier.ON_DEMAND,
+        media_tokens,
+    )
 
 
 def is_on_demand_read(call: ToolCall) -> bool:

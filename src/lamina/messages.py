@@ -1,4 +1,4 @@
-"""The neutral message model every renderer starts from, and its derivation from log entries (pure).
+"""The neutral message model every renderer starts from, built from the parts of log entries (pure).
 
 Log entries are what happened; messages are what a provider is shown. `to_messages` turns a
 provider view into alternating user/assistant messages: an assistant text and the tool calls
@@ -6,6 +6,12 @@ after it form one assistant message, consecutive tool results one user message, 
 message carries again, byte for byte, the tail its turn was sent with. The result is always
 well-formed: a tool call whose result is missing gets a synthetic "interrupted" result, and a
 result whose call is not in view is dropped, so no request is refused for a split pair.
+
+Every block is built from parts (SPEC F1, `lamina.history_parts`) and carries them (`Block.parts`):
+a text block is its part's text (a tail: its parts' texts, one per line), a tool-use block is
+decoded from its call's part, a tool result is its part's text, an attached image or PDF carries
+the part that labels it and holds the provider's token estimate. What a request's parts list is
+therefore what its blocks are made of, and nothing else.
 """
 
 from __future__ import annotations
@@ -15,8 +21,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from lamina.defang import admit, join, render_block, trusted
-from lamina.history_parts import assistant_part, interrupted_part, tool_result_part, user_part
-from lamina.parts import SafeText
+from lamina.history_parts import (
+    assistant_part,
+    attachment_part,
+    interrupted_part,
+    summary_part,
+    tool_call_of,
+    tool_call_part,
+    tool_result_part,
+    user_part,
+    users_words_part,
+)
+from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.session._entries import (
     AssistantMessage,
     AttachmentRef,
@@ -35,23 +51,44 @@ INTERRUPTED_RESULT = "[interrupted: this tool call did not complete and returned
 _ONE_SHOT_TAGS = frozenset({"mode_transition", "recovery", "branch_seed", "transfer_summary", "interruption"})
 
 
-def render_tail(volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord]) -> SafeText:
-    """The text appended to a user message: its volatile parts, then its one-shot parts.
+def tail_parts(
+    volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord], *, history: str | None = None
+) -> tuple[Part, ...]:
+    """The parts of a tail as it is sent: each volatile part, then each one-shot part, in its block.
 
     Their texts are Lamina's sentences with names in them (sources, skills, paths), neutralised
     here as they are shown, so a name can never open or close a block, also in a stored record.
+    For the turn being sent they are volatile and one-shot parts; an earlier turn's tail
+    (`history`: its user message's id) travels in the history, compactable, under
+    `history.tail.<id>.<key>`.
     """
-    blocks = [render_block(r.key, admit(r.text)) for r in volatile]
+    parts: list[Part] = []
+    for r in volatile:
+        text = render_block(r.key, admit(r.text))
+        if history is None:
+            parts.append(Part(r.key, text, "lamina", Authority.SYSTEM_RULE, Stability.VOLATILE, Tier.SESSION_STATE))
+        else:
+            key = f"history.tail.{history}.{r.key}"
+            parts.append(Part(key, text, "lamina", Authority.SYSTEM_RULE, Stability.COMPACTABLE, Tier.HISTORY))
     for r in one_shots:
-        text = admit(r.text)
-        blocks.append(
-            render_block(r.key, text) if r.key in _ONE_SHOT_TAGS else render_block("one_shot", text, kind=r.key)
-        )
-    return join("\n", blocks)
+        body = admit(r.text)
+        text = render_block(r.key, body) if r.key in _ONE_SHOT_TAGS else render_block("one_shot", body, kind=r.key)
+        provenance = f"outbox:{r.part_id}"
+        if history is None:
+            parts.append(Part(r.key, text, provenance, Authority.SYSTEM_RULE, Stability.ONE_SHOT, Tier.ONE_SHOT))
+        else:
+            key = f"history.tail.{history}.{r.key}"
+            parts.append(Part(key, text, provenance, Authority.SYSTEM_RULE, Stability.COMPACTABLE, Tier.HISTORY))
+    return tuple(parts)
 
 
-def turn_tails(entries: Iterable[LogEntry]) -> dict[str, SafeText]:
-    """The tail each user message was sent with, from the turn records among `entries`.
+def render_tail(volatile: Sequence[PartRecord], one_shots: Sequence[PartRecord]) -> SafeText:
+    """The text appended to a user message: its volatile parts, then its one-shot parts (`tail_parts`), one a line."""
+    return join("\n", [p.text for p in tail_parts(volatile, one_shots)])
+
+
+def history_tails(entries: Iterable[LogEntry]) -> dict[str, tuple[Part, ...]]:
+    """The tail each user message was sent with, as its parts, from the turn records among `entries`.
 
     A one-shot part counts only if its delivery was committed: one whose turn never committed is
     still pending and travels in a later tail instead, so it is never shown twice.
@@ -63,12 +100,17 @@ def turn_tails(entries: Iterable[LogEntry]) -> dict[str, SafeText]:
             records.append(entry)
         elif isinstance(entry, OutboxRecord) and entry.status == "delivered":
             delivered.add((entry.part_id, entry.turn_id))
-    tails: dict[str, SafeText] = {}
+    tails: dict[str, tuple[Part, ...]] = {}
     for r in records:
         # only by this very turn: a part a later turn delivered belongs to that turn's tail
         one_shots = [o for o in r.one_shots if (o.part_id, r.turn_id) in delivered]
-        tails[r.user_entry_id] = render_tail(r.volatile, one_shots)
+        tails[r.user_entry_id] = tail_parts(r.volatile, one_shots, history=r.user_entry_id)
     return tails
+
+
+def turn_tails(entries: Iterable[LogEntry]) -> dict[str, SafeText]:
+    """The tail each user message was sent with (`history_tails`' parts, one a line)."""
+    return {k: join("\n", [p.text for p in v]) for k, v in history_tails(entries).items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +118,13 @@ class TextBlock:
     """Text fit for a request: Lamina's own, the user's typing, or neutralised (never a raw string)."""
 
     text: SafeText
+    parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
+    """The parts the text is made of (empty for a block not yet placed in a conversation)."""
+
+    @classmethod
+    def of(cls, *parts: Part) -> TextBlock:
+        """The block of `parts`' texts, one a line (one part: its text as it is)."""
+        return cls(join("\n", [p.text for p in parts]), parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +134,13 @@ class ToolUseBlock:
     call_id: str
     name: str
     input: Mapping[str, Any]
+    parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
+
+    @classmethod
+    def of(cls, call_id: str, part: Part) -> ToolUseBlock:
+        """The call `part` (from `tool_call_part`) holds: name and input decoded from its text."""
+        name, arguments = tool_call_of(part)
+        return cls(call_id, name, arguments, (part,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +152,11 @@ class ToolResultBlock:
     content: SafeText
     """The tool's output, neutralised: markers escaped, no wrapper (the provider's block separates it)."""
     is_error: bool = False
+    parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
+
+    @classmethod
+    def of(cls, call_id: str, name: str, part: Part, *, is_error: bool = False) -> ToolResultBlock:
+        return cls(call_id, name, part.text, is_error, (part,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +165,9 @@ class ImageBlock:
 
     media_type: str
     data: bytes = field(repr=False)
+    tokens: int = 0
+    """The provider's estimate of its input tokens (its formula for the image's size)."""
+    parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +177,9 @@ class DocumentBlock:
     media_type: str
     data: bytes = field(repr=False)
     title: str
+    tokens: int = 0
+    """The estimate of its input tokens (its pages' text and images)."""
+    parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
 
 
 Block: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock | DocumentBlock
@@ -141,53 +208,95 @@ def _append(out: list[Message], role: Literal["user", "assistant"], block: Block
         out.append(Message(role, (block,)))
 
 
+def split_turns(entries: Sequence[LogEntry]) -> list[Sequence[LogEntry]]:
+    """`entries` cut before every user message: one segment per turn."""
+    segments: list[Sequence[LogEntry]] = []
+    start = 0
+    for index, entry in enumerate(entries):
+        if isinstance(entry, UserMessage) and index > start:
+            segments.append(entries[start:index])
+            start = index
+    if start < len(entries):
+        segments.append(entries[start:])
+    return segments
+
+
+def prelude_messages(summary: SafeText | None, pinned: SafeText | None) -> list[Message]:
+    """The compaction summary and the user's words lane, as the conversation's first message (none without them)."""
+    blocks: list[Block] = []
+    if summary:
+        blocks.append(TextBlock.of(summary_part(summary)))
+    if pinned:
+        blocks.append(TextBlock.of(users_words_part(pinned)))
+    return [Message("user", tuple(blocks))] if blocks else []
+
+
+def attached_blocks(entry: UserMessage, attachments: AttachmentBlocks) -> list[Block]:
+    """The blocks of `entry`'s attachments as `attachments` shows them, each rebuilt from its part."""
+    out: list[Block] = []
+    for ref in entry.attachments:
+        for block in attachments(ref):
+            index = len(out)
+            match block:
+                case TextBlock(text=text):
+                    out.append(TextBlock.of(attachment_part(entry, index, ref, text)))
+                case ImageBlock(media_type=media, data=data, tokens=tokens):
+                    label = trusted(f"[attached image {admit(ref.name)} ({admit(media)}), sent as an image]")
+                    part = attachment_part(entry, index, ref, label, media_tokens=tokens)
+                    out.append(ImageBlock(media, data, tokens, (part,)))
+                case DocumentBlock(media_type=media, data=data, title=title, tokens=tokens):
+                    label = trusted(f"[attached document {admit(ref.name)} ({admit(media)}), sent as a document]")
+                    part = attachment_part(entry, index, ref, label, media_tokens=tokens)
+                    out.append(DocumentBlock(media, data, title, tokens, (part,)))
+                case _:
+                    # an attachment renderer shows files as text and media, never as tool calls or results
+                    raise TypeError(f"an attachment cannot be shown as {type(block).__name__}")
+    return out
+
+
 def to_messages(
     entries: Sequence[LogEntry],
     *,
-    prelude: SafeText | None = None,
-    current_tail: tuple[str, SafeText] | None = None,
+    current_tail: tuple[str, Sequence[Part]] | None = None,
     attachments: AttachmentBlocks = attachment_note,
 ) -> list[Message]:
-    """Messages for `entries` in order.
+    """Messages for `entries` in order, every block built from its parts.
 
     Each user message carries the tail its turn record says it was sent with; `current_tail`
-    (user entry id, tail) overrides it for the turn being sent. `prelude` is text put first as a
-    user message (a compaction summary). A user message's attachments come before its text, as
-    `attachments` shows them.
+    (user entry id, its tail's parts) overrides it for the turn being sent. A user message's
+    attachments come before its text, as `attachments` shows them.
     """
-    tails = turn_tails(entries)
+    tails: dict[str, Sequence[Part]] = dict(history_tails(entries))
     if current_tail is not None:
         tails[current_tail[0]] = current_tail[1]
     out: list[Message] = []
-    if prelude:
-        _append(out, "user", TextBlock(prelude))
     open_calls: dict[str, ToolCall] = {}
     for entry in entries:
         if isinstance(entry, UserMessage | AssistantMessage):
             _close_open_calls(out, open_calls)
         match entry:
-            case UserMessage(text=text, id=entry_id, attachments=refs):
-                for ref in refs:
-                    for block in attachments(ref):
-                        _append(out, "user", block)
+            case UserMessage(text=text, id=entry_id):
+                for block in attached_blocks(entry, attachments):
+                    _append(out, "user", block)
                 if text:
-                    _append(out, "user", TextBlock(user_part(entry).text))  # the user's own typing, as typed
+                    _append(out, "user", TextBlock.of(user_part(entry)))  # the user's own typing, as typed
                 tail = tails.get(entry_id)
                 if tail:
-                    _append(out, "user", TextBlock(tail))
+                    _append(out, "user", TextBlock.of(*tail))
             case AssistantMessage(text=text):
                 if text:
-                    _append(out, "assistant", TextBlock(assistant_part(entry).text))  # the model's own reply
-            case ToolCall(call_id=call_id, name=name, input=args):
+                    _append(out, "assistant", TextBlock.of(assistant_part(entry)))  # the model's own reply
+            case ToolCall(call_id=call_id):
                 if out and out[-1].role == "user" and any(isinstance(b, ToolResultBlock) for b in out[-1].blocks):
                     _close_open_calls(out, open_calls)  # a new batch after results: finish the old one first
                 open_calls[call_id] = entry
-                _append(out, "assistant", ToolUseBlock(call_id, name, args))
+                _append(out, "assistant", ToolUseBlock.of(call_id, tool_call_part(entry)))
             case ToolResult(call_id=call_id, name=name, is_error=is_error):
                 call = open_calls.pop(call_id, None)
                 if call is not None:
                     # tool output is untrusted: neutralised markers, no wrapper (the system prompt says what it is)
-                    _append(out, "user", ToolResultBlock(call_id, name, tool_result_part(entry, call).text, is_error))
+                    part = tool_result_part(entry, call)
+                    _append(out, "user", ToolResultBlock.of(call_id, name, part, is_error=is_error))
             case _:
                 pass  # state changes, outbox, turn records, labels...: not conversation
     _close_open_calls(out, open_calls)
@@ -196,6 +305,11 @@ def to_messages(
 
 def _close_open_calls(out: list[Message], open_calls: dict[str, ToolCall]) -> None:
     for call in open_calls.values():
-        text = interrupted_part(call, INTERRUPTED_RESULT).text
-        _append(out, "user", ToolResultBlock(call.call_id, call.name, text, is_error=True))
+        part = interrupted_part(call, INTERRUPTED_RESULT)
+        _append(out, "user", ToolResultBlock.of(call.call_id, call.name, part, is_error=True))
     open_calls.clear()
+
+
+def message_parts(messages: Iterable[Message]) -> list[Part]:
+    """The parts `messages`' blocks are built from, in order."""
+    return [part for message in messages for block in message.blocks for part in block.parts]

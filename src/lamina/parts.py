@@ -10,7 +10,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import NewType
+from typing import TYPE_CHECKING, NewType
+
+if TYPE_CHECKING:
+    from lamina.tokens import TokenEstimator
 
 SafeText = NewType("SafeText", str)
 """Text fit to be placed into a request: Lamina's own, the user's own typing, or untrusted text
@@ -77,8 +80,16 @@ class Part:
     authority: Authority
     stability: Stability
     tier: Tier
+    media_tokens: int | None = None
+    """For a part sent as the provider's media block (an attached image, a PDF read natively): the
+    provider's token estimate for it, and `text` is only a label that is not sent. None for every
+    other part, whose text is what is sent and counted."""
     digest: str = field(init=False, repr=False, compare=False)
     """SHA-256 of `text`, so stable versions can be compared without the text."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", hashlib.sha256(self.text.encode("utf-8")).hexdigest())
+
+    def token_count(self, estimator: TokenEstimator) -> int:
+        """The tokens this part adds to a request: `media_tokens` for media, else `estimator`'s count of its text."""
+        return self.media_tokens if self.media_tokens is not None else estimator.count(self.text)

@@ -12,34 +12,30 @@ and stay pending until the turn is committed (invariant 2).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import msgspec
 
 from lamina.defang import admit, escape_path, join, trusted
 from lamina.errors import UsageError
-from lamina.history_parts import (
-    assistant_part,
-    summary_part,
-    tool_call_part,
-    tool_result_part,
-    user_part,
-    users_words_part,
+from lamina.messages import (
+    AttachmentBlocks,
+    Message,
+    attachment_note,
+    message_parts,
+    prelude_messages,
+    split_turns,
+    tail_parts,
+    to_messages,
 )
-from lamina.messages import render_tail, turn_tails
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import (
-    AssistantMessage,
-    LogEntry,
-    PartRecord,
-    ToolCall,
-    ToolResult,
-    TurnRecord,
-    UserMessage,
-)
+from lamina.session._entries import LogEntry, PartRecord, TurnRecord
+
+_ENCODER: Final = msgspec.json.Encoder()  # key order as given: the order the request carries
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,62 +246,68 @@ class TurnContext:
             ),
         )
 
+    def tail_parts(self) -> tuple[Part, ...]:
+        """This turn's tail as it is sent: each volatile part, then each one-shot part, in its block."""
+        record = self.record()
+        placed = tail_parts(record.volatile, record.one_shots)
+        built = [*self.volatile, *(o.as_part() for o in self.one_shots)]
+        return tuple(replace(p, provenance=b.provenance) for p, b in zip(placed, built, strict=True))
+
     @property
     def tail(self) -> SafeText:
-        record = self.record()
-        return render_tail(record.volatile, record.one_shots)
+        """The text appended to this turn's user message: `tail_parts`, one a line."""
+        return join("\n", [p.text for p in self.tail_parts()])
 
-    def parts(self, continuation: Sequence[LogEntry] = ()) -> tuple[Part, ...]:
+    def segments(self, continuation: Sequence[LogEntry] = ()) -> tuple[Sequence[LogEntry], list[LogEntry]]:
+        """The entries of completed turns before this one, and this turn's (its user message and tool loop)."""
+        history = self.history
+        current = len(history) - 1 if history and history[-1].id == self.user_entry_id else len(history)
+        return history[:current], [*history[current:], *continuation]
+
+    def messages(
+        self, continuation: Sequence[LogEntry] = (), attachments: AttachmentBlocks = attachment_note
+    ) -> list[Message]:
+        """The conversation a request carries: summary, completed turns, this turn's message and tool loop so far.
+
+        Each turn is converted on its own (no message merges across turns), which is what lets a
+        render cache reuse completed turns; providers accept consecutive user messages.
+        """
+        past, now = self.segments(continuation)
+        messages = prelude_messages(self.summary, self.pinned)
+        for segment in split_turns(past):
+            messages += to_messages(segment, attachments=attachments)
+        messages += to_messages(now, current_tail=(self.user_entry_id, self.tail_parts()), attachments=attachments)
+        return messages
+
+    def parts(
+        self, continuation: Sequence[LogEntry] = (), attachments: AttachmentBlocks = attachment_note
+    ) -> tuple[Part, ...]:
         """Every part of the request this turn sends, in request order (SPEC F1).
 
-        The tool definitions, the stable parts, the compaction summary and the user's words, the
-        history (each earlier turn's message, its tail, replies, tool calls and results) and this
-        turn's message, tool loop so far (`continuation`) and tail (volatile, then one-shot parts).
-        See `lamina.history_parts` for how the conversation is classified; attachments are not
-        listed (their blocks are the provider's media, counted in the budget's documents tier).
+        The tool definitions, the stable parts, then the parts of every block of the conversation
+        (`messages`): the compaction summary and the user's words, the history (each earlier
+        turn's attachments, message, tail, replies, tool calls and results) and this turn's
+        attachments, message, tail (volatile, then one-shot parts) and tool loop so far
+        (`continuation`). `attachments` shows attached files as the renderer does (the same one
+        gives the same parts). See `lamina.history_parts` for how the conversation is classified.
         """
-        parts: list[Part] = [tool_part(t) for t in self.tools]
-        parts += self.stable.parts
-        if self.summary:
-            parts.append(summary_part(self.summary))
-        if self.pinned:
-            parts.append(users_words_part(self.pinned))
-        entries = [*self.history, *continuation]
-        tails = turn_tails(entries)
-        calls: dict[str, ToolCall] = {}
-        for entry in entries:
-            match entry:
-                case UserMessage(id=entry_id, text=text):
-                    if text:
-                        parts.append(user_part(entry))
-                    if entry_id == self.user_entry_id:
-                        parts += self.volatile
-                        parts += (o.as_part() for o in self.one_shots)
-                    elif tails.get(entry_id):
-                        # an earlier turn's tail travels in the history, byte for byte: compacted with it
-                        tail = tails[entry_id]
-                        key = f"history.tail.{entry_id}"
-                        parts.append(
-                            Part(key, tail, "lamina", Authority.SYSTEM_RULE, Stability.COMPACTABLE, Tier.HISTORY)
-                        )
-                case AssistantMessage(text=text) if text:
-                    parts.append(assistant_part(entry))
-                case ToolCall(call_id=call_id):
-                    calls[call_id] = entry
-                    parts.append(tool_call_part(entry))
-                case ToolResult(call_id=call_id) if call_id in calls:
-                    parts.append(tool_result_part(entry, calls[call_id]))
-                case _:
-                    pass
-        return tuple(parts)
+        return (
+            *(tool_part(t) for t in self.tools),
+            *self.stable.parts,
+            *message_parts(self.messages(continuation, attachments)),
+        )
 
 
 def tool_part(tool: ToolSpec) -> Part:
-    """A tool definition as a stable part: Lamina's own tools are its rules, a source's tools external text."""
+    """A tool definition as a stable part: its name, description and input schema as the request carries them.
+
+    Lamina's own tools are its rules; a source's tool (`<slug>__<tool>`) is external text, checked
+    and neutralised when it was loaded (`lamina.sources`), so its definition is shown as it is.
+    """
+    definition = {"name": tool.name, "description": tool.description, "input_schema": dict(tool.input_schema)}
+    text = trusted(_ENCODER.encode(definition).decode())  # every field checked or Lamina's own (see ToolSpec)
     slug, sep, _ = tool.name.partition("__")
-    schema = admit(json.dumps(dict(tool.input_schema), sort_keys=True, separators=(",", ":")))
-    text = join("\n", [admit(tool.name), tool.description, schema])
-    if sep:  # `<slug>__<tool>`: a source's tool, checked and neutralised when it was loaded
+    if sep:
         return Part(
             f"tool.{tool.name}", text, f"source:{slug}", Authority.TOOL_OUTPUT, Stability.STABLE, Tier.CATALOGUE
         )

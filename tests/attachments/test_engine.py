@@ -12,6 +12,7 @@ from lamina.engine import ContextEngine
 from lamina.parts import Tier
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
 from lamina.session._entries import UserMessage
+from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.attachments import files
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
@@ -69,7 +70,7 @@ def test_reports_count_images_and_pdfs_by_the_providers_formulas_not_their_base6
 ) -> None:
     photo = files.noisy_jpeg((1200, 900))
     turn = engine.prepare_turn("Look", [NamedBytes("photo.jpg", photo), NamedBytes("r.pdf", files.pdf(3))])
-    (ref, pdf) = next(e for e in engine.session.entries() if isinstance(e, UserMessage)).attachments
+    ref = next(e for e in engine.session.entries() if isinstance(e, UserMessage)).attachments[0]
     layout = cache_layout(engine.request(turn, target), target, turn=turn)
     sizes = sorted(b.tokens for b in layout.blocks)
     assert sizes[-1] < len(photo) // 100  # the base64 text would be about len(photo) / 3 tokens
@@ -79,7 +80,17 @@ def test_reports_count_images_and_pdfs_by_the_providers_formulas_not_their_base6
     assert max(anthropic_tokens(width, height), openai_tokens(width, height)) in sizes
     if target is ANTHROPIC:
         assert 3 * 1_600 in sizes  # the PDF as a document: pages x PDF_PAGE_TOKENS
-    report = budget_of_turn(turn)
+    # the budget counts the attachments as this target is sent them: each block is a part
+    attachments = engine.attachment_blocks(target)
+    report = budget_of_turn(turn, attachments=attachments)
     assert report.tiers[list(Tier).index(Tier.ON_DEMAND)].items == ("attachments",)  # the documents tier
-    assert report.tokens(Tier.ON_DEMAND) == ref.tokens + pdf.tokens
+    shown = [p for p in turn.parts(attachments=attachments) if p.key.startswith("attachment.")]
+    image, document = shown[0], shown[-1]
+    assert image.media_tokens == rendition.tokens  # the provider's own formula for the image as sent
+    assert image.provenance == f"attachment:photo.jpg sha256:{ref.sha256}"
+    if target is ANTHROPIC:
+        assert document.media_tokens == 3 * 1_600  # read natively: pages x PDF_PAGE_TOKENS
+    else:
+        assert document.media_tokens is None and "--- page 1 of 3 ---" in document.text  # as text
+    assert report.tokens(Tier.ON_DEMAND) == sum(p.token_count(DEFAULT_ESTIMATOR) for p in shown)
     engine.session.close()

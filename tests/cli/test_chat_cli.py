@@ -153,7 +153,7 @@ def test_context_shows_the_budget_of_the_next_request_without_writing_to_the_log
     assert "Budget by tier" in report
     tiers = {line.split()[0]: line for line in map(str.strip, report.splitlines()) if line[:1].isdigit()}
     assert sorted(tiers) == [str(n) for n in range(1, 9)], report
-    assert "rules" in tiers["1"] and "tools" in tiers["2"] and "user message, history" in tiers["5"]
+    assert "rules" in tiers["1"] and "tools" in tiers["2"] and "history, user message" in tiers["5"]  # sent order
     assert "tool results" in tiers["7"]
     assert "mode_transition" in tiers["8"]  # the pending one-shot counts, and stays pending
     assert any(line.strip().startswith("total") for line in report.splitlines())

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from lamina.budget import budget_of_turn
 from lamina.cli import app
 from lamina.engine import ContextEngine
-from lamina.parts import Tier
+from lamina.parts import Stability, Tier
 from lamina.session._entries import AssistantMessage
 from lamina.session._store import LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
@@ -115,7 +115,18 @@ def test_json_carries_the_same_data(monorepo: Path) -> None:
     assert (data["root"], data["provider"], data["format"]) == (str(monorepo), "anthropic", "anthropic")
     assert data["preset"]["name"] == "default"
     keys = [p["key"] for p in data["parts"]]
-    assert keys[0] == "preferences" and keys[-3:] == ["date_time", "session_state", "sources"]
+    # request order: the tool definitions, the stable parts, the user's message, its tail
+    tools = [f"tool.{t['name']}" for t in data["tools"]]
+    assert keys[: len(tools)] == tools and "tool.Read" in tools
+    assert keys[len(tools)] == "preferences" and keys[-3:] == ["date_time", "session_state", "sources"]
+    assert keys[-4].startswith("history.user.")
+    classes = {p["key"]: p["stability"] for p in data["parts"]}
+    assert (classes["tool.Read"], classes["preferences"], classes[keys[-4]], classes["date_time"]) == (
+        "stable",
+        "stable",
+        "compactable",
+        "volatile",
+    )
     assert set(data["parts"][0]) >= {"key", "tier", "stability", "authority", "provenance", "tokens"}
     files = data["context_files"]
     assert [f["path"] for f in files["found"]] == ["AGENTS.md", "packages/api/AGENTS.md", "packages/web/CLAUDE.md"]
@@ -144,9 +155,15 @@ def test_numbers_are_those_of_a_real_first_turn(monorepo: Path, tmp_path: Path) 
     with LocalSessionStore(tmp_path / "store").create(cwd=str(monorepo)) as session:
         engine = ContextEngine(session, stable_source=context, tools=context.tools, time_zone=context.time_zone)
         turn = engine.prepare_turn("(the user's first message)")
-    stable = [(p.key, DEFAULT_ESTIMATOR.count(p.text), p.digest) for p in turn.stable.parts]
+    parts = turn.parts()
+    stable = [(p.key, DEFAULT_ESTIMATOR.count(p.text), p.digest) for p in parts if p.stability is Stability.STABLE]
     shown = [(p["key"], p["tokens"], p["digest"]) for p in data["parts"] if p["stability"] == "stable"]
     assert shown == stable
+    assert [p["key"] for p in data["parts"] if not p["key"].startswith("history.user.")] == [
+        p.key for p in parts if not p.key.startswith("history.user.")
+    ]
+    # the budget is the sum over the listed parts
+    assert data["total_tokens"] == sum(p["tokens"] for p in data["parts"])
     assert [t["name"] for t in data["tools"]] == [t.name for t in turn.tools]
 
 

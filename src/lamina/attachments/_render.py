@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from lamina.attachments._limits import anthropic_tokens, openai_tokens
+from lamina.attachments._limits import TOKENS, anthropic_tokens, openai_tokens
 from lamina.attachments._store import INLINE_TEXT_CHARS, PDF_PAGE_TOKENS, PREVIEW_CHARS, AttachmentStore
 from lamina.defang import admit, defang, trusted
 from lamina.messages import Block, DocumentBlock, ImageBlock, TextBlock
@@ -91,7 +91,7 @@ class AttachmentRenderer:
                 return self._image(ref)
             if ref.kind == "pdf" and self._native_pdf(ref):
                 data = self.store.read(ref.sha256)
-                return (DocumentBlock(ref.media_type, data, admit(ref.name)),)
+                return (DocumentBlock(ref.media_type, data, admit(ref.name), ref.pages * PDF_PAGE_TOKENS),)
             return (self._text(ref),)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
@@ -118,7 +118,12 @@ class AttachmentRenderer:
             )
         rendition = next((r for r in ref.renditions if r.provider == self.provider), None)
         sha, media = (rendition.sha256, rendition.media_type) if rendition else (ref.sha256, ref.media_type)
-        blocks: list[Block] = [ImageBlock(media, self.store.read(sha))]
+        # the provider's formula for the image as sent
+        if rendition is not None:
+            tokens = rendition.tokens
+        else:
+            tokens = TOKENS[self.provider](ref.width, ref.height) if ref.width and ref.height else ref.tokens
+        blocks: list[Block] = [ImageBlock(media, self.store.read(sha), tokens)]
         shown = f", sent at {rendition.width}x{rendition.height}" if rendition and rendition.width != ref.width else ""
         notes = [n for n in (ref.note,) if n]
         if shown or notes:

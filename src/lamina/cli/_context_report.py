@@ -119,8 +119,13 @@ def _tier(tier: Tier) -> str:
     return f"{tier.value} {TIER_LABELS[tier]}"
 
 
-def _turn_parts(turn: TurnContext) -> list[Part]:
-    return [*turn.stable.parts, *turn.volatile, *(o.as_part() for o in turn.one_shots)]
+def _turn_parts(turn: TurnContext) -> tuple[Part, ...]:
+    """Every part of the request, in request order: what the renderers build its blocks from."""
+    return turn.parts()
+
+
+def _part_tokens(part: Part) -> int:
+    return part.token_count(DEFAULT_ESTIMATOR)
 
 
 # --- JSON ----------------------------------------------------------------------------------------------
@@ -151,7 +156,7 @@ def _document(
                 "stability": p.stability.value,
                 "authority": p.authority.value,
                 "provenance": p.provenance,
-                "tokens": _tokens(p.text),
+                "tokens": _part_tokens(p),
                 "digest": p.digest,
                 **({"text": p.text} if show_text else {}),
             }
@@ -240,8 +245,11 @@ def _section(title: str, explanation: str, console: Console = out) -> None:
 def _print_parts(turn: TurnContext) -> None:
     _section(
         "Parts",
-        "Stable parts form the cached prefix and keep their bytes from turn to turn; volatile parts ride in the "
-        "tail of the user's message; one-shot parts are sent exactly once.",
+        "Every part of the request in the order it is sent, with its stability class: stable parts (tool "
+        "definitions, rules, project files) form the cached prefix and keep their bytes from turn to turn; "
+        "compactable parts (the conversation) are summarised by a compaction; on_demand parts are documents the "
+        "model read; volatile parts ride in the tail of the user's message, as sent; one-shot parts are sent "
+        "exactly once.",
     )
     table = Table(box=None)
     table.add_column("#", justify="right")
@@ -257,7 +265,7 @@ def _print_parts(turn: TurnContext) -> None:
             _tier(part.tier),
             part.stability.value,
             safe(part.provenance),
-            f"{_tokens(part.text):,}",
+            f"{_part_tokens(part):,}",
         )
     out.print(table)
     names = ", ".join(t.name for t in turn.tools) or "none"
@@ -271,7 +279,7 @@ def class_totals(parts: Sequence[Part]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for stability in Stability:
         chosen = [p for p in parts if p.stability is stability]
-        rows.append({"class": stability.value, "parts": len(chosen), "tokens": sum(_tokens(p.text) for p in chosen)})
+        rows.append({"class": stability.value, "parts": len(chosen), "tokens": sum(map(_part_tokens, chosen))})
     return rows
 
 
@@ -281,7 +289,8 @@ def print_classes(parts: Sequence[Part], console: Console = out) -> None:
         "Stability classes",
         "Every part of the request, tool definitions and conversation included: stable (cached prefix), volatile "
         "(this turn's tail), on_demand (skills, guides and documents the model read), one_shot (sent once), "
-        "compactable (history and tool results, summarised by a compaction). Counted on each part's text.",
+        "compactable (history, tool results and attached files, summarised by a compaction). Counted on each "
+        "part's text (an image or PDF sent as media: the provider's estimate), as the budget is.",
         console,
     )
     table = Table(box=None)
@@ -534,8 +543,11 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
         store = open_store(store_root)
         try:
             with store.open(session_id, writable=False) as session:
-                turn = stored_session_engine(session).preview_turn(NEXT_MESSAGE)
-                budget = budget_of_turn(turn)
+                engine = stored_session_engine(session)
+                turn = engine.preview_turn(NEXT_MESSAGE)
+                attachments = engine.attachment_blocks(_TARGETS["anthropic"][0])  # as `lamina context` renders
+                parts = turn.parts(attachments=attachments)
+                budget = budget_of_turn(turn, attachments=attachments)
         finally:
             store.close()
     except UsageError as exc:
@@ -543,11 +555,11 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     except LaminaError as exc:
         abort(str(exc))
     if as_json:
-        print_json({"session": session_id, **budget_json(budget), "stability_classes": class_totals(turn.parts())})
+        print_json({"session": session_id, **budget_json(budget), "stability_classes": class_totals(parts)})
         return
     out.print(f"[bold]Budget of the next request of session {safe(session_id)}[/bold]", highlight=False)
     print_budget(budget, note=f", with {safe(NEXT_MESSAGE)} standing for the user's message.")
-    print_classes(turn.parts())
+    print_classes(parts)
 
 
 def budget_json(budget: BudgetReport) -> dict[str, Any]:

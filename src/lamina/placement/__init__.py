@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
-from lamina.history_parts import summary_part, users_words_part
-from lamina.messages import AttachmentBlocks, Message, TextBlock, attachment_note, to_messages
+from lamina.messages import (
+    AttachmentBlocks,
+    Message,
+    TextBlock,
+    attached_blocks,
+    attachment_note,
+    prelude_messages,
+    split_turns,
+    to_messages,
+)
 from lamina.placement._anthropic import render_anthropic, wire_messages
 from lamina.placement._openai import (
     chat_wire_messages,
@@ -89,50 +97,16 @@ class RenderCache:
         return cached
 
 
-def split_turns(entries: Sequence[LogEntry]) -> list[Sequence[LogEntry]]:
-    """`entries` cut before every user message: one segment per turn."""
-    segments: list[Sequence[LogEntry]] = []
-    start = 0
-    for index, entry in enumerate(entries):
-        if isinstance(entry, UserMessage) and index > start:
-            segments.append(entries[start:index])
-            start = index
-    if start < len(entries):
-        segments.append(entries[start:])
-    return segments
-
-
-def _segments(turn: TurnContext, continuation: Sequence[LogEntry]) -> tuple[Sequence[LogEntry], list[LogEntry]]:
-    """The entries of completed turns before this one, and this turn's (its user message and tool loop)."""
-    history = turn.history
-    current = len(history) - 1 if history and history[-1].id == turn.user_entry_id else len(history)
-    return history[:current], [*history[current:], *continuation]
-
-
-def _prelude(turn: TurnContext) -> list[Message]:
-    """The compaction summary and the pinned lane, as the conversation's first message."""
-    blocks: list[TextBlock] = []
-    if turn.summary:
-        blocks.append(TextBlock(summary_part(turn.summary).text))
-    if turn.pinned:
-        blocks.append(TextBlock(users_words_part(turn.pinned).text))
-    return [Message("user", tuple(blocks))] if blocks else []
-
-
 def turn_messages(
     turn: TurnContext, continuation: Sequence[LogEntry] = (), attachments: AttachmentBlocks = attachment_note
 ) -> list[Message]:
     """The conversation a request carries: summary, completed turns, this turn's message and tool loop so far.
 
     Each turn is converted on its own (no message merges across turns), which is what lets a
-    `RenderCache` reuse completed turns; providers accept consecutive user messages.
+    `RenderCache` reuse completed turns; providers accept consecutive user messages. Every block
+    carries the parts it is built from (`TurnContext.messages`).
     """
-    past, now = _segments(turn, continuation)
-    messages = _prelude(turn)
-    for segment in split_turns(past):
-        messages += to_messages(segment, attachments=attachments)
-    messages += to_messages(now, current_tail=(turn.user_entry_id, turn.tail), attachments=attachments)
-    return messages
+    return turn.messages(continuation, attachments)
 
 
 def _wire(
@@ -145,10 +119,10 @@ def _wire(
 ) -> list[dict[str, Any]]:
     if cache is None:
         return convert(turn_messages(turn, continuation, attachments))
-    past, now = _segments(turn, continuation)
-    wire = convert(_prelude(turn))
+    past, now = turn.segments(continuation)
+    wire = convert(prelude_messages(turn.summary, turn.pinned))
     wire += cache.past_wire(kind, past, convert, attachments)
-    wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail), attachments=attachments))
+    wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail_parts()), attachments=attachments))
     return wire
 
 
@@ -157,8 +131,7 @@ def _attached_text(turn: TurnContext, attachments: AttachmentBlocks) -> list[str
     user = next((e for e in reversed(turn.history) if e.id == turn.user_entry_id), None)
     if not isinstance(user, UserMessage):
         return []
-    blocks = [b for ref in user.attachments for b in attachments(ref)]
-    return [b.text for b in blocks if isinstance(b, TextBlock)]
+    return [b.text for b in attached_blocks(user, attachments) if isinstance(b, TextBlock)]
 
 
 def render(
