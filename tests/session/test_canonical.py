@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lamina.session import _scan as scan
@@ -18,6 +18,7 @@ from lamina.session._entries import CompactionBoundary, ToolCall, UserMessage, e
 from lamina.session._meta import META_NAME, read_meta, write_meta
 from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
 from tests.session.factories import FakeClock, counter_ids, exchange
+from tests.session.test_fuzz import damaged_logs
 
 
 @pytest.fixture
@@ -248,3 +249,59 @@ def test_a_record_never_changes_what_the_scan_finds(turns: int, chunk: int, cut:
     assert trusting.entries == plain.entries
     assert trusting.offsets == plain.offsets
     assert trusting.canonical == plain.canonical == scan.Canonical(len(data), zlib.crc32(data))
+
+
+# -- the one-call decode of the recorded lines ----------------------------------------------------
+
+
+def _recorded(data: bytes, cut: int, how: str, originals: list[bytes]) -> scan.Canonical:
+    """A canonical record for `data`: true (a prefix of canonical lines), stale (the undamaged log's),
+    with a wrong CRC-32, or ending mid-line."""
+    if how == "stale":
+        clean = b"".join(line + b"\n" for line in originals)
+        size = sum(len(line) + 1 for line in originals[: cut % (len(originals) + 1)])
+        return scan.Canonical(size, zlib.crc32(clean[:size]))
+    size = 0
+    for line in data.split(b"\n")[:-1][: cut + 1]:
+        if not scan.is_canonical_line(line):
+            break
+        size += len(line) + 1
+    if how == "mid-line":
+        size = max(size - 3, 1)
+    return scan.Canonical(size, zlib.crc32(data[:size]) ^ (how == "wrong crc"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    log=damaged_logs(),
+    cut=st.integers(0, 20),
+    how=st.sampled_from(["true", "stale", "wrong crc", "mid-line"]),
+    threaded=st.booleans(),
+)
+def test_the_one_call_decode_of_recorded_lines_finds_what_line_by_line_reading_finds(
+    log: tuple[bytes, list[bytes]], cut: int, how: str, threaded: bool
+) -> None:
+    data, originals = log
+    record = _recorded(data, cut, how, originals)
+    start = len(scan.BOM) if data.startswith(scan.BOM) else 0
+    by_line = scan._scan_lines(data, start, 0, 1)
+    default = scan.CRC_THREAD_BYTES
+    scan.CRC_THREAD_BYTES = 1 if threaded else default  # type: ignore[misc]  # the CRC-32 beside the decode
+    try:
+        trusting = scan.scan_log(data, base_offset=0, first_line=1, canonical=record)
+    finally:
+        scan.CRC_THREAD_BYTES = default  # type: ignore[misc]
+    assert trusting.entries == by_line.entries
+    assert list(trusting.offsets) == list(by_line.offsets)
+    assert [(c.offset, c.line, c.reason) for c in trusting.corrupt] == [
+        (c.offset, c.line, c.reason) for c in by_line.corrupt
+    ]
+    assert trusting.torn == by_line.torn
+    assert trusting.end == by_line.end
+    found = trusting.canonical  # what it records is true: whole canonical lines, and their CRC-32
+    assert found is not None
+    assert found.crc32 == zlib.crc32(data[: found.size])
+    assert found.size == 0 or data[found.size - 1] == ord("\n")
+    assert all(scan.is_canonical_line(line) for line in data[: found.size].split(b"\n")[:-1])
+    if trusting.lines is not None:
+        assert trusting.lines == by_line.lines

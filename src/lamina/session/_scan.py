@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import mmap
 import re
+import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -259,8 +260,12 @@ def scan_log(data: Log, *, base_offset: int, first_line: int | None, canonical: 
     if complete <= start:
         complete = start
     with memoryview(data) as view:
-        trusted = _trusted_end(data, view, complete, base_offset, canonical)
-        parts = _scan_parts(data, view, start, complete, base_offset, first_line, trusted)
+        trusted, head = _trusted_lines(data, view, start, complete, base_offset, canonical)
+        if head is None:
+            parts = _scan_parts(data, view, start, complete, base_offset, first_line, trusted)
+        else:
+            after = None if first_line is None else first_line + len(head.entries)  # one entry per line
+            parts = [(head, start), *_scan_parts(data, view, trusted, complete, base_offset, after, trusted)]
         torn: TornTail | None = None
         log_end = base_offset + complete
         if complete < len(data):
@@ -293,13 +298,63 @@ def _line_at(data: Log, start: int, pos: int, first_line: int | None) -> int | N
     return first_line + data[start:pos].count(b"\n")
 
 
-def _trusted_end(data: Log, view: memoryview, complete: int, base_offset: int, canonical: Canonical) -> int:
-    """Where the lines the canonical record covers end in `data`, once their CRC-32 matches (0: none)."""
+def _trusted_lines(
+    data: Log, view: memoryview, start: int, complete: int, base_offset: int, canonical: Canonical
+) -> tuple[int, LogScan | None]:
+    """Where the lines the canonical record covers end in `data` (0: nowhere, the CRC-32 does not match),
+    and those lines decoded in one typed call (None: they are not all entries this version knows).
+
+    The lines are decoded while their CRC-32 is worked out beside the decode (zlib lets go of the
+    interpreter lock), and the decode is kept only once the CRC-32 matches.
+    """
     size = canonical.size
-    if base_offset != 0 or size <= 0 or size > complete or data[size - 1 : size] != b"\n":
-        return 0
-    with view[:size] as covered:
-        return size if zlib.crc32(covered) == canonical.crc32 else 0
+    if base_offset != 0 or size <= start or size > complete or data[size - 1 : size] != b"\n":
+        return 0, None
+    with view[:size] as covered, view[start:size] as lines:
+        crc = _Crc32(covered)
+        if crc.done and crc.result() != canonical.crc32:
+            return 0, None
+        entries: list[LogEntry] | None = None
+        try:
+            entries = cast("list[LogEntry]", _entry_decoder.decode_lines(lines))
+        except msgspec.DecodeError:  # a type of a newer version (its chunk is read line by line)
+            pass
+        finally:
+            matched = crc.result() == canonical.crc32
+    if not matched:
+        return 0, None
+    if entries is None:
+        return size, None
+    return size, LogScan(entries, Offsets.run(start, size, entries), [], None, size)
+
+
+CRC_THREAD_BYTES: Final = 1 << 20
+"""A canonical prefix at least this long has its CRC-32 worked out on another thread, beside the decode."""
+
+
+class _Crc32:
+    """The CRC-32 of `data`, worked out on another thread when it is long; `result` waits for it."""
+
+    __slots__ = ("_thread", "_value")
+
+    def __init__(self, data: memoryview) -> None:
+        self._value: list[int] = []
+        self._thread: threading.Thread | None = None
+        if len(data) < CRC_THREAD_BYTES:
+            self._value.append(zlib.crc32(data))
+            return
+        self._thread = threading.Thread(target=lambda: self._value.append(zlib.crc32(data)), daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return self._thread is None
+
+    def result(self) -> int:
+        """The CRC-32 (the thread has ended once this returns: the bytes are no longer in use)."""
+        if self._thread is not None:
+            self._thread.join()
+        return self._value[0]
 
 
 def _scan_parts(
