@@ -4,6 +4,7 @@ read of a writer and offsets worked out on demand never change what a load finds
 from __future__ import annotations
 
 import json
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -66,6 +67,7 @@ def test_appends_record_the_canonical_prefix(store: LocalSessionStore) -> None:
     session_id = _session(store)
     data = _log(store, session_id)
     assert _record(store, session_id) == (len(data), zlib.crc32(data))
+    assert read_meta(store.folder_of(session_id)).canonical_linked == len(data)  # each appended to the leaf
 
 
 def test_a_resumed_session_carries_the_record_on(store: LocalSessionStore) -> None:
@@ -82,6 +84,7 @@ def test_a_resumed_session_carries_the_record_on(store: LocalSessionStore) -> No
         resumed.append(UserMessage(text="after the resume"))
     data = _log(store, session.id)
     assert _record(store, session.id) == (len(data), zlib.crc32(data))
+    assert read_meta(store.folder_of(session.id)).canonical_linked == len(data)
 
 
 def test_a_duplicate_key_edited_into_the_recorded_prefix_is_still_refused(store: LocalSessionStore) -> None:
@@ -112,6 +115,7 @@ def test_a_wrong_record_is_ignored_and_a_full_load_rebuilds_it(store: LocalSessi
             reopened.append(UserMessage(text="one more"))
         data = _log(store, session_id)
         assert _record(store, session_id) == (len(data), zlib.crc32(data))
+        assert read_meta(folder).canonical_linked == len(data)  # the full load learnt it, the append kept it
         with store.open(session_id, writable=False) as truth:
             expected = _loaded(truth)
         meta = read_meta(folder)
@@ -305,3 +309,66 @@ def test_the_one_call_decode_of_recorded_lines_finds_what_line_by_line_reading_f
     assert all(scan.is_canonical_line(line) for line in data[: found.size].split(b"\n")[:-1])
     if trusting.lines is not None:
         assert trusting.lines == by_line.lines
+
+
+# -- the linked record ------------------------------------------------------------------------------
+
+
+def test_an_entry_that_names_no_earlier_entry_ends_the_linked_record(store: LocalSessionStore) -> None:
+    with store.create() as session:
+        session.append(UserMessage(text="first"))
+        offset = session._size
+        session._write(UserMessage(text="orphan", id="orphan", parent_id="nowhere", ts=1.0), sync=False)
+        session.append(UserMessage(text="last"))
+    meta = read_meta(session.folder)
+    assert (meta.canonical_size, meta.canonical_linked) == (session._size, offset)
+    with store.open(session.id) as reopened:
+        reopened.load_all()
+        assert [r.describe() for r in reopened.report.relinks] == [
+            "entry orphan names a parent that is not in the log (nowhere); re-linked to e000001"
+        ]
+    assert read_meta(session.folder).canonical_linked == offset  # a broken link is never learnt
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    shape=st.lists(st.integers(0, 3), min_size=1, max_size=20),
+    odd=st.sampled_from(["none", "missing parent", "later parent", "duplicate id", "cycle"]),
+    threaded=st.booleans(),
+)
+def test_a_linked_record_never_changes_what_a_full_load_finds(shape: list[int], odd: str, threaded: bool) -> None:
+    """Branches made through the API, then one odd line written as it is: a load that trusts the linked
+    record finds what a load that looks for broken links finds."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LocalSessionStore(Path(tmp), clock=FakeClock(), new_entry_id=counter_ids())
+        with store.create() as session:
+            for back in shape:
+                path = session.path()
+                if back and len(path) > back:
+                    session.branch(path[-1 - back].id)
+                session.append(UserMessage(text=f"{back}"))
+            leaf = session.leaf_id
+            if odd == "missing parent":
+                session._write(UserMessage(text="odd", id="odd", parent_id="nowhere", ts=1.0), sync=False)
+            elif odd in ("later parent", "cycle"):
+                session._write(UserMessage(text="odd", id="odd", parent_id="later", ts=1.0), sync=False)
+                parent = "odd" if odd == "cycle" else leaf
+                session._write(UserMessage(text="later", id="later", parent_id=parent, ts=1.0), sync=False)
+            elif odd == "duplicate id":
+                assert leaf is not None
+                session._write(UserMessage(text="again", id=leaf, parent_id=leaf, ts=1.0), sync=False)
+        folder = session.folder
+        meta = read_meta(folder)
+        if odd == "none":
+            assert meta.canonical_linked == meta.canonical_size == meta.log_size
+        default = scan.CRC_THREAD_BYTES
+        scan.CRC_THREAD_BYTES = 1 if threaded else default  # type: ignore[misc]
+        try:
+            with store.open(session.id, writable=False) as trusting:
+                fast = _loaded(trusting)
+            write_meta(folder, msgspec.structs.replace(meta, canonical_linked=0))
+            with store.open(session.id, writable=False) as looking:
+                slow = _loaded(looking)
+        finally:
+            scan.CRC_THREAD_BYTES = default  # type: ignore[misc]
+        assert fast == slow

@@ -76,6 +76,10 @@ class Canonical:
 
     size: int = 0
     crc32: int = 0
+    linked: int = 0
+    """The part of the prefix (at most `size`) whose entries each name no parent or the id of an entry on
+    an earlier line: every writer knows this of what it appends (the leaf it appends to is an entry of
+    the log), and a full load that found no broken link does too. Tied to the bytes by the same CRC-32."""
 
 
 NO_CANONICAL: Final = Canonical()
@@ -395,7 +399,7 @@ def _canonical_after(
             return NO_CANONICAL
         if 0 < trusted <= end:  # the CRC-32 of the trusted lines is known: go on from there
             with view[trusted:end] as rest:
-                return Canonical(end, zlib.crc32(rest, canonical.crc32))
+                return Canonical(end, zlib.crc32(rest, canonical.crc32), min(canonical.linked, trusted))
         with view[:end] as lines:
             return Canonical(end, zlib.crc32(lines))
     # a tail: carry the record to its end when every chunk of whole lines was canonical
@@ -407,7 +411,7 @@ def _canonical_after(
     if at > 0 and view[at - 1] != ord("\n"):
         return None
     with view[at:complete] as rest:
-        return Canonical(base_offset + complete, zlib.crc32(rest, canonical.crc32))
+        return Canonical(base_offset + complete, zlib.crc32(rest, canonical.crc32), canonical.linked)
 
 
 def _line_numbers(entries: list[LogEntry], first: int | None) -> list[int | None]:

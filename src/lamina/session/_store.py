@@ -157,7 +157,9 @@ class JsonlSession:
         self._size = 0
         """End of the last complete line: where the next append goes."""
         self._count = meta.entry_count
-        self._canonical = Canonical(meta.canonical_size, meta.canonical_crc32)
+        self._canonical = Canonical(
+            meta.canonical_size, meta.canonical_crc32, min(meta.canonical_linked, meta.canonical_size)
+        )
         """The log's prefix of lines known canonical (see `Canonical`), grown by each append that follows it."""
         self._unsynced = False
         self._dirty_meta = False
@@ -249,14 +251,31 @@ class JsonlSession:
         report.duplicate_ids = duplicates
         report.unknown_entries = 0 if scan.lines is None else sum(isinstance(e, UnknownEntry) for e in entries)
         if start == 0:
-            flat = offsets.resolved() if scan.corrupt else []
-            lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
-            report.relinks = mend_links(entries, lost, ids=ids)
-            self._links = {r.entry_id: r.new_parent for r in report.relinks}
+            self._mend_whole(scan, entries, ids, offsets, clean=not duplicates and not scan.corrupt)
             return True
         if scan.corrupt or duplicates:
             return False
         return all(entries[i].parent_id not in self._entries for i in find_broken_links(entries, ids))
+
+    def _mend_whole(
+        self, scan: LogScan, entries: list[LogEntry], ids: list[str], offsets: Offsets, *, clean: bool
+    ) -> None:
+        """Re-link the entries of a whole log whose parent is lost, missing, later or in a cycle.
+
+        Skipped when the canonical record proves every entry names no parent or an earlier entry
+        (and no id is used twice: the load has just checked); else the record learns it when it holds.
+        """
+        canonical = self._canonical
+        report = self.report
+        if clean and canonical.linked == scan.end:
+            report.relinks = []
+            return
+        flat = offsets.resolved() if scan.corrupt else []
+        lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
+        report.relinks = mend_links(entries, lost, ids=ids)
+        self._links = {r.entry_id: r.new_parent for r in report.relinks}
+        if clean and not report.relinks:
+            self._canonical = Canonical(canonical.size, canonical.crc32, canonical.size)
 
     def _open_for_resume(self) -> None:
         start = self.meta.resume_offset
@@ -581,8 +600,13 @@ class JsonlSession:
             raise self._fail("append to the log", exc, offset) from None
         self._size += len(line)
         self._known_end = self._size
-        if self._canonical.size == offset and is_canonical_line(line[:-1]):
-            self._canonical = Canonical(self._size, zlib.crc32(line, self._canonical.crc32))
+        canonical = self._canonical
+        if canonical.size == offset and is_canonical_line(line[:-1]):
+            # the leaf is an entry of the log, so an entry appended to it names an earlier line
+            linked = (
+                self._size if canonical.linked == offset and entry.parent_id in (None, self._leaf) else canonical.linked
+            )
+            self._canonical = Canonical(self._size, zlib.crc32(line, canonical.crc32), linked)
         if self._by_id is not None:  # else built from the lists when first needed
             self._by_id[entry.id] = entry
         self._order.append(entry.id)
@@ -664,6 +688,7 @@ class JsonlSession:
             entry_count=self._count,
             canonical_size=self._canonical.size,
             canonical_crc32=self._canonical.crc32,
+            canonical_linked=self._canonical.linked,
         )
         try:
             write_meta(self.folder, self.meta, self._files)
