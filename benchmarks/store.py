@@ -247,6 +247,8 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
         canonical_size=offset,  # every line was written by `encode_entry`, as appends record it
         canonical_crc32=crc,
         canonical_linked=offset,  # each entry's parent is the one before it, as appends to the leaf record it
+        canonical_distinct=offset,  # and the ids increase, as appends with made ids record it
+        canonical_max_id=_entry_id(n - 1),
     )
     write_meta(folder, meta)
     return session_id, offset

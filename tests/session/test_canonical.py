@@ -4,6 +4,7 @@ read of a writer and offsets worked out on demand never change what a load finds
 from __future__ import annotations
 
 import json
+import secrets
 import tempfile
 import zlib
 from pathlib import Path
@@ -67,7 +68,9 @@ def test_appends_record_the_canonical_prefix(store: LocalSessionStore) -> None:
     session_id = _session(store)
     data = _log(store, session_id)
     assert _record(store, session_id) == (len(data), zlib.crc32(data))
-    assert read_meta(store.folder_of(session_id)).canonical_linked == len(data)  # each appended to the leaf
+    meta = read_meta(store.folder_of(session_id))
+    assert meta.canonical_linked == len(data)  # each appended to the leaf
+    assert (meta.canonical_distinct, meta.canonical_max_id) == (len(data), meta.leaf_id)  # ids made in order
 
 
 def test_a_resumed_session_carries_the_record_on(store: LocalSessionStore) -> None:
@@ -84,7 +87,9 @@ def test_a_resumed_session_carries_the_record_on(store: LocalSessionStore) -> No
         resumed.append(UserMessage(text="after the resume"))
     data = _log(store, session.id)
     assert _record(store, session.id) == (len(data), zlib.crc32(data))
-    assert read_meta(store.folder_of(session.id)).canonical_linked == len(data)
+    meta = read_meta(store.folder_of(session.id))
+    assert meta.canonical_linked == meta.canonical_distinct == len(data)  # the resumed writer knew both
+    assert meta.canonical_max_id == meta.leaf_id
 
 
 def test_a_duplicate_key_edited_into_the_recorded_prefix_is_still_refused(store: LocalSessionStore) -> None:
@@ -115,7 +120,8 @@ def test_a_wrong_record_is_ignored_and_a_full_load_rebuilds_it(store: LocalSessi
             reopened.append(UserMessage(text="one more"))
         data = _log(store, session_id)
         assert _record(store, session_id) == (len(data), zlib.crc32(data))
-        assert read_meta(folder).canonical_linked == len(data)  # the full load learnt it, the append kept it
+        meta = read_meta(folder)
+        assert meta.canonical_linked == meta.canonical_distinct == len(data)  # learnt by the load, kept by the append
         with store.open(session_id, writable=False) as truth:
             expected = _loaded(truth)
         meta = read_meta(folder)
@@ -335,12 +341,17 @@ def test_an_entry_that_names_no_earlier_entry_ends_the_linked_record(store: Loca
     shape=st.lists(st.integers(0, 3), min_size=1, max_size=20),
     odd=st.sampled_from(["none", "missing parent", "later parent", "duplicate id", "cycle"]),
     threaded=st.booleans(),
+    ordered=st.booleans(),
 )
-def test_a_linked_record_never_changes_what_a_full_load_finds(shape: list[int], odd: str, threaded: bool) -> None:
-    """Branches made through the API, then one odd line written as it is: a load that trusts the linked
-    record finds what a load that looks for broken links finds."""
+def test_the_linked_and_distinct_records_never_change_what_a_full_load_finds(
+    shape: list[int], odd: str, threaded: bool, ordered: bool
+) -> None:
+    """Branches made through the API (ids made in order, or at random), then one odd line written as it
+    is: a load that trusts the records finds what a load that looks for broken links and duplicate ids
+    finds."""
     with tempfile.TemporaryDirectory() as tmp:
-        store = LocalSessionStore(Path(tmp), clock=FakeClock(), new_entry_id=counter_ids())
+        new_id = counter_ids() if ordered else (lambda: secrets.token_hex(8))
+        store = LocalSessionStore(Path(tmp), clock=FakeClock(), new_entry_id=new_id)
         with store.create() as session:
             for back in shape:
                 path = session.path()
@@ -360,15 +371,63 @@ def test_a_linked_record_never_changes_what_a_full_load_finds(shape: list[int], 
         folder = session.folder
         meta = read_meta(folder)
         if odd == "none":
-            assert meta.canonical_linked == meta.canonical_size == meta.log_size
+            assert meta.canonical_linked == meta.canonical_distinct == meta.canonical_size == meta.log_size
+        if odd == "duplicate id":
+            assert meta.canonical_distinct < meta.log_size
         default = scan.CRC_THREAD_BYTES
         scan.CRC_THREAD_BYTES = 1 if threaded else default  # type: ignore[misc]
         try:
             with store.open(session.id, writable=False) as trusting:
                 fast = _loaded(trusting)
-            write_meta(folder, msgspec.structs.replace(meta, canonical_linked=0))
+            write_meta(
+                folder, msgspec.structs.replace(meta, canonical_linked=0, canonical_distinct=0, canonical_max_id="")
+            )
             with store.open(session.id, writable=False) as looking:
                 slow = _loaded(looking)
         finally:
             scan.CRC_THREAD_BYTES = default  # type: ignore[misc]
         assert fast == slow
+
+
+# -- the distinct record ----------------------------------------------------------------------------
+
+
+def test_made_ids_increase_and_differ() -> None:
+    made = [store_module._new_entry_id() for _ in range(5_000)]
+    assert made == sorted(made) and len(set(made)) == len(made)
+    assert all(len(i) == 16 and int(i, 16) >= 0 for i in made)
+
+
+def test_an_id_not_known_new_ends_the_distinct_record_and_a_full_load_learns_it_again(tmp_path: Path) -> None:
+    ids = iter(["b1", "b2", "b3", "a1", "c1"])
+    store = LocalSessionStore(tmp_path / "store", clock=FakeClock(), new_entry_id=lambda: next(ids))
+    with store.create() as session:
+        session.append(UserMessage(text="one"))
+        kept = session.append(UserMessage(text="two"))
+        session.append(
+            CompactionBoundary(summary="s", first_kept_id=kept.id, tokens_before=9, tokens_after=1, trigger="manual")
+        )
+    size = session._size
+    with store.open(session.id) as resumed:  # the tail only: "a1" is not above "b3", nor known new
+        assert resumed.loaded_count() == 2
+        resumed.append(UserMessage(text="four"))
+    meta = read_meta(session.folder)
+    assert (meta.canonical_distinct, meta.canonical_max_id) == (size, "b3")
+    assert meta.canonical_linked == meta.canonical_size == meta.log_size
+    with store.open(session.id) as whole:
+        assert [e.id for e in whole.entries()] == ["b1", "b2", "b3", "a1"]
+        assert not whole.report.duplicate_ids
+        whole.append(UserMessage(text="five"))  # "c1" is above "b3": the record learnt by the load grows
+    meta = read_meta(session.folder)
+    assert (meta.canonical_distinct, meta.canonical_max_id) == (meta.log_size, "c1")
+
+
+def test_a_duplicate_id_ends_the_distinct_record_and_is_reported(store: LocalSessionStore) -> None:
+    with store.create() as session:
+        first = session.append(UserMessage(text="first"))
+        size = session._size
+        session._write(UserMessage(text="again", id=first.id, parent_id=first.id, ts=1.0), sync=False)
+    assert read_meta(session.folder).canonical_distinct == size
+    with store.open(session.id, writable=False) as reopened:
+        assert [e.text for e in reopened.entries() if isinstance(e, UserMessage)] == ["first"]
+        assert [d.entry_id for d in reopened.report.duplicate_ids] == [first.id]

@@ -60,6 +60,11 @@ class SessionMeta(msgspec.Struct, frozen=True, kw_only=True):
     """Length of the part of that prefix whose entries each name no parent or an entry on an earlier line
     (known as they were appended, or from a full load): a full load that finds no duplicate id takes
     their links as they are, without looking for broken ones."""
+    canonical_distinct: _Offset = 0
+    """Length of the part of that prefix whose entries' ids are all different (known as they were
+    appended, or from a full load): a full load takes them without looking for duplicates."""
+    canonical_max_id: Annotated[str, msgspec.Meta(max_length=256)] = ""
+    """The greatest id in that part: an id made later (ids are made in increasing order) is new."""
 
 
 _encoder: Final = msgspec.json.Encoder()

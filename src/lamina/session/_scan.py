@@ -13,6 +13,7 @@ line number and byte offset.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import mmap
 import re
@@ -80,6 +81,11 @@ class Canonical:
     """The part of the prefix (at most `size`) whose entries each name no parent or the id of an entry on
     an earlier line: every writer knows this of what it appends (the leaf it appends to is an entry of
     the log), and a full load that found no broken link does too. Tied to the bytes by the same CRC-32."""
+    distinct: int = 0
+    """The part of the prefix (at most `size`) whose entries' ids are all different, `max_id` the greatest
+    of them: a writer knows it of an id greater than `max_id` (ids are made in increasing order) or of
+    one its whole loaded log lacks, and a full load that found no duplicate id does too."""
+    max_id: str = ""
 
 
 NO_CANONICAL: Final = Canonical()
@@ -399,7 +405,7 @@ def _canonical_after(
             return NO_CANONICAL
         if 0 < trusted <= end:  # the CRC-32 of the trusted lines is known: go on from there
             with view[trusted:end] as rest:
-                return Canonical(end, zlib.crc32(rest, canonical.crc32), min(canonical.linked, trusted))
+                return dataclasses.replace(canonical, size=end, crc32=zlib.crc32(rest, canonical.crc32))
         with view[:end] as lines:
             return Canonical(end, zlib.crc32(lines))
     # a tail: carry the record to its end when every chunk of whole lines was canonical
@@ -411,7 +417,7 @@ def _canonical_after(
     if at > 0 and view[at - 1] != ord("\n"):
         return None
     with view[at:complete] as rest:
-        return Canonical(base_offset + complete, zlib.crc32(rest, canonical.crc32), canonical.linked)
+        return dataclasses.replace(canonical, size=base_offset + complete, crc32=zlib.crc32(rest, canonical.crc32))
 
 
 def _line_numbers(entries: list[LogEntry], first: int | None) -> list[int | None]:

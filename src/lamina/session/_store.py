@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import gc
 import mmap
 import os
 import re
 import secrets
 import shutil
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -98,8 +100,20 @@ def default_store_root(explicit: Path | str | None = None) -> Path:
     return platformdirs.user_data_path("lamina") / "sessions"
 
 
+_id_lock: Final = threading.Lock()
+_last_id_us = 0
+
+
 def _new_entry_id() -> str:
-    return secrets.token_hex(8)
+    """16 hex digits: microseconds since the epoch (13, strictly increasing in this process) and 3 random.
+
+    Ids made later sort after earlier ones, so a writer that resumed from the tail still knows a new
+    id is not in the older part of the log (see `Canonical.distinct`)."""
+    global _last_id_us
+    with _id_lock:
+        _last_id_us = max(time.time_ns() // 1_000, _last_id_us + 1)
+        micros = _last_id_us
+    return f"{micros:013x}{secrets.token_hex(2)[1:]}"
 
 
 def new_session_id(now: float) -> str:
@@ -157,9 +171,7 @@ class JsonlSession:
         self._size = 0
         """End of the last complete line: where the next append goes."""
         self._count = meta.entry_count
-        self._canonical = Canonical(
-            meta.canonical_size, meta.canonical_crc32, min(meta.canonical_linked, meta.canonical_size)
-        )
+        self._canonical = _canonical_of(meta)
         """The log's prefix of lines known canonical (see `Canonical`), grown by each append that follows it."""
         self._unsynced = False
         self._dirty_meta = False
@@ -230,7 +242,8 @@ class JsonlSession:
         by_id: dict[str, LogEntry] | None = None  # built when first needed: listing the entries needs none
         offsets = scan.offsets
         duplicates: list[DuplicateId] = []
-        if len(set(ids)) != len(ids):
+        distinct = start == 0 and scan.canonical is not None and scan.canonical.distinct == scan.end
+        if not distinct and len(set(ids)) != len(ids):
             by_id, ids, kept, duplicates = _drop_duplicates(scan, whole=start == 0)
             offsets = Offsets(kept)
             entries = [by_id[i] for i in ids]
@@ -269,13 +282,16 @@ class JsonlSession:
         report = self.report
         if clean and canonical.linked == scan.end:
             report.relinks = []
-            return
-        flat = offsets.resolved() if scan.corrupt else []
-        lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
-        report.relinks = mend_links(entries, lost, ids=ids)
-        self._links = {r.entry_id: r.new_parent for r in report.relinks}
-        if clean and not report.relinks:
-            self._canonical = Canonical(canonical.size, canonical.crc32, canonical.size)
+        else:
+            flat = offsets.resolved() if scan.corrupt else []
+            lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
+            report.relinks = mend_links(entries, lost, ids=ids)
+            self._links = {r.entry_id: r.new_parent for r in report.relinks}
+            if clean and not report.relinks:
+                canonical = dataclasses.replace(canonical, linked=canonical.size)
+        if clean and canonical.distinct != canonical.size and canonical.size == scan.end:  # every id was checked
+            canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(ids, default=""))
+        self._canonical = canonical
 
     def _open_for_resume(self) -> None:
         start = self.meta.resume_offset
@@ -602,11 +618,7 @@ class JsonlSession:
         self._known_end = self._size
         canonical = self._canonical
         if canonical.size == offset and is_canonical_line(line[:-1]):
-            # the leaf is an entry of the log, so an entry appended to it names an earlier line
-            linked = (
-                self._size if canonical.linked == offset and entry.parent_id in (None, self._leaf) else canonical.linked
-            )
-            self._canonical = Canonical(self._size, zlib.crc32(line, canonical.crc32), linked)
+            self._canonical = self._canonical_after(canonical, entry, offset, zlib.crc32(line, canonical.crc32))
         if self._by_id is not None:  # else built from the lists when first needed
             self._by_id[entry.id] = entry
         self._order.append(entry.id)
@@ -629,6 +641,17 @@ class JsonlSession:
                 self._write_meta()
         else:
             self._unsynced = True
+
+    def _canonical_after(self, canonical: Canonical, entry: LogEntry, offset: int, crc32: int) -> Canonical:
+        """The canonical record once the canonical line of `entry` (at `offset`) is written after it."""
+        linked, distinct, max_id = canonical.linked, canonical.distinct, canonical.max_id
+        if linked == offset and entry.parent_id in (None, self._leaf):  # the leaf is an entry of the log
+            linked = self._size
+        if distinct == offset:
+            whole = self._by_id if self._loaded_from == 0 else None  # every id of the log, when loaded
+            if entry.id > max_id or (whole is not None and entry.id not in whole):
+                distinct, max_id = self._size, max(max_id, entry.id)
+        return Canonical(self._size, crc32, linked, distinct, max_id)
 
     def _roll_back(self, fd: int, offset: int) -> None:
         """Cut the partial line a failed write may have left, so no later line lands on it."""
@@ -689,6 +712,8 @@ class JsonlSession:
             canonical_size=self._canonical.size,
             canonical_crc32=self._canonical.crc32,
             canonical_linked=self._canonical.linked,
+            canonical_distinct=self._canonical.distinct,
+            canonical_max_id=self._canonical.max_id,
         )
         try:
             write_meta(self.folder, self.meta, self._files)
@@ -1039,6 +1064,14 @@ class LocalSessionStore:
                             write_new_file(self._files, dst, src.read_bytes())
                 self._files.fsync_dir(here)
             self._files.fsync_dir(target / name)
+
+
+def _canonical_of(meta: SessionMeta) -> Canonical:
+    """The canonical record `meta.json` holds (a part that claims more than its prefix is dropped)."""
+    size = meta.canonical_size
+    linked = meta.canonical_linked if meta.canonical_linked <= size else 0
+    distinct = meta.canonical_distinct if meta.canonical_distinct <= size else 0
+    return Canonical(size, meta.canonical_crc32, linked, distinct, meta.canonical_max_id if distinct else "")
 
 
 def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> SessionMeta:
