@@ -150,7 +150,8 @@ class JsonlSession:
         self._files = files
         self._by_id: dict[str, LogEntry] | None = {}
         """Id -> entry of the loaded entries, None until first needed after a load (see `_entries`)."""
-        self._order: list[str] = []
+        self._order_list: list[str] | None = []
+        """Ids of the loaded entries in file order (duplicates skipped); None until first needed after a load."""
         """Ids of the loaded entries in file order (duplicates skipped)."""
         self._entry_list: list[LogEntry] = []
         """The loaded entries in file order, parallel to `_order`."""
@@ -238,16 +239,17 @@ class JsonlSession:
     def _load_unpaused(self, start: int, end: int | None) -> bool:
         scan = self._read(start, end)
         entries = scan.entries
-        ids = list(map(_ENTRY_ID, entries))
-        by_id: dict[str, LogEntry] | None = None  # built when first needed: listing the entries needs none
+        # the ids and the id index are built when first needed: listing the entries needs neither
+        distinct = start == 0 and scan.canonical is not None and scan.canonical.distinct == scan.end
+        ids = None if distinct else list(map(_ENTRY_ID, entries))
+        by_id: dict[str, LogEntry] | None = None
         offsets = scan.offsets
         duplicates: list[DuplicateId] = []
-        distinct = start == 0 and scan.canonical is not None and scan.canonical.distinct == scan.end
-        if not distinct and len(set(ids)) != len(ids):
+        if ids is not None and len(set(ids)) != len(ids):
             by_id, ids, kept, duplicates = _drop_duplicates(scan, whole=start == 0)
             offsets = Offsets(kept)
             entries = [by_id[i] for i in ids]
-        self._by_id, self._order, self._entry_list = by_id, ids, entries
+        self._by_id, self._order_list, self._entry_list = by_id, ids, entries
         self._offset_list, self._offset_memo = offsets, None
         self._links = {}
         self._view_start_known = False
@@ -264,15 +266,13 @@ class JsonlSession:
         report.duplicate_ids = duplicates
         report.unknown_entries = 0 if scan.lines is None else sum(isinstance(e, UnknownEntry) for e in entries)
         if start == 0:
-            self._mend_whole(scan, entries, ids, offsets, clean=not duplicates and not scan.corrupt)
+            self._mend_whole(scan, entries, offsets, clean=not duplicates and not scan.corrupt)
             return True
         if scan.corrupt or duplicates:
             return False
-        return all(entries[i].parent_id not in self._entries for i in find_broken_links(entries, ids))
+        return all(entries[i].parent_id not in self._entries for i in find_broken_links(entries, self._order))
 
-    def _mend_whole(
-        self, scan: LogScan, entries: list[LogEntry], ids: list[str], offsets: Offsets, *, clean: bool
-    ) -> None:
+    def _mend_whole(self, scan: LogScan, entries: list[LogEntry], offsets: Offsets, *, clean: bool) -> None:
         """Re-link the entries of a whole log whose parent is lost, missing, later or in a cycle.
 
         Skipped when the canonical record proves every entry names no parent or an earlier entry
@@ -285,12 +285,12 @@ class JsonlSession:
         else:
             flat = offsets.resolved() if scan.corrupt else []
             lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
-            report.relinks = mend_links(entries, lost, ids=ids)
+            report.relinks = mend_links(entries, lost, ids=self._order)
             self._links = {r.entry_id: r.new_parent for r in report.relinks}
             if clean and not report.relinks:
                 canonical = dataclasses.replace(canonical, linked=canonical.size)
         if clean and canonical.distinct != canonical.size and canonical.size == scan.end:  # every id was checked
-            canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(ids, default=""))
+            canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(self._order, default=""))
         self._canonical = canonical
 
     def _open_for_resume(self) -> None:
@@ -326,7 +326,7 @@ class JsonlSession:
                 self.load_all()
             if meta.leaf_id in self._entries:
                 return meta.leaf_id
-        return self._order[-1] if self._order else None
+        return self._last_id()
 
     def _count_entries(self) -> int:
         """Entries in the log: the metadata's count plus what came after it, or a full count."""
@@ -339,7 +339,7 @@ class JsonlSession:
             if meta.log_size == self._size or (after < len(offsets) and offsets[after] == meta.log_size):
                 return meta.entry_count + len(offsets) - after
         self.load_all()
-        return len(self._order)
+        return len(self._entry_list)
 
     def _after_open(self, *, rebuild: bool) -> None:
         """Bring the metadata up to date with what the open found on disk."""
@@ -349,7 +349,7 @@ class JsonlSession:
             first_user = next(users, None)
             title = _title_from(first_user.text) if first_user is not None else ""
             self.meta = msgspec.structs.replace(self.meta, title=title)
-            self._count = len(self._order)
+            self._count = len(self._entry_list)
         else:
             self._count = self._count_entries()
         if self._lock is None:
@@ -385,10 +385,9 @@ class JsonlSession:
             return
         leaf = self._leaf
         self._load(0, self._known_end)
-        order = self._order
         # the tail's copy of the leaf was a duplicate (looked up only when the leaf is not the last entry)
-        if leaf is not None and (not order or order[-1] != leaf) and leaf not in self._entries:
-            self._leaf = self._order[-1] if self._order else None
+        if leaf is not None and self._last_id() != leaf and leaf not in self._entries:
+            self._leaf = self._last_id()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -398,6 +397,16 @@ class JsonlSession:
         if self._by_id is None:
             self._by_id = dict(zip(self._order, self._entry_list, strict=True))
         return self._by_id
+
+    @property
+    def _order(self) -> list[str]:
+        """Ids of the loaded entries in file order, built on first use after a load."""
+        if self._order_list is None:
+            self._order_list = list(map(_ENTRY_ID, self._entry_list))
+        return self._order_list
+
+    def _last_id(self) -> str | None:
+        return self._entry_list[-1].id if self._entry_list else None
 
     @property
     def id(self) -> str:
@@ -503,7 +512,7 @@ class JsonlSession:
 
     def loaded_count(self) -> int:
         """How many entries are in memory (a resume loads only the tail)."""
-        return len(self._order)
+        return len(self._entry_list)
 
     def _offset_of(self, entry_id: str) -> int | None:
         if self._offset_memo is not None and self._offset_memo[0] == entry_id:
@@ -621,7 +630,8 @@ class JsonlSession:
             self._canonical = self._canonical_after(canonical, entry, offset, zlib.crc32(line, canonical.crc32))
         if self._by_id is not None:  # else built from the lists when first needed
             self._by_id[entry.id] = entry
-        self._order.append(entry.id)
+        if self._order_list is not None:  # else built from the list when first needed
+            self._order_list.append(entry.id)
         self._entry_list.append(entry)
         self._offset_list.append(offset)
         if isinstance(entry, CompactionBoundary):
@@ -778,8 +788,8 @@ class JsonlSession:
         leaf = self._leaf
         self.report = LoadReport()
         self._load(0)
-        self._leaf = leaf if leaf in self._entries else (self._order[-1] if self._order else None)
-        self._count = len(self._order)
+        self._leaf = leaf if leaf in self._entries else self._last_id()
+        self._count = len(self._entry_list)
         self._dirty_meta = self._meta_urgent = True
         self._write_meta()
         return kept
