@@ -84,7 +84,7 @@ class Canonical:
     distinct: int = 0
     """The part of the prefix (at most `size`) whose entries' ids are all different, `max_id` the greatest
     of them: a writer knows it of an id greater than `max_id` (ids are made in increasing order) or of
-    one its whole loaded log lacks, and a full load that found no duplicate id does too."""
+    one its whole loaded log lacks, and of a whole log it loaded and found no duplicate id in."""
     max_id: str = ""
 
 
@@ -274,8 +274,8 @@ def scan_log(data: Log, *, base_offset: int, first_line: int | None, canonical: 
         if head is None:
             parts = _scan_parts(data, view, start, complete, base_offset, first_line, trusted)
         else:
-            after = None if first_line is None else first_line + len(head.entries)  # one entry per line
-            parts = [(head, start), *_scan_parts(data, view, trusted, complete, base_offset, after, trusted)]
+            rest = _scan_parts(data, view, start, complete, base_offset, first_line, trusted, begin=trusted)
+            parts = [(head, start), *rest]
         torn: TornTail | None = None
         log_end = base_offset + complete
         if complete < len(data):
@@ -368,11 +368,20 @@ class _Crc32:
 
 
 def _scan_parts(
-    data: Log, view: memoryview, start: int, complete: int, base_offset: int, first_line: int | None, trusted: int
+    data: Log,
+    view: memoryview,
+    start: int,
+    complete: int,
+    base_offset: int,
+    first_line: int | None,
+    trusted: int,
+    *,
+    begin: int | None = None,
 ) -> list[tuple[LogScan, int]]:
-    """Each chunk of whole lines decoded (fast, or line by line where it is not canonical), and where it starts."""
+    """Each chunk of whole lines from `begin` (default `start`, where line `first_line` starts) decoded
+    (fast, or line by line where it is not canonical), and where it starts."""
     parts: list[tuple[LogScan, int]] = []
-    pos = start
+    pos = start if begin is None else begin
     while pos < complete:
         stop = trusted if pos < trusted else complete  # a chunk never straddles the end of the trusted lines
         end = data.find(b"\n", min(pos + CHUNK_BYTES, stop - 1)) + 1

@@ -276,7 +276,8 @@ class JsonlSession:
         """Re-link the entries of a whole log whose parent is lost, missing, later or in a cycle.
 
         Skipped when the canonical record proves every entry names no parent or an earlier entry
-        (and no id is used twice: the load has just checked); else the record learns it when it holds.
+        (and no id is used twice: the record proves it or the load has just checked); else the record
+        learns it when it holds, and that the ids are distinct when a writer checked them all.
         """
         canonical = self._canonical
         report = self.report
@@ -289,7 +290,9 @@ class JsonlSession:
             self._links = {r.entry_id: r.new_parent for r in report.relinks}
             if clean and not report.relinks:
                 canonical = dataclasses.replace(canonical, linked=canonical.size)
-        if clean and canonical.distinct != canonical.size and canonical.size == scan.end:  # every id was checked
+        # every id was checked; only a writer keeps the record, so only a writer works out the greatest id
+        learn = clean and self._lock is not None and canonical.size == scan.end
+        if learn and canonical.distinct != canonical.size:
             canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(self._order, default=""))
         self._canonical = canonical
 
