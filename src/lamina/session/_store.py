@@ -294,6 +294,8 @@ class JsonlSession:
         learn = clean and self._lock is not None and canonical.size == scan.end
         if learn and canonical.distinct != canonical.size:
             canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(self._order, default=""))
+        if self._lock is not None and canonical != self._canonical:  # kept at the next metadata write
+            self._dirty_meta = True
         self._canonical = canonical
 
     def _open_for_resume(self) -> None:
