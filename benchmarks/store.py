@@ -32,8 +32,9 @@ Figures:
   half way back (the whole log is loaded, the branch's view built); the note gives a branch to an
   entry still in the provider view.
 
-The big logs are written directly (encoded entries plus `meta.json`, with the canonical prefix an
-appending writer records) rather than through `append`, which would take minutes for a million
+The big logs are written directly (encoded entries plus `meta.json`, with the canonical record an
+appending writer leaves: the canonical prefix, its links to earlier entries and its distinct,
+increasing ids) rather than through `append`, which would take minutes for a million
 entries; the benchmark checks that a resume loads only the tail and that the provider view starts
 at the boundary. Every file is in a fresh temporary folder and the OS page cache is warm (the files
 were just written), so resume and reload times are warm-cache times for both sides.
