@@ -6,9 +6,10 @@ decodes to (written by this code: no duplicate keys, no unknown fields, no odd s
 proved by re-encoding the entries and comparing the bytes, or, for the part of the log a
 `Canonical` record covers, by the CRC-32 of those bytes: the record names a prefix whose lines were
 proved canonical when they were written (or by an earlier full load), so bytes with the same CRC-32
-are those lines. Anything else (a torn tail, a corrupt line, an entry of a newer type or version,
-a hand-edited line) sends its chunk to decoding line by line, which reports each problem with its
-line number and byte offset.
+are those lines; those lines are decoded in one call, while their CRC-32 is worked out on a second
+thread beside it (no I/O: the bytes are already in memory). Anything else (a torn tail, a corrupt
+line, an entry of a newer type or version, a hand-edited line) sends its chunk to decoding line by
+line, which reports each problem with its line number and byte offset.
 """
 
 from __future__ import annotations

@@ -152,7 +152,6 @@ class JsonlSession:
         """Id -> entry of the loaded entries, None until first needed after a load (see `_entries`)."""
         self._order_list: list[str] | None = []
         """Ids of the loaded entries in file order (duplicates skipped); None until first needed after a load."""
-        """Ids of the loaded entries in file order (duplicates skipped)."""
         self._entry_list: list[LogEntry] = []
         """The loaded entries in file order, parallel to `_order`."""
         self._offset_list = Offsets()
@@ -632,7 +631,7 @@ class JsonlSession:
         self._known_end = self._size
         canonical = self._canonical
         if canonical.size == offset and is_canonical_line(line[:-1]):
-            self._canonical = self._canonical_after(canonical, entry, offset, zlib.crc32(line, canonical.crc32))
+            self._canonical = self._record_after(canonical, entry, offset, zlib.crc32(line, canonical.crc32))
         if self._by_id is not None:  # else built from the lists when first needed
             self._by_id[entry.id] = entry
         if self._order_list is not None:  # else built from the list when first needed
@@ -657,7 +656,7 @@ class JsonlSession:
         else:
             self._unsynced = True
 
-    def _canonical_after(self, canonical: Canonical, entry: LogEntry, offset: int, crc32: int) -> Canonical:
+    def _record_after(self, canonical: Canonical, entry: LogEntry, offset: int, crc32: int) -> Canonical:
         """The canonical record once the canonical line of `entry` (at `offset`) is written after it."""
         linked, distinct, max_id = canonical.linked, canonical.distinct, canonical.max_id
         if linked == offset and entry.parent_id in (None, self._leaf):  # the leaf is an entry of the log
