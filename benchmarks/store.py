@@ -11,7 +11,8 @@ Figures:
   the boundary's first kept entry, so the three should be flat (within 2x of each other).
 - `full_load_mb_per_s`: `open` + `entries()` (the whole log) of a big session, in MB of log per second.
 - `full_load_ms_100k`: `open` + `entries()` of the 100k-entry session: every entry decoded into its
-  typed struct (msgspec decodes whole chunks of the file; no per-line Python decoding).
+  typed struct (the lines `meta.json`'s canonical record covers in one msgspec call, their CRC-32
+  worked out on a second thread beside it; no per-line Python decoding).
 - `peer_sqlite_session_reload_ms_100k` / `peer_sqlite_session_add_items_per_s`: the OpenAI Agents
   SDK's file-backed `SQLiteSession` holding the same 100k items as Responses input item dicts,
   reloaded by a fresh session with `get_items()` (what the SDK does to resume), and filled with
@@ -31,8 +32,9 @@ Figures:
   half way back (the whole log is loaded, the branch's view built); the note gives a branch to an
   entry still in the provider view.
 
-The big logs are written directly (encoded entries plus `meta.json`, with the canonical prefix an
-appending writer records) rather than through `append`, which would take minutes for a million
+The big logs are written directly (encoded entries plus `meta.json`, with the canonical record an
+appending writer leaves: the canonical prefix, its links to earlier entries and its distinct,
+increasing ids) rather than through `append`, which would take minutes for a million
 entries; the benchmark checks that a resume loads only the tail and that the provider view starts
 at the boundary. Every file is in a fresh temporary folder and the OS page cache is warm (the files
 were just written), so resume and reload times are warm-cache times for both sides.
@@ -245,6 +247,9 @@ def _build_log(store: LocalSessionStore, n: int, progress: Callable[[str], None]
         entry_count=n,
         canonical_size=offset,  # every line was written by `encode_entry`, as appends record it
         canonical_crc32=crc,
+        canonical_linked=offset,  # each entry's parent is the one before it, as appends to the leaf record it
+        canonical_distinct=offset,  # and the ids increase, as appends with made ids record it
+        canonical_max_id=_entry_id(n - 1),
     )
     write_meta(folder, meta)
     return session_id, offset

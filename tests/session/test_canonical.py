@@ -4,12 +4,14 @@ read of a writer and offsets worked out on demand never change what a load finds
 from __future__ import annotations
 
 import json
+import secrets
+import tempfile
 import zlib
 from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from lamina.session import _scan as scan
@@ -18,6 +20,7 @@ from lamina.session._entries import CompactionBoundary, ToolCall, UserMessage, e
 from lamina.session._meta import META_NAME, read_meta, write_meta
 from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
 from tests.session.factories import FakeClock, counter_ids, exchange
+from tests.session.test_fuzz import damaged_logs
 
 
 @pytest.fixture
@@ -65,6 +68,9 @@ def test_appends_record_the_canonical_prefix(store: LocalSessionStore) -> None:
     session_id = _session(store)
     data = _log(store, session_id)
     assert _record(store, session_id) == (len(data), zlib.crc32(data))
+    meta = read_meta(store.folder_of(session_id))
+    assert meta.canonical_linked == len(data)  # each appended to the leaf
+    assert (meta.canonical_distinct, meta.canonical_max_id) == (len(data), meta.leaf_id)  # ids made in order
 
 
 def test_a_resumed_session_carries_the_record_on(store: LocalSessionStore) -> None:
@@ -81,6 +87,9 @@ def test_a_resumed_session_carries_the_record_on(store: LocalSessionStore) -> No
         resumed.append(UserMessage(text="after the resume"))
     data = _log(store, session.id)
     assert _record(store, session.id) == (len(data), zlib.crc32(data))
+    meta = read_meta(store.folder_of(session.id))
+    assert meta.canonical_linked == meta.canonical_distinct == len(data)  # the resumed writer knew both
+    assert meta.canonical_max_id == meta.leaf_id
 
 
 def test_a_duplicate_key_edited_into_the_recorded_prefix_is_still_refused(store: LocalSessionStore) -> None:
@@ -111,6 +120,8 @@ def test_a_wrong_record_is_ignored_and_a_full_load_rebuilds_it(store: LocalSessi
             reopened.append(UserMessage(text="one more"))
         data = _log(store, session_id)
         assert _record(store, session_id) == (len(data), zlib.crc32(data))
+        meta = read_meta(folder)
+        assert meta.canonical_linked == meta.canonical_distinct == len(data)  # learnt by the load, kept by the append
         with store.open(session_id, writable=False) as truth:
             expected = _loaded(truth)
         meta = read_meta(folder)
@@ -248,3 +259,176 @@ def test_a_record_never_changes_what_the_scan_finds(turns: int, chunk: int, cut:
     assert trusting.entries == plain.entries
     assert trusting.offsets == plain.offsets
     assert trusting.canonical == plain.canonical == scan.Canonical(len(data), zlib.crc32(data))
+
+
+# -- the one-call decode of the recorded lines ----------------------------------------------------
+
+
+def _recorded(data: bytes, cut: int, how: str, originals: list[bytes]) -> scan.Canonical:
+    """A canonical record for `data`: true (a prefix of canonical lines), stale (the undamaged log's),
+    with a wrong CRC-32, or ending mid-line."""
+    if how == "stale":
+        clean = b"".join(line + b"\n" for line in originals)
+        size = sum(len(line) + 1 for line in originals[: cut % (len(originals) + 1)])
+        return scan.Canonical(size, zlib.crc32(clean[:size]))
+    size = 0
+    for line in data.split(b"\n")[:-1][: cut + 1]:
+        if not scan.is_canonical_line(line):
+            break
+        size += len(line) + 1
+    if how == "mid-line":
+        size = max(size - 3, 1)
+        assume(data[size - 1 : size] != b"\n")  # else a record that lies about its lines, CRC-32 and all
+    return scan.Canonical(size, zlib.crc32(data[:size]) ^ (how == "wrong crc"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    log=damaged_logs(),
+    cut=st.integers(0, 20),
+    how=st.sampled_from(["true", "stale", "wrong crc", "mid-line"]),
+    threaded=st.booleans(),
+)
+def test_the_one_call_decode_of_recorded_lines_finds_what_line_by_line_reading_finds(
+    log: tuple[bytes, list[bytes]], cut: int, how: str, threaded: bool
+) -> None:
+    data, originals = log
+    record = _recorded(data, cut, how, originals)
+    start = len(scan.BOM) if data.startswith(scan.BOM) else 0
+    by_line = scan._scan_lines(data, start, 0, 1)
+    default = scan.CRC_THREAD_BYTES
+    scan.CRC_THREAD_BYTES = 1 if threaded else default  # type: ignore[misc]  # the CRC-32 beside the decode
+    try:
+        trusting = scan.scan_log(data, base_offset=0, first_line=1, canonical=record)
+    finally:
+        scan.CRC_THREAD_BYTES = default  # type: ignore[misc]
+    assert trusting.entries == by_line.entries
+    assert list(trusting.offsets) == list(by_line.offsets)
+    assert [(c.offset, c.line, c.reason) for c in trusting.corrupt] == [
+        (c.offset, c.line, c.reason) for c in by_line.corrupt
+    ]
+    assert trusting.torn == by_line.torn
+    assert trusting.end == by_line.end
+    found = trusting.canonical  # what it records is true: whole canonical lines, and their CRC-32
+    assert found is not None
+    assert found.crc32 == zlib.crc32(data[: found.size])
+    assert found.size == 0 or data[found.size - 1] == ord("\n")
+    assert all(scan.is_canonical_line(line) for line in data[: found.size].split(b"\n")[:-1])
+    if trusting.lines is not None:
+        assert trusting.lines == by_line.lines
+
+
+# -- the linked record ------------------------------------------------------------------------------
+
+
+def test_an_entry_that_names_no_earlier_entry_ends_the_linked_record(store: LocalSessionStore) -> None:
+    with store.create() as session:
+        session.append(UserMessage(text="first"))
+        offset = session._size
+        session._write(UserMessage(text="orphan", id="orphan", parent_id="nowhere", ts=1.0), sync=False)
+        session.append(UserMessage(text="last"))
+    meta = read_meta(session.folder)
+    assert (meta.canonical_size, meta.canonical_linked) == (session._size, offset)
+    with store.open(session.id) as reopened:
+        reopened.load_all()
+        assert [r.describe() for r in reopened.report.relinks] == [
+            "entry orphan names a parent that is not in the log (nowhere); re-linked to e000001"
+        ]
+    assert read_meta(session.folder).canonical_linked == offset  # a broken link is never learnt
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    shape=st.lists(st.integers(0, 3), min_size=1, max_size=20),
+    odd=st.sampled_from(["none", "missing parent", "later parent", "duplicate id", "cycle"]),
+    threaded=st.booleans(),
+    ordered=st.booleans(),
+)
+def test_the_linked_and_distinct_records_never_change_what_a_full_load_finds(
+    shape: list[int], odd: str, threaded: bool, ordered: bool
+) -> None:
+    """Branches made through the API (ids made in order, or at random), then one odd line written as it
+    is: a load that trusts the records finds what a load that looks for broken links and duplicate ids
+    finds."""
+    with tempfile.TemporaryDirectory() as tmp:
+        new_id = counter_ids() if ordered else (lambda: secrets.token_hex(8))
+        store = LocalSessionStore(Path(tmp), clock=FakeClock(), new_entry_id=new_id)
+        with store.create() as session:
+            for back in shape:
+                path = session.path()
+                if back and len(path) > back:
+                    session.branch(path[-1 - back].id)
+                session.append(UserMessage(text=f"{back}"))
+            leaf = session.leaf_id
+            if odd == "missing parent":
+                session._write(UserMessage(text="odd", id="odd", parent_id="nowhere", ts=1.0), sync=False)
+            elif odd in ("later parent", "cycle"):
+                session._write(UserMessage(text="odd", id="odd", parent_id="later", ts=1.0), sync=False)
+                parent = "odd" if odd == "cycle" else leaf
+                session._write(UserMessage(text="later", id="later", parent_id=parent, ts=1.0), sync=False)
+            elif odd == "duplicate id":
+                assert leaf is not None
+                session._write(UserMessage(text="again", id=leaf, parent_id=leaf, ts=1.0), sync=False)
+        folder = session.folder
+        meta = read_meta(folder)
+        if odd == "none":
+            assert meta.canonical_linked == meta.canonical_distinct == meta.canonical_size == meta.log_size
+        if odd == "duplicate id":
+            assert meta.canonical_distinct < meta.log_size
+        default = scan.CRC_THREAD_BYTES
+        scan.CRC_THREAD_BYTES = 1 if threaded else default  # type: ignore[misc]
+        try:
+            with store.open(session.id, writable=False) as trusting:
+                fast = _loaded(trusting)
+            write_meta(
+                folder, msgspec.structs.replace(meta, canonical_linked=0, canonical_distinct=0, canonical_max_id="")
+            )
+            with store.open(session.id, writable=False) as looking:
+                slow = _loaded(looking)
+        finally:
+            scan.CRC_THREAD_BYTES = default  # type: ignore[misc]
+        assert fast == slow
+
+
+# -- the distinct record ----------------------------------------------------------------------------
+
+
+def test_made_ids_increase_and_differ() -> None:
+    made = [store_module._new_entry_id() for _ in range(5_000)]
+    assert made == sorted(made) and len(set(made)) == len(made)
+    assert all(len(i) == 16 and int(i, 16) >= 0 for i in made)
+
+
+def test_an_id_not_known_new_ends_the_distinct_record_and_a_full_load_learns_it_again(tmp_path: Path) -> None:
+    ids = iter(["b1", "b2", "b3", "a1", "c1"])
+    store = LocalSessionStore(tmp_path / "store", clock=FakeClock(), new_entry_id=lambda: next(ids))
+    with store.create() as session:
+        session.append(UserMessage(text="one"))
+        kept = session.append(UserMessage(text="two"))
+        session.append(
+            CompactionBoundary(summary="s", first_kept_id=kept.id, tokens_before=9, tokens_after=1, trigger="manual")
+        )
+    size = session._size
+    with store.open(session.id) as resumed:  # the tail only: "a1" is not above "b3", nor known new
+        assert resumed.loaded_count() == 2
+        resumed.append(UserMessage(text="four"))
+    meta = read_meta(session.folder)
+    assert (meta.canonical_distinct, meta.canonical_max_id) == (size, "b3")
+    assert meta.canonical_linked == meta.canonical_size == meta.log_size
+    with store.open(session.id) as whole:
+        assert [e.id for e in whole.entries()] == ["b1", "b2", "b3", "a1"]
+        assert not whole.report.duplicate_ids
+        whole.append(UserMessage(text="five"))  # "c1" is above "b3": the record learnt by the load grows
+    meta = read_meta(session.folder)
+    assert (meta.canonical_distinct, meta.canonical_max_id) == (meta.log_size, "c1")
+
+
+def test_a_duplicate_id_ends_the_distinct_record_and_is_reported(store: LocalSessionStore) -> None:
+    with store.create() as session:
+        first = session.append(UserMessage(text="first"))
+        size = session._size
+        session._write(UserMessage(text="again", id=first.id, parent_id=first.id, ts=1.0), sync=False)
+    assert read_meta(session.folder).canonical_distinct == size
+    with store.open(session.id, writable=False) as reopened:
+        assert [e.text for e in reopened.entries() if isinstance(e, UserMessage)] == ["first"]
+        assert [d.entry_id for d in reopened.report.duplicate_ids] == [first.id]

@@ -56,6 +56,15 @@ class SessionMeta(msgspec.Struct, frozen=True, kw_only=True):
     full load): each line exactly the encoding of the one entry it holds. 0: none recorded."""
     canonical_crc32: _Crc32 = 0
     """CRC-32 of that prefix: a full load takes those lines without re-encoding them when their bytes match it."""
+    canonical_linked: _Offset = 0
+    """Length of the part of that prefix whose entries each name no parent or an entry on an earlier line
+    (known as they were appended, or from a full load): a full load that finds no duplicate id takes
+    their links as they are, without looking for broken ones."""
+    canonical_distinct: _Offset = 0
+    """Length of the part of that prefix whose entries' ids are all different (known as they were
+    appended, or from a full load): a full load takes them without looking for duplicates."""
+    canonical_max_id: Annotated[str, msgspec.Meta(max_length=256)] = ""
+    """The greatest id in that part: an id made later (ids are made in increasing order) is new."""
 
 
 _encoder: Final = msgspec.json.Encoder()

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import gc
 import mmap
 import os
 import re
 import secrets
 import shutil
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -98,8 +100,20 @@ def default_store_root(explicit: Path | str | None = None) -> Path:
     return platformdirs.user_data_path("lamina") / "sessions"
 
 
+_id_lock: Final = threading.Lock()
+_last_id_us = 0
+
+
 def _new_entry_id() -> str:
-    return secrets.token_hex(8)
+    """16 hex digits: microseconds since the epoch (13, strictly increasing in this process) and 3 random.
+
+    Ids made later sort after earlier ones, so a writer that resumed from the tail still knows a new
+    id is not in the older part of the log (see `Canonical.distinct`)."""
+    global _last_id_us
+    with _id_lock:
+        _last_id_us = max(time.time_ns() // 1_000, _last_id_us + 1)
+        micros = _last_id_us
+    return f"{micros:013x}{secrets.token_hex(2)[1:]}"
 
 
 def new_session_id(now: float) -> str:
@@ -136,8 +150,8 @@ class JsonlSession:
         self._files = files
         self._by_id: dict[str, LogEntry] | None = {}
         """Id -> entry of the loaded entries, None until first needed after a load (see `_entries`)."""
-        self._order: list[str] = []
-        """Ids of the loaded entries in file order (duplicates skipped)."""
+        self._order_list: list[str] | None = []
+        """Ids of the loaded entries in file order (duplicates skipped); None until first needed after a load."""
         self._entry_list: list[LogEntry] = []
         """The loaded entries in file order, parallel to `_order`."""
         self._offset_list = Offsets()
@@ -157,7 +171,7 @@ class JsonlSession:
         self._size = 0
         """End of the last complete line: where the next append goes."""
         self._count = meta.entry_count
-        self._canonical = Canonical(meta.canonical_size, meta.canonical_crc32)
+        self._canonical = _canonical_of(meta)
         """The log's prefix of lines known canonical (see `Canonical`), grown by each append that follows it."""
         self._unsynced = False
         self._dirty_meta = False
@@ -224,15 +238,17 @@ class JsonlSession:
     def _load_unpaused(self, start: int, end: int | None) -> bool:
         scan = self._read(start, end)
         entries = scan.entries
-        ids = list(map(_ENTRY_ID, entries))
-        by_id: dict[str, LogEntry] | None = None  # built when first needed: listing the entries needs none
+        # the ids and the id index are built when first needed: listing the entries needs neither
+        distinct = start == 0 and scan.canonical is not None and scan.canonical.distinct == scan.end
+        ids = None if distinct else list(map(_ENTRY_ID, entries))
+        by_id: dict[str, LogEntry] | None = None
         offsets = scan.offsets
         duplicates: list[DuplicateId] = []
-        if len(set(ids)) != len(ids):
+        if ids is not None and len(set(ids)) != len(ids):
             by_id, ids, kept, duplicates = _drop_duplicates(scan, whole=start == 0)
             offsets = Offsets(kept)
             entries = [by_id[i] for i in ids]
-        self._by_id, self._order, self._entry_list = by_id, ids, entries
+        self._by_id, self._order_list, self._entry_list = by_id, ids, entries
         self._offset_list, self._offset_memo = offsets, None
         self._links = {}
         self._view_start_known = False
@@ -249,14 +265,37 @@ class JsonlSession:
         report.duplicate_ids = duplicates
         report.unknown_entries = 0 if scan.lines is None else sum(isinstance(e, UnknownEntry) for e in entries)
         if start == 0:
-            flat = offsets.resolved() if scan.corrupt else []
-            lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
-            report.relinks = mend_links(entries, lost, ids=ids)
-            self._links = {r.entry_id: r.new_parent for r in report.relinks}
+            self._mend_whole(scan, entries, offsets, clean=not duplicates and not scan.corrupt)
             return True
         if scan.corrupt or duplicates:
             return False
-        return all(entries[i].parent_id not in self._entries for i in find_broken_links(entries, ids))
+        return all(entries[i].parent_id not in self._entries for i in find_broken_links(entries, self._order))
+
+    def _mend_whole(self, scan: LogScan, entries: list[LogEntry], offsets: Offsets, *, clean: bool) -> None:
+        """Re-link the entries of a whole log whose parent is lost, missing, later or in a cycle.
+
+        Skipped when the canonical record proves every entry names no parent or an earlier entry
+        (and no id is used twice: the record proves it or the load has just checked); else the record
+        learns it when it holds, and that the ids are distinct when a writer checked them all.
+        """
+        canonical = self._canonical
+        report = self.report
+        if clean and canonical.linked == scan.end:
+            report.relinks = []
+        else:
+            flat = offsets.resolved() if scan.corrupt else []
+            lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
+            report.relinks = mend_links(entries, lost, ids=self._order)
+            self._links = {r.entry_id: r.new_parent for r in report.relinks}
+            if clean and not report.relinks:
+                canonical = dataclasses.replace(canonical, linked=canonical.size)
+        # every id was checked; only a writer keeps the record, so only a writer works out the greatest id
+        learn = clean and self._lock is not None and canonical.size == scan.end
+        if learn and canonical.distinct != canonical.size:
+            canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(self._order, default=""))
+        if self._lock is not None and canonical != self._canonical:  # kept at the next metadata write
+            self._dirty_meta = True
+        self._canonical = canonical
 
     def _open_for_resume(self) -> None:
         start = self.meta.resume_offset
@@ -291,7 +330,7 @@ class JsonlSession:
                 self.load_all()
             if meta.leaf_id in self._entries:
                 return meta.leaf_id
-        return self._order[-1] if self._order else None
+        return self._last_id()
 
     def _count_entries(self) -> int:
         """Entries in the log: the metadata's count plus what came after it, or a full count."""
@@ -304,7 +343,7 @@ class JsonlSession:
             if meta.log_size == self._size or (after < len(offsets) and offsets[after] == meta.log_size):
                 return meta.entry_count + len(offsets) - after
         self.load_all()
-        return len(self._order)
+        return len(self._entry_list)
 
     def _after_open(self, *, rebuild: bool) -> None:
         """Bring the metadata up to date with what the open found on disk."""
@@ -314,7 +353,7 @@ class JsonlSession:
             first_user = next(users, None)
             title = _title_from(first_user.text) if first_user is not None else ""
             self.meta = msgspec.structs.replace(self.meta, title=title)
-            self._count = len(self._order)
+            self._count = len(self._entry_list)
         else:
             self._count = self._count_entries()
         if self._lock is None:
@@ -350,10 +389,9 @@ class JsonlSession:
             return
         leaf = self._leaf
         self._load(0, self._known_end)
-        order = self._order
         # the tail's copy of the leaf was a duplicate (looked up only when the leaf is not the last entry)
-        if leaf is not None and (not order or order[-1] != leaf) and leaf not in self._entries:
-            self._leaf = self._order[-1] if self._order else None
+        if leaf is not None and self._last_id() != leaf and leaf not in self._entries:
+            self._leaf = self._last_id()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -363,6 +401,16 @@ class JsonlSession:
         if self._by_id is None:
             self._by_id = dict(zip(self._order, self._entry_list, strict=True))
         return self._by_id
+
+    @property
+    def _order(self) -> list[str]:
+        """Ids of the loaded entries in file order, built on first use after a load."""
+        if self._order_list is None:
+            self._order_list = list(map(_ENTRY_ID, self._entry_list))
+        return self._order_list
+
+    def _last_id(self) -> str | None:
+        return self._entry_list[-1].id if self._entry_list else None
 
     @property
     def id(self) -> str:
@@ -468,7 +516,7 @@ class JsonlSession:
 
     def loaded_count(self) -> int:
         """How many entries are in memory (a resume loads only the tail)."""
-        return len(self._order)
+        return len(self._entry_list)
 
     def _offset_of(self, entry_id: str) -> int | None:
         if self._offset_memo is not None and self._offset_memo[0] == entry_id:
@@ -581,11 +629,13 @@ class JsonlSession:
             raise self._fail("append to the log", exc, offset) from None
         self._size += len(line)
         self._known_end = self._size
-        if self._canonical.size == offset and is_canonical_line(line[:-1]):
-            self._canonical = Canonical(self._size, zlib.crc32(line, self._canonical.crc32))
+        canonical = self._canonical
+        if canonical.size == offset and is_canonical_line(line[:-1]):
+            self._canonical = self._record_after(canonical, entry, offset, zlib.crc32(line, canonical.crc32))
         if self._by_id is not None:  # else built from the lists when first needed
             self._by_id[entry.id] = entry
-        self._order.append(entry.id)
+        if self._order_list is not None:  # else built from the list when first needed
+            self._order_list.append(entry.id)
         self._entry_list.append(entry)
         self._offset_list.append(offset)
         if isinstance(entry, CompactionBoundary):
@@ -605,6 +655,17 @@ class JsonlSession:
                 self._write_meta()
         else:
             self._unsynced = True
+
+    def _record_after(self, canonical: Canonical, entry: LogEntry, offset: int, crc32: int) -> Canonical:
+        """The canonical record once the canonical line of `entry` (at `offset`) is written after it."""
+        linked, distinct, max_id = canonical.linked, canonical.distinct, canonical.max_id
+        if linked == offset and entry.parent_id in (None, self._leaf):  # the leaf is an entry of the log
+            linked = self._size
+        if distinct == offset:
+            whole = self._by_id if self._loaded_from == 0 else None  # every id of the log, when loaded
+            if entry.id > max_id or (whole is not None and entry.id not in whole):
+                distinct, max_id = self._size, max(max_id, entry.id)
+        return Canonical(self._size, crc32, linked, distinct, max_id)
 
     def _roll_back(self, fd: int, offset: int) -> None:
         """Cut the partial line a failed write may have left, so no later line lands on it."""
@@ -664,6 +725,9 @@ class JsonlSession:
             entry_count=self._count,
             canonical_size=self._canonical.size,
             canonical_crc32=self._canonical.crc32,
+            canonical_linked=self._canonical.linked,
+            canonical_distinct=self._canonical.distinct,
+            canonical_max_id=self._canonical.max_id,
         )
         try:
             write_meta(self.folder, self.meta, self._files)
@@ -728,8 +792,8 @@ class JsonlSession:
         leaf = self._leaf
         self.report = LoadReport()
         self._load(0)
-        self._leaf = leaf if leaf in self._entries else (self._order[-1] if self._order else None)
-        self._count = len(self._order)
+        self._leaf = leaf if leaf in self._entries else self._last_id()
+        self._count = len(self._entry_list)
         self._dirty_meta = self._meta_urgent = True
         self._write_meta()
         return kept
@@ -1014,6 +1078,14 @@ class LocalSessionStore:
                             write_new_file(self._files, dst, src.read_bytes())
                 self._files.fsync_dir(here)
             self._files.fsync_dir(target / name)
+
+
+def _canonical_of(meta: SessionMeta) -> Canonical:
+    """The canonical record `meta.json` holds (a part that claims more than its prefix is dropped)."""
+    size = meta.canonical_size
+    linked = meta.canonical_linked if meta.canonical_linked <= size else 0
+    distinct = meta.canonical_distinct if meta.canonical_distinct <= size else 0
+    return Canonical(size, meta.canonical_crc32, linked, distinct, meta.canonical_max_id if distinct else "")
 
 
 def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> SessionMeta:
