@@ -170,6 +170,7 @@ SURFACE: dict[str, list[str]] = {
         "find_cut_point",
         "freed_enough",
         "parse_summary",
+        "prune_floor",
         "pruned_note",
         "render_lane",
         "should_compact",

@@ -36,7 +36,14 @@ from lamina.compaction._lane import (
     update_lane,
 )
 from lamina.compaction._ledger import update_ledger
-from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy, apply_prunes, choose_prune
+from lamina.compaction._prune import (
+    DEFAULT_PRUNE,
+    PrunePolicy,
+    apply_prunes,
+    choose_prune,
+    prunable_tokens,
+    prune_floor,
+)
 from lamina.compaction._summarize import Summariser
 from lamina.compaction._summary import turn_prefix_item
 from lamina.defang import admit, trusted
@@ -308,6 +315,7 @@ class ContextEngine:
         self._summary_shown = admit(self._summary) if self._summary is not None else None
         self._pinned = self._lane_block(view.boundary.lane, view.boundary.ledger) if view.boundary else None
         self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
+        self._prune_tally: tuple[PrunePolicy, int, int] | None = None
         self._last_seen: dict[str, str] = {}
         self._stable_seen_digest: str | None = None
         self._turn_since_boundary = False
@@ -389,10 +397,16 @@ class ContextEngine:
             # a new list: the turns prepared before keep the view they were sent with
             self._view = apply_prunes([*self._view, stamped])
             self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
+            self._prune_tally = None
             self._render_cache = RenderCache()
         else:
             self._view.append(stamped)
             self._view_tokens += entry_tokens(stamped, estimator=self.estimator)
+            if isinstance(stamped, ToolResult) and self._prune_tally is not None:
+                policy, floor, tokens = self._prune_tally
+                call = self._call_in_turn(stamped.call_id)
+                tokens += prunable_tokens(stamped, call, policy, estimator=self.estimator)
+                self._prune_tally = (policy, floor, tokens)
             self._track_view(stamped)
         return stamped
 
@@ -638,13 +652,40 @@ class ContextEngine:
         The log keeps every result; the recorded `ToolOutputPruned` says which ones requests show
         as a note from now on.
         """
-        policy = self.prune_policy if policy is None else policy
+        chosen = self._chosen_prune(self.prune_policy if policy is None else policy)
+        return self.record(chosen) if chosen is not None else None
+
+    def _chosen_prune(self, policy: PrunePolicy | None) -> ToolOutputPruned | None:
+        """The prune `policy` would make now, looking only at what is left to take (O(1) while too little is).
+
+        The tally (the policy, where what a prune may take starts, how many tokens it may take
+        from there) is kept up as results are recorded and worked out again after a prune, a new
+        view or another policy, so `prepare_turn` does not walk a long view every turn.
+        """
         if policy is None:
             return None
-        chosen = choose_prune(self._view, policy, estimator=self.estimator)
-        if chosen is None:
+        if self._prune_tally is None or self._prune_tally[0] != policy:
+            floor = prune_floor(self._view)
+            calls: dict[str, ToolCall] = {e.call_id: e for e in self._view[floor:] if isinstance(e, ToolCall)}
+            tokens = sum(
+                prunable_tokens(e, calls.get(e.call_id), policy, estimator=self.estimator)
+                for e in self._view[floor:]
+                if isinstance(e, ToolResult)
+            )
+            self._prune_tally = (policy, floor, tokens)
+        _, floor, tokens = self._prune_tally
+        if tokens < policy.minimum_tokens:
             return None
-        return self.record(chosen)
+        return choose_prune(self._view, policy, estimator=self.estimator, start=floor)
+
+    def _call_in_turn(self, call_id: str) -> ToolCall | None:
+        """The call `call_id` answers, looked for back to the start of the turn (where a tool loop's calls are)."""
+        for entry in reversed(self._view):
+            if isinstance(entry, ToolCall) and entry.call_id == call_id:
+                return entry
+            if isinstance(entry, UserMessage):
+                return None
+        return None
 
     def preview_turn(self, user_text: str) -> TurnContext:
         """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
@@ -657,7 +698,7 @@ class ContextEngine:
         """
         stable = self._prefix if self._prefix is not None else pin_stable(self._stable, self._stable_source())[0]
         user = UserMessage(id="preview", parent_id=self._view[-1].id if self._view else None, text=user_text)
-        prune = choose_prune(self._view, self.prune_policy, estimator=self.estimator) if self.prune_policy else None
+        prune = self._chosen_prune(self.prune_policy)
         view = apply_prunes([*self._view, prune]) if prune is not None else self._view  # what the turn would prune
         return TurnContext(
             id="turn_preview",

@@ -11,7 +11,7 @@ from benchmarks.cache import _bills
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamina.compaction import PrunePolicy, apply_prunes, choose_prune, pruned_note
+from lamina.compaction import PrunePolicy, apply_prunes, choose_prune, prune_floor, pruned_note
 from lamina.engine import ContextEngine
 from lamina.serve._requests import SessionRequests
 from lamina.session._entries import AssistantMessage, LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
@@ -31,9 +31,10 @@ def _turns(sizes: list[list[int]], paths: dict[tuple[int, int], str] | None = No
     entries: list[LogEntry] = []
     for t, reads in enumerate(sizes):
         entries.append(UserMessage(id=f"u{t}", text=f"turn {t}"))
-        for r, tokens in enumerate(reads):
+        for r in range(len(reads)):  # one parallel batch: the calls, then their results
             path = (paths or {}).get((t, r), f"src/m_{t}_{r}.py")
             entries.append(ToolCall(id=f"c{t}_{r}", call_id=f"call_{t}_{r}", name="Read", input={"path": path}))
+        for r, tokens in enumerate(reads):
             entries.append(ToolResult(id=f"r{t}_{r}", call_id=f"call_{t}_{r}", name="Read", content=_content(tokens)))
         entries.append(AssistantMessage(id=f"a{t}", text=f"done {t}"))
     return entries
@@ -97,6 +98,23 @@ def test_pruning_never_touches_protected_turns_and_is_stable(
         else:
             assert after is before
     assert choose_prune(pruned, policy) is None  # what is left is what the policy keeps: no prune right after
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 1_500), max_size=4), min_size=1, max_size=14), st.integers(0, 2_000))
+def test_looking_from_the_floor_chooses_what_looking_at_everything_does(turns: list[list[int]], protect: int) -> None:
+    policy = PrunePolicy(protect_turns=2, protect_tokens=protect, minimum_tokens=1_500)
+    # reads always kept, last in their batch: their call comes before results a prune takes
+    paths = {(t, len(turns[t]) - 1): "pkg/AGENTS.md" for t in range(0, len(turns), 3)}
+    full = _turns(turns, paths)
+    starts = [*(i for i, e in enumerate(full) if isinstance(e, UserMessage) and i), len(full)]
+    prunes: list[ToolOutputPruned] = []
+    for end in starts:  # the session grows a turn at a time and prunes before each next turn
+        view = apply_prunes([*full[:end], *prunes])
+        whole = choose_prune(view, policy)
+        assert choose_prune(view, policy, start=prune_floor(view)) == whole
+        if whole is not None:
+            prunes.append(whole)
 
 
 def _engine(tmp_path: Path, clock: Clock, session_id: str | None = None) -> ContextEngine:

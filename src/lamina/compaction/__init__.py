@@ -25,7 +25,7 @@ from lamina.compaction._ledger import (
     dropped_count,
     update_ledger,
 )
-from lamina.compaction._prune import PrunePolicy, apply_prunes, choose_prune, pruned_note
+from lamina.compaction._prune import PrunePolicy, apply_prunes, choose_prune, prune_floor, pruned_note
 from lamina.compaction._summary import (
     DEFAULT_MAX_SUMMARY_CHARS,
     StructuredSummary,
@@ -57,6 +57,7 @@ __all__ = [
     "find_cut_point",
     "freed_enough",
     "parse_summary",
+    "prune_floor",
     "pruned_note",
     "render_lane",
     "should_compact",

@@ -24,12 +24,21 @@ from typing import Final
 import msgspec
 
 from lamina.compaction._cut import entry_tokens
-from lamina.history_parts import is_on_demand_read
+from lamina.history_parts import _path_of, is_on_demand_read  # the one reading of a call's path
 from lamina.session._entries import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace._context_files import CONTEXT_FILE_NAMES
 
-__all__ = ["DEFAULT_PRUNE", "PrunePolicy", "apply_prunes", "choose_prune", "pruned_note"]
+__all__ = [
+    "DEFAULT_PRUNE",
+    "PrunePolicy",
+    "apply_prunes",
+    "choose_prune",
+    "is_pruned",
+    "prunable_tokens",
+    "prune_floor",
+    "pruned_note",
+]
 
 _NOTE_PREFIX = "[output pruned from context:"
 _MAX_INPUT_CHARS = 200
@@ -63,23 +72,61 @@ def pruned_note(call: ToolCall | None, result: ToolResult) -> str:
     return f"{_NOTE_PREFIX} {call.name} {args}; call it again if you need it]"
 
 
+def prunable_tokens(
+    result: ToolResult, call: ToolCall | None, policy: PrunePolicy, *, estimator: TokenEstimator = DEFAULT_ESTIMATOR
+) -> int:
+    """The tokens of `result` a prune may take (0: never pruned, being a note, small, or a read the rules count on)."""
+    if is_pruned(result):
+        return 0
+    tokens = entry_tokens(result, estimator=estimator)
+    if tokens < policy.smallest_tokens or (call is not None and _always_kept(call)):
+        return 0
+    return tokens
+
+
+def is_pruned(result: ToolResult) -> bool:
+    """Whether `result` is shown as its note (an earlier prune took it)."""
+    return result.content.startswith(_NOTE_PREFIX)
+
+
+def prune_floor(view: Sequence[LogEntry]) -> int:
+    """Where the output a prune may take can start in `view`: the turn of the newest pruned result (0: none).
+
+    A prune takes every result its policy allows older than the ones it protects, so nothing
+    before that turn is left to take (under the same policy).
+    """
+    turn = 0
+    floor = 0
+    for index, entry in enumerate(view):
+        if isinstance(entry, UserMessage):
+            turn = index
+        elif isinstance(entry, ToolResult) and is_pruned(entry):
+            floor = turn
+    return floor
+
+
 def choose_prune(
     view: Sequence[LogEntry],
     policy: PrunePolicy,
     *,
     estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    start: int = 0,
 ) -> ToolOutputPruned | None:
-    """The prune to record before the next turn of `view`, or None when none pays (see `PrunePolicy`)."""
-    calls = {e.call_id: e for e in view if isinstance(e, ToolCall)}
+    """The prune to record before the next turn of `view`, or None when none pays (see `PrunePolicy`).
+
+    Only entries from `start` on are looked at (`prune_floor`: before it, nothing is left to take).
+    """
+    tail = view[start:]
+    calls = {e.call_id: e for e in tail if isinstance(e, ToolCall)}
     turns_seen = 0
     kept_tokens = 0
     chosen: list[str] = []
     freed = 0
-    for entry in reversed(view):
+    for entry in reversed(tail):
         if isinstance(entry, UserMessage):
             turns_seen += 1
             continue
-        if not isinstance(entry, ToolResult) or entry.content.startswith(_NOTE_PREFIX):
+        if not isinstance(entry, ToolResult) or is_pruned(entry):
             continue
         tokens = entry_tokens(entry, estimator=estimator)
         if turns_seen < policy.protect_turns - 1:  # the next turn is the newest of the protected ones
@@ -89,7 +136,7 @@ def choose_prune(
             continue
         kept_tokens = policy.protect_tokens  # from here on, everything older is a candidate
         call = calls.get(entry.call_id)
-        if tokens < policy.smallest_tokens or (call is not None and _always_kept(call)):
+        if not prunable_tokens(entry, call, policy, estimator=estimator):
             continue
         chosen.append(entry.call_id)
         freed += tokens - estimator.count(pruned_note(call, entry))
@@ -100,8 +147,8 @@ def choose_prune(
 
 def _always_kept(call: ToolCall) -> bool:
     """Reads the rules count on: a skill, guide or document (a prerequisite), a context file (the project's rules)."""
-    path = call.input.get("path", call.input.get("file_path"))
-    named = isinstance(path, str) and PurePath(path).name.lower() in CONTEXT_FILE_NAMES
+    path = _path_of(call.input)
+    named = path is not None and PurePath(path).name.lower() in CONTEXT_FILE_NAMES
     return is_on_demand_read(call) or (call.name == "Read" and named)
 
 
