@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._entries import AssistantMessage, UserMessage
+from lamina.session._entries import AssistantMessage, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from lamina.session._store import LocalSessionStore
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply, ToolUse
@@ -120,3 +120,31 @@ def test_a_runaway_tool_loop_ends_in_one_error_line(tmp_path: Path, ws: Path, wi
     assert "50 model calls" in result.stderr and "Traceback" not in result.stderr
     assert "TooManyModelCallsError" not in result.stderr  # a LaminaError: its message, not its class
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_a_resumed_run_prunes_old_tool_output_unless_the_config_says_no(
+    tmp_path: Path, ws: Path, wire: WireServer, prune: bool
+) -> None:
+    store = LocalSessionStore(tmp_path / "store")
+    with store.create(cwd=str(ws)) as session:
+        for n in range(8):  # eight turns, each reading a file of about 9,000 tokens
+            session.append(UserMessage(text=f"look at module {n}"))
+            session.append(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"m{n}.py"}))
+            session.append(ToolResult(call_id=f"c{n}", name="Read", content=f"OLD-{n}\n" + "x = compute(y)\n" * 2_200))
+            session.append(AssistantMessage(text=f"read m{n}.py", model="claude-sonnet-5"))
+    if not prune:
+        (ws / ".lamina").mkdir()
+        (ws / ".lamina" / "config.toml").write_text("prune = false\n")
+    wire.script(Reply(text="Carrying on."))
+    result = runner.invoke(
+        app, ["--store", str(tmp_path / "store"), "run", "next", "--model", MODEL, "--resume", session.id]
+    )
+    assert result.exit_code == 0, result.output
+    sent = json.dumps(wire.requests[-1].body)
+    with store.open(session.id) as reopened:
+        pruned = [e for e in reopened.entries() if isinstance(e, ToolOutputPruned)]
+    if prune:
+        assert pruned and "OLD-0" not in sent and "OLD-7" in sent and "[output pruned from context: Read" in sent
+    else:
+        assert not pruned and "OLD-0" in sent
