@@ -185,10 +185,13 @@ def _document(
 
 
 def _project_json(snapshot: WorkspaceSnapshot) -> dict[str, Any] | None:
-    project = snapshot.project
+    project, problem = snapshot.project, snapshot.project_problem
+    if problem is not None:
+        return {"status": "skipped", "file": problem.path, "field": problem.field, "reason": problem.problem}
     if project is None:
         return None
     return {
+        "status": "loaded",
         "file": project.path,
         "description": project.description,
         "paths": [{"path": path, "note": note} for path, note in project.paths],
@@ -347,8 +350,11 @@ def _print_memory_and_preferences(snapshot: WorkspaceSnapshot, workspace: Worksp
     else:
         cut = f", cut to the first {memory.kept_lines:,} lines" if memory.truncated else ""
         out.print(f"Memory: MEMORY.md, {_tokens(memory.text):,} tokens kept{cut}", highlight=False)
-    project = snapshot.project
-    if project is None:
+    project, problem = snapshot.project, snapshot.project_problem
+    if problem is not None:
+        skipped = "[yellow]Project manifest: .lamina/project.toml skipped:[/yellow]"
+        out.print(f"{skipped} {safe(str(problem))}", highlight=False)
+    elif project is None:
         out.print("Project manifest: none (no .lamina/project.toml)")
     else:
         described = "a description and " if project.description else ""
