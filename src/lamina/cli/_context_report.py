@@ -506,10 +506,10 @@ _GROUPS = (
 
 def show_session(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The composition of a stored session's requests: tokens per component, per request and summed."""
-    from lamina.session._location import open_store
+    from lamina.cli._store import open_named_store
 
     try:
-        store = open_store(store_root)
+        store = open_named_store(store_root)
         try:
             with store.open(session_id, writable=False) as session:
                 path, cwd, data_dir = session.path(), session.info.cwd, session.data_dir
@@ -543,10 +543,10 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
     from lamina.budget import NEXT_MESSAGE
     from lamina.cli._session import stored_session_engine
-    from lamina.session._location import open_store
+    from lamina.cli._store import open_named_store
 
     try:
-        store = open_store(store_root)
+        store = open_named_store(store_root)
         try:
             with store.open(session_id, writable=False) as session:
                 engine = stored_session_engine(session)
