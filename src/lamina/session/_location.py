@@ -1,4 +1,4 @@
-"""Which store a location names: a `postgresql://` URL, or a folder for the JSONL store (I/O: environment).
+"""Which store a location names: a `postgresql://` URL, or a folder for the JSONL store (I/O: environment, disk).
 
 `--store` and `$LAMINA_STORE` take either. A path (or nothing: the user's data directory) keeps the
 embedded JSONL store; a URL starting with `postgresql://` or `postgres://` opens the PostgreSQL
@@ -150,5 +150,9 @@ def _check_folder(location: str | Path, setting: str) -> None:
         user = text[1:].split("/", 1)[0]
         whose = f"no user {user!r}" if user else "no home directory"
         raise UsageError(f"{shown}: cannot expand {text.split('/', 1)[0]!r}: {whose}") from None
-    if folder.exists() and not folder.is_dir():
+    try:
+        not_a_folder = folder.exists() and not folder.is_dir()
+    except OSError:  # not allowed to look, a name too long: the store reports it when it is used
+        return
+    if not_a_folder:
         raise UsageError(f"{shown}: {folder} is not a folder")

@@ -311,11 +311,11 @@ class WorkspaceContext:
     def snapshot(self, *, progress: Callable[[int], None] | None = None) -> WorkspaceSnapshot:
         """The stable parts and their inputs, rebuilt only where an input changed.
 
-        Args:
-            progress: Passed to the context-file scan when one is needed (folders listed so far).
-
         A project manifest (`.lamina/project.toml`) that cannot be used is skipped, like a bad `SKILL.md`:
         no `project.manifest` part, and the reason in the snapshot's `project_problem`.
+
+        Args:
+            progress: Passed to the context-file scan when one is needed (folders listed so far).
 
         Raises:
             PreferencesError: The preferences file cannot be used.
