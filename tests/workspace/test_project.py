@@ -107,7 +107,7 @@ def test_a_bad_manifest_is_skipped_with_a_problem_naming_the_file_and_the_field(
     assert mended.project_problem is None and "project.manifest" in [p.key for p in mended.parts]
 
 
-def test_lamina_context_shows_the_manifest_and_a_bad_one_is_one_error_line(ws: Path) -> None:
+def test_lamina_context_shows_the_manifest_and_a_bad_one_skipped_with_its_reason(ws: Path) -> None:
     (ws / ".lamina" / "project.toml").write_text(MANIFEST)
     runner = CliRunner()
     result = runner.invoke(app, ["context", str(ws), "--json"])
