@@ -61,7 +61,7 @@ from lamina.tools._pipeline import ToolPipeline
 from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
 from lamina.tools._rules import AskCallback, Rule
 from lamina.turn import TurnContext
-from lamina.workspace import WorkspaceContext, detect_platform, load_preset
+from lamina.workspace import PROJECT_FILE, WorkspaceContext, detect_platform, load_preset
 from lamina.workspace._context_files import ContextFileFinder
 
 if TYPE_CHECKING:
@@ -662,7 +662,9 @@ def open_agent(
     `Preset`. `interactive` picks the prompt's platform section: True when a person reads the
     replies and can answer, False for the headless one (scripts, CI); None (the default) decides
     by whether stdin and stdout are terminals. `prune` says when old tool output leaves the
-    provider view before a turn (`lamina.compaction.PrunePolicy`; None: never).
+    provider view before a turn (`lamina.compaction.PrunePolicy`; None: never). A
+    `.lamina/project.toml` that cannot be used is skipped, and `on_event` gets a `SkillWarning` naming
+    the file and the field.
 
     Raises:
         UnknownPresetError, PresetFileError, UsageError: The preset cannot be used (checked
@@ -673,6 +675,9 @@ def open_agent(
     try:
         wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir)
         context, catalogue = wired.context, wired.catalogue
+        problem = context.snapshot().project_problem
+        if problem is not None and on_event is not None:  # skipped like a bad SKILL.md; the user is told at start
+            on_event(SkillWarning(str(PROJECT_FILE), f"{problem} (the file is skipped)"))
         tools = [*wired.tools, *(sources.tools if sources else ())]
         engine = ContextEngine(
             session,

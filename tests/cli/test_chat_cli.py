@@ -90,6 +90,27 @@ def test_chat_warns_about_an_unknown_skill(tmp_path: Path, monkeypatch: pytest.M
     assert "warning: unknown skill [skill:nope]" in result.stderr
 
 
+def test_chat_warns_about_a_skipped_project_manifest_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".lamina").mkdir(parents=True)
+    manifest = workspace / ".lamina" / "project.toml"
+    manifest.write_text("description = 3\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": [{"text": "Hello there."}]}))
+    monkeypatch.chdir(workspace)
+    result = runner.invoke(
+        app, ["--store", str(tmp_path / "store"), "chat", "--model", f"scripted:{script}"], input="Hi\n/quit\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        f"warning: project file {manifest.resolve()}: description: must be a string, not int (the file is skipped)"
+        in result.stderr
+    )
+    assert "Hello there." in result.stdout
+
+
 def test_chat_attach_sends_a_file_with_the_next_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()

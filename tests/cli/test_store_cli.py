@@ -91,3 +91,49 @@ def test_run_serves_a_turn_from_the_database_and_continues_it(
     with PostgresSessionStore(url) as store, store.open(session_id, writable=False) as session:
         texts = [e.text for e in session.entries() if isinstance(e, UserMessage | AssistantMessage)]
     assert texts == ["What is here?", "Looking.", "Nothing here.", "And now?", "Still nothing."]
+
+
+# every command that opens a store, with the arguments it needs to get that far
+STORE_COMMANDS: dict[str, list[str]] = {
+    "sessions list": ["sessions", "list"],
+    "sessions show": ["sessions", "show", "20260101-000000-abcdef"],
+    "sessions branch": ["sessions", "branch", "20260101-000000-abcdef", "0123456789abcdef"],
+    "sessions export": ["sessions", "export", "20260101-000000-abcdef", "-o", "out.zip"],
+    "sessions import": ["sessions", "import", "in.zip"],
+    "sessions compact": ["sessions", "compact", "20260101-000000-abcdef"],
+    "sessions budget": ["sessions", "budget", "20260101-000000-abcdef"],
+    "sessions delete": ["sessions", "delete", "20260101-000000-abcdef", "--yes"],
+    "sessions check": ["sessions", "check", "--all"],
+    "sessions repair": ["sessions", "repair", "20260101-000000-abcdef"],
+    "context --session": ["context", "--session", "20260101-000000-abcdef"],
+    "chat": ["chat", "--model", "scripted:script.json"],
+    "run": ["run", "--model", "scripted:script.json", "hello"],
+    "serve": ["serve", "--port", "1"],
+    "store migrate": ["store", "migrate"],
+    "store version": ["store", "version"],
+}
+
+
+@pytest.mark.parametrize("value", ["postgresql://", "~nosuchuser-lamina/x", "postgresql://db.example:x/lamina"])
+@pytest.mark.parametrize("command", STORE_COMMANDS)
+def test_a_malformed_lamina_store_is_one_error_line_naming_it_and_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, value: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "script.json").write_text(json.dumps({"responses": [{"text": "unused"}]}))
+    (tmp_path / "in.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setenv("LAMINA_STORE", value)
+    result = runner.invoke(app, STORE_COMMANDS[command], input="/quit\n")
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert isinstance(result.exception, SystemExit)  # typer's exit, not an exception escaping the command
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"error: LAMINA_STORE='{value}': ") and result.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zip", "script.json"]  # no store folder made here
+
+
+def test_a_malformed_store_option_is_named_as_the_option(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["--store", "postgresql://", "sessions", "list"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --store='postgresql://': the URL names no host; a PostgreSQL store is ")
+    result = runner.invoke(app, ["--store", "postgresql://", "store", "migrate"])
+    assert result.exit_code == 2 and result.stderr.startswith("error: --store='postgresql://': the URL names no host")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import stat
+import struct
 import warnings
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -330,3 +333,82 @@ def test_a_workspace_at_the_root_is_not_remapped_in_every_text(tmp_path: Path) -
     with LocalSessionStore(tmp_path / "other").open(result.session_id, writable=False) as imported:
         assert next(e for e in imported.entries() if isinstance(e, UserMessage)).text == "a / b and /etc/hosts"
         assert imported.meta.cwd == "/new/place"
+
+
+# -- member names as the archive stores them (raw bytes: zipfile cuts `filename` at a NUL) -----------
+
+_UTF8_NAME: int = 1 << 11
+
+
+def _raw_zip(members: Sequence[tuple[bytes, bytes, bytes]]) -> bytes:
+    """A stored (uncompressed) zip written byte by byte: (central directory name, local header name, data).
+
+    zipfile cannot write these names: it cuts a name at its first NUL, and writes one name for both headers.
+    """
+    local = io.BytesIO()
+    central = io.BytesIO()
+    for name, local_name, data in members:
+        flags = _UTF8_NAME if any(b >= 0x80 for b in name) else 0
+        crc, offset = zlib.crc32(data), local.tell()
+        fixed = (20, flags, 0, 0, 0x21, crc, len(data), len(data))  # version, flags, stored, 00:00 1980-01-01
+        local.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, *fixed, len(local_name), 0) + local_name + data)
+        central.write(
+            struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *fixed, len(name), 0, 0, 0, 0, 0, offset) + name
+        )
+    directory = central.getvalue()
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(directory), local.tell(), 0)
+    return local.getvalue() + directory + end
+
+
+def _bundle_with_member(good_bundle: Path, stored: bytes, *, local_name: bytes | None = None) -> bytes:
+    """The good bundle's members, plus one stored under the raw name `stored`, listed as zipfile reads it."""
+    manifest, members = _members(good_bundle)
+    data = b"looks harmless\n"
+    read_as = zipfile.ZipInfo(stored.decode("utf-8" if any(b >= 0x80 for b in stored) else "cp437")).filename
+    doc = msgspec.to_builtins(manifest)
+    doc["files"] = [_listed(n, d) for n, d in members.items()]
+    if not read_as.endswith("/"):
+        doc["files"].append(_listed(read_as, data))
+    raw = [(n.encode(), n.encode(), d) for n, d in members.items()]
+    raw.append((stored, stored if local_name is None else local_name, b"" if read_as.endswith("/") else data))
+    raw.append((b"manifest.json", b"manifest.json", json.dumps(doc).encode()))
+    return _raw_zip(raw)
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize(
+    ("stored", "local_name", "refused"),
+    [
+        (b"session/data/ok.txt\x00../../../x", None, "U+0000"),
+        (b"session/data/a\x1b[31mred.txt", None, "U+001B"),
+        (b"session/data/del\x7f.txt", None, "U+007F"),
+        ("session/data/nel\u0085.txt".encode(), None, "U+0085"),
+        ("session/data/invoice\u202etxt.exe".encode(), None, "U+202E"),
+        ("session/data/line\u2028break.txt".encode(), None, "U+2028"),
+        (b"session/data/folder\x01/", None, "U+0001"),
+        (b"session/data/ok.txt", b"session/data/ok.txt\x00../../../x", "File name in directory"),
+    ],
+    ids=["NUL", "ESC", "DEL", "C1 NEL", "bidi override", "line separator", "folder entry", "local header NUL"],
+)
+def test_a_member_name_with_a_control_character_in_its_stored_bytes_is_refused_and_the_store_is_untouched(
+    tmp_path: Path, good_bundle: Path, stored: bytes, local_name: bytes | None, refused: str
+) -> None:
+    store = LocalSessionStore(tmp_path / "store")
+    import_session(store, good_bundle)  # a store with a session in it already
+    before = _tree(store.root)
+    bundle = tmp_path / "hostile.zip"
+    bundle.write_bytes(_bundle_with_member(good_bundle, stored, local_name=local_name))
+    whole = stored.decode("utf-8" if any(b >= 0x80 for b in stored) else "cp437")
+    with zipfile.ZipFile(bundle) as zf:  # the archive opens; zipfile's `filename` stops at a NUL
+        info = zf.infolist()[-2]
+        assert info.orig_filename == whole and info.filename == whole.split("\0")[0]
+    for keep_id in (False, True):
+        with pytest.raises(BundleError, match=re.escape(refused)) as caught:
+            import_session(store, bundle, keep_id=keep_id)
+        assert caught.value.member == whole and repr(whole) in str(caught.value)  # the member named whole
+        assert _tree(store.root) == before  # nothing written, nothing changed
+    with pytest.raises(BundleError, match=re.escape(refused)):
+        check_bundle(bundle)

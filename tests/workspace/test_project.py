@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,14 @@ from lamina.cli import app
 from lamina.defang import contains_reserved_marker
 from lamina.parts import Authority, Stability, Tier
 from lamina.tools import default_tool_specs
-from lamina.workspace import PREFERENCES_ENV_VAR, ProjectFileError, WorkspaceContext, parse_project, project_part
+from lamina.workspace import (
+    PREFERENCES_ENV_VAR,
+    Preferences,
+    ProjectFileError,
+    WorkspaceContext,
+    parse_project,
+    project_part,
+)
 
 MANIFEST = """\
 description = "A shop: an API and a web front end."
@@ -68,7 +77,7 @@ def test_no_manifest_no_part_and_an_edit_is_seen(ws: Path) -> None:
     ("text", "message"),
     [
         ("description = ", "project file {path}: not valid TOML"),
-        ('descripton = "x"\n', "project file {path}: descripton: unknown field (did you mean 'description'?)"),
+        ('descripton = "x"\n', "project file {path}: descripton: unknown field 'descripton' (did you mean"),
         ("description = 3\n", "project file {path}: description: must be a string, not int"),
         ('paths = "src/"\n', "project file {path}: paths: must be a list of paths or a table of paths to notes"),
         ('paths = ["src/", 4]\n', "project file {path}: paths[1]: must be a path (a string), not int"),
@@ -79,15 +88,26 @@ def test_no_manifest_no_part_and_an_edit_is_seen(ws: Path) -> None:
         ('description = " "\n[paths]\n', "project file {path}: empty: give a description, paths or both"),
     ],
 )
-def test_a_bad_manifest_is_an_error_naming_the_file_and_the_key(ws: Path, text: str, message: str) -> None:
+def test_a_bad_manifest_is_skipped_with_a_problem_naming_the_file_and_the_field(
+    ws: Path, text: str, message: str
+) -> None:
     path = ws / ".lamina" / "project.toml"
     path.write_text(text)
     with pytest.raises(ProjectFileError) as caught:
-        _context(ws)()
+        parse_project(text, path=path)  # the parser itself still refuses the file
     assert str(caught.value).startswith(message.format(path=path))
+    context = _context(ws)
+    snapshot = context.snapshot()  # the session's stable context skips it, like a bad SKILL.md
+    assert snapshot.project is None
+    assert str(snapshot.project_problem) == str(caught.value)
+    keys = [p.key for p in snapshot.parts]
+    assert "project.manifest" not in keys and "context.root" in keys  # the rest of the context is there
+    path.write_text(MANIFEST)  # mended: read again and shown
+    mended = context.snapshot()
+    assert mended.project_problem is None and "project.manifest" in [p.key for p in mended.parts]
 
 
-def test_lamina_context_shows_the_manifest_and_a_bad_one_is_one_error_line(ws: Path) -> None:
+def test_lamina_context_shows_the_manifest_and_a_bad_one_skipped_with_its_reason(ws: Path) -> None:
     (ws / ".lamina" / "project.toml").write_text(MANIFEST)
     runner = CliRunner()
     result = runner.invoke(app, ["context", str(ws), "--json"])
@@ -99,18 +119,25 @@ def test_lamina_context_shows_the_manifest_and_a_bad_one_is_one_error_line(ws: P
     assert part["stability"] == "stable" and part["tokens"] > 10
     human = runner.invoke(app, ["context", str(ws)])
     assert "Project manifest: .lamina/project.toml, a description and 2 important paths" in human.stdout
-    (ws / ".lamina" / "project.toml").write_text('paths = ["ok", ""]\n')
+    path = ws / ".lamina" / "project.toml"
+    path.write_text('paths = ["ok", ""]\n')
     bad = runner.invoke(app, ["context", str(ws)])
-    assert bad.exit_code == 2
-    assert f"error: project file {ws / '.lamina' / 'project.toml'}: paths[1]: an empty path" in bad.stderr
+    assert bad.exit_code == 0, bad.output  # skipped with its reason, the report goes on
+    assert f"Project manifest: .lamina/project.toml skipped: project file {path}: paths[1]: an empty path" in bad.stdout
+    assert "Parts" in bad.stdout and "project.manifest" not in bad.stdout
+    bad_json = json.loads(runner.invoke(app, ["context", str(ws), "--json"]).stdout)
+    skipped = {"status": "skipped", "file": str(path), "field": "paths[1]", "reason": "an empty path"}
+    assert bad_json["project"] == skipped
+    assert "project.manifest" not in [p["key"] for p in bad_json["parts"]]
 
 
 def test_a_manifest_linked_out_of_the_workspace_is_refused(ws: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside.toml"
     outside.write_text('description = "secret"\n')
     (ws / ".lamina" / "project.toml").symlink_to(outside)
-    with pytest.raises(ProjectFileError, match="resolves outside the working directory"):
-        _context(ws)()
+    snapshot = _context(ws).snapshot()
+    assert "resolves outside the working directory" in str(snapshot.project_problem)
+    assert not any("secret" in p.text for p in snapshot.parts)
 
 
 @given(st.text(max_size=200), st.lists(st.text(max_size=40), max_size=5))
@@ -126,3 +153,106 @@ def test_any_description_and_notes_stay_inside_their_block(description: str, not
     text = project_part(manifest).text
     inner = text.split('authority="project_file">\n', 1)[1].rsplit("\n</untrusted>", 1)[0]
     assert not contains_reserved_marker(inner)
+
+
+# --- malformed manifests, generated: never a crash, always a problem naming the file and the field ------------
+
+_Toml = str | int | float | bool | list["_Toml"] | dict[str, "_Toml"]
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: every control character escaped (TOML refuses them raw, DEL included)."""
+    escaped = "".join(
+        "\\" + c if c in '"\\' else f"\\u{ord(c):04x}" if ord(c) < 32 or ord(c) == 127 else c for c in text
+    )
+    return f'"{escaped}"'
+
+
+def _toml_value(value: _Toml) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml_value, value)) + "]"
+    return "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+
+
+_scalars = st.text(max_size=20) | st.integers() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_documents = st.dictionaries(st.sampled_from(["description", "paths"]) | st.text(max_size=10), _values, max_size=4)
+
+
+@pytest.fixture(scope="module")
+def scratch() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="lamina-project-") as folder:
+        root = Path(folder)
+        (root / ".lamina").mkdir()
+        (root / "AGENTS.md").write_text("Run the tests.\n")
+        yield root
+
+
+def _snapshot_of(root: Path, content: bytes) -> tuple[Path, WorkspaceContext]:
+    path = root / ".lamina" / "project.toml"
+    path.write_bytes(content)
+    return path, WorkspaceContext(root, tools=default_tool_specs(), preferences=Preferences())
+
+
+@given(document=_documents)
+def test_a_malformed_manifest_never_stops_the_context_and_its_problem_names_the_file_and_the_field(
+    scratch: Path, document: dict[str, _Toml]
+) -> None:
+    text = "".join(f"{_toml_string(key)} = {_toml_value(value)}\n" for key, value in document.items())
+    path, context = _snapshot_of(scratch, text.encode())
+    snapshot = context.snapshot()  # never raises
+    problem = snapshot.project_problem
+    keys = [p.key for p in snapshot.parts]
+    assert "context.root" in keys
+    if problem is None:  # a usable manifest: only known fields, each of its type
+        assert snapshot.project is not None and "project.manifest" in keys
+        assert set(document) <= {"description", "paths"}
+        return
+    assert snapshot.project is None and "project.manifest" not in keys
+    assert problem.path == str(path) and str(problem).startswith(f"project file {path}: ")
+    if problem.field is None:  # the file as a whole: only when it says nothing at all
+        assert problem.problem.startswith("empty") and set(document) <= {"description", "paths"}
+    else:  # the field named is one the file has
+        assert any(problem.field == k or problem.field.startswith((f"{k}[", f"{k}.")) for k in document)
+        assert f": {problem.field}: " in str(problem)
+
+
+@given(content=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_any_bytes_as_a_manifest_never_stop_the_context(scratch: Path, content: bytes) -> None:
+    path, context = _snapshot_of(scratch, content)
+    snapshot = context.snapshot()
+    assert (snapshot.project is None) != (snapshot.project_problem is None)
+    if snapshot.project_problem is not None:
+        assert str(snapshot.project_problem).startswith(f"project file {path}")
+
+
+def test_agent_start_reports_a_skipped_manifest_and_the_session_goes_on(ws: Path, tmp_path: Path) -> None:
+    from lamina.activation import SkillWarning
+    from lamina.agent import AgentEvent, open_agent
+    from lamina.providers import ScriptedProvider, ScriptedResponse
+    from lamina.session import LocalSessionStore
+
+    path = ws / ".lamina" / "project.toml"
+    path.write_text('description = "A shop."\nowner = "me"\n')
+    events: list[AgentEvent] = []
+    provider = ScriptedProvider([ScriptedResponse(text="Hello.")])
+    agent = open_agent(LocalSessionStore(tmp_path / "store"), provider, workspace=ws, on_event=events.append)
+    try:
+        warnings = [e for e in events if isinstance(e, SkillWarning)]
+        assert [w.name for w in warnings] == [".lamina/project.toml"]
+        assert warnings[0].message.startswith(f"project file {path}: owner: unknown field 'owner'")
+        outcome = agent.run_turn_sync("Hi")
+        assert outcome.text == "Hello."
+        assert "project.manifest" not in [p.key for p in outcome.turn.parts()]
+    finally:
+        agent.engine.session.close()

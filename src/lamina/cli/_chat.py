@@ -92,11 +92,11 @@ def chat(
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort, err
     from lamina.cli._session import clean_up_empty_sessions, latest_session
+    from lamina.cli._store import store_or_abort
     from lamina.errors import LaminaError
-    from lamina.session._location import open_store
 
     workspace = Path.cwd()
-    store = open_store((ctx.find_root().obj or {}).get("store"))
+    store = store_or_abort(ctx)
     settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
     if resume is not None and continue_:
         abort("use --resume ID or --continue, not both")

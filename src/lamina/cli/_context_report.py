@@ -185,10 +185,13 @@ def _document(
 
 
 def _project_json(snapshot: WorkspaceSnapshot) -> dict[str, Any] | None:
-    project = snapshot.project
+    project, problem = snapshot.project, snapshot.project_problem
+    if problem is not None:
+        return {"status": "skipped", "file": problem.path, "field": problem.field, "reason": problem.problem}
     if project is None:
         return None
     return {
+        "status": "loaded",
         "file": project.path,
         "description": project.description,
         "paths": [{"path": path, "note": note} for path, note in project.paths],
@@ -347,8 +350,11 @@ def _print_memory_and_preferences(snapshot: WorkspaceSnapshot, workspace: Worksp
     else:
         cut = f", cut to the first {memory.kept_lines:,} lines" if memory.truncated else ""
         out.print(f"Memory: MEMORY.md, {_tokens(memory.text):,} tokens kept{cut}", highlight=False)
-    project = snapshot.project
-    if project is None:
+    project, problem = snapshot.project, snapshot.project_problem
+    if problem is not None:
+        skipped = "[yellow]Project manifest: .lamina/project.toml skipped:[/yellow]"
+        out.print(f"{skipped} {safe(str(problem))}", highlight=False)
+    elif project is None:
         out.print("Project manifest: none (no .lamina/project.toml)")
     else:
         described = "a description and " if project.description else ""
@@ -500,10 +506,10 @@ _GROUPS = (
 
 def show_session(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The composition of a stored session's requests: tokens per component, per request and summed."""
-    from lamina.session._location import open_store
+    from lamina.cli._store import open_named_store
 
     try:
-        store = open_store(store_root)
+        store = open_named_store(store_root)
         try:
             with store.open(session_id, writable=False) as session:
                 path, cwd, data_dir = session.path(), session.info.cwd, session.data_dir
@@ -537,10 +543,10 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
     from lamina.budget import NEXT_MESSAGE
     from lamina.cli._session import stored_session_engine
-    from lamina.session._location import open_store
+    from lamina.cli._store import open_named_store
 
     try:
-        store = open_store(store_root)
+        store = open_named_store(store_root)
         try:
             with store.open(session_id, writable=False) as session:
                 engine = stored_session_engine(session)

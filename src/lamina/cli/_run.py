@@ -51,8 +51,8 @@ def run(
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort
     from lamina.cli._session import latest_session
+    from lamina.cli._store import store_or_abort
     from lamina.errors import LaminaError
-    from lamina.session._location import open_store
 
     if as_json and stream_json:
         abort("use --json or --stream-json, not both")
@@ -65,7 +65,7 @@ def run(
     if not text.strip():
         abort("empty message: give the text as an argument, or `-` and the text on stdin")
     workspace = Path.cwd()
-    store = open_store((ctx.find_root().obj or {}).get("store"))
+    store = store_or_abort(ctx)
     settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
     session_id = resume
     emit = _stream_line if stream_json else None

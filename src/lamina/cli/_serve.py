@@ -30,11 +30,11 @@ def serve(
         import uvicorn
 
         from lamina.cli._prices import cost_of
+        from lamina.cli._store import store_or_abort
         from lamina.serve._app import create_app
-        from lamina.session._location import open_store
     except ImportError as exc:  # pragma: no cover - the dependencies are part of the package
         abort(f"lamina serve needs its web dependencies: {exc}")
-    store = open_store((ctx.find_root().obj or {}).get("store"))
+    store = store_or_abort(ctx)
     app = create_app(store, host=host, port=port, prices=cost_of)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"sessions/{session}" if session else "")

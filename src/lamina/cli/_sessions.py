@@ -38,12 +38,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON documen
 
 
 def _store(ctx: typer.Context) -> SessionStore:
-    from lamina.session._location import open_store
+    from lamina.cli._store import store_or_abort
 
-    try:
-        return open_store((ctx.find_root().obj or {}).get("store"))
-    except LaminaError as exc:
-        abort(str(exc))
+    return store_or_abort(ctx)
 
 
 def _local_store(ctx: typer.Context, command: str) -> LocalSessionStore:

@@ -2,22 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.errors import LaminaError
 
+if TYPE_CHECKING:
+    from lamina.session import SessionStore
+
 app = typer.Typer(help="Manage the session store itself (PostgreSQL schema migrations).", no_args_is_help=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
 
 
-def _location(ctx: typer.Context) -> str | None:
-    from lamina.session._location import is_postgres_url, store_location
+def open_named_store(given: str | Path | None) -> SessionStore:
+    """The store `--store` (given) or `$LAMINA_STORE` names; a malformed one is a `UsageError` naming which."""
+    from lamina.session import open_store
 
-    chosen = store_location((ctx.find_root().obj or {}).get("store"))
+    return open_store(given, setting="--store" if given else None)
+
+
+def store_or_abort(ctx: typer.Context) -> SessionStore:
+    """The command's store; a location that cannot be used ends it with one error line (exit 2 when malformed)."""
+    try:
+        return open_named_store((ctx.find_root().obj or {}).get("store"))
+    except LaminaError as exc:
+        abort(str(exc))
+
+
+def _location(ctx: typer.Context) -> str | None:
+    from lamina.session._location import check_location, is_postgres_url, store_location
+
+    given = (ctx.find_root().obj or {}).get("store")
+    chosen = store_location(given)
+    if chosen is None:
+        return None
+    try:
+        check_location(chosen, setting="--store" if given else "LAMINA_STORE")
+    except LaminaError as exc:
+        abort(str(exc))
     return str(chosen) if is_postgres_url(chosen) else None
 
 

@@ -8,8 +8,9 @@ files under `session/` (`log.jsonl`, `meta.json`, `attachments/`, `data/`, `plan
 
 `export_session` writes the bundle beside its destination and renames it into place: a crash
 leaves the old file or the whole new one. `import_session` reads and checks the whole bundle
-before it writes anything: member names (no absolute paths, `..`, backslashes, symlinks,
-duplicates or names outside the layout), sizes (declared and actual, total, compression ratio:
+before it writes anything: member names as the archive stores them (no NUL or other control or
+invisible character, absolute paths, `..`, backslashes, symlinks, duplicates or names outside the
+layout), sizes (declared and actual, total, compression ratio:
 no zip bombs), every sha256 against the manifest and the log's entries. A bundle that fails any
 check raises `BundleError` and leaves the store as it was. The session is then built under a
 hidden folder and renamed into place (nothing half-made is ever listed), with a new id unless
@@ -30,6 +31,7 @@ import re
 import secrets
 import stat
 import time
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -298,6 +300,22 @@ def _put_file(zf: zipfile.ZipFile, name: str, source: Path) -> BundleFile:
 # -- checking a bundle ------------------------------------------------------------------------
 
 _WINDOWS_DRIVE: Final = re.compile(r"^[A-Za-z]:")
+_UNSEEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp"})
+"""Control (C0, DEL, C1), format (bidi, zero-width) and line-breaking characters: never in a name the store writes."""
+
+
+def _check_stored_name(bundle: Path, info: zipfile.ZipInfo) -> None:
+    """Refuse a member whose name, as the archive stores it, holds a control or invisible character.
+
+    `ZipInfo.filename` stops at a NUL (`ok.txt<NUL>../../x` reads as `ok.txt`, and other tools may
+    read it otherwise), so the stored name is checked: `orig_filename`, the central directory's
+    bytes decoded whole. Opening a member compares its local header's name with that same name.
+    """
+    stored = info.orig_filename
+    bad = next((c for c in stored if unicodedata.category(c) in _UNSEEN_CATEGORIES), None)
+    if bad is not None:
+        reason = f"member name holds a control or invisible character (U+{ord(bad):04X})"
+        raise BundleError(bundle, reason, member=stored)
 
 
 def _check_name(bundle: Path, name: str) -> None:
@@ -364,6 +382,7 @@ def _check(zf: zipfile.ZipFile, bundle: Path, limits: BundleLimits) -> _Checked:
     folded: set[str] = set()
     declared = 0
     for info in infos:
+        _check_stored_name(bundle, info)
         name = info.filename
         if info.is_dir():
             _check_name(bundle, f"{name.rstrip('/')}/x")  # a folder entry: only its name matters

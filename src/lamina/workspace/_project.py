@@ -20,7 +20,9 @@ description of at most 2,000 characters, at most 100 paths, a path or note of at
 The file is written by the project's people, but it is project text like `AGENTS.md`: it reaches
 the prompt wrapped by `defang` with authority `project_file`, as data. A file that cannot be used
 (not TOML, an unknown field, a wrong type, a bad path, a link out of the workspace) is a
-`ProjectFileError` naming the file and the field, never silently dropped.
+`ProjectFileError` naming the file and the field, never silently dropped: `load_project` raises it,
+and a session's stable context (`WorkspaceContext`) skips the file, like a bad `SKILL.md`, with the
+error as the snapshot's `project_problem`, which `lamina context`, `lamina chat` and `open_agent` show.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class ProjectFileError(UsageError):
         self.field = field
         """The field at fault, e.g. `description` or `paths[2]`; None for the file as a whole."""
         self.problem = problem
-        where = f"{path}: {field}" if field else path
+        where = f"{path}: {field}" if field is not None else path  # a field may be named "" in TOML
         super().__init__(f"project file {where}: {problem}")
 
 
@@ -139,7 +141,7 @@ def parse_project(text: str, *, path: Path) -> ProjectManifest:
         if key not in _FIELDS:
             close = difflib.get_close_matches(key, _FIELDS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise fail(key, f"unknown field{hint}; the fields are {', '.join(_FIELDS)}")
+            raise fail(key, f"unknown field {key!r}{hint}; the fields are {', '.join(_FIELDS)}")
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise fail("description", f"must be a string, not {type(description).__name__}")

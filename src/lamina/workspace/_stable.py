@@ -58,7 +58,7 @@ from lamina.workspace._preferences import (
     load_preferences,
     preferences_part,
 )
-from lamina.workspace._project import PROJECT_FILE, ProjectManifest, load_project, project_part
+from lamina.workspace._project import PROJECT_FILE, ProjectFileError, ProjectManifest, load_project, project_part
 
 __all__ = [
     "DEFAULT_INLINE_ROOT_TOKENS",
@@ -200,7 +200,9 @@ class WorkspaceSnapshot:
     """The loaded memory, why `MEMORY.md` was skipped, or None when there is none."""
     parts: tuple[Part, ...]
     project: ProjectManifest | None = None
-    """The project manifest (`.lamina/project.toml`), or None when the workspace has none."""
+    """The project manifest (`.lamina/project.toml`), or None when the workspace has none or it was skipped."""
+    project_problem: ProjectFileError | None = None
+    """Why `.lamina/project.toml` was skipped (it names the file and the field), or None when it was not."""
 
 
 class WorkspaceContext:
@@ -286,6 +288,7 @@ class WorkspaceContext:
         self._preferences: Preferences | None = preferences
         self._project_stamp: _Stamp | None = None
         self._project: ProjectManifest | None = None
+        self._project_problem: ProjectFileError | None = None
 
     @property
     def preferences_file(self) -> Path | None:
@@ -308,12 +311,14 @@ class WorkspaceContext:
     def snapshot(self, *, progress: Callable[[int], None] | None = None) -> WorkspaceSnapshot:
         """The stable parts and their inputs, rebuilt only where an input changed.
 
+        A project manifest (`.lamina/project.toml`) that cannot be used is skipped, like a bad `SKILL.md`:
+        no `project.manifest` part, and the reason in the snapshot's `project_problem`.
+
         Args:
             progress: Passed to the context-file scan when one is needed (folders listed so far).
 
         Raises:
             PreferencesError: The preferences file cannot be used.
-            ProjectFileError: The project manifest (`.lamina/project.toml`) cannot be used.
         """
         with self._lock:
             scan = self._finder.find(self.root, progress=progress)
@@ -331,8 +336,12 @@ class WorkspaceContext:
                 return previous
             preferences = self._load_preferences(preferences_stamp)
             if previous is None or project_stamp != self._project_stamp:
-                self._project = load_project(self.root, allowed_roots=tuple(map(Path, self._allowed_roots)))
-                self._project_stamp = project_stamp  # only after a successful read: a broken file is read again
+                try:
+                    self._project = load_project(self.root, allowed_roots=tuple(map(Path, self._allowed_roots)))
+                    self._project_problem = None
+                except ProjectFileError as exc:  # skipped with its reason; read again once the file changes
+                    self._project, self._project_problem = None, exc
+                self._project_stamp = project_stamp
             if previous is None or memory_stamp != self._memory_stamp:
                 self._memory = load_memory(
                     self.root,
@@ -374,6 +383,7 @@ class WorkspaceContext:
                 memory=self._memory,
                 parts=parts,
                 project=self._project,
+                project_problem=self._project_problem,
             )
             return self._snapshot
 
