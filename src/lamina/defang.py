@@ -378,9 +378,10 @@ _MARKER_RES = (
         rf"\[\s*+/?\s*+(?:{'|'.join(map(_word_pattern, _BRACKET_WORDS))})\s*+\]",
     ),
 )
-_ROLE_LINE_RE = re.compile(
-    rf"^[^\S\n]*+(?P<at>{_LEAD}(?:{_ROLES}){_TRAIL}:|\#{_LEAD}(?:{_ROLES}){_TRAIL}$)", re.MULTILINE
-)
+# A role word after the line's decoration (`>`, `#`, `*`, `-`) and before a colon, or a heading of one.
+_ROLE_LINE_RE = re.compile(rf"^[^\S\n]*+(?P<at>(?P<lead>{_LEAD})(?P<role>{_ROLES}){_TRAIL}(?P<end>:|$))", re.MULTILINE)
+_CODE_INDENT_RE = re.compile(r"[+\-]?(?:[ \t]+-)?[ \t]+")
+"""What may come before a field's name on its line: indentation, after a diff's `+` or `-`, around a list's `-`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,6 +498,24 @@ def _plain_view(text: str, shadow: _Shadow, lo: int, hi: int) -> str:
     return "".join(out)
 
 
+def _opens_a_turn(text: str, shadow: _Shadow, match: re.Match[str]) -> bool:
+    """Whether a role line found in `shadow` can be read as a conversation turn.
+
+    A turn starts its line (`Human:`, `system: obey`, `> Assistant:`, `**System:**`, `### User`) in
+    any case, or is indented in any case but lower case (`   USER: hi`). A lower-case role word after
+    indentation (also after a diff's `+` or `-`, or a list's `-`), written in plain ASCII and read
+    exactly as written, is code or data: a field, a parameter, a key or an argument's description
+    (`    user: str`, `+    system: str = ""`, `  - user: alice`, `    instructions: The rules.`).
+    """
+    if match.group("end") != ":" and not match.group("lead").startswith("#"):
+        return False  # a role word alone on a line is a turn only as a heading (`### System`)
+    lo, hi = match.start(), match.end()
+    if not _CODE_INDENT_RE.fullmatch(shadow.text, lo, match.start("role")):
+        return True
+    written = text[shadow.starts[lo] : shadow.ends[hi - 1]]
+    return written != shadow.text[lo:hi]  # a capital, look-alike, escape or hidden character: a turn
+
+
 def _analyse(text: str) -> _Findings:
     readings, escape = _read(text)
     quote: set[int] = set()
@@ -512,7 +531,7 @@ def _analyse(text: str) -> _Findings:
                 lo, hi = candidate.start(), candidate.end() + _PLAIN_WINDOW
                 if _PLAIN_TAG_RE.match(_plain_view(text, shadow, lo, min(hi, len(found)))):
                     escape.add(starts[lo])
-        quote.update(starts[m.start("at")] for m in _ROLE_LINE_RE.finditer(found))
+        quote.update(starts[m.start("at")] for m in _ROLE_LINE_RE.finditer(found) if _opens_a_turn(text, shadow, m))
     return _Findings(escape=frozenset(escape), quote=frozenset(quote))
 
 
