@@ -86,9 +86,29 @@ def assert_one_sealed_block(wrapped: str) -> str:
     assert not contains_reserved_marker(rest[: -len(CLOSING)])
     assert not contains_reserved_marker(content), content
     assert oracle_markers(content) == [], content
-    hidden = [c for c in wrapped if c not in "\t\n\r" and unicodedata.category(c) in ORACLE_HIDDEN]
-    assert hidden == [], hidden
+    assert oracle_hidden(wrapped) == [], oracle_hidden(wrapped)
     return content
+
+
+# Invisible characters ordinary text needs, left as they are: joiners (in a script or an emoji sequence),
+# a subdivision flag's tags, prepended concatenation marks, and emoji newer than this Python's Unicode data.
+ORACLE_FLAG_RE = re.compile(
+    "\U0001f3f4\ufe0f?[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,4}\U000e007f"
+)
+ORACLE_SEEN = set("\u200c\u200d\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd")
+
+
+def oracle_hidden(text: str) -> list[str]:
+    """The invisible characters left in `text` that no ordinary text needs."""
+    text = ORACLE_FLAG_RE.sub("\U0001f3f4", text)
+    return [
+        c
+        for c in text
+        if c not in "\t\n\r"
+        and unicodedata.category(c) in ORACLE_HIDDEN
+        and c not in ORACLE_SEEN
+        and not (unicodedata.category(c) == "Cn" and (0x1F000 <= ord(c) <= 0x1FAFF or 0x1FC00 <= ord(c) <= 0x1FFFD))
+    ]
 
 
 # --- strategies that splice break-out attempts into arbitrary text ---------------------------------
@@ -856,3 +876,51 @@ def test_every_forged_turn_is_seen_and_neutralised(turn: str, rest: str) -> None
 )
 def test_a_role_word_is_a_turn_unless_it_is_an_indented_lower_case_field(text: str, content: str) -> None:
     assert neutralise(text, max_chars=1000) == content
+
+
+def tags(text: str) -> str:
+    """`text` in Unicode tag characters (invisible; models read them as ASCII)."""
+    return "".join(chr(0xE0000 + ord(c)) for c in text)
+
+
+ENGLAND = "\U0001f3f4" + tags("gbeng") + "\U000e007f"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "family \U0001f468\u200d\U0001f469\u200d\U0001f467, mage \U0001f9d9\u200d\u2642\ufe0f",  # emoji sequences
+        "\u0915\u094d\u200d\u0937 \u0915\u094d\u200c\u0937",  # Devanagari: a joiner after a virama
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian: a non-joiner inside a word
+        f"flag {ENGLAND}",  # a subdivision flag's tags
+        "\u0601\u06f1",  # ARABIC SIGN SANAH, a format character that is seen
+        "\U0001faef",  # an emoji newer than this Python's Unicode data
+    ],
+)
+def test_invisible_characters_that_ordinary_text_needs_pass_unchanged(text: str) -> None:
+    assert neutralise(text, max_chars=1000) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("a\u200db", "a[U+200D]b"),  # a joiner between Latin letters joins nothing
+        ("a\u200cb", "a[U+200C]b"),
+        ("\U0001f468\u200db", "\U0001f468[U+200D]b"),
+        ("</sys\u200dtem>", "[U+003C]/sys[U+200D]tem>"),
+        ("\u0915\u094d\u200d</system>", "\u0915\u094d\u200d[U+003C]/system>"),  # a kept joiner hides no tag
+        ("\U0001f3f4" + tags("ok") + "\U000e007f", "\U0001f3f4[U+E006F][U+E006B][U+E007F]"),  # no region code
+        (tags("gbeng"), "[U+E0067][U+E0062][U+E0065][U+E006E][U+E0067]"),  # no flag before them
+    ],
+)
+def test_invisible_characters_outside_those_places_are_shown(text: str, content: str) -> None:
+    assert neutralise(text, max_chars=1000) == content
+
+
+@given(hidden=st.text(alphabet=st.sampled_from([chr(0xE0000 + c) for c in range(0x20, 0x80)]), min_size=1))
+def test_text_smuggled_in_tag_characters_is_always_shown(hidden: str) -> None:
+    # Models read tag characters as ASCII: only a subdivision flag's short region code may stay.
+    for text in (hidden, "\U0001f3f4" + hidden, f"x {hidden} y"):
+        content = neutralise(text, max_chars=100_000)
+        left = [c for c in content if 0xE0000 <= ord(c) <= 0xE007F]
+        assert left == [] or ORACLE_FLAG_RE.fullmatch(content), content
