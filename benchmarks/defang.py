@@ -205,7 +205,7 @@ def _real_files(paths: list[Path], root: Path) -> _RealFiles:
         found.changed += 1
         found.invisible += bool(shown)
         found.changed_plain += not shown
-        if len(found.examples) < _EXAMPLES:
+        if len(found.examples) < (_EXAMPLES // 2 if shown else _EXAMPLES):  # role lines first of all
             why = "an invisible character" if shown else "a role line"
             found.examples.append(f"{path.relative_to(root)} ({why}) {_first_change(text, out)}")
     return found

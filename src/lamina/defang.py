@@ -35,12 +35,16 @@ original, and nothing is dropped; all else, ordinary code included (`a < b`, `Li
   of the span is shown as an escape, so the tag can no longer start, whatever the encoding it
   was written in (`<` becomes `[U+003C]`, `&lt;` becomes `[U+0026]lt;`, `＜` becomes `[U+FF1C]`);
 - a line that starts a conversation turn (`Human:`, `Assistant:`, `System:`, `User:`, `AI:`,
-  `Developer:`, `Instruction:`, also after `>`, `#`, `*` or `-`, and headings such as
-  `### System`): the line gets the visible prefix `(quoted) `;
+  `Developer:`, `Instruction:`, in any case, also after `>`, `#`, `*` or `-`, and headings such as
+  `### System`), or an indented one written any way but in plain lower case (`   USER: hi`): the
+  line gets the visible prefix `(quoted) `. A lower-case role word on an indented line (also after
+  a diff's `+` or `-`) is a field, a parameter or a key, not a turn, and stays (`    user: str`);
 - invisible characters (zero-width, bidi controls, Unicode tag characters, other format and
   control characters, variation selectors except the emoji ones, unassigned code points, lone
   surrogates, line and paragraph separators, a carriage return not followed by a line feed) are
-  always shown as `[U+200B]`-style escapes.
+  shown as `[U+200B]`-style escapes, except where ordinary text needs them: a joiner after a
+  letter of a script whose words use joiners or inside an emoji sequence, a subdivision flag's
+  tags, the prepended concatenation marks (`U+0600`), code points kept for future emoji.
 
 The result is read again and neutralised again until no reading shows anything (showing an
 invisible character can end a name that it used to join), so `contains_reserved_marker` is false
