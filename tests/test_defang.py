@@ -238,6 +238,9 @@ ATOMS += [
 ATOMS += ["\u200b", "\u202e", "\u00ad", "\U000e0041", "&#115;", "&#X3C;", "&lt", "%0A", "\\u000a", "\\x", "26", "38"]
 ATOMS += ["\\074", "\\74", "\\3c ", "\\3C", "=3C", "=3c", "=\n", "=\r\n", "\\/", "\\n", "\\\\", "\\u{3c}", "%25"]
 ATOMS += ["\u2d66", "\u00ab", "\u04cf", "\u2502", "\u0406", "\u1d00", "\u0570", "\u3008", "\u203a"]
+# Joiners in and out of the places ordinary text needs them (a script's words, emoji sequences, flags).
+ATOMS += ["\u200d", "\u200c", "\U0001f468", "\u2194", "\ufe0f", "\u062a", "\u0915", "\u094d", "\U0001f3f4"]
+ATOMS += ["\U000e0067\U000e0062", "\U000e0065\U000e006e\U000e0067", "\U000e007f", "\U0001faef", "\u0601"]
 atom_soup = st.lists(st.sampled_from(ATOMS), max_size=25).map("".join)
 
 attack_texts = st.lists(
@@ -840,7 +843,8 @@ def forged_turns(draw: st.DrawFn) -> str:
     elif form == "disguised":
         word = draw(disguised(word.capitalize() if draw(st.booleans()) else word))
     # Lower case opens a turn at the start of a line; written any other way, also after indentation.
-    leads = ["", "> ", "**", "### ", "## ", "# "] + ([] if form == "lower" else ["   ", "\t", "- ", "  > ", "+ "])
+    plain_lower = word.isascii() and word.isalpha() and word.islower()  # a disguise may change nothing
+    leads = ["", "> ", "**", "### ", "## ", "# "] + ([] if plain_lower else ["   ", "\t", "- ", "  > ", "+ "])
     lead = draw(st.sampled_from(leads))
     colon = draw(st.sampled_from([":", " :", "\uff1a", "**:", ":**", "&#58;"]))
     before = draw(st.sampled_from(["", "text\n", "x\n\n", "x\r\n", "x\r", "x\u2028", "x&NewLine;", 'x": "done\\n']))
@@ -922,5 +926,5 @@ def test_text_smuggled_in_tag_characters_is_always_shown(hidden: str) -> None:
     # Models read tag characters as ASCII: only a subdivision flag's short region code may stay.
     for text in (hidden, "\U0001f3f4" + hidden, f"x {hidden} y"):
         content = neutralise(text, max_chars=100_000)
-        left = [c for c in content if 0xE0000 <= ord(c) <= 0xE007F]
-        assert left == [] or ORACLE_FLAG_RE.fullmatch(content), content
+        left = [c for c in ORACLE_FLAG_RE.sub("", content) if 0xE0000 <= ord(c) <= 0xE007F]
+        assert left == [], content

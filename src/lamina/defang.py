@@ -229,9 +229,15 @@ def _before(text: str, i: int, skip: str | frozenset[str] = "") -> str:
 _EMOJI_MODIFIERS = frozenset("\ufe0f\U0001f3fb\U0001f3fc\U0001f3fd\U0001f3fe\U0001f3ff")
 
 
+def _never_escaped(ch: str) -> bool:
+    """Whether `ch` reads as nothing that can be escaped (a `<`, `[` or the start of an encoding), so
+    what it tells of a joiner beside it stays true in the output."""
+    return not any(c in "<[&\\%=" for c in _fold_char(ch) + _lower_char(ch))
+
+
 def _pictograph(ch: str) -> bool:
     """Whether `ch` can be part of an emoji sequence: a symbol beyond ASCII (emoji are `So`, `↔` is `Sm`)."""
-    if not ch or ch.isascii():
+    if not ch or ch.isascii() or not _never_escaped(ch):
         return False
     category = unicodedata.category(ch)
     return category[0] == "S" or (category == "Cn" and _pictograph_to_come(ord(ch)))
@@ -241,7 +247,12 @@ def _joins(text: str, i: int) -> bool:
     """Whether the joiner at `i` is ordinary text: after a letter (and its marks) of a script whose
     words use joiners (Persian `می‌خواهم`, Devanagari `क्‍ष`), or inside an emoji sequence (`👨‍👩‍👧`)."""
     letter = _before(text, i)
-    if letter and unicodedata.category(letter)[0] == "L" and unicodedata.name(letter, "").startswith(_JOINING_SCRIPTS):
+    if (
+        letter
+        and unicodedata.category(letter)[0] == "L"
+        and unicodedata.name(letter, "").startswith(_JOINING_SCRIPTS)
+        and _never_escaped(letter)
+    ):
         return True
     return text[i] == _ZWJ and _pictograph(_before(text, i, _EMOJI_MODIFIERS)) and _pictograph(text[i + 1 : i + 2])
 
