@@ -179,6 +179,7 @@ def _invisible(ch: str) -> bool:
 
 
 def _first_change(text: str, out: str) -> str:
+    """The number and the neutralised form of the first line that `neutralise` changed."""
     for number, (before, after) in enumerate(zip(text.splitlines(), out.splitlines(), strict=False), 1):
         if before != after:
             return f"line {number}: {after.strip()[:100]!r}"
@@ -186,6 +187,7 @@ def _first_change(text: str, out: str) -> str:
 
 
 def _real_files(paths: list[Path], root: Path) -> _RealFiles:
+    """Each file of `paths` (under `root`) through `neutralise`, sorted by why it changed."""
     found = _RealFiles()
     for path in paths:
         try:
