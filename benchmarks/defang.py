@@ -10,6 +10,13 @@ Growth: characters out / characters in of `neutralise` (the content `defang` wra
 over whole files: the project's own `src/` and the Anthropic SDK's installed source. Ordinary
 code passes unchanged, so the ratio is close to 1; the peer side by side is `html.escape`, the
 naive way to make text inert, which garbles every `<`, `&` and quote.
+
+Real files: every `.py`, `.ts`, `.js`, `.md`, `.yaml`, `.toml` and `.json` file of the installed
+dependencies (this environment's site-packages, Lamina's own install left out) through `neutralise`.
+`unchanged_fraction_real_files` is the fraction of the files holding no reserved tag (nothing
+escaped but invisible and control characters) and no invisible or control character (which are
+always shown) that come out byte for byte: what a false turn or tag costs ordinary text.
+`unchanged_fraction_real_files_any` counts the files with invisible or control characters too.
 """
 
 from __future__ import annotations
@@ -18,8 +25,13 @@ import html
 import importlib.metadata
 import importlib.util
 import random
+import re
+import sysconfig
 import time
+import unicodedata
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import Figure, ratio
@@ -127,6 +139,80 @@ def _growth(texts: list[str], fn: Callable[[str], str]) -> tuple[float, int]:
     return after / before, changed
 
 
+_REAL_SUFFIXES = {".py", ".ts", ".js", ".md", ".yaml", ".toml", ".json"}
+_ESCAPE_RE = re.compile(r"\[U\+([0-9A-F]{4,6})\]")
+_EXAMPLES = 12
+_OWN = ("lamina", "_editable_impl_lamina")
+"""Names in site-packages of Lamina's own (editable) install: not a dependency's files."""
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
+
+
+@dataclass
+class _RealFiles:
+    """What `neutralise` did to the real files: counts, and the first changed line of a few."""
+
+    files: int = 0
+    tagged: int = 0
+    """Files in which a reserved tag or special token was escaped."""
+    invisible: int = 0
+    """Of the others, files in which an invisible or control character was shown as an escape."""
+    changed: int = 0
+    """Of the files with no reserved tag, those that did not come out byte for byte."""
+    changed_plain: int = 0
+    """Of the files with no reserved tag and no invisible character, those that changed."""
+    examples: list[str] = field(default_factory=list)
+
+
+def _site_packages() -> list[Path]:
+    """The real files of the installed dependencies, Lamina's own install left out."""
+    root = Path(sysconfig.get_paths()["purelib"])
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.suffix in _REAL_SUFFIXES and p.is_file() and not p.relative_to(root).parts[0].startswith(_OWN)
+    )
+
+
+def _invisible(ch: str) -> bool:
+    """Whether `ch`, escaped, was shown as an invisible or control character (not as part of a tag)."""
+    return not ch.isprintable() or unicodedata.category(ch) == "Mn" or ch in _FILLERS
+
+
+def _first_change(text: str, out: str) -> str:
+    """The number and the neutralised form of the first line that `neutralise` changed."""
+    for number, (before, after) in enumerate(zip(text.splitlines(), out.splitlines(), strict=False), 1):
+        if before != after:
+            return f"line {number}: {after.strip()[:100]!r}"
+    return "at the end"
+
+
+def _real_files(paths: list[Path], root: Path) -> _RealFiles:
+    """Each file of `paths` (under `root`) through `neutralise`, sorted by why it changed."""
+    found = _RealFiles()
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        found.files += 1
+        out = neutralise(text, max_chars=_UNBOUNDED)
+        if out == text:
+            continue
+        # What was escaped: each `[U+XXXX]` of the output that the input did not hold itself.
+        escaped = Counter(_ESCAPE_RE.findall(out)) - Counter(_ESCAPE_RE.findall(text))
+        shown = [chr(int(code, 16)) for code in escaped]
+        if not all(map(_invisible, shown)):
+            found.tagged += 1
+            continue
+        found.changed += 1
+        found.invisible += bool(shown)
+        found.changed_plain += not shown
+        if len(found.examples) < (_EXAMPLES // 2 if shown else _EXAMPLES):  # role lines first of all
+            why = "an invisible character" if shown else "a role line"
+            found.examples.append(f"{path.relative_to(root)} ({why}) {_first_change(text, out)}")
+    return found
+
+
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     own_paths = _files(_ROOT / "src")
     sdk_root, sdk_version = _sdk_root()
@@ -160,6 +246,16 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     peer_own, _ = _growth(own, html.escape)
     peer_sdk, _ = _growth(sdk, html.escape)
 
+    real_paths = _site_packages()
+    if quick:
+        real_paths = real_paths[::8]
+    progress(f"neutralise over {len(real_paths)} real files of the installed dependencies")
+    real = _real_files(real_paths, Path(sysconfig.get_paths()["purelib"]))
+    for example in real.examples:
+        progress(f"changed: {example}")
+    untagged = real.files - real.tagged
+    plain = untagged - real.invisible
+
     ours_mb_s = megabytes / best
     peer_mb_s = megabytes / peer_best
     return [
@@ -191,4 +287,23 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             ),
         ),
         Figure("peer_html_escape_growth_anthropic_sdk_ratio", round(peer_sdk, 4), "x"),
+        Figure(
+            "unchanged_fraction_real_files",
+            round(1 - real.changed_plain / plain, 5) if plain else 1.0,
+            "",
+            note=(
+                f"{1 - real.changed_plain / max(plain, 1):.5f}; {real.files} files of site-packages, {real.tagged} with"
+                f" a reserved tag, {real.invisible} with invisible or control characters; of the other {plain},"
+                f" {real.changed_plain} changed"
+            ),
+        ),
+        Figure(
+            "unchanged_fraction_real_files_any",
+            round(1 - real.changed / untagged, 5) if untagged else 1.0,
+            "",
+            note=(
+                f"{1 - real.changed / max(untagged, 1):.5f}; the {untagged} files with no reserved tag, invisible"
+                f" characters included; {real.changed} changed"
+            ),
+        ),
     ]

@@ -471,3 +471,65 @@ def test_untrusted_text_in_every_slot_cannot_break_a_request_or_the_session(slot
 def test_every_slot_with_every_provider(slot: str, provider: str, tmp_path: Path) -> None:
     payload = "".join(HOSTILE)
     asyncio.run(_session(tmp_path, SLOTS[slot], payload, provider))
+
+
+MODELS = """from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+
+class Prompt(BaseModel):
+    user: str
+    system: str = "You are helpful."
+    assistant: str | None = None
+
+
+@dataclass
+class Turn:
+    user: str
+    system: str
+    instructions: list[str]
+"""
+
+
+async def _code_session(root: Path) -> list[str]:
+    """One turn that shows `MODELS` through Bash (`cat`), an MCP tool's result and an attachment: the
+    texts of the last request."""
+    workspace = root / "ws"
+    workspace.mkdir()
+    (workspace / "models.py").write_text(MODELS)
+    _payload_mcp(lambda p: "Echoes the text.", lambda p: "The text.", lambda p: "A test server.")(workspace, "")
+    connections = await connect_sources(find_sources(workspace).sources, environ=dict(os.environ))
+    try:
+        with WireServer() as wire:
+            wire.script(
+                Reply(text="Looking.", tool_calls=[ToolUse("Bash", {"command": "cat models.py"})]),
+                Reply(text="Looking.", tool_calls=[_read_guide("payload")]),
+                Reply(text="Looking.", tool_calls=[ToolUse("payload__probe", {"text": MODELS})]),
+                Reply(text="Done."),
+            )
+            async with anthropic_provider(wire) as provider:
+                agent = open_agent(
+                    LocalSessionStore(root / "store"),
+                    provider,
+                    workspace=workspace,
+                    mode="execute",
+                    sources=connections,
+                    retry=RetryPolicy(sleep=_no_sleep),
+                    skills_dir=root / "none",
+                )
+                await agent.run_turn("Look at models.py.", ["models.py"])
+                agent.engine.session.close()
+            assert wire.pending == 0
+            return list(_texts(wire.requests[-1].body))
+    finally:
+        await connections.aclose()
+
+
+def test_code_with_fields_named_after_roles_reaches_the_model_byte_identical(tmp_path: Path) -> None:
+    # `    user: str` and `    system: str` are fields, not turns: an Edit copied from what the model saw matches
+    texts = asyncio.run(_code_session(tmp_path))
+    assert f"{MODELS}[exit code 0]" in texts  # Bash's `cat`
+    assert MODELS in texts  # the MCP tool's result
+    attached = [t for t in texts if t.startswith("[attached file models.py")]
+    assert len(attached) == 1 and attached[0].endswith(f'authority="user_data">\n{MODELS}\n</untrusted>')

@@ -35,12 +35,16 @@ original, and nothing is dropped; all else, ordinary code included (`a < b`, `Li
   of the span is shown as an escape, so the tag can no longer start, whatever the encoding it
   was written in (`<` becomes `[U+003C]`, `&lt;` becomes `[U+0026]lt;`, `＜` becomes `[U+FF1C]`);
 - a line that starts a conversation turn (`Human:`, `Assistant:`, `System:`, `User:`, `AI:`,
-  `Developer:`, `Instruction:`, also after `>`, `#`, `*` or `-`, and headings such as
-  `### System`): the line gets the visible prefix `(quoted) `;
+  `Developer:`, `Instruction:`, in any case, also after `>`, `#`, `*` or `-`, and headings such as
+  `### System`), or an indented one written any way but in plain lower case (`   USER: hi`): the
+  line gets the visible prefix `(quoted) `. A lower-case role word on an indented line (also after
+  a diff's `+` or `-`) is a field, a parameter or a key, not a turn, and stays (`    user: str`);
 - invisible characters (zero-width, bidi controls, Unicode tag characters, other format and
   control characters, variation selectors except the emoji ones, unassigned code points, lone
   surrogates, line and paragraph separators, a carriage return not followed by a line feed) are
-  always shown as `[U+200B]`-style escapes.
+  shown as `[U+200B]`-style escapes, except where ordinary text needs them: a joiner after a
+  letter of a script whose words use joiners or inside an emoji sequence, a subdivision flag's
+  tags, the prepended concatenation marks (`U+0600`), code points kept for future emoji.
 
 The result is read again and neutralised again until no reading shows anything (showing an
 invisible character can end a name that it used to join), so `contains_reserved_marker` is false
@@ -181,11 +185,92 @@ _EXTRA_HIDDEN = frozenset(
 )
 
 
+# Format characters that are seen: the prepended concatenation marks (Arabic number signs and the like).
+_VISIBLE_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd")
+
+
+def _pictograph_to_come(code: int) -> bool:
+    """Whether an unassigned code point is one Unicode keeps for pictographs (Extended_Pictographic, UTS #51)."""
+    return 0x1F000 <= code <= 0x1FAFF or 0x1FC00 <= code <= 0x1FFFD
+
+
 def _hidden(ch: str) -> bool:
     """Whether `ch` is invisible (or a control character) and so must be shown as an escape."""
-    if ch in "\t\n":
+    if ch in "\t\n" or ch in _VISIBLE_FORMAT:
         return False
-    return unicodedata.category(ch) in _HIDDEN_CATEGORIES or ch in _EXTRA_HIDDEN
+    category = unicodedata.category(ch)
+    if category == "Cn" and _pictograph_to_come(ord(ch)):
+        return False  # an emoji newer than this Python's Unicode data
+    return category in _HIDDEN_CATEGORIES or ch in _EXTRA_HIDDEN
+
+
+_ZWNJ, _ZWJ = "\u200c", "\u200d"
+# Scripts whose words use joiners: the Arabic family's joining forms, the Brahmic scripts' conjuncts.
+_JOINING_SCRIPTS = (
+    *("ARABIC", "SYRIAC", "NKO", "MONGOLIAN", "PHAGS-PA", "MANICHAEAN", "PSALTER", "ADLAM", "HANIFI", "SOGDIAN"),
+    *("DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU", "KANNADA", "MALAYALAM"),
+    *("SINHALA", "TIBETAN", "MYANMAR", "KHMER", "BALINESE", "JAVANESE", "TAI THAM", "LAO", "THAI"),
+)
+_EMOJI_TAG_RE = re.compile(
+    "\U0001f3f4\ufe0f?([\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,4}\U000e007f)"
+)
+"""A subdivision flag (England's is 🏴 and the tags `gbeng`, UTS #51): its tags spell a region code, nothing more."""
+
+
+def _before(text: str, i: int, skip: str | frozenset[str] = "") -> str:
+    """The character before position `i`, passing visible combining marks and the characters in `skip`."""
+    while i > 0 and (
+        (unicodedata.category(text[i - 1]) in ("Mn", "Mc") and not _hidden(text[i - 1])) or text[i - 1] in skip
+    ):
+        i -= 1
+    return text[i - 1] if i > 0 else ""
+
+
+_EMOJI_MODIFIERS = frozenset("\ufe0f\U0001f3fb\U0001f3fc\U0001f3fd\U0001f3fe\U0001f3ff")
+
+
+def _never_escaped(ch: str) -> bool:
+    """Whether `ch` reads as nothing that can be escaped (a `<`, `[` or the start of an encoding), so
+    what it tells of a joiner beside it stays true in the output."""
+    return not any(c in "<[&\\%=" for c in _fold_char(ch) + _lower_char(ch))
+
+
+def _pictograph(ch: str) -> bool:
+    """Whether `ch` can be part of an emoji sequence: a symbol beyond ASCII (emoji are `So`, `↔` is `Sm`)."""
+    if not ch or ch.isascii() or not _never_escaped(ch):
+        return False
+    category = unicodedata.category(ch)
+    return category[0] == "S" or (category == "Cn" and _pictograph_to_come(ord(ch)))
+
+
+def _joins(text: str, i: int) -> bool:
+    """Whether the joiner at `i` is ordinary text: after a letter (and its marks) of a script whose
+    words use joiners (Persian `می‌خواهم`, Devanagari `क्‍ष`), or inside an emoji sequence (`👨‍👩‍👧`)."""
+    letter = _before(text, i)
+    if (
+        letter
+        and unicodedata.category(letter)[0] == "L"
+        and unicodedata.name(letter, "").startswith(_JOINING_SCRIPTS)
+        and _never_escaped(letter)
+    ):
+        return True
+    return text[i] == _ZWJ and _pictograph(_before(text, i, _EMOJI_MODIFIERS)) and _pictograph(text[i + 1 : i + 2])
+
+
+def _shown_characters(text: str) -> set[int]:
+    """Where `text` holds an invisible or control character that must be shown as an escape.
+
+    Not a CRLF's carriage return, a joiner that ordinary text of its script or an emoji sequence
+    needs, or the tags of a subdivision flag.
+    """
+    shown = {m.start() for m in _SPECIAL_RE.finditer(text) if _hidden(m.group())}
+    if not shown:
+        return shown
+    shown -= {i for i in shown if text[i] == "\r" and text[i + 1 : i + 2] == "\n"}
+    shown -= {i for i in shown if text[i] in (_ZWNJ, _ZWJ) and _joins(text, i)}
+    for flag in _EMOJI_TAG_RE.finditer(text):
+        shown -= set(range(flag.start(1), flag.end(1)))
+    return shown
 
 
 def _escape(ch: str) -> str:
@@ -378,9 +463,10 @@ _MARKER_RES = (
         rf"\[\s*+/?\s*+(?:{'|'.join(map(_word_pattern, _BRACKET_WORDS))})\s*+\]",
     ),
 )
-_ROLE_LINE_RE = re.compile(
-    rf"^[^\S\n]*+(?P<at>{_LEAD}(?:{_ROLES}){_TRAIL}:|\#{_LEAD}(?:{_ROLES}){_TRAIL}$)", re.MULTILINE
-)
+# A role word after the line's decoration (`>`, `#`, `*`, `-`) and before a colon, or a heading of one.
+_ROLE_LINE_RE = re.compile(rf"^[^\S\n]*+(?P<at>(?P<lead>{_LEAD})(?P<role>{_ROLES}){_TRAIL}(?P<end>:|$))", re.MULTILINE)
+_INDENTED_RE = re.compile(r"[+\-]?[ \t]")
+"""How an indented line starts: with a space or a tab, also after a diff's `+` or `-` (or a list's `-`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,6 +583,25 @@ def _plain_view(text: str, shadow: _Shadow, lo: int, hi: int) -> str:
     return "".join(out)
 
 
+def _opens_a_turn(text: str, shadow: _Shadow, match: re.Match[str]) -> bool:
+    """Whether a role line found in `shadow` can be read as a conversation turn.
+
+    A turn starts its line (`Human:`, `system: obey`, `> Assistant:`, `**System:**`, `### User`) in
+    any case, or is indented in any case but lower case (`   USER: hi`). On an indented line (also
+    one indented after a diff's `+` or `-`, or a list's `-`), a lower-case role word written in plain
+    ASCII, the line up to its colon read exactly as written, is code or data: a field, a parameter,
+    a key, a comment or an argument's description (`    user: str`, `+    system: str = ""`,
+    `  - user: alice`, `    _instructions: list[str]`, ``    - `user`: the sender``).
+    """
+    if match.group("end") != ":" and not match.group("lead").startswith("#"):
+        return False  # a role word alone on a line is a turn only as a heading (`### System`)
+    lo, hi = match.start(), match.end()
+    if not _INDENTED_RE.match(shadow.text, lo, match.start("role")):
+        return True
+    written = text[shadow.starts[lo] : shadow.ends[hi - 1]]
+    return written != shadow.text[lo:hi]  # a capital, look-alike, escape or hidden character: a turn
+
+
 def _analyse(text: str) -> _Findings:
     readings, escape = _read(text)
     quote: set[int] = set()
@@ -512,7 +617,7 @@ def _analyse(text: str) -> _Findings:
                 lo, hi = candidate.start(), candidate.end() + _PLAIN_WINDOW
                 if _PLAIN_TAG_RE.match(_plain_view(text, shadow, lo, min(hi, len(found)))):
                     escape.add(starts[lo])
-        quote.update(starts[m.start("at")] for m in _ROLE_LINE_RE.finditer(found))
+        quote.update(starts[m.start("at")] for m in _ROLE_LINE_RE.finditer(found) if _opens_a_turn(text, shadow, m))
     return _Findings(escape=frozenset(escape), quote=frozenset(quote))
 
 
@@ -554,8 +659,7 @@ def _neutralise(text: str) -> list[str]:
     """
     findings = _analyse(text)
     escape, quote = set(findings.escape), set(findings.quote)
-    shown = {m.start() for m in _SPECIAL_RE.finditer(text) if _hidden(m.group())}
-    shown -= {i for i in shown if text[i] == "\r" and text[i + 1 : i + 2] == "\n"}  # a CRLF stays
+    shown = _shown_characters(text)
     if not escape and not quote and not shown:
         return list(text)  # nothing to show or change: the output is the input, already analysed
     while True:
