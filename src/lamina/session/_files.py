@@ -23,6 +23,8 @@ from typing import BinaryIO, Final, Protocol
 
 NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 """Passed to every open of a session file: a symbolic link at the path fails with `ELOOP`."""
+LINK_REFUSED: Final = "is a symbolic link (the store never follows links in a session folder)"
+"""The reason given when a session file is a symbolic link."""
 
 
 class FileLayer(Protocol):

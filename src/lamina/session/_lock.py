@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Final
 
 from lamina.errors import SessionCorruptError, SessionIOError, SessionLockedError, SessionNotFoundError
-from lamina.session._files import NOFOLLOW, OS_FILES, FileLayer, is_same_file
+from lamina.session._files import LINK_REFUSED, NOFOLLOW, OS_FILES, FileLayer, is_same_file
 
 LOCK_NAME: Final = ".lock"
 _NAME_WAIT_SECONDS: Final = 1.0
@@ -96,7 +96,7 @@ class WriterLock:
             raise SessionNotFoundError(folder.name, folder.parent) from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise SessionCorruptError(self.path, "the lock file is a symbolic link (never followed)") from None
+                raise SessionCorruptError(self.path, LINK_REFUSED) from None
             raise SessionIOError(self.path, "open the lock file", exc) from None
 
     def _take(self, fd: int, folder: Path, deadline: float) -> bool:
@@ -125,15 +125,17 @@ class WriterLock:
             return False
 
     def _close(self, fd: int) -> None:
-        """Close `fd` through the layer; if the layer fails, close it anyway (a leaked one would keep the lock)."""
+        """Close `fd` through the layer; if the layer fails, close it anyway (a leaked one would keep the lock).
+
+        The descriptor is closed directly only while it is still open on this lock file (the layer may
+        have closed it before failing, and the number been reused since).
+        """
         try:
             self._files.close(fd)
         except OSError:
-            try:
-                os.close(fd)
-            except OSError as exc:
-                if exc.errno != errno.EBADF:  # EBADF: the layer closed it before failing
-                    raise SessionIOError(self.path, "close the lock file", exc) from None
+            with contextlib.suppress(OSError):  # closed already: nothing is held through it
+                if is_same_file(fd, self.path):
+                    os.close(fd)
 
     @property
     def held(self) -> bool:

@@ -17,7 +17,7 @@ from typing import Annotated, Final
 import msgspec
 
 from lamina.errors import SessionCorruptError, SessionIOError
-from lamina.session._files import NOFOLLOW, OS_FILES, FileLayer, is_link_refusal, open_for_reading
+from lamina.session._files import LINK_REFUSED, NOFOLLOW, OS_FILES, FileLayer, is_link_refusal, open_for_reading
 
 META_NAME: Final = "meta.json"
 META_MAX_BYTES: Final = 64 * 1024
@@ -114,7 +114,7 @@ def read_meta(folder: Path) -> SessionMeta:
         raise SessionCorruptError(path, "metadata file is a folder") from None
     except OSError as exc:
         if is_link_refusal(exc):
-            raise SessionCorruptError(path, "metadata file is a symbolic link (never followed)") from None
+            raise SessionCorruptError(path, LINK_REFUSED) from None
         raise SessionCorruptError(path, f"metadata file cannot be read: {exc.strerror or exc}") from None
     if len(raw) > META_MAX_BYTES:
         raise SessionCorruptError(path, f"metadata file is larger than {META_MAX_BYTES} bytes")

@@ -64,6 +64,7 @@ from lamina.session._entries import (
     encode_entry,
 )
 from lamina.session._files import (
+    LINK_REFUSED,
     NOFOLLOW,
     OS_FILES,
     FileLayer,
@@ -110,7 +111,6 @@ MAP_MIN_BYTES: Final = 1 << 20
 """A writer maps a log range at least this long instead of reading it (no copy); readers always read."""
 _MAP_POPULATE: Final[int | None] = getattr(mmap, "MAP_POPULATE", None)
 _SESSION_ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_LINK_REFUSED: Final = "is a symbolic link (the store never follows links in a session folder)"
 
 E = TypeVar("E", bound=Entry)
 
@@ -238,7 +238,7 @@ class JsonlSession:
                 return SessionNotFoundError(self.folder.name, self.folder.parent)
             return SessionCorruptError(self.log_path, "session log is missing")
         if is_link_refusal(exc):
-            return SessionCorruptError(self.log_path, _LINK_REFUSED)
+            return SessionCorruptError(self.log_path, LINK_REFUSED)
         return SessionIOError(self.log_path, "read the log", exc, offset=offset)
 
     def _scan_mapped(self, fd: int, stop: int) -> LogScan | None:
@@ -588,7 +588,7 @@ class JsonlSession:
             try:
                 self._lock.verify()
             except SessionIOError as exc:
-                raise self._fail(exc.action, exc.error, self._size, path=exc.path) from None
+                raise self._fail(exc.action, exc.error, None, path=exc.path) from None
         if self._failed is not None:
             failed = self._failed
             raise SessionIOError(
@@ -605,7 +605,7 @@ class JsonlSession:
                 fd = self._files.open(self.log_path, os.O_WRONLY | os.O_APPEND | NOFOLLOW)
             except OSError as exc:
                 if is_link_refusal(exc):
-                    raise SessionCorruptError(self.log_path, _LINK_REFUSED) from None
+                    raise SessionCorruptError(self.log_path, LINK_REFUSED) from None
                 raise SessionIOError(self.log_path, "open the log for appending", exc) from None
             try:
                 self._verify(fd)  # opened after the check of the lock: a log of a folder put in its place fails it
@@ -621,7 +621,7 @@ class JsonlSession:
             self._fd = fd
         return self._fd
 
-    def _fail(self, action: str, exc: OSError, offset: int, *, path: Path | None = None) -> SessionIOError:
+    def _fail(self, action: str, exc: OSError, offset: int | None, *, path: Path | None = None) -> SessionIOError:
         """Record a failed write: this session takes no more appends (the next open repairs the tail)."""
         self._failed = SessionIOError(path or self.log_path, action, exc, offset=offset)
         return self._failed
@@ -638,7 +638,7 @@ class JsonlSession:
         try:
             self._lock.verify()
         except SessionIOError as exc:
-            raise self._fail(exc.action, exc.error, self._size, path=exc.path) from None
+            raise self._fail(exc.action, exc.error, None, path=exc.path) from None
         if fd is not None and not is_same_file(fd, self.log_path):
             reason = "the log was removed or replaced while the session was open (folder deleted or restored?)"
             raise self._fail("make the log durable", OSError(errno.ESTALE, reason), self._size)
@@ -1179,11 +1179,13 @@ class LocalSessionStore:
                 advice = "run `lamina sessions repair` to go on with what is left"
                 raise SessionCorruptError(log, f"{report.log_cut.describe()}; {advice}")
             session._after_open(rebuild=report.meta_problem is not None)
-        except BaseException:
+        except BaseException as exc:
             if session is not None:
                 session._abandon()
             elif lock is not None:
                 lock.release()
+            if isinstance(exc, OSError):  # never a raw OS error out of the store
+                raise _gone_or(folder, exc, "open the session") from None
             raise
         return session
 
@@ -1270,7 +1272,7 @@ def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> Session
         try:
             stat = (folder / LOG_NAME).lstat()
         except OSError as err:
-            raise SessionIOError(folder / LOG_NAME, "read the log", err) from None
+            raise _gone_or(folder, err, "read the log") from None
         return SessionMeta(id=session_id, created_at=stat.st_mtime, updated_at=stat.st_mtime)
     if meta.id != session_id:
         report.meta_problem = f"metadata names session {meta.id!r}, folder is {session_id!r}"
@@ -1278,14 +1280,25 @@ def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> Session
     return meta
 
 
+def _gone_or(folder: Path, exc: OSError, action: str) -> LaminaError:
+    """The error for an OS error on a session's files: not found when its folder is gone (deleted meanwhile)."""
+    if not folder.is_dir():
+        return SessionNotFoundError(folder.name, folder.parent)
+    return SessionIOError(Path(exc.filename) if exc.filename else folder, action, exc)
+
+
 def _refuse_links(folder: Path) -> None:
     """Refuse a session whose log, metadata or lock file is a symbolic link (`SessionCorruptError` naming it).
 
     Every open passes `O_NOFOLLOW` as well; this check only makes the error come first, and clear.
     """
-    for name in (LOG_NAME, META_NAME, LOCK_NAME):
-        if (folder / name).is_symlink():
-            raise SessionCorruptError(folder / name, _LINK_REFUSED)
+    for name in linked_files(folder):
+        raise SessionCorruptError(folder / name, LINK_REFUSED)
+
+
+def linked_files(folder: Path) -> list[str]:
+    """The names of the session files (log, metadata, lock) that are symbolic links in `folder`."""
+    return [name for name in (LOG_NAME, META_NAME, LOCK_NAME) if (folder / name).is_symlink()]
 
 
 def _unrecorded(meta: SessionMeta) -> SessionMeta:
@@ -1306,15 +1319,14 @@ def _unrecorded(meta: SessionMeta) -> SessionMeta:
 
 
 def _summary_of(folder: Path) -> SessionSummary:
+    linked = linked_files(folder)
+    if linked:
+        return SessionSummary(folder.name, "", 0.0, 0.0, 0, "", None, problem=f"{linked[0]} {LINK_REFUSED}")
     try:
         meta = read_meta(folder)
     except SessionCorruptError as exc:
         return SessionSummary(folder.name, "", 0.0, 0.0, 0, "", None, problem=exc.reason)
-    log = folder / LOG_NAME
-    problem = None if log.is_file() else "session log is missing"
-    linked = [name for name in (LOG_NAME, META_NAME, LOCK_NAME) if (folder / name).is_symlink()]
-    if linked:
-        problem = f"{linked[0]} {_LINK_REFUSED}"
+    problem = None if (folder / LOG_NAME).is_file() else "session log is missing"
     return SessionSummary(
         folder.name, meta.title, meta.created_at, meta.updated_at, meta.entry_count, meta.cwd, meta.forked_from, problem
     )
