@@ -130,7 +130,7 @@ def is_same_file(fd: int, path: Path) -> bool:
     """Whether the file open as `fd` is still the one at `path` (same device and inode; a link is not followed)."""
     try:
         here = os.lstat(path)
+        there = os.fstat(fd)
     except OSError:
         return False
-    there = os.fstat(fd)
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

@@ -1106,16 +1106,18 @@ class LocalSessionStore:
                 continue
             except OSError as exc:
                 raise SessionIOError(staging, "create the session folder", exc) from None
+            placed = False
             try:
                 self._build(staging, meta)
-                if folder.exists():
+                if folder.exists():  # the id was taken meanwhile: another one
                     self._remove(staging)
                     continue
                 files.replace(staging, folder)
+                placed = True
                 files.fsync_dir(self.root)
                 lock = WriterLock(folder, files=files)
             except (OSError, LaminaError) as exc:
-                self._undo_create(staging, folder)
+                self._remove_made(folder if placed else staging)
                 if isinstance(exc, LaminaError):
                     raise
                 raise SessionIOError(staging, "create the session folder", exc) from None
@@ -1132,12 +1134,10 @@ class LocalSessionStore:
         files.close(files.open(staging / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644))
         write_meta(staging, meta, files)  # fsyncs the staging folder
 
-    def _undo_create(self, staging: Path, folder: Path) -> None:
-        """After a failed create, remove what it made (its id was never handed out); best effort."""
-        for made in (staging, folder):
-            if made.is_dir():
-                with contextlib.suppress(SessionIOError):  # the disk refuses even that: `sessions check` reports it
-                    self._remove(made)
+    def _remove_made(self, made: Path) -> None:
+        """After a failed create, remove the folder it made (its id was never handed out); best effort."""
+        with contextlib.suppress(SessionIOError):  # the disk refuses even that: `sessions check` reports it
+            self._remove(made)
 
     def open(self, session_id: str, *, writable: bool = True, wait: float = 0.0) -> JsonlSession:
         """Open a session to continue it: reads only from its latest compaction boundary.
