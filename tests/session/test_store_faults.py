@@ -318,6 +318,21 @@ def test_a_symlinked_session_file_is_refused_and_nothing_outside_is_touched(
     assert outside.read_bytes() == before
 
 
+def test_a_symlinked_session_folder_is_refused_and_left_alone(store: LocalSessionStore, tmp_path: Path) -> None:
+    session_id, _ = _session_with(store)
+    folder = store.folder_of(session_id)
+    outside = tmp_path / "outside-folder"
+    folder.rename(outside)
+    folder.symlink_to(outside)
+    before = {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()}
+    for attempt in (store.open, lambda i: store.open(i, writable=False), store.delete):
+        with pytest.raises(SessionCorruptError, match=rf"{session_id}: is a symbolic link"):
+            attempt(session_id)
+    (row,) = store.list()
+    assert row.problem is not None and "the session folder" in row.problem
+    assert {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()} == before
+
+
 class _FailsAt(OsFiles):
     """A disk that refuses (ENOSPC) the n-th operation from now, and only that one."""
 

@@ -102,7 +102,7 @@ def check_session(store: LocalSessionStore, session_id: str) -> SessionHealth:
     found = health.findings
     linked = linked_files(folder)
     for name in linked:
-        message = "a symbolic link in place of a session file (never followed: the session is refused)"
+        message = "a symbolic link in place of a session file or folder (never followed: the session is refused)"
         found.append(Finding("symlink", "damage", message, name))
     if linked:
         return health

@@ -1028,6 +1028,8 @@ class LocalSessionStore:
         folder = self.folder_of(session_id)
         if not folder.is_dir():
             raise SessionNotFoundError(session_id, self.root)
+        if folder.is_symlink():  # its removal would reach outside the store (a linked file inside is only unlinked)
+            raise SessionCorruptError(folder, LINK_REFUSED)
         files = self._files
         lock = WriterLock(folder, wait=wait, files=files)
         aside = self.root / f"{DELETING_PREFIX}{session_id}.{secrets.token_hex(3)}"
@@ -1293,11 +1295,13 @@ def _refuse_links(folder: Path) -> None:
     Every open passes `O_NOFOLLOW` as well; this check only makes the error come first, and clear.
     """
     for name in linked_files(folder):
-        raise SessionCorruptError(folder / name, LINK_REFUSED)
+        raise SessionCorruptError(folder if name == "." else folder / name, LINK_REFUSED)
 
 
 def linked_files(folder: Path) -> list[str]:
-    """The names of the session files (log, metadata, lock) that are symbolic links in `folder`."""
+    """The session's folder (".") or files (log, metadata, lock) that are symbolic links."""
+    if folder.is_symlink():
+        return ["."]
     return [name for name in (LOG_NAME, META_NAME, LOCK_NAME) if (folder / name).is_symlink()]
 
 
@@ -1321,7 +1325,8 @@ def _unrecorded(meta: SessionMeta) -> SessionMeta:
 def _summary_of(folder: Path) -> SessionSummary:
     linked = linked_files(folder)
     if linked:
-        return SessionSummary(folder.name, "", 0.0, 0.0, 0, "", None, problem=f"{linked[0]} {LINK_REFUSED}")
+        what = "the session folder" if linked[0] == "." else linked[0]
+        return SessionSummary(folder.name, "", 0.0, 0.0, 0, "", None, problem=f"{what} {LINK_REFUSED}")
     try:
         meta = read_meta(folder)
     except SessionCorruptError as exc:
