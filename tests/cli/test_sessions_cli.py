@@ -171,3 +171,40 @@ def test_repair_of_a_locked_session_is_a_clean_error(tmp_path: Path) -> None:
     with store.open(session_id):
         result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "repair", session_id])
     assert result.exit_code == 3 and "already open for writing by pid" in result.stderr
+
+
+def test_check_reports_a_cut_log_and_repair_accepts_it(tmp_path: Path) -> None:
+    store, session_id = _make(tmp_path)
+    log = store.folder_of(session_id) / LOG_NAME
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:2]))  # cut from outside
+    check = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check", session_id, "--json"])
+    assert check.exit_code == 1, check.output
+    (cut,) = [f for f in json.loads(check.stdout)["sessions"][0]["findings"] if f["kind"] == "cut_log"]
+    assert cut["severity"] == "damage"
+    assert "but its metadata records" in cut["message"] and "5 entries" in cut["message"]
+    refused = runner.invoke(app, ["--store", str(tmp_path), "sessions", "compact", session_id])
+    assert refused.exit_code != 0 and "it was cut or emptied" in refused.stderr
+    repair = runner.invoke(app, ["--store", str(tmp_path), "sessions", "repair", session_id, "--json"])
+    assert repair.exit_code == 0, repair.output
+    assert "accepted the log as it is" in "\n".join(json.loads(repair.stdout)["changes"])
+    again = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check", session_id])
+    assert again.exit_code == 0, again.output
+    with store.open(session_id) as session:
+        assert len(session.entries()) == 2
+
+
+def test_check_reports_symlinked_files_and_interrupted_deletes(tmp_path: Path) -> None:
+    store, session_id = _make(tmp_path)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    log = store.folder_of(session_id) / LOG_NAME
+    outside.write_bytes(log.read_bytes())
+    log.unlink()
+    log.symlink_to(outside)
+    (tmp_path / ".deleting-20260101-000000-abcdef.123456").mkdir()
+    result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "check", "--all"])
+    assert result.exit_code == 1, result.output
+    assert f"{session_id}: damage symlink {LOG_NAME}: a symbolic link in place of a session file" in result.stdout
+    assert ".deleting-20260101-000000-abcdef.123456: stale interrupted_delete" in result.stdout
+    listed = runner.invoke(app, ["--store", str(tmp_path), "sessions", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert not (tmp_path / ".deleting-20260101-000000-abcdef.123456").exists()  # the listing removed it

@@ -165,6 +165,12 @@ class SimulatedDisk(OsFiles):
         self._paths[path] = node
         self._dirs[node.id] = {}
 
+    def remove_tree(self, path: Path) -> None:
+        self._tick()
+        super().remove_tree(path)
+        for gone in [p for p in self._paths if p == path or path in p.parents]:
+            self._paths.pop(gone).path = None  # the folder's entry stays durable until its parent is fsynced
+
     def fsync_dir(self, path: Path) -> None:
         self._tick()
         super().fsync_dir(path)

@@ -2,7 +2,8 @@
 
 `check_session` reads a whole session read-only and lists what is wrong with it: torn tails,
 skipped lines, broken parent links (dangling, lost, cycles), duplicate ids, a byte order mark,
-stale or broken metadata, leftover torn files and stale locks. `repair_session` writes a clean log
+stale or broken metadata, a log shorter than its metadata's record (cut or emptied), symbolic
+links in place of session files, leftover torn files and stale locks. `repair_session` writes a clean log
 beside the damaged one and swaps it in atomically; the original stays, under a new name, never
 deleted, and every change is listed.
 """
@@ -15,9 +16,18 @@ from typing import Final, Literal
 
 from lamina.errors import SessionCorruptError, SessionNotFoundError
 from lamina.session._entries import encode_entry
+from lamina.session._files import open_for_reading
 from lamina.session._lock import lock_state
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
-from lamina.session._store import CREATING_PREFIX, LOG_NAME, JsonlSession, LocalSessionStore, with_parent
+from lamina.session._store import (
+    CREATING_PREFIX,
+    DELETING_PREFIX,
+    LOG_NAME,
+    JsonlSession,
+    LocalSessionStore,
+    linked_files,
+    with_parent,
+)
 
 Severity = Literal["damage", "stale", "note"]
 """`damage`: the log itself is hurt (exit status 1); `stale`: a cache or lock lags behind; `note`: information."""
@@ -75,6 +85,9 @@ def check_store(store: LocalSessionStore) -> list[SessionHealth]:
         if folder.name.startswith(CREATING_PREFIX) and folder.is_dir():
             message = "an interrupted create left this folder (never listed; safe to delete)"
             rows.append(SessionHealth(folder.name, 0, [Finding("interrupted_create", "stale", message, ".")]))
+        elif folder.name.startswith(DELETING_PREFIX) and folder.is_dir():
+            message = "an interrupted delete left this folder (never listed; removed by the next `sessions list`)"
+            rows.append(SessionHealth(folder.name, 0, [Finding("interrupted_delete", "stale", message, ".")]))
         elif not folder.name.startswith(".") and folder.is_dir():
             rows.append(check_session(store, folder.name))
     return rows
@@ -87,6 +100,12 @@ def check_session(store: LocalSessionStore, session_id: str) -> SessionHealth:
         raise SessionNotFoundError(session_id, store.root)
     health = SessionHealth(session_id)
     found = health.findings
+    linked = linked_files(folder)
+    for name in linked:
+        message = "a symbolic link in place of a session file or folder (never followed: the session is refused)"
+        found.append(Finding("symlink", "damage", message, name))
+    if linked:
+        return health
     if not (folder / LOG_NAME).is_file():
         found.append(Finding("missing_log", "damage", "session log is missing (or not a file)", LOG_NAME))
         return health
@@ -125,6 +144,9 @@ def _log_findings(session: JsonlSession) -> list[Finding]:
         t = report.torn_tail
         message = f"torn last line ({t.length} bytes): a writer died mid-append; cut on the next append"
         out.append(Finding("torn_tail", "damage", message, LOG_NAME, None, t.offset))
+    if report.log_cut is not None:
+        message = f"{report.log_cut.describe()}; writers are refused until `sessions repair` accepts it"
+        out.append(Finding("cut_log", "damage", message, LOG_NAME, None, report.log_cut.size))
     if report.unknown_entries:
         message = f"{report.unknown_entries} entries of a newer type or version (kept, skipped by the view)"
         out.append(Finding("unknown_entries", "note", message, LOG_NAME))
@@ -169,12 +191,16 @@ def repair_session(store: LocalSessionStore, session_id: str, *, wait: float = 0
 
     Kept: every entry that survives, byte for byte unless its parent link had to be mended.
     Dropped from the new log (and still in the original, kept as `log.jsonl.damaged-<n>`): corrupt
-    lines, duplicate ids, a torn tail, a byte order mark. Takes the write lock.
+    lines, duplicate ids, a torn tail, a byte order mark. A log cut or emptied from outside is accepted
+    as it is (what was cut is gone; the metadata is rebuilt, so writers may open it again). Takes the
+    write lock.
     """
-    with store.open(session_id, wait=wait) as session:
+    with store._open(session_id, writable=True, wait=wait, accept_cut=True) as session:
         session.load_all()
         report = session.report
         changes: list[str] = []
+        if report.log_cut is not None:
+            changes.append(f"accepted the log as it is ({report.log_cut.describe()}); metadata rebuilt")
         if report.meta_problem:
             changes.append(f"metadata rebuilt from the log: {report.meta_problem}")
         if report.bom:
@@ -198,7 +224,8 @@ def repair_session(store: LocalSessionStore, session_id: str, *, wait: float = 0
 
 def _clean_log(session: JsonlSession) -> bytes:
     """Every surviving entry in file order; unchanged lines byte for byte, mended ones re-encoded."""
-    original = session.log_path.read_bytes()
+    with open_for_reading(session.log_path) as f:
+        original = f.read()
     lines: list[bytes] = []
     for entry_id, offset in zip(session._order, session._offset_list, strict=True):
         if entry_id in session._links:

@@ -2,17 +2,29 @@
 
 Every byte and every directory change the session store makes goes through a `FileLayer`: the log
 appends, `meta.json` replacements, torn-tail files, repairs, session folders and the lock file.
-Reads go straight to the OS. The layer exists so that a test double can stand in for the disk and
-"lose power": keep written-but-unsynced bytes and directory changes apart and drop them, the way
-SQLite's test VFS and LazyFS check durability (a SIGKILL cannot, since the kernel keeps the page
-cache).
+Reads go straight to the OS (through `open_for_reading`). The layer exists so that a test double
+can stand in for the disk and "lose power": keep written-but-unsynced bytes and directory changes
+apart and drop them, the way SQLite's test VFS and LazyFS check durability (a SIGKILL cannot, since
+the kernel keeps the page cache).
+
+No session file is opened through a symbolic link: every open of the store passes `NOFOLLOW`
+(writes through the layer, reads through `open_for_reading`), so a link planted in a session
+folder fails with `ELOOP` instead of sending the store's reads or writes outside it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import sys
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Final, Protocol
+
+NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+"""Passed to every open of a session file: a symbolic link at the path fails with `ELOOP`."""
+LINK_REFUSED: Final = "is a symbolic link (the store never follows links in a session folder)"
+"""The reason given when a session file is a symbolic link."""
 
 
 class FileLayer(Protocol):
@@ -30,6 +42,9 @@ class FileLayer(Protocol):
     def link(self, src: Path, dst: Path) -> None: ...
     def mkdir(self, path: Path) -> None: ...
     def fsync_dir(self, path: Path) -> None: ...
+    def remove_tree(self, path: Path) -> None:
+        """Remove a folder and everything in it (what is already gone is no error); the parent is not fsynced."""
+        ...
 
 
 class OsFiles:
@@ -69,6 +84,18 @@ class OsFiles:
         finally:
             os.close(fd)
 
+    def remove_tree(self, path: Path) -> None:
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(path, onexc=_gone_is_fine)
+        else:
+            shutil.rmtree(path, onerror=lambda function, name, info: _gone_is_fine(function, name, info[1]))
+
+
+def _gone_is_fine(function: object, path: str, exc: BaseException) -> None:
+    """`rmtree`'s error hook: an entry someone else removed first is no error (two deletes may race)."""
+    if not isinstance(exc, FileNotFoundError):
+        raise exc
+
 
 OS_FILES: OsFiles = OsFiles()
 """The layer every store uses unless a test gives it another."""
@@ -76,9 +103,34 @@ OS_FILES: OsFiles = OsFiles()
 
 def write_new_file(files: FileLayer, path: Path, data: bytes) -> None:
     """Create `path` (it must not exist), write `data` and fsync it; the folder is not fsynced here."""
-    fd = files.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = files.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
     try:
         files.write(fd, data)
         files.fsync(fd)
     finally:
         files.close(fd)
+
+
+def open_for_reading(path: Path) -> BinaryIO:
+    """Open a session file to read it, never through a symbolic link (`OSError` with `ELOOP` if it is one)."""
+    fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_link_refusal(exc: OSError) -> bool:
+    """Whether `exc` is an open refused because the path is a symbolic link."""
+    return exc.errno == errno.ELOOP
+
+
+def is_same_file(fd: int, path: Path) -> bool:
+    """Whether the file open as `fd` is still the one at `path` (same device and inode; a link is not followed)."""
+    try:
+        here = os.lstat(path)
+        there = os.fstat(fd)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

@@ -17,7 +17,7 @@ from typing import Annotated, Final
 import msgspec
 
 from lamina.errors import SessionCorruptError, SessionIOError
-from lamina.session._files import OS_FILES, FileLayer
+from lamina.session._files import LINK_REFUSED, NOFOLLOW, OS_FILES, FileLayer, is_link_refusal, open_for_reading
 
 META_NAME: Final = "meta.json"
 META_MAX_BYTES: Final = 64 * 1024
@@ -84,7 +84,7 @@ def write_meta(folder: Path, meta: SessionMeta, files: FileLayer = OS_FILES) -> 
     target = folder / META_NAME
     tmp = folder / f".{META_NAME}.{os.getpid()}.{secrets.token_hex(3)}.tmp"
     try:
-        fd = files.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = files.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
         try:
             files.write(fd, _encoder.encode(meta))
             files.fsync(fd)
@@ -106,13 +106,15 @@ def read_meta(folder: Path) -> SessionMeta:
     """Read `meta.json`; raises `SessionCorruptError` naming the file when it is missing, unreadable or invalid."""
     path = folder / META_NAME
     try:
-        with open(path, "rb") as f:
+        with open_for_reading(path) as f:
             raw = f.read(META_MAX_BYTES + 1)
     except FileNotFoundError:
         raise SessionCorruptError(path, "metadata file is missing") from None
     except IsADirectoryError:
         raise SessionCorruptError(path, "metadata file is a folder") from None
     except OSError as exc:
+        if is_link_refusal(exc):
+            raise SessionCorruptError(path, LINK_REFUSED) from None
         raise SessionCorruptError(path, f"metadata file cannot be read: {exc.strerror or exc}") from None
     if len(raw) > META_MAX_BYTES:
         raise SessionCorruptError(path, f"metadata file is larger than {META_MAX_BYTES} bytes")

@@ -45,6 +45,22 @@ STORE_ENV_VAR: Final = "LAMINA_STORE"
 """Environment variable naming the store: a folder or a `postgresql://` URL."""
 
 
+@dataclass(frozen=True, slots=True)
+class LogCut:
+    """A log shorter than its metadata's record of it, with fewer entries: cut or emptied from outside."""
+
+    size: int
+    recorded_size: int
+    recorded_entries: int
+    entries: int
+
+    def describe(self) -> str:
+        return (
+            f"the log is {self.size} bytes with {self.entries} entries, but its metadata records "
+            f"{self.recorded_size} bytes and {self.recorded_entries} entries: it was cut or emptied"
+        )
+
+
 @dataclass(slots=True)
 class LoadReport:
     """What opening a session found wrong, and what it did about it (always clean for a database store)."""
@@ -60,6 +76,8 @@ class LoadReport:
     duplicate_ids: list[DuplicateId] = field(default_factory=list)
     relinks: list[Relink] = field(default_factory=list)
     """Entries whose parent was lost, missing, later in the log or part of a cycle, and where they now hang."""
+    log_cut: LogCut | None = None
+    """The log is shorter than its metadata's record and lost entries (damage: never a fresh session)."""
 
     @property
     def clean(self) -> bool:
@@ -70,11 +88,14 @@ class LoadReport:
             and not self.bom
             and not self.duplicate_ids
             and not self.relinks
+            and self.log_cut is None
         )
 
     def messages(self) -> list[str]:
         """Human-readable lines, one per problem."""
         out: list[str] = []
+        if self.log_cut:
+            out.append(self.log_cut.describe())
         if self.meta_problem:
             out.append(f"metadata rebuilt from the log: {self.meta_problem}")
         if self.bom:

@@ -10,6 +10,13 @@ Layout of a session folder::
         plans/         plan files
         .lock          the one-writer lock (holder named inside)
 
+No file of a session folder is opened through a symbolic link (a link there is refused as damage).
+A writer checks before every acknowledgement (flush, critical append) that its log and its lock are
+still the files at the session's paths, so a folder removed or restored under it fails the flush
+instead of acknowledging into a file nobody will read. A delete takes the writer lock, renames the
+folder to a hidden `.deleting-` name in one step and only then removes it: an interrupted delete
+leaves the session whole or gone, and the store removes what it left (`list`, `delete`).
+
 Durability is group commit: every append reaches the kernel at once (a killed process loses at
 most the line being written), and the log is fsynced at turn boundaries (`flush`) and immediately
 for critical entries (outbox, plan state, compaction). Opening a session to continue it reads
@@ -22,12 +29,12 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import errno
 import gc
 import mmap
 import os
 import re
 import secrets
-import shutil
 import threading
 import time
 import zlib
@@ -39,7 +46,14 @@ from typing import Any, Final, TypeVar, overload
 import msgspec
 import platformdirs
 
-from lamina.errors import MissingEntryError, SessionCorruptError, SessionIOError, SessionNotFoundError, UsageError
+from lamina.errors import (
+    LaminaError,
+    MissingEntryError,
+    SessionCorruptError,
+    SessionIOError,
+    SessionNotFoundError,
+    UsageError,
+)
 from lamina.session._entries import (
     CRITICAL_ENTRY_TYPES,
     CompactionBoundary,
@@ -49,10 +63,19 @@ from lamina.session._entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session._files import OS_FILES, FileLayer, write_new_file
-from lamina.session._lock import WriterLock
-from lamina.session._meta import ForkOrigin, SessionMeta, read_meta, write_meta
-from lamina.session._protocol import STORE_ENV_VAR, LoadReport, SessionSummary
+from lamina.session._files import (
+    LINK_REFUSED,
+    NOFOLLOW,
+    OS_FILES,
+    FileLayer,
+    is_link_refusal,
+    is_same_file,
+    open_for_reading,
+    write_new_file,
+)
+from lamina.session._lock import LOCK_NAME, WriterLock
+from lamina.session._meta import META_NAME, ForkOrigin, SessionMeta, read_meta, write_meta
+from lamina.session._protocol import STORE_ENV_VAR, LoadReport, LogCut, SessionSummary
 from lamina.session._scan import (
     Canonical,
     DuplicateId,
@@ -78,6 +101,8 @@ LOG_NAME: Final = "log.jsonl"
 SUBFOLDERS: Final = ("attachments", "data", "plans")
 CREATING_PREFIX: Final = ".creating-"
 """A session folder being created is built under this hidden name, then renamed into place."""
+DELETING_PREFIX: Final = ".deleting-"
+"""A session folder being deleted is renamed to this hidden name (under its lock), then removed."""
 TITLE_MAX_CHARS: Final = 120
 META_REFRESH_SECONDS: Final = 5.0
 """Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""
@@ -192,7 +217,7 @@ class JsonlSession:
 
     def _read(self, start: int, end: int | None) -> LogScan:
         try:
-            with open(self.log_path, "rb") as f:
+            with open_for_reading(self.log_path) as f:
                 if start == 0 and self._lock is not None and _MAP_POPULATE is not None:
                     size = os.fstat(f.fileno()).st_size
                     stop = size if end is None else min(end, size)
@@ -202,11 +227,19 @@ class JsonlSession:
                             return scan
                 f.seek(start)
                 data = f.read() if end is None else f.read(end - start)
-        except FileNotFoundError:
-            raise SessionCorruptError(self.log_path, "session log is missing") from None
         except OSError as exc:
-            raise SessionIOError(self.log_path, "read the log", exc, offset=start) from None
+            raise self._read_error(exc, start) from None
         return self._scan(data, start)
+
+    def _read_error(self, exc: OSError, offset: int) -> LaminaError:
+        """The store's error for a failed read of the log: gone with its folder, missing, a link, or refused."""
+        if isinstance(exc, FileNotFoundError):
+            if not self.folder.is_dir():  # deleted while it was read
+                return SessionNotFoundError(self.folder.name, self.folder.parent)
+            return SessionCorruptError(self.log_path, "session log is missing")
+        if is_link_refusal(exc):
+            return SessionCorruptError(self.log_path, LINK_REFUSED)
+        return SessionIOError(self.log_path, "read the log", exc, offset=offset)
 
     def _scan_mapped(self, fd: int, stop: int) -> LogScan | None:
         """Scan the log's first `stop` bytes mapped in place, not copied (None: the file cannot be mapped).
@@ -310,17 +343,34 @@ class JsonlSession:
             except MissingEntryError:
                 self.load_all()
 
+    def _find_cut(self) -> LogCut | None:
+        """The log's loss when it is shorter than the metadata's record of it and lines are missing.
+
+        The metadata only ever lags the log (it is written after the log is made durable), so a log
+        shorter than its record, with fewer lines than the entries it records, was cut or emptied
+        from outside. Lines that are there but damaged (corrupt, duplicate, a torn last line) are
+        reported as such, not as a cut.
+        """
+        meta = self.meta
+        if meta.log_size <= self._known_end:
+            return None
+        self.load_all()
+        report = self.report
+        found = len(self._entry_list)
+        lines = found + len(report.corrupt_lines) + len(report.duplicate_ids) + (report.torn_tail is not None)
+        if lines >= meta.entry_count:
+            return None
+        return LogCut(self._known_end, meta.log_size, meta.entry_count, found)
+
     def _starts_line(self, offset: int) -> bool:
         try:
-            with open(self.log_path, "rb") as f:
+            with open_for_reading(self.log_path) as f:
                 if offset > os.fstat(f.fileno()).st_size:
                     return False
                 f.seek(offset - 1)
                 return f.read(1) == b"\n"
-        except FileNotFoundError:
-            raise SessionCorruptError(self.log_path, "session log is missing") from None
         except OSError as exc:
-            raise SessionIOError(self.log_path, "read the log", exc, offset=offset) from None
+            raise self._read_error(exc, offset) from None
 
     def _pick_leaf(self) -> str | None:
         """The leaf the metadata names when no append came after it, else the last entry of the log."""
@@ -375,7 +425,7 @@ class JsonlSession:
 
     def _fsync_log(self) -> None:
         try:
-            fd = self._files.open(self.log_path, os.O_RDONLY)
+            fd = self._files.open(self.log_path, os.O_RDONLY | NOFOLLOW)
             try:
                 self._files.fsync(fd)
             finally:
@@ -534,6 +584,11 @@ class JsonlSession:
     def _check_writable(self) -> None:
         if self._lock is None:
             raise UsageError(f"session {self.id} was opened read-only")
+        if self._failed is None and not self._lock.held:  # a forked child of the writer: never a writer
+            try:
+                self._lock.verify()
+            except SessionIOError as exc:
+                raise self._fail(exc.action, exc.error, None, path=exc.path) from None
         if self._failed is not None:
             failed = self._failed
             raise SessionIOError(
@@ -547,9 +602,16 @@ class JsonlSession:
         self._check_writable()
         if self._fd is None:
             try:
-                fd = self._files.open(self.log_path, os.O_WRONLY | os.O_APPEND)
+                fd = self._files.open(self.log_path, os.O_WRONLY | os.O_APPEND | NOFOLLOW)
             except OSError as exc:
+                if is_link_refusal(exc):
+                    raise SessionCorruptError(self.log_path, LINK_REFUSED) from None
                 raise SessionIOError(self.log_path, "open the log for appending", exc) from None
+            try:
+                self._verify(fd)  # opened after the check of the lock: a log of a folder put in its place fails it
+            except SessionIOError:
+                self._files.close(fd)
+                raise
             if self._torn is not None:
                 try:
                     self._repair_torn_tail(fd, self._torn)
@@ -559,10 +621,27 @@ class JsonlSession:
             self._fd = fd
         return self._fd
 
-    def _fail(self, action: str, exc: OSError, offset: int) -> SessionIOError:
+    def _fail(self, action: str, exc: OSError, offset: int | None, *, path: Path | None = None) -> SessionIOError:
         """Record a failed write: this session takes no more appends (the next open repairs the tail)."""
-        self._failed = SessionIOError(self.log_path, action, exc, offset=offset)
+        self._failed = SessionIOError(path or self.log_path, action, exc, offset=offset)
         return self._failed
+
+    def _verify(self, fd: int | None) -> None:
+        """Check that the lock held and the log open as `fd` are still the files at the session's paths.
+
+        Run before anything is acknowledged: a folder removed, moved or restored from a copy under
+        this writer fails here (and the session takes no more appends), so no flush acknowledges
+        entries written into files nobody will read, and a second writer in the restored folder is
+        the only one. Raises `SessionIOError`.
+        """
+        assert self._lock is not None
+        try:
+            self._lock.verify()
+        except SessionIOError as exc:
+            raise self._fail(exc.action, exc.error, None, path=exc.path) from None
+        if fd is not None and not is_same_file(fd, self.log_path):
+            reason = "the log was removed or replaced while the session was open (folder deleted or restored?)"
+            raise self._fail("make the log durable", OSError(errno.ESTALE, reason), self._size)
 
     def _repair_torn_tail(self, fd: int, torn: TornTail) -> None:
         """Make the log end with a complete line before the first append after a crash.
@@ -571,7 +650,7 @@ class JsonlSession:
         `log.jsonl.torn-<offset>` file (never over an older one), made durable with its folder, and
         only then cut from the log.
         """
-        with open(self.log_path, "rb") as f:
+        with open_for_reading(self.log_path) as f:
             f.seek(torn.offset)
             tail = f.read()
         files = self._files
@@ -680,6 +759,7 @@ class JsonlSession:
             # after a failed fsync the kernel may have dropped the dirty pages: nothing written since
             # the last good fsync can be trusted, so this session stops here
             raise self._fail("make the log durable", exc, self._size) from None
+        self._verify(fd)
         self._unsynced = False
 
     def flush(self) -> None:
@@ -694,6 +774,8 @@ class JsonlSession:
         self._check_writable()
         if self._fd is not None and self._unsynced:
             self._sync(self._fd)
+        else:
+            self._verify(self._fd)  # nothing new, but the caller takes what it appended as durable
         if self._dirty_meta:
             due = time.monotonic() - self._meta_written_at >= META_REFRESH_SECONDS
             if self._meta_urgent or due:
@@ -730,6 +812,8 @@ class JsonlSession:
             canonical_max_id=self._canonical.max_id,
         )
         try:
+            if self._lock is not None:
+                self._lock.verify()  # never into a folder put in place of this session's
             write_meta(self.folder, self.meta, self._files)
         except SessionIOError as exc:
             self.report.meta_problem = f"metadata could not be written: {exc}"
@@ -784,6 +868,11 @@ class JsonlSession:
                 tmp.unlink()  # an interrupted earlier repair: only ever a copy
             write_new_file(files, tmp, data)
             kept = self._keep_original()
+            # a metadata file that records nothing of the old log: a crash before the new one is
+            # written must not make the shorter new log look cut
+            assert self._lock is not None  # checked writable above
+            self._lock.verify()
+            write_meta(self.folder, _unrecorded(self.meta), files)
             files.fsync_dir(self.folder)
             files.replace(tmp, self.log_path)
             files.fsync_dir(self.folder)
@@ -808,7 +897,8 @@ class JsonlSession:
             except FileExistsError:
                 continue
             except OSError:  # no hard links here: a durable copy instead
-                write_new_file(self._files, kept, self.log_path.read_bytes())
+                with open_for_reading(self.log_path) as f:
+                    write_new_file(self._files, kept, f.read())
             return kept
         raise FileExistsError(f"too many kept logs in {self.folder}")
 
@@ -818,6 +908,9 @@ class JsonlSession:
         The lock is released even when the flush fails (its error is raised after).
         """
         if self._lock is None:
+            return
+        if not self._lock.held:  # a forked child of the writer: it held nothing, it has nothing to write
+            self._abandon()
             return
         try:
             if self._failed is None:
@@ -919,11 +1012,55 @@ class LocalSessionStore:
     def close(self) -> None:
         """Nothing to let go of: every session holds its own lock and descriptor."""
 
-    def delete(self, session_id: str) -> None:
-        """Remove a session's folder; refuses (`SessionLockedError`) while a writer has it open."""
+    def delete(self, session_id: str, *, wait: float = 0.0) -> None:
+        """Remove a session's folder; refuses while a writer has it open.
+
+        Takes the session's writer lock (waiting up to `wait` seconds), renames the folder to a
+        hidden `.deleting-` name in one step while holding it, then removes that folder: a writer
+        can never open the session in between, and an interrupted delete leaves the session whole
+        or gone (what it left is removed by the next `list` or `delete`).
+
+        Raises:
+            SessionLockedError: a writer holds the session (after `wait` seconds).
+            SessionNotFoundError: there is no such session (or another delete took it first).
+            SessionIOError: the disk refused the rename or the removal.
+        """
         folder = self.folder_of(session_id)
-        self.open(session_id).close()  # the writer lock: never delete a session in use
-        shutil.rmtree(folder)
+        if not folder.is_dir():
+            raise SessionNotFoundError(session_id, self.root)
+        if folder.is_symlink():  # its removal would reach outside the store (a linked file inside is only unlinked)
+            raise SessionCorruptError(folder, LINK_REFUSED)
+        files = self._files
+        lock = WriterLock(folder, wait=wait, files=files)
+        aside = self.root / f"{DELETING_PREFIX}{session_id}.{secrets.token_hex(3)}"
+        try:
+            files.replace(folder, aside)
+            files.fsync_dir(self.root)
+        except FileNotFoundError:
+            raise SessionNotFoundError(session_id, self.root) from None
+        except OSError as exc:
+            raise SessionIOError(folder, "move the session folder aside to delete it", exc) from None
+        finally:
+            lock.release()  # its file is now inside the hidden folder: a writer that waited finds no session
+        self._remove(aside)
+
+    def _remove(self, folder: Path) -> None:
+        """Remove a folder that no session name points at any more (a deleted session, a failed create)."""
+        try:
+            self._files.remove_tree(folder)
+            self._files.fsync_dir(self.root)
+        except OSError as exc:
+            raise SessionIOError(folder, "remove the folder of a deleted session", exc) from None
+
+    def _remove_leftovers(self) -> None:
+        """Remove the folders of interrupted deletes: already gone from the store, never listed."""
+        try:
+            leftovers = [f for f in self.root.iterdir() if f.name.startswith(DELETING_PREFIX) and f.is_dir()]
+        except OSError:
+            return  # listing reports the store's own problem
+        for folder in leftovers:
+            with contextlib.suppress(SessionIOError):  # tried again at the next listing
+                self._remove(folder)
 
     @property
     def files(self) -> FileLayer:
@@ -967,22 +1104,42 @@ class LocalSessionStore:
             )
             try:
                 files.mkdir(staging)
-                for name in SUBFOLDERS:
-                    files.mkdir(staging / name)
-                files.close(files.open(staging / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-                write_meta(staging, meta, files)  # fsyncs the staging folder
-                if folder.exists():
-                    continue
-                files.replace(staging, folder)
-                files.fsync_dir(self.root)
             except FileExistsError:
                 continue
             except OSError as exc:
                 raise SessionIOError(staging, "create the session folder", exc) from None
+            placed = False
+            try:
+                self._build(staging, meta)
+                if folder.exists():  # the id was taken meanwhile: another one
+                    self._remove(staging)
+                    continue
+                files.replace(staging, folder)
+                placed = True
+                files.fsync_dir(self.root)
+                lock = WriterLock(folder, files=files)
+            except (OSError, LaminaError) as exc:
+                self._remove_made(folder if placed else staging)
+                if isinstance(exc, LaminaError):
+                    raise
+                raise SessionIOError(staging, "create the session folder", exc) from None
             break
-        session = self._session(folder, meta, lock=WriterLock(folder, files=files), report=LoadReport())
+        session = self._session(folder, meta, lock=lock, report=LoadReport())
         session._loaded_from = 0
         return session
+
+    def _build(self, staging: Path, meta: SessionMeta) -> None:
+        """Fill a new session's staging folder: its subfolders, an empty log and the metadata (fsynced)."""
+        files = self._files
+        for name in SUBFOLDERS:
+            files.mkdir(staging / name)
+        files.close(files.open(staging / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644))
+        write_meta(staging, meta, files)  # fsyncs the staging folder
+
+    def _remove_made(self, made: Path) -> None:
+        """After a failed create, remove the folder it made (its id was never handed out); best effort."""
+        with contextlib.suppress(SessionIOError):  # the disk refuses even that: `sessions check` reports it
+            self._remove(made)
 
     def open(self, session_id: str, *, writable: bool = True, wait: float = 0.0) -> JsonlSession:
         """Open a session to continue it: reads only from its latest compaction boundary.
@@ -992,29 +1149,45 @@ class LocalSessionStore:
 
         Problems found on the way (torn last line, corrupt lines, duplicate ids, broken parent links,
         unknown entry types, missing or corrupt metadata) are repaired where safe and listed in
-        `session.report`; what survives is always loaded. A failed open releases the lock.
+        `session.report`; what survives is always loaded. A log shorter than its metadata's record
+        (cut or emptied from outside) is reported to a reader, and refused to a writer
+        (`SessionCorruptError`) until `lamina sessions repair` accepts it. A symbolic link in place
+        of the log, the metadata or the lock is refused (`SessionCorruptError`). A failed open
+        releases the lock.
         """
+        return self._open(session_id, writable=writable, wait=wait, accept_cut=False)
+
+    def _open(self, session_id: str, *, writable: bool, wait: float, accept_cut: bool) -> JsonlSession:
         folder = self.folder_of(session_id)
         if not folder.is_dir():
             raise SessionNotFoundError(session_id, self.root)
-        log = folder / LOG_NAME
-        if not log.is_file():
-            reason = "session log is missing" if not log.exists() else "session log is not a regular file"
-            raise SessionCorruptError(log, reason)
-        # the lock comes before reading what the holder wrote
+        _refuse_links(folder)
+        # the lock comes before reading what the holder wrote (and keeps a delete out)
         lock = WriterLock(folder, wait=wait, files=self._files) if writable else None
         session: JsonlSession | None = None
         try:
+            log = folder / LOG_NAME
+            if not log.is_file():
+                if not folder.is_dir():
+                    raise SessionNotFoundError(session_id, self.root)
+                reason = "session log is missing" if not log.exists() else "session log is not a regular file"
+                raise SessionCorruptError(log, reason)
             report = LoadReport()
             meta = _meta_for_open(folder, session_id, report)
             session = self._session(folder, meta, lock=lock, report=report)
             session._open_for_resume()
+            report.log_cut = session._find_cut()
+            if report.log_cut is not None and writable and not accept_cut:
+                advice = "run `lamina sessions repair` to go on with what is left"
+                raise SessionCorruptError(log, f"{report.log_cut.describe()}; {advice}")
             session._after_open(rebuild=report.meta_problem is not None)
-        except BaseException:
+        except BaseException as exc:
             if session is not None:
                 session._abandon()
             elif lock is not None:
                 lock.release()
+            if isinstance(exc, OSError):  # never a raw OS error out of the store
+                raise _gone_or(folder, exc, "open the session") from None
             raise
         return session
 
@@ -1022,6 +1195,7 @@ class LocalSessionStore:
         """Every session in the store, newest first, read from metadata only."""
         if not self.root.is_dir():
             return []
+        self._remove_leftovers()
         rows: list[SessionSummary] = []
         try:
             folders = list(self.root.iterdir())
@@ -1030,7 +1204,10 @@ class LocalSessionStore:
         for folder in folders:
             if not _SESSION_ID_RE.fullmatch(folder.name) or not folder.is_dir():
                 continue
-            rows.append(_summary_of(folder))
+            try:
+                rows.append(_summary_of(folder))
+            except FileNotFoundError:  # deleted while listed
+                continue
         rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
         return rows
 
@@ -1095,9 +1272,9 @@ def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> Session
     except SessionCorruptError as exc:
         report.meta_problem = exc.reason
         try:
-            stat = (folder / LOG_NAME).stat()
+            stat = (folder / LOG_NAME).lstat()
         except OSError as err:
-            raise SessionIOError(folder / LOG_NAME, "read the log", err) from None
+            raise _gone_or(folder, err, "read the log") from None
         return SessionMeta(id=session_id, created_at=stat.st_mtime, updated_at=stat.st_mtime)
     if meta.id != session_id:
         report.meta_problem = f"metadata names session {meta.id!r}, folder is {session_id!r}"
@@ -1105,7 +1282,51 @@ def _meta_for_open(folder: Path, session_id: str, report: LoadReport) -> Session
     return meta
 
 
+def _gone_or(folder: Path, exc: OSError, action: str) -> LaminaError:
+    """The error for an OS error on a session's files: not found when its folder is gone (deleted meanwhile)."""
+    if not folder.is_dir():
+        return SessionNotFoundError(folder.name, folder.parent)
+    return SessionIOError(Path(exc.filename) if exc.filename else folder, action, exc)
+
+
+def _refuse_links(folder: Path) -> None:
+    """Refuse a session whose log, metadata or lock file is a symbolic link (`SessionCorruptError` naming it).
+
+    Every open passes `O_NOFOLLOW` as well; this check only makes the error come first, and clear.
+    """
+    for name in linked_files(folder):
+        raise SessionCorruptError(folder if name == "." else folder / name, LINK_REFUSED)
+
+
+def linked_files(folder: Path) -> list[str]:
+    """The session's folder (".") or files (log, metadata, lock) that are symbolic links."""
+    if folder.is_symlink():
+        return ["."]
+    return [name for name in (LOG_NAME, META_NAME, LOCK_NAME) if (folder / name).is_symlink()]
+
+
+def _unrecorded(meta: SessionMeta) -> SessionMeta:
+    """`meta` with no record of the log (size, count, leaf, canonical prefix): the next open counts afresh."""
+    return msgspec.structs.replace(
+        meta,
+        leaf_id=None,
+        leaf_offset=0,
+        resume_offset=0,
+        log_size=0,
+        entry_count=0,
+        canonical_size=0,
+        canonical_crc32=0,
+        canonical_linked=0,
+        canonical_distinct=0,
+        canonical_max_id="",
+    )
+
+
 def _summary_of(folder: Path) -> SessionSummary:
+    linked = linked_files(folder)
+    if linked:
+        what = "the session folder" if linked[0] == "." else linked[0]
+        return SessionSummary(folder.name, "", 0.0, 0.0, 0, "", None, problem=f"{what} {LINK_REFUSED}")
     try:
         meta = read_meta(folder)
     except SessionCorruptError as exc:
