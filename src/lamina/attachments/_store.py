@@ -156,8 +156,8 @@ class AttachmentStore:
         sha = hashlib.sha256(data).hexdigest()
         files: list[tuple[Path, bytes]] = [(self.path(sha), data)]
         notes = [sniffed.mismatch] if sniffed.mismatch else []
-        if sniffed.encoding == "cp1252":
-            notes.append("not UTF-8: read as Windows-1252")
+        if sniffed.encoding_note:
+            notes.append(sniffed.encoding_note)
         if sniffed.kind == "image":
             image = prepare_image(data, name)
             files += [(self.path(r.sha256), b) for r, b in image.renditions if r.sha256 != sha]
