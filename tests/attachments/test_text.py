@@ -7,7 +7,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from lamina.attachments import AttachmentRenderer, AttachmentStore, MediaSupport, NamedBytes
@@ -122,3 +122,32 @@ def test_raw_8bit_headers_read_as_utf8_else_windows_1252(store: AttachmentStore)
     (ref,) = store.add_all([NamedBytes("old.eml", raw)])
     assert ref.media_type == "message/rfc822"
     assert "Subject: café crème" in store.text_path(ref).read_text()
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@given(subject=st.text(st.sampled_from("abcxyz ABC 0123 éèêàçùôîïüöäßÉÀ€æœ"), min_size=1, max_size=40))
+def test_any_raw_windows_1252_subject_reads_back_exactly(
+    tmp_path_factory: pytest.TempPathFactory, subject: str
+) -> None:
+    subject = " ".join(subject.split()) or "x"  # a header's value has no leading, trailing or double spaces
+    encoded = subject.encode("cp1252")
+    assume(not _is_utf8(encoded))  # bytes that are UTF-8 too read as UTF-8
+    folder = tmp_path_factory.mktemp("s")
+    store = AttachmentStore(folder / "attachments", folder / "data")
+    raw = b"From: ada@example.com\nTo: bob@example.com\nSubject: " + encoded + b"\n\nbody\n"
+    (ref,) = store.add_all([NamedBytes("m.eml", raw)])
+    assert ref.media_type == "message/rfc822"
+    assert f"Subject: {subject}\n" in store.text_path(ref).read_text()
+
+
+def test_a_utf8_mail_with_a_byte_order_mark_keeps_its_first_header(store: AttachmentStore) -> None:
+    raw = codecs.BOM_UTF8 + b"From: ada@example.com\nTo: bob@example.com\nSubject: hi\n\nbody\n"
+    (ref,) = store.add_all([NamedBytes("m.eml", raw)])
+    assert store.text_path(ref).read_text().startswith("From: ada@example.com\nTo: bob@example.com\n")

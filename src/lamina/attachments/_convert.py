@@ -7,7 +7,9 @@ in the user's time zone. Bad input raises `AttachmentError` naming the file.
 
 from __future__ import annotations
 
+import codecs
 import email
+import email.errors
 import email.policy
 import io
 import zipfile
@@ -43,8 +45,8 @@ def to_text(data: bytes, sniffed: Sniffed, name: str, *, time_zone: str) -> Conv
         AttachmentError: the file is corrupt, truncated, encrypted or a zip bomb.
     """
     media = sniffed.media_type
-    if sniffed.encoding != "utf-8-sig" and media in {HTML, EML, ICS}:
-        data = _utf8(data, sniffed.encoding)  # the converters read UTF-8 (mail: its parts say their own)
+    if media in {HTML, EML, ICS} and (sniffed.encoding != "utf-8-sig" or data.startswith(codecs.BOM_UTF8)):
+        data = _utf8(data, sniffed.encoding)  # the converters read UTF-8 without a mark (mail: parts say their own)
     if media == PDF:
         return pdf_text(data, name)
     if media in {DOCX, XLSX, PPTX}:
@@ -162,7 +164,7 @@ def _header(message: EmailMessage, header: str) -> str:
     value = _decoded(unfolded.encode("ascii", errors="surrogateescape"), "")
     try:
         return str(email.policy.default.header_factory(header, value))
-    except (ValueError, TypeError, IndexError):  # an unparsable header: its text as it came
+    except (email.errors.MessageError, ValueError, TypeError, IndexError, LookupError):  # unparsable: as it came
         return value
 
 
