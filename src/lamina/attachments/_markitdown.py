@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import io
 import sys
 import types
 from pathlib import Path
@@ -59,8 +60,6 @@ def convert(data: bytes, extension: str, media_type: str, name: str) -> str:
     Raises:
         Exception: whatever the converter's parser raises on a broken file.
     """
-    import io
-
     converters, stream_info = _modules()
     info = stream_info(mimetype=media_type, extension=f".{extension}", filename=name, charset="utf-8")
     return str(converters[extension]().convert(io.BytesIO(data), info).markdown)

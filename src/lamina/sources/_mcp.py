@@ -25,7 +25,7 @@ import anyio
 import httpx2
 import mcp_types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
+from mcp.client.streamable_http import streamable_http_client
 
 from lamina.errors import SourceConnectionError, ToolDefinitionError
 from lamina.sources._config import McpHttp, McpSource, McpStdio, expand_env
@@ -35,8 +35,6 @@ from lamina.tools._base import ToolContext, ToolOutput
 
 _STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
 _CLOSE_GRACE: Final = 10.0  # seconds the SDK gets to stop a server before its task is cancelled
-MAX_EVENT_BYTES: Final = DEFAULT_MAX_SSE_EVENT_SIZE
-"""Largest event the MCP client takes from a streamable-HTTP server (the SDK's bound, 1 MiB)."""
 _MEASURE_CAP: Final = 256 * 1024 * 1024
 """Most bytes of an over-limit answer read (and dropped) to tell its size."""
 _OVER_LIMIT: Final = re.compile(r"exceeded the (\d+) byte limit")
