@@ -13,8 +13,11 @@ and the connection stays open.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import json
+import mimetypes
 import os
 import re
 import tempfile
@@ -27,6 +30,7 @@ import mcp_types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from lamina.attachments import NamedBytes
 from lamina.errors import SourceConnectionError, ToolDefinitionError
 from lamina.sources._config import McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources._guide import guide_path
@@ -105,7 +109,7 @@ class McpConnection:
         except Exception as exc:  # a transport or SDK failure: still a result for the call
             self._session = None
             return ToolOutput(f"source {slug}: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        return ToolOutput(render_result(result), is_error=result.is_error)
+        return render_result(result, tool_name(slug, name))
 
     async def _too_large(self, name: str, limit: int) -> ToolOutput:
         """The error result for a call whose answer was over the client's event limit (the session is kept)."""
@@ -337,14 +341,25 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def render_result(result: mcp_types.CallToolResult) -> str:
-    """The text the model receives for an MCP tool result."""
+def render_result(result: mcp_types.CallToolResult, tool: str) -> ToolOutput:
+    """What the model receives for a result of MCP tool `tool`: its text, and its image content as images
+    for the pipeline to store (each named `<tool> image <n>.<ext>` and marked where it came in the text)."""
     parts: list[str] = []
+    images: list[NamedBytes] = []
     for block in result.content:
         match block:
             case mcp_types.TextContent():
                 parts.append(block.text)
-            case mcp_types.ImageContent() | mcp_types.AudioContent():
+            case mcp_types.ImageContent():
+                name = f"{tool} image {len(images) + 1}{mimetypes.guess_extension(block.mime_type) or ''}"
+                try:
+                    data = base64.b64decode(block.data, validate=True)
+                except (binascii.Error, ValueError):
+                    parts.append(f"[image not shown: {name} ({block.mime_type}): its data is not valid base64]")
+                    continue
+                images.append(NamedBytes(name, data))
+                parts.append(f"[image: {name} ({block.mime_type})]")
+            case mcp_types.AudioContent():
                 parts.append(f"[{block.type} content, {block.mime_type}, not shown]")
             case mcp_types.ResourceLink():
                 parts.append(f"[resource link: {block.uri}]")
@@ -356,7 +371,8 @@ def render_result(result: mcp_types.CallToolResult) -> str:
                 parts.append(f"[{getattr(block, 'type', 'unknown')} content, not shown]")
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-    return "\n".join(parts) if parts else "(no output)"
+    text = "\n".join(parts) if parts else "(no output)"
+    return ToolOutput(text, is_error=result.is_error, images=tuple(images))
 
 
 class McpTool(SourceTool):
