@@ -5,7 +5,8 @@ first, and only then writes: the original and each provider's image rendition as
 `attachments/<sha256>`, the extracted text as `data/attachments/<sha256>.txt` (a file the model
 can Read). Every file is written to a temporary name, fsynced and renamed, and the folder is
 fsynced, before the caller logs the user message that refers to it. One bad file fails the whole
-call with an `AttachmentError` naming it, and nothing is written.
+call with an `AttachmentError` naming it, and nothing is written. `add_images` takes the images a
+tool returned each on its own: a bad one is refused and the others are kept.
 """
 
 from __future__ import annotations

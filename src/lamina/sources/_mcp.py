@@ -7,7 +7,8 @@ Calls go through that session. Nothing raised by the SDK or the server reaches t
 server that dies mid-call, times out or answers with a protocol error becomes an error result
 naming the source and what happened; later calls start the server again. A streamable-HTTP
 answer larger than the SDK takes in one event is a too-large result with its size and the limit,
-and the connection stays open.
+and the connection stays open. A result's image content is handed to the pipeline as images, which
+it stores as attachments (`ToolOutput.images`).
 """
 
 from __future__ import annotations

@@ -258,7 +258,7 @@ def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[Attac
         return output.content, ()
     if ctx.attachments is None:
         refs: tuple[AttachmentRef, ...] = ()
-        refused = [f"attachment {i.name!r}: this session keeps no attachments" for i in output.images]
+        refused = [f"attachment {i.name!r}: no attachment store here to keep it in" for i in output.images]
     else:
         refs, errors = ctx.attachments.add_images(output.images)
         refused = [str(e) for e in errors]
