@@ -30,9 +30,9 @@ attachment is shown by the model in use's attachment renderer as one or more blo
 part (`<id>` the user message's, `<n>` counting its blocks; provenance the file's name and
 SHA-256; an image a tool returned is shown the same way, `<id>` its result's): a text block's
 part is its text, an image or PDF sent as the provider's media block is a part whose text is a
-label and whose `media_tokens` is the provider's estimate for it. The
-tails' parts (this turn's volatile and one-shot parts, an earlier turn's compactable ones) are
-built where tails are rendered, `lamina.messages.tail_parts`.
+label and whose `media_tokens` is the provider's estimate for it. The tails' parts (this turn's
+volatile and one-shot parts, an earlier turn's compactable ones) are built where tails are
+rendered, `lamina.messages.tail_parts`.
 """
 
 from __future__ import annotations
@@ -160,14 +160,14 @@ def attachment_part(
     """Block `index` of the attachments of `entry` (`ref` the file it shows): its text, or for a media
     block a label and the provider's token estimate. A user's file is user data; an image a tool
     returned is tool output, counted with the tool results."""
-    tool = isinstance(entry, ToolResult)
+    tool = entry.name if isinstance(entry, ToolResult) else None
     return Part(
         f"attachment.{entry.id}.{index}",
         text,
-        f"{f'tool:{entry.name} ' if isinstance(entry, ToolResult) else ''}attachment:{ref.name} sha256:{ref.sha256}",
-        Authority.TOOL_OUTPUT if tool else Authority.USER_DATA,
+        f"{'' if tool is None else f'tool:{tool} '}attachment:{ref.name} sha256:{ref.sha256}",
+        Authority.USER_DATA if tool is None else Authority.TOOL_OUTPUT,
         Stability.COMPACTABLE,
-        Tier.TOOL_RESULTS if tool else Tier.ON_DEMAND,
+        Tier.ON_DEMAND if tool is None else Tier.TOOL_RESULTS,
         media_tokens,
     )
 

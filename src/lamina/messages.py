@@ -11,8 +11,8 @@ Every block is built from parts (SPEC F1, `lamina.history_parts`) and carries th
 a text block is its part's text (a tail: its parts' texts, one per line), a tool-use block is
 decoded from its call's part, a tool result is its part's text (and the blocks of the images it
 returned, each from its part), an attached image or PDF carries the part that labels it and holds
-the provider's token estimate. What a request's parts list is
-therefore what its blocks are made of, and nothing else.
+the provider's token estimate. What a request's parts list is therefore what its blocks are made
+of, and nothing else.
 """
 
 from __future__ import annotations
