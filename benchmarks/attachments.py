@@ -5,6 +5,8 @@ Figures:
 - `image_prepare_ms_12mp`: a 4000 x 3000 JPEG photo (noise, quality 90, EXIF orientation 6)
   checked, decoded, turned upright and fitted to both providers (an Anthropic and an OpenAI
   rendition, each resized and encoded): the whole of `prepare_image`, median of the runs.
+- `image_prepare_ms_108mp`: a 12000 x 9000 JPEG (a phone's 108-megapixel photo; noise, quality 85)
+  prepared the same way: decoded reduced by the JPEG decoder (`draft`), then fitted.
 - `pdf_text_ms_per_page`: text with page markers from a 50-page PDF (written by fpdf2, 40 lines a
   page) through pypdf, per page.
 - `docx_to_text_ms`: a Word document of 300 paragraphs and a 50-row table (written by
@@ -33,6 +35,14 @@ def _photo() -> bytes:
     exif[0x0112] = 6
     out = io.BytesIO()
     Image.effect_noise((4000, 3000), 60).convert("RGB").save(out, format="JPEG", quality=90, exif=exif.tobytes())
+    return out.getvalue()
+
+
+def _large_photo() -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.effect_noise((12_000, 9_000), 20).convert("RGB").save(out, format="JPEG", quality=85)
     return out.getvalue()
 
 
@@ -76,11 +86,12 @@ def _median_ms(action: Callable[[], object], runs: int) -> float:
 
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     runs = 3 if quick else 7
-    progress("generating a 12-megapixel photo, a 50-page PDF and a Word document")
-    photo, pdf, word = _photo(), _pdf(10 if quick else 50), _docx()
+    progress("generating a 12- and a 108-megapixel photo, a 50-page PDF and a Word document")
+    photo, large, pdf, word = _photo(), _large_photo(), _pdf(10 if quick else 50), _docx()
     pages = pdf_text(pdf, "bench.pdf").pages
     progress("preparing the photo")
     image_ms = _median_ms(lambda: prepare_image(photo, "photo.jpg"), runs)
+    large_ms = _median_ms(lambda: prepare_image(large, "phone.jpg"), runs)
     progress("extracting the PDF's text")
     pdf_ms = _median_ms(lambda: pdf_text(pdf, "bench.pdf"), runs)
     sniffed = sniff(word, "report.docx")
@@ -89,6 +100,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     docx_ms = _median_ms(lambda: to_text(word, sniffed, "report.docx", time_zone="UTC"), runs)
     return [
         Figure("image_prepare_ms_12mp", image_ms, "ms", note=f"{len(photo) / 1e6:.1f} MB JPEG, both providers"),
+        Figure("image_prepare_ms_108mp", large_ms, "ms", note=f"{len(large) / 1e6:.1f} MB JPEG, both providers"),
         Figure("pdf_text_ms_per_page", pdf_ms / pages, "ms", note=f"{pages} pages"),
         Figure("docx_to_text_ms", docx_ms, "ms", note=f"{len(word) / 1e3:.0f} kB docx"),
     ]

@@ -130,6 +130,10 @@ def _anthropic_units(body: Mapping[str, Any]) -> list[Unit]:
                     units.append(("text", block["text"]))
                 case "tool_use":
                     units.append(("call", (block["name"], block["input"])))
+                case "tool_result" if isinstance(block["content"], list):  # a result with the images it returned
+                    text, *media = block["content"]
+                    units.append(("result", text["text"]))
+                    units += [("text", b["text"]) if b["type"] == "text" else ("media", None) for b in media]
                 case "tool_result":
                     units.append(("result", block["content"]))
                 case "image" | "document":
@@ -168,6 +172,10 @@ def _responses_units(body: Mapping[str, Any]) -> list[Unit]:
     for item in body["input"]:
         if item.get("type") == "function_call":
             units.append(("call", (item["name"], json.loads(item["arguments"]))))
+        elif item.get("type") == "function_call_output" and isinstance(item["output"], list):
+            text, *media = item["output"]
+            units.append(("result", text["text"]))
+            units += [("text", b["text"]) if b["type"] == "input_text" else ("media", None) for b in media]
         elif item.get("type") == "function_call_output":
             units.append(("result", item["output"]))
         elif isinstance(item["content"], str):
@@ -225,6 +233,16 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
     engine.record(AssistantMessage(text="Checking."))
     engine.record(ToolCall(call_id="c9", name="Read", input={"z": 1, "path": "app.py"}))  # the model's key order
     engine.record(ToolResult(call_id="c9", name="Read", content="x = 1 <system>\n"))
+    # an MCP tool that returned an image (stored as the pipeline stores it) and one the provider gets resized
+    images, refused = engine.attachments.add_images(
+        [
+            NamedBytes("mcp image 1.png", files.image("PNG")),
+            NamedBytes("mcp image 2.png", files.image("PNG", (3000, 200))),
+        ]
+    )
+    assert len(images) == 2 and not refused
+    engine.record(ToolCall(call_id="m1", name="imgs__chart", input={"kind": "png"}))
+    engine.record(ToolResult(call_id="m1", name="imgs__chart", content="[image: mcp image 1.png]", attachments=images))
     continuation = engine.continuation(turn)
     attachments = engine.attachment_blocks(target)
     body = render(turn, target, continuation=continuation, attachments=attachments)
@@ -254,7 +272,7 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
                 assert media, "a media block without its part"
     assert sum(kind == "media" for kind, _ in units) == len(media) >= 1
     # the kept exchange, the skill read, the lost call and this turn's (the others are summarised)
-    assert sum(kind == "call" for kind, _ in units) == len(calls) == 4
+    assert sum(kind == "call" for kind, _ in units) == len(calls) == 5
     assert ["z", "path"] in [list(payload[1]) for kind, payload in units if kind == "call"]
     shown = [payload for kind, payload in units if kind in ("text", "result")]
     for part in parts:  # no part without its block
@@ -263,7 +281,10 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
 
     classes = {p.key: (p.stability, p.authority, p.tier) for p in parts}
     assert len(classes) == len(parts)  # keys are unique within the turn
-    attachment = [p for p in parts if p.key.startswith("attachment.")]
+    attachment = [p for p in parts if p.key.startswith("attachment.") and not p.provenance.startswith("tool:")]
+    returned = [p for p in parts if p.key.startswith("attachment.") and p.provenance.startswith("tool:imgs__chart ")]
+    assert len(returned) >= 2 and sum(p.media_tokens is not None for p in returned) == 2
+    assert all((p.authority, p.tier) == (Authority.TOOL_OUTPUT, Tier.TOOL_RESULTS) for p in returned)
     assert len(attachment) >= 3 and all(
         (p.stability, p.authority, p.tier) == (Stability.COMPACTABLE, Authority.USER_DATA, Tier.ON_DEMAND)
         for p in attachment

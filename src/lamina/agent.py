@@ -257,6 +257,7 @@ class Agent:
                             content=result.content,
                             is_error=result.is_error,
                             full_output_path=full_output,
+                            attachments=result.attachments,
                         )
                     )
                     open_calls.pop(0)
@@ -698,6 +699,7 @@ def open_agent(
             plans_dir=engine.plans_dir,
             submit_plan=submit_plan,
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
+            attachments=engine.attachments,
         )
 
         def stuck(requirement: Requirement, denials: int) -> None:

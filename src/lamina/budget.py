@@ -320,10 +320,21 @@ class _Raw:
     ttl: str | None = None
 
 
+_NESTED: Final = {"tool_result": "content", "function_call_output": "output"}
+"""Where a tool result's own blocks are (the images a tool returned among them), by block type."""
+
+
 def _measure(block: object, estimator: TokenEstimator) -> int:
-    """The simulator's count (canonical JSON without markers), except media, counted by the providers' formulas."""
+    """The simulator's count (canonical JSON without markers), except media, counted by the providers' formulas
+    (also inside a tool result)."""
     if isinstance(block, Mapping):
         block = without_marker(block)
+        key = _NESTED.get(str(block.get("type")))
+        inner = block.get(key) if key else None
+        if key and isinstance(inner, list) and any(_inline_media(b) for b in inner):
+            found = [m for b in inner if (m := _inline_media(b)) is not None]
+            rest = {**block, key: [b for b in inner if _inline_media(b) is None]}
+            return estimator.count(_ENCODER.encode(rest).decode()) + sum(media_tokens(*m) for m in found)
     media = _inline_media(block)
     if media is not None:  # an image or a PDF: by the providers' formulas, not its base64 text
         return media_tokens(*media)

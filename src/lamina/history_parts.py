@@ -18,6 +18,7 @@ what is sent:
 | the compaction summary             | `compaction.summary`       | compactable  | model_output   | history      |
 | the user's words lane              | `compaction.users_words`   | compactable  | user_data      | history      |
 | an attached file, block by block   | `attachment.<id>.<n>`      | compactable  | user_data      | documents    |
+| an image a tool returned, by block | `attachment.<id>.<n>`      | compactable  | tool_output    | tool results |
 
 Compactable: summarised by the next compaction, never deleted from the log. On demand: read by
 the model when it needs it (a `SKILL.md`, a source's `guide.md`, a document under `docs/`), not
@@ -27,10 +28,11 @@ A tool call's text is the call as the request carries it, `{"name": ..., "input"
 model's key order, and its tool-use block is decoded from that text (`tool_call_of`). An
 attachment is shown by the model in use's attachment renderer as one or more blocks; each is a
 part (`<id>` the user message's, `<n>` counting its blocks; provenance the file's name and
-SHA-256): a text block's part is its text, an image or PDF sent as the provider's media block is
-a part whose text is a label and whose `media_tokens` is the provider's estimate for it. The
-tails' parts (this turn's volatile and one-shot parts, an earlier turn's compactable ones) are
-built where tails are rendered, `lamina.messages.tail_parts`.
+SHA-256; an image a tool returned is shown the same way, `<id>` its result's): a text block's
+part is its text, an image or PDF sent as the provider's media block is a part whose text is a
+label and whose `media_tokens` is the provider's estimate for it. The tails' parts (this turn's
+volatile and one-shot parts, an earlier turn's compactable ones) are built where tails are
+rendered, `lamina.messages.tail_parts`.
 """
 
 from __future__ import annotations
@@ -153,17 +155,19 @@ def users_words_part(lane: SafeText) -> Part:
 
 
 def attachment_part(
-    entry: UserMessage, index: int, ref: AttachmentRef, text: SafeText, *, media_tokens: int | None = None
+    entry: UserMessage | ToolResult, index: int, ref: AttachmentRef, text: SafeText, *, media_tokens: int | None = None
 ) -> Part:
     """Block `index` of the attachments of `entry` (`ref` the file it shows): its text, or for a media
-    block a label and the provider's token estimate."""
+    block a label and the provider's token estimate. A user's file is user data; an image a tool
+    returned is tool output, counted with the tool results."""
+    tool = entry.name if isinstance(entry, ToolResult) else None
     return Part(
         f"attachment.{entry.id}.{index}",
         text,
-        f"attachment:{ref.name} sha256:{ref.sha256}",
-        Authority.USER_DATA,
+        f"{'' if tool is None else f'tool:{tool} '}attachment:{ref.name} sha256:{ref.sha256}",
+        Authority.USER_DATA if tool is None else Authority.TOOL_OUTPUT,
         Stability.COMPACTABLE,
-        Tier.ON_DEMAND,
+        Tier.ON_DEMAND if tool is None else Tier.TOOL_RESULTS,
         media_tokens,
     )
 

@@ -9,9 +9,10 @@ result whose call is not in view is dropped, so no request is refused for a spli
 
 Every block is built from parts (SPEC F1, `lamina.history_parts`) and carries them (`Block.parts`):
 a text block is its part's text (a tail: its parts' texts, one per line), a tool-use block is
-decoded from its call's part, a tool result is its part's text, an attached image or PDF carries
-the part that labels it and holds the provider's token estimate. What a request's parts list is
-therefore what its blocks are made of, and nothing else.
+decoded from its call's part, a tool result is its part's text (and the blocks of the images it
+returned, each from its part), an attached image or PDF carries the part that labels it and holds
+the provider's token estimate. What a request's parts list is therefore what its blocks are made
+of, and nothing else.
 """
 
 from __future__ import annotations
@@ -153,10 +154,16 @@ class ToolResultBlock:
     """The tool's output, neutralised: markers escaped, no wrapper (the provider's block separates it)."""
     is_error: bool = False
     parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
+    """The result's part, then its media's parts."""
+    media: tuple[Block, ...] = ()
+    """The images the tool returned, as the model in use takes them (image blocks, or notes), in order."""
 
     @classmethod
-    def of(cls, call_id: str, name: str, part: Part, *, is_error: bool = False) -> ToolResultBlock:
-        return cls(call_id, name, part.text, is_error, (part,))
+    def of(
+        cls, call_id: str, name: str, part: Part, *, is_error: bool = False, media: Sequence[Block] = ()
+    ) -> ToolResultBlock:
+        parts = (part, *(p for block in media for p in block.parts))
+        return cls(call_id, name, part.text, is_error, parts, tuple(media))
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +238,9 @@ def prelude_messages(summary: SafeText | None, pinned: SafeText | None) -> list[
     return [Message("user", tuple(blocks))] if blocks else []
 
 
-def attached_blocks(entry: UserMessage, attachments: AttachmentBlocks) -> list[Block]:
-    """The blocks of `entry`'s attachments as `attachments` shows them, each rebuilt from its part."""
+def attached_blocks(entry: UserMessage | ToolResult, attachments: AttachmentBlocks) -> list[Block]:
+    """The blocks of `entry`'s attachments (a user's files, a tool's images) as `attachments` shows them,
+    each rebuilt from its part."""
     out: list[Block] = []
     for ref in entry.attachments:
         for block in attachments(ref):
@@ -296,7 +304,8 @@ def to_messages(
                 if call is not None:
                     # tool output is untrusted: neutralised markers, no wrapper (the system prompt says what it is)
                     part = tool_result_part(entry, call)
-                    _append(out, "user", ToolResultBlock.of(call_id, name, part, is_error=is_error))
+                    media = attached_blocks(entry, attachments)  # the images it returned, as the model takes them
+                    _append(out, "user", ToolResultBlock.of(call_id, name, part, is_error=is_error, media=media))
             case _:
                 pass  # state changes, outbox, turn records, labels...: not conversation
     _close_open_calls(out, open_calls)

@@ -11,7 +11,7 @@ from lamina.budget import budget_of_turn, cache_layout
 from lamina.engine import ContextEngine
 from lamina.parts import Tier
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
-from lamina.session._entries import UserMessage
+from lamina.session._entries import ToolCall, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.attachments import files
 from tests.support.engine import ANTHROPIC, Clock, make_engine
@@ -93,4 +93,31 @@ def test_reports_count_images_and_pdfs_by_the_providers_formulas_not_their_base6
     else:
         assert document.media_tokens is None and "--- page 1 of 3 ---" in document.text  # as text
     assert report.tokens(Tier.ON_DEMAND) == sum(p.token_count(DEFAULT_ESTIMATOR) for p in shown)
+    engine.session.close()
+
+
+@pytest.mark.parametrize("target", [ANTHROPIC, OpenAIChatTarget(model="gpt-5"), OpenAIResponsesTarget(model="gpt-5")])
+def test_reports_count_an_image_a_tool_returned_by_the_providers_formulas_not_its_base64(
+    engine: ContextEngine, target: RenderTarget
+) -> None:
+    photo = files.noisy_jpeg((1200, 900))
+    turn = engine.prepare_turn("Take a screenshot.")
+    (ref,), refused = engine.attachments.add_images([NamedBytes("screen image 1.jpg", photo)])
+    assert refused == ()
+    engine.record(ToolCall(call_id="s1", name="browser__screenshot", input={}))
+    engine.record(ToolResult(call_id="s1", name="browser__screenshot", content="[image]", attachments=(ref,)))
+    layout = cache_layout(engine.request(turn, target), target, turn=turn)
+    sizes = sorted(b.tokens for b in layout.blocks)
+    assert sizes[-1] < len(photo) // 100  # the base64 text would be about len(photo) / 3 tokens
+    rendition = next(r for r in ref.renditions if r.provider == ("anthropic" if target is ANTHROPIC else "openai"))
+    image_tokens = max(
+        anthropic_tokens(rendition.width, rendition.height), openai_tokens(rendition.width, rendition.height)
+    )
+    assert any(size >= image_tokens for size in sizes)  # the image is counted, inside its result or beside it
+    attachments = engine.attachment_blocks(target)
+    shown, *note = [p for p in turn.parts(engine.continuation(turn), attachments) if p.key.startswith("attachment.")]
+    assert shown.media_tokens == rendition.tokens and shown.tier is Tier.TOOL_RESULTS
+    assert all(p.text.startswith("[attached image screen image 1.jpg (image/jpeg") for p in note)  # when resized
+    report = budget_of_turn(turn, engine.continuation(turn), attachments=attachments)
+    assert report.tokens(Tier.TOOL_RESULTS) >= rendition.tokens
     engine.session.close()

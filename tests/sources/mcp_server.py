@@ -1,4 +1,5 @@
-"""A small MCP server for the sources tests, on the official SDK: two tools, plus one that dies mid-call.
+"""A small MCP server for the sources tests, on the official SDK: two tools, one that dies mid-call, and
+two for the result-size tests (a result of a given size, and which client session a call came on).
 
 Run as `python mcp_server.py` (stdio) or `python mcp_server.py http PORT` (streamable HTTP).
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("lamina-test")
 
@@ -34,6 +35,18 @@ def crash() -> str:
     """Exit the server process in the middle of the call."""
     sys.stdout.flush()
     os._exit(3)
+
+
+@server.tool()
+def blob(size: int) -> str:
+    """Return `size` characters of text."""
+    return "x" * size
+
+
+@server.tool()
+def which_session(ctx: Context) -> str:
+    """Name the client session this call came on: its `Mcp-Session-Id` (streamable HTTP)."""
+    return (ctx.headers or {}).get("mcp-session-id", "")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import socket
 import subprocess
 import sys
@@ -43,7 +44,7 @@ async def test_server_tools_are_listed_with_short_descriptions_and_the_server_sc
 ) -> None:
     _, sources = calc
     specs = {tool.spec.name: tool.spec for tool in sources.tools if tool.source == "calc"}
-    assert sorted(specs) == ["calc__add", "calc__crash", "calc__shout"]
+    assert sorted(specs) == ["calc__add", "calc__blob", "calc__crash", "calc__shout", "calc__which_session"]
     for spec in specs.values():
         assert len(spec.description) <= MAX_DESCRIPTION
         assert spec.description.endswith(guide_pointer("calc"))
@@ -157,6 +158,30 @@ async def test_streamable_http_server_round_trip(workspace: Path, http_server: s
         assert sources.problems == ()
         result = await pipeline(sources.tools, workspace).execute("c1", "remote__add", {"a": 20, "b": 22})
         assert (result.content, result.is_error) == ("42", False)
+
+
+async def test_an_http_result_over_the_clients_event_limit_is_too_large_and_the_connection_is_kept(
+    workspace: Path, http_server: str
+) -> None:
+    write_source(workspace, "remote", f'kind = "mcp"\ndescription = "Remote."\nurl = "{http_server}"\n')
+    async with _connections(workspace) as sources:
+        tools = pipeline(sources.tools, workspace)
+        before = await tools.execute("c1", "remote__which_session", {})
+        result = await tools.execute("c2", "remote__blob", {"size": 1_500_000})
+        assert result.is_error and "stopped" not in result.content
+        found = re.fullmatch(
+            r"source remote: the result of blob is ([\d,]+) bytes, more than the MCP client takes in one message"
+            r" \(1,048,576 bytes\); the tool ran but its result cannot be received\. The connection is kept: ask"
+            r" for less \(a smaller page, range or query\)\.",
+            result.content,
+        )
+        assert found is not None, result.content
+        # the answer as sent: the text twice (as content and as structured content) and its JSON-RPC frame
+        assert 3_000_000 < int(found.group(1).replace(",", "")) < 3_001_000
+        after = await tools.execute("c3", "remote__which_session", {})
+        assert (after.content, after.is_error) == (before.content, False)  # the same client session
+        small = await tools.execute("c4", "remote__blob", {"size": 400_000})  # 800 kB as sent: under the limit
+        assert not small.is_error
 
 
 async def test_the_guide_must_be_read_before_the_first_call_of_a_source(

@@ -2,7 +2,8 @@
 
 A file (by path or bytes) is typed from its content, checked, converted and stored
 content-addressed in the session's `attachments/` folder by `AttachmentStore`; the log's user
-message holds `AttachmentRef`s, never bytes. `AttachmentRenderer` turns a reference into the
+message holds `AttachmentRef`s, never bytes (and so does a tool result, for the images a tool
+returned: `AttachmentStore.add_images`). `AttachmentRenderer` turns a reference into the
 blocks a given provider and model take: image and PDF blocks, or neutralised text, or a note.
 """
 

@@ -7,7 +7,9 @@ in the user's time zone. Bad input raises `AttachmentError` naming the file.
 
 from __future__ import annotations
 
+import codecs
 import email
+import email.errors
 import email.policy
 import io
 import zipfile
@@ -43,6 +45,8 @@ def to_text(data: bytes, sniffed: Sniffed, name: str, *, time_zone: str) -> Conv
         AttachmentError: the file is corrupt, truncated, encrypted or a zip bomb.
     """
     media = sniffed.media_type
+    if media in {HTML, EML, ICS} and (sniffed.encoding != "utf-8-sig" or data.startswith(codecs.BOM_UTF8)):
+        data = _utf8(data, sniffed.encoding)  # the converters read UTF-8 without a mark (mail: parts say their own)
     if media == PDF:
         return pdf_text(data, name)
     if media in {DOCX, XLSX, PPTX}:
@@ -55,6 +59,10 @@ def to_text(data: bytes, sniffed: Sniffed, name: str, *, time_zone: str) -> Conv
     if media == ICS:
         return Converted(ics_text(data, name, time_zone))
     return Converted(data.decode(sniffed.encoding))
+
+
+def _utf8(data: bytes, encoding: str) -> bytes:
+    return data.decode(encoding).encode("utf-8")  # sniff decoded it already: no error here
 
 
 def check_zip(data: bytes, name: str) -> None:
@@ -80,20 +88,16 @@ def check_zip(data: bytes, name: str) -> None:
             )
 
 
-_EXTENSION: Final = {DOCX: ".docx", XLSX: ".xlsx", PPTX: ".pptx", HTML: ".html"}
+_EXTENSION: Final = {DOCX: "docx", XLSX: "xlsx", PPTX: "pptx", HTML: "html"}
 
 
 def _markitdown(data: bytes, name: str, media: str) -> str:
-    from markitdown import StreamInfo
-    from markitdown.converters import DocxConverter, HtmlConverter, PptxConverter, XlsxConverter
+    from lamina.attachments._markitdown import convert
 
-    converters: dict[str, Any] = {DOCX: DocxConverter, XLSX: XlsxConverter, PPTX: PptxConverter, HTML: HtmlConverter}
-    info = StreamInfo(mimetype=media, extension=_EXTENSION[media], filename=name)
     try:
-        result = converters[media]().convert(io.BytesIO(data), info)
+        return convert(data, _EXTENSION[media], media, name).strip()
     except Exception as exc:  # the converters raise whatever their parsers raise on a broken file
         raise AttachmentError(name, f"the document could not be read ({type(exc).__name__}: {exc})") from None
-    return str(result.markdown).strip()
 
 
 def pdf_text(data: bytes, name: str) -> Converted:
@@ -126,23 +130,72 @@ def pdf_text(data: bytes, name: str) -> Converted:
 
 
 def eml_text(data: bytes, name: str) -> str:
-    """Headers, the text body and the list of the message's own attachments."""
+    """Headers, the text of the body's parts and the list of the message's own attachments.
+
+    Encoded words (RFC 2047) and encoded file names (RFC 2231) are decoded; each text part is read
+    in the charset it declares (UTF-8, else Windows-1252, when it declares none or a wrong one), and
+    raw 8-bit bytes in a header as UTF-8, else Windows-1252.
+    """
     message = email.message_from_bytes(data, policy=email.policy.default)
     if not isinstance(message, EmailMessage):  # pragma: no cover - the default policy makes EmailMessage
         raise AttachmentError(name, "the e-mail could not be parsed")
-    lines = [f"{header}: {message[header]}" for header in ("From", "To", "Cc", "Date", "Subject") if message[header]]
+    headers = [(header, _header(message, header)) for header in ("From", "To", "Cc", "Date", "Subject")]
+    lines = [f"{header}: {value}" for header, value in headers if value]
     try:
-        body = message.get_body(preferencelist=("plain", "html"))
-        text = body.get_content() if isinstance(body, EmailMessage) else ""
-        if isinstance(body, EmailMessage) and body.get_content_type() == "text/html":
-            text = _markitdown(text.encode(), name, HTML)
-        attached = [_listed(part) for part in message.iter_attachments()]
+        body = _body_texts(message, name)
+        shown = {id(part) for part, _ in body}
+        attached = [_listed(part) for part in message.iter_attachments() if id(part) not in shown]
     except (LookupError, ValueError, TypeError) as exc:
         raise AttachmentError(name, f"the e-mail could not be read ({exc})") from None
-    out = "\n".join(lines) + "\n\n" + str(text).strip()
+    out = "\n".join(lines) + "\n\n" + "\n\n".join(text for _, text in body)
     if attached:
         out += "\n\nAttachments of this e-mail (not opened):\n" + "\n".join(attached)
     return out
+
+
+def _header(message: EmailMessage, header: str) -> str:
+    raw = next((value for key, value in message.raw_items() if key.lower() == header.lower()), None)
+    if raw is None:
+        return ""
+    if not any("\udc80" <= c <= "\udcff" for c in raw):
+        return str(message[header])
+    # raw 8-bit bytes (no encoded word): the parser kept them as surrogates
+    unfolded = "".join(str(raw).splitlines())
+    value = _decoded(unfolded.encode("ascii", errors="surrogateescape"), "")
+    try:
+        return str(email.policy.default.header_factory(header, value))
+    except (email.errors.MessageError, ValueError, TypeError, IndexError, LookupError):  # unparsable: as it came
+        return value
+
+
+def _decoded(raw: bytes, charset: str) -> str:
+    """`raw` in `charset`, else UTF-8, else Windows-1252 (every byte but five; those replaced)."""
+    for codec in (charset, "utf-8"):
+        if codec:
+            try:
+                return raw.decode(codec)
+            except (LookupError, UnicodeDecodeError):
+                continue
+    return raw.decode("cp1252", errors="replace")
+
+
+def _body_texts(part: EmailMessage, name: str) -> list[tuple[EmailMessage, str]]:
+    """The text parts that make the body, each in its own charset; of alternatives, the plain text."""
+    if part.get_content_maintype() == "multipart":
+        inner = [p for p in part.iter_parts() if isinstance(p, EmailMessage) and not p.is_attachment()]
+        if part.get_content_subtype() == "alternative":
+            plain = [p for p in inner if p.get_content_type() == "text/plain"]
+            html = [p for p in inner if p.get_content_type() == "text/html"]
+            inner = (plain or html or inner[-1:])[:1]
+        return [found for p in inner for found in _body_texts(p, name)]
+    if part.get_content_maintype() != "text" or part.is_attachment():
+        return []
+    payload = part.get_payload(decode=True)
+    text = _decoded(payload if isinstance(payload, bytes) else b"", part.get_content_charset() or "")
+    if part.get_content_type() == "text/html":
+        text = _markitdown(text.encode(), name, HTML)
+    text = text.strip()
+    return [(part, text)] if text else []
 
 
 def _listed(part: Any) -> str:

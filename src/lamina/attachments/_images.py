@@ -3,6 +3,11 @@
 Each provider family gets its own rendition, fitted to its documented limits: EXIF orientation
 applied, an animation's first frame, a format the provider takes, and a media type that is the
 type of the bytes actually sent. An image that needs nothing is sent as it came, byte for byte.
+
+A large image is decoded reduced: a JPEG at 1/2, 1/4 or 1/8 of each side by the decoder itself
+(`Image.draft`), then any image by a fast box filter (`Image.reduce`) before the final resize, so
+a 108-megapixel photo needs a few megapixels of memory. A header over `MAX_INPUT_PIXELS`, or more
+than `MAX_DECODED_PIXELS` to decode, is refused before any pixel is decoded (a decompression bomb).
 """
 
 from __future__ import annotations
@@ -11,10 +16,20 @@ import hashlib
 import io
 import warnings
 from dataclasses import dataclass
+from typing import Final
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
-from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, SENDABLE, TOKENS, ImageLimits, Provider, fit_size
+from lamina.attachments._limits import (
+    LIMITS,
+    MAX_DECODED_PIXELS,
+    MAX_INPUT_PIXELS,
+    SENDABLE,
+    TOKENS,
+    ImageLimits,
+    Provider,
+    fit_size,
+)
 from lamina.errors import AttachmentError
 from lamina.session._entries import ImageRendition
 
@@ -29,43 +44,89 @@ class PreparedImage:
     renditions: tuple[tuple[ImageRendition, bytes], ...]
 
 
+_TRANSPOSE: Final = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+"""The turn each EXIF orientation asks for (as `ImageOps.exif_transpose` does it)."""
+
+
 def _open(data: bytes, name: str) -> Image.Image:
+    """The image, its header read and checked against `MAX_INPUT_PIXELS`; no pixel decoded yet."""
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # Lamina's own bounds follow
             image = Image.open(io.BytesIO(data))
-            if image.width * image.height > MAX_INPUT_PIXELS:
-                raise AttachmentError(
-                    name, f"the image has {image.width}x{image.height} pixels, more than {MAX_INPUT_PIXELS:,} allowed"
-                )
-            image.load()
-    except AttachmentError:
-        raise
-    except (Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
-        raise AttachmentError(name, f"the image is too large to decode safely ({exc})") from None
+    except Image.DecompressionBombError:  # over twice Pillow's own bound: refused before Lamina sees the size
+        raise AttachmentError(
+            name, f"the image has more than {MAX_INPUT_PIXELS:,} pixels, the most allowed (a decompression bomb?)"
+        ) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
         raise AttachmentError(name, f"the image is corrupt or truncated ({exc})") from None
+    if image.width * image.height > MAX_INPUT_PIXELS:
+        raise AttachmentError(
+            name, f"the image has {image.width}x{image.height} pixels, more than {MAX_INPUT_PIXELS:,} allowed"
+        )
     return image
+
+
+def _decode(image: Image.Image, needed: tuple[int, int], name: str) -> Image.Image:
+    """The pixels of `image`, decoded no larger than needed where the format allows (JPEG), at most
+    `MAX_DECODED_PIXELS`, then reduced (a fast box filter) to about twice `needed` (as stored)."""
+    if image.format in {"JPEG", "MPO"}:
+        image.draft(image.mode, needed)  # the decoder scales by 1/2, 1/4 or 1/8 while decoding
+    if image.width * image.height > MAX_DECODED_PIXELS:
+        raise AttachmentError(
+            name,
+            f"the image has {image.width}x{image.height} pixels, more than the {MAX_DECODED_PIXELS:,} Lamina decodes"
+            f" (only a JPEG is decoded reduced)",
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image.load()
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise AttachmentError(name, f"the image is corrupt or truncated ({exc})") from None
+    factor = min(image.width // (2 * needed[0]), image.height // (2 * needed[1]))
+    return image.reduce(factor) if factor >= 2 else image
 
 
 def prepare_image(data: bytes, name: str) -> PreparedImage:
     """Check `data` decodes as an image and prepare one rendition per provider.
 
+    A large image is decoded reduced and fitted to each provider's limits.
+
     Raises:
-        AttachmentError: corrupt or truncated, or more pixels than `MAX_INPUT_PIXELS`.
+        AttachmentError: corrupt or truncated, more pixels than `MAX_INPUT_PIXELS` in its header,
+            or more than `MAX_DECODED_PIXELS` to decode.
     """
     image = _open(data, name)
     source_format = image.format or ""
-    frames = int(getattr(image, "n_frames", 1) or 1)
-    animated = bool(getattr(image, "is_animated", False)) and frames > 1
-    image.seek(0)
-    rotated = _orientation(image) not in (None, 1)
-    oriented = ImageOps.exif_transpose(image) if rotated else image
-    width, height = oriented.size
+    try:
+        frames = int(getattr(image, "n_frames", 1) or 1)
+        animated = bool(getattr(image, "is_animated", False)) and frames > 1
+        image.seek(0)
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise AttachmentError(name, f"the image is corrupt or truncated ({exc})") from None
+    orientation = _orientation(image)
+    turned = orientation in {5, 6, 7, 8}
+    width, height = (image.height, image.width) if turned else image.size  # as shown
+    fitted = [fit_size(width, height, LIMITS[provider]) for provider in LIMITS]
+    needed = (max(w for w, _ in fitted), max(h for _, h in fitted))
+    decoded = _decode(image, (needed[1], needed[0]) if turned else needed, name)
+    transpose = _TRANSPOSE.get(orientation or 1)
+    oriented = decoded.transpose(transpose) if transpose is not None else decoded
     note = f"animated image: only its first frame of {frames} is shown" if animated else ""
     renditions = tuple(
-        _rendition(provider, data, oriented, source_format, animated=animated, rotated=rotated)
-        for provider in ("anthropic", "openai")
+        _rendition(
+            provider, data, oriented, (width, height), source_format, animated=animated, rotated=transpose is not None
+        )
+        for provider in LIMITS
     )
     return PreparedImage(width, height, note, renditions)
 
@@ -79,15 +140,23 @@ def _orientation(image: Image.Image) -> int | None:
 
 
 def _rendition(
-    provider: Provider, original: bytes, image: Image.Image, source_format: str, *, animated: bool, rotated: bool
+    provider: Provider,
+    original: bytes,
+    image: Image.Image,
+    shown: tuple[int, int],
+    source_format: str,
+    *,
+    animated: bool,
+    rotated: bool,
 ) -> tuple[ImageRendition, bytes]:
+    """`image` (decoded, maybe reduced, of the size `shown` in full) as `provider` takes it."""
     limits = LIMITS[provider]
-    size = fit_size(image.width, image.height, limits)
+    size = fit_size(*shown, limits)
     untouched = (
         source_format in SENDABLE
         and not animated
         and not rotated
-        and size == image.size
+        and size == shown
         and len(original) <= limits.max_bytes
     )
     if untouched:

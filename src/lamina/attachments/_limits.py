@@ -8,8 +8,11 @@ from typing import Final, Literal
 
 Provider = Literal["anthropic", "openai"]
 
-MAX_INPUT_PIXELS: Final = 50_000_000
+MAX_INPUT_PIXELS: Final = 150_000_000
 """Largest image accepted (width × height), checked from the header before any pixel is decoded."""
+MAX_DECODED_PIXELS: Final = 50_000_000
+"""Most pixels decoded into memory: a JPEG is decoded reduced (1/2, 1/4 or 1/8 of each side, to no
+less than the largest rendition needs), any other format whole, so this bounds its size too."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ reported (in the attachment's note) and the content wins.
 
 from __future__ import annotations
 
+import codecs
 import email.parser
 import email.policy
 import io
@@ -83,7 +84,9 @@ class Sniffed:
     mismatch: str = ""
     """A sentence when the name's extension says something else, else ""."""
     encoding: str = "utf-8-sig"
-    """How a text file's bytes decode."""
+    """The codec a text file's (or a text document's) bytes decode with."""
+    encoding_note: str = ""
+    """How the text was read when it is not UTF-8 (for the attachment's note), else ""."""
 
 
 def _magic(data: bytes) -> str:
@@ -107,6 +110,19 @@ def _ooxml(data: bytes) -> str:
 
 
 _CONTROL: Final = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_CONTROL_TEXT: Final = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+_BOMS: Final = (
+    # UTF-32 first: the UTF-32 LE mark begins with the UTF-16 LE one
+    (codecs.BOM_UTF32_LE, "utf-32", "UTF-32 LE"),
+    (codecs.BOM_UTF32_BE, "utf-32", "UTF-32 BE"),
+    (codecs.BOM_UTF8, "utf-8-sig", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16 LE"),
+    (codecs.BOM_UTF16_BE, "utf-16", "UTF-16 BE"),
+)
+"""Byte-order marks, the codec that reads (and drops) each, and its name for the note."""
+_NUL_SHARE: Final = 0.3
+"""Least share of UTF-16 code units whose high byte is NUL for BOM-less UTF-16 (ASCII-heavy text has most)."""
 
 
 def legacy_text(data: bytes) -> bool:
@@ -121,21 +137,78 @@ def legacy_text(data: bytes) -> bool:
     return True
 
 
-def _text_type(data: bytes) -> str:
-    if b"\0" in data:
+@dataclass(frozen=True, slots=True)
+class _Text:
+    media_type: str
+    encoding: str
+    note: str = ""
+
+
+def _bom_less_utf16(data: bytes) -> str:
+    """`utf-16-le` or `utf-16-be` when `data`'s NULs fall on one side of its 16-bit units only, else ""."""
+    if len(data) < 4 or len(data) % 2:
         return ""
+    units = len(data) // 2
+    low, high = data[0::2].count(0), data[1::2].count(0)
+    if high >= _NUL_SHARE * units and low <= units // 100:
+        return "utf-16-le"
+    if low >= _NUL_SHARE * units and high <= units // 100:
+        return "utf-16-be"
+    return ""
+
+
+def _decoded_text(data: bytes) -> _Text | None:
+    """A text file's type and encoding, from a byte-order mark or BOM-less UTF-16's NULs; None if no
+    such mark, or the bytes do not decode to text."""
+    for mark, codec, label in _BOMS:
+        if data.startswith(mark):
+            note = "" if codec == "utf-8-sig" else f"read as {label} (from its byte-order mark)"
+            break
+    else:
+        codec = _bom_less_utf16(data)
+        if not codec:
+            return None
+        note = f"read as UTF-16 {codec[-2:].upper()} (no byte-order mark; from the pattern of its NUL bytes)"
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(codec)
     except UnicodeDecodeError:
-        return TEXT if legacy_text(data) else ""
+        return None
+    if _CONTROL_TEXT.search(text):
+        return None
+    media = _classify(text)
+    if media == TEXT and _looks_like_mail(text.encode("utf-8")):
+        media = EML
+    return _Text(media, codec, note)
+
+
+def _classify(text: str) -> str:
     head = text.lstrip()[:512].lower()
     if head.startswith("begin:vcalendar"):
         return ICS
     if head.startswith(("<!doctype html", "<html")):
         return HTML
-    if _looks_like_mail(data):
-        return EML
     return TEXT
+
+
+def _text_type(data: bytes) -> _Text | None:
+    """A text file's type and how it decodes: a byte-order mark, else BOM-less UTF-16, else (no NUL)
+    mail by its headers whatever its bytes (each part says its own charset), else UTF-8, else
+    Windows-1252; None when it is not text."""
+    marked = _decoded_text(data)
+    if marked is not None or b"\0" in data:
+        return marked
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        if _looks_like_mail(data):
+            return _Text(EML, "utf-8-sig")
+        if not legacy_text(data):
+            return None
+        return _Text(_classify(data.decode("cp1252")), "cp1252", "not UTF-8: read as Windows-1252")
+    media = _classify(text)
+    if media == TEXT and _looks_like_mail(data):
+        media = EML
+    return _Text(media, "utf-8-sig")
 
 
 def _looks_like_mail(data: bytes) -> bool:
@@ -159,10 +232,12 @@ def sniff(data: bytes, name: str) -> Sniffed:
     if not data:
         raise AttachmentError(name, "the file is empty")
     media = _magic(data)
+    text: _Text | None = None
     if media in {"application/zip", DOCX, XLSX, PPTX} or data[:4] == b"PK\x03\x04":
         media = _ooxml(data) or "application/zip"
     elif media not in IMAGE_TYPES and media != PDF:
-        media = _text_type(data) or media
+        text = _text_type(data)
+        media = text.media_type if text is not None else "" if media == TEXT else media
     if media in IMAGE_TYPES:
         kind: Kind = "image"
     elif media == PDF:
@@ -174,13 +249,9 @@ def sniff(data: bytes, name: str) -> Sniffed:
     else:
         what = f"its content is {media}" if media else "its content is of no type Lamina knows"
         raise AttachmentError(name, f"unsupported file type ({what}); see the README's supported types")
-    encoding = "utf-8-sig"
-    if kind == "text":
-        try:
-            data.decode(encoding)
-        except UnicodeDecodeError:
-            encoding = "cp1252"
-    return Sniffed(media, kind, _mismatch(name, media), encoding)
+    if text is None:
+        return Sniffed(media, kind, _mismatch(name, media))
+    return Sniffed(media, kind, _mismatch(name, media), text.encoding, text.note)
 
 
 def _mismatch(name: str, media: str) -> str:

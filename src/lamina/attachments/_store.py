@@ -5,7 +5,8 @@ first, and only then writes: the original and each provider's image rendition as
 `attachments/<sha256>`, the extracted text as `data/attachments/<sha256>.txt` (a file the model
 can Read). Every file is written to a temporary name, fsynced and renamed, and the folder is
 fsynced, before the caller logs the user message that refers to it. One bad file fails the whole
-call with an `AttachmentError` naming it, and nothing is written.
+call with an `AttachmentError` naming it, and nothing is written. `add_images` takes the images a
+tool returned each on its own: a bad one is refused and the others are kept.
 """
 
 from __future__ import annotations
@@ -77,6 +78,17 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+def _write_all(prepared: Iterable[_Prepared]) -> None:
+    """Write every file of `prepared` durably (each once), then fsync the folders written to."""
+    written: set[Path] = set()
+    for item in prepared:
+        for path, data in item.files:
+            if path not in written and _write_atomic(path, data):
+                written.add(path)
+    for folder in {p.parent for p in written}:
+        _fsync_folder(folder)
+
+
 class AttachmentStore:
     """The attachments of one session: originals in its attachments folder, extracted text in its data folder."""
 
@@ -114,14 +126,25 @@ class AttachmentStore:
                 or a bomb; nothing is stored then.
         """
         prepared = [self._prepare(item, base) for item in items]
-        written: set[Path] = set()
-        for item in prepared:
-            for path, data in item.files:
-                if path not in written and _write_atomic(path, data):
-                    written.add(path)
-        for folder in {p.parent for p in written}:
-            _fsync_folder(folder)
+        _write_all(prepared)
         return tuple(p.ref for p in prepared)
+
+    def add_images(self, images: Iterable[NamedBytes]) -> tuple[tuple[AttachmentRef, ...], tuple[AttachmentError, ...]]:
+        """Check, fit and store images a tool returned, each on its own: the references of those kept (in
+        order, once durable) and why each other one was refused (not an image, corrupt, too large, a bomb).
+
+        One bad image never costs the others, nor the tool's result: the caller tells the model what
+        was refused.
+        """
+        kept: list[_Prepared] = []
+        refused: list[AttachmentError] = []
+        for image in images:
+            try:
+                kept.append(self._prepare(image, None, images_only=True))
+            except AttachmentError as exc:
+                refused.append(exc)
+        _write_all(kept)
+        return tuple(p.ref for p in kept), tuple(refused)
 
     def _load(self, item: AttachmentInput, base: Path | None) -> tuple[str, bytes]:
         if isinstance(item, NamedBytes):
@@ -142,7 +165,7 @@ class AttachmentStore:
         except OSError as exc:
             raise AttachmentError(str(item), f"cannot read the file ({exc.strerror or exc})") from None
 
-    def _prepare(self, item: AttachmentInput, base: Path | None) -> _Prepared:
+    def _prepare(self, item: AttachmentInput, base: Path | None, *, images_only: bool = False) -> _Prepared:
         name, data = self._load(item, base)
         if len(data) > MAX_ATTACHMENT_BYTES:
             raise AttachmentError(name, f"the file has {len(data):,} bytes, more than {MAX_ATTACHMENT_BYTES:,}")
@@ -152,12 +175,14 @@ class AttachmentStore:
         from lamina.attachments._sniff import sniff
 
         sniffed = sniff(data, name)
+        if images_only and sniffed.kind != "image":
+            raise AttachmentError(name, f"its content is {sniffed.media_type}, not an image")
 
         sha = hashlib.sha256(data).hexdigest()
         files: list[tuple[Path, bytes]] = [(self.path(sha), data)]
         notes = [sniffed.mismatch] if sniffed.mismatch else []
-        if sniffed.encoding == "cp1252":
-            notes.append("not UTF-8: read as Windows-1252")
+        if sniffed.encoding_note:
+            notes.append(sniffed.encoding_note)
         if sniffed.kind == "image":
             image = prepare_image(data, name)
             files += [(self.path(r.sha256), b) for r, b in image.renditions if r.sha256 != sha]

@@ -85,8 +85,8 @@ def entry_tokens(entry: LogEntry, *, estimator: TokenEstimator = DEFAULT_ESTIMAT
             return estimator.count(text)
         case ToolCall(name=name, input=args):
             return estimator.count(f"{name} {_json(args)}")
-        case ToolResult(content=content):
-            return estimator.count(content)
+        case ToolResult(content=content, attachments=attachments):
+            return estimator.count(content) + sum(a.tokens for a in attachments)
         case TurnRecord(volatile=volatile, one_shots=one_shots):
             return sum(estimator.count(r.text) for r in (*volatile, *one_shots))
         case _:

@@ -159,7 +159,7 @@ def apply_prunes(entries: Sequence[LogEntry]) -> list[LogEntry]:
         return list(entries)
     calls = {e.call_id: e for e in entries if isinstance(e, ToolCall)}
     return [
-        msgspec.structs.replace(e, content=pruned_note(calls.get(e.call_id), e), full_output_path=None)
+        msgspec.structs.replace(e, content=pruned_note(calls.get(e.call_id), e), full_output_path=None, attachments=())
         if isinstance(e, ToolResult) and e.call_id in pruned
         else e
         for e in entries

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, assert_never, cast
 
-from lamina.messages import DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lamina.placement._call_ids import anthropic_call_id
 from lamina.placement._targets import AnthropicTarget, CacheTtl
 from lamina.turn import TurnContext
@@ -39,30 +39,34 @@ def _cache(ttl: CacheTtl) -> dict[str, str]:
     return {"type": "ephemeral", "ttl": ttl}
 
 
+def _block(block: Block) -> dict[str, Any]:
+    match block:
+        case TextBlock(text=text):
+            return {"type": "text", "text": text}
+        case ToolUseBlock(call_id=call_id, name=name, input=args):
+            return {"type": "tool_use", "id": anthropic_call_id(call_id), "name": name, "input": dict(args)}
+        case ToolResultBlock(call_id=call_id, content=content, is_error=is_error, media=media):
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": anthropic_call_id(call_id),
+                # the images a tool returned go inside its result (text and image blocks), after its text
+                "content": [{"type": "text", "text": content}, *map(_block, media)] if media else content,
+            }
+            if is_error:
+                result["is_error"] = True
+            return result
+        case ImageBlock(media_type=media_type, data=data):
+            source = {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode()}
+            return {"type": "image", "source": source}
+        case DocumentBlock(media_type=media_type, data=data, title=title):
+            source = {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode()}
+            return {"type": "document", "source": source, "title": title}
+        case _:
+            assert_never(block)
+
+
 def _blocks(message: Message) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for block in message.blocks:
-        match block:
-            case TextBlock(text=text):
-                out.append({"type": "text", "text": text})
-            case ToolUseBlock(call_id=call_id, name=name, input=args):
-                out.append({"type": "tool_use", "id": anthropic_call_id(call_id), "name": name, "input": dict(args)})
-            case ToolResultBlock(call_id=call_id, content=content, is_error=is_error):
-                result: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": anthropic_call_id(call_id),
-                    "content": content,
-                }
-                if is_error:
-                    result["is_error"] = True
-                out.append(result)
-            case ImageBlock(media_type=media, data=data):
-                source = {"type": "base64", "media_type": media, "data": base64.b64encode(data).decode()}
-                out.append({"type": "image", "source": source})
-            case DocumentBlock(media_type=media, data=data, title=title):
-                source = {"type": "base64", "media_type": media, "data": base64.b64encode(data).decode()}
-                out.append({"type": "document", "source": source, "title": title})
-    return out
+    return [_block(block) for block in message.blocks]
 
 
 def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -78,12 +78,15 @@ def chat_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 ]
             out.append(item)
             continue
+        media: list[Block] = []
         for block in message.blocks:  # tool results first: they answer the previous assistant message
             if isinstance(block, ToolResultBlock):
                 out.append(
                     {"role": "tool", "tool_call_id": openai_chat_call_id(block.call_id), "content": block.content}
                 )
-        parts = [p for p in map(_chat_part, message.blocks) if p is not None]
+                media += block.media
+        # a tool message holds only text: the images the tools returned follow in the user message after them
+        parts = [p for p in map(_chat_part, [*media, *message.blocks]) if p is not None]
         if parts:
             out.append({"role": "user", "content": parts})
     return out
@@ -134,21 +137,29 @@ def responses_wire_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
                             "arguments": _arguments(args),
                         }
                     )
-                case ToolResultBlock(call_id=call_id, content=content):
+                case ToolResultBlock(call_id=call_id, content=content, media=media):
+                    output: str | list[dict[str, Any]] = content
+                    if media:  # a function call's output takes text, image and file items
+                        output = [{"type": "input_text", "text": content}, *map(_responses_part, media)]
                     out.append(
-                        {
-                            "type": "function_call_output",
-                            "call_id": openai_responses_call_id(call_id),
-                            "output": content,
-                        }
+                        {"type": "function_call_output", "call_id": openai_responses_call_id(call_id), "output": output}
                     )
-                case ImageBlock(media_type=media, data=data):
-                    image = {"type": "input_image", "image_url": _data_url(media, data), "detail": "high"}
-                    out.append({"role": "user", "content": [image]})
-                case DocumentBlock(media_type=media, data=data, title=title):
-                    document = {"type": "input_file", "filename": title, "file_data": _data_url(media, data)}
-                    out.append({"role": "user", "content": [document]})
+                case ImageBlock() | DocumentBlock():
+                    out.append({"role": "user", "content": [_responses_part(block)]})
     return out
+
+
+def _responses_part(block: Block) -> dict[str, Any]:
+    """A user content item (or function call output item) in the Responses shape."""
+    match block:
+        case ImageBlock(media_type=media, data=data):
+            return {"type": "input_image", "image_url": _data_url(media, data), "detail": "high"}
+        case DocumentBlock(media_type=media, data=data, title=title):
+            return {"type": "input_file", "filename": title, "file_data": _data_url(media, data)}
+        case TextBlock(text=text):
+            return {"type": "input_text", "text": text}
+        case _:
+            raise TypeError(f"{type(block).__name__} is not user content")
 
 
 def render_openai_responses(

@@ -161,6 +161,9 @@ class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
     is_error: bool = False
     full_output_path: str | None = None
     """Where the full output was written when the model received only a preview."""
+    attachments: tuple[AttachmentRef, ...] = ()
+    """Images the tool returned (an MCP server's image content), stored like a user's attachments: references,
+    never inline bytes; shown with the result as the model in use takes them."""
 
 
 class ToolOutputPruned(_EntryBase, frozen=True, kw_only=True, tag="prune"):

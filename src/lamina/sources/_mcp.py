@@ -5,17 +5,24 @@ official `mcp` SDK, lists its tools and keeps the session open in a background t
 the SDK's context managers, so the connection can be opened and closed from different tasks.
 Calls go through that session. Nothing raised by the SDK or the server reaches the pipeline: a
 server that dies mid-call, times out or answers with a protocol error becomes an error result
-naming the source and what happened; later calls start the server again.
+naming the source and what happened; later calls start the server again. A streamable-HTTP
+answer larger than the SDK takes in one event is a too-large result with its size and the limit,
+and the connection stays open. A result's image content is handed to the pipeline as images, which
+it stores as attachments (`ToolOutput.images`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import json
+import mimetypes
 import os
+import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, TextIO, cast
 
 import anyio
@@ -24,6 +31,7 @@ import mcp_types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from lamina.attachments import NamedBytes
 from lamina.errors import SourceConnectionError, ToolDefinitionError
 from lamina.sources._config import McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources._guide import guide_path
@@ -32,6 +40,9 @@ from lamina.tools._base import ToolContext, ToolOutput
 
 _STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
 _CLOSE_GRACE: Final = 10.0  # seconds the SDK gets to stop a server before its task is cancelled
+_MEASURE_CAP: Final = 256 * 1024 * 1024
+"""Most bytes of an over-limit answer read (and dropped) to tell its size."""
+_OVER_LIMIT: Final = re.compile(r"exceeded the (\d+) byte limit")
 
 
 class McpConnection:
@@ -46,6 +57,7 @@ class McpConnection:
         self._stderr: TextIO | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._measured: _MeasuredTransport | None = None
 
     async def start(self) -> list[mcp_types.Tool]:
         """Start (or reach) the server and list its tools.
@@ -80,6 +92,9 @@ class McpConnection:
         try:
             result = await session.call_tool(name, arguments, read_timeout_seconds=self.source.timeout)
         except MCPError as exc:
+            limit = _over_limit(exc)
+            if limit is not None:
+                return await self._too_large(name, limit)
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 self._session = None  # the next call starts the server again
                 return ToolOutput(
@@ -95,7 +110,18 @@ class McpConnection:
         except Exception as exc:  # a transport or SDK failure: still a result for the call
             self._session = None
             return ToolOutput(f"source {slug}: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        return ToolOutput(render_result(result), is_error=result.is_error)
+        return render_result(result, tool_name(slug, name))
+
+    async def _too_large(self, name: str, limit: int) -> ToolOutput:
+        """The error result for a call whose answer was over the client's event limit (the session is kept)."""
+        size = None if self._measured is None else await self._measured.size(name, self.source.timeout)
+        shown = f"is {size:,} bytes" if size is not None and limit < size <= _MEASURE_CAP else "is too large"
+        return ToolOutput(
+            f"source {self.source.slug}: the result of {name} {shown}, more than the MCP client takes in one"
+            f" message ({limit:,} bytes); the tool ran but its result cannot be received. The connection is"
+            f" kept: ask for less (a smaller page, range or query).",
+            is_error=True,
+        )
 
     async def aclose(self) -> None:
         """Close the session and stop the server (idempotent)."""
@@ -172,8 +198,11 @@ class McpConnection:
                 return stdio_client(params, errlog=self._stderr)
             case McpHttp():
                 headers = {key: expand_env(value, self._environ) for key, value in connection.headers.items()}
+                self._measured = _MeasuredTransport()
                 client = httpx2.AsyncClient(
-                    headers=headers, timeout=httpx2.Timeout(30.0, read=max(300.0, self.source.timeout))
+                    headers=headers,
+                    timeout=httpx2.Timeout(30.0, read=max(300.0, self.source.timeout)),
+                    transport=self._measured,
                 )
                 return _http_transport(expand_env(connection.url, self._environ), client)
 
@@ -199,6 +228,102 @@ async def _http_transport(url: str, client: httpx2.AsyncClient) -> Any:
         yield streams
 
 
+def _over_limit(exc: MCPError) -> int | None:
+    """The byte limit an answer was over, when `exc` is the SDK giving up on an SSE event that large."""
+    found = _OVER_LIMIT.search(exc.message) if exc.code == mcp_types.CONNECTION_CLOSED else None
+    return int(found.group(1)) if found else None
+
+
+def _called_tool(request: httpx2.Request) -> str | None:
+    """The tool a POSTed JSON-RPC message calls, if it is a `tools/call`."""
+    if request.method != "POST":
+        return None
+    try:
+        message = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    name = (message.get("params") or {}).get("name")
+    return name if isinstance(name, str) else None
+
+
+class _MeasuredTransport(httpx2.AsyncBaseTransport):
+    """The HTTP transport under the MCP client, measuring the answer to each tool call.
+
+    The SDK stops reading an event over its limit and says only that the stream failed; the rest of
+    that answer is read here when the SDK closes it (and dropped, up to `_MEASURE_CAP`), so the error
+    can say how large the answer was. Keyed by tool name: the newest call of each.
+    """
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._sizes: dict[str, asyncio.Future[int]] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        name = _called_tool(request)
+        if name is None or not isinstance(response.stream, httpx2.AsyncByteStream):
+            return response
+        measured = asyncio.get_running_loop().create_future()
+        self._sizes[name] = measured
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_CountedStream(response.stream, measured),
+            request=request,
+            extensions=response.extensions,
+        )
+
+    async def size(self, name: str, timeout: float) -> int | None:
+        """Bytes of the newest answer to a call of `name`, once it is read to its end (None: unknown)."""
+        measured = self._sizes.get(name)
+        if measured is None:
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(measured), timeout)
+        except TimeoutError:
+            return None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _CountedStream(httpx2.AsyncByteStream):
+    """A response body that counts its bytes, and reads the rest when closed before its end."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, measured: asyncio.Future[int]) -> None:
+        self._inner = inner
+        self._chunks = aiter(inner)  # one iterator: what the reader left is drained from the same place
+        self._measured = measured
+        self._read = 0
+        self._ended = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while True:
+            try:
+                chunk = await anext(self._chunks)
+            except StopAsyncIteration:
+                self._ended = True
+                return
+            self._read += len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            while not self._ended and self._read <= _MEASURE_CAP:
+                try:
+                    self._read += len(await anext(self._chunks))
+                except StopAsyncIteration:
+                    self._ended = True
+        except Exception:  # a broken stream: the count so far is a lower bound, said as "too large"
+            self._read = _MEASURE_CAP + 1
+        finally:
+            if not self._measured.done():
+                self._measured.set_result(self._read)
+            await self._inner.aclose()
+
+
 async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
@@ -217,14 +342,25 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def render_result(result: mcp_types.CallToolResult) -> str:
-    """The text the model receives for an MCP tool result."""
+def render_result(result: mcp_types.CallToolResult, tool: str) -> ToolOutput:
+    """What the model receives for a result of MCP tool `tool`: its text, and its image content as images
+    for the pipeline to store (each named `<tool> image <n>.<ext>` and marked where it came in the text)."""
     parts: list[str] = []
+    images: list[NamedBytes] = []
     for block in result.content:
         match block:
             case mcp_types.TextContent():
                 parts.append(block.text)
-            case mcp_types.ImageContent() | mcp_types.AudioContent():
+            case mcp_types.ImageContent():
+                name = f"{tool} image {len(images) + 1}{mimetypes.guess_extension(block.mime_type) or ''}"
+                try:
+                    data = base64.b64decode(block.data, validate=True)
+                except (binascii.Error, ValueError):
+                    parts.append(f"[image not shown: {name} ({block.mime_type}): its data is not valid base64]")
+                    continue
+                images.append(NamedBytes(name, data))
+                parts.append(f"[image: {name} ({block.mime_type})]")
+            case mcp_types.AudioContent():
                 parts.append(f"[{block.type} content, {block.mime_type}, not shown]")
             case mcp_types.ResourceLink():
                 parts.append(f"[resource link: {block.uri}]")
@@ -236,7 +372,8 @@ def render_result(result: mcp_types.CallToolResult) -> str:
                 parts.append(f"[{getattr(block, 'type', 'unknown')} content, not shown]")
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-    return "\n".join(parts) if parts else "(no output)"
+    text = "\n".join(parts) if parts else "(no output)"
+    return ToolOutput(text, is_error=result.is_error, images=tuple(images))
 
 
 class McpTool(SourceTool):

@@ -25,6 +25,7 @@ from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
+from lamina.attachments import AttachmentStore, NamedBytes
 from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -59,6 +60,9 @@ class ToolOutput:
     is_error: bool = False
     ends_turn: bool = False
     """The turn ends after this call's batch (a submitted plan waits for the user)."""
+    images: tuple[NamedBytes, ...] = ()
+    """Images for the model, as the tool received them (an MCP server's image content): the pipeline
+    stores them in the session's attachment store and the result refers to them."""
 
 
 PlanSink: TypeAlias = Callable[[str, str, str], str]
@@ -98,6 +102,8 @@ class ToolContext:
     """Where `SubmitPlan` hands a plan to the session; None: plans cannot be submitted here."""
     offload: OffloadPolicy = field(default_factory=OffloadPolicy)
     estimator: TokenEstimator = DEFAULT_ESTIMATOR
+    attachments: AttachmentStore | None = None
+    """The session's attachment store, where images a tool returns are kept; None: they are refused with a note."""
 
     def __post_init__(self) -> None:
         cwd = Path(self.cwd).resolve()

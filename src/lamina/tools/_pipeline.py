@@ -18,8 +18,9 @@ refuses ends the call with an error result (so the log always pairs a call with 
    asked about a call that a rule refuses anyway.
 
 Then the tool runs (an exception becomes an error result), every rule's `after` hears the
-outcome, and a result above the offload threshold is written to the data folder and replaced by
-a preview (`offload`), whatever the tool.
+outcome, the images it returned are stored in the session's attachment store (a refused one becomes
+a note in the text), and a result above the offload threshold is written to the data folder and
+replaced by a preview (`offload`), whatever the tool.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, Final, assert_never
 
 import msgspec
 
+from lamina.attachments import AttachmentRef
 from lamina.errors import UsageError
 from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolInputError, ToolOutput, within
 from lamina.tools._offload import offload_result
@@ -59,6 +61,8 @@ class ToolExecution:
     """Where the whole result was saved, when it was too large for the context."""
     ends_turn: bool = False
     """The tool asked to end the turn after this batch of calls (`SubmitPlan`)."""
+    attachments: tuple[AttachmentRef, ...] = ()
+    """The images the tool returned, stored in the session's attachment store (log these, never bytes)."""
 
 
 class ToolPipeline:
@@ -156,9 +160,10 @@ class ToolPipeline:
         output = await _run(tool, call, ctx)
         for rule in self._rules:
             await rule.after(call, output)
+        content, images = await asyncio.to_thread(_keep_images, output, ctx)
         offloaded = await asyncio.to_thread(
             offload_result,
-            output.content,
+            content,
             call_id=call_id,
             data_dir=ctx.data_dir,
             policy=ctx.offload,
@@ -167,12 +172,13 @@ class ToolPipeline:
         return ToolExecution(
             call_id=call_id,
             name=name,
-            content=output.content if offloaded is None else offloaded.preview,
+            content=content if offloaded is None else offloaded.preview,
             is_error=output.is_error,
             decision=Allow(),
             input=call.input,
             full_output_path=None if offloaded is None else offloaded.path,
             ends_turn=output.ends_turn and not output.is_error,
+            attachments=images,
         )
 
     def _mode_verdict(self, call: ToolCall, ctx: ToolContext) -> Allow | Deny | Ask:
@@ -243,6 +249,21 @@ async def _approve(call: ToolCall, question: str, asked_by: str, ask: AskCallbac
     if isinstance(answer, Deny):
         return Deny(answer.message or f"The user declined this {call.name} call.", by="user")
     return Allow()
+
+
+def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[AttachmentRef, ...]]:
+    """The result's text and the references of its images once stored; each image refused (not an image,
+    corrupt, a bomb, or no store to keep it in) is a note at the end of the text instead."""
+    if not output.images:
+        return output.content, ()
+    if ctx.attachments is None:
+        refs: tuple[AttachmentRef, ...] = ()
+        refused = [f"attachment {i.name!r}: no attachment store here to keep it in" for i in output.images]
+    else:
+        refs, errors = ctx.attachments.add_images(output.images)
+        refused = [str(e) for e in errors]
+    notes = [f"[image not shown: {reason}]" for reason in refused]
+    return "\n".join([output.content, *notes]) if notes else output.content, refs
 
 
 async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:
