@@ -51,7 +51,8 @@ def _find(entries: list[LogEntry], kind: str) -> LogEntry:
 
 # what the request after the branch must hold (True) or must not (False)
 EXPECTED: dict[str, dict[str, bool]] = {
-    "user": {"First request": True, "First answer": True, "Second request": True, "Second answer": False},
+    # at a user message the branch starts before it (as Claude Code's rewind): its text is offered back
+    "user": {"First request": True, "First answer": True, "Second request": False, "Second answer": False},
     "assistant": {"First request": True, "First answer": True, "Second request": False, "Second answer": False},
     "tool_call": {"First request": True, "Reading app.py": True, "First answer": False, "def total": False},
     "tool_result": {"First request": True, "def total": True, "First answer": False, "Second request": False},
@@ -79,6 +80,7 @@ async def test_branch_at_each_kind_of_entry_sends_what_the_branch_holds(
         assert branch.in_view and branch.strategy == "log" and branch.seed_id is None
         assert "is in the provider view" in branch.note
         assert branch.open_calls == ((point.call_id,) if isinstance(point, ToolCall) else ())
+        assert branch.offered_text == ("Second request" if kind == "user" else None)
         outcome = await agent.run_turn("Branch request")
     assert outcome.text == "Answer on the branch"
     assert wire.requests[-1].status == 200  # well-formed: the open tool call was closed

@@ -198,6 +198,7 @@ class Agent:
         *,
         skills: Sequence[str] = (),
         durable_message: bool = False,
+        user_words: str | None = None,
     ) -> TurnOutcome:
         capabilities = self.provider.capabilities
         self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
@@ -210,7 +211,7 @@ class Agent:
         if self._over_threshold():
             await self.compact(trigger="threshold")
         self._check_provider_sessions()
-        turn = self.engine.prepare_turn(user_text, refs)
+        turn = self.engine.prepare_turn(user_text, refs, user_words=user_words)
         if durable_message:  # a plan's execution message is on disk before any request carries it
             self.engine.end_turn()
         usages: list[Usage] = []
@@ -350,7 +351,8 @@ class Agent:
         """
         plan = self.engine.record_plan("rejected", detail=feedback)
         self._plan_moved()
-        return await self._run_turn(rejection_message(plan, feedback))
+        # Lamina's message around the user's feedback: only the feedback is the user's words
+        return await self._run_turn(rejection_message(plan, feedback), user_words=feedback)
 
     def cancel_plan(self, reason: str = "") -> Plan:
         """Drop the latest plan (before it is done): it will not be carried out, or no further.
@@ -417,7 +419,8 @@ class Agent:
         if self.engine.mode != PermissionMode.EXECUTE.value:
             self.set_mode(PermissionMode.EXECUTE)  # a recorded state change and a one-shot notice
         try:
-            outcome = await self._run_turn(message, durable_message=True)
+            # Lamina's own message in the user's role: nothing in it is the user's words
+            outcome = await self._run_turn(message, durable_message=True, user_words="")
         except asyncio.CancelledError:
             self._finish_plan(plan.plan_id, "cancelled", "the user interrupted its execution")
             raise
