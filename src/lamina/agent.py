@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -54,12 +54,13 @@ from lamina.session._entries import (
 from lamina.session._protocol import SessionLog, SessionStore
 from lamina.sources._connections import SourceConnections
 from lamina.sources._guide import guide_path
-from lamina.tools._base import PermissionMode, Tool, ToolContext
+from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolOutput
 from lamina.tools._builtin import default_tools, mini_tools
 from lamina.tools._offload import OffloadPolicy
 from lamina.tools._pipeline import ToolPipeline
 from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
 from lamina.tools._rules import AskCallback, Rule
+from lamina.tools._rules import ToolCall as RuleCall
 from lamina.turn import TurnContext
 from lamina.workspace import WorkspaceContext, detect_platform, load_preset
 from lamina.workspace._context_files import ContextFileFinder
@@ -600,14 +601,27 @@ class Agent:
         provider session the log recorded (`native_fork`); another provider that keeps its own
         transcript (`capabilities.native_resume`) gets a one-shot branch seed; one that renders
         history from the log needs nothing. `Branch.note` says
-        whether the branch point is still in the provider view and what happens instead.
+        whether the branch point is still in the provider view and what happens instead. At a user
+        message the branch starts before it and `Branch.offered_text` holds its text. The skills in
+        use and the prerequisite reads met become the branch's (its context window's reads count).
         """
         capabilities = self.provider.capabilities
         if capabilities.native_fork and self._forks_natively_at(entry_id):
             # the branch's path keeps the provider session as it stood after that answer: its next
             # turn forks it there (`provider_session` marks it `fork`), nothing injected
-            return dataclasses.replace(self.engine.branch(entry_id, seed=False), strategy="native_fork")
-        return self.engine.branch(entry_id, seed=capabilities.native_resume)
+            created = dataclasses.replace(self.engine.branch(entry_id, seed=False), strategy="native_fork")
+        else:
+            created = self.engine.branch(entry_id, seed=capabilities.native_resume)
+        if self.activation is not None:  # the skills in use and the reads met are the branch's own
+            self.activation.after_branch(self._window_reads())
+        return created
+
+    def _window_reads(self) -> Iterator[tuple[RuleCall, ToolOutput]]:
+        """The logged calls of the current context window as the pipeline's rules heard them."""
+        for call, result in self.engine.window_calls():
+            bound = self.tools.bind(call.call_id, call.name, call.input)
+            if bound is not None:
+                yield bound, ToolOutput(result.content, is_error=result.is_error)
 
     def _forks_natively_at(self, entry_id: str) -> bool:
         """Whether the provider's own session can be forked exactly at `entry_id`: an answer that ends a

@@ -906,6 +906,27 @@ class ContextEngine:
     def _prelude_tokens(self) -> int:
         return self.estimator.count((self._summary or "") + (self._pinned or ""))
 
+    def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
+        """The tool calls of the current context window with their results, in order.
+
+        The window starts after the latest compaction and after the latest reset of the provider's
+        own context (a fresh or compacted provider session): what the model still has in front of
+        it, so reads made there still count (a branch replays them as its prerequisites met).
+        """
+        start = self._fresh_from
+        for i in range(len(self._view) - 1, start - 1, -1):
+            if _resets_seen(self._view[i]):
+                start = i + 1
+                break
+        calls: dict[str, ToolCall] = {}
+        pairs: list[tuple[ToolCall, ToolResult]] = []
+        for entry in self._view[start:]:
+            if isinstance(entry, ToolCall):
+                calls[entry.call_id] = entry
+            elif isinstance(entry, ToolResult) and (call := calls.pop(entry.call_id, None)) is not None:
+                pairs.append((call, entry))
+        return tuple(pairs)
+
     def in_view(self, entry_id: str) -> bool:
         """Whether an entry is still in the provider view (a branch from it keeps the exact context)."""
         return any(e.id == entry_id for e in self._view)
