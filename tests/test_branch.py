@@ -247,8 +247,8 @@ def test_a_one_shot_delivered_only_on_the_path_left_is_delivered_on_the_branch(t
     engine.commit(first)  # delivered on this path
     engine.record(AssistantMessage(text="Answer 1"))
     branch = engine.branch(first.user_entry_id)  # before Request 1: after the note was queued, before its delivery
-    assert branch.offered_text == "Request 1" and "offered back" in branch.note
     assert [o.part_id for o in engine.pending_one_shots] == [note]
+    assert branch.offered_text == "Request 1" and "offered back" in branch.note
     engine = _reopen(engine, tmp_path, workspace, clock)
     assert [o.part_id for o in engine.pending_one_shots] == [note]
     again = engine.prepare_turn("Request 1, put better")
