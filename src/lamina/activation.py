@@ -195,7 +195,11 @@ class Activation:
         left is dropped; every skill in use on the branch is required again and is met only if the
         branch's window read it. The active sources' guides stay (sources are the user's setting).
         """
-        in_use = {name: skill for name in self.engine.skills_in_use if (skill := self.catalogue.scan.get(name))}
+        in_use: dict[str, Skill] = {}
+        for name in self.engine.skills_in_use:
+            skill = self.catalogue.scan.get(name)
+            if skill is not None:
+                in_use[name] = skill
         for name in self._in_use.keys() - in_use.keys():
             self.manager.forget(f"skill:{name}")
         self._in_use, self._active = in_use, ()

@@ -913,14 +913,9 @@ class ContextEngine:
         own context (a fresh or compacted provider session): what the model still has in front of
         it, so reads made there still count (a branch replays them as its prerequisites met).
         """
-        start = self._fresh_from
-        for i in range(len(self._view) - 1, start - 1, -1):
-            if _resets_seen(self._view[i]):
-                start = i + 1
-                break
         calls: dict[str, ToolCall] = {}
         pairs: list[tuple[ToolCall, ToolResult]] = []
-        for entry in self._view[start:]:
+        for entry in self._view[self._window_start() :]:
             if isinstance(entry, ToolCall):
                 calls[entry.call_id] = entry
             elif isinstance(entry, ToolResult) and (call := calls.pop(entry.call_id, None)) is not None:
@@ -1174,14 +1169,18 @@ class ContextEngine:
         self.record(again.record())
         return again
 
-    def _last_seen_before(self, index: int) -> dict[str, str]:
+    def _window_start(self) -> int:
+        """Where the provider's current context window starts in the view: after the latest compaction,
+        and after the latest reset of the provider's own context (nothing before it counts as seen)."""
         start = self._fresh_from
         for i in range(len(self._view) - 1, start - 1, -1):
-            if _resets_seen(self._view[i]):  # nothing before a provider session reset counts as seen
-                start = i + 1
-                break
+            if _resets_seen(self._view[i]):
+                return i + 1
+        return start
+
+    def _last_seen_before(self, index: int) -> dict[str, str]:
         seen: dict[str, str] = {}
-        for entry in self._view[start:index]:
+        for entry in self._view[self._window_start() : index]:
             if isinstance(entry, TurnRecord):
                 for part in entry.volatile:
                     seen[part.key] = part.text
