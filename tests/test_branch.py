@@ -295,17 +295,30 @@ def test_a_branch_has_its_path_s_plan_and_skills_and_the_user_s_latest_settings(
 SKILL = "---\nname: deploy\ndescription: How to deploy this service.\n---\n# Deploy\n1. Run the tests.\n"
 
 
-def _skill_agent(tmp_path: Path, workspace: Path, steps: list[ScriptedResponse]) -> Agent:
-    (workspace / ".lamina" / "skills" / "deploy").mkdir(parents=True)
+def _skill_agent(
+    tmp_path: Path, workspace: Path, steps: list[ScriptedResponse], session_id: str | None = None
+) -> Agent:
+    (workspace / ".lamina" / "skills" / "deploy").mkdir(parents=True, exist_ok=True)
     (workspace / ".lamina" / "skills" / "deploy" / "SKILL.md").write_text(SKILL)
     return open_agent(
         LocalSessionStore(tmp_path / "store"),
         ScriptedProvider(steps),
         workspace=workspace,
+        session_id=session_id,
         mode="execute",
         summariser=DeterministicSummariser(),
         keep_tokens=200,
     )
+
+
+def _reopened(agent: Agent, tmp_path: Path, workspace: Path) -> Agent:
+    agent.engine.session.close()
+    return _skill_agent(tmp_path, workspace, [], agent.engine.session.id)
+
+
+def _pending(agent: Agent) -> list[str]:
+    assert agent.activation is not None
+    return [r.key for r in agent.activation.manager.pending()]
 
 
 def _glob() -> ScriptedResponse:
@@ -361,4 +374,19 @@ async def test_a_read_made_on_the_branch_s_path_still_counts_there(tmp_path: Pat
     await agent.run_turn("List the Python files.")
     result = _last_result(agent)
     assert not result.is_error and "app.py" in result.content
+    agent.engine.session.close()
+
+
+async def test_a_reopened_session_has_its_path_s_skills_and_prerequisites(tmp_path: Path, workspace: Path) -> None:
+    steps = [ScriptedResponse(text="Hi."), ScriptedResponse(text="Not reading it.")]
+    agent = _skill_agent(tmp_path, workspace, steps)
+    await agent.run_turn("Hello")
+    point = next(e for e in agent.engine.session.path() if isinstance(e, AssistantMessage))
+    await agent.run_turn("Please [skill:deploy] the service.")
+    agent = _reopened(agent, tmp_path, workspace)
+    assert agent.engine.skills_in_use == ("deploy",) and _pending(agent) == ["skill:deploy"]  # still unread here
+    agent.branch(point.id)
+    assert _pending(agent) == []
+    agent = _reopened(agent, tmp_path, workspace)
+    assert agent.engine.skills_in_use == () and _pending(agent) == []
     agent.engine.session.close()

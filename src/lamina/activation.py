@@ -188,7 +188,7 @@ class Activation:
         return ", ".join(names[:20]) + (" …" if len(names) > 20 else "") if names else "none"
 
     def after_branch(self, reads: Iterable[tuple[ToolCall, ToolOutput]]) -> None:
-        """The session moved to another branch: the skills in use and the reads met become the branch's.
+        """The session moved to another branch (or was reopened): the skills in use and the reads met become its path's.
 
         `reads` are the calls of the branch's current context window with their outputs, in order
         (`ContextEngine.window_calls`, bound by the pipeline). A skill invoked only on the path

@@ -613,15 +613,8 @@ class Agent:
         else:
             created = self.engine.branch(entry_id, seed=capabilities.native_resume)
         if self.activation is not None:  # the skills in use and the reads met are the branch's own
-            self.activation.after_branch(self._window_reads())
+            self.activation.after_branch(_window_reads(self.engine, self.tools))
         return created
-
-    def _window_reads(self) -> Iterator[tuple[RuleCall, ToolOutput]]:
-        """The logged calls of the current context window as the pipeline's rules heard them."""
-        for call, result in self.engine.window_calls():
-            bound = self.tools.bind(call.call_id, call.name, call.input)
-            if bound is not None:
-                yield bound, ToolOutput(result.content, is_error=result.is_error)
 
     def _forks_natively_at(self, entry_id: str) -> bool:
         """Whether the provider's own session can be forked exactly at `entry_id`: an answer that ends a
@@ -642,6 +635,14 @@ class Agent:
     ) -> TurnOutcome:
         """`run_turn` for synchronous callers (starts and closes its own event loop)."""
         return asyncio.run(self.run_turn(user_text, attachments, skills=skills))
+
+
+def _window_reads(engine: ContextEngine, pipeline: ToolPipeline) -> Iterator[tuple[RuleCall, ToolOutput]]:
+    """The logged calls of the current context window as the pipeline's rules heard them."""
+    for call, result in engine.window_calls():
+        bound = pipeline.bind(call.call_id, call.name, call.input)
+        if bound is not None:
+            yield bound, ToolOutput(result.content, is_error=result.is_error)
 
 
 def open_agent(
@@ -729,6 +730,8 @@ def open_agent(
                 activation.add_source(source.slug, guide_path(source))
             if not session_id:
                 engine.set_sources([s.slug for s in sources.sources])
+        if session_id:  # a reopened session: the skills in use and the reads met are its path's, as on a branch
+            activation.after_branch(_window_reads(engine, pipeline))
     except BaseException:
         session.close()
         raise
