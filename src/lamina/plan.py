@@ -25,7 +25,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from lamina.defang import admit
+from lamina.defang import admit, escape_path
 from lamina.errors import UsageError
 from lamina.session._entries import (
     AssistantMessage,
@@ -166,11 +166,11 @@ def _quoted_title(plan: Plan) -> str:
 def execution_message(plan: Plan) -> str:
     """The user message that dispatches `plan`: its path and its text, with the instruction to carry it out.
 
-    Lamina writes it in the user's role, but the plan is the model's text: its title and text are
-    neutralised (`lamina.defang.admit`), so no tag or turn marker in them reaches the request as
+    Lamina writes it in the user's role, but the plan is the model's text: its title, file name and
+    text are neutralised (`lamina.defang`), so no tag or turn marker in them reaches the request as
     written (a `</pinned>`, a forged `<session_state>`, a `Human:` line).
     """
-    where = f" (saved at {plan.plan_path})" if plan.plan_path else ""
+    where = f" (saved at {escape_path(plan.plan_path)})" if plan.plan_path else ""  # a file name the model chose
     title = f": {_quoted_title(plan)}" if plan.title else ""
     return (
         f"I approved the plan{title}{where}. Carry it out now, step by step, and check the result as it says.\n\n"
