@@ -634,8 +634,10 @@ def _transfer(store: LocalSessionStore, root: Path, session_id: str, n: int, run
                 started = time.perf_counter()
                 branch = engine.branch(point)
                 samples.append((time.perf_counter() - started) * 1e3)
-                if branch.entry_id != point or session.leaf_id != point:
-                    raise RuntimeError(f"branch {run_no} did not move the leaf to {point}")
+                # at a user message the branch starts just before it (its text is offered back)
+                leaf = session.get(point).parent_id if branch.kind == "user" else point
+                if branch.entry_id != point or session.leaf_id != leaf:
+                    raise RuntimeError(f"branch {run_no} did not move the leaf to {leaf}")
                 engine.branch(_entry_id(n - 1))  # back to the leaf the log was built with
     return result
 

@@ -11,13 +11,16 @@ import pytest
 
 from lamina.agent import Agent, open_agent
 from lamina.compaction._summarize import DeterministicSummariser
+from lamina.engine import ContextEngine
 from lamina.errors import UsageError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.placement import SdkManagedTarget, render
+from lamina.providers import ScriptedProvider
+from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
 from lamina.session._branch import open_tool_calls
 from lamina.session._entries import AssistantMessage, LogEntry, OutboxRecord, ToolCall, ToolResult, UserMessage
 from lamina.session._store import LocalSessionStore
-from tests.support.engine import Clock, make_engine
+from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
@@ -51,7 +54,8 @@ def _find(entries: list[LogEntry], kind: str) -> LogEntry:
 
 # what the request after the branch must hold (True) or must not (False)
 EXPECTED: dict[str, dict[str, bool]] = {
-    "user": {"First request": True, "First answer": True, "Second request": True, "Second answer": False},
+    # at a user message the branch starts before it (as Claude Code's rewind): its text is offered back
+    "user": {"First request": True, "First answer": True, "Second request": False, "Second answer": False},
     "assistant": {"First request": True, "First answer": True, "Second request": False, "Second answer": False},
     "tool_call": {"First request": True, "Reading app.py": True, "First answer": False, "def total": False},
     "tool_result": {"First request": True, "def total": True, "First answer": False, "Second request": False},
@@ -79,6 +83,7 @@ async def test_branch_at_each_kind_of_entry_sends_what_the_branch_holds(
         assert branch.in_view and branch.strategy == "log" and branch.seed_id is None
         assert "is in the provider view" in branch.note
         assert branch.open_calls == ((point.call_id,) if isinstance(point, ToolCall) else ())
+        assert branch.offered_text == ("Second request" if kind == "user" else None)
         outcome = await agent.run_turn("Branch request")
     assert outcome.text == "Answer on the branch"
     assert wire.requests[-1].status == 200  # well-formed: the open tool call was closed
@@ -184,3 +189,204 @@ def test_open_tool_calls_of_a_parallel_batch() -> None:
     assert open_tool_calls(path) == ("y",)
     assert open_tool_calls(path[:4]) == ("x", "y")
     assert open_tool_calls(path[:2]) == ()
+
+
+# --- the branch's own conversation state (issue 29) ---------------------------------------------------
+
+INTERRUPTION = "The user interrupted the previous turn while 1 tool call(s) were running."
+
+
+def _reopen(engine: ContextEngine, tmp_path: Path, workspace: Path, clock: Clock) -> ContextEngine:
+    session_id = engine.session.id
+    engine.session.close()
+    return make_engine(tmp_path, workspace, clock, session_id)
+
+
+def test_an_interruption_on_the_path_left_is_not_told_on_a_branch_made_before_it(
+    tmp_path: Path, workspace: Path
+) -> None:
+    clock = Clock()
+    engine = make_engine(tmp_path, workspace, clock)
+    engine.commit(engine.prepare_turn("Request 0"))
+    answer = engine.record(AssistantMessage(text="Answer 0"))
+    engine.commit(engine.prepare_turn("Request 1"))
+    engine.record(AssistantMessage(text="Running it."))
+    engine.record(ToolCall(call_id="c1", name="Bash", input={"command": "sleep 100"}))
+    engine.record(ToolResult(call_id="c1", name="Bash", content=INTERRUPTED_RESULT, is_error=True))
+    reminder = engine.queue_one_shot("interruption", INTERRUPTION)  # what the loop queues when a turn is cancelled
+    assert [o.part_id for o in engine.pending_one_shots] == [reminder]
+    engine.branch(answer.id)
+    assert engine.pending_one_shots == ()
+    engine = _reopen(engine, tmp_path, workspace, clock)
+    assert engine.pending_one_shots == ()
+    turn = engine.prepare_turn("On the branch")
+    assert turn.one_shots == () and "interrupted the previous turn" not in json.dumps(render(turn, ANTHROPIC))
+    # the reminder belongs to the path it was queued on: back there, it is still due
+    engine.commit(turn)
+    engine.branch(_queued_record(engine, reminder).id)
+    assert [o.part_id for o in engine.pending_one_shots] == [reminder]
+    engine.session.close()
+
+
+def _queued_record(engine: ContextEngine, part_id: str) -> OutboxRecord:
+    return next(
+        e
+        for e in engine.session.entries()
+        if isinstance(e, OutboxRecord) and e.part_id == part_id and e.status == "queued"
+    )
+
+
+def test_a_one_shot_delivered_only_on_the_path_left_is_delivered_on_the_branch(tmp_path: Path, workspace: Path) -> None:
+    clock = Clock()
+    engine = make_engine(tmp_path, workspace, clock)
+    engine.commit(engine.prepare_turn("Request 0"))
+    engine.record(AssistantMessage(text="Answer 0"))
+    note = engine.queue_one_shot("note", "The user invoked the skill 'deploy': read its SKILL.md first.")
+    first = engine.prepare_turn("Request 1")
+    assert [o.part_id for o in first.one_shots] == [note]
+    engine.commit(first)  # delivered on this path
+    engine.record(AssistantMessage(text="Answer 1"))
+    branch = engine.branch(first.user_entry_id)  # before Request 1: after the note was queued, before its delivery
+    assert [o.part_id for o in engine.pending_one_shots] == [note]
+    assert branch.offered_text == "Request 1" and "offered back" in branch.note
+    engine = _reopen(engine, tmp_path, workspace, clock)
+    assert [o.part_id for o in engine.pending_one_shots] == [note]
+    again = engine.prepare_turn("Request 1, put better")
+    assert [o.part_id for o in again.one_shots] == [note]
+    assert json.dumps(render(again, ANTHROPIC)).count("read its SKILL.md first") == 1
+    engine.commit(again)
+    engine.record(AssistantMessage(text="Answer on the branch"))
+    assert engine.prepare_turn("Next").one_shots == ()  # delivered once on this branch too
+    engine.session.close()
+
+
+def test_a_branch_has_its_path_s_plan_and_skills_and_the_user_s_latest_settings(
+    tmp_path: Path, workspace: Path
+) -> None:
+    clock = Clock()
+    engine = make_engine(tmp_path, workspace, clock)
+    engine.commit(engine.prepare_turn("Plan the fix"))
+    engine.submit_plan(title="Fix total", plan_path="", text="1. Remove the + 1.")
+    point = engine.record(AssistantMessage(text="Submitted the plan."))
+    # the path left: the plan runs and is done, a skill is invoked, the user changes mode and sources
+    engine.record_plan("accepted")
+    engine.record_plan("dispatched")
+    engine.set_mode("execute")
+    engine.add_skills(["deploy"])
+    engine.set_sources(["github"])
+    engine.commit(engine.prepare_turn("Carry out the plan"))
+    engine.record(AssistantMessage(text="Done."))
+    engine.record_plan("done")
+    assert engine.plan is not None and engine.plan.state == "done" and engine.skills_in_use == ("deploy",)
+
+    engine.branch(point.id)
+    for current in (engine, engine := _reopen(engine, tmp_path, workspace, clock)):
+        assert current.plan is not None and current.plan.state == "submitted"  # still awaiting the decision
+        assert current.skills_in_use == ()
+        assert current.mode == "execute" and current.active_sources == ("github",)  # as the user last set them
+        # the mode and sources changes were told on the path left: this branch's tail states them
+        assert all(o.kind not in ("mode_transition", "source_activated") for o in current.pending_one_shots)
+    turn = engine.prepare_turn("On the branch")
+    tail = " ".join(p.text for p in turn.volatile)
+    assert "execute" in tail and "github" in tail
+    engine.session.close()
+
+
+SKILL = "---\nname: deploy\ndescription: How to deploy this service.\n---\n# Deploy\n1. Run the tests.\n"
+
+
+def _skill_agent(
+    tmp_path: Path, workspace: Path, steps: list[ScriptedResponse], session_id: str | None = None
+) -> Agent:
+    (workspace / ".lamina" / "skills" / "deploy").mkdir(parents=True, exist_ok=True)
+    (workspace / ".lamina" / "skills" / "deploy" / "SKILL.md").write_text(SKILL)
+    return open_agent(
+        LocalSessionStore(tmp_path / "store"),
+        ScriptedProvider(steps),
+        workspace=workspace,
+        session_id=session_id,
+        mode="execute",
+        summariser=DeterministicSummariser(),
+        keep_tokens=200,
+    )
+
+
+def _reopened(agent: Agent, tmp_path: Path, workspace: Path) -> Agent:
+    agent.engine.session.close()
+    return _skill_agent(tmp_path, workspace, [], agent.engine.session.id)
+
+
+def _pending(agent: Agent) -> list[str]:
+    assert agent.activation is not None
+    return [r.key for r in agent.activation.manager.pending()]
+
+
+def _glob() -> ScriptedResponse:
+    return ScriptedResponse(text="Listing.", tool_calls=(ScriptedToolCall(name="Glob", input={"pattern": "*.py"}),))
+
+
+def _last_result(agent: Agent) -> ToolResult:
+    return next(e for e in reversed(agent.engine.session.path()) if isinstance(e, ToolResult))
+
+
+async def test_a_skill_invoked_only_on_the_path_left_blocks_nothing_on_the_branch(
+    tmp_path: Path, workspace: Path
+) -> None:
+    agent = _skill_agent(
+        tmp_path,
+        workspace,
+        [ScriptedResponse(text="Hi."), ScriptedResponse(text="Not reading it."), _glob(), ScriptedResponse(text="ok")],
+    )
+    await agent.run_turn("Hello")
+    point = next(e for e in agent.engine.session.path() if isinstance(e, AssistantMessage))
+    await agent.run_turn("Please [skill:deploy] the service.")  # required, never read on this path
+    assert agent.activation is not None and [r.key for r in agent.activation.manager.pending()] == ["skill:deploy"]
+    agent.branch(point.id)
+    assert agent.engine.skills_in_use == () and agent.activation.manager.pending() == ()
+    await agent.run_turn("List the Python files.")
+    result = _last_result(agent)
+    assert not result.is_error and "app.py" in result.content  # not denied for a skill this branch never invoked
+    agent.engine.session.close()
+
+
+async def test_a_read_made_on_the_branch_s_path_still_counts_there(tmp_path: Path, workspace: Path) -> None:
+    read = ScriptedToolCall(name="Read", input={"path": ".lamina/skills/deploy/SKILL.md"})
+    agent = _skill_agent(
+        tmp_path,
+        workspace,
+        [
+            ScriptedResponse(text="Reading the skill.", tool_calls=(read,)),
+            ScriptedResponse(text="Read it. " + "notes " * 400),
+            ScriptedResponse(text="More. " + "details " * 400),
+            _glob(),
+            ScriptedResponse(text="ok"),
+        ],
+    )
+    await agent.run_turn("Please [skill:deploy] the service. " + "context " * 400)
+    point = next(
+        e for e in agent.engine.session.path() if isinstance(e, AssistantMessage) and e.text.startswith("Read it.")
+    )
+    await agent.run_turn("Go on. " + "more context " * 400)
+    assert (await agent.compact()).status == "compacted"  # on the path left: every read forgotten, the skill due again
+    assert agent.activation is not None and [r.key for r in agent.activation.manager.pending()] == ["skill:deploy"]
+    agent.branch(point.id)  # before the compaction: the skill was read in this branch's window
+    assert agent.engine.skills_in_use == ("deploy",) and agent.activation.manager.pending() == ()
+    await agent.run_turn("List the Python files.")
+    result = _last_result(agent)
+    assert not result.is_error and "app.py" in result.content
+    agent.engine.session.close()
+
+
+async def test_a_reopened_session_has_its_path_s_skills_and_prerequisites(tmp_path: Path, workspace: Path) -> None:
+    steps = [ScriptedResponse(text="Hi."), ScriptedResponse(text="Not reading it.")]
+    agent = _skill_agent(tmp_path, workspace, steps)
+    await agent.run_turn("Hello")
+    point = next(e for e in agent.engine.session.path() if isinstance(e, AssistantMessage))
+    await agent.run_turn("Please [skill:deploy] the service.")
+    agent = _reopened(agent, tmp_path, workspace)
+    assert agent.engine.skills_in_use == ("deploy",) and _pending(agent) == ["skill:deploy"]  # still unread here
+    agent.branch(point.id)
+    assert _pending(agent) == []
+    agent = _reopened(agent, tmp_path, workspace)
+    assert agent.engine.skills_in_use == () and _pending(agent) == []
+    agent.engine.session.close()

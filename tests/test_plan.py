@@ -224,6 +224,7 @@ def test_reject_returns_to_planning_with_the_feedback(store: LocalSessionStore, 
     assert agent.engine.mode == "plan"
     last_user = [e for e in agent.engine.session.entries() if isinstance(e, UserMessage)][-1]
     assert "Also update the docstring." in last_user.text and "did not approve" in last_user.text
+    assert last_user.typed == "Also update the docstring."  # the user's words lane takes only the feedback
     agent.engine.session.close()
 
 

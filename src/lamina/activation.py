@@ -17,7 +17,7 @@ invokes the skill again: a skill used once must not narrow the rest of the sessi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -27,6 +27,7 @@ from lamina.parts import Part
 from lamina.session._entries import CompactionBoundary
 from lamina.sources._config import slug_problem
 from lamina.sources._guide import calls_to_source
+from lamina.tools._base import ToolOutput
 from lamina.tools._prerequisites import PrerequisiteManager
 from lamina.tools._rules import Allow, Deny, Rule, ToolCall, Verdict
 from lamina.workspace._context_files import ContextFileFinder
@@ -186,6 +187,28 @@ class Activation:
     def _known(self) -> str:
         names = [s.name for s in self.catalogue.scan.skills]
         return ", ".join(names[:20]) + (" …" if len(names) > 20 else "") if names else "none"
+
+    def after_branch(self, reads: Iterable[tuple[ToolCall, ToolOutput]]) -> None:
+        """The session moved to another branch (or was reopened): the skills in use and the reads met become its path's.
+
+        `reads` are the calls of the branch's current context window with their outputs, in order
+        (`ContextEngine.window_calls`, bound by the pipeline). A skill invoked only on the path
+        left is dropped; every skill in use on the branch is required again and is met only if the
+        branch's window read it. The active sources' guides stay (sources are the user's setting).
+        """
+        in_use: dict[str, Skill] = {}
+        for name in self.engine.skills_in_use:
+            skill = self.catalogue.scan.get(name)
+            if skill is not None:
+                in_use[name] = skill
+        for name in self._in_use.keys() - in_use.keys():
+            self.manager.forget(f"skill:{name}")
+        self._in_use, self._active = in_use, ()
+        self.manager.reset()
+        for call, output in reads:
+            self.manager.hear(call, output)
+        for skill in in_use.values():
+            self._require(skill)
 
     def after_compaction(self, boundary: CompactionBoundary | None = None) -> None:
         """Forget every read; the skills still in use must be read again (guides gate again by themselves).

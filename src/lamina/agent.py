@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -54,12 +54,13 @@ from lamina.session._entries import (
 from lamina.session._protocol import SessionLog, SessionStore
 from lamina.sources._connections import SourceConnections
 from lamina.sources._guide import guide_path
-from lamina.tools._base import PermissionMode, Tool, ToolContext
+from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolOutput
 from lamina.tools._builtin import default_tools, mini_tools
 from lamina.tools._offload import OffloadPolicy
 from lamina.tools._pipeline import ToolPipeline
 from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
 from lamina.tools._rules import AskCallback, Rule
+from lamina.tools._rules import ToolCall as RuleCall
 from lamina.turn import TurnContext
 from lamina.workspace import PROJECT_FILE, WorkspaceContext, detect_platform, load_preset
 from lamina.workspace._context_files import ContextFileFinder
@@ -198,6 +199,7 @@ class Agent:
         *,
         skills: Sequence[str] = (),
         durable_message: bool = False,
+        user_words: str | None = None,
     ) -> TurnOutcome:
         capabilities = self.provider.capabilities
         self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
@@ -210,7 +212,7 @@ class Agent:
         if self._over_threshold():
             await self.compact(trigger="threshold")
         self._check_provider_sessions()
-        turn = self.engine.prepare_turn(user_text, refs)
+        turn = self.engine.prepare_turn(user_text, refs, user_words=user_words)
         if durable_message:  # a plan's execution message is on disk before any request carries it
             self.engine.end_turn()
         usages: list[Usage] = []
@@ -351,7 +353,8 @@ class Agent:
         """
         plan = self.engine.record_plan("rejected", detail=feedback)
         self._plan_moved()
-        return await self._run_turn(rejection_message(plan, feedback))
+        # Lamina's message around the user's feedback: only the feedback is the user's words
+        return await self._run_turn(rejection_message(plan, feedback), user_words=feedback)
 
     def cancel_plan(self, reason: str = "") -> Plan:
         """Drop the latest plan (before it is done): it will not be carried out, or no further.
@@ -418,7 +421,8 @@ class Agent:
         if self.engine.mode != PermissionMode.EXECUTE.value:
             self.set_mode(PermissionMode.EXECUTE)  # a recorded state change and a one-shot notice
         try:
-            outcome = await self._run_turn(message, durable_message=True)
+            # Lamina's own message in the user's role: nothing in it is the user's words
+            outcome = await self._run_turn(message, durable_message=True, user_words="")
         except asyncio.CancelledError:
             self._finish_plan(plan.plan_id, "cancelled", "the user interrupted its execution")
             raise
@@ -598,14 +602,20 @@ class Agent:
         provider session the log recorded (`native_fork`); another provider that keeps its own
         transcript (`capabilities.native_resume`) gets a one-shot branch seed; one that renders
         history from the log needs nothing. `Branch.note` says
-        whether the branch point is still in the provider view and what happens instead.
+        whether the branch point is still in the provider view and what happens instead. At a user
+        message the branch starts before it and `Branch.offered_text` holds its text. The skills in
+        use and the prerequisite reads met become the branch's (its context window's reads count).
         """
         capabilities = self.provider.capabilities
         if capabilities.native_fork and self._forks_natively_at(entry_id):
             # the branch's path keeps the provider session as it stood after that answer: its next
             # turn forks it there (`provider_session` marks it `fork`), nothing injected
-            return dataclasses.replace(self.engine.branch(entry_id, seed=False), strategy="native_fork")
-        return self.engine.branch(entry_id, seed=capabilities.native_resume)
+            created = dataclasses.replace(self.engine.branch(entry_id, seed=False), strategy="native_fork")
+        else:
+            created = self.engine.branch(entry_id, seed=capabilities.native_resume)
+        if self.activation is not None:  # the skills in use and the reads met are the branch's own
+            self.activation.after_branch(_window_reads(self.engine, self.tools))
+        return created
 
     def _forks_natively_at(self, entry_id: str) -> bool:
         """Whether the provider's own session can be forked exactly at `entry_id`: an answer that ends a
@@ -626,6 +636,14 @@ class Agent:
     ) -> TurnOutcome:
         """`run_turn` for synchronous callers (starts and closes its own event loop)."""
         return asyncio.run(self.run_turn(user_text, attachments, skills=skills))
+
+
+def _window_reads(engine: ContextEngine, pipeline: ToolPipeline) -> Iterator[tuple[RuleCall, ToolOutput]]:
+    """The logged calls of the current context window as the pipeline's rules heard them."""
+    for call, result in engine.window_calls():
+        bound = pipeline.bind(call.call_id, call.name, call.input)
+        if bound is not None:
+            yield bound, ToolOutput(result.content, is_error=result.is_error)
 
 
 def open_agent(
@@ -719,6 +737,8 @@ def open_agent(
                 activation.add_source(source.slug, guide_path(source))
             if not session_id:
                 engine.set_sources([s.slug for s in sources.sources])
+        if session_id:  # a reopened session: the skills in use and the reads met are its path's, as on a branch
+            activation.after_branch(_window_reads(engine, pipeline))
     except BaseException:
         session.close()
         raise

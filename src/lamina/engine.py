@@ -47,6 +47,7 @@ from lamina.compaction._prune import (
 from lamina.compaction._summarize import Summariser
 from lamina.compaction._summary import turn_prefix_item
 from lamina.defang import admit, trusted
+from lamina.errors import UsageError
 from lamina.messages import AttachmentBlocks
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
@@ -217,9 +218,7 @@ class ContextEngine:
         delivered in the tail and waits for the next compaction to rebuild the prefix."""
         self._turn_since_boundary = False
         self._pending: dict[str, OneShot] = {}
-        self._bridge_anchor: dict[str, str] = {}
-        """Hidden bridges' part id -> the entry that holds them (their queued record, or the compaction
-        that carried them): a bridge belongs to the path it was queued on."""
+        """The one-shots queued on the current path and not delivered on it."""
         self._render_cache = RenderCache()
         self.attachments = AttachmentStore(
             session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator
@@ -253,21 +252,19 @@ class ContextEngine:
     # -- state derived from the log --------------------------------------------------------------
 
     def _track_session_wide(self, entry: LogEntry) -> None:
-        self._plan = advance(self._plan, entry)
+        """Fold an entry into the user's settings, which hold on every branch (called in append order).
+
+        The permission mode and the active sources stay as the user last set them, whichever path
+        that was on (as Claude Code's rewind keeps them); so do the stable inputs (the workspace)
+        and where each provider session was last written. What the conversation itself holds is
+        the fold of the current path instead (`_track_path`).
+        """
         match entry:
-            case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text, hidden=hidden, id=entry_id):
-                self._pending[pid] = OneShot(pid, kind, text, hidden)
-                if hidden:
-                    self._bridge_anchor[pid] = entry_id
-            case OutboxRecord(status="delivered", part_id=pid):
-                self._pending.pop(pid, None)
             case StateChange(key="mode", value=value):
                 self._mode = value
                 self._mode_recorded = True
             case StateChange(key="sources", value=value):
                 self._sources = tuple(s for s in value.split(",") if s)
-            case StateChange(key="skills", value=value):
-                self._skills = tuple(s for s in value.split(",") if s)
             case StateChange(key="provider_session", provider=provider, session=session, id=record_id):
                 self._written_records[provider] = self._path_records[provider] = record_id
                 if session is None:
@@ -282,7 +279,6 @@ class ContextEngine:
                 if state.mode is not None:
                     self._mode, self._mode_recorded = state.mode, True
                 self._sources = state.sources
-                self._skills = state.skills
                 self._provider_sessions = {s.provider: s for s in state.provider_sessions}
                 for session in state.provider_sessions:  # the snapshot is the latest word on these sessions
                     self._written_records[session.provider] = self._path_records[session.provider] = entry.id
@@ -290,14 +286,43 @@ class ContextEngine:
                     self._note_stable(state.stable)
                 # a compaction rebuilds the prefix with the latest stable version
                 self._prefix = self._stable
-                for record in state.pending_one_shots:
-                    if record.part_id is not None:
-                        one_shot = OneShot(record.part_id, record.key, record.text, record.hidden)
-                        self._pending.setdefault(record.part_id, one_shot)
-                        if record.hidden and record.part_id in self._pending:
-                            self._bridge_anchor[record.part_id] = entry.id
             case _:
                 pass
+
+    def _track_path(self, entry: LogEntry) -> None:
+        """Fold an entry of the current path into the conversation's state (entries in path order).
+
+        Pending one-shots, the plan and the skills in use are those of the path: a one-shot queued
+        or delivered on another branch is neither sent nor counted delivered here. A compaction's
+        snapshot restates them as they stood on its path.
+        """
+        self._plan = advance(self._plan, entry)
+        match entry:
+            case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text, hidden=hidden):
+                self._pending[pid] = OneShot(pid, kind, text, hidden)
+            case OutboxRecord(status="delivered", part_id=pid):
+                self._pending.pop(pid, None)
+            case StateChange(key="skills", value=value):
+                self._skills = tuple(s for s in value.split(",") if s)
+            case CompactionBoundary(state=state):
+                self._skills = state.skills
+                self._pending = {
+                    r.part_id: OneShot(r.part_id, r.key, r.text, r.hidden)
+                    for r in state.pending_one_shots
+                    if r.part_id is not None
+                }
+            case _:
+                pass
+
+    def _fold_path(self, view: ProviderView, start: int) -> None:
+        """The conversation's state at the leaf: the boundary's snapshot, then the path's entries after it."""
+        self._pending = {}
+        self._plan = None
+        self._skills = ()
+        if view.boundary is not None:
+            self._track_path(view.boundary)
+        for entry in self._view[start:]:
+            self._track_path(entry)
 
     _recorded_stable: tuple[int, str] | None = None
 
@@ -329,6 +354,7 @@ class ContextEngine:
             self._fresh_from = next(after, len(self._view))
         for entry in self._view[self._fresh_from :]:
             self._track_view(entry)
+        self._fold_path(view, self._fresh_from)
         self._provider_sessions, self._path_records = _path_provider_sessions(view.boundary, self._view)
 
     _rendered_lane: tuple[UserLane, Ledger, SafeText | None] | None = None
@@ -375,17 +401,11 @@ class ContextEngine:
 
     @property
     def pending_one_shots(self) -> tuple[OneShot, ...]:
-        """The one-shots the next turn carries (a hidden bridge only on the path it was queued on)."""
+        """The one-shots the next turn carries: those queued on the current path and not delivered on it."""
         return self._carried()
 
     def _carried(self) -> tuple[OneShot, ...]:
-        pending = tuple(self._pending.values())
-        if not any(o.hidden for o in pending):
-            return pending
-        here = {e.id for e in self._view}
-        if self._boundary is not None:
-            here.add(self._boundary.id)
-        return tuple(o for o in pending if not o.hidden or self._bridge_anchor.get(o.part_id) in here)
+        return tuple(self._pending.values())
 
     def record(self, entry: E, *, durable: bool | None = None) -> E:
         """Append an entry to the log and to the in-memory provider view."""
@@ -401,6 +421,7 @@ class ContextEngine:
             self._render_cache = RenderCache()
         else:
             self._view.append(stamped)
+            self._track_path(stamped)
             self._view_tokens += entry_tokens(stamped, estimator=self.estimator)
             if isinstance(stamped, ToolResult) and self._prune_tally is not None:
                 policy, floor, tokens = self._prune_tally
@@ -415,7 +436,12 @@ class ContextEngine:
 
         `hidden` marks a one-shot bridge (a recovery block, a branch seed, a transfer summary; see
         `BRIDGE_KINDS`): the model gets it like any one-shot, a UI leaves it out of the transcript.
+        The same part already pending (same kind and text: a message sent again after a branch
+        before it mentions the same skill) is not queued twice; its id is returned.
         """
+        for pending in self._pending.values():
+            if pending.kind == kind and pending.text == text and pending.hidden == hidden:
+                return pending.part_id
         part_id = "os_" + secrets.token_hex(6)
         self.record(OutboxRecord(part_id=part_id, status="queued", kind=kind, text=text, hidden=hidden))
         return part_id
@@ -611,13 +637,21 @@ class ContextEngine:
             case _:  # a text-only prompt: notes for images, converted text for documents
                 return AttachmentRenderer(self.attachments, "anthropic", MediaSupport())
 
-    def prepare_turn(self, user_text: str, attachments: Sequence[AttachmentRef | AttachmentInput] = ()) -> TurnContext:
+    def prepare_turn(
+        self,
+        user_text: str,
+        attachments: Sequence[AttachmentRef | AttachmentInput] = (),
+        *,
+        user_words: str | None = None,
+    ) -> TurnContext:
         """Build this turn's context exactly once, and log it as built.
 
         Appends the user message and a `TurnRecord` of the turn context. One-shot parts pending in
         the outbox are carried, and stay pending until `commit`. `attachments` are references from
         `attach`, or files to attach now: every file is stored durably before the user message
-        that refers to it is logged.
+        that refers to it is logged. `user_words` marks a message Lamina wrote in the user's role
+        (a plan's execution message): what of it the user typed ("" for nothing), so the user's
+        words lane leaves Lamina's text out; None (the default) means the user typed all of it.
 
         Raises:
             AttachmentError: an attached file cannot be used; nothing was logged.
@@ -627,7 +661,8 @@ class ContextEngine:
         self.prune()
         stable = self._refresh_stable()
         stable_seen = self._stable_seen_digest == stable.digest
-        user = self.record(UserMessage(text=user_text, attachments=refs))
+        words = msgspec.UNSET if user_words is None else user_words
+        user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
         turn = TurnContext(
             id=self._new_id(),
             session_id=self.session.id,
@@ -871,6 +906,22 @@ class ContextEngine:
     def _prelude_tokens(self) -> int:
         return self.estimator.count((self._summary or "") + (self._pinned or ""))
 
+    def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
+        """The tool calls of the current context window with their results, in order.
+
+        The window starts after the latest compaction and after the latest reset of the provider's
+        own context (a fresh or compacted provider session): what the model still has in front of
+        it, so reads made there still count (a branch replays them as its prerequisites met).
+        """
+        calls: dict[str, ToolCall] = {}
+        pairs: list[tuple[ToolCall, ToolResult]] = []
+        for entry in self._view[self._window_start() :]:
+            if isinstance(entry, ToolCall):
+                calls[entry.call_id] = entry
+            elif isinstance(entry, ToolResult) and (call := calls.pop(entry.call_id, None)) is not None:
+                pairs.append((call, entry))
+        return tuple(pairs)
+
     def in_view(self, entry_id: str) -> bool:
         """Whether an entry is still in the provider view (a branch from it keeps the exact context)."""
         return any(e.id == entry_id for e in self._view)
@@ -878,23 +929,28 @@ class ContextEngine:
     def branch(self, entry_id: str, *, seed: bool = False) -> Branch:
         """Branch the session at `entry_id` and switch the provider view to the branch at once.
 
-        The abandoned path stays in the log; from now on what is sent is what the branch holds. A
-        user message as the branch point keeps its turn record (its tail is sent as before). With
-        `seed` (the provider keeps its own transcript and cannot fork there) a hidden one-shot
-        branch seed is queued on the branch, in the same durable line that creates it: a crash
-        leaves the old leaf, or the branch with its seed. Call between turns.
+        The abandoned path stays in the log; from now on what is sent is what the branch holds, and
+        the conversation's state (pending one-shots, the plan, the skills in use) is the branch's
+        own; the user's settings (permission mode, active sources) stay as last set. At a user
+        message the branch starts just before it, as Claude Code's rewind does: the message is not
+        on the branch (it would be left unanswered there) and its text comes back in
+        `Branch.offered_text`, to send again or edit. With `seed` (the provider keeps its own
+        transcript and cannot fork there) a hidden one-shot branch seed is queued on the branch, in
+        the same durable line that creates it: a crash leaves the old leaf, or the branch with its
+        seed. Call between turns.
 
         Raises:
-            UsageError: no such entry.
+            UsageError: no such entry, or a user message that is the first entry of the log.
         """
         point = self.session.get(entry_id)
         abandoned = self.session.leaf_id
         was_in_view = self.in_view(entry_id) or (self._boundary is not None and self._boundary.id == entry_id)
         leaf_id = entry_id
+        offered: str | None = None
         if isinstance(point, UserMessage):
-            record = self._turn_record_of(point)
-            if record is not None:
-                leaf_id = record.id
+            if point.parent_id is None:
+                raise UsageError(f"entry {entry_id!r} is the session's first entry: there is nothing before it")
+            leaf_id, offered = point.parent_id, point.typed or None
         view = self.session.view(leaf_id)  # walks back only to the branch's own latest compaction
         seed_id: str | None = None
         if seed:
@@ -919,14 +975,8 @@ class ContextEngine:
             summarised=view.boundary is not None,
             open_calls=open_tool_calls(view.entries),
             seed_id=seed_id,
+            offered_text=offered,
         )
-
-    def _turn_record_of(self, user: UserMessage) -> TurnRecord | None:
-        """The turn record logged right after a user message (its child), if any."""
-        for entry in self.session.children(user.id):
-            if isinstance(entry, TurnRecord) and entry.user_entry_id == user.id:
-                return entry
-        return None
 
     def _emit_compaction(self, event: CompactionEvent) -> None:
         # the boundary entry is the log's record of a completed compaction; events go to listeners
@@ -1119,14 +1169,18 @@ class ContextEngine:
         self.record(again.record())
         return again
 
-    def _last_seen_before(self, index: int) -> dict[str, str]:
+    def _window_start(self) -> int:
+        """Where the provider's current context window starts in the view: after the latest compaction,
+        and after the latest reset of the provider's own context (nothing before it counts as seen)."""
         start = self._fresh_from
         for i in range(len(self._view) - 1, start - 1, -1):
-            if _resets_seen(self._view[i]):  # nothing before a provider session reset counts as seen
-                start = i + 1
-                break
+            if _resets_seen(self._view[i]):
+                return i + 1
+        return start
+
+    def _last_seen_before(self, index: int) -> dict[str, str]:
         seen: dict[str, str] = {}
-        for entry in self._view[start:index]:
+        for entry in self._view[self._window_start() : index]:
             if isinstance(entry, TurnRecord):
                 for part in entry.volatile:
                     seen[part.key] = part.text

@@ -25,6 +25,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
+from lamina.defang import admit, escape_path
 from lamina.errors import UsageError
 from lamina.session._entries import (
     AssistantMessage,
@@ -67,6 +68,9 @@ TRANSITIONS: Final[Mapping[PlanStateName, frozenset[PlanStateName]]] = {
     "cancelled": frozenset(),
 }
 """The states each state may move to (a failed plan may be accepted again only if it was never dispatched)."""
+
+_TITLE_CHARS: Final = 200
+"""Characters of a plan's title the messages quote."""
 
 OPEN_STATES: Final = frozenset({"submitted", "failed"})
 """States in which a plan waits for the user's decision."""
@@ -154,29 +158,39 @@ def next_step(plan: Plan | None) -> PlanStep | None:
             return None
 
 
+def _quoted_title(plan: Plan) -> str:
+    """The plan's title as the messages quote it: the model wrote it, so it is neutralised."""
+    return admit(" ".join(plan.title.split()), max_chars=_TITLE_CHARS) if plan.title else ""
+
+
 def execution_message(plan: Plan) -> str:
-    """The user message that dispatches `plan`: its path and its text, with the instruction to carry it out."""
-    where = f" (saved at {plan.plan_path})" if plan.plan_path else ""
-    title = f": {plan.title}" if plan.title else ""
+    """The user message that dispatches `plan`: its path and its text, with the instruction to carry it out.
+
+    Lamina writes it in the user's role, but the plan is the model's text: its title, file name and
+    text are neutralised (`lamina.defang`), so no tag or turn marker in them reaches the request as
+    written (a `</pinned>`, a forged `<session_state>`, a `Human:` line).
+    """
+    where = f" (saved at {escape_path(plan.plan_path)})" if plan.plan_path else ""  # a file name the model chose
+    title = f": {_quoted_title(plan)}" if plan.title else ""
     return (
         f"I approved the plan{title}{where}. Carry it out now, step by step, and check the result as it says.\n\n"
-        f"{plan.text}"
+        f"{admit(plan.text)}"
     )
 
 
 def continuation_message(plan: Plan) -> str:
     """The user message after a reload when the execution message was logged but never answered."""
-    title = f' "{plan.title}"' if plan.title else ""
+    title = f' "{_quoted_title(plan)}"' if plan.title else ""
     return f"Carry out the approved plan{title} given above; the session stopped before you could start."
 
 
 def compaction_focus(plan: Plan) -> str:
     """The focus of an "Accept & Compact" compaction: what the plan needs from the conversation."""
-    title = f' "{plan.title}"' if plan.title else ""
+    title = f' "{_quoted_title(plan)}"' if plan.title else ""
     return f"the approved plan{title}: keep what carrying it out needs (decisions, constraints, files involved)"
 
 
 def rejection_message(plan: Plan, feedback: str) -> str:
     """The user message that sends a rejected plan back to planning, with the user's feedback."""
-    title = f' "{plan.title}"' if plan.title else ""
+    title = f' "{_quoted_title(plan)}"' if plan.title else ""
     return f"I did not approve the plan{title}. Revise it and submit it again.\n\n{feedback}".rstrip()

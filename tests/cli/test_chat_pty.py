@@ -216,3 +216,32 @@ def test_run_in_a_terminal_neutralises_the_answer(tmp_path: Path, ws: Path, wire
     run.expect("Answer [/red] [/] xs[i] + xs[b]␛]52;c;aGk=␇")
     assert run.finish() == 0
     assert "\x1b]52" not in run.output()
+
+
+def test_branch_goes_back_before_the_last_message_and_puts_it_in_the_input_line(
+    tmp_path: Path, ws: Path, wire: WireServer
+) -> None:
+    wire.script(Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Answer on the branch."))
+    chat = Chat(tmp_path, wire)
+    chat.say("First question")
+    chat.expect("First answer.")
+    chat.say("Second question")
+    chat.expect("Second answer.")
+    chat.say("/branch")
+    chat.expect("your message is back in the input line")
+    chat.prompt()
+    chat.send(", put better\r")  # the input line holds the message: typing goes on after it
+    chat.expect("Answer on the branch.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    sent = _user_text(wire.requests[-1].body)
+    assert "Second question, put better" in sent and "First question" in sent
+    assert sent.count("Second question") == 1  # the message it replaces is not on the branch
+    assert "Second answer." not in str(wire.requests[-1].body)
+    _, entries = _only_session(tmp_path)
+    assert [e.text for e in entries if isinstance(e, UserMessage)] == [
+        "First question",
+        "Second question",
+        "Second question, put better",
+    ]

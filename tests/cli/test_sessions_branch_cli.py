@@ -101,3 +101,24 @@ def test_import_of_a_bad_bundle_is_a_clean_error(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert f"error: bundle {bad}: not a zip archive" in result.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_branch_at_a_user_message_starts_before_it_and_prints_its_text(tmp_path: Path) -> None:
+    store, session_id = _make(tmp_path)
+    args = ["--store", str(store.root), "sessions"]
+    with store.open(session_id, writable=False) as session:
+        second = [e for e in session.entries() if isinstance(e, UserMessage)][1]
+    result = runner.invoke(app, [*args, "branch", session_id, second.id])
+    assert result.exit_code == 0, result.output
+    assert f"branched {session_id} at {second.id}; new leaf {second.parent_id}" in result.stdout
+    assert "the branch starts before that message, whose text is offered back" in result.stdout
+    assert result.stdout.endswith(
+        "your message, to send again or edit:\nPlease fix the failing test number 1 in tests/test_app.py\n"
+    )
+    with store.open(session_id, writable=False) as session:  # across a reopen: no unanswered message on the path
+        assert session.leaf_id == second.parent_id
+        assert [e.text for e in session.path() if isinstance(e, UserMessage)] == [
+            "Please fix the failing test number 0 in tests/test_app.py"
+        ]
+    data = json.loads(runner.invoke(app, [*args, "branch", session_id, second.id, "--json"]).stdout)
+    assert data["offered_text"] == second.text and data["kind"] == "user"

@@ -100,6 +100,25 @@ def test_only_what_the_user_typed_enters_the_lane_numbered_and_carried_over() ->
         assert foreign not in block
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=60), st.one_of(st.none(), st.text(max_size=30))), min_size=1, max_size=8))
+def test_messages_lamina_wrote_leave_only_the_user_s_words_in_the_lane(messages: list[tuple[str, str | None]]) -> None:
+    # None: the user typed the message; a string: Lamina wrote it around those words (a rejection's feedback)
+    entries: list[LogEntry] = [
+        user(text) if words is None else UserMessage(text=f"I approved the plan. {text}", user_words=words)
+        for text, words in messages
+    ]
+    update = update_lane(UserLane(), entries, budget_tokens=1_000_000)
+    expected = [
+        (turn, text if words is None else words)
+        for turn, (text, words) in enumerate(messages, 1)
+        if words is None or words
+    ]
+    assert [(w.turn, w.text) for w in update.lane.messages] == expected
+    assert update.lane.last_turn == len(messages)  # Lamina's turns keep their numbers
+    assert [w.text for w in update.archive] == [text for _, text in expected]  # the archive file too
+
+
 def test_the_newest_messages_fill_the_budget_and_the_rest_is_counted_and_archived() -> None:
     entries: list[LogEntry] = [user(f"Instruction number {n}: " + "word " * 40) for n in range(1, 101)]
     update = update_lane(UserLane(), entries, budget_tokens=1_000)

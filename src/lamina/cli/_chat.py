@@ -29,6 +29,7 @@ COMMANDS: Final = (
     "/plan",
     "/attach",
     "/compact",
+    "/branch",
     "/context",
     "/sessions",
     "/quit",
@@ -41,6 +42,8 @@ HELP: Final = """\
 /plan [DECISION]   show the plan, or decide: accept, compact (Accept & Compact), reject FEEDBACK, cancel
 /attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
 /compact [FOCUS]   compact the conversation now (the log keeps everything)
+/branch [ENTRY]    go back to before your last message, put back in the input line (or branch at an entry
+                   of `lamina sessions show ID --tree`); the old path stays in the log
 /context           how full the context window is, and the next request's budget by tier
 /sessions          recent sessions in this directory
 /quit              leave (also Ctrl-D, or Ctrl-C twice)
@@ -441,6 +444,8 @@ async def _command(
                 return False
             if outcome is not None:
                 err.print(f"[dim]{safe(outcome.message)}[/dim]")
+        case "/branch":
+            _branch(agent, state, arg)
         case "/context":
             _print_context(agent)
         case "/sessions":
@@ -453,6 +458,33 @@ async def _command(
         case _:
             err.print(f"unknown command {safe(repr(name))}; /help lists them (start with // to send a slash)")
     return False
+
+
+def _branch(agent: Agent, state: _State, entry_id: str) -> None:
+    """`/branch [ENTRY]`: branch the session; a user message's text goes back in the input line.
+
+    Without an entry: before the user's latest message in the provider view (Claude Code's rewind).
+    """
+    from lamina.cli._console import err, safe
+    from lamina.errors import LaminaError
+    from lamina.session import UserMessage
+
+    if not entry_id:
+        mine = (e for e in reversed(agent.engine.view) if isinstance(e, UserMessage) and not e.by_lamina)
+        last = next(mine, None)
+        if last is None:
+            err.print("no message of yours to go back to; give an entry id (lamina sessions show ID --tree)")
+            return
+        entry_id = last.id
+    try:
+        created = agent.branch(entry_id)
+    except LaminaError as exc:
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return
+    err.print(f"[dim]branched at {safe(created.entry_id)}: {safe(created.note)}[/dim]")
+    if created.offered_text is not None:
+        state.draft = created.offered_text
+        err.print("[dim]your message is back in the input line: send it again or edit it[/dim]")
 
 
 def _print_context(agent: Agent) -> None:

@@ -202,7 +202,11 @@ def branch(
     wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for a writer holding the session.")] = 0.0,
     as_json: JsonOption = False,
 ) -> None:
-    """Branch a session at an entry: its next turn continues from there (the old path stays in the log)."""
+    """Branch a session at an entry: its next turn continues from there (the old path stays in the log).
+
+    At a user message the branch starts just before it and the message's text is printed, to send
+    again or edit.
+    """
     from lamina.engine import ContextEngine
 
     try:
@@ -215,6 +219,9 @@ def branch(
         return
     out.print(f"branched {safe(created.session_id)} at {safe(created.entry_id)}; new leaf {safe(created.leaf_id)}")
     out.print(safe(created.note))
+    if created.offered_text is not None:  # the message is not on the branch: here it is, to send again or edit
+        out.print("your message, to send again or edit:")
+        out.print(safe(created.offered_text))
 
 
 @app.command("export")

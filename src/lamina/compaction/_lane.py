@@ -4,8 +4,10 @@ Deciding which sentences of the user state a rule cannot be made right (preferen
 act as constraints, commands, other languages, retractions), so nothing is classified: every
 message the user typed in a summarised part of the session is kept, with its turn number and
 time, and shown after the summary oldest to newest, so a later message visibly overrides an
-earlier one. Only `UserMessage.text` counts, never tool output, assistant text, attachments or
-skill text.
+earlier one. Only what the user typed counts (`UserMessage.typed`), never tool output, assistant
+text, attachments, skill text or the messages Lamina writes in the user's role (a plan's execution
+message and its continuation; of a rejection, only the user's feedback): a turn Lamina wrote keeps
+its number, so the numbers still count the session's turns.
 
 `update_lane` folds the user messages of the newly summarised entries into the previous lane:
 the lane carries over from compaction to compaction and keeps the newest messages that fit its
@@ -170,7 +172,8 @@ def update_lane(
     for entry in entries:
         if isinstance(entry, UserMessage):
             turn += 1
-            whole.append(UserWords(turn=turn, ts=entry.ts, text=entry.text))
+            if entry.typed or not entry.by_lamina:  # of a message Lamina wrote, only what the user typed in it
+                whole.append(UserWords(turn=turn, ts=entry.ts, text=entry.typed))
     name = "" if archive_failed or not whole else archive_name(whole)
     cap = min(paste_tokens, budget_tokens)
     new: list[UserWords] = []

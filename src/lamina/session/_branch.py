@@ -1,7 +1,9 @@
 """Branches: what a branch created at an entry holds, and what its first request will carry (pure).
 
 Branching moves a session's leaf back to an earlier entry, the branch point; the next append
-starts a new branch there and the abandoned path stays in the log. The provider view follows the
+starts a new branch there and the abandoned path stays in the log. At a user message the leaf moves
+to just before it, as Claude Code's rewind does, and its text is offered back (`Branch.offered_text`),
+so a branch never ends in a message nobody answered. The provider view follows the
 leaf at once, so what is sent is what the branch holds. `ContextEngine.branch` does the writing
 and returns a `Branch`: this module describes it.
 
@@ -72,7 +74,7 @@ class Branch:
     kind: EntryKind
     """What the branch point is: a user message, an assistant message, or a point inside a tool loop."""
     leaf_id: str
-    """The new leaf: the branch point, the turn record of a user message, or the branch seed's record."""
+    """The new leaf: the branch point, the entry before a user message, or the branch seed's record."""
     abandoned_leaf_id: str | None
     """The leaf before the branch (its path stays in the log)."""
     in_view: bool
@@ -86,6 +88,8 @@ class Branch:
     """Tool calls at the branch point without a result on the branch: sent as interrupted."""
     seed_id: str | None = None
     """The outbox id of the branch seed, when one was queued."""
+    offered_text: str | None = None
+    """At a user message: its text, offered back to send again or edit (the branch starts before it)."""
 
     @property
     def note(self) -> str:
@@ -107,6 +111,8 @@ class Branch:
                 )
             case "log":
                 how = f"the next request sends the branch's history from the log ({history})"
+        if self.kind == "user":
+            calls += "; the branch starts before that message, whose text is offered back to send again or edit"
         if self.in_view:
             where = "is in the provider view"
             if self.strategy == "log":

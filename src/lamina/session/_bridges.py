@@ -38,9 +38,11 @@ def _line(text: str, limit: int) -> str:
 
 def _describe(entry: LogEntry, turn: int) -> str | None:
     match entry:
-        case UserMessage(text=text, attachments=refs):
+        case UserMessage(text=text, attachments=refs) as message:
             files = f" (attached: {', '.join(_line(r.name, 80) for r in refs)})" if refs else ""
-            return f"- turn {turn}, the user wrote: {_line(text, MESSAGE_CHARS)}{files}"
+            # a message Lamina wrote in the user's role (a plan's execution message) is not the user's words
+            who = "Lamina wrote for the user" if message.by_lamina else "the user wrote"
+            return f"- turn {turn}, {who}: {_line(text, MESSAGE_CHARS)}{files}"
         case AssistantMessage(text=text) if text.strip():
             return f"- turn {turn}, the assistant answered: {_line(text, MESSAGE_CHARS)}"
         case ToolCall(name=name, input=args):

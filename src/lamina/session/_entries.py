@@ -128,10 +128,29 @@ class _EntryBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc
 
 
 class UserMessage(_EntryBase, frozen=True, kw_only=True, tag="user"):
-    """A message the user typed (attachments are references, never inline bytes)."""
+    """A user-role message: what the user typed, or a message Lamina wrote for the user (attachments are references).
+
+    Lamina writes some user-role messages itself: a plan's execution message and its continuation
+    after a reload, a rejection sending a plan back with the user's feedback. Those carry
+    `user_words`, the part of `text` the user typed ("" for none), so the user's words lane never
+    shows Lamina's text as the user's. Older logs have no such field: all of their text is the user's.
+    """
 
     text: str
     attachments: tuple[AttachmentRef, ...] = ()
+    user_words: str | msgspec.UnsetType = msgspec.UNSET
+    """For a message Lamina wrote: what of it the user typed ("" for nothing). Unset (not even written
+    to the log, so older lines stay byte for byte what this version writes): the user typed all of `text`."""
+
+    @property
+    def typed(self) -> str:
+        """The text the user typed in this message ("" when Lamina wrote all of it)."""
+        return self.text if isinstance(self.user_words, msgspec.UnsetType) else self.user_words
+
+    @property
+    def by_lamina(self) -> bool:
+        """Whether Lamina wrote this message (a plan's execution message, its continuation, a rejection)."""
+        return not isinstance(self.user_words, msgspec.UnsetType)
 
 
 class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):

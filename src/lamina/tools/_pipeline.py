@@ -111,6 +111,19 @@ class ToolPipeline:
     def tool(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
+    def bind(self, call_id: str, name: str, raw_input: Mapping[str, Any]) -> ToolCall | None:
+        """The call as rules see it (input validated, paths resolved within the roots), or None where
+        lookup, validation or the path bounds would refuse it. Runs nothing: for replaying logged calls."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return None
+        try:
+            input = tool.validate(raw_input)
+        except ToolInputError:
+            return None
+        call = _bound(call_id, name, tool, input, self.context)
+        return None if isinstance(call, Deny) else call
+
     async def execute(self, call_id: str, name: str, raw_input: Mapping[str, Any]) -> ToolExecution:
         """Run one tool call through every stage and return what the model receives.
 

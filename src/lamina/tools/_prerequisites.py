@@ -176,6 +176,30 @@ class PrerequisiteManager:
         """
         self._read.clear()
 
+    def hear(self, call: ToolCall, output: ToolOutput) -> None:
+        """Count what a call the pipeline allowed read, if it succeeded (the rule's `after`; also a replay).
+
+        A session that moves to another branch replays the reads of the branch's own context
+        window here, after `reset`, so the reads met are those of the branch, not of the path left.
+        """
+        if output.is_error:
+            return
+        if isinstance(call.input, BashInput):
+            exit_code = _EXIT_CODE.search(output.content)
+            if exit_code is None or exit_code.group(1) != "0":
+                return
+        for path in _reads(call, exempt_only=False):
+            # A Bash pipeline can exit 0 although `cat` failed; a read of a file that is not there reads nothing.
+            if path.is_file():
+                self._heard_read(path)
+
+    def forget(self, key: str) -> None:
+        """Drop the requirement `key` (a skill invoked only on a branch the session left); unknown: nothing."""
+        self._requirements.pop(key, None)
+        self._discharged.discard(key)
+        self._denials.pop(key, None)
+        self._stuck.discard(key)
+
     def denials(self, key: str) -> int:
         """How many calls the requirement `key` denied since it was last met."""
         return self._denials.get(key, 0)
@@ -250,16 +274,7 @@ class _PrerequisiteRule(Rule):
         return self._manager._check(call)
 
     async def after(self, call: ToolCall, output: ToolOutput) -> None:
-        if output.is_error:
-            return
-        if isinstance(call.input, BashInput):
-            exit_code = _EXIT_CODE.search(output.content)
-            if exit_code is None or exit_code.group(1) != "0":
-                return
-        for path in _reads(call, exempt_only=False):
-            # A Bash pipeline can exit 0 although `cat` failed; a read of a file that is not there reads nothing.
-            if path.is_file():
-                self._manager._heard_read(path)
+        self._manager.hear(call, output)
 
 
 class NearestContextFileRule(Rule):
