@@ -78,6 +78,15 @@ from lamina.session._protocol import LoadReport, SessionSummary
 from lamina.session._scan import scan_log
 from lamina.session._store import SUBFOLDERS, _storable, _title_from, check_session_id
 from lamina.session._tree import ProviderView, path_to, provider_view, view_start_id
+from lamina.session.postgres._bounds import (
+    WATCHDOG,
+    Bound,
+    StalledHolder,
+    end_stalled_holder,
+    query_timeout_for,
+    session_settings,
+    with_keepalives,
+)
 from lamina.session.postgres._migrations import SCHEMA_VERSION, migrate, schema_version
 
 E = TypeVar("E", bound=Entry)
@@ -89,6 +98,15 @@ FILES_ENV_VAR: Final = "LAMINA_FILES"
 """Where PostgreSQL sessions keep their files (default: the user data folder); shared between hosts."""
 NOTIFY_CHANNEL: Final = "lamina_entries"
 _RETRY_PAUSE: Final = 0.1
+_ENTRY_ALLOWANCE: Final = 0.001
+"""Seconds a turn's transaction is allowed per entry it commits, on top of `query_timeout` (big imports)."""
+_BIG_BATCH: Final = 1_000
+"""From this many entries a transaction raises its own server-side `statement_timeout` to match."""
+_TIMEOUTS: Final = (
+    psycopg.errors.QueryCanceled,
+    psycopg.errors.LockNotAvailable,
+    psycopg.errors.IdleInTransactionSessionTimeout,
+)
 
 
 class _JsonBytes(Loader):
@@ -129,7 +147,36 @@ def split_url(url: str) -> tuple[str, str, str]:
 
 
 class PostgresSessionStore:
-    """Sessions in a PostgreSQL database, shared by any number of servers."""
+    """Sessions in a PostgreSQL database, shared by any number of servers.
+
+    Every wait is bounded (see `_bounds.py`); servers sharing a database should use the same bounds.
+
+    Args:
+        url: A libpq URL; `?schema=NAME` is Lamina's own. libpq's TCP settings in the URL win over
+            the store's defaults (`keepalives=1`, `keepalives_idle=5`, `keepalives_interval=2`,
+            `keepalives_count=3`, `tcp_user_timeout` = `query_timeout`), and are mirrored on the
+            server side of each connection.
+        schema: The PostgreSQL schema of the tables (default: the URL's, else `lamina`).
+        files_root: Where sessions keep their files (default `$LAMINA_FILES`, else the user data folder).
+        lease_seconds: How long a writer's lease lasts without renewal (default 30): a stalled or
+            dead server's sessions can be taken over this long after its last renewal.
+        max_connections: The pool's size.
+        connect_timeout: Seconds to connect, and to wait for a free pooled connection (default 5).
+        query_timeout: Seconds any one database operation may take: a statement, a lease take or
+            renewal, a turn's whole transaction (plus 1 ms per entry it commits). Default 10, or a
+            third of the lease when that is shorter. Past it the client shuts the connection and
+            raises `StoreConnectionError`; the server enforces `statement_timeout`, `lock_timeout`
+            and `idle_in_transaction_session_timeout` of the same length. A transaction that has
+            held a session's row for longer while the lease expired is taken for stalled: a
+            takeover ends its backend (`pg_terminate_backend`; the role needs the right to signal
+            it: the same role, or `pg_signal_backend`).
+        auto_migrate: Create or migrate the schema on first use (else refuse an old schema).
+        clock: The time source of entry stamps.
+        new_entry_id: The entry id source.
+
+    Raises:
+        UsageError: `lease_seconds` or `query_timeout` is not a positive number of seconds.
+    """
 
     def __init__(
         self,
@@ -140,12 +187,18 @@ class PostgresSessionStore:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         max_connections: int = 4,
         connect_timeout: float = 5.0,
+        query_timeout: float | None = None,
         auto_migrate: bool = True,
         clock: Callable[[], float] = time.time,
         new_entry_id: Callable[[], str] = _new_entry_id,
     ) -> None:
+        try:
+            self.query_timeout = query_timeout_for(lease_seconds, query_timeout)
+            """The bound on one database operation, in seconds."""
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         conninfo, url_schema, shown = split_url(url)
-        self._conninfo = conninfo
+        self._conninfo, self._tcp = with_keepalives(conninfo, self.query_timeout)
         self.schema = schema or url_schema
         self._shown = shown if self.schema == DEFAULT_SCHEMA else f"{shown}?schema={self.schema}"
         root = files_root or os.environ.get(FILES_ENV_VAR)
@@ -178,7 +231,9 @@ class PostgresSessionStore:
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.adapters.register_loader("json", _JsonBytes)
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+        settings = session_settings(self.query_timeout, self._tcp)
+        with WATCHDOG.bound(conn, self.query_timeout):
+            conn.execute(sql.SQL("SET search_path TO {}; ").format(sql.Identifier(self.schema)) + settings)
 
     def _connect_once(self) -> psycopg.Connection[Any]:
         try:
@@ -265,17 +320,27 @@ class PostgresSessionStore:
         )
 
     @contextlib.contextmanager
-    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection; database failures become the store's errors."""
+    def _conn(self, seconds: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for one operation of at most `seconds` (default `query_timeout`).
+
+        Database failures become the store's errors; an operation that overruns has its connection
+        shut (`StoreConnectionError`).
+        """
         pool = self._ready()
+        limit = self.query_timeout if seconds is None else seconds
+        bound: Bound | None = None
         try:
-            with pool.connection() as conn:
+            with pool.connection() as conn, WATCHDOG.bound(conn, limit) as bound:
                 yield conn
         except psycopg.errors.ReadOnlySqlTransaction:
             raise self._read_only_error() from None
         except PoolTimeout:
             raise StoreConnectionError(self.location, "no connection to the database (pool timed out)") from None
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, *_TIMEOUTS) as exc:
+            if (bound is not None and bound.fired) or isinstance(exc, _TIMEOUTS):
+                raise StoreConnectionError(
+                    self.location, f"no answer within {limit:g} s (query_timeout): {_first_line(exc)}"
+                ) from None
             raise StoreConnectionError(self.location, f"connection failed: {_first_line(exc)}") from None
         except psycopg.Error as exc:
             raise StoreError(self.location, f"the database refused: {_first_line(exc)}") from None
@@ -289,7 +354,7 @@ class PostgresSessionStore:
         """Stop renewing leases and close the connections (close the sessions first)."""
         self._stop.set()
         if self._heartbeat is not None:
-            self._heartbeat.join(timeout=5)
+            self._heartbeat.join(timeout=self.query_timeout + 1)
             self._heartbeat = None
         if self._pool is not None:
             self._pool.close()
@@ -304,29 +369,57 @@ class PostgresSessionStore:
     # -- leases ----------------------------------------------------------------------------------
 
     def _take_lease(self, session_id: str, *, wait: float) -> int:
-        """Take the session's writer lease (waiting up to `wait` seconds); returns the fencing token."""
+        """Take the session's writer lease (waiting up to `wait` seconds); returns the fencing token.
+
+        Never waits on a row lock: a free or expired lease whose row is locked is retried, and when
+        the lock belongs to a transaction older than `query_timeout` (the old holder, stalled inside
+        its turn), that backend is ended first. So a take answers within `wait` plus a round trip
+        (and the ended backend's exit).
+        """
         self._writes_allowed()
         deadline = time.monotonic() + wait
+        ended = False
         while True:
             with self._conn() as conn:
-                row = conn.execute(
-                    "UPDATE sessions SET lease_owner = %s, lease_token = lease_token + 1,"
-                    " lease_expires = now() + make_interval(secs => %s)"
-                    " WHERE id = %s AND (lease_owner IS NULL OR lease_expires < now()) RETURNING lease_token",
-                    (self.owner, self.lease_seconds, session_id),
-                ).fetchone()
-                if row is not None:
-                    return int(row[0])
+                token, holder = self._try_take(conn, session_id, end_stalled=not ended)
+                if token is not None:
+                    return token
                 held = conn.execute(
                     "SELECT lease_owner, extract(epoch FROM lease_expires - now()) FROM sessions WHERE id = %s",
                     (session_id,),
                 ).fetchone()
             if held is None:
                 raise SessionNotFoundError(session_id, self.location)
+            if holder is not None and holder.ended:
+                ended = True  # its rollback frees the row: take again at once, even at the deadline
+                continue
             if time.monotonic() >= deadline:
-                left = float(held[1]) if held[1] is not None else 0.0
-                raise SessionLockedError(session_id, f"{held[0]} (lease expires in {max(left, 0.0):.1f} s)")
+                left = max(float(held[1]) if held[1] is not None else 0.0, 0.0)
+                stalled = ""
+                if holder is not None:
+                    stalled = f"; its transaction (backend {holder.pid}) has held the session {holder.seconds:.1f} s"
+                    stalled += f" and cannot be ended: {holder.refused}" if holder.refused else ""
+                raise SessionLockedError(session_id, f"{held[0]} (lease expires in {left:.1f} s{stalled})")
+            ended = False
             time.sleep(min(_RETRY_PAUSE, max(deadline - time.monotonic(), 0.0)))
+
+    def _try_take(
+        self, conn: psycopg.Connection[Any], session_id: str, *, end_stalled: bool
+    ) -> tuple[int | None, StalledHolder | None]:
+        """One attempt at the lease, never waiting on the row's lock: (the token, or the row's stalled holder)."""
+        try:
+            row = conn.execute(
+                "WITH free AS (SELECT id FROM sessions WHERE id = %s"
+                " AND (lease_owner IS NULL OR lease_expires < now()) FOR UPDATE NOWAIT)"
+                " UPDATE sessions SET lease_owner = %s, lease_token = lease_token + 1,"
+                " lease_expires = now() + make_interval(secs => %s)"
+                " FROM free WHERE sessions.id = free.id RETURNING sessions.lease_token",
+                (session_id, self.owner, self.lease_seconds),
+            ).fetchone()
+        except psycopg.errors.LockNotAvailable:  # expired (or free), but a transaction holds the row
+            older = self.query_timeout if end_stalled else float("inf")
+            return None, end_stalled_holder(conn, session_id, older_than=older, expired_only=True)
+        return (int(row[0]) if row is not None else None), None
 
     def _hold(self, session: PostgresSession) -> None:
         self._held.add(session)
@@ -340,20 +433,31 @@ class PostgresSessionStore:
         period = max(self.lease_seconds / 3, 0.05)
         while not self._stop.wait(period):
             held = [s for s in list(self._held) if s._token is not None and not s._lost]
-            if not held:
-                continue
-            with contextlib.suppress(StoreError):  # the database is away: try again next period
-                with self._conn() as conn:
-                    rows = conn.execute(
-                        "UPDATE sessions SET lease_expires = now() + make_interval(secs => %s)"
-                        " FROM unnest(%s::text[], %s::bigint[]) AS held(id, token)"
-                        " WHERE sessions.id = held.id AND sessions.lease_token = held.token RETURNING sessions.id",
-                        (self.lease_seconds, [s.id for s in held], [s._token for s in held]),
-                    ).fetchall()
-                kept = {r[0] for r in rows}
-                for session in held:
-                    if session.id not in kept and session._token is not None:
-                        session._lost = True
+            if held:
+                with contextlib.suppress(StoreError):  # the database is away: try again next period
+                    self._renew(held)
+
+    def _renew(self, held: Sequence[PostgresSession]) -> None:
+        """Extend the leases of `held` in one statement (at most `query_timeout`); marks the ones taken over lost.
+
+        A row locked by a transaction (this writer's own turn, or a stalled one) is skipped, not
+        waited for: a turn extends its lease when it commits, and a stalled one must not keep it.
+        """
+        with self._conn() as conn:
+            rows = conn.execute(
+                "WITH held(id, token) AS (SELECT * FROM unnest(%s::text[], %s::bigint[])),"
+                " mine AS (SELECT sessions.id FROM sessions JOIN held ON sessions.id = held.id"
+                " AND sessions.lease_token = held.token FOR UPDATE OF sessions SKIP LOCKED),"
+                " renewed AS (UPDATE sessions SET lease_expires = now() + make_interval(secs => %s)"
+                " FROM mine WHERE sessions.id = mine.id RETURNING sessions.id)"
+                " SELECT held.id, sessions.lease_owner FROM held LEFT JOIN sessions ON sessions.id = held.id"
+                " WHERE sessions.lease_token IS DISTINCT FROM held.token",
+                ([s.id for s in held], [s._token for s in held], self.lease_seconds),
+            ).fetchall()
+        taken = {r[0] for r in rows}
+        for session in held:
+            if session.id in taken and session._token is not None:
+                session._lost = True
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -758,6 +862,19 @@ class PostgresSession:
 
     # -- writing ---------------------------------------------------------------------------------
 
+    def renew_lease(self) -> None:
+        """Extend this writer's lease now (the store's thread also does, a few times per lease period).
+
+        Takes at most `query_timeout` (plus `connect_timeout` when a connection must be made).
+
+        Raises:
+            SessionLeaseLostError: Another server has taken the session over.
+            StoreConnectionError: The database did not answer within the bound.
+        """
+        self._check_writable()
+        self._store._renew([self])
+        self._check_writable()
+
     def _check_writable(self) -> None:
         if self._token is None:
             raise UsageError(f"session {self.id} was opened read-only (or is closed)")
@@ -841,9 +958,21 @@ class PostgresSession:
     def flush(self, *, force: bool = False) -> None:
         """The turn boundary: commit every pending entry and the session row in one transaction.
 
-        Raises `StoreConnectionError` when the database cannot be reached or the connection drops:
-        nothing of the batch was committed, and the next flush retries it. Raises
-        `SessionLeaseLostError` when another server has taken the session over.
+        The transaction is bounded: it takes at most the store's `query_timeout` plus 1 ms per
+        entry committed (plus `connect_timeout` when a new connection must be made), even when the
+        database or the network stalls; then `StoreConnectionError`.
+
+        Raises:
+            StoreConnectionError: The database could not be reached, the connection dropped, or it
+                did not answer within the bound. The batch was committed entirely or not at all, and
+                if the COMMIT's answer was what got lost, it may well have been committed. Either way
+                the entries stay pending and the next `flush` (or `close`) settles it: it recognises
+                the sequence number a lost commit left and never writes an entry twice. A caller that
+                gives up instead (or whose next flush raises `SessionLeaseLostError`) learns what
+                landed by reopening the session (read-only is enough) and looking for the turn's
+                entry ids.
+            SessionLeaseLostError: Another server has taken the session over; nothing is committed
+                by this writer any more.
         """
         if self._token is None:
             return
@@ -864,7 +993,10 @@ class PostgresSession:
         last_seq = batch[-1][0] if batch else self._committed_seq
         store = self._store
         start_seq = self._seq_of.get(self._view_start, 0) if self._view_start is not None else 0
-        with store._conn() as conn, conn.transaction():
+        seconds = store.query_timeout + len(batch) * _ENTRY_ALLOWANCE
+        with store._conn(seconds) as conn, conn.transaction():
+            if len(batch) >= _BIG_BATCH:  # the server's statement_timeout grows with the batch too
+                conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(round(seconds * 1000))))
             if self._creating:
                 self._insert_row(conn, last_seq, start_seq)
             row = conn.execute(
