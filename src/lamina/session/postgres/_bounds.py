@@ -8,8 +8,9 @@ reset) costs at most a bound and never a hang:
   blocked call then fails at once with a connection error. libpq's TCP keepalives and
   `tcp_user_timeout` (defaults below, any of them overridable in the URL) drop a connection whose
   peer vanished.
-- **Server side**, per connection: `statement_timeout`, `lock_timeout` and
-  `idle_in_transaction_session_timeout` of the same length, and the server's own TCP keepalives
+- **Server side**, per connection: `statement_timeout` and `idle_in_transaction_session_timeout`
+  of the same length, `lock_timeout` of half (so a flush that finds its row held by a stalled
+  transaction still has time to end it), and the server's own TCP keepalives
   with the client's values, so a backend whose client vanished ends and releases its row locks.
 - **Between servers**: a turn's transaction holds its session's row lock, and a transaction stalled
   while waiting on its client (inside a COPY, PostgreSQL applies none of the timeouts above) would
@@ -84,7 +85,7 @@ def session_settings(query_timeout: float, tcp: dict[str, str]) -> sql.Composed:
     ms = sql.Literal(round(query_timeout * 1000))
     statements = [
         sql.SQL("SET statement_timeout = {}").format(ms),
-        sql.SQL("SET lock_timeout = {}").format(ms),
+        sql.SQL("SET lock_timeout = {}").format(sql.Literal(round(query_timeout * 500))),
         sql.SQL("SET idle_in_transaction_session_timeout = {}").format(ms),
     ]
     server_names = {
@@ -194,13 +195,14 @@ class StalledHolder:
 
 
 def end_stalled_holder(
-    conn: psycopg.Connection[Any], session_id: str, *, older_than: float, expired_only: bool
+    conn: psycopg.Connection[Any], session_id: str, *, older_than: float, expired_only: bool = False, wait_ms: int
 ) -> StalledHolder | None:
     """End the backend whose transaction has held `session_id`'s row for more than `older_than` seconds.
 
     The holder is found by the row's `xmax` (the id of the transaction that locked it). With
     `expired_only`, only while the session's committed lease has expired (or was given back): what
-    a takeover may do. Returns None when no transaction holds the row.
+    a takeover may do. Waits up to `wait_ms` for the backend to exit. Returns None when no
+    transaction holds the row.
     """
     row = conn.execute(
         "SELECT a.pid, extract(epoch FROM now() - a.xact_start) FROM sessions s"
@@ -216,7 +218,7 @@ def end_stalled_holder(
     if seconds <= older_than:
         return StalledHolder(pid, seconds, ended=False)
     try:
-        conn.execute("SELECT pg_terminate_backend(%s, %s)", (pid, TERMINATE_WAIT_MS))
+        conn.execute("SELECT pg_terminate_backend(%s, %s)", (pid, wait_ms))
     except psycopg.errors.InsufficientPrivilege as exc:
         return StalledHolder(pid, seconds, ended=False, refused=str(exc).strip().splitlines()[0])
     return StalledHolder(pid, seconds, ended=True)

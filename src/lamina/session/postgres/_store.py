@@ -79,6 +79,7 @@ from lamina.session._scan import scan_log
 from lamina.session._store import SUBFOLDERS, _storable, _title_from, check_session_id
 from lamina.session._tree import ProviderView, path_to, provider_view, view_start_id
 from lamina.session.postgres._bounds import (
+    TERMINATE_WAIT_MS,
     WATCHDOG,
     Bound,
     StalledHolder,
@@ -165,8 +166,8 @@ class PostgresSessionStore:
         query_timeout: Seconds any one database operation may take: a statement, a lease take or
             renewal, a turn's whole transaction (plus 1 ms per entry it commits). Default 10, or a
             third of the lease when that is shorter. Past it the client shuts the connection and
-            raises `StoreConnectionError`; the server enforces `statement_timeout`, `lock_timeout`
-            and `idle_in_transaction_session_timeout` of the same length. A transaction that has
+            raises `StoreConnectionError`; the server enforces `statement_timeout` and
+            `idle_in_transaction_session_timeout` of the same length and `lock_timeout` of half. A transaction that has
             held a session's row for longer while the lease expired is taken for stalled: a
             takeover ends its backend (`pg_terminate_backend`; the role needs the right to signal
             it: the same role, or `pg_signal_backend`).
@@ -418,7 +419,9 @@ class PostgresSessionStore:
             ).fetchone()
         except psycopg.errors.LockNotAvailable:  # expired (or free), but a transaction holds the row
             older = self.query_timeout if end_stalled else float("inf")
-            return None, end_stalled_holder(conn, session_id, older_than=older, expired_only=True)
+            return None, end_stalled_holder(
+                conn, session_id, older_than=older, expired_only=True, wait_ms=TERMINATE_WAIT_MS
+            )
         return (int(row[0]) if row is not None else None), None
 
     def _hold(self, session: PostgresSession) -> None:
@@ -667,6 +670,17 @@ class PostgresSessionStore:
                     pass
         finally:
             conn.close()
+
+
+def _row_held(session_id: str, holder: StalledHolder | None) -> str:
+    """Why a flush gave up on its session's row lock (nothing of the batch was committed)."""
+    if holder is None or not (holder.ended or holder.refused):
+        return f"session {session_id}: its row stayed locked by another transaction; nothing committed, flush again"
+    what = f"session {session_id}: its row was held by a stalled transaction"
+    what += f" (backend {holder.pid}, open {holder.seconds:.1f} s)"
+    if holder.refused:
+        return f"{what} that cannot be ended: {holder.refused}"
+    return f"{what}, now ended; nothing committed, flush again"
 
 
 def _payload(value: object) -> bytes:
@@ -994,48 +1008,55 @@ class PostgresSession:
         store = self._store
         start_seq = self._seq_of.get(self._view_start, 0) if self._view_start is not None else 0
         seconds = store.query_timeout + len(batch) * _ENTRY_ALLOWANCE
-        with store._conn(seconds) as conn, conn.transaction():
-            if len(batch) >= _BIG_BATCH:  # the server's statement_timeout grows with the batch too
-                conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(round(seconds * 1000))))
-            if self._creating:
-                self._insert_row(conn, last_seq, start_seq)
-            row = conn.execute(
-                "UPDATE sessions SET last_seq = %s, leaf_id = %s, entry_count = %s, resume_seq = %s,"
-                " title = %s, updated_at = %s, lease_expires = now() + make_interval(secs => %s)"
-                " WHERE id = %s AND lease_token = %s AND last_seq = %s RETURNING 1",
-                (
-                    last_seq,
-                    self._leaf,
-                    self._count,
-                    start_seq,
-                    self._info.title,
-                    store._clock(),
-                    store.lease_seconds,
-                    self.id,
-                    self._token,
-                    self._committed_seq,
-                ),
-            ).fetchone()
-            if row is None:
-                raise _NotApplied
-            if batch:
-                with conn.cursor().copy(
-                    "COPY entries (session_id, seq, id, parent_id, type, ts, payload, lease_token) FROM STDIN"
-                ) as copy:
-                    for seq, entry in batch:
-                        copy.write_row(
-                            (
-                                self.id,
-                                seq,
-                                entry.id,
-                                entry.parent_id,
-                                _entry_type(entry),
-                                entry.ts,
-                                encode_entry(entry).decode(),
-                                self._token,
-                            )
+        with store._conn(seconds) as conn:
+            try:
+                with conn.transaction():
+                    if len(batch) >= _BIG_BATCH:  # the server's statement_timeout grows with the batch too
+                        conn.execute(
+                            sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(round(seconds * 1000)))
                         )
-            conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{store.schema}\t{self.id}\t{last_seq}"))
+                    if self._creating:
+                        self._insert_row(conn, last_seq, start_seq)
+                    row = conn.execute(
+                        "UPDATE sessions SET last_seq = %s, leaf_id = %s, entry_count = %s, resume_seq = %s,"
+                        " title = %s, updated_at = %s, lease_expires = now() + make_interval(secs => %s)"
+                        " WHERE id = %s AND lease_token = %s AND last_seq = %s RETURNING 1",
+                        (
+                            last_seq,
+                            self._leaf,
+                            self._count,
+                            start_seq,
+                            self._info.title,
+                            store._clock(),
+                            store.lease_seconds,
+                            self.id,
+                            self._token,
+                            self._committed_seq,
+                        ),
+                    ).fetchone()
+                    if row is None:
+                        raise _NotApplied
+                    if batch:
+                        with conn.cursor().copy(
+                            "COPY entries (session_id, seq, id, parent_id, type, ts, payload, lease_token) FROM STDIN"
+                        ) as copy:
+                            for seq, entry in batch:
+                                copy.write_row(
+                                    (
+                                        self.id,
+                                        seq,
+                                        entry.id,
+                                        entry.parent_id,
+                                        _entry_type(entry),
+                                        entry.ts,
+                                        encode_entry(entry).decode(),
+                                        self._token,
+                                    )
+                                )
+                    conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{store.schema}\t{self.id}\t{last_seq}"))
+            except psycopg.errors.LockNotAvailable:  # the row stayed locked for half the bound
+                holder = end_stalled_holder(conn, self.id, older_than=store.query_timeout, wait_ms=0)
+                raise StoreConnectionError(store.location, _row_held(self.id, holder)) from None
         self._creating = False
         self._committed_seq = last_seq
         self._committed_leaf = self._leaf
