@@ -217,8 +217,10 @@ def _recv(sock: socket.socket) -> bytes:
 
 
 def _reset(sock: socket.socket) -> None:
-    """Close with a reset (RST), not an orderly FIN."""
+    """Close with a reset (RST), not an orderly FIN: linger 0, and wake the thread blocked reading it."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RD)  # the reader returns; its close then sends the reset
     with contextlib.suppress(OSError):
         sock.close()
