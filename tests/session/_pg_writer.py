@@ -10,7 +10,15 @@ and the turn retried; a `SessionLeaseLostError` as `{"fenced": ...}`, and the pr
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
+import subprocess
 import sys
+import threading
+from pathlib import Path
+
+import psycopg
 
 from lamina.errors import SessionLeaseLostError, StoreConnectionError
 from lamina.session._entries import UserMessage
@@ -42,6 +50,53 @@ def write(url: str, files: str, acks: str, lease: float, query_timeout: float, a
                 return
             break
         out.write(json.dumps({"ack": ids}) + "\n")
+
+
+def spawn(
+    url: str, files: Path, acks: Path, lease: float, query_timeout: float, app_name: str
+) -> subprocess.Popen[bytes]:
+    """Start a writer process running the `lamina` this process imports; its stderr goes to ACKS.err."""
+    import lamina
+
+    root = Path(__file__).resolve().parents[2]
+    code = Path(lamina.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(root)])}
+    args = [sys.executable, "-m", "tests.session._pg_writer", url, str(files), str(acks), str(lease)]
+    with open(acks.with_suffix(".err"), "wb") as errors:
+        return subprocess.Popen([*args, str(query_timeout), app_name], cwd=root, env=env, stderr=errors)
+
+
+def lines(acks: Path) -> list[dict[str, object]]:
+    """The writer's lines so far (a line still being written is left out)."""
+    out = []
+    for line in (acks.read_text() if acks.exists() else "").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def open_transactions(admin_url: str, app_name: str) -> int:
+    """Backends of application `app_name` inside a transaction that has written (holding its row locks)."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL",
+            (app_name,),
+        ).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def stop_inside_transaction(writer: subprocess.Popen[bytes], admin_url: str, app_name: str, seed: int) -> None:
+    """SIGSTOP `writer` at a moment one of its connections is inside a transaction that holds row locks."""
+    rng = random.Random(seed)
+    for _ in range(500):
+        writer.send_signal(signal.SIGSTOP)
+        if open_transactions(admin_url, app_name) and open_transactions(admin_url, app_name):  # not a commit in flight
+            return
+        writer.send_signal(signal.SIGCONT)
+        threading.Event().wait(rng.uniform(0.001, 0.02))
+    raise AssertionError(f"writer {app_name} was never stopped inside a transaction")
 
 
 if __name__ == "__main__":

@@ -10,12 +10,7 @@ asserts no timing. `python -m benchmarks postgres` measures the takeover's time 
 
 from __future__ import annotations
 
-import json
-import os
-import random
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,12 +19,11 @@ from typing import TypeVar
 import psycopg
 import pytest
 
-import lamina
-
 from lamina.errors import SessionLeaseLostError, StoreConnectionError, UsageError
 from lamina.session._entries import UserMessage
 from lamina.session.postgres import PostgresSession, PostgresSessionStore
 from tests.session._pg_forwarder import Forwarder
+from tests.session._pg_writer import lines, open_transactions, spawn, stop_inside_transaction
 from tests.support.postgres import URL, fresh_schema, schema_url
 
 LEASE = 2.0
@@ -93,12 +87,7 @@ def _committed(schema: str, session_id: str) -> list[tuple[str, int]]:
 
 
 def _open_transactions(name: str) -> int:
-    """Backends of application `name` inside a transaction that has written (holding its row locks)."""
-    with psycopg.connect(URL, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL", (name,)
-        ).fetchone()
-    return int(row[0]) if row is not None else 0
+    return open_transactions(URL, name)
 
 
 def _turn(session: PostgresSession, label: str, n: int = 3) -> list[str]:
@@ -209,53 +198,24 @@ def test_a_writer_cut_inside_its_copy_gets_its_session_back_and_commits_the_turn
         writer.close()
 
 
-def _spawn_writer(url: str, files: Path, acks: Path, name: str) -> subprocess.Popen[bytes]:
-    code = Path(lamina.__file__).resolve().parents[1]  # the writer runs the code this test imports
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(ROOT)])}
-    args = [sys.executable, "-m", "tests.session._pg_writer", url, str(files), str(acks)]
-    with open(acks.with_suffix(".err"), "wb") as errors:
-        return subprocess.Popen([*args, str(LEASE), str(QUERY_TIMEOUT), name], cwd=ROOT, env=env, stderr=errors)
-
-
-def _lines(acks: Path) -> list[dict[str, object]]:
-    out = []
-    for line in (acks.read_text() if acks.exists() else "").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # a line still being written
-            continue
-    return out
-
-
-def stop_inside_transaction(writer: subprocess.Popen[bytes], name: str, rng: random.Random) -> None:
-    """SIGSTOP `writer` at a moment one of its connections is inside a transaction that holds row locks."""
-    for _ in range(500):
-        writer.send_signal(signal.SIGSTOP)
-        if _open_transactions(name) and _open_transactions(name):  # twice: not a commit in flight
-            return
-        writer.send_signal(signal.SIGCONT)
-        threading.Event().wait(rng.uniform(0.001, 0.02))
-    raise AssertionError(f"writer {name} was never stopped inside a transaction")
-
-
 def test_a_writer_sigstopped_inside_its_transaction_is_taken_over(schema: str, tmp_path: Path) -> None:
     url, acks, name = schema_url(schema), tmp_path / "acks.jsonl", "stall-sigstop"
-    writer = _spawn_writer(url, tmp_path / "files", acks, name)
+    writer = spawn(url, tmp_path / "files", acks, LEASE, QUERY_TIMEOUT, name)
     taker = _store(url, tmp_path / "files", "stall-taker")
     try:
-        while sum("ack" in line for line in _lines(acks)) < 3:
+        while sum("ack" in line for line in lines(acks)) < 3:
             assert writer.poll() is None, (acks.with_suffix(".err")).read_text()
             threading.Event().wait(0.05)
-        stop_inside_transaction(writer, name, random.Random(28))
-        session_id = str(_lines(acks)[0]["session"])
+        stop_inside_transaction(writer, URL, name, seed=28)
+        session_id = str(lines(acks)[0]["session"])
         with _finishes(lambda: taker.open(session_id, wait=WAIT)) as taken:
             assert _open_transactions(name) == 0  # the stopped writer's transaction was ended
             mine = _turn(taken, "the new writer's")
         writer.send_signal(signal.SIGCONT)
         assert _finishes(lambda: writer.wait()) == 0, (acks.with_suffix(".err")).read_text()
-        lines = _lines(acks)
-        assert "fenced" in lines[-1]  # it woke up to find its lease lost, and wrote nothing more
-        acked = [str(i) for line in lines if "ack" in line for i in line["ack"]]  # type: ignore[attr-defined]
+        written = lines(acks)
+        assert "fenced" in written[-1]  # it woke up to find its lease lost, and wrote nothing more
+        acked = [str(i) for line in written if "ack" in line for i in line["ack"]]  # type: ignore[attr-defined]
         committed = _committed(schema, session_id)
         ids = [i for i, _ in committed]
         assert set(acked) <= set(ids), f"{len(set(acked) - set(ids))} acknowledged entries lost"
