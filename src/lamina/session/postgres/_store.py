@@ -16,9 +16,12 @@ that wrote it).
   delivery follow: each is decided by a critical entry, and only the lease holder can commit one.
 - **A turn is one transaction.** Appends are kept in memory and committed together at `flush` (the
   turn boundary); critical entries (outbox, plan state, compaction) are committed at once with
-  whatever preceded them. A refused or dropped connection commits nothing (`StoreConnectionError`);
-  the entries stay pending and the next flush retries them. A commit whose answer was lost is
+  whatever preceded them. A refused or dropped connection raises `StoreConnectionError`: the
+  batch was committed whole or not at all (when the COMMIT's answer was lost, it may have been);
+  the entries stay pending and the next flush settles it. A commit whose answer was lost is
   recognised by the sequence number it left, never written twice.
+- **Every wait is bounded** (`_bounds.py`): `query_timeout` per operation, client and server
+  side, TCP keepalives, takeovers that never wait on a row lock and end a stalled holder's backend.
 - **Resume is flat.** The session row keeps the sequence number of the first entry the leaf's
   provider view needs; an open reads from there by the primary key's index.
 - **Readers never block writers.** Reads are plain snapshots (MVCC); only writes touch the lease.
@@ -167,10 +170,11 @@ class PostgresSessionStore:
             renewal, a turn's whole transaction (plus 1 ms per entry it commits). Default 10, or a
             third of the lease when that is shorter. Past it the client shuts the connection and
             raises `StoreConnectionError`; the server enforces `statement_timeout` and
-            `idle_in_transaction_session_timeout` of the same length and `lock_timeout` of half. A transaction that has
-            held a session's row for longer while the lease expired is taken for stalled: a
-            takeover ends its backend (`pg_terminate_backend`; the role needs the right to signal
-            it: the same role, or `pg_signal_backend`).
+            `idle_in_transaction_session_timeout` of the same length and `lock_timeout` of half.
+            A transaction that has held a session's row for longer is taken for stalled, and its
+            backend ended (`pg_terminate_backend`; the role needs the right to signal it: the
+            same role, or `pg_signal_backend`) by a takeover once the lease expired, or by the
+            lease holder's own flush that finds its row so held.
         auto_migrate: Create or migrate the schema on first use (else refuse an old schema).
         clock: The time source of entry stamps.
         new_entry_id: The entry id source.
