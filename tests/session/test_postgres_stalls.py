@@ -109,9 +109,11 @@ def test_a_writer_stalled_inside_its_copy_fails_within_the_bound_and_is_taken_ov
             _finishes(session.flush)
         assert forwarder.copy_stalled.is_set()
         assert _open_transactions("stall-writer") == 1  # the server still sits inside the COPY, row locked
+        assert _finishes(session.renew_lease) is False  # the stalled transaction holds the row: not waited on
         taken = _finishes(lambda: taker.open(session.id, wait=WAIT))
         assert taken.lease_token == (session.lease_token or 0) + 1
         assert _open_transactions("stall-writer") == 0  # the stalled backend was ended
+        assert taken.renew_lease() is True
         forwarder.resume()
         with pytest.raises(SessionLeaseLostError):
             _finishes(session.flush)

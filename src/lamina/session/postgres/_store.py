@@ -444,8 +444,10 @@ class PostgresSessionStore:
                 with contextlib.suppress(StoreError):  # the database is away: try again next period
                     self._renew(held)
 
-    def _renew(self, held: Sequence[PostgresSession]) -> None:
+    def _renew(self, held: Sequence[PostgresSession]) -> set[str]:
         """Extend the leases of `held` in one statement (at most `query_timeout`); marks the ones taken over lost.
+
+        Returns the ids of the sessions whose lease was extended.
 
         A row locked by a transaction (this writer's own turn, or a stalled one) is skipped, not
         waited for: a turn extends its lease when it commits, and a stalled one must not keep it.
@@ -457,14 +459,15 @@ class PostgresSessionStore:
                 " AND sessions.lease_token = held.token FOR UPDATE OF sessions SKIP LOCKED),"
                 " renewed AS (UPDATE sessions SET lease_expires = now() + make_interval(secs => %s)"
                 " FROM mine WHERE sessions.id = mine.id RETURNING sessions.id)"
-                " SELECT held.id, sessions.lease_owner FROM held LEFT JOIN sessions ON sessions.id = held.id"
-                " WHERE sessions.lease_token IS DISTINCT FROM held.token",
+                " SELECT held.id, sessions.lease_token IS DISTINCT FROM held.token, renewed.id IS NOT NULL"
+                " FROM held LEFT JOIN sessions ON sessions.id = held.id LEFT JOIN renewed ON renewed.id = held.id",
                 ([s.id for s in held], [s._token for s in held], self.lease_seconds),
             ).fetchall()
-        taken = {r[0] for r in rows}
+        taken = {r[0] for r in rows if r[1]}
         for session in held:
             if session.id in taken and session._token is not None:
                 session._lost = True
+        return {r[0] for r in rows if r[2]}
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -657,7 +660,8 @@ class PostgresSessionStore:
 
         Waits on LISTEN/NOTIFY, and reads again at least every `poll_seconds` with the last sequence
         number as cursor, so a lost notification only delays an entry. Never blocks a writer. Ends
-        when `stop` is set (or the caller stops iterating).
+        when `stop` is set (or the caller stops iterating). Each read takes at most `query_timeout`,
+        else `StoreConnectionError`.
         """
         self._ready()
         conn = self._connect_once()
@@ -666,7 +670,11 @@ class PostgresSessionStore:
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(NOTIFY_CHANNEL)))
             cursor = after_seq
             while stop is None or not stop.is_set():
-                seqs, entries = self._fetch(conn, session_id, after=cursor)
+                try:
+                    with WATCHDOG.bound(conn, self.query_timeout):
+                        seqs, entries = self._fetch(conn, session_id, after=cursor)
+                except psycopg.OperationalError as exc:
+                    raise StoreConnectionError(self.location, f"connection failed: {_first_line(exc)}") from None
                 for seq, entry in zip(seqs, entries, strict=True):
                     cursor = seq
                     yield seq, entry
@@ -880,18 +888,23 @@ class PostgresSession:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def renew_lease(self) -> None:
+    def renew_lease(self) -> bool:
         """Extend this writer's lease now (the store's thread also does, a few times per lease period).
 
         Takes at most `query_timeout` (plus `connect_timeout` when a connection must be made).
+
+        Returns:
+            False when the session's row was held by a transaction (this writer's turn in flight,
+            or one of its turns stalled) and the lease was not extended; True when it was.
 
         Raises:
             SessionLeaseLostError: Another server has taken the session over.
             StoreConnectionError: The database did not answer within the bound.
         """
         self._check_writable()
-        self._store._renew([self])
+        renewed = self.id in self._store._renew([self])
         self._check_writable()
+        return renewed
 
     def _check_writable(self) -> None:
         if self._token is None:
