@@ -14,6 +14,10 @@ lives in a schema or tables of this run's own, dropped at the end):
   full run; `--quick` builds 100k instead). Flat: the open reads from the boundary by index.
   The big sessions are written with one bulk COPY (as if appended and flushed) and checked.
 - `jsonl_resume_ms_10k`: the same 10k session in the JSONL store.
+- `pg_takeover_s_stalled_writer`: seconds from SIGSTOPping a writer process while its turn's
+  transaction is open (row locks held) to another store's `open(id, wait=...)` returning the
+  session, printed beside the bound `wait` + 1 s (lease 3 s, `query_timeout` 1 s, `wait` 4 s);
+  the worst of the runs. The takeover ends the stopped holder's backend once its lease expired.
 - `peer_sqlalchemy_session_get_ms_100k`: a fresh `SQLAlchemySession` reading all 100k items of a
   session with `get_items()` (what the SDK does to resume); `peer_sqlalchemy_session_get_limit_ms_100k`:
   only the latest N (N = what our resume loads), the like-for-like peer of `pg_resume_ms_*`.
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from tests.session._pg_writer import lines, open_transactions, spawn, stop_inside_transaction
 
 from benchmarks import Figure, ratio
 from benchmarks.store import KEPT_BEFORE, TAIL, TURN, _build_log, _entry_id, _make_entry, _peer_item, _text
@@ -224,6 +229,39 @@ def _drop_peer(tables: tuple[str, str]) -> None:
         conn.execute(f'DROP TABLE IF EXISTS "{tables[1]}", "{tables[0]}" CASCADE')
 
 
+# -- takeover of a stalled writer ----------------------------------------------------------------
+
+TAKEOVER_LEASE = 3.0
+TAKEOVER_QUERY_TIMEOUT = 1.0
+TAKEOVER_WAIT = 4.0
+
+
+def _takeover_once(url: str, folder: Path, run_no: int) -> float:
+    """Seconds from SIGSTOPping a writer inside its transaction to a takeover's `open` returning."""
+    acks, name = folder / f"takeover-{run_no}.jsonl", f"lamina-bench-stalled-{os.getpid()}-{run_no}"
+    writer = spawn(url, folder / "files", acks, TAKEOVER_LEASE, TAKEOVER_QUERY_TIMEOUT, name)
+    taker = PostgresSessionStore(
+        url, files_root=folder / "files", lease_seconds=TAKEOVER_LEASE, query_timeout=TAKEOVER_QUERY_TIMEOUT
+    )
+    try:
+        while sum("ack" in line for line in lines(acks)) < 3:
+            if writer.poll() is not None:
+                raise RuntimeError(acks.with_suffix(".err").read_text())
+            time.sleep(0.05)
+        session_id = str(lines(acks)[0]["session"])
+        stop_inside_transaction(writer, URL, name, seed=run_no)
+        began = time.perf_counter()
+        taker.open(session_id, wait=TAKEOVER_WAIT).close()
+        elapsed = time.perf_counter() - began
+        if open_transactions(URL, name):
+            raise RuntimeError("the stalled writer's transaction is still open after the takeover")
+        return elapsed
+    finally:
+        writer.kill()
+        writer.wait()
+        taker.close()
+
+
 # -- run ---------------------------------------------------------------------------------------
 
 
@@ -285,6 +323,15 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             with psycopg.connect(URL, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             _drop_peer(tables)
+        progress("takeover of a writer SIGSTOPped inside its transaction")
+        takeover_schema = f"{schema}_takeover"
+        try:
+            takeovers = [
+                _takeover_once(f"{URL}?schema={takeover_schema}", Path(tmp), n) for n in range(3 if quick else 5)
+            ]
+        finally:
+            with psycopg.connect(URL, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{takeover_schema}" CASCADE')
 
     peer_add = statistics.median(peer_rates)
     jsonl_add = statistics.median(jsonl_rates)
@@ -326,6 +373,17 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             peer_get_ms,
             "ms",
             note=f"get_items() of {peer_n:,} (the SDK's resume); {peer_get_ms / resume['10k']:.0f}x pg_resume_ms_10k",
+        )
+    )
+    worst, bound = max(takeovers), TAKEOVER_WAIT + 1.0
+    figures.append(
+        Figure(
+            "pg_takeover_s_stalled_writer",
+            worst,
+            "s",
+            note=f"bound wait + 1 s = {bound:g} s ({'within' if worst <= bound else 'OVER'}); worst of"
+            f" {len(takeovers)}, median {statistics.median(takeovers):.2f} s; lease {TAKEOVER_LEASE:g} s,"
+            f" query_timeout {TAKEOVER_QUERY_TIMEOUT:g} s, wait {TAKEOVER_WAIT:g} s",
         )
     )
     return figures

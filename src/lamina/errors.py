@@ -140,8 +140,9 @@ class SessionLockedError(SessionError):
 class SessionLeaseLostError(SessionLockedError):
     """This writer's lease was taken over (it stalled past the lease's expiry): its appends are refused.
 
-    Nothing it appended since its last successful flush was committed; reopen the session to go on
-    from what the new writer wrote."""
+    Nothing it appended since its last successful flush was committed, unless a flush that raised
+    `StoreConnectionError` had its COMMIT's answer lost; reopen the session to go on from what is
+    there (and to see whether that turn landed)."""
 
     def __init__(self, session: str, holder: str) -> None:
         SessionError.__init__(self, f"session {session} was taken over by {holder}: this writer's lease is lost")
@@ -158,8 +159,9 @@ class StoreError(SessionError):
 
 
 class StoreConnectionError(StoreError):
-    """The database could not be reached, or the connection dropped. A flush is one transaction: the
-    turn's entries were all committed or none, and the next flush retries them."""
+    """The database could not be reached, the connection dropped, or it did not answer in time. A flush
+    is one transaction: the turn's entries were all committed or none (all, possibly, when only the
+    COMMIT's answer was lost), and the next flush settles them without writing any twice."""
 
 
 class StoreSchemaError(StoreError):

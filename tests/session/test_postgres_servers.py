@@ -55,9 +55,9 @@ def _spawn(url: str, files: Path, acks: Path, seed: int, stop: Path) -> subproce
 def _stall_between_transactions(server: subprocess.Popen[bytes], seed: int, rng: random.Random) -> None:
     """SIGSTOP `server` at a moment none of its connections is inside a statement or a transaction.
 
-    A stall models a server that stops answering between turns (a long pause, a lost network);
-    stopped inside a transaction it would hold row locks that no lease expiry releases, and the
-    takeover would wait on them for as long as PostgreSQL keeps that connection.
+    A stall models a server that stops answering between turns (a long pause, a lost network). A
+    server stopped inside a transaction (holding its session's row lock, which the takeover then
+    ends) is `test_postgres_stalls.py`'s case.
     """
     for _ in range(500):
         server.send_signal(signal.SIGSTOP)

@@ -16,9 +16,12 @@ that wrote it).
   delivery follow: each is decided by a critical entry, and only the lease holder can commit one.
 - **A turn is one transaction.** Appends are kept in memory and committed together at `flush` (the
   turn boundary); critical entries (outbox, plan state, compaction) are committed at once with
-  whatever preceded them. A refused or dropped connection commits nothing (`StoreConnectionError`);
-  the entries stay pending and the next flush retries them. A commit whose answer was lost is
+  whatever preceded them. A refused or dropped connection raises `StoreConnectionError`: the
+  batch was committed whole or not at all (when the COMMIT's answer was lost, it may have been);
+  the entries stay pending and the next flush settles it. A commit whose answer was lost is
   recognised by the sequence number it left, never written twice.
+- **Every wait is bounded** (`_bounds.py`): `query_timeout` per operation, client and server
+  side, TCP keepalives, takeovers that never wait on a row lock and end a stalled holder's backend.
 - **Resume is flat.** The session row keeps the sequence number of the first entry the leaf's
   provider view needs; an open reads from there by the primary key's index.
 - **Readers never block writers.** Reads are plain snapshots (MVCC); only writes touch the lease.
@@ -78,6 +81,16 @@ from lamina.session._protocol import LoadReport, SessionSummary
 from lamina.session._scan import scan_log
 from lamina.session._store import SUBFOLDERS, _storable, _title_from, check_session_id
 from lamina.session._tree import ProviderView, path_to, provider_view, view_start_id
+from lamina.session.postgres._bounds import (
+    TERMINATE_WAIT_MS,
+    WATCHDOG,
+    Bound,
+    StalledHolder,
+    end_stalled_holder,
+    query_timeout_for,
+    session_settings,
+    with_keepalives,
+)
 from lamina.session.postgres._migrations import SCHEMA_VERSION, migrate, schema_version
 
 E = TypeVar("E", bound=Entry)
@@ -89,6 +102,15 @@ FILES_ENV_VAR: Final = "LAMINA_FILES"
 """Where PostgreSQL sessions keep their files (default: the user data folder); shared between hosts."""
 NOTIFY_CHANNEL: Final = "lamina_entries"
 _RETRY_PAUSE: Final = 0.1
+_ENTRY_ALLOWANCE: Final = 0.001
+"""Seconds a turn's transaction is allowed per entry it commits, on top of `query_timeout` (big imports)."""
+_BIG_BATCH: Final = 1_000
+"""From this many entries a transaction raises its own server-side `statement_timeout` to match."""
+_TIMEOUTS: Final = (
+    psycopg.errors.QueryCanceled,
+    psycopg.errors.LockNotAvailable,
+    psycopg.errors.IdleInTransactionSessionTimeout,
+)
 
 
 class _JsonBytes(Loader):
@@ -129,7 +151,37 @@ def split_url(url: str) -> tuple[str, str, str]:
 
 
 class PostgresSessionStore:
-    """Sessions in a PostgreSQL database, shared by any number of servers."""
+    """Sessions in a PostgreSQL database, shared by any number of servers.
+
+    Every wait is bounded (see `_bounds.py`); servers sharing a database should use the same bounds.
+
+    Args:
+        url: A libpq URL; `?schema=NAME` is Lamina's own. libpq's TCP settings in the URL win over
+            the store's defaults (`keepalives=1`, `keepalives_idle=5`, `keepalives_interval=2`,
+            `keepalives_count=3`, `tcp_user_timeout` = `query_timeout`), and are mirrored on the
+            server side of each connection.
+        schema: The PostgreSQL schema of the tables (default: the URL's, else `lamina`).
+        files_root: Where sessions keep their files (default `$LAMINA_FILES`, else the user data folder).
+        lease_seconds: How long a writer's lease lasts without renewal (default 30): a stalled or
+            dead server's sessions can be taken over this long after its last renewal.
+        max_connections: The pool's size.
+        connect_timeout: Seconds to connect, and to wait for a free pooled connection (default 5).
+        query_timeout: Seconds any one database operation may take: a statement, a lease take or
+            renewal, a turn's whole transaction (plus 1 ms per entry it commits). Default 10, or a
+            third of the lease when that is shorter. Past it the client shuts the connection and
+            raises `StoreConnectionError`; the server enforces `statement_timeout` and
+            `idle_in_transaction_session_timeout` of the same length and `lock_timeout` of half.
+            A transaction that has held a session's row for longer is taken for stalled, and its
+            backend ended (`pg_terminate_backend`; the role needs the right to signal it: the
+            same role, or `pg_signal_backend`) by a takeover once the lease expired, or by the
+            lease holder's own flush that finds its row so held.
+        auto_migrate: Create or migrate the schema on first use (else refuse an old schema).
+        clock: The time source of entry stamps.
+        new_entry_id: The entry id source.
+
+    Raises:
+        UsageError: `lease_seconds` or `query_timeout` is not a positive number of seconds.
+    """
 
     def __init__(
         self,
@@ -140,12 +192,18 @@ class PostgresSessionStore:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         max_connections: int = 4,
         connect_timeout: float = 5.0,
+        query_timeout: float | None = None,
         auto_migrate: bool = True,
         clock: Callable[[], float] = time.time,
         new_entry_id: Callable[[], str] = _new_entry_id,
     ) -> None:
+        try:
+            self.query_timeout = query_timeout_for(lease_seconds, query_timeout)
+            """The bound on one database operation, in seconds."""
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         conninfo, url_schema, shown = split_url(url)
-        self._conninfo = conninfo
+        self._conninfo, self._tcp = with_keepalives(conninfo, self.query_timeout)
         self.schema = schema or url_schema
         self._shown = shown if self.schema == DEFAULT_SCHEMA else f"{shown}?schema={self.schema}"
         root = files_root or os.environ.get(FILES_ENV_VAR)
@@ -178,7 +236,9 @@ class PostgresSessionStore:
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.adapters.register_loader("json", _JsonBytes)
-        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+        settings = session_settings(self.query_timeout, self._tcp)
+        with WATCHDOG.bound(conn, self.query_timeout):
+            conn.execute(sql.SQL("SET search_path TO {}; ").format(sql.Identifier(self.schema)) + settings)
 
     def _connect_once(self) -> psycopg.Connection[Any]:
         try:
@@ -265,17 +325,27 @@ class PostgresSessionStore:
         )
 
     @contextlib.contextmanager
-    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection; database failures become the store's errors."""
+    def _conn(self, seconds: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for one operation of at most `seconds` (default `query_timeout`).
+
+        Database failures become the store's errors; an operation that overruns has its connection
+        shut (`StoreConnectionError`).
+        """
         pool = self._ready()
+        limit = self.query_timeout if seconds is None else seconds
+        bound: Bound | None = None
         try:
-            with pool.connection() as conn:
+            with pool.connection() as conn, WATCHDOG.bound(conn, limit) as bound:
                 yield conn
         except psycopg.errors.ReadOnlySqlTransaction:
             raise self._read_only_error() from None
         except PoolTimeout:
             raise StoreConnectionError(self.location, "no connection to the database (pool timed out)") from None
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, *_TIMEOUTS) as exc:
+            if (bound is not None and bound.fired) or isinstance(exc, _TIMEOUTS):
+                raise StoreConnectionError(
+                    self.location, f"no answer within {limit:g} s (query_timeout): {_first_line(exc)}"
+                ) from None
             raise StoreConnectionError(self.location, f"connection failed: {_first_line(exc)}") from None
         except psycopg.Error as exc:
             raise StoreError(self.location, f"the database refused: {_first_line(exc)}") from None
@@ -289,7 +359,7 @@ class PostgresSessionStore:
         """Stop renewing leases and close the connections (close the sessions first)."""
         self._stop.set()
         if self._heartbeat is not None:
-            self._heartbeat.join(timeout=5)
+            self._heartbeat.join(timeout=self.query_timeout + 1)
             self._heartbeat = None
         if self._pool is not None:
             self._pool.close()
@@ -304,29 +374,59 @@ class PostgresSessionStore:
     # -- leases ----------------------------------------------------------------------------------
 
     def _take_lease(self, session_id: str, *, wait: float) -> int:
-        """Take the session's writer lease (waiting up to `wait` seconds); returns the fencing token."""
+        """Take the session's writer lease (waiting up to `wait` seconds); returns the fencing token.
+
+        Never waits on a row lock: a free or expired lease whose row is locked is retried, and when
+        the lock belongs to a transaction older than `query_timeout` (the old holder, stalled inside
+        its turn), that backend is ended first. So a take answers within `wait` plus a round trip
+        (and the ended backend's exit).
+        """
         self._writes_allowed()
         deadline = time.monotonic() + wait
+        ended = False
         while True:
             with self._conn() as conn:
-                row = conn.execute(
-                    "UPDATE sessions SET lease_owner = %s, lease_token = lease_token + 1,"
-                    " lease_expires = now() + make_interval(secs => %s)"
-                    " WHERE id = %s AND (lease_owner IS NULL OR lease_expires < now()) RETURNING lease_token",
-                    (self.owner, self.lease_seconds, session_id),
-                ).fetchone()
-                if row is not None:
-                    return int(row[0])
+                token, holder = self._try_take(conn, session_id, end_stalled=not ended)
+                if token is not None:
+                    return token
                 held = conn.execute(
                     "SELECT lease_owner, extract(epoch FROM lease_expires - now()) FROM sessions WHERE id = %s",
                     (session_id,),
                 ).fetchone()
             if held is None:
                 raise SessionNotFoundError(session_id, self.location)
+            if holder is not None and holder.ended:
+                ended = True  # its rollback frees the row: take again at once, even at the deadline
+                continue
             if time.monotonic() >= deadline:
-                left = float(held[1]) if held[1] is not None else 0.0
-                raise SessionLockedError(session_id, f"{held[0]} (lease expires in {max(left, 0.0):.1f} s)")
+                left = max(float(held[1]) if held[1] is not None else 0.0, 0.0)
+                stalled = ""
+                if holder is not None:
+                    stalled = f"; its transaction (backend {holder.pid}) has held the session {holder.seconds:.1f} s"
+                    stalled += f" and cannot be ended: {holder.refused}" if holder.refused else ""
+                raise SessionLockedError(session_id, f"{held[0]} (lease expires in {left:.1f} s{stalled})")
+            ended = False
             time.sleep(min(_RETRY_PAUSE, max(deadline - time.monotonic(), 0.0)))
+
+    def _try_take(
+        self, conn: psycopg.Connection[Any], session_id: str, *, end_stalled: bool
+    ) -> tuple[int | None, StalledHolder | None]:
+        """One attempt at the lease, never waiting on the row's lock: (the token, or the row's stalled holder)."""
+        try:
+            row = conn.execute(
+                "WITH free AS (SELECT id FROM sessions WHERE id = %s"
+                " AND (lease_owner IS NULL OR lease_expires < now()) FOR UPDATE NOWAIT)"
+                " UPDATE sessions SET lease_owner = %s, lease_token = lease_token + 1,"
+                " lease_expires = now() + make_interval(secs => %s)"
+                " FROM free WHERE sessions.id = free.id RETURNING sessions.lease_token",
+                (session_id, self.owner, self.lease_seconds),
+            ).fetchone()
+        except psycopg.errors.LockNotAvailable:  # expired (or free), but a transaction holds the row
+            older = self.query_timeout if end_stalled else float("inf")
+            return None, end_stalled_holder(
+                conn, session_id, older_than=older, expired_only=True, wait_ms=TERMINATE_WAIT_MS
+            )
+        return (int(row[0]) if row is not None else None), None
 
     def _hold(self, session: PostgresSession) -> None:
         self._held.add(session)
@@ -340,20 +440,34 @@ class PostgresSessionStore:
         period = max(self.lease_seconds / 3, 0.05)
         while not self._stop.wait(period):
             held = [s for s in list(self._held) if s._token is not None and not s._lost]
-            if not held:
-                continue
-            with contextlib.suppress(StoreError):  # the database is away: try again next period
-                with self._conn() as conn:
-                    rows = conn.execute(
-                        "UPDATE sessions SET lease_expires = now() + make_interval(secs => %s)"
-                        " FROM unnest(%s::text[], %s::bigint[]) AS held(id, token)"
-                        " WHERE sessions.id = held.id AND sessions.lease_token = held.token RETURNING sessions.id",
-                        (self.lease_seconds, [s.id for s in held], [s._token for s in held]),
-                    ).fetchall()
-                kept = {r[0] for r in rows}
-                for session in held:
-                    if session.id not in kept and session._token is not None:
-                        session._lost = True
+            if held:
+                with contextlib.suppress(StoreError):  # the database is away: try again next period
+                    self._renew(held)
+
+    def _renew(self, held: Sequence[PostgresSession]) -> set[str]:
+        """Extend the leases of `held` in one statement (at most `query_timeout`); marks the ones taken over lost.
+
+        Returns the ids of the sessions whose lease was extended.
+
+        A row locked by a transaction (this writer's own turn, or a stalled one) is skipped, not
+        waited for: a turn extends its lease when it commits, and a stalled one must not keep it.
+        """
+        with self._conn() as conn:
+            rows = conn.execute(
+                "WITH held(id, token) AS (SELECT * FROM unnest(%s::text[], %s::bigint[])),"
+                " mine AS (SELECT sessions.id FROM sessions JOIN held ON sessions.id = held.id"
+                " AND sessions.lease_token = held.token FOR UPDATE OF sessions SKIP LOCKED),"
+                " renewed AS (UPDATE sessions SET lease_expires = now() + make_interval(secs => %s)"
+                " FROM mine WHERE sessions.id = mine.id RETURNING sessions.id)"
+                " SELECT held.id, sessions.lease_token IS DISTINCT FROM held.token, renewed.id IS NOT NULL"
+                " FROM held LEFT JOIN sessions ON sessions.id = held.id LEFT JOIN renewed ON renewed.id = held.id",
+                ([s.id for s in held], [s._token for s in held], self.lease_seconds),
+            ).fetchall()
+        taken = {r[0] for r in rows if r[1]}
+        for session in held:
+            if session.id in taken and session._token is not None:
+                session._lost = True
+        return {r[0] for r in rows if r[2]}
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -546,7 +660,8 @@ class PostgresSessionStore:
 
         Waits on LISTEN/NOTIFY, and reads again at least every `poll_seconds` with the last sequence
         number as cursor, so a lost notification only delays an entry. Never blocks a writer. Ends
-        when `stop` is set (or the caller stops iterating).
+        when `stop` is set (or the caller stops iterating). Each read takes at most `query_timeout`,
+        else `StoreConnectionError`.
         """
         self._ready()
         conn = self._connect_once()
@@ -555,7 +670,11 @@ class PostgresSessionStore:
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(NOTIFY_CHANNEL)))
             cursor = after_seq
             while stop is None or not stop.is_set():
-                seqs, entries = self._fetch(conn, session_id, after=cursor)
+                try:
+                    with WATCHDOG.bound(conn, self.query_timeout):
+                        seqs, entries = self._fetch(conn, session_id, after=cursor)
+                except psycopg.OperationalError as exc:
+                    raise StoreConnectionError(self.location, f"connection failed: {_first_line(exc)}") from None
                 for seq, entry in zip(seqs, entries, strict=True):
                     cursor = seq
                     yield seq, entry
@@ -563,6 +682,17 @@ class PostgresSessionStore:
                     pass
         finally:
             conn.close()
+
+
+def _row_held(session_id: str, holder: StalledHolder | None) -> str:
+    """Why a flush gave up on its session's row lock (nothing of the batch was committed)."""
+    if holder is None or not (holder.ended or holder.refused):
+        return f"session {session_id}: its row stayed locked by another transaction; nothing committed, flush again"
+    what = f"session {session_id}: its row was held by a stalled transaction"
+    what += f" (backend {holder.pid}, open {holder.seconds:.1f} s)"
+    if holder.refused:
+        return f"{what} that cannot be ended: {holder.refused}"
+    return f"{what}, now ended; nothing committed, flush again"
 
 
 def _payload(value: object) -> bytes:
@@ -758,6 +888,24 @@ class PostgresSession:
 
     # -- writing ---------------------------------------------------------------------------------
 
+    def renew_lease(self) -> bool:
+        """Extend this writer's lease now (the store's thread also does, a few times per lease period).
+
+        Takes at most `query_timeout` (plus `connect_timeout` when a connection must be made).
+
+        Returns:
+            False when the session's row was held by a transaction (this writer's turn in flight,
+            or one of its turns stalled) and the lease was not extended; True when it was.
+
+        Raises:
+            SessionLeaseLostError: Another server has taken the session over.
+            StoreConnectionError: The database did not answer within the bound.
+        """
+        self._check_writable()
+        renewed = self.id in self._store._renew([self])
+        self._check_writable()
+        return renewed
+
     def _check_writable(self) -> None:
         if self._token is None:
             raise UsageError(f"session {self.id} was opened read-only (or is closed)")
@@ -841,9 +989,21 @@ class PostgresSession:
     def flush(self, *, force: bool = False) -> None:
         """The turn boundary: commit every pending entry and the session row in one transaction.
 
-        Raises `StoreConnectionError` when the database cannot be reached or the connection drops:
-        nothing of the batch was committed, and the next flush retries it. Raises
-        `SessionLeaseLostError` when another server has taken the session over.
+        The transaction is bounded: it takes at most the store's `query_timeout` plus 1 ms per
+        entry committed (plus `connect_timeout` when a new connection must be made), even when the
+        database or the network stalls; then `StoreConnectionError`.
+
+        Raises:
+            StoreConnectionError: The database could not be reached, the connection dropped, or it
+                did not answer within the bound. The batch was committed entirely or not at all, and
+                if the COMMIT's answer was what got lost, it may well have been committed. Either way
+                the entries stay pending and the next `flush` (or `close`) settles it: it recognises
+                the sequence number a lost commit left and never writes an entry twice. A caller that
+                gives up instead (or whose next flush raises `SessionLeaseLostError`) learns what
+                landed by reopening the session (read-only is enough) and looking for the turn's
+                entry ids.
+            SessionLeaseLostError: Another server has taken the session over; nothing is committed
+                by this writer any more.
         """
         if self._token is None:
             return
@@ -864,46 +1024,56 @@ class PostgresSession:
         last_seq = batch[-1][0] if batch else self._committed_seq
         store = self._store
         start_seq = self._seq_of.get(self._view_start, 0) if self._view_start is not None else 0
-        with store._conn() as conn, conn.transaction():
-            if self._creating:
-                self._insert_row(conn, last_seq, start_seq)
-            row = conn.execute(
-                "UPDATE sessions SET last_seq = %s, leaf_id = %s, entry_count = %s, resume_seq = %s,"
-                " title = %s, updated_at = %s, lease_expires = now() + make_interval(secs => %s)"
-                " WHERE id = %s AND lease_token = %s AND last_seq = %s RETURNING 1",
-                (
-                    last_seq,
-                    self._leaf,
-                    self._count,
-                    start_seq,
-                    self._info.title,
-                    store._clock(),
-                    store.lease_seconds,
-                    self.id,
-                    self._token,
-                    self._committed_seq,
-                ),
-            ).fetchone()
-            if row is None:
-                raise _NotApplied
-            if batch:
-                with conn.cursor().copy(
-                    "COPY entries (session_id, seq, id, parent_id, type, ts, payload, lease_token) FROM STDIN"
-                ) as copy:
-                    for seq, entry in batch:
-                        copy.write_row(
-                            (
-                                self.id,
-                                seq,
-                                entry.id,
-                                entry.parent_id,
-                                _entry_type(entry),
-                                entry.ts,
-                                encode_entry(entry).decode(),
-                                self._token,
-                            )
+        seconds = store.query_timeout + len(batch) * _ENTRY_ALLOWANCE
+        with store._conn(seconds) as conn:
+            try:
+                with conn.transaction():
+                    if len(batch) >= _BIG_BATCH:  # the server's statement_timeout grows with the batch too
+                        conn.execute(
+                            sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(round(seconds * 1000)))
                         )
-            conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{store.schema}\t{self.id}\t{last_seq}"))
+                    if self._creating:
+                        self._insert_row(conn, last_seq, start_seq)
+                    row = conn.execute(
+                        "UPDATE sessions SET last_seq = %s, leaf_id = %s, entry_count = %s, resume_seq = %s,"
+                        " title = %s, updated_at = %s, lease_expires = now() + make_interval(secs => %s)"
+                        " WHERE id = %s AND lease_token = %s AND last_seq = %s RETURNING 1",
+                        (
+                            last_seq,
+                            self._leaf,
+                            self._count,
+                            start_seq,
+                            self._info.title,
+                            store._clock(),
+                            store.lease_seconds,
+                            self.id,
+                            self._token,
+                            self._committed_seq,
+                        ),
+                    ).fetchone()
+                    if row is None:
+                        raise _NotApplied
+                    if batch:
+                        with conn.cursor().copy(
+                            "COPY entries (session_id, seq, id, parent_id, type, ts, payload, lease_token) FROM STDIN"
+                        ) as copy:
+                            for seq, entry in batch:
+                                copy.write_row(
+                                    (
+                                        self.id,
+                                        seq,
+                                        entry.id,
+                                        entry.parent_id,
+                                        _entry_type(entry),
+                                        entry.ts,
+                                        encode_entry(entry).decode(),
+                                        self._token,
+                                    )
+                                )
+                    conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{store.schema}\t{self.id}\t{last_seq}"))
+            except psycopg.errors.LockNotAvailable:  # the row stayed locked for half the bound
+                holder = end_stalled_holder(conn, self.id, older_than=store.query_timeout, wait_ms=0)
+                raise StoreConnectionError(store.location, _row_held(self.id, holder)) from None
         self._creating = False
         self._committed_seq = last_seq
         self._committed_leaf = self._leaf
