@@ -257,9 +257,8 @@ def test_a_damaged_turn_record_shows_as_damage(page: Watched, server: Running, s
                 volatile=(PartRecord(key=key, text="state"),),
             )
             session.append(record)
-            session.append(
-                AssistantMessage(text=f"answer {n}", model="claude-sonnet-5", usage=Usage(input=5, output=1))
-            )
+            model = "claude-sonnet-5\u202e"  # a bidi override in a name the page's script shows
+            session.append(AssistantMessage(text=f"answer {n}", model=model, usage=Usage(input=5, output=1)))
         damaged_id = session.id
     p = page.page
     p.goto(f"{server.url}/sessions/{damaged_id}")
@@ -268,6 +267,7 @@ def test_a_damaged_turn_record_shows_as_damage(page: Watched, server: Running, s
     expect(p.locator("#requests-table tr.damaged")).to_have_count(1)
     expect(p.locator("#requests-table tr.damaged td.damage")).to_contain_text("not a block name")
     expect(p.locator("#chart-notes")).to_contain_text("cannot be rebuilt from the log")
+    expect(p.locator("#requests-table tbody tr").first.locator("td").nth(1)).to_have_text("claude-sonnet-5<U+202E>")
     shot(p, "damaged-session")
     p.locator("#requests-table tr.damaged a").click()
     expect(p.locator("#damage")).to_contain_text("not a block name")

@@ -114,6 +114,7 @@ class Bounds:
 
     @classmethod
     def of(cls, page: int) -> Bounds:
+        """The shares of a page of at most `page` bytes."""
         return cls(
             page=page,
             item_text=page * 40 // 100 // PAGE_ENTRIES,

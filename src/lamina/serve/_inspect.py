@@ -8,9 +8,10 @@ compaction kept, the plans' states and the session's totals.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -57,6 +58,7 @@ BRIDGE_KINDS: Final = frozenset({"recovery", "branch_seed", "transfer_summary"})
 transcript hides them, the inspector marks them."""
 
 _JSON: Final = msgspec.json.Encoder(order="sorted")
+_V = TypeVar("_V")
 
 ThumbnailUrl = Callable[[AttachmentRef], "str | None"]
 Prices = Callable[[str, Usage], "float | None"]
@@ -131,6 +133,8 @@ class SessionIndex:
         self._views: dict[str | None, set[str]] = {}
         self._branches: list[Branch] | None = None
         """Memos: the index never changes once built (a changed log is indexed again)."""
+        self._memo_lock = threading.Lock()
+        """Pages read one index from several threads."""
 
     def has(self, entry_id: str) -> bool:
         return entry_id in self.by_id
@@ -140,10 +144,15 @@ class SessionIndex:
         key = leaf_id if leaf_id is not None else self.leaf_id
         held = self._paths.get(key)
         if held is None:
-            held = self._paths[key] = self._path(key)
-            while len(self._paths) > _MEMO:
-                del self._paths[next(iter(self._paths))]
+            held = self._remember(self._paths, key, self._path(key))
         return list(held)
+
+    def _remember(self, memo: dict[str | None, _V], key: str | None, value: _V) -> _V:
+        with self._memo_lock:
+            memo[key] = value
+            while len(memo) > _MEMO:
+                del memo[next(iter(memo))]
+        return value
 
     def _path(self, leaf_id: str | None) -> list[LogEntry]:
         out: list[LogEntry] = []
@@ -164,9 +173,7 @@ class SessionIndex:
         key = path[-1].id if path else None
         held = self._views.get(key)
         if held is None:
-            held = self._views[key] = {e.id for e in provider_view(path).entries}
-            while len(self._views) > _MEMO:
-                del self._views[next(iter(self._views))]
+            held = self._remember(self._views, key, {e.id for e in provider_view(path).entries})
         return held
 
     # -- branches ----------------------------------------------------------------------------------

@@ -253,11 +253,6 @@ class SessionRequests:
         """Request `index`'s whole body as rebuilt, as JSON (raises `RequestDamageError` like `rebuild`)."""
         return _ENCODER.encode(self.rebuild(index).body)
 
-    def damage(self, index: int) -> str | None:
-        """Why request `index` cannot be rebuilt, once the simulator reached it (None: it was rebuilt)."""
-        self.simulate([index])
-        return self._damaged.get(index)
-
     def _rebuild(self, index: int) -> Rebuilt:
         call = self._calls[index]
         path = self._path_before(call)
