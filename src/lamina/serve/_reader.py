@@ -118,6 +118,8 @@ class StoreReader:
             cached = self._cached(session_id, version)
             if cached is not None:
                 return cached
+            with self._lock:  # stale: let it go before the new read, so two copies are not held at once
+                self._loaded.pop(session_id, None)
             return self._read(session_id, version)
 
     def _cached(self, session_id: str, version: Version) -> Loaded | None:
