@@ -276,3 +276,26 @@ def test_bidi_and_control_characters_are_escaped_on_timeline_and_entry_pages(tmp
             assert raw not in text, (url, hex(ord(raw)))
     assert "&lt;U+202E&gt;txt.exe&lt;U+2066&gt;" in client.get(f"/sessions/{session_id}/entries/{result.id}").text
     assert "␛[2J" in client.get(f"/sessions/{session_id}").text
+
+
+def test_long_lists_are_paged_or_cut_with_a_note(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    for n in range(205):
+        with store.create(cwd=f"/w{n}") as session:
+            session.append(UserMessage(text=f"session {n}"))
+    with store.create(cwd="/branches") as session:
+        root = session.append(UserMessage(text="root"))
+        for n in range(120):
+            session.branch(root.id)
+            session.append(UserMessage(text=f"branch {n}"))
+        oldest = session.children(root.id)[0].id
+        branchy = session.id
+    client = TestClient(create_app(store), base_url=HOST)
+    first, second = client.get("/").text, client.get("/", params={"page": "1"}).text
+    assert first.count('<tr data-session="') == 200 and 'id="sessions-pager"' in first
+    assert second.count('<tr data-session="') == 206 - 200
+    assert client.get("/", params={"page": "2"}).status_code == 400
+    page = client.get(f"/sessions/{branchy}", params={"leaf": oldest}).text
+    assert page.count('<li class="branch') == 100 and 'id="more-branches"' in page
+    assert f'data-leaf="{oldest}"' in page  # the shown branch is always listed
+    assert len(client.get(f"/api/sessions/{branchy}").json()["branches"]) == 120
