@@ -26,9 +26,10 @@ written fast (the first turn by a real engine, the rest appended as the engine w
 - `serve_page_bytes_max_100k`: the largest page of that session, over the sessions list, the session
   page, its live fragment, every timeline page, every entry's page and the pages of the first, middle
   and last requests. Goal: no page over 2 MB.
-- `serve_rss_mb_100k`: what 50 live followers add to the server's memory (its peak resident size while
-  they follow 5 changes, less its size before they connected); each follower does what the page does
-  on a change (the live fragment, then the plot's data). Goal: under 100 MB.
+- `serve_rss_mb_100k`: what 50 live followers add to the server's memory: its peak resident size while
+  they follow 5 changes, less its peak while one follower follows 5 changes (the note gives both and
+  the size before); each follower does what the page does on a change (the live fragment, then the
+  plot's data). Goal: under 100 MB.
 """
 
 from __future__ import annotations
