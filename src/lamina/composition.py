@@ -36,7 +36,7 @@ from typing import Final
 
 import msgspec
 
-from lamina.compaction._lane import render_lane
+from lamina.assemble import logged_turn
 from lamina.defang import admit, trusted
 from lamina.history_parts import tool_call_of
 from lamina.messages import (
@@ -60,7 +60,7 @@ from lamina.session._entries import (
 )
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import SYSTEM_AUTHORITIES, ToolSpec, TurnContext, tool_part
+from lamina.turn import StableContext, ToolSpec, TurnContext, tool_part
 
 __all__ = [
     "KINDS",
@@ -355,16 +355,15 @@ def logged_requests(
             case UserMessage():
                 turns += 1
             case AssistantMessage():
-                pinned = render_lane(boundary.lane, data_dir=data_dir, legacy=boundary.ledger) if boundary else None
-                composition = compose_entries(
-                    since,
-                    stable=stable,
-                    system_keys=[p.key for p in stable if p.authority in SYSTEM_AUTHORITIES],
+                logged = logged_turn(since)  # the turn as the engine assembled it, as the inspector rebuilds it
+                turn = logged.assemble(
+                    session_id="",
+                    stable=StableContext(tuple(stable), 0, ""),
+                    boundary=boundary,
+                    data_dir=data_dir,
                     tools=tools,
-                    summary=boundary.summary if boundary else None,
-                    pinned=pinned,
-                    estimator=estimator,
                 )
+                composition = compose_turn(turn, logged.continuation, estimator=estimator)
                 requests.append(LoggedRequest(len(requests) + 1, max(turns, 1), composition))
             case _:
                 pass

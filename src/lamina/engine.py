@@ -23,6 +23,7 @@ from typing import Literal, overload
 
 import msgspec
 
+from lamina.assemble import assemble_turn, lane_of
 from lamina.attachments._render import AttachmentRenderer, MediaSupport
 from lamina.attachments._store import AttachmentInput, AttachmentStore
 from lamina.compaction import entry_tokens, find_cut_point, freed_enough, parse_summary
@@ -46,10 +47,10 @@ from lamina.compaction._prune import (
 )
 from lamina.compaction._summarize import Summariser
 from lamina.compaction._summary import turn_prefix_item
-from lamina.defang import admit, trusted
+from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.messages import AttachmentBlocks
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
+from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.placement._targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.plan import Plan, PlanStateName, advance, check_transition, compaction_focus
@@ -336,9 +337,6 @@ class ContextEngine:
         self._view: list[LogEntry] = apply_prunes(view.entries)
         self._boundary = view.boundary
         self._summary = view.boundary.summary if view.boundary else None
-        # what requests show: neutralised, also when an older Lamina stored it raw
-        self._summary_shown = admit(self._summary) if self._summary is not None else None
-        self._pinned = self._lane_block(view.boundary.lane, view.boundary.ledger) if view.boundary else None
         self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
         self._prune_tally: tuple[PrunePolicy, int, int] | None = None
         self._last_seen: dict[str, str] = {}
@@ -356,21 +354,6 @@ class ContextEngine:
             self._track_view(entry)
         self._fold_path(view, self._fresh_from)
         self._provider_sessions, self._path_records = _path_provider_sessions(view.boundary, self._view)
-
-    _rendered_lane: tuple[UserLane, Ledger, SafeText | None] | None = None
-
-    def _lane_block(self, lane: UserLane, ledger: Ledger) -> SafeText | None:
-        """The pinned lane after a compaction: the user's own messages from the summarised part, verbatim.
-
-        Never left to the summary, and neutralised as untrusted markup, so no message can close the
-        block. Rendered once per lane (neutralising a full lane takes a while).
-        """
-        cached = self._rendered_lane
-        if cached is not None and cached[0] == lane and cached[1] == ledger:
-            return cached[2]
-        block = render_lane(lane, data_dir=self._data_dir(), legacy=ledger)
-        self._rendered_lane = (lane, ledger, block)
-        return block
 
     def _track_view(self, entry: LogEntry) -> None:
         """Note what a turn's tail showed (called for entries after the latest boundary only)."""
@@ -663,20 +646,7 @@ class ContextEngine:
         stable_seen = self._stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
-        turn = TurnContext(
-            id=self._new_id(),
-            session_id=self.session.id,
-            user_entry_id=user.id,
-            user_text=user_text,
-            stable=stable,
-            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
-            one_shots=self._carried(),
-            history=HistorySlice(self._view, len(self._view)),
-            summary=self._summary_shown,
-            pinned=self._pinned,
-            tools=self.tools,
-            stable_seen=stable_seen,
-        )
+        turn = self._assemble(self._new_id(), user, HistorySlice(self._view, len(self._view)), stable, stable_seen)
         self.record(turn.record())
         return turn
 
@@ -735,19 +705,24 @@ class ContextEngine:
         user = UserMessage(id="preview", parent_id=self._view[-1].id if self._view else None, text=user_text)
         prune = self._chosen_prune(self.prune_policy)
         view = apply_prunes([*self._view, prune]) if prune is not None else self._view  # what the turn would prune
-        return TurnContext(
-            id="turn_preview",
+        return self._assemble("turn_preview", user, [*view, user], stable, self._stable_seen_digest == stable.digest)
+
+    def _assemble(
+        self, turn_id: str, user: UserMessage, history: Sequence[LogEntry], stable: StableContext, stable_seen: bool
+    ) -> TurnContext:
+        """The turn `assemble_turn` builds over the engine's state now: its volatile parts, outbox and view."""
+        return assemble_turn(
+            turn_id=turn_id,
             session_id=self.session.id,
-            user_entry_id=user.id,
-            user_text=user_text,
+            user=user,
+            history=history,
             stable=stable,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
             one_shots=self._carried(),
-            history=[*view, user],
-            summary=self._summary_shown,
-            pinned=self._pinned,
+            boundary=self._boundary,
+            data_dir=self._data_dir(),
             tools=self.tools,
-            stable_seen=self._stable_seen_digest == stable.digest,
+            stable_seen=stable_seen,
         )
 
     def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
@@ -904,7 +879,8 @@ class ContextEngine:
             self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
 
     def _prelude_tokens(self) -> int:
-        return self.estimator.count((self._summary or "") + (self._pinned or ""))
+        pinned = lane_of(self._boundary, data_dir=self._data_dir())
+        return self.estimator.count((self._summary or "") + (pinned or ""))
 
     def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
         """The tool calls of the current context window with their results, in order.
@@ -1092,7 +1068,7 @@ class ContextEngine:
             previous_lane = self._boundary.lane if self._boundary else _EMPTY_LANE
             update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
             kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
-            pinned = self._lane_block(update.lane, ledger) or ""
+            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=ledger) or ""  # an estimate
             fixed = tokens_before - self._view_tokens - self._prelude_tokens()  # stable parts and tools
             tokens_after = fixed + kept_tokens + self.estimator.count(summary + pinned)
             if plan_id is None and not freed_enough(tokens_before, tokens_after):
@@ -1154,17 +1130,21 @@ class ContextEngine:
         index = next((i for i, e in enumerate(self._view) if e.id == turn.user_entry_id), None)
         if index is None:  # the compaction never cuts into the current turn; be safe anyway
             return turn
-        history = HistorySlice(self._view, index + 1)
+        user = self._view[index]
+        if not isinstance(user, UserMessage):
+            return turn
         seen = self._last_seen_before(index)
-        again = dataclasses.replace(
-            turn,
+        again = assemble_turn(
+            turn_id=turn.id,
+            session_id=turn.session_id,
+            user=user,
+            history=HistorySlice(self._view, index + 1),
+            stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
             one_shots=_turn_one_shots(turn.one_shots, self._carried()),
-            stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
-            history=history,
-            summary=self._summary_shown,
-            pinned=self._pinned,
-            stable_seen=False,
+            boundary=self._boundary,
+            data_dir=self._data_dir(),
+            tools=turn.tools,
         )
         self.record(again.record())
         return again
