@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, overload
+from typing import Literal, Self, overload
 
 import msgspec
 
@@ -186,7 +186,12 @@ def _new_turn_id() -> str:
 
 
 class ContextEngine:
-    """Prepares, records and commits the turns of one open session."""
+    """Prepares, records and commits the turns of one open session.
+
+    A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
+    The engine closes the session only when it owns it (`owns_session=True`, as `open_agent` makes
+    it for the session it opens); a session the caller passed in is the caller's to close.
+    """
 
     def __init__(
         self,
@@ -200,8 +205,11 @@ class ContextEngine:
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = _new_turn_id,
         prune: PrunePolicy | None = DEFAULT_PRUNE,
+        owns_session: bool = False,
     ) -> None:
         self.session = session
+        self._owns_session = owns_session
+        self._closed = False
         self.tools = tuple(tools)
         self.prune_policy = prune
         """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
@@ -390,8 +398,40 @@ class ContextEngine:
     def _carried(self) -> tuple[OneShot, ...]:
         return tuple(self._pending.values())
 
+    def close(self) -> None:
+        """Let go of the engine; using it afterwards raises `UsageError`. Safe to call twice.
+
+        Closes the session too when the engine owns it (`owns_session=True`); a session the caller
+        passed in and still owns stays open, for the caller to close.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_session:
+            self.session.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the context engine of session {self.session.id} is closed; open the session again")
+
     def record(self, entry: E, *, durable: bool | None = None) -> E:
-        """Append an entry to the log and to the in-memory provider view."""
+        """Append an entry to the log and to the in-memory provider view.
+
+        Raises:
+            UsageError: The engine is closed.
+        """
+        self._check_open()
         stamped = self.session.append(entry, durable=durable)
         self._track_session_wide(stamped)
         if isinstance(stamped, CompactionBoundary):
@@ -638,7 +678,9 @@ class ContextEngine:
 
         Raises:
             AttachmentError: an attached file cannot be used; nothing was logged.
+            UsageError: the engine is closed.
         """
+        self._check_open()
         stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         self.prune()
@@ -701,6 +743,7 @@ class ContextEngine:
         announce in a `stable_update` one-shot, is not shown. Old tool output the turn would prune
         is shown pruned.
         """
+        self._check_open()
         stable = self._prefix if self._prefix is not None else pin_stable(self._stable, self._stable_source())[0]
         user = UserMessage(id="preview", parent_id=self._view[-1].id if self._view else None, text=user_text)
         prune = self._chosen_prune(self.prune_policy)
@@ -731,6 +774,7 @@ class ContextEngine:
 
     def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
         """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
+        self._check_open()
         blocks = self.attachment_blocks(target)
         return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache, attachments=blocks)
 
@@ -918,6 +962,7 @@ class ContextEngine:
         Raises:
             UsageError: no such entry, or a user message that is the first entry of the log.
         """
+        self._check_open()
         point = self.session.get(entry_id)
         abandoned = self.session.leaf_id
         was_in_view = self.in_view(entry_id) or (self._boundary is not None and self._boundary.id == entry_id)
@@ -985,6 +1030,7 @@ class ContextEngine:
         is summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
         boundary names the plan, and the plan is marked `compacted` once the boundary is durable.
         """
+        self._check_open()
         if self._compaction_lock is None:
             self._compaction_lock = asyncio.Lock()
         async with self._compaction_lock:
@@ -1127,6 +1173,7 @@ class ContextEngine:
         the new tail is logged as a new record for the same user message, so what is logged is still
         what is sent.
         """
+        self._check_open()
         index = next((i for i, e in enumerate(self._view) if e.id == turn.user_entry_id), None)
         if index is None:  # the compaction never cuts into the current turn; be safe anyway
             return turn
