@@ -111,6 +111,8 @@ async def test_an_agent_leaves_open_the_engine_its_caller_passed_in(
             with Agent(owner.engine, owner.provider, owner.tools) as borrowed:
                 assert borrowed.session is owner.session
             assert borrowed.closed
+            with pytest.raises(UsageError, match="agent of session"):
+                borrowed.set_mode("execute")
             assert not owner.engine.closed  # the engine is the owner's
             owner.engine.prepare_turn("still usable")
             assert _still_open(store, owner.session.id)

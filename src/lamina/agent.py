@@ -681,6 +681,7 @@ class Agent:
 
     def set_mode(self, mode: PermissionMode | str) -> None:
         """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
+        self._check_open()
         mode = PermissionMode(mode)
         self.engine.set_mode(mode.value)
         self.tools.context = dataclasses.replace(self.tools.context, mode=mode)

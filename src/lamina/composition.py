@@ -23,8 +23,9 @@ each part's count split between its components, so a request's composition sums 
 (`lamina.budget.budget_of_turn`).
 Attached files count in `history` (`attachments`: their text, or an image's or PDF's estimate).
 `compose_turn` measures one request from the turn context and its tool loop so far (what
-`lamina.placement.render` renders); `compose_entries` does the same from logged entries alone (a
-past session); `SessionComposition` sums many requests.
+`lamina.placement.render` renders); `logged_requests` measures a past session's requests on the
+turns `lamina.assemble` rebuilds from the log, as the inspector does; `compose_entries` counts
+logged entries given a summary and lane as text; `SessionComposition` sums many requests.
 """
 
 from __future__ import annotations

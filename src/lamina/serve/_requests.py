@@ -30,7 +30,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.compaction import apply_prunes
-from lamina.composition import compose_entries
+from lamina.composition import compose_turn
 from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
 from lamina.errors import LaminaError
 from lamina.messages import render_tail
@@ -486,17 +486,9 @@ def _anthropic_layer_totals(
 
 
 def _composition(rebuilt: Rebuilt, estimator: TokenEstimator) -> list[ComponentOut]:
-    """The request component by component, by `lamina.composition` over the entries it carried."""
-    stable = rebuilt.turn.stable
-    composition = compose_entries(
-        rebuilt.sent,
-        stable=stable.parts,
-        system_keys=[p.key for p in stable.system_parts],
-        tools=(),
-        summary=rebuilt.summary,
-        pinned=rebuilt.turn.pinned,
-        estimator=estimator,
-    )
+    """The request component by component: `lamina.composition` over the rebuilt turn and its tool loop."""
+    continuation = rebuilt.sent[len(rebuilt.turn.history) :]
+    composition = compose_turn(rebuilt.turn, continuation, estimator=estimator)
     return [ComponentOut(kind=c.kind, name=c.name, tokens=c.tokens) for c in composition.components if c.tokens]
 
 
