@@ -17,6 +17,7 @@ PUBLIC_MODULES = [
     "lamina",
     "lamina.activation",
     "lamina.agent",
+    "lamina.assemble",
     "lamina.attachments",
     "lamina.budget",
     "lamina.cachesim",
@@ -179,6 +180,7 @@ SURFACE: dict[str, list[str]] = {
         "update_lane",
         "update_ledger",
     ],
+    "lamina.assemble": ["LoggedTurn", "assemble_turn", "lane_of", "logged_turn", "summary_of"],
     "lamina.composition": [
         "Component",
         "KINDS",

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
 
 from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
 from lamina.attachments._render import MediaSupport
@@ -25,7 +25,7 @@ from lamina.compaction._lane import DEFAULT_USER_LANE_TOKENS
 from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy
 from lamina.compaction._summarize import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
-from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError
+from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError, UsageError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.parts import Part
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget
@@ -135,7 +135,13 @@ class TurnOutcome:
 
 @dataclass
 class Agent:
-    """Drives turns of one session through a provider and a tool pipeline."""
+    """Drives turns of one session through a provider and a tool pipeline.
+
+    A context manager, also `async with`: `with open_agent(...) as agent:` closes it on the way out
+    (`close`). The agent closes its engine only when it owns it (`owns_engine=True`: `open_agent`'s
+    agent owns the engine and the session it opened); an engine the caller passed in, and the
+    store, the provider and the sources, stay the caller's to close.
+    """
 
     engine: ContextEngine
     provider: Provider
@@ -158,7 +164,48 @@ class Agent:
     """Seconds an "Accept & Compact" compaction may take; beyond, the plan fails and can be accepted again."""
     recovery_tokens: int = DEFAULT_RECOVERY_TOKENS
     """Budget of the recovery block a fresh provider session gets when the old one cannot be resumed."""
+    owns_engine: bool = False
+    """Whether `close` closes `engine` too (True for the agent `open_agent` returns)."""
     _session_update: ProviderSession | None = field(default=None, init=False, repr=False)
+    _closed: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def session(self) -> SessionLog:
+        """The session log the agent's turns are recorded in (the engine's)."""
+        return self.engine.session
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Let go of the agent; using it afterwards raises `UsageError`. Safe to call twice.
+
+        Closes the engine (and, through it, the session it owns) when the agent owns it
+        (`owns_engine`); otherwise the engine stays open for its owner.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self.owns_engine:
+            self.engine.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the agent of session {self.engine.session.id} is closed; open the session again")
 
     def _emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:
@@ -184,6 +231,7 @@ class Agent:
         Raises:
             AttachmentError: an attached file cannot be used; nothing was sent or logged.
         """
+        self._check_open()
         if next_step(self.engine.plan) is not None:
             await self.resume_plan()
         outcome = await self._run_turn(user_text, attachments, skills=skills)
@@ -295,6 +343,7 @@ class Agent:
         `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
         makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
         """
+        self._check_open()
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
             return await self._compact_provider_session(focus)
         summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
@@ -316,6 +365,7 @@ class Agent:
         next turn (the cached prefix, history, pending one-shots), so nothing is written to the log.
         Without `user_text`, `lamina.budget.NEXT_MESSAGE` stands for it.
         """
+        self._check_open()
         from lamina.budget import NEXT_MESSAGE, budget_of_turn  # the budget module loads the cache simulator
 
         text = NEXT_MESSAGE if user_text is None else user_text
@@ -341,6 +391,7 @@ class Agent:
         Raises:
             PlanTransitionError: No plan waits for a decision (none submitted, or it already ran).
         """
+        self._check_open()
         self.engine.record_plan("accepted", compact=compact, draft_input=draft)
         self._plan_moved()
         return await self.resume_plan()
@@ -351,6 +402,7 @@ class Agent:
         Raises:
             PlanTransitionError: No plan waits for a decision.
         """
+        self._check_open()
         plan = self.engine.record_plan("rejected", detail=feedback)
         self._plan_moved()
         # Lamina's message around the user's feedback: only the feedback is the user's words
@@ -362,6 +414,7 @@ class Agent:
         Raises:
             PlanTransitionError: There is no plan, or it is already finished.
         """
+        self._check_open()
         plan = self.engine.record_plan("cancelled", detail=reason)
         self._plan_moved()
         return plan
@@ -375,6 +428,7 @@ class Agent:
         Returns the execution turn's outcome, or None when there was nothing to do or the
         compaction failed.
         """
+        self._check_open()
         while (step := next_step(self.engine.plan)) is not None:
             plan = self.engine.plan
             assert plan is not None
@@ -627,6 +681,7 @@ class Agent:
 
     def set_mode(self, mode: PermissionMode | str) -> None:
         """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
+        self._check_open()
         mode = PermissionMode(mode)
         self.engine.set_mode(mode.value)
         self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
@@ -685,6 +740,9 @@ def open_agent(
     `.lamina/project.toml` that cannot be used is skipped, and `on_event` gets a `SkillWarning` naming
     the file and the field.
 
+    The agent owns the session it opens: `agent.close()`, or `with open_agent(...) as agent:`,
+    closes it; `store`, `provider` and `sources` stay open for the caller.
+
     Raises:
         UnknownPresetError, PresetFileError, UsageError: The preset cannot be used (checked
             before any session is created).
@@ -705,6 +763,7 @@ def open_agent(
             time_zone=context.time_zone,
             mode=PermissionMode(mode).value,
             prune=prune,
+            owns_session=True,
         )
 
         def submit_plan(title: str, path: str, text: str) -> str:
@@ -752,6 +811,7 @@ def open_agent(
         keep_tokens=keep_tokens,
         user_lane_tokens=user_lane_tokens,
         activation=activation,
+        owns_engine=True,
     )
 
 

@@ -23,8 +23,9 @@ each part's count split between its components, so a request's composition sums 
 (`lamina.budget.budget_of_turn`).
 Attached files count in `history` (`attachments`: their text, or an image's or PDF's estimate).
 `compose_turn` measures one request from the turn context and its tool loop so far (what
-`lamina.placement.render` renders); `compose_entries` does the same from logged entries alone (a
-past session); `SessionComposition` sums many requests.
+`lamina.placement.render` renders); `logged_requests` measures a past session's requests on the
+turns `lamina.assemble` rebuilds from the log, as the inspector does; `compose_entries` counts
+logged entries given a summary and lane as text; `SessionComposition` sums many requests.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Final
 
 import msgspec
 
-from lamina.compaction._lane import render_lane
+from lamina.assemble import logged_turn
 from lamina.defang import admit, trusted
 from lamina.history_parts import tool_call_of
 from lamina.messages import (
@@ -60,7 +61,7 @@ from lamina.session._entries import (
 )
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import SYSTEM_AUTHORITIES, ToolSpec, TurnContext, tool_part
+from lamina.turn import StableContext, ToolSpec, TurnContext, tool_part
 
 __all__ = [
     "KINDS",
@@ -355,16 +356,15 @@ def logged_requests(
             case UserMessage():
                 turns += 1
             case AssistantMessage():
-                pinned = render_lane(boundary.lane, data_dir=data_dir, legacy=boundary.ledger) if boundary else None
-                composition = compose_entries(
-                    since,
-                    stable=stable,
-                    system_keys=[p.key for p in stable if p.authority in SYSTEM_AUTHORITIES],
+                logged = logged_turn(since)  # the turn as the engine assembled it, as the inspector rebuilds it
+                turn = logged.assemble(
+                    session_id="",
+                    stable=StableContext(tuple(stable), 0, ""),
+                    boundary=boundary,
+                    data_dir=data_dir,
                     tools=tools,
-                    summary=boundary.summary if boundary else None,
-                    pinned=pinned,
-                    estimator=estimator,
                 )
+                composition = compose_turn(turn, logged.continuation, estimator=estimator)
                 requests.append(LoggedRequest(len(requests) + 1, max(turns, 1), composition))
             case _:
                 pass

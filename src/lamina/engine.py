@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, overload
+from typing import Literal, Self, overload
 
 import msgspec
 
+from lamina.assemble import assemble_turn, lane_of
 from lamina.attachments._render import AttachmentRenderer, MediaSupport
 from lamina.attachments._store import AttachmentInput, AttachmentStore
 from lamina.compaction import entry_tokens, find_cut_point, freed_enough, parse_summary
@@ -46,10 +47,10 @@ from lamina.compaction._prune import (
 )
 from lamina.compaction._summarize import Summariser
 from lamina.compaction._summary import turn_prefix_item
-from lamina.defang import admit, trusted
+from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.messages import AttachmentBlocks
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
+from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
 from lamina.placement._targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
 from lamina.plan import Plan, PlanStateName, advance, check_transition, compaction_focus
@@ -185,7 +186,12 @@ def _new_turn_id() -> str:
 
 
 class ContextEngine:
-    """Prepares, records and commits the turns of one open session."""
+    """Prepares, records and commits the turns of one open session.
+
+    A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
+    The engine closes the session only when it owns it (`owns_session=True`, as `open_agent` makes
+    it for the session it opens); a session the caller passed in is the caller's to close.
+    """
 
     def __init__(
         self,
@@ -199,8 +205,11 @@ class ContextEngine:
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = _new_turn_id,
         prune: PrunePolicy | None = DEFAULT_PRUNE,
+        owns_session: bool = False,
     ) -> None:
         self.session = session
+        self._owns_session = owns_session
+        self._closed = False
         self.tools = tuple(tools)
         self.prune_policy = prune
         """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
@@ -336,9 +345,6 @@ class ContextEngine:
         self._view: list[LogEntry] = apply_prunes(view.entries)
         self._boundary = view.boundary
         self._summary = view.boundary.summary if view.boundary else None
-        # what requests show: neutralised, also when an older Lamina stored it raw
-        self._summary_shown = admit(self._summary) if self._summary is not None else None
-        self._pinned = self._lane_block(view.boundary.lane, view.boundary.ledger) if view.boundary else None
         self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
         self._prune_tally: tuple[PrunePolicy, int, int] | None = None
         self._last_seen: dict[str, str] = {}
@@ -356,21 +362,6 @@ class ContextEngine:
             self._track_view(entry)
         self._fold_path(view, self._fresh_from)
         self._provider_sessions, self._path_records = _path_provider_sessions(view.boundary, self._view)
-
-    _rendered_lane: tuple[UserLane, Ledger, SafeText | None] | None = None
-
-    def _lane_block(self, lane: UserLane, ledger: Ledger) -> SafeText | None:
-        """The pinned lane after a compaction: the user's own messages from the summarised part, verbatim.
-
-        Never left to the summary, and neutralised as untrusted markup, so no message can close the
-        block. Rendered once per lane (neutralising a full lane takes a while).
-        """
-        cached = self._rendered_lane
-        if cached is not None and cached[0] == lane and cached[1] == ledger:
-            return cached[2]
-        block = render_lane(lane, data_dir=self._data_dir(), legacy=ledger)
-        self._rendered_lane = (lane, ledger, block)
-        return block
 
     def _track_view(self, entry: LogEntry) -> None:
         """Note what a turn's tail showed (called for entries after the latest boundary only)."""
@@ -407,8 +398,40 @@ class ContextEngine:
     def _carried(self) -> tuple[OneShot, ...]:
         return tuple(self._pending.values())
 
+    def close(self) -> None:
+        """Let go of the engine; using it afterwards raises `UsageError`. Safe to call twice.
+
+        Closes the session too when the engine owns it (`owns_session=True`); a session the caller
+        passed in and still owns stays open, for the caller to close.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_session:
+            self.session.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the context engine of session {self.session.id} is closed; open the session again")
+
     def record(self, entry: E, *, durable: bool | None = None) -> E:
-        """Append an entry to the log and to the in-memory provider view."""
+        """Append an entry to the log and to the in-memory provider view.
+
+        Raises:
+            UsageError: The engine is closed.
+        """
+        self._check_open()
         stamped = self.session.append(entry, durable=durable)
         self._track_session_wide(stamped)
         if isinstance(stamped, CompactionBoundary):
@@ -655,7 +678,9 @@ class ContextEngine:
 
         Raises:
             AttachmentError: an attached file cannot be used; nothing was logged.
+            UsageError: the engine is closed.
         """
+        self._check_open()
         stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         self.prune()
@@ -663,20 +688,7 @@ class ContextEngine:
         stable_seen = self._stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
-        turn = TurnContext(
-            id=self._new_id(),
-            session_id=self.session.id,
-            user_entry_id=user.id,
-            user_text=user_text,
-            stable=stable,
-            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
-            one_shots=self._carried(),
-            history=HistorySlice(self._view, len(self._view)),
-            summary=self._summary_shown,
-            pinned=self._pinned,
-            tools=self.tools,
-            stable_seen=stable_seen,
-        )
+        turn = self._assemble(self._new_id(), user, HistorySlice(self._view, len(self._view)), stable, stable_seen)
         self.record(turn.record())
         return turn
 
@@ -731,23 +743,29 @@ class ContextEngine:
         announce in a `stable_update` one-shot, is not shown. Old tool output the turn would prune
         is shown pruned.
         """
+        self._check_open()
         stable = self._prefix if self._prefix is not None else pin_stable(self._stable, self._stable_source())[0]
         user = UserMessage(id="preview", parent_id=self._view[-1].id if self._view else None, text=user_text)
         prune = self._chosen_prune(self.prune_policy)
         view = apply_prunes([*self._view, prune]) if prune is not None else self._view  # what the turn would prune
-        return TurnContext(
-            id="turn_preview",
+        return self._assemble("turn_preview", user, [*view, user], stable, self._stable_seen_digest == stable.digest)
+
+    def _assemble(
+        self, turn_id: str, user: UserMessage, history: Sequence[LogEntry], stable: StableContext, stable_seen: bool
+    ) -> TurnContext:
+        """The turn `assemble_turn` builds over the engine's state now: its volatile parts, outbox and view."""
+        return assemble_turn(
+            turn_id=turn_id,
             session_id=self.session.id,
-            user_entry_id=user.id,
-            user_text=user_text,
+            user=user,
+            history=history,
             stable=stable,
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
             one_shots=self._carried(),
-            history=[*view, user],
-            summary=self._summary_shown,
-            pinned=self._pinned,
+            boundary=self._boundary,
+            data_dir=self._data_dir(),
             tools=self.tools,
-            stable_seen=self._stable_seen_digest == stable.digest,
+            stable_seen=stable_seen,
         )
 
     def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
@@ -756,6 +774,7 @@ class ContextEngine:
 
     def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
         """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
+        self._check_open()
         blocks = self.attachment_blocks(target)
         return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache, attachments=blocks)
 
@@ -904,7 +923,8 @@ class ContextEngine:
             self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
 
     def _prelude_tokens(self) -> int:
-        return self.estimator.count((self._summary or "") + (self._pinned or ""))
+        pinned = lane_of(self._boundary, data_dir=self._data_dir())
+        return self.estimator.count((self._summary or "") + (pinned or ""))
 
     def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
         """The tool calls of the current context window with their results, in order.
@@ -942,6 +962,7 @@ class ContextEngine:
         Raises:
             UsageError: no such entry, or a user message that is the first entry of the log.
         """
+        self._check_open()
         point = self.session.get(entry_id)
         abandoned = self.session.leaf_id
         was_in_view = self.in_view(entry_id) or (self._boundary is not None and self._boundary.id == entry_id)
@@ -1009,6 +1030,7 @@ class ContextEngine:
         is summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
         boundary names the plan, and the plan is marked `compacted` once the boundary is durable.
         """
+        self._check_open()
         if self._compaction_lock is None:
             self._compaction_lock = asyncio.Lock()
         async with self._compaction_lock:
@@ -1092,7 +1114,7 @@ class ContextEngine:
             previous_lane = self._boundary.lane if self._boundary else _EMPTY_LANE
             update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
             kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
-            pinned = self._lane_block(update.lane, ledger) or ""
+            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=ledger) or ""  # an estimate
             fixed = tokens_before - self._view_tokens - self._prelude_tokens()  # stable parts and tools
             tokens_after = fixed + kept_tokens + self.estimator.count(summary + pinned)
             if plan_id is None and not freed_enough(tokens_before, tokens_after):
@@ -1151,20 +1173,25 @@ class ContextEngine:
         the new tail is logged as a new record for the same user message, so what is logged is still
         what is sent.
         """
+        self._check_open()
         index = next((i for i, e in enumerate(self._view) if e.id == turn.user_entry_id), None)
         if index is None:  # the compaction never cuts into the current turn; be safe anyway
             return turn
-        history = HistorySlice(self._view, index + 1)
+        user = self._view[index]
+        if not isinstance(user, UserMessage):
+            return turn
         seen = self._last_seen_before(index)
-        again = dataclasses.replace(
-            turn,
+        again = assemble_turn(
+            turn_id=turn.id,
+            session_id=turn.session_id,
+            user=user,
+            history=HistorySlice(self._view, index + 1),
+            stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
             one_shots=_turn_one_shots(turn.one_shots, self._carried()),
-            stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
-            history=history,
-            summary=self._summary_shown,
-            pinned=self._pinned,
-            stable_seen=False,
+            boundary=self._boundary,
+            data_dir=self._data_dir(),
+            tools=turn.tools,
         )
         self.record(again.record())
         return again

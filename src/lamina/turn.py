@@ -1,12 +1,13 @@
 """Turn context: the frozen, fully built set of parts for one turn (pure).
 
-`assemble_turn` is called exactly once per turn (through `ContextEngine.prepare_turn`); the
-`TurnContext` it returns is what is logged (as a `TurnRecord`) and what every renderer sends, so
-the two cannot differ (invariant 1). Stable parts are pinned in a versioned `StableContext` whose
-bytes change only when an input really changed (invariant 3). Volatile parts are rebuilt every
-turn without side effects, and the tail repeats only those the model has not yet seen with the
-same text; after a compaction it states all of them again. One-shot parts come from the outbox
-and stay pending until the turn is committed (invariant 2).
+`lamina.assemble.assemble_turn` is the one place a `TurnContext` is built: the engine's prepare, preview and
+reprepare, the inspector's rebuilt requests and the composition report all call it, so what is
+logged (as a `TurnRecord`) and what every renderer sends cannot differ (invariant 1). Stable parts
+are pinned in a versioned `StableContext` whose bytes change only when an input really changed
+(invariant 3). Volatile parts are rebuilt every turn without side effects, and the tail repeats
+only those the model has not yet seen with the same text; after a compaction it states all of
+them again. One-shot parts come from the outbox and stay pending until the turn is committed
+(invariant 2).
 """
 
 from __future__ import annotations

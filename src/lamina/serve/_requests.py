@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import msgspec
 
+from lamina.assemble import assemble_turn, logged_turn
 from lamina.budget import TIER_LABELS, CacheLayout, LayoutBlock, cache_layout
 from lamina.cachesim import (
     AnthropicCacheSimulator,
@@ -29,13 +30,11 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.compaction import apply_prunes
-from lamina.compaction._lane import render_lane
-from lamina.composition import compose_entries
-from lamina.defang import admit, trusted
+from lamina.composition import compose_turn
 from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
 from lamina.errors import LaminaError
 from lamina.messages import render_tail
-from lamina.parts import Authority, Part, Stability, Tier
+from lamina.parts import Authority, Tier
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -67,7 +66,7 @@ from lamina.session._entries import (
 )
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import OneShot, StableContext, TurnContext
+from lamina.turn import StableContext, TurnContext
 
 TEXT_BOUND: Final = 4_000
 """Characters of a part's text a layer carries (the whole text is in the log)."""
@@ -259,19 +258,8 @@ class SessionRequests:
         view = provider_view(path)
         entries = apply_prunes(view.entries)  # old tool output shown as its note, as the engine sent it
         notes: list[str] = [NOT_LOGGED_TOOLS]
-        user_at = next((i for i in range(len(entries) - 1, -1, -1) if isinstance(entries[i], UserMessage)), None)
-        if user_at is None:
-            history, continuation = entries, []
-            user: UserMessage | None = None
-        else:
-            history, continuation = entries[: user_at + 1], entries[user_at + 1 :]
-            user = cast(UserMessage, entries[user_at])
-        record = None
-        if user is not None:
-            record = next(
-                (e for e in reversed(continuation) if isinstance(e, TurnRecord) and e.user_entry_id == user.id),
-                None,
-            )
+        logged = logged_turn(entries)
+        record, continuation = logged.record, logged.continuation
         if record is None:
             notes.append("No turn record for this request: its tail is not in the log.")
         stable, recorded = self._stable_for(record)
@@ -282,22 +270,12 @@ class SessionRequests:
                 "prefix is shown empty."
             )
         boundary = view.boundary
-        turn = TurnContext(
-            id=record.turn_id if record is not None else call.turn_id or "",
+        turn = logged.assemble(
             session_id=self.session_id,
-            user_entry_id=user.id if user is not None else "",
-            user_text=user.text if user is not None else "",
             stable=stable,
-            volatile=tuple(_volatile_part(p) for p in record.volatile) if record is not None else (),
-            one_shots=tuple(OneShot(p.part_id or "", p.key, p.text) for p in record.one_shots)
-            if record is not None
-            else (),
-            history=history,
-            summary=admit(boundary.summary) if boundary is not None else None,
-            pinned=render_lane(boundary.lane, data_dir=self.data_dir, legacy=boundary.ledger)
-            if boundary is not None
-            else None,
-            tools=(),
+            boundary=boundary,
+            data_dir=self.data_dir,
+            turn_id=call.turn_id or "",
         )
         target = target_for(call.model)
         prunes = tuple(e.id for e in entries if isinstance(e, ToolOutputPruned))
@@ -508,17 +486,9 @@ def _anthropic_layer_totals(
 
 
 def _composition(rebuilt: Rebuilt, estimator: TokenEstimator) -> list[ComponentOut]:
-    """The request component by component, by `lamina.composition` over the entries it carried."""
-    stable = rebuilt.turn.stable
-    composition = compose_entries(
-        rebuilt.sent,
-        stable=stable.parts,
-        system_keys=[p.key for p in stable.system_parts],
-        tools=(),
-        summary=rebuilt.summary,
-        pinned=rebuilt.turn.pinned,
-        estimator=estimator,
-    )
+    """The request component by component: `lamina.composition` over the rebuilt turn and its tool loop."""
+    continuation = rebuilt.sent[len(rebuilt.turn.history) :]
+    composition = compose_turn(rebuilt.turn, continuation, estimator=estimator)
     return [ComponentOut(kind=c.kind, name=c.name, tokens=c.tokens) for c in composition.components if c.tokens]
 
 
@@ -527,27 +497,17 @@ def _message_count(body: object) -> int:
     return len(messages) if isinstance(messages, list) else 0
 
 
-def _volatile_part(record: PartRecord) -> Part:
-    # Lamina's own sentences, recorded as built; rendered again through `render_tail` (which admits them)
-    return Part(
-        record.key, trusted(record.text), record.key, Authority.SYSTEM_RULE, Stability.VOLATILE, Tier.SESSION_STATE
-    )
-
-
 def _only_now(turn: TurnContext) -> TurnContext:
     """The turn without its history, prelude and stable parts: what renders as its own messages."""
-    return TurnContext(
-        id=turn.id,
+    last = turn.history[-1] if turn.history else None
+    return assemble_turn(
+        turn_id=turn.id,
         session_id=turn.session_id,
-        user_entry_id=turn.user_entry_id,
-        user_text=turn.user_text,
+        user=last if isinstance(last, UserMessage) and last.id == turn.user_entry_id else None,
+        history=[last] if last is not None else [],
         stable=StableContext((), 0, ""),
         volatile=turn.volatile,
         one_shots=turn.one_shots,
-        history=list(turn.history)[-1:] if turn.history else [],
-        summary=None,
-        pinned=None,
-        tools=(),
     )
 
 
