@@ -33,6 +33,7 @@ LaminaError
     │   ├── SourceConnectionError   the source could not be started or reached
     │   └── ToolDefinitionError     a tool definition Lamina refuses to put in a request
     ├── TooManyModelCallsError      the model kept calling tools past `max_model_calls` in a turn
+    ├── RequestDamageError          a logged request the inspector cannot rebuild (serve.requests)
     └── ProviderError               a model provider refused or failed a request
         ├── ContextOverflowError    the prompt is longer than the model's context window
         ├── RateLimitError          429; `retry_after` when the provider said

@@ -32,7 +32,7 @@ from lamina.cachesim import (
 from lamina.compaction import apply_prunes
 from lamina.composition import compose_turn
 from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
-from lamina.errors import LaminaError
+from lamina.errors import LaminaError, LaminaRuntimeError
 from lamina.messages import render_tail
 from lamina.parts import Authority, Tier
 from lamina.placement import (
@@ -85,7 +85,7 @@ _NOTHING: Final = CacheUsage(total=0, read=0, write_5m=0, write_1h=0, uncached=0
 _MESSAGE_INDEX: Final = re.compile(r"^(?:messages|input)\[(\d+)\]")
 
 
-class RequestDamageError(LaminaError):
+class RequestDamageError(LaminaRuntimeError):
     """A request cannot be rebuilt from the log: a record it depends on is damaged (the pages show it as damage)."""
 
 
