@@ -47,7 +47,7 @@ from lamina.placement import (
     SdkManagedPrompt,
     SdkManagedTarget,
 )
-from lamina.session._entries import LogEntry
+from lamina.session import LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import ToolSpec, TurnContext, tool_part
 

@@ -36,7 +36,7 @@ from typing import Final
 
 import msgspec
 
-from lamina.compaction._lane import render_lane
+from lamina.compaction import render_lane
 from lamina.defang import admit, trusted
 from lamina.history_parts import tool_call_of
 from lamina.messages import (
@@ -49,7 +49,7 @@ from lamina.messages import (
     to_messages,
 )
 from lamina.parts import Authority, Part, Stability, Tier
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,

@@ -45,7 +45,7 @@ import msgspec
 
 from lamina.defang import admit, render_block, trusted
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import AssistantMessage, AttachmentRef, ToolCall, ToolResult, UserMessage
+from lamina.session import AssistantMessage, AttachmentRef, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "ON_DEMAND_FILE_NAMES",

@@ -34,17 +34,17 @@ from lamina.history_parts import (
     users_words_part,
 )
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     AttachmentRef,
     LogEntry,
     OutboxRecord,
-    PartRecord,
     ToolCall,
     ToolResult,
     TurnRecord,
     UserMessage,
 )
+from lamina.session._entries import PartRecord
 
 INTERRUPTED_RESULT = "[interrupted: this tool call did not complete and returned no result]"
 

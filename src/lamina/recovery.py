@@ -21,7 +21,7 @@ from typing import Final
 
 from lamina.compaction._lane import clip_text
 from lamina.defang import admit
-from lamina.session._entries import AssistantMessage, LogEntry, UserMessage
+from lamina.session import AssistantMessage, LogEntry, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 DEFAULT_RECOVERY_TOKENS: Final = 4_000

@@ -33,7 +33,8 @@ from lamina.messages import (
     to_messages,
 )
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import LogEntry, PartRecord, TurnRecord
+from lamina.session import LogEntry, TurnRecord
+from lamina.session._entries import PartRecord
 
 _ENCODER: Final = msgspec.json.Encoder()  # key order as given: the order the request carries
 

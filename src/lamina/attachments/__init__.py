@@ -18,7 +18,8 @@ from lamina.attachments._store import (
     NamedBytes,
 )
 from lamina.errors import AttachmentError
-from lamina.session._entries import AttachmentRef, ImageRendition
+from lamina.session import AttachmentRef
+from lamina.session._entries import ImageRendition
 
 __all__ = [
     "INLINE_TEXT_CHARS",

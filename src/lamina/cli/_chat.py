@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lamina.cli._config import Settings
     from lamina.cli._reader import LineReader
     from lamina.cli._view import TurnView
-    from lamina.session._protocol import SessionStore
+    from lamina.session import SessionStore
 
 _T = TypeVar("_T")
 

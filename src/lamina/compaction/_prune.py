@@ -25,9 +25,9 @@ import msgspec
 
 from lamina.compaction._cut import entry_tokens
 from lamina.history_parts import _path_of, is_on_demand_read  # the one reading of a call's path
-from lamina.session._entries import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
+from lamina.session import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.workspace._context_files import CONTEXT_FILE_NAMES
+from lamina.workspace import CONTEXT_FILE_NAMES
 
 __all__ = [
     "DEFAULT_PRUNE",

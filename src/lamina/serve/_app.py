@@ -40,8 +40,7 @@ from lamina.serve._model import (
 from lamina.serve._openapi import MAX_LIMIT, openapi_document
 from lamina.serve._reader import Loaded, NotFoundError, StoreReader
 from lamina.serve._requests import NOT_LOGGED_TOOLS, replay_note
-from lamina.session._entries import AttachmentRef, LogEntry
-from lamina.session._protocol import SessionStore
+from lamina.session import AttachmentRef, LogEntry, SessionStore
 
 SERIES_MAX: Final = 200
 """Requests the plot shows: the newest of the shown branch."""

@@ -28,8 +28,7 @@ from lamina.cachesim import (
     OpenAICacheSimulator,
     TimedRequest,
 )
-from lamina.compaction import apply_prunes
-from lamina.compaction._lane import render_lane
+from lamina.compaction import apply_prunes, render_lane
 from lamina.composition import compose_entries
 from lamina.defang import admit, trusted
 from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
@@ -54,16 +53,8 @@ from lamina.serve._model import (
     RequestLayers,
     RequestSummary,
 )
-from lamina.session._entries import (
-    AssistantMessage,
-    LogEntry,
-    PartRecord,
-    StateChange,
-    ToolOutputPruned,
-    TurnRecord,
-    Usage,
-    UserMessage,
-)
+from lamina.session import AssistantMessage, LogEntry, StateChange, ToolOutputPruned, TurnRecord, Usage, UserMessage
+from lamina.session._entries import PartRecord
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import OneShot, StableContext, TurnContext
