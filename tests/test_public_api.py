@@ -6,10 +6,13 @@ internal and may change without notice. Each public package's `__all__` is liste
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import lamina
 
@@ -100,6 +103,25 @@ SURFACE: dict[str, list[str]] = {
         "provider_from_spec",
         "render",
     ],
+    "lamina.activation": [
+        "Activation",
+        "SkillCatalogue",
+        "SkillToolsRule",
+        "SkillWarning",
+        "nearest_context_paths",
+    ],
+    "lamina.agent": [
+        "Agent",
+        "AgentEvent",
+        "DEFAULT_PLAN_COMPACTION_TIMEOUT",
+        "ModelCallFinished",
+        "PlanUpdate",
+        "ToolFinished",
+        "ToolStarted",
+        "TurnOutcome",
+        "open_agent",
+        "session_engine",
+    ],
     "lamina.attachments": [
         "AttachmentError",
         "AttachmentInput",
@@ -148,6 +170,11 @@ SURFACE: dict[str, list[str]] = {
         "simulate",
         "summarise",
     ],
+    "lamina.cli": [
+        "app",
+        "main",
+        "resume_without_id",
+    ],
     "lamina.compaction": [
         "CutPoint",
         "DEFAULT_KEEP_TOKENS",
@@ -170,12 +197,14 @@ SURFACE: dict[str, list[str]] = {
         "archive_text",
         "canonical_path",
         "choose_prune",
+        "clip_text",
         "deterministic_summary",
         "dropped_count",
         "entry_tokens",
         "find_cut_point",
         "freed_enough",
         "parse_summary",
+        "prunable_tokens",
         "prune_floor",
         "pruned_note",
         "render_lane",
@@ -208,12 +237,63 @@ SURFACE: dict[str, list[str]] = {
         "render_block",
         "trusted",
     ],
+    "lamina.demo": [
+        "PLAN",
+        "SAMPLE_FILES",
+        "TARGET",
+        "console",
+        "demo_store",
+        "main",
+    ],
+    "lamina.engine": [
+        "CompactionEvent",
+        "CompactionOutcome",
+        "CompactionStatus",
+        "ContextEngine",
+        "HistorySlice",
+        "StableSource",
+        "provider_session_in_view",
+    ],
+    "lamina.errors": [
+        "AttachmentError",
+        "AuthenticationError",
+        "BundleError",
+        "ConfigError",
+        "ContextOverflowError",
+        "EntryDecodeError",
+        "InvalidRequestError",
+        "LaminaError",
+        "LaminaRuntimeError",
+        "MissingEntryError",
+        "OverloadedError",
+        "ProviderError",
+        "ProviderSessionLostError",
+        "RateLimitError",
+        "SessionCorruptError",
+        "SessionError",
+        "SessionIOError",
+        "SessionLeaseLostError",
+        "SessionLockedError",
+        "SessionNotFoundError",
+        "SourceConnectionError",
+        "SourceError",
+        "StoreConnectionError",
+        "StoreError",
+        "StoreReadOnlyError",
+        "StoreSchemaError",
+        "TooManyModelCallsError",
+        "ToolDefinitionError",
+        "TransientServerError",
+        "UnknownPresetError",
+        "UsageError",
+    ],
     "lamina.history_parts": [
         "ON_DEMAND_FILE_NAMES",
         "assistant_part",
         "attachment_part",
         "interrupted_part",
         "is_on_demand_read",
+        "path_of",
         "summary_part",
         "tool_call_of",
         "tool_call_part",
@@ -246,6 +326,34 @@ SURFACE: dict[str, list[str]] = {
         "MESSAGE",
         "messages_of",
     ],
+    "lamina.messages": [
+        "AttachmentBlocks",
+        "Block",
+        "DocumentBlock",
+        "INTERRUPTED_RESULT",
+        "ImageBlock",
+        "Message",
+        "TextBlock",
+        "ToolResultBlock",
+        "ToolUseBlock",
+        "attached_blocks",
+        "attachment_note",
+        "history_tails",
+        "message_parts",
+        "prelude_messages",
+        "render_tail",
+        "split_turns",
+        "tail_parts",
+        "to_messages",
+        "turn_tails",
+    ],
+    "lamina.parts": [
+        "Authority",
+        "Part",
+        "SafeText",
+        "Stability",
+        "Tier",
+    ],
     "lamina.placement": [
         "AnthropicTarget",
         "CacheTtl",
@@ -256,6 +364,7 @@ SURFACE: dict[str, list[str]] = {
         "RenderedRequest",
         "SdkManagedPrompt",
         "SdkManagedTarget",
+        "WireConverter",
         "render",
         "split_turns",
         "turn_messages",
@@ -319,6 +428,12 @@ SURFACE: dict[str, list[str]] = {
         "provider_from_spec",
         "stream_with_retry",
     ],
+    "lamina.recovery": [
+        "DEFAULT_RECOVERY_TOKENS",
+        "RECOVERY_KIND",
+        "RecoveryBlock",
+        "recovery_text",
+    ],
     "lamina.serve": [
         "create_app",
     ],
@@ -364,6 +479,7 @@ SURFACE: dict[str, list[str]] = {
         "PostgresSession",
         "PostgresSessionStore",
         "SCHEMA_VERSION",
+        "split_url",
     ],
     "lamina.sources": [
         "ApiConnection",
@@ -389,8 +505,14 @@ SURFACE: dict[str, list[str]] = {
         "guide_path",
         "load_source",
         "short_description",
+        "slug_problem",
         "source_of",
         "tool_name",
+    ],
+    "lamina.tokens": [
+        "CharTokenEstimator",
+        "DEFAULT_ESTIMATOR",
+        "TokenEstimator",
     ],
     "lamina.tools": [
         "Allow",
@@ -432,6 +554,20 @@ SURFACE: dict[str, list[str]] = {
         "offload_threshold",
         "result_path",
     ],
+    "lamina.turn": [
+        "OneShot",
+        "SYSTEM_AUTHORITIES",
+        "StableChange",
+        "StableContext",
+        "ToolSpec",
+        "TurnContext",
+        "VolatileInputs",
+        "build_volatile_parts",
+        "changed_volatile",
+        "pin_stable",
+        "stable_update_text",
+        "tool_part",
+    ],
     "lamina.workspace": [
         "CONTEXT_FILE_NAMES",
         "ContextFile",
@@ -455,6 +591,7 @@ SURFACE: dict[str, list[str]] = {
         "Skill",
         "SkillProblem",
         "SkillScan",
+        "SkillStamps",
         "SkippedPath",
         "TRUNCATION_MARK",
         "WORKSPACE_SKILLS_DIR",
@@ -496,6 +633,37 @@ def _public_modules() -> list[str]:
 
 def test_the_public_modules_are_exactly_these() -> None:
     assert _public_modules() == PUBLIC_MODULES
+
+
+def _defined_public_names(module_name: str) -> set[str]:
+    """The names a module's own source binds at its top level (classes, functions, assignments) without a `_`."""
+    path = importlib.util.find_spec(module_name).origin  # type: ignore[union-attr]
+    assert path is not None
+    names: set[str] = set()
+    for node in ast.parse(Path(path).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_")}
+
+
+def test_every_public_module_has_an_all_and_its_names_are_pinned() -> None:
+    assert sorted(SURFACE) == PUBLIC_MODULES
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        assert isinstance(getattr(module, "__all__", None), list), f"{module_name} has no __all__"
+
+
+def test_every_public_name_a_public_module_defines_is_in_its_all() -> None:
+    for module_name in PUBLIC_MODULES:
+        exported = set(importlib.import_module(module_name).__all__)
+        missing = _defined_public_names(module_name) - exported
+        assert not missing, (
+            f"{module_name} defines {sorted(missing)}: add them to __all__ (pinned here) or make them private"
+        )
 
 
 def test_each_public_package_exports_exactly_its_pinned_names_and_each_resolves() -> None:

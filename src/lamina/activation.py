@@ -25,20 +25,27 @@ from typing import Final
 from lamina.engine import ContextEngine
 from lamina.parts import Part
 from lamina.session import CompactionBoundary
-from lamina.sources import calls_to_source
-from lamina.sources._config import slug_problem
+from lamina.sources import calls_to_source, slug_problem
 from lamina.tools import Allow, Deny, PrerequisiteManager, Rule, ToolCall, ToolOutput, Verdict
 from lamina.workspace import (
     ContextFileFinder,
     Skill,
     SkillScan,
+    SkillStamps,
     find_skills,
     parse_skill_mentions,
     resolve_mentions,
     skill_catalogue_part,
     skill_stamps,
 )
-from lamina.workspace._skills import SkillStamps
+
+__all__ = [
+    "Activation",
+    "SkillCatalogue",
+    "SkillToolsRule",
+    "SkillWarning",
+    "nearest_context_paths",
+]
 
 _TOOL_NAME_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 """A tool name as shown to the model; other text from a skill's front matter is not shown."""

@@ -72,6 +72,19 @@ from lamina.workspace import PROJECT_FILE, ContextFileFinder, WorkspaceContext, 
 if TYPE_CHECKING:
     from lamina.budget import BudgetReport
 
+__all__ = [
+    "DEFAULT_PLAN_COMPACTION_TIMEOUT",
+    "Agent",
+    "AgentEvent",
+    "ModelCallFinished",
+    "PlanUpdate",
+    "ToolFinished",
+    "ToolStarted",
+    "TurnOutcome",
+    "open_agent",
+    "session_engine",
+]
+
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
 DEFAULT_PLAN_COMPACTION_TIMEOUT = 300.0

@@ -31,6 +31,15 @@ from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from lamina.session import LocalSessionStore
 
+__all__ = [
+    "PLAN",
+    "SAMPLE_FILES",
+    "TARGET",
+    "console",
+    "demo_store",
+    "main",
+]
+
 console = Console(highlight=False, emoji=False)
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 

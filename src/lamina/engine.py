@@ -39,13 +39,13 @@ from lamina.compaction import (
     find_cut_point,
     freed_enough,
     parse_summary,
+    prunable_tokens,
     prune_floor,
     render_lane,
     turn_prefix_item,
     update_lane,
     update_ledger,
 )
-from lamina.compaction._prune import prunable_tokens
 from lamina.defang import admit, trusted
 from lamina.errors import UsageError
 from lamina.messages import AttachmentBlocks
@@ -94,6 +94,16 @@ from lamina.turn import (
     pin_stable,
     stable_update_text,
 )
+
+__all__ = [
+    "CompactionEvent",
+    "CompactionOutcome",
+    "CompactionStatus",
+    "ContextEngine",
+    "HistorySlice",
+    "StableSource",
+    "provider_session_in_view",
+]
 
 _log = logging.getLogger("lamina.compaction")
 

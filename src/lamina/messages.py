@@ -46,6 +46,28 @@ from lamina.session import (
 )
 from lamina.session._entries import PartRecord
 
+__all__ = [
+    "INTERRUPTED_RESULT",
+    "AttachmentBlocks",
+    "Block",
+    "DocumentBlock",
+    "ImageBlock",
+    "Message",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "attached_blocks",
+    "attachment_note",
+    "history_tails",
+    "message_parts",
+    "prelude_messages",
+    "render_tail",
+    "split_turns",
+    "tail_parts",
+    "to_messages",
+    "turn_tails",
+]
+
 INTERRUPTED_RESULT = "[interrupted: this tool call did not complete and returned no result]"
 
 #: Block names of one-shot kinds; other kinds render as `<one_shot kind="...">`.

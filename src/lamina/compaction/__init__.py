@@ -25,6 +25,7 @@ from lamina.compaction._lane import (
     LaneUpdate,
     archive_name,
     archive_text,
+    clip_text,
     render_lane,
     update_lane,
 )
@@ -36,7 +37,15 @@ from lamina.compaction._ledger import (
     dropped_count,
     update_ledger,
 )
-from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy, apply_prunes, choose_prune, prune_floor, pruned_note
+from lamina.compaction._prune import (
+    DEFAULT_PRUNE,
+    PrunePolicy,
+    apply_prunes,
+    choose_prune,
+    prunable_tokens,
+    prune_floor,
+    pruned_note,
+)
 from lamina.compaction._summary import (
     DEFAULT_MAX_SUMMARY_CHARS,
     StructuredSummary,
@@ -81,12 +90,14 @@ __all__ = [
     "archive_text",
     "canonical_path",
     "choose_prune",
+    "clip_text",
     "deterministic_summary",
     "dropped_count",
     "entry_tokens",
     "find_cut_point",
     "freed_enough",
     "parse_summary",
+    "prunable_tokens",
     "prune_floor",
     "pruned_note",
     "render_lane",

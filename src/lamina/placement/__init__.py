@@ -177,6 +177,7 @@ __all__ = [
     "RenderedRequest",
     "SdkManagedPrompt",
     "SdkManagedTarget",
+    "WireConverter",
     "render",
     "split_turns",
     "turn_messages",
