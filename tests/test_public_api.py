@@ -192,6 +192,7 @@ SURFACE: dict[str, list[str]] = {
         "PrunePolicy",
         "StructuredSummary",
         "Summariser",
+        "SummaryResult",
         "apply_prunes",
         "archive_name",
         "archive_text",

@@ -56,11 +56,11 @@ from lamina.compaction._summary import (
 )
 
 if TYPE_CHECKING:
-    from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser, SummaryResult
 
 # The summarisers call a provider, so they (and the placement code) load on first use: the rest is pure and cheap.
 _LAZY: Final = dict.fromkeys(
-    ("DeterministicSummariser", "ProviderSummariser", "Summariser"), "lamina.compaction._summarize"
+    ("DeterministicSummariser", "ProviderSummariser", "Summariser", "SummaryResult"), "lamina.compaction._summarize"
 )
 
 
@@ -85,6 +85,7 @@ __all__ = [
     "PrunePolicy",
     "StructuredSummary",
     "Summariser",
+    "SummaryResult",
     "apply_prunes",
     "archive_name",
     "archive_text",
