@@ -24,7 +24,8 @@ from lamina.attachments import (
 )
 from lamina.attachments._dropped import dropped_files
 from lamina.messages import DocumentBlock, ImageBlock, TextBlock
-from lamina.session._entries import EntryDecodeError, UserMessage, decode_entry, encode_entry
+from lamina.session import UserMessage
+from lamina.session._entries import EntryDecodeError, decode_entry, encode_entry
 from tests.attachments import files
 
 

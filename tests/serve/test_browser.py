@@ -16,9 +16,9 @@ import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sync_playwright
 
 from lamina.agent import open_agent
-from lamina.compaction._summarize import DeterministicSummariser
-from lamina.providers._scripted import ScriptedResponse
-from lamina.session._entries import AssistantMessage, StateChange, TurnRecord
+from lamina.compaction import DeterministicSummariser
+from lamina.providers import ScriptedResponse
+from lamina.session import AssistantMessage, StateChange, TurnRecord
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
 from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
 
