@@ -49,15 +49,12 @@ ALLOWED: set[tuple[str, str]] = {
     ("lamina.serve._requests", "lamina.session._entries"),
     ("lamina.serve._requests", "lamina.session._tree"),
     ("lamina.turn", "lamina.session._entries"),
-    # one shared reading kept in one place (the block split, the recorded prefix): to move to a shared module
-    ("lamina.budget", "lamina.attachments._render"),
+    # one reading kept in one place (the block split, the recorded prefix), to move where both callers can share it
     ("lamina.budget", "lamina.cachesim._blocks"),
     ("lamina.serve._requests", "lamina.engine._prefix_context"),
-    # the folder walkers' shared rules (one walker is issue 30's item 5) and the CLI's pieces the demo uses
-    ("lamina.cli._chat", "lamina.attachments._dropped"),
+    # the folder walkers share the ignore rules (one walker is issue 30, item 5); the demo uses the CLI's pieces
     ("lamina.demo", "lamina.cli._console"),
     ("lamina.demo", "lamina.cli._view"),
-    ("lamina.sources._config", "lamina.workspace._confine"),
     ("lamina.tools._walk", "lamina.workspace._ignore"),
 }
 

@@ -139,6 +139,8 @@ SURFACE: dict[str, list[str]] = {
         "PREVIEW_CHARS",
         "anthropic_tokens",
         "describe",
+        "dropped_files",
+        "media_tokens",
         "openai_tokens",
     ],
     "lamina.budget": [
@@ -611,6 +613,7 @@ SURFACE: dict[str, list[str]] = {
         "load_project",
         "memory_part",
         "nearest_context_files",
+        "outside_roots",
         "parse_preferences",
         "parse_project",
         "parse_skill_mentions",

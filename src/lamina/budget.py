@@ -18,7 +18,7 @@ from typing import Any, Final, Literal, TypeAlias, assert_never, cast
 
 import msgspec
 
-from lamina.attachments._render import media_tokens
+from lamina.attachments import media_tokens
 from lamina.cachesim import (
     AnthropicCacheRules,
     AnthropicCacheSimulator,

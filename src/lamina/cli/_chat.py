@@ -204,7 +204,7 @@ class _State:
 async def _loop(
     agent: Agent, reader: LineReader, view: TurnView, state: _State, *, store: SessionStore, workspace: Path
 ) -> None:
-    from lamina.attachments._dropped import dropped_files
+    from lamina.attachments import dropped_files
     from lamina.cli._console import err
 
     armed = False  # a Ctrl-C at the prompt arms quitting; the next one quits
