@@ -1,7 +1,8 @@
 """The public surface, pinned exactly (as httpx pins its exported members): a change to it is deliberate.
 
 A public module is one whose dotted path has no segment starting with `_`; everything else is
-internal and may change without notice. Each public package's `__all__` is listed here in full.
+internal and may change without notice. Every public module has an `__all__`, listed here in full,
+that names every public name the module defines: a module without one, or a name outside it, fails.
 """
 
 from __future__ import annotations
@@ -641,10 +642,10 @@ def test_the_public_modules_are_exactly_these() -> None:
 
 def _defined_public_names(module_name: str) -> set[str]:
     """The names a module's own source binds at its top level (classes, functions, assignments) without a `_`."""
-    path = importlib.util.find_spec(module_name).origin  # type: ignore[union-attr]
-    assert path is not None
+    spec = importlib.util.find_spec(module_name)
+    assert spec is not None and spec.origin is not None, module_name
     names: set[str] = set()
-    for node in ast.parse(Path(path).read_text(encoding="utf-8")).body:
+    for node in ast.parse(Path(spec.origin).read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
