@@ -14,16 +14,39 @@ fetched through the ASGI application in process (no network), each timing the wh
 
 This session never compacts, so its last requests carry all 10,000 entries (about 225,000 tokens by
 the estimator, more than a real context window): the request figures are an upper bound.
+
+At scale, a 100,000-entry session (20,000 turns, no compaction, a 10 MB tool result in its last turns)
+written fast (the first turn by a real engine, the rest appended as the engine would), served by
+`lamina serve`'s application in a server process of its own (uvicorn, over loopback):
+
+- `serve_plot_ms_100k_cold`, `_warm`, `_append`: the plot's data (`/api/sessions/{id}/requests`, the
+  request every session page makes and makes again on each live update) with a fresh server, asked
+  again, and after one more turn is appended (the log read again, the series extended by the new
+  request). Goal: warm under 50 ms.
+- `serve_page_bytes_max_100k`: the largest page of that session, over the sessions list, the session
+  page, its live fragment, every timeline page, every entry's page and the pages of the first, middle
+  and last requests. Goal: no page over 2 MB.
+- `serve_rss_mb_100k`: what 50 live followers add to the server's memory: its peak resident size while
+  they follow 5 changes, less its peak while one follower follows 5 changes (the note gives both and
+  the size before); each follower does what the page does on a change (the live fragment, then the
+  plot's data). Goal: under 100 MB.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 from starlette.testclient import TestClient
 
 from benchmarks import Figure
@@ -31,7 +54,8 @@ from benchmarks._scenario import TOOLS, stable_source
 from lamina.cli._prices import cost_of
 from lamina.engine import ContextEngine
 from lamina.serve import create_app
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, Usage
+from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, TurnRecord, Usage, UserMessage
+from lamina.session._protocol import SessionLog
 from lamina.session._store import LocalSessionStore
 
 HOST = "http://127.0.0.1:8765"
@@ -55,6 +79,209 @@ def _session(root: Path, entries: int) -> tuple[LocalSessionStore, str]:
     return store, session.id
 
 
+BIG_RESULT_BYTES = 10_000_000
+FOLLOWERS = 5 * 10
+CHANGES = 5
+
+
+def _fast_session(root: Path, entries: int) -> tuple[LocalSessionStore, str]:
+    """A session of `entries` entries: the first turn by a real engine, then turns appended as it records them."""
+    workspace = root / "ws"
+    workspace.mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("# Rules\n- Run the tests.\n")
+    store = LocalSessionStore(root / "store")
+    session = store.create(cwd=str(workspace))
+    engine = ContextEngine(session, stable_source=stable_source(workspace), tools=TOOLS)
+    turn = engine.prepare_turn("request 0: fix the check in module_0.py")
+    engine.record(
+        AssistantMessage(text="Fixed module_0.py.", model="claude-sonnet-5", usage=Usage(input=40, output=12))
+    )
+    engine.commit(turn)
+    record = next(e for e in session.entries() if isinstance(e, TurnRecord))
+    turns = entries // 5
+    for n in range(1, turns):
+        big = n == turns - 3
+        _append_turn(session, record, n, content="x" * BIG_RESULT_BYTES if big else None)
+        if n % 1_000 == 0:
+            session.flush()
+    session.close()
+    return store, session.id
+
+
+def _append_turn(session: SessionLog, record: TurnRecord, n: int, *, content: str | None = None) -> None:
+    user = session.append(UserMessage(text=f"request {n}: fix the check in module_{n}.py"))
+    session.append(
+        TurnRecord(
+            turn_id=f"turn-{n}",
+            user_entry_id=user.id,
+            stable_digest=record.stable_digest,
+            stable_version=record.stable_version,
+            volatile=record.volatile,
+        )
+    )
+    session.append(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"module_{n}.py"}))
+    text = content if content is not None else "def check():\n    return True\n" * 8
+    session.append(ToolResult(call_id=f"c{n}", name="Read", content=text))
+    usage = Usage(input=40, output=12, cache_read=2_000 + 60 * n, cache_write=60)
+    session.append(AssistantMessage(text=f"Fixed module_{n}.py.", model="claude-sonnet-5", usage=usage))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+_SERVER = """
+import sys, uvicorn
+from lamina.cli._prices import cost_of
+from lamina.serve import create_app
+from lamina.session._store import LocalSessionStore
+app = create_app(LocalSessionStore(sys.argv[1]), port=int(sys.argv[2]), poll_seconds=0.2, prices=cost_of)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
+@contextmanager
+def _server(store: LocalSessionStore) -> Iterator[tuple[str, int]]:
+    """`lamina serve`'s application in a process of its own; yields its URL and pid."""
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-c", _SERVER, str(store.root), str(port)], env=dict(os.environ))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(url + "/favicon.ico", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("the inspector's server did not start") from None
+                time.sleep(0.1)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _follow(url: str, session_id: str, updates: list[int], done: threading.Semaphore, stop: threading.Event) -> None:
+    """One live page: on each change, the live fragment and then the plot's data, like `app.js`."""
+    with (
+        httpx.Client(base_url=url, timeout=600) as client,
+        client.stream("GET", f"/sessions/{session_id}/events") as events,
+    ):
+        for line in events.iter_lines():
+            if stop.is_set():
+                return
+            if line == "event: changed":
+                client.get(f"/sessions/{session_id}/live").raise_for_status()
+                client.get(f"/api/sessions/{session_id}/requests").raise_for_status()
+                updates.append(1)
+                done.release()
+
+
+def _followed(
+    url: str, pid: int, store: LocalSessionStore, session_id: str, record: TurnRecord, followers: int, first: int
+) -> tuple[float, int]:
+    """The server's peak resident size (MB) while `followers` live pages follow `CHANGES` appended turns."""
+    peak = [_rss_mb(pid)]
+    stop = threading.Event()
+    done = threading.Semaphore(0)
+    updates: list[int] = []
+    pages = [
+        threading.Thread(target=_follow, args=(url, session_id, updates, done, stop), daemon=True)
+        for _ in range(followers)
+    ]
+    for page in pages:
+        page.start()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak.append(_rss_mb(pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    time.sleep(2)  # every follower connected
+    for change in range(CHANGES):
+        with store.open(session_id) as session:
+            _append_turn(session, record, first + change)
+        for _ in range(followers):
+            if not done.acquire(timeout=600):
+                break
+    stop.set()
+    sampler.join(5)
+    return max(peak), len(updates)
+
+
+def _at_scale(root: Path, entries: int, label: str, progress: Callable[[str], None]) -> list[Figure]:
+    progress(f"writing a {entries:,}-entry session (no compaction, a 10 MB tool result)")
+    store, session_id = _fast_session(root, entries)
+    with _server(store) as (url, pid), httpx.Client(base_url=url, timeout=3_600) as client:
+        plot = f"/api/sessions/{session_id}/requests"
+
+        def fetch(path: str) -> httpx.Response:
+            response = client.get(path)
+            assert response.status_code == 200, (path, response.status_code)
+            return response
+
+        progress("the plot's data, cold (the newest 200 requests rebuilt and replayed)")
+        cold = _timed(lambda: fetch(plot))
+        warm = [_timed(lambda: fetch(plot)) for _ in range(9)]
+        progress("one turn appended: the plot's data again")
+        with store.open(session_id) as session:
+            record = next(e for e in reversed(session.entries()) if isinstance(e, TurnRecord))
+            _append_turn(session, record, 1_000_000)
+        appended = _timed(lambda: fetch(plot))
+        progress("every page's size")
+        detail = fetch(f"/api/sessions/{session_id}").json()
+        path_entries = detail["path_entries"]
+        pages = ["/", f"/sessions/{session_id}", f"/sessions/{session_id}/live"]
+        pages += [f"/sessions/{session_id}?page={p}" for p in range((path_entries + 299) // 300)]
+        ids = [
+            e["id"]
+            for p in range(0, path_entries, 1_000)
+            for e in fetch(f"/api/sessions/{session_id}/entries?offset={p}&limit=1000").json()["entries"]
+        ]
+        pages += [f"/sessions/{session_id}/entries/{i}" for i in ids]
+        requests = detail["session"]["requests"]
+        pages += [f"/sessions/{session_id}/requests/{i}" for i in (0, requests // 2, requests - 1)]
+        largest = max((len(fetch(p).content), p) for p in pages)
+        fetch(f"/sessions/{session_id}/live")
+        baseline = _rss_mb(pid)
+        progress(f"one live follower, {CHANGES} changes")
+        one, _ = _followed(url, pid, store, session_id, record, 1, 2_000_000)
+        progress(f"{FOLLOWERS} live followers, {CHANGES} changes")
+        many, updates = _followed(url, pid, store, session_id, record, FOLLOWERS, 3_000_000)
+    return [
+        Figure(f"serve_plot_ms_{label}_cold", _ms([cold]), "ms", note="fresh server: 200 requests rebuilt"),
+        Figure(f"serve_plot_ms_{label}_warm", _ms(warm), "ms", note="goal: under 50 ms"),
+        Figure(
+            f"serve_plot_ms_{label}_append", _ms([appended]), "ms", note="one turn appended: log read, series extended"
+        ),
+        Figure(
+            f"serve_page_bytes_max_{label}",
+            largest[0],
+            "bytes",
+            note=f"over {len(pages):,} pages, largest {largest[1].split('?')[0].rsplit('/', 2)[-2]}; goal: ≤ 2,000,000",
+        ),
+        Figure(
+            f"serve_rss_mb_{label}",
+            round(many - one, 1),
+            "MB",
+            note=f"peak with {FOLLOWERS} followers {many:.0f} MB, with one {one:.0f} MB, before {baseline:.0f} MB; "
+            f"{updates} of {FOLLOWERS * CHANGES} updates seen; goal: under 100 MB",
+        ),
+    ]
+
+
 def _ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1e3, 2)
 
@@ -68,6 +295,7 @@ def _timed(fetch: Callable[[], object]) -> float:
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     repeats = 3 if quick else 7
     with tempfile.TemporaryDirectory(prefix="lamina-bench-serve-") as tmp:
+        scale = _at_scale(Path(tmp) / "scale", 10_000 if quick else 100_000, "10k" if quick else "100k", progress)
         progress("writing a 10,000-entry session")
         store, session_id = _session(Path(tmp), 10_000)
         page = f"/sessions/{session_id}"
@@ -103,4 +331,5 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         Figure("serve_request_layers_ms", _ms(layers), "ms", note="a request of the 10k session the plot replayed"),
         Figure("serve_request_layers_cold_ms_10k", _ms(layers_cold), "ms", note="13 requests replayed first"),
         Figure("serve_requests_series_ms_10k", _ms(series), "ms", note="the plot's data: 200 requests, cold"),
+        *scale,
     ]

@@ -18,7 +18,8 @@ from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sy
 from lamina.agent import open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.providers import ScriptedResponse
-from lamina.session import AssistantMessage, StateChange, TurnRecord
+from lamina.session import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage, UserMessage
+from lamina.session._entries import PartRecord
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
 from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
 
@@ -233,3 +234,56 @@ def test_a_hostile_session_renders_as_text(page: Watched, server: Running, store
     assert p.evaluate("() => document.querySelectorAll('script:not([src])').length") == 0
     expect(p.locator("#timeline .kind-tool_result a.more")).to_contain_text("more characters")
     shot(p, "hostile-session")
+
+
+def test_a_damaged_turn_record_shows_as_damage(page: Watched, server: Running, stored: Stored) -> None:
+    """A turn record with a part key no block has: the plot and the request's page say so (no 500)."""
+    with stored.store.create(cwd="/damaged") as session:
+        for n, key in enumerate(("session_state", "not a block name")):
+            user = session.append(UserMessage(text=f"turn {n}"))
+            record = TurnRecord(
+                turn_id=f"t{n}",
+                user_entry_id=user.id,
+                stable_digest="d",
+                stable_version=1,
+                volatile=(PartRecord(key=key, text="state"),),
+            )
+            session.append(record)
+            model = "claude-sonnet-5\u202e"  # a bidi override in a name the page's script shows
+            session.append(AssistantMessage(text=f"answer {n}", model=model, usage=Usage(input=5, output=1)))
+        damaged_id = session.id
+    p = page.page
+    p.goto(f"{server.url}/sessions/{damaged_id}")
+    expect(p.locator("#chart.drawn")).to_be_visible()
+    expect(p.locator("#chart")).to_have_attribute("data-requests", "2")
+    expect(p.locator("#requests-table tr.damaged")).to_have_count(1)
+    expect(p.locator("#requests-table tr.damaged td.damage")).to_contain_text("not a block name")
+    expect(p.locator("#chart-notes")).to_contain_text("cannot be rebuilt from the log")
+    expect(p.locator("#requests-table tbody tr").first.locator("td").nth(1)).to_have_text("claude-sonnet-5<U+202E>")
+    shot(p, "damaged-session")
+    p.locator("#requests-table tr.damaged a").click()
+    expect(p.locator("#damage")).to_contain_text("not a block name")
+    shot(p, "damaged-request")
+
+
+def test_a_huge_tool_result_is_cut_and_downloads_whole(page: Watched, server: Running, stored: Stored) -> None:
+    """A 5 MB tool result (with a bidi override in it): its page stays under the bound, the link gets it all."""
+    huge = "".join(f"line {i} \u202eevil.exe <b>\n" for i in range(200_000))
+    with stored.store.create(cwd="/huge") as session:
+        session.append(UserMessage(text="read the big file"))
+        session.append(ToolCall(call_id="c", name="Read", input={"path": "big.txt"}))
+        result = session.append(ToolResult(call_id="c", name="Read", content=huge))
+        huge_id = session.id
+    assert len(huge.encode()) > 5_000_000
+    p = page.page
+    response = p.goto(f"{server.url}/sessions/{huge_id}/entries/{result.id}")
+    assert response is not None and len(response.body()) <= 2_000_000
+    expect(p.locator("#entry-cut")).to_be_visible()
+    expect(p.locator("#entry-text")).to_contain_text("line 0 <U+202E>evil.exe <b>")
+    assert "\u202e" not in p.locator("#entry-text").inner_text()
+    with p.expect_download() as info:
+        p.locator("#download-whole").click()
+    assert Path(info.value.path()).read_text() == huge
+    p.goto(f"{server.url}/sessions/{huge_id}")
+    expect(p.locator("#timeline .kind-tool_result a.more")).to_contain_text("more characters")
+    shot(p, "huge-result")

@@ -6,6 +6,13 @@ by Jinja2 with autoescaping, so every text from a session (untrusted: a tool res
 `/static/` files only (no inline script, no inline style, nothing from elsewhere). Bound to a
 loopback address, the application answers only requests whose Host header names a loopback host,
 so a web page elsewhere cannot reach it through DNS rebinding.
+
+Every value a page prints has its control and bidi characters made visible first (`_shown.visible`),
+as the CLI prints them. No page is larger than `max_page_bytes` (2 MB by default): long lists are
+paged (the timeline, the sessions, a request's blocks) or cut with a note, and a long text is cut with
+a link that downloads it whole (`/sessions/{id}/entries/{entry}/raw`, or a request's whole body).
+Live updates are shared: one watcher polls a session for all its followers, and the fragment a
+change asks for is rendered once per log version and sent to every follower that asks.
 """
 
 from __future__ import annotations
@@ -13,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -33,19 +42,33 @@ from lamina.serve._model import (
     LAYER_NAMES,
     EntryPage,
     ErrorOut,
-    RequestSeries,
     SessionDetail,
     SessionList,
 )
 from lamina.serve._openapi import MAX_LIMIT, openapi_document
-from lamina.serve._reader import Loaded, NotFoundError, StoreReader
-from lamina.serve._requests import NOT_LOGGED_TOOLS, replay_note
+from lamina.serve._reader import Loaded, NotFoundError, StoreReader, Version
+from lamina.serve._requests import RequestDamageError
+from lamina.serve._shown import fit, visible
 from lamina.session import AttachmentRef, LogEntry, SessionStore
 
-SERIES_MAX: Final = 200
-"""Requests the plot shows: the newest of the shown branch."""
 PAGE_ENTRIES: Final = 300
 """Timeline entries per page (the newest page is shown first)."""
+PAGE_SESSIONS: Final = 200
+"""Sessions per page of the sessions list."""
+PAGE_BLOCKS: Final = 1_000
+"""Blocks per page of a request's blocks table."""
+KEPT_FRAGMENTS: Final = 8
+"""Sessions whose latest live fragment is kept."""
+KEEP_ALIVE_SECONDS: Final = 15.0
+"""A quiet event stream sends a comment this often."""
+MAX_PAGE_BYTES: Final = 2_000_000
+"""The default bound of a page's size."""
+SHOWN_BRANCHES: Final = 100
+"""Branches the session page lists (the shown one and the session's leaf always; the API has all)."""
+SHOWN_COMPACTIONS: Final = 10
+"""Compactions of the shown branch the session page shows (the newest; the API has all)."""
+SHOWN_ITEMS: Final = 50
+"""Items of a list inside a section (a lane's messages, a plan's transitions, problems) the page shows."""
 
 CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -60,8 +83,47 @@ SECURITY_HEADERS: Final = (
 )
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1", "[::1]")
 
+_T = TypeVar("_T")
 _STATIC: Final = Path(__file__).parent / "static"
 _JSON: Final = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Bytes each part of a page may take (as sent: controls made visible, HTML-escaped), from the page's bound.
+
+    The shares add up to less than the page: the rest is the pages' own markup.
+    """
+
+    page: int
+    item_text: int
+    """A timeline entry's text (the timeline pages `PAGE_ENTRIES` of them)."""
+    item_parts: int
+    """A timeline turn record's parts, together."""
+    entry_text: int
+    """The text on an entry's own page."""
+    entry_parts: int
+    """An entry's parts on its own page, together."""
+    section: int
+    """One text of the session page's other sections (a compaction's summary, a branch's label, ...)."""
+    small: int
+    """A short field from the log (a title, a path, a key, a model's name)."""
+    part: int
+    """A part's text on a request's page."""
+
+    @classmethod
+    def of(cls, page: int) -> Bounds:
+        """The shares of a page of at most `page` bytes."""
+        return cls(
+            page=page,
+            item_text=page * 40 // 100 // PAGE_ENTRIES,
+            item_parts=page * 15 // 100 // PAGE_ENTRIES,
+            entry_text=page * 60 // 100,
+            entry_parts=page * 25 // 100,
+            section=page // 200,
+            small=max(page // 4_000, 80),
+            part=page // 200,
+        )
 
 
 def is_loopback(host: str) -> bool:
@@ -146,17 +208,32 @@ def _pct(value: float) -> str:
 class Inspector:
     """The routes over one store."""
 
-    def __init__(self, reader: StoreReader, *, poll_seconds: float = 0.5, version: str = "0") -> None:
+    def __init__(
+        self,
+        reader: StoreReader,
+        *,
+        poll_seconds: float = 0.5,
+        version: str = "0",
+        max_page_bytes: int = MAX_PAGE_BYTES,
+    ) -> None:
         self.reader = reader
         self.poll_seconds = poll_seconds
         self.version = version
+        self.bounds = Bounds.of(max_page_bytes)
         self.templates = Environment(
             loader=PackageLoader("lamina.serve", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
             trim_blocks=True,
             lstrip_blocks=True,
+            finalize=visible,
         )
-        self.templates.filters.update(when=_when, num=_num, cost=_cost, pct=_pct)
+        self.templates.filters.update(when=_when, num=_num, cost=_cost, pct=_pct, fit=fit)
+        self.templates.globals.update(bounds=self.bounds)
+        self.watches: dict[str, Watch] = {}
+        self._fragments: OrderedDict[str, tuple[tuple[object, ...], asyncio.Task[str]]] = OrderedDict()
+        """Per session, the live fragment of one log version and query, rendered once for all who ask."""
+        self.renders = 0
+        """How many live fragments were rendered (a change followed by many pages renders one)."""
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -230,26 +307,78 @@ class Inspector:
     async def sessions_page(self, request: Request) -> Response:
         query = request.query_params.get("q", "")
         rows = await asyncio.to_thread(self.reader.rows, query)
-        return self._page("sessions.html", rows=rows, query=query)
+        pages = max((len(rows) + PAGE_SESSIONS - 1) // PAGE_SESSIONS, 1)
+        page = self._int(request, "page", 0, low=0, high=pages - 1)
+        shown = rows[page * PAGE_SESSIONS : (page + 1) * PAGE_SESSIONS]
+        return self._page("sessions.html", rows=shown, query=query, page=page, pages=pages, total=len(rows))
 
     async def session_page(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
         leaf = self._leaf(request, loaded)
         detail, path = self.detail(loaded, leaf)
         timeline = self._timeline(request, loaded, leaf, path)
-        return self._page("session.html", detail=detail, **timeline)
+        return self._page("session.html", detail=detail, **self._shown_detail(detail), **timeline)
 
     async def timeline_fragment(self, request: Request) -> Response:
+        """The live part of a session page, rendered once per log version and shared by the pages that ask."""
         loaded = await asyncio.to_thread(self._load, request)
+        session_id = loaded.row.id
+        key = (loaded.version, str(request.query_params))
+        held = self._fragments.get(session_id)
+        if held is None or held[0] != key:
+            task = asyncio.create_task(asyncio.to_thread(self._fragment, request, loaded))
+            self._fragments[session_id] = held = (key, task)
+            self._fragments.move_to_end(session_id)
+            while len(self._fragments) > KEPT_FRAGMENTS:
+                self._fragments.popitem(last=False)
+            task.add_done_callback(lambda done: self._forget_failed(session_id, done))
+        return HTMLResponse(await asyncio.shield(held[1]))
+
+    def _forget_failed(self, session_id: str, done: asyncio.Task[str]) -> None:
+        if done.cancelled() or done.exception() is not None:  # retrieved: the pages waiting raise it themselves
+            held = self._fragments.get(session_id)
+            if held is not None and held[1] is done:
+                del self._fragments[session_id]
+
+    def _fragment(self, request: Request, loaded: Loaded) -> str:
+        self.renders += 1
         leaf = self._leaf(request, loaded)
         detail, path = self.detail(loaded, leaf)
         timeline = self._timeline(request, loaded, leaf, path)
-        return self._page("_live.html", detail=detail, **timeline)
+        context = {"detail": detail, **self._shown_detail(detail), **timeline}
+        return self.templates.get_template("_live.html").render(**context)
+
+    def _shown_detail(self, detail: SessionDetail) -> dict[str, Any]:
+        """What the session page lists of the long lists: some branches, the newest compactions."""
+        branches = detail.branches
+        if len(branches) > SHOWN_BRANCHES:
+            keep = {detail.leaf_id, detail.session_leaf_id}
+            first = [b for b in branches if b.leaf_id in keep]
+            rest = sorted((b for b in branches if b.leaf_id not in keep), key=lambda b: b.updated, reverse=True)
+            branches = first + rest[: SHOWN_BRANCHES - len(first)]
+        return {
+            "shown_branches": branches,
+            "shown_compactions": detail.compactions[-SHOWN_COMPACTIONS:],
+            "shown_items": SHOWN_ITEMS,
+        }
 
     async def entry_page(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
         item = self._entry(loaded, str(request.path_params["entry_id"]))
         return self._page("entry.html", session=loaded.row, item=item)
+
+    async def entry_raw(self, request: Request) -> Response:
+        """An entry's whole text (or its `part`-th part's) as a text file: what a page cut, downloaded whole."""
+        loaded = await asyncio.to_thread(self._load, request)
+        item = self._entry(loaded, str(request.path_params["entry_id"]))
+        text = item.text
+        name = f"{item.id}.txt"
+        if "part" in request.query_params:
+            number = self._int(request, "part", 0, low=0, high=max(len(item.parts) - 1, 0))
+            if not item.parts:
+                raise NotFoundError(f"entry {item.id} has no parts")
+            text, name = item.parts[number].text, f"{item.id}-part-{number}.txt"
+        return _download(text.encode(), name, "text/plain; charset=utf-8")
 
     def _entry(self, loaded: Loaded, entry_id: str) -> Any:
         index: SessionIndex = loaded.index
@@ -261,18 +390,50 @@ class Inspector:
 
     async def request_page(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
-        layers = await asyncio.to_thread(self._layers, loaded, request.path_params["index"])
-        return self._page("request.html", session=loaded.row, req=layers, layer_names=LAYER_NAMES)
+        try:
+            layers = await asyncio.to_thread(self._layers, loaded, request.path_params["index"])
+        except RequestDamageError as exc:
+            return self._page("damage.html", session=loaded.row, index=request.path_params["index"], damage=str(exc))
+        pages = max((len(layers.blocks) + PAGE_BLOCKS - 1) // PAGE_BLOCKS, 1)
+        page = self._int(request, "blocks", 0, low=0, high=pages - 1)
+        blocks = layers.blocks[page * PAGE_BLOCKS : (page + 1) * PAGE_BLOCKS]
+        return self._page(
+            "request.html",
+            session=loaded.row,
+            req=layers,
+            layer_names=LAYER_NAMES,
+            blocks=blocks,
+            blocks_page=page,
+            blocks_pages=pages,
+        )
 
-    def _layers(self, loaded: Loaded, raw_index: object) -> Any:
-        requests = self.reader.requests(loaded)
+    async def request_body(self, request: Request) -> Response:
+        """A request's whole body as rebuilt (JSON): what its page cut, downloaded whole."""
+        loaded = await asyncio.to_thread(self._load, request)
+        index = self._request_index(loaded, request.path_params["index"])
+        try:
+            body = await asyncio.to_thread(self._locked, loaded, lambda: self.reader.requests(loaded).body(index))
+        except RequestDamageError as exc:
+            return _json(ErrorOut(error=str(exc)), 422)
+        return _download(body, f"request-{index}.json", "application/json")
+
+    def _locked(self, loaded: Loaded, work: Callable[[], _T]) -> _T:
+        with self.reader.requests_lock(loaded.row.id):
+            return work()
+
+    def _request_index(self, loaded: Loaded, raw_index: object) -> int:
         try:
             index = int(str(raw_index))
         except ValueError:
             raise NotFoundError("no such request") from None
-        if not 0 <= index < requests.count:
+        count = self._locked(loaded, lambda: self.reader.requests(loaded).count)
+        if not 0 <= index < count:
             raise NotFoundError(f"no request {index} in session {loaded.row.id}")
-        return requests.layers(index)
+        return index
+
+    def _layers(self, loaded: Loaded, raw_index: object) -> Any:
+        index = self._request_index(loaded, raw_index)
+        return self._locked(loaded, lambda: self.reader.requests(loaded).layers(index))
 
     async def thumbnail(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
@@ -280,33 +441,58 @@ class Inspector:
         return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
 
     async def events(self, request: Request) -> Response:
-        """Server-sent events: `changed` whenever the session's log changes (polled, one `stat` each time)."""
+        """Server-sent events: `changed` whenever the session's log changes (one watcher per session polls it)."""
         session_id = self._session_id(request)
         first = await asyncio.to_thread(self.reader.version, session_id)
+        watch = self.watches.get(session_id)
+        if watch is None:
+            watch = self.watches[session_id] = Watch(session_id, first)
+        watch.followers += 1
+        if watch.task is None or watch.task.done():
+            watch.task = asyncio.create_task(self._watch(watch))
 
         async def stream() -> AsyncIterator[str]:
-            last = first
-            quiet = 0.0
-            yield "retry: 1000\n\n"
-            while True:
-                await asyncio.sleep(self.poll_seconds)
-                try:
-                    now = await asyncio.to_thread(self.reader.version, session_id)
-                except NotFoundError:
-                    yield "event: gone\ndata: {}\n\n"
-                    return
-                if now != last:
-                    last, quiet = now, 0.0
-                    yield f"event: changed\ndata: {_JSON.encode({'size': now[0]}).decode()}\n\n"
-                else:
-                    quiet += self.poll_seconds
-                    if quiet >= 15:
-                        quiet = 0.0
-                        yield ": keep-alive\n\n"
+            seen = watch.changes
+            try:
+                yield "retry: 1000\n\n"
+                while True:
+                    if watch.changes == seen and not watch.gone:
+                        try:
+                            await asyncio.wait_for(watch.changed.wait(), KEEP_ALIVE_SECONDS)
+                        except TimeoutError:
+                            yield ": keep-alive\n\n"
+                            continue
+                    if watch.gone:
+                        yield "event: gone\ndata: {}\n\n"
+                        return
+                    if watch.changes != seen:
+                        seen = watch.changes
+                        yield f"event: changed\ndata: {_JSON.encode({'size': watch.version[0]}).decode()}\n\n"
+            finally:
+                watch.followers -= 1
 
         return StreamingResponse(
             stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         )
+
+    async def _watch(self, watch: Watch) -> None:
+        """Poll one session for all its followers until none is left."""
+        try:
+            while watch.followers > 0:
+                await asyncio.sleep(self.poll_seconds)
+                try:
+                    now = await asyncio.to_thread(self.reader.version, watch.session_id)
+                except NotFoundError:
+                    watch.gone = True
+                    watch.signal()
+                    return
+                if now != watch.version:
+                    watch.version = now
+                    watch.changes += 1
+                    watch.signal()
+        finally:
+            if self.watches.get(watch.session_id) is watch and (watch.gone or watch.followers <= 0):
+                del self.watches[watch.session_id]
 
     # -- the JSON API ----------------------------------------------------------------------------
 
@@ -335,27 +521,17 @@ class Inspector:
 
     async def api_requests(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
-        leaf = self._leaf(request, loaded)
-        series = await asyncio.to_thread(self._series, loaded, leaf)
+        leaf = request.query_params.get("leaf") or None
+        self._leaf(request, loaded)  # a leaf not in the log: 404
+        series = await asyncio.to_thread(self.reader.series, loaded, leaf)
         return _json(series)
-
-    def _series(self, loaded: Loaded, leaf: str | None) -> RequestSeries:
-        requests = self.reader.requests(loaded)
-        on_path = {e.id for e in loaded.index.path(leaf)}
-        indices = [i for i, call in enumerate(requests.calls()) if call.id in on_path]
-        shown = indices[-SERIES_MAX:]
-        requests.simulate(shown)
-        notes = [NOT_LOGGED_TOOLS]
-        if len(shown) < len(indices):
-            notes.append(f"The newest {len(shown):,} of the branch's {len(indices):,} requests.")
-        if shown:
-            notes.append(replay_note(shown[0], requests.replayed_from(shown[0])))
-        summaries = [requests.summary(i, on_path=True) for i in shown]
-        return RequestSeries(leaf_id=leaf, requests=summaries, on_path=len(indices), notes=notes)
 
     async def api_request(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
-        layers = await asyncio.to_thread(self._layers, loaded, request.path_params["index"])
+        try:
+            layers = await asyncio.to_thread(self._layers, loaded, request.path_params["index"])
+        except RequestDamageError as exc:
+            return _json(ErrorOut(error=str(exc)), 422)
         return _json(layers)
 
     async def favicon(self, request: Request) -> Response:
@@ -363,6 +539,32 @@ class Inspector:
 
     async def openapi(self, request: Request) -> Response:
         return _json(openapi_document(self.version))
+
+
+@dataclass(slots=True)
+class Watch:
+    """One session's watcher: its log's version as last seen, and how many changes it saw since it started."""
+
+    session_id: str
+    version: Version
+    changes: int = 0
+    gone: bool = False
+    followers: int = 0
+    task: asyncio.Task[None] | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def signal(self) -> None:
+        """Wake every follower waiting for a change (each then waits on a fresh event)."""
+        event, self.changed = self.changed, asyncio.Event()
+        event.set()
+
+
+def _download(data: bytes, name: str, media_type: str) -> Response:
+    return Response(
+        data,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
+    )
 
 
 def _error_page(status: int, message: str, api: bool) -> Response:
@@ -391,19 +593,25 @@ def create_app(
     poll_seconds: float = 0.5,
     extra_hosts: tuple[str, ...] = (),
     prices: Prices | None = None,
+    max_page_bytes: int = MAX_PAGE_BYTES,
 ) -> Starlette:
     """The inspector over `store`, for a server bound to `host`.
 
     On a loopback address only loopback Host headers are accepted (`extra_hosts` adds names).
-    `prices` estimates each model call's cost (the sessions list shows none without it).
+    `prices` estimates each model call's cost (the sessions list shows none without it). No page is
+    larger than about `max_page_bytes`: longer texts are cut, with a link that downloads them whole.
     """
-    inspector = Inspector(StoreReader(store, prices=prices), poll_seconds=poll_seconds, version=_version())
+    inspector = Inspector(
+        StoreReader(store, prices=prices), poll_seconds=poll_seconds, version=_version(), max_page_bytes=max_page_bytes
+    )
     routes = [
         Route("/", inspector.sessions_page),
         Route("/sessions/{session_id}", inspector.session_page),
         Route("/sessions/{session_id}/live", inspector.timeline_fragment),
         Route("/sessions/{session_id}/entries/{entry_id}", inspector.entry_page),
+        Route("/sessions/{session_id}/entries/{entry_id}/raw", inspector.entry_raw),
         Route("/sessions/{session_id}/requests/{index}", inspector.request_page),
+        Route("/sessions/{session_id}/requests/{index}/body.json", inspector.request_body),
         Route("/sessions/{session_id}/attachments/{sha256}/thumbnail.png", inspector.thumbnail),
         Route("/sessions/{session_id}/events", inspector.events),
         Route("/favicon.ico", inspector.favicon),

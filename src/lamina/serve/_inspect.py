@@ -8,9 +8,10 @@ compaction kept, the plans' states and the session's totals.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -46,13 +47,18 @@ from lamina.session import (
 from lamina.session._tree import provider_view
 
 LIST_TEXT_CHARS: Final = 2_000
-"""Characters of an entry's text the timeline shows (the entry's own page shows all of it)."""
+"""Characters of an entry's text the timeline shows (the entry's own page shows all of it, up to the page bound)."""
+TITLE_CHARS: Final = 200
+"""Characters of an entry's title (a tool's name, a model, a state's key and value come from the log)."""
+_MEMO: Final = 16
+"""Paths and views kept per index."""
 
 BRIDGE_KINDS: Final = frozenset({"recovery", "branch_seed", "transfer_summary"})
 """One-shot kinds that bridge a gap for the model (a failed resume, a branch, a transfer): the user's
 transcript hides them, the inspector marks them."""
 
 _JSON: Final = msgspec.json.Encoder(order="sorted")
+_V = TypeVar("_V")
 
 ThumbnailUrl = Callable[[AttachmentRef], "str | None"]
 Prices = Callable[[str, Usage], "float | None"]
@@ -123,12 +129,32 @@ class SessionIndex:
             if isinstance(entry, AssistantMessage):
                 self.requests.setdefault(entry.id, len(self.requests))
         self.totals = totals_of(self.entries, prices)
+        self._paths: dict[str | None, list[LogEntry]] = {}
+        self._views: dict[str | None, set[str]] = {}
+        self._branches: list[Branch] | None = None
+        """Memos: the index never changes once built (a changed log is indexed again)."""
+        self._memo_lock = threading.Lock()
+        """Pages read one index from several threads."""
 
     def has(self, entry_id: str) -> bool:
         return entry_id in self.by_id
 
     def path(self, leaf_id: str | None) -> list[LogEntry]:
         """The entries from the root to `leaf_id` (default: the session's leaf)."""
+        key = leaf_id if leaf_id is not None else self.leaf_id
+        held = self._paths.get(key)
+        if held is None:
+            held = self._remember(self._paths, key, self._path(key))
+        return list(held)
+
+    def _remember(self, memo: dict[str | None, _V], key: str | None, value: _V) -> _V:
+        with self._memo_lock:
+            memo[key] = value
+            while len(memo) > _MEMO:
+                del memo[next(iter(memo))]
+        return value
+
+    def _path(self, leaf_id: str | None) -> list[LogEntry]:
         out: list[LogEntry] = []
         seen: set[str] = set()
         current = leaf_id if leaf_id is not None else self.leaf_id
@@ -143,8 +169,12 @@ class SessionIndex:
         return out
 
     def view_ids(self, path: list[LogEntry]) -> set[str]:
-        """The ids the provider view of `path`'s end holds."""
-        return {e.id for e in provider_view(path).entries}
+        """The ids the provider view of `path`'s end holds (do not change the set)."""
+        key = path[-1].id if path else None
+        held = self._views.get(key)
+        if held is None:
+            held = self._remember(self._views, key, {e.id for e in provider_view(path).entries})
+        return held
 
     # -- branches ----------------------------------------------------------------------------------
 
@@ -168,6 +198,11 @@ class SessionIndex:
 
     def branches(self) -> list[Branch]:
         """Every leaf as a branch: where it forked, from which branch, and whether its point was still in view."""
+        if self._branches is None:
+            self._branches = self._all_branches()
+        return list(self._branches)
+
+    def _all_branches(self) -> list[Branch]:
         leaves = self.leaves()
         owner: dict[str, str] = {}
         """Entry id -> the leaf of the first branch (in file order) that holds it."""
@@ -249,6 +284,7 @@ class SessionIndex:
         whole: bool = False,
     ) -> Item:
         title, text = describe(entry)
+        title = title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
         shown = text if whole or len(text) <= LIST_TEXT_CHARS else text[:LIST_TEXT_CHARS]
         extra: dict[str, Any] = {}
         match entry:

@@ -264,7 +264,9 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
     provider: CacheFigures | None
     """From the provider's usage (None when the log has none)."""
     simulated: CacheFigures
-    """From the cache simulator replaying the reconstructed requests in order."""
+    """From the cache simulator replaying the reconstructed requests in order (zero for a damaged request)."""
+    damage: str | None = None
+    """Why the request cannot be rebuilt from the log (a damaged turn record, ...); None when it was."""
 
 
 class RequestSeries(msgspec.Struct, frozen=True, kw_only=True):

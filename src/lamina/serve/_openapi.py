@@ -39,12 +39,16 @@ def openapi_document(version: str) -> dict[str, Any]:
         }
 
     def get(operation: str, summary: str, params: list[dict[str, Any]], kind: str, description: str) -> dict[str, Any]:
+        responses = ok(kind, description)
+        if kind == "layers":
+            error = {"content": {"application/json": {"schema": body["error"]}}}
+            responses["422"] = {"description": "The request cannot be rebuilt from the log (damage in it).", **error}
         return {
             "get": {
                 "operationId": operation,
                 "summary": summary,
                 "parameters": params,
-                "responses": ok(kind, description),
+                "responses": responses,
             }
         }
 

@@ -5,8 +5,11 @@ Every session is opened read-only (no writer lock or lease, nothing written). A 
 with its index and its rebuilt requests, until it changes: for the JSONL store a change is a new
 size or modification time of `log.jsonl` (one `stat`); for another store, a new entry count or
 update time in the session's metadata (a read-only open). A log that only grew keeps the requests
-already rebuilt and simulated. Files are served only from the session's own attachments folder, by
-a sha256 the log names.
+already rebuilt and simulated, and the plot's series (`PlotSeries`) is extended by the new entries.
+Reads are coalesced: one read of a session's log is in flight at a time, and the pages that ask for
+it meanwhile (every follower of a live session, after a change) wait for it and share it; the
+rebuilt requests of a session are worked on by one page at a time. Files are served only from the
+session's own attachments folder, by a sha256 the log names.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from typing import Final
 
 from lamina.errors import LaminaError, SessionNotFoundError, UsageError
 from lamina.serve._inspect import Prices, SessionIndex
-from lamina.serve._model import SessionRow
+from lamina.serve._model import RequestSeries, SessionRow
 from lamina.serve._requests import SessionRequests
+from lamina.serve._series import PlotSeries
 from lamina.session import LocalSessionStore, SessionStore, SessionSummary, UserMessage
 from lamina.session._store import check_session_id
 
@@ -62,6 +66,22 @@ class StoreReader:
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._requests: dict[str, tuple[Version, SessionRequests]] = {}
         self._rows: dict[str, tuple[Version, SessionRow]] = {}
+        self._plots: dict[str, PlotSeries] = {}
+        self._session_locks: dict[str, tuple[threading.Lock, threading.RLock]] = {}
+        """Per session: the lock of its log's read, and the lock of its rebuilt requests."""
+        self.reads = 0
+        """How many times a session's whole log was read (a change read by many pages counts once)."""
+
+    def _locks(self, session_id: str) -> tuple[threading.Lock, threading.RLock]:
+        with self._lock:
+            locks = self._session_locks.get(session_id)
+            if locks is None:
+                locks = self._session_locks[session_id] = (threading.Lock(), threading.RLock())
+            return locks
+
+    def requests_lock(self, session_id: str) -> threading.RLock:
+        """Held while a page works on the session's rebuilt requests (they are memoised, not thread-safe)."""
+        return self._locks(session_id)[1]
 
     @staticmethod
     def _checked(session_id: str) -> str:
@@ -87,13 +107,31 @@ class StoreReader:
         return info.entry_count, int(info.updated_at * 1e6)
 
     def load(self, session_id: str) -> Loaded:
-        """The session's whole log and index, read again only when the log changed."""
+        """The session's whole log and index, read again only when the log changed (one read at a time)."""
         version = self.version(session_id)
+        cached = self._cached(session_id, version)
+        if cached is not None:
+            return cached
+        with self._locks(session_id)[0]:  # pages asking meanwhile wait here and take this read
+            version = self.version(session_id)
+            cached = self._cached(session_id, version)
+            if cached is not None:
+                return cached
+            with self._lock:  # stale: let it go before the new read, so two copies are not held at once
+                self._loaded.pop(session_id, None)
+            return self._read(session_id, version)
+
+    def _cached(self, session_id: str, version: Version) -> Loaded | None:
         with self._lock:
             cached = self._loaded.get(session_id)
             if cached is not None and cached.version == version:
                 self._loaded.move_to_end(session_id)
                 return cached
+        return None
+
+    def _read(self, session_id: str, version: Version) -> Loaded:
+        with self._lock:
+            self.reads += 1
         try:
             with self.store.open(self._checked(session_id), writable=False) as session:
                 entries = session.entries()
@@ -130,7 +168,9 @@ class StoreReader:
             self._loaded[session_id] = loaded
             self._loaded.move_to_end(session_id)
             while len(self._loaded) > _KEEP:
-                self._loaded.popitem(last=False)
+                gone, _ = self._loaded.popitem(last=False)
+                self._requests.pop(gone, None)
+                self._plots.pop(gone, None)
             self._rows[session_id] = (version, row)
         return loaded
 
@@ -177,7 +217,10 @@ class StoreReader:
         )
 
     def requests(self, loaded: Loaded) -> SessionRequests:
-        """The session's requests, rebuilt and simulated once (kept while the log only grows)."""
+        """The session's requests, rebuilt and simulated once (kept while the log only grows).
+
+        Work on them under `requests_lock`.
+        """
         session_id = loaded.row.id
         with self._lock:
             held = self._requests.get(session_id)
@@ -189,6 +232,15 @@ class StoreReader:
             requests = SessionRequests(session_id, loaded.index.entries, data_dir=str(loaded.data_dir))
             self._requests[session_id] = (loaded.version, requests)
             return requests
+
+    def series(self, loaded: Loaded, leaf: str | None) -> RequestSeries:
+        """The plot's data for the path to `leaf` (None: the session's leaf), kept per log position."""
+        session_id = loaded.row.id
+        with self.requests_lock(session_id):
+            requests = self.requests(loaded)
+            with self._lock:
+                plot = self._plots.setdefault(session_id, PlotSeries())
+            return plot.get(requests, loaded.index, leaf)
 
     def thumbnail(self, loaded: Loaded, sha256: str) -> bytes:
         """A PNG thumbnail of an image the log attaches, from the session's own `attachments/` folder."""

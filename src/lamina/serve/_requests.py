@@ -32,6 +32,7 @@ from lamina.compaction import apply_prunes, render_lane
 from lamina.composition import compose_entries
 from lamina.defang import admit, trusted
 from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
+from lamina.errors import LaminaError
 from lamina.messages import render_tail
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import (
@@ -71,7 +72,13 @@ WARM_UP: Final = 12
 """Requests the simulator replays before the first one asked for, when it starts a replay."""
 
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
+_NOTHING: Final = CacheUsage(total=0, read=0, write_5m=0, write_1h=0, uncached=0, reusable=0, cost_multiplier=1.0)
+"""The simulated usage shown for a request that cannot be rebuilt."""
 _MESSAGE_INDEX: Final = re.compile(r"^(?:messages|input)\[(\d+)\]")
+
+
+class RequestDamageError(LaminaError):
+    """A request cannot be rebuilt from the log: a record it depends on is damaged (the pages show it as damage)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +167,8 @@ class SessionRequests:
         self._simulated: dict[int, tuple[CacheUsage, int]] = {}
         """Request index -> its simulated usage and the index the replay that computed it started from."""
         self._layer_tokens: dict[int, dict[str, int]] = {}
+        self._damaged: dict[int, str] = {}
+        """Request index -> why it cannot be rebuilt (a damaged turn record, ...); the replay goes on without it."""
         self._replay: tuple[int, int] | None = None
         """The replay in progress: its first request and the next one to submit."""
         self._last_t = float("-inf")
@@ -215,7 +224,27 @@ class SessionRequests:
     # -- one request -----------------------------------------------------------------------------
 
     def rebuild(self, index: int) -> Rebuilt:
-        """The request answered by the `index`-th assistant message of the log."""
+        """The request answered by the `index`-th assistant message of the log.
+
+        Raises:
+            RequestDamageError: a record the request depends on cannot be rendered again (say, a
+                turn record's part under a key no block has).
+        """
+        try:
+            return self._rebuild(index)
+        except LaminaError as exc:
+            if isinstance(exc, RequestDamageError):
+                raise
+            raise RequestDamageError(self._damage_of(index, exc)) from exc
+
+    def _damage_of(self, index: int, exc: LaminaError) -> str:
+        return f"request #{index} (answered by {self._calls[index].id}) cannot be rebuilt from the log: {exc}"
+
+    def body(self, index: int) -> bytes:
+        """Request `index`'s whole body as rebuilt, as JSON (raises `RequestDamageError` like `rebuild`)."""
+        return _ENCODER.encode(self.rebuild(index).body)
+
+    def _rebuild(self, index: int) -> Rebuilt:
         call = self._calls[index]
         path = self._path_before(call)
         view = provider_view(path)
@@ -317,7 +346,14 @@ class SessionRequests:
             self._replay = (first, position)
 
     def _submit(self, index: int, replay_from: int) -> None:
-        rebuilt = self.rebuild(index)
+        try:
+            rebuilt = self.rebuild(index)
+            layer_tokens = self._layer_tokens.get(index) or self._layer_totals(rebuilt)
+        except LaminaError as exc:  # the rebuild, or the layer totals rendering the tail again
+            self._damaged[index] = str(exc) if isinstance(exc, RequestDamageError) else self._damage_of(index, exc)
+            self._simulated.setdefault(index, (_NOTHING, replay_from))
+            self._layer_tokens.setdefault(index, dict.fromkeys(LAYER_NAMES, 0))
+            return
         fmt = format_of(rebuilt.target)
         simulator = self._simulators.get(fmt)
         if simulator is None:
@@ -330,8 +366,7 @@ class SessionRequests:
         self._last_t = t
         usage = simulator.submit(TimedRequest(t, rebuilt.body, t_first_byte=max(rebuilt.call.ts, t)))
         self._simulated.setdefault(index, (usage, replay_from))
-        if index not in self._layer_tokens:
-            self._layer_tokens[index] = self._layer_totals(rebuilt)
+        self._layer_tokens.setdefault(index, layer_tokens)
 
     def _layer_totals(self, rebuilt: Rebuilt) -> dict[str, int]:
         if not isinstance(rebuilt.target, AnthropicTarget):
@@ -356,11 +391,27 @@ class SessionRequests:
             layers=self._layer_tokens[index],
             provider=figures_of_usage(call.usage),
             simulated=figures_of_simulation(self._simulated[index][0]),
+            damage=self._damaged.get(index),
         )
 
     def layers(self, index: int) -> RequestLayers:
-        """One request's layers, blocks and breakpoints, with both sides' cache figures."""
+        """One request's layers, blocks and breakpoints, with both sides' cache figures.
+
+        Raises:
+            RequestDamageError: the request cannot be rebuilt from the log (see `rebuild`).
+        """
         self.simulate([index])
+        damage = self._damaged.get(index)
+        if damage is not None:
+            raise RequestDamageError(damage)
+        try:
+            return self._layers_of(index)
+        except LaminaError as exc:
+            if isinstance(exc, RequestDamageError):
+                raise
+            raise RequestDamageError(self._damage_of(index, exc)) from exc
+
+    def _layers_of(self, index: int) -> RequestLayers:
         usage, replay_from = self._simulated[index]
         rebuilt = self.rebuild(index)
         layout = cache_layout(rebuilt.body, rebuilt.target, turn=rebuilt.turn, estimator=self.estimator)
@@ -674,6 +725,7 @@ __all__ = [
     "NOT_LOGGED_TOOLS",
     "WARM_UP",
     "Rebuilt",
+    "RequestDamageError",
     "SessionRequests",
     "figures_of_usage",
     "format_of",

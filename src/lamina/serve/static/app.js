@@ -5,10 +5,21 @@ const body = document.body;
 const LAYERS = ["stable", "history", "current", "tail", "one_shot"];
 const COLOURS = { stable: "#4c78a8", history: "#9ecae9", current: "#f58518", tail: "#54a24b", one_shot: "#e45756" };
 
+// control and bidi characters made visible, as the server's pages and the CLI show them
+const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+function visible(text) {
+  return String(text).replace(/\r\n/g, "\n").replace(UNSAFE, (ch) => {
+    const code = ch.charCodeAt(0);
+    if (code < 0x20) return String.fromCharCode(0x2400 + code);
+    if (code === 0x7f) return "\u2421";
+    return `<U+${code.toString(16).toUpperCase().padStart(4, "0")}>`;
+  });
+}
+
 function el(tag, attrs = {}, text) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== undefined) node.textContent = String(text);
+  if (text !== undefined) node.textContent = visible(text);
   return node;
 }
 
@@ -81,10 +92,15 @@ function drawTable(requests, session, notes) {
   table.appendChild(el("thead")).appendChild(head);
   const tbody = el("tbody");
   for (const r of requests) {
-    const row = el("tr", { "data-request": String(r.index) });
+    const row = el("tr", r.damage ? { "data-request": String(r.index), class: "damaged" } : { "data-request": String(r.index) });
     const link = el("a", { href: `/sessions/${encodeURIComponent(session)}/requests/${r.index}` }, `#${r.index}`);
     row.appendChild(el("td")).appendChild(link);
     row.appendChild(el("td", {}, r.model));
+    if (r.damage) {
+      row.appendChild(el("td", { colspan: String(LAYERS.length + 2), class: "damage" }, `damaged: ${r.damage}`));
+      tbody.appendChild(row);
+      continue;
+    }
     for (const layer of LAYERS) row.appendChild(el("td", { class: "n" }, (r.layers[layer] || 0).toLocaleString("en")));
     const p = r.provider;
     row.appendChild(el("td", { class: "n" }, p ? `${p.read.toLocaleString("en")} / ${p.write.toLocaleString("en")} / ${p.uncached.toLocaleString("en")}` : "-"));

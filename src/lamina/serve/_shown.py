@@ -1,0 +1,58 @@
+"""What a page shows of a text from a session: controls made visible, and cut to a bound in bytes (pure).
+
+Every value a page template prints goes through `visible` (the template engine's `finalize`) before
+it is HTML-escaped: control characters and bidirectional controls become visible symbols, the same
+way the CLI prints them (`lamina.cli`'s one console wrapper), so a right-to-left override in a tool
+result cannot reorder what the page shows. `fit` cuts a text so that what the page sends of it (made
+visible, then escaped) stays within a number of bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from markupsafe import Markup, escape
+
+from lamina._controls import neutralise  # the one escaping of controls and bidi, shared with the CLI
+
+MAX_CHAR_BYTES: Final = 14
+"""The most bytes one character can take on a page: `<U+202E>`, escaped, is `&lt;U+202E&gt;`."""
+
+
+def visible(value: object) -> object:
+    """`value` with control and bidi characters made visible, when it is text (the pages' `finalize`)."""
+    if isinstance(value, Markup):
+        return Markup(neutralise(str(value)))
+    if isinstance(value, str):
+        return neutralise(value)
+    return value
+
+
+def shown_bytes(text: str) -> int:
+    """How many bytes a page sends for `text` (made visible, then escaped)."""
+    return len(str(escape(neutralise(text))).encode())
+
+
+def fit(text: str, budget: int) -> str:
+    """The longest start of `text` found (a few proportional cuts) whose `shown_bytes` is at most `budget`.
+
+    Args:
+        text: Any text.
+        budget: Bytes; 0 or less gives the empty string.
+
+    Returns:
+        `text` itself when it fits, else a start of it that does.
+    """
+    if budget <= 0:
+        return ""
+    if len(text) * MAX_CHAR_BYTES <= budget:
+        return text
+    end = min(len(text), budget)  # every character takes at least one byte
+    while end > 0:
+        size = shown_bytes(text[:end])
+        if size <= budget:
+            break
+        end = min(end - 1, end * budget // size)
+    if 0 < end < len(text) and text[end - 1 : end + 1] == "\r\n":
+        end -= 1  # a CRLF is shown as one line break: do not cut it in two
+    return text[:end]
