@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser
+from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, render
-from lamina.providers._scripted import ScriptedProvider, ScriptedResponse
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
-from lamina.session._store import LocalSessionStore
+from lamina.providers import ScriptedProvider, ScriptedResponse
+from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.turn import ToolSpec, TurnContext
 

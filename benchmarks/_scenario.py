@@ -9,17 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy
+from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.engine import ContextEngine
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.prompt import Platform
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
-from lamina.session._store import LocalSessionStore
-from lamina.tools._builtin import default_tool_specs
+from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, Usage, UserMessage
+from lamina.tools import default_tool_specs
 from lamina.tools._read import numbered
 from lamina.turn import ToolSpec, TurnContext
-from lamina.workspace import WorkspaceContext
-from lamina.workspace._preferences import Preferences
+from lamina.workspace import Preferences, WorkspaceContext
 
 _PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 _PATTERN_SCHEMA = {"type": "object", "properties": {"pattern": {"type": "string"}}}

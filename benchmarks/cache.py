@@ -57,14 +57,14 @@ from lamina.cachesim import (
     TimedRequest,
     summarise,
 )
-from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy
+from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.composition import KINDS, SessionComposition, compose_turn
 from lamina.messages import turn_tails
 from lamina.parts import Part
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, render
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.turn import ToolSpec
-from lamina.workspace._skills import Skill, SkillScan, skill_catalogue_part
+from lamina.workspace import Skill, SkillScan, skill_catalogue_part
 
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")

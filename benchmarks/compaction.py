@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmarks import Figure, _fidelity
 from benchmarks._scenario import engine_with_history
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
 from lamina.tokens import DEFAULT_ESTIMATOR
 

@@ -113,7 +113,7 @@ async def _agents_session(turns: int, root: Path, *, lamina: bool) -> tuple[floa
     from agents.testing import ScriptedModel, assistant_message, function_call
 
     from lamina.integrations.openai_agents import LaminaSession
-    from lamina.session._store import LocalSessionStore
+    from lamina.session import LocalSessionStore
 
     @function_tool
     def weather(city: str) -> str:
@@ -192,7 +192,7 @@ async def _pydantic_session(
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     from lamina.integrations.pydantic_ai import LaminaHistory
-    from lamina.session._store import LocalSessionStore
+    from lamina.session import LocalSessionStore
 
     clock = _Clock()
     captured: list[tuple[float, dict[str, Any]]] = []
@@ -279,7 +279,7 @@ def _langgraph_session(turns: int, root: Path, *, lamina: bool) -> tuple[float, 
     from langgraph.prebuilt import ToolNode, tools_condition
 
     from lamina.integrations.langgraph import LaminaCheckpointSaver
-    from lamina.session._store import LocalSessionStore
+    from lamina.session import LocalSessionStore
 
     @tool
     def weather(city: str) -> str:

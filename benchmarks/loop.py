@@ -21,10 +21,8 @@ from benchmarks import Figure
 from lamina.agent import open_agent
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget
-from lamina.providers import ScriptedProvider
-from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, Usage, UserMessage
 
 USAGE = Usage(input=10, output=5)
 

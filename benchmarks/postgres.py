@@ -43,8 +43,8 @@ from tests.session._pg_writer import lines, open_transactions, spawn, stop_insid
 
 from benchmarks import Figure, ratio
 from benchmarks.store import KEPT_BEFORE, TAIL, TURN, _build_log, _entry_id, _make_entry, _peer_item, _text
-from lamina.session._entries import CompactionBoundary, LogEntry, encode_entry
-from lamina.session._store import LocalSessionStore
+from lamina.session import CompactionBoundary, LocalSessionStore, LogEntry
+from lamina.session._entries import encode_entry
 from lamina.session.postgres import PostgresSessionStore
 
 URL = os.environ.get("LAMINA_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

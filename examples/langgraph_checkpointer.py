@@ -35,7 +35,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from lamina.integrations.langgraph import LaminaCheckpointSaver
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 
 
 @tool

@@ -34,7 +34,7 @@ from agents import Agent, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from lamina.integrations.openai_agents import LaminaSession
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 
 
 @function_tool

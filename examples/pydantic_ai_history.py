@@ -34,7 +34,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRe
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from lamina.integrations.pydantic_ai import LaminaHistory
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 
 requests: list[dict[str, Any]] = []
 

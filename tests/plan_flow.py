@@ -7,13 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from lamina.agent import Agent, open_agent
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.plan import Plan, execution_message
-from lamina.providers import ScriptedProvider
-from lamina.providers._retry import RetryPolicy
-from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
-from lamina.session._entries import CompactionBoundary, LogEntry, PlanState, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import CompactionBoundary, LocalSessionStore, LogEntry, PlanState, UserMessage
 
 PLAN_TEXT = "# Fix total()\n\n1. Remove the `+ 1` in app.py.\n2. Run `python test_app.py`.\n"
 EARLY_WORDS = "Before anything else: total() is used by the billing report, keep it pure."

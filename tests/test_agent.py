@@ -13,10 +13,8 @@ import pytest
 from lamina.agent import Agent, AgentEvent, ToolStarted, open_agent
 from lamina.errors import ContextOverflowError, ProviderError
 from lamina.messages import INTERRUPTED_RESULT
-from lamina.providers._base import Provider
-from lamina.providers._retry import RetryPolicy
-from lamina.session._entries import OutboxRecord, ToolCall, ToolResult
-from lamina.session._store import LocalSessionStore
+from lamina.providers import Provider, RetryPolicy
+from lamina.session import LocalSessionStore, OutboxRecord, ToolCall, ToolResult
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Fail, Reply, ToolUse
 from tests.wire.server import WireServer
@@ -201,9 +199,8 @@ async def test_a_second_overflow_is_a_clear_error(tmp_path: Path, workspace: Pat
 
 async def test_the_estimate_is_calibrated_from_reported_usage(tmp_path: Path, workspace: Path) -> None:
     from lamina.cachesim import AnthropicCacheSimulator
-    from lamina.providers import ScriptedProvider
-    from lamina.providers._scripted import ScriptedResponse
-    from lamina.session._entries import Usage
+    from lamina.providers import ScriptedProvider, ScriptedResponse
+    from lamina.session import Usage
 
     # the simulator counts blocks as sent (JSON), more than the text estimate: the ratio is learnt
     provider = ScriptedProvider([ScriptedResponse(text="ok")] * 4, simulator=AnthropicCacheSimulator())

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from lamina.agent import open_agent
-from lamina.prompt._presets import PresetFileError
-from lamina.session._store import LocalSessionStore
+from lamina.prompt import PresetFileError
+from lamina.session import LocalSessionStore
 from tests.wire.fixtures import anthropic_provider
 from tests.wire.script import Reply
 from tests.wire.server import WireServer

@@ -10,16 +10,22 @@ from typing import Any
 import pytest
 
 from lamina.agent import Agent, open_agent
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.engine import ContextEngine
 from lamina.errors import UsageError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.placement import SdkManagedTarget, render
-from lamina.providers import ScriptedProvider
-from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
+from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import (
+    AssistantMessage,
+    LocalSessionStore,
+    LogEntry,
+    OutboxRecord,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from lamina.session._branch import open_tool_calls
-from lamina.session._entries import AssistantMessage, LogEntry, OutboxRecord, ToolCall, ToolResult, UserMessage
-from lamina.session._store import LocalSessionStore
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider
 from tests.wire.script import Reply, ToolUse

@@ -10,11 +10,9 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.composition import KINDS, SessionComposition, compose_turn, framing_chars, logged_requests
 from lamina.engine import ContextEngine
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult
 from lamina.tools import default_tool_specs
-from lamina.workspace import WorkspaceContext
-from lamina.workspace._preferences import Preferences
+from lamina.workspace import Preferences, WorkspaceContext
 from tests.support.engine import Clock
 
 READ_OUTPUT = "1\tdef check():\n2\t    return True\n[showing lines 1–2 of 90; continue with offset=3]"

@@ -17,8 +17,7 @@ from lamina.engine import ContextEngine
 from lamina.errors import UsageError
 from lamina.messages import INTERRUPTED_RESULT, render_tail
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
-from lamina.session._entries import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, StateChange, ToolCall, ToolResult, TurnRecord, Usage
 from lamina.turn import VolatileInputs, build_volatile_parts
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses

@@ -12,23 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.defang import contains_reserved_marker, render_block
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
-    Ledger,
+    LocalSessionStore,
     OutboxRecord,
-    PartRecord,
-    StateSnapshot,
     ToolCall,
     ToolResult,
     TurnRecord,
     UserMessage,
 )
-from lamina.session._store import LocalSessionStore
+from lamina.session._entries import Ledger, PartRecord, StateSnapshot
 from tests.support.engine import Clock, make_engine
 
 TARGETS = (

@@ -10,13 +10,11 @@ from typing import get_args
 import pytest
 
 from lamina.agent import Agent, PlanUpdate
-from lamina.compaction._summarize import SummaryResult
-from lamina.compaction._summary import StructuredSummary
+from lamina.compaction import StructuredSummary, SummaryResult
 from lamina.plan import TRANSITIONS, Plan, PlanTransitionError, check_transition, execution_message, next_step
-from lamina.providers import ScriptedProvider
-from lamina.providers._scripted import ScriptedResponse
-from lamina.session._entries import PlanState, PlanStateName, StateChange, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.providers import ScriptedProvider, ScriptedResponse
+from lamina.session import LocalSessionStore, PlanState, StateChange, UserMessage
+from lamina.session._entries import PlanStateName
 from lamina.tools import PermissionMode
 from tests.plan_flow import (
     EARLY_WORDS,

@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from lamina.plan import next_step
-from lamina.providers import ScriptedProvider
-from lamina.providers._scripted import ScriptedResponse
+from lamina.providers import ScriptedProvider, ScriptedResponse
+from lamina.session import LocalSessionStore
 from lamina.session._files import OsFiles
-from lamina.session._store import LocalSessionStore
 from tests.plan_flow import (
     dispatch_facts,
     full_log,

@@ -17,11 +17,9 @@ import pytest
 
 from lamina.agent import Agent
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, render
-from lamina.providers import ScriptedProvider
-from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
+from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import LocalSessionStore, UserMessage
 from lamina.session._bridges import recent_conversation
-from lamina.session._entries import UserMessage
-from lamina.session._store import LocalSessionStore
 from tests.plan_flow import EARLY_WORDS, PLAN_REQUEST, make_workspace, open_plan_agent, plan_until_submitted
 from tests.support.engine import ANTHROPIC
 

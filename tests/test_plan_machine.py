@@ -21,14 +21,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from lamina.agent import Agent, open_agent
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.plan import OPEN_STATES, PlanTransitionError, advance, next_step
-from lamina.providers import ScriptedProvider
-from lamina.providers._retry import RetryPolicy
-from lamina.providers._scripted import ScriptedResponse
-from lamina.session._entries import CompactionBoundary, PlanState
+from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse
+from lamina.session import CompactionBoundary, LocalSessionStore, PlanState
 from lamina.session._files import OsFiles
-from lamina.session._store import LocalSessionStore
 from tests.conftest import EXHAUSTIVE
 from tests.plan_flow import dispatch_facts, full_log, make_workspace
 from tests.test_plan_crash import POINTS

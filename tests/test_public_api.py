@@ -1,15 +1,19 @@
 """The public surface, pinned exactly (as httpx pins its exported members): a change to it is deliberate.
 
 A public module is one whose dotted path has no segment starting with `_`; everything else is
-internal and may change without notice. Each public package's `__all__` is listed here in full.
+internal and may change without notice. Every public module has an `__all__`, listed here in full,
+that names every public name the module defines: a module without one, or a name outside it, fails.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import lamina
 
@@ -101,6 +105,25 @@ SURFACE: dict[str, list[str]] = {
         "provider_from_spec",
         "render",
     ],
+    "lamina.activation": [
+        "Activation",
+        "SkillCatalogue",
+        "SkillToolsRule",
+        "SkillWarning",
+        "nearest_context_paths",
+    ],
+    "lamina.agent": [
+        "Agent",
+        "AgentEvent",
+        "DEFAULT_PLAN_COMPACTION_TIMEOUT",
+        "ModelCallFinished",
+        "PlanUpdate",
+        "ToolFinished",
+        "ToolStarted",
+        "TurnOutcome",
+        "open_agent",
+        "session_engine",
+    ],
     "lamina.attachments": [
         "AttachmentError",
         "AttachmentInput",
@@ -118,6 +141,8 @@ SURFACE: dict[str, list[str]] = {
         "PREVIEW_CHARS",
         "anthropic_tokens",
         "describe",
+        "dropped_files",
+        "media_tokens",
         "openai_tokens",
     ],
     "lamina.budget": [
@@ -149,28 +174,42 @@ SURFACE: dict[str, list[str]] = {
         "simulate",
         "summarise",
     ],
+    "lamina.cli": [
+        "app",
+        "main",
+        "resume_without_id",
+    ],
     "lamina.compaction": [
         "CutPoint",
+        "DEFAULT_KEEP_TOKENS",
         "DEFAULT_MAX_SUMMARY_CHARS",
         "DEFAULT_PASTE_TOKENS",
+        "DEFAULT_PRUNE",
+        "DEFAULT_RESERVE",
         "DEFAULT_USER_LANE_TOKENS",
+        "DeterministicSummariser",
         "LaneUpdate",
         "MAX_FILES",
         "MAX_ITEM_CHARS",
         "MAX_OPEN_TASKS",
+        "ProviderSummariser",
         "PrunePolicy",
         "StructuredSummary",
+        "Summariser",
+        "SummaryResult",
         "apply_prunes",
         "archive_name",
         "archive_text",
         "canonical_path",
         "choose_prune",
+        "clip_text",
         "deterministic_summary",
         "dropped_count",
         "entry_tokens",
         "find_cut_point",
         "freed_enough",
         "parse_summary",
+        "prunable_tokens",
         "prune_floor",
         "pruned_note",
         "render_lane",
@@ -204,12 +243,63 @@ SURFACE: dict[str, list[str]] = {
         "render_block",
         "trusted",
     ],
+    "lamina.demo": [
+        "PLAN",
+        "SAMPLE_FILES",
+        "TARGET",
+        "console",
+        "demo_store",
+        "main",
+    ],
+    "lamina.engine": [
+        "CompactionEvent",
+        "CompactionOutcome",
+        "CompactionStatus",
+        "ContextEngine",
+        "HistorySlice",
+        "StableSource",
+        "provider_session_in_view",
+    ],
+    "lamina.errors": [
+        "AttachmentError",
+        "AuthenticationError",
+        "BundleError",
+        "ConfigError",
+        "ContextOverflowError",
+        "EntryDecodeError",
+        "InvalidRequestError",
+        "LaminaError",
+        "LaminaRuntimeError",
+        "MissingEntryError",
+        "OverloadedError",
+        "ProviderError",
+        "ProviderSessionLostError",
+        "RateLimitError",
+        "SessionCorruptError",
+        "SessionError",
+        "SessionIOError",
+        "SessionLeaseLostError",
+        "SessionLockedError",
+        "SessionNotFoundError",
+        "SourceConnectionError",
+        "SourceError",
+        "StoreConnectionError",
+        "StoreError",
+        "StoreReadOnlyError",
+        "StoreSchemaError",
+        "TooManyModelCallsError",
+        "ToolDefinitionError",
+        "TransientServerError",
+        "UnknownPresetError",
+        "UsageError",
+    ],
     "lamina.history_parts": [
         "ON_DEMAND_FILE_NAMES",
         "assistant_part",
         "attachment_part",
         "interrupted_part",
         "is_on_demand_read",
+        "path_of",
         "summary_part",
         "tool_call_of",
         "tool_call_part",
@@ -242,6 +332,34 @@ SURFACE: dict[str, list[str]] = {
         "MESSAGE",
         "messages_of",
     ],
+    "lamina.messages": [
+        "AttachmentBlocks",
+        "Block",
+        "DocumentBlock",
+        "INTERRUPTED_RESULT",
+        "ImageBlock",
+        "Message",
+        "TextBlock",
+        "ToolResultBlock",
+        "ToolUseBlock",
+        "attached_blocks",
+        "attachment_note",
+        "history_tails",
+        "message_parts",
+        "prelude_messages",
+        "render_tail",
+        "split_turns",
+        "tail_parts",
+        "to_messages",
+        "turn_tails",
+    ],
+    "lamina.parts": [
+        "Authority",
+        "Part",
+        "SafeText",
+        "Stability",
+        "Tier",
+    ],
     "lamina.placement": [
         "AnthropicTarget",
         "CacheTtl",
@@ -252,6 +370,7 @@ SURFACE: dict[str, list[str]] = {
         "RenderedRequest",
         "SdkManagedPrompt",
         "SdkManagedTarget",
+        "WireConverter",
         "render",
         "split_turns",
         "turn_messages",
@@ -297,7 +416,9 @@ SURFACE: dict[str, list[str]] = {
         "OpenAIChatProvider",
         "OpenAIResponsesProvider",
         "Provider",
+        "ProviderCompacted",
         "ProviderEvent",
+        "ProviderSessionChanged",
         "RetryNotice",
         "RetryPolicy",
         "SPEC_FORMS",
@@ -312,6 +433,12 @@ SURFACE: dict[str, list[str]] = {
         "ToolCallRequest",
         "provider_from_spec",
         "stream_with_retry",
+    ],
+    "lamina.recovery": [
+        "DEFAULT_RECOVERY_TOKENS",
+        "RECOVERY_KIND",
+        "RecoveryBlock",
+        "recovery_text",
     ],
     "lamina.serve": [
         "create_app",
@@ -358,6 +485,7 @@ SURFACE: dict[str, list[str]] = {
         "PostgresSession",
         "PostgresSessionStore",
         "SCHEMA_VERSION",
+        "split_url",
     ],
     "lamina.sources": [
         "ApiConnection",
@@ -383,8 +511,14 @@ SURFACE: dict[str, list[str]] = {
         "guide_path",
         "load_source",
         "short_description",
+        "slug_problem",
         "source_of",
         "tool_name",
+    ],
+    "lamina.tokens": [
+        "CharTokenEstimator",
+        "DEFAULT_ESTIMATOR",
+        "TokenEstimator",
     ],
     "lamina.tools": [
         "Allow",
@@ -426,6 +560,20 @@ SURFACE: dict[str, list[str]] = {
         "offload_threshold",
         "result_path",
     ],
+    "lamina.turn": [
+        "OneShot",
+        "SYSTEM_AUTHORITIES",
+        "StableChange",
+        "StableContext",
+        "ToolSpec",
+        "TurnContext",
+        "VolatileInputs",
+        "build_volatile_parts",
+        "changed_volatile",
+        "pin_stable",
+        "stable_update_text",
+        "tool_part",
+    ],
     "lamina.workspace": [
         "CONTEXT_FILE_NAMES",
         "ContextFile",
@@ -449,6 +597,7 @@ SURFACE: dict[str, list[str]] = {
         "Skill",
         "SkillProblem",
         "SkillScan",
+        "SkillStamps",
         "SkippedPath",
         "TRUNCATION_MARK",
         "WORKSPACE_SKILLS_DIR",
@@ -467,6 +616,7 @@ SURFACE: dict[str, list[str]] = {
         "load_project",
         "memory_part",
         "nearest_context_files",
+        "outside_roots",
         "parse_preferences",
         "parse_project",
         "parse_skill_mentions",
@@ -490,6 +640,37 @@ def _public_modules() -> list[str]:
 
 def test_the_public_modules_are_exactly_these() -> None:
     assert _public_modules() == PUBLIC_MODULES
+
+
+def _defined_public_names(module_name: str) -> set[str]:
+    """The names a module's own source binds at its top level (classes, functions, assignments) without a `_`."""
+    spec = importlib.util.find_spec(module_name)
+    assert spec is not None and spec.origin is not None, module_name
+    names: set[str] = set()
+    for node in ast.parse(Path(spec.origin).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_")}
+
+
+def test_every_public_module_has_an_all_and_its_names_are_pinned() -> None:
+    assert sorted(SURFACE) == PUBLIC_MODULES
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        assert isinstance(getattr(module, "__all__", None), list), f"{module_name} has no __all__"
+
+
+def test_every_public_name_a_public_module_defines_is_in_its_all() -> None:
+    for module_name in PUBLIC_MODULES:
+        exported = set(importlib.import_module(module_name).__all__)
+        missing = _defined_public_names(module_name) - exported
+        assert not missing, (
+            f"{module_name} defines {sorted(missing)}: add them to __all__ (pinned here) or make them private"
+        )
 
 
 def test_each_public_package_exports_exactly_its_pinned_names_and_each_resolves() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from lamina.attachments import NamedBytes
 from lamina.budget import budget_of_turn
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.composition import compose_turn
 from lamina.history_parts import tool_call_of, tool_call_part
 from lamina.messages import TextBlock, ToolResultBlock, ToolUseBlock
@@ -27,7 +27,7 @@ from lamina.placement import (
     render,
     turn_messages,
 )
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
+from lamina.session import AssistantMessage, ToolCall, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.turn import ToolSpec, tool_part
 from tests.attachments import files

@@ -21,14 +21,12 @@ from typing import Any
 import pytest
 
 from lamina.agent import Agent, AgentEvent, open_agent
-from lamina.compaction._summarize import ProviderSummariser
+from lamina.compaction import ProviderSummariser
 from lamina.errors import AuthenticationError
-from lamina.providers._claude_agent import ClaudeAgentProvider
-from lamina.providers._retry import RetryPolicy
+from lamina.providers import ClaudeAgentProvider, RetryPolicy
 from lamina.recovery import recovery_text
-from lamina.session._check import check_session
-from lamina.session._entries import AssistantMessage, Ledger, OutboxRecord, StateChange, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, StateChange, UserMessage, check_session
+from lamina.session._entries import Ledger
 from tests.providers.support import long_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
@@ -662,7 +660,7 @@ async def test_a_forked_session_forks_the_sdk_session_and_the_source_continues_i
 async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_only_off_its_path(
     tmp_path: Path,
 ) -> None:
-    from lamina.compaction._summarize import DeterministicSummariser
+    from lamina.compaction import DeterministicSummariser
     from lamina.session._entries import ProviderSession
     from tests.support.engine import Clock, make_engine
 
@@ -699,9 +697,16 @@ async def test_an_automatic_compaction_inside_the_sdk_resets_reads_and_restates_
     from collections.abc import AsyncIterator
 
     from lamina.placement import RenderedRequest, SdkManagedPrompt, SdkManagedTarget
-    from lamina.providers import Capabilities, Completed, ProviderEvent, TextDelta
-    from lamina.providers._base import ProviderCompacted, ProviderSessionChanged
-    from lamina.session._entries import ProviderSession, Usage
+    from lamina.providers import (
+        Capabilities,
+        Completed,
+        ProviderCompacted,
+        ProviderEvent,
+        ProviderSessionChanged,
+        TextDelta,
+    )
+    from lamina.session import Usage
+    from lamina.session._entries import ProviderSession
 
     class CompactingSdk:
         name = "claude-agent"

@@ -10,9 +10,8 @@ from typer.testing import CliRunner
 
 from lamina.agent import open_agent
 from lamina.cli import app
-from lamina.providers._retry import RetryPolicy
-from lamina.session._entries import ToolResult
-from lamina.session._store import LocalSessionStore
+from lamina.providers import RetryPolicy
+from lamina.session import LocalSessionStore, ToolResult
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from lamina.activation import SkillWarning
 from lamina.agent import AgentEvent, open_agent
-from lamina.compaction._summarize import DeterministicSummariser
-from lamina.providers._retry import RetryPolicy
-from lamina.session._entries import StateChange, ToolResult
-from lamina.session._store import LocalSessionStore
+from lamina.compaction import DeterministicSummariser
+from lamina.providers import RetryPolicy
+from lamina.session import LocalSessionStore, StateChange, ToolResult
 from tests.wire.fixtures import anthropic_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from lamina.cachesim import AnthropicCacheRules, AnthropicCacheSimulator, TimedRequest, summarise
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.engine import ContextEngine
 from lamina.placement import render
-from lamina.session._entries import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage
+from lamina.session import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 
 NEW_RULE = "Never push to main."

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 
 from lamina.agent import open_agent
 from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker
-from lamina.providers._retry import RetryPolicy
-from lamina.session._store import LocalSessionStore
+from lamina.providers import RetryPolicy
+from lamina.session import LocalSessionStore
 from lamina.sources import connect_sources, find_sources
 from tests.conftest import EXHAUSTIVE
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses

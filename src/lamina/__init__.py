@@ -15,7 +15,7 @@ from lamina._lazy import load_lazily
 if TYPE_CHECKING:
     from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
     from lamina.attachments import NamedBytes
-    from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
     from lamina.defang import defang
     from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
     from lamina.errors import (
@@ -41,8 +41,7 @@ if TYPE_CHECKING:
         render,
     )
     from lamina.providers import Provider, ScriptedProvider, provider_from_spec
-    from lamina.session._protocol import SessionStore
-    from lamina.session._store import LocalSessionStore
+    from lamina.session import LocalSessionStore, SessionStore
     from lamina.tools import PermissionMode, ToolPipeline
     from lamina.turn import ToolSpec, TurnContext
     from lamina.workspace import WorkspaceContext, find_context_files, nearest_context_files
@@ -58,9 +57,9 @@ _LAZY: Final = {
     "TurnOutcome": "lamina.agent",
     "open_agent": "lamina.agent",
     "NamedBytes": "lamina.attachments",
-    "DeterministicSummariser": "lamina.compaction._summarize",
-    "ProviderSummariser": "lamina.compaction._summarize",
-    "Summariser": "lamina.compaction._summarize",
+    "DeterministicSummariser": "lamina.compaction",
+    "ProviderSummariser": "lamina.compaction",
+    "Summariser": "lamina.compaction",
     "defang": "lamina.defang",
     "CompactionEvent": "lamina.engine",
     "CompactionOutcome": "lamina.engine",
@@ -89,8 +88,8 @@ _LAZY: Final = {
     "Provider": "lamina.providers",
     "ScriptedProvider": "lamina.providers",
     "provider_from_spec": "lamina.providers",
-    "LocalSessionStore": "lamina.session._store",
-    "SessionStore": "lamina.session._protocol",
+    "LocalSessionStore": "lamina.session",
+    "SessionStore": "lamina.session",
     "PermissionMode": "lamina.tools",
     "ToolPipeline": "lamina.tools",
     "ToolSpec": "lamina.turn",

@@ -24,14 +24,11 @@ from typing import Final
 
 from lamina.engine import ContextEngine
 from lamina.parts import Part
-from lamina.session._entries import CompactionBoundary
-from lamina.sources._config import slug_problem
-from lamina.sources._guide import calls_to_source
-from lamina.tools._base import ToolOutput
-from lamina.tools._prerequisites import PrerequisiteManager
-from lamina.tools._rules import Allow, Deny, Rule, ToolCall, Verdict
-from lamina.workspace._context_files import ContextFileFinder
-from lamina.workspace._skills import (
+from lamina.session import CompactionBoundary
+from lamina.sources import calls_to_source, slug_problem
+from lamina.tools import Allow, Deny, PrerequisiteManager, Rule, ToolCall, ToolOutput, Verdict
+from lamina.workspace import (
+    ContextFileFinder,
     Skill,
     SkillScan,
     SkillStamps,
@@ -41,6 +38,14 @@ from lamina.workspace._skills import (
     skill_catalogue_part,
     skill_stamps,
 )
+
+__all__ = [
+    "Activation",
+    "SkillCatalogue",
+    "SkillToolsRule",
+    "SkillWarning",
+    "nearest_context_paths",
+]
 
 _TOOL_NAME_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 """A tool name as shown to the model; other text from a skill's front matter is not shown."""

@@ -17,56 +17,73 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
 
 from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
-from lamina.attachments._render import MediaSupport
-from lamina.attachments._store import AttachmentInput
-from lamina.compaction import should_compact
-from lamina.compaction._cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE
-from lamina.compaction._lane import DEFAULT_USER_LANE_TOKENS
-from lamina.compaction._prune import DEFAULT_PRUNE, PrunePolicy
-from lamina.compaction._summarize import ProviderSummariser, Summariser
+from lamina.attachments import AttachmentInput, MediaSupport
+from lamina.compaction import (
+    DEFAULT_KEEP_TOKENS,
+    DEFAULT_PRUNE,
+    DEFAULT_RESERVE,
+    DEFAULT_USER_LANE_TOKENS,
+    ProviderSummariser,
+    PrunePolicy,
+    Summariser,
+    should_compact,
+)
 from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
 from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError, UsageError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.parts import Part
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget
 from lamina.plan import Plan, continuation_message, execution_message, next_step, rejection_message
-from lamina.prompt._presets import Preset
-from lamina.providers._base import (
+from lamina.prompt import Preset
+from lamina.providers import (
     Completed,
     Provider,
     ProviderCompacted,
     ProviderSessionChanged,
+    RetryNotice,
+    RetryPolicy,
     TextDelta,
     ToolCallRequest,
+    stream_with_retry,
 )
-from lamina.providers._retry import RetryNotice, RetryPolicy, stream_with_retry
 from lamina.recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
-from lamina.session._branch import Branch
-from lamina.session._entries import (
-    BRIDGE_KINDS,
-    AssistantMessage,
-    LogEntry,
-    ProviderSession,
-    ToolCall,
-    ToolResult,
-    Usage,
+from lamina.session import AssistantMessage, Branch, LogEntry, SessionLog, SessionStore, ToolCall, ToolResult, Usage
+from lamina.session._entries import BRIDGE_KINDS, ProviderSession
+from lamina.sources import SourceConnections, guide_path
+from lamina.tools import (
+    AskCallback,
+    NearestContextFileRule,
+    OffloadPolicy,
+    PermissionMode,
+    PrerequisiteManager,
+    Requirement,
+    Rule,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolPipeline,
+    default_tools,
+    mini_tools,
 )
-from lamina.session._protocol import SessionLog, SessionStore
-from lamina.sources._connections import SourceConnections
-from lamina.sources._guide import guide_path
-from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolOutput
-from lamina.tools._builtin import default_tools, mini_tools
-from lamina.tools._offload import OffloadPolicy
-from lamina.tools._pipeline import ToolPipeline
-from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, Requirement
-from lamina.tools._rules import AskCallback, Rule
-from lamina.tools._rules import ToolCall as RuleCall
+from lamina.tools import ToolCall as RuleCall
 from lamina.turn import TurnContext
-from lamina.workspace import PROJECT_FILE, WorkspaceContext, detect_platform, load_preset
-from lamina.workspace._context_files import ContextFileFinder
+from lamina.workspace import PROJECT_FILE, ContextFileFinder, WorkspaceContext, detect_platform, load_preset
 
 if TYPE_CHECKING:
     from lamina.budget import BudgetReport
+
+__all__ = [
+    "DEFAULT_PLAN_COMPACTION_TIMEOUT",
+    "Agent",
+    "AgentEvent",
+    "ModelCallFinished",
+    "PlanUpdate",
+    "ToolFinished",
+    "ToolStarted",
+    "TurnOutcome",
+    "open_agent",
+    "session_engine",
+]
 
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""

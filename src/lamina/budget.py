@@ -18,7 +18,7 @@ from typing import Any, Final, Literal, TypeAlias, assert_never, cast
 
 import msgspec
 
-from lamina.attachments._render import media_tokens
+from lamina.attachments import media_tokens
 from lamina.cachesim import (
     AnthropicCacheRules,
     AnthropicCacheSimulator,
@@ -47,7 +47,7 @@ from lamina.placement import (
     SdkManagedPrompt,
     SdkManagedTarget,
 )
-from lamina.session._entries import LogEntry
+from lamina.session import LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import ToolSpec, TurnContext, tool_part
 

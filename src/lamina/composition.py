@@ -50,7 +50,7 @@ from lamina.messages import (
     to_messages,
 )
 from lamina.parts import Authority, Part, Stability, Tier
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,

@@ -26,11 +26,19 @@ from lamina.agent import Agent, AgentEvent, PlanUpdate, ToolFinished, ToolStarte
 from lamina.cachesim import AnthropicCacheSimulator
 from lamina.cli._console import safe
 from lamina.cli._view import plan_line
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
-from lamina.providers import ScriptedProvider
-from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
-from lamina.session._store import LocalSessionStore
+from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import LocalSessionStore
+
+__all__ = [
+    "PLAN",
+    "SAMPLE_FILES",
+    "TARGET",
+    "console",
+    "demo_store",
+    "main",
+]
 
 console = Console(highlight=False, emoji=False)
 TARGET = AnthropicTarget(model="claude-sonnet-5")

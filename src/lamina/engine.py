@@ -24,61 +24,65 @@ from typing import Literal, Self, overload
 import msgspec
 
 from lamina.assemble import assemble_turn, lane_of
-from lamina.attachments._render import AttachmentRenderer, MediaSupport
-from lamina.attachments._store import AttachmentInput, AttachmentStore
-from lamina.compaction import entry_tokens, find_cut_point, freed_enough, parse_summary
-from lamina.compaction._cut import DEFAULT_KEEP_TOKENS
-from lamina.compaction._lane import (
+from lamina.attachments import AttachmentInput, AttachmentRenderer, AttachmentStore, MediaSupport
+from lamina.compaction import (
+    DEFAULT_KEEP_TOKENS,
+    DEFAULT_PRUNE,
     DEFAULT_USER_LANE_TOKENS,
     LaneUpdate,
+    PrunePolicy,
+    Summariser,
+    apply_prunes,
     archive_name,
     archive_text,
-    render_lane,
-    update_lane,
-)
-from lamina.compaction._ledger import update_ledger
-from lamina.compaction._prune import (
-    DEFAULT_PRUNE,
-    PrunePolicy,
-    apply_prunes,
     choose_prune,
+    entry_tokens,
+    find_cut_point,
+    freed_enough,
+    parse_summary,
     prunable_tokens,
     prune_floor,
+    render_lane,
+    turn_prefix_item,
+    update_lane,
+    update_ledger,
 )
-from lamina.compaction._summarize import Summariser
-from lamina.compaction._summary import turn_prefix_item
 from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.messages import AttachmentBlocks
 from lamina.parts import Authority, Part, Stability, Tier
-from lamina.placement import RenderCache, RenderedRequest, RenderTarget, render
-from lamina.placement._targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.placement import (
+    AnthropicTarget,
+    OpenAIChatTarget,
+    OpenAIResponsesTarget,
+    RenderCache,
+    RenderedRequest,
+    RenderTarget,
+    render,
+)
 from lamina.plan import Plan, PlanStateName, advance, check_transition, compaction_focus
-from lamina.session._branch import Branch, entry_kind, open_tool_calls
-from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     AttachmentRef,
+    Branch,
     CompactionBoundary,
-    Ledger,
     LogEntry,
     OutboxRecord,
-    PartRecord,
-    PinnedPart,
     PlanState,
-    ProviderSession,
+    ProviderView,
+    SessionLog,
     StateChange,
-    StateSnapshot,
     ToolCall,
     ToolOutputPruned,
     ToolResult,
     TurnRecord,
     Usage,
-    UserLane,
     UserMessage,
 )
-from lamina.session._protocol import E, SessionLog
-from lamina.session._tree import ProviderView
+from lamina.session._branch import entry_kind, open_tool_calls
+from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
+from lamina.session._entries import Ledger, PartRecord, PinnedPart, ProviderSession, StateSnapshot, UserLane
+from lamina.session._protocol import E
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
     OneShot,
@@ -91,6 +95,16 @@ from lamina.turn import (
     pin_stable,
     stable_update_text,
 )
+
+__all__ = [
+    "CompactionEvent",
+    "CompactionOutcome",
+    "CompactionStatus",
+    "ContextEngine",
+    "HistorySlice",
+    "StableSource",
+    "provider_session_in_view",
+]
 
 _log = logging.getLogger("lamina.compaction")
 

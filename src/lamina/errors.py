@@ -54,6 +54,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = [
+    "AttachmentError",
+    "AuthenticationError",
+    "BundleError",
+    "ConfigError",
+    "ContextOverflowError",
+    "EntryDecodeError",
+    "InvalidRequestError",
+    "LaminaError",
+    "LaminaRuntimeError",
+    "MissingEntryError",
+    "OverloadedError",
+    "ProviderError",
+    "ProviderSessionLostError",
+    "RateLimitError",
+    "SessionCorruptError",
+    "SessionError",
+    "SessionIOError",
+    "SessionLeaseLostError",
+    "SessionLockedError",
+    "SessionNotFoundError",
+    "SourceConnectionError",
+    "SourceError",
+    "StoreConnectionError",
+    "StoreError",
+    "StoreReadOnlyError",
+    "StoreSchemaError",
+    "TooManyModelCallsError",
+    "ToolDefinitionError",
+    "TransientServerError",
+    "UnknownPresetError",
+    "UsageError",
+]
+
 
 class LaminaError(Exception):
     """Base class of every error Lamina raises on purpose."""

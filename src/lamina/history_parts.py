@@ -45,7 +45,7 @@ import msgspec
 
 from lamina.defang import admit, render_block, trusted
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import AssistantMessage, AttachmentRef, ToolCall, ToolResult, UserMessage
+from lamina.session import AssistantMessage, AttachmentRef, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "ON_DEMAND_FILE_NAMES",
@@ -53,6 +53,7 @@ __all__ = [
     "attachment_part",
     "interrupted_part",
     "is_on_demand_read",
+    "path_of",
     "summary_part",
     "tool_call_of",
     "tool_call_part",
@@ -176,7 +177,7 @@ def is_on_demand_read(call: ToolCall) -> bool:
     """Whether `call` reads a document on demand: a `SKILL.md`, a `guide.md`, or a text file under `docs/`."""
     if call.name != "Read":
         return False
-    path = _path_of(call.input)
+    path = path_of(call.input)
     if path is None:
         return False
     pure = PurePath(path)
@@ -185,6 +186,6 @@ def is_on_demand_read(call: ToolCall) -> bool:
     return pure.suffix.lower() in _DOCUMENT_SUFFIXES and any(p.lower() in _DOCUMENT_FOLDERS for p in pure.parts[:-1])
 
 
-def _path_of(arguments: Mapping[str, Any]) -> str | None:
+def path_of(arguments: Mapping[str, Any]) -> str | None:
     value = arguments.get("path", arguments.get("file_path"))
     return value if isinstance(value, str) else None

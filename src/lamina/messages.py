@@ -34,17 +34,39 @@ from lamina.history_parts import (
     users_words_part,
 )
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     AttachmentRef,
     LogEntry,
     OutboxRecord,
-    PartRecord,
     ToolCall,
     ToolResult,
     TurnRecord,
     UserMessage,
 )
+from lamina.session._entries import PartRecord
+
+__all__ = [
+    "INTERRUPTED_RESULT",
+    "AttachmentBlocks",
+    "Block",
+    "DocumentBlock",
+    "ImageBlock",
+    "Message",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "attached_blocks",
+    "attachment_note",
+    "history_tails",
+    "message_parts",
+    "prelude_messages",
+    "render_tail",
+    "split_turns",
+    "tail_parts",
+    "to_messages",
+    "turn_tails",
+]
 
 INTERRUPTED_RESULT = "[interrupted: this tool call did not complete and returned no result]"
 

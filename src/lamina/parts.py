@@ -15,6 +15,14 @@ from typing import TYPE_CHECKING, NewType
 if TYPE_CHECKING:
     from lamina.tokens import TokenEstimator
 
+__all__ = [
+    "Authority",
+    "Part",
+    "SafeText",
+    "Stability",
+    "Tier",
+]
+
 SafeText = NewType("SafeText", str)
 """Text fit to be placed into a request: Lamina's own, the user's own typing, or untrusted text
 neutralised by the one door (`lamina.defang.admit`, or `defang` for a labelled block).

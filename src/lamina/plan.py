@@ -27,15 +27,8 @@ import msgspec
 
 from lamina.defang import admit, escape_path
 from lamina.errors import UsageError
-from lamina.session._entries import (
-    AssistantMessage,
-    CompactionBoundary,
-    LogEntry,
-    PlanSnapshot,
-    PlanState,
-    PlanStateName,
-    UserMessage,
-)
+from lamina.session import AssistantMessage, CompactionBoundary, LogEntry, PlanState, UserMessage
+from lamina.session._entries import PlanSnapshot, PlanStateName
 
 __all__ = [
     "OPEN_STATES",

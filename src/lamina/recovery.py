@@ -19,10 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from lamina.compaction._lane import clip_text
+from lamina.compaction import clip_text
 from lamina.defang import admit
-from lamina.session._entries import AssistantMessage, LogEntry, UserMessage
+from lamina.session import AssistantMessage, LogEntry, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+
+__all__ = [
+    "DEFAULT_RECOVERY_TOKENS",
+    "RECOVERY_KIND",
+    "RecoveryBlock",
+    "recovery_text",
+]
 
 DEFAULT_RECOVERY_TOKENS: Final = 4_000
 """Budget of a recovery block, in estimated tokens."""

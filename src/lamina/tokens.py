@@ -13,6 +13,12 @@ import math
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+__all__ = [
+    "DEFAULT_ESTIMATOR",
+    "CharTokenEstimator",
+    "TokenEstimator",
+]
+
 
 @runtime_checkable
 class TokenEstimator(Protocol):

@@ -34,7 +34,23 @@ from lamina.messages import (
     to_messages,
 )
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import LogEntry, PartRecord, TurnRecord
+from lamina.session import LogEntry, TurnRecord
+from lamina.session._entries import PartRecord
+
+__all__ = [
+    "SYSTEM_AUTHORITIES",
+    "OneShot",
+    "StableChange",
+    "StableContext",
+    "ToolSpec",
+    "TurnContext",
+    "VolatileInputs",
+    "build_volatile_parts",
+    "changed_volatile",
+    "pin_stable",
+    "stable_update_text",
+    "tool_part",
+]
 
 _ENCODER: Final = msgspec.json.Encoder()  # key order as given: the order the request carries
 

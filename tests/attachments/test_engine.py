@@ -11,7 +11,7 @@ from lamina.budget import budget_of_turn, cache_layout
 from lamina.engine import ContextEngine
 from lamina.parts import Tier
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
-from lamina.session._entries import ToolCall, ToolResult, UserMessage
+from lamina.session import ToolCall, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.attachments import files
 from tests.support.engine import ANTHROPIC, Clock, make_engine

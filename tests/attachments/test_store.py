@@ -20,11 +20,12 @@ from lamina.attachments import (
     MediaSupport,
     NamedBytes,
     anthropic_tokens,
+    dropped_files,
     openai_tokens,
 )
-from lamina.attachments._dropped import dropped_files
 from lamina.messages import DocumentBlock, ImageBlock, TextBlock
-from lamina.session._entries import EntryDecodeError, UserMessage, decode_entry, encode_entry
+from lamina.session import UserMessage
+from lamina.session._entries import EntryDecodeError, decode_entry, encode_entry
 from tests.attachments import files
 
 

@@ -9,8 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._entries import ToolResult
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, ToolResult
 
 runner = CliRunner()
 

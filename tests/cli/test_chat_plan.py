@@ -9,8 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._entries import CompactionBoundary, PlanState, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import CompactionBoundary, LocalSessionStore, PlanState, UserMessage
 
 runner = CliRunner()
 PLAN = "1. Remove the + 1 in app.py.\n2. Run the tests.\n"

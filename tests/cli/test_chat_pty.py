@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from lamina.messages import INTERRUPTED_RESULT
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, UserMessage
 from tests.cli.pty_session import Chat, HoldingWire, paste
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer

@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.cli._view import TurnView, footer_text
 from lamina.engine import CompactionEvent
-from lamina.session._entries import Usage, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, Usage, UserMessage
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
 from tests.wire.server import WireServer

@@ -13,8 +13,7 @@ from lamina.budget import budget_of_turn
 from lamina.cli import app
 from lamina.engine import ContextEngine
 from lamina.parts import Stability, Tier
-from lamina.session._entries import AssistantMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tool_specs
 from lamina.workspace import PREFERENCES_ENV_VAR, WorkspaceContext

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Reply
 from tests.wire.server import WireServer

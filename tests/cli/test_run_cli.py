@@ -9,8 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._entries import AssistantMessage, ToolCall, ToolOutputPruned, ToolResult, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply, ToolUse
 from tests.wire.server import WireServer

@@ -8,8 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._entries import AssistantMessage, OutboxRecord, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, UserMessage
 from tests.session.factories import exchange
 
 runner = CliRunner()

@@ -9,9 +9,9 @@ import msgspec
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._entries import ToolResult, UserMessage
+from lamina.session import LocalSessionStore, ToolResult, UserMessage
 from lamina.session._meta import META_NAME
-from lamina.session._store import LOG_NAME, LocalSessionStore
+from lamina.session._store import LOG_NAME
 from tests.session.factories import exchange
 
 runner = CliRunner()

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session._entries import AssistantMessage, UserMessage
+from lamina.session import AssistantMessage, UserMessage
 from lamina.session.postgres import SCHEMA_VERSION, PostgresSessionStore
 from tests.session.factories import exchange
 from tests.support.postgres import fresh_schema, schema_url

@@ -14,8 +14,7 @@ from lamina.agent import open_agent
 from lamina.budget import TIER_LABELS, BudgetReport
 from lamina.cli import app
 from lamina.parts import Tier
-from lamina.session._entries import StateChange
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, StateChange
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer

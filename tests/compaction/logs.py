@@ -8,13 +8,12 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from lamina.compaction import entry_tokens
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     Custom,
     Label,
     LogEntry,
     OutboxRecord,
-    PartRecord,
     StateChange,
     ToolCall,
     ToolResult,
@@ -22,6 +21,7 @@ from lamina.session._entries import (
     UnknownEntry,
     UserMessage,
 )
+from lamina.session._entries import PartRecord
 
 SIZES = st.integers(0, 2_000).map(lambda n: n * n // 1_000)
 """Text sizes in characters, 0 to 4,000: mostly small, sometimes large."""

@@ -16,21 +16,20 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from lamina.compaction._summarize import DeterministicSummariser, SummaryResult
-from lamina.compaction._summary import StructuredSummary
+from lamina.compaction import DeterministicSummariser, StructuredSummary, SummaryResult
 from lamina.engine import CompactionEvent, ContextEngine
 from lamina.placement import render
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
-    Ledger,
+    LocalSessionStore,
     LogEntry,
     ToolCall,
     ToolResult,
     UnknownEntry,
     UserMessage,
 )
-from lamina.session._store import LocalSessionStore
+from lamina.session._entries import Ledger
 from tests.compaction.logs import views
 from tests.conftest import EXHAUSTIVE
 from tests.support.engine import ANTHROPIC, Clock, make_engine
@@ -251,7 +250,7 @@ import asyncio, sys
 sys.path[:0] = [{src!r}, {repo!r}]
 from pathlib import Path
 from tests.support.engine import Clock, make_engine
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from tests.compaction.test_compaction_flow import _chat
 tmp, ws, session_id = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 engine = make_engine(tmp, ws, Clock(), session_id=session_id)

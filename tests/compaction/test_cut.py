@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from lamina.compaction import CutPoint, entry_tokens, find_cut_point, freed_enough, should_compact
 from lamina.errors import UsageError
 from lamina.messages import INTERRUPTED_RESULT, ToolResultBlock, to_messages
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lamina.compaction._summarize import DeterministicSummariser
-from lamina.session._entries import AssistantMessage, OutboxRecord, ToolCall, ToolResult
+from lamina.compaction import DeterministicSummariser
+from lamina.session import AssistantMessage, OutboxRecord, ToolCall, ToolResult
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 
 NOTE = "The user interrupted the previous turn: check before continuing. (one-shot 7f3a)"

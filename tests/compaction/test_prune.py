@@ -14,8 +14,15 @@ from hypothesis import strategies as st
 from lamina.compaction import PrunePolicy, apply_prunes, choose_prune, prune_floor, pruned_note
 from lamina.engine import ContextEngine
 from lamina.serve._requests import SessionRequests
-from lamina.session._entries import AssistantMessage, LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import (
+    AssistantMessage,
+    LocalSessionStore,
+    LogEntry,
+    ToolCall,
+    ToolOutputPruned,
+    ToolResult,
+    UserMessage,
+)
 from tests.support.engine import ANTHROPIC, TOOLS, Clock, workspace_source
 
 SMALL = PrunePolicy(protect_turns=2, protect_tokens=1_000, minimum_tokens=2_000, smallest_tokens=50)

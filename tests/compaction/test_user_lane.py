@@ -16,25 +16,29 @@ from hypothesis import strategies as st
 
 from lamina.agent import open_agent
 from lamina.budget import budget_of_turn, cache_layout
-from lamina.compaction import DEFAULT_USER_LANE_TOKENS, archive_text, render_lane, update_lane
-from lamina.compaction._summarize import DeterministicSummariser, Summariser
+from lamina.compaction import (
+    DEFAULT_USER_LANE_TOKENS,
+    DeterministicSummariser,
+    Summariser,
+    archive_text,
+    render_lane,
+    update_lane,
+)
 from lamina.defang import contains_reserved_marker
 from lamina.engine import ContextEngine
 from lamina.parts import Tier
 from lamina.placement import render
-from lamina.providers._base import Capabilities
-from lamina.providers._scripted import ScriptedProvider, ScriptedResponse, ScriptedToolCall
-from lamina.session._entries import (
+from lamina.providers import Capabilities, ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
-    Ledger,
+    LocalSessionStore,
     LogEntry,
     ToolCall,
     ToolResult,
-    UserLane,
     UserMessage,
 )
-from lamina.session._store import LocalSessionStore
+from lamina.session._entries import Ledger, UserLane
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 

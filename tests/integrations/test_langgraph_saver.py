@@ -22,7 +22,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from lamina.errors import UsageError
 from lamina.integrations.langgraph import LaminaCheckpointSaver
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 
 
 @tool

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lamina.integrations.openai_agents import LaminaSession
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 
 
 def _item(kind: int, n: int) -> dict[str, Any]:

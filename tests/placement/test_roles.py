@@ -26,8 +26,7 @@ from lamina.placement import (
     SdkManagedTarget,
     render,
 )
-from lamina.session._entries import AssistantMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore
 from lamina.turn import TurnContext, VolatileInputs, build_volatile_parts
 from tests.support.engine import TOOLS, Clock
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses

@@ -7,7 +7,7 @@ from pathlib import Path
 from lamina.cachesim import AnthropicCacheSimulator, CacheUsage, TimedRequest
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, render
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
+from lamina.session import AssistantMessage, ToolCall, ToolResult
 from tests.support.engine import Clock, make_engine
 
 BIG = "value = compute(item, limit=10)  # a line of code\n" * 300  # about 4,000 tokens

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lamina.engine import ContextEngine
 from lamina.providers import Completed, ProviderEvent, TextDelta, ToolCallRequest
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
+from lamina.session import AssistantMessage, ToolCall, ToolResult
 from tests.support.engine import Clock, make_engine
 
 

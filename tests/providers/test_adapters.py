@@ -21,10 +21,14 @@ from lamina.errors import (
     TransientServerError,
 )
 from lamina.placement import render
-from lamina.providers import RetryPolicy, stream_with_retry
-from lamina.providers._anthropic import AnthropicProvider
-from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
-from lamina.session._entries import Usage
+from lamina.providers import (
+    AnthropicProvider,
+    OpenAIChatProvider,
+    OpenAIResponsesProvider,
+    RetryPolicy,
+    stream_with_retry,
+)
+from lamina.session import Usage
 from tests.providers.support import collect, completed, new_engine, record_reply, streamed_text, tool_calls
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Disconnect, Fail, Reply, ToolUse

@@ -26,12 +26,17 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget, render
-from lamina.providers import TextDelta, provider_from_spec
-from lamina.providers._base import ProviderSessionChanged
-from lamina.providers._claude_agent import ClaudeAgentProvider, map_claude_agent_error
-from lamina.providers._retry import RetryPolicy, stream_with_retry
+from lamina.providers import (
+    ClaudeAgentProvider,
+    ProviderSessionChanged,
+    RetryPolicy,
+    TextDelta,
+    provider_from_spec,
+    stream_with_retry,
+)
+from lamina.providers._claude_agent import map_claude_agent_error
+from lamina.session import LocalSessionStore
 from lamina.session._entries import ProviderSession
-from lamina.session._store import LocalSessionStore
 from tests.providers.support import collect, completed, long_workspace, new_engine, streamed_text
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, FailKind, Reply, ToolUse

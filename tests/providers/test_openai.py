@@ -11,9 +11,9 @@ from openai.types.responses import ResponseErrorEvent
 
 from lamina.errors import AuthenticationError, ContextOverflowError, RateLimitError
 from lamina.placement import render
-from lamina.providers import provider_from_spec
-from lamina.providers._openai import OpenAIChatProvider, _ResponsesReply, map_openai_error
-from lamina.session._entries import Usage
+from lamina.providers import OpenAIChatProvider, provider_from_spec
+from lamina.providers._openai import _ResponsesReply, map_openai_error
+from lamina.session import Usage
 from tests.providers.support import collect, completed, new_engine
 from tests.wire.fixtures import openai_chat_provider, openai_responses_provider
 from tests.wire.script import Fail, Reply

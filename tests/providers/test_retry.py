@@ -18,6 +18,7 @@ from lamina.errors import (
 )
 from lamina.providers import (
     Completed,
+    ProviderEvent,
     RetryNotice,
     RetryPolicy,
     ScriptedError,
@@ -26,7 +27,6 @@ from lamina.providers import (
     TextDelta,
     stream_with_retry,
 )
-from lamina.providers._base import ProviderEvent
 from lamina.providers._retry import is_transport_error, parse_retry_after
 
 BODY: Any = {"model": "scripted", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}

@@ -32,7 +32,7 @@ from lamina.providers import (
     ToolCallRequest,
     provider_from_spec,
 )
-from lamina.session._entries import Usage
+from lamina.session import Usage
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.providers.support import long_workspace
 from tests.support.engine import ANTHROPIC, Clock, make_engine

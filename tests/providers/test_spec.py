@@ -11,9 +11,13 @@ import pytest
 
 import lamina.providers as providers
 from lamina.errors import UsageError
-from lamina.providers import ScriptedProvider, provider_from_spec
-from lamina.providers._anthropic import AnthropicProvider
-from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
+from lamina.providers import (
+    AnthropicProvider,
+    OpenAIChatProvider,
+    OpenAIResponsesProvider,
+    ScriptedProvider,
+    provider_from_spec,
+)
 
 REPO = Path(__file__).parents[2]
 

@@ -16,7 +16,7 @@ import uvicorn
 
 from lamina.cli._prices import cost_of
 from lamina.serve import create_app
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 from tests.serve.sessions import RichSession, hostile_session, rich_session
 
 CHROMIUM = os.environ.get("LAMINA_CHROMIUM", "/usr/bin/chromium")

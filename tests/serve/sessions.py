@@ -12,21 +12,11 @@ from PIL import Image
 from lamina.agent import open_agent
 from lamina.attachments import NamedBytes
 from lamina.cachesim import AnthropicCacheSimulator
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
-from lamina.providers import ScriptedProvider
-from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
-from lamina.session._entries import (
-    AssistantMessage,
-    Label,
-    PlanState,
-    PlanStateName,
-    ToolCall,
-    ToolResult,
-    Usage,
-    UserMessage,
-)
-from lamina.session._protocol import SessionStore
+from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import AssistantMessage, Label, PlanState, SessionStore, ToolCall, ToolResult, Usage, UserMessage
+from lamina.session._entries import PlanStateName
 
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 HOSTILE_SCRIPT = "<script>document.title='pwned'</script>"

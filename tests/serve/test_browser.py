@@ -16,18 +16,10 @@ import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sync_playwright
 
 from lamina.agent import open_agent
-from lamina.compaction._summarize import DeterministicSummariser
-from lamina.providers._scripted import ScriptedResponse
-from lamina.session._entries import (
-    AssistantMessage,
-    PartRecord,
-    StateChange,
-    ToolCall,
-    ToolResult,
-    TurnRecord,
-    Usage,
-    UserMessage,
-)
+from lamina.compaction import DeterministicSummariser
+from lamina.providers import ScriptedResponse
+from lamina.session import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage, UserMessage
+from lamina.session._entries import PartRecord
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
 from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from lamina.placement import AnthropicTarget, OpenAIChatTarget
 from lamina.serve._inspect import LIST_TEXT_CHARS, SessionIndex, is_bridge
 from lamina.serve._requests import WARM_UP, SessionRequests, target_for
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     LogEntry,

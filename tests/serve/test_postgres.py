@@ -10,8 +10,7 @@ from starlette.testclient import TestClient
 
 from lamina.cli._prices import cost_of
 from lamina.serve import create_app
-from lamina.session._entries import UserMessage
-from lamina.session._protocol import SessionStore
+from lamina.session import SessionStore, UserMessage
 from tests.serve.sessions import rich_session
 from tests.support.postgres import fresh_schema, schema_url
 

@@ -21,9 +21,17 @@ from lamina.serve._reader import StoreReader
 from lamina.serve._requests import SessionRequests
 from lamina.serve._series import PlotSeries, series_of
 from lamina.serve._shown import fit, shown_bytes
-from lamina.session._entries import AssistantMessage, PartRecord, ToolCall, ToolResult, TurnRecord, Usage, UserMessage
-from lamina.session._protocol import SessionLog
-from lamina.session._store import LocalSessionStore
+from lamina.session import (
+    AssistantMessage,
+    LocalSessionStore,
+    SessionLog,
+    ToolCall,
+    ToolResult,
+    TurnRecord,
+    Usage,
+    UserMessage,
+)
+from lamina.session._entries import PartRecord
 
 HOST = "http://127.0.0.1:8765"
 BIDI = "\u202e"

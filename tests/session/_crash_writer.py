@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from lamina.session._entries import AssistantMessage, OutboxRecord, ToolCall, ToolResult, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, ToolCall, ToolResult, UserMessage
 
 
 def write_forever(root: str, session_id: str, seed: int, report: Callable[[str], None]) -> None:

@@ -11,9 +11,8 @@ import signal
 from pathlib import Path
 
 from lamina.engine import ContextEngine
-from lamina.session._bundle import export_session, import_session
+from lamina.session import LocalSessionStore, export_session, import_session
 from lamina.session._files import OsFiles
-from lamina.session._store import LocalSessionStore
 
 
 class KillAt(OsFiles):

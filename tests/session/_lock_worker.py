@@ -10,8 +10,7 @@ import os
 import sys
 
 from lamina.errors import LaminaError, SessionLockedError
-from lamina.session._entries import UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, UserMessage
 
 
 def _say(report: dict[str, object]) -> None:

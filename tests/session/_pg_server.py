@@ -17,7 +17,7 @@ import time
 
 from lamina.engine import ContextEngine
 from lamina.errors import SessionLeaseLostError, SessionLockedError, StoreConnectionError
-from lamina.session._entries import AssistantMessage, LogEntry, PlanState
+from lamina.session import AssistantMessage, LogEntry, PlanState
 from lamina.session.postgres import PostgresSessionStore
 
 PLAN = "plan-1"

@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 
 from lamina.errors import SessionLeaseLostError, StoreConnectionError
-from lamina.session._entries import UserMessage
+from lamina.session import UserMessage
 from lamina.session.postgres import PostgresSessionStore
 
 ENTRIES_PER_TURN = 40

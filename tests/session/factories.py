@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
+from lamina.session import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 
 
 def counter_ids(prefix: str = "e") -> Callable[[], str]:

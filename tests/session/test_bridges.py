@@ -8,10 +8,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.compaction._summarize import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser
 from lamina.placement import render
-from lamina.session._entries import BRIDGE_KINDS, AssistantMessage, OutboxRecord, TurnRecord, is_hidden
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, TurnRecord
+from lamina.session._entries import BRIDGE_KINDS, is_hidden
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 
 runner = CliRunner()

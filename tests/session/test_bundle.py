@@ -19,9 +19,18 @@ import pytest
 
 from lamina.agent import open_agent
 from lamina.errors import BundleError, UsageError
-from lamina.session._bundle import BundleLimits, BundleManifest, check_bundle, export_session, import_session
-from lamina.session._entries import AssistantMessage, OutboxRecord, ToolResult, UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import (
+    AssistantMessage,
+    BundleLimits,
+    LocalSessionStore,
+    OutboxRecord,
+    ToolResult,
+    UserMessage,
+    check_bundle,
+    export_session,
+    import_session,
+)
+from lamina.session._bundle import BundleManifest
 from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import anthropic_provider
 from tests.wire.script import Reply

@@ -10,9 +10,8 @@ from typer.testing import CliRunner
 
 from lamina.cli import app
 from lamina.errors import UsageError
-from lamina.session._bundle import export_session, import_session
-from lamina.session._entries import LogEntry, OutboxRecord, is_hidden
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, LogEntry, OutboxRecord, export_session, import_session
+from lamina.session._entries import is_hidden
 from lamina.session.postgres import PostgresSessionStore
 from tests.session.test_bundle import _digests, _session
 from tests.support.postgres import fresh_schema, schema_url

@@ -14,11 +14,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from lamina.session import CompactionBoundary, JsonlSession, LocalSessionStore, ToolCall, UserMessage
 from lamina.session import _scan as scan
 from lamina.session import _store as store_module
-from lamina.session._entries import CompactionBoundary, ToolCall, UserMessage, encode_entry
+from lamina.session._entries import encode_entry
 from lamina.session._meta import META_NAME, read_meta, write_meta
-from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
+from lamina.session._store import LOG_NAME
 from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.session.test_fuzz import damaged_logs
 

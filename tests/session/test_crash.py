@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.session._entries import UserMessage
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, UserMessage
 from tests.conftest import EXHAUSTIVE
 from tests.session._crash_writer import write_forever
 

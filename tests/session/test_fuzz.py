@@ -23,22 +23,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lamina.errors import SessionError
-from lamina.session._check import check_session, repair_session
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
+    LocalSessionStore,
     LogEntry,
     OutboxRecord,
     ToolCall,
     ToolResult,
     Usage,
     UserMessage,
-    encode_entry,
+    check_session,
+    repair_session,
 )
+from lamina.session._entries import encode_entry
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
 from lamina.session._scan import scan_log
-from lamina.session._store import LOG_NAME, LocalSessionStore
+from lamina.session._store import LOG_NAME
 from lamina.session._tree import LostLine, mend_links, path_to, view_start_id
 from tests.conftest import EXHAUSTIVE
 

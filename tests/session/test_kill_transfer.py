@@ -12,9 +12,7 @@ import pytest
 
 from lamina.engine import ContextEngine
 from lamina.placement import SdkManagedTarget, render
-from lamina.session._bundle import check_bundle, export_session
-from lamina.session._entries import AssistantMessage, OutboxRecord
-from lamina.session._store import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, check_bundle, export_session
 from tests.conftest import EXHAUSTIVE
 from tests.session import _kill_steps
 from tests.session.factories import exchange

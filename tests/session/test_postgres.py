@@ -18,9 +18,8 @@ from lamina.errors import (
     StoreSchemaError,
     UsageError,
 )
-from lamina.session._entries import AssistantMessage, LogEntry, OutboxRecord, UserMessage
-from lamina.session.postgres import SCHEMA_VERSION, PostgresSessionStore
-from lamina.session.postgres._store import split_url
+from lamina.session import AssistantMessage, LogEntry, OutboxRecord, UserMessage
+from lamina.session.postgres import SCHEMA_VERSION, PostgresSessionStore, split_url
 from tests.session.factories import exchange
 from tests.support.postgres import URL, fresh_schema, schema_url
 

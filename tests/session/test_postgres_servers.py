@@ -24,7 +24,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from lamina.session._entries import OutboxRecord, PlanState, TurnRecord, UserMessage, decode_entry
+from lamina.session import OutboxRecord, PlanState, TurnRecord, UserMessage
+from lamina.session._entries import decode_entry
 from lamina.session.postgres import PostgresSessionStore
 from tests.conftest import EXHAUSTIVE
 from tests.session._pg_server import server_name

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from lamina.errors import SessionLeaseLostError, StoreConnectionError, UsageError
-from lamina.session._entries import UserMessage
+from lamina.session import UserMessage
 from lamina.session.postgres import PostgresSession, PostgresSessionStore
 from tests.session._pg_forwarder import Forwarder
 from tests.session._pg_writer import lines, open_transactions, spawn, stop_inside_transaction

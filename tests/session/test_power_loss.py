@@ -17,9 +17,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
+    JsonlSession,
+    LocalSessionStore,
     LogEntry,
     OutboxRecord,
     PlanState,
@@ -28,7 +30,7 @@ from lamina.session._entries import (
     UserMessage,
 )
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
-from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
+from lamina.session._store import LOG_NAME
 from tests.conftest import EXHAUSTIVE
 from tests.session._power import PowerCut, SimulatedDisk
 

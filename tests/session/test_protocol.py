@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 import lamina
-from lamina.session._location import open_store
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, open_store
 
 SRC = Path(lamina.__file__).parent
 # the JSONL store's own tools (check and repair read its files) and a throwaway store for `lamina context`

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from lamina.errors import SessionCorruptError, SessionLockedError, SessionNotFoundError, UsageError
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
     Label,
+    LocalSessionStore,
     OutboxRecord,
     PlanState,
     StateChange,
@@ -24,7 +25,7 @@ from lamina.session._entries import (
     UserMessage,
 )
 from lamina.session._meta import META_NAME, read_meta
-from lamina.session._store import LOG_NAME, STORE_ENV_VAR, LocalSessionStore, default_store_root
+from lamina.session._store import LOG_NAME, STORE_ENV_VAR, default_store_root
 from tests.session.factories import FakeClock, counter_ids, exchange
 
 

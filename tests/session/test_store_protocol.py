@@ -12,19 +12,20 @@ import pytest
 
 from lamina.engine import ContextEngine
 from lamina.errors import SessionLockedError, SessionNotFoundError, UsageError
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
     Label,
+    LocalSessionStore,
     OutboxRecord,
     PlanState,
+    SessionLog,
+    SessionStore,
     StateChange,
     UserMessage,
 )
 from lamina.session._meta import ForkOrigin
-from lamina.session._protocol import SessionLog, SessionStore
-from lamina.session._store import LocalSessionStore
 from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.support.postgres import fresh_schema, schema_url
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from lamina.session._entries import AssistantMessage, CompactionBoundary, LogEntry, UserMessage
+from lamina.session import AssistantMessage, CompactionBoundary, LogEntry, UserMessage
 from lamina.session._tree import (
     LostLine,
     MissingEntryError,

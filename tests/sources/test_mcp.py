@@ -189,10 +189,8 @@ async def test_the_guide_must_be_read_before_the_first_call_of_a_source(
 ) -> None:
     from lamina.agent import open_agent
     from lamina.placement import AnthropicTarget
-    from lamina.providers import ScriptedProvider
-    from lamina.providers._scripted import ScriptedResponse, ScriptedToolCall
-    from lamina.session._entries import ToolResult
-    from lamina.session._store import LocalSessionStore
+    from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+    from lamina.session import LocalSessionStore, ToolResult
 
     workspace, sources = calc
     guide = guide_path(next(s for s in sources.sources if s.slug == "calc"))

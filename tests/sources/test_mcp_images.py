@@ -16,9 +16,8 @@ import pytest_asyncio
 from PIL import Image
 
 from lamina.agent import Agent, open_agent
-from lamina.providers._base import Capabilities, Provider
-from lamina.session._entries import ToolResult
-from lamina.session._store import LocalSessionStore
+from lamina.providers import Capabilities, Provider
+from lamina.session import LocalSessionStore, ToolResult
 from lamina.sources import SourceConnections, find_sources
 from tests.sources.conftest import stdio_config, write_source
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses

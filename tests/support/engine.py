@@ -9,7 +9,7 @@ from pathlib import Path
 from lamina.engine import ContextEngine
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import AnthropicTarget
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 from lamina.turn import ToolSpec
 
 TOOLS = (ToolSpec("Read", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),)

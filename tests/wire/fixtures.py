@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from lamina.providers._anthropic import AnthropicProvider
-from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
+from lamina.providers import AnthropicProvider, OpenAIChatProvider, OpenAIResponsesProvider
 from tests.wire.server import ManualClock, WireServer
 
 API_KEY = "wire-test-key"

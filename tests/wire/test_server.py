@@ -10,8 +10,7 @@ import openai
 import pytest
 
 from lamina.errors import InvalidRequestError
-from lamina.providers._anthropic import AnthropicProvider
-from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
+from lamina.providers import AnthropicProvider, OpenAIChatProvider, OpenAIResponsesProvider
 from tests.wire.fixtures import API_KEY, anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import ManualClock, WireServer

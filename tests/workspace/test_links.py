@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from lamina.sources import find_sources
-from lamina.workspace import find_context_files, find_skills, load_memory
-from lamina.workspace._memory import ProjectMemory
+from lamina.workspace import ProjectMemory, find_context_files, find_skills, load_memory
 
 SECRET = "api_key = sk-do-not-leak\n"
 

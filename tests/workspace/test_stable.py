@@ -15,8 +15,7 @@ from lamina.errors import UnknownPresetError, UsageError
 from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import render
 from lamina.prompt import BUILTIN_TOOL_NAMES, Platform, PresetFileError
-from lamina.session._entries import StateChange
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore, StateChange
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import MINI_TOOL_NAMES, default_tool_specs, default_tools
 from lamina.turn import ToolSpec

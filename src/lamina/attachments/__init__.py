@@ -7,8 +7,9 @@ returned: `AttachmentStore.add_images`). `AttachmentRenderer` turns a reference 
 blocks a given provider and model take: image and PDF blocks, or neutralised text, or a note.
 """
 
+from lamina.attachments._dropped import dropped_files
 from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
-from lamina.attachments._render import AttachmentRenderer, MediaSupport, describe
+from lamina.attachments._render import AttachmentRenderer, MediaSupport, describe, media_tokens
 from lamina.attachments._store import (
     INLINE_TEXT_CHARS,
     MAX_ATTACHMENT_BYTES,
@@ -18,7 +19,8 @@ from lamina.attachments._store import (
     NamedBytes,
 )
 from lamina.errors import AttachmentError
-from lamina.session._entries import AttachmentRef, ImageRendition
+from lamina.session import AttachmentRef
+from lamina.session._entries import ImageRendition
 
 __all__ = [
     "INLINE_TEXT_CHARS",
@@ -37,5 +39,7 @@ __all__ = [
     "NamedBytes",
     "anthropic_tokens",
     "describe",
+    "dropped_files",
+    "media_tokens",
     "openai_tokens",
 ]

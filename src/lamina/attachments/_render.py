@@ -25,7 +25,7 @@ from lamina.attachments._store import INLINE_TEXT_CHARS, PDF_PAGE_TOKENS, PREVIE
 from lamina.defang import admit, defang, trusted
 from lamina.messages import Block, DocumentBlock, ImageBlock, TextBlock
 from lamina.parts import Authority
-from lamina.session._entries import AttachmentRef
+from lamina.session import AttachmentRef
 
 ANTHROPIC_PDF_MAX_PAGES: Final = 100
 ANTHROPIC_PDF_MAX_BYTES: Final = 32 * 1024 * 1024

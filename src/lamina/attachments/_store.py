@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final, TypeAlias
 
 from lamina.errors import AttachmentError
-from lamina.session._entries import AttachmentRef
+from lamina.session import AttachmentRef
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 MAX_ATTACHMENT_BYTES: Final = 100 * 1024 * 1024

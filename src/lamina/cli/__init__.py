@@ -19,6 +19,12 @@ from lamina.cli import _serve as serve
 from lamina.cli import _sessions as sessions
 from lamina.cli import _store as store
 
+__all__ = [
+    "app",
+    "main",
+    "resume_without_id",
+]
+
 app = typer.Typer(
     name="lamina",
     help="Lamina: a context engine for LLM agents.",

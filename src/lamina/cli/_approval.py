@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from lamina.cli._console import err, safe
-from lamina.tools._rules import Allow, Deny, PermissionRequest
+from lamina.tools import Allow, Deny, PermissionRequest
 
 MAX_DIFF_LINES: Final = 80
 """Diff lines shown before the rest is summarised as a count."""

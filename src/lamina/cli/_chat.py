@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lamina.cli._config import Settings
     from lamina.cli._reader import LineReader
     from lamina.cli._view import TurnView
-    from lamina.session._protocol import SessionStore
+    from lamina.session import SessionStore
 
 _T = TypeVar("_T")
 
@@ -204,7 +204,7 @@ class _State:
 async def _loop(
     agent: Agent, reader: LineReader, view: TurnView, state: _State, *, store: SessionStore, workspace: Path
 ) -> None:
-    from lamina.attachments._dropped import dropped_files
+    from lamina.attachments import dropped_files
     from lamina.cli._console import err
 
     armed = False  # a Ctrl-C at the prompt arms quitting; the next one quits

@@ -118,7 +118,7 @@ def settings_or_abort(
     `custom_preset` (the `--custom-preset` option) is the custom preset's file and implies the
     `custom` preset unless `preset` names another one (then loading the preset fails, naming both).
     """
-    from lamina.tools._base import PermissionMode
+    from lamina.tools import PermissionMode
 
     if custom_preset is not None and preset is None:
         preset = "custom"

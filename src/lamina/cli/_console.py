@@ -20,6 +20,7 @@ import msgspec
 import typer
 from rich.console import Console
 
+from lamina._controls import neutralise
 from lamina.errors import LaminaError, ProviderError, SessionError, UsageError
 
 out = Console(soft_wrap=True, highlight=False, emoji=False)
@@ -30,26 +31,6 @@ _TAG_LIKE: Final = re.compile(r"\[[a-z#/@][^[]*?]")
 """What rich's markup parser takes for a tag (its `RE_TAGS`, without the backslashes)."""
 WORD_JOINER: Final = "\u2060"
 """Zero-width; `safe` appends it to a text that ends with a backslash."""
-_UNSAFE: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""C0 controls but tab and newline, DEL, C1 controls (CSI, OSC, …) and bidirectional overrides."""
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)  # the Control Pictures block: ␛ for ESC, ␇ for BEL, …
-    if code == 0x7F:
-        return "␡"
-    return f"<U+{code:04X}>"
-
-
-def neutralise(text: str) -> str:
-    """`text` with every control character, escape sequence introducer and bidi override made visible.
-
-    Tabs and newlines stay (a CRLF becomes a newline); the rest become visible symbols, so an
-    escape sequence is printed as text (`␛[2J`) instead of acting on the terminal.
-    """
-    return _UNSAFE.sub(_visible, text.replace("\r\n", "\n"))
 
 
 def safe(value: object) -> str:

@@ -25,13 +25,12 @@ from lamina.placement import (
     SdkManagedTarget,
     render,
 )
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 from lamina.sources import Source, SourceScan, find_sources, guide_path
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tool_specs
 from lamina.turn import TurnContext
-from lamina.workspace import ProjectMemory, SkippedPath, WorkspaceContext, WorkspaceSnapshot
-from lamina.workspace._skills import SkillScan
+from lamina.workspace import ProjectMemory, SkillScan, SkippedPath, WorkspaceContext, WorkspaceSnapshot
 
 FIRST_MESSAGE = "(the user's first message)"
 """Stands for the user's text: the report is about everything around it."""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from lamina.session._entries import Usage
+from lamina.session import Usage
 
 
 @dataclass(frozen=True, slots=True)

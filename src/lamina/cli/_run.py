@@ -93,7 +93,7 @@ def run(
 
         print_json(result)
     else:
-        from lamina.cli._console import neutralise
+        from lamina._controls import neutralise
 
         answer = outcome.text.rstrip("\n")
         # a terminal gets no escape sequences from the model; a pipe gets the text as it was written

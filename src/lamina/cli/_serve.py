@@ -31,7 +31,7 @@ def serve(
 
         from lamina.cli._prices import cost_of
         from lamina.cli._store import store_or_abort
-        from lamina.serve._app import create_app
+        from lamina.serve import create_app
     except ImportError as exc:  # pragma: no cover - the dependencies are part of the package
         abort(f"lamina serve needs its web dependencies: {exc}")
     store = store_or_abort(ctx)

@@ -12,17 +12,15 @@ from typing import Final
 from lamina.agent import Agent, AgentEvent, open_agent, session_engine
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
-from lamina.compaction._prune import DEFAULT_PRUNE
+from lamina.compaction import DEFAULT_PRUNE
 from lamina.engine import CompactionEvent, ContextEngine
 from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.prompt._presets import Preset
+from lamina.prompt import Preset
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
-from lamina.session._entries import UserMessage
-from lamina.session._protocol import SessionLog, SessionStore, SessionSummary
+from lamina.session import SessionLog, SessionStore, SessionSummary, UserMessage
 from lamina.sources import SourceConnections, find_sources
-from lamina.tools._base import PermissionMode
-from lamina.tools._rules import AskCallback
+from lamina.tools import AskCallback, PermissionMode
 from lamina.workspace import load_preset
 
 STALE_EMPTY_SECONDS: Final = 3600.0

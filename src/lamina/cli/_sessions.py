@@ -14,12 +14,15 @@ from rich.table import Table
 
 from lamina.cli._console import abort, err, out, print_json, safe, warn
 from lamina.errors import LaminaError
-from lamina.session._check import SessionHealth, check_session, check_store, repair_session
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
+    LocalSessionStore,
     LogEntry,
     OutboxRecord,
+    SessionHealth,
+    SessionStore,
+    SessionSummary,
     StateChange,
     ToolCall,
     ToolOutputPruned,
@@ -27,10 +30,11 @@ from lamina.session._entries import (
     TurnRecord,
     UnknownEntry,
     UserMessage,
-    is_hidden,
+    check_session,
+    check_store,
+    repair_session,
 )
-from lamina.session._protocol import SessionStore, SessionSummary
-from lamina.session._store import LocalSessionStore
+from lamina.session._entries import is_hidden
 
 app = typer.Typer(help="List, show and manage stored sessions.", no_args_is_help=True)
 
@@ -232,7 +236,7 @@ def export(
     as_json: JsonOption = False,
 ) -> None:
     """Write a session as one bundle: log, metadata, files, a transfer summary, every sha256 in a manifest."""
-    from lamina.session._bundle import export_session
+    from lamina.session import export_session
 
     try:
         with err.status("exporting…") if err.is_terminal else contextlib.nullcontext():
@@ -260,7 +264,7 @@ def import_(
     as_json: JsonOption = False,
 ) -> None:
     """Import a bundle as a new session: every checksum is verified before anything is written."""
-    from lamina.session._bundle import import_session
+    from lamina.session import import_session
 
     workspace = (cwd or Path.cwd()).absolute()
     try:
@@ -294,7 +298,7 @@ def compact(
 ) -> None:
     """Compact a session's provider view now (the log keeps everything)."""
     from lamina.cli._session import stored_session_engine
-    from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
     from lamina.engine import ContextEngine
     from lamina.errors import UsageError
     from lamina.providers import provider_from_spec

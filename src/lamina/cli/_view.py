@@ -18,7 +18,7 @@ from lamina.cli._prices import cost_of
 from lamina.engine import CompactionEvent
 from lamina.plan import Plan
 from lamina.providers import RetryNotice, TextDelta
-from lamina.session._entries import Usage
+from lamina.session import Usage
 
 SUMMARY_CHARS = 120
 """Characters of a tool call's input shown on its line."""

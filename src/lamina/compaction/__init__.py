@@ -7,13 +7,25 @@ and rebuilds the view. Nothing here touches disk, network or clock.
 
 from __future__ import annotations
 
-from lamina.compaction._cut import CutPoint, entry_tokens, find_cut_point, freed_enough, should_compact
+from typing import TYPE_CHECKING, Final
+
+from lamina._lazy import load_lazily
+from lamina.compaction._cut import (
+    DEFAULT_KEEP_TOKENS,
+    DEFAULT_RESERVE,
+    CutPoint,
+    entry_tokens,
+    find_cut_point,
+    freed_enough,
+    should_compact,
+)
 from lamina.compaction._lane import (
     DEFAULT_PASTE_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
     LaneUpdate,
     archive_name,
     archive_text,
+    clip_text,
     render_lane,
     update_lane,
 )
@@ -25,7 +37,15 @@ from lamina.compaction._ledger import (
     dropped_count,
     update_ledger,
 )
-from lamina.compaction._prune import PrunePolicy, apply_prunes, choose_prune, prune_floor, pruned_note
+from lamina.compaction._prune import (
+    DEFAULT_PRUNE,
+    PrunePolicy,
+    apply_prunes,
+    choose_prune,
+    prunable_tokens,
+    prune_floor,
+    pruned_note,
+)
 from lamina.compaction._summary import (
     DEFAULT_MAX_SUMMARY_CHARS,
     StructuredSummary,
@@ -35,28 +55,50 @@ from lamina.compaction._summary import (
     turn_prefix_item,
 )
 
+if TYPE_CHECKING:
+    from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser, SummaryResult
+
+# The summarisers call a provider, so they (and the placement code) load on first use: the rest is pure and cheap.
+_LAZY: Final = dict.fromkeys(
+    ("DeterministicSummariser", "ProviderSummariser", "Summariser", "SummaryResult"), "lamina.compaction._summarize"
+)
+
+
+def __getattr__(name: str) -> object:
+    return load_lazily(globals(), __name__, _LAZY, name)
+
+
 __all__ = [
+    "DEFAULT_KEEP_TOKENS",
     "DEFAULT_MAX_SUMMARY_CHARS",
     "DEFAULT_PASTE_TOKENS",
+    "DEFAULT_PRUNE",
+    "DEFAULT_RESERVE",
     "DEFAULT_USER_LANE_TOKENS",
     "MAX_FILES",
     "MAX_ITEM_CHARS",
     "MAX_OPEN_TASKS",
     "CutPoint",
+    "DeterministicSummariser",
     "LaneUpdate",
+    "ProviderSummariser",
     "PrunePolicy",
     "StructuredSummary",
+    "Summariser",
+    "SummaryResult",
     "apply_prunes",
     "archive_name",
     "archive_text",
     "canonical_path",
     "choose_prune",
+    "clip_text",
     "deterministic_summary",
     "dropped_count",
     "entry_tokens",
     "find_cut_point",
     "freed_enough",
     "parse_summary",
+    "prunable_tokens",
     "prune_floor",
     "pruned_note",
     "render_lane",

@@ -20,14 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lamina.errors import UsageError
-from lamina.session._entries import (
-    AssistantMessage,
-    LogEntry,
-    ToolCall,
-    ToolResult,
-    TurnRecord,
-    UserMessage,
-)
+from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 __all__ = [

@@ -31,7 +31,8 @@ from typing import Final
 from lamina.defang import admit, render_block, trusted
 from lamina.errors import UsageError
 from lamina.parts import SafeText
-from lamina.session._entries import Ledger, LogEntry, UserLane, UserMessage, UserWords
+from lamina.session import LogEntry, UserMessage
+from lamina.session._entries import Ledger, UserLane, UserWords
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 __all__ = [

@@ -28,7 +28,8 @@ import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
-from lamina.session._entries import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
+from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, UserMessage
+from lamina.session._entries import Ledger
 
 __all__ = [
     "MAX_FILES",

@@ -24,10 +24,10 @@ from typing import Final
 import msgspec
 
 from lamina.compaction._cut import entry_tokens
-from lamina.history_parts import _path_of, is_on_demand_read  # the one reading of a call's path
-from lamina.session._entries import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
+from lamina.history_parts import is_on_demand_read, path_of  # the one reading of a call's path
+from lamina.session import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.workspace._context_files import CONTEXT_FILE_NAMES
+from lamina.workspace import CONTEXT_FILE_NAMES
 
 __all__ = [
     "DEFAULT_PRUNE",
@@ -147,7 +147,7 @@ def choose_prune(
 
 def _always_kept(call: ToolCall) -> bool:
     """Reads the rules count on: a skill, guide or document (a prerequisite), a context file (the project's rules)."""
-    path = _path_of(call.input)
+    path = path_of(call.input)
     named = path is not None and PurePath(path).name.lower() in CONTEXT_FILE_NAMES
     return is_on_demand_read(call) or (call.name == "Read" and named)
 

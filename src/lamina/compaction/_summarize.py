@@ -23,8 +23,9 @@ from lamina.placement import (
     SdkManagedPrompt,
     SdkManagedTarget,
 )
-from lamina.providers._base import Completed, Provider
-from lamina.session._entries import Ledger, LogEntry
+from lamina.providers import Completed, Provider
+from lamina.session import LogEntry
+from lamina.session._entries import Ledger
 
 DEFAULT_SUMMARY_TIMEOUT = 120.0
 SUMMARISER_INSTRUCTIONS = (

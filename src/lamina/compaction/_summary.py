@@ -33,7 +33,8 @@ from lamina.compaction._ledger import MAX_OPEN_TASKS
 from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
 from lamina.parts import Authority, SafeText
-from lamina.session._entries import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
+from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, UserMessage
+from lamina.session._entries import Ledger
 
 __all__ = [
     "DEFAULT_MAX_SUMMARY_CHARS",

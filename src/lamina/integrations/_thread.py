@@ -19,14 +19,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from lamina.compaction._cut import DEFAULT_KEEP_TOKENS, DEFAULT_RESERVE, should_compact
-from lamina.compaction._lane import DEFAULT_USER_LANE_TOKENS
-from lamina.compaction._summarize import DeterministicSummariser, Summariser
+from lamina.compaction import (
+    DEFAULT_KEEP_TOKENS,
+    DEFAULT_RESERVE,
+    DEFAULT_USER_LANE_TOKENS,
+    DeterministicSummariser,
+    Summariser,
+    should_compact,
+)
 from lamina.defang import render_block, trusted
 from lamina.engine import CompactionOutcome, ContextEngine, StableSource
 from lamina.parts import Authority, Part, SafeText, Stability, Tier
-from lamina.session._entries import AssistantMessage, Custom, Entry, LogEntry, ToolCall, ToolResult, UserMessage
-from lamina.session._protocol import SessionLog, SessionStore
+from lamina.session import (
+    AssistantMessage,
+    Custom,
+    Entry,
+    LogEntry,
+    SessionLog,
+    SessionStore,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from lamina.turn import TurnContext
 
 _CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)

@@ -43,8 +43,7 @@ from lamina.engine import StableSource
 from lamina.errors import SessionNotFoundError, UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.messages import turn_tails
-from lamina.session._entries import AssistantMessage, Custom, ToolCall, ToolResult
-from lamina.session._protocol import SessionStore
+from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult
 from lamina.turn import TurnContext
 
 CHECKPOINT = "langgraph.checkpoint"

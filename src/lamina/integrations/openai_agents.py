@@ -36,8 +36,7 @@ from lamina.engine import CompactionOutcome, StableSource
 from lamina.errors import UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.messages import turn_tails
-from lamina.session._entries import AssistantMessage, Custom, Entry, ToolCall, ToolResult, UserMessage
-from lamina.session._protocol import SessionStore
+from lamina.session import AssistantMessage, Custom, Entry, SessionStore, ToolCall, ToolResult, UserMessage
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:

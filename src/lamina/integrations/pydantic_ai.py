@@ -46,8 +46,7 @@ from pydantic_ai.tools import RunContext
 from lamina.defang import admit
 from lamina.engine import CompactionOutcome, StableSource
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
-from lamina.session._entries import AssistantMessage, ToolCall, ToolResult
-from lamina.session._protocol import SessionStore
+from lamina.session import AssistantMessage, SessionStore, ToolCall, ToolResult
 from lamina.turn import TurnContext
 
 MESSAGE = "pydantic_ai.message"

@@ -31,7 +31,7 @@ from lamina.placement._targets import (
     RenderTarget,
     SdkManagedTarget,
 )
-from lamina.session._entries import LogEntry, UserMessage
+from lamina.session import LogEntry, UserMessage
 from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
@@ -177,6 +177,7 @@ __all__ = [
     "RenderedRequest",
     "SdkManagedPrompt",
     "SdkManagedTarget",
+    "WireConverter",
     "render",
     "split_turns",
     "turn_messages",

@@ -13,7 +13,16 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 from lamina.errors import UsageError
-from lamina.providers._base import Capabilities, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.providers._base import (
+    Capabilities,
+    Completed,
+    Provider,
+    ProviderCompacted,
+    ProviderEvent,
+    ProviderSessionChanged,
+    TextDelta,
+    ToolCallRequest,
+)
 from lamina.providers._retry import DEFAULT_RETRY_POLICY, RetryNotice, RetryPolicy, stream_with_retry
 
 if TYPE_CHECKING:
@@ -127,7 +136,9 @@ __all__ = [
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
     "Provider",
+    "ProviderCompacted",
     "ProviderEvent",
+    "ProviderSessionChanged",
     "RetryNotice",
     "RetryPolicy",
     "ScriptError",

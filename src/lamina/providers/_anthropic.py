@@ -38,12 +38,11 @@ from lamina.errors import (
     TransientServerError,
     UsageError,
 )
-from lamina.placement import AnthropicTarget, RenderedRequest, SdkManagedPrompt
-from lamina.placement._targets import CacheTtl
+from lamina.placement import AnthropicTarget, CacheTtl, RenderedRequest, SdkManagedPrompt
 from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._errors import error_for_status
 from lamina.providers._retry import is_transport_error, parse_retry_after
-from lamina.session._entries import Usage
+from lamina.session import Usage
 
 if TYPE_CHECKING:
     from anthropic.types.message_create_params import MessageCreateParamsStreaming

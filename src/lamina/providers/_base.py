@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.session._entries import ProviderSession, Usage
+from lamina.session import Usage
+from lamina.session._entries import ProviderSession
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,8 @@ from lamina.providers._base import (
     TextDelta,
 )
 from lamina.providers._errors import error_for_status
-from lamina.session._entries import ProviderSession, Usage
+from lamina.session import Usage
+from lamina.session._entries import ProviderSession
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions, Message, ResultMessage

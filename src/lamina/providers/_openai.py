@@ -54,7 +54,7 @@ from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderedRe
 from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._errors import error_for_status
 from lamina.providers._retry import is_transport_error, parse_retry_after
-from lamina.session._entries import Usage
+from lamina.session import Usage
 
 if TYPE_CHECKING:
     from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming

@@ -43,7 +43,7 @@ from lamina.errors import (
 )
 from lamina.placement import AnthropicTarget, RenderedRequest, RenderTarget
 from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
-from lamina.session._entries import Usage
+from lamina.session import Usage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 PROVIDER_NAME: Final = "scripted"

@@ -49,8 +49,7 @@ from lamina.serve._openapi import MAX_LIMIT, openapi_document
 from lamina.serve._reader import Loaded, NotFoundError, StoreReader, Version
 from lamina.serve._requests import RequestDamageError
 from lamina.serve._shown import fit, visible
-from lamina.session._entries import AttachmentRef, LogEntry
-from lamina.session._protocol import SessionStore
+from lamina.session import AttachmentRef, LogEntry, SessionStore
 
 PAGE_ENTRIES: Final = 300
 """Timeline entries per page (the newest page is shown first)."""

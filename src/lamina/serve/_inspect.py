@@ -26,7 +26,7 @@ from lamina.serve._model import (
     PlanTransition,
     UsageOut,
 )
-from lamina.session._entries import (
+from lamina.session import (
     AssistantMessage,
     AttachmentRef,
     BranchSummary,

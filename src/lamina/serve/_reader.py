@@ -27,9 +27,8 @@ from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import RequestSeries, SessionRow
 from lamina.serve._requests import SessionRequests
 from lamina.serve._series import PlotSeries
-from lamina.session._entries import UserMessage
-from lamina.session._protocol import SessionStore, SessionSummary
-from lamina.session._store import LocalSessionStore, check_session_id
+from lamina.session import LocalSessionStore, SessionStore, SessionSummary, UserMessage
+from lamina.session._store import check_session_id
 
 _SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
 _KEEP: Final = 8

@@ -54,16 +54,8 @@ from lamina.serve._model import (
     RequestLayers,
     RequestSummary,
 )
-from lamina.session._entries import (
-    AssistantMessage,
-    LogEntry,
-    PartRecord,
-    StateChange,
-    ToolOutputPruned,
-    TurnRecord,
-    Usage,
-    UserMessage,
-)
+from lamina.session import AssistantMessage, LogEntry, StateChange, ToolOutputPruned, TurnRecord, Usage, UserMessage
+from lamina.session._entries import PartRecord
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import StableContext, TurnContext

@@ -13,7 +13,7 @@ from typing import Final
 
 from markupsafe import Markup, escape
 
-from lamina.cli._console import neutralise  # the CLI's one escaping of controls and bidi, shared
+from lamina._controls import neutralise  # the one escaping of controls and bidi, shared with the CLI
 
 MAX_CHAR_BYTES: Final = 14
 """The most bytes one character can take on a page: `<U+202E>`, escaped, is `&lt;U+202E&gt;`."""

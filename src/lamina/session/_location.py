@@ -122,7 +122,7 @@ def _libpq_problem(url: str) -> str | None:
         from psycopg import ProgrammingError
         from psycopg.conninfo import conninfo_to_dict
 
-        from lamina.session.postgres._store import split_url  # how the store reads the URL: the one reading
+        from lamina.session.postgres import split_url  # how the store reads the URL: the one reading
     except ImportError:
         return None
     try:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         SourceScan,
         find_sources,
         load_source,
+        slug_problem,
     )
     from lamina.sources._connections import ConnectionProblem, SourceConnections, connect_sources
     from lamina.sources._guide import calls_to_source, guide_path, source_of
@@ -44,6 +45,7 @@ _LAZY: Final = {
     "Source": "lamina.sources._config",
     "SourceProblem": "lamina.sources._config",
     "SourceScan": "lamina.sources._config",
+    "slug_problem": "lamina.sources._config",
     "find_sources": "lamina.sources._config",
     "load_source": "lamina.sources._config",
     "ConnectionProblem": "lamina.sources._connections",
@@ -90,6 +92,7 @@ __all__ = [
     "guide_path",
     "load_source",
     "short_description",
+    "slug_problem",
     "source_of",
     "tool_name",
 ]

@@ -20,7 +20,7 @@ from lamina.errors import ToolDefinitionError
 from lamina.sources._config import ApiEndpoint, ApiSource, expand_env, path_params
 from lamina.sources._guide import guide_path
 from lamina.sources._tool import SourceTool, short_description, tool_name
-from lamina.tools._base import ToolContext, ToolOutput
+from lamina.tools import ToolContext, ToolOutput
 
 _QUERY_METHODS: Final = ("GET", "HEAD", "DELETE")
 

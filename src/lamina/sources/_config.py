@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
-from lamina.workspace._confine import outside_roots
+from lamina.workspace import outside_roots
 
 SOURCES_DIR: Final = "sources"
 CONFIG_FILE: Final = "source.toml"

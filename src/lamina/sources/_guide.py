@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from lamina.sources._config import GUIDE_FILE, ApiSource, McpSource
 
 if TYPE_CHECKING:
-    from lamina.tools._rules import ToolCall
+    from lamina.tools import ToolCall
 
 
 def guide_path(source: McpSource | ApiSource) -> Path:

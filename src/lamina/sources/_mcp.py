@@ -36,7 +36,7 @@ from lamina.errors import SourceConnectionError, ToolDefinitionError
 from lamina.sources._config import McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources._guide import guide_path
 from lamina.sources._tool import SourceTool, short_description, tool_name
-from lamina.tools._base import ToolContext, ToolOutput
+from lamina.tools import ToolContext, ToolOutput
 
 _STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
 _CLOSE_GRACE: Final = 10.0  # seconds the SDK gets to stop a server before its task is cancelled

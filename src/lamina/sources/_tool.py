@@ -21,7 +21,7 @@ from lamina.defang import admit, contains_reserved_marker
 from lamina.errors import ToolDefinitionError
 from lamina.parts import SafeText
 from lamina.sources._config import GUIDE_FILE, SOURCES_DIR
-from lamina.tools._base import ToolContext, ToolInputError, ToolOutput
+from lamina.tools import ToolContext, ToolInputError, ToolOutput
 from lamina.turn import ToolSpec
 
 MAX_DESCRIPTION: Final = 160

@@ -24,15 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from lamina.workspace._ignore import (
-    IgnoreRules,
-    SkippedPath,
-    is_ignored,
-    load_ignore,
-    rules_above,
-    tracked_folders,
-    work_tree_top,
-)
+from lamina.workspace import SkippedPath
+from lamina.workspace._ignore import IgnoreRules, is_ignored, load_ignore, rules_above, tracked_folders, work_tree_top
 
 VCS_DIR_NAMES: Final = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", "CVS"})
 UNTRACKED_SKIPPED_DIR_NAMES: Final = frozenset(

@@ -1,5 +1,6 @@
 """Workspace files an agent works with: project context files, skills, memory, attachments (I/O)."""
 
+from lamina.workspace._confine import outside_roots
 from lamina.workspace._context_files import (
     CONTEXT_FILE_NAMES,
     SKIPPED_DIR_NAMES,
@@ -44,6 +45,7 @@ from lamina.workspace._skills import (
     Skill,
     SkillProblem,
     SkillScan,
+    SkillStamps,
     default_user_skills_dir,
     find_skills,
     parse_skill_mentions,
@@ -87,6 +89,7 @@ __all__ = [
     "Skill",
     "SkillProblem",
     "SkillScan",
+    "SkillStamps",
     "SkippedPath",
     "WorkspaceContext",
     "WorkspaceSnapshot",
@@ -103,6 +106,7 @@ __all__ = [
     "load_project",
     "memory_part",
     "nearest_context_files",
+    "outside_roots",
     "parse_preferences",
     "parse_project",
     "parse_skill_mentions",
