@@ -1,9 +1,12 @@
-"""Suite-wide settings: hypothesis profiles (`LAMINA_EXHAUSTIVE=1` selects the long one)."""
+"""Suite-wide settings: hypothesis profiles (`LAMINA_EXHAUSTIVE=1` selects the long one), in-memory stores dropped."""
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 EXHAUSTIVE = os.environ.get("LAMINA_EXHAUSTIVE") == "1"
@@ -15,3 +18,12 @@ settings.register_profile("exhaustive", max_examples=5_000, deadline=None, suppr
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, print_blob=True)
 settings.load_profile("exhaustive" if EXHAUSTIVE else "ci" if os.environ.get("CI") == "true" else "default")
 pytest_plugins = ["tests.wire.fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def _forget_memory_stores() -> Iterator[None]:
+    """After each test, drop the in-memory stores `tests.support.engine` made (if a test loaded it)."""
+    yield
+    support = sys.modules.get("tests.support.engine")
+    if support is not None:
+        support.forget_memory_stores()

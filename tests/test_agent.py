@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from lamina.agent import Agent, AgentEvent, ToolStarted, open_agent
 from lamina.errors import ContextOverflowError, ProviderError
 from lamina.messages import INTERRUPTED_RESULT
 from lamina.providers import Provider, RetryPolicy
-from lamina.session import LocalSessionStore, OutboxRecord, ToolCall, ToolResult
+from lamina.session import LocalSessionStore, OutboxRecord, SessionStore, ToolCall, ToolResult
+from tests.support.engine import memory_store
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Fail, Reply, ToolUse
 from tests.wire.server import WireServer
@@ -39,8 +41,11 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def _agent(tmp_path: Path, workspace: Path, provider: Provider, **options: Any) -> Agent:
-    store = LocalSessionStore(tmp_path / "store")
+def _agent(
+    tmp_path: Path, workspace: Path, provider: Provider, *, store: SessionStore | None = None, **options: Any
+) -> Agent:
+    """An agent on the test folder's in-memory store (or on `store`)."""
+    store = store or memory_store(tmp_path, time.time)
     return open_agent(store, provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep), **options)
 
 
@@ -132,7 +137,8 @@ async def test_cancelled_mid_tool_call_leaves_a_log_the_providers_accept(
             started.set()
 
     async with anthropic_provider(wire) as provider:
-        agent = _agent(tmp_path, workspace, provider, mode="execute", on_event=on_event)
+        store = LocalSessionStore(tmp_path / "store")  # the log is read back from disk
+        agent = _agent(tmp_path, workspace, provider, store=store, mode="execute", on_event=on_event)
         task = asyncio.create_task(agent.run_turn("Run the slow job"))
         await asyncio.wait_for(started.wait(), 10)
         task.cancel()
@@ -141,8 +147,7 @@ async def test_cancelled_mid_tool_call_leaves_a_log_the_providers_accept(
         session_id = agent.engine.session.id
         agent.engine.session.close()
 
-        store = LocalSessionStore(tmp_path / "store")
-        with store.open(session_id, writable=False) as reopened:
+        with LocalSessionStore(tmp_path / "store").open(session_id, writable=False) as reopened:
             assert reopened.report.clean
             result = next(e for e in reopened.entries() if isinstance(e, ToolResult))
             assert result.content == INTERRUPTED_RESULT and result.is_error

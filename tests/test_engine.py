@@ -47,7 +47,7 @@ def body_text(body: Any) -> str:
 
 def test_logged_equals_sent(tmp_path: Path, workspace: Path) -> None:
     clock = Clock()
-    engine = make_engine(tmp_path, workspace, clock)
+    engine = make_engine(tmp_path, workspace, clock, on_disk=True)  # the log is read back from disk
     engine.set_mode("execute")
     turn = engine.prepare_turn("Fix the bug in app.py")
     bodies = {
@@ -120,7 +120,7 @@ from pathlib import Path
 from tests.support.engine import Clock, make_engine, ANTHROPIC
 from lamina.placement import render
 tmp, ws, phase = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-engine = make_engine(tmp, ws, Clock())
+engine = make_engine(tmp, ws, Clock(), on_disk=True)
 engine.queue_one_shot("note", "CRASH-ONE-SHOT")
 turn = engine.prepare_turn("request before the crash")
 body = json.dumps(render(turn, ANTHROPIC))
@@ -143,7 +143,7 @@ def test_one_shot_across_a_crash(tmp_path: Path, workspace: Path, phase: str, ex
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     session_id = proc.stdout.strip()
-    engine = make_engine(tmp_path, workspace, Clock(), session_id=session_id)
+    engine = make_engine(tmp_path, workspace, Clock(), session_id=session_id, on_disk=True)
     turn = engine.prepare_turn("request after the crash")
     body = body_text(render(turn, ANTHROPIC))
     assert ("CRASH-ONE-SHOT" in turn.tail) is expected_in_tail
@@ -159,7 +159,7 @@ from pathlib import Path
 from tests.support.engine import Clock, make_engine
 from lamina.session._entries import AssistantMessage, ToolCall, Usage
 tmp, ws = Path(sys.argv[1]), Path(sys.argv[2])
-engine = make_engine(tmp, ws, Clock())
+engine = make_engine(tmp, ws, Clock(), on_disk=True)
 turn = engine.prepare_turn("read the readme")
 engine.commit(turn)
 engine.record(AssistantMessage(text="Reading it.", usage=Usage(input=10, output=5)))
@@ -177,7 +177,7 @@ def test_a_crash_between_a_tool_call_and_its_result_sends_an_interrupted_result(
         [sys.executable, "-c", script, str(tmp_path), str(workspace)], capture_output=True, text=True, check=False
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    engine = make_engine(tmp_path, workspace, Clock(), session_id=proc.stdout.strip())
+    engine = make_engine(tmp_path, workspace, Clock(), session_id=proc.stdout.strip(), on_disk=True)
     assert not any(isinstance(e, ToolResult) for e in engine.session.entries())  # the log has the call alone
     turn = engine.prepare_turn("go on")
     anthropic = validate_anthropic(render(turn, ANTHROPIC))

@@ -127,7 +127,7 @@ def test_old_session_holding_raw_closers_opens_and_runs(tmp_path: Path, workspac
     session.flush()
     session_id = session.id
     session.close()
-    engine = make_engine(tmp_path, workspace, clock, session_id)
+    engine = make_engine(tmp_path, workspace, clock, session_id, on_disk=True)  # written to disk above
     turn = engine.prepare_turn("Continue.")
     for target in TARGETS:
         request = render(turn, target, continuation=engine.continuation(turn))

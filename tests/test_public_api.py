@@ -454,6 +454,8 @@ SURFACE: dict[str, list[str]] = {
         "Entry",
         "ExportResult",
         "ImportResult",
+        "InMemorySession",
+        "InMemorySessionStore",
         "JsonlSession",
         "Label",
         "LocalSessionStore",

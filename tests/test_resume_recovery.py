@@ -666,7 +666,7 @@ async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_o
 
     workspace = long_workspace(tmp_path)
     clock = Clock()
-    engine = make_engine(tmp_path, workspace, clock)
+    engine = make_engine(tmp_path, workspace, clock, on_disk=True)  # branched below through the JSONL store
     sdk_session = ProviderSession(provider="claude-agent", session_id="sdk-1", resume_at="m-1")
     for n in range(6):
         engine.prepare_turn(f"question {n} " + "words " * 200)
@@ -677,7 +677,7 @@ async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_o
     assert outcome.status == "compacted"
     assert engine.provider_session("claude-agent") == sdk_session  # continued, not forked: still this path's
     engine.session.close()
-    engine = make_engine(tmp_path, workspace, clock, session_id=session_id)  # a resume reads from the boundary
+    engine = make_engine(tmp_path, workspace, clock, session_id=session_id, on_disk=True)  # resumed from the boundary
     assert engine.provider_session("claude-agent") == sdk_session
     last_answer = engine.view[-1].id
     engine.prepare_turn("a turn that moves the SDK session on")
@@ -685,7 +685,7 @@ async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_o
     engine.session.close()
     with LocalSessionStore(tmp_path / "store").open(session_id) as session:
         session.branch(last_answer)  # back to before that turn: another path continued the SDK session
-    engine = make_engine(tmp_path, workspace, clock, session_id=session_id)
+    engine = make_engine(tmp_path, workspace, clock, session_id=session_id, on_disk=True)
     forked = engine.provider_session("claude-agent")
     assert forked is not None and forked.fork and forked.resume_at == "m-1"  # forked at this path's own point
     engine.session.close()

@@ -212,7 +212,7 @@ from pathlib import Path
 from tests.support.engine import Clock, make_engine
 from tests.compaction.test_compaction_flow import SlowSummariser
 tmp, ws, session_id = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-engine = make_engine(tmp, ws, Clock(), session_id=session_id)
+engine = make_engine(tmp, ws, Clock(), session_id=session_id, on_disk=True)
 print("holding", flush=True)
 summariser = SlowSummariser()
 async def go():
@@ -224,7 +224,7 @@ engine.session.close()
 
 
 def test_two_processes_compact_one_after_the_other(tmp_path: Path, workspace: Path) -> None:
-    engine = make_engine(tmp_path, workspace, Clock())
+    engine = make_engine(tmp_path, workspace, Clock(), on_disk=True)  # other processes open it
     _chat(engine, 10)
     session_id = engine.session.id
     engine.session.close()
@@ -253,7 +253,7 @@ from tests.support.engine import Clock, make_engine
 from lamina.compaction import DeterministicSummariser
 from tests.compaction.test_compaction_flow import _chat
 tmp, ws, session_id = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-engine = make_engine(tmp, ws, Clock(), session_id=session_id)
+engine = make_engine(tmp, ws, Clock(), session_id=session_id, on_disk=True)
 print("go", flush=True)
 n = 1000
 while True:
@@ -264,7 +264,7 @@ while True:
 
 
 def test_killed_during_compaction_leaves_no_boundary_or_a_complete_one(tmp_path: Path, workspace: Path) -> None:
-    engine = make_engine(tmp_path, workspace, Clock())
+    engine = make_engine(tmp_path, workspace, Clock(), on_disk=True)  # other processes open it
     _chat(engine, 4)
     session_id = engine.session.id
     engine.session.close()

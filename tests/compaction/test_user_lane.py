@@ -228,7 +228,7 @@ def test_messages_beyond_the_budget_are_in_a_file_the_lane_names(tmp_path: Path,
     assert outcome.status == "compacted" and outcome.boundary is not None
     lane = outcome.boundary.lane
     assert lane.left_out > 0 and lane.messages
-    data = engine.session.folder / "data"
+    data = engine.session.data_dir
     files = sorted((data / "user-messages").iterdir())
     assert len(files) == 1 and files[0].name.startswith("turns-00001-")
     archived = files[0].read_text()
@@ -243,7 +243,7 @@ def test_an_archive_that_cannot_be_written_is_reported_and_the_compaction_goes_o
     tmp_path: Path, workspace: Path
 ) -> None:
     engine = make_engine(tmp_path, workspace, Clock())
-    (engine.session.folder / "data" / "user-messages").write_text("in the way")  # a file, not a folder
+    (engine.session.data_dir / "user-messages").write_text("in the way")  # a file, not a folder
     _chat(engine, [f"Message {n}. " + "context " * 60 for n in range(8)])
     outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=200))
     assert outcome.status == "compacted" and outcome.boundary is not None
@@ -335,7 +335,7 @@ async def test_the_model_can_read_the_archive_the_lane_points_to(tmp_path: Path,
     outcome = await agent.compact()
     assert outcome.status == "compacted" and outcome.boundary is not None
     assert outcome.boundary.lane.left_out > 0  # the first instruction is only in the archive now
-    archive = next((agent.engine.session.folder / "data" / "user-messages").glob("turns-*.md"))
+    archive = next((agent.engine.session.data_dir / "user-messages").glob("turns-*.md"))
     assert f"{archive.parent}/" in _request_text(agent.engine, "Where are my first instructions?")
     result = await agent.tools.execute("read-archive", "Read", {"path": str(archive)})
     assert not result.is_error and "Instruction 0: the deploy region is region-0." in result.content

@@ -78,7 +78,7 @@ async def test_a_pending_bridge_keeps_its_mark_across_a_compaction(tmp_path: Pat
 
 def test_sessions_show_leaves_bridges_out_unless_all(tmp_path: Path) -> None:
     workspace, clock = _workspace(tmp_path), Clock()
-    engine = make_engine(tmp_path, workspace, clock)
+    engine = make_engine(tmp_path, workspace, clock, on_disk=True)  # the CLI reads it from disk
     engine.queue_one_shot("recovery", "RECOVERED-TEXT", hidden=True)
     engine.queue_one_shot("interruption", "INTERRUPTED-TEXT")
     session_id = engine.session.id

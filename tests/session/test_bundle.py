@@ -48,7 +48,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def _session(tmp_path: Path, workspace: Path) -> tuple[LocalSessionStore, str]:
     """A session with an attachment, an offloaded tool output, a plan and two turns."""
-    engine = make_engine(tmp_path, workspace, Clock())
+    engine = make_engine(tmp_path, workspace, Clock(), on_disk=True)  # exported from disk
     folder = engine.session.folder
     turn = engine.prepare_turn("Read my notes and the big log", [workspace / "notes.txt"])
     engine.commit(turn)
@@ -305,7 +305,7 @@ def test_declared_total_size_limit(tmp_path: Path, good_bundle: Path) -> None:
 def test_a_user_message_is_unchanged_by_a_path_that_only_starts_like_the_workspace(
     tmp_path: Path, workspace: Path
 ) -> None:
-    engine = make_engine(tmp_path, workspace, Clock())
+    engine = make_engine(tmp_path, workspace, Clock(), on_disk=True)  # exported from disk
     engine.record(UserMessage(text=f"compare {workspace}2/x with {workspace}/x"))
     engine.session.close()
     store = LocalSessionStore(tmp_path / "store")

@@ -1,4 +1,4 @@
-"""The store protocol's suite: every test runs against the JSONL store and the PostgreSQL store.
+"""The store protocol's suite: every test runs against the JSONL, the PostgreSQL and the in-memory store.
 
 A store is used only through `SessionStore` / `SessionLog`, as the engine, the agent and the CLI use it.
 """
@@ -16,6 +16,7 @@ from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
+    InMemorySessionStore,
     Label,
     LocalSessionStore,
     OutboxRecord,
@@ -30,10 +31,14 @@ from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.support.postgres import fresh_schema, schema_url
 
 
-@pytest.fixture(params=["jsonl", "postgres"])
+@pytest.fixture(params=["jsonl", "postgres", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
     if request.param == "jsonl":
         yield LocalSessionStore(tmp_path / "store", clock=FakeClock(), new_entry_id=counter_ids())
+        return
+    if request.param == "memory":
+        with InMemorySessionStore(clock=FakeClock(), new_entry_id=counter_ids()) as memory:
+            yield memory
         return
     from lamina.session.postgres import PostgresSessionStore
 

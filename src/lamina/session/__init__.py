@@ -2,9 +2,10 @@
 
 `open_store(location)` picks a store from a path (the JSONL store, the embedded default) or a
 `postgresql://` URL (`lamina.session.postgres`); both implement `SessionStore`, whose sessions
-implement `SessionLog`. The entry types are the log's vocabulary; `export_session` and
-`import_session` move a session between machines or stores as one checked bundle. Everything else in this package
-is private.
+implement `SessionLog`, and so does `InMemorySessionStore` (the log in memory: for tests and
+embedding). The entry types are the log's vocabulary; `export_session` and `import_session` move
+a session between machines or stores as one checked bundle. Everything else in this package is
+private.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from lamina.session._location import open_store
+    from lamina.session._memory import InMemorySession, InMemorySessionStore
     from lamina.session._protocol import SessionLog, SessionStore, SessionSummary
     from lamina.session._store import JsonlSession, LocalSessionStore
     from lamina.session._tree import ProviderView
@@ -82,6 +84,7 @@ _LAZY: Final = {
         "lamina.session._entries",
     ),
     "open_store": "lamina.session._location",
+    **dict.fromkeys(("InMemorySession", "InMemorySessionStore"), "lamina.session._memory"),
     **dict.fromkeys(("SessionLog", "SessionStore", "SessionSummary"), "lamina.session._protocol"),
     **dict.fromkeys(("JsonlSession", "LocalSessionStore"), "lamina.session._store"),
     "ProviderView": "lamina.session._tree",
@@ -103,6 +106,8 @@ __all__ = [
     "Entry",
     "ExportResult",
     "ImportResult",
+    "InMemorySession",
+    "InMemorySessionStore",
     "JsonlSession",
     "Label",
     "LocalSessionStore",

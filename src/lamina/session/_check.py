@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from lamina.errors import SessionCorruptError, SessionNotFoundError
+from lamina.session._core import with_parent
 from lamina.session._entries import encode_entry
 from lamina.session._files import open_for_reading
 from lamina.session._lock import lock_state
@@ -26,7 +27,6 @@ from lamina.session._store import (
     JsonlSession,
     LocalSessionStore,
     linked_files,
-    with_parent,
 )
 
 Severity = Literal["damage", "stale", "note"]

@@ -1,7 +1,8 @@
 """The session store protocol: what the engine, the agent and the CLI may ask of a store (pure).
 
-Two stores implement it: the JSONL store (`lamina.session._store`, one folder per session, the
-embedded default) and the PostgreSQL store (`lamina.session.postgres`, many servers, one truth).
+Three stores implement it: the JSONL store (`lamina.session._store`, one folder per session, the
+embedded default), the PostgreSQL store (`lamina.session.postgres`, many servers, one truth) and
+the in-memory store (`lamina.session._memory`, for tests and embedding).
 Nothing outside `lamina.session` names either of them; `lamina.session._location.open_store` picks
 one from a URL or a path.
 

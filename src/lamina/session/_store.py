@@ -54,6 +54,7 @@ from lamina.errors import (
     SessionNotFoundError,
     UsageError,
 )
+from lamina.session._core import SessionCore
 from lamina.session._entries import (
     CRITICAL_ENTRY_TYPES,
     CompactionBoundary,
@@ -88,12 +89,8 @@ from lamina.session._scan import (
 )
 from lamina.session._tree import (
     LostLine,
-    ProviderView,
     find_broken_links,
     mend_links,
-    parent_of,
-    path_to,
-    provider_view,
     view_start_id,
 )
 
@@ -153,7 +150,7 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-class JsonlSession:
+class JsonlSession(SessionCore):
     """A session backed by a folder on the local disk. Create it through `LocalSessionStore`."""
 
     def __init__(
@@ -167,29 +164,21 @@ class JsonlSession:
         new_id: Callable[[], str] = _new_entry_id,
         files: FileLayer = OS_FILES,
     ) -> None:
+        super().__init__()
         self.folder = folder
         self.meta = meta
         self.report = report
         self._clock = clock
         self._new_id = new_id
         self._files = files
-        self._by_id: dict[str, LogEntry] | None = {}
-        """Id -> entry of the loaded entries, None until first needed after a load (see `_entries`)."""
-        self._order_list: list[str] | None = []
-        """Ids of the loaded entries in file order (duplicates skipped); None until first needed after a load."""
-        self._entry_list: list[LogEntry] = []
-        """The loaded entries in file order, parallel to `_order`."""
         self._offset_list = Offsets()
         """Byte offset of each entry of `_order` (worked out when first needed)."""
         self._offset_memo: tuple[str, int] | None = None
         """The last offset looked up by id (the provider view's start, asked for at every metadata write)."""
-        self._links: dict[str, str | None] = {}
-        """Mended parents of entries whose written parent is lost, missing, later or in a cycle."""
         self._loaded_from = 0
         """Byte offset from which the log is loaded (0: the whole log)."""
         self._known_end = 0
         """End of the bytes read or written so far (a full load reads up to here)."""
-        self._leaf: str | None = None
         self._lock = lock
         """The write lock, taken by the store before the metadata is read; None when read-only."""
         self._fd: int | None = None
@@ -446,127 +435,19 @@ class JsonlSession:
     # -- reading -----------------------------------------------------------------------------
 
     @property
-    def _entries(self) -> dict[str, LogEntry]:
-        """Id -> entry of the loaded entries, built on first use after a load."""
-        if self._by_id is None:
-            self._by_id = dict(zip(self._order, self._entry_list, strict=True))
-        return self._by_id
-
-    @property
-    def _order(self) -> list[str]:
-        """Ids of the loaded entries in file order, built on first use after a load."""
-        if self._order_list is None:
-            self._order_list = list(map(_ENTRY_ID, self._entry_list))
-        return self._order_list
-
-    def _last_id(self) -> str | None:
-        return self._entry_list[-1].id if self._entry_list else None
-
-    @property
     def id(self) -> str:
         return self.meta.id
 
-    @property
-    def leaf_id(self) -> str | None:
-        return self._leaf
-
-    @property
-    def info(self) -> SessionSummary:
-        """The session's metadata as `sessions list` shows it (the entry count includes unflushed appends)."""
+    def _header(self) -> SessionSummary:
         m = self.meta
-        return SessionSummary(m.id, m.title, m.created_at, m.updated_at, self._count, m.cwd, m.forked_from)
+        return SessionSummary(m.id, m.title, m.created_at, m.updated_at, m.entry_count, m.cwd, m.forked_from)
 
     @property
-    def attachments_dir(self) -> Path:
-        return self.folder / "attachments"
+    def _files_root(self) -> Path:
+        return self.folder
 
-    @property
-    def data_dir(self) -> Path:
-        return self.folder / "data"
-
-    @property
-    def plans_dir(self) -> Path:
-        return self.folder / "plans"
-
-    def get(self, entry_id: str) -> LogEntry:
-        """The entry with this id (loading the whole log if it is older than what is loaded)."""
-        if entry_id not in self._entries:
-            self.load_all()
-        try:
-            return self._effective(self._entries[entry_id])
-        except KeyError:
-            raise UsageError(f"no entry {entry_id!r} in session {self.id}") from None
-
-    def children(self, entry_id: str) -> list[LogEntry]:
-        """The entries whose parent is `entry_id`, in log order (loading the whole log if it is older)."""
-        self.get(entry_id)
-        start = self._order.index(entry_id) + 1
-        return [self._effective(e) for e in self._entry_list[start:] if parent_of(e, self._links) == entry_id]
-
-    def entries(self) -> list[LogEntry]:
-        """Every entry of the log in file order (the full history a UI scrolls through)."""
-        self.load_all()
-        return self._in_order()
-
-    def _in_order(self) -> list[LogEntry]:
-        if self._links:
-            return [self._effective(e) for e in self._entry_list]
-        return list(self._entry_list)
-
-    def _effective(self, entry: LogEntry) -> LogEntry:
-        """`entry` with its mended parent, when its written one was lost."""
-        if entry.id not in self._links:
-            return entry
-        return with_parent(entry, self._links[entry.id])
-
-    def path(self, entry_id: str | None = None) -> list[LogEntry]:
-        """The entries from the root to `entry_id` (default: the leaf)."""
-        target = self._leaf if entry_id is None else entry_id
-        if target is not None and target not in self._entries:
-            self.load_all()
-            if target not in self._entries:
-                raise UsageError(f"no entry {target!r} in session {self.id}")
-        try:
-            path = path_to(self._entries, target, self._links)
-        except MissingEntryError:
-            self.load_all()
-            try:
-                path = path_to(self._entries, target, self._links)
-            except MissingEntryError as exc:  # mending makes this unreachable; never a raw KeyError
-                raise SessionCorruptError(self.log_path, f"entry {exc.entry_id!r} is referenced but missing") from None
-        return [self._effective(e) for e in path] if self._links else path
-
-    def view(self, entry_id: str | None = None) -> ProviderView:
-        """The provider view of the current leaf, or of the path to `entry_id` (walking back only as needed)."""
-        if entry_id is not None:
-            self.get(entry_id)
-        return provider_view(self._view_path(self._leaf if entry_id is None else entry_id))
-
-    def _view_path(self, leaf: str | None) -> list[LogEntry]:
-        try:
-            start = view_start_id(self._entries, leaf, self._links)
-        except MissingEntryError:
-            return self.path(leaf)
-        path: list[LogEntry] = []
-        current = leaf
-        for _ in range(len(self._entries)):
-            if current is None:
-                break
-            entry = self._entries[current]
-            path.append(entry)
-            if entry.id == start:
-                break
-            current = parent_of(entry, self._links)
-        path.reverse()
-        return [self._effective(e) for e in path] if self._links else path
-
-    def entries_loaded(self) -> list[LogEntry]:
-        """The entries in memory, in file order (after a resume: from the boundary on)."""
-        return self._in_order()
-
-    def loaded_count(self) -> int:
-        """How many entries are in memory (a resume loads only the tail)."""
-        return len(self._entry_list)
+    def _unreachable(self, exc: MissingEntryError) -> LaminaError:
+        return SessionCorruptError(self.log_path, f"entry {exc.entry_id!r} is referenced but missing")
 
     def _offset_of(self, entry_id: str) -> int | None:
         if self._offset_memo is not None and self._offset_memo[0] == entry_id:
@@ -711,11 +592,7 @@ class JsonlSession:
         canonical = self._canonical
         if canonical.size == offset and is_canonical_line(line[:-1]):
             self._canonical = self._record_after(canonical, entry, offset, zlib.crc32(line, canonical.crc32))
-        if self._by_id is not None:  # else built from the lists when first needed
-            self._by_id[entry.id] = entry
-        if self._order_list is not None:  # else built from the list when first needed
-            self._order_list.append(entry.id)
-        self._entry_list.append(entry)
+        self._remember(entry)
         self._offset_list.append(offset)
         if isinstance(entry, CompactionBoundary):
             self._view_start, self._view_start_known = entry.first_kept_id or entry.id, True
@@ -948,19 +825,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def with_parent(entry: LogEntry, parent_id: str | None) -> LogEntry:
-    """`entry` hanging from `parent_id` (an unknown entry's raw bytes are rewritten to match)."""
-    if isinstance(entry, UnknownEntry):
-        try:
-            raw = msgspec.json.decode(entry.raw)
-        except msgspec.DecodeError:  # never for a line the scan accepted; keep its bytes as they are
-            return msgspec.structs.replace(entry, parent_id=parent_id)
-        if isinstance(raw, dict):
-            raw["parent_id"] = parent_id
-            return msgspec.structs.replace(entry, parent_id=parent_id, raw=msgspec.json.encode(raw))
-    return msgspec.structs.replace(entry, parent_id=parent_id)
 
 
 def _drop_duplicates(
