@@ -35,10 +35,10 @@ ALLOWED: set[tuple[str, str]] = {
     ("lamina.compaction._summarize", "lamina.session._entries"),
     ("lamina.compaction._summary", "lamina.session._entries"),
     ("lamina.composition", "lamina.session._tree"),
-    ("lamina.engine", "lamina.session._branch"),
-    ("lamina.engine", "lamina.session._bridges"),
-    ("lamina.engine", "lamina.session._entries"),
-    ("lamina.engine", "lamina.session._protocol"),
+    ("lamina.engine._facade", "lamina.session._branch"),
+    ("lamina.engine._facade", "lamina.session._bridges"),
+    ("lamina.engine._facade", "lamina.session._entries"),
+    ("lamina.engine._facade", "lamina.session._protocol"),
     ("lamina.messages", "lamina.session._entries"),
     ("lamina.placement._sdk_managed", "lamina.session._entries"),
     ("lamina.plan", "lamina.session._entries"),
@@ -116,7 +116,7 @@ def test_the_rule_tells_private_from_public() -> None:
     assert may_import("lamina.session._store", "lamina.session._entries.LogEntry")
     assert may_import("lamina.session.postgres._store", "lamina.session._entries.LogEntry")
     assert may_import("lamina.defang", "lamina._look_alikes")
-    assert not may_import("lamina.engine", "lamina.session._entries.LogEntry")
+    assert not may_import("lamina.engine._facade", "lamina.session._entries.LogEntry")
     assert not may_import("lamina.session._location", "lamina.session.postgres._store.split_url")
     assert not may_import("lamina.serve._requests", "lamina.engine._prefix_context")
     assert not may_import("lamina.sessions", "lamina.session._entries")
