@@ -39,6 +39,8 @@ ALLOWED: set[tuple[str, str]] = {
     ("lamina.engine._facade", "lamina.session._bridges"),
     ("lamina.engine._facade", "lamina.session._entries"),
     ("lamina.engine._facade", "lamina.session._protocol"),
+    ("lamina.engine._prefix", "lamina.session._entries"),
+    ("lamina.engine._sessions", "lamina.session._entries"),
     ("lamina.messages", "lamina.session._entries"),
     ("lamina.placement._sdk_managed", "lamina.session._entries"),
     ("lamina.plan", "lamina.session._entries"),
@@ -51,7 +53,7 @@ ALLOWED: set[tuple[str, str]] = {
     ("lamina.turn", "lamina.session._entries"),
     # one reading kept in one place (the block split, the recorded prefix), to move where both callers can share it
     ("lamina.budget", "lamina.cachesim._blocks"),
-    ("lamina.serve._requests", "lamina.engine._prefix_context"),
+    ("lamina.serve._requests", "lamina.engine._prefix"),
     # the folder walkers share the ignore rules (one walker is issue 30, item 5); the demo uses the CLI's pieces
     ("lamina.demo", "lamina.cli._console"),
     ("lamina.demo", "lamina.cli._view"),

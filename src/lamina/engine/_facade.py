@@ -12,14 +12,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Self, overload
+from typing import Literal, Self
 
 import msgspec
 
@@ -47,10 +45,14 @@ from lamina.compaction import (
     update_lane,
     update_ledger,
 )
-from lamina.defang import trusted
+from lamina.engine._compaction import CompactionEvent, CompactionOutcome, CompactionStatus, write_durably
+from lamina.engine._outbox import turn_one_shots
+from lamina.engine._prefix import pinned_parts, prefix_context
+from lamina.engine._sessions import path_provider_sessions, provider_session_in_view, resets_seen
+from lamina.engine._view import HistorySlice
 from lamina.errors import UsageError
 from lamina.messages import AttachmentBlocks
-from lamina.parts import Authority, Part, Stability, Tier
+from lamina.parts import Part
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -81,7 +83,7 @@ from lamina.session import (
 )
 from lamina.session._branch import entry_kind, open_tool_calls
 from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
-from lamina.session._entries import Ledger, PartRecord, PinnedPart, ProviderSession, StateSnapshot, UserLane
+from lamina.session._entries import Ledger, PartRecord, ProviderSession, StateSnapshot, UserLane
 from lamina.session._protocol import E
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
@@ -110,84 +112,6 @@ _log = logging.getLogger("lamina.compaction")
 
 StableSource = Callable[[], Sequence[Part]]
 """Returns the current stable parts; expected to be cheap (the workspace layer caches)."""
-
-
-class HistorySlice(Sequence[LogEntry]):
-    """A fixed-length, read-only view of the engine's append-only provider view (O(1) to take)."""
-
-    __slots__ = ("_items", "_length")
-
-    def __init__(self, items: list[LogEntry], length: int) -> None:
-        self._items = items
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> LogEntry: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[LogEntry]: ...
-    def __getitem__(self, index: int | slice) -> LogEntry | Sequence[LogEntry]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._length)
-            if start == 0 and step == 1:  # a prefix: another view, no copy
-                return HistorySlice(self._items, max(stop, 0))
-            return self._items[start:stop:step]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError(index)
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[LogEntry]:
-        items = self._items
-        for i in range(self._length):
-            yield items[i]
-
-
-CompactionStatus = Literal["compacted", "already_compacted", "nothing_to_compact", "not_enough_freed"]
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionEvent:
-    """Compaction progress for a UI: `started`, `completed` or `failed`."""
-
-    kind: Literal["started", "completed", "failed"]
-    trigger: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    """What a compaction request did."""
-
-    status: CompactionStatus
-    message: str
-    boundary: CompactionBoundary | None = None
-    tokens_before: int = 0
-    tokens_after: int = 0
-    summary_by: str | None = None
-
-
-def _write_durably(folder: Path, name: str, text: str) -> None:
-    """Write a file atomically and durably, before the entry that names it is appended.
-
-    Archives of whole user messages have names unique to their content, so a retried or repeated
-    write leaves the same bytes.
-    """
-    target = folder / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        # a lone surrogate cannot be encoded: shown as "?" in the file (the log keeps the exact text)
-        with temporary.open("w", encoding="utf-8", errors="replace", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 _CALIBRATION_WEIGHT = 0.3
@@ -296,7 +220,7 @@ class ContextEngine:
                     self._provider_sessions[provider] = session
             case StateChange(key="stable", value=value) as change:
                 self._note_stable(value)
-                self._prefix = _prefix_context(change)
+                self._prefix = prefix_context(change)
             case CompactionBoundary(state=state):
                 # a resume may read only from here on: the boundary carries the state from before it
                 if state.mode is not None:
@@ -375,7 +299,7 @@ class ContextEngine:
         for entry in self._view[self._fresh_from :]:
             self._track_view(entry)
         self._fold_path(view, self._fresh_from)
-        self._provider_sessions, self._path_records = _path_provider_sessions(view.boundary, self._view)
+        self._provider_sessions, self._path_records = path_provider_sessions(view.boundary, self._view)
 
     def _track_view(self, entry: LogEntry) -> None:
         """Note what a turn's tail showed (called for entries after the latest boundary only)."""
@@ -384,7 +308,7 @@ class ContextEngine:
                 self._last_seen[part.key] = part.text
             self._stable_seen_digest = entry.stable_digest
             self._turn_since_boundary = True
-        elif _resets_seen(entry):
+        elif resets_seen(entry):
             # a fresh or compacted provider session has seen none of the tails: the next one states everything
             self._last_seen = {}
             self._stable_seen_digest = None
@@ -615,7 +539,7 @@ class ContextEngine:
                     value=value,
                     previous=previous,
                     detail=detail,
-                    prefix=_pinned_parts(kept),
+                    prefix=pinned_parts(kept),
                     prefix_version=kept.version,
                 )
             )
@@ -1083,7 +1007,7 @@ class ContextEngine:
         if not update.archive:
             return update.lane
         try:
-            _write_durably(Path(self._data_dir()), archive_name(update.archive), archive_text(update.archive))
+            write_durably(Path(self._data_dir()), archive_name(update.archive), archive_text(update.archive))
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, reason)
@@ -1202,7 +1126,7 @@ class ContextEngine:
             history=HistorySlice(self._view, index + 1),
             stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
-            one_shots=_turn_one_shots(turn.one_shots, self._carried()),
+            one_shots=turn_one_shots(turn.one_shots, self._carried()),
             boundary=self._boundary,
             data_dir=self._data_dir(),
             tools=turn.tools,
@@ -1215,7 +1139,7 @@ class ContextEngine:
         and after the latest reset of the provider's own context (nothing before it counts as seen)."""
         start = self._fresh_from
         for i in range(len(self._view) - 1, start - 1, -1):
-            if _resets_seen(self._view[i]):
+            if resets_seen(self._view[i]):
                 return i + 1
         return start
 
@@ -1228,69 +1152,3 @@ class ContextEngine:
         return seen
 
 
-def _turn_one_shots(carried: Sequence[OneShot], pending: Iterable[OneShot]) -> tuple[OneShot, ...]:
-    """A turn's one-shots after a compaction in its middle: what it carried, then what was queued since."""
-    ids = {o.part_id for o in carried}
-    return (*carried, *(o for o in pending if o.part_id not in ids))
-
-
-def provider_session_in_view(view: ProviderView, provider: str) -> ProviderSession | None:
-    """Where `provider` resumes the path whose provider view is `view` (None: it keeps no session of it).
-
-    For a branch about to be made: a provider that forks natively can continue the branch from
-    there (nothing injected) instead of a fresh session with a branch seed.
-    """
-    return _path_provider_sessions(view.boundary, view.entries)[0].get(provider)
-
-
-def _path_provider_sessions(
-    boundary: CompactionBoundary | None, entries: Sequence[LogEntry]
-) -> tuple[dict[str, ProviderSession], dict[str, str]]:
-    """Where each provider resumes the path `entries` (a provider view), and the id of the path's latest record.
-
-    A compaction's snapshot says where they stood at the boundary; the records after it move them on.
-    """
-    sessions = {s.provider: s for s in boundary.state.provider_sessions} if boundary is not None else {}
-    # the boundary's snapshot stands for the records before it (it was written on this path)
-    records = {name: boundary.id for name in sessions} if boundary is not None else {}
-    after = boundary is None
-    for entry in entries:
-        after = after or (boundary is not None and entry.parent_id == boundary.id)
-        if after and isinstance(entry, StateChange) and entry.key == "provider_session":
-            records[entry.provider] = entry.id
-            if entry.session is None:
-                sessions.pop(entry.provider, None)
-            else:
-                sessions[entry.provider] = entry.session
-    return sessions, records
-
-
-def _resets_seen(entry: LogEntry) -> bool:
-    """A provider session cleared or compacted: what earlier tails said is no longer in the provider's context."""
-    return (
-        isinstance(entry, StateChange)
-        and entry.key == "provider_session"
-        and (entry.session is None or entry.compacted)
-    )
-
-
-def _pinned_parts(stable: StableContext) -> tuple[PinnedPart, ...]:
-    return tuple(
-        PinnedPart(key=p.key, text=p.text, provenance=p.provenance, authority=p.authority.value, tier=int(p.tier))
-        for p in stable.parts
-    )
-
-
-def _prefix_context(change: StateChange) -> StableContext | None:
-    """The stable context a `stable` state change says the prefix renders (None for older logs, or unreadable)."""
-    if not change.prefix or change.prefix_version is None:
-        return None
-    try:
-        parts = tuple(
-            # texts Lamina built (and neutralised) itself, recorded so the prefix renders again byte for byte
-            Part(p.key, trusted(p.text), p.provenance, Authority(p.authority), Stability.STABLE, Tier(p.tier))
-            for p in change.prefix
-        )
-    except ValueError:  # a hand-edited log: rebuild the prefix from the workspace instead
-        return None
-    return StableContext(parts, change.prefix_version, StableContext.digest_of(parts))
