@@ -1,16 +1,15 @@
-"""The context engine: one session's turn preparation, one-shot outbox and commit.
+"""The context engine's facade: one session's turns prepared, recorded and committed.
 
 `ContextEngine` is the I/O shell around the pure turn assembly: it reads the clock, asks the
-workspace for the stable parts, appends to the session log, and keeps the provider view and the
-outbox in memory so that preparing a turn costs the same however long the history is. The loop
-around it (providers, tools) only calls `prepare_turn`, `record`, `request_messages` and
-`commit`.
+workspace for the stable parts and appends to the session log; each piece of state it keeps in
+memory (so a turn costs the same however long the history is) is a part of its own, folded from
+what it records: the settings (`_state`), the outbox, the live view, the stable prefix, the
+provider sessions; compaction's steps are `_compaction`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import secrets
 import time
@@ -27,29 +26,21 @@ from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_PRUNE,
     DEFAULT_USER_LANE_TOKENS,
-    LaneUpdate,
     PrunePolicy,
     Summariser,
     apply_prunes,
-    archive_name,
-    archive_text,
-    choose_prune,
     entry_tokens,
-    find_cut_point,
     freed_enough,
-    parse_summary,
-    prunable_tokens,
-    prune_floor,
     render_lane,
-    turn_prefix_item,
     update_lane,
-    update_ledger,
 )
-from lamina.engine._compaction import CompactionEvent, CompactionOutcome, CompactionStatus, write_durably
-from lamina.engine._outbox import turn_one_shots
-from lamina.engine._prefix import pinned_parts, prefix_context
-from lamina.engine._sessions import path_provider_sessions, provider_session_in_view, resets_seen
-from lamina.engine._view import HistorySlice
+from lamina.engine import _compaction as steps
+from lamina.engine._compaction import CompactionEvent, CompactionOutcome
+from lamina.engine._outbox import Outbox, turn_one_shots
+from lamina.engine._prefix import StablePrefix
+from lamina.engine._sessions import ProviderSessions
+from lamina.engine._state import PathState, SessionState, fold, fold_path
+from lamina.engine._view import LiveView
 from lamina.errors import UsageError
 from lamina.messages import AttachmentBlocks
 from lamina.parts import Part
@@ -62,14 +53,12 @@ from lamina.placement import (
     RenderTarget,
     render,
 )
-from lamina.plan import Plan, PlanStateName, advance, check_transition, compaction_focus
+from lamina.plan import Plan, PlanStateName, check_transition, compaction_focus
 from lamina.session import (
-    AssistantMessage,
     AttachmentRef,
     Branch,
     CompactionBoundary,
     LogEntry,
-    OutboxRecord,
     PlanState,
     ProviderView,
     SessionLog,
@@ -77,13 +66,12 @@ from lamina.session import (
     ToolCall,
     ToolOutputPruned,
     ToolResult,
-    TurnRecord,
     Usage,
     UserMessage,
 )
 from lamina.session._branch import entry_kind, open_tool_calls
 from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
-from lamina.session._entries import Ledger, PartRecord, ProviderSession, StateSnapshot, UserLane
+from lamina.session._entries import OutboxRecord, ProviderSession, StateSnapshot
 from lamina.session._protocol import E
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
@@ -95,28 +83,17 @@ from lamina.turn import (
     build_volatile_parts,
     changed_volatile,
     pin_stable,
-    stable_update_text,
 )
 
-__all__ = [
-    "CompactionEvent",
-    "CompactionOutcome",
-    "CompactionStatus",
-    "ContextEngine",
-    "HistorySlice",
-    "StableSource",
-    "provider_session_in_view",
-]
+__all__ = ["ContextEngine", "StableSource"]
 
 _log = logging.getLogger("lamina.compaction")
 
 StableSource = Callable[[], Sequence[Part]]
 """Returns the current stable parts; expected to be cheap (the workspace layer caches)."""
 
-
 _CALIBRATION_WEIGHT = 0.3
-_EMPTY_LANE = UserLane()
-_CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
+Trigger = Literal["manual", "threshold", "overflow"]
 
 
 def _new_turn_id() -> str:
@@ -155,17 +132,11 @@ class ContextEngine:
         self._stable_source = stable_source
         self._clock = clock
         self._new_id = new_id
-        self._mode = "ask"
-        self._sources: tuple[str, ...] = ()
-        self._skills: tuple[str, ...] = ()
-        self._stable: StableContext | None = None
-        """The latest version of the stable inputs."""
-        self._prefix: StableContext | None = None
-        """The stable version the cached prefix renders: older than `_stable` while a change is
-        delivered in the tail and waits for the next compaction to rebuild the prefix."""
-        self._turn_since_boundary = False
-        self._pending: dict[str, OneShot] = {}
-        """The one-shots queued on the current path and not delivered on it."""
+        self._settings = SessionState()
+        self._path = PathState()
+        self._outbox = Outbox()
+        self._stable = StablePrefix()
+        self._sessions = ProviderSessions()
         self._render_cache = RenderCache()
         self.attachments = AttachmentStore(
             session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator
@@ -180,161 +151,57 @@ class ContextEngine:
         self.compaction_listeners: list[Callable[[CompactionEvent], None]] = []
         self.context_reset_hooks: list[Callable[[], None]] = []
         """Called when a provider compacted its own context (read state resets here, as after a compaction)."""
-        self._provider_sessions: dict[str, ProviderSession] = {}
-        """Where each provider resumes this path's conversation."""
-        self._path_records: dict[str, str] = {}
-        """Per provider, the id of the latest `provider_session` record on the current path."""
-        self._written_records: dict[str, str] = {}
-        """Per provider, the id of the latest `provider_session` record in the log (any path)."""
         self._compaction_lock: asyncio.Lock | None = None
-        self._mode_recorded = False
-        self._plan: Plan | None = None
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
         self._rebuild_view()
-        if mode is not None and not self._mode_recorded:
+        if mode is not None and not self._settings.mode_recorded:
             # the session's starting mode: recorded, but not a transition the model must be told about
             self.record(StateChange(key="mode", value=mode), durable=True)
 
-    # -- state derived from the log --------------------------------------------------------------
+    # -- state derived from the log: each part folds what concerns it ------------------------------
 
     def _track_session_wide(self, entry: LogEntry) -> None:
-        """Fold an entry into the user's settings, which hold on every branch (called in append order).
-
-        The permission mode and the active sources stay as the user last set them, whichever path
-        that was on (as Claude Code's rewind keeps them); so do the stable inputs (the workspace)
-        and where each provider session was last written. What the conversation itself holds is
-        the fold of the current path instead (`_track_path`).
-        """
-        match entry:
-            case StateChange(key="mode", value=value):
-                self._mode = value
-                self._mode_recorded = True
-            case StateChange(key="sources", value=value):
-                self._sources = tuple(s for s in value.split(",") if s)
-            case StateChange(key="provider_session", provider=provider, session=session, id=record_id):
-                self._written_records[provider] = self._path_records[provider] = record_id
-                if session is None:
-                    self._provider_sessions.pop(provider, None)
-                else:
-                    self._provider_sessions[provider] = session
-            case StateChange(key="stable", value=value) as change:
-                self._note_stable(value)
-                self._prefix = prefix_context(change)
-            case CompactionBoundary(state=state):
-                # a resume may read only from here on: the boundary carries the state from before it
-                if state.mode is not None:
-                    self._mode, self._mode_recorded = state.mode, True
-                self._sources = state.sources
-                self._provider_sessions = {s.provider: s for s in state.provider_sessions}
-                for session in state.provider_sessions:  # the snapshot is the latest word on these sessions
-                    self._written_records[session.provider] = self._path_records[session.provider] = entry.id
-                if state.stable is not None:
-                    self._note_stable(state.stable)
-                # a compaction rebuilds the prefix with the latest stable version
-                self._prefix = self._stable
-            case _:
-                pass
+        """Fold an entry into what holds on every branch (append order): settings, stable inputs, sessions."""
+        self._settings = fold(self._settings, entry)
+        self._stable.observe(entry)
+        self._sessions.observe(entry)
 
     def _track_path(self, entry: LogEntry) -> None:
-        """Fold an entry of the current path into the conversation's state (entries in path order).
-
-        Pending one-shots, the plan and the skills in use are those of the path: a one-shot queued
-        or delivered on another branch is neither sent nor counted delivered here. A compaction's
-        snapshot restates them as they stood on its path.
-        """
-        self._plan = advance(self._plan, entry)
-        match entry:
-            case OutboxRecord(status="queued", part_id=pid, kind=kind, text=text, hidden=hidden):
-                self._pending[pid] = OneShot(pid, kind, text, hidden)
-            case OutboxRecord(status="delivered", part_id=pid):
-                self._pending.pop(pid, None)
-            case StateChange(key="skills", value=value):
-                self._skills = tuple(s for s in value.split(",") if s)
-            case CompactionBoundary(state=state):
-                self._skills = state.skills
-                self._pending = {
-                    r.part_id: OneShot(r.part_id, r.key, r.text, r.hidden)
-                    for r in state.pending_one_shots
-                    if r.part_id is not None
-                }
-            case _:
-                pass
-
-    def _fold_path(self, view: ProviderView, start: int) -> None:
-        """The conversation's state at the leaf: the boundary's snapshot, then the path's entries after it."""
-        self._pending = {}
-        self._plan = None
-        self._skills = ()
-        if view.boundary is not None:
-            self._track_path(view.boundary)
-        for entry in self._view[start:]:
-            self._track_path(entry)
-
-    _recorded_stable: tuple[int, str] | None = None
-
-    def _note_stable(self, value: str) -> None:
-        version, _, digest = value.partition(":")
-        self._recorded_stable = (int(version), digest)
+        """Fold an entry of the current path into the conversation's state (path order)."""
+        self._path = fold_path(self._path, entry)
+        self._outbox.observe(entry)
 
     def _rebuild_view(self, view: ProviderView | None = None) -> None:
         """Take the provider view of the leaf from the session (or `view`, when the caller has it already)."""
         view = self.session.view() if view is None else view
-        self._view: list[LogEntry] = apply_prunes(view.entries)
-        self._boundary = view.boundary
-        self._summary = view.boundary.summary if view.boundary else None
-        self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
-        self._prune_tally: tuple[PrunePolicy, int, int] | None = None
-        self._last_seen: dict[str, str] = {}
-        self._stable_seen_digest: str | None = None
-        self._turn_since_boundary = False
-        # After a compaction the next tail states the whole session state again: entries kept from
-        # before the boundary were sent under an older prefix and beside tails the summary replaced,
-        # so only what follows the boundary counts as seen.
-        self._fresh_from = 0
+        self._view = LiveView(view, self.estimator)
+        self._path, self._outbox = PathState(), Outbox()
         if view.boundary is not None:
-            boundary_id = view.boundary.id
-            after = (i for i, e in enumerate(self._view) if e.parent_id == boundary_id)
-            self._fresh_from = next(after, len(self._view))
-        for entry in self._view[self._fresh_from :]:
-            self._track_view(entry)
-        self._fold_path(view, self._fresh_from)
-        self._provider_sessions, self._path_records = path_provider_sessions(view.boundary, self._view)
-
-    def _track_view(self, entry: LogEntry) -> None:
-        """Note what a turn's tail showed (called for entries after the latest boundary only)."""
-        if isinstance(entry, TurnRecord):
-            for part in entry.volatile:
-                self._last_seen[part.key] = part.text
-            self._stable_seen_digest = entry.stable_digest
-            self._turn_since_boundary = True
-        elif resets_seen(entry):
-            # a fresh or compacted provider session has seen none of the tails: the next one states everything
-            self._last_seen = {}
-            self._stable_seen_digest = None
+            self._track_path(view.boundary)
+        for entry in self._view.entries[self._view.fresh_from :]:
+            self._track_path(entry)
+        self._sessions.follow(view.boundary, self._view.entries)
 
     # -- public API ------------------------------------------------------------------------------
 
     @property
     def mode(self) -> str:
-        return self._mode
+        return self._settings.mode
 
     @property
     def active_sources(self) -> tuple[str, ...]:
-        return self._sources
+        return self._settings.sources
 
     @property
     def view(self) -> Sequence[LogEntry]:
         """The provider view as it stands: the entries after the latest compaction (read-only, O(1) to take)."""
-        return HistorySlice(self._view, len(self._view))
+        return self._view.slice()
 
     @property
     def pending_one_shots(self) -> tuple[OneShot, ...]:
         """The one-shots the next turn carries: those queued on the current path and not delivered on it."""
-        return self._carried()
-
-    def _carried(self) -> tuple[OneShot, ...]:
-        return tuple(self._pending.values())
+        return self._outbox.carried()
 
     def close(self) -> None:
         """Let go of the engine; using it afterwards raises `UsageError`. Safe to call twice.
@@ -375,21 +242,11 @@ class ContextEngine:
         if isinstance(stamped, CompactionBoundary):
             self._rebuild_view()
         elif isinstance(stamped, ToolOutputPruned):
-            # a new list: the turns prepared before keep the view they were sent with
-            self._view = apply_prunes([*self._view, stamped])
-            self._view_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in self._view)
-            self._prune_tally = None
+            self._view.prune(stamped)
             self._render_cache = RenderCache()
         else:
             self._view.append(stamped)
             self._track_path(stamped)
-            self._view_tokens += entry_tokens(stamped, estimator=self.estimator)
-            if isinstance(stamped, ToolResult) and self._prune_tally is not None:
-                policy, floor, tokens = self._prune_tally
-                call = self._call_in_turn(stamped.call_id)
-                tokens += prunable_tokens(stamped, call, policy, estimator=self.estimator)
-                self._prune_tally = (policy, floor, tokens)
-            self._track_view(stamped)
         return stamped
 
     def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:
@@ -400,39 +257,40 @@ class ContextEngine:
         The same part already pending (same kind and text: a message sent again after a branch
         before it mentions the same skill) is not queued twice; its id is returned.
         """
-        for pending in self._pending.values():
-            if pending.kind == kind and pending.text == text and pending.hidden == hidden:
-                return pending.part_id
-        part_id = "os_" + secrets.token_hex(6)
-        self.record(OutboxRecord(part_id=part_id, status="queued", kind=kind, text=text, hidden=hidden))
-        return part_id
+        queued = self._outbox.queued(kind, text, hidden=hidden)
+        if isinstance(queued, str):
+            return queued
+        self.record(queued)
+        return queued.part_id
 
     def set_mode(self, mode: str) -> None:
         """Change the permission mode: a state change, and a one-shot signal for the model."""
-        if mode == self._mode:
+        if mode == self._settings.mode:
             return
-        previous = self._mode
+        previous = self._settings.mode
         self.record(StateChange(key="mode", value=mode, previous=previous), durable=True)
         self.queue_one_shot("mode_transition", f"The permission mode changed from {previous} to {mode}.")
 
     @property
     def skills_in_use(self) -> tuple[str, ...]:
         """Names of the skills invoked in this session (they survive resumes and compactions)."""
-        return self._skills
+        return self._path.skills
 
     def add_skills(self, names: Sequence[str]) -> None:
         """Record skills as in use (a state change), so a resumed session still knows them."""
-        new = tuple(dict.fromkeys((*self._skills, *names)))
-        if new != self._skills:
-            self.record(StateChange(key="skills", value=",".join(new), previous=",".join(self._skills)))
+        new = tuple(dict.fromkeys((*self._path.skills, *names)))
+        if new != self._path.skills:
+            self.record(StateChange(key="skills", value=",".join(new), previous=",".join(self._path.skills)))
 
     def set_sources(self, sources: Sequence[str]) -> None:
         """Set the active sources; newly activated ones are introduced once through the outbox."""
         new = tuple(dict.fromkeys(sources))
-        if new == self._sources:
+        if new == self._settings.sources:
             return
-        added = [s for s in new if s not in self._sources]
-        self.record(StateChange(key="sources", value=",".join(new), previous=",".join(self._sources)), durable=True)
+        added = [s for s in new if s not in self._settings.sources]
+        self.record(
+            StateChange(key="sources", value=",".join(new), previous=",".join(self._settings.sources)), durable=True
+        )
         if added:
             self.queue_one_shot(
                 "source_activated",
@@ -449,7 +307,7 @@ class ContextEngine:
     @property
     def plan(self) -> Plan | None:
         """The session's latest plan and where its approval stands (None: no plan submitted yet)."""
-        return self._plan
+        return self._path.plan
 
     def record_plan(
         self,
@@ -468,7 +326,7 @@ class ContextEngine:
         Raises:
             PlanTransitionError: There is no plan, or its state does not lead to `to`.
         """
-        plan = check_transition(self._plan, to)
+        plan = check_transition(self._path.plan, to)
         entry = PlanState(
             plan_id=plan.plan_id,
             state=to,
@@ -478,8 +336,8 @@ class ContextEngine:
             compaction_id=compaction_id,
         )
         self.record(entry, durable=True)
-        assert self._plan is not None
-        return self._plan
+        assert self._path.plan is not None
+        return self._path.plan
 
     def submit_plan(self, *, title: str, plan_path: str, text: str) -> Plan:
         """Record a submitted plan (durable before this returns); it waits for the user's decision.
@@ -490,7 +348,7 @@ class ContextEngine:
         Raises:
             PlanTransitionError: The latest plan is accepted and not dispatched yet.
         """
-        current = self._plan
+        current = self._path.plan
         if current is not None:
             if current.state == "dispatched":
                 self.record_plan("done", detail="a new plan was submitted while it was carried out")
@@ -500,56 +358,17 @@ class ContextEngine:
                 check_transition(current, "submitted")  # raises: a plan on its way cannot be replaced
         plan_id = "plan_" + secrets.token_hex(6)
         self.record(PlanState(plan_id=plan_id, state="submitted", title=title, plan_path=plan_path, text=text))
-        assert self._plan is not None
-        return self._plan
+        assert self._path.plan is not None
+        return self._path.plan
 
     def _refresh_stable(self) -> StableContext:
-        """The stable context this turn renders, noticing (and recording) a change of the stable inputs.
-
-        A change before anything was sent under the current prefix (a new session, or right after a
-        compaction) re-pins the prefix. A change in the middle of a conversation keeps the cached
-        prefix as it is and queues a one-shot `stable_update` part stating what changed, so the
-        history's cache survives; the next compaction rebuilds the prefix with the latest version.
-        """
-        parts = tuple(self._stable_source())
-        current = self._stable
-        if current is None and self._recorded_stable is not None:
-            version, digest = self._recorded_stable
-            if StableContext.digest_of(parts) == digest:
-                current = StableContext(parts, version, digest)
-                self._stable = current
-                if self._prefix is None:
-                    self._prefix = current
-                return self._prefix
-            current = StableContext((), version, digest)  # changed while the session was closed
-        pinned, change = pin_stable(current, parts)
-        if change is not None:
-            detail = f"version {pinned.version}: {change.describe()}"
-            previous = f"{current.version}:{current.digest}" if current else None
-            value = f"{pinned.version}:{pinned.digest}"
-            keep = self._prefix
-            # after a turn under the current prefix, the prefix keeps its bytes and the change rides the tail once
-            deliver = bool(keep is not None and keep.parts and self._turn_since_boundary)
-            kept = keep if deliver and keep is not None else pinned
-            if deliver:
-                detail += f"; delivered once in the tail, the cached prefix keeps version {kept.version}"
-            self.record(
-                StateChange(
-                    key="stable",
-                    value=value,
-                    previous=previous,
-                    detail=detail,
-                    prefix=pinned_parts(kept),
-                    prefix_version=kept.version,
-                )
-            )
-            if deliver:
-                known = current if current is not None and current.parts else kept
-                self.queue_one_shot("stable_update", stable_update_text(known, pinned))
-        self._stable = pinned
-        if self._prefix is None:
-            self._prefix = pinned
-        return self._prefix
+        """The stable context this turn renders, noticing (and recording) a change of the stable inputs."""
+        found = self._stable.refresh(tuple(self._stable_source()), turn_since_boundary=self._view.turn_since_boundary)
+        if found.change is not None:
+            self.record(found.change)
+        if found.update_text is not None:
+            self.queue_one_shot("stable_update", found.update_text)
+        return self._stable.settle(found.pinned)
 
     def _data_dir(self) -> str:
         return str(self.session.data_dir)
@@ -562,10 +381,10 @@ class ContextEngine:
         return VolatileInputs(
             now=now,
             time_zone=self.time_zone,
-            permission_mode=self._mode,
+            permission_mode=self._settings.mode,
             plans_dir=plans_dir,
             data_dir=data_dir,
-            active_sources=self._sources,
+            active_sources=self._settings.sources,
         )
 
     @property
@@ -623,10 +442,10 @@ class ContextEngine:
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         self.prune()
         stable = self._refresh_stable()
-        stable_seen = self._stable_seen_digest == stable.digest
+        stable_seen = self._view.stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
-        turn = self._assemble(self._new_id(), user, HistorySlice(self._view, len(self._view)), stable, stable_seen)
+        turn = self._assemble(self._new_id(), user, self._view.slice(), stable, stable_seen)
         self.record(turn.record())
         return turn
 
@@ -637,40 +456,8 @@ class ContextEngine:
         The log keeps every result; the recorded `ToolOutputPruned` says which ones requests show
         as a note from now on.
         """
-        chosen = self._chosen_prune(self.prune_policy if policy is None else policy)
+        chosen = self._view.chosen_prune(self.prune_policy if policy is None else policy)
         return self.record(chosen) if chosen is not None else None
-
-    def _chosen_prune(self, policy: PrunePolicy | None) -> ToolOutputPruned | None:
-        """The prune `policy` would make now, looking only at what is left to take (O(1) while too little is).
-
-        The tally (the policy, where what a prune may take starts, how many tokens it may take
-        from there) is kept up as results are recorded and worked out again after a prune, a new
-        view or another policy, so `prepare_turn` does not walk a long view every turn.
-        """
-        if policy is None:
-            return None
-        if self._prune_tally is None or self._prune_tally[0] != policy:
-            floor = prune_floor(self._view)
-            calls: dict[str, ToolCall] = {e.call_id: e for e in self._view[floor:] if isinstance(e, ToolCall)}
-            tokens = sum(
-                prunable_tokens(e, calls.get(e.call_id), policy, estimator=self.estimator)
-                for e in self._view[floor:]
-                if isinstance(e, ToolResult)
-            )
-            self._prune_tally = (policy, floor, tokens)
-        _, floor, tokens = self._prune_tally
-        if tokens < policy.minimum_tokens:
-            return None
-        return choose_prune(self._view, policy, estimator=self.estimator, start=floor)
-
-    def _call_in_turn(self, call_id: str) -> ToolCall | None:
-        """The call `call_id` answers, looked for back to the start of the turn (where a tool loop's calls are)."""
-        for entry in reversed(self._view):
-            if isinstance(entry, ToolCall) and entry.call_id == call_id:
-                return entry
-            if isinstance(entry, UserMessage):
-                return None
-        return None
 
     def preview_turn(self, user_text: str) -> TurnContext:
         """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
@@ -682,11 +469,18 @@ class ContextEngine:
         is shown pruned.
         """
         self._check_open()
-        stable = self._prefix if self._prefix is not None else pin_stable(self._stable, self._stable_source())[0]
-        user = UserMessage(id="preview", parent_id=self._view[-1].id if self._view else None, text=user_text)
-        prune = self._chosen_prune(self.prune_policy)
-        view = apply_prunes([*self._view, prune]) if prune is not None else self._view  # what the turn would prune
-        return self._assemble("turn_preview", user, [*view, user], stable, self._stable_seen_digest == stable.digest)
+        stable = (
+            self._stable.prefix
+            if self._stable.prefix is not None
+            else pin_stable(self._stable.latest, self._stable_source())[0]
+        )
+        entries = self._view.entries
+        user = UserMessage(id="preview", parent_id=entries[-1].id if entries else None, text=user_text)
+        prune = self._view.chosen_prune(self.prune_policy)
+        view = apply_prunes([*entries, prune]) if prune is not None else entries  # what the turn would prune
+        return self._assemble(
+            "turn_preview", user, [*view, user], stable, self._view.stable_seen_digest == stable.digest
+        )
 
     def _assemble(
         self, turn_id: str, user: UserMessage, history: Sequence[LogEntry], stable: StableContext, stable_seen: bool
@@ -698,9 +492,9 @@ class ContextEngine:
             user=user,
             history=history,
             stable=stable,
-            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._last_seen),
-            one_shots=self._carried(),
-            boundary=self._boundary,
+            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._view.last_seen),
+            one_shots=self._outbox.carried(),
+            boundary=self._view.boundary,
             data_dir=self._data_dir(),
             tools=self.tools,
             stable_seen=stable_seen,
@@ -708,7 +502,7 @@ class ContextEngine:
 
     def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
         """The entries appended since `turn` was prepared (its tool loop so far)."""
-        return self._view[len(turn.history) :]
+        return self._view.entries[len(turn.history) :]
 
     def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
         """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
@@ -724,14 +518,8 @@ class ContextEngine:
         delivery is recorded is never sent again. Committing twice is harmless.
         """
         for one_shot in turn.one_shots:
-            if one_shot.part_id in self._pending:
-                delivered = OutboxRecord(
-                    part_id=one_shot.part_id,
-                    status="delivered",
-                    turn_id=turn.id,
-                    kind=one_shot.kind,
-                    hidden=one_shot.hidden,
-                )
+            delivered = self._outbox.delivery(one_shot, turn.id)
+            if delivered is not None:
                 self.record(delivered)
 
     # -- provider sessions (SPEC F11) --------------------------------------------------------------
@@ -743,73 +531,30 @@ class ContextEngine:
         point known only from a compaction's snapshot): the next turn forks it natively at this
         path's point (the SDK's `fork_session`) instead of continuing it, and records the new one.
         """
-        session = self._provider_sessions.get(provider)
-        if session is None or session.fork or not self._shared(provider):
-            return session
-        return msgspec.structs.replace(session, fork=True)
-
-    def _shared(self, provider: str) -> bool:
-        """Whether this path's provider session may also be another path's (so it must be forked, not continued)."""
-        record = self._path_records.get(provider)
-        if record is None or self._written_records.get(provider) != record:
-            return True  # another path wrote a later one, or it is known only from a compaction's snapshot
-        origin = self.session.info.forked_from
-        if origin is None:
-            return False
-        ids = [e.id for e in self._view]  # a forked session: a record copied from the source is the source's too
-        if record not in ids:
-            return True
-        return origin.entry_id in ids and ids.index(record) <= ids.index(origin.entry_id)
+        return self._sessions.resume(provider, self._view.entries, self.session.info.forked_from)
 
     @property
     def provider_sessions(self) -> tuple[ProviderSession, ...]:
         """Every provider-side session stored for this session, one per provider."""
-        return tuple(self._provider_sessions.values())
+        return self._sessions.all()
 
     def set_provider_session(self, session: ProviderSession) -> None:
         """Persist where `session.provider` resumes next (a state change, durable); unchanged: nothing logged."""
-        previous = self._provider_sessions.get(session.provider)
-        if previous == session:
-            return
-        change = StateChange(
-            key="provider_session",
-            value=session.session_id,
-            previous=previous.session_id if previous is not None else None,
-            provider=session.provider,
-            session=session,
-        )
-        self.record(change, durable=True)
+        change = self._sessions.set_change(session)
+        if change is not None:
+            self.record(change, durable=True)
 
     def clear_provider_session(self, provider: str, reason: str) -> None:
         """Forget `provider`'s session (durably): its next turn starts a fresh one, told everything again."""
-        previous = self._provider_sessions.get(provider)
-        change = StateChange(
-            key="provider_session",
-            value="",
-            previous=previous.session_id if previous is not None else None,
-            detail=reason,
-            provider=provider,
-        )
-        self.record(change, durable=True)
+        self.record(self._sessions.clear_change(provider, reason), durable=True)
 
     def provider_compacted(self, provider: str, trigger: str, tokens_before: int) -> None:
         """Record that `provider` compacted its own context: the next tail restates everything, reads reset."""
-        session = self._provider_sessions.get(provider)
-        detail = f"{provider} compacted its context ({trigger}" + (
-            f", {tokens_before:,} tokens before)" if tokens_before else ")"
-        )
-        change = StateChange(
-            key="provider_session",
-            value=session.session_id if session is not None else "",
-            detail=detail,
-            provider=provider,
-            session=session,
-            compacted=True,
-        )
+        change = self._sessions.compacted_change(provider, trigger, tokens_before)
         self.record(change, durable=True)
         for hook in self.context_reset_hooks:
             hook()
-        self._emit_compaction(CompactionEvent("completed", trigger, detail))
+        self._emit_compaction(CompactionEvent("completed", trigger, change.detail))
 
     def end_turn(self) -> None:
         """The turn boundary: everything the turn appended is made durable (one fsync)."""
@@ -820,32 +565,15 @@ class ContextEngine:
     @property
     def boundary(self) -> CompactionBoundary | None:
         """The latest compaction on the current path, if any."""
-        return self._boundary
+        return self._view.boundary
 
     def context_tokens(self) -> int:
         """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
-        stable = self._next_stable().parts
+        stable = self._stable.next(self._stable_source).parts
         fixed = sum(self.estimator.count(p.text) for p in stable) + sum(
             self.estimator.count(t.name + t.description + str(t.input_schema)) for t in self.tools
         )
-        return fixed + self._prelude_tokens() + self._view_tokens
-
-    def _next_stable(self) -> StableContext:
-        """The stable context the next request sends: the latest seen, else the prefix, else the source's."""
-        if self._stable is not None:
-            return self._stable
-        if self._prefix is not None:
-            return self._prefix
-        return pin_stable(None, self._stable_source())[0]
-
-    def _stable_state(self) -> str | None:
-        """The stable version a compaction boundary carries: the latest seen, else the one the log recorded."""
-        if self._stable is not None:
-            return f"{self._stable.version}:{self._stable.digest}"
-        if self._recorded_stable is not None:
-            version, digest = self._recorded_stable
-            return f"{version}:{digest}"
-        return None
+        return fixed + self._prelude_tokens() + self._view.tokens
 
     def calibrated_context_tokens(self) -> int:
         """`context_tokens` scaled by what the provider reported for earlier requests (see `observe_usage`)."""
@@ -861,8 +589,8 @@ class ContextEngine:
             self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
 
     def _prelude_tokens(self) -> int:
-        pinned = lane_of(self._boundary, data_dir=self._data_dir())
-        return self.estimator.count((self._summary or "") + (pinned or ""))
+        pinned = lane_of(self._view.boundary, data_dir=self._data_dir())
+        return self.estimator.count((self._view.summary or "") + (pinned or ""))
 
     def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
         """The tool calls of the current context window with their results, in order.
@@ -871,18 +599,11 @@ class ContextEngine:
         own context (a fresh or compacted provider session): what the model still has in front of
         it, so reads made there still count (a branch replays them as its prerequisites met).
         """
-        calls: dict[str, ToolCall] = {}
-        pairs: list[tuple[ToolCall, ToolResult]] = []
-        for entry in self._view[self._window_start() :]:
-            if isinstance(entry, ToolCall):
-                calls[entry.call_id] = entry
-            elif isinstance(entry, ToolResult) and (call := calls.pop(entry.call_id, None)) is not None:
-                pairs.append((call, entry))
-        return tuple(pairs)
+        return self._view.window_calls()
 
     def in_view(self, entry_id: str) -> bool:
         """Whether an entry is still in the provider view (a branch from it keeps the exact context)."""
-        return any(e.id == entry_id for e in self._view)
+        return any(e.id == entry_id for e in self._view.entries)
 
     def branch(self, entry_id: str, *, seed: bool = False) -> Branch:
         """Branch the session at `entry_id` and switch the provider view to the branch at once.
@@ -903,7 +624,7 @@ class ContextEngine:
         self._check_open()
         point = self.session.get(entry_id)
         abandoned = self.session.leaf_id
-        was_in_view = self.in_view(entry_id) or (self._boundary is not None and self._boundary.id == entry_id)
+        was_in_view = self.in_view(entry_id) or (self._view.boundary is not None and self._view.boundary.id == entry_id)
         leaf_id = entry_id
         offered: str | None = None
         if isinstance(point, UserMessage):
@@ -930,7 +651,7 @@ class ContextEngine:
             abandoned_leaf_id=abandoned,
             in_view=was_in_view,
             strategy="seed" if seed else "log",
-            view_entries=sum(isinstance(e, _CONVERSATION) for e in view.entries),
+            view_entries=sum(isinstance(e, steps.CONVERSATION) for e in view.entries),
             summarised=view.boundary is not None,
             open_calls=open_tool_calls(view.entries),
             seed_id=seed_id,
@@ -949,7 +670,7 @@ class ContextEngine:
         self,
         summariser: Summariser,
         *,
-        trigger: Literal["manual", "threshold", "overflow"],
+        trigger: Trigger,
         focus: str | None = None,
         keep_tokens: int = DEFAULT_KEEP_TOKENS,
         user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
@@ -973,13 +694,13 @@ class ContextEngine:
             self._compaction_lock = asyncio.Lock()
         async with self._compaction_lock:
             if plan_id is not None:
-                plan = check_transition(self._plan, "compacted", plan_id=plan_id)
+                plan = check_transition(self._path.plan, "compacted", plan_id=plan_id)
                 focus = focus or compaction_focus(plan)
             outcome = await self._compact_locked(
                 summariser,
                 trigger=trigger,
                 focus=focus,
-                keep_tokens=keep_tokens,
+                keep=keep_tokens,
                 lane_tokens=user_lane_tokens,
                 plan_id=plan_id,
             )
@@ -989,117 +710,90 @@ class ContextEngine:
 
     def _complete_plan_compaction(self, plan_id: str, outcome: CompactionOutcome) -> None:
         """The engine moves the plan forward as soon as its compaction completed (no UI involved)."""
-        plan = self._plan
+        plan = self._path.plan
         if plan is None or plan.plan_id != plan_id or plan.state != "awaiting_compaction":
             return
         if outcome.status == "compacted" and plan.compaction_id is not None:
             self.record_plan("compacted", compaction_id=plan.compaction_id)
         elif outcome.status in ("already_compacted", "nothing_to_compact"):
             # nothing of the conversation is in view since the last boundary (or at all): the context is fresh
-            boundary = self._boundary.id if self._boundary is not None else None
+            boundary = self._view.boundary.id if self._view.boundary is not None else None
             self.record_plan("compacted", compaction_id=boundary, detail=outcome.message)
-
-    def _archive(self, update: LaneUpdate, entries: Sequence[LogEntry], budget: int) -> UserLane:
-        """The lane of `update`, once its new messages are written whole to the data folder (I/O).
-
-        When the file cannot be written, the lane says so (the log still holds every message).
-        """
-        if not update.archive:
-            return update.lane
-        try:
-            write_durably(Path(self._data_dir()), archive_name(update.archive), archive_text(update.archive))
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, reason)
-            previous = self._boundary.lane if self._boundary else _EMPTY_LANE
-            return update_lane(
-                previous, entries, budget_tokens=budget, estimator=self.estimator, archive_failed=reason
-            ).lane
-        return update.lane
 
     async def _compact_locked(
         self,
         summariser: Summariser,
         *,
-        trigger: Literal["manual", "threshold", "overflow"],
+        trigger: Trigger,
         focus: str | None,
-        keep_tokens: int,
+        keep: int,
         lane_tokens: int,
-        plan_id: str | None = None,
+        plan_id: str | None,
     ) -> CompactionOutcome:
-        view = list(self._view)
-        cut = find_cut_point(view, keep_tokens=keep_tokens, estimator=self.estimator)
-        if plan_id is not None:  # the plan runs in a fresh context: nothing is kept verbatim
-            cut = dataclasses.replace(
-                cut, first_kept_id=None, summarised=tuple(view), kept=(), split_turn_prefix=(), tokens_kept=0
-            )
-        if not any(isinstance(e, _CONVERSATION) for e in cut.summarised):
-            if self._boundary is not None:
-                return CompactionOutcome("already_compacted", "already compacted: nothing new to summarise")
-            return CompactionOutcome("nothing_to_compact", "nothing to compact: the conversation fits the kept budget")
+        view, boundary = list(self._view.entries), self._view.boundary
+        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=plan_id is not None)
+        if (nothing := steps.nothing_new(cut, boundary)) is not None:
+            return nothing
         tokens_before = self.context_tokens()
         self._emit_compaction(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
         try:
-            previous_ledger = self._boundary.ledger if self._boundary else Ledger()
-            ledger = update_ledger(previous_ledger, cut.summarised, workspace=self.session.info.cwd)
-            previous = parse_summary(self._summary) if self._summary else None
-            result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
-            structured = result.summary
-            if cut.split_turn_prefix:  # one item, not a second summary: the next compaction reads it back
-                item = turn_prefix_item(cut.split_turn_prefix)
-                structured = dataclasses.replace(structured, in_progress=(*structured.in_progress, item))
-            summary = structured.render()
-            previous_lane = self._boundary.lane if self._boundary else _EMPTY_LANE
+            made = await steps.summarise(
+                summariser, cut, (boundary, self._view.summary), focus=focus, workspace=self.session.info.cwd
+            )
+            previous_lane = steps.lane_of_boundary(boundary)
             update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
             kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
-            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=ledger) or ""  # an estimate
-            fixed = tokens_before - self._view_tokens - self._prelude_tokens()  # stable parts and tools
-            tokens_after = fixed + kept_tokens + self.estimator.count(summary + pinned)
+            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=made.ledger) or ""  # an estimate
+            fixed = tokens_before - self._view.tokens - self._prelude_tokens()  # stable parts and tools
+            tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
             if plan_id is None and not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
                 self._emit_compaction(CompactionEvent("failed", trigger, message))
                 return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
-            lane = self._archive(update, cut.summarised, lane_tokens)
-            state = StateSnapshot(
-                mode=self._mode if self._mode_recorded else None,
-                sources=self._sources,
-                skills=self._skills,
-                provider_sessions=tuple(self._provider_sessions.values()),
-                stable=self._stable_state(),
-                pending_one_shots=tuple(
-                    PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden) for o in self._carried()
-                ),
-                plan=self._plan,
+            lane, failed = steps.archive(
+                update,
+                cut.summarised,
+                lane_tokens,
+                data_dir=self._data_dir(),
+                previous=previous_lane,
+                estimator=self.estimator,
             )
-            boundary = self.record(
-                CompactionBoundary(
-                    summary=summary,
-                    first_kept_id=cut.first_kept_id,
-                    tokens_before=tokens_before,
-                    tokens_after=tokens_after,
-                    trigger=trigger,
-                    focus=focus,
-                    ledger=ledger,
-                    state=state,
-                    lane=lane,
-                    plan_id=plan_id,
-                )
+            if failed is not None:
+                _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, failed)
+            entry = CompactionBoundary(
+                summary=made.summary,
+                first_kept_id=cut.first_kept_id,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                trigger=trigger,
+                focus=focus,
+                ledger=made.ledger,
+                state=self._snapshot(),
+                lane=lane,
+                plan_id=plan_id,
             )
+            recorded = self.record(entry)
         except Exception as exc:
             self._emit_compaction(CompactionEvent("failed", trigger, str(exc)))
             raise
-        assert isinstance(boundary, CompactionBoundary)
         for hook in self.compaction_hooks:
-            hook(boundary)
-        by = result.by
-        note = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
-        words = boundary.lane
-        kept = f"; {len(words.messages)} user messages verbatim" if words.last_turn else ""
-        if words.left_out:
-            kept += f" ({words.left_out} older in data/user-messages/)"
-        message = f"compacted {tokens_before:,} → {tokens_after:,} tokens; summary by {by}{note}{kept}"
+            hook(recorded)
+        message = steps.completed_message(tokens_before, tokens_after, made.result, recorded.lane)
         self._emit_compaction(CompactionEvent("completed", trigger, message))
-        return CompactionOutcome("compacted", message, boundary, tokens_before, tokens_after, by)
+        return CompactionOutcome("compacted", message, recorded, tokens_before, tokens_after, made.result.by)
+
+    def _snapshot(self) -> StateSnapshot:
+        """The state a compaction boundary carries, for a resume that reads only from it on."""
+        settings = self._settings
+        return StateSnapshot(
+            mode=settings.mode if settings.mode_recorded else None,
+            sources=settings.sources,
+            skills=self._path.skills,
+            provider_sessions=self._sessions.all(),
+            stable=self._stable.state(),
+            pending_one_shots=self._outbox.records(),
+            plan=self._path.plan,
+        )
 
     def reprepare(self, turn: TurnContext) -> TurnContext:
         """The same turn over the new provider view after a compaction in the middle of it.
@@ -1112,43 +806,24 @@ class ContextEngine:
         what is sent.
         """
         self._check_open()
-        index = next((i for i, e in enumerate(self._view) if e.id == turn.user_entry_id), None)
+        index = next((i for i, e in enumerate(self._view.entries) if e.id == turn.user_entry_id), None)
         if index is None:  # the compaction never cuts into the current turn; be safe anyway
             return turn
-        user = self._view[index]
+        user = self._view.entries[index]
         if not isinstance(user, UserMessage):
             return turn
-        seen = self._last_seen_before(index)
+        seen = self._view.last_seen_before(index)
         again = assemble_turn(
             turn_id=turn.id,
             session_id=turn.session_id,
             user=user,
-            history=HistorySlice(self._view, index + 1),
-            stable=self._prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
+            history=self._view.slice(index + 1),
+            stable=self._stable.prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
-            one_shots=turn_one_shots(turn.one_shots, self._carried()),
-            boundary=self._boundary,
+            one_shots=turn_one_shots(turn.one_shots, self._outbox.carried()),
+            boundary=self._view.boundary,
             data_dir=self._data_dir(),
             tools=turn.tools,
         )
         self.record(again.record())
         return again
-
-    def _window_start(self) -> int:
-        """Where the provider's current context window starts in the view: after the latest compaction,
-        and after the latest reset of the provider's own context (nothing before it counts as seen)."""
-        start = self._fresh_from
-        for i in range(len(self._view) - 1, start - 1, -1):
-            if resets_seen(self._view[i]):
-                return i + 1
-        return start
-
-    def _last_seen_before(self, index: int) -> dict[str, str]:
-        seen: dict[str, str] = {}
-        for entry in self._view[self._window_start() : index]:
-            if isinstance(entry, TurnRecord):
-                for part in entry.volatile:
-                    seen[part.key] = part.text
-        return seen
-
-
