@@ -10,34 +10,29 @@ provider sessions; compaction's steps are `_compaction`'s.
 from __future__ import annotations
 
 import asyncio
-import logging
 import secrets
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Self
+from typing import Self
 
 import msgspec
 
-from lamina.assemble import assemble_turn, lane_of
+from lamina.assemble import assemble_turn
 from lamina.attachments import AttachmentInput, AttachmentRenderer, AttachmentStore, MediaSupport
 from lamina.compaction import (
-    DEFAULT_KEEP_TOKENS,
     DEFAULT_PRUNE,
-    DEFAULT_USER_LANE_TOKENS,
     PrunePolicy,
-    Summariser,
     apply_prunes,
-    entry_tokens,
-    freed_enough,
-    render_lane,
-    update_lane,
 )
-from lamina.engine import _compaction as steps
-from lamina.engine._compaction import CompactionEvent, CompactionOutcome
+from lamina.engine._branching import BranchingMixin
+from lamina.engine._compacting import CompactionMixin
+from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox, turn_one_shots
+from lamina.engine._plans import PlansMixin
 from lamina.engine._prefix import StablePrefix
+from lamina.engine._resume import ResumeMixin
 from lamina.engine._sessions import ProviderSessions
 from lamina.engine._state import PathState, SessionState, fold, fold_path
 from lamina.engine._view import LiveView
@@ -53,25 +48,16 @@ from lamina.placement import (
     RenderTarget,
     render,
 )
-from lamina.plan import Plan, PlanStateName, check_transition, compaction_focus
 from lamina.session import (
     AttachmentRef,
-    Branch,
     CompactionBoundary,
     LogEntry,
-    PlanState,
     ProviderView,
     SessionLog,
     StateChange,
-    ToolCall,
     ToolOutputPruned,
-    ToolResult,
-    Usage,
     UserMessage,
 )
-from lamina.session._branch import entry_kind, open_tool_calls
-from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
-from lamina.session._entries import OutboxRecord, ProviderSession, StateSnapshot
 from lamina.session._protocol import E
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.turn import (
@@ -87,20 +73,16 @@ from lamina.turn import (
 
 __all__ = ["ContextEngine", "StableSource"]
 
-_log = logging.getLogger("lamina.compaction")
 
 StableSource = Callable[[], Sequence[Part]]
 """Returns the current stable parts; expected to be cheap (the workspace layer caches)."""
-
-_CALIBRATION_WEIGHT = 0.3
-Trigger = Literal["manual", "threshold", "overflow"]
 
 
 def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
 
-class ContextEngine:
+class ContextEngine(PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
     """Prepares, records and commits the turns of one open session.
 
     A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
@@ -297,70 +279,6 @@ class ContextEngine:
                 f"Newly active sources: {', '.join(added)}. Read each source's guide before using its tools.",
             )
 
-    # -- plans (the state machine is `lamina.plan`; every transition is fsynced before it has effect) --
-
-    @property
-    def plans_dir(self) -> Path:
-        """The session's plans folder: plan files, the only place plan mode may write."""
-        return self.session.plans_dir
-
-    @property
-    def plan(self) -> Plan | None:
-        """The session's latest plan and where its approval stands (None: no plan submitted yet)."""
-        return self._path.plan
-
-    def record_plan(
-        self,
-        to: PlanStateName,
-        *,
-        detail: str = "",
-        compact: bool = False,
-        draft_input: str | None = None,
-        compaction_id: str | None = None,
-    ) -> Plan:
-        """Move the latest plan to state `to`: the entry is fsynced before this returns.
-
-        `compact` and `draft_input` go with `accepted`, `compaction_id` with `compacted`; `detail`
-        says why (a failure's reason, the user's feedback).
-
-        Raises:
-            PlanTransitionError: There is no plan, or its state does not lead to `to`.
-        """
-        plan = check_transition(self._path.plan, to)
-        entry = PlanState(
-            plan_id=plan.plan_id,
-            state=to,
-            detail=detail,
-            compact=compact,
-            draft_input=draft_input,
-            compaction_id=compaction_id,
-        )
-        self.record(entry, durable=True)
-        assert self._path.plan is not None
-        return self._path.plan
-
-    def submit_plan(self, *, title: str, plan_path: str, text: str) -> Plan:
-        """Record a submitted plan (durable before this returns); it waits for the user's decision.
-
-        A plan still waiting for a decision is cancelled first (replaced); one being carried out
-        is marked done. A plan accepted but not yet dispatched cannot be replaced.
-
-        Raises:
-            PlanTransitionError: The latest plan is accepted and not dispatched yet.
-        """
-        current = self._path.plan
-        if current is not None:
-            if current.state == "dispatched":
-                self.record_plan("done", detail="a new plan was submitted while it was carried out")
-            elif current.state in ("submitted", "failed"):
-                self.record_plan("cancelled", detail="replaced by a newer plan")
-            elif current.state in ("accepted", "awaiting_compaction", "compacted"):
-                check_transition(current, "submitted")  # raises: a plan on its way cannot be replaced
-        plan_id = "plan_" + secrets.token_hex(6)
-        self.record(PlanState(plan_id=plan_id, state="submitted", title=title, plan_path=plan_path, text=text))
-        assert self._path.plan is not None
-        return self._path.plan
-
     def _refresh_stable(self) -> StableContext:
         """The stable context this turn renders, noticing (and recording) a change of the stable inputs."""
         found = self._stable.refresh(tuple(self._stable_source()), turn_since_boundary=self._view.turn_since_boundary)
@@ -522,278 +440,9 @@ class ContextEngine:
             if delivered is not None:
                 self.record(delivered)
 
-    # -- provider sessions (SPEC F11) --------------------------------------------------------------
-
-    def provider_session(self, provider: str) -> ProviderSession | None:
-        """The session `provider` keeps of this path's conversation, to resume through (None: none, or cleared).
-
-        Marked `fork` when another path may have continued it since (a branch, a forked session, a
-        point known only from a compaction's snapshot): the next turn forks it natively at this
-        path's point (the SDK's `fork_session`) instead of continuing it, and records the new one.
-        """
-        return self._sessions.resume(provider, self._view.entries, self.session.info.forked_from)
-
-    @property
-    def provider_sessions(self) -> tuple[ProviderSession, ...]:
-        """Every provider-side session stored for this session, one per provider."""
-        return self._sessions.all()
-
-    def set_provider_session(self, session: ProviderSession) -> None:
-        """Persist where `session.provider` resumes next (a state change, durable); unchanged: nothing logged."""
-        change = self._sessions.set_change(session)
-        if change is not None:
-            self.record(change, durable=True)
-
-    def clear_provider_session(self, provider: str, reason: str) -> None:
-        """Forget `provider`'s session (durably): its next turn starts a fresh one, told everything again."""
-        self.record(self._sessions.clear_change(provider, reason), durable=True)
-
-    def provider_compacted(self, provider: str, trigger: str, tokens_before: int) -> None:
-        """Record that `provider` compacted its own context: the next tail restates everything, reads reset."""
-        change = self._sessions.compacted_change(provider, trigger, tokens_before)
-        self.record(change, durable=True)
-        for hook in self.context_reset_hooks:
-            hook()
-        self._emit_compaction(CompactionEvent("completed", trigger, change.detail))
-
     def end_turn(self) -> None:
         """The turn boundary: everything the turn appended is made durable (one fsync)."""
         self.session.flush()
-
-    # -- compaction ------------------------------------------------------------------------------
-
-    @property
-    def boundary(self) -> CompactionBoundary | None:
-        """The latest compaction on the current path, if any."""
-        return self._view.boundary
-
-    def context_tokens(self) -> int:
-        """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
-        stable = self._stable.next(self._stable_source).parts
-        fixed = sum(self.estimator.count(p.text) for p in stable) + sum(
-            self.estimator.count(t.name + t.description + str(t.input_schema)) for t in self.tools
-        )
-        return fixed + self._prelude_tokens() + self._view.tokens
-
-    def calibrated_context_tokens(self) -> int:
-        """`context_tokens` scaled by what the provider reported for earlier requests (see `observe_usage`)."""
-        return round(self.context_tokens() * self.calibration)
-
-    def observe_usage(self, estimated: int, usage: Usage) -> None:
-        """Calibrate the estimate: the provider counted `usage` for a request estimated at `estimated` tokens.
-
-        A moving average of reported / estimated, so one odd request does not swing it.
-        """
-        reported = usage.input + usage.cache_read + usage.cache_write
-        if estimated > 0 and reported > 0:
-            self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
-
-    def _prelude_tokens(self) -> int:
-        pinned = lane_of(self._view.boundary, data_dir=self._data_dir())
-        return self.estimator.count((self._view.summary or "") + (pinned or ""))
-
-    def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
-        """The tool calls of the current context window with their results, in order.
-
-        The window starts after the latest compaction and after the latest reset of the provider's
-        own context (a fresh or compacted provider session): what the model still has in front of
-        it, so reads made there still count (a branch replays them as its prerequisites met).
-        """
-        return self._view.window_calls()
-
-    def in_view(self, entry_id: str) -> bool:
-        """Whether an entry is still in the provider view (a branch from it keeps the exact context)."""
-        return any(e.id == entry_id for e in self._view.entries)
-
-    def branch(self, entry_id: str, *, seed: bool = False) -> Branch:
-        """Branch the session at `entry_id` and switch the provider view to the branch at once.
-
-        The abandoned path stays in the log; from now on what is sent is what the branch holds, and
-        the conversation's state (pending one-shots, the plan, the skills in use) is the branch's
-        own; the user's settings (permission mode, active sources) stay as last set. At a user
-        message the branch starts just before it, as Claude Code's rewind does: the message is not
-        on the branch (it would be left unanswered there) and its text comes back in
-        `Branch.offered_text`, to send again or edit. With `seed` (the provider keeps its own
-        transcript and cannot fork there) a hidden one-shot branch seed is queued on the branch, in
-        the same durable line that creates it: a crash leaves the old leaf, or the branch with its
-        seed. Call between turns.
-
-        Raises:
-            UsageError: no such entry, or a user message that is the first entry of the log.
-        """
-        self._check_open()
-        point = self.session.get(entry_id)
-        abandoned = self.session.leaf_id
-        was_in_view = self.in_view(entry_id) or (self._view.boundary is not None and self._view.boundary.id == entry_id)
-        leaf_id = entry_id
-        offered: str | None = None
-        if isinstance(point, UserMessage):
-            if point.parent_id is None:
-                raise UsageError(f"entry {entry_id!r} is the session's first entry: there is nothing before it")
-            leaf_id, offered = point.parent_id, point.typed or None
-        view = self.session.view(leaf_id)  # walks back only to the branch's own latest compaction
-        seed_id: str | None = None
-        if seed:
-            seed_id = "os_" + secrets.token_hex(6)
-            text = view_summary(view, heading=BRANCH_SEED_HEADING, estimator=self.estimator)
-            queued = OutboxRecord(part_id=seed_id, status="queued", kind="branch_seed", text=text, hidden=True)
-            stamped = self.session.branch(leaf_id, first=queued)
-            self._track_session_wide(stamped)
-            self._rebuild_view()  # the seed's record is the leaf now
-        else:
-            self.session.branch(leaf_id)
-            self._rebuild_view(view)
-        return Branch(
-            session_id=self.session.id,
-            entry_id=entry_id,
-            kind=entry_kind(point),
-            leaf_id=self.session.leaf_id or leaf_id,
-            abandoned_leaf_id=abandoned,
-            in_view=was_in_view,
-            strategy="seed" if seed else "log",
-            view_entries=sum(isinstance(e, steps.CONVERSATION) for e in view.entries),
-            summarised=view.boundary is not None,
-            open_calls=open_tool_calls(view.entries),
-            seed_id=seed_id,
-            offered_text=offered,
-        )
-
-    def _emit_compaction(self, event: CompactionEvent) -> None:
-        # the boundary entry is the log's record of a completed compaction; events go to listeners
-        # and to the `lamina.compaction` logger, so the session log gains exactly one entry
-        level = logging.WARNING if event.kind == "failed" else logging.INFO
-        _log.log(level, "session %s: compaction %s (%s): %s", self.session.id, event.kind, event.trigger, event.message)
-        for listener in self.compaction_listeners:
-            listener(event)
-
-    async def compact(
-        self,
-        summariser: Summariser,
-        *,
-        trigger: Trigger,
-        focus: str | None = None,
-        keep_tokens: int = DEFAULT_KEEP_TOKENS,
-        user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
-        plan_id: str | None = None,
-    ) -> CompactionOutcome:
-        """Compact the provider view: one boundary entry appended, nothing removed from the log.
-
-        The user's own messages from the summarised part join the user's words lane shown after
-        the summary (newest first within `user_lane_tokens`); each compaction's messages are also
-        written whole to a file under the session's `data/user-messages/`, before the boundary.
-
-        At most one compaction runs per session (other processes cannot even write to it); a
-        request that waited for one in flight finds nothing new and says "already compacted".
-
-        With `plan_id` (Accept & Compact), the plan must be awaiting its compaction: the whole view
-        is summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
-        boundary names the plan, and the plan is marked `compacted` once the boundary is durable.
-        """
-        self._check_open()
-        if self._compaction_lock is None:
-            self._compaction_lock = asyncio.Lock()
-        async with self._compaction_lock:
-            if plan_id is not None:
-                plan = check_transition(self._path.plan, "compacted", plan_id=plan_id)
-                focus = focus or compaction_focus(plan)
-            outcome = await self._compact_locked(
-                summariser,
-                trigger=trigger,
-                focus=focus,
-                keep=keep_tokens,
-                lane_tokens=user_lane_tokens,
-                plan_id=plan_id,
-            )
-            if plan_id is not None:
-                self._complete_plan_compaction(plan_id, outcome)
-            return outcome
-
-    def _complete_plan_compaction(self, plan_id: str, outcome: CompactionOutcome) -> None:
-        """The engine moves the plan forward as soon as its compaction completed (no UI involved)."""
-        plan = self._path.plan
-        if plan is None or plan.plan_id != plan_id or plan.state != "awaiting_compaction":
-            return
-        if outcome.status == "compacted" and plan.compaction_id is not None:
-            self.record_plan("compacted", compaction_id=plan.compaction_id)
-        elif outcome.status in ("already_compacted", "nothing_to_compact"):
-            # nothing of the conversation is in view since the last boundary (or at all): the context is fresh
-            boundary = self._view.boundary.id if self._view.boundary is not None else None
-            self.record_plan("compacted", compaction_id=boundary, detail=outcome.message)
-
-    async def _compact_locked(
-        self,
-        summariser: Summariser,
-        *,
-        trigger: Trigger,
-        focus: str | None,
-        keep: int,
-        lane_tokens: int,
-        plan_id: str | None,
-    ) -> CompactionOutcome:
-        view, boundary = list(self._view.entries), self._view.boundary
-        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=plan_id is not None)
-        if (nothing := steps.nothing_new(cut, boundary)) is not None:
-            return nothing
-        tokens_before = self.context_tokens()
-        self._emit_compaction(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
-        try:
-            made = await steps.summarise(
-                summariser, cut, (boundary, self._view.summary), focus=focus, workspace=self.session.info.cwd
-            )
-            previous_lane = steps.lane_of_boundary(boundary)
-            update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
-            kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
-            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=made.ledger) or ""  # an estimate
-            fixed = tokens_before - self._view.tokens - self._prelude_tokens()  # stable parts and tools
-            tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
-            if plan_id is None and not freed_enough(tokens_before, tokens_after):
-                message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
-                self._emit_compaction(CompactionEvent("failed", trigger, message))
-                return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
-            lane, failed = steps.archive(
-                update,
-                cut.summarised,
-                lane_tokens,
-                data_dir=self._data_dir(),
-                previous=previous_lane,
-                estimator=self.estimator,
-            )
-            if failed is not None:
-                _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, failed)
-            entry = CompactionBoundary(
-                summary=made.summary,
-                first_kept_id=cut.first_kept_id,
-                tokens_before=tokens_before,
-                tokens_after=tokens_after,
-                trigger=trigger,
-                focus=focus,
-                ledger=made.ledger,
-                state=self._snapshot(),
-                lane=lane,
-                plan_id=plan_id,
-            )
-            recorded = self.record(entry)
-        except Exception as exc:
-            self._emit_compaction(CompactionEvent("failed", trigger, str(exc)))
-            raise
-        for hook in self.compaction_hooks:
-            hook(recorded)
-        message = steps.completed_message(tokens_before, tokens_after, made.result, recorded.lane)
-        self._emit_compaction(CompactionEvent("completed", trigger, message))
-        return CompactionOutcome("compacted", message, recorded, tokens_before, tokens_after, made.result.by)
-
-    def _snapshot(self) -> StateSnapshot:
-        """The state a compaction boundary carries, for a resume that reads only from it on."""
-        settings = self._settings
-        return StateSnapshot(
-            mode=settings.mode if settings.mode_recorded else None,
-            sources=settings.sources,
-            skills=self._path.skills,
-            provider_sessions=self._sessions.all(),
-            stable=self._stable.state(),
-            pending_one_shots=self._outbox.records(),
-            plan=self._path.plan,
-        )
 
     def reprepare(self, turn: TurnContext) -> TurnContext:
         """The same turn over the new provider view after a compaction in the middle of it.
