@@ -4,7 +4,7 @@
 workspace for the stable parts and appends to the session log; each piece of state it keeps in
 memory (so a turn costs the same however long the history is) is a part of its own, folded from
 what it records: the settings (`_state`), the outbox, the live view, the stable prefix, the
-provider sessions; compaction's steps are `_compaction`'s.
+provider sessions. The methods beyond a turn's come from mixins over `_host` (see the package).
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Self
 
 import msgspec
 
 from lamina.assemble import assemble_turn
-from lamina.attachments import AttachmentInput, AttachmentRenderer, AttachmentStore, MediaSupport
+from lamina.attachments import AttachmentInput, AttachmentStore, MediaSupport
 from lamina.compaction import (
     DEFAULT_PRUNE,
     PrunePolicy,
@@ -29,20 +28,18 @@ from lamina.compaction import (
 from lamina.engine._branching import BranchingMixin
 from lamina.engine._compacting import CompactionMixin
 from lamina.engine._compaction import CompactionEvent
+from lamina.engine._media import MediaMixin
 from lamina.engine._outbox import Outbox, turn_one_shots
 from lamina.engine._plans import PlansMixin
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._resume import ResumeMixin
 from lamina.engine._sessions import ProviderSessions
+from lamina.engine._settings import SettingsMixin
 from lamina.engine._state import PathState, SessionState, fold, fold_path
 from lamina.engine._view import LiveView
 from lamina.errors import UsageError
-from lamina.messages import AttachmentBlocks
 from lamina.parts import Part
 from lamina.placement import (
-    AnthropicTarget,
-    OpenAIChatTarget,
-    OpenAIResponsesTarget,
     RenderCache,
     RenderedRequest,
     RenderTarget,
@@ -82,7 +79,7 @@ def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
 
-class ContextEngine(PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
+class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
     """Prepares, records and commits the turns of one open session.
 
     A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
@@ -168,14 +165,6 @@ class ContextEngine(PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
     # -- public API ------------------------------------------------------------------------------
 
     @property
-    def mode(self) -> str:
-        return self._settings.mode
-
-    @property
-    def active_sources(self) -> tuple[str, ...]:
-        return self._settings.sources
-
-    @property
     def view(self) -> Sequence[LogEntry]:
         """The provider view as it stands: the entries after the latest compaction (read-only, O(1) to take)."""
         return self._view.slice()
@@ -245,40 +234,6 @@ class ContextEngine(PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
         self.record(queued)
         return queued.part_id
 
-    def set_mode(self, mode: str) -> None:
-        """Change the permission mode: a state change, and a one-shot signal for the model."""
-        if mode == self._settings.mode:
-            return
-        previous = self._settings.mode
-        self.record(StateChange(key="mode", value=mode, previous=previous), durable=True)
-        self.queue_one_shot("mode_transition", f"The permission mode changed from {previous} to {mode}.")
-
-    @property
-    def skills_in_use(self) -> tuple[str, ...]:
-        """Names of the skills invoked in this session (they survive resumes and compactions)."""
-        return self._path.skills
-
-    def add_skills(self, names: Sequence[str]) -> None:
-        """Record skills as in use (a state change), so a resumed session still knows them."""
-        new = tuple(dict.fromkeys((*self._path.skills, *names)))
-        if new != self._path.skills:
-            self.record(StateChange(key="skills", value=",".join(new), previous=",".join(self._path.skills)))
-
-    def set_sources(self, sources: Sequence[str]) -> None:
-        """Set the active sources; newly activated ones are introduced once through the outbox."""
-        new = tuple(dict.fromkeys(sources))
-        if new == self._settings.sources:
-            return
-        added = [s for s in new if s not in self._settings.sources]
-        self.record(
-            StateChange(key="sources", value=",".join(new), previous=",".join(self._settings.sources)), durable=True
-        )
-        if added:
-            self.queue_one_shot(
-                "source_activated",
-                f"Newly active sources: {', '.join(added)}. Read each source's guide before using its tools.",
-            )
-
     def _refresh_stable(self) -> StableContext:
         """The stable context this turn renders, noticing (and recording) a change of the stable inputs."""
         found = self._stable.refresh(tuple(self._stable_source()), turn_since_boundary=self._view.turn_since_boundary)
@@ -304,36 +259,6 @@ class ContextEngine(PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
             data_dir=data_dir,
             active_sources=self._settings.sources,
         )
-
-    @property
-    def media(self) -> MediaSupport | None:
-        """What the model takes besides text; None: what the target's official API takes."""
-        return self._media
-
-    @media.setter
-    def media(self, value: MediaSupport | None) -> None:
-        if value != self._media:
-            self._media = value
-            self._render_cache = RenderCache()  # completed turns were converted for the old model
-
-    def attach(self, items: Sequence[AttachmentInput], *, base: Path | None = None) -> tuple[AttachmentRef, ...]:
-        """Check, convert and store files for the next user message (see `AttachmentStore.add_all`).
-
-        Raises:
-            AttachmentError: a file cannot be used; nothing was stored and nothing logged.
-        """
-        return self.attachments.add_all(items, base=base)
-
-    def attachment_blocks(self, target: RenderTarget) -> AttachmentBlocks:
-        """How this session's attached files are shown in requests for `target` (and counted by reports)."""
-        match target:
-            case AnthropicTarget():
-                support = self._media or MediaSupport(vision=True, pdf=True)
-                return AttachmentRenderer(self.attachments, "anthropic", support)
-            case OpenAIChatTarget() | OpenAIResponsesTarget():
-                return AttachmentRenderer(self.attachments, "openai", self._media or MediaSupport(vision=True))
-            case _:  # a text-only prompt: notes for images, converted text for documents
-                return AttachmentRenderer(self.attachments, "anthropic", MediaSupport())
 
     def prepare_turn(
         self,

@@ -1,5 +1,6 @@
-"""What the engine's method groups (`_plans`, `_compacting`, `_branching`, `_resume`) use of the engine.
+"""What the engine's method groups use of the engine: its parts and its core methods.
 
+The groups are `_settings`, `_media`, `_plans`, `_compacting`, `_branching` and `_resume`.
 `ContextEngine` is the one class that has all of them; each group is a mixin over this host, so
 it can be read (and type-checked) alone, and each piece of state stays in its part.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+from lamina.attachments import AttachmentStore, MediaSupport
 from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox
 from lamina.engine._prefix import StablePrefix
@@ -16,6 +18,7 @@ from lamina.engine._sessions import ProviderSessions
 from lamina.engine._state import PathState, SessionState
 from lamina.engine._view import LiveView
 from lamina.parts import Part
+from lamina.placement import RenderCache
 from lamina.plan import Plan, PlanStateName
 from lamina.session import CompactionBoundary, LogEntry, ProviderView, SessionLog
 from lamina.session._protocol import E
@@ -40,6 +43,9 @@ class EngineHost:
     _stable_source: Callable[[], Sequence[Part]]
     _sessions: ProviderSessions
     _view: LiveView
+    _media: MediaSupport | None
+    _render_cache: RenderCache
+    attachments: AttachmentStore
     _compaction_lock: asyncio.Lock | None
 
     def record(self, entry: E, *, durable: bool | None = None) -> E:
@@ -71,4 +77,8 @@ class EngineHost:
         raise NotImplementedError
 
     def _emit_compaction(self, event: CompactionEvent) -> None:
+        raise NotImplementedError
+
+    def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:
+        """Queue a part to be delivered to the model exactly once (`ContextEngine.queue_one_shot`)."""
         raise NotImplementedError
