@@ -67,6 +67,7 @@ from lamina.errors import (
     StoreSchemaError,
     UsageError,
 )
+from lamina.session._core import SessionCore
 from lamina.session._entries import (
     CRITICAL_ENTRY_TYPES,
     CompactionBoundary,
@@ -80,7 +81,7 @@ from lamina.session._meta import ForkOrigin
 from lamina.session._protocol import LoadReport, SessionSummary
 from lamina.session._scan import scan_log
 from lamina.session._store import SUBFOLDERS, _storable, _title_from, check_session_id
-from lamina.session._tree import ProviderView, path_to, provider_view, view_start_id
+from lamina.session._tree import view_start_id
 from lamina.session.postgres._bounds import (
     TERMINATE_WAIT_MS,
     WATCHDOG,
@@ -726,12 +727,13 @@ def _carry_files(source: Path, target: Path) -> None:
                     shutil.copyfile(src, dst)
 
 
-class PostgresSession:
+class PostgresSession(SessionCore):
     """An open session of a `PostgresSessionStore`. Create it through the store."""
 
     def __init__(
         self, store: PostgresSessionStore, info: SessionSummary, files_dir: Path, *, token: int | None
     ) -> None:
+        super().__init__()
         self._store = store
         self._info = info
         self.files_dir = files_dir
@@ -743,8 +745,6 @@ class PostgresSession:
         self._creating = False
         """The session's row is not in the database yet: the first commit inserts it (an import)."""
         self.report = LoadReport()
-        self._entries: dict[str, LogEntry] = {}
-        self._order: list[LogEntry] = []
         self._seq_of: dict[str, int] = {}
         self._pending: list[tuple[int, LogEntry]] = []
         self._committed_seq = 0
@@ -752,7 +752,6 @@ class PostgresSession:
         self._next_seq = 1
         self._loaded_from = 1
         """The lowest sequence number in memory (1: everything is loaded)."""
-        self._leaf: str | None = None
         self._committed_leaf: str | None = None
         self._count = info.entry_count
         self._view_start: str | None = None
@@ -761,8 +760,9 @@ class PostgresSession:
 
     def _restore(self, rows: tuple[list[int], list[LogEntry]], *, leaf_id: str | None, last_seq: int) -> None:
         seqs, entries = rows
-        self._order = list(entries)
-        self._entries = {e.id: e for e in entries}
+        self._entry_list = list(entries)
+        self._by_id = {e.id: e for e in entries}
+        self._order_list = None
         self._seq_of = dict(zip((e.id for e in entries), seqs, strict=True))
         self._loaded_from = seqs[0] if seqs else last_seq + 1
         self._committed_seq = last_seq
@@ -770,9 +770,9 @@ class PostgresSession:
         self._leaf = leaf_id if leaf_id in self._entries else (entries[-1].id if entries else None)
         if leaf_id is not None and leaf_id not in self._entries and self._loaded_from > 1:
             self.load_all()
-            self._leaf = leaf_id if leaf_id in self._entries else (self._order[-1].id if self._order else None)
+            self._leaf = leaf_id if leaf_id in self._entries else self._last_id()
         self._committed_leaf = self._leaf
-        self.report.unknown_entries = sum(isinstance(e, UnknownEntry) for e in self._order)
+        self.report.unknown_entries = sum(isinstance(e, UnknownEntry) for e in self._entry_list)
         try:
             self._view_start = view_start_id(self._entries, self._leaf)
         except MissingEntryError:
@@ -785,37 +785,28 @@ class PostgresSession:
             return
         with self._store._conn() as conn:
             seqs, older = self._store._fetch(conn, self.id, after=0, before=self._loaded_from)
-        self._order = older + self._order
+        self._entry_list = older + self._entry_list
+        self._order_list = None
         for seq, entry in zip(seqs, older, strict=True):
             self._entries[entry.id] = entry
             self._seq_of[entry.id] = seq
         self._loaded_from = 1
 
-    # -- reading ---------------------------------------------------------------------------------
+    # -- reading (the rest is `SessionCore`'s) -------------------------------------------------
 
     @property
     def id(self) -> str:
         return self._info.id
 
-    @property
-    def leaf_id(self) -> str | None:
-        return self._leaf
+    def _header(self) -> SessionSummary:
+        return self._info
 
     @property
-    def info(self) -> SessionSummary:
-        return dataclasses.replace(self._info, entry_count=self._count)
+    def _files_root(self) -> Path:
+        return self.files_dir
 
-    @property
-    def attachments_dir(self) -> Path:
-        return self.files_dir / "attachments"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.files_dir / "data"
-
-    @property
-    def plans_dir(self) -> Path:
-        return self.files_dir / "plans"
+    def _leaf_view_start(self) -> str | None:
+        return self._view_start
 
     @property
     def writable(self) -> bool:
@@ -826,65 +817,18 @@ class PostgresSession:
         """This writer's fencing token (None when read-only)."""
         return self._token
 
-    def get(self, entry_id: str) -> LogEntry:
-        if entry_id not in self._entries:
-            self.load_all()
-        try:
-            return self._entries[entry_id]
-        except KeyError:
-            raise UsageError(f"no entry {entry_id!r} in session {self.id}") from None
-
-    def entries(self) -> list[LogEntry]:
-        self.load_all()
-        return list(self._order)
-
-    def entries_loaded(self) -> list[LogEntry]:
-        return list(self._order)
-
-    def loaded_count(self) -> int:
-        return len(self._order)
-
     def seq_of(self, entry_id: str) -> int | None:
         """The per-session sequence number of an entry in memory."""
         return self._seq_of.get(entry_id)
 
-    def path(self, entry_id: str | None = None) -> list[LogEntry]:
-        target = self._leaf if entry_id is None else entry_id
-        if target is not None and target not in self._entries:
-            self.load_all()
-            if target not in self._entries:
-                raise UsageError(f"no entry {target!r} in session {self.id}")
-        try:
-            return path_to(self._entries, target)
-        except MissingEntryError:
-            self.load_all()
-            return path_to(self._entries, target)
-
     def children(self, entry_id: str) -> list[LogEntry]:
-        self.get(entry_id)
-        return [e for e in self._order if e.parent_id == entry_id]
+        """The entries whose parent is `entry_id`, in append order.
 
-    def view(self, entry_id: str | None = None) -> ProviderView:
-        leaf = self._leaf if entry_id is None else entry_id
-        start = self._view_start
-        if entry_id is not None:
-            self.get(entry_id)
-            try:
-                start = view_start_id(self._entries, entry_id)
-            except MissingEntryError:
-                start = None
-        if start is None or start not in self._entries:
-            return provider_view(self.path(leaf))
-        path: list[LogEntry] = []
-        current = leaf
-        while current is not None:
-            entry = self._entries[current]
-            path.append(entry)
-            if entry.id == start:
-                break
-            current = entry.parent_id
-        path.reverse()
-        return provider_view(path)
+        All of them, not only those after the parent as `SessionCore` looks: an imported list of
+        entries (`import_entries`) may hold a child before its parent, and nothing here mends it.
+        """
+        self.get(entry_id)
+        return [e for e in self._entry_list if e.parent_id == entry_id]
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -917,8 +861,7 @@ class PostgresSession:
         self._check_writable()
         seq = self._next_seq
         self._next_seq += 1
-        self._entries[entry.id] = entry
-        self._order.append(entry)
+        self._remember(entry)
         self._seq_of[entry.id] = seq
         self._pending.append((seq, entry))
         if isinstance(entry, CompactionBoundary):
@@ -956,8 +899,7 @@ class PostgresSession:
 
     def _take_back(self, entry: LogEntry, saved: tuple[str | None, str | None, int, SessionSummary]) -> None:
         self._pending.pop()
-        self._order.pop()
-        del self._entries[entry.id]
+        self._forget_last()
         del self._seq_of[entry.id]
         self._next_seq -= 1
         self._leaf, self._view_start, self._count, self._info = saved
