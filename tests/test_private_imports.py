@@ -45,7 +45,7 @@ ALLOWED: set[tuple[str, str]] = {
     ("lamina.providers._base", "lamina.session._entries"),
     ("lamina.providers._claude_agent", "lamina.session._entries"),
     ("lamina.serve._inspect", "lamina.session._tree"),
-    ("lamina.serve._reader", "lamina.session._store"),
+    ("lamina.serve._reader", "lamina.session._stamp"),
     ("lamina.serve._requests", "lamina.session._entries"),
     ("lamina.serve._requests", "lamina.session._tree"),
     ("lamina.turn", "lamina.session._entries"),

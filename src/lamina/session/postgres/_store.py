@@ -80,7 +80,7 @@ from lamina.session._entries import (
 from lamina.session._meta import ForkOrigin
 from lamina.session._protocol import LoadReport, SessionSummary
 from lamina.session._scan import scan_log
-from lamina.session._store import SUBFOLDERS, _storable, _title_from, check_session_id
+from lamina.session._stamp import SUBFOLDERS, _storable, _title_from, check_session_id
 from lamina.session._tree import view_start_id
 from lamina.session.postgres._bounds import (
     TERMINATE_WAIT_MS,
