@@ -109,7 +109,7 @@ def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path:
         session = stalled.create()
         session.append(UserMessage(text="mine"))
         session.flush()
-        stalled._stop.set()  # the server stalls: its leases are no longer renewed
+        stalled._leases._stop.set()  # the server stalls: its leases are no longer renewed
         with pytest.raises(SessionLockedError, match="lease expires"):
             other.open(session.id)
         with other.open(session.id, wait=10.0) as taken:  # once the stalled lease expires

@@ -19,44 +19,16 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Final
 
-from lamina.errors import (
-    LaminaError,
-    MissingEntryError,
-    SessionCorruptError,
-    SessionIOError,
-    SessionNotFoundError,
-)
+from lamina.errors import LaminaError, MissingEntryError, SessionCorruptError, SessionIOError, SessionNotFoundError
 from lamina.session._core import SessionCore
-from lamina.session._entries import (
-    LogEntry,
-    UnknownEntry,
-)
-from lamina.session._files import (
-    LINK_REFUSED,
-    OS_FILES,
-    FileLayer,
-    is_link_refusal,
-    open_for_reading,
-)
+from lamina.session._entries import LogEntry, UnknownEntry
+from lamina.session._files import LINK_REFUSED, OS_FILES, FileLayer, is_link_refusal, open_for_reading
 from lamina.session._lock import WriterLock
 from lamina.session._meta import SessionMeta
 from lamina.session._protocol import LoadReport, LogCut, SessionSummary
-from lamina.session._scan import (
-    Canonical,
-    DuplicateId,
-    Log,
-    LogScan,
-    Offsets,
-    TornTail,
-    scan_log,
-)
+from lamina.session._scan import Canonical, DuplicateId, Log, LogScan, Offsets, TornTail, scan_log
 from lamina.session._stamp import _new_entry_id
-from lamina.session._tree import (
-    LostLine,
-    find_broken_links,
-    mend_links,
-    view_start_id,
-)
+from lamina.session._tree import LostLine, find_broken_links, mend_links, view_start_id
 
 LOG_NAME: Final = "log.jsonl"
 _ENTRY_ID: Final = attrgetter("id")

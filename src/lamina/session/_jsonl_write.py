@@ -12,20 +12,8 @@ from typing import Final, TypeVar, overload
 
 import msgspec
 
-from lamina.errors import (
-    MissingEntryError,
-    SessionCorruptError,
-    SessionIOError,
-    UsageError,
-)
-from lamina.session._entries import (
-    CRITICAL_ENTRY_TYPES,
-    CompactionBoundary,
-    Entry,
-    LogEntry,
-    UserMessage,
-    encode_entry,
-)
+from lamina.errors import MissingEntryError, SessionCorruptError, SessionIOError, UsageError
+from lamina.session._entries import CRITICAL_ENTRY_TYPES, CompactionBoundary, Entry, LogEntry, UserMessage, encode_entry
 from lamina.session._files import (
     LINK_REFUSED,
     NOFOLLOW,
@@ -37,15 +25,9 @@ from lamina.session._files import (
 from lamina.session._jsonl_open import LOG_NAME, JsonlLog
 from lamina.session._meta import SessionMeta, write_meta
 from lamina.session._protocol import LoadReport
-from lamina.session._scan import (
-    Canonical,
-    TornTail,
-    is_canonical_line,
-)
+from lamina.session._scan import Canonical, TornTail, is_canonical_line
 from lamina.session._stamp import _storable, _title_from
-from lamina.session._tree import (
-    view_start_id,
-)
+from lamina.session._tree import view_start_id
 
 META_REFRESH_SECONDS: Final = 5.0
 """Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""

@@ -10,13 +10,8 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from lamina.errors import (
-    UsageError,
-)
-from lamina.session._entries import (
-    Entry,
-    encode_entry,
-)
+from lamina.errors import UsageError
+from lamina.session._entries import Entry, encode_entry
 
 SUBFOLDERS: Final = ("attachments", "data", "plans")
 """The folders of a session's files."""

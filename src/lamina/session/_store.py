@@ -37,19 +37,8 @@ from typing import Final
 import msgspec
 import platformdirs
 
-from lamina.errors import (
-    LaminaError,
-    SessionCorruptError,
-    SessionIOError,
-    SessionNotFoundError,
-)
-from lamina.session._files import (
-    LINK_REFUSED,
-    NOFOLLOW,
-    OS_FILES,
-    FileLayer,
-    write_new_file,
-)
+from lamina.errors import LaminaError, SessionCorruptError, SessionIOError, SessionNotFoundError
+from lamina.session._files import LINK_REFUSED, NOFOLLOW, OS_FILES, FileLayer, write_new_file
 from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._jsonl_write import JsonlSession
 from lamina.session._lock import LOCK_NAME, WriterLock
