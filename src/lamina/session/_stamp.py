@@ -1,4 +1,4 @@
-"""What every store stamps on what it keeps: session and entry ids, titles, text UTF-8 can hold (pure)."""
+"""What every store stamps on what it keeps: session and entry ids, titles, text UTF-8 can hold (no I/O)."""
 
 from __future__ import annotations
 
