@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import lamina
 
 _ROOT = Path(lamina.__file__).parent
@@ -138,11 +140,13 @@ def test_the_walk_reads_relative_and_function_level_imports(tmp_path: Path) -> N
     }
 
 
+@pytest.mark.slow
 def test_no_module_imports_another_packages_private_names_beyond_the_allowlist() -> None:
     new = sorted(_violations() - ALLOWED)
     assert new == [], "import these through the package's public names (or make them public, pinned)"
 
 
+@pytest.mark.slow
 def test_the_allowlist_only_lists_imports_that_still_exist() -> None:
     gone = sorted(ALLOWED - _violations())
     assert gone == [], "these imports are gone: take them off ALLOWED"

@@ -297,6 +297,7 @@ def _recorded(data: bytes, cut: int, how: str, originals: list[bytes]) -> scan.C
     how=st.sampled_from(["true", "stale", "wrong crc", "mid-line"]),
     threaded=st.booleans(),
 )
+@pytest.mark.slow
 def test_the_one_call_decode_of_recorded_lines_finds_what_line_by_line_reading_finds(
     log: tuple[bytes, list[bytes]], cut: int, how: str, threaded: bool
 ) -> None:
@@ -352,6 +353,7 @@ def test_an_entry_that_names_no_earlier_entry_ends_the_linked_record(store: Loca
     threaded=st.booleans(),
     ordered=st.booleans(),
 )
+@pytest.mark.slow
 def test_the_linked_and_distinct_records_never_change_what_a_full_load_finds(
     shape: list[int], odd: str, threaded: bool, ordered: bool
 ) -> None:

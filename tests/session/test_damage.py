@@ -242,6 +242,7 @@ def test_a_byte_order_mark_does_not_hide_the_first_entry(store: LocalSessionStor
         assert again.entries() == [*written, more]
 
 
+@pytest.mark.slow
 def test_parent_cycles_are_reported_and_never_hang(store: LocalSessionStore, tmp_path: Path) -> None:
     with store.create() as session:
         written = [session.append(e) for e in exchange(1)]

@@ -102,6 +102,7 @@ def test_a_commit_whose_answer_was_lost_is_not_written_twice(store: PostgresSess
         assert _committed(schema, session.id) == [*(e.id for e in first), more.id]
 
 
+@pytest.mark.slow
 def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path: Path) -> None:
     stalled = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=2.0)
     other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=2.0)
@@ -129,6 +130,7 @@ def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path:
         other.close()
 
 
+@pytest.mark.slow
 def test_a_held_lease_is_renewed_while_the_writer_works(schema: str, tmp_path: Path) -> None:
     holder = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=1.5)
     other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=1.5)
@@ -144,6 +146,7 @@ def test_a_held_lease_is_renewed_while_the_writer_works(schema: str, tmp_path: P
         other.close()
 
 
+@pytest.mark.slow
 def test_a_reader_follows_a_live_session(store: PostgresSessionStore) -> None:
     session = store.create()
     first = session.append(UserMessage(text="one"))

@@ -166,6 +166,7 @@ def _check_after_loss(store: LocalSessionStore, acked: dict[str, _Acked], tally:
             mine.leaf = session.leaf_id
 
 
+@pytest.mark.slow
 def test_power_loss_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
     rng = random.Random(20261130)
     tally = _Tally()

@@ -94,6 +94,7 @@ def test_second_writer_gets_an_error_naming_the_holder(store: LocalSessionStore)
             assert reader.entries() == []
 
 
+@pytest.mark.slow
 def test_second_writer_in_another_process(store: LocalSessionStore) -> None:
     with store.create() as session:
         code = (
