@@ -47,7 +47,7 @@ ALLOWED: set[tuple[str, str]] = {
     ("lamina.providers._base", "lamina.session._entries"),
     ("lamina.providers._claude_agent", "lamina.session._entries"),
     ("lamina.serve._inspect", "lamina.session._tree"),
-    ("lamina.serve._reader", "lamina.session._store"),
+    ("lamina.serve._reader", "lamina.session._stamp"),
     ("lamina.serve._requests", "lamina.session._entries"),
     ("lamina.serve._requests", "lamina.session._tree"),
     ("lamina.turn", "lamina.session._entries"),
@@ -119,7 +119,7 @@ def test_the_rule_tells_private_from_public() -> None:
     assert may_import("lamina.session.postgres._store", "lamina.session._entries.LogEntry")
     assert may_import("lamina.defang", "lamina._look_alikes")
     assert not may_import("lamina.engine", "lamina.session._entries.LogEntry")
-    assert not may_import("lamina.session._location", "lamina.session.postgres._store.split_url")
+    assert not may_import("lamina.session._location", "lamina.session.postgres._connection.split_url")
     assert not may_import("lamina.serve._requests", "lamina.engine._prefix_context")
     assert not may_import("lamina.sessions", "lamina.session._entries")
 

@@ -17,8 +17,9 @@ import pytest
 from lamina.errors import SessionCorruptError, SessionError, SessionIOError, SessionLockedError
 from lamina.session import AssistantMessage, CompactionBoundary, LocalSessionStore, UserMessage
 from lamina.session._files import OsFiles
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta
-from lamina.session._store import CREATING_PREFIX, LOG_NAME
+from lamina.session._store import CREATING_PREFIX
 from tests.session._power import PowerCut, SimulatedDisk
 from tests.session.factories import FakeClock, counter_ids, exchange
 

@@ -38,9 +38,9 @@ from lamina.session import (
     repair_session,
 )
 from lamina.session._entries import encode_entry
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
 from lamina.session._scan import scan_log
-from lamina.session._store import LOG_NAME
 from lamina.session._tree import LostLine, mend_links, path_to, view_start_id
 from tests.conftest import EXHAUSTIVE
 

@@ -29,8 +29,8 @@ from lamina.session import (
     ToolResult,
     UserMessage,
 )
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
-from lamina.session._store import LOG_NAME
 from tests.conftest import EXHAUSTIVE
 from tests.session._power import PowerCut, SimulatedDisk
 

@@ -32,8 +32,9 @@ from lamina.errors import (
 )
 from lamina.session import LocalSessionStore, LogEntry, OutboxRecord, UserMessage
 from lamina.session._files import OsFiles
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta
-from lamina.session._store import DELETING_PREFIX, LOG_NAME
+from lamina.session._store import DELETING_PREFIX
 from tests.conftest import EXHAUSTIVE
 from tests.session._power import PowerCut, SimulatedDisk
 from tests.session.factories import FakeClock, counter_ids
