@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
 
-from lamina.activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
+from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
+from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
 from lamina.attachments import AttachmentInput, MediaSupport
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
@@ -46,7 +47,6 @@ from lamina.providers import (
     ToolCallRequest,
     stream_with_retry,
 )
-from lamina.recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
 from lamina.session import AssistantMessage, Branch, LogEntry, SessionLog, SessionStore, ToolCall, ToolResult, Usage
 from lamina.session._entries import BRIDGE_KINDS, ProviderSession
 from lamina.sources import SourceConnections, guide_path
