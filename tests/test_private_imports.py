@@ -25,7 +25,7 @@ _ROOT = Path(lamina.__file__).parent
 # (importing module, private name it imports): each is a debt, to pay by using or making a public name.
 ALLOWED: set[tuple[str, str]] = {
     # the log's entry types and the store's helpers that `lamina.session` does not export yet
-    ("lamina.agent._loop", "lamina.session._entries"),
+    ("lamina.agent._provider_sessions", "lamina.session._entries"),
     ("lamina.attachments", "lamina.session._entries"),
     ("lamina.attachments._images", "lamina.session._entries"),
     ("lamina.cli._sessions", "lamina.session._entries"),

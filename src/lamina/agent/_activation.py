@@ -17,7 +17,7 @@ invokes the skill again: a skill used once must not narrow the rest of the sessi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -26,7 +26,7 @@ from lamina.engine import ContextEngine
 from lamina.parts import Part
 from lamina.session import CompactionBoundary
 from lamina.sources import calls_to_source, slug_problem
-from lamina.tools import Allow, Deny, PrerequisiteManager, Rule, ToolCall, ToolOutput, Verdict
+from lamina.tools import Allow, Deny, PrerequisiteManager, Rule, ToolCall, ToolOutput, ToolPipeline, Verdict
 from lamina.workspace import (
     ContextFileFinder,
     Skill,
@@ -265,3 +265,11 @@ def nearest_context_paths(finder: ContextFileFinder, cwd: Path) -> Callable[[Pat
         return [f.path for f in finder.nearest(cwd, path)]
 
     return nearest
+
+
+def window_reads(engine: ContextEngine, pipeline: ToolPipeline) -> Iterator[tuple[ToolCall, ToolOutput]]:
+    """The logged calls of the current context window as the pipeline's rules heard them."""
+    for call, result in engine.window_calls():
+        bound = pipeline.bind(call.call_id, call.name, call.input)
+        if bound is not None:
+            yield bound, ToolOutput(result.content, is_error=result.is_error)

@@ -9,149 +9,52 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Literal, Self
 
-from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths
-from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
+from lamina.agent._activation import Activation, window_reads
+from lamina.agent._events import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
+from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanSteps
+from lamina.agent._provider_sessions import ProviderSessions, SessionUpdate
+from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
 from lamina.attachments import AttachmentInput, MediaSupport
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
-    DEFAULT_PRUNE,
     DEFAULT_RESERVE,
     DEFAULT_USER_LANE_TOKENS,
     ProviderSummariser,
-    PrunePolicy,
     Summariser,
     should_compact,
 )
 from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
-from lamina.errors import ContextOverflowError, ProviderSessionLostError, TooManyModelCallsError, UsageError
+from lamina.errors import ContextOverflowError, TooManyModelCallsError, UsageError
 from lamina.messages import INTERRUPTED_RESULT
-from lamina.parts import Part
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget
-from lamina.plan import Plan, continuation_message, execution_message, next_step, rejection_message
-from lamina.prompt import Preset
+from lamina.plan import next_step
 from lamina.providers import (
     Completed,
     Provider,
     ProviderCompacted,
     ProviderSessionChanged,
-    RetryNotice,
     RetryPolicy,
     TextDelta,
     ToolCallRequest,
     stream_with_retry,
 )
-from lamina.session import AssistantMessage, Branch, LogEntry, SessionLog, SessionStore, ToolCall, ToolResult, Usage
-from lamina.session._entries import BRIDGE_KINDS, ProviderSession
-from lamina.sources import SourceConnections, guide_path
-from lamina.tools import (
-    AskCallback,
-    NearestContextFileRule,
-    OffloadPolicy,
-    PermissionMode,
-    PrerequisiteManager,
-    Requirement,
-    Rule,
-    Tool,
-    ToolContext,
-    ToolOutput,
-    ToolPipeline,
-    default_tools,
-    mini_tools,
-)
-from lamina.tools import ToolCall as RuleCall
+from lamina.session import AssistantMessage, Branch, SessionLog, ToolCall, ToolResult, Usage
+from lamina.tools import PermissionMode, ToolPipeline
 from lamina.turn import TurnContext
-from lamina.workspace import PROJECT_FILE, ContextFileFinder, WorkspaceContext, detect_platform, load_preset
 
 if TYPE_CHECKING:
     from lamina.budget import BudgetReport
 
-__all__ = [
-    "DEFAULT_PLAN_COMPACTION_TIMEOUT",
-    "Agent",
-    "AgentEvent",
-    "ModelCallFinished",
-    "PlanUpdate",
-    "ToolFinished",
-    "ToolStarted",
-    "TurnOutcome",
-    "open_agent",
-    "session_engine",
-]
-
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
-DEFAULT_PLAN_COMPACTION_TIMEOUT = 300.0
-"""Seconds an "Accept & Compact" compaction may take before the plan is marked failed (the summary
-request has its own, shorter timeout and falls back to the deterministic summary)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolStarted:
-    call_id: str
-    name: str
-    input: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolFinished:
-    call_id: str
-    name: str
-    is_error: bool
-    content: str
-    full_output_path: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ModelCallFinished:
-    """One model request of the turn completed."""
-
-    index: int
-    usage: Usage
-    stop_reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class PlanUpdate:
-    """The session's plan moved to another state (submitted, accepted, compacted, dispatched, done, ...)."""
-
-    plan: Plan
-
-
-AgentEvent: TypeAlias = (
-    TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice | PlanUpdate
-)
-"""What the loop reports while a turn runs (`RetryNotice`: a failed request is sent again after a wait)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    """What a turn did: its final text, every model call's usage, the tools it ran."""
-
-    turn: TurnContext
-    text: str
-    usages: tuple[Usage, ...]
-    tools_run: tuple[str, ...]
-    stop_reason: str
-
-    @property
-    def usage(self) -> Usage:
-        return Usage(
-            input=sum(u.input for u in self.usages),
-            output=sum(u.output for u in self.usages),
-            cache_read=sum(u.cache_read for u in self.usages),
-            cache_write=sum(u.cache_write for u in self.usages),
-        )
 
 
 @dataclass
-class Agent:
+class Agent(PlanSteps, ProviderSessions):
     """Drives turns of one session through a provider and a tool pipeline.
 
     A context manager, also `async with`: `with open_agent(...) as agent:` closes it on the way out
@@ -183,7 +86,7 @@ class Agent:
     """Budget of the recovery block a fresh provider session gets when the old one cannot be resumed."""
     owns_engine: bool = False
     """Whether `close` closes `engine` too (True for the agent `open_agent` returns)."""
-    _session_update: ProviderSession | None = field(default=None, init=False, repr=False)
+    _session_update: SessionUpdate = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
 
     @property
@@ -389,130 +292,6 @@ class Agent:
         attachments = self.engine.attachment_blocks(self.provider.target)  # attached files as this model is sent them
         return budget_of_turn(self.engine.preview_turn(text), attachments=attachments)
 
-    # -- plans (SPEC F16: the state machine is `lamina.plan`, persisted by the engine) ----------------
-
-    @property
-    def plan(self) -> Plan | None:
-        """The session's latest plan and where its approval stands."""
-        return self.engine.plan
-
-    async def accept_plan(self, *, compact: bool = False, draft: str | None = None) -> TurnOutcome | None:
-        """Accept the submitted plan and carry it out: the execution turn's outcome.
-
-        With `compact` ("Accept & Compact") the whole conversation is compacted first, with the
-        plan as the focus, and the plan runs in that fresh context. `draft` is the user's unsent
-        input, kept with the plan (restored on reload). The mode switches to execute. Returns None
-        when the compaction failed or timed out: the plan is then `failed`, with the reason, and
-        can be accepted again.
-
-        Raises:
-            PlanTransitionError: No plan waits for a decision (none submitted, or it already ran).
-        """
-        self._check_open()
-        self.engine.record_plan("accepted", compact=compact, draft_input=draft)
-        self._plan_moved()
-        return await self.resume_plan()
-
-    async def reject_plan(self, feedback: str) -> TurnOutcome:
-        """Reject the submitted plan: back to planning, with `feedback` as the user's message.
-
-        Raises:
-            PlanTransitionError: No plan waits for a decision.
-        """
-        self._check_open()
-        plan = self.engine.record_plan("rejected", detail=feedback)
-        self._plan_moved()
-        # Lamina's message around the user's feedback: only the feedback is the user's words
-        return await self._run_turn(rejection_message(plan, feedback), user_words=feedback)
-
-    def cancel_plan(self, reason: str = "") -> Plan:
-        """Drop the latest plan (before it is done): it will not be carried out, or no further.
-
-        Raises:
-            PlanTransitionError: There is no plan, or it is already finished.
-        """
-        self._check_open()
-        plan = self.engine.record_plan("cancelled", detail=reason)
-        self._plan_moved()
-        return plan
-
-    async def resume_plan(self) -> TurnOutcome | None:
-        """Move an accepted plan forward from wherever it stopped, also in a process started later.
-
-        Compacts (again only if its compaction did not complete), records what completed, then
-        dispatches the plan exactly once: the `dispatched` entry is durable before the execution
-        message is written, and a dispatch whose message is already logged is never sent again.
-        Returns the execution turn's outcome, or None when there was nothing to do or the
-        compaction failed.
-        """
-        self._check_open()
-        while (step := next_step(self.engine.plan)) is not None:
-            plan = self.engine.plan
-            assert plan is not None
-            match step:
-                case "compact":
-                    if plan.state == "accepted":
-                        self.engine.record_plan("awaiting_compaction")
-                        self._plan_moved()
-                    if not await self._compact_for_plan(plan.plan_id):
-                        return None
-                case "mark_compacted":
-                    self.engine.record_plan("compacted", compaction_id=plan.compaction_id)
-                case "dispatch":
-                    self.engine.record_plan("dispatched")
-                case "send":
-                    return await self._execute_plan(plan, execution_message(plan))
-                case "continue":
-                    return await self._execute_plan(plan, continuation_message(plan))
-            self._plan_moved()
-        return None
-
-    async def _compact_for_plan(self, plan_id: str) -> bool:
-        """The plan's compaction under its timeout; on failure the plan is `failed` with the reason."""
-        try:
-            async with asyncio.timeout(self.plan_compaction_timeout):
-                outcome = await self.compact(plan_id=plan_id)
-        except TimeoutError:
-            reason = f"the compaction took longer than {self.plan_compaction_timeout:g} s"
-        except Exception as exc:  # whatever stopped it, the plan must not run half-prepared
-            reason = f"the compaction failed: {exc}"
-        else:
-            reason = f"the compaction did not complete: {outcome.message}"
-        plan = self.engine.plan
-        if plan is None or plan.plan_id != plan_id:
-            return False
-        if plan.state == "compacted" or plan.compaction_id is not None:
-            return True  # completed (its boundary is durable), whatever was raised after it
-        self.engine.record_plan("failed", detail=reason)
-        self._plan_moved()
-        return False
-
-    async def _execute_plan(self, plan: Plan, message: str) -> TurnOutcome:
-        """Send a dispatched plan's execution message (or its continuation), in execute mode; mark it done."""
-        if self.engine.mode != PermissionMode.EXECUTE.value:
-            self.set_mode(PermissionMode.EXECUTE)  # a recorded state change and a one-shot notice
-        try:
-            # Lamina's own message in the user's role: nothing in it is the user's words
-            outcome = await self._run_turn(message, durable_message=True, user_words="")
-        except asyncio.CancelledError:
-            self._finish_plan(plan.plan_id, "cancelled", "the user interrupted its execution")
-            raise
-        except Exception as exc:
-            self._finish_plan(plan.plan_id, "failed", f"its execution turn failed: {exc}")
-            raise
-        self._finish_plan(plan.plan_id, "done", "")
-        return outcome
-
-    def _finish_plan(self, plan_id: str, to: Literal["done", "failed", "cancelled"], detail: str) -> None:
-        plan = self.engine.plan
-        if plan is not None and plan.plan_id == plan_id and plan.state == "dispatched":
-            self.engine.record_plan(to, detail=detail)
-            self._plan_moved()
-
-    def _plan_moved(self) -> None:
-        if self.engine.plan is not None:
-            self._emit(PlanUpdate(self.engine.plan))
-
     async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
         return (await self.compact(trigger=trigger)).status == "compacted"
 
@@ -533,100 +312,6 @@ class Agent:
             raise ContextOverflowError(
                 self.provider.name, f"the request is still too long after compaction ({exc})", status=exc.status
             ) from exc
-
-    async def _model_call_recovering(self, turn: TurnContext, index: int) -> tuple[TurnContext, Completed]:
-        """A model call; when the provider session to resume is gone, recover in a fresh one and retry once."""
-        try:
-            return turn, await self._model_call(turn, index)
-        except ProviderSessionLostError as exc:
-            before = self._entries_before(turn.user_entry_id)
-            self._recover(before, f"session {exc.session_id} is gone", clear=True)
-            turn = self.engine.reprepare(turn)  # the fresh session is told everything: stable, volatile, recovery
-        return turn, await self._model_call(turn, index)  # exactly one retry: a second failure goes to the caller
-
-    def _entries_before(self, entry_id: str) -> list[LogEntry]:
-        """The provider view up to (not including) entry `entry_id`."""
-        entries: list[LogEntry] = []
-        for entry in self.engine.view:
-            if entry.id == entry_id:
-                break
-            entries.append(entry)
-        return entries
-
-    def _check_provider_sessions(self) -> None:
-        """Before a turn: forget other providers' sessions (the conversation goes on here, so they fall
-        behind) and this one's when a branch seed or transfer summary waits (it bridges to a fresh one),
-        and give a provider that resumes sessions but has none for a conversation already under way a
-        recovery block (a session begun elsewhere, an id cleared by a crashed recovery, an older log).
-        """
-        name = self.provider.name
-        for session in self.engine.provider_sessions:
-            if session.provider != name:
-                self.engine.clear_provider_session(session.provider, f"the conversation went on with {name}")
-            elif self._bridge_pending():  # a branch seed or a transfer summary is for a fresh session
-                self.engine.clear_provider_session(name, "a pending branch seed or transfer summary starts a fresh one")
-        if not self.provider.capabilities.native_resume or self.engine.provider_session(name) is not None:
-            return
-        if not self._bridge_pending():  # a queued branch seed or transfer summary already bridges the gap
-            self._recover(list(self.engine.view), f"{name} holds no session of this conversation", clear=False)
-
-    def _recover(self, before: Sequence[LogEntry], reason: str, *, clear: bool) -> None:
-        """Clear the provider's session (durably) and queue a recovery block of the messages in `before`.
-
-        With `clear=False` nothing is recorded when there is nothing to recover (a new session).
-        """
-        boundary = self.engine.boundary
-        block = recovery_text(
-            before,
-            summary=boundary.summary if boundary is not None else None,
-            budget_tokens=self.recovery_tokens,
-            estimator=self.engine.estimator,
-            reason=reason,
-        )
-        if block is None and not clear:
-            return
-        self.engine.clear_provider_session(self.provider.name, reason)
-        if block is not None and not self._bridge_pending():
-            self.engine.queue_one_shot(RECOVERY_KIND, block.text, hidden=True)  # a bridge: hidden from transcripts
-
-    def _bridge_pending(self) -> bool:
-        return any(o.kind in BRIDGE_KINDS for o in self.engine.pending_one_shots)
-
-    def _settle_provider_session(self) -> None:
-        update, self._session_update = self._session_update, None
-        if update is not None:
-            self.engine.set_provider_session(update)
-
-    async def _compact_provider_session(self, focus: str | None) -> CompactionOutcome:
-        """`/compact` on an SDK-managed backend: the backend compacts its own session."""
-        name = self.provider.name
-        stored = self.engine.provider_session(name)
-        if stored is None:
-            return CompactionOutcome("nothing_to_compact", f"nothing to compact: {name} holds no session yet")
-        prompt = "/compact" + (f" {' '.join(focus.split())}" if focus else "")
-        request = SdkManagedPrompt(prompt, self.engine.session.id, resume=stored, command=True)
-        compacted: ProviderCompacted | None = None
-        try:
-            async for event in stream_with_retry(self.provider, request, self.retry, on_retry=self._emit):
-                match event:
-                    case ProviderCompacted():
-                        compacted = event
-                        self.engine.provider_compacted(name, event.trigger, event.tokens_before)
-                    case ProviderSessionChanged(session=session):
-                        self._session_update = session
-                    case _:
-                        pass
-        except ProviderSessionLostError:
-            self.engine.clear_provider_session(name, "its session could not be resumed to compact it")
-            return CompactionOutcome(
-                "nothing_to_compact", f"{name} no longer has the session; the next turn starts a fresh one"
-            )
-        finally:
-            self._settle_provider_session()
-        if compacted is None:
-            return CompactionOutcome("nothing_to_compact", f"{name} did not compact its session")
-        before = f" from {compacted.tokens_before:,} tokens" if compacted.tokens_before else ""
-        return CompactionOutcome("compacted", f"compacted by {name}{before}", tokens_before=compacted.tokens_before)
 
     async def _model_call(self, turn: TurnContext, index: int) -> Completed:
         request = self.engine.request(turn, self.provider.target)
@@ -685,7 +370,7 @@ class Agent:
         else:
             created = self.engine.branch(entry_id, seed=capabilities.native_resume)
         if self.activation is not None:  # the skills in use and the reads met are the branch's own
-            self.activation.after_branch(_window_reads(self.engine, self.tools))
+            self.activation.after_branch(window_reads(self.engine, self.tools))
         return created
 
     def _forks_natively_at(self, entry_id: str) -> bool:
@@ -708,181 +393,3 @@ class Agent:
     ) -> TurnOutcome:
         """`run_turn` for synchronous callers (starts and closes its own event loop)."""
         return asyncio.run(self.run_turn(user_text, attachments, skills=skills))
-
-
-def _window_reads(engine: ContextEngine, pipeline: ToolPipeline) -> Iterator[tuple[RuleCall, ToolOutput]]:
-    """The logged calls of the current context window as the pipeline's rules heard them."""
-    for call, result in engine.window_calls():
-        bound = pipeline.bind(call.call_id, call.name, call.input)
-        if bound is not None:
-            yield bound, ToolOutput(result.content, is_error=result.is_error)
-
-
-def open_agent(
-    store: SessionStore,
-    provider: Provider,
-    *,
-    workspace: Path,
-    session_id: str | None = None,
-    mode: PermissionMode | str = PermissionMode.ASK,
-    preset: str | Preset = "default",
-    custom_preset: str | os.PathLike[str] | None = None,
-    interactive: bool | None = None,
-    ask: AskCallback | None = None,
-    on_event: Callable[[AgentEvent], None] | None = None,
-    retry: RetryPolicy | None = None,
-    summariser: Summariser | None = None,
-    keep_tokens: int = DEFAULT_KEEP_TOKENS,
-    user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
-    prune: PrunePolicy | None = DEFAULT_PRUNE,
-    sources: SourceConnections | None = None,
-    strict_prerequisites: bool = True,
-    nearest_context_rule: bool = True,
-    skills_dir: Path | None = None,
-) -> Agent:
-    """An agent on a new session in `workspace`, or on session `session_id` resumed.
-
-    Wires the pieces the usual way: the workspace's stable context (preset, context files, memory,
-    preferences, skill catalogue), the built-in tools and any connected `sources` behind the
-    pre-tool-use pipeline (confined to `workspace`, results offloaded to the session's `data/`
-    folder, skills and guides enforced as prerequisites, the nearest AGENTS.md required before an
-    edit), and the provider. A resumed session keeps its recorded mode; `mode` applies to new
-    sessions.
-
-    `preset` is `default`, `mini`, `custom` (with `custom_preset`, the preset's TOML file) or a
-    `Preset`. `interactive` picks the prompt's platform section: True when a person reads the
-    replies and can answer, False for the headless one (scripts, CI); None (the default) decides
-    by whether stdin and stdout are terminals. `prune` says when old tool output leaves the
-    provider view before a turn (`lamina.compaction.PrunePolicy`; None: never). A
-    `.lamina/project.toml` that cannot be used is skipped, and `on_event` gets a `SkillWarning` naming
-    the file and the field.
-
-    The agent owns the session it opens: `agent.close()`, or `with open_agent(...) as agent:`,
-    closes it; `store`, `provider` and `sources` stay open for the caller.
-
-    Raises:
-        UnknownPresetError, PresetFileError, UsageError: The preset cannot be used (checked
-            before any session is created).
-    """
-    chosen = load_preset(preset, custom_path=custom_preset)
-    session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
-    try:
-        wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir)
-        context, catalogue = wired.context, wired.catalogue
-        problem = context.snapshot().project_problem
-        if problem is not None and on_event is not None:  # skipped like a bad SKILL.md; the user is told at start
-            on_event(SkillWarning(str(PROJECT_FILE), f"{problem} (the file is skipped)"))
-        tools = [*wired.tools, *(sources.tools if sources else ())]
-        engine = ContextEngine(
-            session,
-            stable_source=wired.stable_source,
-            tools=tuple(t.spec for t in tools),
-            time_zone=context.time_zone,
-            mode=PermissionMode(mode).value,
-            prune=prune,
-            owns_session=True,
-        )
-
-        def submit_plan(title: str, path: str, text: str) -> str:
-            return engine.submit_plan(title=title, plan_path=path, text=text).plan_id
-
-        tool_context = ToolContext(
-            cwd=workspace,
-            data_dir=session.data_dir,
-            mode=PermissionMode(engine.mode),
-            plans_dir=engine.plans_dir,
-            submit_plan=submit_plan,
-            offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
-            attachments=engine.attachments,
-        )
-
-        def stuck(requirement: Requirement, denials: int) -> None:
-            if on_event is not None:  # the user learns the agent is stuck; strict mode keeps blocking
-                message = f"the agent is stuck: {denials} calls denied until it reads {requirement.path}"
-                on_event(SkillWarning(requirement.key, f"{message} ({requirement.reason})"))
-
-        manager = PrerequisiteManager(strict=strict_prerequisites, on_stuck=stuck)
-        rules: list[Rule] = [manager.rule()]
-        if nearest_context_rule:
-            rules.append(NearestContextFileRule(manager, nearest_context_paths(wired.finder, workspace)))
-        pipeline = ToolPipeline(tools, tool_context, rules=rules, ask=ask)
-        activation = Activation(engine, manager, catalogue, cwd=workspace)
-        pipeline.add_rule(activation.rule())  # the active skill's allowed tools
-        if sources is not None:
-            for source in sources.sources:
-                activation.add_source(source.slug, guide_path(source))
-            if not session_id:
-                engine.set_sources([s.slug for s in sources.sources])
-        if session_id:  # a reopened session: the skills in use and the reads met are its path's, as on a branch
-            activation.after_branch(_window_reads(engine, pipeline))
-    except BaseException:
-        session.close()
-        raise
-    return Agent(
-        engine,
-        provider,
-        pipeline,
-        retry=retry or RetryPolicy(),
-        on_event=on_event,
-        summariser=summariser,
-        keep_tokens=keep_tokens,
-        user_lane_tokens=user_lane_tokens,
-        activation=activation,
-        owns_engine=True,
-    )
-
-
-def session_engine(
-    session: SessionLog,
-    *,
-    workspace: Path,
-    preset: str | Preset = "default",
-    custom_preset: str | os.PathLike[str] | None = None,
-    interactive: bool | None = False,
-    skills_dir: Path | None = None,
-) -> ContextEngine:
-    """A context engine over `session` with the stable parts and built-in tools `open_agent` would give it.
-
-    No provider and no tool runs: for reports on a stored session (`lamina sessions budget`) and
-    compaction without an agent (`lamina sessions compact`), whose token counts then include the
-    stable parts and tool definitions. A source's tools are left out (they need a connection).
-    The engine records nothing when it is created; `session` may be read-only for a report.
-    """
-    chosen = load_preset(preset, custom_path=custom_preset)
-    wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir)
-    return ContextEngine(
-        session,
-        stable_source=wired.stable_source,
-        tools=tuple(t.spec for t in wired.tools),
-        time_zone=wired.context.time_zone,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Wiring:
-    tools: tuple[Tool[Any], ...]
-    """The built-in tools the preset keeps."""
-    context: WorkspaceContext
-    catalogue: SkillCatalogue
-    finder: ContextFileFinder
-
-    def stable_source(self) -> tuple[Part, ...]:
-        return (*self.context(), *self.catalogue.parts())
-
-
-def _wire_workspace(workspace: Path, preset: Preset, *, interactive: bool | None, skills_dir: Path | None) -> _Wiring:
-    """The workspace's stable context, skill catalogue and built-in tools, the one way agents and reports build them."""
-    if interactive is None:
-        interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    tools = mini_tools() if preset.name == "mini" else default_tools()
-    finder = ContextFileFinder()
-    context = WorkspaceContext(
-        workspace,
-        preset=preset,
-        tools=tuple(t.spec for t in tools),
-        finder=finder,
-        platform=detect_platform(interactive=interactive),
-    )
-    allowed = {s.name for s in context.tools}
-    kept = tuple(t for t in tools if t.spec.name in allowed)
-    return _Wiring(kept, context, SkillCatalogue(workspace, user_dir=skills_dir), finder)
