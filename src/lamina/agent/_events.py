@@ -8,10 +8,7 @@ from typing import Any, TypeAlias
 
 from lamina.agent._activation import SkillWarning
 from lamina.plan import Plan
-from lamina.providers import (
-    RetryNotice,
-    TextDelta,
-)
+from lamina.providers import RetryNotice, TextDelta
 from lamina.session import Usage
 from lamina.turn import TurnContext
 

@@ -12,21 +12,11 @@ from typing import Any
 from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths, window_reads
 from lamina.agent._events import AgentEvent
 from lamina.agent._loop import Agent
-from lamina.compaction import (
-    DEFAULT_KEEP_TOKENS,
-    DEFAULT_PRUNE,
-    DEFAULT_USER_LANE_TOKENS,
-    PrunePolicy,
-    Summariser,
-)
+from lamina.compaction import DEFAULT_KEEP_TOKENS, DEFAULT_PRUNE, DEFAULT_USER_LANE_TOKENS, PrunePolicy, Summariser
 from lamina.engine import ContextEngine
 from lamina.parts import Part
 from lamina.prompt import Preset
-from lamina.providers import (
-    Provider,
-    RetryPolicy,
-    provider_from_spec,
-)
+from lamina.providers import Provider, RetryPolicy, provider_from_spec
 from lamina.session import SessionLog, SessionStore
 from lamina.sources import SourceConnections, guide_path
 from lamina.tools import (
