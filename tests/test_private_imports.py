@@ -27,7 +27,7 @@ _ROOT = Path(lamina.__file__).parent
 # (importing module, private name it imports): each is a debt, to pay by using or making a public name.
 ALLOWED: set[tuple[str, str]] = {
     # the log's entry types and the store's helpers that `lamina.session` does not export yet
-    ("lamina.agent", "lamina.session._entries"),
+    ("lamina.agent._provider_sessions", "lamina.session._entries"),
     ("lamina.attachments", "lamina.session._entries"),
     ("lamina.attachments._images", "lamina.session._entries"),
     ("lamina.cli._sessions", "lamina.session._entries"),
@@ -58,6 +58,9 @@ ALLOWED: set[tuple[str, str]] = {
     ("lamina.demo", "lamina.cli._console"),
     ("lamina.demo", "lamina.cli._view"),
     ("lamina.tools._walk", "lamina.workspace._ignore"),
+    # the public modules of before `agent/` (issue 30.3), kept as re-exports of its private modules for importers
+    ("lamina.activation", "lamina.agent._activation"),
+    ("lamina.recovery", "lamina.agent._recovery"),
 }
 
 
