@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-exhaustive lint typecheck bench peers browser clean
+.PHONY: run test test-fast test-exhaustive lint typecheck bench peers browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ browser:
 
 test: lint typecheck browser
 	$(BIN)/python -m pytest -q
+
+# The fast loop: the suite without the tests marked slow (processes, ptys, kill loops); under a minute on 2 cores.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 test-exhaustive: $(STAMP) browser
 	LAMINA_EXHAUSTIVE=1 $(BIN)/python -m pytest -q -rP

@@ -68,8 +68,10 @@ from lamina.session._entries import (
     UserMessage,
     encode_entry,
 )
+from lamina.session._jsonl_open import LOG_NAME
+from lamina.session._jsonl_write import JsonlSession
 from lamina.session._meta import SessionMeta, write_meta
-from lamina.session._store import LOG_NAME, JsonlSession, LocalSessionStore
+from lamina.session._store import LocalSessionStore
 
 TURN: int = 10
 """Entries per turn: a user message, then three rounds of assistant / tool call / tool result."""

@@ -49,6 +49,7 @@ def _agent(
     return open_agent(store, provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep), **options)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", PROVIDERS)
 async def test_tool_round_trip_and_parallel_calls(tmp_path: Path, workspace: Path, wire: WireServer, kind: str) -> None:
     wire.script(
@@ -104,6 +105,7 @@ async def test_retry_after_overload_then_overflow_is_a_typed_error(
             await agent.run_turn("a very long request")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", PROVIDERS)
 async def test_a_one_shot_is_delivered_only_once_a_request_carrying_it_is_accepted(
     tmp_path: Path, workspace: Path, wire: WireServer, kind: str
@@ -163,6 +165,7 @@ async def test_cancelled_mid_tool_call_leaves_a_log_the_providers_accept(
     resumed.engine.session.close()
 
 
+@pytest.mark.slow
 async def test_overflow_compacts_and_the_turn_completes(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
     wire.script(
         *[Reply(text=f"Answer {n}: " + "detail " * 300) for n in range(4)],
@@ -189,6 +192,7 @@ async def test_overflow_compacts_and_the_turn_completes(tmp_path: Path, workspac
     agent.engine.session.close()
 
 
+@pytest.mark.slow
 async def test_a_second_overflow_is_a_clear_error(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
     wire.script(
         *[Reply(text="ok " * 300) for _ in range(3)], Fail("overflow"), Reply(text="## Goal\nx"), Fail("overflow")

@@ -68,6 +68,7 @@ EXPECTED: dict[str, dict[str, bool]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", EXPECTED)
 @pytest.mark.parametrize("make_provider", [anthropic_provider, openai_chat_provider], ids=["anthropic", "openai-chat"])
 async def test_branch_at_each_kind_of_entry_sends_what_the_branch_holds(
@@ -110,6 +111,7 @@ async def test_branch_at_each_kind_of_entry_sends_what_the_branch_holds(
         assert reopened.leaf_id == session.leaf_id
 
 
+@pytest.mark.slow
 async def test_branch_after_a_compaction_removed_the_point(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
     wire.script(*[Reply(text=f"Answer {n} " + "words " * 150) for n in range(6)], Reply(text="Answer on the branch"))
     async with anthropic_provider(wire) as provider:

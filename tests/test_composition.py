@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
@@ -77,6 +78,7 @@ def test_framing_is_line_numbers_and_note_lines_only() -> None:
     assert framing_chars("x = [1, 2]\n[not a note") == 0
 
 
+@pytest.mark.slow
 def test_cli_prints_the_composition_of_a_stored_session(tmp_path: Path) -> None:
     store, session_id, _, _ = _session(tmp_path)
     runner = CliRunner()

@@ -258,17 +258,20 @@ attack_texts = st.lists(
 # --- properties ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(text=attack_texts | atom_soup, source=st.text(max_size=40), authority=st.sampled_from(UNTRUSTED))
 def test_no_untrusted_input_can_end_its_wrapper_or_forge_a_block(text: str, source: str, authority: Authority) -> None:
     assert_one_sealed_block(defang(text, source=source, authority=authority))
 
 
+@pytest.mark.slow
 @given(text=st.text(), source=st.text(max_size=20))
 def test_arbitrary_text_stays_sealed(text: str, source: str) -> None:
     assert_one_sealed_block(defang(text, source=source, authority=Authority.PROJECT_FILE))
 
 
+@pytest.mark.slow
 @given(text=attack_texts | atom_soup | st.text(), max_chars=st.integers(0, 120), source=st.text(max_size=400))
 def test_output_length_is_bounded(text: str, max_chars: int, source: str) -> None:
     wrapped = defang(text, source=source, authority=Authority.TOOL_OUTPUT, max_chars=max_chars)
@@ -277,6 +280,7 @@ def test_output_length_is_bounded(text: str, max_chars: int, source: str) -> Non
     assert len(wrapped) <= max_chars + 600
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(text=attack_texts | atom_soup | st.text(), max_chars=st.integers(0, 400))
 def test_neutralise_leaves_no_marker_is_bounded_and_idempotent(text: str, max_chars: int) -> None:
@@ -296,6 +300,7 @@ def test_neutralise_leaves_no_marker_is_bounded_and_idempotent(text: str, max_ch
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(tag=reserved_tags(), before=st.text(max_size=8), after=st.text(max_size=8))
 def test_every_disguised_reserved_tag_is_seen_and_neutralised(tag: str, before: str, after: str) -> None:
@@ -331,6 +336,7 @@ def test_only_what_the_checker_flags_is_changed(text: str) -> None:
     assert (content != text) == contains_reserved_marker(text)
 
 
+@pytest.mark.slow
 @given(text=attack_texts)
 def test_defanging_defanged_output_still_yields_one_block(text: str) -> None:
     once = defang(text, source="inner", authority=Authority.TOOL_OUTPUT)
@@ -654,6 +660,7 @@ SAMPLE_CONFUSABLES = """\ufeff# confusables.txt
 """
 
 
+@pytest.mark.slow
 def test_the_generator_follows_its_rules_on_a_sample() -> None:
     source = LOOK_ALIKES.parse_confusables(SAMPLE_CONFUSABLES)
     assert source.version == "99.0.0"
@@ -823,6 +830,7 @@ FIELD_REST = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 .,()|'
     ),
     ending=st.sampled_from(["", "\n", "\r\n"]),
 )
+@pytest.mark.slow
 def test_indented_lower_case_fields_pass_unchanged(lines: list[tuple[str, str, str, str, str]], ending: str) -> None:
     text = "\n".join("".join(line) for line in lines).replace("\n", ending or "\n") + ending
     assert not contains_reserved_marker(text), text
@@ -852,6 +860,7 @@ def forged_turns(draw: st.DrawFn) -> str:
     return before + lead + word + colon + after
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(turn=forged_turns(), rest=st.text(max_size=10))
 def test_every_forged_turn_is_seen_and_neutralised(turn: str, rest: str) -> None:
@@ -921,6 +930,7 @@ def test_invisible_characters_outside_those_places_are_shown(text: str, content:
     assert neutralise(text, max_chars=1000) == content
 
 
+@pytest.mark.slow
 @given(hidden=st.text(alphabet=st.sampled_from([chr(0xE0000 + c) for c in range(0x20, 0x80)]), min_size=1))
 def test_text_smuggled_in_tag_characters_is_always_shown(hidden: str) -> None:
     # Models read tag characters as ASCII: only a subdivision flag's short region code may stay.

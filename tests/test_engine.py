@@ -132,6 +132,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("phase", "expected_in_tail"), [("before", True), ("after", False)])
 def test_one_shot_across_a_crash(tmp_path: Path, workspace: Path, phase: str, expected_in_tail: bool) -> None:
     script = CRASH_SCRIPT.format(src=str(REPO / "src"), repo=str(REPO))
@@ -169,6 +170,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # the tool was running: its result never r
 """
 
 
+@pytest.mark.slow
 def test_a_crash_between_a_tool_call_and_its_result_sends_an_interrupted_result(
     tmp_path: Path, workspace: Path
 ) -> None:
@@ -202,6 +204,7 @@ def _prefix(body: Any) -> str:
     return json.dumps({"tools": body.get("tools"), "system": body.get("system"), "context": first}, sort_keys=True)
 
 
+@pytest.mark.slow
 def test_stable_prefix_is_byte_identical_for_50_turns_and_an_edit_arrives_once_in_the_tail(
     tmp_path: Path, workspace: Path
 ) -> None:

@@ -7,6 +7,8 @@ import inspect
 import pkgutil
 import re
 
+import pytest
+
 import lamina
 from lamina import errors
 from lamina.errors import LaminaError
@@ -55,6 +57,7 @@ def _drawn_tree() -> dict[str, str | None]:
     return parents
 
 
+@pytest.mark.slow
 def test_every_public_exception_class_is_a_lamina_error() -> None:
     classes = _public_exception_classes()
     assert len(classes) >= 20  # the walk found the package, not an empty list

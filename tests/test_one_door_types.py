@@ -32,6 +32,7 @@ TextBlock(trusted("Lamina's own sentence."))
 """
 
 
+@pytest.mark.slow
 def test_raw_strings_are_type_errors_and_the_door_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MYPYPATH", str(REPO / "src"))  # this checkout's lamina, whatever is installed
     module = tmp_path / "door_check.py"

@@ -89,6 +89,7 @@ def _run_child(root: Path, workspace: Path, session_id: str, point: str, when: s
     return status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["before", "after"])
 @pytest.mark.parametrize("point", list(POINTS))
 def test_a_sigkill_at_a_transition_never_loses_the_plan_nor_dispatches_it_twice(

@@ -35,6 +35,7 @@ async def _no_sleep(_: float) -> None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", PROVIDERS)
 async def test_accept_and_compact_sends_the_plan_in_a_fresh_context(
     tmp_path: Path, wire: WireServer, kind: str

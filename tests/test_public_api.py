@@ -122,6 +122,7 @@ SURFACE: dict[str, list[str]] = {
         "ToolStarted",
         "TurnOutcome",
         "open_agent",
+        "open_engine",
         "session_engine",
     ],
     "lamina.attachments": [

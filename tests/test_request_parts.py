@@ -209,6 +209,7 @@ TARGETS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS, ids=["anthropic", "openai_chat", "openai_responses"])
 def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
     tmp_path: Path, workspace: Path, target: RenderTarget

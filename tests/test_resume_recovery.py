@@ -111,6 +111,7 @@ def _text(body: Any) -> str:
         pytest.param("claude-agent:claude-sonnet-5", marks=needs_cli),
     ],
 )
+@pytest.mark.slow
 def test_a_session_resumed_in_a_new_process_sends_its_history_and_rules(
     tmp_path: Path, wire: WireServer, model: str
 ) -> None:
@@ -170,6 +171,7 @@ def _entries(tmp_path: Path, session_id: str) -> list[Any]:
         return list(session.entries())
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_lost_sdk_session_is_recovered_once_then_resumed(tmp_path: Path, wire: WireServer) -> None:
     workspace = long_workspace(tmp_path)
@@ -215,6 +217,7 @@ async def test_a_lost_sdk_session_is_recovered_once_then_resumed(tmp_path: Path,
     assert [(r.status, r.hidden) for r in recoveries] == [("queued", True), ("delivered", True)]  # a hidden bridge
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_failed_retry_is_not_retried_again_and_the_block_waits_for_the_next_turn(
     tmp_path: Path, wire: WireServer
@@ -240,6 +243,7 @@ async def test_a_failed_retry_is_not_retried_again_and_the_block_waits_for_the_n
     assert len(_recovery_blocks(_text(last.body))) == 1
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_recovery_text_is_never_parsed_for_mentions_or_commands_and_a_deleted_skill_cannot_fail_it(
     tmp_path: Path, wire: WireServer
@@ -277,6 +281,7 @@ async def test_recovery_text_is_never_parsed_for_mentions_or_commands_and_a_dele
     assert queued.count("recovery") == 2 and set(queued) == {"recovery", "stable_update"}
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_session_begun_on_another_provider_gets_a_recovery_block_on_the_sdk(
     tmp_path: Path, wire: WireServer
@@ -301,6 +306,7 @@ async def test_a_session_begun_on_another_provider_gets_a_recovery_block_on_the_
 # --- the SDK's own compaction, and summaries per session --------------------------------------------
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_compact_reaches_the_sdk_and_its_boundary_restates_the_stable_parts(
     tmp_path: Path, wire: WireServer
@@ -328,6 +334,7 @@ async def test_compact_reaches_the_sdk_and_its_boundary_restates_the_stable_part
     assert marker.provider == "claude-agent" and "compacted its context (manual" in marker.detail
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_each_session_summarises_in_its_own_context(tmp_path: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Summary A."), Reply(text="Summary B."))
@@ -398,6 +405,7 @@ def _tool_ids(body: Any) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 async def test_one_session_moves_from_anthropic_to_openai_and_back_with_tool_calls(
     tmp_path: Path, wire: WireServer
 ) -> None:
@@ -441,6 +449,7 @@ async def test_one_session_moves_from_anthropic_to_openai_and_back_with_tool_cal
     assert KIMI_STYLE_ID in logged and VLLM_STYLE_ID in logged and len(logged) == 5
 
 
+@pytest.mark.slow
 def test_lamina_chat_resumes_a_session_on_another_provider(tmp_path: Path, wire: WireServer) -> None:
     from tests.wire.script import ToolUse
 
@@ -508,6 +517,7 @@ asyncio.run(agent.run_turn("What is my favourite colour?"))
 """
 
 
+@pytest.mark.slow
 @needs_cli
 @pytest.mark.parametrize("step", ["cleared", "queued", "sent", "committed", "stored"])
 async def test_a_kill_at_any_step_of_recovery_delivers_the_block_once_per_provider_session(
@@ -557,6 +567,7 @@ async def test_a_kill_at_any_step_of_recovery_delivers_the_block_once_per_provid
 # --- branches on the Claude Agent SDK backend: a native fork at the path's own point ---------------------
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_branch_forks_the_sdk_session_at_its_own_point_and_never_sends_the_abandoned_path(
     tmp_path: Path, wire: WireServer
@@ -605,6 +616,7 @@ async def test_a_branch_forks_the_sdk_session_at_its_own_point_and_never_sends_t
     assert rules > 0 and all(_text(r.body).count("<stable_context") == rules for r in (c, d, e))  # once, from A
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_pending_branch_seed_starts_a_fresh_sdk_session_without_a_recovery_block(
     tmp_path: Path, wire: WireServer
@@ -628,6 +640,7 @@ async def test_a_pending_branch_seed_starts_a_fresh_sdk_session_without_a_recove
     )
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_forked_session_forks_the_sdk_session_and_the_source_continues_its_own(
     tmp_path: Path, wire: WireServer
@@ -747,6 +760,7 @@ async def test_an_automatic_compaction_inside_the_sdk_resets_reads_and_restates_
     assert marker.detail == "claude-agent compacted its context (auto, 150,000 tokens before)"
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_agent_branch_at_an_answer_forks_natively_and_at_a_question_seeds(
     tmp_path: Path, wire: WireServer

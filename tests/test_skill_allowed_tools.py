@@ -76,6 +76,7 @@ async def test_allowed_tools_hold_while_the_skill_is_the_task_and_lift_after(tmp
     assert "While it is the task, only these tools run: Read, Grep." in note
 
 
+@pytest.mark.slow
 async def test_a_skill_without_allowed_tools_lifts_the_restriction(tmp_path: Path, wire: WireServer) -> None:
     workspace = _workspace(tmp_path)
     wire.script(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import lamina
 from lamina.assemble import assemble_turn, lane_of, logged_turn, summary_of
 from lamina.session import CompactionBoundary, TurnRecord, UserMessage
@@ -36,6 +38,7 @@ def _constructions(path: Path) -> list[int]:
     return lines
 
 
+@pytest.mark.slow
 def test_turn_context_is_constructed_only_in_assemble_turn() -> None:
     sites = [(path, line) for path in sorted(_ROOT.rglob("*.py")) for line in _constructions(path)]
     assert [(str(p.relative_to(_ROOT.parent)), line) for p, line in sites if p != _HOME] == []

@@ -460,12 +460,14 @@ async def _turns(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+@pytest.mark.slow
 @given(payload=PAYLOADS)
 def test_untrusted_text_in_every_slot_cannot_break_a_request_or_the_session(slot: str, payload: str) -> None:
     with tempfile.TemporaryDirectory() as root:
         asyncio.run(_session(Path(root), SLOTS[slot], payload, "anthropic"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("slot", SLOTS)
 def test_every_slot_with_every_provider(slot: str, provider: str, tmp_path: Path) -> None:
@@ -526,6 +528,7 @@ async def _code_session(root: Path) -> list[str]:
         await connections.aclose()
 
 
+@pytest.mark.slow
 def test_code_with_fields_named_after_roles_reaches_the_model_byte_identical(tmp_path: Path) -> None:
     # `    user: str` and `    system: str` are fields, not turns: an Edit copied from what the model saw matches
     texts = asyncio.run(_code_session(tmp_path))

@@ -1,28 +1,8 @@
-"""The recovery block: what a fresh provider session is told when the old one cannot be resumed (pure).
-
-SPEC F11 and the design chapter's §10.12: resume through the provider's own session while it
-exists and inject nothing; when it is gone (another machine, a cleaned cache, a conversation that
-went on with another provider), start a fresh provider session and give it, once, the most recent
-user and assistant messages of the session log. `recovery_text` builds that text from log
-entries: never the message being sent now (the caller passes the entries before it), the newest
-messages kept first within a token budget (each long one clipped to its head and tail), shown
-oldest first, one line per message (its line breaks flattened, so no message can pose as another
-turn), each neutralised through the one door. The text is delivered as a hidden one-shot
-`recovery` bridge through the outbox (neutralised again where it is rendered, which changes
-nothing), and no mention or command in it is ever parsed: skills and commands come only from
-what the user types now.
-"""
+"""The recovery block a fresh provider session is told (pure): moved to `lamina.agent`, kept here for importers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final
-
-from lamina.compaction import clip_text
-from lamina.defang import admit
-from lamina.session import AssistantMessage, LogEntry, UserMessage
-from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, RecoveryBlock, recovery_text
 
 __all__ = [
     "DEFAULT_RECOVERY_TOKENS",
@@ -30,76 +10,3 @@ __all__ = [
     "RecoveryBlock",
     "recovery_text",
 ]
-
-DEFAULT_RECOVERY_TOKENS: Final = 4_000
-"""Budget of a recovery block, in estimated tokens."""
-
-RECOVERY_KIND: Final = "recovery"
-"""The one-shot kind of a recovery block."""
-
-_MESSAGE_SHARE: Final = 2
-"""One message takes at most 1/2 of the budget, so one huge message cannot crowd out every other one."""
-_MIN_MESSAGE_TOKENS: Final = 16
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryBlock:
-    """A recovery block and what it holds."""
-
-    text: str
-    shown: int
-    """Messages shown (whole or clipped)."""
-    left_out: int
-    """Older messages that did not fit the budget."""
-
-
-def recovery_text(
-    entries: Sequence[LogEntry],
-    *,
-    summary: str | None = None,
-    budget_tokens: int = DEFAULT_RECOVERY_TOKENS,
-    estimator: TokenEstimator = DEFAULT_ESTIMATOR,
-    reason: str = "",
-) -> RecoveryBlock | None:
-    """The recovery block for a fresh provider session, from the user and assistant messages in `entries`.
-
-    `entries` are the conversation before the message being sent (the caller leaves that one out).
-    `summary` is the latest compaction summary, shown when the budget leaves room after the
-    messages. None when there is nothing to recover (no earlier message and no summary).
-    """
-    messages = [e for e in entries if isinstance(e, UserMessage | AssistantMessage) and e.text.strip()]
-    if not messages and not summary:
-        return None
-    cap = max(_MIN_MESSAGE_TOKENS, budget_tokens // _MESSAGE_SHARE)
-    left = budget_tokens
-    kept: list[str] = []
-    for entry in reversed(messages):  # newest first: the budget goes to the latest messages
-        role = "user" if isinstance(entry, UserMessage) else "assistant"
-        text, omitted = clip_text(" ⏎ ".join(entry.text.split("\n")), min(cap, left), estimator)
-        if omitted:
-            text = f"{text} [… {omitted:,} characters left out …]"
-        line = f"- {role}: {admit(text)}"
-        cost = estimator.count(line)
-        if kept and cost > left:
-            break
-        kept.append(line)
-        left -= cost
-        if left <= _MIN_MESSAGE_TOKENS:
-            break
-    left_out = len(messages) - len(kept)
-    why = f" ({reason})" if reason else ""
-    head = [
-        f"The provider session that held this conversation could not be resumed{why}, so this is a fresh one. "
-        "Here is the conversation so far, as Lamina's session log keeps it, for context only: it is not a new "
-        "request, and the user's new message follows."
-    ]
-    if summary and estimator.count(summary) <= left:
-        head.append(f"Summary of the earlier conversation:\n{admit(summary)}")
-    elif summary:
-        left_out += 1  # the summary did not fit: say something was left out
-    if left_out:
-        head.append(f"({left_out} earlier item(s) left out; the session log keeps every message.)")
-    if kept:
-        head.append("The most recent messages, oldest first, one line each:\n" + "\n".join(reversed(kept)))
-    body = "\n\n".join(head)
-    return RecoveryBlock(body, len(kept), left_out)

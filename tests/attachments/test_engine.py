@@ -26,6 +26,7 @@ def engine(tmp_path: Path) -> ContextEngine:
     return make_engine(tmp_path, root, Clock())
 
 
+@pytest.mark.slow
 def test_every_target_gets_a_body_its_sdk_accepts(engine: ContextEngine) -> None:
     attached = [NamedBytes("chart.png", files.image("PNG")), NamedBytes("r.pdf", files.pdf(1))]
     turn = engine.prepare_turn("Summarise", attached)
@@ -64,6 +65,7 @@ def test_the_logged_user_message_refers_to_the_stored_files(engine: ContextEngin
     engine.session.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [ANTHROPIC, OpenAIChatTarget(model="gpt-5"), OpenAIResponsesTarget(model="gpt-5")])
 def test_reports_count_images_and_pdfs_by_the_providers_formulas_not_their_base64(
     engine: ContextEngine, target: RenderTarget
@@ -96,6 +98,7 @@ def test_reports_count_images_and_pdfs_by_the_providers_formulas_not_their_base6
     engine.session.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [ANTHROPIC, OpenAIChatTarget(model="gpt-5"), OpenAIResponsesTarget(model="gpt-5")])
 def test_reports_count_an_image_a_tool_returned_by_the_providers_formulas_not_its_base64(
     engine: ContextEngine, target: RenderTarget

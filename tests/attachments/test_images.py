@@ -33,6 +33,7 @@ def _claims(jpeg: bytes, width: int, height: int) -> bytes:
     return jpeg[: at + 5] + struct.pack(">HH", height, width) + jpeg[at + 9 :]
 
 
+@pytest.mark.slow
 def test_a_108_megapixel_photo_is_decoded_reduced_and_fitted_to_each_provider(store: AttachmentStore) -> None:
     (ref,) = store.add_all([NamedBytes("phone.jpg", _jpeg((12_000, 9_000)))])
     assert (ref.kind, ref.width, ref.height) == ("image", 12_000, 9_000)

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import lamina
 from tests.attachments import files
 
@@ -45,6 +47,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_every_converter_writes_nothing_to_home_or_the_temporary_folder(tmp_path: Path) -> None:
     inputs, session, home, temporary = (tmp_path / n for n in ("in", "session", "home", "tmp"))
     for folder in (inputs, home, temporary):

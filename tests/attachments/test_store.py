@@ -59,6 +59,7 @@ def test_each_image_format_is_sniffed_and_sent_in_a_format_the_providers_take(
         assert {r.sha256 for r in ref.renditions} == {ref.sha256}  # nothing to change: sent as it came
 
 
+@pytest.mark.slow
 def test_oversized_photo_is_turned_upright_and_fitted_to_each_provider(store: AttachmentStore) -> None:
     (ref,) = store.add_all([NamedBytes("photo.jpg", files.image("JPEG", (4000, 3000), orientation=6))])
     assert (ref.width, ref.height) == (3000, 4000)  # EXIF orientation 6: turned a quarter
@@ -99,6 +100,7 @@ def test_a_name_that_lies_is_reported_and_the_content_wins(store: AttachmentStor
     assert ref.note == "the name says .jpg but the content is image/png"
 
 
+@pytest.mark.slow
 def test_documents_become_text(store: AttachmentStore) -> None:
     refs = store.add_all(
         [
@@ -148,6 +150,7 @@ def _bomb_png() -> bytes:
         ("empty.txt", lambda: b"", "empty"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_names_the_file_and_stores_nothing(
     store: AttachmentStore, name: str, make: object, reason: str
 ) -> None:
@@ -173,6 +176,7 @@ def test_the_same_file_is_stored_once(store: AttachmentStore, tmp_path: Path) ->
     assert not list(store.folder.glob(".*.tmp"))
 
 
+@pytest.mark.slow
 @given(st.binary(max_size=600))
 def test_any_bytes_are_taken_or_refused_with_an_attachment_error(
     tmp_path_factory: pytest.TempPathFactory, data: bytes

@@ -42,6 +42,7 @@ def test_a_unicode_text_is_read_in_its_encoding_and_said_so(store: AttachmentSto
     assert isinstance(block, TextBlock) and "café;2,50 €" in block.text and "\x00" not in block.text
 
 
+@pytest.mark.slow
 def test_a_utf16_calendar_and_page_are_converted_as_what_they_are(store: AttachmentStore) -> None:
     page = "<!DOCTYPE html><html><body><h1>Réunion</h1><p>à midi</p></body></html>"
     calendar = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nSUMMARY:Réunion\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
@@ -58,6 +59,7 @@ ascii_heavy = st.text(
 )
 
 
+@pytest.mark.slow
 @given(text=ascii_heavy, codec=st.sampled_from(["utf-8-sig", "utf-16", "utf-32"]))
 def test_any_text_with_a_byte_order_mark_reads_back_exactly(
     tmp_path_factory: pytest.TempPathFactory, text: str, codec: str
@@ -132,6 +134,7 @@ def _is_utf8(data: bytes) -> bool:
     return True
 
 
+@pytest.mark.slow
 @given(subject=st.text(st.sampled_from("abcxyz ABC 0123 éèêàçùôîïüöäßÉÀ€æœ"), min_size=1, max_size=40))
 def test_any_raw_windows_1252_subject_reads_back_exactly(
     tmp_path_factory: pytest.TempPathFactory, subject: str

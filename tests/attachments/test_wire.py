@@ -50,6 +50,7 @@ def _image(data: str) -> Image.Image:
 ATTACHED = ["photo.jpg", "report.pdf", "plan.docx", "mail.eml", "invite.ics"]
 
 
+@pytest.mark.slow
 async def test_anthropic_gets_image_and_document_blocks_then_text(
     tmp_path: Path, workspace: Path, wire: WireServer
 ) -> None:
@@ -84,6 +85,7 @@ async def test_anthropic_gets_image_and_document_blocks_then_text(
     agent.engine.session.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["chat", "responses"])
 async def test_openai_gets_image_parts_and_pdf_text(
     tmp_path: Path, workspace: Path, wire: WireServer, kind: str
@@ -134,6 +136,7 @@ async def test_a_model_without_vision_gets_a_note(tmp_path: Path, workspace: Pat
     agent.engine.session.close()
 
 
+@pytest.mark.slow
 async def test_log_after_a_5_mb_image_holds_references_only(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
     photo = files.noisy_jpeg((2600, 2200))
     assert len(photo) > 5 * 1024 * 1024

@@ -62,6 +62,7 @@ def _only_session(tmp_path: Path) -> tuple[str, list[Any]]:
         return row.id, session.entries()
 
 
+@pytest.mark.slow
 def test_ask_mode_approves_edit_write_and_bash_with_always(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     edit = {"path": "app.py", "old_string": "xs[i] + xs[b]", "new_string": "xs[i] - xs[b]"}
     wire.script(
@@ -98,6 +99,7 @@ def test_ask_mode_approves_edit_write_and_bash_with_always(tmp_path: Path, ws: P
     assert bash[0].is_error and "declined" in bash[0].content
 
 
+@pytest.mark.slow
 def test_a_multi_line_paste_is_one_message_and_is_not_cut(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Got all of it."), Reply(text="Two lines."))
     long_line = "y" * 6000
@@ -120,6 +122,7 @@ def test_a_multi_line_paste_is_one_message_and_is_not_cut(tmp_path: Path, ws: Pa
     assert "+first line" in history and "+typed two" in history  # kept for the next session
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_streaming_cancels_the_turn_and_the_session_goes_on(
     tmp_path: Path, ws: Path, holding: HoldingWire
 ) -> None:
@@ -144,6 +147,7 @@ def test_ctrl_c_while_streaming_cancels_the_turn_and_the_session_goes_on(
     assert [e.text for e in entries if isinstance(e, AssistantMessage)] == ["Second answer."]
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_tool_call_records_it_as_interrupted(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(
         Reply(text="Running it.", tool_calls=[ToolUse("Bash", {"command": "sleep 30"})]),
@@ -167,6 +171,7 @@ def test_ctrl_c_during_a_tool_call_records_it_as_interrupted(tmp_path: Path, ws:
     assert "while 1 tool call(s) were running" in _user_text(wire.requests[1].body)
 
 
+@pytest.mark.slow
 def test_continue_resumes_the_latest_session_of_the_directory(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Noted."), Reply(text="It was 42."))
     first = Chat(tmp_path, wire)
@@ -185,6 +190,7 @@ def test_continue_resumes_the_latest_session_of_the_directory(tmp_path: Path, ws
     assert len(LocalSessionStore(tmp_path / "store").list()) == 1
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_an_approval_question_cancels_the_turn(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(
         Reply(text="Running it.", tool_calls=[ToolUse("Bash", {"command": "touch ran.txt"})]),
@@ -209,6 +215,7 @@ def test_ctrl_c_at_an_approval_question_cancels_the_turn(tmp_path: Path, ws: Pat
     assert [r.content for r in results] == [INTERRUPTED_RESULT]
 
 
+@pytest.mark.slow
 def test_run_in_a_terminal_neutralises_the_answer(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Answer " + MARKUP + OSC52))
     run = Chat(tmp_path, wire, "say it", command="run")
@@ -217,6 +224,7 @@ def test_run_in_a_terminal_neutralises_the_answer(tmp_path: Path, ws: Path, wire
     assert "\x1b]52" not in run.output()
 
 
+@pytest.mark.slow
 def test_branch_goes_back_before_the_last_message_and_puts_it_in_the_input_line(
     tmp_path: Path, ws: Path, wire: WireServer
 ) -> None:

@@ -179,6 +179,7 @@ def test_automatic_compaction_line_and_footer(capsys: pytest.CaptureFixture[str]
     assert "$" not in footer_text("unknown-model", usage, 0, 200_000)
 
 
+@pytest.mark.slow
 def test_the_help_does_not_import_the_heavy_modules() -> None:
     heavy = ("anthropic", "openai", "mcp", "prompt_toolkit", "lamina.agent", "lamina.engine", "lamina.sources")
     code = (
@@ -219,6 +220,7 @@ def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path: Path,
     assert texts == ["/etc/hosts: what is it?"]
 
 
+@pytest.mark.slow
 def test_a_chat_without_mcp_sources_does_not_import_the_mcp_sdk() -> None:
     code = "import sys\nimport lamina.cli._session\nprint('mcp' in sys.modules, file=sys.stderr)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -233,6 +235,7 @@ def test_resume_with_no_id_asks_for_the_picker() -> None:
     assert resume_without_id(["chat", "--resume", "abc"]) == ["chat", "--resume", "abc"]
 
 
+@pytest.mark.slow
 def test_the_console_entry_point_ends_a_lamina_error_in_one_line_and_its_exit_code() -> None:
     # A real `lamina` process (not CliRunner): the path a user's shell takes. A store that refuses
     # connections is a LaminaRuntimeError of the store: exit 3, one line, a traceback only when asked.

@@ -166,6 +166,7 @@ def test_numbers_are_those_of_a_real_first_turn(monorepo: Path, tmp_path: Path) 
     assert [t["name"] for t in data["tools"]] == [t.name for t in turn.tools]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("provider", "layout_format"), [("openai", "openai_chat"), ("sdk", "sdk_managed")])
 def test_other_providers(monorepo: Path, provider: str, layout_format: str) -> None:
     data = report(str(monorepo), "--provider", provider)

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lamina
 
 
+@pytest.mark.slow
 def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     src = str(Path(lamina.__file__).parents[1])
     env = {**os.environ, "PYTHONPATH": src, "COLUMNS": "200", "NO_COLOR": "1", "LAMINA_STORE": str(tmp_path)}

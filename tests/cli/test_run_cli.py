@@ -67,6 +67,7 @@ def test_run_stream_json_prints_one_event_per_line(tmp_path: Path, ws: Path, wir
     assert kinds[-1] == "result" and events[-1]["text"] == "Hello there."
 
 
+@pytest.mark.slow
 def test_run_continue_resumes_the_latest_session(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Noted."), Reply(text="42."))
     store = ["--store", str(tmp_path / "store")]
@@ -77,6 +78,7 @@ def test_run_continue_resumes_the_latest_session(tmp_path: Path, ws: Path, wire:
     assert "remember 42" in json.dumps(wire.requests[1].body["messages"])
 
 
+@pytest.mark.slow
 def test_run_exit_codes(tmp_path: Path, ws: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ["--store", str(tmp_path / "store")]
     wire.script(Fail("auth"))
@@ -111,6 +113,7 @@ def test_an_automatic_compaction_is_reported(tmp_path: Path, ws: Path, wire: Wir
     assert events[-1]["text"] == "Carrying on."
 
 
+@pytest.mark.slow
 def test_a_runaway_tool_loop_ends_in_one_error_line(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     # The agent's default limit is 50 model calls per turn; the model never stops calling tools.
     wire.script(*[Reply(text="", tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]) for _ in range(50)])
@@ -121,6 +124,7 @@ def test_a_runaway_tool_loop_ends_in_one_error_line(tmp_path: Path, ws: Path, wi
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prune", [True, False])
 def test_a_resumed_run_prunes_old_tool_output_unless_the_config_says_no(
     tmp_path: Path, ws: Path, wire: WireServer, prune: bool

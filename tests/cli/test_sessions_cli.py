@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from lamina.cli import app
 from lamina.session import LocalSessionStore, ToolResult, UserMessage
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME
-from lamina.session._store import LOG_NAME
 from tests.session.factories import exchange
 
 runner = CliRunner()

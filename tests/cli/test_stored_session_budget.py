@@ -58,6 +58,7 @@ def _tiers(document: dict[str, object]) -> dict[str, int]:
     return {t["name"]: t["tokens"] for t in document["tiers"]}  # type: ignore[attr-defined, index]
 
 
+@pytest.mark.slow
 def test_sessions_budget_prints_what_agent_budget_returns(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     session_id = _session_with_turns(tmp_path, wire, turns=2)
     result = _cli(tmp_path, "sessions", "budget", session_id, "--json")
@@ -105,6 +106,7 @@ def test_sessions_budget_of_a_missing_session_or_folder_is_a_clear_error(
     assert f"its working directory {tmp_path / 'gone'} is gone" in gone.stderr  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_sessions_compact_counts_the_stable_parts_and_a_resume_records_no_stable_change(
     tmp_path: Path, ws: Path, wire: WireServer
 ) -> None:

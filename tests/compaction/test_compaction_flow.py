@@ -56,6 +56,7 @@ def _chat(engine: ContextEngine, turns: int, *, start: int = 0, size: int = 400)
         engine.commit(turn)
 
 
+@pytest.mark.slow
 @settings(max_examples=25 if not EXHAUSTIVE else 500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(view=views())
 def test_log_after_compaction_is_the_log_before_plus_one_boundary(
@@ -89,6 +90,7 @@ def test_log_after_compaction_is_the_log_before_plus_one_boundary(
     session.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compactions", [1, 2, 5])
 def test_pinned_words_survive_every_compaction(tmp_path: Path, workspace: Path, compactions: int) -> None:
     clock = Clock()
@@ -223,6 +225,7 @@ engine.session.close()
 """
 
 
+@pytest.mark.slow
 def test_two_processes_compact_one_after_the_other(tmp_path: Path, workspace: Path) -> None:
     engine = make_engine(tmp_path, workspace, Clock(), on_disk=True)  # other processes open it
     _chat(engine, 10)
@@ -263,6 +266,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_killed_during_compaction_leaves_no_boundary_or_a_complete_one(tmp_path: Path, workspace: Path) -> None:
     engine = make_engine(tmp_path, workspace, Clock(), on_disk=True)  # other processes open it
     _chat(engine, 4)

@@ -114,6 +114,7 @@ def check_split_turn_prefix(cut: CutPoint) -> None:
         assert cut.history == ()
 
 
+@pytest.mark.slow
 @given(views(), KEEP)
 def test_provider_view_never_splits_a_tool_call_from_its_result(entries: list[LogEntry], keep: int) -> None:
     cut = find_cut_point(entries, keep_tokens=keep)
@@ -122,6 +123,7 @@ def test_provider_view_never_splits_a_tool_call_from_its_result(entries: list[Lo
     check_boundary_view(entries, cut)
 
 
+@pytest.mark.slow
 @given(views(), KEEP)
 def test_cut_keeps_the_view_whole_and_keep_tokens_verbatim(entries: list[LogEntry], keep: int) -> None:
     cut = find_cut_point(entries, keep_tokens=keep)

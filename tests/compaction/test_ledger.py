@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -136,6 +137,7 @@ SEGMENTS = st.lists(
 )
 
 
+@pytest.mark.slow
 @given(SEGMENTS)
 def test_every_spelling_of_a_workspace_path_is_one_path(segments: list[str]) -> None:
     relative = "/".join(segments)

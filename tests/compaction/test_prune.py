@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from benchmarks._scenario import session_script
 from benchmarks.cache import _bills
 from hypothesis import given, settings
@@ -82,6 +83,7 @@ def test_the_note_names_the_call_and_how_to_get_it_back() -> None:
 sizes = st.lists(st.lists(st.integers(0, 1_500), max_size=4), min_size=1, max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(sizes, st.integers(1, 4), st.integers(0, 3_000), st.integers(1, 4_000))
 def test_pruning_never_touches_protected_turns_and_is_stable(
@@ -107,6 +109,7 @@ def test_pruning_never_touches_protected_turns_and_is_stable(
     assert choose_prune(pruned, policy) is None  # what is left is what the policy keeps: no prune right after
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 1_500), max_size=4), min_size=1, max_size=14), st.integers(0, 2_000))
 def test_looking_from_the_floor_chooses_what_looking_at_everything_does(turns: list[list[int]], protect: int) -> None:
@@ -214,6 +217,7 @@ def test_with_no_policy_nothing_is_pruned(tmp_path: Path) -> None:
     engine.session.close()
 
 
+@pytest.mark.slow
 def test_the_default_policy_lowers_the_bill_of_a_long_coding_session() -> None:
     script = session_script(turns=28)
     pruned, unpruned = _bills(script, PrunePolicy()), _bills(script, None)

@@ -129,6 +129,7 @@ def huge_session(n: int) -> list[LogEntry]:
     return entries
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_chars", [4_000, 12_000, DEFAULT_MAX_SUMMARY_CHARS])
 def test_deterministic_summary_is_bounded(max_chars: int) -> None:
     entries = huge_session(300)
@@ -246,6 +247,7 @@ def summaries(draw: st.DrawFn) -> StructuredSummary:
     )
 
 
+@pytest.mark.slow
 @given(summaries())
 def test_parse_summary_round_trips_render(summary: StructuredSummary) -> None:
     assert parse_summary(summary.render()) == summary

@@ -52,6 +52,7 @@ SUMMARISERS: dict[str, Callable[[], Summariser]] = {
 # --- acceptance: 31 instructions, 3 retractions, 7 look-alikes, 5 compactions -----------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("summariser", sorted(SUMMARISERS))
 def test_every_instruction_is_verbatim_after_five_compactions_and_retractions_follow(
     tmp_path: Path, summariser: str
@@ -353,6 +354,7 @@ def test_the_budget_report_and_the_cache_layout_name_the_lane(tmp_path: Path, wo
     assert any(block.label == "user's words" for block in layout.blocks)
 
 
+@pytest.mark.slow
 async def test_automatic_compactions_in_the_agent_loop_keep_every_instruction(tmp_path: Path, workspace: Path) -> None:
     """The fidelity session as a user lives it: real tool calls, compactions when the window fills."""
     turns = [step for step in _fidelity.script() if isinstance(step, _fidelity.Turn)]

@@ -104,6 +104,7 @@ def _run(example: str, store: Path, *options: str) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", sorted(FRAMEWORKS))
 def test_example_runs_a_tool_compacts_and_resumes_in_a_new_process(example: str, tmp_path: Path) -> None:
     store = tmp_path / "store"

@@ -75,6 +75,7 @@ async def _apply(session: Session, ops: list[Op]) -> list[Any]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_ops)
 async def test_same_answers_as_sqlite_session(ops: list[Op], tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -682,6 +682,7 @@ def _check(usage: CacheUsage) -> None:
         max_size=8,
     )
 )
+@pytest.mark.slow
 def test_anthropic_usage_always_adds_up(
     requests: list[tuple[float, float, list[tuple[str, int, str | None, str]], bool]],
 ) -> None:
@@ -703,6 +704,7 @@ def test_anthropic_usage_always_adds_up(
         max_size=8,
     )
 )
+@pytest.mark.slow
 def test_openai_usage_always_adds_up(requests: list[tuple[float, list[tuple[str, int]], str | None]]) -> None:
     sim, t = openai(), 0.0
     for gap, blocks, key in requests:

@@ -7,11 +7,14 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from lamina.budget import cache_layout
 from lamina.cachesim import AnthropicCacheSimulator, OpenAICacheSimulator, TimedRequest
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
 
 
+@pytest.mark.slow
 def test_import_lamina_and_its_engine_do_not_load_the_simulator() -> None:
     code = (
         "import sys, lamina, lamina.engine, lamina.agent, lamina.placement\n"

@@ -81,6 +81,7 @@ async def test_text_streams_in_deltas_then_one_completed(api: str, wire: WireSer
     assert wire.requests[0].body["stream"] is True and wire.requests[0].status == 200
 
 
+@pytest.mark.slow
 async def test_a_tool_use_round_trip_through_a_real_turn(api: str, wire: WireServer, tmp_path: Path) -> None:
     engine = new_engine(tmp_path)
     wire.script(
@@ -100,6 +101,7 @@ async def test_a_tool_use_round_trip_through_a_real_turn(api: str, wire: WireSer
     assert "print('hi')" in str(wire.requests[1].body) and done.tool_calls[0].call_id in str(wire.requests[1].body)
 
 
+@pytest.mark.slow
 async def test_parallel_tool_calls_arrive_in_order_and_all_results_go_back(
     api: str, wire: WireServer, tmp_path: Path
 ) -> None:
@@ -117,6 +119,7 @@ async def test_parallel_tool_calls_arrive_in_order_and_all_results_go_back(
     assert [r.status for r in wire.requests] == [200, 200]
 
 
+@pytest.mark.slow
 async def test_usage_has_cache_fields_and_an_identical_request_reads_the_cache(
     api: str, wire: WireServer, tmp_path: Path
 ) -> None:
@@ -142,6 +145,7 @@ async def test_usage_has_cache_fields_and_an_identical_request_reads_the_cache(
         assert first.usage.cache_write > 1024 and second.usage.cache_write == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("in_stream", [False, True])
 async def test_overflow_is_a_context_overflow_error(api: str, wire: WireServer, in_stream: bool) -> None:
     wire.script(Fail("overflow", in_stream=in_stream))
@@ -153,6 +157,7 @@ async def test_overflow_is_a_context_overflow_error(api: str, wire: WireServer, 
     assert any(w in str(caught.value) for w in ("prompt is too long", "maximum context length", "context window"))
 
 
+@pytest.mark.slow
 async def test_retries_after_overload_and_rate_limit_honouring_retry_after(api: str, wire: WireServer) -> None:
     wire.script(Fail("overloaded"), Fail("rate_limit", retry_after=2.5), Reply(text="third time lucky"))
     sleeps = Sleeps()
@@ -214,6 +219,7 @@ async def test_an_error_after_streamed_text_is_raised_not_retried(api: str, wire
     assert len(wire.requests) == 1 and wire.pending == 1
 
 
+@pytest.mark.slow
 async def test_max_tokens_is_the_normalised_stop_reason(api: str, wire: WireServer) -> None:
     wire.script(Reply(text="cut sh", stop_reason="max_tokens"))
     async with make(api, wire) as provider:

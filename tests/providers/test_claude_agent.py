@@ -86,6 +86,7 @@ def _user_texts(body: Any) -> list[str]:
     return texts
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_turn_streams_its_text_and_reports_usage(wire: WireServer, tmp_path: Path) -> None:
     wire.api_key = API_KEY
@@ -109,6 +110,7 @@ async def test_a_turn_streams_its_text_and_reports_usage(wire: WireServer, tmp_p
     assert provider.sessions[request.session_id].session_id == sent.headers["x-claude-code-session-id"]
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_the_next_turn_resumes_the_sdk_session(wire: WireServer, tmp_path: Path) -> None:
     workspace = long_workspace(tmp_path)
@@ -138,6 +140,7 @@ async def test_the_next_turn_resumes_the_sdk_session(wire: WireServer, tmp_path:
     assert agent.engine.provider_session("claude-agent") == session  # persisted in the log
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_retried_turn_does_not_repeat_its_prompt(wire: WireServer, tmp_path: Path) -> None:
     wire.script(Reply(text="One."), Fail("overloaded"), Reply(text="Two."))
@@ -151,6 +154,7 @@ async def test_a_retried_turn_does_not_repeat_its_prompt(wire: WireServer, tmp_p
     assert _user_texts(wire.requests[2].body) == ["first", "second"]
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_resume_failure_forgets_the_session_and_says_so(wire: WireServer, tmp_path: Path) -> None:
     wire.script(Reply(text="Fresh start."))
@@ -164,6 +168,7 @@ async def test_a_resume_failure_forgets_the_session_and_says_so(wire: WireServer
     assert done.text == "Fresh start." and provider.sessions["s1"].session_id not in (STALE, "")
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_fork_continues_natively_and_leaves_the_source_alone(wire: WireServer, tmp_path: Path) -> None:
     wire.script(Reply(text="Base."), Reply(text="Branch."), Reply(text="Trunk."))
@@ -183,6 +188,7 @@ async def test_a_fork_continues_natively_and_leaves_the_source_alone(wire: WireS
         provider.fork("nowhere", "x")
 
 
+@pytest.mark.slow
 @needs_cli
 async def test_a_tool_call_is_answered_inside_the_sdk_and_never_reaches_lamina(
     wire: WireServer, tmp_path: Path
@@ -210,6 +216,7 @@ async def test_a_tool_call_is_answered_inside_the_sdk_and_never_reaches_lamina(
         ("server", TransientServerError, 500),
     ],
 )
+@pytest.mark.slow
 async def test_api_failures_are_typed(
     wire: WireServer, tmp_path: Path, kind: FailKind, error: type[ProviderError], status: int
 ) -> None:

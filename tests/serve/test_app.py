@@ -149,6 +149,7 @@ def test_unknown_branch_entry_or_request_is_404(client: TestClient, stored: Stor
     }
 
 
+@pytest.mark.slow
 def test_events_announce_every_change_of_the_log(server: Running, stored: Stored) -> None:
     """The server-sent event stream says `changed` when an entry is appended, without a request from the page."""
     with stored.store.create(cwd="elsewhere") as session:

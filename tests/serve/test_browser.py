@@ -71,6 +71,7 @@ def shot(page: Page, name: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_sessions_list_and_search(page: Watched, server: Running, stored: Stored) -> None:
     p = page.page
     p.goto(server.url + "/")
@@ -88,6 +89,7 @@ def test_sessions_list_and_search(page: Watched, server: Running, stored: Stored
     assert rows.count() >= 1
 
 
+@pytest.mark.slow
 def test_session_with_branches_compaction_plan_and_plot(page: Watched, server: Running, stored: Stored) -> None:
     p = page.page
     rich = stored.rich
@@ -137,6 +139,7 @@ def test_session_with_branches_compaction_plan_and_plot(page: Watched, server: R
     shot(p, "session-side-branch")
 
 
+@pytest.mark.slow
 def test_request_layers_match_the_stored_data(page: Watched, server: Running, stored: Stored) -> None:
     with stored.store.open(stored.rich.id, writable=False) as session:
         entries = session.entries()
@@ -182,6 +185,7 @@ def test_request_layers_match_the_stored_data(page: Watched, server: Running, st
     shot(p, "request-layers")
 
 
+@pytest.mark.slow
 def test_a_live_session_updates_without_reload(page: Watched, server: Running, stored: Stored) -> None:
     """An agent writes a turn while the page is open: the page shows it, with no reload."""
     ws = workspace(stored.root)
@@ -221,6 +225,7 @@ def test_a_live_session_updates_without_reload(page: Watched, server: Running, s
     shot(p, "live-session")
 
 
+@pytest.mark.slow
 def test_a_hostile_session_renders_as_text(page: Watched, server: Running, stored: Stored) -> None:
     p = page.page
     p.goto(f"{server.url}/sessions/{stored.hostile}")
@@ -236,6 +241,7 @@ def test_a_hostile_session_renders_as_text(page: Watched, server: Running, store
     shot(p, "hostile-session")
 
 
+@pytest.mark.slow
 def test_a_damaged_turn_record_shows_as_damage(page: Watched, server: Running, stored: Stored) -> None:
     """A turn record with a part key no block has: the plot and the request's page say so (no 500)."""
     with stored.store.create(cwd="/damaged") as session:
@@ -266,6 +272,7 @@ def test_a_damaged_turn_record_shows_as_damage(page: Watched, server: Running, s
     shot(p, "damaged-request")
 
 
+@pytest.mark.slow
 def test_a_huge_tool_result_is_cut_and_downloads_whole(page: Watched, server: Running, stored: Stored) -> None:
     """A 5 MB tool result (with a bidi override in it): its page stays under the bound, the link gets it all."""
     huge = "".join(f"line {i} \u202eevil.exe <b>\n" for i in range(200_000))

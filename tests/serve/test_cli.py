@@ -10,11 +10,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 import lamina
 from tests.serve.conftest import Stored, free_port
 
 
+@pytest.mark.slow
 def test_serve_command_serves_the_store_and_stops_on_interrupt(stored: Stored) -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(Path(lamina.__file__).parents[1]), "NO_COLOR": "1"}

@@ -42,6 +42,7 @@ def test_every_api_route_is_in_the_schema(api_schema: OpenApiSchema) -> None:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@pytest.mark.slow
 @given(data=st.data())
 def test_api_answers_as_its_schema_says(api_schema: OpenApiSchema, path: str, data: st.DataObject) -> None:
     """Any parameters schemathesis generates: a documented status (200, 400, 404) and a body that matches the

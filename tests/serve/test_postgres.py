@@ -27,6 +27,7 @@ def pg_store(tmp_path: Path) -> Iterator[SessionStore]:
             store.close()
 
 
+@pytest.mark.slow
 def test_the_inspector_reads_a_postgresql_store(pg_store: SessionStore, tmp_path: Path) -> None:
     rich = rich_session(pg_store, tmp_path)
     client = TestClient(create_app(pg_store, prices=cost_of), base_url="http://127.0.0.1:8765")

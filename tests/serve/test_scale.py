@@ -61,6 +61,7 @@ STEPS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=STEPS, limit=st.integers(1, 4))
 def test_the_series_extended_on_append_is_the_full_recompute(steps: list[tuple[str, int]], limit: int) -> None:
@@ -120,6 +121,7 @@ def test_appends_extend_the_series_without_computing_it_again(tmp_path: Path) ->
 # -- bounded pages ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pages_stay_under_the_bound_and_a_cut_text_downloads_whole(tmp_path: Path) -> None:
     bound = 400_000
     huge = ("<b>" + BIDI + "x" * 97 + "\n") * 60_000  # 6 MB, every character of it costlier on a page than raw
@@ -286,6 +288,7 @@ def test_bidi_and_control_characters_are_escaped_on_timeline_and_entry_pages(tmp
     assert "␛[2J" in client.get(f"/sessions/{session_id}").text
 
 
+@pytest.mark.slow
 def test_long_lists_are_paged_or_cut_with_a_note(tmp_path: Path) -> None:
     store = LocalSessionStore(tmp_path)
     for n in range(205):

@@ -14,12 +14,19 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from lamina.session import CompactionBoundary, JsonlSession, LocalSessionStore, ToolCall, UserMessage
+from lamina.session import (
+    CompactionBoundary,
+    JsonlSession,
+    LocalSessionStore,
+    ToolCall,
+    UserMessage,
+    _jsonl_open,
+    _stamp,
+)
 from lamina.session import _scan as scan
-from lamina.session import _store as store_module
 from lamina.session._entries import encode_entry
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta, write_meta
-from lamina.session._store import LOG_NAME
 from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.session.test_fuzz import damaged_logs
 
@@ -188,7 +195,7 @@ def _damaged_logs(store: LocalSessionStore) -> list[str]:
 
 def test_a_mapped_read_finds_what_a_plain_read_finds(store: LocalSessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
     session_ids = _damaged_logs(store)
-    monkeypatch.setattr(store_module, "MAP_MIN_BYTES", 1)  # every writer's full load maps its log
+    monkeypatch.setattr(_jsonl_open, "MAP_MIN_BYTES", 1)  # every writer's full load maps its log
     for session_id in session_ids:
         meta_bytes = (store.folder_of(session_id) / META_NAME).read_bytes()
         with store.open(session_id, writable=False) as reader:
@@ -290,6 +297,7 @@ def _recorded(data: bytes, cut: int, how: str, originals: list[bytes]) -> scan.C
     how=st.sampled_from(["true", "stale", "wrong crc", "mid-line"]),
     threaded=st.booleans(),
 )
+@pytest.mark.slow
 def test_the_one_call_decode_of_recorded_lines_finds_what_line_by_line_reading_finds(
     log: tuple[bytes, list[bytes]], cut: int, how: str, threaded: bool
 ) -> None:
@@ -345,6 +353,7 @@ def test_an_entry_that_names_no_earlier_entry_ends_the_linked_record(store: Loca
     threaded=st.booleans(),
     ordered=st.booleans(),
 )
+@pytest.mark.slow
 def test_the_linked_and_distinct_records_never_change_what_a_full_load_finds(
     shape: list[int], odd: str, threaded: bool, ordered: bool
 ) -> None:
@@ -395,7 +404,7 @@ def test_the_linked_and_distinct_records_never_change_what_a_full_load_finds(
 
 
 def test_made_ids_increase_and_differ() -> None:
-    made = [store_module._new_entry_id() for _ in range(5_000)]
+    made = [_stamp._new_entry_id() for _ in range(5_000)]
     assert made == sorted(made) and len(set(made)) == len(made)
     assert all(len(i) == 16 and int(i, 16) >= 0 for i in made)
 

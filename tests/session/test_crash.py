@@ -50,6 +50,7 @@ def _read_all(fd: int) -> str:
     return b"".join(chunks).decode()
 
 
+@pytest.mark.slow
 def test_crash_at_random_moments_loses_nothing_durable(tmp_path: Path) -> None:
     store = LocalSessionStore(tmp_path / "store")
     with store.create() as session:

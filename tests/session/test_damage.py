@@ -17,8 +17,9 @@ import pytest
 from lamina.errors import SessionCorruptError, SessionError, SessionIOError, SessionLockedError
 from lamina.session import AssistantMessage, CompactionBoundary, LocalSessionStore, UserMessage
 from lamina.session._files import OsFiles
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta
-from lamina.session._store import CREATING_PREFIX, LOG_NAME
+from lamina.session._store import CREATING_PREFIX
 from tests.session._power import PowerCut, SimulatedDisk
 from tests.session.factories import FakeClock, counter_ids, exchange
 
@@ -241,6 +242,7 @@ def test_a_byte_order_mark_does_not_hide_the_first_entry(store: LocalSessionStor
         assert again.entries() == [*written, more]
 
 
+@pytest.mark.slow
 def test_parent_cycles_are_reported_and_never_hang(store: LocalSessionStore, tmp_path: Path) -> None:
     with store.create() as session:
         written = [session.append(e) for e in exchange(1)]

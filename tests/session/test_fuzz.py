@@ -38,9 +38,9 @@ from lamina.session import (
     repair_session,
 )
 from lamina.session._entries import encode_entry
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
 from lamina.session._scan import scan_log
-from lamina.session._store import LOG_NAME
 from lamina.session._tree import LostLine, mend_links, path_to, view_start_id
 from tests.conftest import EXHAUSTIVE
 
@@ -175,6 +175,7 @@ def _intact_ids(data: bytes, originals: list[bytes]) -> set[str]:
 # -- the log reader (pure) ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fuzz_the_log_reader() -> None:
     cases = [0]
 
@@ -219,6 +220,7 @@ def _session_with(root: Path, data: bytes, meta: bytes | None) -> tuple[LocalSes
     return store, session.id
 
 
+@pytest.mark.slow
 def test_fuzz_the_open_path() -> None:
     cases = [0]
 
@@ -293,6 +295,7 @@ def damaged_meta(draw: st.DrawFn) -> bytes:
     return bytes(raw)
 
 
+@pytest.mark.slow
 def test_fuzz_the_metadata_reader() -> None:
     cases = [0]
     lines = [encode_entry(UserMessage(text="m0", id="e000"))]

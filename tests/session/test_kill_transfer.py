@@ -65,6 +65,7 @@ def _session(base: Path) -> tuple[str, list[str]]:
     return session.id, ids
 
 
+@pytest.mark.slow
 def test_sigkill_at_each_step_of_branch_creation(tmp_path: Path) -> None:
     pristine = tmp_path / "pristine"
     session_id, answers = _session(pristine)
@@ -96,6 +97,7 @@ def test_sigkill_at_each_step_of_branch_creation(tmp_path: Path) -> None:
     assert total >= 8
 
 
+@pytest.mark.slow
 def test_sigkill_at_each_step_of_export(tmp_path: Path) -> None:
     pristine = tmp_path / "pristine"
     session_id, _ = _session(pristine)
@@ -109,6 +111,7 @@ def test_sigkill_at_each_step_of_export(tmp_path: Path) -> None:
     _killed_at_each_step(tmp_path, pristine, "export", session_id, lambda base: str(base / "out.zip"), check)
 
 
+@pytest.mark.slow
 def test_sigkill_at_each_step_of_import(tmp_path: Path) -> None:
     source = tmp_path / "source"
     session_id, _ = _session(source)

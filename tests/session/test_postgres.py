@@ -102,6 +102,7 @@ def test_a_commit_whose_answer_was_lost_is_not_written_twice(store: PostgresSess
         assert _committed(schema, session.id) == [*(e.id for e in first), more.id]
 
 
+@pytest.mark.slow
 def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path: Path) -> None:
     stalled = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=2.0)
     other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=2.0)
@@ -109,7 +110,7 @@ def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path:
         session = stalled.create()
         session.append(UserMessage(text="mine"))
         session.flush()
-        stalled._stop.set()  # the server stalls: its leases are no longer renewed
+        stalled._leases._stop.set()  # the server stalls: its leases are no longer renewed
         with pytest.raises(SessionLockedError, match="lease expires"):
             other.open(session.id)
         with other.open(session.id, wait=10.0) as taken:  # once the stalled lease expires
@@ -129,6 +130,7 @@ def test_a_writer_whose_lease_was_taken_over_cannot_write(schema: str, tmp_path:
         other.close()
 
 
+@pytest.mark.slow
 def test_a_held_lease_is_renewed_while_the_writer_works(schema: str, tmp_path: Path) -> None:
     holder = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=1.5)
     other = PostgresSessionStore(schema_url(schema), files_root=tmp_path, lease_seconds=1.5)
@@ -144,6 +146,7 @@ def test_a_held_lease_is_renewed_while_the_writer_works(schema: str, tmp_path: P
         other.close()
 
 
+@pytest.mark.slow
 def test_a_reader_follows_a_live_session(store: PostgresSessionStore) -> None:
     session = store.create()
     first = session.append(UserMessage(text="one"))
@@ -238,3 +241,17 @@ def test_an_import_is_one_transaction_keeping_ids_parents_and_leaf(store: Postgr
     with pytest.raises(StoreConnectionError):
         store.import_entries(entries, session_id=other)
     assert other not in {r.id for r in store.list()}  # nothing half-made
+
+
+def test_an_imported_child_stored_before_its_parent_is_still_its_child(store: PostgresSessionStore) -> None:
+    # `import_entries` takes a hand-made list as it is: the session keeps every parent link, and
+    # `children` finds a child wherever it sits in the list (the shared core looks only after the parent)
+    root = UserMessage(id="e_root", parent_id=None, ts=1.0, text="root")
+    early = AssistantMessage(id="e_early", parent_id="e_late", ts=2.0, text="stored first")
+    late = UserMessage(id="e_late", parent_id="e_root", ts=3.0, text="its parent, stored later")
+    with store.import_entries([root, early, late], leaf_id="e_early") as imported:
+        assert [e.id for e in imported.children("e_late")] == ["e_early"]
+        assert [e.id for e in imported.path()] == ["e_root", "e_late", "e_early"]
+    with store.open(imported.id, writable=False) as again:
+        assert [e.id for e in again.children("e_late")] == ["e_early"]
+        assert [e.id for e in again.children("e_root")] == ["e_late"]

@@ -102,6 +102,7 @@ def _acks(folder: Path) -> list[dict[str, object]]:
     return lines
 
 
+@pytest.mark.slow
 def test_many_servers_one_truth(schema: str, tmp_path: Path) -> None:
     url = schema_url(schema)
     files, acks = tmp_path / "files", tmp_path / "acks"

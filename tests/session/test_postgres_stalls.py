@@ -94,6 +94,7 @@ def _turn(session: PostgresSession, label: str, n: int = 3) -> list[str]:
     return [session.append(UserMessage(text=f"{label} {i}")).id for i in range(n)]
 
 
+@pytest.mark.slow
 def test_a_writer_stalled_inside_its_copy_fails_within_the_bound_and_is_taken_over(
     schema: str, forwarder: Forwarder, tmp_path: Path
 ) -> None:
@@ -130,6 +131,7 @@ def test_a_writer_stalled_inside_its_copy_fails_within_the_bound_and_is_taken_ov
         taker.close()
 
 
+@pytest.mark.slow
 def test_a_stalled_network_fails_flush_and_renewal_within_the_bound(
     schema: str, forwarder: Forwarder, tmp_path: Path
 ) -> None:
@@ -157,6 +159,7 @@ def test_a_stalled_network_fails_flush_and_renewal_within_the_bound(
         taker.close()
 
 
+@pytest.mark.slow
 def test_a_writer_cut_inside_its_copy_gets_its_session_back_and_commits_the_turn_once(
     schema: str, forwarder: Forwarder, tmp_path: Path
 ) -> None:
@@ -200,6 +203,7 @@ def test_a_writer_cut_inside_its_copy_gets_its_session_back_and_commits_the_turn
         writer.close()
 
 
+@pytest.mark.slow
 def test_a_writer_sigstopped_inside_its_transaction_is_taken_over(schema: str, tmp_path: Path) -> None:
     url, acks, name = schema_url(schema), tmp_path / "acks.jsonl", "stall-sigstop"
     writer = spawn(url, tmp_path / "files", acks, LEASE, QUERY_TIMEOUT, name)

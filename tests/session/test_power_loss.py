@@ -29,8 +29,8 @@ from lamina.session import (
     ToolResult,
     UserMessage,
 )
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
-from lamina.session._store import LOG_NAME
 from tests.conftest import EXHAUSTIVE
 from tests.session._power import PowerCut, SimulatedDisk
 
@@ -166,6 +166,7 @@ def _check_after_loss(store: LocalSessionStore, acked: dict[str, _Acked], tally:
             mine.leaf = session.leaf_id
 
 
+@pytest.mark.slow
 def test_power_loss_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
     rng = random.Random(20261130)
     tally = _Tally()

@@ -12,17 +12,18 @@ from lamina.session import LocalSessionStore, open_store
 
 SRC = Path(lamina.__file__).parent
 # the JSONL store's own tools (check and repair read its files) and a throwaway store for `lamina context`
+JSONL_MODULES = {"lamina.session._store", "lamina.session._jsonl_open", "lamina.session._jsonl_write"}
 JSONL_ONLY = {"cli/_sessions.py": {"LocalSessionStore"}, "cli/_context_report.py": {"LocalSessionStore"}}
 
 
 def _store_imports(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module == "lamina.session._store":
+        if isinstance(node, ast.ImportFrom) and node.module in JSONL_MODULES:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module == "lamina.session":  # its public re-exports
             names.update(a.name for a in node.names if a.name in ("LocalSessionStore", "JsonlSession"))
-        elif isinstance(node, ast.Import) and any(a.name == "lamina.session._store" for a in node.names):
+        elif isinstance(node, ast.Import) and any(a.name in JSONL_MODULES for a in node.names):
             names.add("*")
     return names
 

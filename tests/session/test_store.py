@@ -24,8 +24,9 @@ from lamina.session import (
     UnknownEntry,
     UserMessage,
 )
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta
-from lamina.session._store import LOG_NAME, STORE_ENV_VAR, default_store_root
+from lamina.session._store import STORE_ENV_VAR, default_store_root
 from tests.session.factories import FakeClock, counter_ids, exchange
 
 
@@ -93,6 +94,7 @@ def test_second_writer_gets_an_error_naming_the_holder(store: LocalSessionStore)
             assert reader.entries() == []
 
 
+@pytest.mark.slow
 def test_second_writer_in_another_process(store: LocalSessionStore) -> None:
     with store.create() as session:
         code = (

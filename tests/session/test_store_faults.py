@@ -32,8 +32,9 @@ from lamina.errors import (
 )
 from lamina.session import LocalSessionStore, LogEntry, OutboxRecord, UserMessage
 from lamina.session._files import OsFiles
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta
-from lamina.session._store import DELETING_PREFIX, LOG_NAME
+from lamina.session._store import DELETING_PREFIX
 from tests.conftest import EXHAUSTIVE
 from tests.session._power import PowerCut, SimulatedDisk
 from tests.session.factories import FakeClock, counter_ids
@@ -107,6 +108,7 @@ def test_delete_is_refused_while_a_writer_holds_the_session_and_waits_when_asked
         store.open(session_id)
 
 
+@pytest.mark.slow
 def test_a_delete_racing_a_writer_never_loses_an_acknowledged_entry(
     store: LocalSessionStore, fine_switching: None
 ) -> None:
@@ -156,6 +158,7 @@ def test_a_delete_racing_a_writer_never_loses_an_acknowledged_entry(
     assert list(store.root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_racing_deletes_and_readers_raise_only_lamina_errors(store: LocalSessionStore, fine_switching: None) -> None:
     for _ in range(ROUNDS):
         session_id, _ = _session_with(store)
@@ -180,6 +183,7 @@ def test_racing_deletes_and_readers_raise_only_lamina_errors(store: LocalSession
     assert list(store.root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_interrupted_delete_leaves_the_session_whole_or_gone_and_the_store_removes_the_rest(
     tmp_path: Path,
 ) -> None:
@@ -404,6 +408,7 @@ def _worker(*args: str, stdin: int | None = subprocess.PIPE) -> subprocess.Popen
     )
 
 
+@pytest.mark.slow
 def test_a_forked_child_that_outlives_the_holder_neither_holds_nor_writes(store: LocalSessionStore) -> None:
     session_id, written = _session_with(store)
     holder = _worker("fork", str(store.root), session_id)
@@ -422,6 +427,7 @@ def test_a_forked_child_that_outlives_the_holder_neither_holds_nor_writes(store:
         assert reader.entries() == written
 
 
+@pytest.mark.slow
 def test_the_lock_holder_is_named_in_every_race_across_processes(store: LocalSessionStore) -> None:
     session_id, _ = _session_with(store)
     rounds = "2000" if EXHAUSTIVE else "300"
@@ -450,6 +456,7 @@ def test_the_lock_holder_is_named_in_every_race_across_processes(store: LocalSes
     assert all(h.startswith("pid ") and "unknown" not in h for h in holders), sorted(set(holders))
 
 
+@pytest.mark.slow
 def test_a_holder_stopped_before_writing_its_name_is_named_by_the_kernel(store: LocalSessionStore) -> None:
     session_id, _ = _session_with(store)
     fd = os.open(store.folder_of(session_id) / ".lock", os.O_RDWR)
@@ -474,6 +481,7 @@ def test_a_lock_let_go_while_its_holder_is_looked_up_is_taken_not_reported(store
         letting_go.join()
 
 
+@pytest.mark.slow
 def test_a_dead_holders_name_is_not_reported_for_a_live_one(store: LocalSessionStore) -> None:
     session_id, _ = _session_with(store)
     path = store.folder_of(session_id) / ".lock"

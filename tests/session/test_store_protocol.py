@@ -108,6 +108,7 @@ def test_a_critical_entry_is_committed_before_append_returns(store: SessionStore
             assert [e.id for e in reader.entries()][-1] == queued.id
 
 
+@pytest.mark.slow
 def test_list_is_newest_first_and_reads_no_log(store: SessionStore) -> None:
     ids = []
     for n in range(3):
@@ -120,6 +121,7 @@ def test_list_is_newest_first_and_reads_no_log(store: SessionStore) -> None:
     assert all(r.entry_count == 1 and r.problem is None for r in rows)
 
 
+@pytest.mark.slow
 def test_resume_reads_from_the_latest_boundary_only(store: SessionStore) -> None:
     with store.create() as session:
         for n in range(40):

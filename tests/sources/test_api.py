@@ -97,6 +97,7 @@ def _config(base_url: str) -> str:
         '''
 
 
+@pytest.mark.slow
 async def test_api_round_trip_with_path_query_headers_and_json_body(workspace: Path, api_url: str) -> None:
     write_source(workspace, "forge", _config(api_url))
     async with SourceConnections(find_sources(workspace).sources, environ={"LAMINA_TEST_TOKEN": "s3cret"}) as sources:
@@ -117,6 +118,7 @@ async def test_api_round_trip_with_path_query_headers_and_json_body(workspace: P
         assert json.loads(posted.content.split("\n\n", 1)[1]) == {"path": "/repos/me/issues", "body": {"title": "Bug"}}
 
 
+@pytest.mark.slow
 async def test_http_error_statuses_are_tool_errors(workspace: Path, api_url: str) -> None:
     write_source(workspace, "forge", _config(api_url))
     async with SourceConnections(find_sources(workspace).sources, environ={"LAMINA_TEST_TOKEN": "t"}) as sources:
@@ -132,6 +134,7 @@ async def test_http_error_statuses_are_tool_errors(workspace: Path, api_url: str
         assert boom.content == "source forge: GET /boom answered HTTP 500 Internal Server Error\n\nkaput"
 
 
+@pytest.mark.slow
 async def test_unreachable_api_and_missing_variable_are_tool_errors(workspace: Path, api_url: str) -> None:
     write_source(workspace, "forge", _config("http://127.0.0.1:9"))
     async with SourceConnections(find_sources(workspace).sources, environ={"LAMINA_TEST_TOKEN": "t"}) as sources:

@@ -26,7 +26,8 @@ def _connections(workspace: Path) -> SourceConnections:
     return SourceConnections(scan.sources)
 
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# every test here starts an MCP server process
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -39,6 +40,7 @@ async def calc(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[
         yield workspace, sources
 
 
+@pytest.mark.slow
 async def test_server_tools_are_listed_with_short_descriptions_and_the_server_schema(
     calc: tuple[Path, SourceConnections],
 ) -> None:
@@ -87,6 +89,7 @@ async def test_call_round_trip_through_the_pipeline(calc: tuple[Path, SourceConn
     assert wrong.is_error and wrong.content.endswith("b: expected integer, got float")
 
 
+@pytest.mark.slow
 async def test_editing_a_guide_changes_no_tool_spec(calc: tuple[Path, SourceConnections]) -> None:
     workspace, sources = calc
     before = [msgspec.json.encode(dataclasses.asdict(tool.spec)) for tool in sources.tools]
@@ -97,6 +100,7 @@ async def test_editing_a_guide_changes_no_tool_spec(calc: tuple[Path, SourceConn
     assert after == before
 
 
+@pytest.mark.slow
 async def test_a_server_that_dies_mid_call_gives_a_clear_error_and_the_next_call_restarts_it(
     calc: tuple[Path, SourceConnections],
 ) -> None:
@@ -152,6 +156,7 @@ def http_server() -> Iterator[str]:
         process.wait(timeout=10)
 
 
+@pytest.mark.slow
 async def test_streamable_http_server_round_trip(workspace: Path, http_server: str) -> None:
     write_source(workspace, "remote", f'kind = "mcp"\ndescription = "Remote."\nurl = "{http_server}"\n')
     async with _connections(workspace) as sources:
@@ -160,6 +165,7 @@ async def test_streamable_http_server_round_trip(workspace: Path, http_server: s
         assert (result.content, result.is_error) == ("42", False)
 
 
+@pytest.mark.slow
 async def test_an_http_result_over_the_clients_event_limit_is_too_large_and_the_connection_is_kept(
     workspace: Path, http_server: str
 ) -> None:
@@ -184,6 +190,7 @@ async def test_an_http_result_over_the_clients_event_limit_is_too_large_and_the_
         assert not small.is_error
 
 
+@pytest.mark.slow
 async def test_the_guide_must_be_read_before_the_first_call_of_a_source(
     calc: tuple[Path, SourceConnections], tmp_path: Path
 ) -> None:

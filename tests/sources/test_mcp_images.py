@@ -28,7 +28,8 @@ from tests.wire.server import WireServer
 SERVER = Path(__file__).with_name("mcp_image_server.py")
 GUIDE = ToolUse("Read", {"path": "sources/imgs/guide.md"})
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# every test here starts an MCP server process
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -93,6 +94,7 @@ def _agent(
     return open_agent(store, provider, workspace=workspace, sources=sources, mode="execute", **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_an_mcp_image_is_sent_as_the_providers_image_block_stored_once_and_logged_as_a_reference(
     imgs: tuple[Path, SourceConnections], tmp_path: Path, name: str
@@ -141,6 +143,7 @@ async def test_an_mcp_image_is_sent_as_the_providers_image_block_stored_once_and
     assert results[0].content == "The chart:\n[image: imgs__chart image 1.png (image/png)]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_model_without_vision_gets_a_note_for_an_mcp_image(
     imgs: tuple[Path, SourceConnections], tmp_path: Path, name: str
@@ -193,6 +196,7 @@ async def test_refused_mcp_images_are_notes_and_the_turn_goes_on(
     assert sent[1].startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 async def test_an_mcp_image_larger_than_the_provider_takes_is_sent_fitted_with_a_note(
     imgs: tuple[Path, SourceConnections], tmp_path: Path
 ) -> None:

@@ -54,6 +54,7 @@ async def test_there_is_no_stdin(session: Session) -> None:
     assert result.content == "done\n[exit code 0]"
 
 
+@pytest.mark.slow
 async def test_a_timeout_kills_the_command(session: Session) -> None:
     marker = session.root / "finished"
     result = await session.call("Bash", command=f"echo started; sleep 3; touch {marker}", timeout=1)
@@ -64,6 +65,7 @@ async def test_a_timeout_kills_the_command(session: Session) -> None:
     assert "timed out after 1 s" in result.content
 
 
+@pytest.mark.slow
 async def test_a_timeout_kills_the_whole_process_group(session: Session) -> None:
     pid_file = session.root / "child.pid"
     result = await session.call("Bash", command=f"sleep 30 & echo $! > {pid_file}; wait", timeout=1)
@@ -82,6 +84,7 @@ async def test_cancelling_the_call_kills_the_process_group(session: Session) -> 
     assert await wait_dead(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 async def test_cancelling_while_the_shell_starts_kills_the_process_group(session: Session) -> None:
     # The shell runs before its pipes are connected; a cancel in that window must still kill its group.
     pid_file = session.root / "child.pid"
@@ -100,6 +103,7 @@ async def test_cancelling_while_the_shell_starts_kills_the_process_group(session
     assert await wait_dead(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 async def test_a_background_process_holding_the_output_does_not_block_the_call(session: Session) -> None:
     s = session.with_tools([BashTool(drain_seconds=1.0)])  # slack for a loaded machine, not a time limit
     pid_file = session.root / "bg.pid"

@@ -707,6 +707,7 @@ def _oracle(root: Path) -> list[str]:
     return [r for _, r in sorted(out)]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(_NAMES, min_size=1, max_size=5), max_size=12))
 def test_the_walk_agrees_with_a_plain_os_walk(paths: list[list[str]]) -> None:

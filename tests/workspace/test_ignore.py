@@ -223,6 +223,7 @@ def repos(draw: st.DrawFn) -> dict[str, bytes]:
     exclude=st.lists(st.sampled_from(_TOKENS), max_size=4).map("".join),
     global_line=st.lists(st.sampled_from(_TOKENS), max_size=4).map("".join),
 )
+@pytest.mark.slow
 def test_the_walk_sees_exactly_what_git_sees(files: dict[str, bytes], exclude: str, global_line: str) -> None:
     with tempfile.TemporaryDirectory() as tmp, isolated_git_config(Path(tmp) / "home") as env:
         root = Path(tmp) / "repo"

@@ -107,6 +107,7 @@ def test_a_bad_manifest_is_skipped_with_a_problem_naming_the_file_and_the_field(
     assert mended.project_problem is None and "project.manifest" in [p.key for p in mended.parts]
 
 
+@pytest.mark.slow
 def test_lamina_context_shows_the_manifest_and_a_bad_one_skipped_with_its_reason(ws: Path) -> None:
     (ws / ".lamina" / "project.toml").write_text(MANIFEST)
     runner = CliRunner()
@@ -204,6 +205,7 @@ def _snapshot_of(root: Path, content: bytes) -> tuple[Path, WorkspaceContext]:
     return path, WorkspaceContext(root, tools=default_tool_specs(), preferences=Preferences())
 
 
+@pytest.mark.slow
 @given(document=_documents)
 def test_a_malformed_manifest_never_stops_the_context_and_its_problem_names_the_file_and_the_field(
     scratch: Path, document: dict[str, _Toml]

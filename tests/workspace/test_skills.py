@@ -386,6 +386,7 @@ def test_mention_in_a_fence_is_never_returned(before: str, lines: list[str], nam
     assert parse_skill_mentions(text) == ()
 
 
+@pytest.mark.slow
 @given(st.lists(NAMES, max_size=8), PROSE)
 def test_round_trip_with_generated_names(names: list[str], filler: str) -> None:
     text = (

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from lamina.agent import Agent, AgentEvent, open_agent, session_engine
+from lamina.agent import Agent, AgentEvent, open_agent, open_engine
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
 from lamina.compaction import DEFAULT_PRUNE
@@ -145,7 +145,7 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
             "so its stable parts cannot be read"
         )
     settings = load_settings(cwd)
-    engine = session_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True)
+    engine = open_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True)
     if not settings.prune:
         engine.prune_policy = None
     return engine

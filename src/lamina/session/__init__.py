@@ -45,10 +45,11 @@ if TYPE_CHECKING:
         Usage,
         UserMessage,
     )
+    from lamina.session._jsonl_write import JsonlSession
     from lamina.session._location import open_store
     from lamina.session._memory import InMemorySession, InMemorySessionStore
     from lamina.session._protocol import SessionLog, SessionStore, SessionSummary
-    from lamina.session._store import JsonlSession, LocalSessionStore
+    from lamina.session._store import LocalSessionStore
     from lamina.session._tree import ProviderView
 
 # Loaded on first use (PEP 562): the entry types are imported by nearly every module, the stores
@@ -86,7 +87,8 @@ _LAZY: Final = {
     "open_store": "lamina.session._location",
     **dict.fromkeys(("InMemorySession", "InMemorySessionStore"), "lamina.session._memory"),
     **dict.fromkeys(("SessionLog", "SessionStore", "SessionSummary"), "lamina.session._protocol"),
-    **dict.fromkeys(("JsonlSession", "LocalSessionStore"), "lamina.session._store"),
+    "JsonlSession": "lamina.session._jsonl_write",
+    "LocalSessionStore": "lamina.session._store",
     "ProviderView": "lamina.session._tree",
 }
 

@@ -45,17 +45,12 @@ from lamina.errors import BundleError, SessionIOError, SessionNotFoundError, Usa
 from lamina.session._bridges import TRANSFER_SUMMARY_HEADING, view_summary
 from lamina.session._entries import LogEntry, OutboxRecord, encode_entry
 from lamina.session._files import OS_FILES, FileLayer, write_new_file
+from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, ForkOrigin, SessionMeta, write_meta
 from lamina.session._protocol import SessionLog, SessionStore
 from lamina.session._scan import scan_log
-from lamina.session._store import (
-    CREATING_PREFIX,
-    LOG_NAME,
-    SUBFOLDERS,
-    LocalSessionStore,
-    check_session_id,
-    new_session_id,
-)
+from lamina.session._stamp import SUBFOLDERS, check_session_id, new_session_id
+from lamina.session._store import CREATING_PREFIX, LocalSessionStore
 
 BUNDLE_FORMAT: Final = "lamina-session-bundle"
 BUNDLE_VERSION: Final = 1

@@ -18,16 +18,11 @@ from lamina.errors import SessionCorruptError, SessionNotFoundError
 from lamina.session._core import with_parent
 from lamina.session._entries import encode_entry
 from lamina.session._files import open_for_reading
+from lamina.session._jsonl_open import LOG_NAME
+from lamina.session._jsonl_write import JsonlSession
 from lamina.session._lock import lock_state
 from lamina.session._meta import META_NAME, SessionMeta, read_meta
-from lamina.session._store import (
-    CREATING_PREFIX,
-    DELETING_PREFIX,
-    LOG_NAME,
-    JsonlSession,
-    LocalSessionStore,
-    linked_files,
-)
+from lamina.session._store import CREATING_PREFIX, DELETING_PREFIX, LocalSessionStore, linked_files
 
 Severity = Literal["damage", "stale", "note"]
 """`damage`: the log itself is hurt (exit status 1); `stale`: a cache or lock lags behind; `note`: information."""

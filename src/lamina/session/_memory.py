@@ -26,7 +26,7 @@ from lamina.session._core import SessionCore
 from lamina.session._entries import Entry, LogEntry, UserMessage
 from lamina.session._meta import ForkOrigin
 from lamina.session._protocol import LoadReport, SessionSummary
-from lamina.session._store import (
+from lamina.session._stamp import (
     SUBFOLDERS,
     _new_entry_id,
     _storable,

@@ -1,6 +1,8 @@
 """The PostgreSQL session store (`pip install 'lamina[postgres]'`): many servers, one truth (I/O)."""
 
+from lamina.session.postgres._connection import split_url
 from lamina.session.postgres._migrations import SCHEMA_VERSION
-from lamina.session.postgres._store import PostgresSession, PostgresSessionStore, split_url
+from lamina.session.postgres._session import PostgresSession
+from lamina.session.postgres._store import PostgresSessionStore
 
 __all__ = ["SCHEMA_VERSION", "PostgresSession", "PostgresSessionStore", "split_url"]

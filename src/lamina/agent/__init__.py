@@ -1,0 +1,28 @@
+"""The agent: drives turns of one session through a provider and the tool pipeline.
+
+Private modules, one per step: `_loop` (`Agent` and its turn loop), `_events` (what a turn
+reports), `_plans` (moving an accepted plan forward), `_provider_sessions` (resuming a provider's
+own session, or recovering in a fresh one), `_recovery` (the recovery block's text, pure),
+`_activation` (skills and sources in a session) and `_wiring` (`open_agent`, `open_engine`).
+"""
+
+from __future__ import annotations
+
+from lamina.agent._events import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
+from lamina.agent._loop import Agent
+from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT
+from lamina.agent._wiring import open_agent, open_engine, session_engine
+
+__all__ = [
+    "DEFAULT_PLAN_COMPACTION_TIMEOUT",
+    "Agent",
+    "AgentEvent",
+    "ModelCallFinished",
+    "PlanUpdate",
+    "ToolFinished",
+    "ToolStarted",
+    "TurnOutcome",
+    "open_agent",
+    "open_engine",
+    "session_engine",
+]

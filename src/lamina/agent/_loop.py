@@ -1,0 +1,395 @@
+"""The agent loop: prepare a turn, render, send, stream, run tools, commit.
+
+The loop knows nothing of JSONL or of any provider's wire format: it talks to a
+`ContextEngine` (turn context, log, outbox), a `Provider` (rendered request in, events out) and a
+`ToolExecutor` (the pre-tool-use pipeline). Async first; `run_turn_sync` wraps it for scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Self
+
+from lamina.agent._activation import Activation, window_reads
+from lamina.agent._events import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
+from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanSteps
+from lamina.agent._provider_sessions import ProviderSessions, SessionUpdate
+from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
+from lamina.attachments import AttachmentInput, MediaSupport
+from lamina.compaction import (
+    DEFAULT_KEEP_TOKENS,
+    DEFAULT_RESERVE,
+    DEFAULT_USER_LANE_TOKENS,
+    ProviderSummariser,
+    Summariser,
+    should_compact,
+)
+from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
+from lamina.errors import ContextOverflowError, TooManyModelCallsError, UsageError
+from lamina.messages import INTERRUPTED_RESULT
+from lamina.placement import SdkManagedPrompt, SdkManagedTarget
+from lamina.plan import next_step
+from lamina.providers import (
+    Completed,
+    Provider,
+    ProviderCompacted,
+    ProviderSessionChanged,
+    RetryPolicy,
+    TextDelta,
+    ToolCallRequest,
+    stream_with_retry,
+)
+from lamina.session import AssistantMessage, Branch, SessionLog, ToolCall, ToolResult, Usage
+from lamina.tools import PermissionMode, ToolPipeline
+from lamina.turn import TurnContext
+
+if TYPE_CHECKING:
+    from lamina.budget import BudgetReport
+
+_LANE_SHARE = 4
+"""The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
+
+
+@dataclass
+class Agent(PlanSteps, ProviderSessions):
+    """Drives turns of one session through a provider and a tool pipeline.
+
+    A context manager, also `async with`: `with open_agent(...) as agent:` closes it on the way out
+    (`close`). The agent closes its engine only when it owns it (`owns_engine=True`: `open_agent`'s
+    agent owns the engine and the session it opened); an engine the caller passed in, and the
+    store, the provider and the sources, stay the caller's to close.
+    """
+
+    engine: ContextEngine
+    provider: Provider
+    tools: ToolPipeline
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_model_calls: int = 50
+    summariser: Summariser | None = None
+    """Writes compaction summaries; default: the session's own provider, deterministic on failure."""
+    compaction_reserve: int = DEFAULT_RESERVE
+    """Compact when the context estimate is above the context window minus this many tokens."""
+    keep_tokens: int = DEFAULT_KEEP_TOKENS
+    """Tokens of recent history a compaction keeps verbatim."""
+    user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS
+    """Tokens of the user's own earlier messages shown verbatim after a compaction summary (newest first);
+    at most a quarter of the model's context window."""
+    activation: Activation | None = None
+    """Skills and sources: mentions in the user's text become required reads."""
+    on_event: Callable[[AgentEvent], None] | None = None
+    plan_compaction_timeout: float = DEFAULT_PLAN_COMPACTION_TIMEOUT
+    """Seconds an "Accept & Compact" compaction may take; beyond, the plan fails and can be accepted again."""
+    recovery_tokens: int = DEFAULT_RECOVERY_TOKENS
+    """Budget of the recovery block a fresh provider session gets when the old one cannot be resumed."""
+    owns_engine: bool = False
+    """Whether `close` closes `engine` too (True for the agent `open_agent` returns)."""
+    _session_update: SessionUpdate = field(default=None, init=False, repr=False)
+    _closed: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def session(self) -> SessionLog:
+        """The session log the agent's turns are recorded in (the engine's)."""
+        return self.engine.session
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Let go of the agent; using it afterwards raises `UsageError`. Safe to call twice.
+
+        Closes the engine (and, through it, the session it owns) when the agent owns it
+        (`owns_engine`); otherwise the engine stays open for its owner.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self.owns_engine:
+            self.engine.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the agent of session {self.engine.session.id} is closed; open the session again")
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    async def run_turn(
+        self, user_text: str, attachments: Sequence[AttachmentInput] = (), *, skills: Sequence[str] = ()
+    ) -> TurnOutcome:
+        """Run one user turn to the end: model calls and tool calls until the model stops.
+
+        `skills` names skills the turn's task uses (a task or sub-agent spec): each becomes a
+        required read, exactly as a `[skill:name]` mention in `user_text` does, and the turn's
+        active task, whose `allowed_tools` the pipeline enforces (see `lamina.activation`).
+
+        `attachments` are files (paths relative to the workspace, or bytes) sent with the message:
+        checked, converted and stored first, shown as the provider's model can take them.
+        Cancelling the task leaves a well-formed log: every tool call gets a result (a synthetic
+        "interrupted" one if needed) and the next turn carries a one-shot interruption reminder.
+
+        A plan accepted but not yet dispatched (its process stopped) is carried out first: it was
+        approved before this message was written (see `resume_plan`).
+
+        Raises:
+            AttachmentError: an attached file cannot be used; nothing was sent or logged.
+        """
+        self._check_open()
+        if next_step(self.engine.plan) is not None:
+            await self.resume_plan()
+        outcome = await self._run_turn(user_text, attachments, skills=skills)
+        plan = self.engine.plan
+        if plan is not None and plan.state == "dispatched" and plan.answered:  # its turn died; the session went on
+            self._finish_plan(plan.plan_id, "done", "the session went on after its execution was interrupted")
+        return outcome
+
+    async def _run_turn(
+        self,
+        user_text: str,
+        attachments: Sequence[AttachmentInput] = (),
+        *,
+        skills: Sequence[str] = (),
+        durable_message: bool = False,
+        user_words: str | None = None,
+    ) -> TurnOutcome:
+        capabilities = self.provider.capabilities
+        self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
+        refs = (
+            await asyncio.to_thread(self.engine.attach, attachments, base=self.tools.context.cwd) if attachments else ()
+        )
+        if self.activation is not None:  # mentions are parsed once, from the new text only
+            for warning in self.activation.before_turn(user_text, skills):
+                self._emit(warning)
+        if self._over_threshold():
+            await self.compact(trigger="threshold")
+        self._check_provider_sessions()
+        turn = self.engine.prepare_turn(user_text, refs, user_words=user_words)
+        if durable_message:  # a plan's execution message is on disk before any request carries it
+            self.engine.end_turn()
+        usages: list[Usage] = []
+        tools_run: list[str] = []
+        open_calls: list[ToolCallRequest] = []
+        try:
+            for index in range(self.max_model_calls):
+                # a long tool loop: compact between model calls
+                compacted = index and self._over_threshold() and await self._compacted("threshold")
+                if compacted:
+                    turn = self.engine.reprepare(turn)
+                turn, completed = await self._model_call_compacting(turn, index)
+                usages.append(completed.usage)
+                # the provider accepted a request carrying the turn's one-shots (a turn prepared again
+                # after a compaction may carry new ones; committing delivered ones again is a no-op)
+                self.engine.commit(turn)
+                # then where its session resumes: a crash between the two costs a fresh session its own
+                # recovery block, never a second copy of one in the same provider session
+                self._settle_provider_session()
+                self.engine.record(
+                    AssistantMessage(
+                        text=completed.text,
+                        model=completed.model,
+                        usage=completed.usage,
+                        stop_reason=completed.stop_reason,
+                        turn_id=turn.id,
+                    )
+                )
+                if not completed.tool_calls:
+                    return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), completed.stop_reason)
+                open_calls = list(completed.tool_calls)
+                for call in completed.tool_calls:
+                    self.engine.record(ToolCall(call_id=call.call_id, name=call.name, input=dict(call.input)))
+                ends_turn = False
+                while open_calls:
+                    call = open_calls[0]
+                    self._emit(ToolStarted(call.call_id, call.name, call.input))
+                    result = await self.tools.execute(call.call_id, call.name, call.input)
+                    full_output = str(result.full_output_path) if result.full_output_path else None
+                    self.engine.record(
+                        ToolResult(
+                            call_id=call.call_id,
+                            name=call.name,
+                            content=result.content,
+                            is_error=result.is_error,
+                            full_output_path=full_output,
+                            attachments=result.attachments,
+                        )
+                    )
+                    open_calls.pop(0)
+                    tools_run.append(call.name)
+                    ends_turn = ends_turn or result.ends_turn
+                    self._emit(ToolFinished(call.call_id, call.name, result.is_error, result.content, full_output))
+                if ends_turn:  # a plan was submitted: the user decides before the model goes on
+                    if self.engine.plan is not None:
+                        self._emit(PlanUpdate(self.engine.plan))
+                    return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), "plan_submitted")
+            raise TooManyModelCallsError(f"turn {turn.id} made {self.max_model_calls} model calls without stopping")
+        except asyncio.CancelledError:
+            self._interrupt(turn, open_calls)
+            raise
+        finally:
+            self.engine.end_turn()
+
+    def _over_threshold(self) -> bool:
+        window = self.provider.capabilities.context_window
+        tokens = self.engine.calibrated_context_tokens()
+        return should_compact(tokens, context_window=window, reserve=self.compaction_reserve)
+
+    async def compact(
+        self,
+        focus: str | None = None,
+        *,
+        trigger: Literal["manual", "threshold", "overflow"] = "manual",
+        plan_id: str | None = None,
+    ) -> CompactionOutcome:
+        """Compact the session now (`/compact [focus]`), or as a trigger asks (or for a plan: see `accept_plan`).
+
+        On an SDK-managed backend (the Claude Agent SDK) a manual compaction is the backend's own:
+        `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
+        makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
+        """
+        self._check_open()
+        if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
+            return await self._compact_provider_session(focus)
+        summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
+        # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
+        lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
+        return await self.engine.compact(
+            summariser,
+            trigger=trigger,
+            focus=focus,
+            keep_tokens=self.keep_tokens,
+            user_lane_tokens=lane_tokens,
+            plan_id=plan_id,
+        )
+
+    def budget(self, user_text: str | None = None) -> BudgetReport:
+        """Tokens per tier (SPEC F17) of the next request, `user_text` standing for the user's message.
+
+        What `lamina context` prints for a new session, for this one: built from a preview of the
+        next turn (the cached prefix, history, pending one-shots), so nothing is written to the log.
+        Without `user_text`, `lamina.budget.NEXT_MESSAGE` stands for it.
+        """
+        self._check_open()
+        from lamina.budget import NEXT_MESSAGE, budget_of_turn  # the budget module loads the cache simulator
+
+        text = NEXT_MESSAGE if user_text is None else user_text
+        attachments = self.engine.attachment_blocks(self.provider.target)  # attached files as this model is sent them
+        return budget_of_turn(self.engine.preview_turn(text), attachments=attachments)
+
+    async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
+        return (await self.compact(trigger=trigger)).status == "compacted"
+
+    async def _model_call_compacting(self, turn: TurnContext, index: int) -> tuple[TurnContext, Completed]:
+        """A model call; on a context overflow, compact and retry once (a second overflow is an error)."""
+        try:
+            return await self._model_call_recovering(turn, index)
+        except ContextOverflowError:
+            outcome = await self.compact(trigger="overflow")
+            if outcome.status != "compacted":
+                raise ContextOverflowError(
+                    self.provider.name, f"the request is too long and compaction could not help: {outcome.message}"
+                ) from None
+            turn = self.engine.reprepare(turn)
+        try:
+            return turn, await self._model_call(turn, index)
+        except ContextOverflowError as exc:
+            raise ContextOverflowError(
+                self.provider.name, f"the request is still too long after compaction ({exc})", status=exc.status
+            ) from exc
+
+    async def _model_call(self, turn: TurnContext, index: int) -> Completed:
+        request = self.engine.request(turn, self.provider.target)
+        if isinstance(request, SdkManagedPrompt):  # the log says where the provider session resumes
+            stored = self.engine.provider_session(self.provider.name)
+            request = dataclasses.replace(request, resume=stored, new_session=stored is None)
+        estimated = self.engine.context_tokens()
+        completed: Completed | None = None
+        self._session_update = None
+        async for event in stream_with_retry(self.provider, request, self.retry, on_retry=self._emit):
+            match event:
+                case TextDelta():
+                    self._emit(event)
+                case ProviderSessionChanged(session=session):
+                    self._session_update = session
+                case ProviderCompacted(trigger=trigger, tokens_before=tokens):
+                    self.engine.provider_compacted(self.provider.name, trigger, tokens)
+                case Completed():
+                    completed = event
+                case _:
+                    pass
+        if completed is None:
+            raise RuntimeError(f"provider {self.provider.name} ended a response without completing it")
+        self.engine.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
+        self._emit(ModelCallFinished(index, completed.usage, completed.stop_reason))
+        return completed
+
+    def _interrupt(self, turn: TurnContext, open_calls: Sequence[ToolCallRequest]) -> None:
+        for call in open_calls:
+            self.engine.record(
+                ToolResult(call_id=call.call_id, name=call.name, content=INTERRUPTED_RESULT, is_error=True)
+            )
+        self.engine.queue_one_shot(
+            "interruption",
+            "The user interrupted the previous turn"
+            + (f" while {len(open_calls)} tool call(s) were running" if open_calls else "")
+            + ". Do not assume those actions completed; check before continuing.",
+        )
+
+    def branch(self, entry_id: str) -> Branch:
+        """Branch the session at `entry_id`, between turns: the next turn sends what the branch holds.
+
+        A provider that forks its own transcript (the Claude Agent SDK) forks it at an answer whose
+        provider session the log recorded (`native_fork`); another provider that keeps its own
+        transcript (`capabilities.native_resume`) gets a one-shot branch seed; one that renders
+        history from the log needs nothing. `Branch.note` says
+        whether the branch point is still in the provider view and what happens instead. At a user
+        message the branch starts before it and `Branch.offered_text` holds its text. The skills in
+        use and the prerequisite reads met become the branch's (its context window's reads count).
+        """
+        capabilities = self.provider.capabilities
+        if capabilities.native_fork and self._forks_natively_at(entry_id):
+            # the branch's path keeps the provider session as it stood after that answer: its next
+            # turn forks it there (`provider_session` marks it `fork`), nothing injected
+            created = dataclasses.replace(self.engine.branch(entry_id, seed=False), strategy="native_fork")
+        else:
+            created = self.engine.branch(entry_id, seed=capabilities.native_resume)
+        if self.activation is not None:  # the skills in use and the reads met are the branch's own
+            self.activation.after_branch(window_reads(self.engine, self.tools))
+        return created
+
+    def _forks_natively_at(self, entry_id: str) -> bool:
+        """Whether the provider's own session can be forked exactly at `entry_id`: an answer that ends a
+        turn whose provider session the log recorded (at a user message, the provider never saw it)."""
+        session = self.engine.session
+        if not isinstance(session.get(entry_id), AssistantMessage):
+            return False
+        return provider_session_in_view(session.view(entry_id), self.provider.name) is not None
+
+    def set_mode(self, mode: PermissionMode | str) -> None:
+        """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
+        self._check_open()
+        mode = PermissionMode(mode)
+        self.engine.set_mode(mode.value)
+        self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
+
+    def run_turn_sync(
+        self, user_text: str, attachments: Sequence[AttachmentInput] = (), *, skills: Sequence[str] = ()
+    ) -> TurnOutcome:
+        """`run_turn` for synchronous callers (starts and closes its own event loop)."""
+        return asyncio.run(self.run_turn(user_text, attachments, skills=skills))
