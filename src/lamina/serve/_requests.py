@@ -31,7 +31,7 @@ from lamina.cachesim import (
 )
 from lamina.compaction import apply_prunes
 from lamina.composition import compose_turn
-from lamina.engine import _prefix_context  # the one reading of a recorded prefix, shared with the engine
+from lamina.engine._prefix import prefix_context  # the one reading of a recorded prefix, shared with the engine
 from lamina.errors import LaminaError, LaminaRuntimeError
 from lamina.messages import render_tail
 from lamina.parts import Authority, Tier
@@ -190,7 +190,7 @@ class SessionRequests:
                 self._call_index[entry.id] = len(self._calls)
                 self._calls.append(entry)
             elif isinstance(entry, StateChange) and entry.key == "stable":
-                context = _prefix_context(entry)
+                context = prefix_context(entry)
                 if context is not None:
                     self._prefixes.setdefault(context.digest, context)
         return True

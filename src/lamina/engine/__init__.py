@@ -1,0 +1,25 @@
+"""The context engine: one session's turn preparation, one-shot outbox, commit and compaction.
+
+`ContextEngine` (`_facade`) is the I/O shell over parts that each own one piece of state: the
+session-state folds (`_state`), the outbox, the live view and its prune tally (`_view`), the
+stable prefix (`_prefix`), provider sessions (`_sessions`); compaction's steps are `_compaction`.
+Its methods beyond a turn's are grouped in mixins over `_host`: `_settings`, `_media`, `_plans`,
+`_compacting`, `_branching`, `_resume`.
+"""
+
+from __future__ import annotations
+
+from lamina.engine._compaction import CompactionEvent, CompactionOutcome, CompactionStatus
+from lamina.engine._facade import ContextEngine, StableSource
+from lamina.engine._sessions import provider_session_in_view
+from lamina.engine._view import HistorySlice
+
+__all__ = [
+    "CompactionEvent",
+    "CompactionOutcome",
+    "CompactionStatus",
+    "ContextEngine",
+    "HistorySlice",
+    "StableSource",
+    "provider_session_in_view",
+]

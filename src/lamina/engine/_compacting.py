@@ -1,0 +1,199 @@
+"""Compaction as the engine runs it: one at a time, over the live view, its steps in `_compaction`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Literal
+
+from lamina.assemble import lane_of
+from lamina.compaction import (
+    DEFAULT_KEEP_TOKENS,
+    DEFAULT_USER_LANE_TOKENS,
+    Summariser,
+    entry_tokens,
+    freed_enough,
+    render_lane,
+    update_lane,
+)
+from lamina.engine import _compaction as steps
+from lamina.engine._compaction import CompactionEvent, CompactionOutcome
+from lamina.engine._host import EngineHost
+from lamina.plan import check_transition, compaction_focus
+from lamina.session import CompactionBoundary, Usage
+from lamina.session._entries import StateSnapshot
+
+_log = logging.getLogger("lamina.compaction")
+_CALIBRATION_WEIGHT = 0.3
+Trigger = Literal["manual", "threshold", "overflow"]
+
+
+class CompactionMixin(EngineHost):
+    """The compaction and token-accounting methods of `ContextEngine`."""
+
+    @property
+    def boundary(self) -> CompactionBoundary | None:
+        """The latest compaction on the current path, if any."""
+        return self._view.boundary
+
+    def context_tokens(self) -> int:
+        """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
+        stable = self._stable.next(self._stable_source).parts
+        fixed = sum(self.estimator.count(p.text) for p in stable) + sum(
+            self.estimator.count(t.name + t.description + str(t.input_schema)) for t in self.tools
+        )
+        return fixed + self._prelude_tokens() + self._view.tokens
+
+    def calibrated_context_tokens(self) -> int:
+        """`context_tokens` scaled by what the provider reported for earlier requests (see `observe_usage`)."""
+        return round(self.context_tokens() * self.calibration)
+
+    def observe_usage(self, estimated: int, usage: Usage) -> None:
+        """Calibrate the estimate: the provider counted `usage` for a request estimated at `estimated` tokens.
+
+        A moving average of reported / estimated, so one odd request does not swing it.
+        """
+        reported = usage.input + usage.cache_read + usage.cache_write
+        if estimated > 0 and reported > 0:
+            self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
+
+    def _prelude_tokens(self) -> int:
+        pinned = lane_of(self._view.boundary, data_dir=self._data_dir())
+        return self.estimator.count((self._view.summary or "") + (pinned or ""))
+
+    def _emit_compaction(self, event: CompactionEvent) -> None:
+        # the boundary entry is the log's record of a completed compaction; events go to listeners
+        # and to the `lamina.compaction` logger, so the session log gains exactly one entry
+        level = logging.WARNING if event.kind == "failed" else logging.INFO
+        _log.log(level, "session %s: compaction %s (%s): %s", self.session.id, event.kind, event.trigger, event.message)
+        for listener in self.compaction_listeners:
+            listener(event)
+
+    async def compact(
+        self,
+        summariser: Summariser,
+        *,
+        trigger: Trigger,
+        focus: str | None = None,
+        keep_tokens: int = DEFAULT_KEEP_TOKENS,
+        user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
+        plan_id: str | None = None,
+    ) -> CompactionOutcome:
+        """Compact the provider view: one boundary entry appended, nothing removed from the log.
+
+        The user's own messages from the summarised part join the user's words lane shown after
+        the summary (newest first within `user_lane_tokens`); each compaction's messages are also
+        written whole to a file under the session's `data/user-messages/`, before the boundary.
+
+        At most one compaction runs per session (other processes cannot even write to it); a
+        request that waited for one in flight finds nothing new and says "already compacted".
+
+        With `plan_id` (Accept & Compact), the plan must be awaiting its compaction: the whole view
+        is summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
+        boundary names the plan, and the plan is marked `compacted` once the boundary is durable.
+        """
+        self._check_open()
+        if self._compaction_lock is None:
+            self._compaction_lock = asyncio.Lock()
+        async with self._compaction_lock:
+            if plan_id is not None:
+                plan = check_transition(self._path.plan, "compacted", plan_id=plan_id)
+                focus = focus or compaction_focus(plan)
+            outcome = await self._compact_locked(
+                summariser,
+                trigger=trigger,
+                focus=focus,
+                keep=keep_tokens,
+                lane_tokens=user_lane_tokens,
+                plan_id=plan_id,
+            )
+            if plan_id is not None:
+                self._complete_plan_compaction(plan_id, outcome)
+            return outcome
+
+    async def _compact_locked(
+        self,
+        summariser: Summariser,
+        *,
+        trigger: Trigger,
+        focus: str | None,
+        keep: int,
+        lane_tokens: int,
+        plan_id: str | None,
+    ) -> CompactionOutcome:
+        view, boundary = list(self._view.entries), self._view.boundary
+        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=plan_id is not None)
+        if (nothing := steps.nothing_new(cut, boundary)) is not None:
+            return nothing
+        tokens_before = self.context_tokens()
+        self._emit_compaction(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
+        try:
+            made = await steps.summarise(
+                summariser, cut, (boundary, self._view.summary), focus=focus, workspace=self.session.info.cwd
+            )
+            previous_lane = steps.lane_of_boundary(boundary)
+            update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
+            kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
+            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=made.ledger) or ""  # an estimate
+            fixed = tokens_before - self._view.tokens - self._prelude_tokens()  # stable parts and tools
+            tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
+            if plan_id is None and not freed_enough(tokens_before, tokens_after):
+                message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
+                self._emit_compaction(CompactionEvent("failed", trigger, message))
+                return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
+            lane, failed = steps.archive(
+                update,
+                cut.summarised,
+                lane_tokens,
+                data_dir=self._data_dir(),
+                previous=previous_lane,
+                estimator=self.estimator,
+            )
+            if failed is not None:
+                _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, failed)
+            entry = CompactionBoundary(
+                summary=made.summary,
+                first_kept_id=cut.first_kept_id,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                trigger=trigger,
+                focus=focus,
+                ledger=made.ledger,
+                state=self._snapshot(),
+                lane=lane,
+                plan_id=plan_id,
+            )
+            recorded = self.record(entry)
+        except Exception as exc:
+            self._emit_compaction(CompactionEvent("failed", trigger, str(exc)))
+            raise
+        for hook in self.compaction_hooks:
+            hook(recorded)
+        message = steps.completed_message(tokens_before, tokens_after, made.result, recorded.lane)
+        self._emit_compaction(CompactionEvent("completed", trigger, message))
+        return CompactionOutcome("compacted", message, recorded, tokens_before, tokens_after, made.result.by)
+
+    def _snapshot(self) -> StateSnapshot:
+        """The state a compaction boundary carries, for a resume that reads only from it on."""
+        settings = self._settings
+        return StateSnapshot(
+            mode=settings.mode if settings.mode_recorded else None,
+            sources=settings.sources,
+            skills=self._path.skills,
+            provider_sessions=self._sessions.all(),
+            stable=self._stable.state(),
+            pending_one_shots=self._outbox.records(),
+            plan=self._path.plan,
+        )
+
+    def _complete_plan_compaction(self, plan_id: str, outcome: CompactionOutcome) -> None:
+        """The engine moves the plan forward as soon as its compaction completed (no UI involved)."""
+        plan = self._path.plan
+        if plan is None or plan.plan_id != plan_id or plan.state != "awaiting_compaction":
+            return
+        if outcome.status == "compacted" and plan.compaction_id is not None:
+            self.record_plan("compacted", compaction_id=plan.compaction_id)
+        elif outcome.status in ("already_compacted", "nothing_to_compact"):
+            # nothing of the conversation is in view since the last boundary (or at all): the context is fresh
+            boundary = self._view.boundary.id if self._view.boundary is not None else None
+            self.record_plan("compacted", compaction_id=boundary, detail=outcome.message)

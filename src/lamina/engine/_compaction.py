@@ -1,0 +1,163 @@
+"""Compaction's pieces around the pure `lamina.compaction`: its outcome, its events, the archive write."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from lamina.compaction import (
+    CutPoint,
+    LaneUpdate,
+    Summariser,
+    SummaryResult,
+    archive_name,
+    archive_text,
+    find_cut_point,
+    parse_summary,
+    turn_prefix_item,
+    update_lane,
+    update_ledger,
+)
+from lamina.session import AssistantMessage, CompactionBoundary, LogEntry, ToolCall, ToolResult, UserMessage
+from lamina.session._entries import Ledger, UserLane
+from lamina.tokens import TokenEstimator
+
+CompactionStatus = Literal["compacted", "already_compacted", "nothing_to_compact", "not_enough_freed"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """Compaction progress for a UI: `started`, `completed` or `failed`."""
+
+    kind: Literal["started", "completed", "failed"]
+    trigger: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """What a compaction request did."""
+
+    status: CompactionStatus
+    message: str
+    boundary: CompactionBoundary | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary_by: str | None = None
+
+
+def write_durably(folder: Path, name: str, text: str) -> None:
+    """Write a file atomically and durably, before the entry that names it is appended.
+
+    Archives of whole user messages have names unique to their content, so a retried or repeated
+    write leaves the same bytes.
+    """
+    target = folder / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        # a lone surrogate cannot be encoded: shown as "?" in the file (the log keeps the exact text)
+        with temporary.open("w", encoding="utf-8", errors="replace", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
+_EMPTY_LANE = UserLane()
+
+
+def choose_cut(view: Sequence[LogEntry], *, keep_tokens: int, estimator: TokenEstimator, whole: bool) -> CutPoint:
+    """Where a compaction cuts `view`; `whole` (a plan runs in a fresh context) keeps nothing verbatim."""
+    cut = find_cut_point(view, keep_tokens=keep_tokens, estimator=estimator)
+    if whole:
+        cut = dataclasses.replace(
+            cut, first_kept_id=None, summarised=tuple(view), kept=(), split_turn_prefix=(), tokens_kept=0
+        )
+    return cut
+
+
+def nothing_new(cut: CutPoint, boundary: CompactionBoundary | None) -> CompactionOutcome | None:
+    """The outcome of a compaction with no conversation to summarise (None: there is some)."""
+    if any(isinstance(e, CONVERSATION) for e in cut.summarised):
+        return None
+    if boundary is not None:
+        return CompactionOutcome("already_compacted", "already compacted: nothing new to summarise")
+    return CompactionOutcome("nothing_to_compact", "nothing to compact: the conversation fits the kept budget")
+
+
+@dataclass(frozen=True, slots=True)
+class Summarised:
+    """A compaction's summary: the summariser's result, the ledger and the rendered summary text."""
+
+    result: SummaryResult
+    ledger: Ledger
+    summary: str
+
+
+async def summarise(
+    summariser: Summariser,
+    cut: CutPoint,
+    view: tuple[CompactionBoundary | None, str | None],
+    *,
+    focus: str | None,
+    workspace: str,
+) -> Summarised:
+    """Summarise what `cut` summarises after the view's `(boundary, summary)`, the split turn's prefix as one item."""
+    boundary, previous_summary = view
+    ledger = update_ledger(boundary.ledger if boundary else Ledger(), cut.summarised, workspace=workspace)
+    previous = parse_summary(previous_summary) if previous_summary else None
+    result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
+    structured = result.summary
+    if cut.split_turn_prefix:  # one item, not a second summary: the next compaction reads it back
+        item = turn_prefix_item(cut.split_turn_prefix)
+        structured = dataclasses.replace(structured, in_progress=(*structured.in_progress, item))
+    return Summarised(result, ledger, structured.render())
+
+
+def lane_of_boundary(boundary: CompactionBoundary | None) -> UserLane:
+    """The user's words lane a compaction starts from."""
+    return boundary.lane if boundary else _EMPTY_LANE
+
+
+def archive(
+    update: LaneUpdate,
+    entries: Sequence[LogEntry],
+    budget: int,
+    *,
+    data_dir: str,
+    previous: UserLane,
+    estimator: TokenEstimator,
+) -> tuple[UserLane, str | None]:
+    """The lane of `update`, once its new messages are written whole to the data folder (I/O).
+
+    Returns:
+        The lane, and why the file could not be written (None: written, or nothing to write). When
+        it cannot be written, the lane says so (the log still holds every message).
+    """
+    if not update.archive:
+        return update.lane, None
+    try:
+        write_durably(Path(data_dir), archive_name(update.archive), archive_text(update.archive))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        lane = update_lane(previous, entries, budget_tokens=budget, estimator=estimator, archive_failed=reason)
+        return lane.lane, reason
+    return update.lane, None
+
+
+def completed_message(tokens_before: int, tokens_after: int, result: SummaryResult, words: UserLane) -> str:
+    """What a completed compaction says: the tokens, who summarised, the user's words kept."""
+    note = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
+    kept = f"; {len(words.messages)} user messages verbatim" if words.last_turn else ""
+    if words.left_out:
+        kept += f" ({words.left_out} older in data/user-messages/)"
+    return f"compacted {tokens_before:,} → {tokens_after:,} tokens; summary by {result.by}{note}{kept}"

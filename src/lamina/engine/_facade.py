@@ -1,0 +1,403 @@
+"""The context engine's facade: one session's turns prepared, recorded and committed.
+
+`ContextEngine` is the I/O shell around the pure turn assembly: it reads the clock, asks the
+workspace for the stable parts and appends to the session log; each piece of state it keeps in
+memory (so a turn costs the same however long the history is) is a part of its own, folded from
+what it records: the settings (`_state`), the outbox, the live view, the stable prefix, the
+provider sessions. The methods beyond a turn's come from mixins over `_host` (see the package).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Self
+
+import msgspec
+
+from lamina.assemble import assemble_turn
+from lamina.attachments import AttachmentInput, AttachmentStore, MediaSupport
+from lamina.compaction import (
+    DEFAULT_PRUNE,
+    PrunePolicy,
+    apply_prunes,
+)
+from lamina.engine._branching import BranchingMixin
+from lamina.engine._compacting import CompactionMixin
+from lamina.engine._compaction import CompactionEvent
+from lamina.engine._media import MediaMixin
+from lamina.engine._outbox import Outbox, turn_one_shots
+from lamina.engine._plans import PlansMixin
+from lamina.engine._prefix import StablePrefix
+from lamina.engine._resume import ResumeMixin
+from lamina.engine._sessions import ProviderSessions
+from lamina.engine._settings import SettingsMixin
+from lamina.engine._state import PathState, SessionState, fold, fold_path
+from lamina.engine._view import LiveView
+from lamina.errors import UsageError
+from lamina.parts import Part
+from lamina.placement import (
+    RenderCache,
+    RenderedRequest,
+    RenderTarget,
+    render,
+)
+from lamina.session import (
+    AttachmentRef,
+    CompactionBoundary,
+    LogEntry,
+    ProviderView,
+    SessionLog,
+    StateChange,
+    ToolOutputPruned,
+    UserMessage,
+)
+from lamina.session._protocol import E
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+from lamina.turn import (
+    OneShot,
+    StableContext,
+    ToolSpec,
+    TurnContext,
+    VolatileInputs,
+    build_volatile_parts,
+    changed_volatile,
+    pin_stable,
+)
+
+__all__ = ["ContextEngine", "StableSource"]
+
+
+StableSource = Callable[[], Sequence[Part]]
+"""Returns the current stable parts; expected to be cheap (the workspace layer caches)."""
+
+
+def _new_turn_id() -> str:
+    return "turn_" + secrets.token_hex(6)
+
+
+class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
+    """Prepares, records and commits the turns of one open session.
+
+    A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
+    The engine closes the session only when it owns it (`owns_session=True`, as `open_agent` makes
+    it for the session it opens); a session the caller passed in is the caller's to close.
+    """
+
+    def __init__(
+        self,
+        session: SessionLog,
+        *,
+        stable_source: StableSource,
+        tools: Sequence[ToolSpec] = (),
+        time_zone: str = "UTC",
+        mode: str | None = None,
+        estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+        clock: Callable[[], float] = time.time,
+        new_id: Callable[[], str] = _new_turn_id,
+        prune: PrunePolicy | None = DEFAULT_PRUNE,
+        owns_session: bool = False,
+    ) -> None:
+        self.session = session
+        self._owns_session = owns_session
+        self._closed = False
+        self.tools = tuple(tools)
+        self.prune_policy = prune
+        """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
+        self.time_zone = time_zone
+        self._stable_source = stable_source
+        self._clock = clock
+        self._new_id = new_id
+        self._settings = SessionState()
+        self._path = PathState()
+        self._outbox = Outbox()
+        self._stable = StablePrefix()
+        self._sessions = ProviderSessions()
+        self._render_cache = RenderCache()
+        self.attachments = AttachmentStore(
+            session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator
+        )
+        """The session's stored attachments."""
+        self._media: MediaSupport | None = None
+        self.estimator = estimator
+        self.calibration = 1.0
+        """Reported input tokens per estimated token, learnt from the provider's usage."""
+        self.compaction_hooks: list[Callable[[CompactionBoundary], None]] = []
+        """Called after every compaction (skills and guides reset their read state here)."""
+        self.compaction_listeners: list[Callable[[CompactionEvent], None]] = []
+        self.context_reset_hooks: list[Callable[[], None]] = []
+        """Called when a provider compacted its own context (read state resets here, as after a compaction)."""
+        self._compaction_lock: asyncio.Lock | None = None
+        for entry in session.entries_loaded():
+            self._track_session_wide(entry)
+        self._rebuild_view()
+        if mode is not None and not self._settings.mode_recorded:
+            # the session's starting mode: recorded, but not a transition the model must be told about
+            self.record(StateChange(key="mode", value=mode), durable=True)
+
+    # -- state derived from the log: each part folds what concerns it ------------------------------
+
+    def _track_session_wide(self, entry: LogEntry) -> None:
+        """Fold an entry into what holds on every branch (append order): settings, stable inputs, sessions."""
+        self._settings = fold(self._settings, entry)
+        self._stable.observe(entry)
+        self._sessions.observe(entry)
+
+    def _track_path(self, entry: LogEntry) -> None:
+        """Fold an entry of the current path into the conversation's state (path order)."""
+        self._path = fold_path(self._path, entry)
+        self._outbox.observe(entry)
+
+    def _rebuild_view(self, view: ProviderView | None = None) -> None:
+        """Take the provider view of the leaf from the session (or `view`, when the caller has it already)."""
+        view = self.session.view() if view is None else view
+        self._view = LiveView(view, self.estimator)
+        self._path, self._outbox = PathState(), Outbox()
+        if view.boundary is not None:
+            self._track_path(view.boundary)
+        for entry in self._view.entries[self._view.fresh_from :]:
+            self._track_path(entry)
+        self._sessions.follow(view.boundary, self._view.entries)
+
+    # -- public API ------------------------------------------------------------------------------
+
+    @property
+    def view(self) -> Sequence[LogEntry]:
+        """The provider view as it stands: the entries after the latest compaction (read-only, O(1) to take)."""
+        return self._view.slice()
+
+    @property
+    def pending_one_shots(self) -> tuple[OneShot, ...]:
+        """The one-shots the next turn carries: those queued on the current path and not delivered on it."""
+        return self._outbox.carried()
+
+    def close(self) -> None:
+        """Let go of the engine; using it afterwards raises `UsageError`. Safe to call twice.
+
+        Closes the session too when the engine owns it (`owns_session=True`); a session the caller
+        passed in and still owns stays open, for the caller to close.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_session:
+            self.session.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the context engine of session {self.session.id} is closed; open the session again")
+
+    def record(self, entry: E, *, durable: bool | None = None) -> E:
+        """Append an entry to the log and to the in-memory provider view.
+
+        Raises:
+            UsageError: The engine is closed.
+        """
+        self._check_open()
+        stamped = self.session.append(entry, durable=durable)
+        self._track_session_wide(stamped)
+        if isinstance(stamped, CompactionBoundary):
+            self._rebuild_view()
+        elif isinstance(stamped, ToolOutputPruned):
+            self._view.prune(stamped)
+            self._render_cache = RenderCache()
+        else:
+            self._view.append(stamped)
+            self._track_path(stamped)
+        return stamped
+
+    def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:
+        """Queue a part to be delivered to the model exactly once; durable before this returns.
+
+        `hidden` marks a one-shot bridge (a recovery block, a branch seed, a transfer summary; see
+        `BRIDGE_KINDS`): the model gets it like any one-shot, a UI leaves it out of the transcript.
+        The same part already pending (same kind and text: a message sent again after a branch
+        before it mentions the same skill) is not queued twice; its id is returned.
+        """
+        queued = self._outbox.queued(kind, text, hidden=hidden)
+        if isinstance(queued, str):
+            return queued
+        self.record(queued)
+        return queued.part_id
+
+    def _refresh_stable(self) -> StableContext:
+        """The stable context this turn renders, noticing (and recording) a change of the stable inputs."""
+        found = self._stable.refresh(tuple(self._stable_source()), turn_since_boundary=self._view.turn_since_boundary)
+        if found.change is not None:
+            self.record(found.change)
+        if found.update_text is not None:
+            self.queue_one_shot("stable_update", found.update_text)
+        return self._stable.settle(found.pinned)
+
+    def _data_dir(self) -> str:
+        return str(self.session.data_dir)
+
+    def volatile_inputs(self) -> VolatileInputs:
+        """The inputs of this turn's volatile parts, read now."""
+        data_dir = self._data_dir()
+        plans_dir = str(self.plans_dir)
+        now = datetime.fromtimestamp(self._clock(), UTC)
+        return VolatileInputs(
+            now=now,
+            time_zone=self.time_zone,
+            permission_mode=self._settings.mode,
+            plans_dir=plans_dir,
+            data_dir=data_dir,
+            active_sources=self._settings.sources,
+        )
+
+    def prepare_turn(
+        self,
+        user_text: str,
+        attachments: Sequence[AttachmentRef | AttachmentInput] = (),
+        *,
+        user_words: str | None = None,
+    ) -> TurnContext:
+        """Build this turn's context exactly once, and log it as built.
+
+        Appends the user message and a `TurnRecord` of the turn context. One-shot parts pending in
+        the outbox are carried, and stay pending until `commit`. `attachments` are references from
+        `attach`, or files to attach now: every file is stored durably before the user message
+        that refers to it is logged. `user_words` marks a message Lamina wrote in the user's role
+        (a plan's execution message): what of it the user typed ("" for nothing), so the user's
+        words lane leaves Lamina's text out; None (the default) means the user typed all of it.
+
+        Raises:
+            AttachmentError: an attached file cannot be used; nothing was logged.
+            UsageError: the engine is closed.
+        """
+        self._check_open()
+        stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
+        refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
+        self.prune()
+        stable = self._refresh_stable()
+        stable_seen = self._view.stable_seen_digest == stable.digest
+        words = msgspec.UNSET if user_words is None else user_words
+        user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
+        turn = self._assemble(self._new_id(), user, self._view.slice(), stable, stable_seen)
+        self.record(turn.record())
+        return turn
+
+    def prune(self, policy: PrunePolicy | None = None) -> ToolOutputPruned | None:
+        """Prune old tool output from the provider view when it pays (`prepare_turn` calls this first).
+
+        `policy` defaults to the engine's (`prune=` at construction; None there and here: nothing).
+        The log keeps every result; the recorded `ToolOutputPruned` says which ones requests show
+        as a note from now on.
+        """
+        chosen = self._view.chosen_prune(self.prune_policy if policy is None else policy)
+        return self.record(chosen) if chosen is not None else None
+
+    def preview_turn(self, user_text: str) -> TurnContext:
+        """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
+
+        Nothing is appended and no one-shot leaves the outbox; the user message is a stand-in that
+        is not in the log. The stable parts are the cached prefix (the workspace's current ones
+        before the first turn); a change of the stable inputs that the next turn would notice, and
+        announce in a `stable_update` one-shot, is not shown. Old tool output the turn would prune
+        is shown pruned.
+        """
+        self._check_open()
+        stable = (
+            self._stable.prefix
+            if self._stable.prefix is not None
+            else pin_stable(self._stable.latest, self._stable_source())[0]
+        )
+        entries = self._view.entries
+        user = UserMessage(id="preview", parent_id=entries[-1].id if entries else None, text=user_text)
+        prune = self._view.chosen_prune(self.prune_policy)
+        view = apply_prunes([*entries, prune]) if prune is not None else entries  # what the turn would prune
+        return self._assemble(
+            "turn_preview", user, [*view, user], stable, self._view.stable_seen_digest == stable.digest
+        )
+
+    def _assemble(
+        self, turn_id: str, user: UserMessage, history: Sequence[LogEntry], stable: StableContext, stable_seen: bool
+    ) -> TurnContext:
+        """The turn `assemble_turn` builds over the engine's state now: its volatile parts, outbox and view."""
+        return assemble_turn(
+            turn_id=turn_id,
+            session_id=self.session.id,
+            user=user,
+            history=history,
+            stable=stable,
+            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._view.last_seen),
+            one_shots=self._outbox.carried(),
+            boundary=self._view.boundary,
+            data_dir=self._data_dir(),
+            tools=self.tools,
+            stable_seen=stable_seen,
+        )
+
+    def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
+        """The entries appended since `turn` was prepared (its tool loop so far)."""
+        return self._view.entries[len(turn.history) :]
+
+    def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
+        """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
+        self._check_open()
+        blocks = self.attachment_blocks(target)
+        return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache, attachments=blocks)
+
+    def commit(self, turn: TurnContext) -> None:
+        """Mark the turn's one-shot parts delivered: the provider accepted a request carrying them.
+
+        Call only after a provider accepted a request carrying `turn`. Each delivery record is
+        fsynced before this returns (outbox records are critical entries); a one-shot whose
+        delivery is recorded is never sent again. Committing twice is harmless.
+        """
+        for one_shot in turn.one_shots:
+            delivered = self._outbox.delivery(one_shot, turn.id)
+            if delivered is not None:
+                self.record(delivered)
+
+    def end_turn(self) -> None:
+        """The turn boundary: everything the turn appended is made durable (one fsync)."""
+        self.session.flush()
+
+    def reprepare(self, turn: TurnContext) -> TurnContext:
+        """The same turn over the new provider view after a compaction in the middle of it.
+
+        Keeps the turn's id, user message and one-shots: those already delivered in this turn stay
+        in its tail for the rest of the turn (the model saw them; they are not delivered again and
+        leave with the turn), and the ones queued since (the compaction's own notes) join them. The
+        volatile parts are stated again (the compaction summarised the tails that carried them), and
+        the new tail is logged as a new record for the same user message, so what is logged is still
+        what is sent.
+        """
+        self._check_open()
+        index = next((i for i, e in enumerate(self._view.entries) if e.id == turn.user_entry_id), None)
+        if index is None:  # the compaction never cuts into the current turn; be safe anyway
+            return turn
+        user = self._view.entries[index]
+        if not isinstance(user, UserMessage):
+            return turn
+        seen = self._view.last_seen_before(index)
+        again = assemble_turn(
+            turn_id=turn.id,
+            session_id=turn.session_id,
+            user=user,
+            history=self._view.slice(index + 1),
+            stable=self._stable.prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
+            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
+            one_shots=turn_one_shots(turn.one_shots, self._outbox.carried()),
+            boundary=self._view.boundary,
+            data_dir=self._data_dir(),
+            tools=turn.tools,
+        )
+        self.record(again.record())
+        return again

@@ -1,0 +1,84 @@
+"""What the engine's method groups use of the engine: its parts and its core methods.
+
+The groups are `_settings`, `_media`, `_plans`, `_compacting`, `_branching` and `_resume`.
+`ContextEngine` is the one class that has all of them; each group is a mixin over this host, so
+it can be read (and type-checked) alone, and each piece of state stays in its part.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from lamina.attachments import AttachmentStore, MediaSupport
+from lamina.engine._compaction import CompactionEvent
+from lamina.engine._outbox import Outbox
+from lamina.engine._prefix import StablePrefix
+from lamina.engine._sessions import ProviderSessions
+from lamina.engine._state import PathState, SessionState
+from lamina.engine._view import LiveView
+from lamina.parts import Part
+from lamina.placement import RenderCache
+from lamina.plan import Plan, PlanStateName
+from lamina.session import CompactionBoundary, LogEntry, ProviderView, SessionLog
+from lamina.session._protocol import E
+from lamina.tokens import TokenEstimator
+from lamina.turn import ToolSpec
+
+
+class EngineHost:
+    """The engine's parts and core methods, as the method groups see them (`ContextEngine` defines them)."""
+
+    session: SessionLog
+    estimator: TokenEstimator
+    tools: tuple[ToolSpec, ...]
+    calibration: float
+    compaction_hooks: list[Callable[[CompactionBoundary], None]]
+    compaction_listeners: list[Callable[[CompactionEvent], None]]
+    context_reset_hooks: list[Callable[[], None]]
+    _settings: SessionState
+    _path: PathState
+    _outbox: Outbox
+    _stable: StablePrefix
+    _stable_source: Callable[[], Sequence[Part]]
+    _sessions: ProviderSessions
+    _view: LiveView
+    _media: MediaSupport | None
+    _render_cache: RenderCache
+    attachments: AttachmentStore
+    _compaction_lock: asyncio.Lock | None
+
+    def record(self, entry: E, *, durable: bool | None = None) -> E:
+        """Append an entry to the log and fold it into the parts (`ContextEngine.record`)."""
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        raise NotImplementedError
+
+    def _data_dir(self) -> str:
+        raise NotImplementedError
+
+    def _rebuild_view(self, view: ProviderView | None = None) -> None:
+        raise NotImplementedError
+
+    def _track_session_wide(self, entry: LogEntry) -> None:
+        raise NotImplementedError
+
+    def record_plan(
+        self,
+        to: PlanStateName,
+        *,
+        detail: str = "",
+        compact: bool = False,
+        draft_input: str | None = None,
+        compaction_id: str | None = None,
+    ) -> Plan:
+        """Move the latest plan to state `to` (`_plans.PlansMixin.record_plan`)."""
+        raise NotImplementedError
+
+    def _emit_compaction(self, event: CompactionEvent) -> None:
+        raise NotImplementedError
+
+    def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:
+        """Queue a part to be delivered to the model exactly once (`ContextEngine.queue_one_shot`)."""
+        raise NotImplementedError

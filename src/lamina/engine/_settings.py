@@ -1,0 +1,54 @@
+"""The user's settings as the engine changes them: the permission mode, the active sources, the skills in use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lamina.engine._host import EngineHost
+from lamina.session import StateChange
+
+
+class SettingsMixin(EngineHost):
+    """The settings methods of `ContextEngine`: each change is a state change in the log (the fold is `_state`)."""
+
+    @property
+    def mode(self) -> str:
+        return self._settings.mode
+
+    @property
+    def active_sources(self) -> tuple[str, ...]:
+        return self._settings.sources
+
+    def set_mode(self, mode: str) -> None:
+        """Change the permission mode: a state change, and a one-shot signal for the model."""
+        if mode == self._settings.mode:
+            return
+        previous = self._settings.mode
+        self.record(StateChange(key="mode", value=mode, previous=previous), durable=True)
+        self.queue_one_shot("mode_transition", f"The permission mode changed from {previous} to {mode}.")
+
+    @property
+    def skills_in_use(self) -> tuple[str, ...]:
+        """Names of the skills invoked in this session (they survive resumes and compactions)."""
+        return self._path.skills
+
+    def add_skills(self, names: Sequence[str]) -> None:
+        """Record skills as in use (a state change), so a resumed session still knows them."""
+        new = tuple(dict.fromkeys((*self._path.skills, *names)))
+        if new != self._path.skills:
+            self.record(StateChange(key="skills", value=",".join(new), previous=",".join(self._path.skills)))
+
+    def set_sources(self, sources: Sequence[str]) -> None:
+        """Set the active sources; newly activated ones are introduced once through the outbox."""
+        new = tuple(dict.fromkeys(sources))
+        if new == self._settings.sources:
+            return
+        added = [s for s in new if s not in self._settings.sources]
+        self.record(
+            StateChange(key="sources", value=",".join(new), previous=",".join(self._settings.sources)), durable=True
+        )
+        if added:
+            self.queue_one_shot(
+                "source_activated",
+                f"Newly active sources: {', '.join(added)}. Read each source's guide before using its tools.",
+            )

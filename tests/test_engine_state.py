@@ -1,0 +1,38 @@
+"""The engine's session-state fold is pure: a state and one entry give the next state, nothing else changes."""
+
+from __future__ import annotations
+
+from lamina.engine._state import PathState, SessionState, fold, fold_path
+from lamina.session import CompactionBoundary, StateChange, UserMessage
+from lamina.session._entries import StateSnapshot
+
+
+def _boundary(state: StateSnapshot) -> CompactionBoundary:
+    return CompactionBoundary(
+        summary="s", first_kept_id=None, tokens_before=10, tokens_after=5, trigger="manual", state=state
+    )
+
+
+def test_fold_returns_a_new_state_and_leaves_the_old_one_as_it_was() -> None:
+    start = SessionState()
+    after = fold(start, StateChange(key="mode", value="plan"))
+    assert after == SessionState(mode="plan", mode_recorded=True)
+    assert start == SessionState()
+    assert fold(after, StateChange(key="sources", value="github,,jira")).sources == ("github", "jira")
+    assert fold(after, UserMessage(text="hello")) is after
+
+
+def test_a_boundary_restates_the_settings_and_keeps_the_mode_when_its_snapshot_has_none() -> None:
+    state = SessionState(mode="edit", mode_recorded=True, sources=("old",))
+    boundary = _boundary(StateSnapshot(sources=("new",)))
+    assert fold(state, boundary) == SessionState(mode="edit", mode_recorded=True, sources=("new",))
+    moded = _boundary(StateSnapshot(mode="plan"))
+    assert fold(SessionState(), moded) == SessionState(mode="plan", mode_recorded=True, sources=())
+
+
+def test_the_path_fold_takes_the_skills_from_changes_and_from_a_boundary() -> None:
+    state = fold_path(PathState(), StateChange(key="skills", value="pdf,review"))
+    assert state.skills == ("pdf", "review")
+    boundary = _boundary(StateSnapshot(skills=("pdf",)))
+    assert fold_path(state, boundary).skills == ("pdf",)
+    assert state.skills == ("pdf", "review")
