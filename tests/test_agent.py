@@ -94,6 +94,7 @@ async def test_denied_call_keeps_the_log_well_formed(tmp_path: Path, workspace: 
     assert wire.requests[-1].status == 200
 
 
+@pytest.mark.slow
 async def test_retry_after_overload_then_overflow_is_a_typed_error(
     tmp_path: Path, workspace: Path, wire: WireServer
 ) -> None:

@@ -310,6 +310,7 @@ def test_every_disguised_reserved_tag_is_seen_and_neutralised(tag: str, before: 
     assert not contains_reserved_marker(content), content
 
 
+@pytest.mark.slow
 @given(text=st.text(alphabet=st.characters(exclude_categories=())), max_chars=st.integers(0, 200))
 def test_neutralise_never_raises_on_any_code_point(text: str, max_chars: int) -> None:
     # Lone surrogates, noncharacters, unassigned and private-use code points included.
@@ -325,6 +326,7 @@ def test_neutralise_marks_a_cut_and_refuses_a_negative_bound() -> None:
         neutralise("x", max_chars=-1)
 
 
+@pytest.mark.slow
 @given(text=st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 .,;!?'\"()-\t\n", max_size=300))
 def test_plain_text_passes_through_unchanged(text: str) -> None:
     assert content_of(defang(text, source="notes.md", authority=Authority.PROJECT_FILE)) == text
@@ -610,6 +612,7 @@ def test_what_unicode_does_not_call_a_look_alike_is_not_mapped() -> None:
     assert all(not ch.isascii() for ch in TABLE)
 
 
+@pytest.mark.slow
 def test_every_letter_look_alike_spells_a_reserved_name() -> None:
     missed = []
     for character, reading in TABLE.items():

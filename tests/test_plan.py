@@ -289,6 +289,7 @@ def _stop_at(store: LocalSessionStore, workspace: Path, state: str) -> str:
     return session_id
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("state", ["accepted", "awaiting_compaction"])
 def test_reopening_resumes_an_accepted_plan_where_it_stopped(
     store: LocalSessionStore, workspace: Path, state: str

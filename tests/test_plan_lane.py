@@ -99,6 +99,7 @@ def _strings(value: object) -> list[str]:
     return []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [ANTHROPIC, OpenAIChatTarget(model="gpt-5"), OpenAIResponsesTarget(model="gpt-5")])
 def test_the_plan_text_in_the_execution_message_is_neutralised_on_every_wire_format(
     tmp_path: Path, target: RenderTarget

@@ -51,6 +51,7 @@ def _results(entries: list[object]) -> list[ToolResult]:
 READ_REVIEW = ToolUse("Read", {"path": ".lamina/skills/review/SKILL.md"})
 
 
+@pytest.mark.slow
 async def test_allowed_tools_hold_while_the_skill_is_the_task_and_lift_after(tmp_path: Path, wire: WireServer) -> None:
     workspace = _workspace(tmp_path)
     wire.script(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lamina.activation import SkillWarning
 from lamina.agent import AgentEvent, open_agent
 from lamina.compaction import DeterministicSummariser
@@ -40,6 +42,7 @@ def _results(agent_entries: list[object]) -> list[ToolResult]:
     return [e for e in agent_entries if isinstance(e, ToolResult)]
 
 
+@pytest.mark.slow
 async def test_a_skill_mention_requires_reading_it_first_and_again_after_compaction(
     tmp_path: Path, wire: WireServer
 ) -> None:
@@ -114,6 +117,7 @@ async def test_an_unknown_skill_is_a_warning_not_a_failed_turn(tmp_path: Path, w
     agent.engine.session.close()
 
 
+@pytest.mark.slow
 async def test_skills_in_use_survive_a_resume_and_are_required_again_after_compaction(
     tmp_path: Path, wire: WireServer
 ) -> None:

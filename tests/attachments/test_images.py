@@ -47,6 +47,7 @@ def test_a_108_megapixel_photo_is_decoded_reduced_and_fitted_to_each_provider(st
     assert sent.getpixel((0, 0)) < 40 and sent.getpixel((0, sent.height - 1)) > 215  # the picture, not noise
 
 
+@pytest.mark.slow
 def test_a_large_photo_taken_sideways_is_turned_upright(store: AttachmentStore) -> None:
     (ref,) = store.add_all([NamedBytes("tall.jpg", _jpeg((10_000, 6_000), orientation=6))])
     assert (ref.width, ref.height) == (6_000, 10_000)

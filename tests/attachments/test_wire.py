@@ -122,6 +122,7 @@ async def test_openai_gets_image_parts_and_pdf_text(
     agent.engine.session.close()
 
 
+@pytest.mark.slow
 async def test_a_model_without_vision_gets_a_note(tmp_path: Path, workspace: Path, wire: WireServer) -> None:
     wire.script(Reply(text="I cannot see it."))
     async with openai_chat_provider(wire, capabilities=Capabilities(vision=False)) as provider:
@@ -163,6 +164,7 @@ async def test_log_after_a_5_mb_image_holds_references_only(tmp_path: Path, work
     session.close()
 
 
+@pytest.mark.slow
 async def test_a_bad_attachment_stops_the_turn_before_anything_is_sent_or_logged(
     tmp_path: Path, workspace: Path, wire: WireServer
 ) -> None:

@@ -82,6 +82,7 @@ def test_plan_reject_sends_the_feedback_and_a_later_decision_waits_for_plan(tmp_
     assert "Also update the docstring." in last_user.text
 
 
+@pytest.mark.slow
 def test_reopening_a_session_carries_on_with_its_accepted_plan(tmp_path: Path, workspace: Path) -> None:
     script = _script(tmp_path)
     # first run: the plan is submitted; the user decides later

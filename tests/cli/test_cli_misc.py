@@ -37,6 +37,7 @@ def _script(tmp_path: Path, *texts: str) -> str:
     return f"scripted:{path}"
 
 
+@pytest.mark.slow
 def test_sessions_delete_asks_first_and_yes_skips_the_question(tmp_path: Path) -> None:
     store = LocalSessionStore(tmp_path)
     with store.create(cwd="/p") as one:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -24,6 +25,7 @@ def _render(markup: str) -> str:
     return buffer.getvalue().replace(WORD_JOINER, "")
 
 
+@pytest.mark.slow
 @given(_MARKUPISH)
 def test_safe_text_renders_exactly_as_its_neutralised_self(text: str) -> None:
     text = text.replace("\t", " ")  # rich expands tabs to spaces: layout, not markup

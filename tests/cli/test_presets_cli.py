@@ -71,6 +71,7 @@ def test_chat_with_preset_custom_and_its_file(tmp_path: Path, ws: Path, wire: Wi
     assert HEADLESS in _system(wire)  # no terminal: the headless platform section
 
 
+@pytest.mark.slow
 def test_the_config_file_names_a_custom_preset_and_the_command_line_wins(
     tmp_path: Path, ws: Path, wire: WireServer
 ) -> None:

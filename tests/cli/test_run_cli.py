@@ -34,6 +34,7 @@ def _run(tmp_path: Path, *args: str, stdin: str | None = None) -> object:
     return runner.invoke(app, ["--store", str(tmp_path / "store"), "run", *args, "--model", MODEL], input=stdin)
 
 
+@pytest.mark.slow
 def test_run_prints_the_answer_and_tool_lines_go_to_stderr(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Looking.", tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]), Reply(text="One file [/]."))
     result = runner.invoke(app, ["--store", str(tmp_path / "store"), "run", "What is here?", "--model", MODEL])
@@ -95,6 +96,7 @@ def test_run_exit_codes(tmp_path: Path, ws: Path, wire: WireServer, monkeypatch:
     assert unknown.exit_code == 2 and "nope:x" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_an_automatic_compaction_is_reported(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     store = LocalSessionStore(tmp_path / "store")
     with store.create(cwd=str(ws)) as session:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
@@ -68,6 +69,7 @@ def test_branch_json_with_a_seed_and_unknown_entry(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "no entry 'nope'" in missing.stderr
 
 
+@pytest.mark.slow
 def test_export_then_import_elsewhere(tmp_path: Path) -> None:
     store, session_id = _make(tmp_path)
     bundle = tmp_path / "s.zip"

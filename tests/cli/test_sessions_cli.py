@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import msgspec
+import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
@@ -65,6 +66,7 @@ def test_show_unknown_session_is_a_clean_error(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "invalid session id" in bad.stderr
 
 
+@pytest.mark.slow
 def test_compact_appends_one_boundary_then_reports_already_compacted(tmp_path: Path) -> None:
     store = LocalSessionStore(tmp_path)
     with store.create(cwd="/proj") as session:

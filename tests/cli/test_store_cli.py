@@ -28,6 +28,7 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield schema_url(schema)
 
 
+@pytest.mark.slow
 def test_migrate_creates_then_reports_the_schema(url: str) -> None:
     result = runner.invoke(app, ["--store", url, "store", "version"])
     assert result.exit_code == 0 and f"schema version 0 (this Lamina: {SCHEMA_VERSION})" in result.stdout

@@ -135,6 +135,7 @@ def test_sessions_compact_counts_the_stable_parts_and_a_resume_records_no_stable
     assert "stable_update" not in json.dumps(wire.requests[-1].body["messages"])
 
 
+@pytest.mark.slow
 def test_sessions_list_counts_are_current_after_chat_closes(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Reading.", tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]), Reply(text="One."))
     wire.script(Reply(text="Two."))

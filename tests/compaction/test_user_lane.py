@@ -105,6 +105,7 @@ def test_only_what_the_user_typed_enters_the_lane_numbered_and_carried_over() ->
         assert foreign not in block
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=60), st.one_of(st.none(), st.text(max_size=30))), min_size=1, max_size=8))
 def test_messages_lamina_wrote_leave_only_the_user_s_words_in_the_lane(messages: list[tuple[str, str | None]]) -> None:
@@ -396,6 +397,7 @@ async def test_automatic_compactions_in_the_agent_loop_keep_every_instruction(tm
     st.integers(0, 400),
     st.integers(0, 120),
 )
+@pytest.mark.slow
 def test_every_message_is_shown_or_counted_in_order_across_compactions(
     batches: list[list[str]], budget: int, paste: int
 ) -> None:

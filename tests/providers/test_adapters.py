@@ -69,6 +69,7 @@ class Sleeps:
         self.delays.append(seconds)
 
 
+@pytest.mark.slow
 async def test_text_streams_in_deltas_then_one_completed(api: str, wire: WireServer) -> None:
     wire.script(Reply(text="Hello from the local wire server."))
     async with make(api, wire) as provider:
@@ -169,6 +170,7 @@ async def test_retries_after_overload_and_rate_limit_honouring_retry_after(api: 
     assert [r.status for r in wire.requests] == [529 if api == "anthropic" else 503, 429, 200]
 
 
+@pytest.mark.slow
 async def test_the_sdk_client_does_not_retry_by_itself(api: str, wire: WireServer) -> None:
     wire.script(Fail("overloaded", retry_after=1), Reply(text="not reached"))
     async with make(api, wire) as provider:
@@ -178,6 +180,7 @@ async def test_the_sdk_client_does_not_retry_by_itself(api: str, wire: WireServe
     assert len(wire.requests) == 1 and wire.pending == 1
 
 
+@pytest.mark.slow
 async def test_a_rate_limit_carries_retry_after(api: str, wire: WireServer) -> None:
     wire.script(Fail("rate_limit", retry_after=12))
     async with make(api, wire) as provider:
@@ -186,6 +189,7 @@ async def test_a_rate_limit_carries_retry_after(api: str, wire: WireServer) -> N
     assert type(caught.value) is RateLimitError and caught.value.retry_after == 12.0 and caught.value.status == 429
 
 
+@pytest.mark.slow
 async def test_a_wrong_api_key_is_a_clear_authentication_error(api: str, wire: WireServer) -> None:
     wire.api_key = "the-right-key"
     wire.script(Reply(text="not for you"))
@@ -198,6 +202,7 @@ async def test_a_wrong_api_key_is_a_clear_authentication_error(api: str, wire: W
     assert "a-wrong-key" in str(wire.requests[0].headers) and wire.pending == 1
 
 
+@pytest.mark.slow
 async def test_an_error_inside_the_stream_before_any_output_is_retried(api: str, wire: WireServer) -> None:
     wire.script(Fail("overloaded", in_stream=True), Reply(text="recovered"))
     sleeps = Sleeps()
@@ -208,6 +213,7 @@ async def test_an_error_inside_the_stream_before_any_output_is_retried(api: str,
     assert [r.status for r in wire.requests] == [200, 200]
 
 
+@pytest.mark.slow
 async def test_an_error_after_streamed_text_is_raised_not_retried(api: str, wire: WireServer) -> None:
     wire.script(Fail("server", in_stream=True, text_before="Half of the ans"), Reply(text="whole answer"))
     seen: list[Any] = []
@@ -245,6 +251,7 @@ async def test_a_refused_connection_is_a_transient_error(api: str, wire: WireSer
     assert caught.value.retryable and isinstance(caught.value, ProviderError)
 
 
+@pytest.mark.slow
 async def test_a_connection_dropped_mid_stream_is_a_transient_error(api: str, wire: WireServer) -> None:
     wire.script(Disconnect())
     async with make(api, wire) as provider:

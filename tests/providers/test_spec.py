@@ -66,6 +66,7 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
         providers.NoSuchProvider  # noqa: B018
 
 
+@pytest.mark.slow
 def test_importing_the_package_does_not_import_the_sdks() -> None:
     code = "import sys, lamina.providers; print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))"
     out = subprocess.run(

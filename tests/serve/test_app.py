@@ -28,6 +28,7 @@ def _body(html: str) -> str:
     return re.sub(r'<script (type="module" )?src="/static/[^"]+"( defer)?></script>', "", html)
 
 
+@pytest.mark.slow
 def test_every_response_carries_a_csp_that_forbids_inline_scripts(client: TestClient, stored: Stored) -> None:
     for url in ("/", f"/sessions/{stored.rich.id}", "/api/sessions", "/static/app.js", "/sessions/nope"):
         response = client.get(url)

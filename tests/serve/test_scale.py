@@ -162,6 +162,7 @@ def test_pages_stay_under_the_bound_and_a_cut_text_downloads_whole(tmp_path: Pat
     assert len(json.dumps(blocks)) > bound  # the request as sent, not cut to the page's bound
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(text=st.text(st.characters(codec="utf-8")), budget=st.integers(0, 400))
 def test_fit_cuts_a_start_of_the_text_within_the_budget(text: str, budget: int) -> None:
@@ -175,6 +176,7 @@ def test_fit_cuts_a_start_of_the_text_within_the_budget(text: str, budget: int) 
 # -- shared reloads ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_change_followed_by_many_pages_is_read_and_rendered_once(tmp_path: Path) -> None:
     store = LocalSessionStore(tmp_path)
     with store.create(cwd="/w") as session:
@@ -264,6 +266,7 @@ def test_a_damaged_turn_record_is_shown_as_damage_not_a_500(damaged: tuple[Local
     assert client.get(f"/sessions/{session_id}/requests/0").status_code == 200
 
 
+@pytest.mark.slow
 def test_bidi_and_control_characters_are_escaped_on_timeline_and_entry_pages(tmp_path: Path) -> None:
     store = LocalSessionStore(tmp_path)
     hostile = f"look {BIDI}txt.exe\u2066 and \x1b[2J and \u200f"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
@@ -76,6 +77,7 @@ async def test_a_pending_bridge_keeps_its_mark_across_a_compaction(tmp_path: Pat
     assert [(o.kind, o.hidden) for o in engine.pending_one_shots] == [("transfer_summary", True)]
 
 
+@pytest.mark.slow
 def test_sessions_show_leaves_bridges_out_unless_all(tmp_path: Path) -> None:
     workspace, clock = _workspace(tmp_path), Clock()
     engine = make_engine(tmp_path, workspace, clock, on_disk=True)  # the CLI reads it from disk

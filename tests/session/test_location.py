@@ -87,6 +87,7 @@ _VALUES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(_VALUES)
 def test_any_value_of_the_setting_opens_a_store_or_is_a_usage_error(value: str) -> None:
     with pytest.MonkeyPatch.context() as patch:

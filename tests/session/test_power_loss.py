@@ -231,6 +231,7 @@ def test_critical_append_survives_a_power_loss_without_flush(tmp_path: Path) -> 
         assert reopened.entries() == [before, critical]
 
 
+@pytest.mark.slow
 def test_meta_json_is_the_old_or_the_new_one_at_every_power_cut(tmp_path: Path) -> None:
     root = tmp_path / "store"
     disk = SimulatedDisk(root)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -49,6 +50,7 @@ def _summary(result: scan.LogScan) -> tuple[object, ...]:
     how=st.integers(0, 3),
     first_line=st.sampled_from([None, 1]),
 )
+@pytest.mark.slow
 def test_chunk_boundaries_never_change_the_scan(
     turns: int, chunk: int, where: int, how: int, first_line: int | None
 ) -> None:

@@ -89,6 +89,7 @@ def test_a_second_writer_is_refused_until_the_first_closes(store: SessionStore) 
     store.open(session.id).close()
 
 
+@pytest.mark.slow
 def test_a_read_only_session_takes_no_appends(store: SessionStore) -> None:
     with store.create() as session:
         session.append(UserMessage(text="hello"))
@@ -147,6 +148,7 @@ def test_resume_reads_from_the_latest_boundary_only(store: SessionStore) -> None
         assert again.loaded_count() == 5
 
 
+@pytest.mark.slow
 def test_branching_moves_the_leaf_and_survives_a_reopen(store: SessionStore) -> None:
     with store.create() as session:
         first = [session.append(e) for e in exchange(1)]
@@ -177,6 +179,7 @@ def test_a_branch_with_its_first_entry_its_children_and_the_view_of_any_entry(st
         assert again.leaf_id == seed.id and again.get(seed.id) == seed
 
 
+@pytest.mark.slow
 def test_a_fork_copies_the_path_and_the_files(store: SessionStore) -> None:
     with store.create(cwd="/w") as source:
         entries = [source.append(e) for e in exchange(1)]
@@ -195,6 +198,7 @@ def test_a_fork_copies_the_path_and_the_files(store: SessionStore) -> None:
     assert {r.id for r in store.list()} == {sid, fork_id}
 
 
+@pytest.mark.slow
 def test_delete_removes_a_session_but_never_one_in_use(store: SessionStore) -> None:
     session = store.create()
     session.append(UserMessage(text="bye"))
@@ -214,6 +218,7 @@ def test_an_unknown_session_is_a_clear_error(store: SessionStore) -> None:
         store.open("../escape")
 
 
+@pytest.mark.slow
 def test_the_engine_runs_on_either_store(store: SessionStore, tmp_path: Path) -> None:
     session: SessionLog = store.create(cwd=str(tmp_path))
     engine = ContextEngine(session, stable_source=lambda: (), mode="ask")

@@ -167,6 +167,7 @@ async def test_a_model_without_vision_gets_a_note_for_an_mcp_image(
     assert "[attached image imgs__chart image 1.png (image/png, " in sent and "cannot see images" in sent
 
 
+@pytest.mark.slow
 async def test_refused_mcp_images_are_notes_and_the_turn_goes_on(
     imgs: tuple[Path, SourceConnections], tmp_path: Path
 ) -> None:

@@ -58,6 +58,7 @@ def test_too_many_brace_alternatives_are_refused() -> None:
 segment = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="/*?[]{}\\\0"), min_size=1)
 
 
+@pytest.mark.slow
 @given(st.lists(segment, min_size=1, max_size=4))
 def test_a_literal_path_matches_itself_and_double_star_finds_it_at_any_depth(parts: list[str]) -> None:
     path = "/".join(parts)

@@ -42,6 +42,7 @@ async def test_anthropic_shapes_pass_strict_sdk_validation(wire: WireServer) -> 
     await client.close()
 
 
+@pytest.mark.slow
 async def test_openai_shapes_pass_strict_sdk_validation(wire: WireServer) -> None:
     wire.script(TOOLS_REPLY, TOOLS_REPLY, TOOLS_REPLY, TOOLS_REPLY)
     client = strict_openai(wire)

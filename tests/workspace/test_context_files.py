@@ -568,6 +568,7 @@ def test_a_new_gitignore_above_the_root_is_seen(tmp_path: Path, watch: bool) -> 
     assert found(finder.find(root)) == ["AGENTS.md"]
 
 
+@pytest.mark.slow
 def test_a_fixed_skipped_file_is_seen_on_the_next_find(tmp_path: Path, watch: bool) -> None:
     binary = put(tmp_path, "AGENTS.md", b"\x00\x01")
     (tmp_path / "a").mkdir()
@@ -583,6 +584,7 @@ def test_a_fixed_skipped_file_is_seen_on_the_next_find(tmp_path: Path, watch: bo
     assert found(finder.find(tmp_path)) == ["AGENTS.md", "a/CLAUDE.md"]
 
 
+@pytest.mark.slow
 def test_a_new_plain_file_costs_one_listing_not_a_walk(tmp_path: Path, watch: bool) -> None:
     put(tmp_path, "AGENTS.md")
     put(tmp_path, "src/app/main.py", "")

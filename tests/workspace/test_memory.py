@@ -86,6 +86,7 @@ def test_the_cap_is_a_parameter_and_uses_the_given_estimator(tmp_path: Path) -> 
     assert loaded(tmp_path, max_tokens=100_000).truncated is False
 
 
+@pytest.mark.slow
 def test_the_cap_holds_when_escapes_lengthen_the_text(tmp_path: Path) -> None:
     """Invisible characters become `[U+200B]`: the kept top is shortened so the part still fits."""
     write(tmp_path, "".join("\u200b" * 40 + f" {i}\n" for i in range(2_000)))

@@ -365,6 +365,7 @@ def test_parser_never_raises(text: str) -> None:
     assert len(names) == len(set(names))
 
 
+@pytest.mark.slow
 @given(PROSE, NAMES, PROSE)
 def test_mention_outside_code_is_always_returned(before: str, name: str, after: str) -> None:
     assert name in parse_skill_mentions(f"{before} [skill:{name}] {after}")
@@ -378,6 +379,7 @@ def test_mention_in_a_code_span_is_never_returned(
     assert parse_skill_mentions(f"{before} {fence}{left}[skill:{name}]{right}{fence} {after}") == ()
 
 
+@pytest.mark.slow
 @given(PROSE, st.lists(CODE, max_size=3), NAMES, PROSE, st.sampled_from(["```", "~~~", "````"]))
 def test_mention_in_a_fence_is_never_returned(before: str, lines: list[str], name: str, after: str, fence: str) -> None:
     body = "\n".join([*lines, f"x [skill:{name}] y"])
