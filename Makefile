@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m lamina.demo
+	$(BIN)/lamina demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

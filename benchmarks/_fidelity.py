@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Literal
 
 from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
+from lamina.context import ToolSpec, TurnContext
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, render
 from lamina.providers import ScriptedProvider, ScriptedResponse
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR
-from lamina.turn import ToolSpec, TurnContext
 
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 KEEP_TOKENS = 1_500

@@ -10,13 +10,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
+from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
 from lamina.engine import ContextEngine
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.prompt import Platform
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, Usage, UserMessage
 from lamina.tools import default_tool_specs
 from lamina.tools._read import numbered
-from lamina.turn import ToolSpec, TurnContext
 from lamina.workspace import Preferences, WorkspaceContext
 
 _PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}

@@ -58,12 +58,10 @@ from lamina.cachesim import (
     summarise,
 )
 from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
-from lamina.composition import KINDS, SessionComposition, compose_turn
-from lamina.messages import turn_tails
-from lamina.parts import Part
+from lamina.context import Part, ToolSpec, turn_tails
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, render
+from lamina.reports import KINDS, SessionComposition, compose_turn
 from lamina.tokens import DEFAULT_ESTIMATOR
-from lamina.turn import ToolSpec
 from lamina.workspace import Skill, SkillScan, skill_catalogue_part
 
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")

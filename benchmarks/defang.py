@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import Figure, ratio
+from lamina.context import Authority
 from lamina.defang import defang, neutralise
-from lamina.parts import Authority
 
 _ROOT = Path(__file__).resolve().parent.parent
 _SUFFIXES = {".py", ".pyi", ".md", ".txt", ".json", ".toml", ".html", ".js", ".css", ".rst", ".yaml", ".yml"}

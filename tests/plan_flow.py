@@ -8,7 +8,7 @@ from typing import Any
 
 from lamina.agent import Agent, open_agent
 from lamina.compaction import DeterministicSummariser
-from lamina.plan import Plan, execution_message
+from lamina.engine import Plan, execution_message
 from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from lamina.session import CompactionBoundary, LocalSessionStore, LogEntry, PlanState, UserMessage
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from lamina.agent import Agent, AgentEvent, ToolStarted, open_agent
+from lamina.context import INTERRUPTED_RESULT
 from lamina.errors import ContextOverflowError, ProviderError
-from lamina.messages import INTERRUPTED_RESULT
 from lamina.providers import Provider, RetryPolicy
 from lamina.session import LocalSessionStore, OutboxRecord, SessionStore, ToolCall, ToolResult
 from tests.support.engine import memory_store

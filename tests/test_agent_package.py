@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.activation import SkillWarning
-from lamina.agent import AgentEvent, open_agent, open_engine, session_engine
+from lamina.agent import AgentEvent, SkillWarning, open_agent, open_engine, session_engine
 from lamina.errors import UsageError
 from lamina.providers import AnthropicProvider, ScriptedProvider, provider_from_spec
 from lamina.session import InMemorySessionStore

@@ -11,9 +11,9 @@ import pytest
 
 from lamina.agent import Agent, open_agent
 from lamina.compaction import DeterministicSummariser
+from lamina.context import INTERRUPTED_RESULT
 from lamina.engine import ContextEngine
 from lamina.errors import UsageError
-from lamina.messages import INTERRUPTED_RESULT
 from lamina.placement import SdkManagedTarget, render
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from lamina.session import (

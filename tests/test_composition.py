@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.composition import KINDS, SessionComposition, compose_turn, framing_chars, logged_requests
 from lamina.engine import ContextEngine
+from lamina.reports import KINDS, SessionComposition, compose_turn, framing_chars, logged_requests
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult
 from lamina.tools import default_tool_specs
 from lamina.workspace import Preferences, WorkspaceContext

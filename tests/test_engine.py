@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 
+from lamina.context import INTERRUPTED_RESULT, VolatileInputs, build_volatile_parts, render_tail
 from lamina.engine import ContextEngine
 from lamina.errors import UsageError
-from lamina.messages import INTERRUPTED_RESULT, render_tail
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
 from lamina.session import AssistantMessage, LocalSessionStore, StateChange, ToolCall, ToolResult, TurnRecord, Usage
-from lamina.turn import VolatileInputs, build_volatile_parts
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 

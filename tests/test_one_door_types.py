@@ -12,10 +12,10 @@ mypy_api = pytest.importorskip("mypy.api")
 REPO = Path(__file__).parents[1]
 
 SNIPPET = """\
-from lamina.defang import admit, defang, render_block, trusted
-from lamina.messages import TextBlock, ToolResultBlock
-from lamina.parts import Authority, Part, Stability, Tier
-from lamina.turn import ToolSpec
+from lamina.defang import neutralise, defang, render_block, trusted
+from lamina.context import TextBlock, ToolResultBlock
+from lamina.context import Authority, Part, Stability, Tier
+from lamina.context import ToolSpec
 
 raw: str = open("AGENTS.md").read()
 TextBlock(raw)  # line 7
@@ -23,9 +23,9 @@ ToolResultBlock("c", "Read", raw)  # line 8
 render_block("pinned", raw)  # line 9
 Part("k", raw, "AGENTS.md", Authority.PROJECT_FILE, Stability.STABLE, Tier.RULES)  # line 10
 ToolSpec("t", raw, {})  # line 11
-TextBlock(admit(raw))
-ToolResultBlock("c", "Read", admit(raw))
-render_block("pinned", admit(raw))
+TextBlock(neutralise(raw))
+ToolResultBlock("c", "Read", neutralise(raw))
+render_block("pinned", neutralise(raw))
 Part("k", defang(raw, source="AGENTS.md", authority=Authority.PROJECT_FILE), "a", Authority.PROJECT_FILE,
      Stability.STABLE, Tier.RULES)
 TextBlock(trusted("Lamina's own sentence."))

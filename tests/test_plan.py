@@ -11,7 +11,7 @@ import pytest
 
 from lamina.agent import Agent, PlanUpdate
 from lamina.compaction import StructuredSummary, SummaryResult
-from lamina.plan import TRANSITIONS, Plan, PlanTransitionError, check_transition, execution_message, next_step
+from lamina.engine import TRANSITIONS, Plan, PlanTransitionError, check_transition, execution_message, next_step
 from lamina.providers import ScriptedProvider, ScriptedResponse
 from lamina.session import LocalSessionStore, PlanState, StateChange, UserMessage
 from lamina.session._entries import PlanStateName

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.plan import next_step
+from lamina.engine import next_step
 from lamina.providers import ScriptedProvider, ScriptedResponse
 from lamina.session import LocalSessionStore
 from lamina.session._files import OsFiles

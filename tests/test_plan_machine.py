@@ -23,7 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from lamina.agent import Agent, open_agent
 from lamina.compaction import DeterministicSummariser
-from lamina.plan import OPEN_STATES, PlanTransitionError, advance, next_step
+from lamina.engine import OPEN_STATES, PlanTransitionError, advance, next_step
 from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse
 from lamina.session import CompactionBoundary, LocalSessionStore, PlanState
 from lamina.session._files import OsFiles

@@ -13,12 +13,19 @@ import msgspec
 import pytest
 
 from lamina.attachments import NamedBytes
-from lamina.budget import budget_of_turn
 from lamina.compaction import DeterministicSummariser
-from lamina.composition import compose_turn
-from lamina.history_parts import tool_call_of, tool_call_part
-from lamina.messages import TextBlock, ToolResultBlock, ToolUseBlock
-from lamina.parts import Authority, Stability, Tier
+from lamina.context import (
+    Authority,
+    Stability,
+    TextBlock,
+    Tier,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    tool_call_of,
+    tool_call_part,
+    tool_part,
+)
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -27,9 +34,9 @@ from lamina.placement import (
     render,
     turn_messages,
 )
+from lamina.reports import budget_of_turn, compose_turn
 from lamina.session import AssistantMessage, ToolCall, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR
-from lamina.turn import ToolSpec, tool_part
 from tests.attachments import files
 from tests.support.engine import ANTHROPIC, TOOLS, Clock, make_engine
 

@@ -20,11 +20,10 @@ from typing import Any
 
 import pytest
 
-from lamina.agent import Agent, AgentEvent, open_agent
+from lamina.agent import Agent, AgentEvent, open_agent, recovery_text
 from lamina.compaction import ProviderSummariser
 from lamina.errors import AuthenticationError
 from lamina.providers import ClaudeAgentProvider, RetryPolicy
-from lamina.recovery import recovery_text
 from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, StateChange, UserMessage, check_session
 from lamina.session._entries import Ledger
 from tests.providers.support import long_workspace

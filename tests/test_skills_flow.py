@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.activation import SkillWarning
-from lamina.agent import AgentEvent, open_agent
+from lamina.agent import AgentEvent, SkillWarning, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore, StateChange, ToolResult

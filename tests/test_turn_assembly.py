@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 import lamina
-from lamina.assemble import assemble_turn, lane_of, logged_turn, summary_of
+from lamina.context import OneShot, StableContext, TurnContext
+from lamina.engine import assemble_turn, lane_of, logged_turn, summary_of
 from lamina.session import CompactionBoundary, TurnRecord, UserMessage
 from lamina.session._entries import PartRecord, UserLane, UserWords
-from lamina.turn import OneShot, StableContext, TurnContext
 
 _ROOT = Path(lamina.__file__).parent
-_HOME = _ROOT / "assemble.py"
+_HOME = _ROOT / "engine" / "_assemble.py"
 
 
 def _constructions(path: Path) -> list[int]:
@@ -53,7 +53,9 @@ def test_turn_context_is_constructed_only_in_assemble_turn() -> None:
 
 def test_the_checker_sees_a_construction_under_an_alias(tmp_path: Path) -> None:
     source = tmp_path / "elsewhere.py"
-    source.write_text("from lamina.turn import TurnContext as T\nimport lamina.turn\nT()\nlamina.turn.TurnContext()\n")
+    source.write_text(
+        "from lamina.context import TurnContext as T\nimport lamina.context\nT()\nlamina.context.TurnContext()\n"
+    )
     assert _constructions(source) == [3, 4]
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
     from lamina.attachments import NamedBytes
     from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
     from lamina.defang import defang
     from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
     from lamina.errors import (
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         UsageError,
     )
-    from lamina.parts import Authority, Part, Stability, Tier
     from lamina.placement import (
         AnthropicTarget,
         OpenAIChatTarget,
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from lamina.providers import Provider, ScriptedProvider, provider_from_spec
     from lamina.session import LocalSessionStore, SessionStore
     from lamina.tools import PermissionMode, ToolPipeline
-    from lamina.turn import ToolSpec, TurnContext
     from lamina.workspace import WorkspaceContext, find_context_files, nearest_context_files
 
 # Names are imported on first use (PEP 562), so `import lamina` (and `lamina --help`) stays fast:
@@ -76,10 +75,10 @@ _LAZY: Final = {
     "SessionLockedError": "lamina.errors",
     "SessionNotFoundError": "lamina.errors",
     "UsageError": "lamina.errors",
-    "Authority": "lamina.parts",
-    "Part": "lamina.parts",
-    "Stability": "lamina.parts",
-    "Tier": "lamina.parts",
+    "Authority": "lamina.context",
+    "Part": "lamina.context",
+    "Stability": "lamina.context",
+    "Tier": "lamina.context",
     "AnthropicTarget": "lamina.placement",
     "OpenAIChatTarget": "lamina.placement",
     "OpenAIResponsesTarget": "lamina.placement",
@@ -92,8 +91,8 @@ _LAZY: Final = {
     "SessionStore": "lamina.session",
     "PermissionMode": "lamina.tools",
     "ToolPipeline": "lamina.tools",
-    "ToolSpec": "lamina.turn",
-    "TurnContext": "lamina.turn",
+    "ToolSpec": "lamina.context",
+    "TurnContext": "lamina.context",
     "WorkspaceContext": "lamina.workspace",
     "find_context_files": "lamina.workspace",
     "nearest_context_files": "lamina.workspace",

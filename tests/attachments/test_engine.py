@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from lamina.attachments import MediaSupport, NamedBytes, anthropic_tokens, openai_tokens
-from lamina.budget import budget_of_turn, cache_layout
+from lamina.context import Tier
 from lamina.engine import ContextEngine
-from lamina.parts import Tier
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
+from lamina.reports import budget_of_turn, cache_layout
 from lamina.session import ToolCall, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.attachments import files

@@ -23,7 +23,7 @@ from lamina.attachments import (
     dropped_files,
     openai_tokens,
 )
-from lamina.messages import DocumentBlock, ImageBlock, TextBlock
+from lamina.context import DocumentBlock, ImageBlock, TextBlock
 from lamina.session import UserMessage
 from lamina.session._entries import EntryDecodeError, decode_entry, encode_entry
 from tests.attachments import files

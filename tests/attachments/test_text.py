@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from lamina.attachments import AttachmentRenderer, AttachmentStore, MediaSupport, NamedBytes
-from lamina.messages import TextBlock
+from lamina.context import TextBlock
 
 CSV = "article;prix\ncafé;2,50 €\nthé;1,80 €\n"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lamina.messages import INTERRUPTED_RESULT
+from lamina.context import INTERRUPTED_RESULT
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, UserMessage
 from tests.cli.pty_session import Chat, HoldingWire, paste
 from tests.wire.script import Reply, ToolUse

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from lamina.cli._console import WORD_JOINER, neutralise, safe
+from lamina.cli._console import WORD_JOINER, safe
+from lamina.defang import show_controls
 
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MARKUPISH = st.text(
@@ -29,16 +30,16 @@ def _render(markup: str) -> str:
 @given(_MARKUPISH)
 def test_safe_text_renders_exactly_as_its_neutralised_self(text: str) -> None:
     text = text.replace("\t", " ")  # rich expands tabs to spaces: layout, not markup
-    assert _render(safe(text)) == neutralise(text)
-    assert _render(f"[dim]{safe(text)}[/dim]<{safe(text)}>") == f"{neutralise(text)}<{neutralise(text)}>"
+    assert _render(safe(text)) == show_controls(text)
+    assert _render(f"[dim]{safe(text)}[/dim]<{safe(text)}>") == f"{show_controls(text)}<{show_controls(text)}>"
 
 
 @given(_MARKUPISH)
 def test_neutralised_text_has_no_control_characters_but_tab_and_newline(text: str) -> None:
-    assert _UNSAFE.search(neutralise(text)) is None
+    assert _UNSAFE.search(show_controls(text)) is None
 
 
 def test_known_troublemakers() -> None:
     for text in ["[/red]", "[/]", "xs[i] + xs[b]", "[skill:name]", "[bold]x", "trailing\\", ":thumbs_up:"]:
         assert _render(safe(text)) == text
-    assert neutralise("\x1b[2J\x1b]52;c;aGk=\x07\x9b31m\r\n") == "␛[2J␛]52;c;aGk=␇<U+009B>31m\n"
+    assert show_controls("\x1b[2J\x1b]52;c;aGk=\x07\x9b31m\r\n") == "␛[2J␛]52;c;aGk=␇<U+009B>31m\n"

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from lamina.budget import budget_of_turn
 from lamina.cli import app
+from lamina.context import Stability, Tier
 from lamina.engine import ContextEngine
-from lamina.parts import Stability, Tier
+from lamina.reports import budget_of_turn
 from lamina.session import AssistantMessage, LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tool_specs

@@ -1,4 +1,4 @@
-"""`make run`'s module (`python -m lamina.demo`) runs end to end and prints its key lines intact."""
+"""`make run`'s command (`lamina demo`) runs end to end and prints its key lines intact."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     src = str(Path(lamina.__file__).parents[1])
     env = {**os.environ, "PYTHONPATH": src, "COLUMNS": "200", "NO_COLOR": "1", "LAMINA_STORE": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "lamina.demo"], capture_output=True, text=True, env=env, timeout=240, check=False
+        [sys.executable, "-m", "lamina.cli", "demo"], capture_output=True, text=True, env=env, timeout=240, check=False
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.agent import open_agent
-from lamina.budget import TIER_LABELS, BudgetReport
 from lamina.cli import app
-from lamina.parts import Tier
+from lamina.context import Tier
+from lamina.reports import TIER_LABELS, BudgetReport
 from lamina.session import LocalSessionStore, StateChange
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Reply, ToolUse

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina.compaction import CutPoint, entry_tokens, find_cut_point, freed_enough, should_compact
+from lamina.context import INTERRUPTED_RESULT, ToolResultBlock, to_messages
 from lamina.errors import UsageError
-from lamina.messages import INTERRUPTED_RESULT, ToolResultBlock, to_messages
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,

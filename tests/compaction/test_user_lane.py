@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamina.agent import open_agent
-from lamina.budget import budget_of_turn, cache_layout
 from lamina.compaction import (
     DEFAULT_USER_LANE_TOKENS,
     DeterministicSummariser,
@@ -24,11 +23,12 @@ from lamina.compaction import (
     render_lane,
     update_lane,
 )
+from lamina.context import Tier
 from lamina.defang import contains_reserved_marker
 from lamina.engine import ContextEngine
-from lamina.parts import Tier
 from lamina.placement import render
 from lamina.providers import Capabilities, ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.reports import budget_of_turn, cache_layout
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,

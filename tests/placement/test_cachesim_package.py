@@ -1,5 +1,5 @@
 """The cache simulator is its own package: not loaded by `import lamina`, and counting blocks the way
-`lamina.budget` counts them (one split of a body into blocks, `lamina.cachesim._blocks`)."""
+`lamina.reports` counts them (one split of a body into blocks, `lamina.cachesim._blocks`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from lamina.budget import cache_layout
 from lamina.cachesim import AnthropicCacheSimulator, OpenAICacheSimulator, TimedRequest
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.reports import cache_layout
 
 
 @pytest.mark.slow

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from lamina.context import Authority, Part, Stability, Tier, TurnContext, VolatileInputs, build_volatile_parts
 from lamina.defang import contains_reserved_marker, defang
 from lamina.engine import ContextEngine
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -27,7 +27,6 @@ from lamina.placement import (
     render,
 )
 from lamina.session import AssistantMessage, LocalSessionStore
-from lamina.turn import TurnContext, VolatileInputs, build_volatile_parts
 from tests.support.engine import TOOLS, Clock
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 

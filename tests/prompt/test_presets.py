@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.budget import tool_tokens
+from lamina.context import Authority, Stability, Tier, ToolSpec
 from lamina.defang import contains_reserved_marker
 from lamina.errors import UnknownPresetError, UsageError
-from lamina.parts import Authority, Stability, Tier
 from lamina.prompt import (
     BUILTIN_TOOL_NAMES,
     DEFAULT_PRESET,
@@ -27,9 +26,9 @@ from lamina.prompt import (
     parse_custom_preset,
     system_prompt,
 )
+from lamina.reports import tool_tokens
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tools
-from lamina.turn import ToolSpec
 
 BUILTIN_TOOLS = tuple(ToolSpec(name, f"The {name} tool.", {"type": "object"}) for name in BUILTIN_TOOL_NAMES)
 WEB_FETCH = ToolSpec("WebFetch", "Fetch a web page.", {"type": "object", "properties": {}})

@@ -121,7 +121,7 @@ def test_each_request_is_rebuilt_from_what_the_log_recorded(stored: Stored) -> N
         assert [p.key for p in by_name["one_shot"].parts] == [p.key for p in record.one_shots]
         assert [p.key for p in by_name["stable"].parts] == recorded_keys
         assert layers.stable_recorded and layers.stable_digest == record.stable_digest
-        # the same request component by component (lamina.composition, which counts earlier turns' tails too)
+        # the same request component by component (lamina.reports, which counts earlier turns' tails too)
         components = {(c.kind, c.name) for c in layers.composition}
         assert {("volatile", p.key) for p in record.volatile} <= components
         assert {("one-shot", p.key) for p in record.one_shots} <= components

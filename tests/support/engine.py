@@ -11,11 +11,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lamina.context import Authority, Part, Stability, Tier, ToolSpec
 from lamina.engine import ContextEngine
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import AnthropicTarget
 from lamina.session import InMemorySessionStore, LocalSessionStore, SessionStore
-from lamina.turn import ToolSpec
 
 TOOLS = (ToolSpec("Read", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),)
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")

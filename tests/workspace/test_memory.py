@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lamina.context import Authority, Stability, Tier
 from lamina.defang import contains_reserved_marker
-from lamina.parts import Authority, Stability, Tier
 from lamina.tokens import DEFAULT_ESTIMATOR, CharTokenEstimator
 from lamina.workspace import (
     DEFAULT_MEMORY_MAX_TOKENS,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lamina.context import Authority, Stability, Tier
 from lamina.defang import contains_reserved_marker
 from lamina.errors import UsageError
-from lamina.parts import Authority, Stability, Tier
 from lamina.workspace import (
     MAX_NOTES_CHARS,
     PREFERENCES_ENV_VAR,

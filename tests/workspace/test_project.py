@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from lamina.cli import app
+from lamina.context import Authority, Stability, Tier
 from lamina.defang import contains_reserved_marker
-from lamina.parts import Authority, Stability, Tier
 from lamina.tools import default_tool_specs
 from lamina.workspace import (
     PREFERENCES_ENV_VAR,
@@ -239,8 +239,7 @@ def test_any_bytes_as_a_manifest_never_stop_the_context(scratch: Path, content: 
 
 
 def test_agent_start_reports_a_skipped_manifest_and_the_session_goes_on(ws: Path, tmp_path: Path) -> None:
-    from lamina.activation import SkillWarning
-    from lamina.agent import AgentEvent, open_agent
+    from lamina.agent import AgentEvent, SkillWarning, open_agent
     from lamina.providers import ScriptedProvider, ScriptedResponse
     from lamina.session import LocalSessionStore
 

@@ -9,16 +9,15 @@ from typing import Any
 
 import pytest
 
+from lamina.context import Authority, Part, Stability, Tier, ToolSpec
 from lamina.defang import contains_reserved_marker
 from lamina.engine import ContextEngine
 from lamina.errors import UnknownPresetError, UsageError
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.placement import render
 from lamina.prompt import BUILTIN_TOOL_NAMES, Platform, PresetFileError
 from lamina.session import LocalSessionStore, StateChange
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import MINI_TOOL_NAMES, default_tool_specs, default_tools
-from lamina.turn import ToolSpec
 from lamina.workspace import ContextFileFinder, Preferences, PreferencesError, WorkspaceContext, build_stable_parts
 from lamina.workspace import _stable as stable
 from tests.support.engine import ANTHROPIC, Clock

@@ -8,21 +8,32 @@ own session, or recovering in a fresh one), `_recovery` (the recovery block's te
 
 from __future__ import annotations
 
+from lamina.agent._activation import Activation, SkillCatalogue, SkillToolsRule, SkillWarning, nearest_context_paths
 from lamina.agent._events import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
 from lamina.agent._loop import Agent
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT
+from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, RecoveryBlock, recovery_text
 from lamina.agent._wiring import open_agent, open_engine, session_engine
 
 __all__ = [
     "DEFAULT_PLAN_COMPACTION_TIMEOUT",
+    "DEFAULT_RECOVERY_TOKENS",
+    "RECOVERY_KIND",
+    "Activation",
     "Agent",
     "AgentEvent",
     "ModelCallFinished",
     "PlanUpdate",
+    "RecoveryBlock",
+    "SkillCatalogue",
+    "SkillToolsRule",
+    "SkillWarning",
     "ToolFinished",
     "ToolStarted",
     "TurnOutcome",
+    "nearest_context_paths",
     "open_agent",
     "open_engine",
+    "recovery_text",
     "session_engine",
 ]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from lamina.context import Part
 from lamina.engine import ContextEngine
-from lamina.parts import Part
 from lamina.session import CompactionBoundary
 from lamina.sources import calls_to_source, slug_problem
 from lamina.tools import Allow, Deny, PrerequisiteManager, Rule, ToolCall, ToolOutput, ToolPipeline, Verdict

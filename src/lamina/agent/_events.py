@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from lamina.agent._activation import SkillWarning
-from lamina.plan import Plan
+from lamina.context import TurnContext
+from lamina.engine import Plan
 from lamina.providers import RetryNotice, TextDelta
 from lamina.session import Usage
-from lamina.turn import TurnContext
 
 
 @dataclass(frozen=True, slots=True)

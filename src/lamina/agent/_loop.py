@@ -27,11 +27,10 @@ from lamina.compaction import (
     Summariser,
     should_compact,
 )
-from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_view
+from lamina.context import INTERRUPTED_RESULT, TurnContext
+from lamina.engine import CompactionOutcome, ContextEngine, next_step, provider_session_in_view
 from lamina.errors import ContextOverflowError, TooManyModelCallsError, UsageError
-from lamina.messages import INTERRUPTED_RESULT
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget
-from lamina.plan import next_step
 from lamina.providers import (
     Completed,
     Provider,
@@ -44,10 +43,9 @@ from lamina.providers import (
 )
 from lamina.session import AssistantMessage, Branch, SessionLog, ToolCall, ToolResult, Usage
 from lamina.tools import PermissionMode, ToolPipeline
-from lamina.turn import TurnContext
 
 if TYPE_CHECKING:
-    from lamina.budget import BudgetReport
+    from lamina.reports import BudgetReport
 
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
@@ -138,7 +136,7 @@ class Agent(PlanSteps, ProviderSessions):
 
         `skills` names skills the turn's task uses (a task or sub-agent spec): each becomes a
         required read, exactly as a `[skill:name]` mention in `user_text` does, and the turn's
-        active task, whose `allowed_tools` the pipeline enforces (see `lamina.activation`).
+        active task, whose `allowed_tools` the pipeline enforces (see `lamina.agent._activation`).
 
         `attachments` are files (paths relative to the workspace, or bytes) sent with the message:
         checked, converted and stored first, shown as the provider's model can take them.
@@ -283,10 +281,10 @@ class Agent(PlanSteps, ProviderSessions):
 
         What `lamina context` prints for a new session, for this one: built from a preview of the
         next turn (the cached prefix, history, pending one-shots), so nothing is written to the log.
-        Without `user_text`, `lamina.budget.NEXT_MESSAGE` stands for it.
+        Without `user_text`, `lamina.reports.NEXT_MESSAGE` stands for it.
         """
         self._check_open()
-        from lamina.budget import NEXT_MESSAGE, budget_of_turn  # the budget module loads the cache simulator
+        from lamina.reports import NEXT_MESSAGE, budget_of_turn  # the budget module loads the cache simulator
 
         text = NEXT_MESSAGE if user_text is None else user_text
         attachments = self.engine.attachment_blocks(self.provider.target)  # attached files as this model is sent them

@@ -1,4 +1,4 @@
-"""Moving a plan forward (SPEC F16): the state machine is `lamina.plan`, persisted by the engine.
+"""Moving a plan forward (SPEC F16): the state machine is `lamina.engine`, persisted by the engine.
 
 `PlanSteps` holds the agent's plan methods: accept, reject, cancel, and resume an accepted plan
 from wherever it stopped (compact, dispatch exactly once, execute, mark done).
@@ -12,8 +12,15 @@ from typing import TYPE_CHECKING, Literal
 
 from lamina.agent._events import AgentEvent, PlanUpdate, TurnOutcome
 from lamina.attachments import AttachmentInput
-from lamina.engine import CompactionOutcome, ContextEngine
-from lamina.plan import Plan, continuation_message, execution_message, next_step, rejection_message
+from lamina.engine import (
+    CompactionOutcome,
+    ContextEngine,
+    Plan,
+    continuation_message,
+    execution_message,
+    next_step,
+    rejection_message,
+)
 from lamina.tools import PermissionMode
 
 DEFAULT_PLAN_COMPACTION_TIMEOUT = 300.0

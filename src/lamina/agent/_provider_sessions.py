@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from lamina.agent._events import AgentEvent
 from lamina.agent._recovery import RECOVERY_KIND, recovery_text
+from lamina.context import TurnContext
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.errors import ProviderSessionLostError
 from lamina.placement import SdkManagedPrompt
@@ -25,7 +26,6 @@ from lamina.providers import (
 )
 from lamina.session import LogEntry
 from lamina.session._entries import BRIDGE_KINDS, ProviderSession
-from lamina.turn import TurnContext
 
 SessionUpdate: TypeAlias = ProviderSession | None
 """Where the provider session resumes after the model call under way, once the provider accepted it."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from lamina.compaction import clip_text
-from lamina.defang import admit
+from lamina.defang import neutralise
 from lamina.session import AssistantMessage, LogEntry, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -78,7 +78,7 @@ def recovery_text(
         text, omitted = clip_text(" ⏎ ".join(entry.text.split("\n")), min(cap, left), estimator)
         if omitted:
             text = f"{text} [… {omitted:,} characters left out …]"
-        line = f"- {role}: {admit(text)}"
+        line = f"- {role}: {neutralise(text)}"
         cost = estimator.count(line)
         if kept and cost > left:
             break
@@ -94,7 +94,7 @@ def recovery_text(
         "request, and the user's new message follows."
     ]
     if summary and estimator.count(summary) <= left:
-        head.append(f"Summary of the earlier conversation:\n{admit(summary)}")
+        head.append(f"Summary of the earlier conversation:\n{neutralise(summary)}")
     elif summary:
         left_out += 1  # the summary did not fit: say something was left out
     if left_out:

@@ -22,9 +22,8 @@ from typing import Final, Literal
 
 from lamina.attachments._limits import TOKENS, anthropic_tokens, openai_tokens
 from lamina.attachments._store import INLINE_TEXT_CHARS, PDF_PAGE_TOKENS, PREVIEW_CHARS, AttachmentStore
-from lamina.defang import admit, defang, trusted
-from lamina.messages import Block, DocumentBlock, ImageBlock, TextBlock
-from lamina.parts import Authority
+from lamina.context import Authority, Block, DocumentBlock, ImageBlock, TextBlock
+from lamina.defang import defang, neutralise, trusted
 from lamina.session import AttachmentRef
 
 ANTHROPIC_PDF_MAX_PAGES: Final = 100
@@ -53,7 +52,7 @@ def describe(ref: AttachmentRef) -> str:
         facts.append(f"{ref.width}x{ref.height}")
     if ref.pages:
         facts.append(f"{ref.pages} page{'s' if ref.pages != 1 else ''}")
-    return admit(f"{ref.name} ({', '.join(facts)})")
+    return neutralise(f"{ref.name} ({', '.join(facts)})")
 
 
 def media_tokens(media_type: str, data: str) -> int:
@@ -91,11 +90,11 @@ class AttachmentRenderer:
                 return self._image(ref)
             if ref.kind == "pdf" and self._native_pdf(ref):
                 data = self.store.read(ref.sha256)
-                return (DocumentBlock(ref.media_type, data, admit(ref.name), ref.pages * PDF_PAGE_TOKENS),)
+                return (DocumentBlock(ref.media_type, data, neutralise(ref.name), ref.pages * PDF_PAGE_TOKENS),)
             return (self._text(ref),)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            note = f"[attached file {describe(ref)}: its stored copy cannot be read ({admit(reason)})]"
+            note = f"[attached file {describe(ref)}: its stored copy cannot be read ({neutralise(reason)})]"
             return (TextBlock(trusted(note)),)
 
     def _native_pdf(self, ref: AttachmentRef) -> bool:
@@ -129,7 +128,9 @@ class AttachmentRenderer:
         if shown or notes:
             blocks.append(
                 TextBlock(
-                    trusted(f"[attached image {describe(ref)}{shown}{': ' + admit('; '.join(notes)) if notes else ''}]")
+                    trusted(
+                        f"[attached image {describe(ref)}{shown}{': ' + neutralise('; '.join(notes)) if notes else ''}]"
+                    )
                 )
             )
         return blocks
@@ -143,11 +144,11 @@ class AttachmentRenderer:
         elif ref.kind == "document":
             header += ", converted to text"
         if ref.note:
-            header += f"; {admit(ref.note)}"
+            header += f"; {neutralise(ref.note)}"
         if len(text) > INLINE_TEXT_CHARS:
             header += (
                 f"; {len(text):,} characters, too long to show whole: its first {PREVIEW_CHARS:,} follow, and the"
-                f" whole text is at {admit(str(path))} (open it with Read, offset and limit)"
+                f" whole text is at {neutralise(str(path))} (open it with Read, offset and limit)"
             )
             body = defang(text, source=f"attachment {ref.name}", authority=Authority.USER_DATA, max_chars=PREVIEW_CHARS)
         else:

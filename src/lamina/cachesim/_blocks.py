@@ -1,4 +1,4 @@
-"""One way to split a request body into cache blocks, for the simulators and for `lamina.budget` (pure).
+"""One way to split a request body into cache blocks, for the simulators and for `lamina.reports` (pure).
 
 A block is one unit of prefix identity: a tool definition, a system block, a content block of a
 message (a string `content` is one text block), and, for OpenAI, whatever a message carries besides

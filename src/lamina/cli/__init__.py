@@ -40,6 +40,14 @@ app.command("run")(run.run)
 app.command("serve")(serve.serve)
 
 
+@app.command("demo")
+def _demo(ctx: typer.Context) -> None:
+    """Run the scripted demo session in a sample workspace: no API key, nothing to start (`make run`)."""
+    from lamina.cli._demo import main as run_demo
+
+    raise typer.Exit(run_demo(ctx.obj["store"]))
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version

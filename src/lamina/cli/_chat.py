@@ -144,7 +144,7 @@ def _pick_session(store: SessionStore, workspace: Path) -> str | None:
 async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, session_id: str | None) -> None:
     import sys
 
-    from lamina.activation import SkillCatalogue
+    from lamina.agent import SkillCatalogue
     from lamina.cli._approval import Approver
     from lamina.cli._console import err, safe
     from lamina.cli._reader import PipeReader, TerminalReader, history_path
@@ -294,7 +294,7 @@ async def _resume_plan(agent: Agent, reader: LineReader, view: TurnView, state: 
     """On opening a session: an accepted plan goes on where it stopped; an open one is announced."""
     from lamina.cli._console import err, safe
     from lamina.cli._view import plan_line
-    from lamina.plan import OPEN_STATES, next_step
+    from lamina.engine import OPEN_STATES, next_step
 
     plan = agent.plan
     if plan is None:
@@ -492,10 +492,10 @@ def _print_context(agent: Agent) -> None:
 
     The budget comes from a preview of the next turn, so `/context` writes nothing to the log.
     """
-    from lamina.budget import NEXT_MESSAGE
     from lamina.cli._console import err, safe
     from lamina.cli._context_report import print_budget
     from lamina.errors import LaminaError
+    from lamina.reports import NEXT_MESSAGE
 
     engine = agent.engine
     window = agent.provider.capabilities.context_window

@@ -20,7 +20,7 @@ import msgspec
 import typer
 from rich.console import Console
 
-from lamina._controls import neutralise
+from lamina.defang import show_controls
 from lamina.errors import LaminaError, ProviderError, SessionError, UsageError
 
 out = Console(soft_wrap=True, highlight=False, emoji=False)
@@ -34,11 +34,11 @@ WORD_JOINER: Final = "\u2060"
 
 
 def safe(value: object) -> str:
-    """`value` as text that prints exactly as it reads: neutralised (`neutralise`) and markup-escaped.
+    """`value` as text that prints exactly as it reads: neutralised (`show_controls`) and markup-escaped.
 
     Use it for every untrusted string put into a markup string (`f"[red]{safe(x)}[/red]"`).
     """
-    text = neutralise(str(value))
+    text = show_controls(str(value))
     if text.endswith("\\"):
         # A trailing backslash would escape whatever markup follows it; rich's own fix (doubling it)
         # prints two backslashes when nothing follows. An invisible word joiner keeps both cases right.

@@ -11,13 +11,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from lamina.activation import SkillCatalogue
-from lamina.budget import TIER_LABELS, BudgetReport, CacheLayout, budget_of_turn, cache_layout, tool_tokens
+from lamina.agent import SkillCatalogue
 from lamina.cli._console import abort, err, out, print_json, safe
-from lamina.composition import KINDS, LoggedRequest, SessionComposition, logged_requests, session_json
+from lamina.context import Part, Stability, Tier, TurnContext
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
-from lamina.parts import Part, Stability, Tier
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -25,11 +23,23 @@ from lamina.placement import (
     SdkManagedTarget,
     render,
 )
+from lamina.reports import (
+    KINDS,
+    TIER_LABELS,
+    BudgetReport,
+    CacheLayout,
+    LoggedRequest,
+    SessionComposition,
+    budget_of_turn,
+    cache_layout,
+    logged_requests,
+    session_json,
+    tool_tokens,
+)
 from lamina.session import LocalSessionStore
 from lamina.sources import Source, SourceScan, find_sources, guide_path
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tool_specs
-from lamina.turn import TurnContext
 from lamina.workspace import ProjectMemory, SkillScan, SkippedPath, WorkspaceContext, WorkspaceSnapshot
 
 FIRST_MESSAGE = "(the user's first message)"
@@ -540,9 +550,9 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
 
 def show_session_budget(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
-    from lamina.budget import NEXT_MESSAGE
     from lamina.cli._session import stored_session_engine
     from lamina.cli._store import open_named_store
+    from lamina.reports import NEXT_MESSAGE
 
     try:
         store = open_named_store(store_root)

@@ -93,11 +93,11 @@ def run(
 
         print_json(result)
     else:
-        from lamina._controls import neutralise
+        from lamina.defang import show_controls
 
         answer = outcome.text.rstrip("\n")
         # a terminal gets no escape sequences from the model; a pipe gets the text as it was written
-        sys.stdout.write((neutralise(answer) if sys.stdout.isatty() else answer) + "\n")
+        sys.stdout.write((show_controls(answer) if sys.stdout.isatty() else answer) + "\n")
 
 
 async def _run(
@@ -142,8 +142,7 @@ async def _run(
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
-    from lamina.activation import SkillWarning
-    from lamina.agent import ModelCallFinished, ToolFinished, ToolStarted
+    from lamina.agent import ModelCallFinished, SkillWarning, ToolFinished, ToolStarted
     from lamina.cli._approval import call_fields
     from lamina.providers import RetryNotice, TextDelta
 

@@ -11,12 +11,10 @@ from typing import Any
 import msgspec
 from rich.status import Status
 
-from lamina.activation import SkillWarning
-from lamina.agent import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
+from lamina.agent import AgentEvent, ModelCallFinished, PlanUpdate, SkillWarning, ToolFinished, ToolStarted, TurnOutcome
 from lamina.cli._console import err, out, safe
 from lamina.cli._prices import cost_of
-from lamina.engine import CompactionEvent
-from lamina.plan import Plan
+from lamina.engine import CompactionEvent, Plan
 from lamina.providers import RetryNotice, TextDelta
 from lamina.session import Usage
 

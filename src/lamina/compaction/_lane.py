@@ -16,7 +16,7 @@ as its head and tail with a note. Nothing is dropped silently: each compaction's
 are returned whole (`LaneUpdate.archive`) for the caller to write to one file in the session's
 data folder (`archive_text`, `archive_name`), and the lane says which turns it leaves out and
 where they are. `render_lane` writes the `<pinned>` block; the messages are untrusted as markup
-and go through the one door (`admit`: neutralised, no "not instructions" wrapper, since they are
+and go through the one door (`neutralise`: neutralised, no "not instructions" wrapper, since they are
 the user's instructions), so nothing a user typed can close the block or break a request.
 """
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from lamina.defang import admit, render_block, trusted
+from lamina.context import SafeText
+from lamina.defang import neutralise, render_block, trusted
 from lamina.errors import UsageError
-from lamina.parts import SafeText
 from lamina.session import LogEntry, UserMessage
 from lamina.session._entries import Ledger, UserLane, UserWords
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -134,7 +134,7 @@ def _shown(words: UserWords) -> str:
 
 def _admitted(words: UserWords) -> str:
     """`_shown`, the user's text neutralised as markup (memoised: a message carried over costs nothing)."""
-    return f"{_header(words)}\n{admit(_join(words))}"
+    return f"{_header(words)}\n{neutralise(_join(words))}"
 
 
 def update_lane(
@@ -227,7 +227,7 @@ def render_lane(lane: UserLane, *, data_dir: str, legacy: Ledger | None = None) 
     # are the user's own instructions. Nothing in them can close this block or forge another.
     shown = [_admitted(w) for w in lane.messages]
     if legacy is not None and legacy.constraints:  # a session compacted before the lane existed
-        rules = "\n".join(f"- {admit(c)}" for c in legacy.constraints)
+        rules = "\n".join(f"- {neutralise(c)}" for c in legacy.constraints)
         shown.insert(0, f"[before turn numbering: rules an older Lamina picked out of the user's messages]\n{rules}")
     body = "\n\n".join(shown)
     if not body and not lane.left_out:

@@ -24,7 +24,7 @@ from typing import Final
 import msgspec
 
 from lamina.compaction._cut import entry_tokens
-from lamina.history_parts import is_on_demand_read, path_of  # the one reading of a call's path
+from lamina.context import is_on_demand_read, path_of  # the one reading of a call's path
 from lamina.session import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace import CONTEXT_FILE_NAMES

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from lamina.compaction._ledger import MAX_OPEN_TASKS
+from lamina.context import Authority, SafeText
 from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
-from lamina.parts import Authority, SafeText
 from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, UserMessage
 from lamina.session._entries import Ledger
 

@@ -9,17 +9,51 @@ Its methods beyond a turn's are grouped in mixins over `_host`: `_settings`, `_m
 
 from __future__ import annotations
 
+from lamina.engine._assemble import LoggedTurn, assemble_turn, lane_of, logged_turn, summary_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome, CompactionStatus
 from lamina.engine._facade import ContextEngine, StableSource
+from lamina.engine._plan import (
+    OPEN_STATES,
+    TRANSITIONS,
+    Plan,
+    PlanStateName,
+    PlanStep,
+    PlanTransitionError,
+    advance,
+    check_transition,
+    compaction_focus,
+    continuation_message,
+    execution_message,
+    next_step,
+    rejection_message,
+)
 from lamina.engine._sessions import provider_session_in_view
 from lamina.engine._view import HistorySlice
 
 __all__ = [
+    "OPEN_STATES",
+    "TRANSITIONS",
     "CompactionEvent",
     "CompactionOutcome",
     "CompactionStatus",
     "ContextEngine",
     "HistorySlice",
+    "LoggedTurn",
+    "Plan",
+    "PlanStateName",
+    "PlanStep",
+    "PlanTransitionError",
     "StableSource",
+    "advance",
+    "assemble_turn",
+    "check_transition",
+    "compaction_focus",
+    "continuation_message",
+    "execution_message",
+    "lane_of",
+    "logged_turn",
+    "next_step",
     "provider_session_in_view",
+    "rejection_message",
+    "summary_of",
 ]

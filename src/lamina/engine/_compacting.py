@@ -6,7 +6,6 @@ import asyncio
 import logging
 from typing import Literal
 
-from lamina.assemble import lane_of
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
@@ -17,9 +16,10 @@ from lamina.compaction import (
     update_lane,
 )
 from lamina.engine import _compaction as steps
+from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
 from lamina.engine._host import EngineHost
-from lamina.plan import check_transition, compaction_focus
+from lamina.engine._plan import check_transition, compaction_focus
 from lamina.session import CompactionBoundary, Usage
 from lamina.session._entries import StateSnapshot
 

@@ -18,13 +18,24 @@ from typing import Self
 
 import msgspec
 
-from lamina.assemble import assemble_turn
 from lamina.attachments import AttachmentInput, AttachmentStore, MediaSupport
 from lamina.compaction import (
     DEFAULT_PRUNE,
     PrunePolicy,
     apply_prunes,
 )
+from lamina.context import (
+    OneShot,
+    Part,
+    StableContext,
+    ToolSpec,
+    TurnContext,
+    VolatileInputs,
+    build_volatile_parts,
+    changed_volatile,
+    pin_stable,
+)
+from lamina.engine._assemble import assemble_turn
 from lamina.engine._branching import BranchingMixin
 from lamina.engine._compacting import CompactionMixin
 from lamina.engine._compaction import CompactionEvent
@@ -38,7 +49,6 @@ from lamina.engine._settings import SettingsMixin
 from lamina.engine._state import PathState, SessionState, fold, fold_path
 from lamina.engine._view import LiveView
 from lamina.errors import UsageError
-from lamina.parts import Part
 from lamina.placement import (
     RenderCache,
     RenderedRequest,
@@ -57,16 +67,6 @@ from lamina.session import (
 )
 from lamina.session._protocol import E
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import (
-    OneShot,
-    StableContext,
-    ToolSpec,
-    TurnContext,
-    VolatileInputs,
-    build_volatile_parts,
-    changed_volatile,
-    pin_stable,
-)
 
 __all__ = ["ContextEngine", "StableSource"]
 

@@ -11,19 +11,18 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from lamina.attachments import AttachmentStore, MediaSupport
+from lamina.context import Part, ToolSpec
 from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox
+from lamina.engine._plan import Plan, PlanStateName
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._sessions import ProviderSessions
 from lamina.engine._state import PathState, SessionState
 from lamina.engine._view import LiveView
-from lamina.parts import Part
 from lamina.placement import RenderCache
-from lamina.plan import Plan, PlanStateName
 from lamina.session import CompactionBoundary, LogEntry, ProviderView, SessionLog
 from lamina.session._protocol import E
 from lamina.tokens import TokenEstimator
-from lamina.turn import ToolSpec
 
 
 class EngineHost:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lamina.attachments import AttachmentInput, AttachmentRenderer, MediaSupport
+from lamina.context import AttachmentBlocks
 from lamina.engine._host import EngineHost
-from lamina.messages import AttachmentBlocks
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderCache, RenderTarget
 from lamina.session import AttachmentRef
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Sequence
 
+from lamina.context import OneShot
 from lamina.session import CompactionBoundary, LogEntry, OutboxRecord
 from lamina.session._entries import PartRecord
-from lamina.turn import OneShot
 
 
 def turn_one_shots(carried: Sequence[OneShot], pending: Iterable[OneShot]) -> tuple[OneShot, ...]:

@@ -1,4 +1,4 @@
-"""Plans: the session's latest plan and its transitions (the state machine is `lamina.plan`; each is fsynced)."""
+"""Plans: the session's latest plan and its transitions (the state machine: `_plan`; each is fsynced)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 
 from lamina.engine._host import EngineHost
-from lamina.plan import Plan, PlanStateName, check_transition
+from lamina.engine._plan import Plan, PlanStateName, check_transition
 from lamina.session import PlanState
 
 

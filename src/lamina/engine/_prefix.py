@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from lamina.context import Authority, Part, Stability, StableContext, Tier, pin_stable, stable_update_text
 from lamina.defang import trusted
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.session import CompactionBoundary, LogEntry, StateChange
 from lamina.session._entries import PinnedPart
-from lamina.turn import StableContext, pin_stable, stable_update_text
 
 
 def pinned_parts(stable: StableContext) -> tuple[PinnedPart, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from lamina.plan import Plan, advance
+from lamina.engine._plan import Plan, advance
 from lamina.session import CompactionBoundary, LogEntry, StateChange
 
 

@@ -27,9 +27,9 @@ from lamina.compaction import (
     Summariser,
     should_compact,
 )
+from lamina.context import Authority, Part, SafeText, Stability, Tier, TurnContext
 from lamina.defang import render_block, trusted
 from lamina.engine import CompactionOutcome, ContextEngine, StableSource
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.session import (
     AssistantMessage,
     Custom,
@@ -41,7 +41,6 @@ from lamina.session import (
     ToolResult,
     UserMessage,
 )
-from lamina.turn import TurnContext
 
 _CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
 ROOT_ENTRY = "lamina.integration"

@@ -20,7 +20,7 @@ every message, as Lamina's log does; only what the model is sent gets shorter af
   words lane) when a new turn starts above the threshold, and returns the messages to send:
   a system message with the stable parts of system authority, the stable project parts, the
   summary and the lane after a compaction, then the messages in view, each human message ending
-  with the tail it was first sent with, tool messages neutralised (`lamina.defang.admit`).
+  with the tail it was first sent with, tool messages neutralised (`lamina.defang.neutralise`).
 """
 
 from __future__ import annotations
@@ -38,13 +38,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.memory import InMemorySaver
 
-from lamina.defang import admit
+from lamina.context import TurnContext, turn_tails
+from lamina.defang import neutralise
 from lamina.engine import StableSource
 from lamina.errors import SessionNotFoundError, UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
-from lamina.messages import turn_tails
 from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult
-from lamina.turn import TurnContext
 
 CHECKPOINT = "langgraph.checkpoint"
 WRITES = "langgraph.writes"
@@ -321,7 +320,7 @@ class LaminaCheckpointSaver(InMemorySaver):
                 )
                 message = message.model_copy(update={"content": [*parts, {"type": "text", "text": tail}]})
             elif isinstance(message, ToolMessage):
-                message = message.model_copy(update={"content": str(admit(_text(message.content)))})
+                message = message.model_copy(update={"content": str(neutralise(_text(message.content)))})
             out.append(message)
         return out
 

@@ -14,7 +14,7 @@
   (user role), then the compaction summary and the user's words lane after a compaction, then
   the history, each user message carrying again the tail (volatile and one-shot parts) it was
   first sent with, and the current user message ending with this turn's tail. Tool outputs
-  are neutralised (`lamina.defang.admit`). When the estimate crosses the compaction threshold,
+  are neutralised (`lamina.defang.neutralise`). When the estimate crosses the compaction threshold,
   Lamina's compaction runs first, and the request carries the summary and the kept items.
 
 The SDK's tools and handoffs work unchanged: a handoff is a function call and its output, logged
@@ -31,13 +31,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from lamina.defang import admit
+from lamina.context import TurnContext, turn_tails
+from lamina.defang import neutralise
 from lamina.engine import CompactionOutcome, StableSource
 from lamina.errors import UsageError
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
-from lamina.messages import turn_tails
 from lamina.session import AssistantMessage, Custom, Entry, SessionStore, ToolCall, ToolResult, UserMessage
-from lamina.turn import TurnContext
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -304,10 +303,10 @@ def _user_item(texts: Sequence[str]) -> _Item:
 
 def _neutralised_output(output: object) -> object:
     if isinstance(output, str):
-        return str(admit(output))
+        return str(neutralise(output))
     if isinstance(output, list):
         return [
-            {**p, "text": str(admit(str(p.get("text", ""))))} if isinstance(p, dict) and "text" in p else p
+            {**p, "text": str(neutralise(str(p.get("text", ""))))} if isinstance(p, dict) and "text" in p else p
             for p in output
         ]
     return output

@@ -7,7 +7,7 @@
   processor run before every model request. It logs every new message to the durable Lamina
   session (typed entries, then the message as sent), builds each user prompt's turn context once
   and ends that request with the turn's tail (volatile and one-shot parts), neutralises tool
-  returns (`lamina.defang.admit`), compacts with Lamina's compaction (the summary and the user's
+  returns (`lamina.defang.neutralise`), compacts with Lamina's compaction (the summary and the user's
   words lane) when a new turn starts above the threshold, and puts the stable project parts and,
   after a compaction, the summary and the lane in a first request (marked
   `metadata={"lamina": "head"}`, rebuilt on every call, never logged);
@@ -43,11 +43,11 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 
-from lamina.defang import admit
+from lamina.context import TurnContext
+from lamina.defang import neutralise
 from lamina.engine import CompactionOutcome, StableSource
 from lamina.integrations._thread import CompactionPolicy, LaminaThread
 from lamina.session import AssistantMessage, SessionStore, ToolCall, ToolResult
-from lamina.turn import TurnContext
 
 MESSAGE = "pydantic_ai.message"
 """The name of the log entries holding the messages as sent."""
@@ -227,7 +227,7 @@ class LaminaHistory:
             elif isinstance(piece, ToolReturnPart):
                 content = _content_text(piece.content)
                 self.thread.record(ToolResult(call_id=piece.tool_call_id, name=piece.tool_name, content=content))
-                parts.append(_replace(piece, content=str(admit(content))))
+                parts.append(_replace(piece, content=str(neutralise(content))))
             elif isinstance(piece, RetryPromptPart) and piece.tool_name is not None:
                 content = _content_text(piece.content)
                 self.thread.record(

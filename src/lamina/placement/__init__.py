@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
-from lamina.messages import (
+from lamina.context import (
     AttachmentBlocks,
     Message,
     TextBlock,
+    TurnContext,
     attached_blocks,
     attachment_note,
     prelude_messages,
@@ -32,7 +33,6 @@ from lamina.placement._targets import (
     SdkManagedTarget,
 )
 from lamina.session import LogEntry, UserMessage
-from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming

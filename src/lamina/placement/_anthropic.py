@@ -25,10 +25,18 @@ import base64
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, assert_never, cast
 
-from lamina.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.context import (
+    Block,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    TurnContext,
+)
 from lamina.placement._call_ids import anthropic_call_id
 from lamina.placement._targets import AnthropicTarget, CacheTtl
-from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
     from anthropic.types import TextBlockParam, ToolParam

@@ -17,10 +17,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from lamina.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lamina.context import (
+    Block,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    TurnContext,
+)
 from lamina.placement._call_ids import openai_chat_call_id, openai_responses_call_id
 from lamina.placement._targets import OpenAIChatTarget, OpenAIResponsesTarget
-from lamina.turn import TurnContext
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lamina.context import TurnContext
 from lamina.defang import render_block
 from lamina.session._entries import ProviderSession
-from lamina.turn import TurnContext
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,11 +34,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, TypeAlias
 
+from lamina.context import Authority, Part, Stability, Tier, ToolSpec
 from lamina.defang import trusted
 from lamina.errors import UnknownPresetError, UsageError
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.prompt._sections import SECTIONS, PromptInputs
-from lamina.turn import ToolSpec
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",

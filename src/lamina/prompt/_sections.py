@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from lamina.context import Tier, ToolSpec
 from lamina.defang import escape_path, render_block, trusted
-from lamina.parts import Tier
-from lamina.turn import ToolSpec
 
 __all__ = [
     "SECTIONS",

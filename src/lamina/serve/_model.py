@@ -279,7 +279,7 @@ class RequestSeries(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ComponentOut(msgspec.Struct, frozen=True, kw_only=True):
-    """Tokens of one component of a request, as `lamina.composition` counts them (texts, not JSON)."""
+    """Tokens of one component of a request, as `lamina.reports` counts them (texts, not JSON)."""
 
     kind: str
     name: str

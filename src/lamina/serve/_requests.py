@@ -6,7 +6,7 @@ rebuilt the way the engine built it: the provider view of the path up to the cal
 compaction's summary and the user's words lane, then the kept entries), the turn's record for the
 tail, and the stable prefix the `stable` state changes recorded, matched by the digest the turn
 record names; then it goes through the same renderer (`lamina.placement.render`), the same cache
-layout (`lamina.budget.cache_layout`) and the same cache simulator as a live session. Tool
+layout (`lamina.reports.cache_layout`) and the same cache simulator as a live session. Tool
 definitions are not in the log, so the rebuilt request has none; the notes say so, and the
 provider's figures (which include them) stand beside the simulator's.
 """
@@ -20,8 +20,6 @@ from typing import Any, Final
 
 import msgspec
 
-from lamina.assemble import assemble_turn, logged_turn
-from lamina.budget import TIER_LABELS, CacheLayout, LayoutBlock, cache_layout
 from lamina.cachesim import (
     AnthropicCacheSimulator,
     CacheSimulator,
@@ -30,11 +28,10 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.compaction import apply_prunes
-from lamina.composition import compose_turn
+from lamina.context import Authority, StableContext, Tier, TurnContext, render_tail
+from lamina.engine import assemble_turn, logged_turn
 from lamina.engine._prefix import prefix_context  # the one reading of a recorded prefix, shared with the engine
 from lamina.errors import LaminaError, LaminaRuntimeError
-from lamina.messages import render_tail
-from lamina.parts import Authority, Tier
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -42,6 +39,7 @@ from lamina.placement import (
     RenderTarget,
     render,
 )
+from lamina.reports import TIER_LABELS, CacheLayout, LayoutBlock, cache_layout, compose_turn
 from lamina.serve._model import (
     LAYER_NAMES,
     BlockOut,
@@ -58,7 +56,6 @@ from lamina.session import AssistantMessage, LogEntry, StateChange, ToolOutputPr
 from lamina.session._entries import PartRecord
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import StableContext, TurnContext
 
 TEXT_BOUND: Final = 4_000
 """Characters of a part's text a layer carries (the whole text is in the log)."""
@@ -478,7 +475,7 @@ def _anthropic_layer_totals(
 
 
 def _composition(rebuilt: Rebuilt, estimator: TokenEstimator) -> list[ComponentOut]:
-    """The request component by component: `lamina.composition` over the rebuilt turn and its tool loop."""
+    """The request component by component: `lamina.reports` over the rebuilt turn and its tool loop."""
     continuation = rebuilt.sent[len(rebuilt.turn.history) :]
     composition = compose_turn(rebuilt.turn, continuation, estimator=estimator)
     return [ComponentOut(kind=c.kind, name=c.name, tokens=c.tokens) for c in composition.components if c.tokens]

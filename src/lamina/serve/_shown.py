@@ -13,7 +13,7 @@ from typing import Final
 
 from markupsafe import Markup, escape
 
-from lamina._controls import neutralise  # the one escaping of controls and bidi, shared with the CLI
+from lamina.defang import show_controls  # the one escaping of controls and bidi, shared with the CLI
 
 MAX_CHAR_BYTES: Final = 14
 """The most bytes one character can take on a page: `<U+202E>`, escaped, is `&lt;U+202E&gt;`."""
@@ -22,15 +22,15 @@ MAX_CHAR_BYTES: Final = 14
 def visible(value: object) -> object:
     """`value` with control and bidi characters made visible, when it is text (the pages' `finalize`)."""
     if isinstance(value, Markup):
-        return Markup(neutralise(str(value)))
+        return Markup(show_controls(str(value)))
     if isinstance(value, str):
-        return neutralise(value)
+        return show_controls(value)
     return value
 
 
 def shown_bytes(text: str) -> int:
     """How many bytes a page sends for `text` (made visible, then escaped)."""
-    return len(str(escape(neutralise(text))).encode())
+    return len(str(escape(show_controls(text))).encode())
 
 
 def fit(text: str, budget: int) -> str:

@@ -8,7 +8,7 @@ come first, so a tight budget drops the oldest, never the latest request; the la
 summary, when the messages do not reach back to it, comes last.
 
 The text quotes what the user, the model and tools wrote: it reaches a request only through the
-tail's one door (`admit`), and each message is flattened to one line here, so no line of it can
+tail's one door (`neutralise`), and each message is flattened to one line here, so no line of it can
 start a turn of its own.
 """
 

@@ -211,7 +211,7 @@ class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
 PlanStateName: TypeAlias = Literal[
     "submitted", "accepted", "awaiting_compaction", "compacted", "dispatched", "done", "failed", "rejected", "cancelled"
 ]
-"""The states of a plan's approval (see `lamina.plan` for the transitions between them)."""
+"""The states of a plan's approval (see `lamina.engine` for the transitions between them)."""
 
 
 class PlanSnapshot(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,12 +17,11 @@ from typing import Any, Final
 
 import msgspec
 
-from lamina.defang import admit, contains_reserved_marker
+from lamina.context import SafeText, ToolSpec
+from lamina.defang import contains_reserved_marker, neutralise
 from lamina.errors import ToolDefinitionError
-from lamina.parts import SafeText
 from lamina.sources._config import GUIDE_FILE, SOURCES_DIR
 from lamina.tools import ToolContext, ToolInputError, ToolOutput
-from lamina.turn import ToolSpec
 
 MAX_DESCRIPTION: Final = 160
 """The longest description a source tool gets, guide pointer included."""
@@ -101,7 +100,7 @@ def _neutral_schema(value: Any, source: str, tool: str, key: str | None = None) 
     if isinstance(value, list | tuple):
         return [_neutral_schema(item, source, tool) for item in value]
     if isinstance(value, str) and key in _SCHEMA_TEXT_KEYS:
-        return admit(value, max_chars=MAX_SCHEMA_TEXT)
+        return neutralise(value, max_chars=MAX_SCHEMA_TEXT)
     if isinstance(value, str) and contains_reserved_marker(value):
         raise ToolDefinitionError(source, tool, f"its input schema holds the value {value[:80]!r}")
     return value
@@ -134,7 +133,7 @@ def checked_definition(
     if (depth := _depth(schema)) > MAX_SCHEMA_DEPTH:
         limit = str(MAX_SCHEMA_DEPTH)
         raise ToolDefinitionError(source, name, f"its input schema is {depth} levels deep (the limit is {limit})")
-    return name, admit(description, max_chars=2 * MAX_DESCRIPTION), _neutral_schema(schema, source, name)
+    return name, neutralise(description, max_chars=2 * MAX_DESCRIPTION), _neutral_schema(schema, source, name)
 
 
 def check_input(schema: Mapping[str, Any], raw: object) -> dict[str, Any]:

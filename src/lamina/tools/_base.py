@@ -26,11 +26,11 @@ from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 import msgspec
 
 from lamina.attachments import AttachmentStore, NamedBytes
+from lamina.context import ToolSpec
 from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.tools._offload import OffloadPolicy
-from lamina.turn import ToolSpec
 
 InputT = TypeVar("InputT")
 StructT = TypeVar("StructT", bound=msgspec.Struct)

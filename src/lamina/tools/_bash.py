@@ -28,9 +28,9 @@ from typing import Annotated, Any, Final
 
 import msgspec
 
+from lamina.context import ToolSpec
 from lamina.errors import UsageError
 from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput
-from lamina.turn import ToolSpec
 
 DEFAULT_TIMEOUT: Final = 120.0
 MAX_TIMEOUT: Final = 600.0

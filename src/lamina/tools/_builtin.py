@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from lamina.context import ToolSpec
 from lamina.tools._base import Tool
 from lamina.tools._bash import BashTool
 from lamina.tools._edit import EditTool
@@ -12,7 +13,6 @@ from lamina.tools._grep import GrepTool
 from lamina.tools._read import ReadTool
 from lamina.tools._submit_plan import SubmitPlanTool
 from lamina.tools._write import WriteTool
-from lamina.turn import ToolSpec
 
 MINI_TOOL_NAMES: Final = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
 """The tools of the mini preset (summaries, small tasks), in the order they are offered."""
@@ -24,7 +24,7 @@ def mini_tools() -> tuple[Tool[Any], ...]:
 
 
 def default_tools() -> tuple[Tool[Any], ...]:
-    """The tools of the default preset: the mini set and SubmitPlan (plan approval, `lamina.plan`)."""
+    """The tools of the default preset: the mini set and SubmitPlan (plan approval, `lamina.engine`)."""
     return (*mini_tools(), SubmitPlanTool())
 
 

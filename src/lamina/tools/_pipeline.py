@@ -35,11 +35,11 @@ from typing import Any, Final, assert_never
 import msgspec
 
 from lamina.attachments import AttachmentRef
+from lamina.context import ToolSpec
 from lamina.errors import UsageError
 from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolInputError, ToolOutput, within
 from lamina.tools._offload import offload_result
 from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall
-from lamina.turn import ToolSpec
 
 _INPUT_IN_QUESTION: Final = 400  # characters of the input quoted in an approval question
 

@@ -2,7 +2,7 @@
 
 The plan is a file (usually written in the session's plans folder first) or its text, which is
 then saved in the plans folder. The tool records the plan with the session (a durable
-`submitted` state, see `lamina.plan`) and ends the turn: the user accepts it, accepts it with a
+`submitted` state, see `lamina.engine`) and ends the turn: the user accepts it, accepts it with a
 compaction first, or rejects it with feedback. It changes nothing in the workspace, so it runs in
 every permission mode.
 """

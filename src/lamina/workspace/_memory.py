@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from lamina.context import Authority, Part, Stability, Tier
 from lamina.defang import defang, join, render_block, trusted
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace._confine import outside_roots
 from lamina.workspace._context_files import SkippedPath

@@ -38,9 +38,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import platformdirs
 
+from lamina.context import Authority, Part, Stability, Tier
 from lamina.defang import contains_reserved_marker, render_block, trusted
 from lamina.errors import UsageError
-from lamina.parts import Authority, Part, Stability, Tier
 
 __all__ = [
     "MAX_NOTES_CHARS",

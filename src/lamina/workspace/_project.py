@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final, TypeAlias
 
+from lamina.context import Authority, Part, Stability, Tier
 from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
-from lamina.parts import Authority, Part, Stability, Tier
 from lamina.workspace._confine import outside_roots
 
 __all__ = [

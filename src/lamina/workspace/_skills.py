@@ -48,9 +48,9 @@ import platformdirs
 import yaml
 from markdown_it import MarkdownIt
 
+from lamina.context import Authority, Part, SafeText, Stability, Tier
 from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace._confine import outside_roots
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from lamina.context import Authority, Part, SafeText, Stability, StableContext, Tier, ToolSpec
 from lamina.defang import defang, join
 from lamina.errors import UsageError
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
 from lamina.prompt import (
     Platform,
     Preset,
@@ -43,7 +43,6 @@ from lamina.prompt import (
     parse_custom_preset,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import StableContext, ToolSpec
 from lamina.workspace._context_files import ContextFile, ContextFileFinder, ContextFileScan, SkippedPath
 from lamina.workspace._memory import (
     DEFAULT_MEMORY_MAX_TOKENS,

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lamina.compaction import render_lane
-from lamina.defang import admit, trusted
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
+from lamina.context import Authority, OneShot, Part, SafeText, Stability, StableContext, Tier, ToolSpec, TurnContext
+from lamina.defang import neutralise, trusted
 from lamina.session import CompactionBoundary, LogEntry, TurnRecord, UserMessage
-from lamina.turn import OneShot, StableContext, ToolSpec, TurnContext
 
 __all__ = ["LoggedTurn", "assemble_turn", "lane_of", "logged_turn", "summary_of"]
 
@@ -31,7 +30,7 @@ def summary_of(boundary: CompactionBoundary | None) -> SafeText | None:
     Returns:
         The summary put before the history, or None without a compaction.
     """
-    return admit(boundary.summary) if boundary is not None else None
+    return neutralise(boundary.summary) if boundary is not None else None
 
 
 def lane_of(boundary: CompactionBoundary | None, *, data_dir: str) -> SafeText | None:

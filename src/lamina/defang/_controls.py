@@ -22,7 +22,7 @@ def _visible(match: re.Match[str]) -> str:
     return f"<U+{code:04X}>"
 
 
-def neutralise(text: str) -> str:
+def show_controls(text: str) -> str:
     """`text` with every control character, escape sequence introducer and bidi override made visible.
 
     Tabs and newlines stay (a CRLF becomes a newline); the rest become visible symbols, so an

@@ -201,9 +201,16 @@ def _table(rows: list[tuple[str, TurnOutcome]]) -> Table:
     return table
 
 
-def demo_store() -> Path:
-    """Where the demo keeps its session for `lamina serve`: `$LAMINA_STORE`, else a folder under the temp dir."""
-    explicit = os.environ.get("LAMINA_STORE")
+def demo_store(explicit: str | None = None) -> Path:
+    """Where the demo keeps its session for `lamina serve`.
+
+    Args:
+        explicit: The `--store` given, if any.
+
+    Returns:
+        `explicit`, else `$LAMINA_STORE`, else a folder under the temp dir.
+    """
+    explicit = explicit or os.environ.get("LAMINA_STORE")
     return Path(explicit) if explicit else Path(tempfile.gettempdir()) / "lamina-demo" / "store"
 
 
@@ -215,12 +222,20 @@ def _serve_hint(store: Path, session_id: str) -> None:
     console.print(f"  then open http://127.0.0.1:8765/sessions/{safe(session_id)} (read-only; Ctrl-C stops the server)")
 
 
-def main() -> int:
-    store_root = demo_store()
+def main(store: str | None = None) -> int:
+    """Run the demo session and print what it shows.
+
+    Args:
+        store: The session folder to keep the session in (see `demo_store`).
+
+    Returns:
+        The exit code, 0.
+    """
+    store_root = demo_store(store)
     with tempfile.TemporaryDirectory(prefix="lamina-demo-") as tmp:
         root = Path(tmp)
         workspace = _sample_workspace(root)
-        store = LocalSessionStore(store_root)
+        sessions = LocalSessionStore(store_root)
         console.rule("What an agent sees in the sample workspace (lamina context)")
         _show_context(workspace)
         console.rule("A scripted session: real tools, simulated cache billing")
@@ -231,7 +246,7 @@ def main() -> int:
             return clock[0]
 
         provider = ScriptedProvider(_script(), target=TARGET, simulator=AnthropicCacheSimulator(), clock=tick)
-        rows = asyncio.run(_session(store, workspace, provider))
+        rows = asyncio.run(_session(sessions, workspace, provider))
         console.rule("Per turn (cache reads and writes from the cache simulator)")
         console.print(_table(rows))
         fixed = (workspace / "app.py").read_text()
@@ -239,7 +254,3 @@ def main() -> int:
         session_id = rows[0][1].turn.session_id
     _serve_hint(store_root, session_id)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

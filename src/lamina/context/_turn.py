@@ -1,6 +1,6 @@
 """Turn context: the frozen, fully built set of parts for one turn (pure).
 
-`lamina.assemble.assemble_turn` is the one place a `TurnContext` is built: the engine's prepare, preview and
+`lamina.engine.assemble_turn` is the one place a `TurnContext` is built: the engine's prepare, preview and
 reprepare, the inspector's rebuilt requests and the composition report all call it, so what is
 logged (as a `TurnRecord`) and what every renderer sends cannot differ (invariant 1). Stable parts
 are pinned in a versioned `StableContext` whose bytes change only when an input really changed
@@ -21,9 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
-from lamina.defang import admit, escape_path, join, trusted
-from lamina.errors import UsageError
-from lamina.messages import (
+from lamina.context._messages import (
     AttachmentBlocks,
     Message,
     attachment_note,
@@ -33,7 +31,9 @@ from lamina.messages import (
     tail_parts,
     to_messages,
 )
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
+from lamina.context._parts import Part, Stability, Tier
+from lamina.defang import Authority, SafeText, escape_path, join, neutralise, trusted
+from lamina.errors import UsageError
 from lamina.session import LogEntry, TurnRecord
 from lamina.session._entries import PartRecord
 
@@ -219,7 +219,7 @@ class OneShot:
     def as_part(self) -> Part:
         return Part(
             self.kind,
-            admit(self.text),  # Lamina's sentence with names in it: shown as the tail shows it
+            neutralise(self.text),  # Lamina's sentence with names in it: shown as the tail shows it
             f"outbox:{self.part_id}",
             Authority.SYSTEM_RULE,
             Stability.ONE_SHOT,
@@ -306,7 +306,7 @@ class TurnContext:
         turn's attachments, message, tail, replies, tool calls and results) and this turn's
         attachments, message, tail (volatile, then one-shot parts) and tool loop so far
         (`continuation`). `attachments` shows attached files as the renderer does (the same one
-        gives the same parts). See `lamina.history_parts` for how the conversation is classified.
+        gives the same parts). See `lamina.context._history_parts` for how the conversation is classified.
         """
         return (
             *(tool_part(t) for t in self.tools),

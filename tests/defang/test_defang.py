@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lamina.context import Authority
 from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker, defang, neutralise, render_block
 from lamina.errors import UsageError
-from lamina.parts import Authority
 
 UNTRUSTED = (Authority.USER_DATA, Authority.PROJECT_FILE, Authority.TOOL_OUTPUT)
 OPENING_RE = re.compile(r'<untrusted source="[^"<>\n]*" authority="(?:user_data|project_file|tool_output)">\n')
@@ -113,8 +113,8 @@ def oracle_hidden(text: str) -> list[str]:
 
 # --- strategies that splice break-out attempts into arbitrary text ---------------------------------
 
-DEFANG = importlib.import_module("lamina.defang")  # the package re-exports a function of that name
-LOOK_ALIKES = importlib.import_module("lamina._look_alikes")
+READINGS = importlib.import_module("lamina.defang._readings")
+LOOK_ALIKES = importlib.import_module("lamina.defang._look_alikes")
 TABLE, TABLE_VERSION = LOOK_ALIKES.load()
 LOOK_ALIKES_OF: dict[str, list[str]] = {}
 for _character, _reading in sorted(TABLE.items()):
@@ -520,7 +520,7 @@ def test_a_cut_cannot_complete_a_marker() -> None:
 
 
 def test_neutralisation_fails_closed_when_it_cannot_settle(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("lamina.defang")  # the package re-exports a function of that name
+    module = importlib.import_module("lamina.defang._neutralise")
     always = module._Findings(escape=frozenset({0}), quote=frozenset())
     monkeypatch.setattr(module, "_analyse", lambda text: always)
     assert module._neutralise("<a> b:") == ["[U+003C]", "a", "[U+003E]", " ", "b", "[U+003A]"]
@@ -575,7 +575,7 @@ def test_the_table_records_the_unicode_version_it_was_generated_from() -> None:
     header = LOOK_ALIKES.TABLE_PATH.read_text(encoding="utf-8").split("\n", 8)[:8]
     assert "# Version: 18.0.0" in header
     assert any(re.fullmatch(r"# sha256 of confusables\.txt: [0-9a-f]{64}", line) for line in header)
-    assert TABLE_VERSION == DEFANG.LOOK_ALIKES_UNICODE_VERSION == "18.0.0"
+    assert TABLE_VERSION == READINGS.LOOK_ALIKES_UNICODE_VERSION == "18.0.0"
     assert len(TABLE) > 1500
 
 

@@ -2,7 +2,7 @@
 
 Stable and volatile context are parts from the start; the conversation is stored as log entries.
 These builders give each piece of the conversation that reaches a request its part, with a
-stability class, provenance and authority (SPEC F1), and the message model (`lamina.messages`)
+stability class, provenance and authority (SPEC F1), and the message model (`lamina.context._messages`)
 and the renderers build their blocks from these parts' texts, so what is classified is exactly
 what is sent:
 
@@ -32,7 +32,7 @@ SHA-256; an image a tool returned is shown the same way, `<id>` its result's): a
 part is its text, an image or PDF sent as the provider's media block is a part whose text is a
 label and whose `media_tokens` is the provider's estimate for it. The tails' parts (this turn's
 volatile and one-shot parts, an earlier turn's compactable ones) are built where tails are
-rendered, `lamina.messages.tail_parts`.
+rendered, `lamina.context._messages.tail_parts`.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from typing import Any, Final
 
 import msgspec
 
-from lamina.defang import admit, render_block, trusted
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
+from lamina.context._parts import Part, Stability, Tier
+from lamina.defang import Authority, SafeText, neutralise, render_block, trusted
 from lamina.session import AssistantMessage, AttachmentRef, ToolCall, ToolResult, UserMessage
 
 __all__ = [
@@ -118,7 +118,7 @@ def tool_result_part(result: ToolResult, call: ToolCall | None = None) -> Part:
     on_demand = call is not None and is_on_demand_read(call)
     return Part(
         f"tool_result.{result.call_id}",
-        admit(result.content),  # tool output is untrusted: markers neutralised, no wrapper
+        neutralise(result.content),  # tool output is untrusted: markers neutralised, no wrapper
         f"tool:{result.name}",
         Authority.TOOL_OUTPUT,
         Stability.ON_DEMAND if on_demand else Stability.COMPACTABLE,

@@ -25,7 +25,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from lamina.defang import admit, escape_path
+from lamina.defang import escape_path, neutralise
 from lamina.errors import UsageError
 from lamina.session import AssistantMessage, CompactionBoundary, LogEntry, PlanState, UserMessage
 from lamina.session._entries import PlanSnapshot, PlanStateName
@@ -153,7 +153,7 @@ def next_step(plan: Plan | None) -> PlanStep | None:
 
 def _quoted_title(plan: Plan) -> str:
     """The plan's title as the messages quote it: the model wrote it, so it is neutralised."""
-    return admit(" ".join(plan.title.split()), max_chars=_TITLE_CHARS) if plan.title else ""
+    return neutralise(" ".join(plan.title.split()), max_chars=_TITLE_CHARS) if plan.title else ""
 
 
 def execution_message(plan: Plan) -> str:
@@ -167,7 +167,7 @@ def execution_message(plan: Plan) -> str:
     title = f": {_quoted_title(plan)}" if plan.title else ""
     return (
         f"I approved the plan{title}{where}. Carry it out now, step by step, and check the result as it says.\n\n"
-        f"{admit(plan.text)}"
+        f"{neutralise(plan.text)}"
     )
 
 

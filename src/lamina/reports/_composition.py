@@ -20,11 +20,11 @@ Every token of a request is counted in exactly one component, named by a kind an
 Counts are the estimator's count of each part's text (the request as sent, JSON, is a little
 larger), on the very parts the renderers build the request's blocks from (`TurnContext.parts`),
 each part's count split between its components, so a request's composition sums to its budget
-(`lamina.budget.budget_of_turn`).
+(`lamina.reports._budget.budget_of_turn`).
 Attached files count in `history` (`attachments`: their text, or an image's or PDF's estimate).
 `compose_turn` measures one request from the turn context and its tool loop so far (what
 `lamina.placement.render` renders); `logged_requests` measures a past session's requests on the
-turns `lamina.assemble` rebuilds from the log, as the inspector does; `compose_entries` counts
+turns `lamina.engine` rebuilds from the log, as the inspector does; `compose_entries` counts
 logged entries given a summary and lane as text; `SessionComposition` sums many requests.
 """
 
@@ -37,19 +37,26 @@ from typing import Final
 
 import msgspec
 
-from lamina.assemble import logged_turn
-from lamina.defang import admit, trusted
-from lamina.history_parts import tool_call_of
-from lamina.messages import (
+from lamina.context import (
     AttachmentBlocks,
+    Authority,
+    Part,
+    Stability,
+    StableContext,
+    Tier,
+    ToolSpec,
+    TurnContext,
     attachment_note,
     message_parts,
     prelude_messages,
     split_turns,
     tail_parts,
     to_messages,
+    tool_call_of,
+    tool_part,
 )
-from lamina.parts import Authority, Part, Stability, Tier
+from lamina.defang import neutralise, trusted
+from lamina.engine import logged_turn
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
@@ -61,7 +68,6 @@ from lamina.session import (
 )
 from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import StableContext, ToolSpec, TurnContext, tool_part
 
 __all__ = [
     "KINDS",
@@ -300,7 +306,7 @@ def compose_entries(
     counter = _Counter(estimator)
     last = next((e for e in reversed(entries) if isinstance(e, TurnRecord)), None)
     current = (last.user_entry_id, tail_parts(last.volatile, last.one_shots)) if last is not None else None
-    shown_summary = admit(summary) if summary else None
+    shown_summary = neutralise(summary) if summary else None
     shown_pinned = trusted(pinned) if pinned else None  # the lane as `render_lane` rendered it
     messages = prelude_messages(shown_summary, shown_pinned)
     for segment in split_turns(entries):

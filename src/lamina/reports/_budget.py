@@ -36,8 +36,7 @@ from lamina.cachesim._blocks import (
     tool_items,
     without_marker,
 )
-from lamina.messages import AttachmentBlocks, attachment_note
-from lamina.parts import Part, Stability, Tier
+from lamina.context import AttachmentBlocks, Part, Stability, Tier, ToolSpec, TurnContext, attachment_note, tool_part
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -49,7 +48,6 @@ from lamina.placement import (
 )
 from lamina.session import LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.turn import ToolSpec, TurnContext, tool_part
 
 __all__ = [
     "NEXT_MESSAGE",

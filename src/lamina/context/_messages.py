@@ -7,7 +7,7 @@ message carries again, byte for byte, the tail its turn was sent with. The resul
 well-formed: a tool call whose result is missing gets a synthetic "interrupted" result, and a
 result whose call is not in view is dropped, so no request is refused for a split pair.
 
-Every block is built from parts (SPEC F1, `lamina.history_parts`) and carries them (`Block.parts`):
+Every block is built from parts (SPEC F1, `lamina.context._history_parts`) and carries them (`Block.parts`):
 a text block is its part's text (a tail: its parts' texts, one per line), a tool-use block is
 decoded from its call's part, a tool result is its part's text (and the blocks of the images it
 returned, each from its part), an attached image or PDF carries the part that labels it and holds
@@ -21,8 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from lamina.defang import admit, join, render_block, trusted
-from lamina.history_parts import (
+from lamina.context._history_parts import (
     assistant_part,
     attachment_part,
     interrupted_part,
@@ -33,7 +32,8 @@ from lamina.history_parts import (
     user_part,
     users_words_part,
 )
-from lamina.parts import Authority, Part, SafeText, Stability, Tier
+from lamina.context._parts import Part, Stability, Tier
+from lamina.defang import Authority, SafeText, join, neutralise, render_block, trusted
 from lamina.session import (
     AssistantMessage,
     AttachmentRef,
@@ -87,14 +87,14 @@ def tail_parts(
     """
     parts: list[Part] = []
     for r in volatile:
-        text = render_block(r.key, admit(r.text))
+        text = render_block(r.key, neutralise(r.text))
         if history is None:
             parts.append(Part(r.key, text, "lamina", Authority.SYSTEM_RULE, Stability.VOLATILE, Tier.SESSION_STATE))
         else:
             key = f"history.tail.{history}.{r.key}"
             parts.append(Part(key, text, "lamina", Authority.SYSTEM_RULE, Stability.COMPACTABLE, Tier.HISTORY))
     for r in one_shots:
-        body = admit(r.text)
+        body = neutralise(r.text)
         text = render_block(r.key, body) if r.key in _ONE_SHOT_TAGS else render_block("one_shot", body, kind=r.key)
         provenance = f"outbox:{r.part_id}"
         if history is None:
@@ -219,7 +219,7 @@ AttachmentBlocks: TypeAlias = Callable[[AttachmentRef], Sequence[Block]]
 
 def attachment_note(ref: AttachmentRef) -> Sequence[Block]:
     """An attachment as a one-line note, where nothing better is known about the model."""
-    return (TextBlock(trusted(f"[attached file: {admit(ref.name)} ({admit(ref.media_type)})]")),)
+    return (TextBlock(trusted(f"[attached file: {neutralise(ref.name)} ({neutralise(ref.media_type)})]")),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +271,13 @@ def attached_blocks(entry: UserMessage | ToolResult, attachments: AttachmentBloc
                 case TextBlock(text=text):
                     out.append(TextBlock.of(attachment_part(entry, index, ref, text)))
                 case ImageBlock(media_type=media, data=data, tokens=tokens):
-                    label = trusted(f"[attached image {admit(ref.name)} ({admit(media)}), sent as an image]")
+                    label = trusted(f"[attached image {neutralise(ref.name)} ({neutralise(media)}), sent as an image]")
                     part = attachment_part(entry, index, ref, label, media_tokens=tokens)
                     out.append(ImageBlock(media, data, tokens, (part,)))
                 case DocumentBlock(media_type=media, data=data, title=title, tokens=tokens):
-                    label = trusted(f"[attached document {admit(ref.name)} ({admit(media)}), sent as a document]")
+                    label = trusted(
+                        f"[attached document {neutralise(ref.name)} ({neutralise(media)}), sent as a document]"
+                    )
                     part = attachment_part(entry, index, ref, label, media_tokens=tokens)
                     out.append(DocumentBlock(media, data, title, tokens, (part,)))
                 case _:

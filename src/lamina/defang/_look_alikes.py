@@ -1,16 +1,16 @@
 """Look-alike characters and how they read as ASCII, generated from Unicode's own data (pure).
 
-`look_alikes.txt` beside this module is the compact table `lamina.defang` reads. It is generated
+`look_alikes.txt` beside this module is the compact table `lamina.defang._readings` reads. It is generated
 by `generate` from `confusables.txt` of Unicode Technical Standard #39 (Unicode Security
 Mechanisms), the version recorded in the file's header, and regenerated with
 
-    python -m lamina._look_alikes path/to/confusables.txt > src/lamina/look_alikes.txt
+    python -m lamina.defang._look_alikes path/to/confusables.txt > src/lamina/defang/look_alikes.txt
 
 How a character reads (first rule that gives a printable ASCII reading):
 
 1. Its UTS #39 prototype is the prototype of ASCII characters: the reading is that character
    (`а` reads `a`, `＜` reads `<`). The ASCII characters `l`, `I`, `1` and `|` share the prototype
-   `l`, so a look-alike of any of them reads `l`, and `lamina.defang` takes such an `l` for any of
+   `l`, so a look-alike of any of them reads `l`, and `lamina.defang._readings` takes such an `l` for any of
    them; `m`'s prototype is `rn`, so a look-alike of `rn` reads `m`.
 2. Its prototype, decomposed (NFKD) and without combining marks, is printable ASCII: that text.
 3. Its name (from `confusables.txt`, else Python's Unicode database) says what it is: a Latin
@@ -20,7 +20,7 @@ How a character reads (first rule that gives a printable ASCII reading):
    character (`в`'s prototype is `ʙ`, a small capital B, so `в` reads `b`).
 
 Characters whose decomposition (NFKD, without combining marks) is printable ASCII are left out:
-they read as that decomposition (`ſ` reads `s`, though its prototype is `f`). `lamina.defang` looks
+they read as that decomposition (`ſ` reads `s`, though its prototype is `f`). `lamina.defang._readings` looks
 a character up in this table first, and decomposes only characters the table does not hold.
 """
 
@@ -159,8 +159,8 @@ def generate(confusables_text: str) -> str:
     source = parse_confusables(confusables_text)
     lines = [
         "# Look-alike characters and their ASCII reading, for lamina.defang. Generated, do not edit:",
-        "#     python -m lamina._look_alikes confusables.txt > look_alikes.txt",
-        "# (rules in lamina/_look_alikes.py) from Unicode's confusables.txt, UTS #39:",
+        "#     python -m lamina.defang._look_alikes confusables.txt > look_alikes.txt",
+        "# (rules in lamina/defang/_look_alikes.py) from Unicode's confusables.txt, UTS #39:",
         f"# Version: {source.version}",
         f"# Date: {source.date}",
         f"# sha256 of confusables.txt: {source.sha256}",
@@ -187,9 +187,9 @@ def load(path: Path = TABLE_PATH) -> tuple[dict[str, str], str]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m lamina._look_alikes confusables.txt`: print the generated table."""
+    """`python -m lamina.defang._look_alikes confusables.txt`: print the generated table."""
     if len(argv) != 1:
-        print("usage: python -m lamina._look_alikes confusables.txt", file=sys.stderr)
+        print("usage: python -m lamina.defang._look_alikes confusables.txt", file=sys.stderr)
         return 2
     sys.stdout.write(generate(Path(argv[0]).read_text(encoding="utf-8")))
     return 0

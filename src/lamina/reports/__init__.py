@@ -1,0 +1,55 @@
+"""Reports on a turn and a session: its budget by tier and cache region, and its composition (pure)."""
+
+from __future__ import annotations
+
+from lamina.reports._budget import (
+    NEXT_MESSAGE,
+    TIER_LABELS,
+    Breakpoint,
+    BudgetReport,
+    CacheLayout,
+    CacheRegion,
+    LayoutBlock,
+    TierTokens,
+    budget_of_parts,
+    budget_of_turn,
+    cache_layout,
+    tool_tokens,
+)
+from lamina.reports._composition import (
+    KINDS,
+    Component,
+    LoggedRequest,
+    RequestComposition,
+    SessionComposition,
+    compose_entries,
+    compose_turn,
+    framing_chars,
+    logged_requests,
+    session_json,
+)
+
+__all__ = [
+    "KINDS",
+    "NEXT_MESSAGE",
+    "TIER_LABELS",
+    "Breakpoint",
+    "BudgetReport",
+    "CacheLayout",
+    "CacheRegion",
+    "Component",
+    "LayoutBlock",
+    "LoggedRequest",
+    "RequestComposition",
+    "SessionComposition",
+    "TierTokens",
+    "budget_of_parts",
+    "budget_of_turn",
+    "cache_layout",
+    "compose_entries",
+    "compose_turn",
+    "framing_chars",
+    "logged_requests",
+    "session_json",
+    "tool_tokens",
+]
