@@ -24,8 +24,7 @@ from lamina.providers import (
     RetryPolicy,
     stream_with_retry,
 )
-from lamina.session import LogEntry
-from lamina.session._entries import BRIDGE_KINDS, ProviderSession
+from lamina.session import BRIDGE_KINDS, LogEntry, ProviderSession
 
 SessionUpdate: TypeAlias = ProviderSession | None
 """Where the provider session resumes after the model call under way, once the provider accepted it."""

@@ -19,8 +19,7 @@ from lamina.attachments._store import (
     NamedBytes,
 )
 from lamina.errors import AttachmentError
-from lamina.session import AttachmentRef
-from lamina.session._entries import ImageRendition
+from lamina.session import AttachmentRef, ImageRendition
 
 __all__ = [
     "INLINE_TEXT_CHARS",

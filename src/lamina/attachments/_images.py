@@ -31,7 +31,7 @@ from lamina.attachments._limits import (
     fit_size,
 )
 from lamina.errors import AttachmentError
-from lamina.session._entries import ImageRendition
+from lamina.session import ImageRendition
 
 
 @dataclass(frozen=True, slots=True)

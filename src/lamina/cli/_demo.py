@@ -20,7 +20,6 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from typer.testing import CliRunner
 
 from lamina.agent import Agent, AgentEvent, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome, open_agent
 from lamina.cachesim import AnthropicCacheSimulator
@@ -126,10 +125,16 @@ def _on_event(event: AgentEvent) -> None:
 
 
 def _show_context(workspace: Path) -> None:
-    from lamina.cli import app
+    from lamina.cli._console import out
+    from lamina.cli._context_report import show_context
 
-    result = CliRunner().invoke(app, ["context", str(workspace)], terminal_width=110)
-    console.print(safe(result.stdout.rstrip()))  # already rendered: print it as text
+    width = out.width
+    if not out.is_terminal:
+        out.width = max(width, 110)  # piped: as wide as the report's tables need, not 80 columns
+    try:
+        show_context(workspace, "anthropic", None, None, show_text=False, as_json=False)
+    finally:
+        out.width = width
 
 
 async def _session(

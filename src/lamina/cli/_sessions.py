@@ -32,9 +32,9 @@ from lamina.session import (
     UserMessage,
     check_session,
     check_store,
+    is_hidden,
     repair_session,
 )
-from lamina.session._entries import is_hidden
 
 app = typer.Typer(help="List, show and manage stored sessions.", no_args_is_help=True)
 

@@ -34,7 +34,7 @@ def store_or_abort(ctx: typer.Context) -> SessionStore:
 
 
 def _location(ctx: typer.Context) -> str | None:
-    from lamina.session._location import check_location, is_postgres_url, store_location
+    from lamina.session import check_location, is_postgres_url, store_location
 
     given = (ctx.find_root().obj or {}).get("store")
     chosen = store_location(given)

@@ -31,8 +31,7 @@ from typing import Final
 from lamina.context import SafeText
 from lamina.defang import neutralise, render_block, trusted
 from lamina.errors import UsageError
-from lamina.session import LogEntry, UserMessage
-from lamina.session._entries import Ledger, UserLane, UserWords
+from lamina.session import Ledger, LogEntry, UserLane, UserMessage, UserWords
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 __all__ = [

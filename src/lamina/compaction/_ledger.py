@@ -28,8 +28,7 @@ import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
-from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, UserMessage
-from lamina.session._entries import Ledger
+from lamina.session import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "MAX_FILES",

@@ -24,8 +24,7 @@ from lamina.placement import (
     SdkManagedTarget,
 )
 from lamina.providers import Completed, Provider
-from lamina.session import LogEntry
-from lamina.session._entries import Ledger
+from lamina.session import Ledger, LogEntry
 
 DEFAULT_SUMMARY_TIMEOUT = 120.0
 SUMMARISER_INSTRUCTIONS = (

@@ -33,8 +33,7 @@ from lamina.compaction._ledger import MAX_OPEN_TASKS
 from lamina.context import Authority, SafeText
 from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
-from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, UserMessage
-from lamina.session._entries import Ledger
+from lamina.session import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "DEFAULT_MAX_SUMMARY_CHARS",

@@ -39,12 +39,12 @@ from lamina.session import (
     AttachmentRef,
     LogEntry,
     OutboxRecord,
+    PartRecord,
     ToolCall,
     ToolResult,
     TurnRecord,
     UserMessage,
 )
-from lamina.session._entries import PartRecord
 
 __all__ = [
     "INTERRUPTED_RESULT",

@@ -34,8 +34,7 @@ from lamina.context._messages import (
 from lamina.context._parts import Part, Stability, Tier
 from lamina.defang import Authority, SafeText, escape_path, join, neutralise, trusted
 from lamina.errors import UsageError
-from lamina.session import LogEntry, TurnRecord
-from lamina.session._entries import PartRecord
+from lamina.session import LogEntry, PartRecord, TurnRecord
 
 __all__ = [
     "SYSTEM_AUTHORITIES",

@@ -7,10 +7,17 @@ import secrets
 from lamina.engine import _compaction as steps
 from lamina.engine._host import EngineHost
 from lamina.errors import UsageError
-from lamina.session import Branch, ToolCall, ToolResult, UserMessage
-from lamina.session._branch import entry_kind, open_tool_calls
-from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
-from lamina.session._entries import OutboxRecord
+from lamina.session import (
+    BRANCH_SEED_HEADING,
+    Branch,
+    OutboxRecord,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    entry_kind,
+    open_tool_calls,
+    view_summary,
+)
 
 
 class BranchingMixin(EngineHost):

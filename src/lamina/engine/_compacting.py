@@ -20,8 +20,7 @@ from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
 from lamina.engine._host import EngineHost
 from lamina.engine._plan import check_transition, compaction_focus
-from lamina.session import CompactionBoundary, Usage
-from lamina.session._entries import StateSnapshot
+from lamina.session import CompactionBoundary, StateSnapshot, Usage
 
 _log = logging.getLogger("lamina.compaction")
 _CALIBRATION_WEIGHT = 0.3

@@ -23,8 +23,16 @@ from lamina.compaction import (
     update_lane,
     update_ledger,
 )
-from lamina.session import AssistantMessage, CompactionBoundary, LogEntry, ToolCall, ToolResult, UserMessage
-from lamina.session._entries import Ledger, UserLane
+from lamina.session import (
+    AssistantMessage,
+    CompactionBoundary,
+    Ledger,
+    LogEntry,
+    ToolCall,
+    ToolResult,
+    UserLane,
+    UserMessage,
+)
 from lamina.tokens import TokenEstimator
 
 CompactionStatus = Literal["compacted", "already_compacted", "nothing_to_compact", "not_enough_freed"]

@@ -39,6 +39,7 @@ from lamina.engine._assemble import assemble_turn
 from lamina.engine._branching import BranchingMixin
 from lamina.engine._compacting import CompactionMixin
 from lamina.engine._compaction import CompactionEvent
+from lamina.engine._host import E
 from lamina.engine._media import MediaMixin
 from lamina.engine._outbox import Outbox, turn_one_shots
 from lamina.engine._plans import PlansMixin
@@ -65,7 +66,6 @@ from lamina.session import (
     ToolOutputPruned,
     UserMessage,
 )
-from lamina.session._protocol import E
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 __all__ = ["ContextEngine", "StableSource"]

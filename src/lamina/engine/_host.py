@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from lamina.attachments import AttachmentStore, MediaSupport
 from lamina.context import Part, ToolSpec
@@ -20,9 +21,11 @@ from lamina.engine._sessions import ProviderSessions
 from lamina.engine._state import PathState, SessionState
 from lamina.engine._view import LiveView
 from lamina.placement import RenderCache
-from lamina.session import CompactionBoundary, LogEntry, ProviderView, SessionLog
-from lamina.session._protocol import E
+from lamina.session import CompactionBoundary, Entry, LogEntry, ProviderView, SessionLog
 from lamina.tokens import TokenEstimator
+
+E = TypeVar("E", bound=Entry)
+"""An entry of any kind, given back as the type it was given."""
 
 
 class EngineHost:

@@ -6,8 +6,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 
 from lamina.context import OneShot
-from lamina.session import CompactionBoundary, LogEntry, OutboxRecord
-from lamina.session._entries import PartRecord
+from lamina.session import CompactionBoundary, LogEntry, OutboxRecord, PartRecord
 
 
 def turn_one_shots(carried: Sequence[OneShot], pending: Iterable[OneShot]) -> tuple[OneShot, ...]:

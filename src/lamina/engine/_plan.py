@@ -27,8 +27,15 @@ import msgspec
 
 from lamina.defang import escape_path, neutralise
 from lamina.errors import UsageError
-from lamina.session import AssistantMessage, CompactionBoundary, LogEntry, PlanState, UserMessage
-from lamina.session._entries import PlanSnapshot, PlanStateName
+from lamina.session import (
+    AssistantMessage,
+    CompactionBoundary,
+    LogEntry,
+    PlanSnapshot,
+    PlanState,
+    PlanStateName,
+    UserMessage,
+)
 
 __all__ = [
     "OPEN_STATES",

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from lamina.context import Authority, Part, Stability, StableContext, Tier, pin_stable, stable_update_text
 from lamina.defang import trusted
-from lamina.session import CompactionBoundary, LogEntry, StateChange
-from lamina.session._entries import PinnedPart
+from lamina.session import CompactionBoundary, LogEntry, PinnedPart, StateChange
 
 
 def pinned_parts(stable: StableContext) -> tuple[PinnedPart, ...]:

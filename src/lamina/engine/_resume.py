@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lamina.engine._compaction import CompactionEvent
 from lamina.engine._host import EngineHost
-from lamina.session._entries import ProviderSession
+from lamina.session import ProviderSession
 
 
 class ResumeMixin(EngineHost):

@@ -6,9 +6,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from lamina.session import CompactionBoundary, LogEntry, ProviderView, StateChange
-from lamina.session._entries import ProviderSession
-from lamina.session._meta import ForkOrigin
+from lamina.session import CompactionBoundary, ForkOrigin, LogEntry, ProviderSession, ProviderView, StateChange
 
 
 def provider_session_in_view(view: ProviderView, provider: str) -> ProviderSession | None:

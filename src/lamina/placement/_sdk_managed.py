@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from lamina.context import TurnContext
 from lamina.defang import render_block
-from lamina.session._entries import ProviderSession
+from lamina.session import ProviderSession
 
 
 @dataclass(frozen=True, slots=True)

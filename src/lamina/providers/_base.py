@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.session import Usage
-from lamina.session._entries import ProviderSession
+from lamina.session import ProviderSession, Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,8 +78,7 @@ from lamina.providers._base import (
     TextDelta,
 )
 from lamina.providers._errors import error_for_status
-from lamina.session import Usage
-from lamina.session._entries import ProviderSession
+from lamina.session import ProviderSession, Usage
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions, Message, ResultMessage

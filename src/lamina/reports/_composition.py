@@ -65,8 +65,8 @@ from lamina.session import (
     TurnRecord,
     UnknownEntry,
     UserMessage,
+    provider_view,
 )
-from lamina.session._tree import provider_view
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 __all__ = [

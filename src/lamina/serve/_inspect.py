@@ -43,8 +43,8 @@ from lamina.session import (
     UnknownEntry,
     Usage,
     UserMessage,
+    provider_view,
 )
-from lamina.session._tree import provider_view
 
 LIST_TEXT_CHARS: Final = 2_000
 """Characters of an entry's text the timeline shows (the entry's own page shows all of it, up to the page bound)."""

@@ -27,8 +27,7 @@ from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import RequestSeries, SessionRow
 from lamina.serve._requests import SessionRequests
 from lamina.serve._series import PlotSeries
-from lamina.session import LocalSessionStore, SessionStore, SessionSummary, UserMessage
-from lamina.session._stamp import check_session_id
+from lamina.session import LocalSessionStore, SessionStore, SessionSummary, UserMessage, check_session_id
 
 _SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
 _KEEP: Final = 8

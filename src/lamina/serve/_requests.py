@@ -52,9 +52,17 @@ from lamina.serve._model import (
     RequestLayers,
     RequestSummary,
 )
-from lamina.session import AssistantMessage, LogEntry, StateChange, ToolOutputPruned, TurnRecord, Usage, UserMessage
-from lamina.session._entries import PartRecord
-from lamina.session._tree import provider_view
+from lamina.session import (
+    AssistantMessage,
+    LogEntry,
+    PartRecord,
+    StateChange,
+    ToolOutputPruned,
+    TurnRecord,
+    Usage,
+    UserMessage,
+    provider_view,
+)
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 TEXT_BOUND: Final = 4_000

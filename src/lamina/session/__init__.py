@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Final
 from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
-    from lamina.session._branch import Branch
+    from lamina.session._branch import Branch, entry_kind, open_tool_calls
+    from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
     from lamina.session._bundle import (
         BundleLimits,
         ExportResult,
@@ -26,31 +27,45 @@ if TYPE_CHECKING:
     )
     from lamina.session._check import SessionHealth, check_session, check_store, repair_session
     from lamina.session._entries import (
+        BRIDGE_KINDS,
         AssistantMessage,
         AttachmentRef,
         BranchSummary,
         CompactionBoundary,
         Custom,
         Entry,
+        ImageRendition,
         Label,
+        Ledger,
         LogEntry,
         OutboxRecord,
+        PartRecord,
+        PinnedPart,
+        PlanSnapshot,
         PlanState,
+        PlanStateName,
+        ProviderSession,
         StateChange,
+        StateSnapshot,
         ToolCall,
         ToolOutputPruned,
         ToolResult,
         TurnRecord,
         UnknownEntry,
         Usage,
+        UserLane,
         UserMessage,
+        UserWords,
+        is_hidden,
     )
     from lamina.session._jsonl_write import JsonlSession
-    from lamina.session._location import open_store
+    from lamina.session._location import check_location, is_postgres_url, open_store, store_location
     from lamina.session._memory import InMemorySession, InMemorySessionStore
+    from lamina.session._meta import ForkOrigin
     from lamina.session._protocol import SessionLog, SessionStore, SessionSummary
+    from lamina.session._stamp import check_session_id
     from lamina.session._store import LocalSessionStore
-    from lamina.session._tree import ProviderView
+    from lamina.session._tree import ProviderView, provider_view
 
 # Loaded on first use (PEP 562): the entry types are imported by nearly every module, the stores
 # by few.
@@ -90,6 +105,28 @@ _LAZY: Final = {
     "JsonlSession": "lamina.session._jsonl_write",
     "LocalSessionStore": "lamina.session._store",
     "ProviderView": "lamina.session._tree",
+    "entry_kind": "lamina.session._branch",
+    "open_tool_calls": "lamina.session._branch",
+    "BRANCH_SEED_HEADING": "lamina.session._bridges",
+    "view_summary": "lamina.session._bridges",
+    "BRIDGE_KINDS": "lamina.session._entries",
+    "ImageRendition": "lamina.session._entries",
+    "Ledger": "lamina.session._entries",
+    "PartRecord": "lamina.session._entries",
+    "PinnedPart": "lamina.session._entries",
+    "PlanSnapshot": "lamina.session._entries",
+    "PlanStateName": "lamina.session._entries",
+    "ProviderSession": "lamina.session._entries",
+    "StateSnapshot": "lamina.session._entries",
+    "UserLane": "lamina.session._entries",
+    "UserWords": "lamina.session._entries",
+    "is_hidden": "lamina.session._entries",
+    "check_location": "lamina.session._location",
+    "is_postgres_url": "lamina.session._location",
+    "store_location": "lamina.session._location",
+    "ForkOrigin": "lamina.session._meta",
+    "check_session_id": "lamina.session._stamp",
+    "provider_view": "lamina.session._tree",
 }
 
 
@@ -98,6 +135,8 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "BRANCH_SEED_HEADING",
+    "BRIDGE_KINDS",
     "AssistantMessage",
     "AttachmentRef",
     "Branch",
@@ -107,33 +146,53 @@ __all__ = [
     "Custom",
     "Entry",
     "ExportResult",
+    "ForkOrigin",
+    "ImageRendition",
     "ImportResult",
     "InMemorySession",
     "InMemorySessionStore",
     "JsonlSession",
     "Label",
+    "Ledger",
     "LocalSessionStore",
     "LogEntry",
     "OutboxRecord",
+    "PartRecord",
+    "PinnedPart",
+    "PlanSnapshot",
     "PlanState",
+    "PlanStateName",
+    "ProviderSession",
     "ProviderView",
     "SessionHealth",
     "SessionLog",
     "SessionStore",
     "SessionSummary",
     "StateChange",
+    "StateSnapshot",
     "ToolCall",
     "ToolOutputPruned",
     "ToolResult",
     "TurnRecord",
     "UnknownEntry",
     "Usage",
+    "UserLane",
     "UserMessage",
+    "UserWords",
     "check_bundle",
+    "check_location",
     "check_session",
+    "check_session_id",
     "check_store",
+    "entry_kind",
     "export_session",
     "import_session",
+    "is_hidden",
+    "is_postgres_url",
     "open_store",
+    "open_tool_calls",
+    "provider_view",
     "repair_session",
+    "store_location",
+    "view_summary",
 ]
