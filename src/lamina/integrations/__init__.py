@@ -10,6 +10,7 @@
 Nothing here is imported by `import lamina`; each module imports its framework when it is imported.
 """
 
-from lamina.integrations._thread import CompactionPolicy, LaminaThread, project_parts
+from lamina.integrations._options import CompactionPolicy, ThreadOptions
+from lamina.integrations._thread import LaminaThread, project_parts
 
-__all__ = ["CompactionPolicy", "LaminaThread", "project_parts"]
+__all__ = ["CompactionPolicy", "LaminaThread", "ThreadOptions", "project_parts"]

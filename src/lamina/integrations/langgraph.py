@@ -28,10 +28,8 @@ from __future__ import annotations
 import base64
 import builtins
 import threading
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -40,9 +38,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
-from lamina.engine import StableSource
 from lamina.errors import SessionNotFoundError, UsageError
-from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions, thread_options
+from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult
 
 CHECKPOINT = "langgraph.checkpoint"
@@ -75,24 +73,18 @@ class LaminaCheckpointSaver(InMemorySaver):
     """A LangGraph checkpointer whose store is Lamina's session log (one session per thread)."""
 
     def __init__(
-        self,
-        store: SessionStore,
-        *,
-        workspace: Path | None = None,
-        stable_source: StableSource | None = None,
-        time_zone: str = "UTC",
-        compaction: CompactionPolicy | None = None,
-        clock: Callable[[], float] = time.time,
+        self, store: SessionStore, *, options: ThreadOptions | None = None, **keywords: Unpack[ThreadKeywords]
     ) -> None:
+        """A checkpointer on `store`; each thread's Lamina session is set up by `options`.
+
+        Args:
+            store: The Lamina session store.
+            options: How each thread's Lamina session is set up (default: `ThreadOptions()`).
+            **keywords: Fields of `ThreadOptions`, overriding those of `options`.
+        """
         super().__init__()
         self.store = store
-        self._options: dict[str, Any] = {
-            "workspace": workspace,
-            "stable_source": stable_source,
-            "time_zone": time_zone,
-            "compaction": compaction,
-            "clock": clock,
-        }
+        self.options = thread_options(options, **keywords)
         self._threads: dict[str, LaminaThread] = {}
         self._turns: dict[str, TurnContext] = {}
         self._replaying = False
@@ -108,7 +100,7 @@ class LaminaCheckpointSaver(InMemorySaver):
             return self._new_thread()
 
     def _new_thread(self) -> str:
-        thread = LaminaThread.open(self.store, **self._options, title="langgraph")
+        thread = LaminaThread.open(self.store, options=self.options, title="langgraph")
         self._threads[thread.id] = thread
         return thread.id
 
@@ -126,7 +118,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         if found is not None:
             return found
         try:
-            opened = LaminaThread.open(self.store, thread_id, **self._options)
+            opened = LaminaThread.open(self.store, thread_id, options=self.options)
         except SessionNotFoundError:
             raise UsageError(
                 f"thread_id {thread_id!r}: no such session in the store; make threads with new_thread()"
@@ -351,4 +343,4 @@ def _run(coroutine: Any) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-__all__ = ["CHECKPOINT", "MESSAGE", "WRITES", "CompactionPolicy", "LaminaCheckpointSaver"]
+__all__ = ["CHECKPOINT", "MESSAGE", "WRITES", "CompactionPolicy", "LaminaCheckpointSaver", "ThreadOptions"]

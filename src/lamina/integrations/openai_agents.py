@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import copy
 import json
-import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
-from lamina.engine import CompactionOutcome, StableSource
+from lamina.engine import CompactionOutcome
 from lamina.errors import UsageError
-from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
+from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, Custom, Entry, SessionStore, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:
@@ -111,24 +110,20 @@ class LaminaSession:
         store: SessionStore,
         session_id: str | None = None,
         *,
-        workspace: Path | None = None,
-        stable_source: StableSource | None = None,
-        time_zone: str = "UTC",
-        compaction: CompactionPolicy | None = None,
+        options: ThreadOptions | None = None,
         session_settings: SessionSettings | None = None,
-        clock: Callable[[], float] = time.time,
+        **keywords: Unpack[ThreadKeywords],
     ) -> LaminaSession:
-        """A session on `store`: session `session_id` resumed, or a new one (its id is `session_id` after)."""
-        thread = LaminaThread.open(
-            store,
-            session_id,
-            workspace=workspace,
-            stable_source=stable_source,
-            time_zone=time_zone,
-            compaction=compaction,
-            clock=clock,
-            title="openai-agents",
-        )
+        """A session on `store`: session `session_id` resumed, or a new one (its id is `session_id` after).
+
+        Args:
+            store: The Lamina session store.
+            session_id: The session to resume; None makes a new one.
+            options: How the Lamina session is set up (default: `ThreadOptions()`).
+            session_settings: The SDK's session settings (`limit` for `get_items`).
+            **keywords: Fields of `ThreadOptions`, overriding those of `options`.
+        """
+        thread = LaminaThread.open(store, session_id, options=options, title="openai-agents", **keywords)
         return cls(thread, session_settings=session_settings)
 
     def close(self) -> None:
@@ -323,4 +318,4 @@ def _unsaved(given: Sequence[_Item], saved: Sequence[_Item]) -> list[_Item]:
     return []
 
 
-__all__ = ["ITEM", "CompactionPolicy", "LaminaSession"]
+__all__ = ["ITEM", "CompactionPolicy", "LaminaSession", "ThreadOptions"]

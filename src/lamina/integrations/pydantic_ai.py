@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
@@ -45,8 +43,9 @@ from pydantic_ai.tools import RunContext
 
 from lamina.context import TurnContext
 from lamina.defang import neutralise
-from lamina.engine import CompactionOutcome, StableSource
-from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.engine import CompactionOutcome
+from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
+from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, SessionStore, ToolCall, ToolResult
 
 MESSAGE = "pydantic_ai.message"
@@ -93,24 +92,18 @@ class LaminaHistory:
         store: SessionStore,
         session_id: str | None = None,
         *,
-        workspace: Path | None = None,
-        stable_source: StableSource | None = None,
-        time_zone: str = "UTC",
-        compaction: CompactionPolicy | None = None,
-        clock: Callable[[], float] = time.time,
+        options: ThreadOptions | None = None,
+        **keywords: Unpack[ThreadKeywords],
     ) -> LaminaHistory:
-        """The history of session `session_id` of `store` (resumed), or of a new session."""
-        thread = LaminaThread.open(
-            store,
-            session_id,
-            workspace=workspace,
-            stable_source=stable_source,
-            time_zone=time_zone,
-            compaction=compaction,
-            clock=clock,
-            title="pydantic-ai",
-        )
-        return cls(thread)
+        """The history of session `session_id` of `store` (resumed), or of a new session.
+
+        Args:
+            store: The Lamina session store.
+            session_id: The session to resume; None makes a new one.
+            options: How the Lamina session is set up (default: `ThreadOptions()`).
+            **keywords: Fields of `ThreadOptions`, overriding those of `options`.
+        """
+        return cls(LaminaThread.open(store, session_id, options=options, title="pydantic-ai", **keywords))
 
     @property
     def session_id(self) -> str:
@@ -276,4 +269,4 @@ def messages_of(history: Sequence[ModelMessage]) -> list[ModelMessage]:
     return [m for m in history if not (isinstance(m, ModelRequest) and m.metadata == HEAD)]
 
 
-__all__ = ["HEAD", "MESSAGE", "CompactionPolicy", "LaminaCapability", "LaminaHistory", "messages_of"]
+__all__ = ["HEAD", "MESSAGE", "CompactionPolicy", "LaminaCapability", "LaminaHistory", "ThreadOptions", "messages_of"]
