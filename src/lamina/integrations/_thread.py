@@ -1,14 +1,9 @@
 """One Lamina session driven by another framework's loop (I/O: the session store, the clock).
 
-`LaminaThread` is what every integration shares: a session of Lamina's store and the
-`ContextEngine` over it, seen through the framework's own messages. The framework keeps its loop
-and its message types; Lamina keeps the durable log, the turn context (stable parts, the volatile
-tail, one-shot parts), compaction with the user's words lane, and defanging. Each framework
-message is logged twice, side by side: as Lamina's typed entries (user and assistant messages,
-tool calls and results, which compaction, the lane and the ledger read) and, right after them,
-as one `Custom` entry holding the framework's message exactly as it was given (its *twin*), which
-is what the integration hands back to the framework. Removing a message (a framework's `pop`
-or `clear`) moves the session's leaf back: the log keeps every entry.
+`LaminaThread` is what every integration shares: a session of Lamina's store and its
+`ContextEngine`, seen through the framework's own messages. Each framework message is logged as
+Lamina's typed entries, then as one `Custom` entry holding it as given (its *twin*); removing a
+message moves the session's leaf back (the log keeps every entry). See docs/integrations.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """Lamina inside the OpenAI Agents SDK: a `Session` on Lamina's store and Lamina's placement (I/O: the store).
 
-`pip install 'lamina[openai-agents]'`. Two pieces, used together:
-
-- `LaminaSession` implements the SDK's `Session` protocol (`get_items`, `add_items`,
-  `pop_item`, `clear_session`) on a Lamina session: every item is appended to the durable log,
-  as Lamina's typed entries (user and assistant messages, tool calls and results) and as the
-  item exactly as the SDK gave it, which is what `get_items` returns. `pop_item` and
-  `clear_session` move the session's leaf back; the log keeps every entry.
-- `LaminaSession.place` is a `RunConfig.call_model_input_filter` (`session.run_config()` sets
-  it): before every model call it renders the session's provider view the way Lamina places
-  context for the Responses API. Instructions start with the stable parts that have system
-  authority, then the agent's own instructions; the input starts with the stable project parts
-  (user role), then the compaction summary and the user's words lane after a compaction, then
-  the history, each user message carrying again the tail (volatile and one-shot parts) it was
-  first sent with, and the current user message ending with this turn's tail. Tool outputs
-  are neutralised (`lamina.defang.neutralise`). When the estimate crosses the compaction threshold,
-  Lamina's compaction runs first, and the request carries the summary and the kept items.
-
-The SDK's tools and handoffs work unchanged: a handoff is a function call and its output, logged
-like any tool call; the agent's instructions are taken at every call, so each agent of a
-handoff keeps its own.
+`pip install 'lamina[openai-agents]'`. `LaminaSession` implements the SDK's `Session` protocol
+on a durable Lamina session, and `LaminaSession.place` (set by `session.run_config()`) is the
+runner's model-input filter: Lamina's placement, defanging and compaction before every model
+call. See docs/integrations.md.
 """
 
 from __future__ import annotations
