@@ -492,8 +492,8 @@ def _print_context(agent: Agent) -> None:
 
     The budget comes from a preview of the next turn, so `/context` writes nothing to the log.
     """
+    from lamina.cli._budget_tables import print_budget
     from lamina.cli._console import err, safe
-    from lamina.cli._context_report import print_budget
     from lamina.errors import LaminaError
     from lamina.reports import NEXT_MESSAGE
 

@@ -28,7 +28,7 @@ from lamina.cli._view import plan_line
 from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
-from lamina.session import LocalSessionStore
+from lamina.session import SessionStore, open_store
 
 __all__ = [
     "PLAN",
@@ -137,9 +137,7 @@ def _show_context(workspace: Path) -> None:
         out.width = width
 
 
-async def _session(
-    store: LocalSessionStore, workspace: Path, provider: ScriptedProvider
-) -> list[tuple[str, TurnOutcome]]:
+async def _session(store: SessionStore, workspace: Path, provider: ScriptedProvider) -> list[tuple[str, TurnOutcome]]:
     rows: list[tuple[str, TurnOutcome]] = []
 
     async def turn(agent: Agent, label: str, text: str) -> None:
@@ -240,7 +238,7 @@ def main(store: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="lamina-demo-") as tmp:
         root = Path(tmp)
         workspace = _sample_workspace(root)
-        sessions = LocalSessionStore(store_root)
+        sessions = open_store(store_root)
         console.rule("What an agent sees in the sample workspace (lamina context)")
         _show_context(workspace)
         console.rule("A scripted session: real tools, simulated cache billing")
