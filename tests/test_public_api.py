@@ -325,6 +325,7 @@ SURFACE: dict[str, list[str]] = {
     "lamina.integrations": [
         "CompactionPolicy",
         "LaminaThread",
+        "ThreadOptions",
         "project_parts",
     ],
     "lamina.integrations.langgraph": [
@@ -332,12 +333,14 @@ SURFACE: dict[str, list[str]] = {
         "CompactionPolicy",
         "LaminaCheckpointSaver",
         "MESSAGE",
+        "ThreadOptions",
         "WRITES",
     ],
     "lamina.integrations.openai_agents": [
         "CompactionPolicy",
         "ITEM",
         "LaminaSession",
+        "ThreadOptions",
     ],
     "lamina.integrations.pydantic_ai": [
         "CompactionPolicy",
@@ -345,6 +348,7 @@ SURFACE: dict[str, list[str]] = {
         "LaminaCapability",
         "LaminaHistory",
         "MESSAGE",
+        "ThreadOptions",
         "messages_of",
     ],
     "lamina.placement": [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from lamina.cli._chat import COMMANDS
+from lamina.cli._chat import _HANDLERS, COMMANDS, HELP
 from lamina.cli._reader import _Completer
 
 
@@ -18,6 +18,11 @@ def test_slash_commands_complete_at_the_start_only() -> None:
     assert _complete("/co") == ["/compact", "/context"]
     assert _complete("/q") == ["/quit"]
     assert _complete("say /co") == []
+
+
+def test_every_command_completed_has_a_handler_and_a_line_of_help() -> None:
+    assert set(COMMANDS) == {*_HANDLERS, "/quit", "/exit"}
+    assert all(f"\n{name} " in f"\n{HELP}" for name in COMMANDS if name != "/exit")
 
 
 def test_skill_names_complete_after_the_mention_prefix() -> None:

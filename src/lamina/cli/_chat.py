@@ -7,7 +7,8 @@ does Ctrl-D. Heavy modules are imported when the command runs, so `lamina --help
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
@@ -207,6 +208,7 @@ async def _loop(
     from lamina.attachments import dropped_files
     from lamina.cli._console import err
 
+    chat = _Chat(agent, reader, view, state, store, workspace)
     armed = False  # a Ctrl-C at the prompt arms quitting; the next one quits
     while True:
         draft, state.draft = state.draft, ""
@@ -225,7 +227,7 @@ async def _loop(
         if not text:
             continue
         if text.startswith("/") and not text.startswith("//"):
-            if await _command(text, agent, view, state, store=store, workspace=workspace, reader=reader):
+            if await _command(text, chat):
                 return
             continue
         message = line.rstrip()
@@ -375,89 +377,148 @@ def _print_plan(agent: Agent) -> None:
         err.print(f"[dim]your draft kept with it: {safe(plan.draft_input)}[/dim]")
 
 
-async def _command(
-    text: str,
-    agent: Agent,
-    view: TurnView,
-    state: _State,
-    *,
-    store: SessionStore,
-    workspace: Path,
-    reader: LineReader,
-) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Chat:
+    """What a slash command works on: the agent, the terminal, the chat's state, the store and the folder."""
+
+    agent: Agent
+    reader: LineReader
+    view: TurnView
+    state: _State
+    store: SessionStore
+    workspace: Path
+
+
+async def _command(text: str, chat: _Chat) -> bool:
     """Run a slash command; True means quit."""
     from lamina.cli._console import err, safe
-    from lamina.cli._session import close_provider, is_listed, make_provider, model_name, when
-    from lamina.errors import LaminaError
 
     name, _, arg = text.partition(" ")
-    arg = arg.strip()
-    match name:
-        case "/quit" | "/exit":
-            return True
-        case "/help":
-            err.print(safe(HELP))
-        case "/mode":
-            if arg:
-                try:
-                    agent.set_mode(arg)
-                except ValueError:
-                    err.print(f"unknown mode {safe(repr(arg))}; use explore, plan, ask or execute")
-                    return False
-            err.print(f"[dim]mode {agent.engine.mode}[/dim]")
-        case "/model":
-            if not arg:
-                err.print(f"[dim]model {safe(state.spec)}[/dim]")
-                return False
-            try:
-                provider = make_provider(arg, state.settings)
-            except LaminaError as exc:
-                err.print(f"[red]error:[/red] {safe(exc)}")
-                return False
-            previous, agent.provider = agent.provider, provider
-            await close_provider(previous)
-            state.spec = arg
-            view.model = model_name(arg)
-            err.print(f"[dim]model {safe(arg)}[/dim]")
-        case "/plan":
-            if not arg:
-                _print_plan(agent)
-                return False
-            decision, _, rest = arg.partition(" ")
-            ran = await _plan_decision(agent, reader, view, state, decision.lower(), rest.strip())
-            await _decide_plans(agent, reader, view, state, ran)
-        case "/attach":
-            path = (workspace / Path(arg).expanduser()) if arg else None
-            if path is not None and not path.is_file():
-                err.print(f"no file {safe(arg)}")
-            elif path is not None:
-                state.attachments.append(path)
-            queued = ", ".join(p.name for p in state.attachments) or "nothing"
-            err.print(f"[dim]attached to your next message: {safe(queued)}[/dim]")
-        case "/compact":
-            view.waiting("compacting…")
-            try:
-                outcome = await _cancellable(agent.compact(arg or None), view)
-            except LaminaError as exc:
-                view.finish()
-                err.print(f"[red]error:[/red] {safe(exc)}")
-                return False
-            if outcome is not None:
-                err.print(f"[dim]{safe(outcome.message)}[/dim]")
-        case "/branch":
-            _branch(agent, state, arg)
-        case "/context":
-            _print_context(agent)
-        case "/sessions":
-            rows = [r for r in store.list() if is_listed(r) and r.cwd == str(workspace)][:10]
-            for row in rows:
-                mark = "*" if row.id == state.session_id else " "
-                err.print(f"{mark} {safe(when(row.updated_at))}  [dim]{safe(row.id)}[/dim]  {safe(row.title)}")
-            if not rows:
-                err.print("[dim]no sessions with messages in this directory yet[/dim]")
-        case _:
-            err.print(f"unknown command {safe(repr(name))}; /help lists them (start with // to send a slash)")
+    if name in ("/quit", "/exit"):
+        return True
+    handler = _HANDLERS.get(name)
+    if handler is None:
+        err.print(f"unknown command {safe(repr(name))}; /help lists them (start with // to send a slash)")
+        return False
+    await handler(chat, arg.strip())
     return False
+
+
+async def _help(chat: _Chat, arg: str) -> None:
+    """`/help`: the commands and the keys."""
+    from lamina.cli._console import err, safe
+
+    err.print(safe(HELP))
+
+
+async def _mode(chat: _Chat, mode: str) -> None:
+    """`/mode [MODE]`: switch the permission mode (when given), then show it."""
+    from lamina.cli._console import err, safe
+
+    if mode:
+        try:
+            chat.agent.set_mode(mode)
+        except ValueError:
+            err.print(f"unknown mode {safe(repr(mode))}; use explore, plan, ask or execute")
+            return
+    err.print(f"[dim]mode {chat.agent.engine.mode}[/dim]")
+
+
+async def _model(chat: _Chat, spec: str) -> None:
+    """`/model [SPEC]`: show the model, or switch to `spec` (the previous provider is closed)."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._session import close_provider, make_provider, model_name
+    from lamina.errors import LaminaError
+
+    if not spec:
+        err.print(f"[dim]model {safe(chat.state.spec)}[/dim]")
+        return
+    try:
+        provider = make_provider(spec, chat.state.settings)
+    except LaminaError as exc:
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return
+    previous, chat.agent.provider = chat.agent.provider, provider
+    await close_provider(previous)
+    chat.state.spec = spec
+    chat.view.model = model_name(spec)
+    err.print(f"[dim]model {safe(spec)}[/dim]")
+
+
+async def _plan(chat: _Chat, arg: str) -> None:
+    """`/plan [DECISION]`: show the plan, or carry out a decision on it (and ask again after a rejection)."""
+    if not arg:
+        _print_plan(chat.agent)
+        return
+    decision, _, rest = arg.partition(" ")
+    ran = await _plan_decision(chat.agent, chat.reader, chat.view, chat.state, decision.lower(), rest.strip())
+    await _decide_plans(chat.agent, chat.reader, chat.view, chat.state, ran)
+
+
+async def _attach(chat: _Chat, arg: str) -> None:
+    """`/attach [PATH]`: queue a file for the next message (when given), then show the queue."""
+    from lamina.cli._console import err, safe
+
+    path = (chat.workspace / Path(arg).expanduser()) if arg else None
+    if path is not None and not path.is_file():
+        err.print(f"no file {safe(arg)}")
+    elif path is not None:
+        chat.state.attachments.append(path)
+    queued = ", ".join(p.name for p in chat.state.attachments) or "nothing"
+    err.print(f"[dim]attached to your next message: {safe(queued)}[/dim]")
+
+
+async def _compact(chat: _Chat, focus: str) -> None:
+    """`/compact [FOCUS]`: compact now (Ctrl-C cancels it)."""
+    from lamina.cli._console import err, safe
+    from lamina.errors import LaminaError
+
+    chat.view.waiting("compacting…")
+    try:
+        outcome = await _cancellable(chat.agent.compact(focus or None), chat.view)
+    except LaminaError as exc:
+        chat.view.finish()
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return
+    if outcome is not None:
+        err.print(f"[dim]{safe(outcome.message)}[/dim]")
+
+
+async def _branch_command(chat: _Chat, entry_id: str) -> None:
+    """`/branch [ENTRY]`: see `_branch`."""
+    _branch(chat.agent, chat.state, entry_id)
+
+
+async def _context(chat: _Chat, arg: str) -> None:
+    """`/context`: see `_print_context`."""
+    _print_context(chat.agent)
+
+
+async def _sessions(chat: _Chat, arg: str) -> None:
+    """`/sessions`: this folder's latest sessions with messages, the current one marked."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._session import is_listed, when
+
+    rows = [r for r in chat.store.list() if is_listed(r) and r.cwd == str(chat.workspace)][:10]
+    for row in rows:
+        mark = "*" if row.id == chat.state.session_id else " "
+        err.print(f"{mark} {safe(when(row.updated_at))}  [dim]{safe(row.id)}[/dim]  {safe(row.title)}")
+    if not rows:
+        err.print("[dim]no sessions with messages in this directory yet[/dim]")
+
+
+_HANDLERS: Final[dict[str, Callable[[_Chat, str], Awaitable[None]]]] = {
+    "/help": _help,
+    "/model": _model,
+    "/mode": _mode,
+    "/plan": _plan,
+    "/attach": _attach,
+    "/compact": _compact,
+    "/branch": _branch_command,
+    "/context": _context,
+    "/sessions": _sessions,
+}
+"""The slash commands but `/quit` and `/exit`, each with its handler (given the text after the name)."""
 
 
 def _branch(agent: Agent, state: _State, entry_id: str) -> None:
@@ -492,8 +553,8 @@ def _print_context(agent: Agent) -> None:
 
     The budget comes from a preview of the next turn, so `/context` writes nothing to the log.
     """
+    from lamina.cli._budget_tables import print_budget
     from lamina.cli._console import err, safe
-    from lamina.cli._context_report import print_budget
     from lamina.errors import LaminaError
     from lamina.reports import NEXT_MESSAGE
 

@@ -1,21 +1,8 @@
 """Settings of `lamina chat` and `lamina run` from TOML files, and `lamina config show` (I/O).
 
-Two files, both optional, both with the same keys; the workspace's wins, and a command-line
-option wins over both:
-
-- the user's: `config.toml` in the user config directory (`~/.config/lamina/` on Linux),
-- the workspace's: `.lamina/config.toml`.
-
-```toml
-model = "anthropic:claude-sonnet-4-5"   # provider spec, as --model
-mode = "ask"                            # explore | plan | ask | execute
-preset = "default"                      # default | mini | custom
-preset_file = "prompts/preset.toml"     # the custom preset's file (relative to the config file), used
-                                        # when the preset is custom (`--custom-preset` on the command line)
-context_window = 200000                 # tokens; overrides the provider's default
-compaction_reserve = 20000              # compact when fewer tokens than this are left free
-prune = true                            # prune old tool output before a turn (false: never)
-```
+Two files, both optional, both with the same keys: the user's (`config.toml` in the user config
+directory) and the workspace's (`.lamina/config.toml`), which wins; a command-line option wins
+over both. The keys and an example file: docs/cli.md.
 """
 
 from __future__ import annotations

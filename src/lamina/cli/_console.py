@@ -1,4 +1,4 @@
-"""The one console wrapper of the CLI: stdout for results, stderr for messages (I/O).
+r"""The one console wrapper of the CLI: stdout for results, stderr for messages (I/O).
 
 `--json` output goes to stdout as one JSON document; progress and warnings go to stderr, so a
 script can pipe the result. `NO_COLOR` is honoured by rich itself.
@@ -6,7 +6,7 @@ script can pipe the result. `NO_COLOR` is honoured by rich itself.
 Every string that did not come from Lamina's own code (the model's text, a tool's input or
 output, a file, a session title, the user's words) goes through `safe` before it is printed:
 it neutralises control characters and terminal escape sequences, then escapes Rich markup, so
-`[/red]` prints as `[/red]` and `\\x1b]52;…` cannot reach the terminal.
+`[/red]` prints as `[/red]` and `\x1b]52;…` cannot reach the terminal.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""`lamina context [PATH]`: what an agent starting a session here would be sent, part by part;
-`lamina context --session ID`: what a stored session's requests were made of, component by component.
+"""`lamina context`: the command's options; the reports are imported when it runs (I/O).
 
-The report itself lives in `_context_report` and is imported when the command runs, so
-`lamina --help` does not load the engine.
+`lamina context [PATH]`: what an agent starting a session here would be sent, part by part;
+`lamina context --session ID`: what a stored session's requests were made of, component by
+component. The reports live in `_context_report` and `_session_report`, imported when the command
+runs, so `lamina --help` does not load the engine.
 """
 
 from __future__ import annotations
@@ -53,10 +54,12 @@ def show_context(
     With --session ID: what each request of that stored session was made of (system sections, tool
     definitions, project parts, tails, tool results and their framing, history), and the sums.
     """
-    from lamina.cli import _context_report
-
     if session is not None:
+        from lamina.cli._session_report import show_session
+
         store: str | None = (ctx.find_root().obj or {}).get("store")
-        _context_report.show_session(store, session, as_json=as_json)
+        show_session(store, session, as_json=as_json)
         return
-    _context_report.show_context(path, provider, preset, custom_preset, show_text=show_text, as_json=as_json)
+    from lamina.cli._context_report import show_context
+
+    show_context(path, provider, preset, custom_preset, show_text=show_text, as_json=as_json)

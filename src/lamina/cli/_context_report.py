@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from lamina.agent import SkillCatalogue
+from lamina.cli._budget_tables import (
+    budget_json,
+    class_totals,
+    part_tokens,
+    print_budget,
+    print_classes,
+    section,
+    tier_label,
+)
 from lamina.cli._console import abort, err, out, print_json, safe
-from lamina.context import Part, Stability, Tier, TurnContext
+from lamina.context import Part, Tier, TurnContext
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
 from lamina.placement import (
@@ -24,16 +32,11 @@ from lamina.placement import (
     render,
 )
 from lamina.reports import (
-    KINDS,
     TIER_LABELS,
     BudgetReport,
     CacheLayout,
-    LoggedRequest,
-    SessionComposition,
     budget_of_turn,
     cache_layout,
-    logged_requests,
-    session_json,
     tool_tokens,
 )
 from lamina.session import LocalSessionStore
@@ -46,7 +49,7 @@ FIRST_MESSAGE = "(the user's first message)"
 """Stands for the user's text: the report is about everything around it."""
 
 
-_TARGETS: dict[str, tuple[RenderTarget, str]] = {  # keyed by `lamina.cli._context.Provider`'s values
+TARGETS: dict[str, tuple[RenderTarget, str]] = {  # keyed by `lamina.cli._context.Provider`'s values
     "anthropic": (AnthropicTarget(model="claude-sonnet-5"), "Anthropic Messages"),
     "openai": (OpenAIChatTarget(model="gpt-5"), "OpenAI Chat Completions"),
     "sdk": (SdkManagedTarget(), "an SDK-managed backend (Claude Agent SDK)"),
@@ -68,7 +71,7 @@ def show_context(
         workspace = WorkspaceContext(path, preset=name, custom_preset=custom_preset, tools=default_tool_specs())
         with _progress(enabled=not as_json) as progress:
             snapshot = workspace.snapshot(progress=progress)
-        target, described = _TARGETS[provider]
+        target, described = TARGETS[provider]
         catalogue = SkillCatalogue(workspace.root)
         sources = find_sources(workspace.root)
         turn, request = _first_turn(workspace, catalogue, target)
@@ -124,17 +127,9 @@ def _tokens(text: str) -> int:
     return DEFAULT_ESTIMATOR.count(text)
 
 
-def _tier(tier: Tier) -> str:
-    return f"{tier.value} {TIER_LABELS[tier]}"
-
-
 def _turn_parts(turn: TurnContext) -> tuple[Part, ...]:
     """Every part of the request, in request order: what the renderers build its blocks from."""
     return turn.parts()
-
-
-def _part_tokens(part: Part) -> int:
-    return part.token_count(DEFAULT_ESTIMATOR)
 
 
 # --- JSON ----------------------------------------------------------------------------------------------
@@ -165,7 +160,7 @@ def _document(
                 "stability": p.stability.value,
                 "authority": p.authority.value,
                 "provenance": p.provenance,
-                "tokens": _part_tokens(p),
+                "tokens": part_tokens(p),
                 "digest": p.digest,
                 **({"text": p.text} if show_text else {}),
             }
@@ -248,14 +243,8 @@ def _print_report(
     print_budget(budget)
 
 
-def _section(title: str, explanation: str, console: Console = out) -> None:
-    console.print()
-    console.print(f"[bold]{title}[/bold]", highlight=False)
-    console.print(f"[dim]{explanation}[/dim]", highlight=False)
-
-
 def _print_parts(turn: TurnContext) -> None:
-    _section(
+    section(
         "Parts",
         "Every part of the request in the order it is sent, with its stability class: stable parts (tool "
         "definitions, rules, project files) form the cached prefix and keep their bytes from turn to turn; "
@@ -274,49 +263,21 @@ def _print_parts(turn: TurnContext) -> None:
         table.add_row(
             str(i),
             safe(part.key),
-            _tier(part.tier),
+            tier_label(part.tier),
             part.stability.value,
             safe(part.provenance),
-            f"{_part_tokens(part):,}",
+            f"{part_tokens(part):,}",
         )
     out.print(table)
     names = ", ".join(t.name for t in turn.tools) or "none"
     total = sum(tool_tokens(t) for t in turn.tools)
-    out.print(f"Tools: {safe(names)} ({total:,} tokens, tier {_tier(Tier.CATALOGUE)})", highlight=False)
+    out.print(f"Tools: {safe(names)} ({total:,} tokens, tier {tier_label(Tier.CATALOGUE)})", highlight=False)
     print_classes(turn.parts())
-
-
-def class_totals(parts: Sequence[Part]) -> list[dict[str, Any]]:
-    """Parts and tokens per stability class, every class present, in `Stability` order."""
-    rows: list[dict[str, Any]] = []
-    for stability in Stability:
-        chosen = [p for p in parts if p.stability is stability]
-        rows.append({"class": stability.value, "parts": len(chosen), "tokens": sum(map(_part_tokens, chosen))})
-    return rows
-
-
-def print_classes(parts: Sequence[Part], console: Console = out) -> None:
-    """Everything the request carries (tool definitions and the conversation too) by stability class."""
-    _section(
-        "Stability classes",
-        "Every part of the request, tool definitions and conversation included: stable (cached prefix), volatile "
-        "(this turn's tail), on_demand (skills, guides and documents the model read), one_shot (sent once), "
-        "compactable (history, tool results and attached files, summarised by a compaction). Counted on each "
-        "part's text (an image or PDF sent as media: the provider's estimate), as the budget is.",
-        console,
-    )
-    table = Table(box=None)
-    table.add_column("class", no_wrap=True)
-    table.add_column("parts", justify="right", no_wrap=True)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    for row in class_totals(parts):
-        table.add_row(row["class"], f"{row['parts']:,}", f"{row['tokens']:,}")
-    console.print(table)
 
 
 def _print_context_files(snapshot: WorkspaceSnapshot) -> None:
     scan = snapshot.scan
-    _section(
+    section(
         "Project context files",
         f"AGENTS.md and CLAUDE.md files, shallowest first ({scan.scanned_dirs:,} folders scanned). The prompt lists "
         "them and tells the agent to read the nearest ones; root files that fit the budget are shown in full.",
@@ -348,7 +309,7 @@ def _print_context_files(snapshot: WorkspaceSnapshot) -> None:
 
 
 def _print_memory_and_preferences(snapshot: WorkspaceSnapshot, workspace: WorkspaceContext) -> None:
-    _section("Memory and preferences", "MEMORY.md at the root (its top is kept) and the user's preferences.")
+    section("Memory and preferences", "MEMORY.md at the root (its top is kept) and the user's preferences.")
     memory = snapshot.memory
     if memory is None:
         out.print("Memory: none (no MEMORY.md at the root)")
@@ -383,7 +344,7 @@ def _print_memory_and_preferences(snapshot: WorkspaceSnapshot, workspace: Worksp
 
 
 def _print_layout(layout: CacheLayout) -> None:
-    _section(
+    section(
         "Cache layout",
         "The request block by block, in the order the provider reads it; 'prefix' counts the tokens up to and "
         "including the block. Cache 'stable': the cached prefix every later turn reads; 'rolling': cached for the "
@@ -412,24 +373,6 @@ def _print_layout(layout: CacheLayout) -> None:
     out.print(table)
     for note in layout.notes:
         out.print(f"- {safe(note)}", highlight=False)
-
-
-def print_budget(budget: BudgetReport, console: Console = out, *, note: str | None = None) -> None:
-    """The budget by tier (also `/context` in `lamina chat`, for the live session's next request)."""
-    _section(
-        "Budget by tier",
-        "The context budget's priority order, rules first, one-shot parts last. Counted on the text of each part"
-        + (note or "; the cache layout counts blocks as sent (JSON), so its total is a little higher."),
-        console,
-    )
-    table = Table(box=None)
-    table.add_column("tier", no_wrap=True)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("spent on", overflow="fold")
-    for tier in budget.tiers:
-        table.add_row(_tier(tier.tier), f"{tier.tokens:,}", safe(", ".join(tier.items)))
-    table.add_row("[bold]total[/bold]", f"[bold]{budget.total:,}[/bold]", "")
-    console.print(table)
 
 
 def _print_texts(turn: TurnContext) -> None:
@@ -467,7 +410,7 @@ def _skills_and_sources_json(skills: SkillScan, sources: SourceScan) -> dict[str
 
 
 def _print_skills_and_sources(skills: SkillScan, sources: SourceScan) -> None:
-    _section(
+    section(
         "Skills and sources",
         "Only the skill catalogue is in the prompt; a \\[skill:name] mention makes the agent read that SKILL.md first. "
         "A source's guide is read on demand before its tools' first use; its tokens are paid only then.",
@@ -486,155 +429,3 @@ def _print_skills_and_sources(skills: SkillScan, sources: SourceScan) -> None:
         out.print(f"  [yellow]skipped source:[/yellow] {safe(str(source_problem))}", highlight=False)
     if not (skills.skills or skills.problems or sources.sources or sources.problems):
         out.print("  none (skills live in .lamina/skills/<name>/SKILL.md, sources in sources/<slug>/)")
-
-
-# --- a stored session's composition ------------------------------------------------------------------------
-
-_KIND_HELP = {
-    "system": "system prompt sections",
-    "tools": "tool definitions",
-    "project": "stable project parts (context files, memory, catalogues)",
-    "defang": "untrusted labels, escapes and quote marks",
-    "volatile": "volatile tails (date, session state, sources)",
-    "one-shot": "one-shot parts (mode changes, stable updates, notices)",
-    "framing": "tool-result framing (line numbers, notes, preview headers)",
-    "tool results": "tool-result content",
-    "tool calls": "the model's tool calls",
-    "history": "the user's messages and the model's text",
-    "summary": "compaction summary and pinned user's words",
-}
-
-
-_GROUPS = (
-    ("system", "tools", "project", "defang"),
-    ("volatile", "one-shot"),
-    ("tool calls", "framing", "tool results"),
-    ("history", "summary"),
-)
-
-
-def show_session(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
-    """The composition of a stored session's requests: tokens per component, per request and summed."""
-    from lamina.cli._store import open_named_store
-
-    try:
-        store = open_named_store(store_root)
-        try:
-            with store.open(session_id, writable=False) as session:
-                path, cwd, data_dir = session.path(), session.info.cwd, session.data_dir
-        finally:
-            store.close()
-        workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".", tools=default_tool_specs())
-        requests = logged_requests(path, tools=workspace.tools, fallback_stable=workspace(), data_dir=str(data_dir))
-    except UsageError as exc:
-        abort(str(exc), 2)
-    except LaminaError as exc:
-        abort(str(exc))
-    total = SessionComposition()
-    for request in requests:
-        total.add(request.composition)
-    if as_json:
-        print_json(
-            {
-                "session": session_id,
-                **session_json(total),
-                "per_request": [
-                    {"request": r.number, "turn": r.turn, "tokens": r.composition.total, **r.composition.by_kind()}
-                    for r in requests
-                ],
-            }
-        )
-        return
-    _print_session(session_id, requests, total)
-
-
-def show_session_budget(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
-    """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
-    from lamina.cli._session import stored_session_engine
-    from lamina.cli._store import open_named_store
-    from lamina.reports import NEXT_MESSAGE
-
-    try:
-        store = open_named_store(store_root)
-        try:
-            with store.open(session_id, writable=False) as session:
-                engine = stored_session_engine(session)
-                turn = engine.preview_turn(NEXT_MESSAGE)
-                attachments = engine.attachment_blocks(_TARGETS["anthropic"][0])  # as `lamina context` renders
-                parts = turn.parts(attachments=attachments)
-                budget = budget_of_turn(turn, attachments=attachments)
-        finally:
-            store.close()
-    except UsageError as exc:
-        abort(str(exc), 2)
-    except LaminaError as exc:
-        abort(str(exc))
-    if as_json:
-        print_json({"session": session_id, **budget_json(budget), "stability_classes": class_totals(parts)})
-        return
-    out.print(f"[bold]Budget of the next request of session {safe(session_id)}[/bold]", highlight=False)
-    print_budget(budget, note=f", with {safe(NEXT_MESSAGE)} standing for the user's message.")
-    print_classes(parts)
-
-
-def budget_json(budget: BudgetReport) -> dict[str, Any]:
-    """The budget by tier as `lamina context --json` and `lamina sessions budget --json` print it."""
-    return {
-        "tiers": [
-            {"tier": int(t.tier), "name": TIER_LABELS[t.tier], "tokens": t.tokens, "items": t.items}
-            for t in budget.tiers
-        ],
-        "total_tokens": budget.total,
-    }
-
-
-def _print_session(session_id: str, requests: list[LoggedRequest], total: SessionComposition) -> None:
-    out.print(f"[bold]Request composition of session {safe(session_id)}[/bold]", highlight=False)
-    out.print(
-        f"{total.requests:,} model requests, {total.mean_request_tokens:,.0f} tokens each on average, "
-        f"{total.first_request_tokens:,} in the first; {total.total:,} tokens sent in all. Tokens are estimates of "
-        "the text (the JSON sent is a little larger); tool definitions are this Lamina's (the log does not keep "
-        "them).",
-        highlight=False,
-    )
-    if not requests:
-        return
-    _section(
-        "By kind",
-        "Every token of a request counts in one kind. 'first' is the first request, 'all' the sum over every "
-        "request (a part sent in 30 requests counts 30 times: that is what the provider reads).",
-    )
-    first, whole = requests[0].composition.by_kind(), total.by_kind()
-    table = Table(box=None)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("what", overflow="fold")
-    table.add_column("first", justify="right", no_wrap=True)
-    table.add_column("all", justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
-    for kind in KINDS:
-        share = whole[kind] / total.total if total.total else 0.0
-        table.add_row(kind, _KIND_HELP[kind], f"{first[kind]:,}", f"{whole[kind]:,}", f"{share:.1%}")
-    out.print(table)
-    _section("Components", "Each component over the session, largest first, and its tokens in the first request.")
-    table = Table(box=None)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("component", overflow="fold")
-    table.add_column("first", justify="right", no_wrap=True)
-    table.add_column("all", justify="right", no_wrap=True)
-    for c in total.top(len(total.totals)):
-        table.add_row(c.kind, safe(c.name), f"{total.first.get((c.kind, c.name), 0):,}", f"{c.tokens:,}")
-    out.print(table)
-    _section(
-        "Per request",
-        "Tokens of each request: the stable prefix (system, tools, project parts and their labels), the tails "
-        "(volatile and one-shot parts), tools (calls, results and their framing) and the conversation's text "
-        "(messages, summary).",
-    )
-    table = Table(box=None)
-    for column in ("#", "turn", "total", "stable", "tails", "tools", "text"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for r in requests:
-        kinds = r.composition.by_kind()
-        groups = [sum(kinds[k] for k in group) for group in _GROUPS]
-        table.add_row(str(r.number), str(r.turn), f"{r.composition.total:,}", *(f"{g:,}" for g in groups))
-    out.print(table)

@@ -137,9 +137,7 @@ def _show_context(workspace: Path) -> None:
         out.width = width
 
 
-async def _session(
-    store: SessionStore, workspace: Path, provider: ScriptedProvider
-) -> list[tuple[str, TurnOutcome]]:
+async def _session(store: SessionStore, workspace: Path, provider: ScriptedProvider) -> list[tuple[str, TurnOutcome]]:
     rows: list[tuple[str, TurnOutcome]] = []
 
     async def turn(agent: Agent, label: str, text: str) -> None:

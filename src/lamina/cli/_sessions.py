@@ -342,7 +342,7 @@ def budget(
     as_json: JsonOption = False,
 ) -> None:
     """The budget by tier of a session's next request, as `lamina context` shows it for a new one."""
-    from lamina.cli._context_report import show_session_budget
+    from lamina.cli._session_report import show_session_budget
 
     show_session_budget((ctx.find_root().obj or {}).get("store"), session_id, as_json=as_json)
 

@@ -1,35 +1,23 @@
 """One Lamina session driven by another framework's loop (I/O: the session store, the clock).
 
-`LaminaThread` is what every integration shares: a session of Lamina's store and the
-`ContextEngine` over it, seen through the framework's own messages. The framework keeps its loop
-and its message types; Lamina keeps the durable log, the turn context (stable parts, the volatile
-tail, one-shot parts), compaction with the user's words lane, and defanging. Each framework
-message is logged twice, side by side: as Lamina's typed entries (user and assistant messages,
-tool calls and results, which compaction, the lane and the ledger read) and, right after them,
-as one `Custom` entry holding the framework's message exactly as it was given (its *twin*), which
-is what the integration hands back to the framework. Removing a message (a framework's `pop`
-or `clear`) moves the session's leaf back: the log keeps every entry.
+`LaminaThread` is what every integration shares: a session of Lamina's store and its
+`ContextEngine`, seen through the framework's own messages. Each framework message is logged as
+Lamina's typed entries, then as one `Custom` entry holding it as given (its *twin*); removing a
+message moves the session's leaf back (the log keeps every entry). See docs/integrations.md.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
-from lamina.compaction import (
-    DEFAULT_KEEP_TOKENS,
-    DEFAULT_RESERVE,
-    DEFAULT_USER_LANE_TOKENS,
-    DeterministicSummariser,
-    Summariser,
-    should_compact,
-)
+from lamina.compaction import should_compact
 from lamina.context import Authority, Part, SafeText, Stability, Tier, TurnContext
 from lamina.defang import render_block, trusted
 from lamina.engine import CompactionOutcome, ContextEngine, StableSource
+from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions, thread_options
 from lamina.session import (
     AssistantMessage,
     Custom,
@@ -45,22 +33,6 @@ from lamina.session import (
 _CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
 ROOT_ENTRY = "lamina.integration"
 """The name of the first entry of a session made by an integration (a `clear` moves the leaf back to it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionPolicy:
-    """When and how an integration compacts: Lamina's compaction, triggered by the estimated context size."""
-
-    context_window: int = 128_000
-    """The model's context window, in tokens."""
-    reserve: int = DEFAULT_RESERVE
-    """Compact when fewer tokens than this are left free in the window."""
-    keep_tokens: int = DEFAULT_KEEP_TOKENS
-    """Tokens of recent history kept verbatim."""
-    user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS
-    """Tokens of the user's own earlier messages shown verbatim after the summary."""
-    summariser: Summariser = field(default_factory=DeterministicSummariser)
-    """Writes the summary; by default the deterministic one (no model call)."""
 
 
 RULES = Part(
@@ -130,24 +102,33 @@ class LaminaThread:
         store: SessionStore,
         session_id: str | None = None,
         *,
-        workspace: Path | None = None,
-        stable_source: StableSource | None = None,
-        time_zone: str = "UTC",
-        compaction: CompactionPolicy | None = None,
-        clock: Callable[[], float] = time.time,
+        options: ThreadOptions | None = None,
         title: str = "",
+        **keywords: Unpack[ThreadKeywords],
     ) -> LaminaThread:
-        """A thread on session `session_id` of `store` (resumed), or on a new session.
+        """A thread on session `session_id` of `store` (resumed), or on a new session titled `title`.
 
-        `stable_source` gives the stable parts (default: `project_parts(workspace)` when a
-        workspace is given, else `RULES` alone).
+        Args:
+            store: The session store.
+            session_id: The session to resume; None makes a new one.
+            options: How the session is set up (default: `ThreadOptions()`).
+            title: The title of a new session.
+            **keywords: Fields of `ThreadOptions`, overriding those of `options`.
         """
+        chosen = thread_options(options, **keywords)
+        workspace = chosen.workspace
         session = (
             store.open(session_id) if session_id else store.create(cwd=str(workspace) if workspace else "", title=title)
         )
-        source = stable_source or (project_parts(workspace) if workspace is not None else _rules_only)
+        source = chosen.stable_source or (project_parts(workspace) if workspace is not None else _rules_only)
         try:
-            return cls(session, stable_source=source, time_zone=time_zone, compaction=compaction, clock=clock)
+            return cls(
+                session,
+                stable_source=source,
+                time_zone=chosen.time_zone,
+                compaction=chosen.compaction,
+                clock=chosen.clock,
+            )
         except BaseException:
             session.close()
             raise

@@ -1,26 +1,9 @@
 """Lamina inside LangGraph: a checkpointer on Lamina's store, and the model input placed by Lamina (I/O: the store).
 
-`pip install 'lamina[langgraph]'`. Which extension point, and why: a **checkpointer**
-(`BaseCheckpointSaver`), not a message reducer. A reducer is a pure function the graph calls to
-merge state updates: it has no session, no I/O and no moment "before the model call", so it can
-neither make the history durable nor place context for a request. The checkpointer is where
-LangGraph hands over durability, one thread at a time, which is what a Lamina session is; and the
-model input is built where the graph calls its model, so `LaminaCheckpointSaver.model_input`
-is called there (a model node, or a prebuilt agent's pre-model hook). The graph's state keeps
-every message, as Lamina's log does; only what the model is sent gets shorter after a compaction.
-
-- Each LangGraph thread is one Lamina session, and its thread id is the session id
-  (`saver.new_thread()` makes one). Every checkpoint and every pending write is appended to the
-  session's log (serialised by the saver's `serde`, as `Custom` entries) at once, and the log is
-  fsynced at the checkpoint that ends a turn (the model answered without calling a tool), the
-  group commit of Lamina's own loop; opening a thread replays them into the in-memory index that `InMemorySaver`
-  reads, so `get_tuple`, `list` and their async twins answer exactly as it does.
-- `model_input(config, messages)` logs the new messages as Lamina's typed entries (building each
-  human message's turn context once), compacts with Lamina's compaction (summary, the user's
-  words lane) when a new turn starts above the threshold, and returns the messages to send:
-  a system message with the stable parts of system authority, the stable project parts, the
-  summary and the lane after a compaction, then the messages in view, each human message ending
-  with the tail it was first sent with, tool messages neutralised (`lamina.defang.neutralise`).
+`pip install 'lamina[langgraph]'`. A checkpointer, not a message reducer (a reducer has no
+session, no I/O and no moment before the model call): each LangGraph thread is one Lamina
+session, its checkpoints and pending writes appended to the log, and `model_input` is the
+placement, called where the graph calls its model. Why, and the details: docs/integrations.md.
 """
 
 from __future__ import annotations
@@ -28,10 +11,8 @@ from __future__ import annotations
 import base64
 import builtins
 import threading
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -40,9 +21,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
-from lamina.engine import StableSource
 from lamina.errors import SessionNotFoundError, UsageError
-from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions, thread_options
+from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult
 
 CHECKPOINT = "langgraph.checkpoint"
@@ -75,24 +56,18 @@ class LaminaCheckpointSaver(InMemorySaver):
     """A LangGraph checkpointer whose store is Lamina's session log (one session per thread)."""
 
     def __init__(
-        self,
-        store: SessionStore,
-        *,
-        workspace: Path | None = None,
-        stable_source: StableSource | None = None,
-        time_zone: str = "UTC",
-        compaction: CompactionPolicy | None = None,
-        clock: Callable[[], float] = time.time,
+        self, store: SessionStore, *, options: ThreadOptions | None = None, **keywords: Unpack[ThreadKeywords]
     ) -> None:
+        """A checkpointer on `store`; each thread's Lamina session is set up by `options`.
+
+        Args:
+            store: The Lamina session store.
+            options: How each thread's Lamina session is set up (default: `ThreadOptions()`).
+            **keywords: Fields of `ThreadOptions`, overriding those of `options`.
+        """
         super().__init__()
         self.store = store
-        self._options: dict[str, Any] = {
-            "workspace": workspace,
-            "stable_source": stable_source,
-            "time_zone": time_zone,
-            "compaction": compaction,
-            "clock": clock,
-        }
+        self.options = thread_options(options, **keywords)
         self._threads: dict[str, LaminaThread] = {}
         self._turns: dict[str, TurnContext] = {}
         self._replaying = False
@@ -108,7 +83,7 @@ class LaminaCheckpointSaver(InMemorySaver):
             return self._new_thread()
 
     def _new_thread(self) -> str:
-        thread = LaminaThread.open(self.store, **self._options, title="langgraph")
+        thread = LaminaThread.open(self.store, options=self.options, title="langgraph")
         self._threads[thread.id] = thread
         return thread.id
 
@@ -126,7 +101,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         if found is not None:
             return found
         try:
-            opened = LaminaThread.open(self.store, thread_id, **self._options)
+            opened = LaminaThread.open(self.store, thread_id, options=self.options)
         except SessionNotFoundError:
             raise UsageError(
                 f"thread_id {thread_id!r}: no such session in the store; make threads with new_thread()"
@@ -166,6 +141,7 @@ class LaminaCheckpointSaver(InMemorySaver):
     # -- the checkpointer ------------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> Any:
+        """The checkpoint `config` names (its thread's latest without a `checkpoint_id`), as `InMemorySaver` answers."""
         with self._lock:
             self._thread(str(config["configurable"]["thread_id"]))
             return super().get_tuple(config)
@@ -178,6 +154,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Any:
+        """The checkpoints matching `config`, `filter`, `before` and `limit`, newest first (as `InMemorySaver`)."""
         with self._lock:
             if config is not None:
                 self._thread(str(config["configurable"]["thread_id"]))
@@ -351,4 +328,4 @@ def _run(coroutine: Any) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-__all__ = ["CHECKPOINT", "MESSAGE", "WRITES", "CompactionPolicy", "LaminaCheckpointSaver"]
+__all__ = ["CHECKPOINT", "MESSAGE", "WRITES", "CompactionPolicy", "LaminaCheckpointSaver", "ThreadOptions"]

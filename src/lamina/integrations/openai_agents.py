@@ -1,41 +1,24 @@
 """Lamina inside the OpenAI Agents SDK: a `Session` on Lamina's store and Lamina's placement (I/O: the store).
 
-`pip install 'lamina[openai-agents]'`. Two pieces, used together:
-
-- `LaminaSession` implements the SDK's `Session` protocol (`get_items`, `add_items`,
-  `pop_item`, `clear_session`) on a Lamina session: every item is appended to the durable log,
-  as Lamina's typed entries (user and assistant messages, tool calls and results) and as the
-  item exactly as the SDK gave it, which is what `get_items` returns. `pop_item` and
-  `clear_session` move the session's leaf back; the log keeps every entry.
-- `LaminaSession.place` is a `RunConfig.call_model_input_filter` (`session.run_config()` sets
-  it): before every model call it renders the session's provider view the way Lamina places
-  context for the Responses API. Instructions start with the stable parts that have system
-  authority, then the agent's own instructions; the input starts with the stable project parts
-  (user role), then the compaction summary and the user's words lane after a compaction, then
-  the history, each user message carrying again the tail (volatile and one-shot parts) it was
-  first sent with, and the current user message ending with this turn's tail. Tool outputs
-  are neutralised (`lamina.defang.neutralise`). When the estimate crosses the compaction threshold,
-  Lamina's compaction runs first, and the request carries the summary and the kept items.
-
-The SDK's tools and handoffs work unchanged: a handoff is a function call and its output, logged
-like any tool call; the agent's instructions are taken at every call, so each agent of a
-handoff keeps its own.
+`pip install 'lamina[openai-agents]'`. `LaminaSession` implements the SDK's `Session` protocol
+on a durable Lamina session, and `LaminaSession.place` (set by `session.run_config()`) is the
+runner's model-input filter: Lamina's placement, defanging and compaction before every model
+call. See docs/integrations.md.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
-from lamina.engine import CompactionOutcome, StableSource
+from lamina.engine import CompactionOutcome
 from lamina.errors import UsageError
-from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
+from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, Custom, Entry, SessionStore, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:
@@ -111,24 +94,20 @@ class LaminaSession:
         store: SessionStore,
         session_id: str | None = None,
         *,
-        workspace: Path | None = None,
-        stable_source: StableSource | None = None,
-        time_zone: str = "UTC",
-        compaction: CompactionPolicy | None = None,
+        options: ThreadOptions | None = None,
         session_settings: SessionSettings | None = None,
-        clock: Callable[[], float] = time.time,
+        **keywords: Unpack[ThreadKeywords],
     ) -> LaminaSession:
-        """A session on `store`: session `session_id` resumed, or a new one (its id is `session_id` after)."""
-        thread = LaminaThread.open(
-            store,
-            session_id,
-            workspace=workspace,
-            stable_source=stable_source,
-            time_zone=time_zone,
-            compaction=compaction,
-            clock=clock,
-            title="openai-agents",
-        )
+        """A session on `store`: session `session_id` resumed, or a new one (its id is `session_id` after).
+
+        Args:
+            store: The Lamina session store.
+            session_id: The session to resume; None makes a new one.
+            options: How the Lamina session is set up (default: `ThreadOptions()`).
+            session_settings: The SDK's session settings (`limit` for `get_items`).
+            **keywords: Fields of `ThreadOptions`, overriding those of `options`.
+        """
+        thread = LaminaThread.open(store, session_id, options=options, title="openai-agents", **keywords)
         return cls(thread, session_settings=session_settings)
 
     def close(self) -> None:
@@ -323,4 +302,4 @@ def _unsaved(given: Sequence[_Item], saved: Sequence[_Item]) -> list[_Item]:
     return []
 
 
-__all__ = ["ITEM", "CompactionPolicy", "LaminaSession"]
+__all__ = ["ITEM", "CompactionPolicy", "LaminaSession", "ThreadOptions"]

@@ -1,32 +1,18 @@
 """Lamina inside pydantic-ai: a history processor and an instructions function on a Lamina session (I/O: the store).
 
-`pip install 'lamina[pydantic-ai]'`. `LaminaHistory` gives a pydantic-ai `Agent`:
-
-- `history.instructions`, an instructions function: the stable parts with system authority;
-- `history.capability()`, a `ProcessHistory` capability around `history.process`, the history
-  processor run before every model request. It logs every new message to the durable Lamina
-  session (typed entries, then the message as sent), builds each user prompt's turn context once
-  and ends that request with the turn's tail (volatile and one-shot parts), neutralises tool
-  returns (`lamina.defang.neutralise`), compacts with Lamina's compaction (the summary and the user's
-  words lane) when a new turn starts above the threshold, and puts the stable project parts and,
-  after a compaction, the summary and the lane in a first request (marked
-  `metadata={"lamina": "head"}`, rebuilt on every call, never logged);
-- `history.messages()`, the history to pass as `message_history` to continue the session,
-  in this process or another one.
-
-pydantic-ai keeps what a history processor returns as the run's history, so a message is logged
-exactly as the model was sent it, tail and neutralised tool returns included.
+`pip install 'lamina[pydantic-ai]'`. `LaminaHistory` gives an `Agent` its instructions function,
+a capability that logs, places, defangs and compacts before every model request, and the
+history to continue with (`history.messages()`). pydantic-ai keeps what the processor returns,
+so a message is logged exactly as the model was sent it. See docs/integrations.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
@@ -45,8 +31,9 @@ from pydantic_ai.tools import RunContext
 
 from lamina.context import TurnContext
 from lamina.defang import neutralise
-from lamina.engine import CompactionOutcome, StableSource
-from lamina.integrations._thread import CompactionPolicy, LaminaThread
+from lamina.engine import CompactionOutcome
+from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
+from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, SessionStore, ToolCall, ToolResult
 
 MESSAGE = "pydantic_ai.message"
@@ -79,6 +66,7 @@ class LaminaHistory:
     """A pydantic-ai agent's message history on a Lamina session: placement, defanging, compaction, the log."""
 
     def __init__(self, thread: LaminaThread) -> None:
+        """The history of `thread`'s session (`LaminaHistory.open` opens the thread)."""
         self.thread = thread
         self._turn: TurnContext | None = None
         self._head_texts: set[str] = set()
@@ -93,30 +81,26 @@ class LaminaHistory:
         store: SessionStore,
         session_id: str | None = None,
         *,
-        workspace: Path | None = None,
-        stable_source: StableSource | None = None,
-        time_zone: str = "UTC",
-        compaction: CompactionPolicy | None = None,
-        clock: Callable[[], float] = time.time,
+        options: ThreadOptions | None = None,
+        **keywords: Unpack[ThreadKeywords],
     ) -> LaminaHistory:
-        """The history of session `session_id` of `store` (resumed), or of a new session."""
-        thread = LaminaThread.open(
-            store,
-            session_id,
-            workspace=workspace,
-            stable_source=stable_source,
-            time_zone=time_zone,
-            compaction=compaction,
-            clock=clock,
-            title="pydantic-ai",
-        )
-        return cls(thread)
+        """The history of session `session_id` of `store` (resumed), or of a new session.
+
+        Args:
+            store: The Lamina session store.
+            session_id: The session to resume; None makes a new one.
+            options: How the Lamina session is set up (default: `ThreadOptions()`).
+            **keywords: Fields of `ThreadOptions`, overriding those of `options`.
+        """
+        return cls(LaminaThread.open(store, session_id, options=options, title="pydantic-ai", **keywords))
 
     @property
     def session_id(self) -> str:
+        """The Lamina session's id (pass it to `open` to resume)."""
         return self.thread.id
 
     def close(self) -> None:
+        """Flush and close the Lamina session (releases its writer lock)."""
         self.thread.close()
 
     def messages(self) -> list[ModelMessage]:
@@ -246,11 +230,13 @@ class LaminaCapability(AbstractCapability[Any]):
     history: LaminaHistory
 
     def get_instructions(self) -> Callable[[RunContext[Any] | None], str]:
+        """`LaminaHistory.instructions`: the stable parts with system authority."""
         return self.history.instructions
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
+        """Run `LaminaHistory.process` on the request's messages; they become the run's history too."""
         messages = await self.history.process(ctx, list(request_context.messages))
         request_context.messages = messages.copy()
         ctx.messages[:] = messages  # pydantic-ai keeps the processed history as the run's history
@@ -259,12 +245,14 @@ class LaminaCapability(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
+        """Log the model's response as it arrives (`LaminaHistory.log_response`)."""
         self.history.log_response(response)
         return response
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
-        return None  # holds a live session: not serialisable
+        """None: the capability holds a live session, so it is not serialisable."""
+        return None
 
 
 def _replace(obj: Any, **changes: Any) -> Any:
@@ -276,4 +264,4 @@ def messages_of(history: Sequence[ModelMessage]) -> list[ModelMessage]:
     return [m for m in history if not (isinstance(m, ModelRequest) and m.metadata == HEAD)]
 
 
-__all__ = ["HEAD", "MESSAGE", "CompactionPolicy", "LaminaCapability", "LaminaHistory", "messages_of"]
+__all__ = ["HEAD", "MESSAGE", "CompactionPolicy", "LaminaCapability", "LaminaHistory", "ThreadOptions", "messages_of"]

@@ -1,0 +1,88 @@
+"""The tables `lamina context`, `lamina sessions budget` and `/context` share: tiers, classes (I/O: the console)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from lamina.cli._console import out, safe
+from lamina.context import Part, Stability, Tier
+from lamina.reports import TIER_LABELS, BudgetReport
+from lamina.tokens import DEFAULT_ESTIMATOR
+
+
+def tier_label(tier: Tier) -> str:
+    """A tier as the reports show it: its number and label."""
+    return f"{tier.value} {TIER_LABELS[tier]}"
+
+
+def part_tokens(part: Part) -> int:
+    """The estimated tokens of a part's text."""
+    return part.token_count(DEFAULT_ESTIMATOR)
+
+
+def section(title: str, explanation: str, console: Console = out) -> None:
+    """A report section's heading: a blank line, the title in bold, the explanation dimmed."""
+    console.print()
+    console.print(f"[bold]{title}[/bold]", highlight=False)
+    console.print(f"[dim]{explanation}[/dim]", highlight=False)
+
+
+def class_totals(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """Parts and tokens per stability class, every class present, in `Stability` order."""
+    rows: list[dict[str, Any]] = []
+    for stability in Stability:
+        chosen = [p for p in parts if p.stability is stability]
+        rows.append({"class": stability.value, "parts": len(chosen), "tokens": sum(map(part_tokens, chosen))})
+    return rows
+
+
+def print_classes(parts: Sequence[Part], console: Console = out) -> None:
+    """Everything the request carries (tool definitions and the conversation too) by stability class."""
+    section(
+        "Stability classes",
+        "Every part of the request, tool definitions and conversation included: stable (cached prefix), volatile "
+        "(this turn's tail), on_demand (skills, guides and documents the model read), one_shot (sent once), "
+        "compactable (history, tool results and attached files, summarised by a compaction). Counted on each "
+        "part's text (an image or PDF sent as media: the provider's estimate), as the budget is.",
+        console,
+    )
+    table = Table(box=None)
+    table.add_column("class", no_wrap=True)
+    table.add_column("parts", justify="right", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    for row in class_totals(parts):
+        table.add_row(row["class"], f"{row['parts']:,}", f"{row['tokens']:,}")
+    console.print(table)
+
+
+def print_budget(budget: BudgetReport, console: Console = out, *, note: str | None = None) -> None:
+    """The budget by tier (also `/context` in `lamina chat`, for the live session's next request)."""
+    section(
+        "Budget by tier",
+        "The context budget's priority order, rules first, one-shot parts last. Counted on the text of each part"
+        + (note or "; the cache layout counts blocks as sent (JSON), so its total is a little higher."),
+        console,
+    )
+    table = Table(box=None)
+    table.add_column("tier", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("spent on", overflow="fold")
+    for tier in budget.tiers:
+        table.add_row(tier_label(tier.tier), f"{tier.tokens:,}", safe(", ".join(tier.items)))
+    table.add_row("[bold]total[/bold]", f"[bold]{budget.total:,}[/bold]", "")
+    console.print(table)
+
+
+def budget_json(budget: BudgetReport) -> dict[str, Any]:
+    """The budget by tier as `lamina context --json` and `lamina sessions budget --json` print it."""
+    return {
+        "tiers": [
+            {"tier": int(t.tier), "name": TIER_LABELS[t.tier], "tokens": t.tokens, "items": t.items}
+            for t in budget.tiers
+        ],
+        "total_tokens": budget.total,
+    }
