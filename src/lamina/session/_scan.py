@@ -1,15 +1,6 @@
 """Decoding log bytes into entries, with torn and corrupt lines reported, never skipped silently (pure).
 
-The fast path decodes a whole chunk of the log in one typed msgspec call (`decode_lines`) and
-accepts it only when its lines are canonical: each line is exactly the encoding of the one entry it
-decodes to (written by this code: no duplicate keys, no unknown fields, no odd spacing). That is
-proved by re-encoding the entries and comparing the bytes, or, for the part of the log a
-`Canonical` record covers, by the CRC-32 of those bytes: the record names a prefix whose lines were
-proved canonical when they were written (or by an earlier full load), so bytes with the same CRC-32
-are those lines; those lines are decoded in one call, while their CRC-32 is worked out on a second
-thread beside it (no I/O: the bytes are already in memory). Anything else (a torn tail, a corrupt
-line, an entry of a newer type or version, a hand-edited line) sends its chunk to decoding line by
-line, which reports each problem with its line number and byte offset.
+Described in docs/session-log.md ("Decoding the log").
 """
 
 from __future__ import annotations
