@@ -66,7 +66,7 @@ def _is_none_word(text: str) -> bool:
 
 
 def _paragraph(text: str) -> list[str]:
-    """Lines of free text; a line that could read as a heading or an escape gets a `\\` first."""
+    r"""Lines of free text; a line that could read as a heading or an escape gets a `\` first."""
     if not text:
         return [_NONE]
     lines = text.split("\n")
@@ -77,7 +77,7 @@ def _paragraph(text: str) -> list[str]:
 
 
 def _items(items: Sequence[str]) -> list[str]:
-    """`- first line`, then `  further line`; a first line that could read as empty gets a `\\` first."""
+    r"""`- first line`, then `  further line`; a first line that could read as empty gets a `\` first."""
     if not items:
         return [f"- {_NONE}"]
     lines: list[str] = []

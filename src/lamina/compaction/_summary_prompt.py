@@ -71,8 +71,10 @@ _PREFIX_NOTE: Final = (
 
 
 def _whole(text: str) -> int:
-    """A `max_chars` no neutralisation can exceed, so `defang` cuts nothing (an escape is at most
-    10 characters, a quote prefix 9)."""
+    """A `max_chars` no neutralisation can exceed, so `defang` cuts nothing.
+
+    An escape is at most 10 characters, a quote prefix 9.
+    """
     return 20 * len(text) + 16
 
 

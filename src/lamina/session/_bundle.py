@@ -124,8 +124,10 @@ def _log_bytes(log: Path) -> bytes:
 
 @runtime_checkable
 class EntryImporter(Protocol):
-    """A store that takes a whole session's entries at once (the PostgreSQL store): what an import needs
-    from a store that is not the JSONL one."""
+    """A store that takes a whole session's entries at once (the PostgreSQL store).
+
+    It is what an import needs from a store that is not the JSONL one.
+    """
 
     def new_session_id(self) -> str: ...
     def files_dir_of(self, session_id: str) -> Path: ...
@@ -305,8 +307,10 @@ def _exists(store: SessionStore, session_id: str) -> bool:
 def _entries_to_install(
     checked: Checked, bundle: Path, pairs: list[tuple[str, str]], now: float
 ) -> tuple[bytes, list[LogEntry], str | None, str | None]:
-    """The remapped log and its entries, with the transfer summary appended as a hidden one-shot
-    when no provider transcript came along; and the leaf and the summary's outbox id."""
+    """The remapped log and its entries, with the leaf and the transfer summary's outbox id.
+
+    The transfer summary is appended as a hidden one-shot when no provider transcript came along.
+    """
     manifest = checked.manifest
     log = _remap(checked.log, pairs)
     scan = scan_log(log, base_offset=0, first_line=1)
@@ -347,8 +351,10 @@ def _install_entries(
     keep_id: bool,
     clock: Callable[[], float],
 ) -> ImportResult:
-    """Write the session's files into the store's folder for it, then hand the entries to the store,
-    which commits the session and all its entries at once (nothing half-made is ever listed)."""
+    """Write the session's files into the store's folder for it, then hand the entries to the store.
+
+    The store commits the session and all its entries at once (nothing half-made is ever listed).
+    """
     manifest = checked.manifest
     now = clock()
     session_id = manifest.session_id if keep_id else store.new_session_id()
@@ -386,8 +392,11 @@ def _install_entries(
 def _write_members(
     files: FileLayer, zf: zipfile.ZipFile, bundle: Path, checked: Checked, folder: Path, *, existing: set[Path]
 ) -> int:
-    """Write the bundle's session files (not its log or metadata) under `folder`, each durable with its
-    folder; returns the bytes written."""
+    """Write the bundle's session files (not its log or metadata) under `folder`, each durable with its folder.
+
+    Returns:
+        The bytes written.
+    """
     made = {folder, *existing}
     listed = {f.path: f for f in checked.manifest.files}
     written = 0

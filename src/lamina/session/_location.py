@@ -108,8 +108,11 @@ def _check_postgres_url(url: str, setting: str) -> None:
 
 
 def _libpq_problem(url: str) -> str | None:
-    """What libpq's own parser says about the URL the store would connect with; None when it reads it,
-    or when the driver is missing (`open_store` says so)."""
+    """What libpq's own parser says about the URL the store would connect with.
+
+    Returns:
+        The problem; None when libpq reads the URL, or when the driver is missing (`open_store` says so).
+    """
     try:
         from psycopg import ProgrammingError
         from psycopg.conninfo import conninfo_to_dict

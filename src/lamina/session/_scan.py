@@ -303,8 +303,10 @@ def _line_at(data: Log, start: int, pos: int, first_line: int | None) -> int | N
 def _trusted_lines(
     data: Log, view: memoryview, start: int, complete: int, base_offset: int, canonical: Canonical
 ) -> tuple[int, LogScan | None]:
-    """Where the lines the canonical record covers end in `data` (0: nowhere, the CRC-32 does not match),
-    and those lines decoded in one typed call (None: they are not all entries this version knows).
+    """The lines the canonical record covers, found and decoded in one typed call.
+
+    Returns where they end in `data` (0: nowhere, the CRC-32 does not match), and those lines
+    decoded (None: they are not all entries this version knows).
 
     The lines are decoded while their CRC-32 is worked out beside the decode (zlib lets go of the
     interpreter lock), and the decode is kept only once the CRC-32 matches.
@@ -370,8 +372,11 @@ def _scan_parts(
     *,
     begin: int | None = None,
 ) -> list[tuple[LogScan, int]]:
-    """Each chunk of whole lines from `begin` (default `start`, where line `first_line` starts) decoded
-    (fast, or line by line where it is not canonical), and where it starts."""
+    """Each chunk of whole lines from `begin` decoded, and where it starts.
+
+    `begin` defaults to `start`, where line `first_line` starts; a chunk is decoded fast, or line by
+    line where it is not canonical.
+    """
     parts: list[tuple[LogScan, int]] = []
     pos = start if begin is None else begin
     while pos < complete:

@@ -287,8 +287,9 @@ class LocalSessionStore:
         return forked
 
     def _carry_files(self, source: Path, target: Path) -> None:
-        """The files the copied entries may point at (attachments, offloaded output, the user's-words
-        archive, plans), made durable before the entries that reference them are written.
+        """The files the copied entries may point at, made durable before the entries that reference them are written.
+
+        They are the attachments, offloaded output, the user's-words archive and plans.
 
         Attachments and data files are written once and never changed, so they are hard-linked
         (copied where links are refused); plans may be edited later, so they are copied.

@@ -146,7 +146,8 @@ class LostLine:
 def find_broken_links(order: Sequence[LogEntry], ids: list[str] | None = None) -> list[int]:
     """Indices of entries whose parent is not an earlier entry of `order` (one pass, no lookups by walk).
 
-    `ids` is the ids of `order`, when the caller has them already."""
+    `ids` is the ids of `order`, when the caller has them already.
+    """
     if ids is None:
         ids = list(map(_ID, order))
     parents = list(map(_PARENT, order))
