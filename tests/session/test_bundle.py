@@ -30,7 +30,7 @@ from lamina.session import (
     export_session,
     import_session,
 )
-from lamina.session._bundle import BundleManifest
+from lamina.session._bundle_manifest import BundleManifest
 from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import anthropic_provider
 from tests.wire.script import Reply

@@ -19,6 +19,7 @@ from lamina.compaction._cut import (
     freed_enough,
     should_compact,
 )
+from lamina.compaction._deterministic import DEFAULT_MAX_SUMMARY_CHARS, deterministic_summary, turn_prefix_item
 from lamina.compaction._lane import (
     DEFAULT_PASTE_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
@@ -46,14 +47,8 @@ from lamina.compaction._prune import (
     prune_floor,
     pruned_note,
 )
-from lamina.compaction._summary import (
-    DEFAULT_MAX_SUMMARY_CHARS,
-    StructuredSummary,
-    deterministic_summary,
-    parse_summary,
-    summary_prompt,
-    turn_prefix_item,
-)
+from lamina.compaction._summary import StructuredSummary, parse_summary
+from lamina.compaction._summary_prompt import summary_prompt
 
 if TYPE_CHECKING:
     from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser, SummaryResult

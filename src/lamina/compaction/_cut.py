@@ -1,16 +1,6 @@
 """Where a compaction cuts the provider view, and when compaction is due (pure).
 
-A compaction replaces the older part of the provider view with a summary and keeps the recent
-part verbatim. `find_cut_point` chooses the first entry kept. A cut may fall only before a
-`UserMessage` or before an `AssistantMessage`, and never between a tool call and its results: a
-call whose result comes after the cut (a parallel batch included) rules out every cut between
-them. The latest user request is always kept. Non-conversation entries (state changes, outbox
-records, turn records, labels, custom and unknown entries) never decide a cut: those just before
-the chosen entry are kept with it, so a state change stays before the request it preceded; a turn
-record always stays with the user message it follows.
-
-Tokens are counted per entry with one `TokenEstimator` (`entry_tokens`), the same way callers
-and tests measure them.
+Described in docs/compaction.md ("Where to cut, and when").
 """
 
 from __future__ import annotations

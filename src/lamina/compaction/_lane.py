@@ -1,23 +1,6 @@
 """The user's words lane: the user's own messages, verbatim, after every compaction summary (pure).
 
-Deciding which sentences of the user state a rule cannot be made right (preferences, facts that
-act as constraints, commands, other languages, retractions), so nothing is classified: every
-message the user typed in a summarised part of the session is kept, with its turn number and
-time, and shown after the summary oldest to newest, so a later message visibly overrides an
-earlier one. Only what the user typed counts (`UserMessage.typed`), never tool output, assistant
-text, attachments, skill text or the messages Lamina writes in the user's role (a plan's execution
-message and its continuation; of a rejection, only the user's feedback): a turn Lamina wrote keeps
-its number, so the numbers still count the session's turns.
-
-`update_lane` folds the user messages of the newly summarised entries into the previous lane:
-the lane carries over from compaction to compaction and keeps the newest messages that fit its
-token budget (`DEFAULT_USER_LANE_TOKENS`); a message longer than `paste_tokens` (a paste) is kept
-as its head and tail with a note. Nothing is dropped silently: each compaction's new messages
-are returned whole (`LaneUpdate.archive`) for the caller to write to one file in the session's
-data folder (`archive_text`, `archive_name`), and the lane says which turns it leaves out and
-where they are. `render_lane` writes the `<pinned>` block; the messages are untrusted as markup
-and go through the one door (`neutralise`: neutralised, no "not instructions" wrapper, since they are
-the user's instructions), so nothing a user typed can close the block or break a request.
+Described in docs/compaction.md ("The user's words lane").
 """
 
 from __future__ import annotations

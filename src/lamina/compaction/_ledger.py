@@ -1,23 +1,6 @@
 """The compaction ledger: files read and modified and open tasks, from the log (pure).
 
-The ledger travels with every compaction summary and is built by rules, not by a model, so what
-it holds does not depend on a summariser's diligence. It holds facts, not words: what the user
-said survives in the user's words lane (`lamina.compaction._lane`), verbatim, not through any
-classification of sentences. `update_ledger` folds newly summarised entries into the ledger of
-the previous compaction:
-
-- files read: paths of `Read`, `Grep` and `Glob` calls and the file arguments of shell commands
-  that print files (`cat`, `head`, `tail`, ...); files modified: paths of `Edit` and `Write`
-  calls. A call whose result is an error is not counted. Each file has one canonical spelling:
-  resolved against the workspace (`./src/a.py`, `src//a.py` and `/ws/src/a.py` are all
-  `src/a.py`). Most recently used last.
-- open tasks: unchecked `- [ ]` items (closed by a matching `- [x]`) and lines with `TODO`.
-- constraints: no longer collected (older Lamina versions picked rule sentences by keywords);
-  what an older ledger holds is carried over unchanged.
-
-Every list is bounded. Files beyond `MAX_FILES` drop the least recently used. Open tasks beyond
-their cap drop the oldest, and never silently: the list then starts with a note saying how many
-were dropped (`dropped_count` reads it back), kept up to date from one compaction to the next.
+Described in docs/compaction.md ("The ledger").
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Pruning: compaction's first, cheap layer (pure).
 
-A coding session's requests are mostly tool output: the files it read, many turns ago. Before a
-turn, old tool output is replaced in the provider view by a one-line note naming the call (the
-model calls the tool again when it needs the output back); the log keeps every byte, and a
-`ToolOutputPruned` entry records which calls, so every later request renders the same bytes and
-a reopened session shows what the model saw. The LLM summary stays the second layer, for when
-pruning does not free enough.
-
-A prune rewrites the cached history after the first pruned result, so it runs only when it frees
-at least `minimum_tokens` at once, and never touches the newest output (`protect_turns` user turns,
-and `protect_tokens` of output beyond them). Reads of a skill, guide or document stay (the
-prerequisites count them as read), and so do reads of a context file (`AGENTS.md`: the rules).
+Described in docs/compaction.md ("Pruning").
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never, cast
 
-from lamina.compaction._summary import StructuredSummary, deterministic_summary, parse_summary, summary_prompt
+from lamina.compaction._deterministic import deterministic_summary
+from lamina.compaction._summary import StructuredSummary, parse_summary
+from lamina.compaction._summary_prompt import summary_prompt
 from lamina.errors import LaminaError
 from lamina.placement import (
     AnthropicTarget,

@@ -58,6 +58,7 @@ class RenderCache:
     """
 
     def __init__(self) -> None:
+        """An empty memo."""
         self._memo: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
         # per target kind: entries consumed, the last of them, and their wire messages
         self._prefix: dict[str, tuple[int, LogEntry | None, list[dict[str, Any]]]] = {}
@@ -90,6 +91,10 @@ class RenderCache:
         convert: WireConverter,
         attachments: AttachmentBlocks = attachment_note,
     ) -> list[dict[str, Any]]:
+        """Wire messages of one turn's `segment`, converted once and memoised by its first and last entry ids.
+
+        The result is the cache's own list: read it, copy it, never change it.
+        """
         key = (kind, segment[0].id, segment[-1].id, len(segment))
         cached = self._memo.get(key)
         if cached is None:

@@ -1,22 +1,6 @@
 """Placement for Anthropic Messages (pure).
 
-Prefix order is tools → system → messages. Authority decides the role: `system` holds only the
-stable parts with system authority (Lamina's rules, the user's preferences); the other stable
-parts (project files, memory, the skill and source catalogues) open the conversation as its
-first user message, still part of the cached stable prefix. Breakpoints (at most the 4 allowed):
-1. the last stable system block (covers tools and system; `stable_ttl`);
-2. the last block of that first user message, when there is one (`stable_ttl`);
-3. the last block of the current turn's user message (its tail), with the turn TTL (1 hour by
-   default): the calls of a tool loop follow within seconds, but the user's next turn may come
-   after minutes, and after an idle gap it reads up to here instead of writing the whole
-   history again (only the last turn's tool loop is written again);
-4. the last block of this request (the current tail or tool results), written for the next one
-   with the rolling TTL (5 minutes by default).
-In the first request of a turn, 3 and 4 are the same block (marked with the turn TTL). The
-previous request's last block is where it wrote; it is found by the provider's 20-block lookback
-from 4, and is marked instead of 3 when it lies further back than that (or as well, when a
-breakpoint is left over), so a read never depends on a longer lookback. The breakpoints move with
-every request, each model call of a tool loop included.
+Described in docs/placement.md ("Anthropic Messages: roles and cache breakpoints").
 """
 
 from __future__ import annotations
@@ -94,8 +78,10 @@ _MAX_BREAKPOINTS = 4
 
 
 def _positions_after(wire: list[dict[str, Any]], start: int, end: int) -> int:
-    """Lookback positions from the last block of message `start` to the last block of `end` (runs of
-    tool_use or tool_result blocks in one message count once; counted generously otherwise)."""
+    """Lookback positions from the last block of message `start` to the last block of `end`.
+
+    Runs of tool_use or tool_result blocks in one message count once; counted generously otherwise.
+    """
     count = 0
     for message in wire[start + 1 : end + 1]:
         previous_kind = None
@@ -107,22 +93,30 @@ def _positions_after(wire: list[dict[str, Any]], start: int, end: int) -> int:
     return count
 
 
-def _marks(wire: list[dict[str, Any]], target: AnthropicTarget, free: int) -> dict[int, CacheTtl]:
-    """Which messages get a breakpoint on their last block, with which TTL (`free`: breakpoints left)."""
-    last = len(wire) - 1
-    rolling, turn_ttl = target.anthropic_cache_ttl, target.turn_breakpoint_ttl
-    # the current turn's user message: the newest user message with more than tool results
-    turn = next(
+def _turn_index(wire: list[dict[str, Any]]) -> int | None:
+    """The current turn's user message: the newest user message with more than tool results."""
+    return next(
         (
             i
-            for i in range(last, -1, -1)
+            for i in range(len(wire) - 1, -1, -1)
             if wire[i]["role"] == "user" and any(b.get("type") != "tool_result" for b in wire[i]["content"])
         ),
         None,
     )
-    # the previous request ended with the user message before the newest assistant message
-    newest_assistant = next((i for i in range(last, -1, -1) if wire[i]["role"] == "assistant"), -1)
-    previous = next((i for i in range(newest_assistant - 1, -1, -1) if wire[i]["role"] == "user"), None)
+
+
+def _previous_index(wire: list[dict[str, Any]]) -> int | None:
+    """Where the previous request ended: the user message before the newest assistant message."""
+    newest_assistant = next((i for i in range(len(wire) - 1, -1, -1) if wire[i]["role"] == "assistant"), -1)
+    return next((i for i in range(newest_assistant - 1, -1, -1) if wire[i]["role"] == "user"), None)
+
+
+def _marks(wire: list[dict[str, Any]], target: AnthropicTarget, free: int) -> dict[int, CacheTtl]:
+    """Which messages get a breakpoint on their last block, with which TTL (`free`: breakpoints left)."""
+    last = len(wire) - 1
+    rolling, turn_ttl = target.anthropic_cache_ttl, target.turn_breakpoint_ttl
+    turn = _turn_index(wire)
+    previous = _previous_index(wire)
     far = previous is not None and _positions_after(wire, previous, last) >= _LOOKBACK
     if turn == last and not far:
         return {last: turn_ttl}  # the first request of a turn: its tail is the turn breakpoint

@@ -1,13 +1,6 @@
 """Tool call ids in each provider's format, so one session can move between providers (pure).
 
-A session's log keeps every tool call id as the provider that made it gave it, and a later
-request may go to another provider: Anthropic accepts only `[A-Za-z0-9_-]` in `tool_use.id`
-("String should match pattern '^[a-zA-Z0-9_-]+$'"; an OpenAI-compatible server may hand out
-`functions.Read:0`), OpenAI Chat Completions at most 40 characters in `tool_calls[].id` (an
-OpenAI-compatible server may hand out 46), and Responses at most 64 in `call_id`. An id the target
-accepts is sent as it is; any other is replaced by `call_` and a hash of it: the same id always
-maps to the same replacement, so a call and its result stay paired and the request's bytes stay
-the same from one request to the next (the cached prefix survives).
+Described in docs/placement.md ("Tool call ids across providers").
 """
 
 from __future__ import annotations

@@ -17,14 +17,8 @@ from lamina._lazy import load_lazily
 if TYPE_CHECKING:
     from lamina.session._branch import Branch, entry_kind, open_tool_calls
     from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
-    from lamina.session._bundle import (
-        BundleLimits,
-        ExportResult,
-        ImportResult,
-        check_bundle,
-        export_session,
-        import_session,
-    )
+    from lamina.session._bundle import ExportResult, ImportResult, export_session, import_session
+    from lamina.session._bundle_check import BundleLimits, check_bundle
     from lamina.session._check import SessionHealth, check_session, check_store, repair_session
     from lamina.session._entries import (
         BRIDGE_KINDS,
@@ -71,10 +65,8 @@ if TYPE_CHECKING:
 # by few.
 _LAZY: Final = {
     "Branch": "lamina.session._branch",
-    **dict.fromkeys(
-        ("BundleLimits", "ExportResult", "ImportResult", "check_bundle", "export_session", "import_session"),
-        "lamina.session._bundle",
-    ),
+    **dict.fromkeys(("ExportResult", "ImportResult", "export_session", "import_session"), "lamina.session._bundle"),
+    **dict.fromkeys(("BundleLimits", "check_bundle"), "lamina.session._bundle_check"),
     **dict.fromkeys(("SessionHealth", "check_session", "check_store", "repair_session"), "lamina.session._check"),
     **dict.fromkeys(
         (

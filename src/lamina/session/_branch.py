@@ -1,24 +1,6 @@
 """Branches: what a branch created at an entry holds, and what its first request will carry (pure).
 
-Branching moves a session's leaf back to an earlier entry, the branch point; the next append
-starts a new branch there and the abandoned path stays in the log. At a user message the leaf moves
-to just before it, as Claude Code's rewind does, and its text is offered back (`Branch.offered_text`),
-so a branch never ends in a message nobody answered. The provider view follows the
-leaf at once, so what is sent is what the branch holds. `ContextEngine.branch` does the writing
-and returns a `Branch`: this module describes it.
-
-How the branch reaches the model (`Branch.strategy`):
-
-- `log`: the provider renders history from the log (the Anthropic and OpenAI APIs). The branch's
-  own provider view is sent, exactly as its entries were logged; nothing is injected.
-- `seed`: the provider keeps its own transcript (an SDK-managed backend) and cannot fork at the
-  branch point. Its session starts fresh and the first turn carries a one-shot branch seed: the
-  branch's provider view, most recent first, as a hidden bridge delivered exactly once.
-- `native_fork`: the provider forks its own transcript at the branch point (nothing injected).
-
-`Branch.in_view` says, at creation, whether the branch point was still in the provider view the
-model was being sent. When it was not (a compaction summarised it, or it is on another branch),
-the note says what happens instead, so the user is not surprised by the first message.
+Described in docs/session-log.md ("Branches").
 """
 
 from __future__ import annotations

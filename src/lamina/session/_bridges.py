@@ -1,15 +1,6 @@
 """The text of one-shot bridges: the recent conversation, newest first, within a token budget (pure).
 
-A bridge is context Lamina rebuilds for the model after a break in what the provider holds: a
-branch seed (the path up to a branch point, for a provider session that cannot fork there) and a
-transfer summary (the conversation of an imported session, for a target without the provider's
-transcript). Both are delivered once as hidden one-shots (see `BRIDGE_KINDS`). The newest messages
-come first, so a tight budget drops the oldest, never the latest request; the latest compaction
-summary, when the messages do not reach back to it, comes last.
-
-The text quotes what the user, the model and tools wrote: it reaches a request only through the
-tail's one door (`neutralise`), and each message is flattened to one line here, so no line of it can
-start a turn of its own.
+Described in docs/session-log.md ("One-shot bridges").
 """
 
 from __future__ import annotations

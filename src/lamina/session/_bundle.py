@@ -1,25 +1,7 @@
 """Transfer bundles: one session in one zip file, moved to another store or machine (I/O).
 
-A bundle is a zip archive holding a `manifest.json` (the session's id, title, workspace and
-folder at the source, and every other member with its size and sha256), the session folder's
-files under `session/` (`log.jsonl`, `meta.json`, `attachments/`, `data/`, `plans/`, and
-`provider/`, where a backend keeps a copy of the provider's own transcript), and
-`transfer_summary.txt`: the conversation, most recent first, written by the source (F13).
-
-`export_session` writes the bundle beside its destination and renames it into place: a crash
-leaves the old file or the whole new one. `import_session` reads and checks the whole bundle
-before it writes anything: member names as the archive stores them (no NUL or other control or
-invisible character, absolute paths, `..`, backslashes, symlinks, duplicates or names outside the
-layout), sizes (declared and actual, total, compression ratio:
-no zip bombs), every sha256 against the manifest and the log's entries. A bundle that fails any
-check raises `BundleError` and leaves the store as it was. The session is then built under a
-hidden folder and renamed into place (nothing half-made is ever listed), with a new id unless
-asked to keep it, and with the workspace and session-folder paths its entries name remapped to
-the new ones. Without a provider transcript in the bundle, the imported log ends with the
-transfer summary as a hidden one-shot bridge, so the first turn carries it, exactly once.
-
-The store-specific parts are `_session_files` (what to export) and `_install` (how a verified
-bundle becomes a session); another store provides those two for its sessions.
+`export_session` writes a bundle atomically; `import_session` checks it whole (`check_zip`) before
+it writes anything. The format and the checks are described in docs/session-log.md.
 """
 
 from __future__ import annotations
@@ -29,20 +11,30 @@ import hashlib
 import os
 import re
 import secrets
-import stat
 import time
-import unicodedata
 import zipfile
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Annotated, Final, Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from lamina.errors import BundleError, SessionIOError, SessionNotFoundError, UsageError
 from lamina.session._bridges import TRANSFER_SUMMARY_HEADING, view_summary
+from lamina.session._bundle_check import BundleLimits, Checked, check_zip, open_zip, read_member
+from lamina.session._bundle_manifest import (
+    BUNDLE_FOLDERS,
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    CHUNK,
+    MANIFEST_NAME,
+    PROVIDER_FOLDER,
+    SESSION_PREFIX,
+    SUMMARY_NAME,
+    BundleFile,
+    BundleManifest,
+)
 from lamina.session._entries import LogEntry, OutboxRecord, encode_entry
 from lamina.session._files import OS_FILES, FileLayer, write_new_file
 from lamina.session._jsonl_open import LOG_NAME
@@ -51,59 +43,6 @@ from lamina.session._protocol import SessionLog, SessionStore
 from lamina.session._scan import scan_log
 from lamina.session._stamp import SUBFOLDERS, check_session_id, new_session_id
 from lamina.session._store import CREATING_PREFIX, LocalSessionStore
-
-BUNDLE_FORMAT: Final = "lamina-session-bundle"
-BUNDLE_VERSION: Final = 1
-MANIFEST_NAME: Final = "manifest.json"
-SUMMARY_NAME: Final = "transfer_summary.txt"
-SESSION_PREFIX: Final = "session/"
-PROVIDER_FOLDER: Final = "provider"
-"""A session's copy of its provider's own transcript, when a backend keeps one."""
-BUNDLE_FOLDERS: Final = (*SUBFOLDERS, PROVIDER_FOLDER)
-_CHUNK: Final = 1 << 20
-_Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
-_Size = Annotated[int, msgspec.Meta(ge=0)]
-
-
-@dataclass(frozen=True, slots=True)
-class BundleLimits:
-    """What an import accepts at most; anything beyond is refused before a byte is written."""
-
-    max_members: int = 100_000
-    max_total_bytes: int = 16 * 1024**3
-    """Uncompressed bytes of all members together, as declared and as read."""
-    max_ratio: int = 200
-    """Uncompressed / compressed size of a member larger than `ratio_floor` (a zip bomb's is ~1000)."""
-    ratio_floor: int = 1024 * 1024
-    max_manifest_bytes: int = 64 * 1024 * 1024
-    max_summary_bytes: int = 256 * 1024
-
-
-class BundleFile(msgspec.Struct, frozen=True):
-    """One member of a bundle as the manifest lists it."""
-
-    path: str
-    size: _Size
-    sha256: _Sha256
-
-
-class BundleManifest(msgspec.Struct, frozen=True, kw_only=True):
-    """The bundle's table of contents (`manifest.json`)."""
-
-    format: Literal["lamina-session-bundle"]
-    version: Annotated[int, msgspec.Meta(ge=1, le=BUNDLE_VERSION)]
-    session_id: str
-    title: str = ""
-    cwd: str = ""
-    """The session's workspace at the source."""
-    folder: str = ""
-    """The session's folder at the source (paths in its entries start with it)."""
-    created_at: float = 0.0
-    exported_at: float = 0.0
-    leaf_id: str | None = None
-    provider_transcript: bool = False
-    """Whether `session/provider/` holds the provider's own transcript."""
-    files: tuple[BundleFile, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +124,10 @@ def _log_bytes(log: Path) -> bytes:
 
 @runtime_checkable
 class EntryImporter(Protocol):
-    """A store that takes a whole session's entries at once (the PostgreSQL store): what an import needs
-    from a store that is not the JSONL one."""
+    """A store that takes a whole session's entries at once (the PostgreSQL store).
+
+    It is what an import needs from a store that is not the JSONL one.
+    """
 
     def new_session_id(self) -> str: ...
     def files_dir_of(self, session_id: str) -> Path: ...
@@ -285,184 +226,11 @@ def _put_file(zf: zipfile.ZipFile, name: str, source: Path) -> BundleFile:
     digest = hashlib.sha256()
     size = 0
     with source.open("rb") as f, zf.open(name, "w", force_zip64=True) as member:
-        while chunk := f.read(_CHUNK):
+        while chunk := f.read(CHUNK):
             digest.update(chunk)
             member.write(chunk)
             size += len(chunk)
     return BundleFile(name, size, digest.hexdigest())
-
-
-# -- checking a bundle ------------------------------------------------------------------------
-
-_WINDOWS_DRIVE: Final = re.compile(r"^[A-Za-z]:")
-_UNSEEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp"})
-"""Control (C0, DEL, C1), format (bidi, zero-width) and line-breaking characters: never in a name the store writes."""
-
-
-def _check_stored_name(bundle: Path, info: zipfile.ZipInfo) -> None:
-    """Refuse a member whose name, as the archive stores it, holds a control or invisible character.
-
-    `ZipInfo.filename` stops at a NUL (`ok.txt<NUL>../../x` reads as `ok.txt`, and other tools may
-    read it otherwise), so the stored name is checked: `orig_filename`, the central directory's
-    bytes decoded whole. Opening a member compares its local header's name with that same name.
-    """
-    stored = info.orig_filename
-    bad = next((c for c in stored if unicodedata.category(c) in _UNSEEN_CATEGORIES), None)
-    if bad is not None:
-        reason = f"member name holds a control or invisible character (U+{ord(bad):04X})"
-        raise BundleError(bundle, reason, member=stored)
-
-
-def _check_name(bundle: Path, name: str) -> None:
-    """Refuse a member name that could leave the session folder or is not part of the layout."""
-    if not name or "\\" in name or "\0" in name or name.startswith("/") or _WINDOWS_DRIVE.match(name):
-        raise BundleError(bundle, "absolute or malformed member name", member=name)
-    parts = PurePosixPath(name).parts
-    if any(p in ("", ".", "..") for p in name.split("/")):
-        raise BundleError(bundle, "member name with '..', '.' or an empty part (path traversal)", member=name)
-    if name in (MANIFEST_NAME, SUMMARY_NAME, SESSION_PREFIX + LOG_NAME, SESSION_PREFIX + META_NAME):
-        return
-    if len(parts) < 3 or parts[0] != SESSION_PREFIX.rstrip("/") or parts[1] not in BUNDLE_FOLDERS:
-        raise BundleError(bundle, "member outside the session layout", member=name)
-    if any(p.startswith(".") for p in parts):
-        raise BundleError(bundle, "hidden member name", member=name)
-
-
-def _is_link(info: zipfile.ZipInfo) -> bool:
-    mode = info.external_attr >> 16
-    return info.create_system == 3 and stat.S_ISLNK(mode)
-
-
-@dataclass(frozen=True, slots=True)
-class _Checked:
-    manifest: BundleManifest
-    infos: dict[str, zipfile.ZipInfo]
-    log: bytes
-    summary: str
-
-
-def _read_member(zf: zipfile.ZipFile, bundle: Path, info: zipfile.ZipInfo, expected: BundleFile) -> Iterator[bytes]:
-    """The member's bytes in chunks, checked against its declared size and the manifest's sha256 at the end."""
-    digest = hashlib.sha256()
-    size = 0
-    name = info.filename
-    try:
-        member = zf.open(info)
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError, NotImplementedError) as exc:
-        raise BundleError(bundle, f"member cannot be read: {exc}", member=name) from None
-    with member:
-        while True:
-            try:
-                chunk = member.read(_CHUNK)
-            except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError, zlib.error) as exc:
-                raise BundleError(bundle, f"member cannot be read: {exc}", member=name) from None
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > expected.size or size > info.file_size:
-                raise BundleError(bundle, "member is larger than declared (a zip bomb?)", member=name)
-            digest.update(chunk)
-            yield chunk
-    if size != expected.size:
-        raise BundleError(bundle, f"member holds {size} bytes, the manifest says {expected.size}", member=name)
-    if digest.hexdigest() != expected.sha256:
-        raise BundleError(bundle, "sha256 does not match the manifest (a bad checksum)", member=name)
-
-
-def _check(zf: zipfile.ZipFile, bundle: Path, limits: BundleLimits) -> _Checked:
-    infos = zf.infolist()
-    if len(infos) > limits.max_members:
-        raise BundleError(bundle, f"more than {limits.max_members} members")
-    by_name: dict[str, zipfile.ZipInfo] = {}
-    folded: set[str] = set()
-    declared = 0
-    for info in infos:
-        _check_stored_name(bundle, info)
-        name = info.filename
-        if info.is_dir():
-            _check_name(bundle, f"{name.rstrip('/')}/x")  # a folder entry: only its name matters
-            continue
-        _check_name(bundle, name)
-        if name in by_name or name.casefold() in folded:
-            raise BundleError(bundle, "duplicate member name", member=name)
-        if _is_link(info):
-            raise BundleError(bundle, "member is a symbolic link", member=name)
-        declared += info.file_size
-        if declared > limits.max_total_bytes:
-            raise BundleError(bundle, f"members declare more than {limits.max_total_bytes} bytes")
-        if info.file_size > limits.ratio_floor and info.file_size > limits.max_ratio * max(info.compress_size, 1):
-            raise BundleError(bundle, "member compresses more than a real file does (a zip bomb?)", member=name)
-        by_name[name] = info
-        folded.add(name.casefold())
-    manifest_info = by_name.pop(MANIFEST_NAME, None)
-    if manifest_info is None:
-        raise BundleError(bundle, f"no {MANIFEST_NAME}: not a Lamina session bundle")
-    if manifest_info.file_size > limits.max_manifest_bytes:
-        raise BundleError(bundle, "manifest is too large", member=MANIFEST_NAME)
-    try:
-        with zf.open(manifest_info) as f:
-            raw = f.read(limits.max_manifest_bytes + 1)
-        manifest = msgspec.json.decode(raw, type=BundleManifest)
-    except msgspec.ValidationError as exc:
-        raise BundleError(bundle, f"invalid manifest: {exc}", member=MANIFEST_NAME) from None
-    except (msgspec.DecodeError, zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise BundleError(bundle, f"manifest cannot be read: {exc}", member=MANIFEST_NAME) from None
-    listed = {f.path: f for f in manifest.files}
-    if len(listed) != len(manifest.files):
-        raise BundleError(bundle, "the manifest lists a file twice", member=MANIFEST_NAME)
-    for name in listed.keys() - by_name.keys():
-        raise BundleError(bundle, "listed in the manifest but missing", member=name)
-    for name in by_name.keys() - listed.keys():
-        raise BundleError(bundle, "not listed in the manifest", member=name)
-    for required in (SESSION_PREFIX + LOG_NAME, SUMMARY_NAME):
-        if required not in listed:
-            raise BundleError(bundle, "missing", member=required)
-    if listed[SUMMARY_NAME].size > limits.max_summary_bytes:
-        raise BundleError(bundle, "transfer summary is too large", member=SUMMARY_NAME)
-    log = b""
-    summary = b""
-    for name, info in sorted(by_name.items()):
-        chunks = _read_member(zf, bundle, info, listed[name])
-        if name == SESSION_PREFIX + LOG_NAME:
-            log = b"".join(chunks)
-        elif name == SUMMARY_NAME:
-            summary = b"".join(chunks)
-        else:
-            for _ in chunks:
-                pass
-    scan = scan_log(log, base_offset=0, first_line=1)
-    if scan.corrupt or scan.torn is not None:
-        where = scan.corrupt[0].where() if scan.corrupt else f"byte {scan.torn.offset if scan.torn else 0}"
-        raise BundleError(bundle, f"the session log is damaged at {where}", member=SESSION_PREFIX + LOG_NAME)
-    try:
-        text = summary.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BundleError(bundle, "transfer summary is not UTF-8", member=SUMMARY_NAME) from None
-    return _Checked(manifest, by_name, log, text)
-
-
-def check_bundle(path: Path | str, *, limits: BundleLimits | None = None) -> BundleManifest:
-    """Read and check a whole bundle without writing anything; its manifest, or `BundleError`."""
-    bundle = Path(path)
-    with _open_zip(bundle) as zf:
-        return _check(zf, bundle, limits or BundleLimits()).manifest
-
-
-@contextlib.contextmanager
-def _open_zip(bundle: Path) -> Iterator[zipfile.ZipFile]:
-    try:
-        handle: IO[bytes] = bundle.open("rb")
-    except FileNotFoundError:
-        raise UsageError(f"no bundle at {bundle}") from None
-    except OSError as exc:
-        raise BundleError(bundle, f"cannot be read: {exc.strerror or exc}") from None
-    with handle:
-        try:
-            zf = zipfile.ZipFile(handle)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-            raise BundleError(bundle, f"not a zip archive: {exc}") from None
-        with zf:
-            yield zf
 
 
 # -- import -----------------------------------------------------------------------------------
@@ -508,8 +276,8 @@ def import_session(
         UsageError: no file at `path`, or `keep_id` and the id exists here.
     """
     bundle = Path(path)
-    with _open_zip(bundle) as zf:
-        checked = _check(zf, bundle, limits or BundleLimits())
+    with open_zip(bundle) as zf:
+        checked = check_zip(zf, bundle, limits or BundleLimits())
         manifest = checked.manifest
         if keep_id:
             try:
@@ -537,10 +305,12 @@ def _exists(store: SessionStore, session_id: str) -> bool:
 
 
 def _entries_to_install(
-    checked: _Checked, bundle: Path, pairs: list[tuple[str, str]], now: float
+    checked: Checked, bundle: Path, pairs: list[tuple[str, str]], now: float
 ) -> tuple[bytes, list[LogEntry], str | None, str | None]:
-    """The remapped log and its entries, with the transfer summary appended as a hidden one-shot
-    when no provider transcript came along; and the leaf and the summary's outbox id."""
+    """The remapped log and its entries, with the leaf and the transfer summary's outbox id.
+
+    The transfer summary is appended as a hidden one-shot when no provider transcript came along.
+    """
     manifest = checked.manifest
     log = _remap(checked.log, pairs)
     scan = scan_log(log, base_offset=0, first_line=1)
@@ -575,14 +345,16 @@ def _install_entries(
     store: EntryImporter,
     zf: zipfile.ZipFile,
     bundle: Path,
-    checked: _Checked,
+    checked: Checked,
     *,
     cwd: str | None,
     keep_id: bool,
     clock: Callable[[], float],
 ) -> ImportResult:
-    """Write the session's files into the store's folder for it, then hand the entries to the store,
-    which commits the session and all its entries at once (nothing half-made is ever listed)."""
+    """Write the session's files into the store's folder for it, then hand the entries to the store.
+
+    The store commits the session and all its entries at once (nothing half-made is ever listed).
+    """
     manifest = checked.manifest
     now = clock()
     session_id = manifest.session_id if keep_id else store.new_session_id()
@@ -618,10 +390,13 @@ def _install_entries(
 
 
 def _write_members(
-    files: FileLayer, zf: zipfile.ZipFile, bundle: Path, checked: _Checked, folder: Path, *, existing: set[Path]
+    files: FileLayer, zf: zipfile.ZipFile, bundle: Path, checked: Checked, folder: Path, *, existing: set[Path]
 ) -> int:
-    """Write the bundle's session files (not its log or metadata) under `folder`, each durable with its
-    folder; returns the bytes written."""
+    """Write the bundle's session files (not its log or metadata) under `folder`, each durable with its folder.
+
+    Returns:
+        The bytes written.
+    """
     made = {folder, *existing}
     listed = {f.path: f for f in checked.manifest.files}
     written = 0
@@ -634,7 +409,7 @@ def _write_members(
                 files.mkdir(folder / parent)
                 made.add(folder / parent)
         # read again (and checked again) while written: the bundle may have changed since the check
-        data = b"".join(_read_member(zf, bundle, info, listed[name]))
+        data = b"".join(read_member(zf, bundle, info, listed[name]))
         write_new_file(files, target, data)
         written += len(data)
     for made_folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
@@ -646,7 +421,7 @@ def _install(
     store: LocalSessionStore,
     zf: zipfile.ZipFile,
     bundle: Path,
-    checked: _Checked,
+    checked: Checked,
     *,
     cwd: str | None,
     keep_id: bool,

@@ -306,8 +306,10 @@ class PinnedPart(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
-    """A change of session state: permission mode, model, active sources, a stable input, skills in use,
-    a provider-side session."""
+    """A change of session state.
+
+    The permission mode, model, active sources, a stable input, skills in use, a provider-side session.
+    """
 
     key: Literal["mode", "model", "sources", "stable", "skills", "provider_session"]
     value: str

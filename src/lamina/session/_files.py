@@ -1,15 +1,6 @@
 """The store's one door to the disk for writes (I/O).
 
-Every byte and every directory change the session store makes goes through a `FileLayer`: the log
-appends, `meta.json` replacements, torn-tail files, repairs, session folders and the lock file.
-Reads go straight to the OS (through `open_for_reading`). The layer exists so that a test double
-can stand in for the disk and "lose power": keep written-but-unsynced bytes and directory changes
-apart and drop them, the way SQLite's test VFS and LazyFS check durability (a SIGKILL cannot, since
-the kernel keeps the page cache).
-
-No session file is opened through a symbolic link: every open of the store passes `NOFOLLOW`
-(writes through the layer, reads through `open_for_reading`), so a link planted in a session
-folder fails with `ELOOP` instead of sending the store's reads or writes outside it.
+Described in docs/session-log.md ("The file layer").
 """
 
 from __future__ import annotations

@@ -312,8 +312,11 @@ class JsonlLog(SessionCore):
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a log is decoded: the entries cannot form cycles, and
-    creating a hundred thousand of them would otherwise set off full collections over and over."""
+    """Pause the cyclic garbage collector while a log is decoded.
+
+    The entries cannot form cycles, and creating a hundred thousand of them would otherwise set off
+    full collections over and over.
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1,14 +1,6 @@
 """Which store a location names: a `postgresql://` URL, or a folder for the JSONL store (I/O: environment, disk).
 
-`--store` and `$LAMINA_STORE` take either. A path (or nothing: the user's data directory) keeps the
-embedded JSONL store; a URL starting with `postgresql://` or `postgres://` opens the PostgreSQL
-store, whose driver is imported only then (`pip install 'lamina[postgres]'`).
-
-A location that names neither is refused before any store is made, with a `UsageError` naming the
-setting it came from (`LAMINA_STORE`, `--store`): a URL with no host or database, a port that is
-not a number, a query libpq cannot read, another scheme (`mysql://`, `file://`), a `~user` with no
-such user, a NUL, surrounding spaces, a file where the folder should be. A PostgreSQL URL's
-password is never shown in the message.
+Described in docs/session-log.md ("Store locations").
 """
 
 from __future__ import annotations
@@ -116,8 +108,11 @@ def _check_postgres_url(url: str, setting: str) -> None:
 
 
 def _libpq_problem(url: str) -> str | None:
-    """What libpq's own parser says about the URL the store would connect with; None when it reads it,
-    or when the driver is missing (`open_store` says so)."""
+    """What libpq's own parser says about the URL the store would connect with.
+
+    Returns:
+        The problem; None when libpq reads the URL, or when the driver is missing (`open_store` says so).
+    """
     try:
         from psycopg import ProgrammingError
         from psycopg.conninfo import conninfo_to_dict

@@ -1,28 +1,6 @@
 """The one-writer-per-session lock, across processes (I/O).
 
-An exclusive `flock` on `<session>/.lock`; the holder writes who it is into the file so that a
-second writer's error can name it. The kernel drops the lock when the holder dies, so a crashed
-writer never leaves a session locked (a name left in the file of a dead holder is a stale lock
-file, which `lamina sessions check` reports and the next writer overwrites).
-
-Forked children: a `flock` (like an OFD lock, `F_OFD_SETLK`) belongs to the open file description,
-which `fork` shares, so a child that outlived its parent would keep the session locked. POSIX
-record locks (`F_SETLK`) are not inherited, but any `close` of the file anywhere in the process
-drops them and they do not keep out a second writer of the same process, so they cannot be the
-lock. The lock stays a `flock`, and an at-fork handler closes every held lock's descriptor in the
-child (which never owned it; the parent keeps it): the child is no writer, and the lock goes with
-its holder. The descriptors are close-on-exec, so a program the holder starts never has them.
-
-Naming the holder: the name is written right after the lock is taken, and cleared just before it
-is let go, so a writer that fails to take the lock can find the file empty for a moment. It then
-tries the lock again (the holder may have let go) and reads again; if the name is still missing (a
-holder stopped right after taking the lock), the kernel's lock table (`/proc/locks`) names the
-holding process. A name that disagrees with the kernel's (a dead holder's, left in the file)
-is not reported.
-
-After taking the lock the holder checks that the file it locked is still the one at the path:
-a session deleted (or replaced) in between has moved its lock file, and a lock on it keeps out
-nobody. The session checks the same before every acknowledgement (`verify`).
+Described in docs/session-log.md ("The writer lock").
 """
 
 from __future__ import annotations

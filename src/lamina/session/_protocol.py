@@ -1,31 +1,6 @@
 """The session store protocol: what the engine, the agent and the CLI may ask of a store (pure).
 
-Three stores implement it: the JSONL store (`lamina.session._store`, one folder per session, the
-embedded default), the PostgreSQL store (`lamina.session.postgres`, many servers, one truth) and
-the in-memory store (`lamina.session._memory`, for tests and embedding).
-Nothing outside `lamina.session` names either of them; `lamina.session._location.open_store` picks
-one from a URL or a path.
-
-The protocol is synchronous, and that is a decision, not an accident:
-
-- A store's I/O is small and bounded next to a model call. Appends of ordinary entries are buffered
-  (the JSONL store hands them to the kernel; the PostgreSQL store keeps them in memory) and made
-  durable together at `flush`, the turn boundary, so a turn costs one fsync or one transaction:
-  about a millisecond, while the provider call it follows takes seconds. Critical entries (outbox,
-  plan state, compaction) are one more durable write each. Nothing is gained by yielding to the
-  event loop for that long, and the code that appends (`ContextEngine.record`, the outbox, plan
-  transitions) is synchronous code called from both synchronous and asynchronous callers.
-- psycopg 3, the PostgreSQL driver, has the same API in both flavours, and its connection pool
-  is thread-safe; the one piece of PostgreSQL work that must run beside a turn (renewing the
-  writer's lease while the model thinks) runs on a small thread of its own, not on the event loop.
-- An asynchronous protocol would colour every caller (`record`, `commit`, the CLI's one-shot
-  commands, the benchmarks) for no measured gain, and a synchronous protocol can be wrapped with
-  `asyncio.to_thread` by an application that serves many sessions from one event loop; the other
-  way round needs an event loop in every script.
-
-A session's files (stored attachments, offloaded tool output, plans) live in folders on disk that
-the session names (`attachments_dir`, `data_dir`, `plans_dir`); the model reads them with its
-tools, so they must be real files. The log holds paths relative to nothing but these folders.
+Described in docs/session-log.md ("The store protocol").
 """
 
 from __future__ import annotations

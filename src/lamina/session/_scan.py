@@ -1,15 +1,6 @@
 """Decoding log bytes into entries, with torn and corrupt lines reported, never skipped silently (pure).
 
-The fast path decodes a whole chunk of the log in one typed msgspec call (`decode_lines`) and
-accepts it only when its lines are canonical: each line is exactly the encoding of the one entry it
-decodes to (written by this code: no duplicate keys, no unknown fields, no odd spacing). That is
-proved by re-encoding the entries and comparing the bytes, or, for the part of the log a
-`Canonical` record covers, by the CRC-32 of those bytes: the record names a prefix whose lines were
-proved canonical when they were written (or by an earlier full load), so bytes with the same CRC-32
-are those lines; those lines are decoded in one call, while their CRC-32 is worked out on a second
-thread beside it (no I/O: the bytes are already in memory). Anything else (a torn tail, a corrupt
-line, an entry of a newer type or version, a hand-edited line) sends its chunk to decoding line by
-line, which reports each problem with its line number and byte offset.
+Described in docs/session-log.md ("Decoding the log").
 """
 
 from __future__ import annotations
@@ -312,8 +303,10 @@ def _line_at(data: Log, start: int, pos: int, first_line: int | None) -> int | N
 def _trusted_lines(
     data: Log, view: memoryview, start: int, complete: int, base_offset: int, canonical: Canonical
 ) -> tuple[int, LogScan | None]:
-    """Where the lines the canonical record covers end in `data` (0: nowhere, the CRC-32 does not match),
-    and those lines decoded in one typed call (None: they are not all entries this version knows).
+    """The lines the canonical record covers, found and decoded in one typed call.
+
+    Returns where they end in `data` (0: nowhere, the CRC-32 does not match), and those lines
+    decoded (None: they are not all entries this version knows).
 
     The lines are decoded while their CRC-32 is worked out beside the decode (zlib lets go of the
     interpreter lock), and the decode is kept only once the CRC-32 matches.
@@ -379,8 +372,11 @@ def _scan_parts(
     *,
     begin: int | None = None,
 ) -> list[tuple[LogScan, int]]:
-    """Each chunk of whole lines from `begin` (default `start`, where line `first_line` starts) decoded
-    (fast, or line by line where it is not canonical), and where it starts."""
+    """Each chunk of whole lines from `begin` decoded, and where it starts.
+
+    `begin` defaults to `start`, where line `first_line` starts; a chunk is decoded fast, or line by
+    line where it is not canonical.
+    """
     parts: list[tuple[LogScan, int]] = []
     pos = start if begin is None else begin
     while pos < complete:

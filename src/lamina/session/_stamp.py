@@ -28,7 +28,8 @@ def _new_entry_id() -> str:
     """16 hex digits: microseconds since the epoch (13, strictly increasing in this process) and 3 random.
 
     Ids made later sort after earlier ones, so a writer that resumed from the tail still knows a new
-    id is not in the older part of the log (see `Canonical.distinct`)."""
+    id is not in the older part of the log (see `Canonical.distinct`).
+    """
     global _last_id_us
     with _id_lock:
         _last_id_us = max(time.time_ns() // 1_000, _last_id_us + 1)
@@ -71,9 +72,11 @@ def _scrub(value: Any) -> Any:
 
 
 def _storable(entry: E) -> E:
-    """`entry` as UTF-8 can hold it: a lone surrogate (a file name that is not UTF-8, read with
-    surrogateescape) is shown as `[U+DCFF]`, so no text can make an append fail. The caller gets
-    this copy back, so what is logged is what is sent."""
+    """`entry` as UTF-8 can hold it, so no text can make an append fail.
+
+    A lone surrogate (a file name that is not UTF-8, read with surrogateescape) is shown as
+    `[U+DCFF]`. The caller gets this copy back, so what is logged is what is sent.
+    """
     try:
         encode_entry(entry)
     except UnicodeEncodeError:

@@ -1,27 +1,6 @@
 """The session store: one folder per session with an append-only JSONL log (I/O).
 
-Layout of a session folder::
-
-    <root>/<session id>/
-        log.jsonl      one entry per line, append-only
-        meta.json      small metadata, replaced atomically, never unbounded text
-        attachments/   stored attachments the log refers to
-        data/          large tool results and other session data
-        plans/         plan files
-        .lock          the one-writer lock (holder named inside)
-
-No file of a session folder is opened through a symbolic link (a link there is refused as damage).
-A writer checks before every acknowledgement (flush, critical append) that its log and its lock are
-still the files at the session's paths, so a folder removed or restored under it fails the flush
-instead of acknowledging into a file nobody will read. A delete takes the writer lock, renames the
-folder to a hidden `.deleting-` name in one step and only then removes it: an interrupted delete
-leaves the session whole or gone, and the store removes what it left (`list`, `delete`).
-
-Durability is group commit: every append reaches the kernel at once (a killed process loses at
-most the line being written), and the log is fsynced at turn boundaries (`flush`) and immediately
-for critical entries (outbox, plan state, compaction). Opening a session to continue it reads
-only from the latest compaction boundary (its byte offset is kept in the metadata), so resume time
-does not grow with the log.
+Described in docs/session-log.md ("The JSONL store").
 """
 
 from __future__ import annotations
@@ -308,8 +287,9 @@ class LocalSessionStore:
         return forked
 
     def _carry_files(self, source: Path, target: Path) -> None:
-        """The files the copied entries may point at (attachments, offloaded output, the user's-words
-        archive, plans), made durable before the entries that reference them are written.
+        """The files the copied entries may point at, made durable before the entries that reference them are written.
+
+        They are the attachments, offloaded output, the user's-words archive and plans.
 
         Attachments and data files are written once and never changed, so they are hard-linked
         (copied where links are refused); plans may be edited later, so they are copied.

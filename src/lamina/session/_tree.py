@@ -1,15 +1,6 @@
 """The session tree: paths from the root, the provider view, and links mended after damage (pure).
 
-A session log is a tree of entries linked by `parent_id`. The path to an entry is its ancestry
-from the root. The provider view is what the model is sent: the path from the leaf back to the
-latest compaction boundary on it, as the boundary's summary plus the entries it kept.
-
-An append-only log always names a parent that comes earlier in the file. A parent that is
-missing (its line was damaged, or never existed) or that comes later (a cycle, from a hand edit)
-is a broken link: `mend_links` re-links such an entry to its nearest surviving ancestor (through
-the damaged line's salvaged parent when that could be read, else the entry just before it in the
-file) and says so, so damage never hides the entries that survived it. Walks take the mended
-links as `links` (entry id -> effective parent id) and never loop.
+Described in docs/session-log.md ("The session tree").
 """
 
 from __future__ import annotations
@@ -155,7 +146,8 @@ class LostLine:
 def find_broken_links(order: Sequence[LogEntry], ids: list[str] | None = None) -> list[int]:
     """Indices of entries whose parent is not an earlier entry of `order` (one pass, no lookups by walk).
 
-    `ids` is the ids of `order`, when the caller has them already."""
+    `ids` is the ids of `order`, when the caller has them already.
+    """
     if ids is None:
         ids = list(map(_ID, order))
     parents = list(map(_PARENT, order))

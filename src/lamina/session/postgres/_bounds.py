@@ -1,23 +1,6 @@
 """The PostgreSQL store's time bounds: nothing it does waits on the database without limit (I/O).
 
-Three layers, so that a stalled peer (a SIGSTOPped process, a network that holds packets without a
-reset) costs at most a bound and never a hang:
-
-- **Client side**, per operation: `Watchdog` shuts down the socket of a connection whose operation
-  (a statement, a lease take or renewal, a turn's whole transaction) outlives `query_timeout`; the
-  blocked call then fails at once with a connection error. libpq's TCP keepalives and
-  `tcp_user_timeout` (defaults below, any of them overridable in the URL) drop a connection whose
-  peer vanished.
-- **Server side**, per connection: `statement_timeout` and `idle_in_transaction_session_timeout`
-  of the same length, `lock_timeout` of half (so a flush that finds its row held by a stalled
-  transaction still has time to end it), and the server's own TCP keepalives
-  with the client's values, so a backend whose client vanished ends and releases its row locks.
-- **Between servers**: a turn's transaction holds its session's row lock, and a transaction stalled
-  while waiting on its client (inside a COPY, PostgreSQL applies none of the timeouts above) would
-  hold it for as long as the server keeps that connection. `end_stalled_holder` ends such a
-  backend (`pg_terminate_backend`) once it has held the row longer than `query_timeout`: no healthy
-  Lamina operation lasts that long, and the fencing token keeps the ended writer from committing
-  anything afterwards.
+Described in docs/postgres.md ("Time bounds").
 """
 
 from __future__ import annotations

@@ -374,8 +374,11 @@ class PostgresSession(SessionCore):
             raise UsageError(f"session {info.id} already exists in store {store.location}")
 
     def _settle(self) -> None:
-        """The conditional update matched nothing: either the lease was taken (raise), or an earlier
-        attempt committed part of the pending entries and only its answer was lost (drop those)."""
+        """Settle a conditional update that matched nothing.
+
+        Either the lease was taken (raise), or an earlier attempt committed part of the pending
+        entries and only its answer was lost (drop those).
+        """
         with self._store._conn() as conn:
             row = conn.execute(
                 "SELECT lease_token, last_seq, lease_owner FROM sessions WHERE id = %s", (self.id,)

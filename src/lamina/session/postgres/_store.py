@@ -1,34 +1,6 @@
 """The PostgreSQL session store: many agent servers, one truth, the JSONL store's guarantees (I/O).
 
-Tables (schema `lamina` by default, see `_migrations.py`): `sessions` (one row per session: its
-metadata, leaf, entry count, last sequence number, where the provider view starts, and the writer
-lease) and `entries` (one row per entry: session, per-session sequence number, id, parent id,
-type, time, the entry's JSON payload exactly as the JSONL store writes it, and the lease token
-that wrote it).
-
-- **One writer per session, across servers.** Opening a session for writing takes its lease: the
-  row's `lease_owner`, a `lease_expires` time on the database's clock, and a `lease_token` that
-  grows by one at every take. A thread renews the leases a store holds; a server that dies (or
-  stalls) loses its sessions when their leases expire, and any server may then take them over.
-  Every write is conditional on the token (the fencing token), in the transaction that writes the
-  entries, so a writer whose lease was taken over cannot write anything: its flush raises
-  `SessionLeaseLostError`. Single-flight compaction, exactly-once plan dispatch and one-shot
-  delivery follow: each is decided by a critical entry, and only the lease holder can commit one.
-- **A turn is one transaction.** Appends are kept in memory and committed together at `flush` (the
-  turn boundary); critical entries (outbox, plan state, compaction) are committed at once with
-  whatever preceded them. A refused or dropped connection raises `StoreConnectionError`: the
-  batch was committed whole or not at all (when the COMMIT's answer was lost, it may have been);
-  the entries stay pending and the next flush settles it. A commit whose answer was lost is
-  recognised by the sequence number it left, never written twice.
-- **Every wait is bounded** (`_bounds.py`): `query_timeout` per operation, client and server
-  side, TCP keepalives, takeovers that never wait on a row lock and end a stalled holder's backend.
-- **Resume is flat.** The session row keeps the sequence number of the first entry the leaf's
-  provider view needs; an open reads from there by the primary key's index.
-- **Readers never block writers.** Reads are plain snapshots (MVCC); only writes touch the lease.
-  `follow` lets a reader tail a live session (LISTEN/NOTIFY, with a cursor on the sequence number).
-
-A session's files (attachments, offloaded output, plans) live under `files_root/<session id>/`; for
-several hosts, that folder must be shared between them (a network mount).
+Described in docs/postgres.md ("Tables and guarantees").
 """
 
 from __future__ import annotations
