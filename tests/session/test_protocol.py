@@ -11,14 +11,9 @@ import lamina
 from lamina.session import LocalSessionStore, open_store
 
 SRC = Path(lamina.__file__).parent
-# the JSONL store's own tools (check and repair read its files), a throwaway store for `lamina context`, and
-# `lamina demo`'s store (a folder: the demo writes its session there for `lamina serve`)
+# the JSONL store's own tools (check and repair read its files) and a throwaway store for `lamina context`
 JSONL_MODULES = {"lamina.session._store", "lamina.session._jsonl_open", "lamina.session._jsonl_write"}
-JSONL_ONLY = {
-    "cli/_sessions.py": {"LocalSessionStore"},
-    "cli/_context_report.py": {"LocalSessionStore"},
-    "cli/_demo.py": {"LocalSessionStore"},
-}
+JSONL_ONLY = {"cli/_sessions.py": {"LocalSessionStore"}, "cli/_context_report.py": {"LocalSessionStore"}}
 
 
 def _store_imports(path: Path) -> set[str]:
