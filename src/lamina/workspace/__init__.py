@@ -6,12 +6,12 @@ from lamina.workspace._context_files import (
     SKIPPED_DIR_NAMES,
     TRUNCATION_MARK,
     ContextFile,
-    ContextFileFinder,
     ContextFileScan,
     SkippedPath,
     find_context_files,
     nearest_context_files,
 )
+from lamina.workspace._context_finder import ContextFileFinder
 from lamina.workspace._memory import (
     DEFAULT_MEMORY_MAX_TOKENS,
     MEMORY_FILE_NAME,
@@ -63,6 +63,7 @@ from lamina.workspace._stable import (
     load_preset,
     root_context_part,
 )
+from lamina.workspace._walk import FolderListing, WalkedFile, WalkedFolder, WalkPolicy, walk_folders
 
 __all__ = [
     "CONTEXT_FILE_NAMES",
@@ -80,6 +81,7 @@ __all__ = [
     "ContextFile",
     "ContextFileFinder",
     "ContextFileScan",
+    "FolderListing",
     "MentionResolution",
     "Preferences",
     "PreferencesError",
@@ -91,6 +93,9 @@ __all__ = [
     "SkillScan",
     "SkillStamps",
     "SkippedPath",
+    "WalkPolicy",
+    "WalkedFile",
+    "WalkedFolder",
     "WorkspaceContext",
     "WorkspaceSnapshot",
     "assemble_stable_parts",
@@ -116,4 +121,5 @@ __all__ = [
     "root_context_part",
     "skill_catalogue_part",
     "skill_stamps",
+    "walk_folders",
 ]

@@ -43,7 +43,8 @@ from lamina.prompt import (
     parse_custom_preset,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.workspace._context_files import ContextFile, ContextFileFinder, ContextFileScan, SkippedPath
+from lamina.workspace._context_files import ContextFile, ContextFileScan, SkippedPath
+from lamina.workspace._context_finder import ContextFileFinder
 from lamina.workspace._memory import (
     DEFAULT_MEMORY_MAX_TOKENS,
     MEMORY_FILE_NAME,
