@@ -37,20 +37,18 @@ from lamina.workspace._project import (
     parse_project,
     project_part,
 )
+from lamina.workspace._skill_catalogue import skill_catalogue_part
+from lamina.workspace._skill_mentions import MentionResolution, parse_skill_mentions, resolve_mentions
 from lamina.workspace._skills import (
     SKILL_FILE_NAME,
     SKILLS_ENV_VAR,
     WORKSPACE_SKILLS_DIR,
-    MentionResolution,
     Skill,
     SkillProblem,
     SkillScan,
     SkillStamps,
     default_user_skills_dir,
     find_skills,
-    parse_skill_mentions,
-    resolve_mentions,
-    skill_catalogue_part,
     skill_stamps,
 )
 from lamina.workspace._stable import (
