@@ -1,4 +1,4 @@
-"""Read: a text file's lines, numbered, a window at a time (I/O: disk).
+r"""Read: a text file's lines, numbered, a window at a time (I/O: disk).
 
 Output is numbered lines (`7\tline seven`: the number and a tab, no padding, which would cost
 tokens on every line), so the model can cite line numbers and pass `offset` to continue. One call

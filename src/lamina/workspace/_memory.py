@@ -1,13 +1,8 @@
 """Project memory: `MEMORY.md` at the workspace root, loaded as a capped stable part (I/O: disk).
 
-Memory holds conclusions that stay useful across sessions, kept by the agent and the user
-(design chapter §10.8). It is not history (the session log), not preferences (personal, across
-workspaces) and not session state (this turn only); keeping the four apart stops scope leaks and
-endless growth (SPEC F7).
-
-The file is loaded keeping its top: whole lines while they fit, so that the whole memory part (the
-content wrapped by `defang`, with authority `project_file`, and a note saying that the file was cut
-and where the full file is) stays within `max_tokens` (5,000 by default).
+Memory holds conclusions that stay useful across sessions (design chapter §10.8, SPEC F7). The
+file is loaded keeping its top, whole lines while they fit, so that the whole memory part stays
+within `max_tokens` (5,000 by default). See docs/workspace.md, "Project memory".
 """
 
 from __future__ import annotations

@@ -77,8 +77,11 @@ def _prose(text: str) -> Iterable[str]:
 
 
 def _outside_code_spans(text: str) -> Iterable[str]:
-    """The pieces of one inline run outside its code spans (CommonMark: a run of n backticks opens a
-    span that the next run of exactly n backticks closes; an unmatched run is plain text)."""
+    """The pieces of one inline run outside its code spans.
+
+    CommonMark: a run of n backticks opens a span that the next run of exactly n backticks closes;
+    an unmatched run is plain text.
+    """
     start = i = 0
     size = len(text)
     while i < size:
