@@ -585,6 +585,7 @@ SURFACE: dict[str, list[str]] = {
         "ContextFileScan",
         "DEFAULT_INLINE_ROOT_TOKENS",
         "DEFAULT_MEMORY_MAX_TOKENS",
+        "FolderListing",
         "MAX_NOTES_CHARS",
         "MEMORY_FILE_NAME",
         "MentionResolution",
@@ -605,6 +606,9 @@ SURFACE: dict[str, list[str]] = {
         "SkippedPath",
         "TRUNCATION_MARK",
         "WORKSPACE_SKILLS_DIR",
+        "WalkPolicy",
+        "WalkedFile",
+        "WalkedFolder",
         "WorkspaceContext",
         "WorkspaceSnapshot",
         "assemble_stable_parts",
@@ -630,6 +634,7 @@ SURFACE: dict[str, list[str]] = {
         "root_context_part",
         "skill_catalogue_part",
         "skill_stamps",
+        "walk_folders",
     ],
 }
 

@@ -22,6 +22,7 @@ from lamina.workspace import (
     nearest_context_files,
 )
 from lamina.workspace import _context_files as module
+from lamina.workspace import _context_finder as finder_module
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -474,7 +475,7 @@ def test_a_watch_collected_while_the_hub_is_locked_never_deadlocks_and_is_releas
 
 def settled(finder: ContextFileFinder, root: Path) -> ContextFileScan:
     """A scan whose stamps are old enough to be trusted (files written just before a scan are not)."""
-    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    time.sleep(finder_module.RACY_NS / 1e9 + 0.02)
     return finder.refresh(root)
 
 
@@ -591,10 +592,10 @@ def test_a_new_plain_file_costs_one_listing_not_a_walk(tmp_path: Path, watch: bo
     finder = ContextFileFinder(watch=watch)
     first = settled(finder, tmp_path)
     walks = finder.walks
-    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    time.sleep(finder_module.RACY_NS / 1e9 + 0.02)
     put(tmp_path, "src/app/helper.py", "")  # the folder's change time moves; nothing the walk uses changes
     (tmp_path / "src" / "app" / "main.py").rename(tmp_path / "src" / "app" / "entry.py")
-    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    time.sleep(finder_module.RACY_NS / 1e9 + 0.02)
     assert finder.find(tmp_path) is first
     assert finder.walks == walks
     assert finder.is_fresh(tmp_path)
@@ -626,7 +627,7 @@ def test_only_the_most_recently_used_roots_stay_cached(tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
         (tmp_path / name).mkdir()
     finder = ContextFileFinder(max_roots=2)
-    time.sleep(module._RACY_NS / 1e9 + 0.02)
+    time.sleep(finder_module.RACY_NS / 1e9 + 0.02)
     finder.find(tmp_path / "a")
     finder.find(tmp_path / "b")
     assert finder.is_fresh(tmp_path / "a") and finder.is_fresh(tmp_path / "b")

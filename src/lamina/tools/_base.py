@@ -1,14 +1,8 @@
 """The tool interface: `Tool`, its `ToolContext` and `ToolOutput`, input validation (I/O: path resolution).
 
-A tool is anything that satisfies the `Tool` protocol: a `ToolSpec` for the request, whether it
-is read-only (explore mode runs only those), a `validate` step that turns the model's raw input
-into a typed value (or raises `ToolInputError` naming the field), the paths a call touches (the
-pipeline confines them to the allowed roots) and an async `run`. `StructTool` implements the
-protocol's plumbing for tools whose input is a msgspec `Struct`: the JSON schema is derived from
-the struct, so the schema the model sees and the validation it gets cannot drift apart.
-
-Tools never raise for a bad call: a missing file, a failed command or a bad pattern is a
-`ToolOutput` with `is_error=True` and a message the model can act on.
+A tool satisfies the `Tool` protocol; `StructTool` derives the schema from a msgspec `Struct`, so
+the schema the model sees and the validation it gets cannot drift apart. Tools never raise for a
+bad call: it is a `ToolOutput` with `is_error=True`. See docs/tools.md, "The tool interface".
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Bash: run a shell command in the session's working directory (I/O: processes).
 
-The command runs under `bash -c` (or the system shell where there is no bash) in the session's
-cwd, with no stdin, in a process group of its own. stdout and stderr are combined. A call may set
-its own `timeout` in seconds (default `default_timeout`, at most `max_timeout`); when it runs out,
-the whole process group is killed, children included. The output kept is capped at
-`max_output_bytes`: its head and its tail, with a note saying how much of the middle was left
-out (the pipeline then offloads a long result to a file). The exit code is always reported; a
-non-zero exit is a normal result, a timeout or a shell that cannot start is an error result.
-
-Bash cannot be confined to the allowed roots by inspecting the command (`cd /; rm x`, `$(…)`,
-scripts): it starts in cwd and can reach anything the process can. The permission modes govern
-it: explore mode never runs it, ask mode asks the user before each call, execute mode runs it.
+The command runs under `bash -c` in cwd, in a process group of its own that a timeout kills
+whole; stdout and stderr are combined, capped at `max_output_bytes` (head and tail). Bash cannot
+be confined to the allowed roots: the permission modes govern it. See docs/tools.md, "Bash".
 """
 
 from __future__ import annotations

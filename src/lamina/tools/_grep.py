@@ -1,15 +1,8 @@
 """Grep: search file contents with a regular expression (I/O: disk).
 
-Searches one file, or every file below a folder that a project search should see (what
-`.gitignore` ignores, version-control and dependency folders are skipped: see `_walk`), line by
-line with Python's `re` syntax. An optional glob narrows the files: without a `/` it matches file
-names at any depth (`*.py`), with one it matches paths below the searched folder
-(`src/**/*.ts`). Binary files are skipped, as are files over `max_file_bytes` (counted in a
-note). Symlinked files are searched only if they resolve inside the readable roots.
-
-Output modes: matching file paths (the default; cheapest), matching lines (`path:line:text`,
-long lines cut) or match counts per file. Results are in path order and capped at
-`max_results` with a note; a search that runs past `time_limit` stops and says so.
+Searches one file, or every file below a folder that a project search should see (`walk_files`),
+line by line with Python's `re` syntax, optionally narrowed by a glob. Output modes: file paths,
+matching lines or counts, in path order and capped. See docs/tools.md, "Grep".
 """
 
 from __future__ import annotations

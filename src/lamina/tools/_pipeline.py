@@ -1,26 +1,9 @@
 """The pre-tool-use pipeline: the one path every tool call takes, from raw input to result (I/O: via tools).
 
-`ToolPipeline.execute(call_id, name, raw_input)` runs these stages in order; the first that
-refuses ends the call with an error result (so the log always pairs a call with a result):
-
-1. **lookup**: an unknown tool name is refused, listing the tools there are;
-2. **validation**: the tool turns the raw input into its typed input, or the model is told which
-   field is wrong;
-3. **path bounds**: every path the call touches is resolved (`..` and symlinks followed) and
-   must lie inside the allowed roots (read-only tools may also read the data folder);
-4. **permission mode**: explore mode refuses tools that are not read-only; plan mode lets them
-   write inside the session's plans folder only (a tool that names no path, Bash, is refused);
-   ask mode marks them as needing the user's approval; execute mode lets them through;
-5. **rules**, in order: each answers `Allow`, `Deny`, `Ask` or `Rewrite` (see `rules`); a
-   rewritten input is validated paths-wise again before the next rule sees it;
-6. **approval**: the questions from steps 4 and 5 go to the session's `ask` callback, one by
-   one. They are asked last, so the user approves the input that will actually run, and is not
-   asked about a call that a rule refuses anyway.
-
-Then the tool runs (an exception becomes an error result), every rule's `after` hears the
-outcome, the images it returned are stored in the session's attachment store (a refused one becomes
-a note in the text), and a result above the offload threshold is written to the data folder and
-replaced by a preview (`offload`), whatever the tool.
+`ToolPipeline.execute(call_id, name, raw_input)` runs lookup, validation, path bounds, the
+permission mode, the rules and approval, in that order; the first that refuses ends the call with
+an error result. Then the tool runs, the rules hear the outcome, images are stored and a long
+result is offloaded. See docs/tools.md, "The pipeline".
 """
 
 from __future__ import annotations
@@ -112,8 +95,11 @@ class ToolPipeline:
         return self._tools.get(name)
 
     def bind(self, call_id: str, name: str, raw_input: Mapping[str, Any]) -> ToolCall | None:
-        """The call as rules see it (input validated, paths resolved within the roots), or None where
-        lookup, validation or the path bounds would refuse it. Runs nothing: for replaying logged calls."""
+        """The call as rules see it (input validated, paths resolved within the roots), or None.
+
+        None where lookup, validation or the path bounds would refuse it. Runs nothing: for
+        replaying logged calls.
+        """
         tool = self._tools.get(name)
         if tool is None:
             return None
@@ -265,8 +251,11 @@ async def _approve(call: ToolCall, question: str, asked_by: str, ask: AskCallbac
 
 
 def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[AttachmentRef, ...]]:
-    """The result's text and the references of its images once stored; each image refused (not an image,
-    corrupt, a bomb, or no store to keep it in) is a note at the end of the text instead."""
+    """The result's text and the references of its images once stored.
+
+    Each image refused (not an image, corrupt, a bomb, or no store to keep it in) is a note at the
+    end of the text instead.
+    """
     if not output.images:
         return output.content, ()
     if ctx.attachments is None:

@@ -1,28 +1,9 @@
 """Required reads: files the model must read before other tools run, enforced as pipeline rules (I/O: path resolution).
 
 A skill mention registers its `SKILL.md`, a source its `guide.md`, as a `Requirement` with the
-`PrerequisiteManager`. Its `rule()` goes into the session's `ToolPipeline`, where it does two things:
-
-- **check**: a call is denied, with a message naming the file and why, while a *blocking*
-  requirement is unmet (every call but a read of a required file), or a *gated* requirement that
-  applies to this call is unmet (say, the source's tools before its guide was read);
-- **after**: a call that the pipeline allowed and that *succeeded* and that reads exactly a file
-  (the Read tool, or a Bash command such as `cat FILE` or `sed -n '1,40p' FILE`) marks that file
-  read in the current context window. A read is never counted in `check`: a call that is later
-  refused, or that fails, reads nothing.
-
-A blocking requirement, once met, is discharged. A gated one stays registered and is met while its
-file is read in the current window. After a compaction the owner calls `reset()`: every read is
-forgotten, so gated requirements are unmet again; skills still in use are registered again by
-their owner.
-
-Denials are counted per requirement. After `stuck_after` of them `on_stuck` is called once, so
-the UI can tell the user the agent is stuck. Strict mode keeps blocking. Lenient mode then lets
-calls through, but never silently: each such call leaves a `PrerequisiteNotice` in `notices()`
-(a rule cannot add text to a tool's result, so the owner shows or injects these).
-
-`NearestContextFileRule` uses the same read tracking: Edit and Write are refused until every
-context file governing the target path (`AGENTS.md`, `CLAUDE.md`) was read in the current window.
+`PrerequisiteManager`, whose `rule()` denies calls while a requirement is unmet and marks files
+read after a successful read. `NearestContextFileRule` refuses Edit and Write until the governing
+context files were read. See docs/tools.md, "Required reads".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Read: a text file's lines, numbered, a window at a time (I/O: disk).
+r"""Read: a text file's lines, numbered, a window at a time (I/O: disk).
 
 Output is numbered lines (`7\tline seven`: the number and a tab, no padding, which would cost
 tokens on every line), so the model can cite line numbers and pass `offset` to continue. One call
@@ -14,6 +14,7 @@ import asyncio
 import io
 import os
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Final
 
@@ -29,6 +30,18 @@ COUNT_ALL_BELOW_BYTES: Final = 8 * 1024 * 1024
 """Files up to this size are read to the end so the note can give the total line count."""
 _BUDGET_SHARE: Final = 0.9  # of the offload threshold, leaving room for the closing note
 _SKIP_CHUNK: Final = 65_536
+
+
+@dataclass(slots=True)
+class _Window:
+    """The rows one Read shows, and what the note says about the rest."""
+
+    rows: list[str] = field(default_factory=list)
+    number: int = 0
+    """Lines read so far (the file's total when it was read to the end)."""
+    cut_lines: int = 0
+    next_line: int | None = None
+    """The first line not shown, when the window stopped early."""
 
 
 def numbered(number: int, line: str) -> str:
@@ -92,50 +105,61 @@ class ReadTool(StructTool[ReadInput]):
         first = input.offset or 1
         wanted = min(input.limit or self.max_lines, self.max_lines)
         budget = int(ctx.offload.threshold_tokens * _BUDGET_SHARE)
-        out: list[str] = []
+        window = self._collect(text, first, wanted, budget, ctx, size)
+        if window.number == 0:
+            return ToolOutput(f"{shown} is empty.")
+        if not window.rows:
+            return ToolOutput(
+                f"offset {first} is past the end of {shown}, which has {window.number:,} lines.",
+                is_error=True,
+            )
+        notes = self._notes(window, input, first, size)
+        body = "\n".join(window.rows)
+        return ToolOutput(body + ("\n[" + "; ".join(notes) + "]" if notes else ""))
+
+    def _collect(
+        self, text: io.TextIOWrapper, first: int, wanted: int, budget: int, ctx: ToolContext, size: int
+    ) -> _Window:
+        """The numbered rows from line `first`: at most `wanted`, within `budget` tokens (I/O: the open file)."""
+        window = _Window()
         used = 0
-        cut_lines = 0
-        number = 0
-        next_line: int | None = None  # the first line not shown, when the window stopped early
         while True:
             line, cut = self._next_line(text)
             if not line and not cut:
                 break
-            number += 1
+            window.number += 1
+            number = window.number
             if number < first:
                 continue
-            if next_line is not None or len(out) >= wanted:
-                next_line = next_line or number
+            if window.next_line is not None or len(window.rows) >= wanted:
+                window.next_line = window.next_line or number
                 if size > COUNT_ALL_BELOW_BYTES:
                     break
                 continue  # count the rest for the note
             row = numbered(number, line.rstrip(chr(10))) + (" […line cut]" if cut else "")
             cost = ctx.estimator.count(row) + 1
-            if out and used + cost > budget:
-                next_line = number
+            if window.rows and used + cost > budget:
+                window.next_line = number
                 continue
-            out.append(row)
+            window.rows.append(row)
             used += cost
-            cut_lines += cut
-        total = number if next_line is None or size <= COUNT_ALL_BELOW_BYTES else None
-        if number == 0:
-            return ToolOutput(f"{shown} is empty.")
-        if not out:
-            return ToolOutput(
-                f"offset {first} is past the end of {shown}, which has {number:,} lines.",
-                is_error=True,
-            )
+            window.cut_lines += cut
+        return window
+
+    def _notes(self, window: _Window, input: ReadInput, first: int, size: int) -> list[str]:
+        """What the closing note says: lines cut, and where to continue when the window stopped early."""
         notes: list[str] = []
-        if cut_lines:
-            notes.append(f"{cut_lines} line(s) longer than {self.max_line_chars:,} characters were cut")
+        if window.cut_lines:
+            notes.append(f"{window.cut_lines} line(s) longer than {self.max_line_chars:,} characters were cut")
+        next_line = window.next_line
         if next_line is not None:
+            total = window.number if size <= COUNT_ALL_BELOW_BYTES else None
             of = f" of {total:,}" if total is not None else f" (the file has {size:,} bytes)"
             notes.append(
                 f"showing lines {first:,}–{next_line - 1:,}{of}; "
                 f"continue with offset={next_line}" + ("" if input.limit else " (and a limit if you need less)")
             )
-        body = "\n".join(out)
-        return ToolOutput(body + ("\n[" + "; ".join(notes) + "]" if notes else ""))
+        return notes
 
     def _next_line(self, text: io.TextIOWrapper) -> tuple[str, bool]:
         """The next line (at most `max_line_chars`) and whether it was cut; ("", False) at the end."""

@@ -1,17 +1,8 @@
 """What pre-tool-use rules answer, and the `Rule` interface they implement (pure).
 
-Every tool call passes one pipeline (`lamina.tools._pipeline`). After its fixed stages (lookup,
-input validation, path bounds, permission mode) come pluggable rules, in order. A rule sees the
-call with its *validated* input and answers with a `Verdict`:
-
-- `Allow()`: no objection; the next rule decides.
-- `Deny(message)`: the call does not run; the model receives `message` as an error result.
-- `Ask(question)`: the user must approve; the question goes to the session's `ask` callback.
-- `Rewrite(input)`: later rules, the approval and the tool see `input` instead (path bounds are
-  checked again).
-
-After an allowed call ran, every rule's `after(call, output)` hears how it went, so a rule can
-count a prerequisite as met only when the call also succeeded.
+A rule sees a call with its validated input and answers `Allow()`, `Deny(message)`,
+`Ask(question)` or `Rewrite(input)`; after an allowed call ran, its `after(call, output)` hears how
+it went. See docs/tools.md, "Rules".
 """
 
 from __future__ import annotations

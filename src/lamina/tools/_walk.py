@@ -1,126 +1,31 @@
 """Files under a folder as Glob and Grep see them, and glob patterns (I/O: disk).
 
-`walk_files(base)` lists every file below `base`, skipping what a project search should skip:
-
-- whatever the project's `.gitignore` files (and `.git/info/exclude`) ignore, with the same rules
-  as the context-file scan (`lamina.workspace._ignore`): nested files, `!` re-includes, and the
-  enclosing work tree's rules above `base`;
-- version-control folders (`.git`, `.hg`, `.svn`, …);
-- dependency folders (`node_modules`, …), `__pycache__` and virtual environments (any folder
-  holding a `pyvenv.cfg`), unless git tracks a file in them (inside a git work tree, one
-  `git ls-files` over those folders once the rest is walked).
-
-Other dot-files and dot-folders are listed (`.github/workflows/ci.yml` is worth finding). `base`
-itself is always walked, even if it is ignored: naming it was a choice. Symlinked folders are
-not followed (no loops, no escape); symlinked files are listed, flagged, and the caller decides.
-Only regular files are listed: pipes, sockets and devices never are.
+`walk_files(base)` lists every regular file below `base` that a project search should see, through
+`lamina.workspace.walk_folders`: git's ignore rules, version-control folders never entered,
+dependency folders and virtual environments only where git tracks files. See docs/tools.md.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Final
 
-from lamina.workspace import SkippedPath
-from lamina.workspace._ignore import IgnoreRules, is_ignored, load_ignore, rules_above, tracked_folders, work_tree_top
+from lamina.workspace import WalkedFile, WalkPolicy, walk_folders
 
-VCS_DIR_NAMES: Final = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", "CVS"})
 UNTRACKED_SKIPPED_DIR_NAMES: Final = frozenset(
     {"node_modules", "bower_components", "jspm_packages", "__pycache__", "site-packages"}
 )
 """Folders skipped unless git tracks a file in them."""
-SKIPPED_DIR_NAMES: Final = VCS_DIR_NAMES | UNTRACKED_SKIPPED_DIR_NAMES
 GLOB_CHARS: Final = frozenset("*?[{\\")
 _MAX_BRACE_EXPANSIONS: Final = 256
+_SEARCH: Final = WalkPolicy(regular_files_only=True, held_names=UNTRACKED_SKIPPED_DIR_NAMES)
 
 
-@dataclass(frozen=True, slots=True)
-class FoundFile:
-    """One file found by `walk_files`."""
-
-    relative: str
-    """POSIX path relative to the walk's base."""
-    path: str
-    """Absolute path (through the base as given: symlinks not resolved)."""
-    symlink: bool
-
-
-def walk_files(base: str) -> Iterator[FoundFile]:
-    """Every file below the folder `base` that a project search should see, depth first."""
-    skipped: list[SkippedPath] = []  # unreadable folders and rule files are simply passed over
-    visited: set[tuple[int, int]] = set()
-    stack: list[_Queued] = [(base, "", rules_above(base, skipped))]
-    held: list[_Queued] = []
-    entered: set[str] = set()  # held folders git tracks files in
-    while True:
-        while stack:
-            yield from _visit(stack, held, visited, skipped, entered)
-        if not held or work_tree_top(base) is None:
-            return
-        tracked = tracked_folders(base, [relative for _, relative, _ in held])
-        stack = [item for item in reversed(held) if item[1] in tracked]
-        entered.update(item[0] for item in stack)
-        held = []
-
-
-_Queued = tuple[str, str, tuple[IgnoreRules, ...]]
-
-
-def _visit(
-    stack: list[_Queued],
-    held: list[_Queued],
-    visited: set[tuple[int, int]],
-    skipped: list[SkippedPath],
-    entered: set[str],
-) -> list[FoundFile]:
-    item = stack.pop()
-    folder, relative, chain = item
-    try:
-        st = os.stat(folder)
-        with os.scandir(folder) as listing:
-            entries = sorted(listing, key=lambda entry: entry.name, reverse=True)
-    except OSError:
-        return []
-    names = {entry.name for entry in entries}
-    if relative and "pyvenv.cfg" in names and folder not in entered:
-        held.append(item)  # a virtual environment: entered only if git tracks files in it
-        return []
-    if st.st_ino:
-        if (st.st_dev, st.st_ino) in visited:
-            return []  # a bind mount inside itself
-        visited.add((st.st_dev, st.st_ino))
-    prefix = relative + "/" if relative else ""
-    if ".gitignore" in names:
-        rules = load_ignore(
-            os.path.join(folder, ".gitignore"),
-            strip=len(prefix),
-            prefix="",
-            relative=prefix + ".gitignore",
-            skipped=skipped,
-        )
-        if rules is not None:
-            chain = (*chain, rules)
-    files: list[FoundFile] = []
-    for entry in entries:
-        child = prefix + entry.name
-        try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            symlink = entry.is_symlink()
-            # Regular files only (through a link too): a FIFO would block a reader forever.
-            is_file = not is_dir and entry.is_file()
-        except OSError:
-            continue
-        if is_dir:
-            if entry.name not in VCS_DIR_NAMES and not (chain and is_ignored(chain, child + "/")):
-                queued = (entry.path, child, chain)
-                (held if entry.name in UNTRACKED_SKIPPED_DIR_NAMES else stack).append(queued)
-        elif is_file and not (chain and is_ignored(chain, child)):
-            files.append(FoundFile(relative=child, path=entry.path, symlink=symlink))
-    files.reverse()
-    return files
+def walk_files(base: str) -> Iterator[WalkedFile]:
+    """Every file below the folder `base` that a project search should see, depth first (I/O: disk, git)."""
+    for folder in walk_folders(base, _SEARCH, skipped=[]):  # unreadable folders and rule files are passed over
+        yield from folder.files
 
 
 def split_glob(pattern: str) -> tuple[str, str]:

@@ -6,12 +6,12 @@ from lamina.workspace._context_files import (
     SKIPPED_DIR_NAMES,
     TRUNCATION_MARK,
     ContextFile,
-    ContextFileFinder,
     ContextFileScan,
     SkippedPath,
     find_context_files,
     nearest_context_files,
 )
+from lamina.workspace._context_finder import ContextFileFinder
 from lamina.workspace._memory import (
     DEFAULT_MEMORY_MAX_TOKENS,
     MEMORY_FILE_NAME,
@@ -37,20 +37,18 @@ from lamina.workspace._project import (
     parse_project,
     project_part,
 )
+from lamina.workspace._skill_catalogue import skill_catalogue_part
+from lamina.workspace._skill_mentions import MentionResolution, parse_skill_mentions, resolve_mentions
 from lamina.workspace._skills import (
     SKILL_FILE_NAME,
     SKILLS_ENV_VAR,
     WORKSPACE_SKILLS_DIR,
-    MentionResolution,
     Skill,
     SkillProblem,
     SkillScan,
     SkillStamps,
     default_user_skills_dir,
     find_skills,
-    parse_skill_mentions,
-    resolve_mentions,
-    skill_catalogue_part,
     skill_stamps,
 )
 from lamina.workspace._stable import (
@@ -63,6 +61,7 @@ from lamina.workspace._stable import (
     load_preset,
     root_context_part,
 )
+from lamina.workspace._walk import FolderListing, WalkedFile, WalkedFolder, WalkPolicy, walk_folders
 
 __all__ = [
     "CONTEXT_FILE_NAMES",
@@ -80,6 +79,7 @@ __all__ = [
     "ContextFile",
     "ContextFileFinder",
     "ContextFileScan",
+    "FolderListing",
     "MentionResolution",
     "Preferences",
     "PreferencesError",
@@ -91,6 +91,9 @@ __all__ = [
     "SkillScan",
     "SkillStamps",
     "SkippedPath",
+    "WalkPolicy",
+    "WalkedFile",
+    "WalkedFolder",
     "WorkspaceContext",
     "WorkspaceSnapshot",
     "assemble_stable_parts",
@@ -116,4 +119,5 @@ __all__ = [
     "root_context_part",
     "skill_catalogue_part",
     "skill_stamps",
+    "walk_folders",
 ]

@@ -1,28 +1,9 @@
 """Git ignore rules for walks over a working directory: load, chain and apply them (I/O: disk, environment).
 
-Shared by the context-file scan (`context_files.py`) and the Glob and Grep tools, so that every
-walk over a project ignores the same paths. A walk keeps a *chain* of `IgnoreRules`, shallowest
-first: `rules_above(root)` gives the rules of the enclosing git work tree that apply below the
-root (the global excludes file, `.git/info/exclude` and the `.gitignore` files between the work
-tree's top and the root), and the walk appends each folder's own `.gitignore` (`load_ignore`) as
-it enters the folder. `is_ignored(chain, relative)` then answers as git does: a deeper file's
-verdict overrides a shallower one's, the last matching line of a file wins, `!` re-includes.
-Folder paths are given with a trailing `/`; a walk never enters an ignored folder, which is how
-git keeps a file below an excluded folder from being re-included.
-
-Patterns are git's own: each line goes through dulwich's gitignore reader and its port of git's
-`wildmatch` (POSIX classes, `**`, bracket expressions, escapes); the suite compares the result
-with git's own over generated rule sets and trees. Four things are fixed here, at the edges, each
-because git does it and dulwich does not:
-
-- a UTF-8 byte order mark at the start of a file is dropped (git skips it);
-- a run of three or more `*` is read as `**` (git's wildmatch treats every run of two or more the
-  same way, dulwich only the pair);
-- a line ending in a lone backslash (`build\\`) matches nothing in git; it is left out;
-- only one trailing slash is the folder-only mark (`a//` matches nothing in git, not `a`).
-
-A line git cannot use (that one, or a bracket expression dulwich rejects) is never an error: the
-rest of the file applies and the line is reported as a `SkippedPath` naming the file and line.
+A walk keeps a chain of `IgnoreRules`, shallowest first: `rules_above(root)` for the enclosing
+work tree, then each folder's `.gitignore` (`load_ignore`); `is_ignored` answers as git does.
+Patterns go through dulwich's reader and `wildmatch`, with git's own behaviour fixed at the edges;
+a line git cannot use is a `SkippedPath`, never an error. See docs/workspace.md, "Ignore rules".
 """
 
 from __future__ import annotations

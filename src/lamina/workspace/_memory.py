@@ -1,20 +1,15 @@
 """Project memory: `MEMORY.md` at the workspace root, loaded as a capped stable part (I/O: disk).
 
-Memory holds conclusions that stay useful across sessions, kept by the agent and the user
-(design chapter §10.8). It is not history (the session log), not preferences (personal, across
-workspaces) and not session state (this turn only); keeping the four apart stops scope leaks and
-endless growth (SPEC F7).
-
-The file is loaded keeping its top: whole lines while they fit, so that the whole memory part (the
-content wrapped by `defang`, with authority `project_file`, and a note saying that the file was cut
-and where the full file is) stays within `max_tokens` (5,000 by default).
+Memory holds conclusions that stay useful across sessions (design chapter §10.8, SPEC F7). The
+file is loaded keeping its top, whole lines while they fit, so that the whole memory part stays
+within `max_tokens` (5,000 by default). See docs/workspace.md, "Project memory".
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -77,6 +72,34 @@ def load_memory(
         UTF-8); None when there is no such file or it holds only whitespace.
     """
     path = Path(root) / MEMORY_FILE_NAME
+    read = _read_memory(path, (root, *allowed_roots))
+    if not isinstance(read, _MemoryFile):
+        return read
+    if not read.text.strip():
+        return None
+    return _fitted(path, read, max_tokens, estimator)
+
+
+@dataclass(frozen=True, slots=True)
+class _MemoryFile:
+    """The text read from `MEMORY.md` (at most `_MAX_READ_BYTES` of it) and the file's stat."""
+
+    text: str
+    complete: bool
+    """Whether `text` is the whole file."""
+    st: os.stat_result
+
+
+def _read_memory(path: Path, roots: Sequence[str | os.PathLike[str]]) -> _MemoryFile | SkippedPath | None:
+    """Read the top of the memory file at `path`, or say why it cannot be used (I/O: disk).
+
+    Args:
+        path: `MEMORY.md` in the working directory.
+        roots: The working directory and the folders a linked file may point into.
+
+    Returns:
+        The text read; a `SkippedPath` when the file exists but cannot be used; None when there is none.
+    """
 
     def skip(reason: str) -> SkippedPath:
         return SkippedPath(path, MEMORY_FILE_NAME, reason)
@@ -87,7 +110,7 @@ def load_memory(
         return skip("broken symlink") if os.path.islink(path) else None
     except OSError as exc:
         return skip(f"cannot stat: {_describe(exc)}")
-    outside = outside_roots(path, (root, *allowed_roots))
+    outside = outside_roots(path, roots)
     if outside is not None:
         return skip(outside)
     if not stat.S_ISREG(st.st_mode):
@@ -98,17 +121,47 @@ def load_memory(
     except OSError as exc:
         return skip(f"cannot read: {_describe(exc)}")
     complete = len(data) <= _MAX_READ_BYTES
-    data = data[:_MAX_READ_BYTES]
-    if b"\x00" in data:
-        return skip("binary (contains a NUL byte)")
     try:
-        text = data.decode("utf-8-sig")
+        text = _decode(data[:_MAX_READ_BYTES], complete=complete)
+    except _NotText as exc:
+        return skip(exc.reason)
+    return _MemoryFile(text, complete, st)
+
+
+class _NotText(Exception):
+    """The bytes read are not text: `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _decode(data: bytes, *, complete: bool) -> str:
+    """The text of the bytes read from the file (pure).
+
+    Args:
+        data: The bytes read, at most `_MAX_READ_BYTES`.
+        complete: Whether they are the whole file (else a character cut in half at the end is dropped).
+
+    Returns:
+        The text, a byte order mark dropped.
+
+    Raises:
+        _NotText: The bytes hold a NUL byte or are not UTF-8.
+    """
+    if b"\x00" in data:
+        raise _NotText("binary (contains a NUL byte)")
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         if complete or exc.start < len(data) - 3:
-            return skip(f"not UTF-8 (invalid byte at offset {exc.start})")
-        text = data[: exc.start].decode("utf-8-sig")  # a character cut in half by the read limit
-    if not text.strip():
-        return None
+            raise _NotText(f"not UTF-8 (invalid byte at offset {exc.start})") from None
+        return data[: exc.start].decode("utf-8-sig")  # a character cut in half by the read limit
+
+
+def _fitted(path: Path, read: _MemoryFile, max_tokens: int, estimator: TokenEstimator) -> ProjectMemory:
+    """The memory keeping as much of the top of `read` as fits a part of `max_tokens` tokens (pure)."""
+    text, complete, st = read.text, read.complete, read.st
     total_lines = len(text.splitlines()) if complete else None
     total_tokens = estimator.count(text) if complete else None
 
@@ -134,17 +187,23 @@ def load_memory(
     share = max_tokens - estimator.count(memory_part(memory("")).text)
     kept = _top(text, share, estimator)
     if not fits(kept):
-        low, high = 0, len(kept)
-        while low < high:
-            middle = (low + high + 1) // 2
-            if fits(kept[:middle]):
-                low = middle
-            else:
-                high = middle - 1
-        kept = _at_line_end(kept, low)
-        while kept and not fits(kept):
-            kept = _at_line_end(kept, len(kept) - 1)
+        kept = _shrink_to_fit(kept, fits)
     return memory(kept)
+
+
+def _shrink_to_fit(kept: str, fits: Callable[[str], bool]) -> str:
+    """The longest start of `kept` that `fits`, cut at a line end where it can be (pure)."""
+    low, high = 0, len(kept)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(kept[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    kept = _at_line_end(kept, low)
+    while kept and not fits(kept):
+        kept = _at_line_end(kept, len(kept) - 1)
+    return kept
 
 
 def _top(text: str, max_tokens: int, estimator: TokenEstimator) -> str:

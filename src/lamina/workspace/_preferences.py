@@ -1,26 +1,9 @@
 """User preferences: name, time zone, city and notes, from a TOML file (I/O: disk, environment).
 
-Preferences are personal and hold across workspaces (design chapter §10.8). They become the
-first stable part of every session, so compaction never summarises them away and a persona or
-constraint does not drift (SPEC F7). The file looks like this; every field is optional:
-
-```toml
-name = "Ada"
-time_zone = "Europe/London"     # an IANA time zone name
-city = "London"
-notes = \"\"\"
-Prefers short answers and British spelling.
-\"\"\"
-```
-
-Where the file is: the `path` given, else `$LAMINA_PREFERENCES`, else `preferences.toml` in the
-user's configuration directory (`platformdirs.user_config_path("lamina")`). A missing file at the
-default place means no preferences; a path named explicitly must exist. A file that cannot be
-used raises `PreferencesError`, naming the file and the field.
-
-The preferences are the user's own words, so the model is told to honour them; they are checked
-instead of wrapped: a field may not hold a reserved tag, a role marker or an invisible character,
-so nothing in it can close the `<preferences>` block or pose as another block.
+Personal, across workspaces, the first stable part of every session (design chapter §10.8, SPEC
+F7). The file is the `path` given, else `$LAMINA_PREFERENCES`, else `preferences.toml` in the
+user's configuration directory; a file that cannot be used raises `PreferencesError`. The fields
+are checked, not wrapped. See docs/workspace.md, "Preferences".
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """The project manifest: `.lamina/project.toml`, a short description and the important paths (I/O: disk).
 
-The project's configuration and asset manifest (design chapter §10.1–10.2) as a context source:
-a workspace that has the file gets one stable part, `project.manifest`, between the system
-prompt's sections and the root context file. A workspace without it gets nothing.
-
-```toml
-description = "A Python context engine for LLM agents."   # a short description (optional)
-
-[paths]                               # the important paths, in this order, each with a note
-"src/lamina/engine.py" = "turn preparation, the outbox, compaction"
-"tests/wire/" = "the local server that speaks the providers' wire formats"
-```
-
-`paths` may also be a plain list (`paths = ["src/", "docs/design.md"]`). Every field is optional,
-but the file must have at least one. Paths are relative to the workspace, with `/` separators,
-inside it (no `..`, not absolute); they are listed, not read, and need not exist yet. Limits: a
-description of at most 2,000 characters, at most 100 paths, a path or note of at most 300.
-
-The file is written by the project's people, but it is project text like `AGENTS.md`: it reaches
-the prompt wrapped by `defang` with authority `project_file`, as data. A file that cannot be used
-(not TOML, an unknown field, a wrong type, a bad path, a link out of the workspace) is a
-`ProjectFileError` naming the file and the field, never silently dropped: `load_project` raises it,
-and a session's stable context (`WorkspaceContext`) skips the file, like a bad `SKILL.md`, with the
-error as the snapshot's `project_problem`, which `lamina context`, `lamina chat` and `open_agent` show.
+A workspace that has the file gets one stable part, `project.manifest` (design chapter
+§10.1–10.2), wrapped by `defang` as project text. A file that cannot be used is a
+`ProjectFileError` naming the file and the field. The format and its limits: docs/workspace.md,
+"The project manifest".
 """
 
 from __future__ import annotations

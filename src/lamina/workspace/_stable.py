@@ -1,21 +1,8 @@
 """A workspace's stable context: preferences, preset sections, manifest, context files, memory (I/O: disk, environment).
 
-`WorkspaceContext(root, tools=...)` is the engine's `stable_source`: each call returns the stable parts
-
-1. `preferences` — the user's preferences, pinned first so they never drift after compaction;
-2. `system.<section>` — the preset's sections (tools and way of working, permissions, skills and
-   sources, platform, project, the list of project context files);
-3. `project.manifest` — the project's description and important paths from `.lamina/project.toml`,
-   when the workspace has one (see `lamina.workspace._project`);
-4. `context.root` — the root context file(s) shown in full, when they fit `inline_root_tokens`;
-5. `memory` — the top of the project's `MEMORY.md` (unless the preset leaves it out).
-
-A call sees the workspace as it is, cheaply: context files come from a `ContextFileFinder`, which
-checks its cached scan with `stat` calls alone (every folder listed, every file read or looked
-for) and walks again only when one changed; `MEMORY.md`, the manifest and the preferences file are read again
-only when their modification or change time, size or inode changed. When nothing changed, the
-very same tuple is returned; when an input changed, only the parts built from it get new bytes,
-and the engine records the new stable version (it pins stable parts by digest).
+`WorkspaceContext(root, tools=...)` is the engine's `stable_source`: each call returns the stable
+parts in a fixed order, seeing the workspace as it is, cheaply (cached scans, stamped files); when
+nothing changed, the very same tuple. See docs/workspace.md, "The stable context".
 """
 
 from __future__ import annotations
@@ -43,7 +30,8 @@ from lamina.prompt import (
     parse_custom_preset,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from lamina.workspace._context_files import ContextFile, ContextFileFinder, ContextFileScan, SkippedPath
+from lamina.workspace._context_files import ContextFile, ContextFileScan, SkippedPath
+from lamina.workspace._context_finder import ContextFileFinder
 from lamina.workspace._memory import (
     DEFAULT_MEMORY_MAX_TOKENS,
     MEMORY_FILE_NAME,
@@ -169,8 +157,10 @@ def assemble_stable_parts(
     memory: ProjectMemory | SkippedPath | None = None,
     project: ProjectManifest | None = None,
 ) -> tuple[Part, ...]:
-    """The stable parts in their fixed order: preferences, preset sections, project manifest, root context
-    file, memory (pure)."""
+    """The stable parts in their fixed order (pure).
+
+    Preferences, preset sections, project manifest, root context file, memory.
+    """
     parts: list[Part] = []
     pinned = preferences_part(preferences)
     if pinned is not None:

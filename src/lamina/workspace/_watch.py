@@ -1,17 +1,9 @@
 """Folder watches for the context-file cache: inotify on Linux, through `inotify_simple` (I/O: kernel).
 
-A `FolderWatch` is told about every folder a scan lists, just before the listing, so no change
-after the listing can slip through. It watches for entries added, removed or renamed (not for
-writes: the few files a scan read are checked by their stamps). `changed(relevant)` reads the
-queued events without blocking: the kernel queues an event before the call that caused it returns,
-so a change made before `changed` is called is always seen.
-
-One inotify instance serves the whole process (instances are few: 128 per user by default, shared
-with every editor and tool the user runs). The kernel gives one watch per folder and instance, so
-two scans of the same tree share their watches; the events are handed to every scan watching the
-folder. A watch no scan needs any more is removed. Where inotify is missing or a limit is reached
-(watches, a queue overflow), the watch reports itself unusable or changed, and the cache falls
-back to its stamps, or walks again.
+A `FolderWatch` is told about every folder a scan lists, just before the listing, and watches for
+entries added, removed or renamed; `changed` reads the queued events without blocking. One
+inotify instance serves the whole process. Where inotify is missing or a limit is reached, the
+cache falls back to its stamps. See docs/workspace.md, "Folder watches".
 """
 
 from __future__ import annotations
@@ -58,9 +50,12 @@ class _Hub:
         """Watches of collected `FolderWatch`es whose finaliser found the lock taken, released at the next drain."""
 
     def collected(self, wds: list[int]) -> None:
-        """A `FolderWatch` was collected: release its `wds`, never blocking. The garbage collector runs
-        finalisers wherever an allocation happens, also inside this hub's own locked code, so waiting for
-        the (non-reentrant) lock there would deadlock the thread: the watches wait for the next drain."""
+        """A `FolderWatch` was collected: release its `wds`, never blocking.
+
+        The garbage collector runs finalisers wherever an allocation happens, also inside this hub's
+        own locked code, so waiting for the (non-reentrant) lock there would deadlock the thread:
+        the watches wait for the next drain.
+        """
         self.orphans.extend(wds)
         if self.lock.acquire(blocking=False):
             try:
