@@ -1,4 +1,4 @@
-"""Anthropic Messages prompt caching, as the published rules bill it (pure); see `lamina.cachesim`."""
+"""Anthropic Messages prompt caching, as the published rules bill it (pure); the rules: `docs/cache-simulator.md`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenAI automatic prompt caching (before GPT-5.6), as published (pure); see `lamina.cachesim`."""
+"""OpenAI automatic prompt caching (before GPT-5.6), as published (pure); the rules: `docs/cache-simulator.md`."""
 
 from __future__ import annotations
 
