@@ -1,22 +1,7 @@
 """A provider that replays scripted responses, for tests, demos and offline runs (I/O: reads its script file).
 
-A script is a list of steps, each a response or an error, consumed one per request:
-
-```json
-{"responses": [
-  {"text": "Let me look.", "tool_calls": [{"name": "Read", "input": {"path": "app.py"}}]},
-  {"error": "overloaded", "retry_after": 1.0},
-  {"text": "Done.", "stop_reason": "end_turn"}
-]}
-```
-
-A response step has `text`, `tool_calls` (`name`, `input`, optional `id`), `stop_reason`
-(default `tool_use` when there are tool calls, else `end_turn`), optional `model` and `usage`
-(`input`, `output`, `cache_read`, `cache_write`). An error step has `error` (one of
-`ERROR_KINDS`), optional `retry_after`, `message`, and `text` streamed before the failure. Text
-is streamed in a few deltas. Usage, unless the step gives it, comes from a `CacheSimulator` run
-on the request body when one is given (so demos show realistic cache reads and writes), else
-from token estimates. Running out of script raises `ScriptExhaustedError`.
+A script is a list of steps, each a response or an error, consumed one per request; the format is
+in `docs/scripted-provider.md`. Running out of script raises `ScriptExhaustedError`.
 """
 
 from __future__ import annotations
