@@ -53,9 +53,11 @@ _TOOL_NAME_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 @dataclass(frozen=True, slots=True)
 class SkillWarning:
-    """Something the user should know about skills, prerequisites and workspace files: an unknown skill
-    mention (noted for the model too, never a failed turn), an agent stuck on a required read, or a
-    `.lamina/project.toml` skipped at start (`name` is then the file)."""
+    """Something the user should know about skills, prerequisites and workspace files.
+
+    An unknown skill mention (noted for the model too, never a failed turn), an agent stuck on a
+    required read, or a `.lamina/project.toml` skipped at start (`name` is then the file).
+    """
 
     name: str
     message: str

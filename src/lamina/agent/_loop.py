@@ -372,8 +372,11 @@ class Agent(PlanSteps, ProviderSessions):
         return created
 
     def _forks_natively_at(self, entry_id: str) -> bool:
-        """Whether the provider's own session can be forked exactly at `entry_id`: an answer that ends a
-        turn whose provider session the log recorded (at a user message, the provider never saw it)."""
+        """Whether the provider's own session can be forked exactly at `entry_id`.
+
+        It can at an answer that ends a turn whose provider session the log recorded (at a user
+        message, the provider never saw it).
+        """
         session = self.engine.session
         if not isinstance(session.get(entry_id), AssistantMessage):
             return False

@@ -76,8 +76,22 @@ def _open(data: bytes, name: str) -> Image.Image:
 
 
 def _decode(image: Image.Image, needed: tuple[int, int], name: str) -> Image.Image:
-    """The pixels of `image`, decoded no larger than needed where the format allows (JPEG), at most
-    `MAX_DECODED_PIXELS`, then reduced (a fast box filter) to about twice `needed` (as stored)."""
+    """The pixels of `image`, decoded no larger than needed, then reduced to about twice `needed`.
+
+    Decoded no larger than needed where the format allows (JPEG), at most `MAX_DECODED_PIXELS`,
+    then reduced with a fast box filter.
+
+    Args:
+        image: The opened image.
+        needed: The size (width, height) it will be stored at.
+        name: The file's name, for errors.
+
+    Returns:
+        The decoded, reduced image.
+
+    Raises:
+        AttachmentError: More than `MAX_DECODED_PIXELS` to decode, or a corrupt or truncated image.
+    """
     if image.format in {"JPEG", "MPO"}:
         image.draft(image.mode, needed)  # the decoder scales by 1/2, 1/4 or 1/8 while decoding
     if image.width * image.height > MAX_DECODED_PIXELS:

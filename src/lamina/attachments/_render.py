@@ -56,8 +56,16 @@ def describe(ref: AttachmentRef) -> str:
 
 
 def media_tokens(media_type: str, data: str) -> int:
-    """Estimated input tokens of a base64 image or PDF as sent: the larger provider formula for an
-    image (from its header), `PDF_PAGE_TOKENS` a page for a PDF (pages counted by pypdf)."""
+    """Estimated input tokens of a base64 image or PDF as sent.
+
+    Args:
+        media_type: The block's media type.
+        data: The base64 data.
+
+    Returns:
+        For an image, the larger provider formula (from its header); for a PDF, `PDF_PAGE_TOKENS`
+        a page (pages counted by pypdf).
+    """
     try:
         raw = base64.b64decode(data, validate=False)
     except (binascii.Error, ValueError):

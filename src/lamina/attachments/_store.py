@@ -130,11 +130,17 @@ class AttachmentStore:
         return tuple(p.ref for p in prepared)
 
     def add_images(self, images: Iterable[NamedBytes]) -> tuple[tuple[AttachmentRef, ...], tuple[AttachmentError, ...]]:
-        """Check, fit and store images a tool returned, each on its own: the references of those kept (in
-        order, once durable) and why each other one was refused (not an image, corrupt, too large, a bomb).
+        """Check, fit and store images a tool returned, each on its own.
 
         One bad image never costs the others, nor the tool's result: the caller tells the model what
         was refused.
+
+        Args:
+            images: The images, with their names.
+
+        Returns:
+            The references of those kept (in order, once durable) and why each other one was refused
+            (not an image, corrupt, too large, a bomb).
         """
         kept: list[_Prepared] = []
         refused: list[AttachmentError] = []

@@ -1,18 +1,8 @@
 """The neutral message model every renderer starts from, built from the parts of log entries (pure).
 
-Log entries are what happened; messages are what a provider is shown. `to_messages` turns a
-provider view into alternating user/assistant messages: an assistant text and the tool calls
-after it form one assistant message, consecutive tool results one user message, and a user
-message carries again, byte for byte, the tail its turn was sent with. The result is always
-well-formed: a tool call whose result is missing gets a synthetic "interrupted" result, and a
-result whose call is not in view is dropped, so no request is refused for a split pair.
-
-Every block is built from parts (SPEC F1, `lamina.context._history_parts`) and carries them (`Block.parts`):
-a text block is its part's text (a tail: its parts' texts, one per line), a tool-use block is
-decoded from its call's part, a tool result is its part's text (and the blocks of the images it
-returned, each from its part), an attached image or PDF carries the part that labels it and holds
-the provider's token estimate. What a request's parts list is therefore what its blocks are made
-of, and nothing else.
+`to_messages` turns a provider view into alternating, always well-formed user/assistant messages;
+every block is built from parts and carries them (`Block.parts`), so a request's parts list is
+what its blocks are made of. How pairs are kept whole is in `docs/parts.md`.
 """
 
 from __future__ import annotations
@@ -261,8 +251,15 @@ def prelude_messages(summary: SafeText | None, pinned: SafeText | None) -> list[
 
 
 def attached_blocks(entry: UserMessage | ToolResult, attachments: AttachmentBlocks) -> list[Block]:
-    """The blocks of `entry`'s attachments (a user's files, a tool's images) as `attachments` shows them,
-    each rebuilt from its part."""
+    """The blocks of `entry`'s attachments (a user's files, a tool's images), each rebuilt from its part.
+
+    Args:
+        entry: The user message or tool result.
+        attachments: How the model in use shows a stored file.
+
+    Returns:
+        The blocks, in order.
+    """
     out: list[Block] = []
     for ref in entry.attachments:
         for block in attachments(ref):

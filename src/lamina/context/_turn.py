@@ -1,13 +1,8 @@
 """Turn context: the frozen, fully built set of parts for one turn (pure).
 
-`lamina.engine.assemble_turn` is the one place a `TurnContext` is built: the engine's prepare, preview and
-reprepare, the inspector's rebuilt requests and the composition report all call it, so what is
-logged (as a `TurnRecord`) and what every renderer sends cannot differ (invariant 1). Stable parts
-are pinned in a versioned `StableContext` whose bytes change only when an input really changed
-(invariant 3). Volatile parts are rebuilt every turn without side effects, and the tail repeats
-only those the model has not yet seen with the same text; after a compaction it states all of
-them again. One-shot parts come from the outbox and stay pending until the turn is committed
-(invariant 2).
+`lamina.engine.assemble_turn` is the one place a `TurnContext` is built, so what is logged and what
+every renderer sends cannot differ (invariant 1). Stable, volatile and one-shot parts, and how
+each keeps its invariant, are in `docs/parts.md`.
 """
 
 from __future__ import annotations
@@ -59,7 +54,8 @@ class ToolSpec:
     """A tool the model may call: name, short description and JSON schema of its input.
 
     A source's tool (MCP, API) is checked before it gets here (`lamina.sources._tool.checked_definition`):
-    name in the providers' pattern, description and schema texts neutralised, schema bounded."""
+    name in the providers' pattern, description and schema texts neutralised, schema bounded.
+    """
 
     name: str
     description: SafeText
@@ -101,8 +97,10 @@ class StableContext:
 
     @property
     def context_parts(self) -> tuple[Part, ...]:
-        """Every other part (project files, memory, the catalogues), in order: user-role content, still in
-        the cached stable prefix (the first user message of every request)."""
+        """Every other part (project files, memory, the catalogues), in order.
+
+        User-role content, still in the cached stable prefix (the first user message of every request).
+        """
         return tuple(p for p in self.parts if p.authority not in SYSTEM_AUTHORITIES and p.text)
 
     @staticmethod

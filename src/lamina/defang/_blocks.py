@@ -119,9 +119,12 @@ def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_
 
 
 def trusted(text: str) -> SafeText:
-    """`text` marked as fit for a request as it is: only for Lamina's own text (built from literals,
-    numbers, escaped names and other `SafeText`) and the user's own typing, never for text read
-    from outside (files, tools, sources, models' summaries), which goes through `neutralise` or `defang`."""
+    """`text` marked as fit for a request as it is.
+
+    Only for Lamina's own text (built from literals, numbers, escaped names and other `SafeText`)
+    and the user's own typing, never for text read from outside (files, tools, sources, models'
+    summaries), which goes through `neutralise` or `defang`.
+    """
     return SafeText(text)
 
 

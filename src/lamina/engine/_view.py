@@ -134,8 +134,11 @@ class LiveView:
         return None
 
     def window_start(self) -> int:
-        """Where the provider's current context window starts: after the latest compaction, and after the
-        latest reset of the provider's own context (nothing before it counts as seen)."""
+        """Where the provider's current context window starts.
+
+        After the latest compaction, and after the latest reset of the provider's own context
+        (nothing before it counts as seen).
+        """
         start = self.fresh_from
         for i in range(len(self.entries) - 1, start - 1, -1):
             if resets_seen(self.entries[i]):

@@ -117,8 +117,15 @@ class ApiTool(SourceTool):
 
 
 def api_tools(connection: ApiConnection) -> tuple[list[ApiTool], list[ToolDefinitionError]]:
-    """The Lamina tools of an API source, filtered by its `enabled_tools`, and the endpoints refused
-    because their definition cannot go in a request (see `checked_definition`)."""
+    """The Lamina tools of an API source, and the endpoints refused.
+
+    Args:
+        connection: The API source's connection.
+
+    Returns:
+        The tools, filtered by the source's `enabled_tools`, and the endpoints refused because their
+        definition cannot go in a request (see `checked_definition`).
+    """
     enabled = connection.source.enabled_tools
     tools: list[ApiTool] = []
     refused: list[ToolDefinitionError] = []

@@ -343,8 +343,16 @@ def _describe(exc: BaseException) -> str:
 
 
 def render_result(result: mcp_types.CallToolResult, tool: str) -> ToolOutput:
-    """What the model receives for a result of MCP tool `tool`: its text, and its image content as images
-    for the pipeline to store (each named `<tool> image <n>.<ext>` and marked where it came in the text)."""
+    """What the model receives for a result of an MCP tool.
+
+    Args:
+        result: The server's result.
+        tool: The tool's name.
+
+    Returns:
+        Its text, and its image content as images for the pipeline to store (each named
+        `<tool> image <n>.<ext>` and marked where it came in the text).
+    """
     parts: list[str] = []
     images: list[NamedBytes] = []
     for block in result.content:
@@ -408,8 +416,16 @@ def _input_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 def mcp_tools(
     connection: McpConnection, remote: Sequence[mcp_types.Tool]
 ) -> tuple[list[McpTool], list[ToolDefinitionError]]:
-    """The Lamina tools for a started connection, filtered by the source's `enabled_tools`, and the
-    tools refused because their definition cannot go in a request (see `checked_definition`)."""
+    """The Lamina tools for a started connection, and the tools refused.
+
+    Args:
+        connection: The started connection.
+        remote: The tools the server lists.
+
+    Returns:
+        The tools, filtered by the source's `enabled_tools`, and the tools refused because their
+        definition cannot go in a request (see `checked_definition`).
+    """
     enabled = connection.source.enabled_tools
     tools: list[McpTool] = []
     refused: list[ToolDefinitionError] = []
