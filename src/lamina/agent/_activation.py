@@ -1,17 +1,8 @@
 """Skills and sources in a session: mentions become required reads, sources need their guides.
 
-Progressive loading (design chapter §10.9–10.10): the stable prompt carries only the skill
-catalogue; a `[skill:name]` in the user's new text, or a skill the turn's task names
-(`Agent.run_turn(..., skills=[...])`, `lamina run --skill`), registers a required read of that
-`SKILL.md`, which the pre-tool-use pipeline enforces; a source's tools are gated by its guide.
-After every compaction the read state is forgotten and the skills still in use are required again,
-so the model reads them anew. Mentions are parsed once, from the new user text only.
-
-The skills a turn invokes are that turn's active task. While they are, a skill's `allowed_tools`
-is enforced by `SkillToolsRule` in the pipeline: a call to any other tool is denied (a read of an
-active skill's own `SKILL.md` always runs). Several active skills allow the union of their lists;
-one without `allowed_tools` lifts the restriction. The next user turn ends the task, unless it
-invokes the skill again: a skill used once must not narrow the rest of the session.
+A `[skill:name]` in the new user text, or a skill the turn's task names, registers a required
+read of that `SKILL.md`; a source's tools are gated by its guide; an active skill's
+`allowed_tools` is enforced by `SkillToolsRule`. The rules in full: `docs/agent.md`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Images prepared for each provider (pure: bytes in, bytes out, through Pillow).
 
-Each provider family gets its own rendition, fitted to its documented limits: EXIF orientation
-applied, an animation's first frame, a format the provider takes, and a media type that is the
-type of the bytes actually sent. An image that needs nothing is sent as it came, byte for byte.
-
-A large image is decoded reduced: a JPEG at 1/2, 1/4 or 1/8 of each side by the decoder itself
-(`Image.draft`), then any image by a fast box filter (`Image.reduce`) before the final resize, so
-a 108-megapixel photo needs a few megapixels of memory. A header over `MAX_INPUT_PIXELS`, or more
-than `MAX_DECODED_PIXELS` to decode, is refused before any pixel is decoded (a decompression bomb).
+Each provider family gets its own rendition, fitted to its documented limits; an image that needs
+nothing is sent as it came, byte for byte. A large image is decoded reduced, and a decompression
+bomb is refused before any pixel is decoded (`docs/attachments.md`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Stored attachments shown to a model, by provider family and capability (reads the store).
 
-- an image: the provider's rendition as an image block for a vision model; otherwise a note
-  naming the file;
-- a PDF: a document block where the provider reads PDFs (Anthropic, up to its page and size
-  limits); otherwise its text with page markers;
-- every other document and text file: its converted text, neutralised and wrapped as untrusted
-  data, whole up to `INLINE_TEXT_CHARS`, else a preview and the path of the whole text to Read.
-
-The blocks for one reference are always the same bytes (the store is content-addressed), so a
+An image as the provider's rendition for a vision model, a PDF as a document block where the
+provider reads PDFs, every other file as its converted text, neutralised and wrapped as untrusted
+data (`docs/attachments.md`). The blocks for one reference are always the same bytes, so a
 completed turn renders identically in every later request and stays cached.
 """
 
