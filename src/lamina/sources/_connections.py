@@ -1,15 +1,8 @@
 """The open connections of a workspace's sources and the tools they provide (I/O: via the connections).
 
-```python
-scan = find_sources(workspace)
-async with SourceConnections(scan.sources) as sources:
-    pipeline = ToolPipeline([*builtin_tools, *sources.tools], context)
-    ...
-```
-
-Sources connect concurrently. A source that cannot start is reported in `problems` and provides
-no tools; the others are unaffected. Tool names are unique across sources because each starts
-with its source's slug.
+`SourceConnections` connects the sources concurrently. A source that cannot start is reported in
+`problems` and provides no tools; the others are unaffected. Tool names are unique across sources
+because each starts with its source's slug. An example: `docs/sources.md`.
 """
 
 from __future__ import annotations

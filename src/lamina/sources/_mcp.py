@@ -1,14 +1,8 @@
 """MCP sources: one client session per server, held open for the agent's lifetime (I/O: subprocess, network).
 
-`McpConnection.start()` starts the server (stdio) or reaches it (streamable HTTP) through the
-official `mcp` SDK, lists its tools and keeps the session open in a background task that owns
-the SDK's context managers, so the connection can be opened and closed from different tasks.
-Calls go through that session. Nothing raised by the SDK or the server reaches the pipeline: a
-server that dies mid-call, times out or answers with a protocol error becomes an error result
-naming the source and what happened; later calls start the server again. A streamable-HTTP
-answer larger than the SDK takes in one event is a too-large result with its size and the limit,
-and the connection stays open. A result's image content is handed to the pipeline as images, which
-it stores as attachments (`ToolOutput.images`).
+`McpConnection.start()` starts or reaches the server through the official `mcp` SDK and keeps the
+session open in a background task. Nothing raised by the SDK or the server reaches the pipeline:
+a failure becomes an error result naming the source and what happened (`docs/sources.md`).
 """
 
 from __future__ import annotations
