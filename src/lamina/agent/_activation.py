@@ -58,6 +58,12 @@ class SkillCatalogue:
     """The workspace's skills and their catalogue part, rescanned only when a skill file changed."""
 
     def __init__(self, root: Path, *, user_dir: Path | None = None) -> None:
+        """Set up the catalogue; nothing is scanned until it is first asked for.
+
+        Args:
+            root: The workspace root whose skills are scanned.
+            user_dir: The user-level skills folder; else `$LAMINA_SKILLS_DIR`, else the default one.
+        """
         self.root = root
         self.user_dir = user_dir
         self._signature: SkillStamps | None = None
@@ -69,6 +75,7 @@ class SkillCatalogue:
 
     @property
     def scan(self) -> SkillScan:
+        """The skills found, rescanned first when a skill file changed."""
         self._refresh()
         return self._scan
 
@@ -96,6 +103,14 @@ class Activation:
         *,
         cwd: Path,
     ) -> None:
+        """Activation for one session.
+
+        Args:
+            engine: The session's context engine (it queues the one-shot reminders).
+            manager: The tool pipeline's required reads.
+            catalogue: The workspace's skills.
+            cwd: The working directory tool paths are resolved against.
+        """
         self.engine = engine
         self.manager = manager
         self.catalogue = catalogue
@@ -112,6 +127,7 @@ class Activation:
 
     @property
     def skills_in_use(self) -> tuple[Skill, ...]:
+        """The skills mentioned or invoked in this session, in order of first use."""
         return tuple(self._in_use.values())
 
     @property
@@ -230,13 +246,27 @@ class SkillToolsRule(Rule):
     """Denies a call to a tool the active skills do not allow (their `allowed_tools`)."""
 
     def __init__(self, activation: Activation) -> None:
+        """The rule for one session's activation.
+
+        Args:
+            activation: Which skills are active, and the tools they allow.
+        """
         self._activation = activation
 
     @property
     def name(self) -> str:
+        """Shown in decisions as `rule:skill_allowed_tools`."""
         return "skill_allowed_tools"
 
     async def check(self, call: ToolCall) -> Verdict:
+        """Allow the call when the active skills allow its tool, or it reads an active skill's `SKILL.md`.
+
+        Args:
+            call: The tool call about to run.
+
+        Returns:
+            `Allow`, or `Deny` naming the tools the active skills allow.
+        """
         allowed = self._activation.allowed_tools()
         if allowed is None or call.name in allowed:
             return Allow()

@@ -83,6 +83,13 @@ class AttachmentRenderer:
     """Blocks for stored attachments, for one provider family and model capability."""
 
     def __init__(self, store: AttachmentStore, provider: Literal["anthropic", "openai"], support: MediaSupport) -> None:
+        """A renderer for one provider family and model.
+
+        Args:
+            store: The session's attachments.
+            provider: The provider family whose blocks are built.
+            support: What the model in use takes besides text.
+        """
         self.store = store
         self.provider = provider
         self.support = support

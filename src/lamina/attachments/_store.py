@@ -100,6 +100,14 @@ class AttachmentStore:
         time_zone: str = "UTC",
         estimator: TokenEstimator = DEFAULT_ESTIMATOR,
     ) -> None:
+        """A store over a session's two folders.
+
+        Args:
+            attachments_dir: Where the originals go, named by their SHA-256.
+            data_dir: Where the extracted text goes.
+            time_zone: The time zone a calendar file's times are shown in.
+            estimator: Counts the tokens of extracted text.
+        """
         self.folder = Path(attachments_dir)
         self.data_folder = Path(data_dir)
         self.time_zone = time_zone
@@ -114,6 +122,7 @@ class AttachmentStore:
         return self.data_folder / ref.text.removeprefix("data/")
 
     def read(self, sha256: str) -> bytes:
+        """The bytes of the stored original with this SHA-256."""
         return self.path(sha256).read_bytes()
 
     def add_all(self, items: Iterable[AttachmentInput], *, base: Path | None = None) -> tuple[AttachmentRef, ...]:

@@ -104,6 +104,12 @@ class AnthropicCacheSimulator:
     def __init__(
         self, *, rules: AnthropicCacheRules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR
     ) -> None:
+        """One cache namespace (an Anthropic workspace), empty.
+
+        Args:
+            rules: The published numbers; the current ones unless given.
+            estimator: Counts each block's tokens.
+        """
         self.rules = rules if rules is not None else AnthropicCacheRules()
         self._core = _Core(estimator)
         self._entries: dict[bytes, _Entry] = {}

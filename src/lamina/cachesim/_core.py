@@ -30,6 +30,13 @@ class CacheBreakpointError(CacheSimulationError):
     """A `cache_control` marker that the Anthropic API would reject with HTTP 400."""
 
     def __init__(self, where: str, position: int | None, reason: str) -> None:
+        """Name the marker and why the API would reject it.
+
+        Args:
+            where: Where the marker is.
+            position: Its 1-based block position, when there is one.
+            reason: Why it is rejected.
+        """
         self.where = where
         """Where the marker is, e.g. `messages[3].content[1]` or `cache_control (top level)`."""
         self.position = position

@@ -169,5 +169,6 @@ def is_on_demand_read(call: ToolCall) -> bool:
 
 
 def path_of(arguments: Mapping[str, Any]) -> str | None:
+    """The path a tool call's input names (`path`, else `file_path`), if it is a string."""
     value = arguments.get("path", arguments.get("file_path"))
     return value if isinstance(value, str) else None

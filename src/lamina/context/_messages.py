@@ -174,6 +174,15 @@ class ToolResultBlock:
     def of(
         cls, call_id: str, name: str, part: Part, *, is_error: bool = False, media: Sequence[Block] = ()
     ) -> ToolResultBlock:
+        """The result block built from its part, carrying the parts of the media it returned.
+
+        Args:
+            call_id: The call answered.
+            name: The tool's name.
+            part: The result's part; its text is the block's content.
+            is_error: Whether the tool failed.
+            media: The images the tool returned, as the model in use takes them.
+        """
         parts = (part, *(p for block in media for p in block.parts))
         return cls(call_id, name, part.text, is_error, parts, tuple(media))
 

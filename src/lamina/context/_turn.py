@@ -71,6 +71,7 @@ class StableChange:
     changed: tuple[str, ...]
 
     def describe(self) -> str:
+        """One line for a person: `added a, b; removed c; changed d`, or `no change`."""
         words = [f"{label} {', '.join(keys)}" for label, keys in self._groups() if keys]
         return "; ".join(words) or "no change"
 
@@ -105,6 +106,7 @@ class StableContext:
 
     @staticmethod
     def digest_of(parts: Sequence[Part]) -> str:
+        """The SHA-256 over the parts' keys and digests, in order: equal parts give an equal digest."""
         h = hashlib.sha256()
         for part in parts:
             h.update(part.key.encode())
@@ -214,6 +216,7 @@ class OneShot:
     """A hidden one-shot bridge (recovery, branch seed, transfer summary): a UI leaves it out of the transcript."""
 
     def as_part(self) -> Part:
+        """The one-shot as the part its turn's tail shows: a system rule, neutralised, with its outbox id as provenance."""
         return Part(
             self.kind,
             neutralise(self.text),  # Lamina's sentence with names in it: shown as the tail shows it
