@@ -216,7 +216,7 @@ class OneShot:
     """A hidden one-shot bridge (recovery, branch seed, transfer summary): a UI leaves it out of the transcript."""
 
     def as_part(self) -> Part:
-        """The one-shot as the part its turn's tail shows: a system rule, neutralised, with its outbox id as provenance."""
+        """The one-shot as its turn's tail shows it: a system rule, neutralised, its outbox id as provenance."""
         return Part(
             self.kind,
             neutralise(self.text),  # Lamina's sentence with names in it: shown as the tail shows it
