@@ -101,6 +101,20 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         prune: PrunePolicy | None = DEFAULT_PRUNE,
         owns_session: bool = False,
     ) -> None:
+        """Open the engine over a session: its state folded from the log, its provider view built.
+
+        Args:
+            session: The open session log.
+            stable_source: Returns the current stable parts (system prompt, project files, catalogues).
+            tools: The tools the model may call.
+            time_zone: The user's time zone, for the date in the tail and converted attachments.
+            mode: The permission mode to record when the session has none yet.
+            estimator: Counts tokens.
+            clock: The time, in seconds since the epoch.
+            new_id: Makes a turn id.
+            prune: When old tool output leaves the provider view (None: never).
+            owns_session: Whether closing the engine closes the session.
+        """
         self.session = session
         self._owns_session = owns_session
         self._closed = False

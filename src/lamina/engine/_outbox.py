@@ -19,6 +19,7 @@ class Outbox:
     """The one-shots queued on the current path and not delivered on it (a one-shot of another branch is not)."""
 
     def __init__(self) -> None:
+        """An empty outbox."""
         self._pending: dict[str, OneShot] = {}
 
     def clear(self) -> None:

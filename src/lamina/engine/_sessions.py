@@ -53,6 +53,7 @@ class ProviderSessions:
     """Where each provider resumes this path's conversation, and which records in the log say so."""
 
     def __init__(self) -> None:
+        """No provider sessions yet: the log's records fill them."""
         self._sessions: dict[str, ProviderSession] = {}
         self._path_records: dict[str, str] = {}
         """Per provider, the id of the latest `provider_session` record on the current path."""
