@@ -48,6 +48,13 @@ class PresetFileError(UsageError):
     """A custom preset file that cannot be used; names the file and the field at fault."""
 
     def __init__(self, path: str, field: str | None, problem: str) -> None:
+        """Name the file, the field and the problem.
+
+        Args:
+            path: The custom preset file.
+            field: The field at fault; None for the file as a whole.
+            problem: What is wrong.
+        """
         self.path = path
         self.field = field
         """The field at fault, e.g. `sections[2]` or `text.house_rules`; None for the file as a whole."""

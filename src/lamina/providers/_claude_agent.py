@@ -111,14 +111,17 @@ class ClaudeAgentProvider:
 
     @property
     def name(self) -> str:
+        """`claude-agent`."""
         return PROVIDER_NAME
 
     @property
     def target(self) -> SdkManagedTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     @property
     def capabilities(self) -> Capabilities:
+        """What the model in use can do, for placement and attachments."""
         return self._capabilities
 
     @property

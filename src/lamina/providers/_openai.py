@@ -199,6 +199,7 @@ class OpenAIChatProvider(_OpenAIProvider):
 
     @property
     def target(self) -> OpenAIChatTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
@@ -337,6 +338,7 @@ class OpenAIResponsesProvider(_OpenAIProvider):
 
     @property
     def target(self) -> OpenAIResponsesTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:

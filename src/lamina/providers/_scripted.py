@@ -46,6 +46,13 @@ class ScriptError(UsageError):
     """A script that cannot be used: names the file (or `<code>`) and the offending field."""
 
     def __init__(self, source: str, where: str, reason: str) -> None:
+        """Name the script, the field and what is wrong with it.
+
+        Args:
+            source: The script file (or `<code>`).
+            where: The field's path inside the script; empty for the file as a whole.
+            reason: What is wrong.
+        """
         self.source = source
         self.where = where
         """Path of the field inside the script, e.g. `responses[2].tool_calls[0].name`."""
@@ -57,6 +64,12 @@ class ScriptExhaustedError(ProviderError):
     """A request arrived after every scripted step was used."""
 
     def __init__(self, source: str, steps: int) -> None:
+        """Name the script and how many steps it had.
+
+        Args:
+            source: The script file (or `<code>`).
+            steps: How many steps it had, all used.
+        """
         self.source = source
         self.steps = steps
         super().__init__(
@@ -181,14 +194,17 @@ class ScriptedProvider:
 
     @property
     def name(self) -> str:
+        """`scripted`."""
         return PROVIDER_NAME
 
     @property
     def target(self) -> RenderTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     @property
     def capabilities(self) -> Capabilities:
+        """What the model in use can do, for placement and attachments."""
         return self._capabilities
 
     @property
