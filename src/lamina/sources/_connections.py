@@ -38,6 +38,12 @@ class SourceConnections:
     """The tools of a set of sources, with their connections held open until `aclose()`."""
 
     def __init__(self, sources: Iterable[Source], *, environ: Mapping[str, str] | None = None) -> None:
+        """Connections for these sources, not yet opened (`async with`, or `open`).
+
+        Args:
+            sources: The sources to connect.
+            environ: The environment `${VAR}` references are expanded from; `os.environ` unless given.
+        """
         self.sources: tuple[Source, ...] = tuple(sources)
         self._environ = dict(os.environ) if environ is None else environ
         self._connections: list[McpConnection | ApiConnection] = []

@@ -43,6 +43,12 @@ class McpConnection:
     """One MCP server and the client session Lamina keeps open to it."""
 
     def __init__(self, source: McpSource, *, environ: Mapping[str, str] | None = None) -> None:
+        """A connection to one MCP server, not yet started (`start`).
+
+        Args:
+            source: The MCP source's configuration.
+            environ: The environment `${VAR}` references are expanded from; `os.environ` unless given.
+        """
         self.source = source
         self._environ = os.environ if environ is None else environ
         self._session: ClientSession | None = None
@@ -382,6 +388,12 @@ class McpTool(SourceTool):
     """One tool of an MCP server, as a Lamina tool."""
 
     def __init__(self, connection: McpConnection, remote: mcp_types.Tool) -> None:
+        """The Lamina tool for one tool a server lists.
+
+        Args:
+            connection: The started connection, which makes the calls.
+            remote: The tool as the server lists it.
+        """
         source = connection.source
         super().__init__(
             source=source.slug,
@@ -396,9 +408,11 @@ class McpTool(SourceTool):
 
     @property
     def read_only(self) -> bool:
+        """Whether the tool only reads: it is among the source's `read_only_tools`."""
         return self._read_only
 
     async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Call the tool on the server with `input`; a failure comes back as an error result, never raised."""
         return await self._connection.call(self.remote_name, input)
 
 
