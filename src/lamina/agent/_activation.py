@@ -1,4 +1,4 @@
-"""Skills and sources in a session: mentions become required reads, sources need their guides.
+"""Skills and sources in a session: mentions become required reads, sources need their guides (I/O: reads the skills).
 
 A `[skill:name]` in the new user text, or a skill the turn's task names, registers a required
 read of that `SKILL.md`; a source's tools are gated by its guide; an active skill's

@@ -1,4 +1,4 @@
-"""What a turn reports while it runs, and what it did."""
+"""What a turn reports while it runs, and what it did (pure)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The agent loop: prepare a turn, render, send, stream, run tools, commit.
+"""The agent loop: prepare a turn, render, send, stream, run tools, commit (I/O: provider, tools, log).
 
 The loop knows nothing of JSONL or of any provider's wire format: it talks to a
 `ContextEngine` (turn context, log, outbox), a `Provider` (rendered request in, events out) and a

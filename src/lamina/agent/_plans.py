@@ -1,4 +1,4 @@
-"""Moving a plan forward (SPEC F16): the state machine is `lamina.engine`, persisted by the engine.
+"""Moving a plan forward (SPEC F16): the state machine is `lamina.engine`, persisted by the engine (I/O: the log).
 
 `PlanSteps` holds the agent's plan methods: accept, reject, cancel, and resume an accepted plan
 from wherever it stopped (compact, dispatch exactly once, execute, mark done).

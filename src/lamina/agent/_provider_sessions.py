@@ -1,4 +1,4 @@
-"""Provider sessions: resume the provider's own session while it exists, recover in a fresh one when not.
+"""Provider sessions: resume the provider's own while it exists, recover in a fresh one when not (I/O: the log).
 
 SPEC F11: a provider session that is gone (another machine, a cleaned cache, a conversation that
 went on with another provider) is cleared durably and the fresh one gets, once, a recovery block

@@ -1,4 +1,7 @@
-"""Wiring: an agent, or an engine for reports, over a workspace the usual way (`open_agent`, `open_engine`)."""
+"""Wiring: an agent, or an engine for reports, over a workspace the usual way (I/O: opens workspace and session).
+
+`open_agent` builds the agent; `open_engine` the engine alone, for reports.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Branching: the engine moves to another point of the session's tree, and the context window there."""
+"""Branching: the engine moves to another point of the session's tree, and the context window there (I/O: the log)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction as the engine runs it: one at a time, over the live view, its steps in `_compaction`."""
+"""Compaction as the engine runs it: one at a time, over the live view, its steps in `_compaction` (I/O)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction's pieces around the pure `lamina.compaction`: its outcome, its events, the archive write."""
+"""Compaction's pieces around the pure `lamina.compaction`: its outcome, its events, the archive write (I/O)."""
 
 from __future__ import annotations
 

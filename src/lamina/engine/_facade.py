@@ -1,4 +1,4 @@
-"""The context engine's facade: one session's turns prepared, recorded and committed.
+"""The context engine's facade: one session's turns prepared, recorded and committed (I/O: the session log).
 
 `ContextEngine` is the I/O shell around the pure turn assembly: it reads the clock, asks the
 workspace for the stable parts and appends to the session log; each piece of state it keeps in

@@ -1,4 +1,4 @@
-"""The one-shot outbox: parts queued on the current path, carried by every turn until delivered."""
+"""The one-shot outbox: parts queued on the current path, carried by every turn until delivered (pure)."""
 
 from __future__ import annotations
 

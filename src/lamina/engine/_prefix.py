@@ -1,4 +1,4 @@
-"""The stable prefix: the stable parts a session's cached prefix renders, and their record in the log."""
+"""The stable prefix: the stable parts a session's cached prefix renders, and their record in the log (pure)."""
 
 from __future__ import annotations
 

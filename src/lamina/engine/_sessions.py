@@ -1,4 +1,4 @@
-"""Provider sessions: where each provider resumes the current path's conversation."""
+"""Provider sessions: where each provider resumes the current path's conversation (pure)."""
 
 from __future__ import annotations
 

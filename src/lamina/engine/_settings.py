@@ -1,4 +1,4 @@
-"""The user's settings as the engine changes them: the permission mode, the active sources, the skills in use."""
+"""The user's settings as the engine changes them: permission mode, active sources, skills in use (I/O: the log)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live provider view: the entries a request sends, kept in memory as they are recorded, and its prune tally."""
+"""The live provider view: the entries a request sends, kept in memory as recorded, and its prune tally (pure)."""
 
 from __future__ import annotations
 

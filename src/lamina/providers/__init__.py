@@ -1,4 +1,4 @@
-"""Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries.
+"""Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries (I/O: network).
 
 The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`, and
 `ClaudeAgentProvider` on the optional `claude` extra) are imported on first use: the SDKs take
