@@ -157,9 +157,16 @@ class Activation:
         )
 
     def before_turn(self, user_text: str, skills: Sequence[str] = ()) -> tuple[SkillWarning, ...]:
-        """Register what the user's new text and the turn's task (`skills`, by name) ask for.
+        """Register what the user's new text and the turn's task ask for.
 
-        Call once per turn, before `prepare_turn`. A named skill is handled as a mention.
+        Call once per turn, before `prepare_turn`.
+
+        Args:
+            user_text: The user's new text, whose `[skill:name]` mentions become required reads.
+            skills: Skills the turn's task names, each handled as a mention.
+
+        Returns:
+            Warnings for the user (an unknown skill mentioned).
         """
         names = (*parse_skill_mentions(user_text), *skills)
         resolution = resolve_mentions(names, self.catalogue.scan)

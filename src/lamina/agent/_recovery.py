@@ -55,9 +55,15 @@ def recovery_text(
 ) -> RecoveryBlock | None:
     """The recovery block for a fresh provider session, from the user and assistant messages in `entries`.
 
-    `entries` are the conversation before the message being sent (the caller leaves that one out).
-    `summary` is the latest compaction summary, shown when the budget leaves room after the
-    messages. None when there is nothing to recover (no earlier message and no summary).
+    Args:
+        entries: The conversation before the message being sent (the caller leaves that one out).
+        summary: The latest compaction summary, shown when the budget leaves room after the messages.
+        budget_tokens: Tokens for the messages, newest first, and then the summary.
+        estimator: Counts the tokens.
+        reason: Why the old session could not be resumed, told to the model.
+
+    Returns:
+        The block; None when there is nothing to recover (no earlier message and no summary).
     """
     messages = [e for e in entries if isinstance(e, UserMessage | AssistantMessage) and e.text.strip()]
     if not messages and not summary:
