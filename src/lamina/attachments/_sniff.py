@@ -235,10 +235,17 @@ def _looks_like_mail(data: bytes) -> bool:
 
 
 def sniff(data: bytes, name: str) -> Sniffed:
-    """The type of `data` (the file `name`) from its bytes.
+    """The type of a file, from its bytes.
+
+    Args:
+        data: The file's bytes.
+        name: The file's name, for errors.
+
+    Returns:
+        Its media type and kind, and for text how it decodes.
 
     Raises:
-        AttachmentError: the content is empty or of a type Lamina does not take.
+        AttachmentError: The content is empty or of a type Lamina does not take.
     """
     if not data:
         raise AttachmentError(name, "the file is empty")

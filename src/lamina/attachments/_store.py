@@ -126,12 +126,17 @@ class AttachmentStore:
         return self.path(sha256).read_bytes()
 
     def add_all(self, items: Iterable[AttachmentInput], *, base: Path | None = None) -> tuple[AttachmentRef, ...]:
-        """Check, convert and store `items`; their references, in order, once every file is durable.
+        """Check, convert and store `items`.
 
-        Relative paths are resolved against `base` (the workspace).
+        Args:
+            items: The files: paths (relative to `base`), or their bytes, named or not.
+            base: The folder relative paths are resolved against (the workspace).
+
+        Returns:
+            Their references, in order, once every file is durable.
 
         Raises:
-            AttachmentError: a file is missing, too large, of an unknown type, corrupt, encrypted
+            AttachmentError: A file is missing, too large, of an unknown type, corrupt, encrypted
                 or a bomb; nothing is stored then.
         """
         prepared = [self._prepare(item, base) for item in items]

@@ -260,7 +260,13 @@ class _Core:
     def reusable(self, blocks: list[_Block], t: float, window: float | Sequence[float]) -> int:
         """Tokens of `blocks` seen in an earlier request still inside that block's window; then record these.
 
-        `window` is one duration for every block, or one per block.
+        Args:
+            blocks: This request's blocks.
+            t: This request's start.
+            window: In seconds, one duration for every block, or one per block.
+
+        Returns:
+            The reusable tokens, each block counted at most once.
         """
         seen, never = self._seen_until, float("-inf")
         windows = [window] * len(blocks) if isinstance(window, float | int) else window
