@@ -71,9 +71,16 @@ def tail_parts(
 
     Their texts are Lamina's sentences with names in them (sources, skills, paths), neutralised
     here as they are shown, so a name can never open or close a block, also in a stored record.
-    For the turn being sent they are volatile and one-shot parts; an earlier turn's tail
-    (`history`: its user message's id) travels in the history, compactable, under
-    `history.tail.<id>.<key>`.
+
+    Args:
+        volatile: The tail's volatile parts, as recorded.
+        one_shots: Its one-shot parts, as recorded.
+        history: For an earlier turn's tail, its user message's id: the parts then travel in the
+            history, compactable, under `history.tail.<id>.<key>`. None for the turn being sent,
+            whose parts are volatile and one-shot.
+
+    Returns:
+        The parts, in order.
     """
     parts: list[Part] = []
     for r in volatile:
@@ -300,9 +307,17 @@ def to_messages(
 ) -> list[Message]:
     """Messages for `entries` in order, every block built from its parts.
 
-    Each user message carries the tail its turn record says it was sent with; `current_tail`
-    (user entry id, its tail's parts) overrides it for the turn being sent. A user message's
-    attachments come before its text, as `attachments` shows them.
+    Each user message carries the tail its turn record says it was sent with. A user message's
+    attachments come before its text.
+
+    Args:
+        entries: The provider view's entries.
+        current_tail: For the turn being sent, its user entry's id and its tail's parts, which
+            override the recorded tail.
+        attachments: How attached files are shown.
+
+    Returns:
+        Alternating user and assistant messages, well-formed.
     """
     tails: dict[str, Sequence[Part]] = dict(history_tails(entries))
     if current_tail is not None:

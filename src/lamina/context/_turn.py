@@ -117,7 +117,11 @@ class StableContext:
 
 
 def pin_stable(current: StableContext | None, parts: Sequence[Part]) -> tuple[StableContext, StableChange | None]:
-    """Keep `current` when `parts` have the same bytes; otherwise the next version and what changed."""
+    """Keep `current` when `parts` have the same bytes; otherwise the next version and what changed.
+
+    Raises:
+        UsageError: A part is not stable.
+    """
     for part in parts:
         if part.stability is not Stability.STABLE:
             raise UsageError(f"stable context part {part.key!r} has stability {part.stability.value!r}")
@@ -305,8 +309,14 @@ class TurnContext:
         (`messages`): the compaction summary and the user's words, the history (each earlier
         turn's attachments, message, tail, replies, tool calls and results) and this turn's
         attachments, message, tail (volatile, then one-shot parts) and tool loop so far
-        (`continuation`). `attachments` shows attached files as the renderer does (the same one
-        gives the same parts). See `lamina.context._history_parts` for how the conversation is classified.
+        (`continuation`). How the conversation is classified: `docs/parts.md`.
+
+        Args:
+            continuation: This turn's tool loop so far.
+            attachments: Shows attached files as the renderer does (the same one gives the same parts).
+
+        Returns:
+            The parts, in request order.
         """
         return (
             *(tool_part(t) for t in self.tools),
