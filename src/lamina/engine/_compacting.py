@@ -87,9 +87,19 @@ class CompactionMixin(EngineHost):
         At most one compaction runs per session (other processes cannot even write to it); a
         request that waited for one in flight finds nothing new and says "already compacted".
 
-        With `plan_id` (Accept & Compact), the plan must be awaiting its compaction: the whole view
-        is summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
-        boundary names the plan, and the plan is marked `compacted` once the boundary is durable.
+        Args:
+            summariser: Writes the summary.
+            trigger: What asked for it: `manual`, `threshold` or `overflow`.
+            focus: What the summary should keep in view; a plan's compaction focuses on the plan.
+            keep_tokens: Recent tokens kept verbatim.
+            user_lane_tokens: Tokens of the user's words lane, newest first.
+            plan_id: Accept & Compact: the plan must be awaiting its compaction; the whole view is
+                summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
+                boundary names the plan, and the plan is marked `compacted` once the boundary is
+                durable.
+
+        Returns:
+            What the compaction did.
         """
         self._check_open()
         if self._compaction_lock is None:

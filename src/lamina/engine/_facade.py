@@ -284,15 +284,22 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         """Build this turn's context exactly once, and log it as built.
 
         Appends the user message and a `TurnRecord` of the turn context. One-shot parts pending in
-        the outbox are carried, and stay pending until `commit`. `attachments` are references from
-        `attach`, or files to attach now: every file is stored durably before the user message
-        that refers to it is logged. `user_words` marks a message Lamina wrote in the user's role
-        (a plan's execution message): what of it the user typed ("" for nothing), so the user's
-        words lane leaves Lamina's text out; None (the default) means the user typed all of it.
+        the outbox are carried, and stay pending until `commit`.
+
+        Args:
+            user_text: The user message's text.
+            attachments: References from `attach`, or files to attach now: every file is stored
+                durably before the user message that refers to it is logged.
+            user_words: For a message Lamina wrote in the user's role (a plan's execution message),
+                what of it the user typed ("" for nothing), so the user's words lane leaves
+                Lamina's text out; None (the default) means the user typed all of it.
+
+        Returns:
+            The turn's context, as logged.
 
         Raises:
-            AttachmentError: an attached file cannot be used; nothing was logged.
-            UsageError: the engine is closed.
+            AttachmentError: An attached file cannot be used; nothing was logged.
+            UsageError: The engine is closed.
         """
         self._check_open()
         stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
