@@ -134,7 +134,14 @@ class ClaudeAgentProvider:
 
         Its first turn resumes the source's SDK session at its last completed turn with
         `fork_session`, so the SDK copies the transcript into a new session and the source is
-        left as it was. Raises `UsageError` when the source has no SDK session yet.
+        left as it was.
+
+        Args:
+            source_session_id: The Lamina session forked from.
+            new_session_id: The Lamina session that continues from it.
+
+        Raises:
+            UsageError: The source has no SDK session yet.
         """
         source = self._sessions.get(source_session_id)
         if source is None:
@@ -306,14 +313,21 @@ def map_claude_agent_error(
 ) -> ProviderError | None:
     """The `ProviderError` for a failed turn of the Claude Agent SDK; None for an exception from elsewhere.
 
-    `error` is the turn's failed `ResultMessage` or an SDK exception (`ResultError` carries the
-    same fields). `assistant_error` is the `error` kind of the CLI's synthetic assistant message,
-    when there was one. The HTTP status of the failed API call decides when the CLI reports it:
+    The HTTP status of the failed API call decides when the CLI reports it:
     401 / 403 → `AuthenticationError`; 529 / 503 / "overloaded" → `OverloadedError`; 429 →
     `RateLimitError`; overflow wording → `ContextOverflowError`; 408, 409, 5xx and connection
     failures → `TransientServerError`; other 4xx → `InvalidRequestError`. Without a status the
     `assistant_error` kind decides the same way. A failure of the CLI process itself (a crash, an
     unparsable line, a run past `max_turns`) is a plain `ProviderError`.
+
+    Args:
+        error: The turn's failed `ResultMessage` or an SDK exception (`ResultError` carries the
+            same fields).
+        assistant_error: The `error` kind of the CLI's synthetic assistant message, when there was one.
+        provider: The provider's name on the error.
+
+    Returns:
+        The typed error; None for an exception from elsewhere.
     """
     from claude_agent_sdk import ClaudeSDKError, CLIJSONDecodeError, ProcessError, ResultError, ResultMessage
 

@@ -136,9 +136,16 @@ class _Invalid(Exception):
 def find_sources(root: Path, *, allowed_roots: Sequence[str | os.PathLike[str]] = ()) -> SourceScan:
     """The sources under `root/sources/`, sorted by slug; invalid ones are skipped and reported.
 
-    A missing `sources/` folder means no sources (not a problem). The folder, each source folder,
-    its `source.toml` and its `guide.md` must resolve inside `root` (or one of `allowed_roots`):
-    one that a link takes elsewhere is a problem, and the source is skipped.
+    A missing `sources/` folder means no sources (not a problem).
+
+    Args:
+        root: The workspace.
+        allowed_roots: Folders besides `root` the sources' files may resolve into. The folder, each
+            source folder, its `source.toml` and its `guide.md` must resolve inside `root` or one of
+            these: one that a link takes elsewhere is a problem, and the source is skipped.
+
+    Returns:
+        The sources found and the problems of those skipped.
     """
     folder = Path(root) / SOURCES_DIR
     if not folder.is_dir():
