@@ -132,7 +132,7 @@ class Activation:
 
     @property
     def active_skills(self) -> tuple[Skill, ...]:
-        """The skills the current turn invoked: its task (see the module docstring)."""
+        """The skills the current turn invoked: its task (see `docs/agent.md`)."""
         return self._active
 
     def allowed_tools(self) -> frozenset[str] | None:

@@ -73,7 +73,7 @@ class CacheUsage:
     uncached: int
     """Tokens neither read nor written: billed at the base input price."""
     reusable: int
-    """Tokens a perfect placement could have read (see the module docstring)."""
+    """Tokens a perfect placement could have read (see `docs/cache-simulator.md`)."""
     cost_multiplier: float
     """Input cost relative to sending everything uncached (1.0 when nothing was cached)."""
 

@@ -89,8 +89,8 @@ def render_block(name: str, body: SafeText, /, **attrs: str) -> SafeText:
 def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_000) -> SafeText:
     """Untrusted `text` wrapped in one `<untrusted>` block that nothing inside can end or forge.
 
-    The block's label names the source and authority; it holds the neutralised content (see the
-    module docstring): reserved tags and role markers are escaped or quoted, invisible characters
+    The block's label names the source and authority; it holds the neutralised content (see
+    `docs/defanging.md`): reserved tags and role markers are escaped or quoted, invisible characters
     shown as `[U+XXXX]`; everything else passes through unchanged. There is no per-block note: the
     system prompt says once what `<untrusted>` blocks, tool results and these escapes are.
 

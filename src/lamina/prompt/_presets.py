@@ -177,7 +177,7 @@ def system_prompt(preset: Preset, inputs: PromptInputs) -> str:
 
 
 def parse_custom_preset(data: str, *, path: str) -> Preset:
-    """The preset described by the TOML text `data` (see the module docstring for the format).
+    """The preset described by the TOML text `data` (its format: `docs/prompt.md`).
 
     Args:
         data: The file's text.
