@@ -48,9 +48,13 @@ class CompactionMixin(EngineHost):
         return round(self.context_tokens() * self.calibration)
 
     def observe_usage(self, estimated: int, usage: Usage) -> None:
-        """Calibrate the estimate: the provider counted `usage` for a request estimated at `estimated` tokens.
+        """Calibrate the estimate from what the provider counted for a request.
 
         A moving average of reported / estimated, so one odd request does not swing it.
+
+        Args:
+            estimated: The request's estimated tokens.
+            usage: The usage the provider reported for it.
         """
         reported = usage.input + usage.cache_read + usage.cache_write
         if estimated > 0 and reported > 0:

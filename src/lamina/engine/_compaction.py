@@ -84,7 +84,17 @@ _EMPTY_LANE = UserLane()
 
 
 def choose_cut(view: Sequence[LogEntry], *, keep_tokens: int, estimator: TokenEstimator, whole: bool) -> CutPoint:
-    """Where a compaction cuts `view`; `whole` (a plan runs in a fresh context) keeps nothing verbatim."""
+    """Where a compaction cuts `view`.
+
+    Args:
+        view: The provider view to compact.
+        keep_tokens: Recent tokens kept verbatim.
+        estimator: Counts them.
+        whole: Keep nothing verbatim (a plan runs in a fresh context).
+
+    Returns:
+        The cut point.
+    """
     cut = find_cut_point(view, keep_tokens=keep_tokens, estimator=estimator)
     if whole:
         cut = dataclasses.replace(

@@ -58,7 +58,11 @@ class Outbox:
         return OutboxRecord(part_id="os_" + secrets.token_hex(6), status="queued", kind=kind, text=text, hidden=hidden)
 
     def delivery(self, one_shot: OneShot, turn_id: str) -> OutboxRecord | None:
-        """The record that marks `one_shot` delivered by turn `turn_id` (None: not pending, nothing to record)."""
+        """The record that marks `one_shot` delivered by turn `turn_id`.
+
+        Returns:
+            The record; None when it is not pending, so there is nothing to record.
+        """
         if one_shot.part_id not in self._pending:
             return None
         return OutboxRecord(

@@ -10,10 +10,13 @@ from lamina.session import CompactionBoundary, ForkOrigin, LogEntry, ProviderSes
 
 
 def provider_session_in_view(view: ProviderView, provider: str) -> ProviderSession | None:
-    """Where `provider` resumes the path whose provider view is `view` (None: it keeps no session of it).
+    """Where `provider` resumes the path whose provider view is `view`.
 
     For a branch about to be made: a provider that forks natively can continue the branch from
     there (nothing injected) instead of a fresh session with a branch seed.
+
+    Returns:
+        The provider session; None when the provider keeps no session of the path.
     """
     return path_provider_sessions(view.boundary, view.entries)[0].get(provider)
 

@@ -144,10 +144,17 @@ def get_preset(name: str) -> Preset:
 
 
 def compose_sections(preset: Preset, inputs: PromptInputs) -> tuple[Part, ...]:
-    """One stable part per section of `preset`, in order (key `system.<section>`); empty texts are left out.
+    """One stable part per section of `preset`, in order; empty texts are left out.
 
     The tools in `inputs` are first narrowed to the preset's choice, so the prompt only speaks of
     tools the model has.
+
+    Args:
+        preset: The sections, their order and the texts that replace or add them.
+        inputs: What the sections are built from.
+
+    Returns:
+        The parts, each keyed `system.<section>`.
     """
     inputs = replace(inputs, tools=preset.select_tools(inputs.tools))
     parts = []
