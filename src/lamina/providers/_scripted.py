@@ -163,7 +163,22 @@ class ScriptedProvider:
         estimator: TokenEstimator = DEFAULT_ESTIMATOR,
         capabilities: Capabilities | None = None,
     ) -> ScriptedProvider:
-        """Load a script file (`{"responses": [...]}`); a bad file raises `ScriptError` naming it."""
+        """Load a script file, `{"responses": [...]}` (the format: `docs/scripted-provider.md`).
+
+        Args:
+            path: The script file.
+            target: As for the constructor.
+            simulator: As for the constructor.
+            clock: As for the constructor.
+            estimator: As for the constructor.
+            capabilities: As for the constructor.
+
+        Returns:
+            The provider, its errors naming the file.
+
+        Raises:
+            ScriptError: The file cannot be read or used, named with the offending field.
+        """
         path = Path(path)
         source = str(path)
         try:
