@@ -1,4 +1,4 @@
-"""Every error Lamina raises is a `LaminaError`, and `errors.py` draws the tree as it is."""
+"""Every error Lamina raises is a `LaminaError`, and `docs/errors.md` draws the tree as it is."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from lamina import errors
 from lamina.errors import LaminaError
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_PAGE = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
 
 
 def _modules() -> list[str]:
@@ -41,9 +43,8 @@ def _public_exception_classes() -> dict[str, type[BaseException]]:
 
 
 def _drawn_tree() -> dict[str, str | None]:
-    """`{class name: parent name}` as drawn in the fenced block of `errors.py`'s docstring."""
-    doc = errors.__doc__ or ""
-    block = doc.split("```")[1]
+    """`{class name: parent name}` as drawn in the fenced block of `docs/errors.md`."""
+    block = _PAGE.read_text(encoding="utf-8").split("```")[1]
     parents: dict[str, str | None] = {}
     stack: list[str] = []
     for line in block.splitlines():
@@ -69,7 +70,7 @@ def test_the_drawn_tree_is_the_class_tree() -> None:
     drawn = _drawn_tree()
     assert drawn["LaminaError"] is None
     for path, cls in _public_exception_classes().items():
-        assert cls.__name__ in drawn, f"{path} is not drawn in errors.py's docstring"
+        assert cls.__name__ in drawn, f"{path} is not drawn in docs/errors.md"
         parent = next(base for base in cls.__mro__[1:] if issubclass(base, LaminaError) or base is Exception)
         expected = None if cls is LaminaError else parent.__name__
         assert drawn[cls.__name__] == expected, f"{path}: drawn under {drawn[cls.__name__]}, derives from {expected}"

@@ -1,53 +1,7 @@
-"""The Lamina error tree.
+"""The Lamina error tree (pure): every error Lamina raises on purpose, with typed fields.
 
-```
-LaminaError
-├── UsageError                      the caller's mistake (bad argument, unknown name)
-│   ├── UnknownPresetError
-│   ├── PresetFileError             a custom preset file that cannot be used (prompt.presets)
-│   ├── PreferencesError            a preferences file that cannot be used (workspace.preferences)
-│   ├── ProjectFileError            a project manifest that cannot be used (workspace.project)
-│   ├── AttachmentError             a file that cannot be attached (type, corrupt, too large)
-│   ├── ConfigError                 a config file that cannot be used (file, key)
-│   ├── ToolInputError              a tool call's input that does not fit its schema (tools.base)
-│   ├── PlanTransitionError         a plan decision its state does not allow (plan)
-│   ├── ScriptError                 a scripted provider's script that cannot be used (providers.scripted)
-│   ├── NotFoundError               no session, entry, request or file by that name (serve.reader)
-│   └── CacheSimulationError        a request the cache simulator cannot bill (placement)
-│       └── CacheBreakpointError    more breakpoints than the provider allows
-└── LaminaRuntimeError              something outside the caller's control went wrong
-    ├── SessionError
-    │   ├── SessionNotFoundError    no such session in the store
-    │   ├── SessionLockedError      another writer holds the session
-    │   │   └── SessionLeaseLostError   another server took the session over: this writer is fenced off
-    │   ├── SessionCorruptError     a log or metadata file that cannot be used (file, line, byte)
-    │   ├── SessionIOError          the disk refused a read or write (file, byte)
-    │   ├── StoreError              the database behind a store failed
-    │   │   ├── StoreConnectionError    refused or dropped connection (a turn is all or nothing)
-    │   │   ├── StoreSchemaError    a schema newer than this Lamina, or not migrated (both versions)
-    │   │   └── StoreReadOnlyError  a read-only database (a replica) asked to write
-    │   ├── EntryDecodeError        one log line that is not a valid entry (also a ValueError)
-    │   ├── MissingEntryError       a path walked to a parent that is not there (also a KeyError)
-    │   └── BundleError             a session bundle refused on import (bundle, member)
-    ├── SourceError                 an MCP or API source failed
-    │   ├── SourceConnectionError   the source could not be started or reached
-    │   └── ToolDefinitionError     a tool definition Lamina refuses to put in a request
-    ├── TooManyModelCallsError      the model kept calling tools past `max_model_calls` in a turn
-    ├── RequestDamageError          a logged request the inspector cannot rebuild (serve.requests)
-    └── ProviderError               a model provider refused or failed a request
-        ├── ContextOverflowError    the prompt is longer than the model's context window
-        ├── RateLimitError          429; `retry_after` when the provider said
-        │   └── OverloadedError     529 / 503 overloaded; `retry_after` when the provider said
-        ├── AuthenticationError     401 / 403: missing or wrong API key
-        ├── InvalidRequestError     400 / 404 / 422 that is not an overflow
-        ├── TransientServerError    500 / 502 / 504, connection reset, timeout
-        ├── ProviderSessionLostError the provider-side session to resume is gone: recover in a fresh one
-        └── ScriptExhaustedError    a scripted provider asked for more replies than its script has
-```
-
-Classes outside this module are named with their module. `tests/test_error_tree.py` imports
-every module and checks that each public exception class is drawn here under its real parent.
-Every error carries typed fields and a message that names the file, field or holder involved.
+The tree, with what each class means, is drawn in `docs/errors.md`; `tests/test_error_tree.py`
+checks that every public exception class is drawn there under its real parent.
 """
 
 from __future__ import annotations
@@ -101,6 +55,12 @@ class UnknownPresetError(UsageError):
     """A system prompt preset name that Lamina does not know."""
 
     def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        """Name the unknown preset.
+
+        Args:
+            name: The preset asked for.
+            known: The preset names Lamina knows.
+        """
         self.name = name
         self.known = known
         super().__init__(f"unknown system prompt preset {name!r}; known presets: {', '.join(known)}")
@@ -110,6 +70,12 @@ class AttachmentError(UsageError):
     """A file given as an attachment cannot be used (unknown type, corrupt, encrypted, too large)."""
 
     def __init__(self, name: str, reason: str) -> None:
+        """Name the file and why it cannot be attached.
+
+        Args:
+            name: The file's name.
+            reason: Why it cannot be used.
+        """
         self.name = name
         self.reason = reason
         super().__init__(f"attachment {name!r}: {reason}")
@@ -135,6 +101,12 @@ class SourceConnectionError(SourceError):
     """A source could not be started or reached; the message names the source and the cause."""
 
     def __init__(self, slug: str, reason: str) -> None:
+        """Name the source and the cause.
+
+        Args:
+            slug: The source's slug.
+            reason: Why it could not be started or reached.
+        """
         self.slug = slug
         self.reason = reason
         super().__init__(f"source {slug}: {reason}")
@@ -144,6 +116,13 @@ class ToolDefinitionError(SourceError):
     """A source offered a tool definition Lamina refuses to put in a request; the message names both."""
 
     def __init__(self, source: str, tool: str, reason: str) -> None:
+        """Name the source, the tool and why it is refused.
+
+        Args:
+            source: The source's slug.
+            tool: The tool's name as the source gave it.
+            reason: Why Lamina refuses it.
+        """
         self.source = source
         self.tool = tool
         self.reason = reason
@@ -158,6 +137,12 @@ class SessionNotFoundError(SessionError):
     """No session with this id exists in the store."""
 
     def __init__(self, session_id: str, root: Path | str) -> None:
+        """Name the session and the store.
+
+        Args:
+            session_id: The id looked for.
+            root: The store it was looked for in.
+        """
         self.session_id = session_id
         self.root = root
         super().__init__(f"no session {session_id!r} in store {root}")
@@ -167,6 +152,12 @@ class SessionLockedError(SessionError):
     """Another writer (this process or another) holds the session's write lock."""
 
     def __init__(self, path: Path | str, holder: str) -> None:
+        """Name the session and the writer holding it.
+
+        Args:
+            path: The session's file or location.
+            holder: Who holds the write lock.
+        """
         self.path = path
         self.holder = holder
         super().__init__(f"session {path} is already open for writing by {holder}")
@@ -177,9 +168,16 @@ class SessionLeaseLostError(SessionLockedError):
 
     Nothing it appended since its last successful flush was committed, unless a flush that raised
     `StoreConnectionError` had its COMMIT's answer lost; reopen the session to go on from what is
-    there (and to see whether that turn landed)."""
+    there (and to see whether that turn landed).
+    """
 
     def __init__(self, session: str, holder: str) -> None:
+        """Name the session and the writer that took it over.
+
+        Args:
+            session: The session's location.
+            holder: The writer that now holds the lease.
+        """
         SessionError.__init__(self, f"session {session} was taken over by {holder}: this writer's lease is lost")
         self.path = session
         self.holder = holder
@@ -189,20 +187,36 @@ class StoreError(SessionError):
     """The database behind a session store failed or refused."""
 
     def __init__(self, location: str, message: str) -> None:
+        """Name the database and what went wrong.
+
+        Args:
+            location: The database, as shown to the user.
+            message: What failed or was refused.
+        """
         self.location = location
         super().__init__(f"{location}: {message}")
 
 
 class StoreConnectionError(StoreError):
-    """The database could not be reached, the connection dropped, or it did not answer in time. A flush
-    is one transaction: the turn's entries were all committed or none (all, possibly, when only the
-    COMMIT's answer was lost), and the next flush settles them without writing any twice."""
+    """The database could not be reached, the connection dropped, or it did not answer in time.
+
+    A flush is one transaction: the turn's entries were all committed or none (all, possibly, when
+    only the COMMIT's answer was lost), and the next flush settles them without writing any twice.
+    """
 
 
 class StoreSchemaError(StoreError):
     """The database's schema is not the one this Lamina knows: newer (upgrade Lamina) or older (migrate)."""
 
     def __init__(self, location: str, found: int, supported: int, advice: str) -> None:
+        """Name the database and both schema versions.
+
+        Args:
+            location: The database, as shown to the user.
+            found: The schema version the database has.
+            supported: The schema version this Lamina knows.
+            advice: What to do (upgrade Lamina, or migrate).
+        """
         self.found = found
         self.supported = supported
         super().__init__(location, f"schema version {found}, this Lamina knows version {supported}: {advice}")
@@ -213,9 +227,17 @@ class StoreReadOnlyError(StoreError):
 
 
 class SessionCorruptError(SessionError):
-    """A session file cannot be used as it is; `line` is 1-based and `offset` a byte offset, when known."""
+    """A session file cannot be used as it is."""
 
     def __init__(self, path: Path, reason: str, *, line: int | None = None, offset: int | None = None) -> None:
+        """Name the file, where in it, and why.
+
+        Args:
+            path: The session file.
+            reason: Why it cannot be used.
+            line: The 1-based line, when known.
+            offset: The byte offset, when known.
+        """
         self.path = path
         self.reason = reason
         self.line = line
@@ -227,10 +249,21 @@ class SessionCorruptError(SessionError):
 
 
 class SessionIOError(SessionError):
-    """The operating system refused to read or write a session file (disk full, permissions, a folder
-    where a file should be). After a failed log write the session takes no more appends: reopen it."""
+    """The operating system refused to read or write a session file.
+
+    Disk full, permissions, a folder where a file should be. After a failed log write the session
+    takes no more appends: reopen it.
+    """
 
     def __init__(self, path: Path, action: str, error: OSError, *, offset: int | None = None) -> None:
+        """Name the file, the action and the operating system's reason.
+
+        Args:
+            path: The session file.
+            action: What was being done, as a verb phrase ("read the log").
+            error: The operating system's error.
+            offset: The byte offset, when known.
+        """
         self.path = path
         self.action = action
         self.error = error
@@ -248,17 +281,30 @@ class MissingEntryError(SessionError, KeyError):
     """A path walked to a `parent_id` that is not among the given entries."""
 
     def __init__(self, entry_id: str) -> None:
+        """Name the missing entry.
+
+        Args:
+            entry_id: The `parent_id` walked to.
+        """
         self.entry_id = entry_id
         super().__init__(entry_id)
 
     def __str__(self) -> str:  # KeyError would print the id quoted, as a repr
+        """The message, with the id as written."""
         return f"no entry {self.entry_id!r} on this path"
 
 
 class BundleError(SessionError):
-    """A session bundle that cannot be imported as it is (nothing was written); `member` names the file inside."""
+    """A session bundle that cannot be imported as it is (nothing was written)."""
 
     def __init__(self, path: Path, reason: str, *, member: str | None = None) -> None:
+        """Name the bundle, the file inside it, and why.
+
+        Args:
+            path: The bundle.
+            reason: Why it is refused.
+            member: The file inside the bundle, when one is to blame.
+        """
         self.path = path
         self.reason = reason
         self.member = member
@@ -272,6 +318,14 @@ class ProviderError(LaminaRuntimeError):
     retryable = False
 
     def __init__(self, provider: str, message: str, *, status: int | None = None, body: str = "") -> None:
+        """Name the provider and what it answered.
+
+        Args:
+            provider: The provider's name.
+            message: What failed.
+            status: The HTTP status, when there was one.
+            body: The response body, as received.
+        """
         self.provider = provider
         self.status = status
         self.body = body
@@ -291,6 +345,15 @@ class RateLimitError(ProviderError):
     def __init__(
         self, provider: str, message: str, *, status: int | None = 429, body: str = "", retry_after: float | None = None
     ) -> None:
+        """Name the provider, its answer and how long it asked to wait.
+
+        Args:
+            provider: The provider's name.
+            message: What failed.
+            status: The HTTP status (429 unless given).
+            body: The response body, as received.
+            retry_after: Seconds to wait, when the provider said.
+        """
         super().__init__(provider, message, status=status, body=body)
         self.retry_after = retry_after
 
@@ -321,5 +384,12 @@ class ProviderSessionLostError(ProviderError):
     """
 
     def __init__(self, provider: str, session_id: str, message: str) -> None:
+        """Name the provider and the session it cannot resume.
+
+        Args:
+            provider: The provider's name.
+            session_id: The provider-side session asked for.
+            message: Why it cannot be resumed.
+        """
         self.session_id = session_id
         super().__init__(provider, message)

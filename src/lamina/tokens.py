@@ -40,6 +40,7 @@ class CharTokenEstimator:
     chars_per_token: float = 3.5
 
     def count(self, text: str) -> int:
+        """The estimated tokens of `text`: 0 for empty text, else at least 1."""
         if not text:
             return 0
         return max(1, math.ceil(len(text) / self.chars_per_token))

@@ -1,4 +1,4 @@
-"""The agent: drives turns of one session through a provider and the tool pipeline.
+"""The agent: drives turns of one session through a provider and the tool pipeline (I/O: provider, tools, log).
 
 Private modules, one per step: `_loop` (`Agent` and its turn loop), `_events` (what a turn
 reports), `_plans` (moving an accepted plan forward), `_provider_sessions` (resuming a provider's

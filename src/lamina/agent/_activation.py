@@ -1,17 +1,8 @@
-"""Skills and sources in a session: mentions become required reads, sources need their guides.
+"""Skills and sources in a session: mentions become required reads, sources need their guides (I/O: reads the skills).
 
-Progressive loading (design chapter §10.9–10.10): the stable prompt carries only the skill
-catalogue; a `[skill:name]` in the user's new text, or a skill the turn's task names
-(`Agent.run_turn(..., skills=[...])`, `lamina run --skill`), registers a required read of that
-`SKILL.md`, which the pre-tool-use pipeline enforces; a source's tools are gated by its guide.
-After every compaction the read state is forgotten and the skills still in use are required again,
-so the model reads them anew. Mentions are parsed once, from the new user text only.
-
-The skills a turn invokes are that turn's active task. While they are, a skill's `allowed_tools`
-is enforced by `SkillToolsRule` in the pipeline: a call to any other tool is denied (a read of an
-active skill's own `SKILL.md` always runs). Several active skills allow the union of their lists;
-one without `allowed_tools` lifts the restriction. The next user turn ends the task, unless it
-invokes the skill again: a skill used once must not narrow the rest of the session.
+A `[skill:name]` in the new user text, or a skill the turn's task names, registers a required
+read of that `SKILL.md`; a source's tools are gated by its guide; an active skill's
+`allowed_tools` is enforced by `SkillToolsRule`. The rules in full: `docs/agent.md`.
 """
 
 from __future__ import annotations
@@ -53,9 +44,11 @@ _TOOL_NAME_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 @dataclass(frozen=True, slots=True)
 class SkillWarning:
-    """Something the user should know about skills, prerequisites and workspace files: an unknown skill
-    mention (noted for the model too, never a failed turn), an agent stuck on a required read, or a
-    `.lamina/project.toml` skipped at start (`name` is then the file)."""
+    """Something the user should know about skills, prerequisites and workspace files.
+
+    An unknown skill mention (noted for the model too, never a failed turn), an agent stuck on a
+    required read, or a `.lamina/project.toml` skipped at start (`name` is then the file).
+    """
 
     name: str
     message: str
@@ -65,6 +58,12 @@ class SkillCatalogue:
     """The workspace's skills and their catalogue part, rescanned only when a skill file changed."""
 
     def __init__(self, root: Path, *, user_dir: Path | None = None) -> None:
+        """Set up the catalogue; nothing is scanned until it is first asked for.
+
+        Args:
+            root: The workspace root whose skills are scanned.
+            user_dir: The user-level skills folder; else `$LAMINA_SKILLS_DIR`, else the default one.
+        """
         self.root = root
         self.user_dir = user_dir
         self._signature: SkillStamps | None = None
@@ -76,6 +75,7 @@ class SkillCatalogue:
 
     @property
     def scan(self) -> SkillScan:
+        """The skills found, rescanned first when a skill file changed."""
         self._refresh()
         return self._scan
 
@@ -103,6 +103,14 @@ class Activation:
         *,
         cwd: Path,
     ) -> None:
+        """Activation for one session.
+
+        Args:
+            engine: The session's context engine (it queues the one-shot reminders).
+            manager: The tool pipeline's required reads.
+            catalogue: The workspace's skills.
+            cwd: The working directory tool paths are resolved against.
+        """
         self.engine = engine
         self.manager = manager
         self.catalogue = catalogue
@@ -119,11 +127,12 @@ class Activation:
 
     @property
     def skills_in_use(self) -> tuple[Skill, ...]:
+        """The skills mentioned or invoked in this session, in order of first use."""
         return tuple(self._in_use.values())
 
     @property
     def active_skills(self) -> tuple[Skill, ...]:
-        """The skills the current turn invoked: its task (see the module docstring)."""
+        """The skills the current turn invoked: its task (see `docs/agent.md`)."""
         return self._active
 
     def allowed_tools(self) -> frozenset[str] | None:
@@ -148,9 +157,16 @@ class Activation:
         )
 
     def before_turn(self, user_text: str, skills: Sequence[str] = ()) -> tuple[SkillWarning, ...]:
-        """Register what the user's new text and the turn's task (`skills`, by name) ask for.
+        """Register what the user's new text and the turn's task ask for.
 
-        Call once per turn, before `prepare_turn`. A named skill is handled as a mention.
+        Call once per turn, before `prepare_turn`.
+
+        Args:
+            user_text: The user's new text, whose `[skill:name]` mentions become required reads.
+            skills: Skills the turn's task names, each handled as a mention.
+
+        Returns:
+            Warnings for the user (an unknown skill mentioned).
         """
         names = (*parse_skill_mentions(user_text), *skills)
         resolution = resolve_mentions(names, self.catalogue.scan)
@@ -237,13 +253,27 @@ class SkillToolsRule(Rule):
     """Denies a call to a tool the active skills do not allow (their `allowed_tools`)."""
 
     def __init__(self, activation: Activation) -> None:
+        """The rule for one session's activation.
+
+        Args:
+            activation: Which skills are active, and the tools they allow.
+        """
         self._activation = activation
 
     @property
     def name(self) -> str:
+        """Shown in decisions as `rule:skill_allowed_tools`."""
         return "skill_allowed_tools"
 
     async def check(self, call: ToolCall) -> Verdict:
+        """Allow the call when the active skills allow its tool, or it reads an active skill's `SKILL.md`.
+
+        Args:
+            call: The tool call about to run.
+
+        Returns:
+            `Allow`, or `Deny` naming the tools the active skills allow.
+        """
         allowed = self._activation.allowed_tools()
         if allowed is None or call.name in allowed:
             return Allow()

@@ -1,4 +1,4 @@
-"""What a turn reports while it runs, and what it did."""
+"""What a turn reports while it runs, and what it did (pure)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from lamina.session import Usage
 
 @dataclass(frozen=True, slots=True)
 class ToolStarted:
+    """A tool call the pipeline is about to run."""
+
     call_id: str
     name: str
     input: Mapping[str, Any]
@@ -22,6 +24,8 @@ class ToolStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
+    """A tool call that ran: its result as the model sees it, and where its full output was saved, if anywhere."""
+
     call_id: str
     name: str
     is_error: bool
@@ -63,6 +67,7 @@ class TurnOutcome:
 
     @property
     def usage(self) -> Usage:
+        """The usage of every model call of the turn, summed."""
         return Usage(
             input=sum(u.input for u in self.usages),
             output=sum(u.output for u in self.usages),

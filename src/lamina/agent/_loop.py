@@ -1,4 +1,4 @@
-"""The agent loop: prepare a turn, render, send, stream, run tools, commit.
+"""The agent loop: prepare a turn, render, send, stream, run tools, commit (I/O: provider, tools, log).
 
 The loop knows nothing of JSONL or of any provider's wire format: it talks to a
 `ContextEngine` (turn context, log, outbox), a `Provider` (rendered request in, events out) and a
@@ -134,20 +134,24 @@ class Agent(PlanSteps, ProviderSessions):
     ) -> TurnOutcome:
         """Run one user turn to the end: model calls and tool calls until the model stops.
 
-        `skills` names skills the turn's task uses (a task or sub-agent spec): each becomes a
-        required read, exactly as a `[skill:name]` mention in `user_text` does, and the turn's
-        active task, whose `allowed_tools` the pipeline enforces (see `lamina.agent._activation`).
-
-        `attachments` are files (paths relative to the workspace, or bytes) sent with the message:
-        checked, converted and stored first, shown as the provider's model can take them.
         Cancelling the task leaves a well-formed log: every tool call gets a result (a synthetic
         "interrupted" one if needed) and the next turn carries a one-shot interruption reminder.
-
         A plan accepted but not yet dispatched (its process stopped) is carried out first: it was
         approved before this message was written (see `resume_plan`).
 
+        Args:
+            user_text: The user's message.
+            attachments: Files (paths relative to the workspace, or bytes) sent with the message:
+                checked, converted and stored first, shown as the provider's model can take them.
+            skills: Skills the turn's task uses (a task or sub-agent spec): each becomes a required
+                read, exactly as a `[skill:name]` mention in `user_text` does, and the turn's active
+                task, whose `allowed_tools` the pipeline enforces (see `docs/agent.md`).
+
+        Returns:
+            What the turn did.
+
         Raises:
-            AttachmentError: an attached file cannot be used; nothing was sent or logged.
+            AttachmentError: An attached file cannot be used; nothing was sent or logged.
         """
         self._check_open()
         if next_step(self.engine.plan) is not None:
@@ -372,8 +376,11 @@ class Agent(PlanSteps, ProviderSessions):
         return created
 
     def _forks_natively_at(self, entry_id: str) -> bool:
-        """Whether the provider's own session can be forked exactly at `entry_id`: an answer that ends a
-        turn whose provider session the log recorded (at a user message, the provider never saw it)."""
+        """Whether the provider's own session can be forked exactly at `entry_id`.
+
+        It can at an answer that ends a turn whose provider session the log recorded (at a user
+        message, the provider never saw it).
+        """
         session = self.engine.session
         if not isinstance(session.get(entry_id), AssistantMessage):
             return False

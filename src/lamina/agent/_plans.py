@@ -1,4 +1,4 @@
-"""Moving a plan forward (SPEC F16): the state machine is `lamina.engine`, persisted by the engine.
+"""Moving a plan forward (SPEC F16): the state machine is `lamina.engine`, persisted by the engine (I/O: the log).
 
 `PlanSteps` holds the agent's plan methods: accept, reject, cancel, and resume an accepted plan
 from wherever it stopped (compact, dispatch exactly once, execute, mark done).
@@ -66,13 +66,18 @@ class PlanSteps:
         return self.engine.plan
 
     async def accept_plan(self, *, compact: bool = False, draft: str | None = None) -> TurnOutcome | None:
-        """Accept the submitted plan and carry it out: the execution turn's outcome.
+        """Accept the submitted plan and carry it out.
 
-        With `compact` ("Accept & Compact") the whole conversation is compacted first, with the
-        plan as the focus, and the plan runs in that fresh context. `draft` is the user's unsent
-        input, kept with the plan (restored on reload). The mode switches to execute. Returns None
-        when the compaction failed or timed out: the plan is then `failed`, with the reason, and
-        can be accepted again.
+        The mode switches to execute.
+
+        Args:
+            compact: "Accept & Compact": the whole conversation is compacted first, with the plan
+                as the focus, and the plan runs in that fresh context.
+            draft: The user's unsent input, kept with the plan (restored on reload).
+
+        Returns:
+            The execution turn's outcome; None when the compaction failed or timed out: the plan is
+            then `failed`, with the reason, and can be accepted again.
 
         Raises:
             PlanTransitionError: No plan waits for a decision (none submitted, or it already ran).

@@ -1,4 +1,4 @@
-"""Provider sessions: resume the provider's own session while it exists, recover in a fresh one when not.
+"""Provider sessions: resume the provider's own while it exists, recover in a fresh one when not (I/O: the log).
 
 SPEC F11: a provider session that is gone (another machine, a cleaned cache, a conversation that
 went on with another provider) is cleared durably and the fresh one gets, once, a recovery block
@@ -65,9 +65,11 @@ class ProviderSessions:
         return entries
 
     def _check_provider_sessions(self) -> None:
-        """Before a turn: forget other providers' sessions (the conversation goes on here, so they fall
-        behind) and this one's when a branch seed or transfer summary waits (it bridges to a fresh one),
-        and give a provider that resumes sessions but has none for a conversation already under way a
+        """Before a turn: forget the provider sessions that fell behind, and recover a missing one.
+
+        Other providers' sessions are forgotten (the conversation goes on here, so they fall behind),
+        and this one's when a branch seed or transfer summary waits (it bridges to a fresh one). A
+        provider that resumes sessions but has none for a conversation already under way gets a
         recovery block (a session begun elsewhere, an id cleared by a crashed recovery, an older log).
         """
         name = self.provider.name

@@ -1,16 +1,8 @@
 """The recovery block: what a fresh provider session is told when the old one cannot be resumed (pure).
 
-SPEC F11 and the design chapter's §10.12: resume through the provider's own session while it
-exists and inject nothing; when it is gone (another machine, a cleaned cache, a conversation that
-went on with another provider), start a fresh provider session and give it, once, the most recent
-user and assistant messages of the session log. `recovery_text` builds that text from log
-entries: never the message being sent now (the caller passes the entries before it), the newest
-messages kept first within a token budget (each long one clipped to its head and tail), shown
-oldest first, one line per message (its line breaks flattened, so no message can pose as another
-turn), each neutralised through the one door. The text is delivered as a hidden one-shot
-`recovery` bridge through the outbox (neutralised again where it is rendered, which changes
-nothing), and no mention or command in it is ever parsed: skills and commands come only from
-what the user types now.
+`recovery_text` builds it from log entries before the message being sent: the newest user and
+assistant messages within a token budget, one neutralised line each, shown oldest first. How it
+is delivered, and why nothing in it is parsed: `docs/agent.md`.
 """
 
 from __future__ import annotations
@@ -63,9 +55,15 @@ def recovery_text(
 ) -> RecoveryBlock | None:
     """The recovery block for a fresh provider session, from the user and assistant messages in `entries`.
 
-    `entries` are the conversation before the message being sent (the caller leaves that one out).
-    `summary` is the latest compaction summary, shown when the budget leaves room after the
-    messages. None when there is nothing to recover (no earlier message and no summary).
+    Args:
+        entries: The conversation before the message being sent (the caller leaves that one out).
+        summary: The latest compaction summary, shown when the budget leaves room after the messages.
+        budget_tokens: Tokens for the messages, newest first, and then the summary.
+        estimator: Counts the tokens.
+        reason: Why the old session could not be resumed, told to the model.
+
+    Returns:
+        The block; None when there is nothing to recover (no earlier message and no summary).
     """
     messages = [e for e in entries if isinstance(e, UserMessage | AssistantMessage) and e.text.strip()]
     if not messages and not summary:

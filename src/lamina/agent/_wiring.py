@@ -1,4 +1,7 @@
-"""Wiring: an agent, or an engine for reports, over a workspace the usual way (`open_agent`, `open_engine`)."""
+"""Wiring: an agent, or an engine for reports, over a workspace the usual way (I/O: opens workspace and session).
+
+`open_agent` builds the agent; `open_engine` the engine alone, for reports.
+"""
 
 from __future__ import annotations
 
@@ -64,22 +67,41 @@ def open_agent(
     preferences, skill catalogue), the built-in tools and any connected `sources` behind the
     pre-tool-use pipeline (confined to `workspace`, results offloaded to the session's `data/`
     folder, skills and guides enforced as prerequisites, the nearest AGENTS.md required before an
-    edit), and the provider. A resumed session keeps its recorded mode; `mode` applies to new
-    sessions.
-
-    `preset` is `default`, `mini`, `custom` (with `custom_preset`, the preset's TOML file) or a
-    `Preset`. `interactive` picks the prompt's platform section: True when a person reads the
-    replies and can answer, False for the headless one (scripts, CI); None (the default) decides
-    by whether stdin and stdout are terminals. `prune` says when old tool output leaves the
-    provider view before a turn (`lamina.compaction.PrunePolicy`; None: never). A
-    `.lamina/project.toml` that cannot be used is skipped, and `on_event` gets a `SkillWarning` naming
-    the file and the field.
-
-    `provider` is a `Provider` or a model spec such as `anthropic:claude-sonnet-5`, `openai:gpt-5`
-    or `scripted:FILE`, read by `lamina.providers.provider_from_spec` as `lamina chat --model` reads it.
+    edit), and the provider. A `.lamina/project.toml` that cannot be used is skipped, and
+    `on_event` gets a `SkillWarning` naming the file and the field.
 
     The agent owns the session it opens: `agent.close()`, or `with open_agent(...) as agent:`,
     closes it; `store`, `provider` and `sources` stay open for the caller.
+
+    Args:
+        store: Where the session is created or found.
+        provider: A `Provider` or a model spec such as `anthropic:claude-sonnet-5`, `openai:gpt-5`
+            or `scripted:FILE`, read by `lamina.providers.provider_from_spec` as `lamina chat
+            --model` reads it.
+        workspace: The project folder the agent works in.
+        session_id: The session to resume; None for a new one.
+        mode: The permission mode of a new session; a resumed session keeps its recorded mode.
+        preset: `default`, `mini`, `custom` (with `custom_preset`) or a `Preset`.
+        custom_preset: The custom preset's TOML file.
+        interactive: Picks the prompt's platform section: True when a person reads the replies and
+            can answer, False for the headless one (scripts, CI); None (the default) decides by
+            whether stdin and stdout are terminals.
+        ask: Asks the user about a tool call a rule or the permission mode leaves to them.
+        on_event: Gets each event of a turn as it happens.
+        retry: How provider calls are retried.
+        summariser: Writes compaction summaries (the provider itself unless given).
+        keep_tokens: Recent tokens a compaction keeps verbatim.
+        user_lane_tokens: Tokens of the user's own messages shown after a compaction summary.
+        prune: When old tool output leaves the provider view before a turn
+            (`lamina.compaction.PrunePolicy`; None: never).
+        sources: Connected sources whose tools the agent offers.
+        strict_prerequisites: Keep denying calls until a required read (a skill, a guide) is done,
+            however often the model tries; if False, let them through once the agent is stuck.
+        nearest_context_rule: Whether the nearest AGENTS.md must be read before an edit.
+        skills_dir: The user-level skills folder; else `$LAMINA_SKILLS_DIR`, else the default one.
+
+    Returns:
+        The agent, its session open.
 
     Raises:
         UnknownPresetError, PresetFileError, UsageError: The preset or the model spec cannot be

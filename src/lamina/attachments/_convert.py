@@ -39,10 +39,19 @@ class Converted:
 
 
 def to_text(data: bytes, sniffed: Sniffed, name: str, *, time_zone: str) -> Converted:
-    """The text of `data` (a document or text file whose type is `sniffed`).
+    """The text of a document or text file.
+
+    Args:
+        data: The file's bytes.
+        sniffed: Its type, from its bytes.
+        name: The file's name, for errors.
+        time_zone: The time zone a calendar file's times are shown in.
+
+    Returns:
+        The converted text.
 
     Raises:
-        AttachmentError: the file is corrupt, truncated, encrypted or a zip bomb.
+        AttachmentError: The file is corrupt, truncated, encrypted or a zip bomb.
     """
     media = sniffed.media_type
     if media in {HTML, EML, ICS} and (sniffed.encoding != "utf-8-sig" or data.startswith(codecs.BOM_UTF8)):

@@ -1,13 +1,8 @@
 """Images prepared for each provider (pure: bytes in, bytes out, through Pillow).
 
-Each provider family gets its own rendition, fitted to its documented limits: EXIF orientation
-applied, an animation's first frame, a format the provider takes, and a media type that is the
-type of the bytes actually sent. An image that needs nothing is sent as it came, byte for byte.
-
-A large image is decoded reduced: a JPEG at 1/2, 1/4 or 1/8 of each side by the decoder itself
-(`Image.draft`), then any image by a fast box filter (`Image.reduce`) before the final resize, so
-a 108-megapixel photo needs a few megapixels of memory. A header over `MAX_INPUT_PIXELS`, or more
-than `MAX_DECODED_PIXELS` to decode, is refused before any pixel is decoded (a decompression bomb).
+Each provider family gets its own rendition, fitted to its documented limits; an image that needs
+nothing is sent as it came, byte for byte. A large image is decoded reduced, and a decompression
+bomb is refused before any pixel is decoded (`docs/attachments.md`).
 """
 
 from __future__ import annotations
@@ -76,8 +71,22 @@ def _open(data: bytes, name: str) -> Image.Image:
 
 
 def _decode(image: Image.Image, needed: tuple[int, int], name: str) -> Image.Image:
-    """The pixels of `image`, decoded no larger than needed where the format allows (JPEG), at most
-    `MAX_DECODED_PIXELS`, then reduced (a fast box filter) to about twice `needed` (as stored)."""
+    """The pixels of `image`, decoded no larger than needed, then reduced to about twice `needed`.
+
+    Decoded no larger than needed where the format allows (JPEG), at most `MAX_DECODED_PIXELS`,
+    then reduced with a fast box filter.
+
+    Args:
+        image: The opened image.
+        needed: The size (width, height) it will be stored at.
+        name: The file's name, for errors.
+
+    Returns:
+        The decoded, reduced image.
+
+    Raises:
+        AttachmentError: More than `MAX_DECODED_PIXELS` to decode, or a corrupt or truncated image.
+    """
     if image.format in {"JPEG", "MPO"}:
         image.draft(image.mode, needed)  # the decoder scales by 1/2, 1/4 or 1/8 while decoding
     if image.width * image.height > MAX_DECODED_PIXELS:

@@ -55,6 +55,11 @@ TOKENS: Final = {"anthropic": anthropic_tokens, "openai": openai_tokens}
 
 
 def fit_size(width: int, height: int, limits: ImageLimits) -> tuple[int, int]:
+    """The size an image of `width` × `height` is scaled down to, within `limits`, keeping its aspect.
+
+    Returns:
+        The new width and height (the same when the image fits), each at least 1.
+    """
     scale = min(1.0, limits.long_edge / max(width, height), math.sqrt(limits.max_pixels / (width * height)))
     if limits.short_edge:
         scale = min(scale, limits.short_edge / min(width, height))

@@ -55,10 +55,19 @@ def _modules() -> tuple[dict[str, Any], Any]:
 
 
 def convert(data: bytes, extension: str, media_type: str, name: str) -> str:
-    """The Markdown text of `data`, a file of type `media_type` (`extension`: docx, xlsx, pptx or html).
+    """The Markdown text of a docx, xlsx, pptx or html file.
+
+    Args:
+        data: The file's bytes.
+        extension: `docx`, `xlsx`, `pptx` or `html`.
+        media_type: The file's media type.
+        name: The file's name.
+
+    Returns:
+        The Markdown text.
 
     Raises:
-        Exception: whatever the converter's parser raises on a broken file.
+        Exception: Whatever the converter's parser raises on a broken file.
     """
     converters, stream_info = _modules()
     info = stream_info(mimetype=media_type, extension=f".{extension}", filename=name, charset="utf-8")

@@ -1,13 +1,8 @@
 """Stored attachments shown to a model, by provider family and capability (reads the store).
 
-- an image: the provider's rendition as an image block for a vision model; otherwise a note
-  naming the file;
-- a PDF: a document block where the provider reads PDFs (Anthropic, up to its page and size
-  limits); otherwise its text with page markers;
-- every other document and text file: its converted text, neutralised and wrapped as untrusted
-  data, whole up to `INLINE_TEXT_CHARS`, else a preview and the path of the whole text to Read.
-
-The blocks for one reference are always the same bytes (the store is content-addressed), so a
+An image as the provider's rendition for a vision model, a PDF as a document block where the
+provider reads PDFs, every other file as its converted text, neutralised and wrapped as untrusted
+data (`docs/attachments.md`). The blocks for one reference are always the same bytes, so a
 completed turn renders identically in every later request and stays cached.
 """
 
@@ -56,8 +51,16 @@ def describe(ref: AttachmentRef) -> str:
 
 
 def media_tokens(media_type: str, data: str) -> int:
-    """Estimated input tokens of a base64 image or PDF as sent: the larger provider formula for an
-    image (from its header), `PDF_PAGE_TOKENS` a page for a PDF (pages counted by pypdf)."""
+    """Estimated input tokens of a base64 image or PDF as sent.
+
+    Args:
+        media_type: The block's media type.
+        data: The base64 data.
+
+    Returns:
+        For an image, the larger provider formula (from its header); for a PDF, `PDF_PAGE_TOKENS`
+        a page (pages counted by pypdf).
+    """
     try:
         raw = base64.b64decode(data, validate=False)
     except (binascii.Error, ValueError):
@@ -80,6 +83,13 @@ class AttachmentRenderer:
     """Blocks for stored attachments, for one provider family and model capability."""
 
     def __init__(self, store: AttachmentStore, provider: Literal["anthropic", "openai"], support: MediaSupport) -> None:
+        """A renderer for one provider family and model.
+
+        Args:
+            store: The session's attachments.
+            provider: The provider family whose blocks are built.
+            support: What the model in use takes besides text.
+        """
         self.store = store
         self.provider = provider
         self.support = support

@@ -126,8 +126,11 @@ _NUL_SHARE: Final = 0.3
 
 
 def legacy_text(data: bytes) -> bool:
-    """Whether `data`, not UTF-8, reads as Windows-1252 text: every byte defined, no control character
-    but tab, line breaks and form feed (binary data almost always has some)."""
+    """Whether `data`, not UTF-8, reads as Windows-1252 text.
+
+    Every byte must be defined, with no control character but tab, line breaks and form feed
+    (binary data almost always has some).
+    """
     if _CONTROL.search(data):
         return False
     try:
@@ -158,8 +161,11 @@ def _bom_less_utf16(data: bytes) -> str:
 
 
 def _decoded_text(data: bytes) -> _Text | None:
-    """A text file's type and encoding, from a byte-order mark or BOM-less UTF-16's NULs; None if no
-    such mark, or the bytes do not decode to text."""
+    """A text file's type and encoding, from a byte-order mark or BOM-less UTF-16's NULs.
+
+    Returns:
+        The type and encoding; None if there is no such mark, or the bytes do not decode to text.
+    """
     for mark, codec, label in _BOMS:
         if data.startswith(mark):
             note = "" if codec == "utf-8-sig" else f"read as {label} (from its byte-order mark)"
@@ -191,9 +197,14 @@ def _classify(text: str) -> str:
 
 
 def _text_type(data: bytes) -> _Text | None:
-    """A text file's type and how it decodes: a byte-order mark, else BOM-less UTF-16, else (no NUL)
-    mail by its headers whatever its bytes (each part says its own charset), else UTF-8, else
-    Windows-1252; None when it is not text."""
+    """A text file's type and how it decodes.
+
+    A byte-order mark, else BOM-less UTF-16, else (no NUL) mail by its headers whatever its bytes
+    (each part says its own charset), else UTF-8, else Windows-1252.
+
+    Returns:
+        The type and encoding; None when it is not text.
+    """
     marked = _decoded_text(data)
     if marked is not None or b"\0" in data:
         return marked
@@ -224,10 +235,17 @@ def _looks_like_mail(data: bytes) -> bool:
 
 
 def sniff(data: bytes, name: str) -> Sniffed:
-    """The type of `data` (the file `name`) from its bytes.
+    """The type of a file, from its bytes.
+
+    Args:
+        data: The file's bytes.
+        name: The file's name, for errors.
+
+    Returns:
+        Its media type and kind, and for text how it decodes.
 
     Raises:
-        AttachmentError: the content is empty or of a type Lamina does not take.
+        AttachmentError: The content is empty or of a type Lamina does not take.
     """
     if not data:
         raise AttachmentError(name, "the file is empty")

@@ -100,6 +100,14 @@ class AttachmentStore:
         time_zone: str = "UTC",
         estimator: TokenEstimator = DEFAULT_ESTIMATOR,
     ) -> None:
+        """A store over a session's two folders.
+
+        Args:
+            attachments_dir: Where the originals go, named by their SHA-256.
+            data_dir: Where the extracted text goes.
+            time_zone: The time zone a calendar file's times are shown in.
+            estimator: Counts the tokens of extracted text.
+        """
         self.folder = Path(attachments_dir)
         self.data_folder = Path(data_dir)
         self.time_zone = time_zone
@@ -114,15 +122,21 @@ class AttachmentStore:
         return self.data_folder / ref.text.removeprefix("data/")
 
     def read(self, sha256: str) -> bytes:
+        """The bytes of the stored original with this SHA-256."""
         return self.path(sha256).read_bytes()
 
     def add_all(self, items: Iterable[AttachmentInput], *, base: Path | None = None) -> tuple[AttachmentRef, ...]:
-        """Check, convert and store `items`; their references, in order, once every file is durable.
+        """Check, convert and store `items`.
 
-        Relative paths are resolved against `base` (the workspace).
+        Args:
+            items: The files: paths (relative to `base`), or their bytes, named or not.
+            base: The folder relative paths are resolved against (the workspace).
+
+        Returns:
+            Their references, in order, once every file is durable.
 
         Raises:
-            AttachmentError: a file is missing, too large, of an unknown type, corrupt, encrypted
+            AttachmentError: A file is missing, too large, of an unknown type, corrupt, encrypted
                 or a bomb; nothing is stored then.
         """
         prepared = [self._prepare(item, base) for item in items]
@@ -130,11 +144,17 @@ class AttachmentStore:
         return tuple(p.ref for p in prepared)
 
     def add_images(self, images: Iterable[NamedBytes]) -> tuple[tuple[AttachmentRef, ...], tuple[AttachmentError, ...]]:
-        """Check, fit and store images a tool returned, each on its own: the references of those kept (in
-        order, once durable) and why each other one was refused (not an image, corrupt, too large, a bomb).
+        """Check, fit and store images a tool returned, each on its own.
 
         One bad image never costs the others, nor the tool's result: the caller tells the model what
         was refused.
+
+        Args:
+            images: The images, with their names.
+
+        Returns:
+            The references of those kept (in order, once durable) and why each other one was refused
+            (not an image, corrupt, too large, a bomb).
         """
         kept: list[_Prepared] = []
         refused: list[AttachmentError] = []

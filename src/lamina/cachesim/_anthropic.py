@@ -1,4 +1,4 @@
-"""Anthropic Messages prompt caching, as the published rules bill it (pure); see `lamina.cachesim`."""
+"""Anthropic Messages prompt caching, as the published rules bill it (pure); the rules: `docs/cache-simulator.md`."""
 
 from __future__ import annotations
 
@@ -104,6 +104,12 @@ class AnthropicCacheSimulator:
     def __init__(
         self, *, rules: AnthropicCacheRules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR
     ) -> None:
+        """One cache namespace (an Anthropic workspace), empty.
+
+        Args:
+            rules: The published numbers; the current ones unless given.
+            estimator: Counts each block's tokens.
+        """
         self.rules = rules if rules is not None else AnthropicCacheRules()
         self._core = _Core(estimator)
         self._entries: dict[bytes, _Entry] = {}

@@ -21,6 +21,11 @@ MESSAGES: Final = 2
 
 
 def as_list(value: object, where: str) -> list[object]:
+    """`value` as a list (None: empty).
+
+    Raises:
+        CacheSimulationError: `value` is not a list, named by `where`.
+    """
     if value is None:
         return []
     if not isinstance(value, list | tuple):
@@ -29,6 +34,11 @@ def as_list(value: object, where: str) -> list[object]:
 
 
 def as_mapping(value: object, where: str) -> Mapping[str, object]:
+    """`value` as a JSON object.
+
+    Raises:
+        CacheSimulationError: `value` is not an object, named by `where`.
+    """
     if not isinstance(value, Mapping):
         raise CacheSimulationError(f"{where}: expected an object, got {type(value).__name__}")
     return value
@@ -36,6 +46,7 @@ def as_mapping(value: object, where: str) -> Mapping[str, object]:
 
 def text_block(text: str) -> dict[str, object]:
     # A string content renders as one text block, so both spellings share an identity.
+    """A string `content` as the one text block it renders as."""
     return {"type": "text", "text": text}
 
 
@@ -55,11 +66,13 @@ def without_marker(block: Mapping[str, object]) -> Mapping[str, object]:
 
 
 def tool_items(tools: list[object]) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
+    """The tool definitions as Anthropic cache blocks: `(where, level, role, block)`."""
     for i, tool in enumerate(tools):
         yield f"tools[{i}]", TOOLS, "tools", as_mapping(tool, f"tools[{i}]")
 
 
 def system_items(system: object) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
+    """The system prompt (a string or a list of blocks) as Anthropic cache blocks: `(where, level, role, block)`."""
     if isinstance(system, str):
         if system:
             yield "system", SYSTEM, "system", text_block(system)
@@ -69,6 +82,10 @@ def system_items(system: object) -> Iterator[tuple[str, int, str, Mapping[str, o
 
 
 def message_items(raw: object, prefix: str) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
+    """One message's content blocks as Anthropic cache blocks: `(where, level, role, block)`.
+
+    `where` is relative to `prefix`, the message's own path.
+    """
     message = as_mapping(raw, prefix)
     role = str(message.get("role", ""))
     content = message.get("content")
@@ -80,6 +97,10 @@ def message_items(raw: object, prefix: str) -> Iterator[tuple[str, int, str, Map
 
 
 def openai_item(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
+    """One OpenAI input item as cache blocks, `(where, role, block)`.
+
+    An item that is not a message is one block, its type standing for its role.
+    """
     item = as_mapping(raw, where)
     if "role" in item:
         yield from openai_message(item, where)
@@ -88,6 +109,7 @@ def openai_item(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
 
 
 def openai_message(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
+    """One OpenAI message as cache blocks, `(where, role, block)`: its content, then whatever else it carries."""
     message = as_mapping(raw, where)
     role = str(message.get("role", ""))
     content = message.get("content")

@@ -30,6 +30,13 @@ class CacheBreakpointError(CacheSimulationError):
     """A `cache_control` marker that the Anthropic API would reject with HTTP 400."""
 
     def __init__(self, where: str, position: int | None, reason: str) -> None:
+        """Name the marker and why the API would reject it.
+
+        Args:
+            where: Where the marker is.
+            position: Its 1-based block position, when there is one.
+            reason: Why it is rejected.
+        """
         self.where = where
         """Where the marker is, e.g. `messages[3].content[1]` or `cache_control (top level)`."""
         self.position = position
@@ -66,7 +73,7 @@ class CacheUsage:
     uncached: int
     """Tokens neither read nor written: billed at the base input price."""
     reusable: int
-    """Tokens a perfect placement could have read (see the module docstring)."""
+    """Tokens a perfect placement could have read (see `docs/cache-simulator.md`)."""
     cost_multiplier: float
     """Input cost relative to sending everything uncached (1.0 when nothing was cached)."""
 
@@ -253,7 +260,13 @@ class _Core:
     def reusable(self, blocks: list[_Block], t: float, window: float | Sequence[float]) -> int:
         """Tokens of `blocks` seen in an earlier request still inside that block's window; then record these.
 
-        `window` is one duration for every block, or one per block.
+        Args:
+            blocks: This request's blocks.
+            t: This request's start.
+            window: In seconds, one duration for every block, or one per block.
+
+        Returns:
+            The reusable tokens, each block counted at most once.
         """
         seen, never = self._seen_until, float("-inf")
         windows = [window] * len(blocks) if isinstance(window, float | int) else window

@@ -1,4 +1,4 @@
-"""OpenAI automatic prompt caching (before GPT-5.6), as published (pure); see `lamina.cachesim`."""
+"""OpenAI automatic prompt caching (before GPT-5.6), as published (pure); the rules: `docs/cache-simulator.md`."""
 
 from __future__ import annotations
 
@@ -55,6 +55,12 @@ class OpenAICacheSimulator:
     """OpenAI automatic prompt caching (before GPT-5.6): stored prefixes per (model, prompt_cache_key)."""
 
     def __init__(self, *, rules: OpenAICacheRules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> None:
+        """One cache namespace (an OpenAI organisation), empty.
+
+        Args:
+            rules: The published numbers; the current ones unless given.
+            estimator: Counts each block's tokens.
+        """
         self.rules = rules if rules is not None else OpenAICacheRules()
         self._core = _Core(estimator)
         self._partitions: dict[tuple[str, str | None], dict[bytes, _Stored]] = {}

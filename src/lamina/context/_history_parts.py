@@ -1,38 +1,9 @@
 """The conversation as parts: history entries, tool results, the compaction summary and the user's words (pure).
 
-Stable and volatile context are parts from the start; the conversation is stored as log entries.
-These builders give each piece of the conversation that reaches a request its part, with a
-stability class, provenance and authority (SPEC F1), and the message model (`lamina.context._messages`)
-and the renderers build their blocks from these parts' texts, so what is classified is exactly
-what is sent:
-
-| piece                              | key                        | stability    | authority      | tier         |
-|------------------------------------|----------------------------|--------------|----------------|--------------|
-| the user's message                 | `history.user.<id>`        | compactable  | user_data      | history      |
-| the model's reply                  | `history.assistant.<id>`   | compactable  | model_output   | history      |
-| a tool call (its name and input)   | `history.tool_call.<id>`   | compactable  | model_output   | history      |
-| a tool result                      | `tool_result.<call id>`    | compactable  | tool_output    | tool results |
-| a read of a skill, guide or document | `tool_result.<call id>`  | on_demand    | tool_output    | documents    |
-| a call's "interrupted" result      | `tool_result.<call id>`    | compactable  | tool_output    | tool results |
-| an earlier turn's tail, by part    | `history.tail.<id>.<key>`  | compactable  | system_rule    | history      |
-| the compaction summary             | `compaction.summary`       | compactable  | model_output   | history      |
-| the user's words lane              | `compaction.users_words`   | compactable  | user_data      | history      |
-| an attached file, block by block   | `attachment.<id>.<n>`      | compactable  | user_data      | documents    |
-| an image a tool returned, by block | `attachment.<id>.<n>`      | compactable  | tool_output    | tool results |
-
-Compactable: summarised by the next compaction, never deleted from the log. On demand: read by
-the model when it needs it (a `SKILL.md`, a source's `guide.md`, a document under `docs/`), not
-inlined; a compaction forgets it too, and the skills in use are required again.
-
-A tool call's text is the call as the request carries it, `{"name": ..., "input": ...}` in the
-model's key order, and its tool-use block is decoded from that text (`tool_call_of`). An
-attachment is shown by the model in use's attachment renderer as one or more blocks; each is a
-part (`<id>` the user message's, `<n>` counting its blocks; provenance the file's name and
-SHA-256; an image a tool returned is shown the same way, `<id>` its result's): a text block's
-part is its text, an image or PDF sent as the provider's media block is a part whose text is a
-label and whose `media_tokens` is the provider's estimate for it. The tails' parts (this turn's
-volatile and one-shot parts, an earlier turn's compactable ones) are built where tails are
-rendered, `lamina.context._messages.tail_parts`.
+Each piece of the conversation that reaches a request gets its part, with a stability class,
+provenance and authority (SPEC F1); the message model and the renderers build their blocks from
+these parts' texts, so what is classified is exactly what is sent. The table of keys, stability
+classes and authorities is in `docs/parts.md`.
 """
 
 from __future__ import annotations
@@ -158,9 +129,20 @@ def users_words_part(lane: SafeText) -> Part:
 def attachment_part(
     entry: UserMessage | ToolResult, index: int, ref: AttachmentRef, text: SafeText, *, media_tokens: int | None = None
 ) -> Part:
-    """Block `index` of the attachments of `entry` (`ref` the file it shows): its text, or for a media
-    block a label and the provider's token estimate. A user's file is user data; an image a tool
-    returned is tool output, counted with the tool results."""
+    """The part of one block of an entry's attachments.
+
+    A user's file is user data; an image a tool returned is tool output, counted with the tool results.
+
+    Args:
+        entry: The user message or tool result the file came with.
+        index: The block's place among the entry's attachment blocks.
+        ref: The file the block shows.
+        text: The block's text, or for a media block its label.
+        media_tokens: For a media block, the provider's token estimate.
+
+    Returns:
+        The block's part.
+    """
     tool = entry.name if isinstance(entry, ToolResult) else None
     return Part(
         f"attachment.{entry.id}.{index}",
@@ -187,5 +169,6 @@ def is_on_demand_read(call: ToolCall) -> bool:
 
 
 def path_of(arguments: Mapping[str, Any]) -> str | None:
+    """The path a tool call's input names (`path`, else `file_path`), if it is a string."""
     value = arguments.get("path", arguments.get("file_path"))
     return value if isinstance(value, str) else None

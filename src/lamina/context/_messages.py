@@ -1,18 +1,8 @@
 """The neutral message model every renderer starts from, built from the parts of log entries (pure).
 
-Log entries are what happened; messages are what a provider is shown. `to_messages` turns a
-provider view into alternating user/assistant messages: an assistant text and the tool calls
-after it form one assistant message, consecutive tool results one user message, and a user
-message carries again, byte for byte, the tail its turn was sent with. The result is always
-well-formed: a tool call whose result is missing gets a synthetic "interrupted" result, and a
-result whose call is not in view is dropped, so no request is refused for a split pair.
-
-Every block is built from parts (SPEC F1, `lamina.context._history_parts`) and carries them (`Block.parts`):
-a text block is its part's text (a tail: its parts' texts, one per line), a tool-use block is
-decoded from its call's part, a tool result is its part's text (and the blocks of the images it
-returned, each from its part), an attached image or PDF carries the part that labels it and holds
-the provider's token estimate. What a request's parts list is therefore what its blocks are made
-of, and nothing else.
+`to_messages` turns a provider view into alternating, always well-formed user/assistant messages;
+every block is built from parts and carries them (`Block.parts`), so a request's parts list is
+what its blocks are made of. How pairs are kept whole is in `docs/parts.md`.
 """
 
 from __future__ import annotations
@@ -81,9 +71,16 @@ def tail_parts(
 
     Their texts are Lamina's sentences with names in them (sources, skills, paths), neutralised
     here as they are shown, so a name can never open or close a block, also in a stored record.
-    For the turn being sent they are volatile and one-shot parts; an earlier turn's tail
-    (`history`: its user message's id) travels in the history, compactable, under
-    `history.tail.<id>.<key>`.
+
+    Args:
+        volatile: The tail's volatile parts, as recorded.
+        one_shots: Its one-shot parts, as recorded.
+        history: For an earlier turn's tail, its user message's id: the parts then travel in the
+            history, compactable, under `history.tail.<id>.<key>`. None for the turn being sent,
+            whose parts are volatile and one-shot.
+
+    Returns:
+        The parts, in order.
     """
     parts: list[Part] = []
     for r in volatile:
@@ -184,6 +181,15 @@ class ToolResultBlock:
     def of(
         cls, call_id: str, name: str, part: Part, *, is_error: bool = False, media: Sequence[Block] = ()
     ) -> ToolResultBlock:
+        """The result block built from its part, carrying the parts of the media it returned.
+
+        Args:
+            call_id: The call answered.
+            name: The tool's name.
+            part: The result's part; its text is the block's content.
+            is_error: Whether the tool failed.
+            media: The images the tool returned, as the model in use takes them.
+        """
         parts = (part, *(p for block in media for p in block.parts))
         return cls(call_id, name, part.text, is_error, parts, tuple(media))
 
@@ -261,8 +267,15 @@ def prelude_messages(summary: SafeText | None, pinned: SafeText | None) -> list[
 
 
 def attached_blocks(entry: UserMessage | ToolResult, attachments: AttachmentBlocks) -> list[Block]:
-    """The blocks of `entry`'s attachments (a user's files, a tool's images) as `attachments` shows them,
-    each rebuilt from its part."""
+    """The blocks of `entry`'s attachments (a user's files, a tool's images), each rebuilt from its part.
+
+    Args:
+        entry: The user message or tool result.
+        attachments: How the model in use shows a stored file.
+
+    Returns:
+        The blocks, in order.
+    """
     out: list[Block] = []
     for ref in entry.attachments:
         for block in attachments(ref):
@@ -294,9 +307,17 @@ def to_messages(
 ) -> list[Message]:
     """Messages for `entries` in order, every block built from its parts.
 
-    Each user message carries the tail its turn record says it was sent with; `current_tail`
-    (user entry id, its tail's parts) overrides it for the turn being sent. A user message's
-    attachments come before its text, as `attachments` shows them.
+    Each user message carries the tail its turn record says it was sent with. A user message's
+    attachments come before its text.
+
+    Args:
+        entries: The provider view's entries.
+        current_tail: For the turn being sent, its user entry's id and its tail's parts, which
+            override the recorded tail.
+        attachments: How attached files are shown.
+
+    Returns:
+        Alternating user and assistant messages, well-formed.
     """
     tails: dict[str, Sequence[Part]] = dict(history_tails(entries))
     if current_tail is not None:

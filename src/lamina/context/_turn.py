@@ -1,13 +1,8 @@
 """Turn context: the frozen, fully built set of parts for one turn (pure).
 
-`lamina.engine.assemble_turn` is the one place a `TurnContext` is built: the engine's prepare, preview and
-reprepare, the inspector's rebuilt requests and the composition report all call it, so what is
-logged (as a `TurnRecord`) and what every renderer sends cannot differ (invariant 1). Stable parts
-are pinned in a versioned `StableContext` whose bytes change only when an input really changed
-(invariant 3). Volatile parts are rebuilt every turn without side effects, and the tail repeats
-only those the model has not yet seen with the same text; after a compaction it states all of
-them again. One-shot parts come from the outbox and stay pending until the turn is committed
-(invariant 2).
+`lamina.engine.assemble_turn` is the one place a `TurnContext` is built, so what is logged and what
+every renderer sends cannot differ (invariant 1). Stable, volatile and one-shot parts, and how
+each keeps its invariant, are in `docs/parts.md`.
 """
 
 from __future__ import annotations
@@ -59,7 +54,8 @@ class ToolSpec:
     """A tool the model may call: name, short description and JSON schema of its input.
 
     A source's tool (MCP, API) is checked before it gets here (`lamina.sources._tool.checked_definition`):
-    name in the providers' pattern, description and schema texts neutralised, schema bounded."""
+    name in the providers' pattern, description and schema texts neutralised, schema bounded.
+    """
 
     name: str
     description: SafeText
@@ -75,6 +71,7 @@ class StableChange:
     changed: tuple[str, ...]
 
     def describe(self) -> str:
+        """One line for a person: `added a, b; removed c; changed d`, or `no change`."""
         words = [f"{label} {', '.join(keys)}" for label, keys in self._groups() if keys]
         return "; ".join(words) or "no change"
 
@@ -101,12 +98,15 @@ class StableContext:
 
     @property
     def context_parts(self) -> tuple[Part, ...]:
-        """Every other part (project files, memory, the catalogues), in order: user-role content, still in
-        the cached stable prefix (the first user message of every request)."""
+        """Every other part (project files, memory, the catalogues), in order.
+
+        User-role content, still in the cached stable prefix (the first user message of every request).
+        """
         return tuple(p for p in self.parts if p.authority not in SYSTEM_AUTHORITIES and p.text)
 
     @staticmethod
     def digest_of(parts: Sequence[Part]) -> str:
+        """The SHA-256 over the parts' keys and digests, in order: equal parts give an equal digest."""
         h = hashlib.sha256()
         for part in parts:
             h.update(part.key.encode())
@@ -117,7 +117,11 @@ class StableContext:
 
 
 def pin_stable(current: StableContext | None, parts: Sequence[Part]) -> tuple[StableContext, StableChange | None]:
-    """Keep `current` when `parts` have the same bytes; otherwise the next version and what changed."""
+    """Keep `current` when `parts` have the same bytes; otherwise the next version and what changed.
+
+    Raises:
+        UsageError: A part is not stable.
+    """
     for part in parts:
         if part.stability is not Stability.STABLE:
             raise UsageError(f"stable context part {part.key!r} has stability {part.stability.value!r}")
@@ -216,6 +220,7 @@ class OneShot:
     """A hidden one-shot bridge (recovery, branch seed, transfer summary): a UI leaves it out of the transcript."""
 
     def as_part(self) -> Part:
+        """The one-shot as its turn's tail shows it: a system rule, neutralised, its outbox id as provenance."""
         return Part(
             self.kind,
             neutralise(self.text),  # Lamina's sentence with names in it: shown as the tail shows it
@@ -304,8 +309,14 @@ class TurnContext:
         (`messages`): the compaction summary and the user's words, the history (each earlier
         turn's attachments, message, tail, replies, tool calls and results) and this turn's
         attachments, message, tail (volatile, then one-shot parts) and tool loop so far
-        (`continuation`). `attachments` shows attached files as the renderer does (the same one
-        gives the same parts). See `lamina.context._history_parts` for how the conversation is classified.
+        (`continuation`). How the conversation is classified: `docs/parts.md`.
+
+        Args:
+            continuation: This turn's tool loop so far.
+            attachments: Shows attached files as the renderer does (the same one gives the same parts).
+
+        Returns:
+            The parts, in request order.
         """
         return (
             *(tool_part(t) for t in self.tools),

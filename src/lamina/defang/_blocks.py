@@ -89,8 +89,8 @@ def render_block(name: str, body: SafeText, /, **attrs: str) -> SafeText:
 def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_000) -> SafeText:
     """Untrusted `text` wrapped in one `<untrusted>` block that nothing inside can end or forge.
 
-    The block's label names the source and authority; it holds the neutralised content (see the
-    module docstring): reserved tags and role markers are escaped or quoted, invisible characters
+    The block's label names the source and authority; it holds the neutralised content (see
+    `docs/defanging.md`): reserved tags and role markers are escaped or quoted, invisible characters
     shown as `[U+XXXX]`; everything else passes through unchanged. There is no per-block note: the
     system prompt says once what `<untrusted>` blocks, tool results and these escapes are.
 
@@ -119,9 +119,12 @@ def defang(text: str, *, source: str, authority: Authority, max_chars: int = 20_
 
 
 def trusted(text: str) -> SafeText:
-    """`text` marked as fit for a request as it is: only for Lamina's own text (built from literals,
-    numbers, escaped names and other `SafeText`) and the user's own typing, never for text read
-    from outside (files, tools, sources, models' summaries), which goes through `neutralise` or `defang`."""
+    """`text` marked as fit for a request as it is.
+
+    Only for Lamina's own text (built from literals, numbers, escaped names and other `SafeText`)
+    and the user's own typing, never for text read from outside (files, tools, sources, models'
+    summaries), which goes through `neutralise` or `defang`.
+    """
     return SafeText(text)
 
 

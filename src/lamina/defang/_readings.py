@@ -104,8 +104,10 @@ _EMOJI_MODIFIERS = frozenset("\ufe0f\U0001f3fb\U0001f3fc\U0001f3fd\U0001f3fe\U00
 
 
 def _never_escaped(ch: str) -> bool:
-    """Whether `ch` reads as nothing that can be escaped (a `<`, `[` or the start of an encoding), so
-    what it tells of a joiner beside it stays true in the output."""
+    """Whether `ch` reads as nothing that can be escaped (a `<`, `[` or the start of an encoding).
+
+    Then what it tells of a joiner beside it stays true in the output.
+    """
     return not any(c in "<[&\\%=" for c in _fold_char(ch) + _lower_char(ch))
 
 
@@ -118,8 +120,11 @@ def _pictograph(ch: str) -> bool:
 
 
 def _joins(text: str, i: int) -> bool:
-    """Whether the joiner at `i` is ordinary text: after a letter (and its marks) of a script whose
-    words use joiners (Persian `می‌خواهم`, Devanagari `क्‍ष`), or inside an emoji sequence (`👨‍👩‍👧`)."""
+    """Whether the joiner at `i` is ordinary text.
+
+    It is after a letter (and its marks) of a script whose words use joiners (Persian `می‌خواهم`,
+    Devanagari `क्‍ष`), or inside an emoji sequence (`👨‍👩‍👧`).
+    """
     letter = _before(text, i)
     if (
         letter
@@ -308,8 +313,10 @@ def _one_of(characters: dict[str, str]) -> re.Pattern[str]:
 
 
 def _map_special(text: str, starts: list[int], ends: list[int], fn: Callable[[str], str]) -> _Shadow:
-    """The shadow with `fn` applied to each special character (see `_SPECIAL_RE`), each output
-    character keeping the span of the character it came from."""
+    """The shadow with `fn` applied to each special character (see `_SPECIAL_RE`).
+
+    Each output character keeps the span of the character it came from.
+    """
     mapping = {ch: fn(ch) for ch in set(_SPECIAL_RE.findall(text))}
     if not mapping:
         return _Shadow(text, starts, ends)
@@ -347,8 +354,9 @@ def _lower(shadow: _Shadow) -> _Shadow:
 
 
 def _read(text: str) -> tuple[list[_Shadow], set[int]]:
-    """The readings of `text` an attacker may count on, and the positions of encodings still undecoded
-    after `_DECODE_ROUNDS` rounds of decoding.
+    """The readings of `text` an attacker may count on, and where encodings are left undecoded.
+
+    An encoding is left undecoded when it is still there after `_DECODE_ROUNDS` rounds of decoding.
 
     Readers differ: one takes entities and escapes literally, one decodes HTML entities, one decodes
     everything; a marker seen by any of them counts (a decoded line feed may split a marker that

@@ -1,4 +1,4 @@
-"""Branching: the engine moves to another point of the session's tree, and the context window there."""
+"""Branching: the engine moves to another point of the session's tree, and the context window there (I/O: the log)."""
 
 from __future__ import annotations
 
@@ -44,13 +44,20 @@ class BranchingMixin(EngineHost):
         own; the user's settings (permission mode, active sources) stay as last set. At a user
         message the branch starts just before it, as Claude Code's rewind does: the message is not
         on the branch (it would be left unanswered there) and its text comes back in
-        `Branch.offered_text`, to send again or edit. With `seed` (the provider keeps its own
-        transcript and cannot fork there) a hidden one-shot branch seed is queued on the branch, in
-        the same durable line that creates it: a crash leaves the old leaf, or the branch with its
-        seed. Call between turns.
+        `Branch.offered_text`, to send again or edit. With `seed` the branch seed is queued on the
+        branch in the same durable line that creates it: a crash leaves the old leaf, or the branch
+        with its seed. Call between turns.
+
+        Args:
+            entry_id: The entry to branch at.
+            seed: Queue a hidden one-shot branch seed on the branch, for a provider that keeps its
+                own transcript and cannot fork there.
+
+        Returns:
+            The branch, with the user message's text to offer again when it branched at one.
 
         Raises:
-            UsageError: no such entry, or a user message that is the first entry of the log.
+            UsageError: No such entry, or a user message that is the first entry of the log.
         """
         self._check_open()
         point = self.session.get(entry_id)

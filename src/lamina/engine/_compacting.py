@@ -1,4 +1,4 @@
-"""Compaction as the engine runs it: one at a time, over the live view, its steps in `_compaction`."""
+"""Compaction as the engine runs it: one at a time, over the live view, its steps in `_compaction` (I/O)."""
 
 from __future__ import annotations
 
@@ -48,9 +48,13 @@ class CompactionMixin(EngineHost):
         return round(self.context_tokens() * self.calibration)
 
     def observe_usage(self, estimated: int, usage: Usage) -> None:
-        """Calibrate the estimate: the provider counted `usage` for a request estimated at `estimated` tokens.
+        """Calibrate the estimate from what the provider counted for a request.
 
         A moving average of reported / estimated, so one odd request does not swing it.
+
+        Args:
+            estimated: The request's estimated tokens.
+            usage: The usage the provider reported for it.
         """
         reported = usage.input + usage.cache_read + usage.cache_write
         if estimated > 0 and reported > 0:
@@ -87,9 +91,19 @@ class CompactionMixin(EngineHost):
         At most one compaction runs per session (other processes cannot even write to it); a
         request that waited for one in flight finds nothing new and says "already compacted".
 
-        With `plan_id` (Accept & Compact), the plan must be awaiting its compaction: the whole view
-        is summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
-        boundary names the plan, and the plan is marked `compacted` once the boundary is durable.
+        Args:
+            summariser: Writes the summary.
+            trigger: What asked for it: `manual`, `threshold` or `overflow`.
+            focus: What the summary should keep in view; a plan's compaction focuses on the plan.
+            keep_tokens: Recent tokens kept verbatim.
+            user_lane_tokens: Tokens of the user's words lane, newest first.
+            plan_id: Accept & Compact: the plan must be awaiting its compaction; the whole view is
+                summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
+                boundary names the plan, and the plan is marked `compacted` once the boundary is
+                durable.
+
+        Returns:
+            What the compaction did.
         """
         self._check_open()
         if self._compaction_lock is None:

@@ -1,4 +1,4 @@
-"""Compaction's pieces around the pure `lamina.compaction`: its outcome, its events, the archive write."""
+"""Compaction's pieces around the pure `lamina.compaction`: its outcome, its events, the archive write (I/O)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,17 @@ _EMPTY_LANE = UserLane()
 
 
 def choose_cut(view: Sequence[LogEntry], *, keep_tokens: int, estimator: TokenEstimator, whole: bool) -> CutPoint:
-    """Where a compaction cuts `view`; `whole` (a plan runs in a fresh context) keeps nothing verbatim."""
+    """Where a compaction cuts `view`.
+
+    Args:
+        view: The provider view to compact.
+        keep_tokens: Recent tokens kept verbatim.
+        estimator: Counts them.
+        whole: Keep nothing verbatim (a plan runs in a fresh context).
+
+    Returns:
+        The cut point.
+    """
     cut = find_cut_point(view, keep_tokens=keep_tokens, estimator=estimator)
     if whole:
         cut = dataclasses.replace(

@@ -1,4 +1,4 @@
-"""The context engine's facade: one session's turns prepared, recorded and committed.
+"""The context engine's facade: one session's turns prepared, recorded and committed (I/O: the session log).
 
 `ContextEngine` is the I/O shell around the pure turn assembly: it reads the clock, asks the
 workspace for the stable parts and appends to the session log; each piece of state it keeps in
@@ -101,6 +101,20 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         prune: PrunePolicy | None = DEFAULT_PRUNE,
         owns_session: bool = False,
     ) -> None:
+        """Open the engine over a session: its state folded from the log, its provider view built.
+
+        Args:
+            session: The open session log.
+            stable_source: Returns the current stable parts (system prompt, project files, catalogues).
+            tools: The tools the model may call.
+            time_zone: The user's time zone, for the date in the tail and converted attachments.
+            mode: The permission mode to record when the session has none yet.
+            estimator: Counts tokens.
+            clock: The time, in seconds since the epoch.
+            new_id: Makes a turn id.
+            prune: When old tool output leaves the provider view (None: never).
+            owns_session: Whether closing the engine closes the session.
+        """
         self.session = session
         self._owns_session = owns_session
         self._closed = False
@@ -270,15 +284,22 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         """Build this turn's context exactly once, and log it as built.
 
         Appends the user message and a `TurnRecord` of the turn context. One-shot parts pending in
-        the outbox are carried, and stay pending until `commit`. `attachments` are references from
-        `attach`, or files to attach now: every file is stored durably before the user message
-        that refers to it is logged. `user_words` marks a message Lamina wrote in the user's role
-        (a plan's execution message): what of it the user typed ("" for nothing), so the user's
-        words lane leaves Lamina's text out; None (the default) means the user typed all of it.
+        the outbox are carried, and stay pending until `commit`.
+
+        Args:
+            user_text: The user message's text.
+            attachments: References from `attach`, or files to attach now: every file is stored
+                durably before the user message that refers to it is logged.
+            user_words: For a message Lamina wrote in the user's role (a plan's execution message),
+                what of it the user typed ("" for nothing), so the user's words lane leaves
+                Lamina's text out; None (the default) means the user typed all of it.
+
+        Returns:
+            The turn's context, as logged.
 
         Raises:
-            AttachmentError: an attached file cannot be used; nothing was logged.
-            UsageError: the engine is closed.
+            AttachmentError: An attached file cannot be used; nothing was logged.
+            UsageError: The engine is closed.
         """
         self._check_open()
         stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))

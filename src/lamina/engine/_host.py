@@ -1,4 +1,4 @@
-"""What the engine's method groups use of the engine: its parts and its core methods.
+"""What the engine's method groups use of the engine: its parts and its core methods (pure).
 
 The groups are `_settings`, `_media`, `_plans`, `_compacting`, `_branching` and `_resume`.
 `ContextEngine` is the one class that has all of them; each group is a mixin over this host, so

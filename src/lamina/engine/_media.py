@@ -1,4 +1,4 @@
-"""Attachments as the engine handles them: what the model takes, the files stored, how requests show them."""
+"""Attachments as the engine handles them: what the model takes, the files stored, how requests show them (I/O)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one-shot outbox: parts queued on the current path, carried by every turn until delivered."""
+"""The one-shot outbox: parts queued on the current path, carried by every turn until delivered (pure)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class Outbox:
     """The one-shots queued on the current path and not delivered on it (a one-shot of another branch is not)."""
 
     def __init__(self) -> None:
+        """An empty outbox."""
         self._pending: dict[str, OneShot] = {}
 
     def clear(self) -> None:
@@ -57,7 +58,11 @@ class Outbox:
         return OutboxRecord(part_id="os_" + secrets.token_hex(6), status="queued", kind=kind, text=text, hidden=hidden)
 
     def delivery(self, one_shot: OneShot, turn_id: str) -> OutboxRecord | None:
-        """The record that marks `one_shot` delivered by turn `turn_id` (None: not pending, nothing to record)."""
+        """The record that marks `one_shot` delivered by turn `turn_id`.
+
+        Returns:
+            The record; None when it is not pending, so there is nothing to record.
+        """
         if one_shot.part_id not in self._pending:
             return None
         return OutboxRecord(

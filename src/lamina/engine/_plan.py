@@ -1,21 +1,9 @@
 """Plan approval and "Accept & Compact": the durable state machine of SPEC F16 as one table (pure).
 
-A plan is submitted by the model (the `SubmitPlan` tool), then accepted, rejected or cancelled
-by the user. Accepted with "Accept & Compact", it waits for a compaction that summarises the
-whole conversation with the plan as its focus, and is dispatched (sent as the execution message)
-only once that compaction completed::
-
-    submitted ──> accepted ──> awaiting_compaction ──> compacted ──> dispatched ──> done
-        │            │  └──────────────(plain accept)───────────────────┘   └─────> failed | cancelled
-        │            │                     └──> failed (re-acceptable: ──> accepted)
-        └──> rejected | cancelled (any state before dispatch ──> cancelled)
-
-Every transition is a `PlanState` entry, fsynced before the transition has effect; the state of
-the session's latest plan is the fold of those entries (`advance`), and a compaction carries it
-in its state snapshot, so a session opened from its last boundary still knows it. `next_step`
-says what the engine must do to move an accepted plan forward, whatever the process that
-accepted it did before it stopped: that is how a plan is never lost, never dispatched before its
-compaction completed and never dispatched twice.
+A plan is submitted by the model, then accepted, rejected or cancelled by the user; accepted with
+"Accept & Compact", it is dispatched only once a compaction focused on it completed. Every
+transition is a fsynced `PlanState` entry, `advance` folds them and `next_step` says what the
+engine must do next. The states drawn, and why a plan is never lost: `docs/plans.md`.
 """
 
 from __future__ import annotations

@@ -34,8 +34,15 @@ class PlansMixin(EngineHost):
     ) -> Plan:
         """Move the latest plan to state `to`: the entry is fsynced before this returns.
 
-        `compact` and `draft_input` go with `accepted`, `compaction_id` with `compacted`; `detail`
-        says why (a failure's reason, the user's feedback).
+        Args:
+            to: The state to move to.
+            detail: Why (a failure's reason, the user's feedback).
+            compact: With `accepted`: Accept & Compact.
+            draft_input: With `accepted`: the user's unsent input, kept with the plan.
+            compaction_id: With `compacted`: the compaction that summarised for the plan.
+
+        Returns:
+            The plan in its new state.
 
         Raises:
             PlanTransitionError: There is no plan, or its state does not lead to `to`.

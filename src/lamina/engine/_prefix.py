@@ -1,4 +1,4 @@
-"""The stable prefix: the stable parts a session's cached prefix renders, and their record in the log."""
+"""The stable prefix: the stable parts a session's cached prefix renders, and their record in the log (pure)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from lamina.session import CompactionBoundary, LogEntry, PinnedPart, StateChange
 
 
 def pinned_parts(stable: StableContext) -> tuple[PinnedPart, ...]:
+    """The stable version's parts as the log records them (`PinnedPart`)."""
     return tuple(
         PinnedPart(key=p.key, text=p.text, provenance=p.provenance, authority=p.authority.value, tier=int(p.tier))
         for p in stable.parts
@@ -51,6 +52,7 @@ class StablePrefix:
     """The stable inputs: their latest version and the (possibly older) version the cached prefix renders."""
 
     def __init__(self) -> None:
+        """No stable version yet: the first turn pins one."""
         self.latest: StableContext | None = None
         """The latest version of the stable inputs."""
         self.prefix: StableContext | None = None

@@ -1,4 +1,4 @@
-"""Provider sessions as the engine exposes them (SPEC F11): where each provider resumes this path."""
+"""Provider sessions as the engine exposes them (SPEC F11): where each provider resumes this path (I/O: the log)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider sessions: where each provider resumes the current path's conversation."""
+"""Provider sessions: where each provider resumes the current path's conversation (pure)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from lamina.session import CompactionBoundary, ForkOrigin, LogEntry, ProviderSes
 
 
 def provider_session_in_view(view: ProviderView, provider: str) -> ProviderSession | None:
-    """Where `provider` resumes the path whose provider view is `view` (None: it keeps no session of it).
+    """Where `provider` resumes the path whose provider view is `view`.
 
     For a branch about to be made: a provider that forks natively can continue the branch from
     there (nothing injected) instead of a fresh session with a branch seed.
+
+    Returns:
+        The provider session; None when the provider keeps no session of the path.
     """
     return path_provider_sessions(view.boundary, view.entries)[0].get(provider)
 
@@ -53,6 +56,7 @@ class ProviderSessions:
     """Where each provider resumes this path's conversation, and which records in the log say so."""
 
     def __init__(self) -> None:
+        """No provider sessions yet: the log's records fill them."""
         self._sessions: dict[str, ProviderSession] = {}
         self._path_records: dict[str, str] = {}
         """Per provider, the id of the latest `provider_session` record on the current path."""

@@ -1,4 +1,4 @@
-"""The user's settings as the engine changes them: the permission mode, the active sources, the skills in use."""
+"""The user's settings as the engine changes them: permission mode, active sources, skills in use (I/O: the log)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ class SettingsMixin(EngineHost):
 
     @property
     def mode(self) -> str:
+        """The permission mode, as the session last recorded it."""
         return self._settings.mode
 
     @property
     def active_sources(self) -> tuple[str, ...]:
+        """The slugs of the sources active in this session."""
         return self._settings.sources
 
     def set_mode(self, mode: str) -> None:

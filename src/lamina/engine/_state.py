@@ -1,4 +1,4 @@
-"""The session-state folds: pure functions from a state and one log entry to the next state."""
+"""The session-state folds: functions from a state and one log entry to the next state (pure)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live provider view: the entries a request sends, kept in memory as they are recorded, and its prune tally."""
+"""The live provider view: the entries a request sends, kept in memory as recorded, and its prune tally (pure)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ class HistorySlice(Sequence[LogEntry]):
     __slots__ = ("_items", "_length")
 
     def __init__(self, items: list[LogEntry], length: int) -> None:
+        """A view of the first `length` items of `items`, which may grow after it is made.
+
+        Args:
+            items: The live list of entries.
+            length: How many of them this slice shows.
+        """
         self._items = items
         self._length = length
 
@@ -53,6 +59,12 @@ class LiveView:
     """
 
     def __init__(self, view: ProviderView, estimator: TokenEstimator) -> None:
+        """The live view of a provider view, its prunes applied and its tokens counted.
+
+        Args:
+            view: The provider view the log gives for the current path.
+            estimator: Counts each entry's tokens.
+        """
         self._estimator = estimator
         self.entries: list[LogEntry] = apply_prunes(view.entries)
         self.boundary = view.boundary
@@ -134,8 +146,11 @@ class LiveView:
         return None
 
     def window_start(self) -> int:
-        """Where the provider's current context window starts: after the latest compaction, and after the
-        latest reset of the provider's own context (nothing before it counts as seen)."""
+        """Where the provider's current context window starts.
+
+        After the latest compaction, and after the latest reset of the provider's own context
+        (nothing before it counts as seen).
+        """
         start = self.fresh_from
         for i in range(len(self.entries) - 1, start - 1, -1):
             if resets_seen(self.entries[i]):

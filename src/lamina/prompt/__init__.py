@@ -6,8 +6,7 @@ from lamina.prompt import DEFAULT_PRESET, PromptInputs, system_prompt
 text = system_prompt(DEFAULT_PRESET, PromptInputs(working_dir="/src/app", tools=session_tools))
 ```
 
-The workspace layer (`lamina.workspace.WorkspaceContext`) fills `PromptInputs` from the disk and
-adds the parts that carry workspace data: preferences, the inlined root context file, memory.
+`lamina.workspace.WorkspaceContext` fills `PromptInputs` from the disk; presets: `docs/prompt.md`.
 """
 
 from lamina.prompt._presets import (

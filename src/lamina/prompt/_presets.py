@@ -1,28 +1,9 @@
 """System prompt presets: `default`, `mini` and `custom`, and the stable parts they compose (pure).
 
-A `Preset` is an ordered choice of sections (see `sections.py`), an optional narrowing of the
-tools, texts that replace or add sections, and how much of the root context file to inline.
-`compose_sections` turns a preset and the `PromptInputs` into one stable `Part` per section;
-`system_prompt` joins them into one text.
-
-A custom preset is a TOML file, parsed by `parse_custom_preset` (reading the file is the
-workspace layer's job):
-
-```toml
-base = "default"              # the preset to start from: "default" (the default) or "mini"
-sections = ["tools", "house_rules", "permissions", "platform", "project", "context_files"]
-tools = ["Read", "Glob", "Grep"]   # only these tools (default: the base preset's choice)
-inline_root_tokens = 1500     # tokens of the root context file to show in full (0: only list it)
-memory = true                 # show the project's MEMORY.md (default: the base preset's choice)
-
-[text]                        # replaces a built-in section's text, or adds a section
-house_rules = "Answer in British English."
-```
-
-Every field is optional. Without `sections`, the base preset's sections are used, followed by the
-new sections of `[text]` in file order. Custom text is the application's own prompt (authority
-`system_rule`). The `context_files` section is built from the scan and cannot be replaced; leave
-it out of `sections` to drop it.
+A `Preset` is an ordered choice of sections, an optional narrowing of the tools, texts that
+replace or add sections, and how much of the root context file to inline. `compose_sections`
+turns a preset and the `PromptInputs` into one stable `Part` per section; `system_prompt` joins
+them; `parse_custom_preset` reads a custom preset's TOML (its format: `docs/prompt.md`).
 """
 
 from __future__ import annotations
@@ -67,6 +48,13 @@ class PresetFileError(UsageError):
     """A custom preset file that cannot be used; names the file and the field at fault."""
 
     def __init__(self, path: str, field: str | None, problem: str) -> None:
+        """Name the file, the field and the problem.
+
+        Args:
+            path: The custom preset file.
+            field: The field at fault; None for the file as a whole.
+            problem: What is wrong.
+        """
         self.path = path
         self.field = field
         """The field at fault, e.g. `sections[2]` or `text.house_rules`; None for the file as a whole."""
@@ -156,10 +144,17 @@ def get_preset(name: str) -> Preset:
 
 
 def compose_sections(preset: Preset, inputs: PromptInputs) -> tuple[Part, ...]:
-    """One stable part per section of `preset`, in order (key `system.<section>`); empty texts are left out.
+    """One stable part per section of `preset`, in order; empty texts are left out.
 
     The tools in `inputs` are first narrowed to the preset's choice, so the prompt only speaks of
     tools the model has.
+
+    Args:
+        preset: The sections, their order and the texts that replace or add them.
+        inputs: What the sections are built from.
+
+    Returns:
+        The parts, each keyed `system.<section>`.
     """
     inputs = replace(inputs, tools=preset.select_tools(inputs.tools))
     parts = []
@@ -189,7 +184,7 @@ def system_prompt(preset: Preset, inputs: PromptInputs) -> str:
 
 
 def parse_custom_preset(data: str, *, path: str) -> Preset:
-    """The preset described by the TOML text `data` (see the module docstring for the format).
+    """The preset described by the TOML text `data` (its format: `docs/prompt.md`).
 
     Args:
         data: The file's text.

@@ -1,14 +1,9 @@
 """System prompt sections: named pieces of the stable prompt, each a pure function of `PromptInputs` (pure).
 
-A preset (see `presets.py`) is an ordered choice of these sections. The sections follow the
-design chapter's §10.5: tools and way of working; permission mode and plan/data folder rules;
-skill and source rules; platform; project context; the list of project context files. Facts
-that change during a session (the permission mode, the date, the active sources) are never
+Facts that change during a session (the permission mode, the date, the active sources) are never
 written here: the sections say in which tail block the model finds them, so the prompt's bytes
-stay the same from turn to turn (SPEC F3, invariant 3).
-
-Workspace paths are shown through `escape_path`, because a folder name is chosen by whoever
-wrote the repository and must not be able to open or close a block.
+stay the same from turn to turn (SPEC F3, invariant 3). Workspace paths are shown through
+`escape_path`, so a folder name cannot open or close a block. The sections: `docs/prompt.md`.
 """
 
 from __future__ import annotations

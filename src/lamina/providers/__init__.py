@@ -1,4 +1,4 @@
-"""Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries.
+"""Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries (I/O: network).
 
 The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`, and
 `ClaudeAgentProvider` on the optional `claude` extra) are imported on first use: the SDKs take
@@ -78,13 +78,21 @@ def __getattr__(name: str) -> object:
 
 
 def provider_from_spec(spec: str) -> Provider:
-    """The provider a spec names: `anthropic:MODEL`, `openai:MODEL` (Chat Completions),
-    `openai-responses:MODEL`, `openai-compat:URL#MODEL` (an OpenAI-compatible server),
-    `claude-agent:MODEL` (the Claude Agent SDK, extra `claude`) or `scripted:FILE`.
+    """The provider a command-line spec names.
 
     API keys come from the SDKs' usual environment variables (`ANTHROPIC_API_KEY`,
-    `OPENAI_API_KEY`); an OpenAI-compatible server needs none. Raises `UsageError` for a spec
-    of any other form, or for `claude-agent:` without the extra installed.
+    `OPENAI_API_KEY`); an OpenAI-compatible server needs none.
+
+    Args:
+        spec: `anthropic:MODEL`, `openai:MODEL` (Chat Completions), `openai-responses:MODEL`,
+            `openai-compat:URL#MODEL` (an OpenAI-compatible server), `claude-agent:MODEL` (the
+            Claude Agent SDK, extra `claude`) or `scripted:FILE`.
+
+    Returns:
+        The provider, built.
+
+    Raises:
+        UsageError: A spec of any other form, or `claude-agent:` without the extra installed.
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest.strip():

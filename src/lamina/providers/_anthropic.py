@@ -113,14 +113,17 @@ class AnthropicProvider:
 
     @property
     def name(self) -> str:
+        """`anthropic`."""
         return PROVIDER_NAME
 
     @property
     def target(self) -> AnthropicTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     @property
     def capabilities(self) -> Capabilities:
+        """What the model in use can do, for placement and attachments."""
         return self._capabilities
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:

@@ -91,7 +91,9 @@ class Provider(Protocol):
         ...
 
     @property
-    def capabilities(self) -> Capabilities: ...
+    def capabilities(self) -> Capabilities:
+        """What the model in use can do (context window, images, PDFs), for placement and attachments."""
+        ...
 
     def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` and yield its events; the last one is `Completed`."""

@@ -1,52 +1,9 @@
 """The SDK-managed backend on the Claude Agent SDK (I/O: a Claude Code CLI subprocess, the network through it).
 
 The SDK (and the Claude Code CLI it drives) owns the system prompt, the transcript, resume and
-compaction; Lamina sends only the prompt that `lamina.placement` rendered for `SdkManagedTarget`:
-the user's text, the stable parts when the backend has not seen them, the volatile/one-shot tail.
-Each `stream` call is one `claude_agent_sdk.query` (one CLI process, started and ended per turn),
-mapped to Lamina's events: the text blocks of the assistant messages → `TextDelta`; the final
-`ResultMessage` → `Completed` with its stop reason and usage (input, output, cache read and write
-as the SDK totals them over the turn).
-
-Sessions. Lamina's session id (`SdkManagedPrompt.session_id`) maps to a `ProviderSession`: the
-SDK's session id plus the uuid of the last message of the last completed turn. Every turn resumes
-the SDK session *at* that message (`resume` + `resume_session_at`), so a failed or retried attempt,
-whose user message the CLI already wrote to its transcript, leaves no trace in the next one: a
-retry never shows the model the same prompt twice. A request names the session to resume
-(`SdkManagedPrompt.resume`, as the session log has it; `new_session` for a fresh one); without
-one the provider's in-memory `sessions` mapping is used. A completed turn yields
-`ProviderSessionChanged` before `Completed` so the caller can persist where to resume next. The
-CLI keeps its transcripts under its config directory, per working directory, so a resume needs
-the same `config_dir` and `cwd`.
-
-Resume failure (SPEC F11). When the CLI cannot resume (the transcript is gone: another machine,
-another config directory, a cleaned cache), the provider forgets the session and raises
-`ProviderSessionLostError` before any model call: the caller (the agent) clears the stored id,
-builds the recovery block and sends the turn once more with `new_session`.
-
-Compaction. The CLI compacts its own context when it fills up (and on `/compact`, sent with
-`command=True` so the CLI runs it instead of passing it on verbatim); its `compact_boundary`
-message becomes a `ProviderCompacted` event, so Lamina restates what the summary may have lost.
-One-off requests (`keep_session=False`, a compaction summary) run in a fresh SDK session that is
-never resumed, so no session's text reaches another's.
-
-Tools. The CLI runs with no built-in tools (`tools=[]`), no MCP servers, no filesystem settings
-(no project hooks, no `CLAUDE.md` of its own: Lamina supplies the project context), no skills and
-`permission_mode="dontAsk"`, so Lamina's pre-tool-use pipeline stays the only path to a tool. The
-SDK can only report tool calls it ran itself; it cannot hand one back for Lamina to run and resume
-with a result through a text prompt. This backend is therefore text-only: `Completed.tool_calls`
-is always empty, and a tool call the model invents is answered by the CLI itself with "no such
-tool" inside the turn. Prompts are delivered verbatim (`verbatim_prompts`): an `@path` or a `/command`
-inside rendered (partly untrusted) text is not expanded by the CLI.
-
-Streaming and retries. Text arrives one content block at a time, not token by token: the CLI may
-retry a response that failed mid-stream (it falls back to a non-streaming request), so partial
-deltas could show text the final answer does not contain. The CLI is started with
-`CLAUDE_CODE_MAX_RETRIES=0` (as the other adapters build their SDK clients with `max_retries=0`):
-failures come back at once, typed by `map_claude_agent_error`, and `lamina.providers._retry`
-decides. Telemetry, error reporting, the auto-updater and other non-essential traffic are turned
-off, so the CLI reaches nothing but the API's base URL. The SDK is an optional extra
-(`lamina[claude]`), imported when a provider is built.
+compaction; Lamina sends only the prompt that `lamina.placement` rendered for `SdkManagedTarget`.
+Text-only: the CLI runs no tools. Sessions, resume failure, compaction, tools and retries are
+described in `docs/providers.md`.
 """
 
 from __future__ import annotations
@@ -154,14 +111,17 @@ class ClaudeAgentProvider:
 
     @property
     def name(self) -> str:
+        """`claude-agent`."""
         return PROVIDER_NAME
 
     @property
     def target(self) -> SdkManagedTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     @property
     def capabilities(self) -> Capabilities:
+        """What the model in use can do, for placement and attachments."""
         return self._capabilities
 
     @property
@@ -174,7 +134,14 @@ class ClaudeAgentProvider:
 
         Its first turn resumes the source's SDK session at its last completed turn with
         `fork_session`, so the SDK copies the transcript into a new session and the source is
-        left as it was. Raises `UsageError` when the source has no SDK session yet.
+        left as it was.
+
+        Args:
+            source_session_id: The Lamina session forked from.
+            new_session_id: The Lamina session that continues from it.
+
+        Raises:
+            UsageError: The source has no SDK session yet.
         """
         source = self._sessions.get(source_session_id)
         if source is None:
@@ -346,14 +313,21 @@ def map_claude_agent_error(
 ) -> ProviderError | None:
     """The `ProviderError` for a failed turn of the Claude Agent SDK; None for an exception from elsewhere.
 
-    `error` is the turn's failed `ResultMessage` or an SDK exception (`ResultError` carries the
-    same fields). `assistant_error` is the `error` kind of the CLI's synthetic assistant message,
-    when there was one. The HTTP status of the failed API call decides when the CLI reports it:
+    The HTTP status of the failed API call decides when the CLI reports it:
     401 / 403 → `AuthenticationError`; 529 / 503 / "overloaded" → `OverloadedError`; 429 →
     `RateLimitError`; overflow wording → `ContextOverflowError`; 408, 409, 5xx and connection
     failures → `TransientServerError`; other 4xx → `InvalidRequestError`. Without a status the
     `assistant_error` kind decides the same way. A failure of the CLI process itself (a crash, an
     unparsable line, a run past `max_turns`) is a plain `ProviderError`.
+
+    Args:
+        error: The turn's failed `ResultMessage` or an SDK exception (`ResultError` carries the
+            same fields).
+        assistant_error: The `error` kind of the CLI's synthetic assistant message, when there was one.
+        provider: The provider's name on the error.
+
+    Returns:
+        The typed error; None for an exception from elsewhere.
     """
     from claude_agent_sdk import ClaudeSDKError, CLIJSONDecodeError, ProcessError, ResultError, ResultMessage
 

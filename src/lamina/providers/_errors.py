@@ -39,11 +39,21 @@ def error_for_status(
     overflow: bool = False,
     auth_hint: str = "",
 ) -> ProviderError | None:
-    """The typed error for `status` (None when neither the status nor the flags say what it is).
+    """The typed error for `status`.
 
-    `status` is what decides (the HTTP status, or one derived from an error type sent inside a
-    stream); `http` is the real HTTP status recorded on the error (None for in-stream errors).
-    `overloaded` and `overflow` are what the caller read from the error body.
+    Args:
+        provider: The provider's name.
+        status: What decides: the HTTP status, or one derived from an error type sent inside a stream.
+        message: The error's message.
+        http: The real HTTP status recorded on the error (None for in-stream errors).
+        body: The response body, as received.
+        retry_after: Seconds to wait, when the provider said.
+        overloaded: The caller read "overloaded" from the error body.
+        overflow: The caller read a context overflow from the error body.
+        auth_hint: Added to an authentication error's message (which key to set).
+
+    Returns:
+        The typed error; None when neither the status nor the flags say what it is.
     """
     overflow = overflow or (status in (None, 400, 413, 422) and OVERFLOW_WORDING.search(message) is not None)
     if overflow:

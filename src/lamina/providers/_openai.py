@@ -1,18 +1,8 @@
 """OpenAI adapters on the official `openai` SDK: Chat Completions and Responses (I/O: network).
 
-`OpenAIChatProvider` streams Chat Completions with `stream_options.include_usage`, so the last
-chunk (empty `choices`) carries the usage; tool calls arrive as `tool_calls` deltas keyed by
-`index` (id and name first, then argument pieces) and are assembled when the choice finishes.
-`OpenAIResponsesProvider` streams Responses: `response.output_text.delta` is text, a
-`function_call` item is complete at `response.output_item.done`, and `response.completed` (or
-`response.incomplete`) carries the usage. Cached tokens (`prompt_tokens_details.cached_tokens`,
-`input_tokens_details.cached_tokens`) become `Usage.cache_read` and the rest of the prompt
-`Usage.input`; OpenAI's automatic cache writes are free and not reported as writes.
-
-Both work against OpenAI-compatible servers (vLLM, Ollama, llama.cpp) through `base_url`; such
-servers ignore the API key, so none is required there. `map_openai_error` is the one place SDK
-exceptions (and errors sent inside a stream) become `lamina.errors.ProviderError`s. The SDK
-client never retries (`max_retries=0`); `lamina.providers._retry` does.
+Both work against OpenAI-compatible servers through `base_url`; `map_openai_error` is the one
+place SDK exceptions become `ProviderError`s, and the SDK client never retries. How each stream
+is read, and how usage is counted, is in `docs/providers.md`.
 """
 
 from __future__ import annotations
@@ -209,6 +199,7 @@ class OpenAIChatProvider(_OpenAIProvider):
 
     @property
     def target(self) -> OpenAIChatTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
@@ -347,6 +338,7 @@ class OpenAIResponsesProvider(_OpenAIProvider):
 
     @property
     def target(self) -> OpenAIResponsesTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:

@@ -1,22 +1,7 @@
 """A provider that replays scripted responses, for tests, demos and offline runs (I/O: reads its script file).
 
-A script is a list of steps, each a response or an error, consumed one per request:
-
-```json
-{"responses": [
-  {"text": "Let me look.", "tool_calls": [{"name": "Read", "input": {"path": "app.py"}}]},
-  {"error": "overloaded", "retry_after": 1.0},
-  {"text": "Done.", "stop_reason": "end_turn"}
-]}
-```
-
-A response step has `text`, `tool_calls` (`name`, `input`, optional `id`), `stop_reason`
-(default `tool_use` when there are tool calls, else `end_turn`), optional `model` and `usage`
-(`input`, `output`, `cache_read`, `cache_write`). An error step has `error` (one of
-`ERROR_KINDS`), optional `retry_after`, `message`, and `text` streamed before the failure. Text
-is streamed in a few deltas. Usage, unless the step gives it, comes from a `CacheSimulator` run
-on the request body when one is given (so demos show realistic cache reads and writes), else
-from token estimates. Running out of script raises `ScriptExhaustedError`.
+A script is a list of steps, each a response or an error, consumed one per request; the format is
+in `docs/scripted-provider.md`. Running out of script raises `ScriptExhaustedError`.
 """
 
 from __future__ import annotations
@@ -61,6 +46,13 @@ class ScriptError(UsageError):
     """A script that cannot be used: names the file (or `<code>`) and the offending field."""
 
     def __init__(self, source: str, where: str, reason: str) -> None:
+        """Name the script, the field and what is wrong with it.
+
+        Args:
+            source: The script file (or `<code>`).
+            where: The field's path inside the script; empty for the file as a whole.
+            reason: What is wrong.
+        """
         self.source = source
         self.where = where
         """Path of the field inside the script, e.g. `responses[2].tool_calls[0].name`."""
@@ -72,6 +64,12 @@ class ScriptExhaustedError(ProviderError):
     """A request arrived after every scripted step was used."""
 
     def __init__(self, source: str, steps: int) -> None:
+        """Name the script and how many steps it had.
+
+        Args:
+            source: The script file (or `<code>`).
+            steps: How many steps it had, all used.
+        """
         self.source = source
         self.steps = steps
         super().__init__(
@@ -165,7 +163,22 @@ class ScriptedProvider:
         estimator: TokenEstimator = DEFAULT_ESTIMATOR,
         capabilities: Capabilities | None = None,
     ) -> ScriptedProvider:
-        """Load a script file (`{"responses": [...]}`); a bad file raises `ScriptError` naming it."""
+        """Load a script file, `{"responses": [...]}` (the format: `docs/scripted-provider.md`).
+
+        Args:
+            path: The script file.
+            target: As for the constructor.
+            simulator: As for the constructor.
+            clock: As for the constructor.
+            estimator: As for the constructor.
+            capabilities: As for the constructor.
+
+        Returns:
+            The provider, its errors naming the file.
+
+        Raises:
+            ScriptError: The file cannot be read or used, named with the offending field.
+        """
         path = Path(path)
         source = str(path)
         try:
@@ -196,14 +209,17 @@ class ScriptedProvider:
 
     @property
     def name(self) -> str:
+        """`scripted`."""
         return PROVIDER_NAME
 
     @property
     def target(self) -> RenderTarget:
+        """The placement target whose bodies this provider accepts."""
         return self._target
 
     @property
     def capabilities(self) -> Capabilities:
+        """What the model in use can do, for placement and attachments."""
         return self._capabilities
 
     @property

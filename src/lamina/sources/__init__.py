@@ -1,4 +1,4 @@
-"""Sources: MCP servers and HTTP APIs as tools, each with a guide the model reads first (F9).
+"""Sources: MCP servers and HTTP APIs as tools, each with a guide the model reads first (F9; I/O: subprocess, network).
 
 A source lives in `sources/<slug>/` of the workspace: `source.toml` says how to reach it and
 `guide.md` says how to use it. Its tools are named `<slug>__<tool>` and carry one-sentence

@@ -29,6 +29,12 @@ class ApiConnection:
     """The HTTP client of one API source, kept for the agent's lifetime."""
 
     def __init__(self, source: ApiSource, *, environ: Mapping[str, str] | None = None) -> None:
+        """A connection to one API source; its HTTP client is made now, used on the first call.
+
+        Args:
+            source: The API source's configuration.
+            environ: The environment `${VAR}` references are expanded from; `os.environ` unless given.
+        """
         self.source = source
         self._environ = os.environ if environ is None else environ
         self._client = httpx.AsyncClient(timeout=source.timeout)
@@ -71,6 +77,7 @@ class ApiConnection:
         return ToolOutput(f"{status}\n\n{body}".rstrip())
 
     async def aclose(self) -> None:
+        """Close the HTTP client."""
         await self._client.aclose()
 
 
@@ -96,6 +103,12 @@ class ApiTool(SourceTool):
     """One endpoint of an API source, as a Lamina tool."""
 
     def __init__(self, connection: ApiConnection, endpoint: ApiEndpoint) -> None:
+        """The tool for one endpoint of an API source.
+
+        Args:
+            connection: The source's connection, which makes the calls.
+            endpoint: The endpoint this tool calls.
+        """
         source = connection.source
         super().__init__(
             source=source.slug,
@@ -110,15 +123,24 @@ class ApiTool(SourceTool):
 
     @property
     def read_only(self) -> bool:
+        """Whether the endpoint only reads, as its configuration says."""
         return self._endpoint.read_only
 
     async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Call the endpoint with `input`; a failure comes back as an error result, never raised."""
         return await self._connection.call(self._endpoint, input)
 
 
 def api_tools(connection: ApiConnection) -> tuple[list[ApiTool], list[ToolDefinitionError]]:
-    """The Lamina tools of an API source, filtered by its `enabled_tools`, and the endpoints refused
-    because their definition cannot go in a request (see `checked_definition`)."""
+    """The Lamina tools of an API source, and the endpoints refused.
+
+    Args:
+        connection: The API source's connection.
+
+    Returns:
+        The tools, filtered by the source's `enabled_tools`, and the endpoints refused because their
+        definition cannot go in a request (see `checked_definition`).
+    """
     enabled = connection.source.enabled_tools
     tools: list[ApiTool] = []
     refused: list[ToolDefinitionError] = []

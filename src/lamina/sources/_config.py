@@ -1,16 +1,9 @@
 """Source configurations: `sources/<slug>/source.toml` read and checked (I/O: reads the workspace).
 
-A source is an MCP server or an HTTP API the agent reaches through tools. Each lives in its own
-folder of the workspace, next to the guide the model reads before using it:
-
-```
-sources/github/source.toml     kind, description, connection, tools
-sources/github/guide.md        how to use the source (read on demand, never in a tool spec)
-```
-
-`find_sources(root)` reads every source folder under `root/sources/`. A folder whose slug or config
-is invalid is skipped and reported as a `SourceProblem` naming the file and the field, so one
-broken source never hides the others.
+A source is an MCP server or an HTTP API the agent reaches through tools, in its own folder of
+the workspace next to its `guide.md`. `find_sources(root)` reads every source folder under
+`root/sources/`; an invalid one is skipped and reported as a `SourceProblem` naming the file and
+the field, so one broken source never hides the others (`docs/sources.md`).
 """
 
 from __future__ import annotations
@@ -143,9 +136,16 @@ class _Invalid(Exception):
 def find_sources(root: Path, *, allowed_roots: Sequence[str | os.PathLike[str]] = ()) -> SourceScan:
     """The sources under `root/sources/`, sorted by slug; invalid ones are skipped and reported.
 
-    A missing `sources/` folder means no sources (not a problem). The folder, each source folder,
-    its `source.toml` and its `guide.md` must resolve inside `root` (or one of `allowed_roots`):
-    one that a link takes elsewhere is a problem, and the source is skipped.
+    A missing `sources/` folder means no sources (not a problem).
+
+    Args:
+        root: The workspace.
+        allowed_roots: Folders besides `root` the sources' files may resolve into. The folder, each
+            source folder, its `source.toml` and its `guide.md` must resolve inside `root` or one of
+            these: one that a link takes elsewhere is a problem, and the source is skipped.
+
+    Returns:
+        The sources found and the problems of those skipped.
     """
     folder = Path(root) / SOURCES_DIR
     if not folder.is_dir():

@@ -1,15 +1,8 @@
 """The open connections of a workspace's sources and the tools they provide (I/O: via the connections).
 
-```python
-scan = find_sources(workspace)
-async with SourceConnections(scan.sources) as sources:
-    pipeline = ToolPipeline([*builtin_tools, *sources.tools], context)
-    ...
-```
-
-Sources connect concurrently. A source that cannot start is reported in `problems` and provides
-no tools; the others are unaffected. Tool names are unique across sources because each starts
-with its source's slug.
+`SourceConnections` connects the sources concurrently. A source that cannot start is reported in
+`problems` and provides no tools; the others are unaffected. Tool names are unique across sources
+because each starts with its source's slug. An example: `docs/sources.md`.
 """
 
 from __future__ import annotations
@@ -45,6 +38,12 @@ class SourceConnections:
     """The tools of a set of sources, with their connections held open until `aclose()`."""
 
     def __init__(self, sources: Iterable[Source], *, environ: Mapping[str, str] | None = None) -> None:
+        """Connections for these sources, not yet opened (`async with`, or `open`).
+
+        Args:
+            sources: The sources to connect.
+            environ: The environment `${VAR}` references are expanded from; `os.environ` unless given.
+        """
         self.sources: tuple[Source, ...] = tuple(sources)
         self._environ = dict(os.environ) if environ is None else environ
         self._connections: list[McpConnection | ApiConnection] = []

@@ -1,14 +1,8 @@
 """MCP sources: one client session per server, held open for the agent's lifetime (I/O: subprocess, network).
 
-`McpConnection.start()` starts the server (stdio) or reaches it (streamable HTTP) through the
-official `mcp` SDK, lists its tools and keeps the session open in a background task that owns
-the SDK's context managers, so the connection can be opened and closed from different tasks.
-Calls go through that session. Nothing raised by the SDK or the server reaches the pipeline: a
-server that dies mid-call, times out or answers with a protocol error becomes an error result
-naming the source and what happened; later calls start the server again. A streamable-HTTP
-answer larger than the SDK takes in one event is a too-large result with its size and the limit,
-and the connection stays open. A result's image content is handed to the pipeline as images, which
-it stores as attachments (`ToolOutput.images`).
+`McpConnection.start()` starts or reaches the server through the official `mcp` SDK and keeps the
+session open in a background task. Nothing raised by the SDK or the server reaches the pipeline:
+a failure becomes an error result naming the source and what happened (`docs/sources.md`).
 """
 
 from __future__ import annotations
@@ -49,6 +43,12 @@ class McpConnection:
     """One MCP server and the client session Lamina keeps open to it."""
 
     def __init__(self, source: McpSource, *, environ: Mapping[str, str] | None = None) -> None:
+        """A connection to one MCP server, not yet started (`start`).
+
+        Args:
+            source: The MCP source's configuration.
+            environ: The environment `${VAR}` references are expanded from; `os.environ` unless given.
+        """
         self.source = source
         self._environ = os.environ if environ is None else environ
         self._session: ClientSession | None = None
@@ -343,8 +343,16 @@ def _describe(exc: BaseException) -> str:
 
 
 def render_result(result: mcp_types.CallToolResult, tool: str) -> ToolOutput:
-    """What the model receives for a result of MCP tool `tool`: its text, and its image content as images
-    for the pipeline to store (each named `<tool> image <n>.<ext>` and marked where it came in the text)."""
+    """What the model receives for a result of an MCP tool.
+
+    Args:
+        result: The server's result.
+        tool: The tool's name.
+
+    Returns:
+        Its text, and its image content as images for the pipeline to store (each named
+        `<tool> image <n>.<ext>` and marked where it came in the text).
+    """
     parts: list[str] = []
     images: list[NamedBytes] = []
     for block in result.content:
@@ -380,6 +388,12 @@ class McpTool(SourceTool):
     """One tool of an MCP server, as a Lamina tool."""
 
     def __init__(self, connection: McpConnection, remote: mcp_types.Tool) -> None:
+        """The Lamina tool for one tool a server lists.
+
+        Args:
+            connection: The started connection, which makes the calls.
+            remote: The tool as the server lists it.
+        """
         source = connection.source
         super().__init__(
             source=source.slug,
@@ -394,9 +408,11 @@ class McpTool(SourceTool):
 
     @property
     def read_only(self) -> bool:
+        """Whether the tool only reads: it is among the source's `read_only_tools`."""
         return self._read_only
 
     async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Call the tool on the server with `input`; a failure comes back as an error result, never raised."""
         return await self._connection.call(self.remote_name, input)
 
 
@@ -408,8 +424,16 @@ def _input_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 def mcp_tools(
     connection: McpConnection, remote: Sequence[mcp_types.Tool]
 ) -> tuple[list[McpTool], list[ToolDefinitionError]]:
-    """The Lamina tools for a started connection, filtered by the source's `enabled_tools`, and the
-    tools refused because their definition cannot go in a request (see `checked_definition`)."""
+    """The Lamina tools for a started connection, and the tools refused.
+
+    Args:
+        connection: The started connection.
+        remote: The tools the server lists.
+
+    Returns:
+        The tools, filtered by the source's `enabled_tools`, and the tools refused because their
+        definition cannot go in a request (see `checked_definition`).
+    """
     enabled = connection.source.enabled_tools
     tools: list[McpTool] = []
     refused: list[ToolDefinitionError] = []

@@ -176,12 +176,22 @@ def _has_type(value: object, expected: str) -> bool:
 class SourceTool(ABC):
     """A Lamina tool backed by a source: spec from the source, calls go to its server or API.
 
-    Satisfies the `lamina.tools._base.Tool` protocol with a plain-dict input.
+    Satisfies the `lamina.tools.Tool` protocol with a plain-dict input.
     """
 
     def __init__(
         self, *, source: str, name: str, remote_name: str, description: str, schema: Mapping[str, Any], guide: Path
     ) -> None:
+        """A source tool with its spec.
+
+        Args:
+            source: The source's slug.
+            name: The tool's Lamina name, starting with the slug.
+            remote_name: The tool's name on the server, or the endpoint's name.
+            description: The short description the model sees.
+            schema: The JSON schema of its input.
+            guide: The source's guide, read before the tool is called.
+        """
         self.source = source
         """The slug of the source this tool belongs to."""
         self.remote_name = remote_name
@@ -192,18 +202,27 @@ class SourceTool(ABC):
 
     @property
     def spec(self) -> ToolSpec:
+        """The tool as the model sees it: its name, description and a fresh copy of its schema."""
         # A fresh schema each time: a caller that edits one cannot change the next.
         return ToolSpec(name=self._name, description=self._description, input_schema=copy.deepcopy(self._schema))
 
     @property
     @abstractmethod
-    def read_only(self) -> bool: ...
+    def read_only(self) -> bool:
+        """True if the tool never changes anything (explore mode runs only these)."""
 
     def validate(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The input as a plain dict, after the checks the model can act on (`check_input`).
+
+        Raises:
+            ToolInputError: The input does not fit the schema.
+        """
         return check_input(self._schema, raw)
 
     def paths(self, input: dict[str, Any]) -> tuple[Path, ...]:
+        """No paths: a source tool touches no local file."""
         return ()  # a source tool touches no local path
 
     @abstractmethod
-    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Call the tool on its server or API; a failure comes back as an error result, never raised."""
