@@ -39,10 +39,8 @@ import msgspec
 
 from lamina.context import (
     AttachmentBlocks,
-    Authority,
     Part,
     Stability,
-    StableContext,
     Tier,
     ToolSpec,
     TurnContext,
@@ -56,16 +54,12 @@ from lamina.context import (
     tool_part,
 )
 from lamina.defang import neutralise, trusted
-from lamina.engine import logged_turn
+from lamina.reports._replay import RecordedPrefixes, replay_request
 from lamina.session import (
     AssistantMessage,
-    CompactionBoundary,
     LogEntry,
-    StateChange,
     TurnRecord,
-    UnknownEntry,
     UserMessage,
-    provider_view,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -337,45 +331,32 @@ def logged_requests(
 ) -> list[LoggedRequest]:
     """Every model request of a logged session (a root-to-leaf `path`), one per assistant message.
 
-    Each request carried the provider view at that point (the latest compaction's summary and
-    the entries it kept), the stable prefix the log recorded for it (`StateChange` entries for
-    `stable` carry the prefix's parts; `fallback_stable` stands in where an older log recorded
-    none) and `tools` (the log does not record tool definitions).
+    Each request is replayed as the inspector replays it (`replay_request`): the provider view at
+    that point, the stable prefix the log recorded for it and `tools`.
+
+    Args:
+        path: The session's entries from the root to a leaf, oldest first.
+        tools: The tool definitions to count (the log does not record them).
+        fallback_stable: The stable parts that stand in where the log recorded no prefix (an older log).
+        data_dir: The session's data folder, as the model's tools reach it.
+        estimator: Counts each part's text.
+
+    Returns:
+        The requests in log order, each with its composition.
     """
-    stable: Sequence[Part] = fallback_stable
-    boundary: CompactionBoundary | None = None
-    since: list[LogEntry] = []
+    prefixes = RecordedPrefixes()
     requests: list[LoggedRequest] = []
     turns = 0
     for index, entry in enumerate(path):
-        match entry:
-            case StateChange(key="stable", prefix=prefix) if prefix:
-                stable = [
-                    Part(p.key, trusted(p.text), p.provenance, Authority(p.authority), Stability.STABLE, Tier(p.tier))
-                    for p in prefix
-                    if p.authority in {a.value for a in Authority}
-                ]
-            case CompactionBoundary():
-                view = provider_view(list(path[: index + 1]))
-                boundary, since = view.boundary, list(view.entries)
-                continue
-            case UserMessage():
-                turns += 1
-            case AssistantMessage():
-                logged = logged_turn(since)  # the turn as the engine assembled it, as the inspector rebuilds it
-                turn = logged.assemble(
-                    session_id="",
-                    stable=StableContext(tuple(stable), 0, ""),
-                    boundary=boundary,
-                    data_dir=data_dir,
-                    tools=tools,
-                )
-                composition = compose_turn(turn, logged.continuation, estimator=estimator)
-                requests.append(LoggedRequest(len(requests) + 1, max(turns, 1), composition))
-            case _:
-                pass
-        if not isinstance(entry, UnknownEntry):
-            since.append(entry)
+        prefixes.observe(entry)
+        if isinstance(entry, UserMessage):
+            turns += 1
+        elif isinstance(entry, AssistantMessage):
+            replayed = replay_request(
+                path[:index], prefixes=prefixes, data_dir=data_dir, tools=tools, fallback_stable=fallback_stable
+            )
+            composition = compose_turn(replayed.turn, replayed.continuation, estimator=estimator)
+            requests.append(LoggedRequest(len(requests) + 1, max(turns, 1), composition))
     return requests
 
 
