@@ -1,13 +1,9 @@
 """Context budget: tokens per tier of a turn, and where a rendered request's cache breakpoints fall (pure).
 
-The tiers are the design chapter's §10.18 priority order (`Tier`): rules, capability catalogue,
-session state, on-demand documents, history, memory, large tool results, one-shot parts
-(SPEC F17). `budget_of_turn` says how many tokens of a turn fall in each tier, counted on the very
-parts the renderers build the request's blocks from (`TurnContext.parts`); `cache_layout`
-walks a rendered request block by block in prefix order and says which blocks the provider caches,
-where the breakpoints are and how many tokens lie up to each. Blocks are measured the way the
-cache simulator measures them (canonical JSON of each block, without `cache_control`), so the
-numbers agree with `lamina.cachesim`.
+`budget_of_turn` counts the very parts the renderers build the request's blocks from
+(`TurnContext.parts`), tier by tier; `cache_layout` walks a rendered request (`body_blocks`) and
+says which blocks the provider caches, measured as the cache simulator measures them. The tiers
+and the layout are told in docs/reports.md.
 """
 
 from __future__ import annotations

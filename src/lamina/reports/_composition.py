@@ -1,31 +1,8 @@
 """Request composition: how many tokens each component of a request takes, per request and over a session (pure).
 
-Every token of a request is counted in exactly one component, named by a kind and a name:
-
-- `system`: one system section (`system.tools`, `system.permissions`, ...);
-- `tools`: one tool definition (name, description and input schema);
-- `project`: a stable part sent as the conversation's first user message (a project context
-  file, memory, the skill catalogue), without its `<untrusted>` label;
-- `defang`: the `<untrusted ...>` labels around those parts, and the escapes (`[U+XXXX]`) and
-  `(quoted) ` marks neutralising added to any text;
-- `volatile`: one volatile part in a tail (date and time, session state, sources), with its tags;
-- `one-shot`: one one-shot part in a tail (a mode change, a stable update, ...), with its tags;
-- `framing`: what a tool adds around the content it returns (Read's line numbers, closing notes
-  in brackets, the header of an offloaded result's preview);
-- `tool results`: the content tools returned, per tool;
-- `tool calls`: the calls the model made (name and arguments), per tool;
-- `history`: the user's messages and the model's text;
-- `summary`: the compaction summary and the pinned user's words lane.
-
-Counts are the estimator's count of each part's text (the request as sent, JSON, is a little
-larger), on the very parts the renderers build the request's blocks from (`TurnContext.parts`),
-each part's count split between its components, so a request's composition sums to its budget
-(`lamina.reports._budget.budget_of_turn`).
-Attached files count in `history` (`attachments`: their text, or an image's or PDF's estimate).
-`compose_turn` measures one request from the turn context and its tool loop so far (what
-`lamina.placement.render` renders); `logged_requests` measures a past session's requests on the
-turns `lamina.engine` rebuilds from the log, as the inspector does; `compose_entries` counts
-logged entries given a summary and lane as text; `SessionComposition` sums many requests.
+Every token of a request is counted in exactly one component, named by a kind (`KINDS`) and a name,
+on the very parts the renderers build the request from, so a request's composition sums to its
+budget. docs/reports.md lists the kinds and what each counts.
 """
 
 from __future__ import annotations

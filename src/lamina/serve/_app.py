@@ -1,18 +1,8 @@
 """The inspector's web application: pages, the JSON API, live updates; read-only over the store (I/O).
 
-A Starlette application. Only GET routes exist; the store is opened read-only. Pages are rendered
-by Jinja2 with autoescaping, so every text from a session (untrusted: a tool result may hold a
-`<script>`) is shown as text. The Content-Security-Policy allows scripts from this server's
-`/static/` files only (no inline script, no inline style, nothing from elsewhere). Bound to a
-loopback address, the application answers only requests whose Host header names a loopback host,
-so a web page elsewhere cannot reach it through DNS rebinding.
-
-Every value a page prints has its control and bidi characters made visible first (`_shown.visible`),
-as the CLI prints them. No page is larger than `max_page_bytes` (2 MB by default): long lists are
-paged (the timeline, the sessions, a request's blocks) or cut with a note, and a long text is cut with
-a link that downloads it whole (`/sessions/{id}/entries/{entry}/raw`, or a request's whole body).
-Live updates are shared: one watcher polls a session for all its followers, and the fragment a
-change asks for is rendered once per log version and sent to every follower that asks.
+A Starlette application with GET routes only, pages rendered by Jinja2 with autoescaping and every
+value's controls made visible, no page over `max_page_bytes`; live updates shared by one watcher
+per session. docs/inspector.md tells the rest.
 """
 
 from __future__ import annotations
