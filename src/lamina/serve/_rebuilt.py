@@ -7,6 +7,7 @@ from typing import Any
 
 from lamina.context import TurnContext
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, RenderTarget
+from lamina.reports import ReplayedRequest
 from lamina.session import AssistantMessage, LogEntry, TurnRecord
 
 __all__ = ["Rebuilt", "format_of", "target_for"]
@@ -14,25 +15,32 @@ __all__ = ["Rebuilt", "format_of", "target_for"]
 
 @dataclass(frozen=True, slots=True)
 class Rebuilt:
-    """One request rebuilt from the log."""
+    """One request rebuilt from the log: the replayed turn, rendered for the wire format its model was called in."""
 
     index: int
     call: AssistantMessage
-    turn: TurnContext
+    replayed: ReplayedRequest
     target: RenderTarget
     body: Any
     current_start: int
     """Index of the first wire message of this turn (its user message) in the body's messages."""
-    record: TurnRecord | None
-    stable_recorded: bool
     t_start: float
     notes: tuple[str, ...]
-    sent: tuple[LogEntry, ...] = ()
-    """The provider-view entries the request carried (history, this turn's message and tool loop so far)."""
-    summary: str | None = None
-    """The compaction summary as logged (the request shows it neutralised)."""
-    continuation: tuple[LogEntry, ...] = ()
-    """The entries after the turn's user message: its turn record and the tool loop so far."""
+
+    @property
+    def turn(self) -> TurnContext:
+        """The turn the request carried, as the engine assembled it."""
+        return self.replayed.turn
+
+    @property
+    def record(self) -> TurnRecord | None:
+        """The turn's latest record (what its tail carried); None: the log has none."""
+        return self.replayed.record
+
+    @property
+    def continuation(self) -> tuple[LogEntry, ...]:
+        """The entries after the turn's user message: its turn record and the tool loop so far."""
+        return self.replayed.continuation
 
 
 def target_for(model: str) -> RenderTarget:

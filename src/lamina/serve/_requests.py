@@ -207,17 +207,12 @@ class SessionRequests:
         return Rebuilt(
             index=index,
             call=call,
-            turn=turn,
+            replayed=replayed,
             target=target,
             body=body,
             current_start=max(_message_count(body) - now, 0),
-            record=record,
-            stable_recorded=replayed.stable_recorded,
             t_start=previous.ts if previous is not None else call.ts,
             notes=tuple(notes),
-            sent=replayed.sent,
-            summary=replayed.boundary.summary if replayed.boundary is not None else None,
-            continuation=continuation,
         )
 
     # -- the simulator, in log order ---------------------------------------------------------------
@@ -332,7 +327,7 @@ class SessionRequests:
             simulated=figures_of_simulation(usage),
             stable_version=record.stable_version if record is not None else None,
             stable_digest=record.stable_digest if record is not None else None,
-            stable_recorded=rebuilt.stable_recorded,
+            stable_recorded=rebuilt.replayed.stable_recorded,
             composition=composition_of(rebuilt, self.estimator),
             notes=[
                 *rebuilt.notes,
