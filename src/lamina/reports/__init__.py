@@ -1,4 +1,8 @@
-"""Reports on a turn and a session: its budget by tier and cache region, and its composition (pure)."""
+"""Reports on a turn and a session: its budget by tier and cache region, and its composition (pure).
+
+Both, and the inspector, share the one replay of a logged turn (`replay_request`) and the one walk
+of a rendered request (`body_blocks`); docs/reports.md tells them.
+"""
 
 from __future__ import annotations
 

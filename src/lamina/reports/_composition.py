@@ -12,8 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-import msgspec
-
 from lamina.context import (
     AttachmentBlocks,
     Part,
@@ -68,7 +66,6 @@ KINDS: Final = (
 )
 """Every component kind, in the order reports list them."""
 
-_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 _WRAPPER_RE: Final = re.compile(r"\A(<untrusted\b[^>\n]*>\n)(.*)(\n</untrusted>)\Z", re.DOTALL)
 _ESCAPE_RE: Final = re.compile(r"\[U\+[0-9A-F]{4,6}\]|\(quoted\) ")
 _LINE_NUMBER_RE: Final = re.compile(r"^ *\d+\t", re.MULTILINE)
