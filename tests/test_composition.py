@@ -9,12 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
+from lamina.compaction import PrunePolicy
 from lamina.engine import ContextEngine
 from lamina.reports import KINDS, SessionComposition, compose_turn, framing_chars, logged_requests
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult
 from lamina.tools import default_tool_specs
 from lamina.workspace import Preferences, WorkspaceContext
-from tests.support.engine import Clock
+from tests.support.engine import TOOLS, Clock, workspace_source
 
 READ_OUTPUT = "1\tdef check():\n2\t    return True\n[showing lines 1–2 of 90; continue with offset=3]"
 
@@ -68,6 +69,32 @@ def test_a_logged_session_rebuilds_the_requests_as_sent(tmp_path: Path) -> None:
         rebuilt.add(request.composition)
     assert [r.turn for r in requests] == [1, 1, 2, 2, 3, 3]
     assert rebuilt.totals == live.totals
+
+
+def test_a_logged_session_with_pruned_output_rebuilds_the_requests_as_sent(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "AGENTS.md").write_text("Run the tests.\n")
+    clock = Clock()
+    store = LocalSessionStore(tmp_path / "store", clock=clock)
+    session = store.create(cwd=str(workspace))
+    policy = PrunePolicy(protect_turns=2, protect_tokens=1_000, minimum_tokens=2_000, smallest_tokens=50)
+    engine = ContextEngine(session, stable_source=workspace_source(workspace), tools=TOOLS, clock=clock, prune=policy)
+    live = SessionComposition()
+    for t in range(6):
+        turn = engine.prepare_turn(f"Look at module {t}")
+        engine.record(ToolCall(call_id=f"call{t}", name="Read", input={"path": f"m{t}.py"}))
+        engine.record(ToolResult(call_id=f"call{t}", name="Read", content="    value = compute(item)\n" * 200))
+        live.add(compose_turn(turn, engine.continuation(turn)))
+        engine.record(AssistantMessage(text=f"Read m{t}.py."))
+        engine.commit(turn)
+        engine.end_turn()
+    requests = logged_requests(session.path(), tools=TOOLS, data_dir=str(session.data_dir))
+    session.close()
+    rebuilt = SessionComposition()
+    for request in requests:
+        rebuilt.add(request.composition)
+    assert rebuilt.requests == 6 and rebuilt.totals == live.totals  # the old output counted as its note, as sent
 
 
 def test_framing_is_line_numbers_and_note_lines_only() -> None:

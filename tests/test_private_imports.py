@@ -25,11 +25,7 @@ import lamina
 _ROOT = Path(lamina.__file__).parent
 
 # (importing module, private name it imports): each is a debt, to pay by using or making a public name.
-ALLOWED: set[tuple[str, str]] = {
-    # one reading kept in one place (the block split, the recorded prefix), to move where both callers can share it
-    ("lamina.reports._budget", "lamina.cachesim._blocks"),
-    ("lamina.serve._requests", "lamina.engine._prefix"),
-}
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from lamina.cli._prices import cost_of
 from lamina.serve import create_app
-from lamina.serve._app import CSP, host_name
+from lamina.serve._security import CSP, host_name
 from lamina.session import UserMessage
 from tests.serve.conftest import Running, Stored
 from tests.serve.sessions import HOSTILE_MARKUP, HOSTILE_SCRIPT

@@ -8,6 +8,15 @@ Feed timed request bodies to `AnthropicCacheSimulator` or `OpenAICacheSimulator`
 from __future__ import annotations
 
 from lamina.cachesim._anthropic import AnthropicCacheRules, AnthropicCacheSimulator
+from lamina.cachesim._blocks import (
+    message_items,
+    openai_item,
+    openai_message,
+    system_items,
+    text_block,
+    tool_items,
+    without_marker,
+)
 from lamina.cachesim._core import (
     CacheBreakpointError,
     CacheSimulationError,
@@ -33,6 +42,13 @@ __all__ = [
     "OpenAICacheRules",
     "OpenAICacheSimulator",
     "TimedRequest",
+    "message_items",
+    "openai_item",
+    "openai_message",
     "simulate",
     "summarise",
+    "system_items",
+    "text_block",
+    "tool_items",
+    "without_marker",
 ]

@@ -27,6 +27,7 @@ from lamina.engine._plan import (
     next_step,
     rejection_message,
 )
+from lamina.engine._prefix import prefix_context
 from lamina.engine._sessions import provider_session_in_view
 from lamina.engine._view import HistorySlice
 
@@ -53,6 +54,7 @@ __all__ = [
     "lane_of",
     "logged_turn",
     "next_step",
+    "prefix_context",
     "provider_session_in_view",
     "rejection_message",
     "summary_of",

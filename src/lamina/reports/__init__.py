@@ -1,7 +1,12 @@
-"""Reports on a turn and a session: its budget by tier and cache region, and its composition (pure)."""
+"""Reports on a turn and a session: its budget by tier and cache region, and its composition (pure).
+
+Both, and the inspector, share the one replay of a logged turn (`replay_request`) and the one walk
+of a rendered request (`body_blocks`); docs/reports.md tells them.
+"""
 
 from __future__ import annotations
 
+from lamina.reports._blocks import BodyBlock, block_tokens, body_blocks
 from lamina.reports._budget import (
     NEXT_MESSAGE,
     TIER_LABELS,
@@ -28,11 +33,13 @@ from lamina.reports._composition import (
     logged_requests,
     session_json,
 )
+from lamina.reports._replay import RecordedPrefixes, ReplayedRequest, replay_request
 
 __all__ = [
     "KINDS",
     "NEXT_MESSAGE",
     "TIER_LABELS",
+    "BodyBlock",
     "Breakpoint",
     "BudgetReport",
     "CacheLayout",
@@ -40,9 +47,13 @@ __all__ = [
     "Component",
     "LayoutBlock",
     "LoggedRequest",
+    "RecordedPrefixes",
+    "ReplayedRequest",
     "RequestComposition",
     "SessionComposition",
     "TierTokens",
+    "block_tokens",
+    "body_blocks",
     "budget_of_parts",
     "budget_of_turn",
     "cache_layout",
@@ -50,6 +61,7 @@ __all__ = [
     "compose_turn",
     "framing_chars",
     "logged_requests",
+    "replay_request",
     "session_json",
     "tool_tokens",
 ]

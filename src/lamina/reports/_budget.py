@@ -1,24 +1,17 @@
 """Context budget: tokens per tier of a turn, and where a rendered request's cache breakpoints fall (pure).
 
-The tiers are the design chapter's §10.18 priority order (`Tier`): rules, capability catalogue,
-session state, on-demand documents, history, memory, large tool results, one-shot parts
-(SPEC F17). `budget_of_turn` says how many tokens of a turn fall in each tier, counted on the very
-parts the renderers build the request's blocks from (`TurnContext.parts`); `cache_layout`
-walks a rendered request block by block in prefix order and says which blocks the provider caches,
-where the breakpoints are and how many tokens lie up to each. Blocks are measured the way the
-cache simulator measures them (canonical JSON of each block, without `cache_control`), so the
-numbers agree with `lamina.cachesim`.
+`budget_of_turn` counts the very parts the renderers build the request's blocks from
+(`TurnContext.parts`), tier by tier; `cache_layout` walks a rendered request (`body_blocks`) and
+says which blocks the provider caches, measured as the cache simulator measures them. The tiers
+and the layout are told in docs/reports.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias, assert_never, cast
+from typing import Any, Final, Literal, TypeAlias, assert_never
 
-import msgspec
-
-from lamina.attachments import media_tokens
 from lamina.cachesim import (
     AnthropicCacheRules,
     AnthropicCacheSimulator,
@@ -26,15 +19,6 @@ from lamina.cachesim import (
     OpenAICacheRules,
     OpenAICacheSimulator,
     TimedRequest,
-)
-from lamina.cachesim._blocks import (
-    message_items,
-    openai_item,
-    openai_message,
-    system_items,
-    text_block,
-    tool_items,
-    without_marker,
 )
 from lamina.context import AttachmentBlocks, Part, Stability, Tier, ToolSpec, TurnContext, attachment_note, tool_part
 from lamina.placement import (
@@ -46,6 +30,7 @@ from lamina.placement import (
     SdkManagedPrompt,
     SdkManagedTarget,
 )
+from lamina.reports._blocks import BodyBlock, block_tokens, body_blocks, request_body
 from lamina.session import LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -63,8 +48,6 @@ __all__ = [
     "cache_layout",
     "tool_tokens",
 ]
-
-_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 TIER_LABELS: Final[Mapping[Tier, str]] = {
     Tier.RULES: "rules",
@@ -259,13 +242,19 @@ def cache_layout(
         target: The target it was rendered for (it decides the format).
         turn: The turn it was rendered from, to label blocks with part keys; optional.
         estimator: Counts each block's canonical JSON, as the cache simulator does.
+
+    Returns:
+        The request's blocks in prefix order, its breakpoints and notes for a reader.
+
+    Raises:
+        TypeError: `request` does not match `target` (an SDK-managed prompt for a body's target, or the reverse).
     """
-    labels = _Labels(turn)
     match target:
         case AnthropicTarget():
-            return _anthropic(_body(request), labels, estimator)
+            return _anthropic(request_body(request), list(body_blocks(request, target, turn=turn)), estimator)
         case OpenAIChatTarget() | OpenAIResponsesTarget():
-            return _openai(_body(request), labels, estimator, chat=isinstance(target, OpenAIChatTarget))
+            chat = isinstance(target, OpenAIChatTarget)
+            return _openai(request_body(request), list(body_blocks(request, target, turn=turn)), estimator, chat=chat)
         case SdkManagedTarget():
             if not isinstance(request, SdkManagedPrompt):
                 raise TypeError("an SDK-managed target renders an SdkManagedPrompt")
@@ -274,149 +263,40 @@ def cache_layout(
             assert_never(target)
 
 
-def _body(request: RenderedRequest) -> Mapping[str, Any]:
-    if isinstance(request, SdkManagedPrompt):
-        raise TypeError("an SdkManagedPrompt is not a request body; use SdkManagedTarget")
-    return cast(Mapping[str, Any], request)
-
-
-class _Labels:
-    """Names blocks after the turn they were rendered from."""
-
-    def __init__(self, turn: TurnContext | None) -> None:
-        self._turn = turn
-        self.stable_keys = [p.key for p in turn.stable.system_parts] if turn else []
-        self.context_keys = [p.key for p in turn.stable.context_parts] if turn else []
-        """The stable parts the first user message holds (they have no system authority)."""
-
-    def text(self, text: str) -> str:
-        turn = self._turn
-        if turn is not None:
-            if turn.tail and text == turn.tail:
-                keys = [p.key for p in turn.volatile] + [o.kind for o in turn.one_shots]
-                return f"tail: {', '.join(keys)}"
-            if text == turn.user_text:
-                return "user message"
-            if turn.summary and text.startswith("<compaction_summary>"):
-                return "compaction summary"
-            if turn.pinned and text == turn.pinned:
-                return "user's words"
-        return "history"
-
-    def system(self, index: int) -> str:
-        return self.stable_keys[index] if index < len(self.stable_keys) else "system"
-
-    def context(self, index: int) -> str:
-        return self.context_keys[index] if index < len(self.context_keys) else "stable parts"
-
-
-@dataclass(frozen=True, slots=True)
-class _Raw:
-    where: str
-    label: str
-    block: object
-    ttl: str | None = None
-
-
-_NESTED: Final = {"tool_result": "content", "function_call_output": "output"}
-"""Where a tool result's own blocks are (the images a tool returned among them), by block type."""
-
-
-def _measure(block: object, estimator: TokenEstimator) -> int:
-    """The simulator's count (canonical JSON without markers), except media, counted by the providers' formulas
-    (also inside a tool result)."""
-    if isinstance(block, Mapping):
-        block = without_marker(block)
-        key = _NESTED.get(str(block.get("type")))
-        inner = block.get(key) if key else None
-        if key and isinstance(inner, list) and any(_inline_media(b) for b in inner):
-            found = [m for b in inner if (m := _inline_media(b)) is not None]
-            rest = {**block, key: [b for b in inner if _inline_media(b) is None]}
-            return estimator.count(_ENCODER.encode(rest).decode()) + sum(media_tokens(*m) for m in found)
-    media = _inline_media(block)
-    if media is not None:  # an image or a PDF: by the providers' formulas, not its base64 text
-        return media_tokens(*media)
-    return estimator.count(_ENCODER.encode(block).decode())
-
-
-def _inline_media(block: object) -> tuple[str, str] | None:
-    """(media type, base64 data) of an attachment block in any of the three wire formats, else None."""
-    if not isinstance(block, Mapping):
-        return None
-    kind = block.get("type")
-    source = block.get("source")
-    if kind in ("image", "document") and isinstance(source, Mapping) and source.get("type") == "base64":
-        return str(source.get("media_type")), str(source.get("data"))
-    url: object = None
-    if kind == "image_url" and isinstance(image := block.get("image_url"), Mapping):
-        url = image.get("url")
-    elif kind == "input_image":
-        url = block.get("image_url")
-    elif kind == "file" and isinstance(file := block.get("file"), Mapping):
-        url = file.get("file_data")
-    elif kind == "input_file":
-        url = block.get("file_data")
-    if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
-        head, data = url[5:].split(";base64,", 1)
-        return head, data
-    return None
-
-
-def _block_label(block: Mapping[str, Any], labels: _Labels) -> str:
-    kind = block.get("type")
-    if kind == "text":
-        return labels.text(str(block.get("text", "")))
-    if kind == "tool_use":
-        return f"tool call {block.get('name', '')}"
-    if kind == "tool_result":
-        return "tool result"
-    return str(kind or "block")
-
-
-def _anthropic_blocks(body: Mapping[str, Any], labels: _Labels) -> Iterator[tuple[_Raw, bool]]:
-    """Every block (split as the simulator splits it) with whether it belongs to the stable prefix."""
-    for where, _, _, tool in tool_items(list(body.get("tools") or ())):
-        yield _Raw(where, str(tool.get("name", "tool")), tool, _ttl(tool)), True
-    system = body.get("system")
-    for i, (where, _, _, block) in enumerate(system_items(system) if system else ()):
-        yield _Raw(where, "system" if isinstance(system, str) else labels.system(i), block, _ttl(block)), True
-    for m, message in enumerate(body.get("messages") or ()):
-        prefix = f"messages[{m}]"
-        whole = isinstance(message.get("content"), str)
-        stable = m == 0 and bool(labels.context_keys) and not whole  # the stable parts without system authority
-        for c, (where, _, _, block) in enumerate(message_items(message, prefix)):
-            if whole:
-                label = labels.text(str(block.get("text", "")))
-            else:
-                label = labels.context(c) if stable else _block_label(block, labels)
-            yield _Raw(prefix + where, label, block, _ttl(block)), stable
-
-
-def _ttl(block: Mapping[str, Any]) -> str | None:
-    marker = block.get("cache_control")
-    if not isinstance(marker, Mapping):
-        return None
-    return str(marker.get("ttl") or "5m")
-
-
-def _anthropic(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimator) -> CacheLayout:
+def _anthropic(body: Mapping[str, Any], raws: Sequence[BodyBlock], estimator: TokenEstimator) -> CacheLayout:
     rules = AnthropicCacheRules()
-    raws = list(_anthropic_blocks(body, labels))
-    measured = [_measure(raw.block, estimator) for raw, _ in raws]
+    measured = [block_tokens(raw.block, estimator) for raw in raws]
     cumulative = _running(measured)
-    marks = [i for i, (raw, _) in enumerate(raws) if raw.ttl is not None]
-    stable_end = max((i for i, (_, stable) in enumerate(raws) if stable), default=-1)
+    marks = [i for i, raw in enumerate(raws) if raw.ttl is not None]
+    stable_end = max((i for i, raw in enumerate(raws) if raw.stable), default=-1)
     stable_mark = max((i for i in marks if i <= stable_end), default=-1)
     last_mark = marks[-1] if marks else -1
     blocks = []
-    for i, ((raw, _), tokens) in enumerate(zip(raws, measured, strict=True)):
+    for i, (raw, tokens) in enumerate(zip(raws, measured, strict=True)):
         region: CacheRegion = "stable" if i <= stable_mark else "rolling" if i <= last_mark else "uncached"
         blocks.append(LayoutBlock(i + 1, raw.where, raw.label, tokens, cumulative[i], region, raw.ttl))
     breakpoints = tuple(
-        Breakpoint(i + 1, raws[i][0].where, raws[i][0].ttl or "5m", cumulative[i], cumulative[i] >= rules.min_tokens)
+        Breakpoint(i + 1, raws[i].where, raws[i].ttl or "5m", cumulative[i], cumulative[i] >= rules.min_tokens)
         for i in marks
     )
-    stable_tokens = cumulative[stable_end] if stable_end >= 0 else 0
+    usage = AnthropicCacheSimulator(estimator=estimator).submit(TimedRequest(0.0, body))
+    notes = [*_anthropic_notes(breakpoints, stable_mark, last_mark, rules), _first_request_note(usage)]
+    return CacheLayout(
+        format="anthropic",
+        blocks=tuple(blocks),
+        breakpoints=breakpoints,
+        stable_prefix_tokens=cumulative[stable_end] if stable_end >= 0 else 0,
+        total_tokens=cumulative[-1] if cumulative else 0,
+        min_cacheable_tokens=rules.min_tokens,
+        first_request=usage,
+        notes=tuple(notes),
+    )
+
+
+def _anthropic_notes(
+    breakpoints: Sequence[Breakpoint], stable_mark: int, last_mark: int, rules: AnthropicCacheRules
+) -> list[str]:
+    """What the stable and the rolling breakpoints cache, in plain sentences."""
     notes = []
     if stable_mark >= 0:
         bp = next(b for b in breakpoints if b.position == stable_mark + 1)
@@ -436,65 +316,14 @@ def _anthropic(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimat
             f"Breakpoint {len(breakpoints)} ({bp.ttl}) is the rolling breakpoint on the last block: the next "
             f"request of this session reads everything up to it ({bp.tokens:,} tokens)."
         )
-    usage = AnthropicCacheSimulator(estimator=estimator).submit(TimedRequest(0.0, body))
-    notes.append(_first_request_note(usage))
-    return CacheLayout(
-        format="anthropic",
-        blocks=tuple(blocks),
-        breakpoints=breakpoints,
-        stable_prefix_tokens=stable_tokens,
-        total_tokens=cumulative[-1] if cumulative else 0,
-        min_cacheable_tokens=rules.min_tokens,
-        first_request=usage,
-        notes=tuple(notes),
-    )
+    return notes
 
 
-def _openai_blocks(body: Mapping[str, Any], labels: _Labels, *, chat: bool) -> Iterator[tuple[_Raw, bool]]:
-    """Every block (split as the simulator splits it) with whether it belongs to the stable prefix."""
-    for i, tool in enumerate(body.get("tools") or ()):
-        function = tool.get("function") if chat else tool
-        yield _Raw(f"tools[{i}]", str((function or {}).get("name", "tool")), tool), True
-    if chat:
-        messages = body.get("messages") or ()
-        first = 1 if messages and messages[0].get("role") == "system" else 0
-        for m, message in enumerate(messages):
-            context = m == first and bool(labels.context_keys)  # the stable parts without system authority
-            stable = context or (m == 0 and message.get("role") == "system")
-            yield from ((raw, stable) for raw in _openai_message(message, f"messages[{m}]", labels, context=context))
-        return
-    instructions = body.get("instructions")
-    if instructions:
-        yield _Raw("instructions", "stable parts", text_block(str(instructions))), True
-    for i, item in enumerate(body.get("input") or ()):
-        where = f"input[{i}]"
-        if "role" in item:
-            context = i == 0 and bool(labels.context_keys)
-            yield from ((raw, context) for raw in _openai_message(item, where, labels, context=context))
-        else:
-            kind = str(item.get("type", "item"))
-            label = f"tool call {item.get('name', '')}" if kind == "function_call" else kind.replace("_", " ")
-            yield from ((_Raw(where + sub, label, block), False) for sub, _, block in openai_item(item, where))
-
-
-def _openai_message(
-    message: Mapping[str, Any], where: str, labels: _Labels, *, context: bool = False
-) -> Iterator[_Raw]:
-    role = str(message.get("role", ""))
-    label = "stable parts" if role == "system" else "tool result" if role == "tool" else ""
-    for c, (sub, _, block) in enumerate(openai_message(message, where)):
-        if sub:  # a content block
-            text = str(block.get("text", "")) if isinstance(block, Mapping) else ""
-            yield _Raw(where + sub, labels.context(c) if context else label or labels.text(text), block)
-        else:  # what the message carries besides its content
-            calls = [str(call.get("function", {}).get("name", "")) for call in message.get("tool_calls") or ()]
-            yield _Raw(where, f"tool call {', '.join(calls)}" if calls else label or role, block)
-
-
-def _openai(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimator, *, chat: bool) -> CacheLayout:
+def _openai(
+    body: Mapping[str, Any], raws: Sequence[BodyBlock], estimator: TokenEstimator, *, chat: bool
+) -> CacheLayout:
     rules = OpenAICacheRules()
-    raws = list(_openai_blocks(body, labels, chat=chat))
-    measured = [_measure(raw.block, estimator) for raw, _ in raws]
+    measured = [block_tokens(raw.block, estimator) for raw in raws]
     cumulative = _running(measured)
     total = cumulative[-1] if cumulative else 0
     stored = total >= rules.min_tokens
@@ -505,9 +334,9 @@ def _openai(body: Mapping[str, Any], labels: _Labels, estimator: TokenEstimator,
             raw.label,
             tokens,
             cumulative[i],
-            "stable" if stable else "rolling" if stored else "uncached",
+            "stable" if raw.stable else "rolling" if stored else "uncached",
         )
-        for i, ((raw, stable), tokens) in enumerate(zip(raws, measured, strict=True))
+        for i, (raw, tokens) in enumerate(zip(raws, measured, strict=True))
     )
     stable_tokens = max((b.cumulative for b in blocks if b.region == "stable"), default=0)
     notes = [

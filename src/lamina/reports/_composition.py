@@ -1,31 +1,8 @@
 """Request composition: how many tokens each component of a request takes, per request and over a session (pure).
 
-Every token of a request is counted in exactly one component, named by a kind and a name:
-
-- `system`: one system section (`system.tools`, `system.permissions`, ...);
-- `tools`: one tool definition (name, description and input schema);
-- `project`: a stable part sent as the conversation's first user message (a project context
-  file, memory, the skill catalogue), without its `<untrusted>` label;
-- `defang`: the `<untrusted ...>` labels around those parts, and the escapes (`[U+XXXX]`) and
-  `(quoted) ` marks neutralising added to any text;
-- `volatile`: one volatile part in a tail (date and time, session state, sources), with its tags;
-- `one-shot`: one one-shot part in a tail (a mode change, a stable update, ...), with its tags;
-- `framing`: what a tool adds around the content it returns (Read's line numbers, closing notes
-  in brackets, the header of an offloaded result's preview);
-- `tool results`: the content tools returned, per tool;
-- `tool calls`: the calls the model made (name and arguments), per tool;
-- `history`: the user's messages and the model's text;
-- `summary`: the compaction summary and the pinned user's words lane.
-
-Counts are the estimator's count of each part's text (the request as sent, JSON, is a little
-larger), on the very parts the renderers build the request's blocks from (`TurnContext.parts`),
-each part's count split between its components, so a request's composition sums to its budget
-(`lamina.reports._budget.budget_of_turn`).
-Attached files count in `history` (`attachments`: their text, or an image's or PDF's estimate).
-`compose_turn` measures one request from the turn context and its tool loop so far (what
-`lamina.placement.render` renders); `logged_requests` measures a past session's requests on the
-turns `lamina.engine` rebuilds from the log, as the inspector does; `compose_entries` counts
-logged entries given a summary and lane as text; `SessionComposition` sums many requests.
+Every token of a request is counted in exactly one component, named by a kind (`KINDS`) and a name,
+on the very parts the renderers build the request from, so a request's composition sums to its
+budget. docs/reports.md lists the kinds and what each counts.
 """
 
 from __future__ import annotations
@@ -35,14 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-import msgspec
-
 from lamina.context import (
     AttachmentBlocks,
-    Authority,
     Part,
     Stability,
-    StableContext,
     Tier,
     ToolSpec,
     TurnContext,
@@ -56,16 +29,12 @@ from lamina.context import (
     tool_part,
 )
 from lamina.defang import neutralise, trusted
-from lamina.engine import logged_turn
+from lamina.reports._replay import RecordedPrefixes, replay_request
 from lamina.session import (
     AssistantMessage,
-    CompactionBoundary,
     LogEntry,
-    StateChange,
     TurnRecord,
-    UnknownEntry,
     UserMessage,
-    provider_view,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -97,7 +66,6 @@ KINDS: Final = (
 )
 """Every component kind, in the order reports list them."""
 
-_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 _WRAPPER_RE: Final = re.compile(r"\A(<untrusted\b[^>\n]*>\n)(.*)(\n</untrusted>)\Z", re.DOTALL)
 _ESCAPE_RE: Final = re.compile(r"\[U\+[0-9A-F]{4,6}\]|\(quoted\) ")
 _LINE_NUMBER_RE: Final = re.compile(r"^ *\d+\t", re.MULTILINE)
@@ -337,45 +305,32 @@ def logged_requests(
 ) -> list[LoggedRequest]:
     """Every model request of a logged session (a root-to-leaf `path`), one per assistant message.
 
-    Each request carried the provider view at that point (the latest compaction's summary and
-    the entries it kept), the stable prefix the log recorded for it (`StateChange` entries for
-    `stable` carry the prefix's parts; `fallback_stable` stands in where an older log recorded
-    none) and `tools` (the log does not record tool definitions).
+    Each request is replayed as the inspector replays it (`replay_request`): the provider view at
+    that point, the stable prefix the log recorded for it and `tools`.
+
+    Args:
+        path: The session's entries from the root to a leaf, oldest first.
+        tools: The tool definitions to count (the log does not record them).
+        fallback_stable: The stable parts that stand in where the log recorded no prefix (an older log).
+        data_dir: The session's data folder, as the model's tools reach it.
+        estimator: Counts each part's text.
+
+    Returns:
+        The requests in log order, each with its composition.
     """
-    stable: Sequence[Part] = fallback_stable
-    boundary: CompactionBoundary | None = None
-    since: list[LogEntry] = []
+    prefixes = RecordedPrefixes()
     requests: list[LoggedRequest] = []
     turns = 0
     for index, entry in enumerate(path):
-        match entry:
-            case StateChange(key="stable", prefix=prefix) if prefix:
-                stable = [
-                    Part(p.key, trusted(p.text), p.provenance, Authority(p.authority), Stability.STABLE, Tier(p.tier))
-                    for p in prefix
-                    if p.authority in {a.value for a in Authority}
-                ]
-            case CompactionBoundary():
-                view = provider_view(list(path[: index + 1]))
-                boundary, since = view.boundary, list(view.entries)
-                continue
-            case UserMessage():
-                turns += 1
-            case AssistantMessage():
-                logged = logged_turn(since)  # the turn as the engine assembled it, as the inspector rebuilds it
-                turn = logged.assemble(
-                    session_id="",
-                    stable=StableContext(tuple(stable), 0, ""),
-                    boundary=boundary,
-                    data_dir=data_dir,
-                    tools=tools,
-                )
-                composition = compose_turn(turn, logged.continuation, estimator=estimator)
-                requests.append(LoggedRequest(len(requests) + 1, max(turns, 1), composition))
-            case _:
-                pass
-        if not isinstance(entry, UnknownEntry):
-            since.append(entry)
+        prefixes.observe(entry)
+        if isinstance(entry, UserMessage):
+            turns += 1
+        elif isinstance(entry, AssistantMessage):
+            replayed = replay_request(
+                path[:index], prefixes=prefixes, data_dir=data_dir, tools=tools, fallback_stable=fallback_stable
+            )
+            composition = compose_turn(replayed.turn, replayed.continuation, estimator=estimator)
+            requests.append(LoggedRequest(len(requests) + 1, max(turns, 1), composition))
     return requests
 
 

@@ -1,24 +1,13 @@
 """The inspector's web application: pages, the JSON API, live updates; read-only over the store (I/O).
 
-A Starlette application. Only GET routes exist; the store is opened read-only. Pages are rendered
-by Jinja2 with autoescaping, so every text from a session (untrusted: a tool result may hold a
-`<script>`) is shown as text. The Content-Security-Policy allows scripts from this server's
-`/static/` files only (no inline script, no inline style, nothing from elsewhere). Bound to a
-loopback address, the application answers only requests whose Host header names a loopback host,
-so a web page elsewhere cannot reach it through DNS rebinding.
-
-Every value a page prints has its control and bidi characters made visible first (`_shown.visible`),
-as the CLI prints them. No page is larger than `max_page_bytes` (2 MB by default): long lists are
-paged (the timeline, the sessions, a request's blocks) or cut with a note, and a long text is cut with
-a link that downloads it whole (`/sessions/{id}/entries/{entry}/raw`, or a request's whole body).
-Live updates are shared: one watcher polls a session for all its followers, and the fragment a
-change asks for is rendered once per log version and sent to every follower that asks.
+A Starlette application with GET routes only, pages rendered by Jinja2 with autoescaping and every
+value's controls made visible, no page over `max_page_bytes`; live updates shared by one watcher
+per session. docs/inspector.md tells the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -35,7 +24,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import (
@@ -48,6 +36,8 @@ from lamina.serve._model import (
 from lamina.serve._openapi import MAX_LIMIT, openapi_document
 from lamina.serve._reader import Loaded, NotFoundError, StoreReader, Version
 from lamina.serve._requests import RequestDamageError
+from lamina.serve._responses import download, error_page, json_response
+from lamina.serve._security import LOOPBACK_HOSTS, HostCheck, SecurityHeaders, is_loopback
 from lamina.serve._shown import fit, visible
 from lamina.session import AttachmentRef, LogEntry, SessionStore
 
@@ -69,19 +59,6 @@ SHOWN_COMPACTIONS: Final = 10
 """Compactions of the shown branch the session page shows (the newest; the API has all)."""
 SHOWN_ITEMS: Final = 50
 """Items of a list inside a section (a lane's messages, a plan's transitions, problems) the page shows."""
-
-CSP: Final = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-SECURITY_HEADERS: Final = (
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"cross-origin-resource-policy", b"same-origin"),
-)
-LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 _T = TypeVar("_T")
 _STATIC: Final = Path(__file__).parent / "static"
@@ -124,65 +101,6 @@ class Bounds:
             small=max(page // 4_000, 80),
             part=page // 200,
         )
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-class SecurityHeaders:
-    """Adds the CSP and its companions to every response."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                names = {name for name, _ in message.get("headers", [])}
-                extra = [(name, value) for name, value in SECURITY_HEADERS if name not in names]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
-
-
-class HostCheck:
-    """Refuses requests whose Host header names a host not in `allowed` (DNS rebinding guard)."""
-
-    def __init__(self, app: ASGIApp, allowed: tuple[str, ...]) -> None:
-        self.app = app
-        self.allowed = frozenset(h.lower().strip("[]") for h in allowed)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or ())
-            if host_name(headers.get(b"host", b"").decode("latin-1")) not in self.allowed:
-                api = str(scope.get("path", "")).startswith("/api/")
-                await _error_page(400, "Host not allowed", api)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def host_name(header: str) -> str:
-    """The host name of a Host header, without port or IPv6 brackets, lower case."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else ""
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
-
-
-def _json(value: object, status: int = 200) -> Response:
-    return Response(_JSON.encode(value), status_code=status, media_type="application/json")
 
 
 def _when(ts: float) -> str:
@@ -378,7 +296,7 @@ class Inspector:
             if not item.parts:
                 raise NotFoundError(f"entry {item.id} has no parts")
             text, name = item.parts[number].text, f"{item.id}-part-{number}.txt"
-        return _download(text.encode(), name, "text/plain; charset=utf-8")
+        return download(text.encode(), name, "text/plain; charset=utf-8")
 
     def _entry(self, loaded: Loaded, entry_id: str) -> Any:
         index: SessionIndex = loaded.index
@@ -414,8 +332,8 @@ class Inspector:
         try:
             body = await asyncio.to_thread(self._locked, loaded, lambda: self.reader.requests(loaded).body(index))
         except RequestDamageError as exc:
-            return _json(ErrorOut(error=str(exc)), 422)
-        return _download(body, f"request-{index}.json", "application/json")
+            return json_response(ErrorOut(error=str(exc)), 422)
+        return download(body, f"request-{index}.json", "application/json")
 
     def _locked(self, loaded: Loaded, work: Callable[[], _T]) -> _T:
         with self.reader.requests_lock(loaded.row.id):
@@ -499,12 +417,12 @@ class Inspector:
     async def api_sessions(self, request: Request) -> Response:
         query = request.query_params.get("q", "")
         rows = await asyncio.to_thread(self.reader.rows, query)
-        return _json(SessionList(sessions=rows, query=query))
+        return json_response(SessionList(sessions=rows, query=query))
 
     async def api_session(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
         detail, _ = self.detail(loaded, self._leaf(request, loaded))
-        return _json(detail)
+        return json_response(detail)
 
     async def api_entries(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
@@ -513,32 +431,32 @@ class Inspector:
         limit = self._int(request, "limit", PAGE_ENTRIES, low=1, high=MAX_LIMIT)
         path = loaded.index.path(leaf)
         items = loaded.index.items(path, offset=offset, limit=limit, thumbnail=self._thumbnail(loaded.row.id))
-        return _json(EntryPage(leaf_id=leaf, total=len(path), offset=offset, entries=items))
+        return json_response(EntryPage(leaf_id=leaf, total=len(path), offset=offset, entries=items))
 
     async def api_entry(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
-        return _json(self._entry(loaded, str(request.path_params["entry_id"])))
+        return json_response(self._entry(loaded, str(request.path_params["entry_id"])))
 
     async def api_requests(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
         leaf = request.query_params.get("leaf") or None
         self._leaf(request, loaded)  # a leaf not in the log: 404
         series = await asyncio.to_thread(self.reader.series, loaded, leaf)
-        return _json(series)
+        return json_response(series)
 
     async def api_request(self, request: Request) -> Response:
         loaded = await asyncio.to_thread(self._load, request)
         try:
             layers = await asyncio.to_thread(self._layers, loaded, request.path_params["index"])
         except RequestDamageError as exc:
-            return _json(ErrorOut(error=str(exc)), 422)
-        return _json(layers)
+            return json_response(ErrorOut(error=str(exc)), 422)
+        return json_response(layers)
 
     async def favicon(self, request: Request) -> Response:
         return Response(status_code=204)
 
     async def openapi(self, request: Request) -> Response:
-        return _json(openapi_document(self.version))
+        return json_response(openapi_document(self.version))
 
 
 @dataclass(slots=True)
@@ -557,23 +475,6 @@ class Watch:
         """Wake every follower waiting for a change (each then waits on a fresh event)."""
         event, self.changed = self.changed, asyncio.Event()
         event.set()
-
-
-def _download(data: bytes, name: str, media_type: str) -> Response:
-    return Response(
-        data,
-        media_type=media_type,
-        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
-    )
-
-
-def _error_page(status: int, message: str, api: bool) -> Response:
-    if api:
-        return _json(ErrorOut(error=message), status)
-    from markupsafe import escape
-
-    body = f"<!doctype html><title>{status}</title><p>{escape(message)}</p><p><a href='/'>sessions</a></p>"
-    return HTMLResponse(body, status_code=status)
 
 
 def _version() -> str:
@@ -626,11 +527,11 @@ def create_app(
     ]
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return _error_page(404, str(exc), request.url.path.startswith("/api/"))
+        return error_page(404, str(exc), request.url.path.startswith("/api/"))
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        return _error_page(exc.status_code, str(exc.detail), request.url.path.startswith("/api/"))
+        return error_page(exc.status_code, str(exc.detail), request.url.path.startswith("/api/"))
 
     handlers: Mapping[Any, Callable[[Request, Exception], Any]] = {NotFoundError: not_found, HTTPException: http_error}
     middleware = [Middleware(SecurityHeaders)]

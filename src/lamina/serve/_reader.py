@@ -1,15 +1,8 @@
 """The inspector's read-only access to a session store, with what it derived kept while the log is unchanged (I/O).
 
-Any store of the protocol (`lamina.session._protocol.SessionStore`: the JSONL store, PostgreSQL).
-Every session is opened read-only (no writer lock or lease, nothing written). A loaded log is kept,
-with its index and its rebuilt requests, until it changes: for the JSONL store a change is a new
-size or modification time of `log.jsonl` (one `stat`); for another store, a new entry count or
-update time in the session's metadata (a read-only open). A log that only grew keeps the requests
-already rebuilt and simulated, and the plot's series (`PlotSeries`) is extended by the new entries.
-Reads are coalesced: one read of a session's log is in flight at a time, and the pages that ask for
-it meanwhile (every follower of a live session, after a change) wait for it and share it; the
-rebuilt requests of a session are worked on by one page at a time. Files are served only from the
-session's own attachments folder, by a sha256 the log names.
+Any store of the protocol, every session opened read-only. A loaded log is kept, with its index
+and rebuilt requests, until it changes; a log that only grew keeps what was computed. Reads are
+coalesced, one per session at a time. docs/inspector.md tells how a change is seen.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
-"""Each request of a stored session, rebuilt from the log: its layers, blocks, breakpoints and cache figures (pure).
+"""Each request of a stored session, rebuilt from the log and simulated in log order, memoised (pure).
 
-A model call leaves an `AssistantMessage` (with the provider's usage) in the log, after the turn's
-user message and its `TurnRecord` (the tail as sent) and the tool loop so far. The request is
-rebuilt the way the engine built it: the provider view of the path up to the call (the latest
-compaction's summary and the user's words lane, then the kept entries), the turn's record for the
-tail, and the stable prefix the `stable` state changes recorded, matched by the digest the turn
-record names; then it goes through the same renderer (`lamina.placement.render`), the same cache
-layout (`lamina.reports.cache_layout`) and the same cache simulator as a live session. Tool
-definitions are not in the log, so the rebuilt request has none; the notes say so, and the
-provider's figures (which include them) stand beside the simulator's.
+The request is replayed as the composition report replays it (`lamina.reports.replay_request`),
+rendered by the same renderer, laid out and simulated as a live session; docs/inspector.md tells how.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -27,46 +18,22 @@ from lamina.cachesim import (
     OpenAICacheSimulator,
     TimedRequest,
 )
-from lamina.compaction import apply_prunes
-from lamina.context import Authority, StableContext, Tier, TurnContext, render_tail
-from lamina.engine import assemble_turn, logged_turn
-from lamina.engine._prefix import prefix_context  # the one reading of a recorded prefix, shared with the engine
+from lamina.context import StableContext, TurnContext
+from lamina.engine import assemble_turn
 from lamina.errors import LaminaError, LaminaRuntimeError
-from lamina.placement import (
-    AnthropicTarget,
-    OpenAIChatTarget,
-    RenderCache,
-    RenderTarget,
-    render,
-)
-from lamina.reports import TIER_LABELS, CacheLayout, LayoutBlock, cache_layout, compose_turn
+from lamina.placement import RenderCache, render
+from lamina.reports import RecordedPrefixes, cache_layout, replay_request
+from lamina.serve._layers import BlockTokens, block_outs, composition_of, layer_totals, layers
 from lamina.serve._model import (
     LAYER_NAMES,
-    BlockOut,
     BreakpointOut,
     CacheFigures,
-    ComponentOut,
-    Layer,
-    LayerName,
-    LayerPart,
     RequestLayers,
     RequestSummary,
 )
-from lamina.session import (
-    AssistantMessage,
-    LogEntry,
-    PartRecord,
-    StateChange,
-    ToolOutputPruned,
-    TurnRecord,
-    Usage,
-    UserMessage,
-    provider_view,
-)
+from lamina.serve._rebuilt import Rebuilt, format_of, target_for
+from lamina.session import AssistantMessage, LogEntry, ToolOutputPruned, Usage, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-
-TEXT_BOUND: Final = 4_000
-"""Characters of a part's text a layer carries (the whole text is in the log)."""
 
 NOT_LOGGED_TOOLS: Final = (
     "Tool definitions are not recorded in the session log, so the rebuilt request has none; the provider's "
@@ -79,44 +46,10 @@ WARM_UP: Final = 12
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 _NOTHING: Final = CacheUsage(total=0, read=0, write_5m=0, write_1h=0, uncached=0, reusable=0, cost_multiplier=1.0)
 """The simulated usage shown for a request that cannot be rebuilt."""
-_MESSAGE_INDEX: Final = re.compile(r"^(?:messages|input)\[(\d+)\]")
 
 
 class RequestDamageError(LaminaRuntimeError):
     """A request cannot be rebuilt from the log: a record it depends on is damaged (the pages show it as damage)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Rebuilt:
-    """One request rebuilt from the log."""
-
-    index: int
-    call: AssistantMessage
-    turn: TurnContext
-    target: RenderTarget
-    body: Any
-    current_start: int
-    """Index of the first wire message of this turn (its user message) in the body's messages."""
-    record: TurnRecord | None
-    stable_recorded: bool
-    t_start: float
-    notes: tuple[str, ...]
-    sent: tuple[LogEntry, ...] = ()
-    """The provider-view entries the request carried (history, this turn's message and tool loop so far)."""
-    summary: str | None = None
-    """The compaction summary as logged (the request shows it neutralised)."""
-
-
-def target_for(model: str) -> RenderTarget:
-    """The wire format a model was most likely called in: OpenAI Chat for GPT and o-series names, else Anthropic."""
-    name = model.lower().rsplit("/", 1)[-1]
-    if name.startswith(("gpt", "o1", "o3", "o4", "chatgpt")):
-        return OpenAIChatTarget(model=model)
-    return AnthropicTarget(model=model or "unknown")
-
-
-def format_of(target: RenderTarget) -> str:
-    return "openai_chat" if isinstance(target, OpenAIChatTarget) else "anthropic"
 
 
 def figures_of_usage(usage: Usage | None) -> CacheFigures | None:
@@ -165,7 +98,7 @@ class SessionRequests:
         self._by_id: dict[str, LogEntry] = {}
         self._calls: list[AssistantMessage] = []
         self._call_index: dict[str, int] = {}
-        self._prefixes: dict[str, StableContext] = {}
+        self._prefixes = RecordedPrefixes()
         self._render_caches: dict[tuple[str, ...], RenderCache] = {}
         """One memo per set of prunes a view went through: a pruned turn keeps its entry ids."""
         self._simulators: dict[str, CacheSimulator] = {}
@@ -177,8 +110,7 @@ class SessionRequests:
         self._replay: tuple[int, int] | None = None
         """The replay in progress: its first request and the next one to submit."""
         self._last_t = float("-inf")
-        self._block_tokens: dict[int, tuple[object, int]] = {}
-        """Tokens of wire messages the render cache shares between requests, by identity (the object kept alive)."""
+        self._block_tokens = BlockTokens(estimator)
         self.extend(entries)
 
     # -- the log ---------------------------------------------------------------------------------
@@ -191,13 +123,10 @@ class SessionRequests:
         for entry in entries[held:]:
             self._entries.append(entry)
             self._by_id.setdefault(entry.id, entry)
+            self._prefixes.observe(entry)
             if isinstance(entry, AssistantMessage):
                 self._call_index[entry.id] = len(self._calls)
                 self._calls.append(entry)
-            elif isinstance(entry, StateChange) and entry.key == "stable":
-                context = prefix_context(entry)
-                if context is not None:
-                    self._prefixes.setdefault(context.digest, context)
         return True
 
     @property
@@ -252,57 +181,39 @@ class SessionRequests:
     def _rebuild(self, index: int) -> Rebuilt:
         call = self._calls[index]
         path = self._path_before(call)
-        view = provider_view(path)
-        entries = apply_prunes(view.entries)  # old tool output shown as its note, as the engine sent it
+        replayed = replay_request(
+            path,
+            prefixes=self._prefixes,
+            session_id=self.session_id,
+            data_dir=self.data_dir,
+            turn_id=call.turn_id or "",
+        )
+        record, turn, continuation = replayed.record, replayed.turn, replayed.continuation
         notes: list[str] = [NOT_LOGGED_TOOLS]
-        logged = logged_turn(entries)
-        record, continuation = logged.record, logged.continuation
         if record is None:
             notes.append("No turn record for this request: its tail is not in the log.")
-        stable, recorded = self._stable_for(record)
-        if not recorded and record is not None:
+        elif not replayed.stable_recorded:
             notes.append(
                 f"The stable parts of version {record.stable_version} are not recorded in the log (an older "
                 "log, or a version delivered once in a tail and pinned by a later compaction): the stable "
                 "prefix is shown empty."
             )
-        boundary = view.boundary
-        turn = logged.assemble(
-            session_id=self.session_id,
-            stable=stable,
-            boundary=boundary,
-            data_dir=self.data_dir,
-            turn_id=call.turn_id or "",
-        )
         target = target_for(call.model)
-        prunes = tuple(e.id for e in entries if isinstance(e, ToolOutputPruned))
+        prunes = tuple(e.id for e in replayed.sent if isinstance(e, ToolOutputPruned))
         cache = self._render_caches.setdefault(prunes, RenderCache())
         body = render(turn, target, continuation=continuation, cache=cache)
         now = _message_count(render(_only_now(turn), target, continuation=continuation))
         previous = path[-1] if path else None
-        t_start = previous.ts if previous is not None else call.ts
         return Rebuilt(
             index=index,
             call=call,
-            turn=turn,
+            replayed=replayed,
             target=target,
             body=body,
             current_start=max(_message_count(body) - now, 0),
-            record=record,
-            stable_recorded=recorded,
-            t_start=t_start,
+            t_start=previous.ts if previous is not None else call.ts,
             notes=tuple(notes),
-            sent=tuple(entries),
-            summary=boundary.summary if boundary is not None else None,
         )
-
-    def _stable_for(self, record: TurnRecord | None) -> tuple[StableContext, bool]:
-        if record is None:
-            return StableContext((), 0, ""), False
-        known = self._prefixes.get(record.stable_digest)
-        if known is not None:
-            return known, True
-        return StableContext((), record.stable_version, record.stable_digest), False
 
     # -- the simulator, in log order ---------------------------------------------------------------
 
@@ -353,10 +264,7 @@ class SessionRequests:
         self._layer_tokens.setdefault(index, layer_tokens)
 
     def _layer_totals(self, rebuilt: Rebuilt) -> dict[str, int]:
-        if not isinstance(rebuilt.target, AnthropicTarget):
-            layout = cache_layout(rebuilt.body, rebuilt.target, turn=rebuilt.turn, estimator=self.estimator)
-            return _layer_totals(rebuilt, layout, self.estimator)
-        return _anthropic_layer_totals(rebuilt, self.estimator, self._block_tokens)
+        return layer_totals(rebuilt, self._block_tokens)
 
     def replayed_from(self, index: int) -> int:
         self.simulate([index])
@@ -399,8 +307,7 @@ class SessionRequests:
         usage, replay_from = self._simulated[index]
         rebuilt = self.rebuild(index)
         layout = cache_layout(rebuilt.body, rebuilt.target, turn=rebuilt.turn, estimator=self.estimator)
-        blocks = [_block_out(b, _layer_of(b, rebuilt)) for b in layout.blocks]
-        layers = _layers(rebuilt, layout, blocks, self.estimator)
+        blocks = block_outs(rebuilt, layout)
         record = rebuilt.record
         return RequestLayers(
             index=index,
@@ -410,7 +317,7 @@ class SessionRequests:
             ts=rebuilt.call.ts,
             model=rebuilt.call.model,
             format=format_of(rebuilt.target),
-            layers=layers,
+            layers=layers(rebuilt, blocks, self.estimator),
             blocks=blocks,
             breakpoints=[
                 BreakpointOut(position=b.position, where=b.where, ttl=b.ttl, tokens=b.tokens, cacheable=b.cacheable)
@@ -420,8 +327,8 @@ class SessionRequests:
             simulated=figures_of_simulation(usage),
             stable_version=record.stable_version if record is not None else None,
             stable_digest=record.stable_digest if record is not None else None,
-            stable_recorded=rebuilt.stable_recorded,
-            composition=_composition(rebuilt, self.estimator),
+            stable_recorded=rebuilt.replayed.stable_recorded,
+            composition=composition_of(rebuilt, self.estimator),
             notes=[
                 *rebuilt.notes,
                 replay_note(index, replay_from),
@@ -438,55 +345,6 @@ def replay_note(index: int, replay_from: int) -> str:
         f"({index - replay_from} before this one): entries written earlier and read here without being written "
         "again in between are not seen."
     )
-
-
-def _block_tokens(block: Mapping[str, Any], estimator: TokenEstimator) -> int:
-    """A block's tokens as the cache simulator and `cache_layout` count them (canonical JSON, no marker)."""
-    if "cache_control" in block:
-        block = {k: v for k, v in block.items() if k != "cache_control"}
-    return estimator.count(_ENCODER.encode(block).decode())
-
-
-def _anthropic_layer_totals(
-    rebuilt: Rebuilt, estimator: TokenEstimator, memo: dict[int, tuple[object, int]]
-) -> dict[str, int]:
-    """Tokens per layer of an Anthropic body, counting each shared history message once (see `_block_tokens`)."""
-    body = rebuilt.body
-    totals: dict[str, int] = dict.fromkeys(LAYER_NAMES, 0)
-    for tool in body.get("tools") or ():
-        totals["stable"] += _block_tokens(tool, estimator)
-    for block in body.get("system") or ():
-        totals["stable"] += _block_tokens(block, estimator)
-    tail = rebuilt.turn.tail
-    context = bool(rebuilt.turn.stable.context_parts)
-    one_shots = _one_shot_tokens(rebuilt.record, estimator)
-    for m, message in enumerate(body.get("messages") or ()):
-        blocks = message.get("content") or ()
-        if m == 0 and context:
-            totals["stable"] += sum(_block_tokens(b, estimator) for b in blocks)
-        elif m >= rebuilt.current_start:
-            for block in blocks:
-                tokens = _block_tokens(block, estimator)
-                if tail and block.get("type") == "text" and block.get("text") == tail:
-                    volatile, one_shot = _split_tail(tokens, one_shots)
-                    totals["tail"] += volatile
-                    totals["one_shot"] += one_shot
-                else:
-                    totals["current"] += tokens
-        else:
-            held = memo.get(id(message))
-            if held is None or held[0] is not message:
-                held = (message, sum(_block_tokens(b, estimator) for b in blocks))
-                memo[id(message)] = held
-            totals["history"] += held[1]
-    return totals
-
-
-def _composition(rebuilt: Rebuilt, estimator: TokenEstimator) -> list[ComponentOut]:
-    """The request component by component: `lamina.reports` over the rebuilt turn and its tool loop."""
-    continuation = rebuilt.sent[len(rebuilt.turn.history) :]
-    composition = compose_turn(rebuilt.turn, continuation, estimator=estimator)
-    return [ComponentOut(kind=c.kind, name=c.name, tokens=c.tokens) for c in composition.components if c.tokens]
 
 
 def _message_count(body: object) -> int:
@@ -506,185 +364,6 @@ def _only_now(turn: TurnContext) -> TurnContext:
         volatile=turn.volatile,
         one_shots=turn.one_shots,
     )
-
-
-def _message_index(where: str) -> int | None:
-    match = _MESSAGE_INDEX.match(where)
-    return int(match.group(1)) if match else None
-
-
-def _layer_of(block: LayoutBlock, rebuilt: Rebuilt) -> LayerName:
-    if block.region == "stable" or block.where.startswith(("tools", "system", "instructions")):
-        return "stable"
-    if block.label.startswith("tail:"):
-        return "tail"
-    index = _message_index(block.where)
-    if index is not None and index >= rebuilt.current_start:
-        return "current"
-    return "history"
-
-
-def _block_out(block: LayoutBlock, layer: LayerName) -> BlockOut:
-    return BlockOut(
-        position=block.position,
-        where=block.where,
-        label=block.label,
-        layer=layer,
-        tokens=block.tokens,
-        cumulative=block.cumulative,
-        region=block.region,
-        breakpoint=block.breakpoint,
-    )
-
-
-def _one_shot_tokens(record: TurnRecord | None, estimator: TokenEstimator) -> list[tuple[PartRecord, int]]:
-    if record is None:
-        return []
-    return [(p, estimator.count(render_tail((), (p,)))) for p in record.one_shots]
-
-
-def _split_tail(tail_tokens: int, one_shots: Sequence[tuple[PartRecord, int]]) -> tuple[int, int]:
-    """(volatile, one-shot) tokens of a tail block of `tail_tokens`."""
-    one_shot = min(sum(t for _, t in one_shots), tail_tokens)
-    return tail_tokens - one_shot, one_shot
-
-
-def _layer_totals(rebuilt: Rebuilt, layout: CacheLayout, estimator: TokenEstimator) -> dict[str, int]:
-    totals: dict[str, int] = dict.fromkeys(LAYER_NAMES, 0)
-    one_shots = _one_shot_tokens(rebuilt.record, estimator)
-    for block in layout.blocks:
-        layer = _layer_of(block, rebuilt)
-        if layer == "tail":
-            volatile, one_shot = _split_tail(block.tokens, one_shots)
-            totals["tail"] += volatile
-            totals["one_shot"] += one_shot
-        else:
-            totals[layer] += block.tokens
-    return totals
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= TEXT_BOUND else text[:TEXT_BOUND]
-
-
-def _part(key: str, text: str, *, tokens: int, tier: Tier | None, provenance: str, authority: str) -> LayerPart:
-    return LayerPart(
-        key=key,
-        tier=int(tier) if tier is not None else None,
-        tier_name=TIER_LABELS[tier] if tier is not None else "",
-        provenance=provenance,
-        authority=authority,
-        tokens=tokens,
-        text=_cut(text),
-        text_chars=len(text),
-    )
-
-
-def _layers(
-    rebuilt: Rebuilt, layout: CacheLayout, blocks: Sequence[BlockOut], estimator: TokenEstimator
-) -> list[Layer]:
-    turn = rebuilt.turn
-    parts: dict[LayerName, list[LayerPart]] = {name: [] for name in LAYER_NAMES}
-    tokens = dict.fromkeys(LAYER_NAMES, 0)
-    one_shots = _one_shot_tokens(rebuilt.record, estimator)
-    for block in blocks:
-        if block.layer == "tail":
-            volatile, one_shot = _split_tail(block.tokens, one_shots)
-            tokens["tail"] += volatile
-            tokens["one_shot"] += one_shot
-        else:
-            tokens[block.layer] += block.tokens
-    for part in turn.stable.parts:
-        parts["stable"].append(
-            _part(
-                part.key,
-                part.text,
-                tokens=estimator.count(part.text),
-                tier=part.tier,
-                provenance=part.provenance,
-                authority=part.authority.value,
-            )
-        )
-    if rebuilt.record is not None:
-        for record in rebuilt.record.volatile:
-            parts["tail"].append(
-                _part(
-                    record.key,
-                    record.text,
-                    tokens=estimator.count(render_tail((record,), ())),
-                    tier=Tier.SESSION_STATE,
-                    provenance=record.key,
-                    authority=Authority.SYSTEM_RULE.value,
-                )
-            )
-    for record, count in one_shots:
-        parts["one_shot"].append(
-            _part(
-                record.key,
-                record.text,
-                tokens=count,
-                tier=Tier.ONE_SHOT,
-                provenance=f"outbox:{record.part_id}" if record.part_id else "outbox",
-                authority=Authority.SYSTEM_RULE.value,
-            )
-        )
-    if turn.summary:
-        parts["history"].append(
-            _part(
-                "compaction summary",
-                turn.summary,
-                tokens=estimator.count(turn.summary),
-                tier=Tier.HISTORY,
-                provenance="compaction",
-                authority=Authority.TOOL_OUTPUT.value,
-            )
-        )
-    if turn.pinned:
-        parts["history"].append(
-            _part(
-                "user's words",
-                turn.pinned,
-                tokens=estimator.count(turn.pinned),
-                tier=Tier.HISTORY,
-                provenance="compaction lane",
-                authority=Authority.USER_DATA.value,
-            )
-        )
-    layer: LayerName
-    for layer in ("history", "current"):
-        grouped = _grouped(b for b in blocks if b.layer == layer)
-        for label, (count, total) in grouped.items():
-            if label in ("compaction summary", "user's words") and layer == "history":
-                continue
-            tier = Tier.TOOL_RESULTS if label == "tool result" else Tier.HISTORY
-            parts[layer].append(
-                _part(
-                    label,
-                    f"{count} block{'s' if count != 1 else ''}",
-                    tokens=total,
-                    tier=tier,
-                    provenance="session log",
-                    authority=_authority_of_label(label),
-                )
-            )
-    return [Layer(name=name, tokens=tokens[name], parts=parts[name]) for name in LAYER_NAMES]
-
-
-def _grouped(blocks: Any) -> Mapping[str, tuple[int, int]]:
-    grouped: dict[str, tuple[int, int]] = {}
-    for block in blocks:
-        label = "tool call" if block.label.startswith("tool call") else block.label
-        count, total = grouped.get(label, (0, 0))
-        grouped[label] = (count + 1, total + block.tokens)
-    return grouped
-
-
-def _authority_of_label(label: str) -> str:
-    if label in ("tool result",):
-        return Authority.TOOL_OUTPUT.value
-    if label == "user message":
-        return Authority.USER_DATA.value
-    return "history"
 
 
 __all__ = [
