@@ -24,8 +24,8 @@ from lamina.session import (
     ToolCall,
     ToolResult,
     UserMessage,
+    open_tool_calls,
 )
-from lamina.session._branch import open_tool_calls
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider
 from tests.wire.script import Reply, ToolUse

@@ -19,14 +19,16 @@ from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesT
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
+    Ledger,
     LocalSessionStore,
     OutboxRecord,
+    PartRecord,
+    StateSnapshot,
     ToolCall,
     ToolResult,
     TurnRecord,
     UserMessage,
 )
-from lamina.session._entries import Ledger, PartRecord, StateSnapshot
 from tests.support.engine import Clock, make_engine
 
 TARGETS = (

@@ -13,8 +13,7 @@ from lamina.agent import Agent, PlanUpdate
 from lamina.compaction import StructuredSummary, SummaryResult
 from lamina.engine import TRANSITIONS, Plan, PlanTransitionError, check_transition, execution_message, next_step
 from lamina.providers import ScriptedProvider, ScriptedResponse
-from lamina.session import LocalSessionStore, PlanState, StateChange, UserMessage
-from lamina.session._entries import PlanStateName
+from lamina.session import LocalSessionStore, PlanState, PlanStateName, StateChange, UserMessage
 from lamina.tools import PermissionMode
 from tests.plan_flow import (
     EARLY_WORDS,

@@ -20,8 +20,7 @@ import pytest
 
 from lamina.engine import next_step
 from lamina.providers import ScriptedProvider, ScriptedResponse
-from lamina.session import LocalSessionStore
-from lamina.session._files import OsFiles
+from lamina.session import LocalSessionStore, OsFiles
 from tests.plan_flow import (
     dispatch_facts,
     full_log,

@@ -25,8 +25,7 @@ from lamina.agent import Agent, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.engine import OPEN_STATES, PlanTransitionError, advance, next_step
 from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse
-from lamina.session import CompactionBoundary, LocalSessionStore, PlanState
-from lamina.session._files import OsFiles
+from lamina.session import CompactionBoundary, LocalSessionStore, OsFiles, PlanState
 from tests.conftest import EXHAUSTIVE
 from tests.plan_flow import dispatch_facts, full_log, make_workspace
 from tests.test_plan_crash import POINTS

@@ -117,3 +117,36 @@ def test_no_module_imports_another_packages_private_names_beyond_the_allowlist()
 def test_the_allowlist_only_lists_imports_that_still_exist() -> None:
     gone = sorted(ALLOWED - _violations())
     assert gone == [], "these imports are gone: take them off ALLOWED"
+
+
+def _test_violations(tests: Path) -> list[tuple[str, str]]:
+    """Imports in `tests` of a private module outside the test's own package folder (`tests/<package>/`)."""
+    found: list[tuple[str, str]] = []
+    for path in sorted(tests.rglob("*.py")):
+        parts = path.relative_to(tests).parts
+        home = f"lamina.{parts[0]}" if len(parts) > 1 else "lamina"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            for target in targets:
+                owner = private_owner(target) if target.startswith("lamina.") else None
+                inside = owner == home or (home != "lamina" and owner is not None and owner.startswith(home + "."))
+                if owner is not None and not inside:
+                    found.append((str(path.relative_to(tests)), target))
+    return found
+
+
+def test_tests_import_private_modules_only_of_their_own_package() -> None:
+    assert _test_violations(Path(__file__).parent) == []
+
+
+def test_the_test_rule_sees_a_private_import_from_another_package(tmp_path: Path) -> None:
+    (tmp_path / "session").mkdir()
+    (tmp_path / "session" / "test_own.py").write_text("from lamina.session._entries import PartRecord\n")
+    (tmp_path / "session" / "test_other.py").write_text("import lamina.engine._state\n")
+    (tmp_path / "test_top.py").write_text("from lamina.session import LogEntry\nfrom lamina.cli._chat import chat\n")
+    assert sorted(_test_violations(tmp_path)) == [
+        ("session/test_other.py", "lamina.engine._state"),
+        ("test_top.py", "lamina.cli._chat"),
+    ]

@@ -24,8 +24,15 @@ from lamina.agent import Agent, AgentEvent, open_agent, recovery_text
 from lamina.compaction import ProviderSummariser
 from lamina.errors import AuthenticationError
 from lamina.providers import ClaudeAgentProvider, RetryPolicy
-from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, StateChange, UserMessage, check_session
-from lamina.session._entries import Ledger
+from lamina.session import (
+    AssistantMessage,
+    Ledger,
+    LocalSessionStore,
+    OutboxRecord,
+    StateChange,
+    UserMessage,
+    check_session,
+)
 from tests.providers.support import long_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
@@ -673,7 +680,7 @@ async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_o
     tmp_path: Path,
 ) -> None:
     from lamina.compaction import DeterministicSummariser
-    from lamina.session._entries import ProviderSession
+    from lamina.session import ProviderSession
     from tests.support.engine import Clock, make_engine
 
     workspace = long_workspace(tmp_path)
@@ -717,8 +724,7 @@ async def test_an_automatic_compaction_inside_the_sdk_resets_reads_and_restates_
         ProviderSessionChanged,
         TextDelta,
     )
-    from lamina.session import Usage
-    from lamina.session._entries import ProviderSession
+    from lamina.session import ProviderSession, Usage
 
     class CompactingSdk:
         name = "claude-agent"

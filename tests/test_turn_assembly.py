@@ -14,8 +14,7 @@ import pytest
 import lamina
 from lamina.context import OneShot, StableContext, TurnContext
 from lamina.engine import assemble_turn, lane_of, logged_turn, summary_of
-from lamina.session import CompactionBoundary, TurnRecord, UserMessage
-from lamina.session._entries import PartRecord, UserLane, UserWords
+from lamina.session import CompactionBoundary, PartRecord, TurnRecord, UserLane, UserMessage, UserWords
 
 _ROOT = Path(lamina.__file__).parent
 _HOME = _ROOT / "engine" / "_assemble.py"

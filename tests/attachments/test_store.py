@@ -24,8 +24,8 @@ from lamina.attachments import (
     openai_tokens,
 )
 from lamina.context import DocumentBlock, ImageBlock, TextBlock
-from lamina.session import UserMessage
-from lamina.session._entries import EntryDecodeError, decode_entry, encode_entry
+from lamina.errors import EntryDecodeError
+from lamina.session import UserMessage, decode_entry, encode_entry
 from tests.attachments import files
 
 

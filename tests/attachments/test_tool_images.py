@@ -11,8 +11,8 @@ import pytest
 from lamina.attachments import AttachmentRenderer, AttachmentStore, MediaSupport, NamedBytes
 from lamina.compaction import apply_prunes, pruned_note
 from lamina.context import ToolResultBlock, to_messages
-from lamina.session import ToolCall, ToolOutputPruned, ToolResult
-from lamina.session._entries import EntryDecodeError, decode_entry, encode_entry
+from lamina.errors import EntryDecodeError
+from lamina.session import ToolCall, ToolOutputPruned, ToolResult, decode_entry, encode_entry
 from tests.attachments import files
 
 

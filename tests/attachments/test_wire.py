@@ -14,8 +14,7 @@ from PIL import Image
 from lamina.agent import Agent, open_agent
 from lamina.errors import AttachmentError
 from lamina.providers import Capabilities, Provider, RetryPolicy
-from lamina.session import LocalSessionStore, UserMessage
-from lamina.session._entries import encode_entry
+from lamina.session import LocalSessionStore, UserMessage, encode_entry
 from tests.attachments import files
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply

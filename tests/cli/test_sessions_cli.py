@@ -11,9 +11,10 @@ from typer.testing import CliRunner
 
 from lamina.cli import app
 from lamina.session import LocalSessionStore, ToolResult, UserMessage
-from lamina.session._jsonl_open import LOG_NAME
-from lamina.session._meta import META_NAME
 from tests.session.factories import exchange
+
+LOG_NAME = "log.jsonl"  # the JSONL store's documented layout: a session folder holds log.jsonl and meta.json
+META_NAME = "meta.json"
 
 runner = CliRunner()
 

@@ -14,6 +14,7 @@ from lamina.session import (
     Label,
     LogEntry,
     OutboxRecord,
+    PartRecord,
     StateChange,
     ToolCall,
     ToolResult,
@@ -21,7 +22,6 @@ from lamina.session import (
     UnknownEntry,
     UserMessage,
 )
-from lamina.session._entries import PartRecord
 
 SIZES = st.integers(0, 2_000).map(lambda n: n * n // 1_000)
 """Text sizes in characters, 0 to 4,000: mostly small, sometimes large."""

@@ -22,6 +22,7 @@ from lamina.placement import render
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
+    Ledger,
     LocalSessionStore,
     LogEntry,
     ToolCall,
@@ -29,7 +30,6 @@ from lamina.session import (
     UnknownEntry,
     UserMessage,
 )
-from lamina.session._entries import Ledger
 from tests.compaction.logs import views
 from tests.conftest import EXHAUSTIVE
 from tests.support.engine import ANTHROPIC, Clock, make_engine

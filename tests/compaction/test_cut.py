@@ -21,8 +21,8 @@ from lamina.session import (
     TurnRecord,
     UnknownEntry,
     UserMessage,
+    provider_view,
 )
-from lamina.session._tree import provider_view
 from tests.compaction.logs import is_conversation, text_of, tokens, turn_starts, views
 
 KEEP = st.one_of(st.just(0), st.integers(1, 300), st.integers(300, 6_000))

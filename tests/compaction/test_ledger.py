@@ -7,8 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina.compaction import MAX_FILES, MAX_OPEN_TASKS, canonical_path, dropped_count, update_ledger
-from lamina.session import AssistantMessage, LogEntry, StateChange, ToolCall, ToolResult, UserMessage
-from lamina.session._entries import Ledger
+from lamina.session import AssistantMessage, Ledger, LogEntry, StateChange, ToolCall, ToolResult, UserMessage
 
 
 def call(call_id: str, name: str, error: bool = False, **args: object) -> list[LogEntry]:

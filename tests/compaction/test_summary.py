@@ -18,8 +18,7 @@ from lamina.compaction import (
 )
 from lamina.defang import contains_reserved_marker
 from lamina.errors import UsageError
-from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, UserMessage
-from lamina.session._entries import Ledger
+from lamina.session import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
 
 HEADINGS = (
     "## Goal",

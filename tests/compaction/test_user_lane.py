@@ -32,13 +32,14 @@ from lamina.reports import budget_of_turn, cache_layout
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
+    Ledger,
     LocalSessionStore,
     LogEntry,
     ToolCall,
     ToolResult,
+    UserLane,
     UserMessage,
 )
-from lamina.session._entries import Ledger, UserLane
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 

@@ -35,8 +35,7 @@ from lamina.providers import (
     stream_with_retry,
 )
 from lamina.providers._claude_agent import map_claude_agent_error
-from lamina.session import LocalSessionStore
-from lamina.session._entries import ProviderSession
+from lamina.session import LocalSessionStore, ProviderSession
 from tests.providers.support import collect, completed, long_workspace, new_engine, streamed_text
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, FailKind, Reply, ToolUse

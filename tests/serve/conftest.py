@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from lamina.cli._prices import cost_of
+from lamina.reports import cost_of
 from lamina.serve import create_app
 from lamina.session import LocalSessionStore
 from tests.serve.sessions import RichSession, hostile_session, rich_session

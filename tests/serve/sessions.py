@@ -15,8 +15,17 @@ from lamina.cachesim import AnthropicCacheSimulator
 from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
-from lamina.session import AssistantMessage, Label, PlanState, SessionStore, ToolCall, ToolResult, Usage, UserMessage
-from lamina.session._entries import PlanStateName
+from lamina.session import (
+    AssistantMessage,
+    Label,
+    PlanState,
+    PlanStateName,
+    SessionStore,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 HOSTILE_SCRIPT = "<script>document.title='pwned'</script>"

@@ -18,8 +18,16 @@ from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sy
 from lamina.agent import open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.providers import ScriptedResponse
-from lamina.session import AssistantMessage, StateChange, ToolCall, ToolResult, TurnRecord, Usage, UserMessage
-from lamina.session._entries import PartRecord
+from lamina.session import (
+    AssistantMessage,
+    PartRecord,
+    StateChange,
+    ToolCall,
+    ToolResult,
+    TurnRecord,
+    Usage,
+    UserMessage,
+)
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
 from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
 

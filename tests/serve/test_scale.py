@@ -24,6 +24,7 @@ from lamina.serve._shown import fit, shown_bytes
 from lamina.session import (
     AssistantMessage,
     LocalSessionStore,
+    PartRecord,
     SessionLog,
     ToolCall,
     ToolResult,
@@ -31,7 +32,6 @@ from lamina.session import (
     Usage,
     UserMessage,
 )
-from lamina.session._entries import PartRecord
 
 HOST = "http://127.0.0.1:8765"
 BIDI = "\u202e"

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.compaction import DeterministicSummariser
 from lamina.placement import render
-from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, TurnRecord
+from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, TurnRecord, UserMessage
+from lamina.session._bridges import recent_conversation
 from lamina.session._entries import BRIDGE_KINDS, is_hidden
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 
@@ -95,3 +96,11 @@ def test_sessions_show_leaves_bridges_out_unless_all(tmp_path: Path) -> None:
     assert [e.get("kind") for e in as_json["entries"] if e["type"] == "outbox"] == ["interruption"]
     as_json = json.loads(runner.invoke(app, [*store, "sessions", "show", session_id, "--json", "--all"]).stdout)
     assert [e.get("kind") for e in as_json["entries"] if e["type"] == "outbox"] == ["recovery", "interruption"]
+
+
+def test_a_bridge_does_not_call_a_message_lamina_wrote_the_user_s() -> None:
+    approved = UserMessage(text="I approved the plan. Carry it out now.", user_words="")
+    entries = [UserMessage(text="Plan the fix."), approved]
+    text = recent_conversation(entries, heading="The conversation so far:")
+    assert "turn 1, the user wrote: Plan the fix." in text
+    assert "turn 2, Lamina wrote for the user: I approved the plan." in text

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lamina.tools._walk import walk_files
+from lamina.tools import walk_files
 from lamina.workspace import CONTEXT_FILE_NAMES, find_context_files
 from lamina.workspace._ignore import global_excludes_file
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.tools._walk import walk_files
+from lamina.tools import walk_files
 from lamina.workspace import FolderListing, SkippedPath, WalkPolicy, find_context_files, walk_folders
 from lamina.workspace._ignore import compile_rules, parse_ignore
 from lamina.workspace._walk import kept_files, split_folders

@@ -29,8 +29,8 @@ def serve(
     try:
         import uvicorn
 
-        from lamina.cli._prices import cost_of
         from lamina.cli._store import store_or_abort
+        from lamina.reports import cost_of
         from lamina.serve import create_app
     except ImportError as exc:  # pragma: no cover - the dependencies are part of the package
         abort(f"lamina serve needs its web dependencies: {exc}")

@@ -13,9 +13,9 @@ from rich.status import Status
 
 from lamina.agent import AgentEvent, ModelCallFinished, PlanUpdate, SkillWarning, ToolFinished, ToolStarted, TurnOutcome
 from lamina.cli._console import err, out, safe
-from lamina.cli._prices import cost_of
 from lamina.engine import CompactionEvent, Plan
 from lamina.providers import RetryNotice, TextDelta
+from lamina.reports import cost_of
 from lamina.session import Usage
 
 SUMMARY_CHARS = 120

@@ -50,8 +50,11 @@ if TYPE_CHECKING:
         UserLane,
         UserMessage,
         UserWords,
+        decode_entry,
+        encode_entry,
         is_hidden,
     )
+    from lamina.session._files import FileLayer, OsFiles
     from lamina.session._jsonl_write import JsonlSession
     from lamina.session._location import check_location, is_postgres_url, open_store, store_location
     from lamina.session._memory import InMemorySession, InMemorySessionStore
@@ -119,6 +122,8 @@ _LAZY: Final = {
     "ForkOrigin": "lamina.session._meta",
     "check_session_id": "lamina.session._stamp",
     "provider_view": "lamina.session._tree",
+    **dict.fromkeys(("decode_entry", "encode_entry"), "lamina.session._entries"),
+    **dict.fromkeys(("FileLayer", "OsFiles"), "lamina.session._files"),
 }
 
 
@@ -138,6 +143,7 @@ __all__ = [
     "Custom",
     "Entry",
     "ExportResult",
+    "FileLayer",
     "ForkOrigin",
     "ImageRendition",
     "ImportResult",
@@ -148,6 +154,7 @@ __all__ = [
     "Ledger",
     "LocalSessionStore",
     "LogEntry",
+    "OsFiles",
     "OutboxRecord",
     "PartRecord",
     "PinnedPart",
@@ -176,6 +183,8 @@ __all__ = [
     "check_session",
     "check_session_id",
     "check_store",
+    "decode_entry",
+    "encode_entry",
     "entry_kind",
     "export_session",
     "import_session",

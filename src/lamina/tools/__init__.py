@@ -20,6 +20,7 @@ from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteMana
 from lamina.tools._read import ReadTool
 from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
 from lamina.tools._submit_plan import SubmitPlanTool
+from lamina.tools._walk import walk_files
 from lamina.tools._write import WriteTool
 
 __all__ = [
@@ -61,4 +62,5 @@ __all__ = [
     "offload_result",
     "offload_threshold",
     "result_path",
+    "walk_files",
 ]

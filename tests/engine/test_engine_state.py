@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from lamina.engine._state import PathState, SessionState, fold, fold_path
-from lamina.session import CompactionBoundary, StateChange, UserMessage
-from lamina.session._entries import StateSnapshot
+from lamina.session import CompactionBoundary, StateChange, StateSnapshot, UserMessage
 
 
 def _boundary(state: StateSnapshot) -> CompactionBoundary:
