@@ -51,8 +51,8 @@ from starlette.testclient import TestClient
 
 from benchmarks import Figure
 from benchmarks._scenario import TOOLS, stable_source
-from lamina.reports import cost_of
 from lamina.engine import ContextEngine
+from lamina.reports import cost_of
 from lamina.serve import create_app
 from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, TurnRecord, Usage, UserMessage
 from lamina.session._protocol import SessionLog
