@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -398,7 +399,8 @@ def _local_api(answer: str) -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll interval: `shutdown()` waits up to one interval (0.5 s by default), once per example
+    thread = threading.Thread(target=functools.partial(server.serve_forever, poll_interval=0.02), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

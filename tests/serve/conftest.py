@@ -65,11 +65,14 @@ class Running:
 
 @pytest.fixture(scope="package")
 def server(stored: Stored) -> Iterator[Running]:
-    port = free_port()
+    # the server gets the socket already bound: no other test (or xdist worker) can take its port meanwhile
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    port = int(listening.getsockname()[1])
     app = create_app(stored.store, port=port, poll_seconds=0.2, prices=cost_of)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
     running = uvicorn.Server(config)
-    thread = threading.Thread(target=running.run, daemon=True)
+    thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not running.started:
@@ -79,6 +82,7 @@ def server(stored: Stored) -> Iterator[Running]:
     yield Running(f"http://127.0.0.1:{port}", port)
     running.should_exit = True
     thread.join(10)
+    listening.close()
 
 
 def chromium_or_skip() -> str:

@@ -31,6 +31,9 @@ from lamina.session import (
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
 from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
 
+# one worker runs the module (`make test` runs pytest-xdist with --dist loadgroup): Chromium starts once
+pytestmark = pytest.mark.xdist_group("browser")
+
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserContext]:

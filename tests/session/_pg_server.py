@@ -28,16 +28,16 @@ def _plan_state(entries: list[LogEntry]) -> str | None:
     return states[-1] if states else None
 
 
-def server_name(seed: int) -> str:
-    """The PostgreSQL application name of server `seed`'s connections."""
-    return f"lamina-test-server-{seed}"
+def server_name(seed: int, schema: str) -> str:
+    """The PostgreSQL application name of server `seed`'s connections (the schema keeps it the test's own)."""
+    return f"lamina-test-server-{seed}-{schema}"
 
 
 def serve(url: str, files: str, acks: str, seed: int, stop: str, lease: float) -> None:
     rng = random.Random(seed)
     out = open(acks, "a", buffering=1)  # noqa: SIM115 - open for the life of the process
     store = PostgresSessionStore(url, files_root=files, lease_seconds=lease)
-    store.application_name = server_name(seed)  # the test finds this server's connections by it
+    store.application_name = server_name(seed, store.schema)  # the test finds this server's connections by it
     ids = [row.id for row in store.list()]
     while not os.path.exists(stop):
         sid = rng.choice(ids)

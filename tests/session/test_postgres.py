@@ -146,29 +146,33 @@ def test_a_held_lease_is_renewed_while_the_writer_works(schema: str, tmp_path: P
         other.close()
 
 
-@pytest.mark.slow
 def test_a_reader_follows_a_live_session(store: PostgresSessionStore) -> None:
     session = store.create()
     first = session.append(UserMessage(text="one"))
     session.flush()
     seen: list[LogEntry] = []
+    woke: list[float] = []
     stop = threading.Event()
 
     def follow() -> None:
         for _, entry in store.follow(session.id, poll_seconds=5.0, stop=stop):
             seen.append(entry)
             if len(seen) == 3:
-                stop.set()
+                woke.append(time.monotonic())
+                break  # the reader stops iterating (`stop` is noticed only after the next wait)
 
     reader = threading.Thread(target=follow)
     reader.start()
     second = session.append(AssistantMessage(text="two"))
     third = session.append(UserMessage(text="three"))
-    session.flush()  # the notification wakes the reader well before its 5 s poll
+    flushed = time.monotonic()
+    session.flush()
     reader.join(timeout=20.0)
     stop.set()
     session.close()
+    assert not reader.is_alive()
     assert [e.id for e in seen] == [first.id, second.id, third.id]
+    assert woke[0] - flushed < 4.0  # the notification woke the reader well before its 5 s poll
 
 
 def test_a_newer_schema_is_refused_with_both_versions(schema: str, tmp_path: Path) -> None:

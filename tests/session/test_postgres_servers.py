@@ -53,7 +53,7 @@ def _spawn(url: str, files: Path, acks: Path, seed: int, stop: Path) -> subproce
         return subprocess.Popen([*args, str(LEASE)], cwd=ROOT, env=env, stderr=errors)
 
 
-def _stall_between_transactions(server: subprocess.Popen[bytes], seed: int, rng: random.Random) -> None:
+def _stall_between_transactions(server: subprocess.Popen[bytes], seed: int, schema: str, rng: random.Random) -> None:
     """SIGSTOP `server` at a moment none of its connections is inside a statement or a transaction.
 
     A stall models a server that stops answering between turns (a long pause, a lost network). A
@@ -66,7 +66,7 @@ def _stall_between_transactions(server: subprocess.Popen[bytes], seed: int, rng:
         with psycopg.connect(URL, autocommit=True) as conn:
             row = conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND state <> 'idle'",
-                (server_name(seed),),
+                (server_name(seed, schema),),
             ).fetchone()
         if row is not None and row[0] == 0:
             return
@@ -125,7 +125,7 @@ def test_many_servers_one_truth(schema: str, tmp_path: Path) -> None:
         time.sleep(0.1)
     # one server stalls past its leases' expiry, its sessions are taken over, then it wakes up
     stalled = rng.choice(serving())
-    _stall_between_transactions(servers[stalled], stalled, rng)
+    _stall_between_transactions(servers[stalled], stalled, schema, rng)
     taken_over = _take_over(url, files, servers[stalled].pid)
     servers[stalled].send_signal(signal.SIGCONT)
     next_seed = SERVERS

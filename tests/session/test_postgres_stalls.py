@@ -49,6 +49,12 @@ def forwarder() -> Iterator[Forwarder]:
     fwd.close()
 
 
+def _name(role: str, schema: str) -> str:
+    """The application name of one role's connections: unique to the test, since every test run on the
+    machine (pytest-xdist workers, other checkouts) sees the same server's pg_stat_activity."""
+    return f"{role}-{schema}"
+
+
 def _store(url: str, files: Path, name: str) -> PostgresSessionStore:
     store = PostgresSessionStore(
         url, files_root=files, lease_seconds=LEASE, query_timeout=QUERY_TIMEOUT, connect_timeout=1.0
@@ -98,8 +104,8 @@ def _turn(session: PostgresSession, label: str, n: int = 3) -> list[str]:
 def test_a_writer_stalled_inside_its_copy_fails_within_the_bound_and_is_taken_over(
     schema: str, forwarder: Forwarder, tmp_path: Path
 ) -> None:
-    writer = _store(forwarder.url(schema), tmp_path, "stall-writer")
-    taker = _store(schema_url(schema), tmp_path, "stall-taker")
+    writer = _store(forwarder.url(schema), tmp_path, _name("stall-writer", schema))
+    taker = _store(schema_url(schema), tmp_path, _name("stall-taker", schema))
     try:
         session = writer.create()
         acked = _turn(session, "acknowledged")
@@ -109,11 +115,11 @@ def test_a_writer_stalled_inside_its_copy_fails_within_the_bound_and_is_taken_ov
         with pytest.raises(StoreConnectionError, match="query_timeout"):
             _finishes(session.flush)
         assert forwarder.copy_stalled.is_set()
-        assert _open_transactions("stall-writer") == 1  # the server still sits inside the COPY, row locked
+        assert _open_transactions(writer.application_name) == 1  # the server still sits inside the COPY, row locked
         assert _finishes(session.renew_lease) is False  # the stalled transaction holds the row: not waited on
         taken = _finishes(lambda: taker.open(session.id, wait=WAIT))
         assert taken.lease_token == (session.lease_token or 0) + 1
-        assert _open_transactions("stall-writer") == 0  # the stalled backend was ended
+        assert _open_transactions(writer.application_name) == 0  # the stalled backend was ended
         assert taken.renew_lease() is True
         forwarder.resume()
         with pytest.raises(SessionLeaseLostError):
@@ -135,8 +141,8 @@ def test_a_writer_stalled_inside_its_copy_fails_within_the_bound_and_is_taken_ov
 def test_a_stalled_network_fails_flush_and_renewal_within_the_bound(
     schema: str, forwarder: Forwarder, tmp_path: Path
 ) -> None:
-    writer = _store(forwarder.url(schema), tmp_path, "stall-writer")
-    taker = _store(schema_url(schema), tmp_path, "stall-taker")
+    writer = _store(forwarder.url(schema), tmp_path, _name("stall-writer", schema))
+    taker = _store(schema_url(schema), tmp_path, _name("stall-taker", schema))
     try:
         session = writer.create()
         acked = _turn(session, "acknowledged")
@@ -163,7 +169,7 @@ def test_a_stalled_network_fails_flush_and_renewal_within_the_bound(
 def test_a_writer_cut_inside_its_copy_gets_its_session_back_and_commits_the_turn_once(
     schema: str, forwarder: Forwarder, tmp_path: Path
 ) -> None:
-    writer = _store(forwarder.url(schema), tmp_path, "stall-writer")
+    writer = _store(forwarder.url(schema), tmp_path, _name("stall-writer", schema))
     try:
         session = writer.create()
         first = _turn(session, "first")
@@ -184,7 +190,7 @@ def test_a_writer_cut_inside_its_copy_gets_its_session_back_and_commits_the_turn
         forwarder.cut()  # the client hears a reset; the server side stays inside the COPY, row locked
         flushing.join(GUARD)
         assert not flushing.is_alive() and len(errors) == 1
-        assert _open_transactions("stall-writer") == 1
+        assert _open_transactions(writer.application_name) == 1
         # the retries find the row held by the writer's own orphaned transaction, each failing within
         # the bound, until one ends it (once it is older than query_timeout) and a next one commits
         refusals: list[str] = []
@@ -196,7 +202,7 @@ def test_a_writer_cut_inside_its_copy_gets_its_session_back_and_commits_the_turn
                 refusals.append(str(exc))
         assert refusals and "now ended" in refusals[-1], refusals
         assert [i for i, _ in _committed(schema, session.id)] == first + turn  # once each
-        assert _open_transactions("stall-writer") == 0
+        assert _open_transactions(writer.application_name) == 0
         session.close()
     finally:
         forwarder.close()
@@ -205,9 +211,9 @@ def test_a_writer_cut_inside_its_copy_gets_its_session_back_and_commits_the_turn
 
 @pytest.mark.slow
 def test_a_writer_sigstopped_inside_its_transaction_is_taken_over(schema: str, tmp_path: Path) -> None:
-    url, acks, name = schema_url(schema), tmp_path / "acks.jsonl", "stall-sigstop"
+    url, acks, name = schema_url(schema), tmp_path / "acks.jsonl", _name("stall-sigstop", schema)
     writer = spawn(url, tmp_path / "files", acks, LEASE, QUERY_TIMEOUT, name)
-    taker = _store(url, tmp_path / "files", "stall-taker")
+    taker = _store(url, tmp_path / "files", _name("stall-taker", schema))
     try:
         while sum("ack" in line for line in lines(acks)) < 3:
             assert writer.poll() is None, (acks.with_suffix(".err")).read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Iterator
@@ -46,7 +47,8 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def api_url() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll interval: `shutdown()` waits up to one interval (0.5 s by default), once per test
+    thread = threading.Thread(target=functools.partial(server.serve_forever, poll_interval=0.02), daemon=True)
     thread.start()
     _Handler.seen.clear()
     try:

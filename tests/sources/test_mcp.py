@@ -33,7 +33,13 @@ _COLLECTED_STREAM = (
     "ignore:Exception ignored in. <async_generator object BoundAsyncStream.__aiter__"
     ":pytest.PytestUnraisableExceptionWarning"
 )
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow, pytest.mark.filterwarnings(_COLLECTED_STREAM)]
+# one worker runs the module (`make test` runs pytest-xdist with --dist loadgroup): its server starts once
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.slow,
+    pytest.mark.filterwarnings(_COLLECTED_STREAM),
+    pytest.mark.xdist_group("mcp-calc"),
+]
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

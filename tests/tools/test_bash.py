@@ -56,10 +56,12 @@ async def test_there_is_no_stdin(session: Session) -> None:
 
 @pytest.mark.slow
 async def test_a_timeout_kills_the_command(session: Session) -> None:
-    marker = session.root / "finished"
-    result = await session.call("Bash", command=f"echo started; sleep 3; touch {marker}", timeout=1)
-    await asyncio.sleep(3.5)
-    assert not marker.exists()  # killed: the command never got to its last step
+    marker, pid_file = session.root / "finished", session.root / "shell.pid"
+    command = f"echo started; echo $$ > {pid_file}; sleep 3; touch {marker}"
+    result = await session.call("Bash", command=command, timeout=1)
+    # killed: the shell that would run the last step is gone (awaited, not slept through), so it never gets to it
+    assert await wait_dead(int(pid_file.read_text()))
+    assert not marker.exists()
     assert result.is_error
     assert result.content.startswith("started\n")
     assert "timed out after 1 s" in result.content
