@@ -28,7 +28,8 @@ A noncharacter: never in any reading otherwise, since the text's own noncharacte
 
 def _load_look_alikes() -> tuple[dict[str, str], str]:
     table, version = _look_alikes.load()
-    return {ch: reading.replace("l", _L_CLASS).replace("|", _L_CLASS) for ch, reading in table.items()}, version
+    # A look-alike of an upper-case L (`Ł`, `ʟ`) is one of the class too: lowered, it reads `l`.
+    return {ch: "".join(_L_CLASS if c in "lL|" else c for c in reading) for ch, reading in table.items()}, version
 
 
 _LOOK_ALIKES, LOOK_ALIKES_UNICODE_VERSION = _load_look_alikes()
