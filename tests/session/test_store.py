@@ -23,6 +23,7 @@ from lamina.session import (
     ToolResult,
     UnknownEntry,
     UserMessage,
+    check_store,
 )
 from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta
@@ -336,3 +337,24 @@ def test_a_fork_carries_the_files_its_entries_point_at(tmp_path: Path) -> None:
         assert (fork.folder / "data" / "tool-results" / "call_1.txt").read_text() == "the whole output"
         (fork.folder / "plans" / "plan.md").write_text("1. do it differently")  # a copy, not a link
     assert (source_folder / "plans" / "plan.md").read_text() == "1. do it"
+
+
+def test_a_fork_checks_clean_and_leaves_no_lock(store: LocalSessionStore) -> None:
+    """The session log's first block (README): the fork is complete on disk as soon as `fork` returns."""
+    with store.create(cwd="/path/to/project") as session:
+        first = session.append(UserMessage(text="Fix the failing test"))
+        session.append(AssistantMessage(text="Done."))
+        session.flush()
+    with store.open(session.id) as session:
+        session.branch(first.id)
+        session.append(UserMessage(text="Try another way"))
+    with store.fork(session.id, first.id) as forked:
+        assert read_meta(forked.folder).entry_count == 1  # the metadata is written with the entries
+        (health,) = (h for h in check_store(store) if h.id == forked.id)
+        assert [f.kind for f in health.findings if f.severity != "note"] == []
+    assert all(h.ok for h in check_store(store)), check_store(store)
+    assert (forked.folder / ".lock").read_bytes() == b""  # a closed fork names no writer
+    (row,) = (r for r in store.list() if r.id == forked.id)
+    assert row.entry_count == 1 and row.problem is None
+    with store.open(forked.id) as reopened:
+        assert reopened.entries() == [first] and reopened.report.meta_problem is None

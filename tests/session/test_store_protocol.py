@@ -198,6 +198,27 @@ def test_a_fork_copies_the_path_and_the_files(store: SessionStore) -> None:
     assert {r.id for r in store.list()} == {sid, fork_id}
 
 
+def test_a_fork_lists_and_opens_like_any_other_session(store: SessionStore) -> None:
+    with store.create(cwd="/w", title="the source") as source:
+        entries = [source.append(e) for e in exchange(2)]
+        sid = source.id
+    fork = store.fork(sid, entries[2].id)
+    fork_id = fork.id
+    # listed with its entries while the fork is still open, as a session written and flushed is
+    listed = {r.id: r for r in store.list()}
+    assert listed[fork_id].entry_count == 3 and listed[fork_id].forked_from == ForkOrigin(sid, entries[2].id)
+    with pytest.raises(SessionLockedError):
+        store.open(fork_id, wait=0.0)  # the fork is open for writing: one writer, as for any session
+    fork.close()
+    with store.open(fork_id) as again:  # the lock is let go at close: a writer opens it
+        assert again.entries() == entries[:3]
+        assert again.leaf_id == entries[2].id
+        assert again.info.entry_count == 3 and again.info.title == "the source"
+        again.append(UserMessage(text="on the fork"))
+    listed = {r.id: r for r in store.list()}
+    assert listed[fork_id].entry_count == 4 and listed[sid].entry_count == len(entries)
+
+
 @pytest.mark.slow
 def test_delete_removes_a_session_but_never_one_in_use(store: SessionStore) -> None:
     session = store.create()

@@ -219,7 +219,11 @@ class SessionStore(Protocol):
         ...
 
     def fork(self, session_id: str, entry_id: str) -> SessionLog:
-        """A new session holding a copy of the path to `entry_id` (and the files it points at)."""
+        """A new session holding a copy of the path to `entry_id` (and the files it points at).
+
+        The fork is complete in the store when this returns (listed with its entries); like
+        `create`, it is returned open for writing: close it, or use it in a `with` block.
+        """
         ...
 
     def delete(self, session_id: str) -> None:

@@ -281,6 +281,7 @@ class LocalSessionStore:
             for entry in path:
                 forked._write(entry, sync=False)
             forked.flush()
+            forked._write_meta()  # listed with its entries now, not after the next refresh or its close
         except BaseException:
             forked._abandon()
             raise
