@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Final
 
-from rich.console import Console
+from rich.cells import cell_len
 from rich.table import Table
+from rich.text import Text
 
 from lamina.agent import Agent, AgentEvent, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome, open_agent
 from lamina.cachesim import AnthropicCacheSimulator
-from lamina.cli._console import safe
+from lamina.cli._console import out, safe
 from lamina.cli._view import plan_line
 from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
@@ -31,15 +36,21 @@ from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCal
 from lamina.session import SessionStore, open_store
 
 __all__ = [
+    "PIPED_WIDTH",
     "PLAN",
     "SAMPLE_FILES",
     "TARGET",
     "console",
     "demo_store",
     "main",
+    "say",
 ]
 
-console = Console(highlight=False, emoji=False)
+console = out
+"""The demo prints through the CLI's one stdout console, as `lamina context` (its report) does."""
+PIPED_WIDTH: Final = 100
+"""The width when nothing names one: no terminal on stdin, stdout or stderr, no `COLUMNS`."""
+_WORD: Final = re.compile(r"\S+")
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 
 SAMPLE_FILES = {
@@ -109,41 +120,120 @@ PLAN = (
 )
 
 
-def _on_event(event: AgentEvent) -> None:
-    match event:
-        case PlanUpdate(plan=plan):
-            console.print(f"   [magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
-        case ToolStarted(name=name, input=args):
-            console.print(f"   [cyan]→ {safe(name)}[/cyan] {safe(dict(args))}")
-        case ToolFinished(name=name, is_error=is_error, content=content, full_output_path=path):
-            first = content.strip().splitlines()[0][:90] if content.strip() else ""
-            mark = "[red]✗[/red]" if is_error else "[green]✓[/green]"
-            where = f" [dim](full output in {safe(path)})[/dim]" if path else ""
-            console.print(f"   {mark} {safe(name)}: {safe(first)}{where}")
-        case _:
-            pass
+def say(markup: str, *, indent: int = 0, hang: int = 2) -> None:
+    """Print a markup line wrapped at spaces to the console's width, never inside a word.
+
+    A word longer than the line (a path) is left whole on its own line; wrapped lines are
+    indented by `indent` + `hang`.
+
+    Args:
+        markup: Rich markup; untrusted parts already passed through `safe`.
+        indent: Spaces before the first line.
+        hang: More spaces before each wrapped line.
+    """
+    width = max(console.width - indent - hang, 20)
+    number = 0
+    for paragraph in Text.from_markup(markup).split(allow_blank=True):
+        for line in paragraph.divide(_breaks(paragraph.plain, width)):
+            line.rstrip()
+            console.print(Text(" " * (indent if number == 0 else indent + hang)) + line, soft_wrap=True)
+            number += 1
+
+
+def _breaks(plain: str, width: int) -> list[int]:
+    """Where to break `plain` into lines of at most `width` cells: before a word, never inside one."""
+    breaks: list[int] = []
+    start = 0
+    for word in _WORD.finditer(plain):
+        if word.start() > start and cell_len(plain[start : word.end()]) > width and plain[start : word.start()].strip():
+            breaks.append(word.start())
+            start = word.start()
+    return breaks
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a space, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
+
+
+def _args(args: object) -> str:
+    """A tool call's input as one short line, long values clipped."""
+    if not isinstance(args, dict):
+        return _clip(repr(args), 120)
+    return repr({key: _clip(value, 60) if isinstance(value, str) else value for key, value in args.items()})
+
+
+class _Events:
+    """Prints the agent's events, paths shown relative to the store (printed in full at the end)."""
+
+    def __init__(self, store_root: Path) -> None:
+        self.store_root = store_root
+
+    def short(self, path: str | Path) -> str:
+        """`path` relative to the store when it is inside it."""
+        try:
+            return str(Path(path).relative_to(self.store_root))
+        except ValueError:
+            return str(path)
+
+    def __call__(self, event: AgentEvent) -> None:
+        match event:
+            case PlanUpdate(plan=plan):
+                say(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}", indent=3)
+            case ToolStarted(name=name, input=args):
+                say(f"[cyan]→ {safe(name)}[/cyan] {safe(_args(dict(args)))}", indent=3)
+            case ToolFinished(name=name, is_error=is_error, content=content, full_output_path=path):
+                first = content.strip().splitlines()[0] if content.strip() else ""
+                first = _clip(first.replace(f"{self.store_root}{os.sep}", ""), 90)
+                mark = "[red]✗[/red]" if is_error else "[green]✓[/green]"
+                where = f" [dim](full output in {safe(self.short(path))})[/dim]" if path else ""
+                say(f"{mark} {safe(name)}: {safe(first)}{where}", indent=3)
+            case _:
+                pass
+
+
+def _width() -> int:
+    """The demo's width: the terminal's, else `COLUMNS` or a terminal rich found, else `PIPED_WIDTH`."""
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return console.width
+    for fd in (0, 2):
+        try:
+            return os.get_terminal_size(fd).columns or PIPED_WIDTH
+        except OSError:
+            continue
+    return PIPED_WIDTH
+
+
+@contextmanager
+def _layout() -> Iterator[None]:
+    """While the demo runs, the console wraps at its width (it soft-wraps for the other commands)."""
+    width, soft_wrap = console.width, console.soft_wrap
+    console.width, console.soft_wrap = _width(), False
+    try:
+        yield
+    finally:
+        console.width, console.soft_wrap = width, soft_wrap
 
 
 def _show_context(workspace: Path) -> None:
-    from lamina.cli._console import out
     from lamina.cli._context_report import show_context
 
-    width = out.width
-    if not out.is_terminal:
-        out.width = max(width, 110)  # piped: as wide as the report's tables need, not 80 columns
-    try:
-        show_context(workspace, "anthropic", None, None, show_text=False, as_json=False)
-    finally:
-        out.width = width
+    show_context(workspace, "anthropic", None, None, show_text=False, as_json=False)
 
 
-async def _session(store: SessionStore, workspace: Path, provider: ScriptedProvider) -> list[tuple[str, TurnOutcome]]:
+async def _session(
+    store: SessionStore, workspace: Path, provider: ScriptedProvider, events: _Events
+) -> list[tuple[str, TurnOutcome]]:
     rows: list[tuple[str, TurnOutcome]] = []
 
     async def turn(agent: Agent, label: str, text: str) -> None:
-        console.print(f"\n[bold]{label}[/bold] [dim](mode {agent.engine.mode})[/dim]  {safe(text)}")
+        console.print()
+        say(f"[bold]{label}[/bold] [dim](mode {agent.engine.mode})[/dim]  {safe(text)}")
         outcome = await agent.run_turn(text)
-        console.print(f"   [bold]model:[/bold] {safe(outcome.text)}")
+        say(f"[bold]model:[/bold] {safe(outcome.text)}", indent=3)
         rows.append((label, outcome))
 
     summariser = DeterministicSummariser()  # offline: no model call for the summary
@@ -152,7 +242,7 @@ async def _session(store: SessionStore, workspace: Path, provider: ScriptedProvi
         provider,
         workspace=workspace,
         mode="plan",
-        on_event=_on_event,
+        on_event=events,
         summariser=summariser,
         keep_tokens=400,
     )
@@ -160,29 +250,32 @@ async def _session(store: SessionStore, workspace: Path, provider: ScriptedProvi
     await turn(agent, "turn 1", "total() returns the wrong number. Can you find out why? Don't change anything yet.")
     plan = agent.plan
     assert plan is not None
-    console.print(f"\n[bold]the plan[/bold] [dim]({safe(plan.plan_path)})[/dim]")
+    console.print()
+    say(f"[bold]the plan[/bold] [dim]({safe(events.short(plan.plan_path))})[/dim]")
     for line in plan.text.rstrip().splitlines():
-        console.print(f"   {safe(line)}")
-    console.print("\n[bold]Accept & Compact[/bold]: compact first, then run the plan in the fresh context")
+        say(safe(line), indent=3)
+    console.print()
+    say("[bold]Accept & Compact[/bold]: compact first, then run the plan in the fresh context")
     executed = await agent.accept_plan(compact=True, draft="Is there anything worrying in build.log?")
     boundary = agent.engine.boundary
     if boundary is not None:
-        console.print("   the user's words, verbatim after the summary:")
+        say("the user's words, verbatim after the summary:", indent=3)
         for words in boundary.lane.messages:
-            console.print(f"     [dim]turn {words.turn}:[/dim] {safe(words.text)}")
+            say(f"[dim]turn {words.turn}:[/dim] {safe(words.text)}", indent=5)
     if executed is not None:
-        console.print(f"   [bold]model:[/bold] {safe(executed.text)}")
+        say(f"[bold]model:[/bold] {safe(executed.text)}", indent=3)
         rows.append(("plan", executed))
     draft = (agent.plan.draft_input if agent.plan else None) or "Is there anything worrying in build.log?"
-    console.print(f"   [dim]the unsent draft kept with the plan comes back: {safe(draft)}[/dim]")
+    say(f"[dim]the unsent draft kept with the plan comes back: {safe(draft)}[/dim]", indent=3)
     await turn(agent, "turn 2", draft)
     agent.engine.session.close()
 
-    console.print(f"\n[bold]resume[/bold] session {safe(session_id)} from disk (a new process would do the same)")
+    console.print()
+    say(f"[bold]resume[/bold] session {safe(session_id)} from disk (a new process would do the same)")
     resumed = open_agent(
-        store, provider, workspace=workspace, session_id=session_id, on_event=_on_event, summariser=summariser
+        store, provider, workspace=workspace, session_id=session_id, on_event=events, summariser=summariser
     )
-    console.print(f"   loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.mode}")
+    say(f"loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.mode}", indent=3)
     await turn(resumed, "turn 3", "Summarise what we did today.")
     resumed.engine.session.close()
     return rows
@@ -204,40 +297,80 @@ def _table(rows: list[tuple[str, TurnOutcome]]) -> Table:
     return table
 
 
-def demo_store(explicit: str | None = None) -> Path:
-    """Where the demo keeps its session for `lamina serve`.
+def demo_store(explicit: str | None = None) -> Path | None:
+    """The store the user asked the demo to keep its session in, if any.
 
     Args:
         explicit: The `--store` given, if any.
 
     Returns:
-        `explicit`, else `$LAMINA_STORE`, else a folder under the temp dir.
+        `explicit`, else `$LAMINA_STORE`, else None (the demo makes a temporary store).
     """
     explicit = explicit or os.environ.get("LAMINA_STORE")
-    return Path(explicit) if explicit else Path(tempfile.gettempdir()) / "lamina-demo" / "store"
+    return Path(explicit) if explicit else None
 
 
-def _serve_hint(store: Path, session_id: str) -> None:
+def _command(parts: list[str], indent: int) -> list[str]:
+    """A shell command as markup lines that fit the console, continued with a backslash (safe to paste)."""
+    width = console.width - indent - 2
+    lines = [safe(parts[0])]
+    used = len(parts[0])
+    for part in parts[1:]:
+        if used + 1 + len(part) > width:
+            lines[-1] += " \\"
+            lines.append("    " + safe(part))
+            used = 4 + len(part)
+        else:
+            lines[-1] += " " + safe(part)
+            used += 1 + len(part)
+    return lines
+
+
+def _where_kept(store: Path, session_id: str, *, temporary: bool) -> None:
+    """Say where the session is kept, and how to open it in `lamina serve`."""
     lamina = Path(sys.executable).parent / "lamina"
-    command = str(lamina) if lamina.exists() else "lamina"
-    console.rule("Inspect this session in the browser (lamina serve)")
-    console.print(f"  {safe(command)} --store {safe(str(store))} serve --session {safe(session_id)} --open")
-    console.print(f"  then open http://127.0.0.1:8765/sessions/{safe(session_id)} (read-only; Ctrl-C stops the server)")
+    try:
+        command = str(lamina.relative_to(Path.cwd())) if lamina.exists() else "lamina"
+    except ValueError:
+        command = str(lamina)
+    console.rule("Where the session is kept (inspect it with lamina serve)")
+    if temporary:
+        say(
+            f"The session is kept in {safe(store)}, a temporary folder (delete it when done: rm -r {safe(store)}).",
+            indent=2,
+        )
+    else:
+        say(f"The session is kept in your store {safe(store)}, with the others.", indent=2)
+    say("Inspect it in the browser (read-only; Ctrl-C stops the server):", indent=2)
+    for line in _command([command, "--store", str(store), "serve", "--session", session_id, "--open"], indent=4):
+        console.print(f"    {line}", soft_wrap=True)
+    say(f"then open http://127.0.0.1:8765/sessions/{safe(session_id)}", indent=2)
 
 
 def main(store: str | None = None) -> int:
     """Run the demo session and print what it shows.
 
+    The session is kept (for `lamina serve`) in the store the user named (see `demo_store`),
+    else in a new temporary folder; the demo says which, and how to delete it.
+
     Args:
-        store: The session folder to keep the session in (see `demo_store`).
+        store: The session folder to keep the session in.
 
     Returns:
         The exit code, 0.
     """
-    store_root = demo_store(store)
+    chosen = demo_store(store)
+    store_root = chosen if chosen is not None else Path(tempfile.mkdtemp(prefix="lamina-demo-store-"))
+    with _layout():
+        session_id = _run(store_root)
+        _where_kept(store_root, session_id, temporary=chosen is None)
+    return 0
+
+
+def _run(store_root: Path) -> str:
+    """The demo in a temporary sample workspace (removed after); the session's id."""
     with tempfile.TemporaryDirectory(prefix="lamina-demo-") as tmp:
-        root = Path(tmp)
-        workspace = _sample_workspace(root)
+        workspace = _sample_workspace(Path(tmp))
         sessions = open_store(store_root)
         console.rule("What an agent sees in the sample workspace (lamina context)")
         _show_context(workspace)
@@ -249,11 +382,10 @@ def main(store: str | None = None) -> int:
             return clock[0]
 
         provider = ScriptedProvider(_script(), target=TARGET, simulator=AnthropicCacheSimulator(), clock=tick)
-        rows = asyncio.run(_session(sessions, workspace, provider))
+        rows = asyncio.run(_session(sessions, workspace, provider, _Events(store_root)))
         console.rule("Per turn (cache reads and writes from the cache simulator)")
         console.print(_table(rows))
         fixed = (workspace / "app.py").read_text()
-        console.print(f"\napp.py now: {safe(repr(fixed.strip()))}")
-        session_id = rows[0][1].turn.session_id
-    _serve_hint(store_root, session_id)
-    return 0
+        console.print()
+        say(f"app.py now: {safe(repr(fixed.strip()))}")
+        return rows[0][1].turn.session_id
