@@ -3,10 +3,12 @@
 A fake chat model from langchain-core plays the model; `LaminaCheckpointSaver` checkpoints the graph
 into a Lamina session and `saver.model_input` places Lamina's context in every model call.
 
+    python examples/langgraph_checkpointer.py                  # a temporary store, removed at the end
     python examples/langgraph_checkpointer.py /tmp/store --turns 4
     python examples/langgraph_checkpointer.py /tmp/store --resume THREAD_ID --first-turn 4 --turns 3
 
-It prints one JSON object: the thread (session) id, the answers, whether a compaction ran, and every
+It prints each question and answer and whether a compaction ran; with `--json`, one JSON
+object: the thread (session) id, the answers, whether a compaction ran, and every
 model call as the model received it (its messages).
 """
 
@@ -81,7 +83,7 @@ def main() -> None:
         compacted = saver.thread(thread_id).engine.boundary is not None
     finally:
         saver.close()
-    report(thread_id, answers, compacted, requests)
+    report(args, thread_id, answers, compacted, requests)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,12 @@
 The SDK's own test model (`agents.testing.ScriptedModel`) plays the model; `LaminaSession` keeps the
 history in a Lamina session and `session.run_config()` places Lamina's context in every request.
 
+    python examples/openai_agents_session.py                  # a temporary store, removed at the end
     python examples/openai_agents_session.py /tmp/store --turns 4
     python examples/openai_agents_session.py /tmp/store --resume SESSION_ID --first-turn 4 --turns 3
 
-It prints one JSON object: the session id, the answers, whether a compaction ran, and every model
+It prints each question and answer and whether a compaction ran; with `--json`, one JSON
+object: the session id, the answers, whether a compaction ran, and every model
 call as the model received it (instructions and input items).
 """
 
@@ -72,7 +74,7 @@ async def main() -> None:
     finally:
         session.close()
     requests = [{"instructions": c.system_instructions, "input": c.input} for c in model.calls]
-    report(session.session_id, answers, compacted, requests)
+    report(args, session.session_id, answers, compacted, requests)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@ pydantic-ai's own test model (`FunctionModel`) plays the model; `LaminaHistory` 
 Lamina session, places Lamina's context and compacts (its capability holds the history processor
 and the instructions function).
 
+    python examples/pydantic_ai_history.py                  # a temporary store, removed at the end
     python examples/pydantic_ai_history.py /tmp/store --turns 4
     python examples/pydantic_ai_history.py /tmp/store --resume SESSION_ID --first-turn 4 --turns 3
 
-It prints one JSON object: the session id, the answers, whether a compaction ran, and every model
+It prints each question and answer and whether a compaction ran; with `--json`, one JSON
+object: the session id, the answers, whether a compaction ran, and every model
 call as the model received it (instructions and messages).
 """
 
@@ -84,7 +86,7 @@ async def main() -> None:
         compacted = history.thread.engine.boundary is not None
     finally:
         history.close()
-    report(history.session_id, answers, compacted, requests)
+    report(args, history.session_id, answers, compacted, requests)
 
 
 if __name__ == "__main__":

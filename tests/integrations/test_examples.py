@@ -1,5 +1,7 @@
 """Each framework example, run as a user would: two processes (the second resumes), a tool, a compaction.
 
+With no arguments, each runs in a temporary store it removes, and prints its questions and answers.
+
 Every model call the framework made is checked as the model received it: Lamina's stable parts
 first (system rules, then the project's AGENTS.md), the turn's volatile tail at the end of the
 newest user message, tool output neutralised, and after the compaction the summary and the user's
@@ -92,7 +94,7 @@ FRAMEWORKS = {
 def _run(example: str, store: Path, *options: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / f"{example}.py"), str(store), *options],
+        [sys.executable, str(EXAMPLES / f"{example}.py"), str(store), "--json", *options],
         capture_output=True,
         text=True,
         env=env,
@@ -142,3 +144,39 @@ def test_example_runs_a_tool_compacts_and_resumes_in_a_new_process(example: str,
     assert "<compaction_summary>" in last.text and "<pinned>" in last.text
     pinned = last.text[last.text.index("<pinned>") :]
     assert pinned.index("Rule 0: keep answers under 10 words.") < pinned.index("Rule 1: keep answers under 11 words.")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", sorted(FRAMEWORKS))
+def test_example_runs_with_no_arguments_in_a_temporary_store(example: str, tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(temp)}
+    env.pop("LAMINA_STORE", None)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{example}.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("session ") and "a temporary store (removed now" in lines[0]
+    for turn in range(3):  # three turns by default, each a question, a tool call and the answer
+        assert f"  turn {turn}: What is the weather in city {turn}?" in lines[1 + 2 * turn]
+        assert lines[2 + 2 * turn] == f"    answer: Sunny in city {turn}, 21 C."
+    assert lines[7] in ("compaction ran: yes", "compaction ran: no")
+    assert lines[8].startswith("model calls: 6,")
+    assert list(temp.iterdir()) == []  # the temporary store and its workspace are gone
+    assert [p.name for p in tmp_path.iterdir()] == ["tmp"]  # nothing written where it ran
+
+
+@pytest.mark.slow
+def test_an_example_refuses_resume_without_a_store() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, str(EXAMPLES / "pydantic_ai_history.py"), "--resume", "20260101-000000-abcdef"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240, check=False)
+    assert done.returncode == 2 and "--resume needs the store the session is in" in done.stderr
