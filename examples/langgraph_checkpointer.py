@@ -3,13 +3,10 @@
 A fake chat model from langchain-core plays the model; `LaminaCheckpointSaver` checkpoints the graph
 into a Lamina session and `saver.model_input` places Lamina's context in every model call.
 
-    python examples/langgraph_checkpointer.py                  # a temporary store, removed at the end
-    python examples/langgraph_checkpointer.py /tmp/store --turns 4
-    python examples/langgraph_checkpointer.py /tmp/store --resume THREAD_ID --first-turn 4 --turns 3
+    python examples/langgraph_checkpointer.py               # a temporary store, removed at the end
+    python examples/langgraph_checkpointer.py /tmp/store    # kept: continue it with --resume ID --first-turn 3
 
-It prints each question and answer and whether a compaction ran; with `--json`, one JSON
-object: the thread (session) id, the answers, whether a compaction ran, and every
-model call as the model received it (its messages).
+It prints the questions, the answers, whether a compaction ran; `--json`: each model call as sent (its messages).
 """
 
 from __future__ import annotations

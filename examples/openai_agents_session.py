@@ -3,13 +3,10 @@
 The SDK's own test model (`agents.testing.ScriptedModel`) plays the model; `LaminaSession` keeps the
 history in a Lamina session and `session.run_config()` places Lamina's context in every request.
 
-    python examples/openai_agents_session.py                  # a temporary store, removed at the end
-    python examples/openai_agents_session.py /tmp/store --turns 4
-    python examples/openai_agents_session.py /tmp/store --resume SESSION_ID --first-turn 4 --turns 3
+    python examples/openai_agents_session.py               # a temporary store, removed at the end
+    python examples/openai_agents_session.py /tmp/store    # kept: continue it with --resume ID --first-turn 3
 
-It prints each question and answer and whether a compaction ran; with `--json`, one JSON
-object: the session id, the answers, whether a compaction ran, and every model
-call as the model received it (instructions and input items).
+It prints the questions, the answers, whether a compaction ran; `--json`: each model call as sent (its input).
 """
 
 from __future__ import annotations

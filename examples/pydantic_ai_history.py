@@ -1,16 +1,12 @@
 """Lamina inside pydantic-ai, offline: a tool, several turns, a compaction, a resume.
 
 pydantic-ai's own test model (`FunctionModel`) plays the model; `LaminaHistory` logs the history to a
-Lamina session, places Lamina's context and compacts (its capability holds the history processor
-and the instructions function).
+Lamina session, places Lamina's context and compacts (its capability: history processor, instructions).
 
-    python examples/pydantic_ai_history.py                  # a temporary store, removed at the end
-    python examples/pydantic_ai_history.py /tmp/store --turns 4
-    python examples/pydantic_ai_history.py /tmp/store --resume SESSION_ID --first-turn 4 --turns 3
+    python examples/pydantic_ai_history.py               # a temporary store, removed at the end
+    python examples/pydantic_ai_history.py /tmp/store    # kept: continue it with --resume ID --first-turn 3
 
-It prints each question and answer and whether a compaction ran; with `--json`, one JSON
-object: the session id, the answers, whether a compaction ran, and every model
-call as the model received it (instructions and messages).
+It prints the questions, the answers, whether a compaction ran; `--json`: each model call as sent (its messages).
 """
 
 from __future__ import annotations

@@ -1,21 +1,35 @@
-"""`make run`'s command (`lamina demo`) runs end to end and prints its key lines intact."""
+"""`make run`'s command (`lamina demo`) runs end to end and prints its key lines intact.
+
+In a terminal (a pty) its colours are real SGR sequences and its lines fit the width; piped, it
+has no escape sequences, wraps at 100 columns and never splits a word; it says where it keeps
+the session.
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
+from rich.cells import cell_len
 
 import lamina
+
+SRC = str(Path(lamina.__file__).parents[1])
+CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+"""A control sequence as a terminal reads it (colours, cursor moves)."""
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+"""A colour or style sequence."""
 
 
 @pytest.mark.slow
 def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
-    src = str(Path(lamina.__file__).parents[1])
-    env = {**os.environ, "PYTHONPATH": src, "COLUMNS": "200", "NO_COLOR": "1", "LAMINA_STORE": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1", "LAMINA_STORE": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "lamina.cli", "demo"], capture_output=True, text=True, env=env, timeout=240, check=False
     )
@@ -43,3 +57,95 @@ def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     assert f"--store {tmp_path} serve --session " in hint
     session_id = hint.split("serve --session ", 1)[1].split()[0]
     assert (tmp_path / session_id / "log.jsonl").is_file()
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": SRC, "TMPDIR": str(tmp_path), **extra}
+    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "LAMINA_STORE", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        if name not in extra:
+            env.pop(name, None)
+    return env
+
+
+def _piped(tmp_path: Path, **extra: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "lamina.cli", "demo"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path, **extra),
+        cwd=tmp_path,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _tokens(text: str) -> set[str]:
+    # ids and times differ between runs; rules and the command's continuation depend on the width
+    return {t for t in text.split() if not any(c.isdigit() for c in t) and t != "\\" and not t.startswith("─")}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+@pytest.mark.parametrize("columns", [80, 132])
+def test_demo_in_a_terminal_prints_real_colours_at_its_width(tmp_path: Path, columns: int) -> None:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "lamina.cli", "demo"],
+        env=_env(tmp_path, TERM="xterm-256color", LAMINA_STORE=str(tmp_path / "store")),
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=120,
+        dimensions=(40, columns),
+    )
+    child.expect(pexpect.EOF)
+    raw = child.before
+    child.close()
+    assert child.exitstatus == 0, raw
+    sequences = CSI.findall(raw)
+    assert any(SGR.fullmatch(s) for s in sequences)  # its own colours, sent to the terminal
+    visible = CSI.sub("", raw).replace("\r", "")
+    # nothing else reaches the screen as escape text: no ESC left, no "␛[", no "[1m" printed as words
+    assert "\x1b" not in visible and "␛" not in visible
+    assert not re.search(r"\[[0-9;]*m", visible), re.search(r".*\[[0-9;]*m.*", visible)
+    assert "Context for " in visible and "Per turn" in visible and "The session is kept in your store" in visible
+    lines = visible.split("\n")
+    too_wide = [line for line in lines if cell_len(line.rstrip()) > columns]
+    assert too_wide == []  # every line fits: the terminal never wraps one inside a word
+    assert "history.user." in visible  # the parts table fits, a long part id cut at its end if need be
+
+
+@pytest.mark.slow
+def test_demo_piped_has_no_escapes_a_sensible_width_and_no_split_word(tmp_path: Path) -> None:
+    (tmp_path / "narrow").mkdir()
+    (tmp_path / "wide").mkdir()
+    piped = _piped(tmp_path / "narrow")  # no terminal, no COLUMNS: 100 columns
+    wide = _piped(tmp_path / "wide", COLUMNS="1000")  # nothing wrapped: every word whole
+    assert "\x1b" not in piped and "␛" not in piped
+    lines = piped.splitlines()
+    # at most 100 columns, but for a word longer than that (a temporary path), left whole on its own line
+    too_wide = [line for line in lines if cell_len(line) > 100 and len(line.removesuffix(" \\").split()) > 1]
+    assert too_wide == []
+    assert max(cell_len(line) for line in wide.splitlines()) > 100  # the narrow run did wrap
+    whole = _tokens(wide)
+    assert _tokens(piped) <= whole, sorted(_tokens(piped) - whole)  # no fragment of a word
+    for above, below in itertools.pairwise(lines):
+        if above.strip() and below.strip():
+            joined = above.split()[-1] + below.split()[0]
+            assert joined not in whole or joined in _tokens(piped), (above, below)
+
+
+@pytest.mark.slow
+def test_demo_keeps_its_session_in_a_temporary_store_it_names(tmp_path: Path) -> None:
+    out = " ".join(_piped(tmp_path).replace(" \\\n", " ").split())  # wrapped lines and the continued command joined
+    kept = re.search(r"The session is kept in (\S+), a temporary folder \(delete it when done: rm -r (\S+)\)\.", out)
+    assert kept is not None, out[-1500:]
+    store = Path(kept.group(1))
+    assert store.parent == tmp_path and kept.group(2) == str(store)
+    command = out[out.index("Inspect it in the browser") :]
+    session_id = command.split("serve --session ", 1)[1].split()[0]
+    assert (store / session_id / "log.jsonl").is_file()
+    assert f"--store {store} serve --session {session_id} --open" in command
+    assert sorted(p.name for p in tmp_path.iterdir()) == [store.name]  # the sample workspace is removed

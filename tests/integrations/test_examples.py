@@ -106,6 +106,24 @@ def _run(example: str, store: Path, *options: str) -> dict[str, Any]:
     return result
 
 
+def _check_call(call: Request, *, first_of_turn: bool) -> None:
+    """One model call as the model received it: the stable prefix first, tool output neutralised, the tail last."""
+    # the stable prefix first: Lamina's rules in the system text, the project's AGENTS.md opening the input
+    assert RULES.text in call.system
+    assert call.messages[0][0] == "user"
+    assert call.messages[0][1][0].startswith('<untrusted source="AGENTS.md" authority="project_file">')
+    # tool output is data: neither a block closer nor a role marker survives
+    assert "<|im_start|>" not in call.text and "</untrusted> <|" not in call.text
+    if first_of_turn:  # the first call of a turn: the newest user message ends with the turn's tail
+        role, texts = call.messages[-1]
+        assert role == "user"
+        assert texts[-1].startswith("<date_time>"), texts[-1]
+        assert texts[-2].startswith("What is the weather in city")
+    else:  # the tool loop: the tail stays where it was, the tool output comes last
+        assert call.messages[-1][0] == "tool"
+        assert "[U+003C]|im_start|>" in call.messages[-1][1][0]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("example", sorted(FRAMEWORKS))
 def test_example_runs_a_tool_compacts_and_resumes_in_a_new_process(example: str, tmp_path: Path) -> None:
@@ -120,20 +138,7 @@ def test_example_runs_a_tool_compacts_and_resumes_in_a_new_process(example: str,
     assert len(calls) == 14  # a tool call and an answer per turn
 
     for index, call in enumerate(calls):
-        # the stable prefix first: Lamina's rules in the system text, the project's AGENTS.md opening the input
-        assert RULES.text in call.system
-        assert call.messages[0][0] == "user"
-        assert call.messages[0][1][0].startswith('<untrusted source="AGENTS.md" authority="project_file">')
-        # tool output is data: neither a block closer nor a role marker survives
-        assert "<|im_start|>" not in call.text and "</untrusted> <|" not in call.text
-        if index % 2 == 0:  # the first call of a turn: the newest user message ends with the turn's tail
-            role, texts = call.messages[-1]
-            assert role == "user"
-            assert texts[-1].startswith("<date_time>"), texts[-1]
-            assert texts[-2].startswith("What is the weather in city")
-        else:  # the tool loop: the tail stays where it was, the tool output comes last
-            assert call.messages[-1][0] == "tool"
-            assert "[U+003C]|im_start|>" in call.messages[-1][1][0]
+        _check_call(call, first_of_turn=index % 2 == 0)
 
     # the second process starts from the first one's history
     resumed = calls[8]

@@ -254,7 +254,7 @@ def _print_parts(turn: TurnContext) -> None:
     )
     table = Table(box=None)
     table.add_column("#", justify="right")
-    table.add_column("part", no_wrap=True)
+    table.add_column("part", overflow="ellipsis")  # a narrow terminal cuts a long id, never the table
     table.add_column("tier", no_wrap=True)
     table.add_column("stability", no_wrap=True)
     table.add_column("provenance", overflow="fold")
