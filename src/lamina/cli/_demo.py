@@ -6,7 +6,7 @@ the model, the built-in tools really run, the cache simulator bills every reques
 covers plan mode and a plan approved with "Accept & Compact" (the conversation is compacted, the
 user's words kept verbatim, then the plan runs in the fresh context, in execute mode), tool calls,
 a large tool result offloaded to the session's data folder and a resume from disk. It ends with a
-per-turn table.
+per-turn table and where the session is kept. Its lines wrap at spaces to the terminal's width.
 """
 
 from __future__ import annotations
@@ -136,7 +136,8 @@ def say(markup: str, *, indent: int = 0, hang: int = 2) -> None:
     for paragraph in Text.from_markup(markup).split(allow_blank=True):
         for line in paragraph.divide(_breaks(paragraph.plain, width)):
             line.rstrip()
-            console.print(Text(" " * (indent if number == 0 else indent + hang)) + line, soft_wrap=True)
+            pad = " " * (indent if number == 0 else indent + hang) if line.plain else ""
+            console.print(Text(pad) + line, soft_wrap=True)
             number += 1
 
 
