@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Self
 
@@ -84,8 +84,13 @@ class Agent(PlanSteps, ProviderSessions):
     """Budget of the recovery block a fresh provider session gets when the old one cannot be resumed."""
     owns_engine: bool = False
     """Whether `close` closes `engine` too (True for the agent `open_agent` returns)."""
+    owns_provider: bool = False
+    """Whether `close` closes `provider` too (True when `open_agent` built it from a model spec)."""
     _session_update: SessionUpdate = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
+    _runner: asyncio.Runner | None = field(default=None, init=False, repr=False)
+    """The one event loop of `run_turn_sync`: an SDK client's connections outlive a turn, not their loop."""
+    _closing: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @property
     def session(self) -> SessionLog:
@@ -101,13 +106,49 @@ class Agent(PlanSteps, ProviderSessions):
         """Let go of the agent; using it afterwards raises `UsageError`. Safe to call twice.
 
         Closes the engine (and, through it, the session it owns) when the agent owns it
-        (`owns_engine`); otherwise the engine stays open for its owner.
+        (`owns_engine`), and the provider when the agent built it from a model spec
+        (`owns_provider`); otherwise they stay open for their owner.
         """
         if self._closed:
             return
         self._closed = True
-        if self.owns_engine:
-            self.engine.close()
+        try:
+            if self.owns_provider:
+                self._close_provider()
+        finally:
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
+            if self.owns_engine:
+                self.engine.close()
+
+    async def aclose(self) -> None:
+        """`close` for async callers: the provider's own client is closed on the running loop."""
+        if self._closed:
+            return
+        aclose = self._provider_aclose() if self.owns_provider else None
+        if aclose is not None:
+            self.owns_provider = False
+            await aclose()
+        self.close()
+
+    def _provider_aclose(self) -> Callable[[], Awaitable[None]] | None:
+        aclose: Callable[[], Awaitable[None]] | None = getattr(self.provider, "aclose", None)
+        return aclose
+
+    def _close_provider(self) -> None:
+        aclose = self._provider_aclose()
+        if aclose is None:
+            return
+        if self._runner is not None:  # the loop its client's connections were made on
+            self._runner.run(_awaited(aclose))
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(_awaited(aclose))
+            return
+        self._closing = loop.create_task(_awaited(aclose))  # closed from async code without await: the loop ends it
 
     def __enter__(self) -> Self:
         return self
@@ -119,7 +160,7 @@ class Agent(PlanSteps, ProviderSessions):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.aclose()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -396,5 +437,12 @@ class Agent(PlanSteps, ProviderSessions):
     def run_turn_sync(
         self, user_text: str, attachments: Sequence[AttachmentInput] = (), *, skills: Sequence[str] = ()
     ) -> TurnOutcome:
-        """`run_turn` for synchronous callers (starts and closes its own event loop)."""
-        return asyncio.run(self.run_turn(user_text, attachments, skills=skills))
+        """`run_turn` for synchronous callers, on the agent's own event loop (kept until `close`)."""
+        self._check_open()
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner.run(self.run_turn(user_text, attachments, skills=skills))
+
+
+async def _awaited(aclose: Callable[[], Awaitable[None]]) -> None:
+    await aclose()

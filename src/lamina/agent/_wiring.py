@@ -77,7 +77,7 @@ def open_agent(
         store: Where the session is created or found.
         provider: A `Provider` or a model spec such as `anthropic:claude-sonnet-5`, `openai:gpt-5`
             or `scripted:FILE`, read by `lamina.providers.provider_from_spec` as `lamina chat
-            --model` reads it.
+            --model` reads it; a provider built from a spec is the agent's, closed with it.
         workspace: The project folder the agent works in.
         session_id: The session to resume; None for a new one.
         mode: The permission mode of a new session; a resumed session keeps its recorded mode.
@@ -107,6 +107,7 @@ def open_agent(
         UnknownPresetError, PresetFileError, UsageError: The preset or the model spec cannot be
             used (checked before any session is created).
     """
+    owns_provider = isinstance(provider, str)
     if isinstance(provider, str):
         provider = provider_from_spec(provider)
     chosen = load_preset(preset, custom_path=custom_preset)
@@ -174,6 +175,7 @@ def open_agent(
         user_lane_tokens=user_lane_tokens,
         activation=activation,
         owns_engine=True,
+        owns_provider=owns_provider,
     )
 
 
