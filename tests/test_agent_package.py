@@ -76,3 +76,30 @@ def test_open_engine_is_the_engine_for_reports_and_session_engine_its_old_name(
 
 def test_the_moved_modules_still_export_the_agents_names() -> None:
     assert SkillWarning in typing.get_args(AgentEvent)
+
+
+@pytest.mark.slow
+def test_an_agent_closes_the_provider_it_built_and_runs_sync_turns_on_one_loop(
+    store: InMemorySessionStore, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.wire.script import Reply
+    from tests.wire.server import WireServer
+
+    with WireServer() as wire:
+        wire.script(Reply(text="First."), Reply(text="Second."), Reply(text="Third."))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "wire-test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
+        with open_agent(store, "anthropic:claude-sonnet-5", workspace=workspace, interactive=False) as agent:
+            # two turns through one SDK client: its kept-alive connection needs the loop it was made on
+            assert agent.run_turn_sync("One?").text == "First."
+            assert agent.run_turn_sync("Two?").text == "Second."
+            built = agent.provider
+        assert isinstance(built, AnthropicProvider) and built._client is None  # closed with the agent
+
+        async def given_provider() -> None:
+            async with provider_from_spec("anthropic:claude-sonnet-5") as given:
+                async with open_agent(store, given, workspace=workspace, interactive=False) as agent:
+                    assert (await agent.run_turn("Three?")).text == "Third."
+                assert isinstance(given, AnthropicProvider) and given._client is not None  # a given one stays open
+
+        asyncio.run(given_provider())
