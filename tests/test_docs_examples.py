@@ -8,7 +8,9 @@ API keys are unset and the SDKs' base URLs point at a closed local port. A block
 
 from __future__ import annotations
 
+import socket
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
 
@@ -21,6 +23,7 @@ PAGES = find_pages(ROOT)
 
 # nothing listens on the discard port: a block that reaches for a provider unmarked fails at once
 _NOWHERE = "http://127.0.0.1:9"
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _UNSET = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "LAMINA_PREFERENCES", "LAMINA_SKILLS_DIR")
 
 
@@ -35,6 +38,7 @@ def docs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "LAMINA_SKILLS_DIR",
     ):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(socket, "getaddrinfo", _local_only(socket.getaddrinfo))
     monkeypatch.setenv("ANTHROPIC_BASE_URL", _NOWHERE)
     monkeypatch.setenv("OPENAI_BASE_URL", f"{_NOWHERE}/v1")
     monkeypatch.setenv("LAMINA_STORE", str(tmp_path / "store"))
@@ -45,6 +49,18 @@ def docs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.chdir(work)
     return work
+
+
+def _local_only(getaddrinfo: Callable[..., list[object]]) -> Callable[..., list[object]]:
+    """`socket.getaddrinfo` for this machine's loopback names only: an example that looks up another host fails."""
+
+    def resolve(host: object, *args: object, **kwargs: object) -> list[object]:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None and name not in _LOCAL_HOSTS:
+            raise socket.gaierror(socket.EAI_NONAME, f"the docs examples run offline: {name!r} is not looked up")
+        return getaddrinfo(host, *args, **kwargs)
+
+    return resolve
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
@@ -120,25 +136,34 @@ def test_a_failing_block_names_its_page_and_line(
 
         Then:
 
-        ```python
-        total += 1
-        assert total == 3, "the total is off"
-        ```
+        - a list item
+
+            ```python
+            def check():
+                assert total == 3, "the total is off"
+
+            total += 1
+            check()
+            ```
         """,
     )
     with pytest.raises(
-        DocsExampleError, match=r"^page\.md: the python block at line 7 failed: AssertionError: the total"
+        DocsExampleError, match=r"^page\.md: the python block at line 9 failed: AssertionError: the total is off$"
     ) as err:
         run_page(page, monkeypatch)
-    frame = traceback.extract_tb(err.value.__cause__.__traceback__)[-1]
-    assert (frame.filename, frame.lineno) == (str(tmp_path / "page.md"), 9)
+    frames = traceback.extract_tb(err.value.__cause__.__traceback__)
+    page_file = str(tmp_path / "page.md")
+    assert [(frame.filename, frame.lineno) for frame in frames[-2:]] == [(page_file, 14), (page_file, 11)]
+    assert frames[-1].line == 'assert total == 3, "the total is off"'
 
 
 def test_a_block_that_does_not_compile_names_its_page_and_line(
     tmp_path: Path, docs_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     page = _page(tmp_path, "Text.\n\n```python\nprint('fine')\ndef broken(:\n```\n")
-    with pytest.raises(DocsExampleError, match=r"^page\.md: the python block at line 3 does not compile: .*line 5"):
+    with pytest.raises(
+        DocsExampleError, match=r"^page\.md: the python block at line 3 does not compile: invalid syntax \(line 5\)$"
+    ):
         run_page(page, monkeypatch)
 
 
@@ -215,6 +240,17 @@ def test_an_unmarked_block_reaches_no_provider(tmp_path: Path, docs_env: Path, m
         assert "ANTHROPIC_API_KEY" not in os.environ and "OPENAI_API_KEY" not in os.environ
         assert os.environ["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
         assert os.environ["LAMINA_STORE"].endswith("store")
+        ```
+
+        ```python
+        import socket
+        try:
+            socket.getaddrinfo("api.anthropic.com", 443)
+        except socket.gaierror as exc:
+            assert "the docs examples run offline" in str(exc)
+        else:
+            raise AssertionError("a host outside this machine was looked up")
+        assert socket.getaddrinfo("127.0.0.1", 9)
         ```
         """,
     )

@@ -229,15 +229,20 @@ def _point_at(wire: WireServer, apis: tuple[str, ...], patch: pytest.MonkeyPatch
         patch.setenv("OPENAI_API_KEY", API_KEY)
 
 
+def _shifted(code: types.CodeType, lines: int) -> types.CodeType:
+    consts = tuple(_shifted(const, lines) if isinstance(const, types.CodeType) else const for const in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
+
+
 def _run_block(page: Page, block: Block, namespace: dict[str, object], runner: asyncio.Runner) -> None:
     __tracebackhide__ = True
     where = f"{page.name}: the python block at line {block.line}"
-    # padded so the block's lines keep their page line numbers in a traceback
-    padded = "\n" * block.line + block.source
     try:
-        code = compile(padded, str(page.path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        code = compile(block.source, str(page.path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     except SyntaxError as exc:
-        raise DocsExampleError(f"{where} does not compile: {exc}") from exc
+        raise DocsExampleError(f"{where} does not compile: {exc.msg} (line {block.line + (exc.lineno or 1)})") from exc
+    # the block's lines keep their page line numbers, so a traceback shows the block itself
+    code = _shifted(code, block.line)
     try:
         if code.co_flags & inspect.CO_COROUTINE:
             runner.run(eval(code, namespace))
