@@ -51,6 +51,10 @@ def docs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return work
 
 
+def _slow_if_wired(page: Page) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.slow] if any(block.wire for block in page.blocks) else []
+
+
 def _local_only(getaddrinfo: Callable[..., list[object]]) -> Callable[..., list[object]]:
     """`socket.getaddrinfo` for this machine's loopback names only: an example that looks up another host fails."""
 
@@ -63,7 +67,8 @@ def _local_only(getaddrinfo: Callable[..., list[object]]) -> Callable[..., list[
     return resolve
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+# a page that talks to the wire server ends with a full garbage collection (see run_page): over a third of a second
+@pytest.mark.parametrize("page", [pytest.param(page, id=page.name, marks=_slow_if_wired(page)) for page in PAGES])
 def test_page_examples_run(page: Page, docs_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_page(page, monkeypatch)
 
@@ -257,6 +262,7 @@ def test_an_unmarked_block_reaches_no_provider(tmp_path: Path, docs_env: Path, m
     run_page(page, monkeypatch)
 
 
+@pytest.mark.slow  # the full collection after a wired page
 @pytest.mark.parametrize(
     ("api", "spec"),
     [("anthropic", "anthropic:claude-sonnet-4-5"), ("openai", "openai:gpt-5"), ("openai", "openai-responses:gpt-5")],
