@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS := dev,bench,claude,openai-agents,pydantic-ai,langgraph
+EXTRAS := dev,bench,claude,openai-agents,pydantic-ai,langgraph,docs
 # The suite starts hundreds of Python processes; with bytecode writing off (PYTHONDONTWRITEBYTECODE in
 # the environment) each one compiles Lamina and the tests anew, so the test runs turn it back on.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
@@ -12,7 +12,7 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 # timeout or a child process leaves its core to the others (on 2 cores 3 beat 2 by 7-17 s); WORKERS=0: one process
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(len(getattr(os, 'sched_getaffinity', lambda _: [0] * (os.cpu_count() or 1))(0)) + 1)")
 
-.PHONY: run test test-fast test-exhaustive lint typecheck bench peers browser clean
+.PHONY: run test test-fast test-exhaustive lint typecheck docs bench peers browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --num-workers 2
 
+# The docs site (mkdocs.yml) into site/: --strict fails on a broken link, a page missing from the nav or a
+# reference or docstring mkdocstrings cannot resolve; nothing is fetched (no fonts, no remote inventories).
+# Not --quiet: mkdocs counts the warnings --strict fails on only when they are logged
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # The inspector's browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
 # Installed here when missing and running as root with apt-get; otherwise they are skipped, except under CI.
 CHROMIUM ?= /usr/bin/chromium
@@ -52,7 +58,7 @@ browser:
 	fi
 
 # Tests that share a module's browser or servers carry an xdist_group mark: one worker runs them all.
-test: lint typecheck browser
+test: lint typecheck docs browser
 	$(PYTEST) -q -n $(WORKERS) --dist loadgroup
 
 # The fast loop: the suite without the tests marked slow (processes, ptys, kill loops); about 25 s on 2 cores.
