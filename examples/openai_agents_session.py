@@ -64,7 +64,8 @@ async def main() -> None:
     answers = []
     try:
         for turn in turns:
-            result = await Runner.run(agent, question(turn), session=session, run_config=session.run_config())
+            config = session.run_config(tracing_disabled=True)  # no traces sent to OpenAI from an example
+            result = await Runner.run(agent, question(turn), session=session, run_config=config)
             answers.append(str(result.final_output))
             clock.next_turn()
         compacted = session.thread.engine.boundary is not None

@@ -89,7 +89,6 @@ SURFACE: dict[str, list[str]] = {
         "TurnOutcome",
         "UsageError",
         "WorkspaceContext",
-        "defang",
         "find_context_files",
         "nearest_context_files",
         "open_agent",

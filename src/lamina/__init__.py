@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from lamina.attachments import NamedBytes
     from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
     from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
-    from lamina.defang import defang
     from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
     from lamina.errors import (
         AttachmentError,
@@ -59,7 +58,6 @@ _LAZY: Final = {
     "DeterministicSummariser": "lamina.compaction",
     "ProviderSummariser": "lamina.compaction",
     "Summariser": "lamina.compaction",
-    "defang": "lamina.defang",
     "CompactionEvent": "lamina.engine",
     "CompactionOutcome": "lamina.engine",
     "ContextEngine": "lamina.engine",
@@ -149,7 +147,6 @@ __all__ = [
     "TurnOutcome",
     "UsageError",
     "WorkspaceContext",
-    "defang",
     "find_context_files",
     "nearest_context_files",
     "open_agent",
