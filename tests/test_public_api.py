@@ -308,6 +308,7 @@ SURFACE: dict[str, list[str]] = {
         "LaminaError",
         "LaminaRuntimeError",
         "MissingEntryError",
+        "MissingExtraError",
         "OverloadedError",
         "ProviderError",
         "ProviderSessionLostError",
