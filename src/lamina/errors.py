@@ -96,7 +96,7 @@ class MissingExtraError(UsageError):
         self.feature = feature
         self.extra = extra
         self.module = module
-        missing = f" ({module} is not installed)" if module else ""
+        missing = f" (no module named {module!r})" if module else ""
         super().__init__(f"{feature} needs the {extra!r} extra: pip install 'lamina[{extra}]'{missing}")
 
     @classmethod
