@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+_NOT_INHERITED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE"})
+"""Left out of the venv's environment: the wheel is what is imported, with its bytecode as pip writes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ class CoreVenv:
 
     def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         """Run a command with the venv's own environment: no PYTHONPATH, so the wheel is what is imported."""
-        env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"}}
+        env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
         env["PATH"] = f"{self.folder / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
 
@@ -79,8 +81,8 @@ def build_wheel(out: Path) -> Path:
 
 
 def core_venv(folder: Path, wheel: Path) -> CoreVenv:
-    """A fresh venv in `folder` with `wheel` installed, no extras."""
+    """A fresh venv in `folder` with `wheel` installed, no extras, its bytecode compiled (as pip does)."""
     _uv("venv", "--quiet", "--python", sys.executable, str(folder))
     venv = CoreVenv(folder)
-    _uv("pip", "install", "--quiet", "--python", str(venv.python), str(wheel))
+    _uv("pip", "install", "--quiet", "--compile-bytecode", "--python", str(venv.python), str(wheel))  # as pip does
     return venv
