@@ -1,19 +1,11 @@
-"""The core install and the start-up time of the command line: `lamina --help` as a user runs it.
+"""The core install and the start-up time of the command line, each in a fresh process.
 
-- `cli_help_ms`: `python -m lamina.cli --help` until the process exits (median of several runs).
-  The heavy modules (the provider SDKs, the MCP client, prompt_toolkit, the engine) are imported
-  by the commands that need them, not by the help.
-- `cli_help_cpu_ms`: the CPU time (user + system) of the same runs; unlike the wall clock it does
-  not grow when other jobs share the cores.
-- `cli_version_ms`: `python -m lamina.cli --version`.
-- `python_startup_ms`: the bare interpreter (`python -c pass`), the floor under both.
-- `import_lamina_ms` / `import_lamina_cpu_ms`: `import lamina, lamina.engine, lamina.agent` (what a
-  library user's agent loads), wall clock and CPU; the cache simulator, the SDKs and the scripted
-  provider are not among them.
-- `core_install_distributions` / `core_install_mb`: `pip install lamina` without extras, in a fresh
-  venv (the wheel built from the checkout, `benchmarks._core_install`): the distributions installed,
-  Lamina among them, and the size of site-packages. `core_import_lamina_ms`: the same import there.
-
+`cli_help_ms` / `cli_help_cpu_ms`: `python -m lamina.cli --help` (median wall clock, and CPU, which
+does not grow when other jobs share the cores); `cli_version_ms`; `python_startup_ms` the floor.
+`import_lamina_ms` / `import_lamina_cpu_ms`: `import lamina, lamina.engine, lamina.agent`.
+`core_install_distributions` / `core_install_mb`: the wheel without extras in a fresh venv (the
+distributions, Lamina among them; site-packages with bytecode); `core_import_lamina_ms` there.
+The heavy modules (SDKs, MCP, prompt_toolkit, the engine) load with the commands that need them.
 No peer runs: there is no comparable command on the machine to measure side by side.
 """
 
