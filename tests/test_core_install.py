@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 from benchmarks._core_install import CoreVenv, build_wheel, core_venv, uv_available
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not uv_available(), reason="uv is not installed in the project's venv"),
-]
+pytestmark = pytest.mark.slow
 
 MAX_DISTRIBUTIONS = 15
 MAX_MEGABYTES = 40
@@ -58,6 +55,8 @@ print(outcome.text)
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory: pytest.TempPathFactory) -> CoreVenv:
+    if not uv_available():
+        pytest.skip("uv is not installed in the project's venv (make installs it)")
     wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
     return core_venv(tmp_path_factory.mktemp("venv") / "core", wheel)
 
