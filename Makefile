@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS := dev,bench,claude,openai-agents,pydantic-ai,langgraph,docs
+EXTRAS := all,dev,bench,docs
 # The suite starts hundreds of Python processes; with bytecode writing off (PYTHONDONTWRITEBYTECODE in
 # the environment) each one compiles Lamina and the tests anew, so the test runs turn it back on.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest

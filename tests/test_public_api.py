@@ -307,6 +307,7 @@ SURFACE: dict[str, list[str]] = {
         "LaminaError",
         "LaminaRuntimeError",
         "MissingEntryError",
+        "MissingExtraError",
         "OverloadedError",
         "ProviderError",
         "ProviderSessionLostError",

@@ -19,6 +19,7 @@ __all__ = [
     "LaminaError",
     "LaminaRuntimeError",
     "MissingEntryError",
+    "MissingExtraError",
     "OverloadedError",
     "ProviderError",
     "ProviderSessionLostError",
@@ -79,6 +80,38 @@ class AttachmentError(UsageError):
         self.name = name
         self.reason = reason
         super().__init__(f"attachment {name!r}: {reason}")
+
+
+class MissingExtraError(UsageError):
+    """A feature whose optional dependencies are not installed; the message names the extra to install."""
+
+    def __init__(self, feature: str, extra: str, module: str = "") -> None:
+        """Name the feature, the extra that brings its dependencies and the module found missing.
+
+        Args:
+            feature: What was asked for (`the Anthropic provider`, `a PDF attachment`).
+            extra: The extra of the `lamina` distribution that installs it (`anthropic`, `documents`).
+            module: The top-level module that could not be imported, if known.
+        """
+        self.feature = feature
+        self.extra = extra
+        self.module = module
+        missing = f" (no module named {module!r})" if module else ""
+        super().__init__(f"{feature} needs the {extra!r} extra: pip install 'lamina[{extra}]'{missing}")
+
+    @classmethod
+    def of(cls, exc: ImportError, feature: str, extra: str) -> MissingExtraError:
+        """The error for an optional import that failed (raise it `from None`).
+
+        Args:
+            exc: The `ImportError` of the optional module.
+            feature: What needed it.
+            extra: The extra that installs it.
+
+        Returns:
+            The error, naming the missing module.
+        """
+        return cls(feature, extra, (exc.name or "").partition(".")[0])
 
 
 class ConfigError(UsageError):

@@ -18,6 +18,7 @@ from lamina.agent import open_agent
 from lamina.errors import (
     AuthenticationError,
     ContextOverflowError,
+    MissingExtraError,
     OverloadedError,
     ProviderError,
     ProviderSessionLostError,
@@ -242,7 +243,7 @@ def test_the_spec_builds_the_provider() -> None:
 
 def test_without_the_extra_the_provider_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)  # import fails as if not installed
-    with pytest.raises(UsageError, match=r"optional extra 'claude': pip install 'lamina\[claude\]'"):
+    with pytest.raises(MissingExtraError, match=r"needs the 'claude' extra: pip install 'lamina\[claude\]'"):
         provider_from_spec("claude-agent:claude-sonnet-5")
 
 

@@ -5,6 +5,7 @@ content-addressed in the session's `attachments/` folder by `AttachmentStore`; t
 message holds `AttachmentRef`s, never bytes (and so does a tool result, for the images a tool
 returned: `AttachmentStore.add_images`). `AttachmentRenderer` turns a reference into the
 blocks a given provider and model take: image and PDF blocks, or neutralised text, or a note.
+Text and e-mail need nothing more; images, PDFs, Office, HTML and calendar files the `documents` extra.
 """
 
 from lamina.attachments._dropped import dropped_files

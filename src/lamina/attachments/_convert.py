@@ -20,7 +20,7 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lamina.attachments._sniff import DOCX, EML, HTML, ICS, PDF, PPTX, XLSX, Sniffed
-from lamina.errors import AttachmentError
+from lamina.errors import AttachmentError, MissingExtraError
 
 MAX_UNZIPPED_BYTES: Final = 200 * 1024 * 1024
 """Most bytes an Office file may unpack to (a zip bomb unpacks to far more)."""
@@ -105,14 +105,19 @@ def _markitdown(data: bytes, name: str, media: str) -> str:
 
     try:
         return convert(data, _EXTENSION[media], media, name).strip()
+    except MissingExtraError:
+        raise
     except Exception as exc:  # the converters raise whatever their parsers raise on a broken file
         raise AttachmentError(name, f"the document could not be read ({type(exc).__name__}: {exc})") from None
 
 
 def pdf_text(data: bytes, name: str) -> Converted:
     """Every page's text after a `--- page N of M ---` marker."""
-    from pypdf import PdfReader
-    from pypdf.errors import DependencyError, PyPdfError
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import DependencyError, PyPdfError
+    except ImportError as exc:
+        raise MissingExtraError.of(exc, "a PDF attachment", "documents") from None
 
     if b"%%EOF" not in data[-2048:]:
         raise AttachmentError(name, "the PDF is truncated (no end-of-file marker)")
@@ -226,7 +231,10 @@ def _when(value: Any, zone: ZoneInfo) -> str:
 
 def ics_text(data: bytes, name: str, time_zone: str) -> str:
     """The calendar's events, with times in `time_zone`."""
-    from icalendar import Calendar
+    try:
+        from icalendar import Calendar
+    except ImportError as exc:
+        raise MissingExtraError.of(exc, "a calendar attachment", "documents") from None
 
     try:
         zone = ZoneInfo(time_zone)

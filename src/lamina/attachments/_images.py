@@ -13,8 +13,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Final
 
-from PIL import Image, UnidentifiedImageError
-
 from lamina.attachments._limits import (
     LIMITS,
     MAX_DECODED_PIXELS,
@@ -25,8 +23,13 @@ from lamina.attachments._limits import (
     Provider,
     fit_size,
 )
-from lamina.errors import AttachmentError
+from lamina.errors import AttachmentError, MissingExtraError
 from lamina.session import ImageRendition
+
+try:
+    from PIL import Image, UnidentifiedImageError
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "an image attachment", "documents") from None
 
 
 @dataclass(frozen=True, slots=True)

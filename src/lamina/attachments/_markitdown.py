@@ -19,6 +19,8 @@ import types
 from pathlib import Path
 from typing import Any, Final
 
+from lamina.errors import MissingExtraError
+
 _PACKAGE: Final = "_lamina_markitdown"
 """The private name markitdown's modules are loaded under (the real `markitdown` is left alone)."""
 
@@ -43,7 +45,7 @@ def _package(name: str, folder: Path) -> None:
 def _modules() -> tuple[dict[str, Any], Any]:
     spec = importlib.util.find_spec("markitdown")  # finds the folder; imports nothing
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError("markitdown is not installed")
+        raise MissingExtraError("a Word, Excel, PowerPoint or HTML attachment", "documents", "markitdown")
     root = Path(next(iter(spec.submodule_search_locations)))
     _package(_PACKAGE, root)
     _package(f"{_PACKAGE}.converters", root / "converters")
@@ -67,6 +69,7 @@ def convert(data: bytes, extension: str, media_type: str, name: str) -> str:
         The Markdown text.
 
     Raises:
+        MissingExtraError: markitdown is not installed (the `documents` extra).
         Exception: Whatever the converter's parser raises on a broken file.
     """
     converters, stream_info = _modules()

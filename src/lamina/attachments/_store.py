@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias
 
-from lamina.errors import AttachmentError
+from lamina.errors import AttachmentError, MissingExtraError
 from lamina.session import AttachmentRef
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -189,9 +189,15 @@ class AttachmentStore:
         name, data = self._load(item, base)
         if len(data) > MAX_ATTACHMENT_BYTES:
             raise AttachmentError(name, f"the file has {len(data):,} bytes, more than {MAX_ATTACHMENT_BYTES:,}")
-        # puremagic, Pillow, pypdf and markitdown load on the first attachment, not with the engine
+        try:
+            return self._converted(name, data, images_only=images_only)
+        except MissingExtraError as exc:  # Pillow, pypdf, markitdown or icalendar: the `documents` extra
+            raise AttachmentError(name, str(exc)) from None
+
+    def _converted(self, name: str, data: bytes, *, images_only: bool) -> _Prepared:
+        # puremagic loads on the first attachment, not with the engine; Pillow, pypdf and markitdown
+        # (the `documents` extra) on the first file that needs each
         from lamina.attachments._convert import to_text
-        from lamina.attachments._images import prepare_image
         from lamina.attachments._sniff import sniff
 
         sniffed = sniff(data, name)
@@ -204,6 +210,8 @@ class AttachmentStore:
         if sniffed.encoding_note:
             notes.append(sniffed.encoding_note)
         if sniffed.kind == "image":
+            from lamina.attachments._images import prepare_image
+
             image = prepare_image(data, name)
             files += [(self.path(r.sha256), b) for r, b in image.renditions if r.sha256 != sha]
             if image.note:

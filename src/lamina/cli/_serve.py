@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from lamina.cli._console import abort, err, safe
+from lamina.cli._console import err, safe
+from lamina.errors import MissingExtraError
 
 
 def serve(
@@ -28,12 +29,13 @@ def serve(
     """Inspect stored sessions in the browser: timeline, branches, compactions, plans, each request's layers."""
     try:
         import uvicorn
+    except ImportError as exc:
+        raise MissingExtraError.of(exc, "the session inspector (lamina serve)", "serve") from None
 
-        from lamina.cli._store import store_or_abort
-        from lamina.reports import cost_of
-        from lamina.serve import create_app
-    except ImportError as exc:  # pragma: no cover - the dependencies are part of the package
-        abort(f"lamina serve needs its web dependencies: {exc}")
+    from lamina.cli._store import store_or_abort
+    from lamina.reports import cost_of
+    from lamina.serve import create_app  # MissingExtraError without Starlette or Jinja2: one line, exit 2
+
     store = store_or_abort(ctx)
     app = create_app(store, host=host, port=port, prices=cost_of)
     shown = f"[{host}]" if ":" in host else host

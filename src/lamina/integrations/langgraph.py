@@ -14,17 +14,20 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Unpack
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
-from langgraph.checkpoint.memory import InMemorySaver
-
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
-from lamina.errors import SessionNotFoundError, UsageError
+from lamina.errors import MissingExtraError, SessionNotFoundError, UsageError
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions, thread_options
 from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult
+
+try:
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+    from langgraph.checkpoint.memory import InMemorySaver
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the LangGraph integration", "langgraph") from None
 
 CHECKPOINT = "langgraph.checkpoint"
 WRITES = "langgraph.writes"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
 from lamina.engine import CompactionOutcome
-from lamina.errors import UsageError
+from lamina.errors import MissingExtraError, UsageError
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
 from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, Custom, Entry, SessionStore, ToolCall, ToolResult, UserMessage
@@ -224,13 +224,19 @@ class LaminaSession:
 
     def run_config(self, **options: Any) -> RunConfig:
         """A `RunConfig` with `place` as its model-input filter (other options passed through)."""
-        from agents.run_config import RunConfig
+        try:
+            from agents.run_config import RunConfig
+        except ImportError as exc:
+            raise MissingExtraError.of(exc, "the OpenAI Agents SDK integration", "openai-agents") from None
 
         return RunConfig(call_model_input_filter=self.place, **options)
 
     async def place(self, data: CallModelData[Any]) -> ModelInputData:
         """Lamina's placement of the next model call (a `RunConfig.call_model_input_filter`)."""
-        from agents.run_config import ModelInputData
+        try:
+            from agents.run_config import ModelInputData
+        except ImportError as exc:
+            raise MissingExtraError.of(exc, "the OpenAI Agents SDK integration", "openai-agents") from None
 
         given = [_plain(i) for i in data.model_data.input]
         instructions = data.model_data.instructions or ""

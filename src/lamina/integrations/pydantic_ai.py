@@ -14,27 +14,31 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from pydantic_ai.models import ModelRequestContext
-from pydantic_ai.tools import RunContext
-
 from lamina.context import TurnContext
 from lamina.defang import neutralise
 from lamina.engine import CompactionOutcome
+from lamina.errors import MissingExtraError
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
 from lamina.integrations._thread import LaminaThread
 from lamina.session import AssistantMessage, SessionStore, ToolCall, ToolResult
+
+try:
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.tools import RunContext
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the pydantic-ai integration", "pydantic-ai") from None
 
 MESSAGE = "pydantic_ai.message"
 """The name of the log entries holding the messages as sent."""

@@ -1,8 +1,8 @@
 """Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries (I/O: network).
 
-The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`, and
-`ClaudeAgentProvider` on the optional `claude` extra) are imported on first use: the SDKs take
-seconds to import, and scripted or offline runs never need them. So is the scripted provider: it
+The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`,
+`ClaudeAgentProvider`) are imported on first use, each from its extra (`anthropic`, `openai`,
+`claude`; `MissingExtraError` names it): scripted or offline runs never need them. So is the scripted provider: it
 bills its usage with the cache simulator (`lamina.cachesim`). `provider_from_spec` turns a
 command-line spec into a provider.
 """
@@ -92,7 +92,8 @@ def provider_from_spec(spec: str) -> Provider:
         The provider, built.
 
     Raises:
-        UsageError: A spec of any other form, or `claude-agent:` without the extra installed.
+        UsageError: A spec of any other form.
+        MissingExtraError: The provider's extra is not installed (`anthropic`, `openai`, `claude`).
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest.strip():

@@ -16,24 +16,10 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
 
-import anthropic
-from anthropic.types import (
-    InputJSONDelta,
-    RawContentBlockDeltaEvent,
-    RawContentBlockStartEvent,
-    RawContentBlockStopEvent,
-    RawMessageDeltaEvent,
-    RawMessageStartEvent,
-    RawMessageStopEvent,
-    RawMessageStreamEvent,
-    ToolUseBlock,
-)
-from anthropic.types import TextBlock as SdkTextBlock
-from anthropic.types import TextDelta as SdkTextDelta
-
 from lamina.errors import (
     AuthenticationError,
     InvalidRequestError,
+    MissingExtraError,
     ProviderError,
     TransientServerError,
     UsageError,
@@ -43,6 +29,24 @@ from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextD
 from lamina.providers._errors import error_for_status
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.session import Usage
+
+try:
+    import anthropic
+    from anthropic.types import (
+        InputJSONDelta,
+        RawContentBlockDeltaEvent,
+        RawContentBlockStartEvent,
+        RawContentBlockStopEvent,
+        RawMessageDeltaEvent,
+        RawMessageStartEvent,
+        RawMessageStopEvent,
+        RawMessageStreamEvent,
+        ToolUseBlock,
+    )
+    from anthropic.types import TextBlock as SdkTextBlock
+    from anthropic.types import TextDelta as SdkTextDelta
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the Anthropic provider", "anthropic") from None
 
 if TYPE_CHECKING:
     from anthropic.types.message_create_params import MessageCreateParamsStreaming

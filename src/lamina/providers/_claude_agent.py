@@ -20,6 +20,7 @@ import msgspec
 
 from lamina.errors import (
     InvalidRequestError,
+    MissingExtraError,
     ProviderError,
     ProviderSessionLostError,
     TransientServerError,
@@ -454,6 +455,4 @@ def _require_sdk() -> None:
     try:
         import claude_agent_sdk  # noqa: F401  (only checks that the optional extra is installed)
     except ImportError as exc:
-        raise UsageError(
-            "the Claude Agent SDK backend needs the optional extra 'claude': pip install 'lamina[claude]'"
-        ) from exc
+        raise MissingExtraError.of(exc, "the Claude Agent SDK backend", "claude") from None

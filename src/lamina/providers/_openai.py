@@ -14,27 +14,10 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Self, cast
 
-import openai
-from openai.types.chat import ChatCompletionChunk
-from openai.types.completion_usage import CompletionUsage
-from openai.types.responses import (
-    Response,
-    ResponseCompletedEvent,
-    ResponseErrorEvent,
-    ResponseFailedEvent,
-    ResponseFunctionToolCall,
-    ResponseIncompleteEvent,
-    ResponseOutputItemDoneEvent,
-    ResponseOutputMessage,
-    ResponseOutputText,
-    ResponseRefusalDeltaEvent,
-    ResponseStreamEvent,
-    ResponseTextDeltaEvent,
-)
-
 from lamina.errors import (
     AuthenticationError,
     InvalidRequestError,
+    MissingExtraError,
     ProviderError,
     RateLimitError,
     TransientServerError,
@@ -45,6 +28,27 @@ from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextD
 from lamina.providers._errors import error_for_status
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.session import Usage
+
+try:
+    import openai
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.completion_usage import CompletionUsage
+    from openai.types.responses import (
+        Response,
+        ResponseCompletedEvent,
+        ResponseErrorEvent,
+        ResponseFailedEvent,
+        ResponseFunctionToolCall,
+        ResponseIncompleteEvent,
+        ResponseOutputItemDoneEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseRefusalDeltaEvent,
+        ResponseStreamEvent,
+        ResponseTextDeltaEvent,
+    )
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the OpenAI provider", "openai") from None
 
 if TYPE_CHECKING:
     from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming

@@ -16,15 +16,8 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import msgspec
-from jinja2 import Environment, PackageLoader, select_autoescape
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 
+from lamina.errors import MissingExtraError
 from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import (
     LAYER_NAMES,
@@ -40,6 +33,18 @@ from lamina.serve._responses import download, error_page, json_response
 from lamina.serve._security import LOOPBACK_HOSTS, HostCheck, SecurityHeaders, is_loopback
 from lamina.serve._shown import fit, visible
 from lamina.session import AttachmentRef, LogEntry, SessionStore
+
+try:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, Response, StreamingResponse
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the session inspector (lamina serve)", "serve") from None
 
 PAGE_ENTRIES: Final = 300
 """Timeline entries per page (the newest page is shown first)."""

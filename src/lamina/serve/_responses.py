@@ -5,9 +5,14 @@ from __future__ import annotations
 from typing import Final
 
 import msgspec
-from starlette.responses import HTMLResponse, Response
 
+from lamina.errors import MissingExtraError
 from lamina.serve._model import ErrorOut
+
+try:
+    from starlette.responses import HTMLResponse, Response
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the session inspector (lamina serve)", "serve") from None
 
 __all__ = ["download", "error_page", "json_response"]
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 import ipaddress
 from typing import Final
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
+from lamina.errors import MissingExtraError
 from lamina.serve._responses import error_page
+
+try:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the session inspector (lamina serve)", "serve") from None
 
 __all__ = ["CSP", "LOOPBACK_HOSTS", "SECURITY_HEADERS", "HostCheck", "SecurityHeaders", "host_name", "is_loopback"]
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from markupsafe import Markup, escape
-
 from lamina.defang import show_controls  # the one escaping of controls and bidi, shared with the CLI
+from lamina.errors import MissingExtraError
+
+try:
+    from markupsafe import Markup, escape
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "the session inspector (lamina serve)", "serve") from None
 
 MAX_CHAR_BYTES: Final = 14
 """The most bytes one character can take on a page: `<U+202E>`, escaped, is `&lt;U+202E&gt;`."""

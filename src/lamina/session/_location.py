@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
-from lamina.errors import UsageError
+from lamina.errors import MissingExtraError, UsageError
 from lamina.session._protocol import STORE_ENV_VAR, SessionStore
 
 POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
@@ -59,20 +59,16 @@ def open_store(location: str | Path | None = None, *, setting: str | None = None
             `LAMINA_STORE` for a value from the environment, else `store location`.
 
     Raises:
-        UsageError: The location is malformed (the message names the setting), or the PostgreSQL
-            driver is not installed.
+        UsageError: The location is malformed (the message names the setting).
+        MissingExtraError: A PostgreSQL URL without the `postgres` extra installed.
     """
     chosen = store_location(location)
     if chosen is not None:
         explicit = location is not None and str(location) != ""
         check_location(chosen, setting=setting or ("store location" if explicit else STORE_ENV_VAR))
     if is_postgres_url(chosen):
-        try:
-            from lamina.session.postgres import PostgresSessionStore
-        except ImportError as exc:
-            raise UsageError(
-                f"the PostgreSQL store needs its driver: pip install 'lamina[postgres]' ({exc.name} is missing)"
-            ) from None
+        from lamina.session.postgres import PostgresSessionStore  # MissingExtraError without the `postgres` extra
+
         return PostgresSessionStore(str(chosen))
     from lamina.session._store import LocalSessionStore
 
@@ -118,7 +114,7 @@ def _libpq_problem(url: str) -> str | None:
         from psycopg.conninfo import conninfo_to_dict
 
         from lamina.session.postgres import split_url  # how the store reads the URL: the one reading
-    except ImportError:
+    except (ImportError, MissingExtraError):
         return None
     try:
         conninfo_to_dict(split_url(url)[0])

@@ -3,6 +3,7 @@
 A source lives in `sources/<slug>/` of the workspace: `source.toml` says how to reach it and
 `guide.md` says how to use it. Its tools are named `<slug>__<tool>` and carry one-sentence
 descriptions that point at the guide, so the guide can change without changing any tool spec.
+MCP sources need the `mcp` extra, API sources the `http` extra (else a `ConnectionProblem` names it).
 """
 
 from __future__ import annotations

@@ -14,13 +14,16 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import quote
 
-import httpx
-
-from lamina.errors import ToolDefinitionError
+from lamina.errors import MissingExtraError, ToolDefinitionError
 from lamina.sources._config import ApiEndpoint, ApiSource, expand_env, path_params
 from lamina.sources._guide import guide_path
 from lamina.sources._tool import SourceTool, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
+
+try:
+    import httpx
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "an API source", "http") from None
 
 _QUERY_METHODS: Final = ("GET", "HEAD", "DELETE")
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, assert_never
 
-from lamina.errors import SourceConnectionError, ToolDefinitionError
-from lamina.sources._api import ApiConnection, api_tools
+from lamina.errors import MissingExtraError, SourceConnectionError, ToolDefinitionError
 from lamina.sources._config import ApiSource, McpSource, Source
 from lamina.sources._tool import SourceTool
 
 if TYPE_CHECKING:
+    from lamina.sources._api import ApiConnection
     from lamina.sources._mcp import McpConnection
 
 
@@ -98,6 +98,12 @@ class SourceConnections:
         await self.aclose()
 
     async def _connect(self, source: Source) -> tuple[Sequence[SourceTool], Sequence[ConnectionProblem]]:
+        try:
+            return await self._connected(source)
+        except MissingExtraError as exc:  # the `mcp` or `http` extra: this source gives no tools, the others do
+            return (), (ConnectionProblem(source.slug, str(exc)),)
+
+    async def _connected(self, source: Source) -> tuple[Sequence[SourceTool], Sequence[ConnectionProblem]]:
         match source:
             case McpSource():
                 # imported here: the MCP SDK is slow to import and only MCP sources need it
@@ -118,6 +124,8 @@ class SourceConnections:
                     problems.append(ConnectionProblem(source.slug, reason))
                 return tools, tuple(problems)
             case ApiSource():
+                from lamina.sources._api import ApiConnection, api_tools
+
                 api = ApiConnection(source, environ=self._environ)
                 self._connections.append(api)
                 endpoints, bad = api_tools(api)

@@ -19,18 +19,21 @@ import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, TextIO, cast
 
-import anyio
-import httpx2
-import mcp_types
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-
 from lamina.attachments import NamedBytes
-from lamina.errors import SourceConnectionError, ToolDefinitionError
+from lamina.errors import MissingExtraError, SourceConnectionError, ToolDefinitionError
 from lamina.sources._config import McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources._guide import guide_path
 from lamina.sources._tool import SourceTool, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
+
+try:
+    import anyio
+    import httpx2
+    import mcp_types
+    from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError as exc:
+    raise MissingExtraError.of(exc, "an MCP source", "mcp") from None
 
 _STDERR_TAIL: Final = 800  # characters of the server's stderr quoted in an error
 _CLOSE_GRACE: Final = 10.0  # seconds the SDK gets to stop a server before its task is cancelled
