@@ -10,8 +10,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
@@ -59,6 +62,14 @@ def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     assert (tmp_path / session_id / "log.jsonl").is_file()
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary folder with a short path: the demo's paths must fit a line, whatever pytest's base is."""
+    folder = Path(tempfile.mkdtemp(prefix="ld-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": SRC, "TMPDIR": str(tmp_path), **extra}
     for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "LAMINA_STORE", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
@@ -90,7 +101,8 @@ def _tokens(text: str) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 @pytest.mark.parametrize("columns", [80, 132])
-def test_demo_in_a_terminal_prints_real_colours_at_its_width(tmp_path: Path, columns: int) -> None:
+def test_demo_in_a_terminal_prints_real_colours_at_its_width(short_tmp: Path, columns: int) -> None:
+    tmp_path = short_tmp
     child = pexpect.spawn(
         sys.executable,
         ["-m", "lamina.cli", "demo"],
@@ -118,7 +130,8 @@ def test_demo_in_a_terminal_prints_real_colours_at_its_width(tmp_path: Path, col
 
 
 @pytest.mark.slow
-def test_demo_piped_has_no_escapes_a_sensible_width_and_no_split_word(tmp_path: Path) -> None:
+def test_demo_piped_has_no_escapes_a_sensible_width_and_no_split_word(short_tmp: Path) -> None:
+    tmp_path = short_tmp
     (tmp_path / "narrow").mkdir()
     (tmp_path / "wide").mkdir()
     piped = _piped(tmp_path / "narrow")  # no terminal, no COLUMNS: 100 columns
