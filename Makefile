@@ -12,7 +12,7 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 # timeout or a child process leaves its core to the others (on 2 cores 3 beat 2 by 7-17 s); WORKERS=0: one process
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(len(getattr(os, 'sched_getaffinity', lambda _: [0] * (os.cpu_count() or 1))(0)) + 1)")
 
-.PHONY: run test test-fast test-exhaustive lint typecheck docs bench peers browser clean
+.PHONY: run test checks test-fast test-exhaustive lint typecheck docs bench peers browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,8 +57,12 @@ browser:
 		fi; \
 	fi
 
+# The checks before the suite: mypy (two workers) and the docs build (one) share the two cores.
+checks: $(STAMP)
+	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck docs
+
 # Tests that share a module's browser or servers carry an xdist_group mark: one worker runs them all.
-test: lint typecheck docs browser
+test: lint checks browser
 	$(PYTEST) -q -n $(WORKERS) --dist loadgroup
 
 # The fast loop: the suite without the tests marked slow (processes, ptys, kill loops); about 25 s on 2 cores.
