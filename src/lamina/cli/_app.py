@@ -6,7 +6,7 @@ Imported by `lamina.cli.main` once the `cli` extra is known to be installed, and
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 from lamina.errors import MissingExtraError
 
@@ -14,6 +14,9 @@ try:
     import typer
 except ImportError as exc:
     raise MissingExtraError.of(exc, "the lamina command", "cli") from None
+
+from rich.markup import escape
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from lamina.cli import _chat as chat
 from lamina.cli import _config as config
@@ -23,8 +26,51 @@ from lamina.cli import _serve as serve
 from lamina.cli import _sessions as sessions
 from lamina.cli import _store as store
 
+
+class _LiteralHelpGroup(TyperGroup):
+    """The root group: every help text of the tree prints literally, and flags show no `<bool>`.
+
+    Typer renders help texts as Rich markup (`[skill:NAME]` would vanish as a style tag) and shows a
+    type after every option, flags included; the tree is fixed once, when typer builds it.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _literal_help(self)
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:  # type: ignore[override]
+        """The root's parameters, the completion options typer adds after `__init__` included."""
+        params = super().get_params(ctx)
+        _blank_flags(params)
+        return params
+
+
+def _literal_help(command: TyperCommand | TyperGroup) -> None:
+    """Escape the help texts of `command` and of its subcommands, and blank their flags' metavars."""
+    for attribute in ("help", "short_help", "epilog"):
+        text = getattr(command, attribute)
+        if isinstance(text, str):
+            setattr(command, attribute, escape(text))
+    params = [*command.params, command.get_help_option(typer.Context(command))]
+    _blank_flags(params)
+    for param in params:
+        if isinstance(param, TyperOption | TyperArgument) and param.help:
+            param.help = escape(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        if isinstance(sub, TyperCommand | TyperGroup):
+            _literal_help(sub)
+
+
+def _blank_flags(params: list[Any]) -> None:
+    """Flags take no value: an empty metavar instead of typer's `<bool>`."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+
+
 app = typer.Typer(
     name="lamina",
+    cls=_LiteralHelpGroup,
     help="Lamina: a context engine for LLM agents.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
