@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,8 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 import lamina
+from lamina.cli import app
 from tests.serve.conftest import Stored, free_port
 
 
@@ -43,3 +46,23 @@ def test_serve_command_serves_the_store_and_stops_on_interrupt(stored: Stored) -
     assert server.returncode in (0, 130), stderr  # 130: stopped by Ctrl-C, as `lamina run` reports it
     assert f"lamina serve: http://127.0.0.1:{port}/sessions/{stored.rich.id}" in stderr
     assert "Traceback" not in stderr
+
+
+def test_serve_refuses_an_unknown_session_before_any_url(stored: Stored) -> None:
+    result = CliRunner().invoke(app, ["--store", str(stored.store.root), "serve", "--session", "nosuch"])
+    assert result.exit_code == 3  # the session store, as docs/cli.md lists the exit codes
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [f"error: no session 'nosuch' in store {stored.store.root}"]
+
+
+def test_serve_refuses_a_port_in_use_before_any_url(stored: Stored) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(lamina.__file__).parents[1]), "NO_COLOR": "1"}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "lamina.cli", "--store", str(stored.store.root), "serve", "--port", str(port)]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1 port {port}: already in use"]

@@ -15,7 +15,6 @@ try:
 except ImportError as exc:
     raise MissingExtraError.of(exc, "the lamina command", "cli") from None
 
-from rich.markup import escape
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from lamina.cli import _chat as chat
@@ -25,6 +24,7 @@ from lamina.cli import _run as run
 from lamina.cli import _serve as serve
 from lamina.cli import _sessions as sessions
 from lamina.cli import _store as store
+from lamina.cli._console import safe
 
 
 class _LiteralHelpGroup(TyperGroup):
@@ -50,12 +50,12 @@ def _literal_help(command: TyperCommand | TyperGroup) -> None:
     for attribute in ("help", "short_help", "epilog"):
         text = getattr(command, attribute)
         if isinstance(text, str):
-            setattr(command, attribute, escape(text))
+            setattr(command, attribute, safe(text))
     params = [*command.params, command.get_help_option(typer.Context(command))]
     _blank_flags(params)
     for param in params:
         if isinstance(param, TyperOption | TyperArgument) and param.help:
-            param.help = escape(param.help)
+            param.help = safe(param.help)
     for sub in getattr(command, "commands", {}).values():
         if isinstance(sub, TyperCommand | TyperGroup):
             _literal_help(sub)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import threading
 import webbrowser
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lamina.cli._console import err, safe
-from lamina.errors import MissingExtraError
+from lamina.cli._console import abort, err, exit_code, safe
+from lamina.errors import MissingExtraError, SessionNotFoundError
+
+if TYPE_CHECKING:
+    from lamina.session import SessionStore
 
 
 def serve(
@@ -37,14 +42,51 @@ def serve(
     from lamina.serve import create_app  # MissingExtraError without Starlette or Jinja2: one line, exit 2
 
     store = store_or_abort(ctx)
+    try:
+        if session:
+            _check_session(store, session)
+        listening = _bind(host, port)
+    except BaseException:
+        store.close()
+        raise
     app = create_app(store, host=host, port=port, prices=cost_of)
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/" + (f"sessions/{session}" if session else "")
+    bound = int(listening.getsockname()[1])  # --port 0: the port the system chose
+    url = f"http://{shown}:{bound}/" + (f"sessions/{session}" if session else "")
     err.print(f"lamina serve: {safe(url)}  (store {safe(store.location)}; read-only; Ctrl-C to stop)")
     if open_browser:
         threading.Timer(0.8, webbrowser.open, args=(url,)).start()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", timeout_graceful_shutdown=1)
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
+        listening.close()
         store.close()
+
+
+def _check_session(store: SessionStore, session_id: str) -> None:
+    """End the command with one error line (exit 3) when the store holds no session `session_id`."""
+    if not any(summary.id == session_id for summary in store.list()):
+        missing = SessionNotFoundError(session_id, store.location)
+        abort(str(missing), exit_code(missing))
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to `host` and `port`, for uvicorn to listen on; one error line (exit 1) when it cannot be.
+
+    Args:
+        host: The address to bind (an IPv6 address contains a colon).
+        port: The TCP port; 0 lets the system choose one.
+
+    Returns:
+        The bound socket.
+    """
+    listening = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart need not wait
+    try:
+        listening.bind((host, port))
+    except OSError as exc:
+        listening.close()
+        reason = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        abort(f"cannot listen on {host} port {port}: {reason}", 1)
+    return listening
