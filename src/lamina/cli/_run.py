@@ -5,21 +5,25 @@ written when it is a pipe); tool lines and warnings to stderr. `--json`
 prints one JSON document at the end; `--stream-json` prints one JSON object per line as the turn
 runs (`text`, `tool_started`, `tool_finished`, `retry`, `compaction`, `warning`) and a final
 `result` line. No one can answer an approval question, so in ask mode calls that need one are
-refused (the model is told). Exit code 0 on success, 1 on any failure, 130 when interrupted.
+refused (the model is told). Failures print JSON too; exit codes as docs/cli.md lists them (2, 3, 4, 1, 130).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
 import typer
 
 from lamina.cli._chat import ContinueOption, CustomPresetOption, ModelOption, ModeOption, PresetOption
+from lamina.errors import LaminaError, UsageError
 
 if TYPE_CHECKING:
     from lamina.agent import AgentEvent, TurnOutcome
+    from lamina.cli._config import Settings
     from lamina.engine import CompactionEvent
+    from lamina.session import SessionStore
 
 
 def run(
@@ -46,49 +50,134 @@ def run(
 ) -> None:
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
+
+    from lamina.cli._session import latest_session
+
+    known = _Known(as_json=as_json, stream_json=stream_json and not as_json, model=model, mode=mode)
+    try:
+        _check_usage(known, text, resume, continue_, stream_json)
+        text = _message(text)
+        workspace = Path.cwd()
+        store = _open_store(ctx)
+        try:
+            settings = _settings(workspace, known, preset, custom_preset)
+            session_id = latest_session(store, workspace) if continue_ else resume
+            outcome = asyncio.run(_run(store, settings, workspace, session_id, text, known, tuple(skill or ())))
+        finally:
+            store.close()  # a database store's connections; nothing for a folder
+    except LaminaError as exc:
+        _fail(known, _kind(exc), str(exc), None)
+    except KeyboardInterrupt:
+        _fail(known, "interrupted", "interrupted", 130)
+    except Exception as exc:  # a bug or an SDK failure not mapped to LaminaError: still one line, non-zero
+        _fail(known, "internal", f"{type(exc).__name__}: {exc}", 1)
+    _print_result(known, outcome)
+
+
+@dataclass
+class _Known:
+    """What the run knows so far, for the JSON a failure prints: filled in as it gets there."""
+
+    as_json: bool
+    stream_json: bool
+    model: str | None = None
+    mode: str | None = None
+    session_id: str | None = None
+
+    def emit(self, data: dict[str, Any]) -> None:
+        """Print one `--stream-json` event (nothing otherwise)."""
+        if self.stream_json:
+            _stream_line(data)
+
+
+_MODES: Final = ("explore", "plan", "ask", "execute")  # PermissionMode's values (a test holds them equal)
+
+
+def _check_usage(known: _Known, text: str, resume: str | None, continue_: bool, stream_json: bool) -> None:
+    """Raise `UsageError` for options that cannot go together or a mode that is none.
+
+    Raises:
+        UsageError: `--json` with `--stream-json`, `--resume` with `--continue`, an empty `--resume`, a bad `--mode`.
+    """
+    if known.as_json and stream_json:
+        raise UsageError("use --json or --stream-json, not both")
+    if resume is not None and continue_:
+        raise UsageError("use --resume ID or --continue, not both")
+    if resume == "":
+        raise UsageError("--resume needs a session id here (see `lamina sessions list`)")
+    if known.mode is not None and known.mode not in _MODES:
+        raise UsageError(f"--mode {known.mode}: not a mode; use one of {', '.join(_MODES)}")
+
+
+def _message(text: str) -> str:
+    """The message: the argument, or stdin for `-`, without its trailing newlines.
+
+    Raises:
+        UsageError: The message is empty or only whitespace.
+    """
     import sys
 
-    from lamina.cli._config import settings_or_abort
-    from lamina.cli._console import abort
-    from lamina.cli._session import latest_session
-    from lamina.cli._store import store_or_abort
-    from lamina.errors import LaminaError
-
-    if as_json and stream_json:
-        abort("use --json or --stream-json, not both")
-    if resume is not None and continue_:
-        abort("use --resume ID or --continue, not both")
-    if resume == "":
-        abort("--resume needs a session id here (see `lamina sessions list`)")
     if text == "-":
         text = sys.stdin.read()
     if not text.strip():
-        abort("empty message: give the text as an argument, or `-` and the text on stdin")
-    workspace = Path.cwd()
-    store = store_or_abort(ctx)
-    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
-    session_id = resume
-    emit = _stream_line if stream_json else None
-    try:
-        if continue_:
-            session_id = latest_session(store, workspace)
-        outcome, session = asyncio.run(
-            _run(store, settings, workspace, session_id, text.rstrip("\n"), emit, tuple(skill or ()))
-        )
-    except LaminaError as exc:
-        if stream_json:
-            _stream_line({"type": "error", "message": str(exc)})
-        abort(str(exc))
-    except KeyboardInterrupt:
-        abort("interrupted", code=130)
-    except Exception as exc:  # a bug or an SDK failure not mapped to LaminaError: still one line, non-zero
-        abort(f"{type(exc).__name__}: {exc}")
-    finally:
-        store.close()  # a database store's connections; nothing for a folder
-    result = _result(outcome, session, settings.model)
-    if stream_json:
+        raise UsageError("empty message: give the text as an argument, or `-` and the text on stdin")
+    return text.rstrip("\n")
+
+
+def _open_store(ctx: typer.Context) -> SessionStore:
+    from lamina.cli._store import open_named_store
+
+    return open_named_store((ctx.find_root().obj or {}).get("store"))
+
+
+def _settings(workspace: Path, known: _Known, preset: str | None, custom_preset: Path | None) -> Settings:
+    """The effective settings; `known` learns the model and mode.
+
+    Raises:
+        UsageError: A config file cannot be used, or the mode it gives is none.
+    """
+    from lamina.cli._config import load_settings
+
+    if custom_preset is not None and preset is None:
+        preset = "custom"
+    settings = load_settings(workspace, model=known.model, mode=known.mode, preset=preset, preset_file=custom_preset)
+    known.model, known.mode = settings.model, settings.mode
+    if settings.mode not in _MODES:
+        raise UsageError(f"mode {settings.mode} (from the config): not a mode; use one of {', '.join(_MODES)}")
+    return settings
+
+
+def _kind(error: LaminaError) -> str:
+    """The `kind` of an error in the JSON: usage, session, provider or error (as the exit codes group them)."""
+    from lamina.errors import ProviderError, SessionError
+
+    if isinstance(error, UsageError):
+        return "usage"
+    if isinstance(error, SessionError):
+        return "session"
+    if isinstance(error, ProviderError):
+        return "provider"
+    return "error"
+
+
+def _fail(known: _Known, kind: str, message: str, code: int | None) -> NoReturn:
+    """End the run: the JSON error (for `--json` or `--stream-json`), then one `error:` line and the exit code."""
+    from lamina.cli._console import abort, print_json
+
+    error = {"error": {"kind": kind, "message": message}, "session_id": known.session_id, "model": known.model}
+    if known.as_json:
+        print_json({**error, "mode": known.mode})
+    known.emit({"type": "error", "kind": kind, "message": message, "session_id": known.session_id})
+    abort(message, code=code)
+
+
+def _print_result(known: _Known, outcome: TurnOutcome) -> None:
+    import sys
+
+    result = _result(outcome, known.session_id or "", known.model or "")
+    if known.stream_json:
         _stream_line({"type": "result", **result})
-    elif as_json:
+    elif known.as_json:
         from lamina.cli._console import print_json
 
         print_json(result)
@@ -101,8 +190,14 @@ def run(
 
 
 async def _run(
-    store: Any, settings: Any, workspace: Path, session_id: str | None, text: str, emit: Any, skills: tuple[str, ...]
-) -> tuple[TurnOutcome, str]:
+    store: SessionStore,
+    settings: Settings,
+    workspace: Path,
+    session_id: str | None,
+    text: str,
+    known: _Known,
+    skills: tuple[str, ...],
+) -> TurnOutcome:
     from lamina.cli._session import make_provider, model_name, session_agent
     from lamina.cli._view import TurnView
 
@@ -110,10 +205,10 @@ async def _run(
     view = TurnView(model=model_name(settings.model), spinner=False)
 
     def on_event(event: AgentEvent) -> None:
-        if emit is not None:
+        if known.stream_json:
             line = _event_json(event)
             if line is not None:
-                emit(line)
+                _stream_line(line)
             return
         from lamina.providers import TextDelta
 
@@ -121,8 +216,8 @@ async def _run(
             view(event)
 
     def on_compaction(event: CompactionEvent) -> None:
-        if emit is not None:
-            emit({"type": "compaction", "kind": event.kind, "trigger": event.trigger, "message": event.message})
+        if known.stream_json:
+            _stream_line({"type": "compaction", "kind": event.kind, "trigger": event.trigger, "message": event.message})
         else:
             view.compaction(event)
 
@@ -137,8 +232,9 @@ async def _run(
         on_event=on_event,
         on_compaction=on_compaction,
     ) as agent:
-        outcome = await agent.run_turn(text, skills=skills)
-        return outcome, agent.engine.session.id
+        known.session_id, known.mode = agent.engine.session.id, agent.engine.mode
+        known.emit({"type": "session", "session_id": known.session_id, "model": settings.model, "mode": known.mode})
+        return await agent.run_turn(text, skills=skills)
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
