@@ -225,3 +225,8 @@ def test_a_missing_session_is_a_json_session_error(tmp_path: Path, ws: Path) -> 
     assert result.exit_code == 3, result.output
     assert "nosuch" in _error_line(result)
     assert json.loads(result.stdout)["error"]["kind"] == "session"
+
+
+def test_the_help_shows_the_skill_mention_as_written() -> None:
+    result = runner.invoke(app, ["run", "--help"], terminal_width=160)
+    assert result.exit_code == 0 and "[skill:NAME]" in result.stdout

@@ -1,11 +1,11 @@
 """`lamina run "TEXT"`: one turn, non-interactively, for scripts and CI (I/O).
 
 The answer (the model's final text) goes to stdout (neutralised when stdout is a terminal, as
-written when it is a pipe); tool lines and warnings to stderr. `--json`
-prints one JSON document at the end; `--stream-json` prints one JSON object per line as the turn
-runs (`text`, `tool_started`, `tool_finished`, `retry`, `compaction`, `warning`) and a final
-`result` line. No one can answer an approval question, so in ask mode calls that need one are
-refused (the model is told). Failures print JSON too; exit codes as docs/cli.md lists them (2, 3, 4, 1, 130).
+written when it is a pipe); tool lines and warnings to stderr. `--json` prints one JSON document at
+the end, `--stream-json` one JSON object per event (docs/cli.md lists them); a failure prints JSON
+too, with the exit codes docs/cli.md gives. Nobody can answer an approval question, so in ask mode
+calls that need one are refused (the model is told); `--accept-plan`/`--reject-plan` decide a
+submitted plan.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from lamina.cli._chat import ContinueOption, CustomPresetOption, ModelOption, Mo
 from lamina.errors import LaminaError, UsageError
 
 if TYPE_CHECKING:
-    from lamina.agent import AgentEvent, TurnOutcome
+    from lamina.agent import Agent, AgentEvent, TurnOutcome
     from lamina.cli._config import Settings
     from lamina.engine import CompactionEvent
     from lamina.session import SessionStore
@@ -28,7 +28,13 @@ if TYPE_CHECKING:
 
 def run(
     ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="The message; `-` reads it from stdin.", show_default=False)],
+    text: Annotated[
+        str | None,
+        typer.Argument(
+            help="The message; `-` reads it from stdin (optional with --accept-plan or --reject-plan).",
+            show_default=False,
+        ),
+    ] = None,
     model: ModelOption = None,
     mode: ModeOption = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue this session id.")] = None,
@@ -39,7 +45,8 @@ def run(
         list[str] | None,
         typer.Option(
             "--skill",
-            help="A skill the task uses (repeatable): read first, as a [skill:NAME] mention; its allowed_tools apply.",
+            help="A skill the task uses (repeatable): read first, as a \\[skill:NAME] mention;"
+            " its allowed_tools apply.",
             show_default=False,
         ),
     ] = None,
@@ -47,6 +54,18 @@ def run(
     stream_json: Annotated[
         bool, typer.Option("--stream-json", help="Print one JSON object per event, one per line.")
     ] = False,
+    accept_plan: Annotated[
+        bool,
+        typer.Option("--accept-plan", help="Accept the plan the turn (or the resumed session) submitted, and run it."),
+    ] = False,
+    reject_plan: Annotated[
+        str | None,
+        typer.Option(
+            "--reject-plan",
+            help="Reject the submitted plan with this feedback: the model plans again.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
@@ -55,14 +74,16 @@ def run(
 
     known = _Known(as_json=as_json, stream_json=stream_json and not as_json, model=model, mode=mode)
     try:
-        _check_usage(known, text, resume, continue_, stream_json)
-        text = _message(text)
+        _check_usage(known, resume, continue_, stream_json)
+        decision = _decision(accept_plan, reject_plan, text, resumed=resume is not None or continue_)
+        message = None if text is None else _message(text)
         workspace = Path.cwd()
         store = _open_store(ctx)
         try:
             settings = _settings(workspace, known, preset, custom_preset)
             session_id = latest_session(store, workspace) if continue_ else resume
-            outcome = asyncio.run(_run(store, settings, workspace, session_id, text, known, tuple(skill or ())))
+            turn = _Turn(message, tuple(skill or ()), decision)
+            outcome = asyncio.run(_run(store, settings, workspace, session_id, turn, known))
         finally:
             store.close()  # a database store's connections; nothing for a folder
     except LaminaError as exc:
@@ -93,7 +114,44 @@ class _Known:
 _MODES: Final = ("explore", "plan", "ask", "execute")  # PermissionMode's values (a test holds them equal)
 
 
-def _check_usage(known: _Known, text: str, resume: str | None, continue_: bool, stream_json: bool) -> None:
+@dataclass(frozen=True)
+class _PlanDecision:
+    """`--accept-plan` (feedback None) or `--reject-plan TEXT`."""
+
+    feedback: str | None = None
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What the run sends: the message (None: only decide the waiting plan), skills, the plan decision."""
+
+    message: str | None
+    skills: tuple[str, ...]
+    decision: _PlanDecision | None
+
+
+def _decision(accept: bool, reject: str | None, text: str | None, *, resumed: bool) -> _PlanDecision | None:
+    """The plan decision the options give.
+
+    Raises:
+        UsageError: Both given, empty feedback, or neither a message nor a decision of a resumed session's plan.
+    """
+    if accept and reject is not None:
+        raise UsageError("use --accept-plan or --reject-plan, not both")
+    if reject is not None and not reject.strip():
+        raise UsageError("--reject-plan needs the feedback the model plans again with")
+    decision = _PlanDecision(reject) if reject is not None else _PlanDecision() if accept else None
+    if text is None and decision is None:
+        raise UsageError("missing message: give the text as an argument, or `-` and the text on stdin")
+    if text is None and not resumed:
+        raise UsageError(
+            "without a message, --accept-plan and --reject-plan decide a resumed session's plan:"
+            " add --resume ID or --continue"
+        )
+    return decision
+
+
+def _check_usage(known: _Known, resume: str | None, continue_: bool, stream_json: bool) -> None:
     """Raise `UsageError` for options that cannot go together or a mode that is none.
 
     Raises:
@@ -194,9 +252,8 @@ async def _run(
     settings: Settings,
     workspace: Path,
     session_id: str | None,
-    text: str,
+    turn: _Turn,
     known: _Known,
-    skills: tuple[str, ...],
 ) -> TurnOutcome:
     from lamina.cli._session import make_provider, model_name, session_agent
     from lamina.cli._view import TurnView
@@ -234,11 +291,34 @@ async def _run(
     ) as agent:
         known.session_id, known.mode = agent.engine.session.id, agent.engine.mode
         known.emit({"type": "session", "session_id": known.session_id, "model": settings.model, "mode": known.mode})
-        return await agent.run_turn(text, skills=skills)
+        if turn.message is not None:
+            outcome = await agent.run_turn(turn.message, skills=turn.skills)
+            if turn.decision is None or outcome.stop_reason != "plan_submitted":
+                return outcome
+        assert turn.decision is not None  # `_decision` holds: no message, a decision
+        return await _decide(agent, turn.decision)
+
+
+async def _decide(agent: Agent, decision: _PlanDecision) -> TurnOutcome:
+    """Accept (and run) or reject the plan that waits for a decision.
+
+    Raises:
+        PlanTransitionError: No plan waits for one.
+        LaminaRuntimeError: The accepted plan was not carried out.
+    """
+    from lamina.errors import LaminaRuntimeError
+
+    if decision.feedback is not None:
+        return await agent.reject_plan(decision.feedback)
+    outcome = await agent.accept_plan()
+    if outcome is None:
+        plan = agent.plan
+        raise LaminaRuntimeError(f"the plan was accepted but not carried out ({plan.state if plan else 'no plan'})")
+    return outcome
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
-    from lamina.agent import ModelCallFinished, SkillWarning, ToolFinished, ToolStarted
+    from lamina.agent import ModelCallFinished, PlanUpdate, SkillWarning, ToolFinished, ToolStarted
     from lamina.cli._approval import call_fields
     from lamina.providers import RetryNotice, TextDelta
 
@@ -260,6 +340,14 @@ def _event_json(event: AgentEvent) -> dict[str, Any] | None:
             return {"type": "retry", "attempt": attempt, "delay": delay, "error": str(error)}
         case SkillWarning(message=message):
             return {"type": "warning", "message": message}
+        case PlanUpdate(plan=plan):
+            return {
+                "type": "plan",
+                "plan_id": plan.plan_id,
+                "state": plan.state,
+                "title": plan.title,
+                "text": plan.text,
+            }
         case ModelCallFinished(index=index, usage=usage, stop_reason=stop_reason):
             return {"type": "model_call", "index": index, "usage": usage, "stop_reason": stop_reason}
     return None
