@@ -1,4 +1,4 @@
-"""`lamina run` and plans: `--accept-plan` and `--reject-plan` decide a submitted plan headlessly."""
+"""`lamina run`: `--accept-plan` and `--reject-plan` decide a submitted plan headlessly; an interrupted run."""
 
 from __future__ import annotations
 
@@ -105,3 +105,17 @@ def test_deciding_when_no_plan_waits_is_a_usage_error(tmp_path: Path, workspace:
     assert second.exit_code == 2, second.output
     data = json.loads(second.stdout)
     assert data["error"]["kind"] == "usage" and data["session_id"] == session_id
+
+
+def test_an_interrupted_run_prints_the_json_error_and_exits_130(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lamina.cli._run as run_module
+
+    async def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "_run", interrupted)
+    result = _run(tmp_path, "one", [{"text": "unused"}], "hi")
+    assert result.exit_code == 130 and result.stderr == "error: interrupted\n"
+    assert json.loads(result.stdout)["error"] == {"kind": "interrupted", "message": "interrupted"}
