@@ -90,6 +90,8 @@ def run(
         _fail(known, _kind(exc), str(exc), None)
     except KeyboardInterrupt:
         _fail(known, "interrupted", "interrupted", 130)
+    except typer.Exit:  # a helper that already printed its one error line
+        raise
     except Exception as exc:  # a bug or an SDK failure not mapped to LaminaError: still one line, non-zero
         _fail(known, "internal", f"{type(exc).__name__}: {exc}", 1)
     _print_result(known, outcome)
