@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lamina.cli import app
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolOutputPruned, ToolResult, UserMessage
@@ -30,7 +30,7 @@ def ws(tmp_path: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> Pat
     return workspace
 
 
-def _run(tmp_path: Path, *args: str, stdin: str | None = None) -> object:
+def _run(tmp_path: Path, *args: str, stdin: str | None = None) -> Result:
     return runner.invoke(app, ["--store", str(tmp_path / "store"), "run", *args, "--model", MODEL], input=stdin)
 
 
@@ -63,7 +63,9 @@ def test_run_stream_json_prints_one_event_per_line(tmp_path: Path, ws: Path, wir
     assert result.exit_code == 0, result.output
     events = [json.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["type"] for e in events]
-    assert kinds[0] == "retry" and events[0]["attempt"] == 1 and "rate limit" in events[0]["error"]
+    session_id = LocalSessionStore(tmp_path / "store").list()[0].id
+    assert events[0] == {"type": "session", "session_id": session_id, "model": MODEL, "mode": "ask"}
+    assert kinds[1] == "retry" and events[1]["attempt"] == 1 and "rate limit" in events[1]["error"]
     assert "".join(e["text"] for e in events if e["type"] == "text") == "Hello there."
     assert kinds[-1] == "result" and events[-1]["text"] == "Hello there."
 
@@ -86,9 +88,9 @@ def test_run_exit_codes(tmp_path: Path, ws: Path, wire: WireServer, monkeypatch:
     failed = runner.invoke(app, [*store, "run", "hi", "--model", MODEL])
     assert failed.exit_code == 4 and "error:" in failed.stderr and failed.stdout == ""
     empty = runner.invoke(app, [*store, "run", "-", "--model", MODEL], input="  \n")
-    assert empty.exit_code == 1 and "empty message" in empty.stderr
+    assert empty.exit_code == 2 and "empty message" in empty.stderr
     both = runner.invoke(app, [*store, "run", "hi", "--model", MODEL, "--json", "--stream-json"])
-    assert both.exit_code == 1
+    assert both.exit_code == 2
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     no_key = runner.invoke(app, [*store, "run", "hi", "--model", MODEL])
     assert no_key.exit_code == 2 and "set ANTHROPIC_API_KEY" in no_key.stderr
@@ -153,3 +155,78 @@ def test_a_resumed_run_prunes_old_tool_output_unless_the_config_says_no(
         assert pruned and "OLD-0" not in sent and "OLD-7" in sent and "[output pruned from context: Read" in sent
     else:
         assert not pruned and "OLD-0" in sent
+
+
+def _error_line(result: Result) -> str:
+    """The one line a failed run prints on stderr."""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "words"),
+    [
+        (["-"], "  \n", ["empty message"]),
+        (["hi", "--mode", "yolo"], None, ["--mode yolo", "explore, plan, ask, execute"]),
+        (["hi", "--stream-json"], None, ["--json or --stream-json"]),
+        (["hi", "--resume", "x", "--continue"], None, ["--resume ID or --continue"]),
+    ],
+)
+def test_a_usage_error_exits_2_with_one_line_and_the_json_error(
+    tmp_path: Path, ws: Path, args: list[str], stdin: str | None, words: list[str]
+) -> None:
+    result = _run(tmp_path, *args, "--json", stdin=stdin)
+    assert result.exit_code == 2, result.output
+    line = _error_line(result)
+    assert all(word in line for word in words), line
+    data = json.loads(result.stdout)
+    assert data["error"]["kind"] == "usage" and all(word in data["error"]["message"] for word in words)
+    assert data["session_id"] is None
+
+
+def test_a_usage_error_in_text_mode_prints_nothing_on_stdout(tmp_path: Path, ws: Path) -> None:
+    result = _run(tmp_path, "hi", "--mode", "yolo")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "PermissionMode" not in _error_line(result)
+
+
+def test_the_modes_listed_are_the_permission_modes() -> None:
+    from lamina.cli._run import _MODES
+    from lamina.tools import PermissionMode
+
+    assert tuple(mode.value for mode in PermissionMode) == _MODES
+
+
+def test_a_provider_failure_prints_the_json_error_with_the_session(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Fail("auth"))
+    result = _run(tmp_path, "hi", "--json")
+    assert result.exit_code == 4
+    _error_line(result)
+    data = json.loads(result.stdout)
+    assert data["error"]["kind"] == "provider" and data["error"]["message"]
+    assert data["session_id"] == LocalSessionStore(tmp_path / "store").list()[0].id
+    assert data["model"] == MODEL and data["mode"] == "ask"
+
+
+def test_a_stream_json_failure_opens_with_the_session_and_ends_with_the_error(
+    tmp_path: Path, ws: Path, wire: WireServer
+) -> None:
+    wire.script(Fail("auth"))
+    result = _run(tmp_path, "hi", "--stream-json")
+    assert result.exit_code == 4
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["type"] == "session" and events[-1]["type"] == "error"
+    assert events[-1]["kind"] == "provider" and events[-1]["session_id"] == events[0]["session_id"]
+
+
+def test_a_missing_session_is_a_json_session_error(tmp_path: Path, ws: Path) -> None:
+    result = _run(tmp_path, "hi", "--json", "--resume", "nosuch")
+    assert result.exit_code == 3, result.output
+    assert "nosuch" in _error_line(result)
+    assert json.loads(result.stdout)["error"]["kind"] == "session"
+
+
+def test_the_help_shows_the_skill_mention_as_written() -> None:
+    result = runner.invoke(app, ["run", "--help"], terminal_width=160)
+    assert result.exit_code == 0 and "[skill:NAME]" in result.stdout

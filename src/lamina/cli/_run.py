@@ -1,30 +1,40 @@
 """`lamina run "TEXT"`: one turn, non-interactively, for scripts and CI (I/O).
 
 The answer (the model's final text) goes to stdout (neutralised when stdout is a terminal, as
-written when it is a pipe); tool lines and warnings to stderr. `--json`
-prints one JSON document at the end; `--stream-json` prints one JSON object per line as the turn
-runs (`text`, `tool_started`, `tool_finished`, `retry`, `compaction`, `warning`) and a final
-`result` line. No one can answer an approval question, so in ask mode calls that need one are
-refused (the model is told). Exit code 0 on success, 1 on any failure, 130 when interrupted.
+written when it is a pipe); tool lines and warnings to stderr. `--json` prints one JSON document at
+the end, `--stream-json` one JSON object per event (docs/cli.md lists them); a failure prints JSON
+too, with the exit codes docs/cli.md gives. Nobody can answer an approval question, so in ask mode
+calls that need one are refused (the model is told); `--accept-plan`/`--reject-plan` decide a
+submitted plan.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
 import typer
 
 from lamina.cli._chat import ContinueOption, CustomPresetOption, ModelOption, ModeOption, PresetOption
+from lamina.errors import LaminaError, UsageError
 
 if TYPE_CHECKING:
-    from lamina.agent import AgentEvent, TurnOutcome
+    from lamina.agent import Agent, AgentEvent, TurnOutcome
+    from lamina.cli._config import Settings
     from lamina.engine import CompactionEvent
+    from lamina.session import SessionStore
 
 
 def run(
     ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="The message; `-` reads it from stdin.", show_default=False)],
+    text: Annotated[
+        str | None,
+        typer.Argument(
+            help="The message; `-` reads it from stdin (optional with --accept-plan or --reject-plan).",
+            show_default=False,
+        ),
+    ] = None,
     model: ModelOption = None,
     mode: ModeOption = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue this session id.")] = None,
@@ -35,7 +45,8 @@ def run(
         list[str] | None,
         typer.Option(
             "--skill",
-            help="A skill the task uses (repeatable): read first, as a [skill:NAME] mention; its allowed_tools apply.",
+            help="A skill the task uses (repeatable): read first, as a \\[skill:NAME] mention;"
+            " its allowed_tools apply.",
             show_default=False,
         ),
     ] = None,
@@ -43,52 +54,190 @@ def run(
     stream_json: Annotated[
         bool, typer.Option("--stream-json", help="Print one JSON object per event, one per line.")
     ] = False,
+    accept_plan: Annotated[
+        bool,
+        typer.Option("--accept-plan", help="Accept the plan the turn (or the resumed session) submitted, and run it."),
+    ] = False,
+    reject_plan: Annotated[
+        str | None,
+        typer.Option(
+            "--reject-plan",
+            help="Reject the submitted plan with this feedback: the model plans again.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
+
+    from lamina.cli._session import latest_session
+
+    known = _Known(as_json=as_json, stream_json=stream_json and not as_json, model=model, mode=mode)
+    try:
+        _check_usage(known, resume, continue_, stream_json)
+        decision = _decision(accept_plan, reject_plan, text, resumed=resume is not None or continue_)
+        message = None if text is None else _message(text)
+        workspace = Path.cwd()
+        store = _open_store(ctx)
+        try:
+            settings = _settings(workspace, known, preset, custom_preset)
+            session_id = latest_session(store, workspace) if continue_ else resume
+            turn = _Turn(message, tuple(skill or ()), decision)
+            outcome = asyncio.run(_run(store, settings, workspace, session_id, turn, known))
+        finally:
+            store.close()  # a database store's connections; nothing for a folder
+    except LaminaError as exc:
+        _fail(known, _kind(exc), str(exc), None)
+    except KeyboardInterrupt:
+        _fail(known, "interrupted", "interrupted", 130)
+    except typer.Exit:  # a helper that already printed its one error line
+        raise
+    except Exception as exc:  # a bug or an SDK failure not mapped to LaminaError: still one line, non-zero
+        _fail(known, "internal", f"{type(exc).__name__}: {exc}", 1)
+    _print_result(known, outcome)
+
+
+@dataclass
+class _Known:
+    """What the run knows so far, for the JSON a failure prints: filled in as it gets there."""
+
+    as_json: bool
+    stream_json: bool
+    model: str | None = None
+    mode: str | None = None
+    session_id: str | None = None
+
+    def emit(self, data: dict[str, Any]) -> None:
+        """Print one `--stream-json` event (nothing otherwise)."""
+        if self.stream_json:
+            _stream_line(data)
+
+
+_MODES: Final = ("explore", "plan", "ask", "execute")  # PermissionMode's values (a test holds them equal)
+
+
+@dataclass(frozen=True)
+class _PlanDecision:
+    """`--accept-plan` (feedback None) or `--reject-plan TEXT`."""
+
+    feedback: str | None = None
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What the run sends: the message (None: only decide the waiting plan), skills, the plan decision."""
+
+    message: str | None
+    skills: tuple[str, ...]
+    decision: _PlanDecision | None
+
+
+def _decision(accept: bool, reject: str | None, text: str | None, *, resumed: bool) -> _PlanDecision | None:
+    """The plan decision the options give.
+
+    Raises:
+        UsageError: Both given, empty feedback, or neither a message nor a decision of a resumed session's plan.
+    """
+    if accept and reject is not None:
+        raise UsageError("use --accept-plan or --reject-plan, not both")
+    if reject is not None and not reject.strip():
+        raise UsageError("--reject-plan needs the feedback the model plans again with")
+    decision = _PlanDecision(reject) if reject is not None else _PlanDecision() if accept else None
+    if text is None and decision is None:
+        raise UsageError("missing message: give the text as an argument, or `-` and the text on stdin")
+    if text is None and not resumed:
+        raise UsageError(
+            "without a message, --accept-plan and --reject-plan decide a resumed session's plan:"
+            " add --resume ID or --continue"
+        )
+    return decision
+
+
+def _check_usage(known: _Known, resume: str | None, continue_: bool, stream_json: bool) -> None:
+    """Raise `UsageError` for options that cannot go together or a mode that is none.
+
+    Raises:
+        UsageError: `--json` with `--stream-json`, `--resume` with `--continue`, an empty `--resume`, a bad `--mode`.
+    """
+    if known.as_json and stream_json:
+        raise UsageError("use --json or --stream-json, not both")
+    if resume is not None and continue_:
+        raise UsageError("use --resume ID or --continue, not both")
+    if resume == "":
+        raise UsageError("--resume needs a session id here (see `lamina sessions list`)")
+    if known.mode is not None and known.mode not in _MODES:
+        raise UsageError(f"--mode {known.mode}: not a mode; use one of {', '.join(_MODES)}")
+
+
+def _message(text: str) -> str:
+    """The message: the argument, or stdin for `-`, without its trailing newlines.
+
+    Raises:
+        UsageError: The message is empty or only whitespace.
+    """
     import sys
 
-    from lamina.cli._config import settings_or_abort
-    from lamina.cli._console import abort
-    from lamina.cli._session import latest_session
-    from lamina.cli._store import store_or_abort
-    from lamina.errors import LaminaError
-
-    if as_json and stream_json:
-        abort("use --json or --stream-json, not both")
-    if resume is not None and continue_:
-        abort("use --resume ID or --continue, not both")
-    if resume == "":
-        abort("--resume needs a session id here (see `lamina sessions list`)")
     if text == "-":
         text = sys.stdin.read()
     if not text.strip():
-        abort("empty message: give the text as an argument, or `-` and the text on stdin")
-    workspace = Path.cwd()
-    store = store_or_abort(ctx)
-    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
-    session_id = resume
-    emit = _stream_line if stream_json else None
-    try:
-        if continue_:
-            session_id = latest_session(store, workspace)
-        outcome, session = asyncio.run(
-            _run(store, settings, workspace, session_id, text.rstrip("\n"), emit, tuple(skill or ()))
-        )
-    except LaminaError as exc:
-        if stream_json:
-            _stream_line({"type": "error", "message": str(exc)})
-        abort(str(exc))
-    except KeyboardInterrupt:
-        abort("interrupted", code=130)
-    except Exception as exc:  # a bug or an SDK failure not mapped to LaminaError: still one line, non-zero
-        abort(f"{type(exc).__name__}: {exc}")
-    finally:
-        store.close()  # a database store's connections; nothing for a folder
-    result = _result(outcome, session, settings.model)
-    if stream_json:
+        raise UsageError("empty message: give the text as an argument, or `-` and the text on stdin")
+    return text.rstrip("\n")
+
+
+def _open_store(ctx: typer.Context) -> SessionStore:
+    from lamina.cli._store import open_named_store
+
+    return open_named_store((ctx.find_root().obj or {}).get("store"))
+
+
+def _settings(workspace: Path, known: _Known, preset: str | None, custom_preset: Path | None) -> Settings:
+    """The effective settings; `known` learns the model and mode.
+
+    Raises:
+        UsageError: A config file cannot be used, or the mode it gives is none.
+    """
+    from lamina.cli._config import load_settings
+
+    if custom_preset is not None and preset is None:
+        preset = "custom"
+    settings = load_settings(workspace, model=known.model, mode=known.mode, preset=preset, preset_file=custom_preset)
+    known.model, known.mode = settings.model, settings.mode
+    if settings.mode not in _MODES:
+        raise UsageError(f"mode {settings.mode} (from the config): not a mode; use one of {', '.join(_MODES)}")
+    return settings
+
+
+def _kind(error: LaminaError) -> str:
+    """The `kind` of an error in the JSON: usage, session, provider or error (as the exit codes group them)."""
+    from lamina.errors import ProviderError, SessionError
+
+    if isinstance(error, UsageError):
+        return "usage"
+    if isinstance(error, SessionError):
+        return "session"
+    if isinstance(error, ProviderError):
+        return "provider"
+    return "error"
+
+
+def _fail(known: _Known, kind: str, message: str, code: int | None) -> NoReturn:
+    """End the run: the JSON error (for `--json` or `--stream-json`), then one `error:` line and the exit code."""
+    from lamina.cli._console import abort, print_json
+
+    error = {"error": {"kind": kind, "message": message}, "session_id": known.session_id, "model": known.model}
+    if known.as_json:
+        print_json({**error, "mode": known.mode})
+    known.emit({"type": "error", "kind": kind, "message": message, "session_id": known.session_id})
+    abort(message, code=code)
+
+
+def _print_result(known: _Known, outcome: TurnOutcome) -> None:
+    import sys
+
+    result = _result(outcome, known.session_id or "", known.model or "")
+    if known.stream_json:
         _stream_line({"type": "result", **result})
-    elif as_json:
+    elif known.as_json:
         from lamina.cli._console import print_json
 
         print_json(result)
@@ -101,8 +250,13 @@ def run(
 
 
 async def _run(
-    store: Any, settings: Any, workspace: Path, session_id: str | None, text: str, emit: Any, skills: tuple[str, ...]
-) -> tuple[TurnOutcome, str]:
+    store: SessionStore,
+    settings: Settings,
+    workspace: Path,
+    session_id: str | None,
+    turn: _Turn,
+    known: _Known,
+) -> TurnOutcome:
     from lamina.cli._session import make_provider, model_name, session_agent
     from lamina.cli._view import TurnView
 
@@ -110,10 +264,10 @@ async def _run(
     view = TurnView(model=model_name(settings.model), spinner=False)
 
     def on_event(event: AgentEvent) -> None:
-        if emit is not None:
+        if known.stream_json:
             line = _event_json(event)
             if line is not None:
-                emit(line)
+                _stream_line(line)
             return
         from lamina.providers import TextDelta
 
@@ -121,8 +275,8 @@ async def _run(
             view(event)
 
     def on_compaction(event: CompactionEvent) -> None:
-        if emit is not None:
-            emit({"type": "compaction", "kind": event.kind, "trigger": event.trigger, "message": event.message})
+        if known.stream_json:
+            _stream_line({"type": "compaction", "kind": event.kind, "trigger": event.trigger, "message": event.message})
         else:
             view.compaction(event)
 
@@ -137,12 +291,36 @@ async def _run(
         on_event=on_event,
         on_compaction=on_compaction,
     ) as agent:
-        outcome = await agent.run_turn(text, skills=skills)
-        return outcome, agent.engine.session.id
+        known.session_id, known.mode = agent.engine.session.id, agent.engine.mode
+        known.emit({"type": "session", "session_id": known.session_id, "model": settings.model, "mode": known.mode})
+        if turn.message is not None:
+            outcome = await agent.run_turn(turn.message, skills=turn.skills)
+            if turn.decision is None or outcome.stop_reason != "plan_submitted":
+                return outcome
+        assert turn.decision is not None  # `_decision` holds: no message, a decision
+        return await _decide(agent, turn.decision)
+
+
+async def _decide(agent: Agent, decision: _PlanDecision) -> TurnOutcome:
+    """Accept (and run) or reject the plan that waits for a decision.
+
+    Raises:
+        PlanTransitionError: No plan waits for one.
+        LaminaRuntimeError: The accepted plan was not carried out.
+    """
+    from lamina.errors import LaminaRuntimeError
+
+    if decision.feedback is not None:
+        return await agent.reject_plan(decision.feedback)
+    outcome = await agent.accept_plan()
+    if outcome is None:
+        plan = agent.plan
+        raise LaminaRuntimeError(f"the plan was accepted but not carried out ({plan.state if plan else 'no plan'})")
+    return outcome
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
-    from lamina.agent import ModelCallFinished, SkillWarning, ToolFinished, ToolStarted
+    from lamina.agent import ModelCallFinished, PlanUpdate, SkillWarning, ToolFinished, ToolStarted
     from lamina.cli._approval import call_fields
     from lamina.providers import RetryNotice, TextDelta
 
@@ -164,6 +342,14 @@ def _event_json(event: AgentEvent) -> dict[str, Any] | None:
             return {"type": "retry", "attempt": attempt, "delay": delay, "error": str(error)}
         case SkillWarning(message=message):
             return {"type": "warning", "message": message}
+        case PlanUpdate(plan=plan):
+            return {
+                "type": "plan",
+                "plan_id": plan.plan_id,
+                "state": plan.state,
+                "title": plan.title,
+                "text": plan.text,
+            }
         case ModelCallFinished(index=index, usage=usage, stop_reason=stop_reason):
             return {"type": "model_call", "index": index, "usage": usage, "stop_reason": stop_reason}
     return None
