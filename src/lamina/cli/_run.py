@@ -45,8 +45,7 @@ def run(
         list[str] | None,
         typer.Option(
             "--skill",
-            help="A skill the task uses (repeatable): read first, as a [skill:NAME] mention;"
-            " its allowed_tools apply.",
+            help="A skill the task uses (repeatable): read first, as a [skill:NAME] mention; its allowed_tools apply.",
             show_default=False,
         ),
     ] = None,
