@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
 from lamina.agent._events import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
@@ -116,24 +116,29 @@ class Agent(PlanSteps, ProviderSessions):
             if self.owns_provider:
                 self._close_provider()
         finally:
-            if self._runner is not None:
-                self._runner.close()
-                self._runner = None
-            if self.owns_engine:
-                self.engine.close()
+            self._release()
 
     async def aclose(self) -> None:
         """`close` for async callers: the provider's own client is closed on the running loop."""
         if self._closed:
             return
-        aclose = self._provider_aclose() if self.owns_provider else None
-        if aclose is not None:
-            self.owns_provider = False
-            await aclose()
-        self.close()
+        self._closed = True
+        try:
+            aclose = self._provider_aclose() if self.owns_provider else None
+            if aclose is not None:
+                await aclose()
+        finally:
+            self._release()
 
-    def _provider_aclose(self) -> Callable[[], Awaitable[None]] | None:
-        aclose: Callable[[], Awaitable[None]] | None = getattr(self.provider, "aclose", None)
+    def _release(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+        if self.owns_engine:
+            self.engine.close()
+
+    def _provider_aclose(self) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        aclose: Callable[[], Coroutine[Any, Any, None]] | None = getattr(self.provider, "aclose", None)
         return aclose
 
     def _close_provider(self) -> None:
@@ -141,14 +146,14 @@ class Agent(PlanSteps, ProviderSessions):
         if aclose is None:
             return
         if self._runner is not None:  # the loop its client's connections were made on
-            self._runner.run(_awaited(aclose))
+            self._runner.run(aclose())
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            asyncio.run(_awaited(aclose))
+            asyncio.run(aclose())
             return
-        self._closing = loop.create_task(_awaited(aclose))  # closed from async code without await: the loop ends it
+        self._closing = loop.create_task(aclose())  # closed from async code without await: the loop ends it
 
     def __enter__(self) -> Self:
         return self
@@ -442,7 +447,3 @@ class Agent(PlanSteps, ProviderSessions):
         if self._runner is None:
             self._runner = asyncio.Runner()
         return self._runner.run(self.run_turn(user_text, attachments, skills=skills))
-
-
-async def _awaited(aclose: Callable[[], Awaitable[None]]) -> None:
-    await aclose()
