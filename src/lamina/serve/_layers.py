@@ -204,30 +204,15 @@ def _one_shot_part(record: PartRecord, count: int) -> LayerPart:
 
 def _summary_parts(rebuilt: Rebuilt, estimator: TokenEstimator) -> list[LayerPart]:
     turn = rebuilt.turn
-    shown: list[LayerPart] = []
-    if turn.summary:
-        shown.append(
-            _part(
-                "compaction summary",
-                turn.summary,
-                tokens=estimator.count(turn.summary),
-                tier=Tier.HISTORY,
-                provenance="compaction",
-                authority=Authority.TOOL_OUTPUT.value,
-            )
-        )
-    if turn.pinned:
-        shown.append(
-            _part(
-                "user's words",
-                turn.pinned,
-                tokens=estimator.count(turn.pinned),
-                tier=Tier.HISTORY,
-                provenance="compaction lane",
-                authority=Authority.USER_DATA.value,
-            )
-        )
-    return shown
+    shown = (
+        ("compaction summary", turn.summary, "compaction", Authority.TOOL_OUTPUT),
+        ("user's words", turn.pinned, "compaction lane", Authority.USER_DATA),
+    )
+    return [
+        _part(name, text, tokens=estimator.count(text), tier=Tier.HISTORY, provenance=where, authority=who.value)
+        for name, text, where, who in shown
+        if text
+    ]
 
 
 def _grouped_parts(blocks: Sequence[BlockOut], layer: LayerName) -> list[LayerPart]:
