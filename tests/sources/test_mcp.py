@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from lamina.sources import MAX_DESCRIPTION, SourceConnections, find_sources, guide_path
 from lamina.sources._tool import guide_pointer
-from tests.sources.conftest import SERVER, pipeline, stdio_config, write_source
+from tests.sources.conftest import COLLECTED_STREAM, SERVER, pipeline, stdio_config, write_source
 
 
 def _connections(workspace: Path) -> SourceConnections:
@@ -27,17 +27,11 @@ def _connections(workspace: Path) -> SourceConnections:
 
 
 # every test here starts an MCP server process
-# An httpx response stream the MCP client's HTTP transport leaves to the garbage collector is sometimes
-# collected while a cancelled read still holds it ("async generator already executing"); rare, timing only.
-_COLLECTED_STREAM = (
-    "ignore:Exception ignored in. <async_generator object BoundAsyncStream.__aiter__"
-    ":pytest.PytestUnraisableExceptionWarning"
-)
 # one worker runs the module (`make test` runs pytest-xdist with --dist loadgroup): its server starts once
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.slow,
-    pytest.mark.filterwarnings(_COLLECTED_STREAM),
+    pytest.mark.filterwarnings(COLLECTED_STREAM),
     pytest.mark.xdist_group("mcp-calc"),
 ]
 

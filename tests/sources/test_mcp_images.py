@@ -19,7 +19,7 @@ from lamina.agent import Agent, open_agent
 from lamina.providers import Capabilities, Provider
 from lamina.session import LocalSessionStore, ToolResult
 from lamina.sources import SourceConnections, find_sources
-from tests.sources.conftest import stdio_config, write_source
+from tests.sources.conftest import COLLECTED_STREAM, stdio_config, write_source
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply, ToolUse
@@ -29,17 +29,11 @@ SERVER = Path(__file__).with_name("mcp_image_server.py")
 GUIDE = ToolUse("Read", {"path": "sources/imgs/guide.md"})
 
 # every test here starts an MCP server process
-# An httpx response stream the MCP client's HTTP transport leaves to the garbage collector is sometimes
-# collected while a cancelled read still holds it ("async generator already executing"); rare, timing only.
-_COLLECTED_STREAM = (
-    "ignore:Exception ignored in. <async_generator object BoundAsyncStream.__aiter__"
-    ":pytest.PytestUnraisableExceptionWarning"
-)
 # one worker runs the module (`make test` runs pytest-xdist with --dist loadgroup): its server starts once
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.slow,
-    pytest.mark.filterwarnings(_COLLECTED_STREAM),
+    pytest.mark.filterwarnings(COLLECTED_STREAM),
     pytest.mark.xdist_group("mcp-images"),
 ]
 
