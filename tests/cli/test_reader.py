@@ -5,7 +5,7 @@ from __future__ import annotations
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from lamina.cli._chat import _HANDLERS, COMMANDS, HELP
+from lamina.cli._commands import _HANDLERS, COMMANDS, HELP
 from lamina.cli._reader import _Completer
 
 

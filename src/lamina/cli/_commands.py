@@ -1,0 +1,253 @@
+"""The slash commands of `lamina chat`: each a handler given the text after its name (I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from lamina.agent import Agent
+    from lamina.cli._reader import LineReader
+    from lamina.cli._turns import ChatState
+    from lamina.cli._view import TurnView
+    from lamina.session import SessionStore
+
+COMMANDS: Final = (
+    "/help",
+    "/model",
+    "/mode",
+    "/plan",
+    "/attach",
+    "/compact",
+    "/branch",
+    "/context",
+    "/sessions",
+    "/quit",
+    "/exit",
+)
+HELP: Final = """\
+/help              this list
+/model SPEC        switch the model (anthropic:ID, openai:ID, openai-responses:ID, openai-compat:URL#ID)
+/mode [MODE]       show or switch the permission mode: explore, plan, ask or execute
+/plan [DECISION]   show the plan, or decide: accept, compact (Accept & Compact), reject FEEDBACK, cancel
+/attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
+/compact [FOCUS]   compact the conversation now (the log keeps everything)
+/branch [ENTRY]    go back to before your last message, put back in the input line (or branch at an entry
+                   of `lamina sessions show ID --tree`); the old path stays in the log
+/context           how full the context window is, and the next request's budget by tier
+/sessions          recent sessions in this directory
+/quit              leave (also Ctrl-D, or Ctrl-C twice)
+Enter sends; Alt-Enter or Ctrl-J starts a new line; a paste is one message. Ctrl-C cancels a running turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """What a slash command works on: the agent, the terminal, the chat's state, the store and the folder."""
+
+    agent: Agent
+    reader: LineReader
+    view: TurnView
+    state: ChatState
+    store: SessionStore
+    workspace: Path
+
+
+async def command(text: str, chat: Chat) -> bool:
+    """Run a slash command; True means quit."""
+    from lamina.cli._console import err, safe
+
+    name, _, arg = text.partition(" ")
+    if name in ("/quit", "/exit"):
+        return True
+    handler = _HANDLERS.get(name)
+    if handler is None:
+        err.print(f"unknown command {safe(repr(name))}; /help lists them (start with // to send a slash)")
+        return False
+    await handler(chat, arg.strip())
+    return False
+
+
+async def _help(chat: Chat, arg: str) -> None:
+    """`/help`: the commands and the keys."""
+    from lamina.cli._console import err, safe
+
+    err.print(safe(HELP))
+
+
+async def _mode(chat: Chat, mode: str) -> None:
+    """`/mode [MODE]`: switch the permission mode (when given), then show it."""
+    from lamina.cli._console import err, safe
+
+    if mode:
+        try:
+            chat.agent.set_mode(mode)
+        except ValueError:
+            err.print(f"unknown mode {safe(repr(mode))}; use explore, plan, ask or execute")
+            return
+    err.print(f"[dim]mode {chat.agent.engine.mode}[/dim]")
+
+
+async def _model(chat: Chat, spec: str) -> None:
+    """`/model [SPEC]`: show the model, or switch to `spec` (the previous provider is closed)."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._session import close_provider, make_provider, model_name
+    from lamina.errors import LaminaError
+
+    if not spec:
+        err.print(f"[dim]model {safe(chat.state.spec)}[/dim]")
+        return
+    try:
+        provider = make_provider(spec, chat.state.settings)
+    except LaminaError as exc:
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return
+    previous, chat.agent.provider = chat.agent.provider, provider
+    await close_provider(previous)
+    chat.state.spec = spec
+    chat.view.model = model_name(spec)
+    err.print(f"[dim]model {safe(spec)}[/dim]")
+
+
+async def _plan(chat: Chat, arg: str) -> None:
+    """`/plan [DECISION]`: show the plan, or carry out a decision on it (and ask again after a rejection)."""
+    from lamina.cli._plans import decide_plans, plan_decision, print_plan
+
+    if not arg:
+        print_plan(chat.agent)
+        return
+    decision, _, rest = arg.partition(" ")
+    ran = await plan_decision(chat.agent, chat.reader, chat.view, chat.state, decision.lower(), rest.strip())
+    await decide_plans(chat.agent, chat.reader, chat.view, chat.state, ran)
+
+
+async def _attach(chat: Chat, arg: str) -> None:
+    """`/attach [PATH]`: queue a file for the next message (when given), then show the queue."""
+    from lamina.cli._console import err, safe
+
+    path = (chat.workspace / Path(arg).expanduser()) if arg else None
+    if path is not None and not path.is_file():
+        err.print(f"no file {safe(arg)}")
+    elif path is not None:
+        chat.state.attachments.append(path)
+    queued = ", ".join(p.name for p in chat.state.attachments) or "nothing"
+    err.print(f"[dim]attached to your next message: {safe(queued)}[/dim]")
+
+
+async def _compact(chat: Chat, focus: str) -> None:
+    """`/compact [FOCUS]`: compact now (Ctrl-C cancels it)."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._turns import cancellable
+    from lamina.errors import LaminaError
+
+    chat.view.waiting("compacting…")
+    try:
+        outcome = await cancellable(chat.agent.compact(focus or None), chat.view)
+    except LaminaError as exc:
+        chat.view.finish()
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return
+    if outcome is not None:
+        err.print(f"[dim]{safe(outcome.message)}[/dim]")
+
+
+async def _branch_command(chat: Chat, entry_id: str) -> None:
+    """`/branch [ENTRY]`: see `_branch`."""
+    _branch(chat.agent, chat.state, entry_id)
+
+
+async def _context(chat: Chat, arg: str) -> None:
+    """`/context`: see `_print_context`."""
+    _print_context(chat.agent)
+
+
+async def _sessions(chat: Chat, arg: str) -> None:
+    """`/sessions`: this folder's latest sessions with messages, the current one marked."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._session import is_listed, when
+
+    rows = [r for r in chat.store.list() if is_listed(r) and r.cwd == str(chat.workspace)][:10]
+    for row in rows:
+        mark = "*" if row.id == chat.state.session_id else " "
+        err.print(f"{mark} {safe(when(row.updated_at))}  [dim]{safe(row.id)}[/dim]  {safe(row.title)}")
+    if not rows:
+        err.print("[dim]no sessions with messages in this directory yet[/dim]")
+
+
+_HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[None]]]] = {
+    "/help": _help,
+    "/model": _model,
+    "/mode": _mode,
+    "/plan": _plan,
+    "/attach": _attach,
+    "/compact": _compact,
+    "/branch": _branch_command,
+    "/context": _context,
+    "/sessions": _sessions,
+}
+"""The slash commands but `/quit` and `/exit`, each with its handler (given the text after the name)."""
+
+
+def _branch(agent: Agent, state: ChatState, entry_id: str) -> None:
+    """`/branch [ENTRY]`: branch the session; a user message's text goes back in the input line.
+
+    Without an entry: before the user's latest message in the provider view (Claude Code's rewind).
+    """
+    from lamina.cli._console import err, safe
+    from lamina.errors import LaminaError
+    from lamina.session import UserMessage
+
+    if not entry_id:
+        mine = (e for e in reversed(agent.engine.view) if isinstance(e, UserMessage) and not e.by_lamina)
+        last = next(mine, None)
+        if last is None:
+            err.print("no message of yours to go back to; give an entry id (lamina sessions show ID --tree)")
+            return
+        entry_id = last.id
+    try:
+        created = agent.branch(entry_id)
+    except LaminaError as exc:
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return
+    err.print(f"[dim]branched at {safe(created.entry_id)}: {safe(created.note)}[/dim]")
+    if created.offered_text is not None:
+        state.draft = created.offered_text
+        err.print("[dim]your message is back in the input line: send it again or edit it[/dim]")
+
+
+def _print_context(agent: Agent) -> None:
+    """`/context`: the live session's context use, its state, and the budget by tier of the next request.
+
+    The budget comes from a preview of the next turn, so `/context` writes nothing to the log.
+    """
+    from lamina.cli._budget_tables import print_budget
+    from lamina.cli._console import err, safe
+    from lamina.errors import LaminaError
+    from lamina.reports import NEXT_MESSAGE
+
+    engine = agent.engine
+    window = agent.provider.capabilities.context_window
+    tokens = engine.calibrated_context_tokens()
+    threshold = max(0, window - agent.compaction_reserve)
+    err.print(f"context   ~{tokens:,} tokens of {window:,} ({100 * tokens / window:.0f}%)")
+    err.print(f"compacts  above {threshold:,} tokens (reserve {agent.compaction_reserve:,})")
+    boundary = engine.boundary
+    err.print(f"summary   {'none yet' if boundary is None else safe(f'{boundary.trigger} compaction')}")
+    err.print(f"mode      {engine.mode}")
+    skills = ", ".join(engine.skills_in_use) or "none"
+    err.print(f"skills    {safe(skills)}")
+    sources = ", ".join(engine.active_sources) or "none"
+    err.print(f"sources   {safe(sources)}")
+    pending = ", ".join(o.kind for o in engine.pending_one_shots) or "none"
+    err.print(f"one-shots {safe(pending)} pending")
+    try:
+        budget = agent.budget()
+    except LaminaError as exc:  # the workspace's stable parts could not be read
+        err.print(f"[red]error:[/red] budget by tier: {safe(exc)}")
+        return
+    print_budget(
+        budget,
+        err,
+        note=f" of the next request, with {safe(NEXT_MESSAGE)} standing for your message.",
+    )

@@ -1,0 +1,76 @@
+"""One turn of `lamina chat`: the chat's state, and a turn that Ctrl-C cancels, its errors printed (I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from lamina.agent import Agent, TurnOutcome
+    from lamina.cli._config import Settings
+    from lamina.cli._view import TurnView
+
+_T = TypeVar("_T")
+
+
+class ChatState:
+    """What slash commands change during a chat."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.spec = settings.model
+        self.session_id = ""
+        self.attachments: list[Path] = []
+        """Files `/attach` queued for the next message."""
+        self.draft = ""
+        """Text to put back in the input at the next prompt (the unsent draft kept with an accepted plan)."""
+
+
+async def cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | None:
+    """Run a coroutine as a task that Ctrl-C (SIGINT) cancels; None when it was cancelled."""
+    import asyncio
+    import signal
+
+    from lamina.cli._console import err
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # we are being cancelled ourselves, not just the turn
+        view.finish()
+        err.print("[yellow]⏹ interrupted[/yellow] [dim](the turn was cancelled; the session is intact)[/dim]")
+        return None
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        view.finish()
+
+
+async def turn(agent: Agent, view: TurnView, text: str, attachments: Sequence[Path] = ()) -> TurnOutcome | None:
+    return await drive(agent, view, agent.run_turn(text, attachments))
+
+
+async def drive(agent: Agent, view: TurnView, work: Coroutine[Any, Any, TurnOutcome | None]) -> TurnOutcome | None:
+    """Run a turn (or a plan's execution) that Ctrl-C can cancel; errors are printed, the footer follows."""
+    from lamina.cli._console import err, safe
+    from lamina.errors import LaminaError
+
+    view.waiting()
+    try:
+        outcome = await cancellable(work, view)
+    except LaminaError as exc:
+        view.finish()
+        err.print(f"[red]error:[/red] {safe(exc)}")
+        return None
+    if outcome is not None:
+        view.footer(
+            outcome,
+            context_tokens=agent.engine.calibrated_context_tokens(),
+            context_window=agent.provider.capabilities.context_window,
+        )
+    return outcome
