@@ -314,6 +314,7 @@ SURFACE: dict[str, list[str]] = {
         "RateLimitError",
         "SessionCorruptError",
         "SessionError",
+        "SessionExistsError",
         "SessionIOError",
         "SessionLeaseLostError",
         "SessionLockedError",

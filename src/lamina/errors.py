@@ -26,6 +26,7 @@ __all__ = [
     "RateLimitError",
     "SessionCorruptError",
     "SessionError",
+    "SessionExistsError",
     "SessionIOError",
     "SessionLeaseLostError",
     "SessionLockedError",
@@ -179,6 +180,21 @@ class SessionNotFoundError(SessionError):
         self.session_id = session_id
         self.root = root
         super().__init__(f"no session {session_id!r} in store {root}")
+
+
+class SessionExistsError(SessionError):
+    """A session was to be created with an id another session of the store already has."""
+
+    def __init__(self, session_id: str, root: Path | str) -> None:
+        """Name the session and the store.
+
+        Args:
+            session_id: The id asked for.
+            root: The store that already has it.
+        """
+        self.session_id = session_id
+        self.root = root
+        super().__init__(f"session {session_id!r} already exists in store {root}")
 
 
 class SessionLockedError(SessionError):

@@ -6,12 +6,13 @@ A store is used only through `SessionStore` / `SessionLog`, as the engine, the a
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from lamina.engine import ContextEngine
-from lamina.errors import SessionLockedError, SessionNotFoundError, UsageError
+from lamina.errors import SessionExistsError, SessionLockedError, SessionNotFoundError, UsageError
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
@@ -237,6 +238,33 @@ def test_an_unknown_session_is_a_clear_error(store: SessionStore) -> None:
         store.open("nope", writable=False)
     with pytest.raises(UsageError):
         store.open("../escape")
+
+
+def test_a_session_created_with_a_chosen_id_has_it_and_the_id_is_taken_once(store: SessionStore) -> None:
+    with store.create(session_id="langgraph-abc", title="thread abc") as session:
+        assert session.id == "langgraph-abc" and session.info.title == "thread abc"
+        session.append(UserMessage(text="hi"))
+    with pytest.raises(SessionExistsError, match="langgraph-abc"):
+        store.create(session_id="langgraph-abc")
+    with store.open("langgraph-abc", writable=False) as again:
+        assert [e.text for e in again.entries() if isinstance(e, UserMessage)] == ["hi"]
+    assert [s.id for s in store.list()] == ["langgraph-abc"]  # the refused create left nothing behind
+    with pytest.raises(UsageError):
+        store.create(session_id="../escape")
+
+
+def test_concurrent_creates_of_one_id_make_one_session(store: SessionStore) -> None:
+    def create() -> str:
+        try:
+            with store.create(session_id="one-id"):
+                return "made"
+        except SessionExistsError:
+            return "exists"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = sorted(pool.map(lambda _: create(), range(8)))
+    assert outcomes == ["exists"] * 7 + ["made"]
+    assert [s.id for s in store.list()] == ["one-id"]
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from typing import TypeVar, overload
 
 import msgspec
 
-from lamina.errors import SessionLockedError, SessionNotFoundError, UsageError
+from lamina.errors import SessionExistsError, SessionLockedError, SessionNotFoundError, UsageError
 from lamina.session._core import SessionCore
 from lamina.session._entries import Entry, LogEntry, UserMessage
 from lamina.session._meta import ForkOrigin
@@ -213,14 +213,24 @@ class InMemorySessionStore:
         if self._closed:
             raise UsageError(f"store {self.location} is closed")
 
-    def create(self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None) -> InMemorySession:
-        """Create an empty session and open it for writing (its folders of files made)."""
+    def create(
+        self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None, session_id: str | None = None
+    ) -> InMemorySession:
+        """Create an empty session and open it for writing (its folders of files made).
+
+        Raises:
+            SessionExistsError: `session_id` is given and a session has it.
+        """
         self._check_open()
         now = self._clock()
         with self._changed:
-            session_id = new_session_id(now)
-            while session_id in self._sessions:
+            if session_id is not None:
+                if check_session_id(session_id) in self._sessions:
+                    raise SessionExistsError(session_id, self.location)
+            else:
                 session_id = new_session_id(now)
+                while session_id in self._sessions:
+                    session_id = new_session_id(now)
             folder = self.files_root / session_id
             for name in SUBFOLDERS:
                 (folder / name).mkdir(parents=True, exist_ok=True)

@@ -203,8 +203,14 @@ class SessionStore(Protocol):
         """The store, as a user would name it (a folder, or a URL without its password)."""
         ...
 
-    def create(self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None) -> SessionLog:
-        """Create an empty session and open it for writing."""
+    def create(
+        self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None, session_id: str | None = None
+    ) -> SessionLog:
+        """Create an empty session and open it for writing.
+
+        With `session_id`, the session gets that id, or `SessionExistsError` says a session has it
+        (at most one of several concurrent creates with one id succeeds).
+        """
         ...
 
     def open(self, session_id: str, *, writable: bool = True, wait: float = 0.0) -> SessionLog:

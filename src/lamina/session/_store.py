@@ -16,7 +16,13 @@ from typing import Final
 import msgspec
 import platformdirs
 
-from lamina.errors import LaminaError, SessionCorruptError, SessionIOError, SessionNotFoundError
+from lamina.errors import (
+    LaminaError,
+    SessionCorruptError,
+    SessionExistsError,
+    SessionIOError,
+    SessionNotFoundError,
+)
 from lamina.session._files import LINK_REFUSED, NOFOLLOW, OS_FILES, FileLayer, write_new_file
 from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._jsonl_write import JsonlSession
@@ -135,11 +141,18 @@ class LocalSessionStore:
             folder, meta, lock=lock, report=report, clock=self._clock, new_id=self._new_entry_id, files=self._files
         )
 
-    def create(self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None) -> JsonlSession:
+    def create(
+        self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None, session_id: str | None = None
+    ) -> JsonlSession:
         """Create an empty session and open it for writing.
 
         The folder is built under a hidden name (`.creating-<id>`) and renamed into place once it
-        holds its log and metadata, so an interrupted create never leaves a half-made session.
+        holds its log and metadata, so an interrupted create never leaves a half-made session. A
+        chosen `session_id` is built under a name of its own and renamed in one step, which fails
+        when another create or a session already holds the id.
+
+        Raises:
+            SessionExistsError: `session_id` is given and a session has it.
         """
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -147,14 +160,19 @@ class LocalSessionStore:
             raise SessionIOError(self.root, "create the store folder", exc) from None
         now = self._clock()
         files = self._files
+        chosen = check_session_id(session_id) if session_id is not None else None
         while True:
-            session_id = new_session_id(now)
-            folder = self.root / session_id
-            staging = self.root / f"{CREATING_PREFIX}{session_id}"
+            new_id = chosen or new_session_id(now)
+            folder = self.root / new_id
+            staging = self.root / f"{CREATING_PREFIX}{new_id}"
+            if chosen is not None:  # several creates of one id may race: each builds its own folder
+                staging = staging.with_name(f"{staging.name}.{secrets.token_hex(3)}")
             if folder.exists() or staging.exists():
+                if chosen is not None:
+                    raise SessionExistsError(chosen, self.root)
                 continue
             meta = SessionMeta(
-                id=session_id,
+                id=new_id,
                 created_at=now,
                 updated_at=now,
                 cwd=cwd,
@@ -167,25 +185,42 @@ class LocalSessionStore:
                 continue
             except OSError as exc:
                 raise SessionIOError(staging, "create the session folder", exc) from None
-            placed = False
-            try:
-                self._build(staging, meta)
-                if folder.exists():  # the id was taken meanwhile: another one
-                    self._remove(staging)
-                    continue
-                files.replace(staging, folder)
-                placed = True
-                files.fsync_dir(self.root)
-                lock = WriterLock(folder, files=files)
-            except (OSError, LaminaError) as exc:
-                self._remove_made(folder if placed else staging)
-                if isinstance(exc, LaminaError):
-                    raise
-                raise SessionIOError(staging, "create the session folder", exc) from None
-            break
+            lock = self._place(staging, folder, meta)
+            if lock is not None:
+                break
+            if chosen is not None:
+                raise SessionExistsError(chosen, self.root)
         session = self._session(folder, meta, lock=lock, report=LoadReport())
         session._loaded_from = 0
         return session
+
+    def _place(self, staging: Path, folder: Path, meta: SessionMeta) -> WriterLock | None:
+        """Build a new session in `staging`, rename it to `folder` and lock it; None when `folder` is taken.
+
+        Raises:
+            SessionIOError: the disk refused (what was made is removed).
+        """
+        files = self._files
+        placed = False
+        try:
+            self._build(staging, meta)
+            if not folder.exists():
+                try:
+                    files.replace(staging, folder)  # refused when a (never empty) session folder is there
+                    placed = True
+                except OSError:
+                    if not folder.exists():
+                        raise
+            if not placed:  # the id was taken meanwhile
+                self._remove(staging)
+                return None
+            files.fsync_dir(self.root)
+            return WriterLock(folder, files=files)
+        except (OSError, LaminaError) as exc:
+            self._remove_made(folder if placed else staging)
+            if isinstance(exc, LaminaError):
+                raise
+            raise SessionIOError(staging, "create the session folder", exc) from None
 
     def _build(self, staging: Path, meta: SessionMeta) -> None:
         """Fill a new session's staging folder: its subfolders, an empty log and the metadata (fsynced)."""

@@ -14,7 +14,7 @@ import psycopg
 import psycopg.errors
 from psycopg import sql
 
-from lamina.errors import SessionNotFoundError, StoreConnectionError
+from lamina.errors import SessionExistsError, SessionNotFoundError, StoreConnectionError
 from lamina.session._entries import LogEntry
 from lamina.session._meta import ForkOrigin
 from lamina.session._protocol import SessionSummary
@@ -64,13 +64,20 @@ class PostgresSessionStore(PostgresConnection):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def create(self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None) -> PostgresSession:
-        """Create an empty session, its writer lease taken."""
+    def create(
+        self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None, session_id: str | None = None
+    ) -> PostgresSession:
+        """Create an empty session, its writer lease taken.
+
+        Raises:
+            SessionExistsError: `session_id` is given and a session has it.
+        """
         self._writes_allowed()
         now = self._clock()
         title = _title_from(title)
+        chosen = check_session_id(session_id) if session_id is not None else None
         while True:
-            session_id = _new_session_id(now)
+            session_id = chosen or _new_session_id(now)
             with self._conn() as conn:
                 row = conn.execute(
                     "INSERT INTO sessions (id, created_at, updated_at, cwd, title, forked_from_session,"
@@ -91,6 +98,8 @@ class PostgresSessionStore(PostgresConnection):
                 ).fetchone()
             if row is not None:
                 break
+            if chosen is not None:
+                raise SessionExistsError(chosen, self.location)
         info = SessionSummary(session_id, title, now, now, 0, cwd, forked_from)
         session = PostgresSession(self, info, self._folders(session_id), token=int(row[0]))
         self._leases.hold(session)
