@@ -342,6 +342,7 @@ SURFACE: dict[str, list[str]] = {
         "CompactionPolicy",
         "LaminaCheckpointSaver",
         "MESSAGE",
+        "THREAD_SESSION_PREFIX",
         "ThreadOptions",
         "WRITES",
     ],

@@ -7,6 +7,8 @@ Lamina saver is closed and the thread reopened from disk (pending writes include
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from lamina.errors import UsageError
-from lamina.integrations.langgraph import LaminaCheckpointSaver
-from lamina.session import LocalSessionStore
+from lamina.integrations.langgraph import THREAD_SESSION_PREFIX, LaminaCheckpointSaver
+from lamina.session import InMemorySessionStore, LocalSessionStore, SessionStore
+from tests.support.postgres import fresh_schema, schema_url
 
 
 @tool
@@ -116,12 +118,78 @@ async def test_same_checkpoints_as_in_memory_saver_also_after_a_reopen(tmp_path:
         reopened.close()
 
 
-def test_unknown_thread_is_a_clear_error(tmp_path: Path) -> None:
-    saver = LaminaCheckpointSaver(LocalSessionStore(tmp_path))
-    with pytest.raises(UsageError, match="new_thread"):
-        saver.get_tuple({"configurable": {"thread_id": "1"}})
-    with pytest.raises(UsageError, match="no such session"):
-        saver.get_tuple({"configurable": {"thread_id": "20260101-000000-abcdef"}})
+@contextlib.contextmanager
+def _two_hosts(kind: str, tmp_path: Path) -> Iterator[tuple[SessionStore, SessionStore]]:
+    """Two stores on one place, as two hosts see it (the in-memory store: one store, shared)."""
+    if kind == "memory":
+        with InMemorySessionStore(files_root=tmp_path) as memory:
+            yield memory, memory
+    elif kind == "jsonl":
+        yield LocalSessionStore(tmp_path), LocalSessionStore(tmp_path)
+    else:
+        from lamina.session.postgres import PostgresSessionStore
+
+        with (
+            fresh_schema("lgthread") as schema,
+            PostgresSessionStore(schema_url(schema), files_root=tmp_path / "a") as a,
+            PostgresSessionStore(schema_url(schema), files_root=tmp_path / "b") as b,
+        ):
+            yield a, b
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "postgres"])
+def test_a_callers_own_thread_id_is_made_on_first_use_and_found_again_on_another_host(
+    kind: str, tmp_path: Path
+) -> None:
+    with _two_hosts(kind, tmp_path) as (here, there):
+        saver = LaminaCheckpointSaver(here)
+        config = _run(saver, "user-42")  # the caller's own thread id
+        session_id = saver.thread("user-42").id
+        assert session_id.startswith(THREAD_SESSION_PREFIX) and session_id != "user-42"
+        history = _history(saver, config)
+        saver.close()
+
+        elsewhere = LaminaCheckpointSaver(there)
+        try:
+            assert _history(elsewhere, config) == history  # found by the id alone, checkpoints and writes
+            assert elsewhere.thread("user-42").id == session_id
+            state = _graph(elsewhere).get_state(config)
+            assert [m.content for m in state.values["messages"]][-1] == "ok 2"
+            assert [s.id for s in there.list()] == [session_id]  # one session, made once
+        finally:
+            elsewhere.close()
+
+
+def test_reading_an_unknown_thread_makes_no_session(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    saver = LaminaCheckpointSaver(store)
+    try:
+        for thread_id in ("1", "a thread/with ../ odd chars é", "20260101-000000-abcdef"):
+            config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+            assert saver.get_tuple(config) is None
+            assert list(saver.list(config)) == []
+            saver.delete_thread(thread_id)
+        assert store.list() == []
+        _run(saver, "a thread/with ../ odd chars é")
+        (made,) = store.list()
+        assert made.id == saver.thread("a thread/with ../ odd chars é").id and "odd chars" in made.title
+    finally:
+        saver.close()
+
+
+def test_a_thread_id_new_thread_made_is_its_session_id(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    saver = LaminaCheckpointSaver(store)
+    thread_id = saver.new_thread()
+    _run(saver, thread_id)
+    saver.close()
+    reopened = LaminaCheckpointSaver(store)
+    try:
+        assert reopened.thread(thread_id).id == thread_id
+        assert reopened.get_tuple({"configurable": {"thread_id": thread_id}}) is not None
+        assert [s.id for s in store.list()] == [thread_id]
+    finally:
+        reopened.close()
 
 
 def test_delete_thread_forgets_checkpoints_but_the_log_keeps_them(tmp_path: Path) -> None:

@@ -1,25 +1,28 @@
 """Lamina inside LangGraph: a checkpointer on Lamina's store, and the model input placed by Lamina (I/O: the store).
 
 `pip install 'lamina[langgraph]'`. A checkpointer, not a message reducer (a reducer has no
-session, no I/O and no moment before the model call): each LangGraph thread is one Lamina
-session, its checkpoints and pending writes appended to the log, and `model_input` is the
-placement, called where the graph calls its model. Why, and the details: docs/integrations.md.
+session, no I/O and no moment before the model call): each LangGraph thread, whatever its id, is
+one Lamina session, its checkpoints and pending writes appended to the log, and `model_input` is
+the placement, called where the graph calls its model. Why, and the details: docs/integrations.md.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import builtins
+import contextlib
+import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Unpack
 
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
-from lamina.errors import MissingExtraError, SessionNotFoundError, UsageError
+from lamina.errors import MissingExtraError, SessionExistsError, SessionNotFoundError, UsageError
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions, thread_options
 from lamina.integrations._thread import LaminaThread
-from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult
+from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult, check_session_id
 
 try:
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -32,6 +35,8 @@ except ImportError as exc:
 CHECKPOINT = "langgraph.checkpoint"
 WRITES = "langgraph.writes"
 MESSAGE = "langgraph.message"
+THREAD_SESSION_PREFIX = "langgraph-"
+"""A caller's own thread id names the session `langgraph-` and 32 hex digits of the id's sha256."""
 
 
 def _typed(data: tuple[str, bytes]) -> list[str]:
@@ -56,7 +61,7 @@ def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> RunnableConfi
 
 
 class LaminaCheckpointSaver(InMemorySaver):
-    """A LangGraph checkpointer whose store is Lamina's session log (one session per thread)."""
+    """A LangGraph checkpointer whose store is Lamina's session log (one session per thread, any thread id)."""
 
     def __init__(
         self, store: SessionStore, *, options: ThreadOptions | None = None, **keywords: Unpack[ThreadKeywords]
@@ -78,6 +83,22 @@ class LaminaCheckpointSaver(InMemorySaver):
         # has one writer, so every use of a thread's log goes through this lock.
         self._lock = threading.RLock()
 
+    def __enter__(self) -> LaminaCheckpointSaver:
+        """The saver, closed (every thread's session) when the `with` block ends."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close every open thread's session."""
+        self.close()
+
+    async def __aenter__(self) -> LaminaCheckpointSaver:
+        """The saver, closed (every thread's session) when the `async with` block ends."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Close every open thread's session."""
+        self.close()
+
     # -- threads ---------------------------------------------------------------------------------
 
     def new_thread(self) -> str:
@@ -91,31 +112,35 @@ class LaminaCheckpointSaver(InMemorySaver):
         return thread.id
 
     def thread(self, thread_id: str) -> LaminaThread:
-        """The Lamina session of `thread_id`, opened (and its checkpoints loaded) on first use.
+        """The Lamina session of `thread_id`, opened (and its checkpoints loaded) on first use, made if new.
 
-        Raises:
-            UsageError: `thread_id` names no session of the store (make threads with `new_thread`).
+        `thread_id` is any string: the caller's own names the session `THREAD_SESSION_PREFIX` and a
+        digest of the id, in the store (so any saver on it finds the thread again); a thread id
+        that `new_thread` made is its session's id.
         """
         with self._lock:
-            return self._thread(thread_id)
+            return self._made(thread_id)
 
-    def _thread(self, thread_id: str) -> LaminaThread:
+    def _made(self, thread_id: str) -> LaminaThread:
+        found = self._thread(thread_id, make=True)
+        assert found is not None  # made when missing
+        return found
+
+    def _thread(self, thread_id: str, *, make: bool) -> LaminaThread | None:
+        """The thread's session (opened and replayed once); None when it has none and `make` is false."""
         found = self._threads.get(thread_id)
         if found is not None:
             return found
-        try:
-            opened = LaminaThread.open(self.store, thread_id, options=self.options)
-        except SessionNotFoundError:
-            raise UsageError(
-                f"thread_id {thread_id!r}: no such session in the store; make threads with new_thread()"
-            ) from None
-        except UsageError as exc:  # not a session id at all
-            raise UsageError(f"thread_id {thread_id!r}: {exc}; make threads with new_thread()") from None
+        opened = _open_thread(self.store, thread_id, self.options)
+        if opened is None:
+            if not make:  # a read makes no session (and remembers no miss: another host may make it)
+                return None
+            opened = _make_thread(self.store, thread_id, self.options)
         self._threads[thread_id] = opened
-        self._replay(opened)
+        self._replay(opened, thread_id)
         return opened
 
-    def _replay(self, thread: LaminaThread) -> None:
+    def _replay(self, thread: LaminaThread, thread_id: str) -> None:
         self._replaying = True
         try:
             for entry in thread.session.path():
@@ -123,13 +148,13 @@ class LaminaCheckpointSaver(InMemorySaver):
                     continue
                 data = entry.data
                 if entry.name == CHECKPOINT:
-                    config = _config(thread.id, data["ns"], data["parent"])
+                    config = _config(thread_id, data["ns"], data["parent"])
                     checkpoint = self.serde.loads_typed(_untyped(data["checkpoint"]))
                     metadata = self.serde.loads_typed(_untyped(data["metadata"]))
                     super().put(config, checkpoint, metadata, data["versions"])
                 elif entry.name == WRITES:
                     writes = [(c, self.serde.loads_typed(_untyped(v))) for c, v in data["writes"]]
-                    config = _config(thread.id, data["ns"], data["checkpoint"])
+                    config = _config(thread_id, data["ns"], data["checkpoint"])
                     super().put_writes(config, writes, data["task"], data["path"])
         finally:
             self._replaying = False
@@ -146,7 +171,7 @@ class LaminaCheckpointSaver(InMemorySaver):
     def get_tuple(self, config: RunnableConfig) -> Any:
         """The checkpoint `config` names (its thread's latest without a `checkpoint_id`), as `InMemorySaver` answers."""
         with self._lock:
-            self._thread(str(config["configurable"]["thread_id"]))
+            self._thread(str(config["configurable"]["thread_id"]), make=False)
             return super().get_tuple(config)
 
     def list(
@@ -160,7 +185,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         """The checkpoints matching `config`, `filter`, `before` and `limit`, newest first (as `InMemorySaver`)."""
         with self._lock:
             if config is not None:
-                self._thread(str(config["configurable"]["thread_id"]))
+                self._thread(str(config["configurable"]["thread_id"]), make=False)
             return iter(builtins.list(super().list(config, filter=filter, before=before, limit=limit)))
 
     def put(
@@ -182,7 +207,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         configurable = config["configurable"]
-        thread = self._thread(str(configurable["thread_id"]))
+        thread = self._made(str(configurable["thread_id"]))
         record = {
             "ns": configurable.get("checkpoint_ns", ""),
             "parent": configurable.get("checkpoint_id"),
@@ -210,7 +235,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
     ) -> None:
         configurable = config["configurable"]
-        thread = self._thread(str(configurable["thread_id"]))
+        thread = self._made(str(configurable["thread_id"]))
         record = {
             "ns": configurable.get("checkpoint_ns", ""),
             "checkpoint": configurable["checkpoint_id"],
@@ -224,10 +249,54 @@ class LaminaCheckpointSaver(InMemorySaver):
     def delete_thread(self, thread_id: str) -> None:
         """Forget a thread's checkpoints: the session's leaf goes back to its first entry (the log keeps them)."""
         with self._lock:
-            thread = self._thread(thread_id)
-            thread.rewind(thread.root_id())
+            thread = self._thread(str(thread_id), make=False)
+            if thread is not None:  # a thread with no session has nothing to forget
+                thread.rewind(thread.root_id())
             self._turns.pop(thread_id, None)
             super().delete_thread(thread_id)
+
+    # -- the async variants: the same methods, in a worker thread (the event loop never waits on a disk or a database)
+
+    async def aget_tuple(self, config: RunnableConfig) -> Any:
+        """`get_tuple`, run in a worker thread."""
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[Any]:
+        """`list`, run in a worker thread."""
+        found = await asyncio.to_thread(self.list, config, filter=filter, before=before, limit=limit)
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """`put`, run in a worker thread."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """`put_writes`, run in a worker thread."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """`delete_thread`, run in a worker thread."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
 
     # -- the model input -------------------------------------------------------------------------
 
@@ -238,7 +307,7 @@ class LaminaCheckpointSaver(InMemorySaver):
 
     def _model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
         thread_id = str(config["configurable"]["thread_id"])
-        thread = self._thread(thread_id)
+        thread = self._made(thread_id)
         logged = thread.twin_keys(MESSAGE, _message_id)
         new = [m for m in messages if str(m.id) not in logged]
         if any(isinstance(m, HumanMessage) for m in new) and thread.over_threshold(
@@ -305,6 +374,34 @@ class LaminaCheckpointSaver(InMemorySaver):
         return out
 
 
+def _session_id_of(thread_id: str) -> str:
+    """The session of a caller's own thread id: the same on every host, whatever the id's characters."""
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{THREAD_SESSION_PREFIX}{digest[:32]}"
+
+
+def _open_thread(store: SessionStore, thread_id: str, options: ThreadOptions) -> LaminaThread | None:
+    """The thread's session if the store has one: the caller's thread's own, else the session `thread_id` names."""
+    candidates = [_session_id_of(thread_id)]
+    with contextlib.suppress(UsageError):  # not a session id: only the caller's thread's own session can be it
+        candidates.append(check_session_id(thread_id))  # a thread `new_thread` made
+    for session_id in candidates:
+        try:
+            return LaminaThread.open(store, session_id, options=options)
+        except SessionNotFoundError:
+            continue
+    return None
+
+
+def _make_thread(store: SessionStore, thread_id: str, options: ThreadOptions) -> LaminaThread:
+    """Make the session of a caller's new thread (another saver may make it at the same time), then open it."""
+    session_id = _session_id_of(thread_id)
+    cwd = str(options.workspace) if options.workspace is not None else ""
+    with contextlib.suppress(SessionExistsError):  # made meanwhile, here or on another host: open it
+        store.create(session_id=session_id, cwd=cwd, title=f"langgraph {thread_id}").close()
+    return LaminaThread.open(store, session_id, options=options)
+
+
 def _turn_ends(checkpoint: Checkpoint) -> bool:
     """Whether the graph's messages end with the model's answer (an AI message calling no tool)."""
     messages = checkpoint["channel_values"].get("messages")
@@ -320,7 +417,6 @@ def _message_id(data: Any) -> str:
 
 def _run(coroutine: Any) -> Any:
     """Run a coroutine to completion from synchronous code (a graph node may run in a worker thread)."""
-    import asyncio
     import concurrent.futures
 
     try:
@@ -331,4 +427,12 @@ def _run(coroutine: Any) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-__all__ = ["CHECKPOINT", "MESSAGE", "WRITES", "CompactionPolicy", "LaminaCheckpointSaver", "ThreadOptions"]
+__all__ = [
+    "CHECKPOINT",
+    "MESSAGE",
+    "THREAD_SESSION_PREFIX",
+    "WRITES",
+    "CompactionPolicy",
+    "LaminaCheckpointSaver",
+    "ThreadOptions",
+]
