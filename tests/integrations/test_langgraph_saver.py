@@ -137,7 +137,9 @@ def _two_hosts(kind: str, tmp_path: Path) -> Iterator[tuple[SessionStore, Sessio
             yield a, b
 
 
-@pytest.mark.parametrize("kind", ["memory", "jsonl", "postgres"])
+@pytest.mark.parametrize(
+    "kind", ["memory", pytest.param("jsonl", marks=pytest.mark.slow), pytest.param("postgres", marks=pytest.mark.slow)]
+)
 def test_a_callers_own_thread_id_is_made_on_first_use_and_found_again_on_another_host(
     kind: str, tmp_path: Path
 ) -> None:
@@ -160,6 +162,20 @@ def test_a_callers_own_thread_id_is_made_on_first_use_and_found_again_on_another
             elsewhere.close()
 
 
+@pytest.mark.slow
+async def test_an_async_graph_on_a_callers_thread_id_checkpoints_as_the_in_memory_saver(tmp_path: Path) -> None:
+    peer, peer_config = InMemorySaver(), {"configurable": {"thread_id": "peer"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "conversation-7f3a"}}
+    async with LaminaCheckpointSaver(LocalSessionStore(tmp_path)) as saver:
+        for graph, cfg in ((_graph(peer), peer_config), (_graph(saver), config)):
+            for n in range(3):
+                await graph.ainvoke({"messages": [HumanMessage(f"weather {n}?", id=f"h{n}")]}, cfg)
+        assert [_shape(t) async for t in saver.alist(config)] == _history(peer, peer_config)  # type: ignore[arg-type]
+    async with LaminaCheckpointSaver(LocalSessionStore(tmp_path)) as reopened:
+        latest = await reopened.aget_tuple(config)
+        assert latest is not None and _shape(latest) == _shape(peer.get_tuple(peer_config))  # type: ignore[arg-type]
+
+
 def test_reading_an_unknown_thread_makes_no_session(tmp_path: Path) -> None:
     store = LocalSessionStore(tmp_path)
     saver = LaminaCheckpointSaver(store)
@@ -175,6 +191,19 @@ def test_reading_an_unknown_thread_makes_no_session(tmp_path: Path) -> None:
         assert made.id == saver.thread("a thread/with ../ odd chars é").id and "odd chars" in made.title
     finally:
         saver.close()
+
+
+def test_a_number_as_thread_id_is_the_same_thread_as_its_text_also_after_a_reopen(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    with LaminaCheckpointSaver(store) as saver:
+        numbered: RunnableConfig = {"configurable": {"thread_id": 42}}  # thread_id=user_id
+        graph = _graph(saver)
+        graph.invoke({"messages": [HumanMessage("weather 0?", id="h0")]}, numbered)
+        history = _history(saver, numbered)
+        assert history == _history(saver, {"configurable": {"thread_id": "42"}})
+    with LaminaCheckpointSaver(store) as reopened:
+        assert _history(reopened, numbered) == history
+        assert [s.id for s in store.list()] == [reopened.thread("42").id]
 
 
 def test_a_thread_id_new_thread_made_is_its_session_id(tmp_path: Path) -> None:

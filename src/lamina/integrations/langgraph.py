@@ -171,7 +171,8 @@ class LaminaCheckpointSaver(InMemorySaver):
     def get_tuple(self, config: RunnableConfig) -> Any:
         """The checkpoint `config` names (its thread's latest without a `checkpoint_id`), as `InMemorySaver` answers."""
         with self._lock:
-            self._thread(str(config["configurable"]["thread_id"]), make=False)
+            config = _text_thread_id(config)
+            self._thread(config["configurable"]["thread_id"], make=False)
             return super().get_tuple(config)
 
     def list(
@@ -185,7 +186,8 @@ class LaminaCheckpointSaver(InMemorySaver):
         """The checkpoints matching `config`, `filter`, `before` and `limit`, newest first (as `InMemorySaver`)."""
         with self._lock:
             if config is not None:
-                self._thread(str(config["configurable"]["thread_id"]), make=False)
+                config = _text_thread_id(config)
+                self._thread(config["configurable"]["thread_id"], make=False)
             return iter(builtins.list(super().list(config, filter=filter, before=before, limit=limit)))
 
     def put(
@@ -197,7 +199,7 @@ class LaminaCheckpointSaver(InMemorySaver):
     ) -> RunnableConfig:
         """Store a checkpoint: appended to the thread's log (fsynced when it ends a turn), then indexed."""
         with self._lock:
-            return self._put(config, checkpoint, metadata, new_versions)
+            return self._put(_text_thread_id(config), checkpoint, metadata, new_versions)
 
     def _put(
         self,
@@ -229,7 +231,7 @@ class LaminaCheckpointSaver(InMemorySaver):
     ) -> None:
         """Store a task's pending writes: appended to the thread's log (durable with the next checkpoint)."""
         with self._lock:
-            self._put_writes(config, writes, task_id, task_path)
+            self._put_writes(_text_thread_id(config), writes, task_id, task_path)
 
     def _put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -248,8 +250,9 @@ class LaminaCheckpointSaver(InMemorySaver):
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget a thread's checkpoints: the session's leaf goes back to its first entry (the log keeps them)."""
+        thread_id = str(thread_id)
         with self._lock:
-            thread = self._thread(str(thread_id), make=False)
+            thread = self._thread(thread_id, make=False)
             if thread is not None:  # a thread with no session has nothing to forget
                 thread.rewind(thread.root_id())
             self._turns.pop(thread_id, None)
@@ -303,7 +306,7 @@ class LaminaCheckpointSaver(InMemorySaver):
     def model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
         """The messages to send the model now: logged, compacted when needed, placed by Lamina."""
         with self._lock:
-            return self._model_input(config, messages)
+            return self._model_input(_text_thread_id(config), messages)
 
     def _model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
         thread_id = str(config["configurable"]["thread_id"])
@@ -372,6 +375,14 @@ class LaminaCheckpointSaver(InMemorySaver):
                 message = message.model_copy(update={"content": str(neutralise(_text(message.content)))})
             out.append(message)
         return out
+
+
+def _text_thread_id(config: RunnableConfig) -> RunnableConfig:
+    """`config` with its thread id as text: `thread_id=42` and `"42"` are one thread, here and after a reopen."""
+    configurable = config.get("configurable", {})
+    if isinstance(configurable.get("thread_id"), str):
+        return config
+    return {**config, "configurable": {**configurable, "thread_id": str(configurable["thread_id"])}}
 
 
 def _session_id_of(thread_id: str) -> str:
