@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.cli._permissions import Permissions, PermissionRule, always_rules, parse_rule, read_rules
+from lamina.cli._permissions import PermissionRule, Permissions, always_rules, parse_rule, read_rules
 from lamina.cli._shell import split_command
 from lamina.errors import ConfigError
 
@@ -76,7 +76,9 @@ def test_quoted_separators_are_arguments_not_commands(rest: list[str], separator
     permissions = _rules("Bash(git status:*)")
     quoted = " ".join(shlex.quote(word + separator + "rm -rf x") for word in rest)
     assert _allowed(permissions, f"git status {quoted}")
-    assert split_command(f"git status {quoted}").commands[0].words[2:] == tuple(w + separator + "rm -rf x" for w in rest)
+    assert split_command(f"git status {quoted}").commands[0].words[2:] == tuple(
+        w + separator + "rm -rf x" for w in rest
+    )
 
 
 def test_git_status_does_not_allow_what_follows_it() -> None:
@@ -101,9 +103,7 @@ def test_git_status_does_not_allow_what_follows_it() -> None:
 
 
 @given(st.lists(WORD, min_size=1, max_size=2), SEPARATOR, st.lists(ARGUMENT, max_size=3))
-def test_a_deny_rule_refuses_a_command_when_any_part_matches(
-    other: list[str], separator: str, rest: list[str]
-) -> None:
+def test_a_deny_rule_refuses_a_command_when_any_part_matches(other: list[str], separator: str, rest: list[str]) -> None:
     permissions = _rules("Bash", deny=("Bash(rm:*)",))
     denied = " ".join(["rm", *(shlex.quote(word) for word in rest)])
     safe = " ".join(other)

@@ -164,7 +164,7 @@ async def _read_key(question: str, keys: str) -> str:
     def _other(event: KeyPressEvent) -> None:
         pass
 
-    shown = FormattedTextControl(lambda: question + "".join(pressed), show_cursor=True)
+    shown = FormattedTextControl(lambda: question + "".join(pressed), show_cursor=False)
     application: Application[str] = Application(
         layout=Layout(Window(shown, dont_extend_height=True, wrap_lines=True)),
         key_bindings=merge_key_bindings([bindings, _stray_sequences()]),
