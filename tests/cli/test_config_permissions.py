@@ -12,8 +12,13 @@ from lamina.cli import app
 from lamina.cli._config import load_settings, save_allowed
 from lamina.cli._permissions import parse_rule
 from lamina.errors import ConfigError
+from lamina.session import LocalSessionStore, ToolResult
+from tests.wire.fixtures import API_KEY
+from tests.wire.script import Reply, ToolUse
+from tests.wire.server import WireServer
 
 runner = CliRunner()
+MODEL = "anthropic:claude-sonnet-5"
 
 
 @pytest.fixture
@@ -113,3 +118,28 @@ def test_a_form_it_cannot_edit_is_refused_and_the_file_kept(ws: Path) -> None:
     with pytest.raises(ConfigError, match="add it by hand"):
         save_allowed(ws, [parse_rule("Bash(ls:*)")])
     assert path.read_text() == 'permissions = { allow = ["Read"] }\n'
+
+
+def test_deny_rules_refuse_in_execute_mode_in_lamina_run(
+    tmp_path: Path, ws: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    config = ws / ".lamina" / "config.toml"
+    config.write_text('[permissions]\ndeny = ["Bash(rm:*)"]\n')
+    (ws / "keep.txt").write_text("kept")
+    wire.script(
+        Reply(tool_calls=[ToolUse("Bash", {"command": "echo ok && rm keep.txt"})]),
+        Reply(tool_calls=[ToolUse("Bash", {"command": "echo ran > ran.txt"})]),
+        Reply(text="Could not remove it."),
+    )
+    store = str(tmp_path / "store")
+    result = runner.invoke(app, ["--store", store, "run", "remove keep.txt", "--mode", "execute", "--model", MODEL])
+    assert result.exit_code == 0, result.output
+    assert (ws / "keep.txt").read_text() == "kept"
+    assert (ws / "ran.txt").read_text() == "ran\n"  # what no rule denies runs, in execute mode
+    sessions = LocalSessionStore(tmp_path / "store")
+    with sessions.open(sessions.list()[0].id, writable=False) as session:
+        results = [e for e in session.entries() if isinstance(e, ToolResult)]
+    assert results[0].is_error
+    assert results[0].content.startswith(f"The deny rule Bash(rm:*) (in {config}) refuses this call")

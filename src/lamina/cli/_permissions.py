@@ -193,19 +193,20 @@ def _allows(rules: Sequence[PermissionRule], command: str | None, paths: Sequenc
     globs = [rule.value[0] for rule in rules if rule.kind == "paths"]
     if globs and paths and all(any(_glob_match(glob, path) for glob in globs) for path in paths):
         return True
-    if command is None:
-        return False
+    return command is not None and _allows_command(rules, command)
+
+
+def _allows_command(rules: Sequence[PermissionRule], command: str) -> bool:
+    """Exactly an exact rule's command, or every simple command plain and under a prefix rule."""
     if any(rule.kind == "exact" and rule.value[0] == command.strip() for rule in rules):
         return True
     prefixes = [rule.value for rule in rules if rule.kind == "prefix"]
     if not prefixes:
         return False
     line = split_command(command)
-    return (
-        line.complete
-        and bool(line.commands)
-        and all(part.plain and any(part.words[: len(p)] == p for p in prefixes) for part in line.commands)
-    )
+    if not line.complete or not line.commands:
+        return False
+    return all(part.plain and any(part.words[: len(p)] == p for p in prefixes) for part in line.commands)
 
 
 def _every_part(command: str) -> list[SimpleCommand]:
