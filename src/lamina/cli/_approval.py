@@ -72,7 +72,7 @@ class Approver:
                     err.print(f"[dim]declined {safe(call.name)}[/dim]")
                     return Deny(DECLINED)
                 case "a" | "s":
-                    return self._allow_always(call.name, always, save=answer == "s")
+                    return self._allow_always(always, save=answer == "s")
                 case "e":
                     return await self._explain(call.name)
                 case _:
@@ -87,7 +87,7 @@ class Approver:
             await _cancel_turn()
             raise AssertionError("unreachable: the task was cancelled") from None
 
-    def _allow_always(self, name: str, rules: tuple[PermissionRule, ...], *, save: bool) -> Allow:
+    def _allow_always(self, rules: tuple[PermissionRule, ...], *, save: bool) -> Allow:
         self.permissions = self.permissions.with_allowed(rules)
         shown = ", ".join(rule.text for rule in rules)
         err.print(f"[dim]{safe(shown)} is allowed for the rest of this session[/dim]")
