@@ -64,7 +64,7 @@ def test_ask_mode_prompts_for_edit_write_and_bash_with_diffs_and_always(
     # the Write's content shown verbatim (markup as text, escapes neutralised); "always" covers the second Write
     assert "+" + MARKUP + "␛[2J␛]52;c;aGk=␇<U+009B>31m" in result.stderr
     assert result.stderr.count("Allow Write?") == 1
-    assert "Write is approved for the rest of this session" in result.stderr
+    assert "Write is allowed for the rest of this session" in result.stderr
     assert (workspace / "b.md").read_text() == "second"
     # the Bash call was declined: it never ran, and the model was told
     assert "declined Bash" in result.stderr

@@ -1,67 +1,127 @@
-"""Ask mode in the terminal: show a tool call (a coloured diff for Edit and Write), ask yes / no / always (I/O).
+"""Ask mode in the terminal: show a tool call (a coloured diff for Edit and Write), answer with one key (I/O).
 
-"always" approves every later call of that tool for the rest of the session (this process); it
-is never written anywhere.
+`y` runs the call, `n` refuses it, `a` allows it and the like for the rest of the session (the
+tool, or for Bash the command's prefix: `lamina.cli._permissions.always_rules`), `s` does that
+and saves the rule in the workspace's config, `e` refuses it with the user's words for the model.
+Allow rules of the config files answer before asking; `DenyRules` refuses before anything asks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from lamina.cli._config import WORKSPACE_CONFIG, save_allowed
 from lamina.cli._console import err, safe
-from lamina.tools import Allow, Deny, PermissionRequest
+from lamina.cli._permissions import PermissionRule, Permissions, always_rules, relative_paths
+from lamina.defang import show_controls
+from lamina.errors import ConfigError
+from lamina.tools import Allow, Deny, PermissionRequest, Rule, ToolCall
+
+if TYPE_CHECKING:
+    from lamina.cli._reader import LineReader
 
 MAX_DIFF_LINES: Final = 80
 """Diff lines shown before the rest is summarised as a count."""
 MAX_VALUE_CHARS: Final = 400
 """Characters of one input field shown in the approval prompt."""
 DECLINED: Final = "the user declined this call"
+KEYS: Final = "nyase"
+"""The answers, one key each; the first is what an empty line means when reading from a pipe."""
 
-AskLine = Callable[[str], Awaitable[str]]
-"""Reads one answer from the user (raises EOFError at the end of input, KeyboardInterrupt on Ctrl-C)."""
+
+def declined_with(text: str) -> str:
+    """The refusal the model receives when the user declined and said why (`e`)."""
+    return f"The user declined this call and said: {text}"
 
 
 class Approver:
     """The `ask` callback of an interactive session: prompts for every call the mode or a rule asks about."""
 
-    def __init__(self, ask_line: AskLine) -> None:
-        self._ask_line = ask_line
-        self.always: set[str] = set()
-        """Tools the user approved for the rest of the session."""
+    def __init__(self, reader: LineReader, permissions: Permissions | None = None, *, workspace: Path) -> None:
+        self._reader = reader
+        self._workspace = workspace
+        self.permissions = permissions or Permissions()
+        """The config files' rules and those "always" added in this session."""
 
     async def __call__(self, request: PermissionRequest) -> Allow | Deny:
-        name = request.call.name
-        if name in self.always:
+        call = request.call
+        command, paths = call_target(call)
+        allowed = self.permissions.allowing(call.name, command, paths)
+        if allowed:
+            err.print(f"[dim]{safe(call.name)} allowed by {safe(', '.join(_named(rule) for rule in allowed))}[/dim]")
             return Allow()
         show_call(request)
+        always = always_rules(call.name, command)
+        covers = show_controls(", ".join(rule.text for rule in always))
+        question = (
+            f"Allow {show_controls(call.name)}? y yes · n no · a always {covers} · "
+            f"s always, saved in {WORKSPACE_CONFIG} · e no, and tell the model why: "
+        )
         while True:
+            answer = await self._key(question)
+            match answer:
+                case "y":
+                    return Allow()
+                case "n":
+                    err.print(f"[dim]declined {safe(call.name)}[/dim]")
+                    return Deny(DECLINED)
+                case "a" | "s":
+                    return self._allow_always(always, save=answer == "s")
+                case "e":
+                    return await self._explain(call.name)
+                case _:
+                    err.print("answer y (yes), n (no), a (always), s (always, saved) or e (no, and say why)")
+
+    async def _key(self, question: str) -> str:
+        try:
+            return await self._reader.key(question, KEYS)
+        except EOFError:
+            return "n"
+        except KeyboardInterrupt:
+            await _cancel_turn()
+            raise AssertionError("unreachable: the task was cancelled") from None
+
+    def _allow_always(self, rules: tuple[PermissionRule, ...], *, save: bool) -> Allow:
+        self.permissions = self.permissions.with_allowed(rules)
+        shown = ", ".join(rule.text for rule in rules)
+        err.print(f"[dim]{safe(shown)} is allowed for the rest of this session[/dim]")
+        if save:
             try:
-                answer = (await self._ask_line(f"Allow {name}? [y]es / [n]o / [a]lways for {name}: ")).strip().lower()
-            except EOFError:
-                answer = "n"
-            except KeyboardInterrupt:
-                # Ctrl-C at the question cancels the whole turn (the agent records the call as interrupted)
-                task = asyncio.current_task()
-                assert task is not None
-                task.cancel()
-                await asyncio.sleep(0)
-                raise AssertionError("unreachable: the task was cancelled") from None
-            if answer in {"y", "yes"}:
-                return Allow()
-            if answer in {"", "n", "no"}:
-                err.print(f"[dim]declined {safe(name)}[/dim]")
-                return Deny(DECLINED)
-            if answer in {"a", "always"}:
-                self.always.add(name)
-                err.print(f"[dim]{safe(name)} is approved for the rest of this session[/dim]")
-                return Allow()
-            err.print("answer y (yes), n (no) or a (always for this tool in this session)")
+                path = save_allowed(self._workspace, rules)
+            except ConfigError as exc:
+                err.print(f"[yellow]not saved:[/yellow] {safe(exc)}")
+            else:
+                err.print(f"[dim]saved in {safe(path)}[/dim]")
+        return Allow()
+
+    async def _explain(self, name: str) -> Deny:
+        try:
+            text = (await self._reader.answer("what should the model do instead? ")).strip()
+        except EOFError:
+            text = ""
+        except KeyboardInterrupt:
+            await _cancel_turn()
+            raise AssertionError("unreachable: the task was cancelled") from None
+        err.print(f"[dim]declined {safe(name)}{', with your answer' if text else ''}[/dim]")
+        return Deny(declined_with(text) if text else DECLINED)
+
+
+async def _cancel_turn() -> None:
+    """Ctrl-C at a question cancels the whole turn (the agent records the call as interrupted)."""
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    await asyncio.sleep(0)
+
+
+def _named(rule: PermissionRule) -> str:
+    return rule.text if rule.origin == "this session" else f"{rule.text} ({rule.origin})"
 
 
 def call_fields(value: Any) -> dict[str, Any]:
@@ -136,3 +196,30 @@ def print_diff(lines: list[str]) -> None:
             err.print(f"  {safe(line)}")
     if len(lines) > MAX_DIFF_LINES:
         err.print(f"  [dim]… {len(lines) - MAX_DIFF_LINES:,} more diff lines[/dim]")
+
+
+def call_target(call: ToolCall) -> tuple[str | None, tuple[str, ...]]:
+    """What rules look at in a call: its Bash command (None for other tools) and its paths."""
+    command = getattr(call.input, "command", None) if call.name == "Bash" else None
+    return (command if isinstance(command, str) else None), relative_paths(call.paths, call.context.cwd)
+
+
+class DenyRules(Rule):
+    """The pre-tool-use rule that refuses, without asking, every call a deny rule covers."""
+
+    def __init__(self, permissions: Permissions) -> None:
+        self.permissions = permissions
+
+    @property
+    def name(self) -> str:
+        return "permissions"
+
+    async def check(self, call: ToolCall) -> Allow | Deny:
+        command, paths = call_target(call)
+        rule = self.permissions.denying(call.name, command, paths)
+        if rule is None:
+            return Allow()
+        return Deny(
+            f"The deny rule {rule.text} (in {rule.origin}) refuses this call, without asking the user. "
+            "Do not look for another way to do the same; if it is needed, say so and ask the user."
+        )

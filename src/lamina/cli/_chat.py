@@ -140,7 +140,7 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
         settings,
         workspace=workspace,
         session_id=session_id,
-        ask=Approver(reader.answer),
+        ask=Approver(reader, settings.permissions, workspace=workspace),
         interactive=interactive,
         on_event=view,
         on_compaction=view.compaction,

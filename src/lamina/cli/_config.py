@@ -2,12 +2,16 @@
 
 Two files, both optional, both with the same keys: the user's (`config.toml` in the user config
 directory) and the workspace's (`.lamina/config.toml`), which wins; a command-line option wins
-over both. The keys and an example file: docs/cli.md.
+over both. Their `[permissions]` rules add up (`lamina.cli._permissions`). The keys and an example
+file: docs/configuration.md.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Final, Literal
@@ -17,12 +21,20 @@ import platformdirs
 import typer
 
 from lamina.cli._console import abort, out, print_json, safe
+from lamina.cli._permissions import PermissionRule, Permissions, read_rules
 from lamina.errors import ConfigError
 
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
 WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
 
 Mode = Literal["explore", "plan", "ask", "execute"]
+
+
+class _Rules(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A file's `[permissions]` table: rules as written (`Bash(git status:*)`)."""
+
+    allow: list[str] = []
+    deny: list[str] = []
 
 
 class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -35,6 +47,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     context_window: Annotated[int, msgspec.Meta(gt=0)] | None = None
     compaction_reserve: Annotated[int, msgspec.Meta(ge=0)] | None = None
     prune: bool | None = None
+    permissions: _Rules | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +64,8 @@ class Settings:
     """None: the agent's default."""
     prune: bool = True
     """Whether old tool output is pruned before a turn (`lamina.compaction.PrunePolicy`'s defaults)."""
+    permissions: Permissions = field(default_factory=Permissions)
+    """The allow and deny rules of both files (the user's first)."""
     origins: dict[str, str] = field(default_factory=dict)
 
     def origin(self, key: str) -> str:
@@ -73,10 +88,13 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
     """
     values: dict[str, object] = {}
     origins: dict[str, str] = {}
+    rules: list[tuple[str, list[str], list[str]]] = []
     for path in (user_config_path(), workspace / WORKSPACE_CONFIG):
         data = _read(path)
         if data is None:
             continue
+        if data.permissions is not None:
+            rules.append((str(path), data.permissions.allow, data.permissions.deny))
         for key in KEYS:
             value = getattr(data, key)
             if value is None:
@@ -89,7 +107,8 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
         if value is not None:
             values[key] = Path(str(value)).resolve() if key == "preset_file" else value
             origins[key] = "command line"
-    return Settings(**values, origins=origins)  # type: ignore[arg-type]  # keys and types checked above
+    permissions = read_rules(rules)
+    return Settings(**values, permissions=permissions, origins=origins)  # type: ignore[arg-type]  # keys and types checked above
 
 
 def settings_or_abort(
@@ -132,6 +151,65 @@ def _read(path: Path) -> _File | None:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
+def save_allowed(workspace: Path, rules: Sequence[PermissionRule]) -> Path:
+    """Add `rules` to `permissions.allow` in the workspace's config file (made if missing); the file's path.
+
+    The rest of the file (keys, comments, order) is kept as written.
+
+    Raises:
+        ConfigError: The file cannot be read or written, is not valid, or holds its permissions in
+            a form this cannot edit (a dotted key, an inline table): the rule is then not saved.
+    """
+    path = workspace / WORKSPACE_CONFIG
+    current = _read(path)
+    allowed = list(current.permissions.allow) if current is not None and current.permissions is not None else []
+    wanted = allowed + [rule.text for rule in rules if rule.text not in allowed]
+    if wanted == allowed:
+        return path
+    text = path.read_text(encoding="utf-8") if current is not None else ""
+    updated = _with_allow(text, wanted)
+    try:
+        decoded = msgspec.toml.decode(updated.encode(), type=_File)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        decoded = None
+    if decoded is None or decoded.permissions is None or decoded.permissions.allow != wanted:
+        raise ConfigError(f"{path}: cannot add {wanted[-1]} to permissions.allow here: add it by hand")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(updated, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return path
+
+
+_TABLE: Final = re.compile(r"\s*\[")
+_PERMISSIONS_TABLE: Final = re.compile(r"\s*\[\s*permissions\s*\]\s*(#.*)?")
+_ALLOW_KEY: Final = re.compile(r"\s*allow\s*=")
+
+
+def _with_allow(text: str, allow: Sequence[str]) -> str:
+    """`text` with its `[permissions]` table's `allow` array replaced by `allow` (table and key added if missing)."""
+    array = "allow = [" + ", ".join(json.dumps(rule, ensure_ascii=False) for rule in allow) + "]\n"
+    lines = text.splitlines(keepends=True)
+    header = next((n for n, line in enumerate(lines) if _PERMISSIONS_TABLE.fullmatch(line.rstrip("\r\n"))), None)
+    if header is None:
+        gap = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
+        return text + gap + "[permissions]\n" + array
+    end = next((n for n in range(header + 1, len(lines)) if _TABLE.match(lines[n])), len(lines))
+    key = next((n for n in range(header + 1, end) if _ALLOW_KEY.match(lines[n])), None)
+    if key is None:
+        return "".join([*lines[: header + 1], array, *lines[header + 1 :]])
+    for last in range(key, end):  # the array may span lines: its end is the first line where it parses
+        try:
+            msgspec.toml.decode("".join(lines[key : last + 1]).encode())
+        except msgspec.DecodeError:
+            continue
+        return "".join([*lines[:key], array, *lines[last + 1 :]])
+    return text  # not an array this can read: the caller's check refuses
+
+
 _KEY_VARIABLES: Final = {
     "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
@@ -163,10 +241,14 @@ def show(
     except ConfigError as exc:
         abort(str(exc))
     rows = [(key, getattr(settings, key), settings.origin(key)) for key in KEYS]
+    rules = [("allow", rule) for rule in settings.permissions.allow] + [
+        ("deny", rule) for rule in settings.permissions.deny
+    ]
     if as_json:
         print_json(
             {
                 "settings": {key: {"value": value, "from": origin} for key, value, origin in rows},
+                "permissions": [{"list": kind, "rule": rule.text, "from": rule.origin} for kind, rule in rules],
                 "files": {"user": user_config_path(), "workspace": Path.cwd() / WORKSPACE_CONFIG},
             }
         )
@@ -178,5 +260,10 @@ def show(
         shown = "(provider default)" if value is None else str(value)
         table.add_row(safe(key), safe(shown), safe(origin))
     out.print(table)
+    if rules:
+        permissions = Table("permissions", "rule", "from", box=None)
+        for kind, rule in rules:
+            permissions.add_row(kind, safe(rule.text), safe(rule.origin))
+        out.print(permissions)
     out.print(f"[dim]user file: {safe(user_config_path())}[/dim]")
     out.print(f"[dim]workspace file: {safe(Path.cwd() / WORKSPACE_CONFIG)}[/dim]")

@@ -19,10 +19,13 @@ from typing import Final, Protocol
 
 import platformdirs
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import Application
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
+from prompt_toolkit.keys import Keys
+from prompt_toolkit.layout import FormattedTextControl, Layout, Window
 
 _SKILL_PREFIX: Final = re.compile(r"\[skill:([\w.-]*)$")
 
@@ -36,6 +39,10 @@ class LineReader(Protocol):
 
     async def answer(self, question: str) -> str:
         """A one-line answer to `question`."""
+        ...
+
+    async def key(self, question: str, keys: str) -> str:
+        """One of `keys`, pressed (no Enter) in a terminal; from a pipe, a line's first letter (empty: `keys[0]`)."""
         ...
 
 
@@ -63,6 +70,10 @@ class PipeReader:
     async def answer(self, question: str) -> str:
         return await self._line(question)
 
+    async def key(self, question: str, keys: str) -> str:
+        answer = (await self._line(question)).strip().lower()
+        return answer[:1] if answer else keys[0]
+
 
 class TerminalReader:
     """prompt_toolkit line editor: history, multi-line input and pastes, completion."""
@@ -89,7 +100,7 @@ class TerminalReader:
         self._messages: PromptSession[str] = PromptSession(
             history=past,
             multiline=True,
-            key_bindings=bindings,
+            key_bindings=merge_key_bindings([bindings, _stray_sequences()]),
             completer=_Completer(commands, skills),
             complete_while_typing=False,
             prompt_continuation=lambda width, line_number, wrap_count: "." * (width - 1) + " ",
@@ -101,6 +112,65 @@ class TerminalReader:
 
     async def answer(self, question: str) -> str:
         return await self._answers.prompt_async(question, handle_sigint=False)
+
+    async def key(self, question: str, keys: str) -> str:
+        return await _read_key(question, keys)
+
+
+def _stray_sequences() -> KeyBindings:
+    """Escape sequences a terminal sends only when asked (mouse reports), read as nothing.
+
+    prompt_toolkit parses `ESC [ 1 m` and the like as a mouse report even with the mouse off, and
+    its handler then raises (`not enough values to unpack`): typed or pasted outside bracketed
+    paste, such a sequence is dropped instead, and the line being typed stays as it was.
+    """
+    bindings = KeyBindings()
+
+    @bindings.add(Keys.Vt100MouseEvent, eager=True)
+    def _ignore(event: KeyPressEvent) -> None:
+        pass
+
+    return bindings
+
+
+async def _read_key(question: str, keys: str) -> str:
+    """Show `question`, wait for one of `keys` (other keys, Enter included, do nothing) and return it.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C.
+        EOFError: Ctrl-D.
+    """
+    pressed: list[str] = []
+    bindings = KeyBindings()
+
+    def _answer(key: str) -> None:
+        @bindings.add(key)
+        def _press(event: KeyPressEvent) -> None:
+            pressed.append(key)
+            event.app.exit(result=key)
+
+    for key in keys:
+        _answer(key)
+
+    @bindings.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        event.app.exit(exception=KeyboardInterrupt())
+
+    @bindings.add("c-d")
+    def _end(event: KeyPressEvent) -> None:
+        event.app.exit(exception=EOFError())
+
+    @bindings.add(Keys.Any)
+    def _other(event: KeyPressEvent) -> None:
+        pass
+
+    shown = FormattedTextControl(lambda: question + "".join(pressed), show_cursor=False)
+    application: Application[str] = Application(
+        layout=Layout(Window(shown, dont_extend_height=True, wrap_lines=True)),
+        key_bindings=merge_key_bindings([bindings, _stray_sequences()]),
+        full_screen=False,
+    )
+    return await application.run_async(handle_sigint=False)
 
 
 class _Completer(Completer):

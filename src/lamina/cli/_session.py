@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from lamina.agent import Agent, AgentEvent, open_agent, open_engine
+from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
 from lamina.compaction import DEFAULT_PRUNE
@@ -191,6 +192,7 @@ async def session_agent(
                 prune=DEFAULT_PRUNE if settings.prune else None,
             )
             agent.engine.compaction_listeners.append(on_compaction)
+            agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
             try:
