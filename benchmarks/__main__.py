@@ -61,7 +61,11 @@ def _print_matrix(figures: list[Figure]) -> None:
         mine = [f for f in figures if f.scenario == scenario]
         targets = list(dict.fromkeys(f.target for f in mine))
         cells = {(f.base, f.target): f.value for f in mine}
-        rows = list(dict.fromkeys(f.base for f in mine))
+        places: dict[str, int] = {}
+        for t in targets:
+            for place, f in enumerate(x for x in mine if x.target == t):
+                places[f.base] = min(place, places.get(f.base, place))
+        rows = sorted(places, key=places.__getitem__)
         width = max(len(r) for r in rows)
         print(f"\n  {scenario + ':':<{width}}" + "".join(f"{t:>16}" for t in targets))
         for row in rows:

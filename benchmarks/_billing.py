@@ -164,30 +164,32 @@ CAUSES: Final = ("first", "gap", "prune", "edit", "reread", "growth")
 
 
 def bill_breakdown(scenario: str, policy: str, run: OurRun, target: str, edit_turn: int | None) -> list[Figure]:
-    """Where a bill goes: reads from the cache, then what was sent anew (written or uncached) by cause.
+    """Where a bill goes, in base-price tokens: by price (reads, writes, uncached), and what was sent anew by cause.
 
-    A call's cause is the first that applies: the session's first call, the first after an idle
-    gap longer than 5 minutes, the first after a prune, the edit turn's first call, the call after
-    a re-read, or the conversation's growth.
+    The first four add up to the bill. The rest splits what was not read from the cache (written
+    or uncached) by the call that sent it, the first cause that applies: the session's first call,
+    the first after an idle gap longer than 5 minutes, the first after a prune, the edit turn's
+    first call, the call after a re-read, or the conversation's growth.
     """
-    read_cost = read_price(target)
     usages = run.usages[target]
+    summary = summarise(usages)
+    rules = AnthropicCacheRules()
+    read = summary.read * read_price(target)
+    writes = (summary.write_5m * rules.write_5m_multiplier, summary.write_1h * rules.write_1h_multiplier)
     new: dict[str, float] = dict.fromkeys(CAUSES, 0.0)
     for i, usage in enumerate(usages):
-        new[_cause(i, run.calls, edit_turn)] += usage.weighted_tokens - usage.read * read_cost
-    summary = summarise(usages)
+        new[_cause(i, run.calls, edit_turn)] += usage.weighted_tokens - usage.read * read_price(target)
     prefix = f"bill_{scenario}_{policy}_{target}"
     figures = [
-        Figure(f"{prefix}_reads", round(summary.read * read_cost), "tokens", note=f"{summary.read:,} tokens read"),
-        Figure(f"{prefix}_writes_5m", summary.write_5m, "tokens", note="tokens written at 5 minutes"),
-        Figure(f"{prefix}_writes_1h", summary.write_1h, "tokens", note="tokens written at 1 hour"),
+        Figure(f"{prefix}_reads", round(read), "tokens", note=f"{summary.read:,} tokens read from the cache"),
+        Figure(f"{prefix}_writes_5m", round(writes[0]), "tokens", note=f"{summary.write_5m:,} tokens written, 5 min"),
+        Figure(f"{prefix}_writes_1h", round(writes[1]), "tokens", note=f"{summary.write_1h:,} tokens written, 1 h"),
+        Figure(f"{prefix}_uncached", round(summary.uncached), "tokens", note="neither read nor written"),
     ]
-    figures += [
-        Figure(f"{prefix}_new_{cause}", round(cost), "tokens", note="sent anew (written or uncached), base price")
+    return figures + [
+        Figure(f"{prefix}_new_{cause}", round(cost), "tokens", note="not read from the cache, base price")
         for cause, cost in new.items()
     ]
-    figures.append(Figure(f"rereads_{scenario}_{policy}", run.rereads, "reads"))
-    return figures
 
 
 PeerRunner = Callable[..., PeerRun]

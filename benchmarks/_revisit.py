@@ -186,4 +186,9 @@ def revisit_figures(*, quick: bool, progress: Progress) -> list[Figure]:
     for target in TARGETS:
         figures += bill_breakdown("revisits", "default", default, target, edit)
         figures += bill_breakdown("revisits", "unpruned", never, target, edit)
+    note = "files the scripted model read again: their content was gone from the request"
+    figures += [
+        Figure("rereads_revisits_default", default.rereads, "reads", note=note),
+        Figure("rereads_revisits_unpruned", never.rereads, "reads", note=note),
+    ]
     return figures

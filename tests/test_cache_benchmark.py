@@ -10,7 +10,7 @@ import itertools
 import json
 
 import pytest
-from benchmarks._billing import ANTHROPIC, our_run
+from benchmarks._billing import ANTHROPIC, CAUSES, bill_breakdown, our_run
 from benchmarks._revisit import QUICK, revisit_count, revisit_script
 from benchmarks._scenario import REREAD_S, ScriptedTurn, scripted_session
 
@@ -75,3 +75,18 @@ def test_the_bill_is_above_the_floor_and_unpruned_never_reads_again() -> None:
         floor = never.floor(target)
         assert 0 < floor < never.summary(target).weighted_tokens
         assert floor < pruned.summary(target).weighted_tokens
+
+
+@pytest.mark.slow
+def test_the_breakdown_adds_up_to_the_bill_and_finds_the_prunes_and_the_rereads() -> None:
+    script = revisit_script(QUICK)
+    edit = next(t.index for t in script if t.agents_md is not None)
+    run = our_run(script, EAGER)
+    for target in ("anthropic", "responses"):
+        bill = run.summary(target).weighted_tokens
+        parts = {f.name.rsplit(f"{target}_", 1)[1]: f.value for f in bill_breakdown("q", "p", run, target, edit)}
+        assert abs(sum(parts[k] for k in ("reads", "writes_5m", "writes_1h", "uncached")) - bill) <= 4
+        assert abs(parts["reads"] + sum(parts[f"new_{c}"] for c in CAUSES) - bill) <= len(CAUSES) + 1
+        assert parts["new_prune"] > 0 and parts["new_reread"] > 0 and parts["new_gap"] > 0
+        if target == "responses":
+            assert parts["writes_5m"] == parts["writes_1h"] == 0  # OpenAI writes are not billed apart
