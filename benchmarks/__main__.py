@@ -36,6 +36,8 @@ def _as_json(name: str, quick: bool, figures: list[Figure]) -> dict[str, object]
             item["ratio_vs"] = {"figure": f.ratio_vs.figure, "ratio": f.ratio_vs.ratio}
         if f.note:
             item["note"] = f.note
+        if f.scenario:
+            item["scenario"], item["target"] = f.scenario, f.target
         out.append(item)
     return {"benchmark": name, "quick": quick, "figures": out}
 
@@ -50,6 +52,31 @@ def _print_table(name: str, figures: list[Figure], seconds: float) -> None:
         if f.note:
             line += f"   {f.note}"
         print(line)
+    _print_matrix([f for f in figures if f.scenario])
+
+
+def _print_matrix(figures: list[Figure]) -> None:
+    """Figures given per scenario and target, again as one table per scenario: a row a figure, a column a target."""
+    for scenario in dict.fromkeys(f.scenario for f in figures):
+        mine = [f for f in figures if f.scenario == scenario]
+        targets = list(dict.fromkeys(f.target for f in mine))
+        cells = {(f.base, f.target): f.value for f in mine}
+        places: dict[str, int] = {}
+        for t in targets:
+            for place, f in enumerate(x for x in mine if x.target == t):
+                places[f.base] = min(place, places.get(f.base, place))
+        rows = sorted(places, key=places.__getitem__)
+        width = max(len(r) for r in rows)
+        print(f"\n  {scenario + ':':<{width}}" + "".join(f"{t:>16}" for t in targets))
+        for row in rows:
+            values = (cells.get((row, t)) for t in targets)
+            print(f"  {row:<{width}}" + "".join(f"{_cell(v):>16}" for v in values))
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.4g}"
 
 
 def main(argv: list[str] | None = None) -> int:

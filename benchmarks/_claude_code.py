@@ -101,4 +101,4 @@ def run_claude_code(script: Sequence[ScriptedTurn], *, progress: Callable[[str],
                 session_id = str(json.loads(done.stdout)["session_id"])
                 if scripted.index % 10 == 9:
                     progress(f"Claude Code: {scripted.index + 1} of {len(script)} turns")
-            return PeerRun(version, tuple(server.captured))
+            return server.run(version)

@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +35,9 @@ from typing import Any
 
 import msgspec
 from tests.wire.script import Reply, ToolUse, WireResponse
-from tests.wire.server import WireServer
+from tests.wire.server import ROUTES, WireServer
 
-from benchmarks._scenario import AGENTS_MD, ModelStep, ScriptedTurn
+from benchmarks._scenario import AGENTS_MD, ModelStep, ScriptedModel, ScriptedTurn
 
 PEERS_DIR = Path(__file__).resolve().parent.parent / ".peers"
 """Where `make peers` installs the npm packages (ignored by git)."""
@@ -70,6 +69,8 @@ class PeerRequest:
 class PeerRun:
     version: str
     requests: tuple[PeerRequest, ...]
+    rereads: tuple[str, ...] = ()
+    """The paths the scripted model read again because their content was no longer in the peer's request."""
 
 
 ToolCalls = Callable[[Path, ModelStep], list[ToolUse]]
@@ -87,21 +88,28 @@ class ModelServer(WireServer):
         self.captured: list[PeerRequest] = []
         self._calls = calls
         self._is_main = is_main
-        self._answers: deque[ModelStep] = deque()
+        self._model = ScriptedModel(())
+        self.rereads: list[str] = []
         self._turn = -1
         self._t = 0.0
         self._serial = threading.Lock()
 
     def queue(self, turn: int, steps: Sequence[ModelStep]) -> None:
         with self._serial:
+            self.rereads += self._model.rereads
             self._turn = turn
-            self._answers.extend(steps)
+            self._model = ScriptedModel(steps)
             self._t = steps[0].t
 
     @property
     def unused(self) -> int:
         with self._serial:
-            return len(self._answers)
+            return len(self._model)
+
+    def run(self, version: str) -> PeerRun:
+        """What the server captured, as a peer's run."""
+        with self._serial:
+            return PeerRun(version, tuple(self.captured), (*self.rereads, *self._model.rereads))
 
     def answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
         with self._serial:
@@ -109,10 +117,12 @@ class ModelServer(WireServer):
                 body = msgspec.json.decode(raw) if raw else None
             except msgspec.DecodeError:
                 body = None
+            if ROUTES.get(path.split("?", 1)[0]) is None:  # not an API (`count_tokens`): a 404 takes no answer
+                return super().answer(path, headers, raw)
             main = isinstance(body, dict) and self._is_main(path, body)
-            if main and self._answers:
-                step = self._answers.popleft()
-                self._t = step.t
+            if main and self._model:
+                self._t = self._model.t
+                step = self._model.answer(raw.decode("utf-8", "replace") if self._model.checks else "")
                 self.script(Reply(text=step.text, tool_calls=self._calls(self.workspace, step)))
             else:
                 main = False
@@ -223,7 +233,7 @@ def run_pi(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]) -
                         raise PeerFailed(f"pi printed no session id: {stdout[:300]!r}")
                 if scripted.index % 10 == 9:
                     progress(f"pi: {scripted.index + 1} of {len(script)} turns")
-            return PeerRun(version, tuple(server.captured))
+            return server.run(version)
 
 
 # --- Codex CLI -------------------------------------------------------------------------------------------
@@ -276,4 +286,4 @@ def run_codex(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]
                         raise PeerFailed(f"Codex printed no thread id: {stdout[:300]!r}")
                 if scripted.index % 10 == 9:
                     progress(f"Codex: {scripted.index + 1} of {len(script)} turns")
-            return PeerRun(version, tuple(server.captured))
+            return server.run(version)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import random
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import Final
 
 from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
 from lamina.engine import ContextEngine
+from lamina.placement import AnthropicTarget, render
 from lamina.prompt import Platform
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, Usage, UserMessage
 from lamina.tools import default_tool_specs
@@ -71,6 +75,8 @@ class ModelCall:
     engine: ContextEngine
     t_start: float
     turn_index: int = 0
+    after_reread: bool = False
+    """This call follows a re-read: the model asked for a file again because its content was gone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,11 @@ class FileRead:
     """Relative to the workspace."""
     content: str
 
+    def seen_in(self, request: str) -> bool:
+        """Whether the file's content is in `request` (a request body as text): its first and last lines are."""
+        lines = self.content.strip("\n").split("\n")
+        return lines[0] in request and lines[-1] in request
+
 
 @dataclass(frozen=True, slots=True)
 class ModelStep:
@@ -91,6 +102,8 @@ class ModelStep:
     """When the model call that gets this answer is sent."""
     text: str
     reads: tuple[FileRead, ...] = ()
+    needs: tuple[FileRead, ...] = ()
+    """Files read in an earlier turn that this answer needs: read again first when no longer in the request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +120,58 @@ class ScriptedTurn:
     """The active sources set before this turn."""
     agents_md: str | None = None
     """The new AGENTS.md text written before this turn."""
+
+
+REREAD_S: Final = 6.0
+"""A re-read's call is sent at the step's time, the step's own call this many seconds later."""
+
+
+class ScriptedModel:
+    """The scripted model of one turn: its steps in order, each needed file read again first when it is gone.
+
+    A step with `needs` is answered by a re-read (a call reading the needed files whose content
+    is not in the request it receives) and then, at the next request, by the step itself; at most
+    one re-read per step, so a harness that never shows the content again cannot loop.
+    """
+
+    def __init__(self, steps: Sequence[ModelStep]) -> None:
+        self._steps = deque(steps)
+        self._reread = False
+        self.rereads: list[str] = []
+        """The paths read again, in order."""
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    @property
+    def t(self) -> float:
+        """When the next model call is sent."""
+        return self._steps[0].t + (REREAD_S if self._reread else 0.0)
+
+    @property
+    def after_reread(self) -> bool:
+        """Whether the next call follows a re-read."""
+        return self._reread
+
+    @property
+    def checks(self) -> bool:
+        """Whether the next answer depends on the request (the next step needs earlier files)."""
+        return bool(self._steps[0].needs) and not self._reread
+
+    def answer(self, request: str) -> ModelStep:
+        """The answer to the next call, given its request body as text (only read when `checks`)."""
+        step = self._steps[0]
+        missing = tuple(r for r in step.needs if not r.seen_in(request)) if self.checks else ()
+        if missing:
+            self._reread = True
+            self.rereads += [r.path for r in missing]
+            again = tuple(replace(r, call_id=f"{r.call_id}_again_{len(self.rereads)}") for r in missing)
+            paths = ", ".join(r.path for r in missing)
+            return ModelStep(step.t, f"Reading {paths} again: its content is no longer in my context.", again)
+        self._steps.popleft()
+        answer = replace(step, t=step.t + REREAD_S) if self._reread else step
+        self._reread = False
+        return answer
 
 
 def _code(rng: random.Random, lines: int) -> str:
@@ -226,9 +291,11 @@ def scripted_session(
             if scripted.agents_md is not None:
                 (workspace / "AGENTS.md").write_text(scripted.agents_md)
             turn = engine.prepare_turn(scripted.prompt)
-            for step in scripted.steps:
-                clock_value[0] = step.t
-                yield ModelCall(turn, engine, step.t, scripted.index)
+            model = ScriptedModel(scripted.steps)
+            while model:
+                clock_value[0] = model.t
+                yield ModelCall(turn, engine, model.t, scripted.index, model.after_reread)
+                step = model.answer(_request_text(turn, engine) if model.checks else "")
                 engine.record(AssistantMessage(text=step.text, usage=Usage(input=100, output=30)))
                 for read in step.reads:
                     engine.record(ToolCall(call_id=read.call_id, name="Read", input={"path": read.path}))
@@ -236,6 +303,14 @@ def scripted_session(
                     engine.record(ToolResult(call_id=read.call_id, name="Read", content=read_output(read.content)))
             engine.commit(turn)
         session.close()
+
+
+_DETECT = AnthropicTarget(model="claude-sonnet-5")
+
+
+def _request_text(turn: TurnContext, engine: ContextEngine) -> str:
+    """The request the model receives at this point of the turn, as text (what a re-read is decided on)."""
+    return json.dumps(dict(render(turn, _DETECT, continuation=engine.continuation(turn))), ensure_ascii=False)
 
 
 def engine_with_history(root: Path, history: int) -> ContextEngine:

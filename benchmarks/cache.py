@@ -33,6 +33,16 @@ skipped, with the reason printed, when the `claude` extra is not installed.
 
 Cache efficiency = tokens read from cache / tokens already sent in an earlier request that could
 still have been read. Relative input cost = billed input / input billed with no caching.
+
+A second scenario, `revisits` (`benchmarks._revisit`: 64 turns over 16 files of 5 to 30 KB, 25 of
+them needing an earlier file again, the scripted model reading it again only when its content is
+no longer in the request it receives; idle gaps of 10 and 70 minutes, a mode change, an AGENTS.md
+edit, a date change), runs Lamina (pruned by default and never pruned) and the three peers through
+the same machinery. Both scenarios (`coding`, `revisits`) end in the same goal figures per target
+(`anthropic`, `responses`), named `<figure>_<scenario>_<target>` (`benchmarks._billing.goal_figures`):
+`billed_input_vs_{pi,claude_code,codex}_ratio` (each peer on its own format),
+`default_vs_unpruned_ratio`, `efficiency` and `floor_ratio` (the bill over each needed token
+written once); the second scenario's bill is split by cause (`bill_revisits_<policy>_<target>_*`).
 """
 
 from __future__ import annotations
@@ -45,8 +55,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import Figure, ratio
+from benchmarks._billing import ANTHROPIC, FIRST_BYTE_S, RESPONSES, PeerRunner, goal_figures, our_run, peer_bill
 from benchmarks._claude_code import run_claude_code
-from benchmarks._peers import PeerRun, PeerUnavailable, run_codex, run_pi
+from benchmarks._peers import PeerUnavailable, run_codex, run_pi
+from benchmarks._revisit import revisit_figures
 from benchmarks._scenario import AGENTS_MD, DEFAULT_START, ModelCall, ScriptedTurn, scripted_session, session_script
 from lamina.cachesim import (
     AnthropicCacheSimulator,
@@ -59,16 +71,13 @@ from lamina.cachesim import (
 )
 from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.context import Part, ToolSpec, turn_tails
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, render
+from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
 from lamina.reports import KINDS, SessionComposition, compose_turn
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.workspace import Skill, SkillScan, skill_catalogue_part
 
-ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
 OPENAI = OpenAIChatTarget(model="gpt-5")
-RESPONSES = OpenAIResponsesTarget(model="gpt-5")
 ROLLING_ONLY = AnthropicTarget(model="claude-sonnet-5", turn_ttl="5m")
-_FIRST_BYTE_S: Final = 2.0
 
 
 def _unmarked(block: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +150,7 @@ def _simulate(calls: Iterable[ModelCall]) -> tuple[list[CacheUsage], int, str]:
     prefix_tokens, system_text = 0, ""
     for call in calls:
         body = dict(render(call.turn, ANTHROPIC, continuation=call.engine.continuation(call.turn)))
-        usages.append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
+        usages.append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + FIRST_BYTE_S)))
         system_text = json.dumps(body["system"])
         prefix_tokens = DEFAULT_ESTIMATOR.count(json.dumps([body.get("tools"), body["system"]]))
     return usages, prefix_tokens, system_text
@@ -158,7 +167,7 @@ def _peer_figures(
     progress: Callable[[str], None],
     *,
     quick: bool,
-) -> list[Figure]:
+) -> tuple[list[Figure], CacheSummary | None]:
     """Claude Code through the same script, billed by the same simulator; our figures with ratios against it."""
     lamina = summarise(ours)
     edit = _edit_turn(script)
@@ -171,9 +180,8 @@ def _peer_figures(
         peer = run_claude_code(script, progress=progress)
     except PeerUnavailable as exc:
         print(f"cache: Claude Code peer skipped: {exc}", file=sys.stderr)
-        return plain
-    simulator = AnthropicCacheSimulator()
-    theirs = [simulator.submit(TimedRequest(r.t_start, r.body, r.t_start + _FIRST_BYTE_S)) for r in peer.requests]
+        return plain, None
+    theirs = peer_bill(peer, AnthropicCacheSimulator())
     claude = summarise(theirs)
     their_edit_writes = sum(u.write for u, r in zip(theirs, peer.requests, strict=True) if r.turn == edit)
     side = sum(1 for r in peer.requests if not r.main)
@@ -217,16 +225,10 @@ def _peer_figures(
         Figure("edit_turn_cache_write_tokens_anthropic_lamina", our_edit_writes, "tokens"),
         Figure("peer_claude_code_edit_turn_cache_write_tokens", their_edit_writes, "tokens"),
         Figure("peer_claude_code_requests", len(theirs), "requests", note=f"{side} side requests"),
-    ]
+    ], claude
 
 
 _HALF_DAY: Final = 12 * 3600.0
-
-PeerRunner = Callable[..., PeerRun]
-
-
-def _peer_bill(run: PeerRun, simulator: CacheSimulator) -> list[CacheUsage]:
-    return [simulator.submit(TimedRequest(r.t_start, r.body, r.t_start + _FIRST_BYTE_S)) for r in run.requests]
 
 
 def _peer_edit_cost(
@@ -241,7 +243,7 @@ def _peer_edit_cost(
     """What the AGENTS.md edit cost the peer: the same session without the edit, billed again."""
     progress(f"{label} again without the AGENTS.md edit")
     unchanged = tuple(replace(t, agents_md=None) for t in script)
-    without = summarise(_peer_bill(runner(unchanged, progress=progress), simulator())).weighted_tokens
+    without = summarise(peer_bill(runner(unchanged, progress=progress), simulator())).weighted_tokens
     return [
         Figure(
             f"peer_{slug}_change_cost_fraction_agents_md_edit",
@@ -263,14 +265,14 @@ def _other_peer(
     progress: Callable[[str], None],
     *,
     quick: bool,
-) -> list[Figure]:
+) -> tuple[list[Figure], CacheSummary | None]:
     """A peer (pi, Codex CLI) through the same script, billed by the simulator of its wire format, beside us."""
     try:
         peer = runner(script, progress=progress)
     except PeerUnavailable as exc:
         print(f"cache: {label} peer skipped: {exc}", file=sys.stderr)
-        return []
-    theirs = _peer_bill(peer, simulator())
+        return [], None
+    theirs = peer_bill(peer, simulator())
     summary, lamina = summarise(theirs), summarise(ours)
     side = sum(1 for r in peer.requests if not r.main)
     name = f"peer_{slug}"
@@ -299,19 +301,13 @@ def _other_peer(
         Figure(f"{name}_tokens_per_request_mean", round(summary.total / len(theirs)), "tokens", note="as billed"),
         Figure(f"{name}_first_request_tokens", theirs[0].total if theirs else 0, "tokens", note="as billed"),
         Figure(f"{name}_requests", len(theirs), "requests", note=f"{side} side requests"),
-    ]
+    ], summary
 
 
 def _bills(script: Sequence[ScriptedTurn], prune: PrunePolicy | None = DEFAULT_PRUNE) -> dict[str, CacheSummary]:
-    """What `script` costs on our Anthropic and OpenAI Responses placements, old tool output pruned by `prune`."""
-    anthropic, openai = AnthropicCacheSimulator(), OpenAICacheSimulator()
-    usages: dict[str, list[CacheUsage]] = {"anthropic": [], "openai": []}
-    for call in scripted_session(script, prune=prune):
-        continuation = call.engine.continuation(call.turn)
-        for name, target, simulator in (("anthropic", ANTHROPIC, anthropic), ("openai", RESPONSES, openai)):
-            body = dict(render(call.turn, target, continuation=continuation))
-            usages[name].append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
-    return {name: summarise(u) for name, u in usages.items()}
+    """What `script` costs on our Anthropic and OpenAI Responses (`openai`) placements, old output pruned by `prune`."""
+    run = our_run(script, prune)
+    return {"anthropic": run.summary("anthropic"), "openai": run.summary("responses")}
 
 
 def _composition_figures(composition: SessionComposition, *, top: int = 5) -> list[Figure]:
@@ -372,11 +368,11 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             "openai_responses_lamina": dict(render(call.turn, RESPONSES, continuation=continuation)),
         }
         for name, body in bodies.items():
-            usages[name].append(simulators[name].submit(TimedRequest(call.t_start, body, call.t_start + _FIRST_BYTE_S)))
+            usages[name].append(simulators[name].submit(TimedRequest(call.t_start, body, call.t_start + FIRST_BYTE_S)))
         our_turns.append(call.turn_index)
 
     progress(f"Claude Code through the same {len(script)} turns")
-    figures = _peer_figures(script, usages["anthropic_lamina"], our_turns, progress, quick=quick)
+    figures, claude = _peer_figures(script, usages["anthropic_lamina"], our_turns, progress, quick=quick)
     for name in simulators:
         if name != "anthropic_lamina":
             figures.append(
@@ -398,7 +394,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             Figure(f"first_request_tokens_{target}_lamina", usages[name][0].total, "tokens", note="as billed")
         )
     progress(f"pi through the same {len(script)} turns")
-    figures += _other_peer(
+    pi_figures, pi = _other_peer(
         "pi",
         "pi",
         run_pi,
@@ -409,8 +405,9 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         progress,
         quick=quick,
     )
+    figures += pi_figures
     progress(f"Codex CLI through the same {len(script)} turns")
-    figures += _other_peer(
+    codex_figures, codex = _other_peer(
         "Codex CLI",
         "codex",
         run_codex,
@@ -421,6 +418,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         progress,
         quick=quick,
     )
+    figures += codex_figures
     figures += _composition_figures(composition)
     progress("the same session without the AGENTS.md edit, and twelve hours earlier (no date change)")
     bills = {"anthropic": summarise(usages["anthropic_lamina"]).weighted_tokens, "openai": responses.weighted_tokens}
@@ -441,7 +439,11 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
                 )
             )
     progress("the same session with old tool output never pruned")
-    unpruned = _bills(script, prune=None)
+    never = our_run(script, prune=None)
+    unpruned = {"anthropic": never.summary("anthropic"), "openai": never.summary("responses")}
+    peers = {slug: bill for slug, bill in (("claude_code", claude), ("pi", pi), ("codex", codex)) if bill is not None}
+    for target, billed in (("anthropic", summarise(usages["anthropic_lamina"])), ("responses", responses)):
+        figures += goal_figures("coding", target, billed, never.summary(target), never.floor(target), peers)
     for target, name in (("anthropic", "anthropic"), ("openai", "openai_responses")):
         figures += [
             Figure(f"billed_input_tokens_{name}_unpruned", round(unpruned[target].weighted_tokens), "tokens"),
@@ -473,4 +475,4 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         Figure("stable_prefix_tokens_lamina_skills", rich_prefix, "tokens", note="catalogue + 40 source tools"),
         Figure("skill_catalogue_tokens", DEFAULT_ESTIMATOR.count(catalogue.text), "tokens", note="100 skills"),
     ]
-    return figures
+    return figures + revisit_figures(quick=quick, progress=progress)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from benchmarks import _peers
 from benchmarks._peers import PeerRun, PeerUnavailable, run_codex, run_pi
+from benchmarks._revisit import RevisitShape, revisit_script
 from benchmarks._scenario import session_script
 
 
@@ -27,6 +28,19 @@ def test_a_peer_follows_the_script_through_the_wire_server(runner: Callable[...,
     assert [r.turn for r in main] == [t.index for t in script for _ in t.steps]
     assert all(r.body.get("stream") for r in main)  # both stream
     assert any("Never push to main." in str(r.body) for r in main if r.turn == 1)  # the AGENTS.md edit seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", [run_pi, run_codex], ids=["pi", "codex"])
+def test_a_peer_that_keeps_every_file_is_never_asked_to_read_one_again(runner: Callable[..., PeerRun]) -> None:
+    script = revisit_script(RevisitShape(turns=4, files=2, revisits=1))
+    assert any(s.needs for t in script for s in t.steps)
+    try:
+        run = runner(script, progress=lambda _: None)
+    except PeerUnavailable as exc:
+        pytest.skip(str(exc))
+    assert run.rereads == ()  # the needed file's content is found in the peer's own request body
+    assert sum(r.main for r in run.requests) == sum(len(t.steps) for t in script)
 
 
 def test_a_missing_peer_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
