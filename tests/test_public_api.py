@@ -109,6 +109,7 @@ SURFACE: dict[str, list[str]] = {
         "SkillToolsRule",
         "SkillWarning",
         "ToolFinished",
+        "ToolProgress",
         "ToolStarted",
         "TurnOutcome",
         "nearest_context_paths",

@@ -51,7 +51,8 @@ class Chat:
             "PROMPT_TOOLKIT_NO_CPR": "1",
             "LAMINA_STORE": str(tmp_path / "store"),
         }
-        env.pop("NO_COLOR", None)
+        for name in ("NO_COLOR", "COLUMNS", "LINES"):  # pytest-xdist's workers set COLUMNS=80: the pty's size wins
+            env.pop(name, None)
         self.child = pexpect.spawn(
             sys.executable,
             ["-m", "lamina.cli", command, "--model", model, *args],

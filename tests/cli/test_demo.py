@@ -40,8 +40,11 @@ def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     lines = done.stdout
     # `lamina context` output is reprinted as text: the `[skill:name]` example survives (it was eaten)
     assert "a [skill:name] mention" in lines
-    assert "→ Edit {'path': 'app.py', 'old_string': 'sum(xs) + 1', 'new_string': 'sum(xs)'}" in lines
-    assert "✓ Bash: ok" in lines
+    # tool calls as `lamina chat` shows them (one view): the call, its result folded, a saved result's file
+    assert "   → Edit app.py\n   ✓ Edit: Edited app.py: replaced 1 occurrence." in lines
+    assert "   ✓ Bash: ok\n     [exit code 0]" in lines
+    assert re.search(r"     … \+\d+ lines\n", lines) and "/output" not in lines  # no such command in the demo
+    assert re.search(r"\(full output: [0-9a-f-]+/data/tool-results/toolu_\w+\.txt\)", lines)
     # plan mode, a submitted plan, Accept & Compact: compacted first, then the plan runs in execute mode
     assert "→ SubmitPlan" in lines and "◆ plan 'Fix total()' submitted for your decision" in lines
     steps = ["accepted (Accept & Compact)", "compaction complete", "dispatched: carrying it out", "'Fix total()' done"]

@@ -9,7 +9,15 @@ own session, or recovering in a fresh one), `_recovery` (the recovery block's te
 from __future__ import annotations
 
 from lamina.agent._activation import Activation, SkillCatalogue, SkillToolsRule, SkillWarning, nearest_context_paths
-from lamina.agent._events import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
+from lamina.agent._events import (
+    AgentEvent,
+    ModelCallFinished,
+    PlanUpdate,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    TurnOutcome,
+)
 from lamina.agent._loop import Agent
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, RecoveryBlock, recovery_text
@@ -29,6 +37,7 @@ __all__ = [
     "SkillToolsRule",
     "SkillWarning",
     "ToolFinished",
+    "ToolProgress",
     "ToolStarted",
     "TurnOutcome",
     "nearest_context_paths",

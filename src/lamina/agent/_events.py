@@ -23,6 +23,19 @@ class ToolStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool call's report: `""` when it starts (after any approval), then its output as it comes.
+
+    Only a tool that streams its output reports more (Bash: stdout and stderr, decoded, in the chunks
+    the process wrote them).
+    """
+
+    call_id: str
+    name: str
+    output: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     """A tool call that ran: its result as the model sees it, and where its full output was saved, if anywhere."""
 
@@ -50,7 +63,7 @@ class PlanUpdate:
 
 
 AgentEvent: TypeAlias = (
-    TextDelta | ToolStarted | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice | PlanUpdate
+    TextDelta | ToolStarted | ToolProgress | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice | PlanUpdate
 )
 """What the loop reports while a turn runs (`RetryNotice`: a failed request is sent again after a wait)."""
 

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
-from lamina.agent._events import AgentEvent, ModelCallFinished, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome
+from lamina.agent._events import (
+    AgentEvent,
+    ModelCallFinished,
+    PlanUpdate,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    TurnOutcome,
+)
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanSteps
 from lamina.agent._provider_sessions import ProviderSessions, SessionUpdate
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
@@ -42,7 +50,7 @@ from lamina.providers import (
     stream_with_retry,
 )
 from lamina.session import AssistantMessage, Branch, SessionLog, ToolCall, ToolResult, Usage
-from lamina.tools import PermissionMode, ToolPipeline
+from lamina.tools import PermissionMode, ToolExecution, ToolPipeline
 
 if TYPE_CHECKING:
     from lamina.reports import BudgetReport
@@ -266,7 +274,7 @@ class Agent(PlanSteps, ProviderSessions):
                 while open_calls:
                     call = open_calls[0]
                     self._emit(ToolStarted(call.call_id, call.name, call.input))
-                    result = await self.tools.execute(call.call_id, call.name, call.input)
+                    result = await _execute(self.tools, call, self._emit if self.on_event is not None else None)
                     full_output = str(result.full_output_path) if result.full_output_path else None
                     self.engine.record(
                         ToolResult(
@@ -447,3 +455,23 @@ class Agent(PlanSteps, ProviderSessions):
         if self._runner is None:
             self._runner = asyncio.Runner()
         return self._runner.run(self.run_turn(user_text, attachments, skills=skills))
+
+
+async def _execute(
+    tools: ToolPipeline, call: ToolCallRequest, emit: Callable[[AgentEvent], None] | None
+) -> ToolExecution:
+    """One call through the pipeline, what it reports while it runs emitted as `ToolProgress`."""
+    if emit is None:
+        return await tools.execute(call.call_id, call.name, call.input)
+    before = tools.context.progress
+
+    def report(output: str) -> None:
+        emit(ToolProgress(call.call_id, call.name, output))
+        if before is not None:  # the caller's own listener hears it too
+            before(output)
+
+    tools.context = dataclasses.replace(tools.context, progress=report)
+    try:
+        return await tools.execute(call.call_id, call.name, call.input)
+    finally:  # only the listener goes back: a mode switched meanwhile stays switched
+        tools.context = dataclasses.replace(tools.context, progress=before)

@@ -24,6 +24,7 @@ COMMANDS: Final = (
     "/branch",
     "/context",
     "/sessions",
+    "/output",
     "/quit",
     "/exit",
 )
@@ -38,6 +39,7 @@ HELP: Final = """\
                    of `lamina sessions show ID --tree`); the old path stays in the log
 /context           how full the context window is, and the next request's budget by tier
 /sessions          recent sessions in this directory
+/output [N]        the last tool output in full (or the Nth, as a folded result names it)
 /quit              leave (also Ctrl-D, or Ctrl-C twice)
 Enter sends; Alt-Enter or Ctrl-J starts a new line; a paste is one message. Ctrl-C cancels a running turn."""
 
@@ -175,6 +177,16 @@ async def _sessions(chat: Chat, arg: str) -> None:
         err.print("[dim]no sessions with messages in this directory yet[/dim]")
 
 
+async def _output(chat: Chat, arg: str) -> None:
+    """`/output [N]`: a tool call's output whole, the last one or the Nth."""
+    from lamina.cli._console import err, safe
+
+    if arg and not arg.isdigit():
+        err.print(f"not an output number: {safe(repr(arg))} (/output, or /output N as a folded result names it)")
+    elif not chat.view.show_output(int(arg) if arg else None):
+        err.print(f"[dim]no tool output {safe(arg) + ' ' if arg else ''}in this chat[/dim]")
+
+
 _HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[None]]]] = {
     "/help": _help,
     "/model": _model,
@@ -185,6 +197,7 @@ _HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[None]]]] = {
     "/branch": _branch_command,
     "/context": _context,
     "/sessions": _sessions,
+    "/output": _output,
 }
 """The slash commands but `/quit` and `/exit`, each with its handler (given the text after the name)."""
 

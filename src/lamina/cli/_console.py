@@ -1,7 +1,7 @@
 r"""The one console wrapper of the CLI: stdout for results, stderr for messages (I/O).
 
-`--json` output goes to stdout as one JSON document; progress and warnings go to stderr, so a
-script can pipe the result. `NO_COLOR` is honoured by rich itself.
+`--json` output goes to stdout as one JSON document; progress and warnings go to stderr, so a script
+can pipe the result. `NO_COLOR` is honoured by rich. Lines wrap at spaces in a terminal, not piped.
 
 Every string that did not come from Lamina's own code (the model's text, a tool's input or
 output, a file, a session title, the user's words) goes through `safe` before it is printed:
@@ -18,19 +18,45 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 import typer
+from rich.cells import cell_len
 from rich.console import Console
+from rich.text import Text
 
 from lamina.defang import show_controls
 from lamina.errors import LaminaError, ProviderError, SessionError, UsageError
 
-out = Console(soft_wrap=True, highlight=False, emoji=False)
-err = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
+
+class WrappingConsole(Console):
+    """A console that wraps lines at spaces in a terminal, and leaves them whole in a pipe or a file.
+
+    Rich's `soft_wrap` leaves a long line to the terminal, which breaks it inside a word; without it,
+    rich wraps a pipe's lines at 80 columns. So the default follows `is_terminal`, looked at on each print.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)  # sets `soft_wrap`, hence `fixed_wrap`: cleared below
+        self.fixed_wrap: bool | None = None
+        """Set `soft_wrap` to fix it (the demo wraps a pipe's lines too); None: it follows `is_terminal`."""
+
+    @property
+    def soft_wrap(self) -> bool:
+        """Whether a line is left whole (not a terminal), unless `fixed_wrap` says otherwise."""
+        return (not self.is_terminal) if self.fixed_wrap is None else self.fixed_wrap
+
+    @soft_wrap.setter
+    def soft_wrap(self, value: bool) -> None:
+        self.fixed_wrap = value
+
+
+out = WrappingConsole(highlight=False, emoji=False)
+err = WrappingConsole(stderr=True, highlight=False, emoji=False)
 
 _BRACKET: Final = re.compile(r"(\\*)\[")
 _TAG_LIKE: Final = re.compile(r"\[[a-z#/@][^[]*?]")
 """What rich's markup parser takes for a tag (its `RE_TAGS`, without the backslashes)."""
 WORD_JOINER: Final = "\u2060"
 """Zero-width; `safe` appends it to a text that ends with a backslash."""
+_WORD: Final = re.compile(r"\S+")
 
 
 def safe(value: object) -> str:
@@ -53,6 +79,55 @@ def _escape_bracket(match: re.Match[str]) -> str:
     if _TAG_LIKE.match(match.string, match.end() - 1):
         return "\\" * (2 * run + 1) + "["
     return "\\" * (run + 1) + "["
+
+
+def fit(text: Text, width: int | None, *, indent: int = 0, hang: int = 2, fold: bool = True) -> list[Text]:
+    """`text` as lines of at most `width` cells, broken at spaces, never inside a word but one too long for a line.
+
+    Args:
+        text: The text (its own line breaks kept; tabs expanded).
+        width: The width of the line, indents included; None: no wrapping (one line per line of `text`).
+        indent: Spaces before the first line.
+        hang: More spaces before each line after the first.
+        fold: A word longer than a line is cut across lines (a terminal); False: it is left whole on its own line.
+
+    Returns:
+        The lines, indented, without trailing spaces.
+    """
+    room = None if width is None else max(width - indent - hang, 1)
+    lines: list[Text] = []
+    for paragraph in text.split("\n", allow_blank=True):
+        paragraph.expand_tabs()
+        rows = [paragraph] if room is None else paragraph.divide(_breaks(paragraph.plain, room, fold=fold))
+        for row in rows:
+            row.rstrip()
+            pad = " " * (indent if not lines else indent + hang) if row.plain else ""
+            lines.append(Text(pad) + row)
+    return lines
+
+
+def _breaks(plain: str, width: int, *, fold: bool) -> list[int]:
+    """Where to break `plain` into lines of at most `width` cells: before a word, inside one only if it must."""
+    breaks: list[int] = []
+    start = 0
+    for word in _WORD.finditer(plain):
+        if word.start() > start and plain[start : word.start()].strip() and cell_len(plain[start : word.end()]) > width:
+            breaks.append(word.start())
+            start = word.start()
+        while fold and cell_len(plain[start : word.end()]) > width:
+            start += _fitting(plain[start : word.end()], width)
+            breaks.append(start)
+    return breaks
+
+
+def _fitting(text: str, width: int) -> int:
+    """How many characters of `text` fit in `width` cells (at least one)."""
+    used = 0
+    for count, char in enumerate(text):
+        used += cell_len(char)
+        if used > width:
+            return max(count, 1)
+    return len(text)
 
 
 def print_json(data: Any) -> None:

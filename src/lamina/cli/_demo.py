@@ -6,14 +6,13 @@ the model, the built-in tools really run, the cache simulator bills every reques
 covers plan mode and a plan approved with "Accept & Compact" (the conversation is compacted, the
 user's words kept verbatim, then the plan runs in the fresh context, in execute mode), tool calls,
 a large tool result offloaded to the session's data folder and a resume from disk. It ends with a
-per-turn table and where the session is kept. Its lines wrap at spaces to the terminal's width.
+per-turn table and where the session is kept. Lines wrap at spaces; tools show as in `lamina chat`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import tempfile
 import time
@@ -22,17 +21,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from lamina.agent import Agent, AgentEvent, PlanUpdate, ToolFinished, ToolStarted, TurnOutcome, open_agent
+from lamina.agent import Agent, AgentEvent, TurnOutcome, open_agent
 from lamina.cachesim import AnthropicCacheSimulator
-from lamina.cli._console import out, safe
-from lamina.cli._view import plan_line
+from lamina.cli._console import fit, out, safe
+from lamina.cli._view import TurnView
 from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
-from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall, TextDelta
 from lamina.session import SessionStore, open_store
 
 __all__ = [
@@ -50,7 +48,6 @@ console = out
 """The demo prints through the CLI's one stdout console, as `lamina context` (its report) does."""
 PIPED_WIDTH: Final = 100
 """The width when nothing names one: no terminal on stdin, stdout or stderr, no `COLUMNS`."""
-_WORD: Final = re.compile(r"\S+")
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 
 SAMPLE_FILES = {
@@ -121,9 +118,9 @@ PLAN = (
 
 
 def say(markup: str, *, indent: int = 0, hang: int = 2) -> None:
-    """Print a markup line wrapped at spaces to the console's width, never inside a word.
+    """Print a markup line wrapped at spaces to the console's width, never inside a word (but in a terminal).
 
-    A word longer than the line (a path) is left whole on its own line; wrapped lines are
+    Piped, a word longer than the line (a path) is left whole on its own line; wrapped lines are
     indented by `indent` + `hang`.
 
     Args:
@@ -131,47 +128,16 @@ def say(markup: str, *, indent: int = 0, hang: int = 2) -> None:
         indent: Spaces before the first line.
         hang: More spaces before each wrapped line.
     """
-    width = max(console.width - indent - hang, 20)
-    number = 0
-    for paragraph in Text.from_markup(markup).split(allow_blank=True):
-        for line in paragraph.divide(_breaks(paragraph.plain, width)):
-            line.rstrip()
-            pad = " " * (indent if number == 0 else indent + hang) if line.plain else ""
-            console.print(Text(pad) + line, soft_wrap=True)
-            number += 1
-
-
-def _breaks(plain: str, width: int) -> list[int]:
-    """Where to break `plain` into lines of at most `width` cells: before a word, never inside one."""
-    breaks: list[int] = []
-    start = 0
-    for word in _WORD.finditer(plain):
-        if word.start() > start and cell_len(plain[start : word.end()]) > width and plain[start : word.start()].strip():
-            breaks.append(word.start())
-            start = word.start()
-    return breaks
-
-
-def _clip(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` characters at a space, with an ellipsis when cut."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
-
-
-def _args(args: object) -> str:
-    """A tool call's input as one short line, long values clipped."""
-    if not isinstance(args, dict):
-        return _clip(repr(args), 120)
-    return repr({key: _clip(value, 60) if isinstance(value, str) else value for key, value in args.items()})
+    for line in fit(Text.from_markup(markup), console.width, indent=indent, hang=hang, fold=console.is_terminal):
+        console.print(line, soft_wrap=True)
 
 
 class _Events:
-    """Prints the agent's events, paths shown relative to the store (printed in full at the end)."""
+    """The agent's events shown by the chat's view (the demo prints the model's text itself, after each turn)."""
 
     def __init__(self, store_root: Path) -> None:
         self.store_root = store_root
+        self.view = TurnView(model=TARGET.model, spinner=False, console=console, indent=3, relative_to=store_root)
 
     def short(self, path: str | Path) -> str:
         """`path` relative to the store when it is inside it."""
@@ -181,19 +147,8 @@ class _Events:
             return str(path)
 
     def __call__(self, event: AgentEvent) -> None:
-        match event:
-            case PlanUpdate(plan=plan):
-                say(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}", indent=3)
-            case ToolStarted(name=name, input=args):
-                say(f"[cyan]→ {safe(name)}[/cyan] {safe(_args(dict(args)))}", indent=3)
-            case ToolFinished(name=name, is_error=is_error, content=content, full_output_path=path):
-                first = content.strip().splitlines()[0] if content.strip() else ""
-                first = _clip(first.replace(f"{self.store_root}{os.sep}", ""), 90)
-                mark = "[red]✗[/red]" if is_error else "[green]✓[/green]"
-                where = f" [dim](full output in {safe(self.short(path))})[/dim]" if path else ""
-                say(f"{mark} {safe(name)}: {safe(first)}{where}", indent=3)
-            case _:
-                pass
+        if not isinstance(event, TextDelta):
+            self.view(event)
 
 
 def _width() -> int:
@@ -211,12 +166,12 @@ def _width() -> int:
 @contextmanager
 def _layout() -> Iterator[None]:
     """While the demo runs, the console wraps at its width (it soft-wraps for the other commands)."""
-    width, soft_wrap = console.width, console.soft_wrap
+    width, fixed = console.width, console.fixed_wrap
     console.width, console.soft_wrap = _width(), False
     try:
         yield
     finally:
-        console.width, console.soft_wrap = width, soft_wrap
+        console.width, console.fixed_wrap = width, fixed
 
 
 def _show_context(workspace: Path) -> None:

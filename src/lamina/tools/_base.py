@@ -98,6 +98,9 @@ class ToolContext:
     estimator: TokenEstimator = DEFAULT_ESTIMATOR
     attachments: AttachmentStore | None = None
     """The session's attachment store, where images a tool returns are kept; None: they are refused with a note."""
+    progress: Callable[[str], None] | None = None
+    """Where a running call reports: the pipeline calls it with `""` when the tool starts (after any
+    approval), and a tool that streams (Bash) with its output as it comes. None: nobody listens."""
 
     def __post_init__(self) -> None:
         cwd = Path(self.cwd).resolve()

@@ -1,8 +1,9 @@
 """Bash: run a shell command in the session's working directory (I/O: processes).
 
 The command runs under `bash -c` in cwd, in a process group of its own that a timeout kills
-whole; stdout and stderr are combined, capped at `max_output_bytes` (head and tail). Bash cannot
-be confined to the allowed roots: the permission modes govern it. See docs/tools.md, "Bash".
+whole; stdout and stderr are combined, capped at `max_output_bytes` (head and tail), and reported
+as they come to the context's `progress`. Bash cannot be confined to the allowed roots: the
+permission modes govern it. See docs/tools.md, "Bash".
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final
 
 import msgspec
@@ -83,7 +84,7 @@ class BashTool(StructTool[BashInput]):
 
     async def run(self, input: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout = min(input.timeout or self.default_timeout, self.max_timeout)
-        output = _Output(self.max_output_bytes)
+        output = _Output(self.max_output_bytes, ctx.progress)
         loop = asyncio.get_running_loop()
         spawn = asyncio.ensure_future(_spawn(loop, output, input.command, ctx))
         try:
@@ -135,9 +136,12 @@ class BashTool(StructTool[BashInput]):
 
 
 class _Output(asyncio.SubprocessProtocol):
-    """Collects a process's output, keeping only its head and its tail, and signals exit and EOF."""
+    """Collects a process's output, keeping only its head and its tail, and signals exit and EOF.
 
-    def __init__(self, cap: int) -> None:
+    Every chunk is also passed on, decoded, to `progress` (all of it, whatever the cap).
+    """
+
+    def __init__(self, cap: int, progress: Callable[[str], None] | None = None) -> None:
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.closed: asyncio.Future[None] = loop.create_future()
@@ -146,8 +150,14 @@ class _Output(asyncio.SubprocessProtocol):
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.progress = progress
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if self.progress is not None:
+            text = self.decoder.decode(data)
+            if text:
+                self.progress(text)
         self.total += len(data)
         room = self.head_cap - len(self.head)
         if room > 0:
@@ -159,6 +169,9 @@ class _Output(asyncio.SubprocessProtocol):
                 del self.tail[: -self.tail_cap]
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        rest = self.decoder.decode(b"", final=True)  # a character cut short at the end
+        if rest and self.progress is not None:
+            self.progress(rest)
         if not self.closed.done():
             self.closed.set_result(None)
 

@@ -269,6 +269,8 @@ def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[Attac
 
 
 async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:
+    if ctx.progress is not None:
+        ctx.progress("")  # it runs now, any approval behind it: a front end starts its timer
     try:
         return await tool.run(call.input, ctx)
     except Exception as exc:  # a tool's bug must still leave a result for the call
