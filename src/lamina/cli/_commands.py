@@ -34,8 +34,8 @@ HELP: Final = """\
 /mode [MODE]       show or switch the permission mode: explore, plan, ask or execute
 /plan [DECISION]   show the plan, or decide: accept, compact (Accept & Compact), reject FEEDBACK, cancel
 /attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
-/compact [--force] [FOCUS]
-                   compact the conversation now (the log keeps everything); --force even a short one
+/compact [FOCUS]   compact the conversation now (the log keeps everything); `/compact --force [FOCUS]`
+                   compacts even a short one (all of it summarised, your words kept verbatim)
 /branch [ENTRY]    go back to before your last message, put back in the input line (or branch at an entry
                    of `lamina sessions show ID --tree`); the old path stays in the log
 /rewind [N]        go back to before one of your recent messages (asks which; 1 is the latest), its text put

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from rich.table import Table
-
 from lamina.cli._console import err, safe
 from lamina.cli._session import is_listed, session_settings, when
 from lamina.cli._view import call_summary
@@ -56,26 +54,24 @@ def _place(cwd: str) -> str:
 
 
 def print_session_rows(rows: Sequence[SessionRow], *, current: str | None = None) -> None:
-    """The rows as a numbered table (the current session marked `*`), fitted to the terminal's width."""
-    table = Table(box=None, pad_edge=False)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("last activity", no_wrap=True)
-    table.add_column("entries", justify="right", no_wrap=True)
-    table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=40)
-    table.add_column("workspace", no_wrap=True, overflow="ellipsis", max_width=40)
-    table.add_column("first message", no_wrap=True, overflow="ellipsis", ratio=1)
-    for number, row in enumerate(rows, 1):
+    """The rows as numbered columns (the current session marked `*`), each line fitted to the terminal's width.
+
+    What does not fit is cut at its end with `…` (a model spec, a path, a long first message), never wrapped.
+    """
+    width = max(60, err.width)
+    model_width = min(max((len(r.model) for r in rows), default=5), max(12, width // 6))
+    places = [_place(r.summary.cwd) for r in rows]
+    place_width = min(max(map(len, places), default=9), max(12, width // 5))
+    head = f"{'#':>4}  {'last activity':<16}  {'entries':>7}  {'model':<{model_width}}  {'workspace':<{place_width}}  "
+    err.print(f"[dim]{head}first message[/dim]")
+    for number, (row, place) in enumerate(zip(rows, places, strict=True), 1):
         info = row.summary
-        mark = "*" if info.id == current else ""
-        table.add_row(
-            f"{mark}{number}",
-            when(info.updated_at),
-            f"{info.entry_count:,}",
-            safe(row.model),
-            safe(_place(info.cwd)),
-            safe(" ".join(info.title.split())),
+        mark = "*" if info.id == current else " "
+        line = (
+            f"{mark}{number:>3}  {when(info.updated_at):<16}  {info.entry_count:>7,}  "
+            f"{shorten(row.model, model_width):<{model_width}}  {shorten(place, place_width):<{place_width}}  "
         )
-    err.print(table)
+        err.print(safe(line + shorten(info.title, max(10, width - len(line)))))
 
 
 def chosen_row(rows: Sequence[SessionRow], answer: str) -> SessionRow | None:
@@ -103,7 +99,7 @@ def _recap_lines(view: Sequence[LogEntry], width: int) -> list[str]:
         match entry:
             case UserMessage():
                 words = entry.typed or "(Lamina's message: a plan's execution or feedback)"
-                lines.append(f"[bold]>[/bold] {safe(shorten(words, width - 2))}")
+                lines.append(f"> {safe(shorten(words, width - 2))}")
             case AssistantMessage(text=text) if text.strip():
                 lines.append(f"  {safe(shorten(text, width - 2))}")
             case ToolCall(name=name, input=args):
