@@ -179,32 +179,45 @@ async def _context(chat: Chat, arg: str) -> None:
 
 async def _rewind(chat: Chat, arg: str) -> None:
     """`/rewind [N]`: branch before one of the user's recent messages (asked for without `N`; 1 is the latest)."""
-    from lamina.cli._console import err, safe
+    from lamina.cli._console import err
     from lamina.cli._resume import print_rewind_choices, rewind_choices
 
     choices = rewind_choices(chat.agent.engine.view)
     if not choices:
         err.print("no message of yours to go back to since the last compaction (/branch ENTRY goes further back)")
         return
-    answer = arg
-    if not answer:
+    if not arg:
         print_rewind_choices(choices)
+    number = _number(arg, len(choices)) if arg else await _ask_number(chat.reader, len(choices))
+    if number is not None:
+        _branch(chat.agent, chat.state, choices[number - 1].id)
+
+
+def _number(answer: str, count: int) -> int | None:
+    """`answer` as a number from 1 to `count`, or None (and one line saying so)."""
+    from lamina.cli._console import err, safe
+
+    if answer.isdigit() and 1 <= int(answer) <= count:
+        return int(answer)
+    err.print(f"not a number between 1 and {count}: {safe(repr(answer))}")
+    return None
+
+
+async def _ask_number(reader: LineReader, count: int) -> int | None:
+    """Ask for a number from 1 to `count` until one fits; None when the answer is empty (or Ctrl-C, Ctrl-D)."""
+    from lamina.cli._console import err
+
     while True:
+        try:
+            answer = (await reader.answer(f"rewind to before which (1-{count}, Enter: none): ")).strip()
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
         if not answer:
-            try:
-                answer = (await chat.reader.answer(f"rewind to before which (1-{len(choices)}, Enter: none): ")).strip()
-            except (EOFError, KeyboardInterrupt):
-                answer = ""
-            if not answer:
-                err.print("[dim]not rewound[/dim]")
-                return
-        if answer.isdigit() and 1 <= int(answer) <= len(choices):
-            _branch(chat.agent, chat.state, choices[int(answer) - 1].id)
-            return
-        err.print(f"not a number between 1 and {len(choices)}: {safe(repr(answer))}")
-        if arg:
-            return
-        answer = ""
+            err.print("[dim]not rewound[/dim]")
+            return None
+        number = _number(answer, count)
+        if number is not None:
+            return number
 
 
 async def _sessions(chat: Chat, arg: str) -> Leave | None:
