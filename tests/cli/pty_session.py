@@ -36,8 +36,9 @@ class Chat:
         tmp_path: Path,
         wire: WireServer,
         *args: str,
-        model: str = "anthropic:claude-sonnet-5",
+        model: str | None = "anthropic:claude-sonnet-5",
         command: str = "chat",
+        unset: tuple[str, ...] = (),
     ) -> None:
         self.transcript = tmp_path / f"transcript-{len(list(tmp_path.glob('transcript-*')))}.txt"
         env = {
@@ -53,9 +54,12 @@ class Chat:
         }
         for name in ("NO_COLOR", "COLUMNS", "LINES"):  # pytest-xdist's workers set COLUMNS=80: the pty's size wins
             env.pop(name, None)
+        for name in unset:  # `model=None, unset=("ANTHROPIC_API_KEY",)`: no model given and no key to use
+            env.pop(name, None)
+        chosen = ["--model", model] if model is not None else []
         self.child = pexpect.spawn(
             sys.executable,
-            ["-m", "lamina.cli", command, "--model", model, *args],
+            ["-m", "lamina.cli", command, *chosen, *args],
             cwd=str(tmp_path / "ws"),
             env=env,
             encoding="utf-8",

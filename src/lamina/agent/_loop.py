@@ -312,12 +312,15 @@ class Agent(PlanSteps, ProviderSessions):
         *,
         trigger: Literal["manual", "threshold", "overflow"] = "manual",
         plan_id: str | None = None,
+        force: bool = False,
     ) -> CompactionOutcome:
         """Compact the session now (`/compact [focus]`), or as a trigger asks (or for a plan: see `accept_plan`).
 
         On an SDK-managed backend (the Claude Agent SDK) a manual compaction is the backend's own:
         `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
         makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
+        `force` (`/compact --force`) compacts even a conversation that fits the kept budget: all of
+        it is summarised (`ContextEngine.compact`); call it between turns.
         """
         self._check_open()
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
@@ -332,6 +335,7 @@ class Agent(PlanSteps, ProviderSessions):
             keep_tokens=self.keep_tokens,
             user_lane_tokens=lane_tokens,
             plan_id=plan_id,
+            force=force,
         )
 
     def budget(self, user_text: str | None = None) -> BudgetReport:

@@ -64,7 +64,7 @@ def chat(
 
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort, err
-    from lamina.cli._session import clean_up_empty_sessions, latest_session
+    from lamina.cli._session import clean_up_empty_sessions, latest_session, settings_for
     from lamina.cli._store import store_or_abort
     from lamina.errors import LaminaError
 
@@ -82,6 +82,7 @@ def chat(
         elif resume == "":
             session_id = _pick_session(store, workspace)
         clean_up_empty_sessions(store)
+        settings = settings_for(store, session_id, settings)  # the session's model, mode and preset
         asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
     except LaminaError as exc:
         abort(str(exc))
@@ -92,39 +93,34 @@ def chat(
 
 
 def _pick_session(store: SessionStore, workspace: Path) -> str | None:
-    """`--resume` without an id: list this directory's sessions (else all) and ask for a number."""
-    from lamina.cli._console import abort, err, safe
-    from lamina.cli._session import is_listed, when
+    """`--resume` without an id: list this directory's sessions (else all) and ask for a number until one fits."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._resume import chosen_row, print_session_rows, session_rows
 
-    rows = [r for r in store.list() if is_listed(r) and r.problem is None]
-    here = [r for r in rows if r.cwd == str(workspace)]
-    rows = (here or rows)[:20]
+    rows = session_rows(store, workspace, limit=20, everywhere=True)
     if not rows:
         err.print("[dim]no sessions to resume: starting a new one[/dim]")
         return None
-    for number, row in enumerate(rows, 1):
-        err.print(f"{number:>3}  {safe(when(row.updated_at))}  [dim]{safe(row.id)}[/dim]  {safe(row.title)}")
-    answer = typer.prompt("resume which", default="1", err=True)
-    try:
-        return rows[int(answer) - 1].id
-    except (ValueError, IndexError):
-        abort(f"not a number between 1 and {len(rows)}: {answer!r}")
+    print_session_rows(rows)
+    while True:
+        answer = typer.prompt("resume which (a number or an id)", default="1", err=True)
+        row = chosen_row(rows, answer)
+        if row is not None:
+            return row.summary.id
+        err.print(f"not a number between 1 and {len(rows)} or a listed id: {safe(repr(answer))}")
 
 
 async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, session_id: str | None) -> None:
+    """The chat: one session after another while `/sessions N` switches (the settings: the next one's own)."""
+    import dataclasses
     import sys
 
     from lamina.agent import SkillCatalogue
-    from lamina.cli._approval import Approver
     from lamina.cli._commands import COMMANDS
-    from lamina.cli._console import err, safe
-    from lamina.cli._plans import resume_plan
+    from lamina.cli._console import err
     from lamina.cli._reader import PipeReader, TerminalReader, history_path
-    from lamina.cli._session import make_provider, model_name, remove_if_empty, session_agent
-    from lamina.cli._turns import ChatState
-    from lamina.cli._view import TurnView
+    from lamina.cli._session import settings_for
 
-    provider = make_provider(settings.model, settings)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     reader: LineReader
     if interactive:
@@ -132,6 +128,37 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
         reader = TerminalReader(COMMANDS, lambda: [s.name for s in catalogue.scan.skills], history=history_path())
     else:
         reader = PipeReader(lambda text: err.print(text, end="", markup=False))
+    while True:
+        switch_to = await _session_chat(
+            store, settings, reader, workspace=workspace, session_id=session_id, interactive=interactive
+        )
+        if switch_to is None:
+            return
+        # the command line chose the first session's settings; the next one runs with its own
+        chosen = {k: v for k, v in settings.origins.items() if v != "command line"}
+        settings = settings_for(store, switch_to, dataclasses.replace(settings, origins=chosen))
+        session_id = switch_to
+
+
+async def _session_chat(
+    store: SessionStore,
+    settings: Settings,
+    reader: LineReader,
+    *,
+    workspace: Path,
+    session_id: str | None,
+    interactive: bool,
+) -> str | None:
+    """Chat in one session until the user quits (None) or switches to another session (its id)."""
+    from lamina.cli._approval import Approver
+    from lamina.cli._console import err, safe
+    from lamina.cli._plans import resume_plan
+    from lamina.cli._resume import print_recap
+    from lamina.cli._session import make_provider, model_name, remove_if_empty, session_agent
+    from lamina.cli._turns import ChatState
+    from lamina.cli._view import TurnView
+
+    provider = make_provider(settings.model, settings)
     view = TurnView(model=model_name(settings.model), spinner=interactive and err.is_terminal)
     state = ChatState(settings)
     async with session_agent(
@@ -151,21 +178,28 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
             f"[dim]session {safe(state.session_id)}{resumed} · {safe(settings.model)} · mode {agent.engine.mode}"
             " · /help for commands[/dim]"
         )
+        if session_id:
+            print_recap(agent.engine.view, summarised=agent.engine.boundary is not None)
         try:
             await resume_plan(agent, reader, view, state)
-            await _loop(agent, reader, view, state, store=store, workspace=workspace)
+            switch_to = await _loop(agent, reader, view, state, store=store, workspace=workspace)
         finally:
             view.finish()
-    if remove_if_empty(store, state.session_id):
-        return
-    err.print(f"[dim]resume with: lamina chat --resume {safe(state.session_id)} --model {safe(state.spec)}[/dim]")
+    if remove_if_empty(store, state.session_id) or switch_to is not None:
+        return switch_to
+    err.print(
+        f"[dim]resume with: lamina chat --resume {safe(state.session_id)} --model {safe(state.spec)}[/dim]",
+        soft_wrap=True,
+    )
+    return None
 
 
 async def _loop(
     agent: Agent, reader: LineReader, view: TurnView, state: ChatState, *, store: SessionStore, workspace: Path
-) -> None:
+) -> str | None:
+    """Messages and commands until the user quits (None) or `/sessions N` switches (that session's id)."""
     from lamina.attachments import dropped_files
-    from lamina.cli._commands import Chat, command
+    from lamina.cli._commands import Chat, Leave, command
     from lamina.cli._console import err
     from lamina.cli._plans import decide_plans
     from lamina.cli._turns import turn
@@ -177,10 +211,10 @@ async def _loop(
         try:
             line = await reader.message(draft)
         except EOFError:
-            return
+            return None
         except KeyboardInterrupt:
             if armed:
-                return
+                return None
             armed = True
             err.print("[dim](Ctrl-C again or Ctrl-D to quit)[/dim]")
             continue
@@ -189,8 +223,9 @@ async def _loop(
         if not text:
             continue
         if text.startswith("/") and not text.startswith("//"):
-            if await command(text, chat):
-                return
+            leave = await command(text, chat)
+            if isinstance(leave, Leave):
+                return leave.switch_to
             continue
         message = line.rstrip()
         attachments, state.attachments = state.attachments, []

@@ -22,6 +22,7 @@ COMMANDS: Final = (
     "/attach",
     "/compact",
     "/branch",
+    "/rewind",
     "/context",
     "/sessions",
     "/output",
@@ -34,14 +35,24 @@ HELP: Final = """\
 /mode [MODE]       show or switch the permission mode: explore, plan, ask or execute
 /plan [DECISION]   show the plan, or decide: accept, compact (Accept & Compact), reject FEEDBACK, cancel
 /attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
-/compact [FOCUS]   compact the conversation now (the log keeps everything)
+/compact [FOCUS]   compact the conversation now (the log keeps everything); `/compact --force [FOCUS]`
+                   compacts even a short one (all of it summarised, your words kept verbatim)
 /branch [ENTRY]    go back to before your last message, put back in the input line (or branch at an entry
                    of `lamina sessions show ID --tree`); the old path stays in the log
+/rewind [N]        go back to before one of your recent messages (asks which; 1 is the latest), its text put
+                   back in the input line; Esc twice at an empty prompt goes back to the latest
 /context           how full the context window is, and the next request's budget by tier
-/sessions          recent sessions in this directory
+/sessions [N|ID]   recent sessions in this directory; with a number or an id, switch to that session
 /output [N]        the last tool output in full (or the Nth, as a folded result names it)
 /quit              leave (also Ctrl-D, or Ctrl-C twice)
 Enter sends; Alt-Enter or Ctrl-J starts a new line; a paste is one message. Ctrl-C cancels a running turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    """A command that ends the chat in this session: quitting (`switch_to` None), or switching to another."""
+
+    switch_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +67,18 @@ class Chat:
     workspace: Path
 
 
-async def command(text: str, chat: Chat) -> bool:
-    """Run a slash command; True means quit."""
+async def command(text: str, chat: Chat) -> Leave | None:
+    """Run a slash command; a `Leave` ends the chat in this session (quit, or switch to another one)."""
     from lamina.cli._console import err, safe
 
     name, _, arg = text.partition(" ")
     if name in ("/quit", "/exit"):
-        return True
+        return Leave()
     handler = _HANDLERS.get(name)
     if handler is None:
         err.print(f"unknown command {safe(repr(name))}; /help lists them (start with // to send a slash)")
-        return False
-    await handler(chat, arg.strip())
-    return False
+        return None
+    return await handler(chat, arg.strip())
 
 
 async def _help(chat: Chat, arg: str) -> None:
@@ -107,6 +117,7 @@ async def _model(chat: Chat, spec: str) -> None:
         return
     previous, chat.agent.provider = chat.agent.provider, provider
     await close_provider(previous)
+    chat.agent.engine.set_model(spec)  # a resumed session runs on it
     chat.state.spec = spec
     chat.view.model = model_name(spec)
     err.print(f"[dim]model {safe(spec)}[/dim]")
@@ -137,21 +148,25 @@ async def _attach(chat: Chat, arg: str) -> None:
     err.print(f"[dim]attached to your next message: {safe(queued)}[/dim]")
 
 
-async def _compact(chat: Chat, focus: str) -> None:
-    """`/compact [FOCUS]`: compact now (Ctrl-C cancels it)."""
+async def _compact(chat: Chat, arg: str) -> None:
+    """`/compact [--force] [FOCUS]`: compact now, `--force` even a conversation that fits (Ctrl-C cancels it)."""
     from lamina.cli._console import err, safe
     from lamina.cli._turns import cancellable
     from lamina.errors import LaminaError
 
+    first, _, rest = arg.partition(" ")
+    force = first == "--force"
+    focus = rest.strip() if force else arg
     chat.view.waiting("compacting…")
     try:
-        outcome = await cancellable(chat.agent.compact(focus or None), chat.view)
+        outcome = await cancellable(chat.agent.compact(focus or None, force=force), chat.view)
     except LaminaError as exc:
         chat.view.finish()
         err.print(f"[red]error:[/red] {safe(exc)}")
         return
     if outcome is not None:
-        err.print(f"[dim]{safe(outcome.message)}[/dim]")
+        hint = " (/compact --force compacts it anyway)" if outcome.status == "nothing_to_compact" else ""
+        err.print(f"[dim]{safe(outcome.message)}{hint}[/dim]")
 
 
 async def _branch_command(chat: Chat, entry_id: str) -> None:
@@ -164,17 +179,30 @@ async def _context(chat: Chat, arg: str) -> None:
     _print_context(chat.agent)
 
 
-async def _sessions(chat: Chat, arg: str) -> None:
-    """`/sessions`: this folder's latest sessions with messages, the current one marked."""
-    from lamina.cli._console import err, safe
-    from lamina.cli._session import is_listed, when
+async def _rewind(chat: Chat, arg: str) -> None:
+    """`/rewind [N]`: branch before one of the user's recent messages (asked for without `N`; 1 is the latest)."""
+    from lamina.cli._console import err
+    from lamina.cli._resume import print_rewind_choices, rewind_choices
 
-    rows = [r for r in chat.store.list() if is_listed(r) and r.cwd == str(chat.workspace)][:10]
-    for row in rows:
-        mark = "*" if row.id == chat.state.session_id else " "
-        err.print(f"{mark} {safe(when(row.updated_at))}  [dim]{safe(row.id)}[/dim]  {safe(row.title)}")
-    if not rows:
-        err.print("[dim]no sessions with messages in this directory yet[/dim]")
+    choices = rewind_choices(chat.agent.engine.view)
+    if not choices:
+        err.print("no message of yours to go back to since the last compaction (/branch ENTRY goes further back)")
+        return
+    if not arg:
+        print_rewind_choices(choices)
+    number = _number(arg, len(choices)) if arg else await _ask_number(chat.reader, len(choices))
+    if number is not None:
+        _branch(chat.agent, chat.state, choices[number - 1].id)
+
+
+def _number(answer: str, count: int) -> int | None:
+    """`answer` as a number from 1 to `count`, or None (and one line saying so)."""
+    from lamina.cli._console import err, safe
+
+    if answer.isdigit() and 1 <= int(answer) <= count:
+        return int(answer)
+    err.print(f"not a number between 1 and {count}: {safe(repr(answer))}")
+    return None
 
 
 async def _output(chat: Chat, arg: str) -> None:
@@ -187,7 +215,64 @@ async def _output(chat: Chat, arg: str) -> None:
         err.print(f"[dim]no tool output {safe(arg) + ' ' if arg else ''}in this chat[/dim]")
 
 
-_HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[None]]]] = {
+async def _ask_number(reader: LineReader, count: int) -> int | None:
+    """Ask for a number from 1 to `count` until one fits; None when the answer is empty (or Ctrl-C, Ctrl-D)."""
+    from lamina.cli._console import err
+
+    while True:
+        try:
+            answer = (await reader.answer(f"rewind to before which (1-{count}, Enter: none): ")).strip()
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+        if not answer:
+            err.print("[dim]not rewound[/dim]")
+            return None
+        number = _number(answer, count)
+        if number is not None:
+            return number
+
+
+async def _sessions(chat: Chat, arg: str) -> Leave | None:
+    """`/sessions [N|ID]`: this folder's latest sessions, the current one marked; with N or an id, switch to it."""
+    from lamina.cli._console import err, safe
+    from lamina.cli._resume import chosen_row, print_session_rows, session_rows
+
+    rows = session_rows(chat.store, chat.workspace, limit=10, everywhere=False)
+    if not arg:
+        if rows:
+            print_session_rows(rows, current=chat.state.session_id)
+            err.print("[dim]/sessions N (or an id) switches to that session[/dim]")
+        else:
+            err.print("[dim]no sessions with messages in this directory yet[/dim]")
+        return None
+    row = chosen_row(rows, arg)
+    if row is None and arg.isdigit():
+        err.print(f"not a number between 1 and {len(rows)}: {safe(repr(arg))} (/sessions lists them)")
+        return None
+    target = row.summary.id if row is not None else arg
+    if target == chat.state.session_id:
+        err.print("[dim]that is this session[/dim]")
+        return None
+    problem = _cannot_open(chat.store, target)
+    if problem is not None:
+        err.print(f"[red]error:[/red] {safe(problem)}" + ("" if rows else " (/sessions lists them)"))
+        return None
+    err.print(f"[dim]leaving session {safe(chat.state.session_id)} for {safe(target)}[/dim]")
+    return Leave(switch_to=target)
+
+
+def _cannot_open(store: SessionStore, session_id: str) -> str | None:
+    """Why the chat could not continue `session_id` (no such session, another writer has it), or None."""
+    from lamina.errors import LaminaError
+
+    try:
+        store.open(session_id).close()
+    except LaminaError as exc:
+        return str(exc)
+    return None
+
+
+_HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[Leave | None]]]] = {
     "/help": _help,
     "/model": _model,
     "/mode": _mode,
@@ -195,6 +280,7 @@ _HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[None]]]] = {
     "/attach": _attach,
     "/compact": _compact,
     "/branch": _branch_command,
+    "/rewind": _rewind,
     "/context": _context,
     "/sessions": _sessions,
     "/output": _output,
@@ -232,18 +318,26 @@ def _branch(agent: Agent, state: ChatState, entry_id: str) -> None:
 def _print_context(agent: Agent) -> None:
     """`/context`: the live session's context use, its state, and the budget by tier of the next request.
 
-    The budget comes from a preview of the next turn, so `/context` writes nothing to the log.
+    One total: the next request's size, counted part by part as the budget by tier counts it (the
+    table's total is the same figure). It comes from a preview of the next turn, so `/context`
+    writes nothing to the log. When the budget cannot be built, the engine's running estimate stands in.
     """
     from lamina.cli._budget_tables import print_budget
     from lamina.cli._console import err, safe
     from lamina.errors import LaminaError
-    from lamina.reports import NEXT_MESSAGE
+    from lamina.reports import NEXT_MESSAGE, BudgetReport
 
     engine = agent.engine
     window = agent.provider.capabilities.context_window
-    tokens = engine.calibrated_context_tokens()
+    budget: BudgetReport | None = None
+    try:
+        budget = agent.budget()
+    except LaminaError as exc:  # the workspace's stable parts could not be read
+        err.print(f"[red]error:[/red] budget by tier: {safe(exc)}")
+    tokens = budget.total if budget is not None else engine.calibrated_context_tokens()
+    what = "the next request, the total of the budget by tier below" if budget is not None else "estimated"
     threshold = max(0, window - agent.compaction_reserve)
-    err.print(f"context   ~{tokens:,} tokens of {window:,} ({100 * tokens / window:.0f}%)")
+    err.print(f"context   ~{tokens:,} tokens of {window:,} ({100 * tokens / window:.0f}%): {what}")
     err.print(f"compacts  above {threshold:,} tokens (reserve {agent.compaction_reserve:,})")
     boundary = engine.boundary
     err.print(f"summary   {'none yet' if boundary is None else safe(f'{boundary.trigger} compaction')}")
@@ -254,13 +348,10 @@ def _print_context(agent: Agent) -> None:
     err.print(f"sources   {safe(sources)}")
     pending = ", ".join(o.kind for o in engine.pending_one_shots) or "none"
     err.print(f"one-shots {safe(pending)} pending")
-    try:
-        budget = agent.budget()
-    except LaminaError as exc:  # the workspace's stable parts could not be read
-        err.print(f"[red]error:[/red] budget by tier: {safe(exc)}")
-        return
-    print_budget(
-        budget,
-        err,
-        note=f" of the next request, with {safe(NEXT_MESSAGE)} standing for your message.",
-    )
+    if budget is not None:
+        print_budget(
+            budget,
+            err,
+            note=f" of the next request, with {safe(NEXT_MESSAGE)} standing for your message; the total is the"
+            " context line's figure.",
+        )

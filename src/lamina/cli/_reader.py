@@ -19,15 +19,18 @@ from typing import Final, Protocol
 
 import platformdirs
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import Application
+from prompt_toolkit.application import Application, get_app
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import FormattedTextControl, Layout, Window
 
 _SKILL_PREFIX: Final = re.compile(r"\[skill:([\w.-]*)$")
+REWIND_LINE: Final = "/rewind 1"
+"""What Esc pressed twice at an empty prompt sends: a rewind to before the latest message (as Claude Code's)."""
 
 
 class LineReader(Protocol):
@@ -89,6 +92,10 @@ class TerminalReader:
         @bindings.add("c-j")
         def _newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
+
+        @bindings.add("escape", "escape", filter=Condition(lambda: not get_app().current_buffer.text))
+        def _rewind(event: KeyPressEvent) -> None:
+            event.app.exit(result=REWIND_LINE)  # not kept in the history: the user did not type it
 
         past: History = InMemoryHistory()
         if history is not None:

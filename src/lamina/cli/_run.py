@@ -69,7 +69,7 @@ def run(
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
 
-    from lamina.cli._session import latest_session
+    from lamina.cli._session import latest_session, settings_for
 
     known = _Known(as_json=as_json, stream_json=stream_json and not as_json, model=model, mode=mode)
     try:
@@ -81,6 +81,8 @@ def run(
         try:
             settings = _settings(workspace, known, preset, custom_preset)
             session_id = latest_session(store, workspace) if continue_ else resume
+            settings = settings_for(store, session_id, settings)  # a resumed session's model, mode and preset
+            known.model, known.mode = settings.model, settings.mode
             turn = _Turn(message, tuple(skill or ()), decision)
             outcome = asyncio.run(_run(store, settings, workspace, session_id, turn, known))
         finally:

@@ -14,7 +14,7 @@ from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
 from lamina.compaction import DEFAULT_PRUNE
-from lamina.engine import CompactionEvent, ContextEngine
+from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
 from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
 from lamina.prompt import Preset
@@ -122,18 +122,76 @@ def clean_up_empty_sessions(store: SessionStore, *, now: Callable[[], float] = t
     return removed
 
 
-def _preset_of(settings: Settings) -> Preset:
+def _preset_file(settings: Settings) -> Path | None:
     # a config file's preset_file applies to the custom preset only; one on the command line always counts
     use_file = settings.preset == "custom" or settings.origin("preset_file") == "command line"
-    return load_preset(settings.preset, custom_path=settings.preset_file if use_file else None)
+    return settings.preset_file if use_file else None
+
+
+def _preset_of(settings: Settings) -> Preset:
+    return load_preset(settings.preset, custom_path=_preset_file(settings))
+
+
+SESSION_ORIGIN: Final = "the session"
+"""Where a setting came from when a resumed session's recorded one was used (`Settings.origin`)."""
+
+
+def session_settings(store: SessionStore, session_id: str) -> RecordedSettings:
+    """The model, mode and preset a stored session recorded (read from its latest boundary on).
+
+    Raises:
+        SessionError: The session cannot be opened.
+    """
+    with store.open(session_id, writable=False) as session:
+        return recorded_settings(session.entries_loaded())
+
+
+def resumed_settings(settings: Settings, recorded: RecordedSettings) -> Settings:
+    """`settings` with the session's recorded model, mode and preset where the command line gave none.
+
+    A setting from a config file or the defaults gives way to the session's (its origin becomes
+    `SESSION_ORIGIN`); one given on the command line wins, and the session records it when it opens.
+    """
+    changes: dict[str, object] = {}
+    origins = dict(settings.origins)
+    for key, value in (("model", recorded.model), ("mode", recorded.mode)):
+        if value is not None and settings.origin(key) != "command line":
+            changes[key], origins[key] = value, SESSION_ORIGIN
+    given = "command line" in (settings.origin("preset"), settings.origin("preset_file"))
+    if recorded.preset is not None and not given:
+        changes["preset"] = recorded.preset
+        changes["preset_file"] = Path(recorded.preset_file) if recorded.preset_file else None
+        origins["preset"] = origins["preset_file"] = SESSION_ORIGIN
+    return dataclasses.replace(settings, **changes, origins=origins)  # type: ignore[arg-type]  # Settings' own keys
+
+
+def settings_for(store: SessionStore, session_id: str | None, settings: Settings) -> Settings:
+    """The settings a chat or run on `session_id` uses: `resumed_settings` for a session, else `settings`.
+
+    Raises:
+        SessionError: The session cannot be opened.
+    """
+    return settings if session_id is None else resumed_settings(settings, session_settings(store, session_id))
+
+
+def record_settings(agent: Agent, settings: Settings) -> None:
+    """Record the settings the agent runs with in its session (only what changed), and switch to their mode.
+
+    A resumed session given another mode on the command line switches to it (the model is told).
+    """
+    if agent.engine.mode != settings.mode:
+        agent.set_mode(settings.mode)
+    agent.engine.set_model(settings.model)
+    preset_file = _preset_file(settings)
+    agent.engine.set_preset(settings.preset, str(preset_file) if preset_file is not None else "")
 
 
 def stored_session_engine(session: SessionLog) -> ContextEngine:
     """An engine over a stored session with the stable parts and tools a chat resumed in its folder would have.
 
-    The workspace is the session's working directory, the preset comes from that folder's
-    settings (`.lamina/config.toml`, the user's file), and the platform section is the interactive
-    one, as `lamina context` shows it. Nothing is recorded.
+    The workspace is the session's working directory, the preset is the one the session recorded
+    (else that folder's settings: `.lamina/config.toml`, the user's file), and the platform section
+    is the interactive one, as `lamina context` shows it. Nothing is recorded.
 
     Raises:
         UsageError: The session's working directory is gone.
@@ -145,7 +203,7 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
             f"session {session.id}: its working directory {session.info.cwd or '(none recorded)'} is gone, "
             "so its stable parts cannot be read"
         )
-    settings = load_settings(cwd)
+    settings = resumed_settings(load_settings(cwd), recorded_settings(session.entries_loaded()))
     engine = open_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True)
     if not settings.prune:
         engine.prune_policy = None
@@ -193,6 +251,7 @@ async def session_agent(
             )
             agent.engine.compaction_listeners.append(on_compaction)
             agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
+            record_settings(agent, settings)
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
             try:

@@ -29,6 +29,7 @@ from lamina.engine._plan import (
 )
 from lamina.engine._prefix import prefix_context
 from lamina.engine._sessions import provider_session_in_view
+from lamina.engine._state import RecordedSettings, recorded_settings
 from lamina.engine._view import HistorySlice
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "PlanStateName",
     "PlanStep",
     "PlanTransitionError",
+    "RecordedSettings",
     "StableSource",
     "advance",
     "assemble_turn",
@@ -56,6 +58,7 @@ __all__ = [
     "next_step",
     "prefix_context",
     "provider_session_in_view",
+    "recorded_settings",
     "rejection_message",
     "summary_of",
 ]

@@ -81,6 +81,7 @@ class CompactionMixin(EngineHost):
         keep_tokens: int = DEFAULT_KEEP_TOKENS,
         user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
         plan_id: str | None = None,
+        force: bool = False,
     ) -> CompactionOutcome:
         """Compact the provider view: one boundary entry appended, nothing removed from the log.
 
@@ -101,6 +102,10 @@ class CompactionMixin(EngineHost):
                 summarised (the plan runs in a fresh context, so the 5% rule does not apply), the
                 boundary names the plan, and the plan is marked `compacted` once the boundary is
                 durable.
+            force: Compact even a conversation that fits `keep_tokens` (`/compact --force`): the
+                whole view is summarised and the 5% rule does not apply, as for a plan; call it
+                between turns. Only an empty conversation (or nothing new since the last boundary)
+                still has nothing to compact.
 
         Returns:
             What the compaction did.
@@ -119,6 +124,7 @@ class CompactionMixin(EngineHost):
                 keep=keep_tokens,
                 lane_tokens=user_lane_tokens,
                 plan_id=plan_id,
+                whole=force or plan_id is not None,
             )
             if plan_id is not None:
                 self._complete_plan_compaction(plan_id, outcome)
@@ -133,9 +139,10 @@ class CompactionMixin(EngineHost):
         keep: int,
         lane_tokens: int,
         plan_id: str | None,
+        whole: bool,
     ) -> CompactionOutcome:
         view, boundary = list(self._view.entries), self._view.boundary
-        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=plan_id is not None)
+        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=whole)
         if (nothing := steps.nothing_new(cut, boundary)) is not None:
             return nothing
         tokens_before = self.context_tokens()
@@ -150,7 +157,7 @@ class CompactionMixin(EngineHost):
             pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=made.ledger) or ""  # an estimate
             fixed = tokens_before - self._view.tokens - self._prelude_tokens()  # stable parts and tools
             tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
-            if plan_id is None and not freed_enough(tokens_before, tokens_after):
+            if not whole and not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
                 self._emit_compaction(CompactionEvent("failed", trigger, message))
                 return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
@@ -197,6 +204,9 @@ class CompactionMixin(EngineHost):
             stable=self._stable.state(),
             pending_one_shots=self._outbox.records(),
             plan=self._path.plan,
+            model=settings.model,
+            preset=settings.preset,
+            preset_file=settings.preset_file,
         )
 
     def _complete_plan_compaction(self, plan_id: str, outcome: CompactionOutcome) -> None:

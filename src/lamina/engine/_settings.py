@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lamina.engine._host import EngineHost
+from lamina.engine._state import RecordedSettings, settings_of
 from lamina.session import StateChange
 
 
@@ -28,6 +29,27 @@ class SettingsMixin(EngineHost):
         previous = self._settings.mode
         self.record(StateChange(key="mode", value=mode, previous=previous), durable=True)
         self.queue_one_shot("mode_transition", f"The permission mode changed from {previous} to {mode}.")
+
+    @property
+    def settings(self) -> RecordedSettings:
+        """The model, mode and preset the session last recorded (what a resumed session uses)."""
+        return settings_of(self._settings)
+
+    def set_model(self, spec: str) -> None:
+        """Record the model spec the session runs on (nothing when it is the recorded one).
+
+        The engine does not use it: a front end records it so that a resumed session runs on the same model.
+        """
+        if spec != self._settings.model:
+            self.record(StateChange(key="model", value=spec, previous=self._settings.model))
+
+    def set_preset(self, preset: str, preset_file: str = "") -> None:
+        """Record the system prompt preset (and the custom preset's file) the session runs with.
+
+        Nothing is recorded when they are the recorded ones; like the model, for a resumed session.
+        """
+        if (preset, preset_file) != (self._settings.preset, self._settings.preset_file):
+            self.record(StateChange(key="preset", value=preset, previous=self._settings.preset, detail=preset_file))
 
     @property
     def skills_in_use(self) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from lamina.engine._plan import Plan, advance
@@ -19,6 +20,54 @@ class SessionState:
     mode: str = "ask"
     mode_recorded: bool = False
     sources: tuple[str, ...] = ()
+    model: str | None = None
+    """The model spec the session last recorded (`anthropic:ID`, `scripted:FILE`, ...; None: none yet)."""
+    preset: str | None = None
+    """The system prompt preset the session last recorded (None: none yet)."""
+    preset_file: str = ""
+    """The custom preset's file recorded with it ("": none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedSettings:
+    """The settings a session recorded: what a resumed session uses unless it is given others.
+
+    None: the session recorded none (an older log, or a session made without a front end that records it).
+    """
+
+    model: str | None = None
+    """The model spec (`anthropic:ID`, `openai-compat:URL#ID`, `scripted:FILE`, ...)."""
+    mode: str | None = None
+    """The permission mode."""
+    preset: str | None = None
+    """The system prompt preset: `default`, `mini` or `custom`."""
+    preset_file: str = ""
+    """The custom preset's file ("": none)."""
+
+
+def settings_of(state: SessionState) -> RecordedSettings:
+    """What `state` says the session recorded."""
+    return RecordedSettings(
+        model=state.model,
+        mode=state.mode if state.mode_recorded else None,
+        preset=state.preset,
+        preset_file=state.preset_file,
+    )
+
+
+def recorded_settings(entries: Iterable[LogEntry]) -> RecordedSettings:
+    """The settings a session's entries record (in append order; from its latest boundary on is enough).
+
+    Args:
+        entries: The session's entries as loaded (`SessionLog.entries_loaded()`).
+
+    Returns:
+        The latest model, mode and preset they record.
+    """
+    state = SessionState()
+    for entry in entries:
+        state = fold(state, entry)
+    return settings_of(state)
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -40,11 +89,20 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
             return replace(state, mode=value, mode_recorded=True)
         case StateChange(key="sources", value=value):
             return replace(state, sources=_names(value))
+        case StateChange(key="model", value=value):
+            return replace(state, model=value)
+        case StateChange(key="preset", value=value, detail=detail):
+            return replace(state, preset=value, preset_file=detail)
         case CompactionBoundary(state=snapshot):
             # a resume may read only from here on: the boundary carries the state from before it
+            state = replace(state, sources=snapshot.sources)
             if snapshot.mode is not None:
-                return SessionState(snapshot.mode, True, snapshot.sources)
-            return replace(state, sources=snapshot.sources)
+                state = replace(state, mode=snapshot.mode, mode_recorded=True)
+            if snapshot.model is not None:
+                state = replace(state, model=snapshot.model)
+            if snapshot.preset is not None:
+                state = replace(state, preset=snapshot.preset, preset_file=snapshot.preset_file)
+            return state
         case _:
             return state
 

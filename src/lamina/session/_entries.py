@@ -268,6 +268,12 @@ class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The session's latest plan and where its approval stands (None: no plan yet, or an older log)."""
     provider_sessions: tuple[ProviderSession, ...] = ()
     """Provider-side sessions to resume through, one per provider."""
+    model: str | None = None
+    """The model spec the session last recorded (None: none, or an older log)."""
+    preset: str | None = None
+    """The system prompt preset the session last recorded (None: none, or an older log)."""
+    preset_file: str = ""
+    """The custom preset's file recorded with `preset` ("": none)."""
 
 
 class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"):
@@ -308,14 +314,15 @@ class PinnedPart(msgspec.Struct, frozen=True, kw_only=True):
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state.
 
-    The permission mode, model, active sources, a stable input, skills in use, a provider-side session.
+    The permission mode, model, system prompt preset, active sources, a stable input, skills in use,
+    a provider-side session.
     """
 
-    key: Literal["mode", "model", "sources", "stable", "skills", "provider_session"]
+    key: Literal["mode", "model", "preset", "sources", "stable", "skills", "provider_session"]
     value: str
     previous: str | None = None
     detail: str = ""
-    """What changed, in words (for a stable input: which file or setting)."""
+    """What changed, in words (for a stable input: which file or setting; for `preset`: the custom preset's file)."""
     prefix: tuple[PinnedPart, ...] = ()
     """For `stable`: the parts the cached prefix renders from this change on (empty in older logs).
 
