@@ -347,7 +347,9 @@ SURFACE: dict[str, list[str]] = {
     "lamina.integrations.openai_agents": [
         "CompactionPolicy",
         "ITEM",
+        "ItemTypeError",
         "LaminaSession",
+        "SessionClosedError",
         "ThreadOptions",
     ],
     "lamina.integrations.pydantic_ai": [
