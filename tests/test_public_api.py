@@ -352,7 +352,9 @@ SURFACE: dict[str, list[str]] = {
     "lamina.integrations.openai_agents": [
         "CompactionPolicy",
         "ITEM",
+        "ItemTypeError",
         "LaminaSession",
+        "SessionClosedError",
         "ThreadOptions",
     ],
     "lamina.integrations.pydantic_ai": [

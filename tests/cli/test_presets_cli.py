@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session import LocalSessionStore
+from lamina.session import LocalSessionStore, PlanState
 from tests.wire.fixtures import API_KEY
-from tests.wire.script import Reply
+from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
 
 runner = CliRunner()
 MODEL = "anthropic:claude-sonnet-5"
 PRESET = 'base = "mini"\n[text]\nhouse_rules = "Answer in British English."\n'
 HEADLESS = "Headless: no one can answer questions"
+MINI_TOOLS = ["Read", "Edit", "Write", "Glob", "Grep", "Bash", "SubmitPlan"]
+"""What the mini preset offers in every mode, SubmitPlan included, as the default preset does."""
 
 
 @pytest.fixture
@@ -55,7 +58,29 @@ def test_run_with_a_custom_preset_file_sends_its_sections_headless(tmp_path: Pat
     assert "Answer in British English." in system
     assert "You are a coding agent on a small, focused task" in system  # the mini base
     assert HEADLESS in system  # `lamina run` has no one to answer
-    assert _tool_names(wire) == ["Read", "Edit", "Write", "Glob", "Grep", "Bash"]
+    assert _tool_names(wire) == MINI_TOOLS  # in execute mode too: the tools stay the same in every mode
+
+
+def test_the_mini_preset_offers_submit_plan_and_completes_a_plan_flow_in_plan_mode(
+    tmp_path: Path, ws: Path, wire: WireServer
+) -> None:
+    (ws / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
+    plan = "1. Remove the + 1 in app.py.\n2. Run the tests.\n"
+    wire.script(
+        Reply(text="Here is my plan.", tool_calls=[ToolUse("SubmitPlan", {"title": "Fix", "text": plan})]),
+        Reply(text="Fixed as planned."),
+    )
+    args = ["run", "Plan the fix.", "--model", MODEL, "--mode", "plan", "--preset", "mini", "--accept-plan", "--json"]
+    result = runner.invoke(app, ["--store", str(tmp_path / "store"), *args])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["text"] == "Fixed as planned." and data["stop_reason"] == "end_turn"
+    assert "You are a coding agent on a small, focused task" in _system(wire)  # the mini prompt
+    assert "submit it with SubmitPlan" in _system(wire)
+    assert [_tool_names(wire, i) for i in range(len(wire.requests))] == [MINI_TOOLS] * len(wire.requests)
+    store = LocalSessionStore(tmp_path / "store")
+    with store.open(store.list()[0].id, writable=False) as session:
+        assert [e.state for e in session.entries() if isinstance(e, PlanState)][:2] == ["submitted", "accepted"]
 
 
 def test_chat_with_preset_custom_and_its_file(tmp_path: Path, ws: Path, wire: WireServer) -> None:

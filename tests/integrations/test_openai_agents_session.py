@@ -1,14 +1,15 @@
 """`LaminaSession` against the SDK's own `SQLiteSession`: the same operations, the same answers.
 
-The Session protocol's behaviours re-stated side by side (add_items, get_items with and without a
-limit, pop_item, clear_session, a session_settings limit), with items as the SDK really writes them
-(user input, function calls and outputs, assistant output messages, reasoning items), over random
-operation sequences; then what only Lamina adds: a resume from disk gives the same items, and the
-log keeps what was popped or cleared.
+The Session protocol re-stated side by side over random operation sequences: add_items (items as
+the SDK writes them, any JSON value, items that are not JSON, empty batches), get_items with no,
+zero, negative and positive limits, pop_item and clear_session (empty sessions included), close
+and every method after it, under random session settings; each answer and each exception's type
+compared. Then what only Lamina adds: a resume from disk, the log keeping what was popped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from agents.memory import Session, SessionSettings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lamina.integrations.openai_agents import LaminaSession
+from lamina.errors import UsageError
+from lamina.integrations.openai_agents import ItemTypeError, LaminaSession, SessionClosedError
 from lamina.session import LocalSessionStore
 
 
@@ -43,50 +45,137 @@ def _item(kind: int, n: int) -> dict[str, Any]:
             return {"type": "reasoning", "id": f"rs{n}", "summary": [{"type": "summary_text", "text": f"think {n}"}]}
 
 
+def _not_json(kind: int) -> object:
+    """An item `json.dumps` refuses (a fresh one per call): a set, bytes, a tuple key, an object."""
+    match kind:
+        case 0:
+            return {"role": "user", "content": {"a", "b"}}
+        case 1:
+            return {"type": "function_call_output", "call_id": "c", "output": b"bytes"}
+        case 2:
+            return {("tuple", "key"): 1}
+        case _:
+            return object()
+
+
+# JSON as json.dumps writes it; NaN and the infinities are left out (nan != nan, and the log has no NaN).
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+Spec = tuple[str, Any]
+_sdk = st.tuples(st.just("sdk"), st.integers(0, 4))
+_spec = st.one_of(  # each branch is as likely: the SDK's own items three times as often, a bad one rarely
+    _sdk,
+    _sdk,
+    _sdk,
+    st.tuples(st.just("user"), st.text()),  # a user message of any text
+    st.tuples(st.just("output"), _json),  # a tool output of any JSON
+    st.tuples(st.just("json"), _json),  # any JSON value as an item: strings, lists and null included
+    st.tuples(st.just("bad"), st.integers(0, 3)),
+)
 Op = tuple[str, Any]
-_ops = st.lists(
+_add = st.tuples(st.just("add"), st.lists(_spec, min_size=0, max_size=4))
+_get = st.tuples(st.just("get"), st.sampled_from([None, 0, -1, -3, 1, 2, 3, 7]))
+_ops = st.lists(  # a close is rare, so most sequences go on long enough to reach the other edges first
     st.one_of(
-        st.tuples(st.just("add"), st.lists(st.integers(0, 4), min_size=0, max_size=4)),
-        st.tuples(st.just("get"), st.one_of(st.none(), st.integers(-1, 6))),
+        *(_add,) * 4,
+        *(_get,) * 4,
         st.tuples(st.just("pop"), st.none()),
         st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("close"), st.none()),
     ),
-    max_size=12,
+    max_size=16,
 )
+_limit = st.one_of(st.none(), st.integers(-2, 4))
+_settings = st.one_of(
+    st.none(), st.builds(SessionSettings, limit=_limit), st.fixed_dictionaries({"limit": _limit}), st.just({})
+)
+
+
+def _made(spec: Spec, n: int) -> object:
+    match spec:
+        case ("sdk", kind):
+            return _item(kind, n)
+        case ("user", text):
+            return {"role": "user", "content": text}
+        case ("output", value):
+            return {"type": "function_call_output", "call_id": f"c{n}", "output": value}
+        case ("json", value):
+            return value
+        case (_, kind):
+            return _not_json(kind)
+
+
+def _builtin(error: type[BaseException]) -> type[BaseException]:
+    """The built-in exception class an error is (what code written against the SDK catches)."""
+    return next(c for c in error.__mro__ if c.__module__ == "builtins")
+
+
+async def _answer(call: Awaitable[Any]) -> tuple[str, Any]:
+    try:
+        return ("returned", await call)
+    except Exception as exc:
+        return ("raised", _builtin(type(exc)))
+
+
+async def _close(session: Session) -> None:
+    session.close()  # type: ignore[attr-defined]  # both have close(); the protocol does not
 
 
 async def _apply(session: Session, ops: list[Op]) -> list[Any]:
     out: list[Any] = []
     n = 0
     for name, arg in ops:
-        if name == "add":
-            items = []
-            for kind in arg:
-                n += 1
-                items.append(_item(kind, n))
-            await session.add_items(items)  # type: ignore[arg-type]
-        elif name == "get":
-            out.append(await session.get_items(arg))
-        elif name == "pop":
-            out.append(await session.pop_item())
-        else:
-            await session.clear_session()
-        out.append(await session.get_items())
+        match name:
+            case "add":
+                items = []
+                for spec in arg:
+                    n += 1
+                    items.append(_made(spec, n))
+                out.append(await _answer(session.add_items(items)))  # type: ignore[arg-type]  # any JSON
+            case "get":
+                out.append(await _answer(session.get_items(arg)))
+            case "pop":
+                out.append(await _answer(session.pop_item()))
+            case "clear":
+                out.append(await _answer(session.clear_session()))
+            case _:
+                out.append(await _answer(_close(session)))
+        out.append(await _answer(session.get_items()))
     return out
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=_ops)
-async def test_same_answers_as_sqlite_session(ops: list[Op], tmp_path_factory: pytest.TempPathFactory) -> None:
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_ops, session_settings=_settings)
+async def test_same_answers_as_sqlite_session(
+    ops: list[Op], session_settings: SessionSettings | dict[str, Any] | None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     store = LocalSessionStore(tmp_path_factory.mktemp("store"))
-    ours = LaminaSession.open(store)
-    peer = SQLiteSession("peer")
+    ours = LaminaSession.open(store, session_settings=session_settings)
+    peer = SQLiteSession("peer", session_settings=session_settings)
     try:
+        assert ours.session_settings == peer.session_settings
         assert await _apply(ours, ops) == await _apply(peer, ops)
     finally:
         ours.close()
         peer.close()
+
+
+async def test_session_settings_default_as_sqlite_session(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    ours, peer = LaminaSession.open(store), SQLiteSession("peer")
+    coerced = LaminaSession.open(store, session_settings={"limit": 1})
+    try:
+        assert isinstance(ours, Session)
+        assert ours.session_settings == peer.session_settings == SessionSettings()
+        assert coerced.session_settings == SessionSettings(limit=1)
+    finally:
+        ours.close()
+        peer.close()
+        coerced.close()
 
 
 async def test_session_settings_limit_as_sqlite_session(tmp_path: Path) -> None:
@@ -94,9 +183,53 @@ async def test_session_settings_limit_as_sqlite_session(tmp_path: Path) -> None:
     peer = SQLiteSession("peer", session_settings=SessionSettings(limit=2))
     try:
         for session in (ours, peer):
-            await session.add_items([_item(k, k) for k in range(5)])  # type: ignore[list-item]
+            await session.add_items([_item(k, k) for k in range(5)])  # type: ignore[misc]
         assert await ours.get_items() == await peer.get_items() == [_item(3, 3), _item(4, 4)]
         assert await ours.get_items(limit=3) == await peer.get_items(limit=3)
+        assert await ours.get_items(limit=0) == await peer.get_items(limit=0) == []
+        assert await ours.get_items(limit=-1) == await peer.get_items(limit=-1) == [_item(k, k) for k in range(5)]
+        for session in (ours, peer):
+            session.session_settings = None  # set after the fact: no limit
+        assert await ours.get_items() == await peer.get_items() == [_item(k, k) for k in range(5)]
+    finally:
+        ours.close()
+        peer.close()
+
+
+async def test_a_closed_session_refuses_every_method_and_its_log_opens_again(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    session = LaminaSession.open(store)
+    await session.add_items([_item(0, 1)])  # type: ignore[list-item]
+    session.close()
+    session.close()  # a second close does nothing, as SQLiteSession's
+    calls: list[Callable[[], Awaitable[Any]]] = [
+        session.get_items,
+        lambda: session.add_items([]),
+        lambda: session.add_items([_item(3, 1)]),  # type: ignore[list-item]
+        session.pop_item,
+        session.clear_session,
+        session.compact,
+    ]
+    for call in calls:
+        with pytest.raises(SessionClosedError, match=f"LaminaSession {session.session_id} is closed") as raised:
+            await call()
+        assert isinstance(raised.value, RuntimeError) and isinstance(raised.value, UsageError)
+    again = LaminaSession.open(store, session.session_id)
+    try:
+        assert await again.get_items() == [_item(0, 1)]
+    finally:
+        again.close()
+
+
+async def test_an_item_that_is_not_json_is_a_type_error_and_adds_nothing(tmp_path: Path) -> None:
+    ours, peer = LaminaSession.open(LocalSessionStore(tmp_path)), SQLiteSession("peer")
+    try:
+        for session in (ours, peer):
+            with pytest.raises(TypeError):
+                await session.add_items([_item(0, 1), _not_json(0)])  # type: ignore[list-item]
+            assert await session.get_items() == []
+        with pytest.raises(ItemTypeError, match="not JSON: Object of type set is not JSON serializable"):
+            await ours.add_items([_not_json(0)])  # type: ignore[list-item]
     finally:
         ours.close()
         peer.close()

@@ -103,18 +103,14 @@ def test_sections_hold_no_per_turn_facts() -> None:
     assert not re.search(r"\d{4}-\d{2}-\d{2}", text)
 
 
-def test_mini_preset_is_short_and_has_only_the_six_tools() -> None:
-    assert MINI_PRESET.select_tools(INPUTS.tools) == BUILTIN_TOOLS
-    assert tuple(t.name for t in MINI_PRESET.select_tools(INPUTS.tools)) == (
-        "Read",
-        "Edit",
-        "Write",
-        "Glob",
-        "Grep",
-        "Bash",
-    )
+def test_mini_preset_is_short_and_has_only_the_six_tools_and_submit_plan() -> None:
+    assert MINI_PRESET.select_tools(INPUTS.tools) == BUILTIN_TOOLS  # no SubmitPlan among the session's tools here
+    submit = ToolSpec("SubmitPlan", "The SubmitPlan tool.", {"type": "object"})
+    assert MINI_PRESET.select_tools((*INPUTS.tools, submit)) == (*BUILTIN_TOOLS, submit)
+    assert MINI_PRESET.tool_names == ("Read", "Edit", "Write", "Glob", "Grep", "Bash", "SubmitPlan")
     mini = system_prompt(MINI_PRESET, INPUTS)
     assert "Your tools: Read, Edit, Write, Glob, Grep, Bash." in mini
+    assert "In plan mode, write the plan as a markdown file in the plans folder and submit it with SubmitPlan." in mini
     assert "WebFetch" not in mini
     assert keys(compose_sections(MINI_PRESET, INPUTS)) == [
         "system.tools_mini",

@@ -135,8 +135,9 @@ def test_mini_preset_lists_the_root_file_and_leaves_memory_out(monorepo: Path, p
     context = workspace(monorepo, prefs_file, preset="mini", tools=(*builtin, ToolSpec("WebFetch", "", {})))
     keys = [p.key for p in context()]
     assert keys[0] == "preferences" and "context.root" not in keys and "memory" not in keys
-    assert context.tools == tuple(t for t in builtin if t.name != "SubmitPlan")  # plan approval is not mini
-    assert tuple(t.name for t in context.tools) == BUILTIN_TOOL_NAMES == MINI_TOOL_NAMES
+    assert context.tools == builtin  # plan approval too, as in the default preset: WebFetch is left out
+    assert tuple(t.name for t in context.tools) == (*BUILTIN_TOOL_NAMES, "SubmitPlan")
+    assert BUILTIN_TOOL_NAMES == MINI_TOOL_NAMES
 
 
 def test_the_default_tools_are_the_built_in_ones(monorepo: Path, prefs_file: Path) -> None:

@@ -34,7 +34,6 @@ from lamina.tools import (
     ToolContext,
     ToolPipeline,
     default_tools,
-    mini_tools,
 )
 from lamina.workspace import PROJECT_FILE, ContextFileFinder, WorkspaceContext, detect_platform, load_preset
 
@@ -225,7 +224,7 @@ def _wire_workspace(workspace: Path, preset: Preset, *, interactive: bool | None
     """The workspace's stable context, skill catalogue and built-in tools, the one way agents and reports build them."""
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    tools = mini_tools() if preset.name == "mini" else default_tools()
+    tools = default_tools()  # the preset keeps its own (mini: the six and SubmitPlan, as the default has it)
     finder = ContextFileFinder()
     context = WorkspaceContext(
         workspace,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, Unpack, cast
 
 from lamina.context import TurnContext, turn_tails
 from lamina.defang import neutralise
@@ -32,19 +32,41 @@ ITEM = "openai_agents.item"
 _Item = dict[str, Any]
 
 
-def _plain(item: object) -> _Item:
-    """A JSON-only deep copy of an SDK item (the SDK may hand over pydantic models inside it)."""
+class SessionClosedError(UsageError, RuntimeError):
+    """A `LaminaSession` used after `close()` (a `RuntimeError` too, as `SQLiteSession` raises)."""
+
+    def __init__(self, session_id: str) -> None:
+        """Name the closed session.
+
+        Args:
+            session_id: The session's id.
+        """
+        self.session_id = session_id
+        super().__init__(f"LaminaSession {session_id} is closed")
+
+
+class ItemTypeError(UsageError, TypeError):
+    """A session item that is not JSON (a `TypeError` too, as the SDK's sessions raise)."""
+
+
+def _stored(item: object) -> object:
+    """What `SQLiteSession` would give back for `item`: its JSON round trip (any JSON value, as given)."""
+    try:
+        return json.loads(json.dumps(item))
+    except TypeError as exc:  # what SQLiteSession lets through; a cycle's ValueError stays one, as there
+        raise ItemTypeError(f"a session item is not JSON: {exc}") from None
+
+
+def _plain(item: object) -> object:
+    """A JSON-only deep copy of an item of the runner's model input (pydantic models inside it dumped)."""
 
     def default(value: object) -> object:
         dump = getattr(value, "model_dump", None)
         if callable(dump):
             return dump(mode="json", exclude_unset=True)
-        raise UsageError(f"a session item holds a {type(value).__name__}, which is not JSON")
+        raise ItemTypeError(f"a model input item holds a {type(value).__name__}, which is not JSON")
 
-    plain = json.loads(json.dumps(item, default=default))
-    if not isinstance(plain, dict):
-        raise UsageError(f"a session item must be a mapping, not {type(item).__name__}")
-    return plain
+    return json.loads(json.dumps(item, default=default))
 
 
 def _texts(content: object, kinds: frozenset[str]) -> str:
@@ -59,8 +81,9 @@ _USER_TEXT = frozenset({"input_text"})
 _ASSISTANT_TEXT = frozenset({"output_text", "refusal", "input_text"})
 
 
-def _is_message(item: Mapping[str, Any], role: str) -> bool:
-    return item.get("role") == role and item.get("type", "message") == "message"
+def _is_message(item: object, role: str) -> TypeGuard[dict[str, Any]]:
+    """Whether `item` is a message of `role` (items are JSON round trips: a mapping is a dict)."""
+    return isinstance(item, dict) and item.get("role") == role and item.get("type", "message") == "message"
 
 
 def _output_text(output: object) -> str:
@@ -69,19 +92,46 @@ def _output_text(output: object) -> str:
     return json.dumps(output, ensure_ascii=False)
 
 
+def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    """The SDK's session settings for `value`, as `SQLiteSession` makes them (None: `SessionSettings()`)."""
+    try:
+        from agents.memory.session_settings import SessionSettings, coerce_session_settings
+    except ImportError as exc:
+        raise MissingExtraError.of(exc, "the OpenAI Agents SDK integration", "openai-agents") from None
+
+    return SessionSettings() if value is None else coerce_session_settings(cast("Any", value))
+
+
 class LaminaSession:
-    """An Agents SDK `Session` on a Lamina session, with Lamina's placement as the model-input filter."""
+    """An Agents SDK `Session` on a Lamina session, with Lamina's placement as the model-input filter.
+
+    Each method of the `Session` protocol answers as the SDK's `SQLiteSession` does, on every edge:
+    items come back as their JSON round trip, a `limit` of 0 gives none and a negative one all,
+    an item that is not JSON raises `ItemTypeError` (a `TypeError`), and after `close()` every
+    method raises `SessionClosedError` (a `RuntimeError`), an empty `add_items` included.
+    """
 
     session_settings: SessionSettings | None = None
 
     def __init__(
-        self, thread: LaminaThread, *, session_settings: SessionSettings | None = None, placement: bool = True
+        self,
+        thread: LaminaThread,
+        *,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
+        placement: bool = True,
     ) -> None:
-        """Wrap `thread`. With `placement=False` the session only stores items (no turn contexts are logged)."""
+        """Wrap `thread`. With `placement=False` the session only stores items (no turn contexts are logged).
+
+        Args:
+            thread: The Lamina session, opened for writing.
+            session_settings: The SDK's session settings (a mapping is coerced; None: `SessionSettings()`).
+            placement: Whether user items begin Lamina turns (what `place` renders).
+        """
+        self.session_settings = _settings(session_settings)
         self.thread = thread
         self.session_id: str = thread.id
-        self.session_settings = session_settings
         self._placement = placement
+        self._closed = False
         self._turn: TurnContext | None = None
         self._call_names: dict[str, str] = {}
         for entry in thread.session.view().entries:
@@ -95,7 +145,7 @@ class LaminaSession:
         session_id: str | None = None,
         *,
         options: ThreadOptions | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
         **keywords: Unpack[ThreadKeywords],
     ) -> LaminaSession:
         """A session on `store`: session `session_id` resumed, or a new one (its id is `session_id` after).
@@ -104,24 +154,32 @@ class LaminaSession:
             store: The Lamina session store.
             session_id: The session to resume; None makes a new one.
             options: How the Lamina session is set up (default: `ThreadOptions()`).
-            session_settings: The SDK's session settings (`limit` for `get_items`).
+            session_settings: The SDK's session settings (`limit` for `get_items`; None: `SessionSettings()`).
             **keywords: Fields of `ThreadOptions`, overriding those of `options`.
         """
+        settings = _settings(session_settings)  # before the session is opened: a missing SDK takes no lock
         thread = LaminaThread.open(store, session_id, options=options, title="openai-agents", **keywords)
-        return cls(thread, session_settings=session_settings)
+        return cls(thread, session_settings=settings)
 
     def close(self) -> None:
-        """Flush and close the Lamina session (releases its writer lock)."""
+        """Flush and close the Lamina session (releases its writer lock); closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         self.thread.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(self.session_id)
 
     # -- the Session protocol --------------------------------------------------------------------
 
     def _twins(self) -> list[Custom]:
         return self.thread.twins(ITEM)
 
-    def _items(self) -> list[_Item]:
+    def _items(self) -> list[object]:
         """The history the SDK gets: the compaction prelude (after a compaction), then the items in view."""
-        items: list[_Item] = []
+        items: list[object] = []
         prelude = self.thread.prelude_texts(self.thread.preview())
         if prelude:
             items.append(_user_item(prelude))
@@ -129,30 +187,48 @@ class LaminaSession:
         return items
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The history, oldest first; with `limit`, the latest `limit` items (as `SQLiteSession` counts them)."""
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
+        """The history, oldest first; with a `limit` (or the settings' limit), the latest `limit` items.
+
+        Args:
+            limit: How many of the latest items; None takes `session_settings.limit`. As in
+                `SQLiteSession`, 0 gives none and a negative limit gives all.
+
+        Returns:
+            The items, oldest first.
+
+        Raises:
+            SessionClosedError: The session is closed.
+        """
+        self._check_open()
+        from agents.memory.session_settings import resolve_session_limit
+
+        limit = resolve_session_limit(limit, self.session_settings)
         items = self._items()
-        if limit is not None:
-            if limit == 0:
-                items = []
-            elif limit > 0:
-                items = items[-limit:]
+        if limit is not None and limit >= 0:
+            items = items[-limit:] if limit else []
         return cast("list[TResponseInputItem]", items)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items to the log (typed entries, then the item as given).
+        """Append items to the log (typed entries, then the item as its JSON round trip), all or none.
 
         Group commit, as in Lamina's own loop: every append reaches the kernel at once, and the log
         is fsynced when a batch ends with an assistant message (the model's answer: the turn's end).
+
+        Args:
+            items: The SDK's items; any JSON value is kept, mappings are also logged as typed entries.
+
+        Raises:
+            SessionClosedError: The session is closed (an empty batch included).
+            ItemTypeError: An item is not JSON (nothing of the batch is added).
         """
-        plain = [_plain(raw) for raw in items]
+        self._check_open()
+        plain = [_stored(raw) for raw in items]
         for item in plain:
             self._add(item)
         if plain and _is_message(plain[-1], "assistant"):
             self.thread.flush()
 
-    def _add(self, item: _Item) -> None:
+    def _add(self, item: object) -> None:
         first: str | None = None
         if _is_message(item, "user"):
             if self._turn is not None:
@@ -166,7 +242,7 @@ class LaminaSession:
         else:
             if self._turn is not None:
                 self.thread.commit(self._turn)
-            typed = self._typed(item)
+            typed = self._typed(item) if isinstance(item, dict) else None
             if typed is not None:
                 first = self.thread.record(typed).id
         self.thread.record_twin(ITEM, {"item": item, "first": first})
@@ -192,7 +268,15 @@ class LaminaSession:
         return None  # system and developer messages, reasoning, hosted tools: kept as given only
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove the latest item and return it; the log keeps it on an abandoned branch."""
+        """Remove the latest item and return it; the log keeps it on an abandoned branch.
+
+        Returns:
+            The item removed, or None when there was none.
+
+        Raises:
+            SessionClosedError: The session is closed.
+        """
+        self._check_open()
         twins = self._twins()
         if not twins:
             items = self._items()  # only a compaction prelude can be left
@@ -209,14 +293,24 @@ class LaminaSession:
         return cast("TResponseInputItem", copy.deepcopy(last.data["item"]))
 
     async def clear_session(self) -> None:
-        """Forget every item: the leaf goes back to the session's first entry (the log keeps them)."""
+        """Forget every item: the leaf goes back to the session's first entry (the log keeps them).
+
+        Raises:
+            SessionClosedError: The session is closed.
+        """
+        self._check_open()
         self._turn = None
         self.thread.rewind(self.thread.root_id())
 
     # -- placement and compaction ----------------------------------------------------------------
 
     async def compact(self, focus: str | None = None) -> CompactionOutcome:
-        """Compact now, with Lamina's compaction (summary, ledger, the user's words lane)."""
+        """Compact now, with Lamina's compaction (summary, ledger, the user's words lane).
+
+        Raises:
+            SessionClosedError: The session is closed.
+        """
+        self._check_open()
         outcome = await self.thread.compact(trigger="manual", focus=focus)
         if outcome.status == "compacted" and self._turn is not None:
             self._turn = self.thread.engine.reprepare(self._turn)
@@ -232,7 +326,12 @@ class LaminaSession:
         return RunConfig(call_model_input_filter=self.place, **options)
 
     async def place(self, data: CallModelData[Any]) -> ModelInputData:
-        """Lamina's placement of the next model call (a `RunConfig.call_model_input_filter`)."""
+        """Lamina's placement of the next model call (a `RunConfig.call_model_input_filter`).
+
+        Raises:
+            SessionClosedError: The session is closed.
+        """
+        self._check_open()
         try:
             from agents.run_config import ModelInputData
         except ImportError as exc:
@@ -246,7 +345,7 @@ class LaminaSession:
                 self._turn = self.thread.engine.reprepare(self._turn)
         turn = self._turn or self.thread.preview()
         system = self.thread.system_text(turn)
-        placed: list[_Item] = []
+        placed: list[object] = []
         context = self.thread.context_text(turn)
         if context:
             placed.append(_user_item([context]))
@@ -255,13 +354,13 @@ class LaminaSession:
         text = "\n\n".join(t for t in (system, instructions) if t)
         return ModelInputData(input=cast("list[TResponseInputItem]", placed), instructions=text or None)
 
-    def _view_items(self, turn: TurnContext) -> list[_Item]:
+    def _view_items(self, turn: TurnContext) -> list[object]:
         """The provider view as input items: prelude, then each item with its user tail, tool outputs neutralised."""
         view = self.thread.session.view().entries
         tails = {k: str(v) for k, v in turn_tails(view).items()}
         if self._turn is not None:
             tails[self._turn.user_entry_id] = self.thread.tail_text(self._turn)
-        out: list[_Item] = []
+        out: list[object] = []
         prelude = self.thread.prelude_texts(turn)
         if prelude:
             out.append(_user_item(prelude))
@@ -270,7 +369,7 @@ class LaminaSession:
             tail = tails.get(twin.data.get("first") or "")
             if tail and _is_message(item, "user"):
                 item["content"] = [*_parts(item.get("content")), {"type": "input_text", "text": tail}]
-            elif item.get("type") == "function_call_output":
+            elif isinstance(item, dict) and item.get("type") == "function_call_output":
                 item["output"] = _neutralised_output(item.get("output"))
             out.append(item)
         return out
@@ -297,7 +396,7 @@ def _neutralised_output(output: object) -> object:
     return output
 
 
-def _unsaved(given: Sequence[_Item], saved: Sequence[_Item]) -> list[_Item]:
+def _unsaved(given: Sequence[object], saved: Sequence[object]) -> list[object]:
     """The items at the end of the SDK's input that are not in the session yet (none when it saved them all)."""
     if not saved:
         return list(given)
@@ -308,4 +407,4 @@ def _unsaved(given: Sequence[_Item], saved: Sequence[_Item]) -> list[_Item]:
     return []
 
 
-__all__ = ["ITEM", "CompactionPolicy", "LaminaSession", "ThreadOptions"]
+__all__ = ["ITEM", "CompactionPolicy", "ItemTypeError", "LaminaSession", "SessionClosedError", "ThreadOptions"]

@@ -37,7 +37,7 @@ PRESET_NAMES: Final = ("default", "mini", "custom")
 """Every preset name `get_preset` and the workspace layer accept."""
 
 BUILTIN_TOOL_NAMES: Final = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
-"""The built-in tools (SPEC F18), and the whole tool set of the mini preset."""
+"""The built-in tools (SPEC F18): with SubmitPlan, the whole tool set of the mini preset."""
 
 _SECTION_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,47}")
 _FIELDS: Final = ("base", "sections", "tools", "inline_root_tokens", "memory", "text")
@@ -117,12 +117,14 @@ blocks calls until a required file was read; a custom preset can still list the 
 MINI_PRESET: Final = Preset(
     name="mini",
     sections=("tools_mini", "permissions_mini", "platform", "project", "context_files"),
-    tool_names=BUILTIN_TOOL_NAMES,
+    tool_names=(*BUILTIN_TOOL_NAMES, "SubmitPlan"),
     inline_root_tokens=0,
     memory=False,
 )
-"""For summaries and small tasks: a short prompt, only Read, Edit, Write, Glob, Grep and Bash; the
-root context file is listed rather than inlined, and MEMORY.md is left for the agent to Read."""
+"""For summaries and small tasks: a short prompt, only Read, Edit, Write, Glob, Grep and Bash, and
+SubmitPlan as the default preset has it (offered in every mode, so the tools, first in the cached
+prefix, stay the same when the mode changes; plan mode is where it is used); the root context file
+is listed rather than inlined, and MEMORY.md is left for the agent to Read."""
 
 _BUILT_IN: Final[Mapping[str, Preset]] = {"default": DEFAULT_PRESET, "mini": MINI_PRESET}
 

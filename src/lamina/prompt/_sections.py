@@ -135,7 +135,8 @@ _PERMISSIONS_MINI = """\
 # Permissions
 
 Tool calls are checked before they run; the permission mode is in the <session_state> block of the \
-latest user message. In explore mode, change nothing. If a call is refused, do not repeat it unchanged."""
+latest user message. In explore mode, change nothing. In plan mode, write the plan as a markdown \
+file in the plans folder and submit it with SubmitPlan. If a call is refused, do not repeat it unchanged."""
 
 
 def _permissions(inputs: PromptInputs) -> str:
