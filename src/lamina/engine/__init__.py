@@ -29,6 +29,7 @@ from lamina.engine._plan import (
 )
 from lamina.engine._prefix import prefix_context
 from lamina.engine._sessions import provider_session_in_view
+from lamina.engine._tooldefs import recorded_tools
 from lamina.engine._view import HistorySlice
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "next_step",
     "prefix_context",
     "provider_session_in_view",
+    "recorded_tools",
     "rejection_message",
     "summary_of",
 ]
