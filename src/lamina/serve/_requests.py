@@ -144,6 +144,10 @@ class SessionRequests:
         """The request index of the assistant message `entry_id`."""
         return self._call_index.get(entry_id)
 
+    def tools_recorded(self, index: int) -> bool:
+        """Whether the log recorded the tool definitions before request `index` (older logs did not)."""
+        return self._tools_at[index] is not None
+
     def calls(self) -> list[AssistantMessage]:
         return list(self._calls)
 
