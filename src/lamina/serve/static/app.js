@@ -64,6 +64,12 @@ async function drawChart() {
     box.appendChild(el("p", { class: "muted small" }, "plot library not loaded"));
     return;
   }
+  let shownTicks = [];
+  function xLabels(u, splits) {
+    const labels = splits.map((v) => (Number.isInteger(v) ? String(v) : ""));
+    shownTicks = labels.filter((l) => l !== "");
+    return labels;
+  }
   const width = Math.max(box.clientWidth || 800, 320);
   const options = {
     width,
@@ -76,12 +82,18 @@ async function drawChart() {
     },
     axes: [
       // whole request numbers only: no tick between two requests
-      { label: "request #", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : "")) },
+      { label: "request #", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: xLabels },
       { scale: "tokens", label: "tokens", values: (u, splits) => splits.map((v) => v.toLocaleString("en")) },
       { scale: "ratio", side: 1, label: "cache hit ratio", grid: { show: false } },
     ],
     cursor: { drag: { x: false, y: false } },
     legend: { show: false }, // one legend: the page's own, below the plot
+  };
+  options.hooks = {
+    draw: [(u) => { // what the axes show, for the page's tests: the x labels and where the token axis starts
+      box.dataset.xTicks = shownTicks.join(",");
+      box.dataset.yMin = String(u.scales.tokens.min);
+    }],
   };
   const plot = new window.uPlot(options, columns, box);
   box.dataset.requests = String(requests.length);
