@@ -335,7 +335,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, st
 @pytest.fixture(scope="module")
 def edits(stored: Stored) -> str:
     """A session whose model reads, edits one file and writes another (real tools, scripted model)."""
-    ws = stored.root / "edits-workspace"
+    ws = stored.root / "edits-ws"  # not "workspace": test_app searches the shared store for that word
     ws.mkdir()
     (ws / "AGENTS.md").write_text("# Rules\n- Keep total() pure.\n")
     (ws / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
@@ -370,7 +370,7 @@ def edits(stored: Stored) -> str:
 def test_sessions_list_has_model_mode_status_and_never_wraps_a_path_mid_word(
     browser: BrowserContext, server: Running, stored: Stored, edits: str
 ) -> None:
-    long_cwd = "/home/someone/projects/a-rather-long-project-name/services/billing-report-generator/workspace"
+    long_cwd = "/home/someone/projects/a-rather-long-project-name/services/billing-report-generator/checkout"
     with stored.store.create(cwd=long_cwd, title="a long workspace path") as session:
         session.append(UserMessage(text="hello"))
         session.append(AssistantMessage(text="hi", model="gpt-5", usage=Usage(input=3, output=1)))
@@ -489,6 +489,7 @@ def test_the_request_page_shows_the_conversation_as_sent(page: Watched, demo: tu
     simulated = p.locator('#cache-figures tr[data-side="simulated"] td').all_inner_texts()
     assert provider == simulated
     expect(p.locator("#cache ul.notes")).not_to_contain_text("Tool definitions")
+    expect(p.locator("#tool-definitions")).to_contain_text("7 tool definitions, as the log recorded them: Read, Edit")
     # each row of the conversation opens to its text, as sent (no "N blocks")
     current = p.locator('article[data-layer="current"] tr.part')
     expect(current.first.locator("td.role")).to_have_text("user")
@@ -548,6 +549,7 @@ def test_an_older_log_without_tool_definitions_still_opens_and_says_so(
     expect(p.locator("#chart-notes")).to_contain_text("Tool definitions were not recorded in this session's log")
     p.goto(f"{server.url}/sessions/{older_id}/requests/0")
     expect(p.locator("#cache ul.notes")).to_contain_text("Tool definitions were not recorded in this session's log")
+    expect(p.locator("#tool-definitions")).to_have_text("tool definitions not recorded in the log")
     expect(p.locator('article[data-layer="current"] tr.part').first.locator("summary")).to_contain_text(
         "a question from before tools were recorded"
     )

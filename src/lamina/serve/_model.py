@@ -343,6 +343,10 @@ class RequestLayers(msgspec.Struct, frozen=True, kw_only=True):
     stable_digest: str | None
     stable_recorded: bool
     """Whether the log holds the stable parts this request's prefix carried (older logs do not)."""
+    tools: list[str] = []
+    """The names of the tool definitions the rebuilt request sends, in order."""
+    tools_recorded: bool = False
+    """Whether the log recorded the tool definitions the request sent (older logs do not: it sends none)."""
     composition: list[ComponentOut]
     """The request component by component (system sections, project parts, defanging, tails, framing, ...)."""
     notes: list[str]

@@ -339,6 +339,8 @@ class SessionRequests:
             stable_version=record.stable_version if record is not None else None,
             stable_digest=record.stable_digest if record is not None else None,
             stable_recorded=rebuilt.replayed.stable_recorded,
+            tools=[t.name for t in rebuilt.turn.tools],
+            tools_recorded=rebuilt.replayed.tools_recorded,
             composition=composition_of(rebuilt, self.estimator),
             notes=[
                 *rebuilt.notes,
