@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import uvicorn
 
 from lamina.reports import cost_of
 from lamina.serve import create_app
-from lamina.session import LocalSessionStore
+from lamina.session import LocalSessionStore, SessionStore
 from tests.serve.sessions import RichSession, hostile_session, rich_session
 
 CHROMIUM = os.environ.get("LAMINA_CHROMIUM", "/usr/bin/chromium")
@@ -63,13 +64,14 @@ class Running:
     port: int
 
 
-@pytest.fixture(scope="package")
-def server(stored: Stored) -> Iterator[Running]:
+@contextmanager
+def running_server(store: SessionStore) -> Iterator[Running]:
+    """The inspector over `store`, served by uvicorn in a thread on a free port."""
     # the server gets the socket already bound: no other test (or xdist worker) can take its port meanwhile
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     port = int(listening.getsockname()[1])
-    app = create_app(stored.store, port=port, poll_seconds=0.2, prices=cost_of)
+    app = create_app(store, port=port, poll_seconds=0.2, prices=cost_of)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
     running = uvicorn.Server(config)
     thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)
@@ -83,6 +85,12 @@ def server(stored: Stored) -> Iterator[Running]:
     running.should_exit = True
     thread.join(10)
     listening.close()
+
+
+@pytest.fixture(scope="package")
+def server(stored: Stored) -> Iterator[Running]:
+    with running_server(stored.store) as running:
+        yield running
 
 
 def chromium_or_skip() -> str:

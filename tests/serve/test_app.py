@@ -134,7 +134,9 @@ def test_search_keeps_matching_sessions(client: TestClient, stored: Stored) -> N
     rich = next(r for r in every if r["id"] == stored.rich.id)
     assert rich["turns"] == 5 and rich["requests"] == 6 and rich["input_tokens"] > 0 and rich["cost_usd"] > 0
     found = client.get("/api/sessions", params={"q": "WORKSPACE"}).json()["sessions"]
-    assert [r["id"] for r in found] == [stored.rich.id]
+    # other tests of the package add sessions to the shared store: every one found holds the word, the hostile one not
+    assert stored.rich.id in {r["id"] for r in found} and stored.hostile not in {r["id"] for r in found}
+    assert all("workspace" in f"{r['id']} {r['title']} {r['cwd']}".lower() for r in found)
     assert "No sessions" in client.get("/", params={"q": "no such thing"}).text
 
 

@@ -6,7 +6,10 @@ Screenshots go to the test output folder (`test-output/serve/`, or `$LAMINA_TEST
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,11 +18,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sync_playwright
 
+import lamina
 from lamina.agent import open_agent
 from lamina.compaction import DeterministicSummariser
-from lamina.providers import ScriptedResponse
+from lamina.providers import ScriptedResponse, ScriptedToolCall
 from lamina.session import (
     AssistantMessage,
+    LocalSessionStore,
     PartRecord,
     StateChange,
     ToolCall,
@@ -28,8 +33,10 @@ from lamina.session import (
     Usage,
     UserMessage,
 )
-from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip
+from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip, running_server
 from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
+
+SRC = str(Path(lamina.__file__).parents[1])
 
 # one worker runs the module (`make test` runs pytest-xdist with --dist loadgroup): Chromium starts once
 pytestmark = pytest.mark.xdist_group("browser")
@@ -90,8 +97,8 @@ def test_sessions_list_and_search(page: Watched, server: Running, stored: Stored
     expect(p.locator(f'tr[data-session="{stored.hostile}"]')).to_have_count(1)
     rich = p.locator(f'tr[data-session="{stored.rich.id}"]')
     expect(rich.locator(".session-link")).to_have_text("Why is total() wrong? Don't change anything yet.")
-    expect(rich.locator("td").nth(3)).to_have_text("5")  # turns
-    expect(rich.locator("td").nth(7)).to_contain_text("$")  # an estimated cost
+    expect(rich.locator("td").nth(7)).to_have_text("5")  # turns
+    expect(rich.locator("td").nth(11)).to_contain_text("$")  # an estimated cost
     shot(p, "sessions-list")
     p.fill("input[name=q]", "workspace")
     p.click("form.search button")
@@ -305,3 +312,245 @@ def test_a_huge_tool_result_is_cut_and_downloads_whole(page: Watched, server: Ru
     p.goto(f"{server.url}/sessions/{huge_id}")
     expect(p.locator("#timeline .kind-tool_result a.more")).to_contain_text("more characters")
     shot(p, "huge-result")
+
+
+# -- issue 32: the conversation as sent, calls as calls, folded records, the chart, the list ------------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, str]]:
+    """`lamina demo`, run as a user runs it, its session kept in a store of its own and served."""
+    root = tmp_path_factory.mktemp("demo-store")
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "120", "NO_COLOR": "1", "LAMINA_STORE": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-m", "lamina.cli", "demo"], capture_output=True, text=True, env=env, timeout=240, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    store = LocalSessionStore(root)
+    (summary,) = store.list()
+    with running_server(store) as running:
+        yield running, summary.id
+
+
+@pytest.fixture(scope="module")
+def edits(stored: Stored) -> str:
+    """A session whose model reads, edits one file and writes another (real tools, scripted model)."""
+    ws = stored.root / "edits-ws"  # not "workspace": test_app searches the shared store for that word
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("# Rules\n- Keep total() pure.\n")
+    (ws / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
+    reads = (
+        ScriptedToolCall(name="Read", input={"path": "AGENTS.md"}),
+        ScriptedToolCall(name="Read", input={"path": "app.py"}),
+    )
+    edit = ScriptedToolCall(name="Edit", input={"path": "app.py", "old_string": "sum(xs) + 1", "new_string": "sum(xs)"})
+    write = ScriptedToolCall(name="Write", input={"path": "NOTES.md", "content": "# Notes\n- total() is pure.\n"})
+    provider = _provider(
+        [
+            ScriptedResponse(text="Reading first.", tool_calls=reads),
+            ScriptedResponse(text="Fixing it.", tool_calls=(edit, write)),
+            ScriptedResponse(text="Fixed."),
+        ]
+    )
+
+    async def run() -> str:
+        agent = open_agent(stored.store, provider, workspace=ws, mode="execute")
+        await agent.run_turn("Fix total() and note it in NOTES.md.")
+        agent.engine.session.close()
+        return agent.engine.session.id
+
+    made: list[str] = []  # in a thread: Playwright's sync API may run an event loop in this one
+    writer = threading.Thread(target=lambda: made.append(asyncio.run(run())))
+    writer.start()
+    writer.join(60)
+    return made[0]
+
+
+@pytest.mark.slow
+def test_sessions_list_has_model_mode_status_and_never_wraps_a_path_mid_word(
+    browser: BrowserContext, server: Running, stored: Stored, edits: str
+) -> None:
+    long_cwd = "/home/someone/projects/a-rather-long-project-name/services/billing-report-generator/checkout"
+    with stored.store.create(cwd=long_cwd, title="a long workspace path") as session:
+        session.append(UserMessage(text="hello"))
+        session.append(AssistantMessage(text="hi", model="gpt-5", usage=Usage(input=3, output=1)))
+        long_id = session.id
+    page = browser.new_page()
+    page.set_viewport_size({"width": 900, "height": 900})  # narrow: the paths must wrap somewhere
+    watched = Watched(page)
+    page.goto(server.url + "/")
+    heads = page.locator("#sessions thead th").all_inner_texts()
+    assert heads[:7] == ["title", "workspace", "model", "mode", "status", "entries", "last activity"]
+    row = page.locator(f'tr[data-session="{edits}"]')
+    expect(row.locator("td.model")).to_have_text("claude-sonnet-5")
+    expect(row.locator("td.mode")).to_have_text("execute")
+    expect(row.locator("td.status")).to_have_text("answered")
+    with stored.store.open(edits, writable=False) as session:
+        expect(row.locator("td.entries")).to_have_text(f"{len(session.entries()):,}")
+    expect(row.locator("td.when")).to_contain_text("UTC")
+    expect(page.locator(f'tr[data-session="{long_id}"] td.model')).to_have_text("gpt-5")
+    # every line of a wrapped path ends at a slash: the text of each line box, read from the layout
+    lines = page.locator(f'tr[data-session="{long_id}"] td.path').evaluate(
+        """cell => {
+            const text = cell.textContent, range = document.createRange(), node = cell.firstChild;
+            const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+            const chars = [];
+            for (let n = walker.nextNode(); n; n = walker.nextNode())
+                for (let i = 0; i < n.length; i++) { range.setStart(n, i); range.setEnd(n, i + 1);
+                    chars.push([n.data[i], range.getBoundingClientRect().top]); }
+            const lines = [];
+            for (const [ch, top] of chars) {
+                if (!lines.length || Math.abs(lines[lines.length - 1].top - top) > 2) lines.push({ top, text: "" });
+                lines[lines.length - 1].text += ch;
+            }
+            return lines.map(l => l.text);
+        }"""
+    )
+    assert "".join(lines) == long_cwd
+    assert len(lines) > 1, "the narrow page should wrap the path"
+    assert all(line.endswith("/") for line in lines[:-1]), lines
+    shot(page, "sessions-list-model-mode-status")
+    page.close()
+    assert watched.problems == []
+
+
+@pytest.mark.slow
+def test_the_chart_has_whole_request_numbers_a_zero_based_axis_and_one_legend(
+    page: Watched, demo: tuple[Running, str]
+) -> None:
+    running, session_id = demo
+    p = page.page
+    p.goto(f"{running.url}/sessions/{session_id}")
+    chart = p.locator("#chart.drawn")
+    expect(chart).to_be_visible()
+    requests = int(chart.get_attribute("data-requests") or "0")
+    assert requests >= 5
+    expect(chart).to_have_attribute("data-y-min", "0")
+    ticks = (chart.get_attribute("data-x-ticks") or "").split(",")
+    assert ticks and all(re.fullmatch(r"\d+", t) for t in ticks), ticks
+    assert {int(t) for t in ticks} <= set(range(requests))
+    expect(p.locator(".u-legend")).to_have_count(0)  # the plot library's own legend is off
+    expect(p.locator("#chart-legend")).to_have_count(1)
+    expect(p.locator("#chart-legend .legend-item")).to_have_count(7)  # five layers and the two hit ratios
+    # the tools are recorded: no note that they are missing, and the simulator bills what the provider did
+    expect(p.locator("#chart-notes")).not_to_contain_text("Tool definitions")
+    for row in p.locator("#requests-table tbody tr").all():
+        cells = row.locator("td")
+        assert cells.nth(7).inner_text() == cells.nth(8).inner_text()
+    p.locator(".chart-box").screenshot(path=str(OUTPUT / "demo-chart-integer-axis-one-legend.png"))
+    shot(p, "demo-session")
+
+
+@pytest.mark.slow
+def test_the_timeline_shows_the_conversation_and_folds_internal_records(
+    page: Watched, demo: tuple[Running, str]
+) -> None:
+    running, session_id = demo
+    p = page.page
+    p.goto(f"{running.url}/sessions/{session_id}")
+    internal = p.locator("#timeline li.internal")
+    kinds = set(internal.evaluate_all("els => els.map(e => e.dataset.kind)"))
+    assert {"turn", "state_change", "outbox"} <= kinds
+    expect(p.locator("#timeline li.internal details.fold[open]")).to_have_count(0)
+    for kind in ("user", "assistant", "tool_call", "tool_result"):
+        assert p.locator(f"#timeline li.kind-{kind}:not(.internal)").count() > 0
+    # one line each, and the demo's four turns fit in about half the height they took
+    heights = internal.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+    assert max(heights) < 40, heights
+    height = p.locator("#timeline").evaluate("el => el.getBoundingClientRect().height")
+    assert height < 4_400, height  # 7,660 px before the records were folded
+    p.locator("#timeline-box").screenshot(path=str(OUTPUT / "demo-timeline-folded.png"))
+    # a folded record opens on click and shows what it holds
+    record = p.locator('#timeline li.internal[data-kind="turn"]').first
+    record.locator("summary").click()
+    expect(record.locator("details.fold")).to_have_attribute("open", "")
+    expect(record.locator("dl.parts dt").first).to_have_text("date_time")
+    tools = p.locator('#timeline li.internal[data-kind="state_change"]', has_text="state tools").first
+    tools.locator("summary").click()
+    expect(tools.locator("pre.text")).to_contain_text("tool definitions: Read, Edit, Write")
+    # tool calls read as calls: the Edit's change as a diff, not JSON
+    edit = p.locator('#timeline li.kind-tool_call .call[data-tool="Edit"]').first
+    expect(edit.locator(".call-target")).to_have_text("app.py")
+    expect(edit.locator("pre.diff .del")).to_have_text("- sum(xs) + 1")
+    expect(edit.locator("pre.diff .add")).to_have_text("+ sum(xs)")
+    expect(p.locator("#timeline li.kind-tool_call").first).not_to_contain_text('{"')
+    record.scroll_into_view_if_needed()
+    p.screenshot(path=str(OUTPUT / "demo-timeline-record-opened.png"))
+
+
+@pytest.mark.slow
+def test_the_request_page_shows_the_conversation_as_sent(page: Watched, demo: tuple[Running, str]) -> None:
+    running, session_id = demo
+    p = page.page
+    p.goto(f"{running.url}/sessions/{session_id}/requests/4")  # the demo's fifth request
+    expect(p.locator("h1")).to_contain_text("Request #4")
+    # the simulator's figures are the provider's: the rebuilt request carries the tool definitions
+    provider = p.locator('#cache-figures tr[data-side="provider"] td').all_inner_texts()
+    simulated = p.locator('#cache-figures tr[data-side="simulated"] td').all_inner_texts()
+    assert provider == simulated
+    expect(p.locator("#cache ul.notes")).not_to_contain_text("Tool definitions")
+    expect(p.locator("#tool-definitions")).to_contain_text("7 tool definitions, as the log recorded them: Read, Edit")
+    # each row of the conversation opens to its text, as sent (no "N blocks")
+    current = p.locator('article[data-layer="current"] tr.part')
+    expect(current.first.locator("td.role")).to_have_text("user")
+    expect(p.locator("#layers")).not_to_contain_text(re.compile(r"\d+ blocks?$"))
+    user = current.first
+    expect(user.locator("summary")).to_contain_text("I approved the plan")
+    user.locator("summary").click()
+    expect(user.locator("pre.part-text")).to_contain_text("I approved the plan")
+    # the tool calls are calls with their input, the Edit a diff
+    edit = p.locator('article[data-layer="current"] tr.has-calls', has_text="Edit").first
+    edit.locator("summary").click()
+    expect(edit.locator('.call[data-tool="Edit"] pre.diff .del')).to_have_text("- sum(xs) + 1")
+    expect(edit.locator('.call[data-tool="Edit"] pre.diff .add')).to_have_text("+ sum(xs)")
+    result = p.locator('article[data-layer="current"] tr.part[data-key="tool result"]').last
+    result.locator("summary").click()
+    expect(result.locator("pre.part-text")).to_contain_text("Edited app.py")
+    history = p.locator('article[data-layer="history"] tr.part')
+    expect(history.first.locator("summary")).to_contain_text("compaction_summary")
+    p.locator("#layers").scroll_into_view_if_needed()
+    shot(p, "demo-request-4-conversation-as-sent")
+
+
+@pytest.mark.slow
+def test_edit_and_write_show_as_diffs_on_the_request_page(page: Watched, server: Running, edits: str) -> None:
+    p = page.page
+    p.goto(f"{server.url}/sessions/{edits}/requests/2")  # the answer after the Edit and the Write ran
+    calls = p.locator('article[data-layer="current"] tr.has-calls')
+    expect(calls).to_have_count(4)  # the two Reads, then the Edit and the Write, one block each
+    for row in calls.all():
+        row.locator("summary").click()
+    write = p.locator('.call[data-tool="Write"]')
+    expect(write.locator(".call-target")).to_have_text("NOTES.md")
+    expect(write.locator("pre.diff .add")).to_have_text(["+ # Notes", "+ - total() is pure."])
+    expect(p.locator('.call[data-tool="Edit"] pre.diff .del')).to_have_text("- sum(xs) + 1")
+    read = p.locator('.call[data-tool="Read"]').first
+    expect(read.locator(".call-target")).to_have_text("AGENTS.md")
+    provider = p.locator('#cache-figures tr[data-side="provider"] td').all_inner_texts()
+    assert provider == p.locator('#cache-figures tr[data-side="simulated"] td').all_inner_texts()
+    shot(p, "request-edit-and-write-as-diffs")
+    p.goto(f"{server.url}/sessions/{edits}")
+    expect(p.locator('#timeline .call[data-tool="Write"] pre.diff .add')).to_have_count(2)
+    p.locator('#timeline .call[data-tool="Edit"]').scroll_into_view_if_needed()
+    p.screenshot(path=str(OUTPUT / "timeline-edit-and-write-as-diffs.png"))
+
+
+@pytest.mark.slow
+def test_an_older_log_without_tool_definitions_still_opens_and_says_so(
+    page: Watched, server: Running, stored: Stored
+) -> None:
+    with stored.store.create(cwd="/older") as session:
+        user = session.append(UserMessage(text="a question from before tools were recorded"))
+        session.append(TurnRecord(turn_id="t0", user_entry_id=user.id, stable_digest="d", stable_version=1))
+        session.append(AssistantMessage(text="an answer", model="claude-sonnet-5", usage=Usage(input=900, output=2)))
+        older_id = session.id
+    p = page.page
+    p.goto(f"{server.url}/sessions/{older_id}")
+    expect(p.locator("#chart-notes")).to_contain_text("Tool definitions were not recorded in this session's log")
+    p.goto(f"{server.url}/sessions/{older_id}/requests/0")
+    expect(p.locator("#cache ul.notes")).to_contain_text("Tool definitions were not recorded in this session's log")
+    expect(p.locator("#tool-definitions")).to_have_text("tool definitions not recorded in the log")
+    expect(p.locator('article[data-layer="current"] tr.part').first.locator("summary")).to_contain_text(
+        "a question from before tools were recorded"
+    )
+    shot(p, "request-older-log-without-tool-definitions")

@@ -30,6 +30,7 @@ from lamina.engine._plan import (
 from lamina.engine._prefix import prefix_context
 from lamina.engine._sessions import provider_session_in_view
 from lamina.engine._state import RecordedSettings, recorded_settings
+from lamina.engine._tooldefs import recorded_tools
 from lamina.engine._view import HistorySlice
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "prefix_context",
     "provider_session_in_view",
     "recorded_settings",
+    "recorded_tools",
     "rejection_message",
     "summary_of",
 ]

@@ -134,7 +134,7 @@ class LoggedTurn:
             stable: The stable prefix the request carried.
             boundary: The latest compaction before the request, if any.
             data_dir: The session's data folder, as the model's tools reach it.
-            tools: The tool definitions the request carried (the log does not record them).
+            tools: The tool definitions the request carried (the log's latest `tools` record, or a stand-in).
             turn_id: The turn's id when there is no record to read it from.
 
         Returns:

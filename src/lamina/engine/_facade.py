@@ -48,6 +48,7 @@ from lamina.engine._resume import ResumeMixin
 from lamina.engine._sessions import ProviderSessions
 from lamina.engine._settings import SettingsMixin
 from lamina.engine._state import PathState, SessionState, fold, fold_path
+from lamina.engine._tooldefs import ToolDefinitions
 from lamina.engine._view import LiveView
 from lamina.errors import UsageError
 from lamina.placement import (
@@ -129,6 +130,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         self._path = PathState()
         self._outbox = Outbox()
         self._stable = StablePrefix()
+        self._tool_definitions = ToolDefinitions()
         self._sessions = ProviderSessions()
         self._render_cache = RenderCache()
         self.attachments = AttachmentStore(
@@ -158,6 +160,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         """Fold an entry into what holds on every branch (append order): settings, stable inputs, sessions."""
         self._settings = fold(self._settings, entry)
         self._stable.observe(entry)
+        self._tool_definitions.observe(entry)
         self._sessions.observe(entry)
 
     def _track_path(self, entry: LogEntry) -> None:
@@ -306,6 +309,9 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         self.prune()
         stable = self._refresh_stable()
+        tools = self._tool_definitions.change(self.tools)
+        if tools is not None:  # recorded once per version, so a request rebuilt from the log sends them again
+            self.record(tools)
         stable_seen = self._view.stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))

@@ -34,7 +34,7 @@ from lamina.reports._composition import (
     session_json,
 )
 from lamina.reports._prices import PRICES, Price, cost_of, price_of
-from lamina.reports._replay import RecordedPrefixes, ReplayedRequest, replay_request
+from lamina.reports._replay import RecordedPrefixes, RecordedTools, ReplayedRequest, replay_request
 
 __all__ = [
     "KINDS",
@@ -51,6 +51,7 @@ __all__ = [
     "LoggedRequest",
     "Price",
     "RecordedPrefixes",
+    "RecordedTools",
     "ReplayedRequest",
     "RequestComposition",
     "SessionComposition",

@@ -310,7 +310,7 @@ def logged_requests(
 
     Args:
         path: The session's entries from the root to a leaf, oldest first.
-        tools: The tool definitions to count (the log does not record them).
+        tools: The tool definitions to count where the log recorded none (an older log).
         fallback_stable: The stable parts that stand in where the log recorded no prefix (an older log).
         data_dir: The session's data folder, as the model's tools reach it.
         estimator: Counts each part's text.

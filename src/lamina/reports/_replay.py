@@ -1,7 +1,8 @@
 """The one replay of a logged turn: a past request rebuilt from the log the way the engine built it (pure).
 
 The composition of a logged session (`logged_requests`) and the inspector's rebuilt requests both
-replay a request here; docs/reports.md tells how (the provider view, the prunes, the stable prefix).
+replay a request here; docs/reports.md tells how (the provider view, the prunes, the stable prefix,
+the tool definitions the log recorded).
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from dataclasses import dataclass
 
 from lamina.compaction import apply_prunes
 from lamina.context import Part, StableContext, ToolSpec, TurnContext
-from lamina.engine import logged_turn, prefix_context
+from lamina.engine import logged_turn, prefix_context, recorded_tools
 from lamina.session import CompactionBoundary, LogEntry, StateChange, TurnRecord, provider_view
 
-__all__ = ["RecordedPrefixes", "ReplayedRequest", "replay_request"]
+__all__ = ["RecordedPrefixes", "RecordedTools", "ReplayedRequest", "replay_request"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,8 @@ class ReplayedRequest:
     """The latest compaction before the request, if any."""
     stable_recorded: bool
     """Whether the log recorded the stable prefix the turn record names (else a stand-in was used)."""
+    tools_recorded: bool = False
+    """Whether the log recorded the tool definitions the request sent (else the `tools` given stood in)."""
 
 
 class RecordedPrefixes:
@@ -69,6 +72,33 @@ class RecordedPrefixes:
         return StableContext(tuple(fallback), record.stable_version, record.stable_digest), False
 
 
+class RecordedTools:
+    """The tool definitions a log recorded last (its `tools` state changes); feed entries with `observe`."""
+
+    def __init__(self) -> None:
+        self.current: tuple[ToolSpec, ...] | None = None
+        """The definitions of the latest `tools` change observed (None: none yet, an older log)."""
+
+    def observe(self, entry: LogEntry) -> None:
+        """Take the definitions `entry` records, when it is a readable `tools` state change.
+
+        Args:
+            entry: Any log entry, in append order.
+        """
+        if isinstance(entry, StateChange) and entry.key == "tools":
+            tools = recorded_tools(entry)
+            if tools is not None:
+                self.current = tools
+
+
+def _tools_on(path: Sequence[LogEntry]) -> tuple[ToolSpec, ...] | None:
+    """The definitions of the latest `tools` change on the path (None: it has none)."""
+    found = RecordedTools()
+    for entry in path:
+        found.observe(entry)
+    return found.current
+
+
 def replay_request(
     path: Sequence[LogEntry],
     *,
@@ -78,6 +108,7 @@ def replay_request(
     tools: Sequence[ToolSpec] = (),
     turn_id: str = "",
     fallback_stable: Sequence[Part] = (),
+    recorded: Sequence[ToolSpec] | None = None,
 ) -> ReplayedRequest:
     """The request a model call answered, rebuilt from the log as the engine built it.
 
@@ -86,9 +117,11 @@ def replay_request(
         prefixes: The stable prefixes the log recorded (at least up to the call).
         session_id: The session the request belongs to.
         data_dir: The session's data folder, as the model's tools reach it.
-        tools: The tool definitions to put in the request (the log does not record them).
+        tools: The tool definitions to stand in when the log recorded none (an older log).
         turn_id: The turn's id when there is no turn record to read it from.
         fallback_stable: The stable parts to stand in when the log did not record the prefix.
+        recorded: The tool definitions the log recorded last before the call, in append order
+            (None: the latest `tools` change on `path` is taken).
 
     Returns:
         The rebuilt turn; rendered with its `continuation`, it gives the request that was sent.
@@ -96,13 +129,14 @@ def replay_request(
     view = provider_view(list(path))
     entries = apply_prunes(view.entries)  # old tool output shown as its note, as the engine sent it
     logged = logged_turn(entries)
-    stable, recorded = prefixes.stable_for(logged.record, fallback_stable)
+    stable, stable_recorded = prefixes.stable_for(logged.record, fallback_stable)
+    sent_tools = _tools_on(path) if recorded is None else tuple(recorded)
     turn = logged.assemble(
         session_id=session_id,
         stable=stable,
         boundary=view.boundary,
         data_dir=data_dir,
-        tools=tools,
+        tools=tools if sent_tools is None else sent_tools,
         turn_id=turn_id,
     )
     return ReplayedRequest(
@@ -111,5 +145,6 @@ def replay_request(
         record=logged.record,
         sent=tuple(entries),
         boundary=view.boundary,
-        stable_recorded=recorded,
+        stable_recorded=stable_recorded,
+        tools_recorded=sent_tools is not None,
     )

@@ -15,6 +15,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
+from lamina.serve._calls import call_out
 from lamina.serve._model import (
     AttachmentOut,
     Branch,
@@ -38,6 +39,7 @@ from lamina.session import (
     PlanState,
     StateChange,
     ToolCall,
+    ToolOutputPruned,
     ToolResult,
     TurnRecord,
     UnknownEntry,
@@ -56,6 +58,19 @@ _MEMO: Final = 16
 BRIDGE_KINDS: Final = frozenset({"recovery", "branch_seed", "transfer_summary"})
 """One-shot kinds that bridge a gap for the model (a failed resume, a branch, a transfer): the user's
 transcript hides them, the inspector marks them."""
+
+INTERNAL: Final = (
+    TurnRecord,
+    StateChange,
+    OutboxRecord,
+    PlanState,
+    Label,
+    ToolOutputPruned,
+    CompactionBoundary,
+    UnknownEntry,
+)
+"""Records the conversation does not show as such: the timeline folds each into one line that opens on
+click (a compaction's summary and lane are shown whole in the page's compactions section)."""
 
 _JSON: Final = msgspec.json.Encoder(order="sorted")
 _V = TypeVar("_V")
@@ -299,6 +314,8 @@ class SessionIndex:
                         cache_read=usage.cache_read,
                         cache_write=usage.cache_write,
                     )
+            case ToolCall(name=name, input=args):
+                extra["call"] = call_out(name, args)
             case ToolResult(is_error=is_error):
                 extra["is_error"] = is_error
             case TurnRecord(volatile=volatile, one_shots=one_shots):
@@ -315,6 +332,7 @@ class SessionIndex:
             text_chars=len(text),
             in_view=in_view,
             hidden_bridge=is_bridge(entry),
+            internal=isinstance(entry, INTERNAL),
             turn=turn,
             children=len(self.children.get(entry.id, ())),
             **extra,

@@ -11,7 +11,8 @@ from typing import Final
 
 from lamina.context import Authority, Tier, render_tail
 from lamina.reports import TIER_LABELS, BodyBlock, CacheLayout, LayoutBlock, block_tokens, body_blocks, compose_turn
-from lamina.serve._model import LAYER_NAMES, BlockOut, ComponentOut, Layer, LayerName, LayerPart
+from lamina.serve._calls import calls_of_block
+from lamina.serve._model import LAYER_NAMES, BlockOut, CallOut, ComponentOut, Layer, LayerName, LayerPart
 from lamina.serve._rebuilt import Rebuilt
 from lamina.session import PartRecord, TurnRecord
 from lamina.tokens import TokenEstimator
@@ -20,6 +21,8 @@ __all__ = ["TEXT_BOUND", "BlockTokens", "block_outs", "composition_of", "layer_t
 
 TEXT_BOUND: Final = 4_000
 """Characters of a part's text a layer carries (the whole text is in the log)."""
+CONVERSATION_ROWS: Final = 150
+"""Blocks of the conversation a layer lists, the newest (the whole body downloads)."""
 
 
 class BlockTokens:
@@ -123,7 +126,17 @@ def _cut(text: str) -> str:
     return text if len(text) <= TEXT_BOUND else text[:TEXT_BOUND]
 
 
-def _part(key: str, text: str, *, tokens: int, tier: Tier | None, provenance: str, authority: str) -> LayerPart:
+def _part(
+    key: str,
+    text: str,
+    *,
+    tokens: int,
+    tier: Tier | None,
+    provenance: str,
+    authority: str,
+    role: str = "",
+    calls: Sequence[CallOut] = (),
+) -> LayerPart:
     return LayerPart(
         key=key,
         tier=int(tier) if tier is not None else None,
@@ -133,6 +146,8 @@ def _part(key: str, text: str, *, tokens: int, tier: Tier | None, provenance: st
         tokens=tokens,
         text=_cut(text),
         text_chars=len(text),
+        role=role,
+        calls=list(calls),
     )
 
 
@@ -153,8 +168,8 @@ def layers(rebuilt: Rebuilt, blocks: Sequence[BlockOut], estimator: TokenEstimat
         _add(tokens, block.layer, block.tokens, one_shots)
     parts: dict[LayerName, list[LayerPart]] = {
         "stable": _stable_parts(rebuilt, estimator),
-        "history": [*_summary_parts(rebuilt, estimator), *_grouped_parts(blocks, "history")],
-        "current": _grouped_parts(blocks, "current"),
+        "history": _conversation(rebuilt, blocks, "history"),  # the summary and the lane as sent, in their blocks
+        "current": _conversation(rebuilt, blocks, "current"),
         "tail": _tail_parts(rebuilt, estimator),
         "one_shot": [_one_shot_part(record, count) for record, count in one_shots],
     }
@@ -202,45 +217,55 @@ def _one_shot_part(record: PartRecord, count: int) -> LayerPart:
     )
 
 
-def _summary_parts(rebuilt: Rebuilt, estimator: TokenEstimator) -> list[LayerPart]:
-    turn = rebuilt.turn
-    shown = (
-        ("compaction summary", turn.summary, "compaction", Authority.TOOL_OUTPUT),
-        ("user's words", turn.pinned, "compaction lane", Authority.USER_DATA),
-    )
-    return [
-        _part(name, text, tokens=estimator.count(text), tier=Tier.HISTORY, provenance=where, authority=who.value)
-        for name, text, where, who in shown
-        if text
-    ]
+def _text_of(block: object) -> str:
+    """The text a block of the conversation carries, as sent (a tool call's input is shown as a call)."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, Mapping):
+        return ""
+    kind = block.get("type")
+    if kind in ("image", "image_url", "input_image", "document", "file"):
+        return f"[{kind}]"
+    for key in ("text", "output"):
+        if isinstance(block.get(key), str):
+            return str(block[key])
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text_of(c) for c in content)
+    return ""
 
 
-def _grouped_parts(blocks: Sequence[BlockOut], layer: LayerName) -> list[LayerPart]:
-    """The blocks of a layer grouped by label, one part each (the history's summary and lane are parts already)."""
+def _roles(body: object) -> list[str]:
+    items = (body.get("messages") or body.get("input") or []) if isinstance(body, Mapping) else []
+    return [str(m.get("role") or m.get("type") or "") if isinstance(m, Mapping) else "" for m in items]
+
+
+def _conversation(rebuilt: Rebuilt, blocks: Sequence[BlockOut], layer: LayerName) -> list[LayerPart]:
+    """The blocks of a layer as sent, one part each: its text, or the tool calls it holds (the newest ones)."""
+    roles = _roles(rebuilt.body)
+    chosen = [(b, out) for (b, _), out in zip(_layered(rebuilt), blocks, strict=True) if out.layer == layer]
+    left_out = max(len(chosen) - CONVERSATION_ROWS, 0)
     shown: list[LayerPart] = []
-    for label, (count, total) in _grouped(b for b in blocks if b.layer == layer).items():
-        if label in ("compaction summary", "user's words") and layer == "history":
-            continue
+    if left_out:
+        note = f"{left_out:,} earlier blocks of this layer are not listed; the whole request body downloads below."
+        shown.append(_part("earlier blocks", note, tokens=0, tier=None, provenance="", authority=""))
+    for block, out in chosen[left_out:]:
+        label = "tool call" if block.label.startswith("tool call") else block.label
         shown.append(
             _part(
-                label,
-                f"{count} block{'s' if count != 1 else ''}",
-                tokens=total,
+                block.label,
+                _text_of(block.block),
+                tokens=out.tokens,
                 tier=Tier.TOOL_RESULTS if label == "tool result" else Tier.HISTORY,
-                provenance="session log",
+                provenance=block.where,
                 authority=_authority_of_label(label),
+                role=roles[block.message] if block.message is not None and block.message < len(roles) else "",
+                calls=calls_of_block(block.block),
             )
         )
     return shown
-
-
-def _grouped(blocks: Iterable[BlockOut]) -> Mapping[str, tuple[int, int]]:
-    grouped: dict[str, tuple[int, int]] = {}
-    for block in blocks:
-        label = "tool call" if block.label.startswith("tool call") else block.label
-        count, total = grouped.get(label, (0, 0))
-        grouped[label] = (count + 1, total + block.tokens)
-    return grouped
 
 
 def _authority_of_label(label: str) -> str:

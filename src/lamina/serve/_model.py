@@ -40,6 +40,13 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float | None
     """Estimated from list prices; None when a model has no known price."""
     problem: str | None = None
+    model: str = ""
+    """The model of the latest request ("" before the first)."""
+    mode: str = ""
+    """The permission mode the log recorded last ("" when it recorded none)."""
+    status: str = ""
+    """Where the session's leaf stands: `answered`, `waiting for the model`, `tool call open`,
+    `plan submitted` (awaiting a decision), `empty`, or `log problems` (the store reported damage or a repair)."""
 
 
 class SessionList(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,6 +128,27 @@ class PlanOut(msgspec.Struct, frozen=True, kw_only=True):
     transitions: list[PlanTransition]
 
 
+class DiffLine(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of a file change: removed (`-`), added (`+`) or unchanged context (` `)."""
+
+    op: Literal["-", "+", " "]
+    text: str
+
+
+class CallOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call as a call: its name, what it acts on, its input, and for Edit and Write the change as a diff."""
+
+    name: str
+    target: str
+    """The path, command or pattern it acts on ("" when its input names none)."""
+    arguments: list[PartText]
+    """Its input, one argument a row in the order the model gave them (a value that is not text as JSON)."""
+    diff: list[DiffLine] = []
+    """For Edit and Write: the lines removed and added (Write: every line of the new file added)."""
+    diff_cut: int = 0
+    """Diff lines left out past the bound."""
+
+
 class Item(msgspec.Struct, frozen=True, kw_only=True):
     """One entry of the timeline."""
 
@@ -148,6 +176,11 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
     attachments: list[AttachmentOut] = []
     parts: list[PartText] = []
     """For a turn record: its tail's volatile then one-shot parts."""
+    call: CallOut | None = None
+    """For a tool call: the call, its input and (Edit, Write) its diff."""
+    internal: bool = False
+    """A record the conversation does not show (turn record, state change, outbox, plan state, label,
+    prune): the timeline folds it into one line that opens on click."""
     children: int = 0
     """Entries whose parent this is; more than one: a branch point."""
 
@@ -219,6 +252,10 @@ class LayerPart(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     """Cut to a bound; the whole text is in the log."""
     text_chars: int
+    role: str = ""
+    """For a block of the conversation: the role of the message holding it (`user`, `assistant`, `tool`)."""
+    calls: list[CallOut] = []
+    """For a tool call block: the calls as sent, each with its input and (Edit, Write) its diff."""
 
 
 class Layer(msgspec.Struct, frozen=True, kw_only=True):
@@ -306,6 +343,10 @@ class RequestLayers(msgspec.Struct, frozen=True, kw_only=True):
     stable_digest: str | None
     stable_recorded: bool
     """Whether the log holds the stable parts this request's prefix carried (older logs do not)."""
+    tools: list[str] = []
+    """The names of the tool definitions the rebuilt request sends, in order."""
+    tools_recorded: bool = False
+    """Whether the log recorded the tool definitions the request sent (older logs do not: it sends none)."""
     composition: list[ComponentOut]
     """The request component by component (system sections, project parts, defanging, tails, framing, ...)."""
     notes: list[str]

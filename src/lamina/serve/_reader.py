@@ -20,7 +20,19 @@ from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import RequestSeries, SessionRow
 from lamina.serve._requests import SessionRequests
 from lamina.serve._series import PlotSeries
-from lamina.session import LocalSessionStore, SessionStore, SessionSummary, UserMessage, check_session_id
+from lamina.session import (
+    AssistantMessage,
+    LocalSessionStore,
+    LogEntry,
+    PlanState,
+    SessionStore,
+    SessionSummary,
+    StateChange,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    check_session_id,
+)
 
 _SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
 _KEEP: Final = 8
@@ -147,6 +159,7 @@ class StoreReader:
             input_tokens=totals.input_tokens,
             output_tokens=totals.output_tokens,
             cost_usd=totals.cost_usd,
+            **_standing(index, leaf, damaged=bool(problems)),
         )
         loaded = Loaded(
             row=row,
@@ -260,6 +273,33 @@ def _attached_image(loaded: Loaded, sha256: str) -> bool:
         if isinstance(entry, UserMessage)
         for ref in entry.attachments
     )
+
+
+def _standing(index: SessionIndex, leaf: str | None, *, damaged: bool) -> dict[str, str]:
+    """The model of the latest request, the mode recorded last, and where the leaf stands (see `SessionRow.status`)."""
+    entries = index.entries
+    model = next((e.model for e in reversed(entries) if isinstance(e, AssistantMessage) and e.model), "")
+    mode = next((e.value for e in reversed(entries) if isinstance(e, StateChange) and e.key == "mode"), "")
+    plans: dict[str, str] = {}
+    last: LogEntry | None = None
+    for entry in index.path(leaf):
+        if isinstance(entry, PlanState):
+            plans[entry.plan_id] = entry.state
+        elif isinstance(entry, UserMessage | AssistantMessage | ToolCall | ToolResult):
+            last = entry
+    if damaged:
+        status = "log problems"
+    elif "submitted" in plans.values():
+        status = "plan submitted"
+    elif last is None:
+        status = "empty"
+    elif isinstance(last, AssistantMessage):
+        status = "answered"
+    elif isinstance(last, ToolCall):
+        status = "tool call open"
+    else:
+        status = "waiting for the model"
+    return {"model": model, "mode": mode, "status": status}
 
 
 def _title(index: SessionIndex) -> str:

@@ -18,11 +18,11 @@ from lamina.cachesim import (
     OpenAICacheSimulator,
     TimedRequest,
 )
-from lamina.context import StableContext, TurnContext
+from lamina.context import StableContext, ToolSpec, TurnContext
 from lamina.engine import assemble_turn
 from lamina.errors import LaminaError, LaminaRuntimeError
 from lamina.placement import RenderCache, render
-from lamina.reports import RecordedPrefixes, cache_layout, replay_request
+from lamina.reports import RecordedPrefixes, RecordedTools, cache_layout, replay_request
 from lamina.serve._layers import BlockTokens, block_outs, composition_of, layer_totals, layers
 from lamina.serve._model import (
     LAYER_NAMES,
@@ -36,14 +36,15 @@ from lamina.session import AssistantMessage, LogEntry, ToolOutputPruned, Usage, 
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 NOT_LOGGED_TOOLS: Final = (
-    "Tool definitions are not recorded in the session log, so the rebuilt request has none; the provider's "
-    "figures include them."
+    "Tool definitions were not recorded in this session's log (an older log), so the rebuilt request has none; "
+    "the provider's figures include them."
 )
 
 WARM_UP: Final = 12
 """Requests the simulator replays before the first one asked for, when it starts a replay."""
 
-_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+_ENCODER: Final = msgspec.json.Encoder()
+"""The body as sent: its keys in the order the request had them."""
 _NOTHING: Final = CacheUsage(total=0, read=0, write_5m=0, write_1h=0, uncached=0, reusable=0, cost_multiplier=1.0)
 """The simulated usage shown for a request that cannot be rebuilt."""
 
@@ -99,6 +100,9 @@ class SessionRequests:
         self._calls: list[AssistantMessage] = []
         self._call_index: dict[str, int] = {}
         self._prefixes = RecordedPrefixes()
+        self._tools = RecordedTools()
+        self._tools_at: list[tuple[ToolSpec, ...] | None] = []
+        """Request index -> the tool definitions the log recorded last before it (append order)."""
         self._render_caches: dict[tuple[str, ...], RenderCache] = {}
         """One memo per set of prunes a view went through: a pruned turn keeps its entry ids."""
         self._simulators: dict[str, CacheSimulator] = {}
@@ -124,9 +128,11 @@ class SessionRequests:
             self._entries.append(entry)
             self._by_id.setdefault(entry.id, entry)
             self._prefixes.observe(entry)
+            self._tools.observe(entry)
             if isinstance(entry, AssistantMessage):
                 self._call_index[entry.id] = len(self._calls)
                 self._calls.append(entry)
+                self._tools_at.append(self._tools.current)
         return True
 
     @property
@@ -137,6 +143,10 @@ class SessionRequests:
     def index_of(self, entry_id: str) -> int | None:
         """The request index of the assistant message `entry_id`."""
         return self._call_index.get(entry_id)
+
+    def tools_recorded(self, index: int) -> bool:
+        """Whether the log recorded the tool definitions before request `index` (older logs did not)."""
+        return self._tools_at[index] is not None
 
     def calls(self) -> list[AssistantMessage]:
         return list(self._calls)
@@ -187,9 +197,10 @@ class SessionRequests:
             session_id=self.session_id,
             data_dir=self.data_dir,
             turn_id=call.turn_id or "",
+            recorded=self._tools_at[index],
         )
         record, turn, continuation = replayed.record, replayed.turn, replayed.continuation
-        notes: list[str] = [NOT_LOGGED_TOOLS]
+        notes: list[str] = [] if replayed.tools_recorded else [NOT_LOGGED_TOOLS]
         if record is None:
             notes.append("No turn record for this request: its tail is not in the log.")
         elif not replayed.stable_recorded:
@@ -328,6 +339,8 @@ class SessionRequests:
             stable_version=record.stable_version if record is not None else None,
             stable_digest=record.stable_digest if record is not None else None,
             stable_recorded=rebuilt.replayed.stable_recorded,
+            tools=[t.name for t in rebuilt.turn.tools],
+            tools_recorded=rebuilt.replayed.tools_recorded,
             composition=composition_of(rebuilt, self.estimator),
             notes=[
                 *rebuilt.notes,

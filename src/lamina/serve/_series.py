@@ -53,7 +53,7 @@ def _series(
 ) -> RequestSeries:
     shown = indices[-limit:] if limit > 0 else []
     requests.simulate(shown)
-    notes = [NOT_LOGGED_TOOLS]
+    notes = [NOT_LOGGED_TOOLS] if any(not requests.tools_recorded(i) for i in shown) else []
     if len(shown) < len(indices):
         notes.append(f"The newest {len(shown):,} of the branch's {len(indices):,} requests.")
     if shown:

@@ -311,14 +311,23 @@ class PinnedPart(msgspec.Struct, frozen=True, kw_only=True):
     tier: int
 
 
+class PinnedTool(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool definition as a request sends it: enough to send the same bytes again from the log."""
+
+    name: str
+    description: str
+    input_schema: str
+    """The input schema as JSON text, its keys in the order the request sends them."""
+
+
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state.
 
     The permission mode, model, system prompt preset, active sources, a stable input, skills in use,
-    a provider-side session.
+    a provider-side session, the tool definitions the requests send.
     """
 
-    key: Literal["mode", "model", "preset", "sources", "stable", "skills", "provider_session"]
+    key: Literal["mode", "model", "preset", "sources", "stable", "skills", "provider_session", "tools"]
     value: str
     previous: str | None = None
     detail: str = ""
@@ -336,6 +345,8 @@ class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """For `provider_session`: the session to resume through from now on (None: cleared, start a fresh one)."""
     compacted: bool = False
     """For `provider_session`: the provider compacted its own context (what it saw before is summarised)."""
+    tools: tuple[PinnedTool, ...] = ()
+    """For `tools`: the definitions the requests send from this change on (`value` is `version:digest`)."""
 
 
 class OutboxRecord(_EntryBase, frozen=True, kw_only=True, tag="outbox"):

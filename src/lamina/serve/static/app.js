@@ -42,7 +42,7 @@ async function drawChart() {
     box.appendChild(el("p", { class: "muted small", id: "chart-empty" }, "no requests on this branch yet"));
     return;
   }
-  const xs = requests.map((_, i) => i);
+  const xs = requests.map((r) => r.index); // the request numbers of the table and the request pages
   // stacked: each series is the running total up to its layer; drawn top first, so each fill shows its own band
   const stacks = [];
   let running = requests.map(() => 0);
@@ -64,18 +64,36 @@ async function drawChart() {
     box.appendChild(el("p", { class: "muted small" }, "plot library not loaded"));
     return;
   }
+  let shownTicks = [];
+  function xLabels(u, splits) {
+    const labels = splits.map((v) => (Number.isInteger(v) ? String(v) : ""));
+    shownTicks = labels.filter((l) => l !== "");
+    return labels;
+  }
   const width = Math.max(box.clientWidth || 800, 320);
   const options = {
     width,
     height: 260,
     series,
-    scales: { x: { time: false }, ratio: { range: [0, 1] } },
+    scales: {
+      x: { time: false, range: (u, min, max) => (min === max ? [min - 1, max + 1] : [min, max]) },
+      tokens: { range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1] }, // the token axis starts at 0
+      ratio: { range: [0, 1] },
+    },
     axes: [
-      { label: "request (on this branch)" },
-      { scale: "tokens", label: "tokens" },
+      // whole request numbers only: no tick between two requests
+      { label: "request #", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: xLabels },
+      { scale: "tokens", label: "tokens", values: (u, splits) => splits.map((v) => v.toLocaleString("en")) },
       { scale: "ratio", side: 1, label: "cache hit ratio", grid: { show: false } },
     ],
     cursor: { drag: { x: false, y: false } },
+    legend: { show: false }, // one legend: the page's own, below the plot
+  };
+  options.hooks = {
+    draw: [(u) => { // what the axes show, for the page's tests: the x labels and where the token axis starts
+      box.dataset.xTicks = shownTicks.join(",");
+      box.dataset.yMin = String(u.scales.tokens.min);
+    }],
   };
   const plot = new window.uPlot(options, columns, box);
   box.dataset.requests = String(requests.length);
@@ -109,10 +127,16 @@ function drawTable(requests, session, notes) {
     tbody.appendChild(row);
   }
   table.appendChild(tbody);
-  const legend = el("p", { class: "small" });
+  const legend = el("p", { class: "small legend", id: "chart-legend" });
   for (const layer of LAYERS) {
-    legend.appendChild(el("span", { class: `legend-swatch sw-${layer}` }));
-    legend.appendChild(document.createTextNode(`${layer}  `));
+    const item = legend.appendChild(el("span", { class: "legend-item" }));
+    item.appendChild(el("span", { class: `legend-swatch sw-${layer}` }));
+    item.appendChild(document.createTextNode(layer));
+  }
+  for (const [name, kind] of [["hit ratio (provider)", "provider"], ["hit ratio (simulator)", "simulator"]]) {
+    const item = legend.appendChild(el("span", { class: "legend-item" }));
+    item.appendChild(el("span", { class: `legend-line line-${kind}` }));
+    item.appendChild(document.createTextNode(name));
   }
   const list = el("ul", { class: "notes small", id: "chart-notes" });
   for (const note of notes || []) list.appendChild(el("li", {}, note));
