@@ -23,6 +23,7 @@ from lamina.attachments import AttachmentStore, NamedBytes
 from lamina.context import ToolSpec
 from lamina.defang import trusted
 from lamina.errors import UsageError
+from lamina.session import VIRTUAL_ROOT, SessionFiles
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.tools._offload import OffloadPolicy
 
@@ -98,6 +99,10 @@ class ToolContext:
     estimator: TokenEstimator = DEFAULT_ESTIMATOR
     attachments: AttachmentStore | None = None
     """The session's attachment store, where images a tool returns are kept; None: they are refused with a note."""
+    files: SessionFiles | None = None
+    """The session's files: offloaded results and plans are put there, and a path shown as one of them
+    (`lamina:/session/…` with a database store) resolves to its local copy, fetched on demand. None:
+    the folders above are plain local folders."""
 
     def __post_init__(self) -> None:
         cwd = Path(self.cwd).resolve()
@@ -123,7 +128,14 @@ class ToolContext:
         return (*self.allowed_roots, *plans)
 
     def path(self, raw: str | os.PathLike[str]) -> Path:
-        """`raw` made absolute against `cwd` (not resolved: the OS follows links when the tool opens it)."""
+        """`raw` made absolute against `cwd` (not resolved: the OS follows links when the tool opens it).
+
+        A session file's shown path (`lamina:/session/data/…`) is its local copy, fetched if needed.
+        """
+        if self.files is not None and str(raw).startswith(VIRTUAL_ROOT):
+            name = self.files.file_name(str(raw))
+            if name is not None:
+                return self.files.local_file(name)
         return self.cwd / raw
 
     def display(self, path: Path) -> str:
