@@ -141,7 +141,9 @@ class _Chunks(io.RawIOBase):
                 return 0
             with self._store._conn() as conn:
                 row = conn.execute(
-                    "SELECT data FROM file_chunks WHERE sha256 = %s AND n = %s", (self._info.sha256, self._next)
+                    "SELECT data FROM file_chunks WHERE sha256 = %s AND n = %s",
+                    (self._info.sha256, self._next),
+                    binary=True,  # the bytes as they are, not as hex text
                 ).fetchone()
             if row is None or not row[0]:
                 raise StoreError(self._store.location, f"file {self._info.name}: chunk {self._next} is missing")
