@@ -197,8 +197,12 @@ class CachedFiles(ABC):
         with replayable(source) as local:
             sha256, size = digest_of(local)
             self._store_file(name, local, sha256, size)
-            with contextlib.suppress(OSError):  # the cache is a convenience: the backend holds the file
+            try:
                 write_local(self._files_root / name, local, durable=False)
+            except OSError:
+                if not self._virtual:  # the model reads this copy by its local path: a put it lacks failed
+                    raise
+                # else a convenience only: the backend holds the file, `local_file` fetches it again
         return FileInfo(name, size, sha256)
 
     def local_file(self, name: str) -> Path:
