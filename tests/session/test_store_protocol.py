@@ -251,7 +251,7 @@ def test_the_engine_runs_on_either_store(store: SessionStore, tmp_path: Path) ->
     engine.record(AssistantMessage(text="done"))
     engine.commit(turn)
     engine.end_turn()
-    assert engine.volatile_inputs().data_dir == str(session.data_dir)
+    assert engine.volatile_inputs().data_dir == session.shown_path("data")  # lamina:/session/data with PostgreSQL
     session.close()
     with store.open(session.id) as resumed:
         engine2 = ContextEngine(resumed, stable_source=lambda: ())
