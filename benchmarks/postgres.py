@@ -21,6 +21,8 @@ lives in a schema or tables of this run's own, dropped at the end):
 - `peer_sqlalchemy_session_get_ms_100k`: a fresh `SQLAlchemySession` reading all 100k items of a
   session with `get_items()` (what the SDK does to resume); `peer_sqlalchemy_session_get_limit_ms_100k`:
   only the latest N (N = what our resume loads), the like-for-like peer of `pg_resume_ms_*`.
+- `pg_file_put_mb_per_s`, `pg_file_read_mb_per_s` (a 20 MB attachment) beside the JSONL store's
+  `jsonl_file_*`, and `pg_takeover_s_with_files`: see `benchmarks/_pg_files.py`.
 
 Ratios are printed against the peer (and the JSONL store) measured in the same run.
 """
@@ -42,6 +44,7 @@ import psycopg
 from tests.session._pg_writer import lines, open_transactions, spawn, stop_inside_transaction
 
 from benchmarks import Figure, ratio
+from benchmarks._pg_files import file_figures
 from benchmarks.store import KEPT_BEFORE, TAIL, TURN, _build_log, _entry_id, _make_entry, _peer_item, _text
 from lamina.session import CompactionBoundary, LocalSessionStore, LogEntry
 from lamina.session._entries import encode_entry
@@ -332,6 +335,12 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         finally:
             with psycopg.connect(URL, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{takeover_schema}" CASCADE')
+        files_schema = f"{schema}_files"
+        try:
+            file_rows = file_figures(f"{URL}?schema={files_schema}", Path(tmp), quick=quick, progress=progress)
+        finally:
+            with psycopg.connect(URL, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{files_schema}" CASCADE')
 
     peer_add = statistics.median(peer_rates)
     jsonl_add = statistics.median(jsonl_rates)
@@ -386,4 +395,4 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             f" query_timeout {TAKEOVER_QUERY_TIMEOUT:g} s, wait {TAKEOVER_WAIT:g} s",
         )
     )
-    return figures
+    return figures + file_rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from typer.testing import CliRunner
 
 from lamina.cli import app
 from lamina.errors import UsageError
-from lamina.session import LocalSessionStore, LogEntry, OutboxRecord, export_session, import_session
+from lamina.session import VIRTUAL_ROOT, LocalSessionStore, LogEntry, OutboxRecord, export_session, import_session
 from lamina.session._entries import is_hidden
 from lamina.session.postgres import PostgresSessionStore
 from tests.session.test_bundle import _digests, _session
@@ -57,12 +58,17 @@ def test_jsonl_to_postgres_to_jsonl_keeps_the_entries_the_view_and_the_files(
     into_pg = import_session(pg, first.path, keep_id=True)
     assert into_pg.session_id == session_id and into_pg.transfer_summary_id is not None
     with pg.open(session_id, writable=False) as moved:
-        pg_entries, pg_folder = moved.entries(), moved.files_dir
+        pg_entries = moved.entries()
+        stored = {f.name: f.sha256 for f in moved.list_files()}
         assert moved.info.cwd == str(workspace)
-    assert _digests(pg_folder) == _digests(source_folder)
-    # the paths into the session folder now point into the PostgreSQL store's folder for it
+    assert stored == _digests(source_folder)  # every file in the database, byte for byte
+    # the paths into the session folder are now the paths the database store shows on every host
     assert len(_visible(pg_entries)) == len(original)
-    assert any(str(pg_folder) in e.content for e in pg_entries if hasattr(e, "content") and isinstance(e.content, str))
+    assert any(
+        f"{VIRTUAL_ROOT}/data/" in e.content for e in pg_entries if hasattr(e, "content") and isinstance(e.content, str)
+    )
+    assert not any(str(source_folder) in t.decode() for t in _texts(_visible(pg_entries)))
+    shutil.rmtree(tmp_path / "pg-files")  # the local cache is no source: the export reads the database
 
     back = tmp_path / "back"
     export_session(pg, session_id, tmp_path / "b.zip")

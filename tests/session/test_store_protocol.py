@@ -5,6 +5,7 @@ A store is used only through `SessionStore` / `SessionLog`, as the engine, the a
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +18,7 @@ from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     Custom,
+    FileInfo,
     InMemorySessionStore,
     Label,
     LocalSessionStore,
@@ -277,7 +279,7 @@ def test_the_engine_runs_on_either_store(store: SessionStore, tmp_path: Path) ->
     engine.record(AssistantMessage(text="done"))
     engine.commit(turn)
     engine.end_turn()
-    assert engine.volatile_inputs().data_dir == str(session.data_dir)
+    assert engine.volatile_inputs().data_dir == session.shown_path("data")  # lamina:/session/data with PostgreSQL
     session.close()
     with store.open(session.id) as resumed:
         engine2 = ContextEngine(resumed, stable_source=lambda: ())
@@ -288,3 +290,71 @@ def test_the_engine_runs_on_either_store(store: SessionStore, tmp_path: Path) ->
     with store.open(session.id, writable=False) as reader:
         delivered = [e for e in reader.entries() if isinstance(e, OutboxRecord) and e.status == "delivered"]
         assert [e.part_id for e in delivered] == [part]
+
+
+# -- a session's files ----------------------------------------------------------------------------
+
+
+def test_a_put_file_is_stat_listed_and_read_back_byte_for_byte(store: SessionStore, tmp_path: Path) -> None:
+    big = bytes(range(256)) * 9000  # over two chunks of the database store
+    local = tmp_path / "upload.bin"
+    local.write_bytes(big)
+    with store.create() as session:
+        small = session.put_file("data/tool-results/c1.txt", b"hello\n")
+        assert small == FileInfo("data/tool-results/c1.txt", 6, hashlib.sha256(b"hello\n").hexdigest())
+        put = session.put_file("attachments/" + hashlib.sha256(big).hexdigest(), local)
+        session.put_file("plans/p.md", iter([b"# plan", b"\n", b"step"]))
+        session.put_file("data/empty.txt", b"")
+        sid = session.id
+    with store.open(sid, writable=False) as again:
+        assert again.stat_file(put.name) == FileInfo(put.name, len(big), hashlib.sha256(big).hexdigest())
+        with again.open_file(put.name) as handle:
+            assert handle.read(10) == big[:10]
+            assert handle.read() == big[10:]
+        with again.open_file("plans/p.md") as handle:
+            assert handle.read() == b"# plan\nstep"
+        with again.open_file("data/empty.txt") as handle:
+            assert handle.read() == b""
+        assert [f.name for f in again.list_files()] == sorted(
+            [put.name, "data/empty.txt", "data/tool-results/c1.txt", "plans/p.md"]
+        )
+        assert [f.name for f in again.list_files("data/")] == ["data/empty.txt", "data/tool-results/c1.txt"]
+        assert again.stat_file("data/none.txt") is None
+        with pytest.raises(FileNotFoundError):
+            again.open_file("data/none.txt")
+        assert again.local_file("plans/p.md").read_bytes() == b"# plan\nstep"
+        shown = again.shown_path("data/tool-results/c1.txt")
+        assert again.file_name(shown) == "data/tool-results/c1.txt"
+        assert again.file_name("/elsewhere/data/x") is None
+
+
+def test_a_put_replaces_a_file_of_the_same_name(store: SessionStore) -> None:
+    with store.create() as session:
+        session.put_file("plans/p.md", b"first")
+        session.put_file("plans/p.md", b"second, longer")
+        sid = session.id
+    with store.open(sid, writable=False) as again:
+        with again.open_file("plans/p.md") as handle:
+            assert handle.read() == b"second, longer"
+        assert again.local_file("plans/p.md").read_bytes() == b"second, longer"
+        assert len(again.list_files("plans/")) == 1
+
+
+@pytest.mark.parametrize("name", ["", "other/x", "data/../x", "/data/x", "data//x", "data/./x", "data/"])
+def test_a_file_name_outside_the_sessions_folders_is_refused(store: SessionStore, name: str) -> None:
+    with store.create() as session, pytest.raises(UsageError):
+        session.put_file(name, b"x")
+
+
+def test_a_fork_keeps_the_files_and_a_delete_drops_only_its_own(store: SessionStore) -> None:
+    with store.create() as session:
+        session.put_file("attachments/abc", b"shared bytes")
+        entry = session.append(UserMessage(text="look"))
+        session.flush()
+        sid = session.id
+    with store.fork(sid, entry.id) as forked:
+        assert forked.stat_file("attachments/abc") is not None
+        fid = forked.id
+    store.delete(sid)
+    with store.open(fid, writable=False) as again, again.open_file("attachments/abc") as handle:
+        assert handle.read() == b"shared bytes"

@@ -139,6 +139,7 @@ def open_agent(
             submit_plan=submit_plan,
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
             attachments=engine.attachments,
+            files=session,
         )
 
         def stuck(requirement: Requirement, denials: int) -> None:

@@ -146,8 +146,8 @@ class AttachmentRenderer:
         return blocks
 
     def _text(self, ref: AttachmentRef) -> TextBlock:
-        path = self.store.text_path(ref)
-        text = path.read_text(encoding="utf-8", errors="replace")
+        path = self.store.shown_text_path(ref)
+        text = self.store.read_text(ref)
         header = f"[attached file {describe(ref)}"
         if ref.kind == "pdf":
             header += ", as text with page markers"
@@ -158,7 +158,7 @@ class AttachmentRenderer:
         if len(text) > INLINE_TEXT_CHARS:
             header += (
                 f"; {len(text):,} characters, too long to show whole: its first {PREVIEW_CHARS:,} follow, and the"
-                f" whole text is at {neutralise(str(path))} (open it with Read, offset and limit)"
+                f" whole text is at {neutralise(path)} (open it with Read, offset and limit)"
             )
             body = defang(text, source=f"attachment {ref.name}", authority=Authority.USER_DATA, max_chars=PREVIEW_CHARS)
         else:

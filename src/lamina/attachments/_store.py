@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final, TypeAlias
 
 from lamina.errors import AttachmentError, MissingExtraError
-from lamina.session import AttachmentRef
+from lamina.session import AttachmentRef, SessionFiles
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 MAX_ATTACHMENT_BYTES: Final = 100 * 1024 * 1024
@@ -70,6 +70,10 @@ def _write_atomic(path: Path, data: bytes) -> bool:
     return True
 
 
+def _text_name(ref: AttachmentRef) -> str:
+    return "data/" + ref.text.removeprefix("data/")
+
+
 def _fsync_folder(folder: Path) -> None:
     descriptor = os.open(folder, os.O_RDONLY)
     try:
@@ -99,6 +103,7 @@ class AttachmentStore:
         *,
         time_zone: str = "UTC",
         estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+        files: SessionFiles | None = None,
     ) -> None:
         """A store over a session's two folders.
 
@@ -107,11 +112,14 @@ class AttachmentStore:
             data_dir: Where the extracted text goes.
             time_zone: The time zone a calendar file's times are shown in.
             estimator: Counts the tokens of extracted text.
+            files: The session's files: when given, every file is put and read through them (the
+                two folders are then their local copies), and paths are shown as the session shows them.
         """
         self.folder = Path(attachments_dir)
         self.data_folder = Path(data_dir)
         self.time_zone = time_zone
         self.estimator = estimator
+        self.files = files
 
     def path(self, sha256: str) -> Path:
         """The stored file named by `sha256`."""
@@ -121,9 +129,45 @@ class AttachmentStore:
         """The extracted text of `ref` (a file the model can Read)."""
         return self.data_folder / ref.text.removeprefix("data/")
 
+    def shown_text_path(self, ref: AttachmentRef) -> str:
+        """Where the model is told the extracted text of `ref` is (a path Read takes)."""
+        if self.files is None:
+            return str(self.text_path(ref))
+        return self.files.shown_path(_text_name(ref))
+
     def read(self, sha256: str) -> bytes:
         """The bytes of the stored original with this SHA-256."""
-        return self.path(sha256).read_bytes()
+        if self.files is None:
+            return self.path(sha256).read_bytes()
+        with self.files.open_file(f"attachments/{sha256}") as handle:
+            return handle.read()
+
+    def read_text(self, ref: AttachmentRef) -> str:
+        """The extracted text of `ref`."""
+        if self.files is None:
+            return self.text_path(ref).read_text(encoding="utf-8", errors="replace")
+        with self.files.open_file(_text_name(ref)) as handle:
+            return handle.read().decode("utf-8", errors="replace")
+
+    def _write_all(self, prepared: Iterable[_Prepared]) -> None:
+        if self.files is None:
+            _write_all(prepared)
+            return
+        done: set[str] = set()
+        for item in prepared:
+            for path, data in item.files:
+                name = self._name(path)
+                if name in done:
+                    continue
+                found = self.files.stat_file(name)
+                if found is None or found.size != len(data) or found.sha256 != hashlib.sha256(data).hexdigest():
+                    self.files.put_file(name, data)
+                done.add(name)
+
+    def _name(self, path: Path) -> str:
+        if path.is_relative_to(self.folder):
+            return "attachments/" + path.relative_to(self.folder).as_posix()
+        return "data/" + path.relative_to(self.data_folder).as_posix()
 
     def add_all(self, items: Iterable[AttachmentInput], *, base: Path | None = None) -> tuple[AttachmentRef, ...]:
         """Check, convert and store `items`.
@@ -140,7 +184,7 @@ class AttachmentStore:
                 or a bomb; nothing is stored then.
         """
         prepared = [self._prepare(item, base) for item in items]
-        _write_all(prepared)
+        self._write_all(prepared)
         return tuple(p.ref for p in prepared)
 
     def add_images(self, images: Iterable[NamedBytes]) -> tuple[tuple[AttachmentRef, ...], tuple[AttachmentError, ...]]:
@@ -163,7 +207,7 @@ class AttachmentStore:
                 kept.append(self._prepare(image, None, images_only=True))
             except AttachmentError as exc:
                 refused.append(exc)
-        _write_all(kept)
+        self._write_all(kept)
         return tuple(p.ref for p in kept), tuple(refused)
 
     def _load(self, item: AttachmentInput, base: Path | None) -> tuple[str, bytes]:

@@ -52,7 +52,7 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
         store = open_named_store(store_root)
         try:
             with store.open(session_id, writable=False) as session:
-                path, cwd, data_dir = session.path(), session.info.cwd, session.data_dir
+                path, cwd, data_dir = session.path(), session.info.cwd, session.shown_path("data")
         finally:
             store.close()
         workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".", tools=default_tool_specs())

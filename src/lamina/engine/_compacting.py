@@ -165,7 +165,7 @@ class CompactionMixin(EngineHost):
                 update,
                 cut.summarised,
                 lane_tokens,
-                data_dir=self._data_dir(),
+                files=self.session,
                 previous=previous_lane,
                 estimator=self.estimator,
             )

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from lamina.compaction import (
@@ -23,11 +20,13 @@ from lamina.compaction import (
     update_lane,
     update_ledger,
 )
+from lamina.errors import LaminaError
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
     Ledger,
     LogEntry,
+    SessionFiles,
     ToolCall,
     ToolResult,
     UserLane,
@@ -36,6 +35,10 @@ from lamina.session import (
 from lamina.tokens import TokenEstimator
 
 CompactionStatus = Literal["compacted", "already_compacted", "nothing_to_compact", "not_enough_freed"]
+
+
+CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
+_EMPTY_LANE = UserLane()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,30 +60,6 @@ class CompactionOutcome:
     tokens_before: int = 0
     tokens_after: int = 0
     summary_by: str | None = None
-
-
-def write_durably(folder: Path, name: str, text: str) -> None:
-    """Write a file atomically and durably, before the entry that names it is appended.
-
-    Archives of whole user messages have names unique to their content, so a retried or repeated
-    write leaves the same bytes.
-    """
-    target = folder / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        # a lone surrogate cannot be encoded: shown as "?" in the file (the log keeps the exact text)
-        with temporary.open("w", encoding="utf-8", errors="replace", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-CONVERSATION = (UserMessage, AssistantMessage, ToolCall, ToolResult)
-_EMPTY_LANE = UserLane()
 
 
 def choose_cut(view: Sequence[LogEntry], *, keep_tokens: int, estimator: TokenEstimator, whole: bool) -> CutPoint:
@@ -151,7 +130,7 @@ def archive(
     entries: Sequence[LogEntry],
     budget: int,
     *,
-    data_dir: str,
+    files: SessionFiles,
     previous: UserLane,
     estimator: TokenEstimator,
 ) -> tuple[UserLane, str | None]:
@@ -163,10 +142,12 @@ def archive(
     """
     if not update.archive:
         return update.lane, None
+    # a lone surrogate cannot be encoded: shown as "?" in the file (the log keeps the exact text)
+    text = archive_text(update.archive).encode("utf-8", errors="replace")
     try:
-        write_durably(Path(data_dir), archive_name(update.archive), archive_text(update.archive))
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+        files.put_file(f"data/{archive_name(update.archive)}", text)
+    except (OSError, LaminaError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
         lane = update_lane(previous, entries, budget_tokens=budget, estimator=estimator, archive_failed=reason)
         return lane.lane, reason
     return update.lane, None

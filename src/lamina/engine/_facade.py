@@ -134,7 +134,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         self._sessions = ProviderSessions()
         self._render_cache = RenderCache()
         self.attachments = AttachmentStore(
-            session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator
+            session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator, files=session
         )
         """The session's stored attachments."""
         self._media: MediaSupport | None = None
@@ -261,12 +261,12 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         return self._stable.settle(found.pinned)
 
     def _data_dir(self) -> str:
-        return str(self.session.data_dir)
+        return self.session.shown_path("data")
 
     def volatile_inputs(self) -> VolatileInputs:
         """The inputs of this turn's volatile parts, read now."""
         data_dir = self._data_dir()
-        plans_dir = str(self.plans_dir)
+        plans_dir = self.session.shown_path("plans")
         now = datetime.fromtimestamp(self._clock(), UTC)
         return VolatileInputs(
             now=now,

@@ -38,6 +38,8 @@ _SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
 _KEEP: Final = 8
 """Sessions kept loaded at once."""
 THUMBNAIL_PX: Final = 160
+MAX_THUMBNAIL_SOURCE: Final = 100 * 1024 * 1024
+"""The largest stored image a thumbnail is made from (an attachment's own limit)."""
 
 
 class NotFoundError(UsageError):
@@ -142,7 +144,7 @@ class StoreReader:
                 leaf = session.leaf_id
                 meta = session.info
                 problems = tuple(session.report.messages())
-                attachments_dir, data_dir = session.attachments_dir, session.data_dir
+                attachments_dir, data_dir = session.attachments_dir, Path(session.shown_path("data"))
         except SessionNotFoundError:
             raise NotFoundError(f"no session {session_id!r}") from None
         index = SessionIndex(entries, leaf, prices=self.prices)
@@ -248,16 +250,23 @@ class StoreReader:
             return plot.get(requests, loaded.index, leaf)
 
     def thumbnail(self, loaded: Loaded, sha256: str) -> bytes:
-        """A PNG thumbnail of an image the log attaches, from the session's own `attachments/` folder."""
+        """A PNG thumbnail of an image the log attaches, read through the session's files (`attachments/`)."""
         if not _SHA256.fullmatch(sha256) or not _attached_image(loaded, sha256):
-            raise NotFoundError("no such attachment")
-        path = loaded.attachments_dir / sha256
-        if path.is_symlink() or not path.is_file():
             raise NotFoundError("no such attachment")
         from PIL import Image
 
         try:
-            with Image.open(path) as image:
+            with (
+                self.store.open(loaded.row.id, writable=False) as session,
+                session.open_file(f"attachments/{sha256}") as f,
+            ):
+                data = f.read(MAX_THUMBNAIL_SOURCE + 1)
+        except (OSError, LaminaError):
+            raise NotFoundError("no such attachment") from None
+        if len(data) > MAX_THUMBNAIL_SOURCE:
+            raise NotFoundError("attachment cannot be shown")
+        try:
+            with Image.open(io.BytesIO(data)) as image:
                 image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
                 out = io.BytesIO()
                 image.convert("RGBA").save(out, format="PNG")

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from lamina.session._location import check_location, is_postgres_url, open_store, store_location
     from lamina.session._memory import InMemorySession, InMemorySessionStore
     from lamina.session._meta import ForkOrigin
-    from lamina.session._protocol import SessionLog, SessionStore, SessionSummary
+    from lamina.session._protocol import VIRTUAL_ROOT, FileInfo, SessionFiles, SessionLog, SessionStore, SessionSummary
     from lamina.session._stamp import check_session_id
     from lamina.session._store import LocalSessionStore
     from lamina.session._tree import ProviderView, provider_view
@@ -97,7 +97,10 @@ _LAZY: Final = {
     ),
     "open_store": "lamina.session._location",
     **dict.fromkeys(("InMemorySession", "InMemorySessionStore"), "lamina.session._memory"),
-    **dict.fromkeys(("SessionLog", "SessionStore", "SessionSummary"), "lamina.session._protocol"),
+    **dict.fromkeys(
+        ("VIRTUAL_ROOT", "FileInfo", "SessionFiles", "SessionLog", "SessionStore", "SessionSummary"),
+        "lamina.session._protocol",
+    ),
     "JsonlSession": "lamina.session._jsonl_write",
     "LocalSessionStore": "lamina.session._store",
     "ProviderView": "lamina.session._tree",
@@ -136,6 +139,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "BRANCH_SEED_HEADING",
     "BRIDGE_KINDS",
+    "VIRTUAL_ROOT",
     "AssistantMessage",
     "AttachmentRef",
     "Branch",
@@ -145,6 +149,7 @@ __all__ = [
     "Custom",
     "Entry",
     "ExportResult",
+    "FileInfo",
     "FileLayer",
     "ForkOrigin",
     "ImageRendition",
@@ -166,6 +171,7 @@ __all__ = [
     "PlanStateName",
     "ProviderSession",
     "ProviderView",
+    "SessionFiles",
     "SessionHealth",
     "SessionLog",
     "SessionStore",

@@ -7,16 +7,17 @@ it writes anything. The format and the checks are described in docs/session-log.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
 import secrets
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol, runtime_checkable
+from typing import BinaryIO, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -39,10 +40,11 @@ from lamina.session._entries import LogEntry, OutboxRecord, encode_entry
 from lamina.session._files import OS_FILES, FileLayer, write_new_file
 from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, ForkOrigin, SessionMeta, write_meta
-from lamina.session._protocol import SessionLog, SessionStore
+from lamina.session._protocol import VIRTUAL_ROOT, FileSource, SessionLog, SessionStore, SessionSummary
 from lamina.session._scan import scan_log
 from lamina.session._stamp import SUBFOLDERS, check_session_id, new_session_id
 from lamina.session._store import CREATING_PREFIX, LocalSessionStore
+from lamina.session._tree import ProviderView
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +126,13 @@ def _log_bytes(log: Path) -> bytes:
 
 @runtime_checkable
 class EntryImporter(Protocol):
-    """A store that takes a whole session's entries at once (the PostgreSQL store).
+    """A store that takes a whole session's entries and files at once (the PostgreSQL store).
 
-    It is what an import needs from a store that is not the JSONL one.
+    It is what an import needs from a store that is not the JSONL one; its sessions show their
+    files under `VIRTUAL_ROOT`.
     """
 
     def new_session_id(self) -> str: ...
-    def files_dir_of(self, session_id: str) -> Path: ...
     def import_entries(
         self,
         entries: Sequence[LogEntry],
@@ -141,6 +143,7 @@ class EntryImporter(Protocol):
         created_at: float | None = None,
         forked_from: ForkOrigin | None = None,
         leaf_id: str | None = None,
+        files: Iterable[tuple[str, FileSource]] = (),
     ) -> SessionLog: ...
 
 
@@ -160,20 +163,45 @@ def export_session(
     """
     out = Path(out)
     files: FileLayer = OS_FILES
-    if isinstance(store, LocalSessionStore):
-        with store.open(session_id, writable=False) as local:
-            folder, info = local.folder, local.info
-            leaf, view = local.leaf_id, local.view()
-        log = _log_bytes(folder / LOG_NAME)
-        members = list(_session_files(folder))
-        files = store.files
-    else:
-        with store.open(session_id, writable=False) as session:
+    with contextlib.ExitStack() as held:
+        if isinstance(store, LocalSessionStore):
+            with store.open(session_id, writable=False) as local:
+                folder, info = str(local.folder), local.info
+                leaf, view = local.leaf_id, local.view()
+            log = _log_bytes(local.folder / LOG_NAME)
+            members: list[tuple[str, Opener]] = [(n, _opener(p)) for n, p in _session_files(local.folder)]
+            files = store.files
+        else:  # the files are read through the session, kept open until the bundle is written
+            session = held.enter_context(store.open(session_id, writable=False))
             entries, info = session.entries(), session.info
             leaf, view = session.leaf_id, session.view()
-            folder = session.data_dir.parent
-        log = b"".join(encode_entry(e) + b"\n" for e in entries)
-        members = [(name, path) for name, path in _session_files(folder) if name != SESSION_PREFIX + META_NAME]
+            folder = session.shown_path()
+            log = b"".join(encode_entry(e) + b"\n" for e in entries)
+            members = [
+                (SESSION_PREFIX + f.name, functools.partial(session.open_file, f.name)) for f in session.list_files()
+            ]
+        return _write_bundle(out, files, (info, leaf, view, folder, log), members, clock)
+
+
+Opener: TypeAlias = Callable[[], BinaryIO]
+"""Opens one file a bundle carries, for reading."""
+
+
+def _opener(path: Path) -> Opener:
+    def opened() -> BinaryIO:
+        return path.open("rb")
+
+    return opened
+
+
+def _write_bundle(
+    out: Path,
+    files: FileLayer,
+    what: tuple[SessionSummary, str | None, ProviderView, str, bytes],
+    members: list[tuple[str, Opener]],
+    clock: Callable[[], float],
+) -> ExportResult:
+    info, leaf, view, folder, log = what
     transcript = any(name.startswith(f"{SESSION_PREFIX}{PROVIDER_FOLDER}/") for name, _ in members)
     summary = view_summary(view, heading=TRANSFER_SUMMARY_HEADING).encode()
     tmp = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
@@ -192,7 +220,7 @@ def export_session(
                     session_id=info.id,
                     title=info.title,
                     cwd=info.cwd,
-                    folder=str(folder),
+                    folder=folder,
                     created_at=info.created_at,
                     exported_at=clock(),
                     leaf_id=leaf,
@@ -222,10 +250,10 @@ def _put_bytes(zf: zipfile.ZipFile, name: str, data: bytes) -> BundleFile:
     return BundleFile(name, len(data), hashlib.sha256(data).hexdigest())
 
 
-def _put_file(zf: zipfile.ZipFile, name: str, source: Path) -> BundleFile:
+def _put_file(zf: zipfile.ZipFile, name: str, source: Opener) -> BundleFile:
     digest = hashlib.sha256()
     size = 0
-    with source.open("rb") as f, zf.open(name, "w", force_zip64=True) as member:
+    with source() as f, zf.open(name, "w", force_zip64=True) as member:
         while chunk := f.read(CHUNK):
             digest.update(chunk)
             member.write(chunk)
@@ -351,40 +379,43 @@ def _install_entries(
     keep_id: bool,
     clock: Callable[[], float],
 ) -> ImportResult:
-    """Write the session's files into the store's folder for it, then hand the entries to the store.
+    """Hand the session's files, then its entries, to the store (each file streamed from the bundle, checked).
 
-    The store commits the session and all its entries at once (nothing half-made is ever listed).
+    The store commits the files first and then the session with all its entries at once
+    (nothing half-made is ever listed).
     """
     manifest = checked.manifest
     now = clock()
     session_id = manifest.session_id if keep_id else store.new_session_id()
-    folder = store.files_dir_of(session_id)
     new_cwd = manifest.cwd if cwd is None else cwd
     log, entries, leaf, summary_id = _entries_to_install(
-        checked, bundle, [(manifest.folder, str(folder)), (manifest.cwd, new_cwd)], now
+        checked, bundle, [(manifest.folder, VIRTUAL_ROOT), (manifest.cwd, new_cwd)], now
     )
-    written = 0
-    try:
-        written = _write_members(OS_FILES, zf, bundle, checked, folder, existing={folder / name for name in SUBFOLDERS})
-        store.import_entries(
-            entries,
-            session_id=session_id,
-            cwd=new_cwd,
-            title=manifest.title[:200],
-            created_at=manifest.created_at or now,
-            leaf_id=leaf,
-        ).close()
-    except OSError as exc:
-        raise SessionIOError(folder, "write the imported session's files", exc) from None
-    except BaseException:
-        _discard(folder)
-        raise
+    listed = {f.path: f for f in manifest.files}
+    members = [
+        (name[len(SESSION_PREFIX) :], info)
+        for name, info in sorted(checked.infos.items())
+        if name.startswith(SESSION_PREFIX)
+        and name not in (SESSION_PREFIX + LOG_NAME, SESSION_PREFIX + META_NAME)
+        and name[len(SESSION_PREFIX) :].split("/")[0] in SUBFOLDERS
+    ]
+    # read again (and checked again) while put: the bundle may have changed since the check
+    files = [(name, read_member(zf, bundle, info, listed[SESSION_PREFIX + name])) for name, info in members]
+    store.import_entries(
+        entries,
+        session_id=session_id,
+        cwd=new_cwd,
+        title=manifest.title[:200],
+        created_at=manifest.created_at or now,
+        leaf_id=leaf,
+        files=files,
+    ).close()
     return ImportResult(
         session_id=session_id,
         source_session_id=manifest.session_id,
         cwd=new_cwd,
         files=len(manifest.files),
-        bytes=written + len(log),
+        bytes=sum(info.file_size for _, info in members) + len(log),
         transfer_summary_id=summary_id,
     )
 

@@ -27,6 +27,7 @@ from lamina.session._lock import WriterLock
 from lamina.session._meta import SessionMeta
 from lamina.session._protocol import LoadReport, LogCut, SessionSummary
 from lamina.session._scan import Canonical, DuplicateId, Log, LogScan, Offsets, TornTail, scan_log
+from lamina.session._session_files import FolderFiles
 from lamina.session._stamp import _new_entry_id
 from lamina.session._tree import LostLine, find_broken_links, mend_links, view_start_id
 
@@ -37,7 +38,7 @@ MAP_MIN_BYTES: Final = 1 << 20
 _MAP_POPULATE: Final[int | None] = getattr(mmap, "MAP_POPULATE", None)
 
 
-class JsonlLog(SessionCore):
+class JsonlLog(FolderFiles, SessionCore):
     """An open JSONL session's log as loaded: scanning, mending, resuming from the tail, the reads."""
 
     def __init__(

@@ -10,6 +10,7 @@ or in a folder the caller passes in (and keeps).
 from __future__ import annotations
 
 import dataclasses
+import io
 import shutil
 import tempfile
 import threading
@@ -17,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar, overload
+from typing import BinaryIO, TypeVar, overload
 
 import msgspec
 
@@ -25,7 +26,8 @@ from lamina.errors import SessionExistsError, SessionLockedError, SessionNotFoun
 from lamina.session._core import SessionCore
 from lamina.session._entries import Entry, LogEntry, UserMessage
 from lamina.session._meta import ForkOrigin
-from lamina.session._protocol import LoadReport, SessionSummary
+from lamina.session._protocol import FileInfo, LoadReport, SessionSummary
+from lamina.session._session_files import CachedFiles, check_file_name, chunks_of
 from lamina.session._stamp import (
     SUBFOLDERS,
     _new_entry_id,
@@ -48,9 +50,11 @@ class _Stored:
     entries: list[LogEntry] = dataclasses.field(default_factory=list)
     leaf_id: str | None = None
     writer: InMemorySession | None = None
+    files: dict[str, tuple[bytes, str]] = dataclasses.field(default_factory=dict)
+    """Name -> (bytes, SHA-256) of the session's files (its folder is a cache of them)."""
 
 
-class InMemorySession(SessionCore):
+class InMemorySession(CachedFiles, SessionCore):
     """An open session of an `InMemorySessionStore`. Create it through the store."""
 
     def __init__(self, store: InMemorySessionStore, stored: _Stored, *, writable: bool) -> None:
@@ -83,6 +87,29 @@ class InMemorySession(SessionCore):
     @property
     def _files_root(self) -> Path:
         return self._stored.folder
+
+    def _store_file(self, name: str, source: bytes | Path, sha256: str, size: int) -> None:
+        self._check_writable()
+        data = source if isinstance(source, bytes) else b"".join(chunks_of(source))
+        with self._store._changed:
+            self._stored.files[name] = (data, sha256)
+
+    def open_file(self, name: str) -> BinaryIO:
+        with self._store._changed:
+            found = self._stored.files.get(check_file_name(name))
+        if found is None:
+            raise FileNotFoundError(f"session {self.id} has no file {name}")
+        return io.BytesIO(found[0])
+
+    def stat_file(self, name: str) -> FileInfo | None:
+        with self._store._changed:
+            found = self._stored.files.get(check_file_name(name))
+        return None if found is None else FileInfo(name, len(found[0]), found[1])
+
+    def list_files(self, prefix: str = "") -> list[FileInfo]:
+        with self._store._changed:
+            files = sorted(self._stored.files.items())
+        return [FileInfo(name, len(data), sha) for name, (data, sha) in files if name.startswith(prefix)]
 
     def load_all(self) -> None:
         """Load the entries before the first one in memory (needed for full history, old branches, forks)."""
@@ -278,6 +305,8 @@ class InMemorySessionStore:
         forked = self.create(cwd=info.cwd, title=info.title, forked_from=ForkOrigin(session_id, entry_id))
         for name in SUBFOLDERS:  # copies: plans may be edited in either session
             shutil.copytree(source._files_root / name, forked._files_root / name, ignore=_links_in, dirs_exist_ok=True)
+        with self._changed:
+            forked._stored.files.update(source._stored.files)
         for entry in path:
             forked._put(entry)
         return forked

@@ -5,10 +5,11 @@ Described in docs/session-log.md ("The store protocol").
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Protocol, TypeVar, overload
+from typing import BinaryIO, Final, Protocol, TypeAlias, TypeVar, overload
 
 from lamina.session._entries import Entry, LogEntry
 from lamina.session._meta import ForkOrigin
@@ -104,7 +105,54 @@ class SessionSummary:
     problem: str | None = None
 
 
-class SessionLog(Protocol):
+VIRTUAL_ROOT: Final = "lamina:/session"
+"""How a database store's session files are shown to the model: `lamina:/session/data/…`, the same on every host."""
+FileSource: TypeAlias = "bytes | Path | Iterable[bytes]"
+"""What `put_file` takes: the bytes, a local file to copy, or chunks (streamed, never joined)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One file of a session: its name (relative to the session), size and SHA-256."""
+
+    name: str
+    size: int
+    sha256: str
+
+
+class SessionFiles(Protocol):
+    """The file operations of an open session (every store implements them)."""
+
+    def put_file(self, name: str, source: FileSource) -> FileInfo:
+        """Store `source` as `name` (replacing it), durable when this returns: before any entry that names it."""
+        ...
+
+    def open_file(self, name: str) -> BinaryIO:
+        """The file `name`, open for reading (streamed). Raises `FileNotFoundError` when there is none."""
+        ...
+
+    def list_files(self, prefix: str = "") -> list[FileInfo]:
+        """The session's files whose names start with `prefix`, sorted by name."""
+        ...
+
+    def stat_file(self, name: str) -> FileInfo | None:
+        """The file `name`, or None when the session has none by that name."""
+        ...
+
+    def local_file(self, name: str) -> Path:
+        """A local path holding `name` (a folder name: every file under it), fetched into the cache if needed."""
+        ...
+
+    def shown_path(self, name: str = "") -> str:
+        """How `name` (default: the session's root of files) is shown to the model."""
+        ...
+
+    def file_name(self, shown: str) -> str | None:
+        """The name of the session file (or folder) shown as `shown`, or None when it is not one."""
+        ...
+
+
+class SessionLog(SessionFiles, Protocol):
     """An open session: the append-only log tree, its leaf and its folders of files.
 
     Opened for writing, it is the session's only writer until `close` (a second writer is refused

@@ -22,7 +22,8 @@ import msgspec
 from lamina.attachments import AttachmentStore, NamedBytes
 from lamina.context import ToolSpec
 from lamina.defang import trusted
-from lamina.errors import UsageError
+from lamina.errors import LaminaError, UsageError
+from lamina.session import VIRTUAL_ROOT, SessionFiles
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.tools._offload import OffloadPolicy
 
@@ -101,6 +102,10 @@ class ToolContext:
     progress: Callable[[str], None] | None = None
     """Where a running call reports: the pipeline calls it with `""` when the tool starts (after any
     approval), and a tool that streams (Bash) with its output as it comes. None: nobody listens."""
+    files: SessionFiles | None = None
+    """The session's files: offloaded results and plans are put there, and a path shown as one of them
+    (`lamina:/session/…` with a database store) resolves to its local copy, fetched on demand. None:
+    the folders above are plain local folders."""
 
     def __post_init__(self) -> None:
         cwd = Path(self.cwd).resolve()
@@ -125,17 +130,46 @@ class ToolContext:
             return plans
         return (*self.allowed_roots, *plans)
 
+    def _shown_session_file(self, path: Path) -> str | None:
+        assert self.files is not None
+        return _session_file_shown(self.files, self.data_dir.parent, path)
+
     def path(self, raw: str | os.PathLike[str]) -> Path:
-        """`raw` made absolute against `cwd` (not resolved: the OS follows links when the tool opens it)."""
+        """`raw` made absolute against `cwd` (not resolved: the OS follows links when the tool opens it).
+
+        A session file's shown path (`lamina:/session/data/…`) is its local copy, fetched if needed.
+        """
+        if self.files is not None and str(raw).startswith(VIRTUAL_ROOT):
+            name = self.files.file_name(str(raw))
+            if name is not None:
+                try:
+                    return self.files.local_file(name)
+                except (OSError, LaminaError):  # not fetched: the tool finds no file at the local path
+                    return self.data_dir.parent / name
         return self.cwd / raw
 
     def display(self, path: Path) -> str:
-        """How a path is shown to the model: relative to `cwd` when under it, else absolute."""
+        """How a path is shown to the model: relative to `cwd` when under it, else absolute.
+
+        A session file's local copy is shown as the session shows the file (`lamina:/session/…`).
+        """
         normal = os.path.normpath(path)
+        if self.files is not None and (shown := self._shown_session_file(Path(normal))) is not None:
+            return shown
         relative = os.path.relpath(normal, self.cwd)
         if relative == os.curdir or not (relative == os.pardir or relative.startswith(os.pardir + os.sep)):
             return Path(relative).as_posix()
         return normal
+
+
+def _session_file_shown(files: SessionFiles, root: Path, path: Path) -> str | None:
+    if not path.is_relative_to(root) or path == root:
+        return None
+    try:
+        shown = files.shown_path(path.relative_to(root).as_posix())
+    except UsageError:
+        return None
+    return shown if shown.startswith(VIRTUAL_ROOT) else None
 
 
 def within(path: Path, roots: tuple[Path, ...]) -> bool:

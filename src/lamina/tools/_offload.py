@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from lamina.errors import UsageError
+from lamina.errors import LaminaError, UsageError
+from lamina.session import SessionFiles
 from lamina.tokens import TokenEstimator
 
 DEFAULT_FRACTION: Final = 0.10
@@ -123,12 +124,19 @@ def result_path(data_dir: Path, call_id: str) -> Path:
 
 
 def offload_result(
-    content: str, *, call_id: str, data_dir: Path, policy: OffloadPolicy, estimator: TokenEstimator
+    content: str,
+    *,
+    call_id: str,
+    data_dir: Path,
+    policy: OffloadPolicy,
+    estimator: TokenEstimator,
+    files: SessionFiles | None = None,
 ) -> OffloadedResult | None:
     """Write `content` to the data folder and build its preview, or None if it is under the threshold.
 
-    Never raises for a disk problem: when the file cannot be written, the preview says so and
-    `path` is None.
+    With `files` (the session's), the result is put there (durable before the entry naming it) and
+    the preview shows its path as the session shows it. Never raises for a disk or database
+    problem: when the file cannot be written, the preview says so and `path` is None.
     """
     tokens = estimator.count(content)
     if tokens <= policy.threshold_tokens:
@@ -136,11 +144,20 @@ def offload_result(
     target = result_path(data_dir, call_id)
     path: Path | None = target
     problem = ""
+    data = content.encode("utf-8", errors="surrogateescape")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8", errors="surrogateescape", newline="")
+        if files is not None:
+            name = f"data/{RESULTS_FOLDER}/{target.name}"
+            files.put_file(name, data)
+            path = Path(files.shown_path(name))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     except OSError as exc:
         problem = exc.strerror or type(exc).__name__
+        path = None
+    except LaminaError as exc:  # the database store could not take it
+        problem = str(exc)
         path = None
     return OffloadedResult(
         path=path,

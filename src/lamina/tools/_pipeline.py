@@ -167,6 +167,7 @@ class ToolPipeline:
             data_dir=ctx.data_dir,
             policy=ctx.offload,
             estimator=ctx.estimator,
+            files=ctx.files,
         )
         return ToolExecution(
             call_id=call_id,

@@ -17,7 +17,8 @@ from typing import Final
 
 import msgspec
 
-from lamina.errors import UsageError
+from lamina.errors import LaminaError, UsageError
+from lamina.session import VIRTUAL_ROOT
 from lamina.tools._base import StructTool, ToolContext, ToolOutput
 from lamina.tools._write import replace_file
 
@@ -53,12 +54,21 @@ class SubmitPlanTool(StructTool[SubmitPlanInput]):
         if isinstance(saved, ToolOutput):
             return saved
         path, text = saved
+        shown = ctx.display(path)
+        if ctx.files is not None and path.is_relative_to(ctx.plans_dir):  # the session keeps it (every host)
+            name = "plans/" + path.relative_to(ctx.plans_dir).as_posix()
+            try:
+                await asyncio.to_thread(ctx.files.put_file, name, text.encode("utf-8", errors="surrogatepass"))
+            except (OSError, LaminaError) as exc:
+                return ToolOutput(f"Cannot save the plan: {exc}", is_error=True)
+            if (where := ctx.files.shown_path(name)).startswith(VIRTUAL_ROOT):  # not a local path: shown as stored
+                path, shown = Path(where), where
         try:
             plan_id = ctx.submit_plan(input.title, str(path), text)
         except UsageError as exc:
             return ToolOutput(f"The plan was not submitted: {exc}", is_error=True)
         return ToolOutput(
-            f"Plan {plan_id} submitted ({ctx.display(path)}). Stop here: the user will accept or reject it.",
+            f"Plan {plan_id} submitted ({shown}). Stop here: the user will accept or reject it.",
             ends_turn=True,
         )
 

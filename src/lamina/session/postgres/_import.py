@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from lamina.session._entries import LogEntry
 from lamina.session._meta import ForkOrigin
-from lamina.session._protocol import SessionSummary
+from lamina.session._protocol import FileSource, SessionSummary
 from lamina.session._stamp import SUBFOLDERS, _title_from, check_session_id
 from lamina.session._tree import view_start_id
 from lamina.session.postgres._connection import PostgresConnection, _new_session_id
+from lamina.session.postgres._files import drop_names
 from lamina.session.postgres._session import PostgresSession
 
 
@@ -26,12 +28,15 @@ def import_entries(
     created_at: float | None = None,
     forked_from: ForkOrigin | None = None,
     leaf_id: str | None = None,
+    files: Iterable[tuple[str, FileSource]] = (),
+    files_from: str | None = None,
 ) -> PostgresSession:
     """A new session holding `entries` as they are (ids, parents and times kept), open for writing.
 
-    The session row and every entry are committed in one transaction: an interrupted import
-    leaves no session at all. `leaf_id` (default: the last entry) becomes the leaf. Raises
-    `UsageError` when `session_id` is taken.
+    `files` are committed first, each on its own; then the session row, every entry and the names
+    of `files_from`'s files (a fork's) in one transaction: an interrupted import leaves no session
+    (and no file names: they are dropped again). `leaf_id` (default: the last entry) becomes the
+    leaf. Raises `UsageError` when `session_id` is taken.
     """
     store._writes_allowed()
     now = store._clock()
@@ -39,15 +44,33 @@ def import_entries(
     info = SessionSummary(sid, _title_from(title), now if created_at is None else created_at, now, 0, cwd, forked_from)
     session = PostgresSession(store, info, store._folders(sid), token=1)
     session._creating = True
+    session._files_from = files_from
+    try:
+        for name, source in files:
+            session.put_file(name, source)
+    except BaseException:
+        forget_files(store, sid)
+        raise
     for entry in entries:
         session._add(entry)
     if leaf_id is not None and leaf_id != session.leaf_id:
         session.get(leaf_id)
         session._leaf = leaf_id
         session._view_start = view_start_id(session._entries, leaf_id)
-    session._commit_pending()
+    try:
+        session._commit_pending()
+    except BaseException:
+        forget_files(store, sid)
+        raise
     store._leases.hold(session)
     return session
+
+
+def forget_files(store: PostgresConnection, session_id: str) -> None:
+    """Drop the file names of a session whose row never committed (best effort)."""
+    with contextlib.suppress(Exception), store._conn() as conn, conn.transaction():
+        if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is None:
+            drop_names(conn, session_id)
 
 
 def carry_files(source: Path, target: Path) -> None:

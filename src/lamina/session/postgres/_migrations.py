@@ -50,6 +50,28 @@ _MIGRATIONS: Final[tuple[str, ...]] = (
     """
     CREATE INDEX entries_by_type ON entries (session_id, type, seq);
     """,
+    # 3: session files, content-addressed: blobs stored once in 1 MiB chunks, named per session
+    """
+    CREATE TABLE file_blobs (
+        sha256 text PRIMARY KEY,
+        size bigint NOT NULL
+    );
+    CREATE TABLE file_chunks (
+        sha256 text NOT NULL REFERENCES file_blobs (sha256) ON DELETE CASCADE,
+        n integer NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (sha256, n)
+    );
+    ALTER TABLE file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+    CREATE TABLE session_files (
+        session_id text NOT NULL,
+        name text NOT NULL,
+        sha256 text NOT NULL REFERENCES file_blobs (sha256),
+        size bigint NOT NULL,
+        PRIMARY KEY (session_id, name)
+    );
+    CREATE INDEX session_files_by_blob ON session_files (sha256);
+    """,
 )
 
 SCHEMA_VERSION: Final = len(_MIGRATIONS)

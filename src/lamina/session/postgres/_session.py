@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeVar, overload
+from typing import Any, BinaryIO, Final, TypeVar, overload
 
 import msgspec
 import psycopg
@@ -23,11 +23,13 @@ from lamina.session._entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session._protocol import LoadReport, SessionSummary
+from lamina.session._protocol import FileInfo, LoadReport, SessionSummary
+from lamina.session._session_files import CachedFiles, check_file_name
 from lamina.session._stamp import _storable, _title_from
 from lamina.session._tree import view_start_id
 from lamina.session.postgres._bounds import StalledHolder, end_stalled_holder
 from lamina.session.postgres._connection import NOTIFY_CHANNEL, PostgresConnection
+from lamina.session.postgres._files import copy_names, file_info, file_list, open_blob, store_file
 
 E = TypeVar("E", bound=Entry)
 
@@ -54,8 +56,13 @@ def _row_held(session_id: str, holder: StalledHolder | None) -> str:
     return f"{what}, now ended; nothing committed, flush again"
 
 
-class PostgresSession(SessionCore):
-    """An open session of a `PostgresSessionStore`. Create it through the store."""
+class PostgresSession(CachedFiles, SessionCore):
+    """An open session of a `PostgresSessionStore`. Create it through the store.
+
+    Its files live in the database; `files_dir` (under `$LAMINA_FILES`) is only a local cache of them.
+    """
+
+    _virtual = True
 
     def __init__(self, store: PostgresConnection, info: SessionSummary, files_dir: Path, *, token: int | None) -> None:
         super().__init__()
@@ -69,6 +76,8 @@ class PostgresSession(SessionCore):
         """The lease was found taken over: every write is refused."""
         self._creating = False
         """The session's row is not in the database yet: the first commit inserts it (an import)."""
+        self._files_from: str | None = None
+        """A session whose files the first commit gives this one (a fork)."""
         self.report = LoadReport()
         self._seq_of: dict[str, int] = {}
         self._pending: list[tuple[int, LogEntry]] = []
@@ -132,6 +141,25 @@ class PostgresSession(SessionCore):
 
     def _leaf_view_start(self) -> str | None:
         return self._view_start
+
+    # -- files (the rest is `CachedFiles`') ------------------------------------------------------
+
+    def _store_file(self, name: str, source: bytes | Path, sha256: str, size: int) -> None:
+        self._check_writable()
+        assert self._token is not None
+        store_file(self._store, self.id, name, source, (sha256, size), token=self._token, creating=self._creating)
+
+    def open_file(self, name: str) -> BinaryIO:
+        info = self.stat_file(name)
+        if info is None:
+            raise FileNotFoundError(f"session {self.id} has no file {name}")
+        return open_blob(self._store, info)
+
+    def stat_file(self, name: str) -> FileInfo | None:
+        return file_info(self._store, self.id, check_file_name(name))
+
+    def list_files(self, prefix: str = "") -> list[FileInfo]:
+        return file_list(self._store, self.id, prefix)
 
     @property
     def writable(self) -> bool:
@@ -301,6 +329,8 @@ class PostgresSession(SessionCore):
                         )
                     if self._creating:
                         self._insert_row(conn, last_seq, start_seq)
+                        if self._files_from is not None:
+                            copy_names(conn, self._files_from, self.id)
                     row = conn.execute(
                         "UPDATE sessions SET last_seq = %s, leaf_id = %s, entry_count = %s, resume_seq = %s,"
                         " title = %s, updated_at = %s, lease_expires = now() + make_interval(secs => %s)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import psycopg
@@ -17,10 +17,11 @@ from psycopg import sql
 from lamina.errors import SessionExistsError, SessionNotFoundError, StoreConnectionError
 from lamina.session._entries import LogEntry
 from lamina.session._meta import ForkOrigin
-from lamina.session._protocol import SessionSummary
+from lamina.session._protocol import FileSource, SessionSummary
 from lamina.session._stamp import _title_from, check_session_id
 from lamina.session.postgres._bounds import WATCHDOG
 from lamina.session.postgres._connection import NOTIFY_CHANNEL, PostgresConnection, _first_line, _new_session_id
+from lamina.session.postgres._files import drop_names
 from lamina.session.postgres._import import carry_files, import_entries
 from lamina.session.postgres._session import PostgresSession
 
@@ -162,16 +163,19 @@ class PostgresSessionStore(PostgresConnection):
             path = source.path(entry_id)
             cwd, title, files = source.info.cwd, source.info.title, source.files_dir
         forked_id = self.new_session_id()
-        carry_files(files, self.files_dir_of(forked_id))
+        carry_files(files, self.files_dir_of(forked_id))  # the local cache, so nothing is fetched again
         origin = ForkOrigin(session_id=session_id, entry_id=entry_id)
-        return self.import_entries(path, session_id=forked_id, cwd=cwd, title=title, forked_from=origin)
+        return import_entries(
+            self, path, session_id=forked_id, cwd=cwd, title=title, forked_from=origin, files_from=session_id
+        )
 
     def delete(self, session_id: str) -> None:
         """Remove a session, its entries and its files; refused while a writer holds its lease."""
         check_session_id(session_id)
         token = self._leases.take(session_id, wait=0.0)
-        with self._conn() as conn:
+        with self._conn() as conn, conn.transaction():
             conn.execute("DELETE FROM sessions WHERE id = %s AND lease_token = %s", (session_id, token))
+            drop_names(conn, session_id)
         shutil.rmtree(self.files_root / session_id, ignore_errors=True)
 
     def new_session_id(self) -> str:
@@ -192,12 +196,13 @@ class PostgresSessionStore(PostgresConnection):
         created_at: float | None = None,
         forked_from: ForkOrigin | None = None,
         leaf_id: str | None = None,
+        files: Iterable[tuple[str, FileSource]] = (),
     ) -> PostgresSession:
         """A new session holding `entries` as they are (ids, parents and times kept), open for writing.
 
-        The session row and every entry are committed in one transaction: an interrupted import
-        leaves no session at all. `leaf_id` (default: the last entry) becomes the leaf. Raises
-        `UsageError` when `session_id` is taken.
+        `files` (name, bytes or local path or chunks) are committed first; then the session row and
+        every entry in one transaction: an interrupted import leaves no session at all. `leaf_id`
+        (default: the last entry) becomes the leaf. Raises `UsageError` when `session_id` is taken.
         """
         return import_entries(
             self,
@@ -208,6 +213,7 @@ class PostgresSessionStore(PostgresConnection):
             created_at=created_at,
             forked_from=forked_from,
             leaf_id=leaf_id,
+            files=files,
         )
 
     def follow(
