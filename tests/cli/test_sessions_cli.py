@@ -211,3 +211,24 @@ def test_check_reports_symlinked_files_and_interrupted_deletes(tmp_path: Path) -
     listed = runner.invoke(app, ["--store", str(tmp_path), "sessions", "list", "--json"])
     assert listed.exit_code == 0, listed.output
     assert not (tmp_path / ".deleting-20260101-000000-abcdef.123456").exists()  # the listing removed it
+
+
+def test_compact_force_summarises_a_session_that_fits(tmp_path: Path) -> None:
+    store = LocalSessionStore(tmp_path)
+    with store.create(cwd="/proj") as session:
+        session.append(UserMessage(text="Keep the parser pure."))
+        for e in exchange(1):
+            session.append(e)
+    args = ["--store", str(tmp_path), "sessions", "compact", session.id, "--json"]
+    plain = runner.invoke(app, args)
+    assert plain.exit_code == 0, plain.output
+    assert json.loads(plain.stdout)["status"] != "compacted"  # it fits the kept budget: nothing to compact
+    with store.open(session.id, writable=False) as reopened:
+        assert reopened.view().boundary is None
+    forced = runner.invoke(app, [*args, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert json.loads(forced.stdout)["status"] == "compacted"
+    with store.open(session.id, writable=False) as reopened:
+        boundary = reopened.view().boundary
+        assert boundary is not None and boundary.trigger == "manual"
+        assert boundary.lane.messages[0].text == "Keep the parser pure."

@@ -294,9 +294,13 @@ def compact(
         typer.Option("--model", help="Summarise with this model (provider spec); default: no model, deterministic."),
     ] = None,
     keep_tokens: Annotated[int, typer.Option("--keep-tokens", help="Recent tokens kept verbatim.")] = 20_000,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Compact even a conversation that fits --keep-tokens: all of it is summarised."),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Compact a session's provider view now (the log keeps everything)."""
+    """Compact a session's provider view now (the log keeps everything); `--force` even a short one."""
     from lamina.cli._session import stored_session_engine
     from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
     from lamina.engine import ContextEngine
@@ -317,7 +321,7 @@ def compact(
                 engine = ContextEngine(session, stable_source=lambda: ())
             with err.status("compacting…") if err.is_terminal else contextlib.nullcontext():
                 outcome = asyncio.run(
-                    engine.compact(summariser, trigger="manual", focus=focus, keep_tokens=keep_tokens)
+                    engine.compact(summariser, trigger="manual", focus=focus, keep_tokens=keep_tokens, force=force)
                 )
     except LaminaError as exc:
         abort(str(exc))
