@@ -51,11 +51,11 @@ class Approver:
 
     async def __call__(self, request: PermissionRequest) -> Allow | Deny:
         call = request.call
-        command, paths = call_target(call)
-        allowed = self.permissions.allowing(call.name, command, paths)
+        allowed = allowed_by(self.permissions, call)
         if allowed:
-            err.print(f"[dim]{safe(call.name)} allowed by {safe(', '.join(_named(rule) for rule in allowed))}[/dim]")
+            print_allowed(call.name, allowed)
             return Allow()
+        command, _ = call_target(call)
         show_call(request)
         always = always_rules(call.name, command)
         covers = show_controls(", ".join(rule.text for rule in always))
@@ -120,8 +120,23 @@ async def _cancel_turn() -> None:
     await asyncio.sleep(0)
 
 
-def _named(rule: PermissionRule) -> str:
+def allowed_by(permissions: Permissions, call: ToolCall) -> tuple[PermissionRule, ...]:
+    """The allow rules that answer yes to `call` without asking (empty: none does, or a deny rule refuses it).
+
+    Chat's `Approver` and `lamina run` both ask this, so a rule means the same in both.
+    """
+    command, paths = call_target(call)
+    return permissions.allowing(call.name, command, paths)
+
+
+def named_rule(rule: PermissionRule) -> str:
+    """A rule as the user is told about it: its text, and the config file it came from."""
     return rule.text if rule.origin == "this session" else f"{rule.text} ({rule.origin})"
+
+
+def print_allowed(name: str, rules: tuple[PermissionRule, ...]) -> None:
+    """The dim stderr line saying which rules allowed a call of `name` without asking."""
+    err.print(f"[dim]{safe(name)} allowed by {safe(', '.join(named_rule(rule) for rule in rules))}[/dim]")
 
 
 def call_fields(value: Any) -> dict[str, Any]:

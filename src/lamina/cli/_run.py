@@ -3,14 +3,14 @@
 The answer (the model's final text) goes to stdout (neutralised when stdout is a terminal, as
 written when it is a pipe); tool lines and warnings to stderr. `--json` prints one JSON document at
 the end, `--stream-json` one JSON object per event (docs/cli.md lists them); a failure prints JSON
-too, with the exit codes docs/cli.md gives. Nobody can answer an approval question, so in ask mode
-calls that need one are refused (the model is told); `--accept-plan`/`--reject-plan` decide a
-submitted plan.
+too, with the exit codes docs/cli.md gives. Nobody can answer an approval question: in ask mode
+the config's allow rules answer as in chat, and a call none covers is refused (the model is told);
+`--accept-plan`/`--reject-plan` decide a submitted plan.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
@@ -22,8 +22,10 @@ from lamina.errors import LaminaError, UsageError
 if TYPE_CHECKING:
     from lamina.agent import Agent, AgentEvent, TurnOutcome
     from lamina.cli._config import Settings
+    from lamina.cli._permissions import Permissions
     from lamina.engine import CompactionEvent
     from lamina.session import SessionStore
+    from lamina.tools import Allow, Deny, PermissionRequest
 
 
 def run(
@@ -98,6 +100,33 @@ def run(
     _print_result(known, outcome)
 
 
+class _Unattended:
+    """The `ask` callback of a run: the config's allow rules answer (as in chat); any other call is refused."""
+
+    def __init__(self, permissions: Permissions, known: _Known) -> None:
+        self._permissions = permissions
+        self._known = known
+
+    async def __call__(self, request: PermissionRequest) -> Allow | Deny:
+        from lamina.cli._approval import allowed_by, print_allowed
+        from lamina.tools import Allow, Deny
+
+        call = request.call
+        rules = allowed_by(self._permissions, call)
+        if not rules:
+            return Deny(
+                f"{call.name} needs the user's approval ({request.question}), "
+                "and no one can approve calls in this session."
+            )
+        named = [{"rule": rule.text, "origin": rule.origin} for rule in rules]
+        record = {"call_id": call.call_id, "name": call.name, "rules": named}
+        self._known.allowed.append(record)
+        self._known.emit({"type": "tool_allowed", **record})
+        if not (self._known.as_json or self._known.stream_json):
+            print_allowed(call.name, rules)
+        return Allow()
+
+
 @dataclass
 class _Known:
     """What the run knows so far, for the JSON a failure prints: filled in as it gets there."""
@@ -107,6 +136,8 @@ class _Known:
     model: str | None = None
     mode: str | None = None
     session_id: str | None = None
+    allowed: list[dict[str, Any]] = field(default_factory=list)
+    """The calls allow rules answered for, as `--json` lists them (`_Unattended`)."""
 
     def emit(self, data: dict[str, Any]) -> None:
         """Print one `--stream-json` event (nothing otherwise)."""
@@ -235,7 +266,7 @@ def _fail(known: _Known, kind: str, message: str, code: int | None) -> NoReturn:
 def _print_result(known: _Known, outcome: TurnOutcome) -> None:
     import sys
 
-    result = _result(outcome, known.session_id or "", known.model or "")
+    result = {**_result(outcome, known.session_id or "", known.model or ""), "allowed": known.allowed}
     if known.stream_json:
         _stream_line({"type": "result", **result})
     elif known.as_json:
@@ -287,7 +318,7 @@ async def _run(
         settings,
         workspace=workspace,
         session_id=session_id,
-        ask=None,
+        ask=_Unattended(settings.permissions, known),
         interactive=False,
         on_event=on_event,
         on_compaction=on_compaction,
@@ -321,7 +352,7 @@ async def _decide(agent: Agent, decision: _PlanDecision) -> TurnOutcome:
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
-    from lamina.agent import ModelCallFinished, PlanUpdate, SkillWarning, ToolFinished, ToolStarted
+    from lamina.agent import ModelCallFinished, PlanUpdate, SkillWarning, ToolFinished, ToolProgress, ToolStarted
     from lamina.cli._approval import call_fields
     from lamina.providers import RetryNotice, TextDelta
 
@@ -330,6 +361,8 @@ def _event_json(event: AgentEvent) -> dict[str, Any] | None:
             return {"type": "text", "text": text}
         case ToolStarted(call_id=call_id, name=name, input=args):
             return {"type": "tool_started", "call_id": call_id, "name": name, "input": call_fields(args)}
+        case ToolProgress(call_id=call_id, name=name, output=output) if output:  # "" (it started) is not sent
+            return {"type": "tool_progress", "call_id": call_id, "name": name, "output": output}
         case ToolFinished(call_id=call_id, name=name, is_error=is_error, content=content, full_output_path=path):
             return {
                 "type": "tool_finished",
