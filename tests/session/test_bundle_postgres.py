@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,3 +107,69 @@ def test_the_cli_moves_a_session_between_stores(tmp_path: Path, workspace: Path,
     result = runner.invoke(app, ["--store", url, "sessions", "export", session_id, "-o", str(tmp_path / "t.zip")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "t.zip").stat().st_size > 0
+
+
+def _file_rows(pg: PostgresSessionStore) -> tuple[int, int, int, int]:
+    """(sessions, session_files, file_blobs, file_chunks) rows in the store's schema."""
+    import psycopg
+
+    from tests.support.postgres import URL
+
+    with psycopg.connect(URL) as conn:
+        counts = [
+            conn.execute(f'SELECT count(*) FROM "{pg.schema}".{table}').fetchone()
+            for table in ("sessions", "session_files", "file_blobs", "file_chunks")
+        ]
+    a, b, c, d = (int(row[0]) if row else 0 for row in counts)
+    return a, b, c, d
+
+
+def test_an_import_whose_last_file_is_corrupt_leaves_no_names_and_no_blobs(
+    tmp_path: Path, pg: PostgresSessionStore
+) -> None:
+    import zipfile
+
+    import msgspec
+
+    from lamina.errors import BundleError
+    from lamina.session import UserMessage
+    from lamina.session._bundle_check import read_member
+    from lamina.session._bundle_manifest import BundleManifest
+
+    shared = os.urandom(3_000_000)  # three chunks, also named by a session already in the store
+    with pg.create() as keeper:
+        keeper.put_file("attachments/shared", shared)
+    before = _file_rows(pg)
+    local = LocalSessionStore(tmp_path / "store")
+    with local.create() as session:
+        session.put_file("attachments/a", os.urandom(2_500_000))
+        session.put_file("attachments/shared", shared)
+        session.put_file("data/tool-output/b.txt", b"offloaded")
+        session.put_file("plans/z.md", b"# the last member\n")
+        session.append(UserMessage(text="hi"))
+        session.flush()
+        sid = session.id
+    good = export_session(local, sid, tmp_path / "good.zip").path
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            dst.writestr(info, b"# THE LAST MEMBER\n" if info.filename == "session/plans/z.md" else data)
+    with pytest.raises(BundleError, match="sha256"):  # refused by the check before anything is written
+        import_session(pg, bad)
+    assert _file_rows(pg) == before
+    # as the import reads it while putting the files (the bundle changed after its check)
+    with zipfile.ZipFile(bad) as zf:
+        manifest = msgspec.json.decode(zf.read("manifest.json"), type=BundleManifest)
+        members = sorted(
+            (f for f in manifest.files if f.path.split("/")[:2][-1] in ("attachments", "data", "plans")),
+            key=lambda f: f.path,
+        )
+        files = [(f.path[len("session/") :], read_member(zf, bad, zf.getinfo(f.path), f)) for f in members]
+        assert files[-1][0] == "plans/z.md"
+        with pytest.raises(BundleError, match="sha256"):
+            pg.import_entries([UserMessage(id="e1", text="hi")], session_id="20260101-000000-abcdef", files=files)
+    assert _file_rows(pg) == before
+    assert not (tmp_path / "pg-files" / "20260101-000000-abcdef").exists()
+    with pg.open(keeper.id, writable=False) as again, again.open_file("attachments/shared") as handle:
+        assert handle.read() == shared

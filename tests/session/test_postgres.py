@@ -259,3 +259,57 @@ def test_an_imported_child_stored_before_its_parent_is_still_its_child(store: Po
     with store.open(imported.id, writable=False) as again:
         assert [e.id for e in again.children("e_late")] == ["e_early"]
         assert [e.id for e in again.children("e_root")] == ["e_late"]
+
+
+def test_a_put_whose_lease_is_taken_over_in_flight_does_not_land(schema: str, tmp_path: Path) -> None:
+    """A takeover cannot slip between a put's lease check and its commit: the stale writer's file never lands."""
+    gate = 734_001
+    stalled = PostgresSessionStore(schema_url(schema), files_root=tmp_path / "a", lease_seconds=1.0, query_timeout=20)
+    other = PostgresSessionStore(schema_url(schema), files_root=tmp_path / "b", lease_seconds=1.0, query_timeout=0.5)
+    outcome: list[BaseException | None] = []
+    try:
+        session = stalled.create()
+        session.append(UserMessage(text="mine"))
+        session.flush()
+        with psycopg.connect(URL, autocommit=True) as conn:  # a put's name insert waits at this gate
+            conn.execute(
+                f'CREATE FUNCTION "{schema}".gate() RETURNS trigger LANGUAGE plpgsql AS'
+                f" $$ BEGIN PERFORM pg_advisory_xact_lock_shared({gate}); RETURN NEW; END $$"
+            )
+            conn.execute(
+                f'CREATE TRIGGER gate BEFORE INSERT OR UPDATE ON "{schema}".session_files'
+                f' FOR EACH ROW EXECUTE FUNCTION "{schema}".gate()'
+            )
+        stalled._leases._stop.set()  # the server stalls: its lease is no longer renewed
+        with psycopg.connect(URL, autocommit=True) as gatekeeper:
+            gatekeeper.execute("SELECT pg_advisory_lock(%s)", (gate,))
+
+            def put() -> None:
+                try:
+                    session.put_file("plans/late.md", b"the stale writer's")
+                except BaseException as exc:
+                    outcome.append(exc)
+                else:
+                    outcome.append(None)
+
+            writer = threading.Thread(target=put)
+            writer.start()
+            deadline = time.monotonic() + 10
+            while not gatekeeper.execute(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted", (gate,)
+            ).fetchone():
+                assert time.monotonic() < deadline, "the put never reached its name insert"
+                time.sleep(0.02)
+            taken = other.open(session.id, wait=10.0)  # once the stalled lease expires
+            gatekeeper.execute("SELECT pg_advisory_unlock(%s)", (gate,))
+        writer.join(timeout=30)
+        assert outcome and isinstance(outcome[0], SessionLeaseLostError | StoreConnectionError), outcome
+        with taken:
+            assert taken.stat_file("plans/late.md") is None
+            assert taken.list_files() == []
+            with pytest.raises(SessionLeaseLostError):
+                session.put_file("plans/later.md", b"still refused")
+            assert taken.stat_file("plans/later.md") is None
+    finally:
+        stalled.close()
+        other.close()

@@ -103,6 +103,23 @@ def test_a_read_only_session_takes_no_appends(store: SessionStore) -> None:
         reader.flush()  # nothing to do, no error
 
 
+def test_a_read_only_session_takes_no_files(store: SessionStore, tmp_path: Path) -> None:
+    with store.create() as session:
+        session.put_file("plans/p.md", b"the writer's")
+        sid = session.id
+    local = tmp_path / "upload.bin"
+    local.write_bytes(b"a reader's")
+    with store.open(sid, writable=False) as reader:
+        for name, source in [("plans/p.md", b"replaced?"), ("data/new.txt", local), ("plans/q.md", iter([b"x"]))]:
+            with pytest.raises(UsageError, match="read-only"):
+                reader.put_file(name, source)
+        assert [f.name for f in reader.list_files()] == ["plans/p.md"]
+        assert not reader.local_file("data/new.txt").exists()
+        assert not reader.local_file("plans/q.md").exists()
+    with store.open(sid, writable=False) as again, again.open_file("plans/p.md") as handle:
+        assert handle.read() == b"the writer's"
+
+
 def test_a_critical_entry_is_committed_before_append_returns(store: SessionStore) -> None:
     with store.create() as session:
         session.append(UserMessage(text="hello"))
@@ -358,3 +375,35 @@ def test_a_fork_keeps_the_files_and_a_delete_drops_only_its_own(store: SessionSt
     store.delete(sid)
     with store.open(fid, writable=False) as again, again.open_file("attachments/abc") as handle:
         assert handle.read() == b"shared bytes"
+
+
+def test_an_export_carries_what_a_tool_wrote_into_the_sessions_folders(store: SessionStore, tmp_path: Path) -> None:
+    """A plan the Write tool wrote straight into `plans_dir` (not yet submitted) goes with the session.
+
+    In the JSONL and in-memory stores the folders are where the model reads and writes by path, so
+    they are the session's files; the PostgreSQL store's folder is only this host's cache (its
+    tools write through `put_file`, under the virtual paths), so what is only there is not carried.
+    """
+    import zipfile
+
+    from lamina.session import export_session
+
+    with store.create() as session:
+        session.put_file("attachments/abc", b"put")
+        session.append(UserMessage(text="plan it"))
+        session.flush()
+        (session.plans_dir / "draft.md").write_text("# draft\n")
+        (session.data_dir / "tool-results").mkdir(parents=True, exist_ok=True)
+        (session.data_dir / "tool-results" / "t1.txt").write_text("written by a tool")
+        sid = session.id
+        listed = [f.name for f in session.list_files()]
+        exported = export_session(store, sid, tmp_path / "b.zip")
+    with zipfile.ZipFile(exported.path) as zf:
+        names = set(zf.namelist())
+    tool_written = {"session/plans/draft.md", "session/data/tool-results/t1.txt"}
+    assert "session/attachments/abc" in names
+    if isinstance(store, LocalSessionStore | InMemorySessionStore):
+        assert tool_written <= names
+        assert listed == ["attachments/abc", "data/tool-results/t1.txt", "plans/draft.md"]
+    else:
+        assert not tool_written & names

@@ -25,9 +25,10 @@ import msgspec
 from lamina.errors import SessionExistsError, SessionLockedError, SessionNotFoundError, UsageError
 from lamina.session._core import SessionCore
 from lamina.session._entries import Entry, LogEntry, UserMessage
+from lamina.session._files import open_for_reading
 from lamina.session._meta import ForkOrigin
 from lamina.session._protocol import FileInfo, LoadReport, SessionSummary
-from lamina.session._session_files import CachedFiles, check_file_name, chunks_of
+from lamina.session._session_files import CachedFiles, check_file_name, chunks_of, digest_of, stored_files
 from lamina.session._stamp import (
     SUBFOLDERS,
     _new_entry_id,
@@ -94,22 +95,39 @@ class InMemorySession(CachedFiles, SessionCore):
         with self._store._changed:
             self._stored.files[name] = (data, sha256)
 
+    # A tool writes into the session's folder by path (a plan drafted with Write, say): what is
+    # there is the session's file, as in the JSONL store; the backend keeps what was put.
+
+    def _in_folder(self, name: str) -> Path | None:
+        path = self._files_root / check_file_name(name)
+        return None if path.is_symlink() or not path.is_file() else path
+
     def open_file(self, name: str) -> BinaryIO:
+        local = self._in_folder(name)
+        if local is not None:
+            return open_for_reading(local)
         with self._store._changed:
-            found = self._stored.files.get(check_file_name(name))
+            found = self._stored.files.get(name)
         if found is None:
             raise FileNotFoundError(f"session {self.id} has no file {name}")
         return io.BytesIO(found[0])
 
     def stat_file(self, name: str) -> FileInfo | None:
+        local = self._in_folder(name)
+        if local is not None:
+            sha256, size = digest_of(local)
+            return FileInfo(name, size, sha256)
         with self._store._changed:
-            found = self._stored.files.get(check_file_name(name))
+            found = self._stored.files.get(name)
         return None if found is None else FileInfo(name, len(found[0]), found[1])
 
     def list_files(self, prefix: str = "") -> list[FileInfo]:
         with self._store._changed:
-            files = sorted(self._stored.files.items())
-        return [FileInfo(name, len(data), sha) for name, (data, sha) in files if name.startswith(prefix)]
+            kept = {name: FileInfo(name, len(data), sha) for name, (data, sha) in self._stored.files.items()}
+        for name, path in stored_files(self._files_root, prefix):
+            sha256, size = digest_of(path)
+            kept[name] = FileInfo(name, size, sha256)
+        return [kept[name] for name in sorted(kept) if name.startswith(prefix)]
 
     def load_all(self) -> None:
         """Load the entries before the first one in memory (needed for full history, old branches, forks)."""

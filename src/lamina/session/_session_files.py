@@ -103,7 +103,7 @@ def write_local(target: Path, source: FileSource, *, durable: bool) -> FileInfo:
     return FileInfo(target.name, size, digest.hexdigest())
 
 
-def _stored_files(root: Path, prefix: str) -> Iterator[tuple[str, Path]]:
+def stored_files(root: Path, prefix: str) -> Iterator[tuple[str, Path]]:
     """(name, path) of the regular files under `root` whose names start with `prefix` (no links, no temporaries)."""
     for top in SUBFOLDERS:
         if not (top.startswith(prefix) or prefix.startswith(top)) or not (root / top).is_dir():
@@ -127,7 +127,11 @@ class FolderFiles:
         @property
         def _files_root(self) -> Path: ...
 
+        def _check_writable(self) -> None: ...
+
     def put_file(self, name: str, source: FileSource) -> FileInfo:
+        check_file_name(name)
+        self._check_writable()  # a read-only session takes no files, as it takes no appends
         info = write_local(self._files_root / check_file_name(name), source, durable=True)
         return FileInfo(name, info.size, info.sha256)
 
@@ -143,7 +147,7 @@ class FolderFiles:
 
     def list_files(self, prefix: str = "") -> list[FileInfo]:
         out: list[FileInfo] = []
-        for name, path in sorted(_stored_files(self._files_root, prefix)):
+        for name, path in sorted(stored_files(self._files_root, prefix)):
             sha256, size = digest_of(path)
             out.append(FileInfo(name, size, sha256))
         return out

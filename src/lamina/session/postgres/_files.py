@@ -45,12 +45,8 @@ def store_file(
     """
     sha256, size = digest
     seconds = store.query_timeout + size / _BYTES_PER_SECOND
-    named = (
-        "NOT EXISTS (SELECT 1 FROM sessions WHERE id = %s)"
-        if creating
-        else "EXISTS (SELECT 1 FROM sessions WHERE id = %s AND lease_token = %s)"
-    )
-    fence: tuple[Any, ...] = (session_id,) if creating else (session_id, token)
+    named = "NOT EXISTS (SELECT 1 FROM sessions WHERE id = %s)" if creating else "TRUE"
+    fence: tuple[Any, ...] = (session_id,) if creating else ()
     try:
         with store._conn(seconds) as conn, conn.transaction():
             conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(round(seconds * 1000))))
@@ -64,6 +60,16 @@ def store_file(
                     copy.set_types(["text", "int4", "bytea"])
                     for n, chunk in enumerate(chunks_of(source)):
                         copy.write_row((sha256, n, chunk))
+            # The lease is checked under the session row's lock, held to the commit, as a turn's
+            # UPDATE of the row holds it: a takeover (FOR UPDATE NOWAIT) cannot come in between,
+            # and a put that waited for one sees the new token and lands nothing.
+            if not creating and (
+                conn.execute(
+                    "SELECT 1 FROM sessions WHERE id = %s AND lease_token = %s FOR SHARE", (session_id, token)
+                ).fetchone()
+                is None
+            ):
+                raise _Fenced
             done = conn.execute(
                 "INSERT INTO session_files (session_id, name, sha256, size) SELECT %s, %s, %s, %s WHERE "
                 + named

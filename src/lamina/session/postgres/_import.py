@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from lamina.errors import StoreError
 from lamina.session._entries import LogEntry
 from lamina.session._meta import ForkOrigin
 from lamina.session._protocol import FileSource, SessionSummary
@@ -34,9 +35,10 @@ def import_entries(
     """A new session holding `entries` as they are (ids, parents and times kept), open for writing.
 
     `files` are committed first, each on its own; then the session row, every entry and the names
-    of `files_from`'s files (a fork's) in one transaction: an interrupted import leaves no session
-    (and no file names: they are dropped again). `leaf_id` (default: the last entry) becomes the
-    leaf. Raises `UsageError` when `session_id` is taken.
+    of `files_from`'s files (a fork's) in one transaction. An import that fails (a file that cannot
+    be read to its end, a refused commit) leaves no session: the names it put are dropped again
+    with the blobs no other session names, and its local cache folder is removed. `leaf_id`
+    (default: the last entry) becomes the leaf. Raises `UsageError` when `session_id` is taken.
     """
     store._writes_allowed()
     now = store._clock()
@@ -67,10 +69,16 @@ def import_entries(
 
 
 def forget_files(store: PostgresConnection, session_id: str) -> None:
-    """Drop the file names of a session whose row never committed (best effort)."""
-    with contextlib.suppress(Exception), store._conn() as conn, conn.transaction():
-        if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is None:
-            drop_names(conn, session_id)
+    """Drop the files of a session whose row never committed: its names, blobs only it named, its local cache.
+
+    The database part is skipped when the database is away (then nothing else can be done; the
+    caller raises the import's own error).
+    """
+    with contextlib.suppress(StoreError), store._conn() as conn, conn.transaction():
+        if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is not None:
+            return  # the session exists after all (its commit's answer was lost): its files stay
+        drop_names(conn, session_id)
+    shutil.rmtree(store.files_root / session_id, ignore_errors=True)
 
 
 def carry_files(source: Path, target: Path) -> None:
