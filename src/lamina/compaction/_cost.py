@@ -7,10 +7,14 @@ seen so far, the cache's state from the clock. Described in docs/compaction.md (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
-from lamina.cachesim import AnthropicCacheRules, CacheTtl, OpenAICacheRules
 from lamina.session import CostDecision
+
+if TYPE_CHECKING:  # the simulator loads on first use (importing the engine must not load it)
+    from lamina.cachesim import AnthropicCacheRules, OpenAICacheRules
+
+CacheTtl: TypeAlias = Literal["5m", "1h"]
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -52,6 +56,8 @@ class CachePrices:
     @classmethod
     def anthropic(cls, rules: AnthropicCacheRules | None = None) -> CachePrices:
         """Anthropic's prices and TTLs (`rules`: the current published ones unless given)."""
+        from lamina.cachesim import AnthropicCacheRules
+
         rules = rules if rules is not None else AnthropicCacheRules()
         return cls(
             read=rules.read_multiplier,
@@ -65,6 +71,8 @@ class CachePrices:
     @classmethod
     def openai(cls, rules: OpenAICacheRules | None = None) -> CachePrices:
         """OpenAI's automatic caching: writes at the base price, one idle lifetime."""
+        from lamina.cachesim import OpenAICacheRules
+
         rules = rules if rules is not None else OpenAICacheRules()
         return cls(
             read=rules.read_multiplier,
@@ -81,8 +89,8 @@ class CachePrices:
         return self.write_1h if ttl == "1h" and self.choose_ttl else self.write_5m
 
 
-DEFAULT_PRICES: Final = CachePrices.anthropic()
-"""The prices a context engine decides with unless told otherwise: Anthropic's, where writes cost most."""
+DEFAULT_PRICES: Final = CachePrices()
+"""The prices a context engine decides with unless told otherwise: Anthropic's (`CachePrices.anthropic()`)."""
 
 
 @dataclass(frozen=True, slots=True)
