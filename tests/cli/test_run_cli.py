@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,8 @@ def test_a_runaway_tool_loop_ends_in_one_error_line(tmp_path: Path, ws: Path, wi
 def test_a_resumed_run_prunes_old_tool_output_unless_the_config_says_no(
     tmp_path: Path, ws: Path, wire: WireServer, prune: bool
 ) -> None:
-    store = LocalSessionStore(tmp_path / "store")
+    # logged two hours ago: the cache is cold when the run resumes, so the cost model prunes
+    store = LocalSessionStore(tmp_path / "store", clock=lambda: time.time() - 7_200)
     with store.create(cwd=str(ws)) as session:
         for n in range(8):  # eight turns, each reading a file of about 9,000 tokens
             session.append(UserMessage(text=f"look at module {n}"))

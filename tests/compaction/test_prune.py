@@ -152,7 +152,7 @@ def test_the_engine_prunes_before_a_turn_keeps_the_log_whole_and_renders_the_sam
         engine.record(AssistantMessage(text=f"Read m{t}.py."))
         engine.commit(turn)
         engine.end_turn()
-        clock.advance(1)
+        clock.advance(7_200)  # two hours between turns: the cache is cold, so the cost model prunes
     logged = len(engine.session.entries())
     preview = engine.preview_turn("And now?")  # a report shows the prune the turn would make, logging nothing
     assert f"{secret}-2" not in json.dumps(_messages(engine, preview))

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
 from lamina.cli._console import out, safe
 from lamina.context import Part, Stability, Tier
 from lamina.reports import TIER_LABELS, BudgetReport
+from lamina.session import CostDecision, LogEntry, ToolOutputPruned, TurnRecord
 from lamina.tokens import DEFAULT_ESTIMATOR
 
 
@@ -86,3 +88,52 @@ def budget_json(budget: BudgetReport) -> dict[str, Any]:
         ],
         "total_tokens": budget.total,
     }
+
+
+def decisions(entries: Sequence[LogEntry]) -> list[tuple[str, CostDecision]]:
+    """The priced context decisions logged in `entries`: what they were on, and their figures, oldest first."""
+    found: list[tuple[str, CostDecision]] = []
+    for entry in entries:
+        decision = getattr(entry, "decision", None)
+        if isinstance(decision, CostDecision):
+            kind = (
+                "prune"
+                if isinstance(entry, ToolOutputPruned)
+                else "turn TTL"
+                if isinstance(entry, TurnRecord)
+                else "compaction"
+            )
+            found.append((kind, decision))
+    return found
+
+
+def decisions_json(found: Sequence[tuple[str, CostDecision]]) -> list[dict[str, Any]]:
+    """The decisions as `--json` prints them."""
+    return [{"on": on, **msgspec.structs.asdict(d)} for on, d in found]
+
+
+def print_decisions(found: Sequence[tuple[str, CostDecision]], console: Console = out) -> None:
+    """The prunes, TTLs and compactions the cost model decided, with the expected bills that decided them."""
+    prunes = [(on, d) for on, d in found if on != "turn TTL" or d.action != "ttl_1h"]
+    section(
+        "Context decisions",
+        f"{len(found):,} priced by their expected bill over the rest of the session (base-price tokens); "
+        "turns that kept the 1-hour turn breakpoint are not listed.",
+        console,
+    )
+    if not prunes:
+        return
+    table = Table(box=None)
+    for column in ("on", "chosen", "expected", "doing nothing", "calls ahead", "cache", "re-read chance"):
+        table.add_column(column, justify="right" if column not in ("on", "chosen", "cache") else "left", no_wrap=True)
+    for on, d in prunes:
+        table.add_row(
+            on,
+            d.action,
+            f"{d.expected:,.0f}",
+            f"{d.expected_nothing:,.0f}",
+            str(d.horizon),
+            d.cache,
+            f"{d.reread_chance:.0%}",
+        )
+    console.print(table)

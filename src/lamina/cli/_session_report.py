@@ -6,7 +6,16 @@ from pathlib import Path
 
 from rich.table import Table
 
-from lamina.cli._budget_tables import budget_json, class_totals, print_budget, print_classes, section
+from lamina.cli._budget_tables import (
+    budget_json,
+    class_totals,
+    decisions,
+    decisions_json,
+    print_budget,
+    print_classes,
+    print_decisions,
+    section,
+)
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._context_report import TARGETS
 from lamina.errors import LaminaError, UsageError
@@ -53,6 +62,7 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
         try:
             with store.open(session_id, writable=False) as session:
                 path, cwd, data_dir = session.path(), session.info.cwd, session.shown_path("data")
+                decided = decisions(session.entries())
         finally:
             store.close()
         workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".", tools=default_tool_specs())
@@ -73,10 +83,12 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
                     {"request": r.number, "turn": r.turn, "tokens": r.composition.total, **r.composition.by_kind()}
                     for r in requests
                 ],
+                "decisions": decisions_json(decided),
             }
         )
         return
     _print_session(session_id, requests, total)
+    print_decisions(decided)
 
 
 def show_session_budget(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
@@ -94,6 +106,7 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
                 attachments = engine.attachment_blocks(TARGETS["anthropic"][0])  # as `lamina context` renders
                 parts = turn.parts(attachments=attachments)
                 budget = budget_of_turn(turn, attachments=attachments)
+                decided = decisions(session.entries())
         finally:
             store.close()
     except UsageError as exc:
@@ -101,11 +114,20 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     except LaminaError as exc:
         abort(str(exc))
     if as_json:
-        print_json({"session": session_id, **budget_json(budget), "stability_classes": class_totals(parts)})
+        stability = class_totals(parts)
+        print_json(
+            {
+                "session": session_id,
+                **budget_json(budget),
+                "stability_classes": stability,
+                "decisions": decisions_json(decided),
+            }
+        )
         return
     out.print(f"[bold]Budget of the next request of session {safe(session_id)}[/bold]", highlight=False)
     print_budget(budget, note=f", with {safe(NEXT_MESSAGE)} standing for the user's message.")
     print_classes(parts)
+    print_decisions(decided)
 
 
 def _print_session(session_id: str, requests: list[LoggedRequest], total: SessionComposition) -> None:

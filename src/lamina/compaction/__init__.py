@@ -10,6 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from lamina._lazy import load_lazily
+from lamina.compaction._cost import (
+    DEFAULT_PRICES,
+    CachePrices,
+    CacheState,
+    Outlook,
+    PruneItem,
+    SessionPace,
+    choose_turn_ttl,
+    price_compaction,
+    price_prune,
+)
 from lamina.compaction._cut import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
@@ -46,6 +57,7 @@ from lamina.compaction._prune import (
     prunable_tokens,
     prune_floor,
     pruned_note,
+    reread_chances,
 )
 from lamina.compaction._summary import StructuredSummary, parse_summary
 from lamina.compaction._summary_prompt import summary_prompt
@@ -67,17 +79,23 @@ __all__ = [
     "DEFAULT_KEEP_TOKENS",
     "DEFAULT_MAX_SUMMARY_CHARS",
     "DEFAULT_PASTE_TOKENS",
+    "DEFAULT_PRICES",
     "DEFAULT_PRUNE",
     "DEFAULT_RESERVE",
     "DEFAULT_USER_LANE_TOKENS",
     "MAX_FILES",
     "MAX_ITEM_CHARS",
     "MAX_OPEN_TASKS",
+    "CachePrices",
+    "CacheState",
     "CutPoint",
     "DeterministicSummariser",
     "LaneUpdate",
+    "Outlook",
     "ProviderSummariser",
+    "PruneItem",
     "PrunePolicy",
+    "SessionPace",
     "StructuredSummary",
     "Summariser",
     "SummaryResult",
@@ -86,6 +104,7 @@ __all__ = [
     "archive_text",
     "canonical_path",
     "choose_prune",
+    "choose_turn_ttl",
     "clip_text",
     "deterministic_summary",
     "dropped_count",
@@ -93,10 +112,13 @@ __all__ = [
     "find_cut_point",
     "freed_enough",
     "parse_summary",
+    "price_compaction",
+    "price_prune",
     "prunable_tokens",
     "prune_floor",
     "pruned_note",
     "render_lane",
+    "reread_chances",
     "should_compact",
     "summary_prompt",
     "turn_prefix_item",

@@ -13,6 +13,7 @@ from typing import Final
 
 import msgspec
 
+from lamina.compaction._cost import Outlook, PruneItem, price_prune
 from lamina.compaction._cut import entry_tokens
 from lamina.context import is_on_demand_read, path_of  # the one reading of a call's path
 from lamina.session import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
@@ -28,6 +29,7 @@ __all__ = [
     "prunable_tokens",
     "prune_floor",
     "pruned_note",
+    "reread_chances",
 ]
 
 _NOTE_PREFIX = "[output pruned from context:"
@@ -46,6 +48,8 @@ class PrunePolicy:
     """Prune only when this many tokens go at once (each prune costs a cache write of what follows)."""
     smallest_tokens: int = 100
     """Output this small stays: its note would save next to nothing."""
+    priced: bool = True
+    """Prune only what the cost model expects to lower the bill (False: whenever the rest allows)."""
 
 
 DEFAULT_PRUNE: Final = PrunePolicy()
@@ -101,24 +105,49 @@ def choose_prune(
     *,
     estimator: TokenEstimator = DEFAULT_ESTIMATOR,
     start: int = 0,
+    outlook: Outlook | None = None,
 ) -> ToolOutputPruned | None:
     """The prune to record before the next turn of `view`, or None when none pays (see `PrunePolicy`).
 
     Only entries from `start` on are looked at (`prune_floor`: before it, nothing is left to take).
+    With an `outlook` and a priced policy, the cost model picks which of the results the policy
+    allows go now (`price_prune`), and the prune carries its decision; without, all of them go
+    once they free `minimum_tokens`.
     """
-    tail = view[start:]
+    chosen = _candidates(view[start:], policy, estimator)
+    if outlook is not None and policy.priced and chosen:
+        chances = reread_chances(view, {c[0] for c in chosen})
+        items = [PruneItem(c, s, t, f, chances[c]) for c, s, t, f in chosen]
+        ids, decision = price_prune(items, outlook, minimum_tokens=policy.minimum_tokens)
+        if not ids:
+            return None
+        picked = set(ids)
+        freed = sum(f for c, _, _, f in chosen if c in picked)
+        return ToolOutputPruned(call_ids=tuple(ids), tokens=freed, decision=decision)
+    freed = sum(f for _, _, _, f in chosen)
+    if not chosen or freed < policy.minimum_tokens:
+        return None
+    return ToolOutputPruned(call_ids=tuple(c[0] for c in chosen), tokens=freed)
+
+
+def _candidates(
+    tail: Sequence[LogEntry], policy: PrunePolicy, estimator: TokenEstimator
+) -> list[tuple[str, int, int, int]]:
+    """The results `policy` allows to prune in `tail`, oldest first: call id, suffix tokens, tokens, freed."""
     calls = {e.call_id: e for e in tail if isinstance(e, ToolCall)}
     turns_seen = 0
     kept_tokens = 0
-    chosen: list[str] = []
-    freed = 0
+    suffix = 0
+    chosen: list[tuple[str, int, int, int]] = []  # call id, suffix tokens, tokens, freed
     for entry in reversed(tail):
+        entry_size = entry_tokens(entry, estimator=estimator)
+        suffix += entry_size
         if isinstance(entry, UserMessage):
             turns_seen += 1
             continue
         if not isinstance(entry, ToolResult) or is_pruned(entry):
             continue
-        tokens = entry_tokens(entry, estimator=estimator)
+        tokens = entry_size
         if turns_seen < policy.protect_turns - 1:  # the next turn is the newest of the protected ones
             continue
         if kept_tokens + tokens <= policy.protect_tokens:
@@ -128,11 +157,68 @@ def choose_prune(
         call = calls.get(entry.call_id)
         if not prunable_tokens(entry, call, policy, estimator=estimator):
             continue
-        chosen.append(entry.call_id)
-        freed += tokens - estimator.count(pruned_note(call, entry))
-    if not chosen or freed < policy.minimum_tokens:
-        return None
-    return ToolOutputPruned(call_ids=tuple(reversed(chosen)), tokens=freed)
+        chosen.append((entry.call_id, suffix, tokens, tokens - estimator.count(pruned_note(call, entry))))
+    chosen.reverse()
+    return chosen
+
+
+_PRIOR_AGAIN: Final = 1.0
+_PRIOR_NOT: Final = 2.0
+_EDITED_FACTOR: Final = 0.25
+
+
+def reread_chances(view: Sequence[LogEntry], call_ids: set[str]) -> dict[str, float]:
+    """For each result of `call_ids`, the chance it is needed again, learnt from `view`.
+
+    The base chance is how often a pruned result was asked for again (the same call made after
+    its prune), on a prior of one in three. A file read more than once is needed again more
+    likely (each earlier read counts as one more "needed again"); a file edited since its read is
+    less (what it showed is out of date: the model reads it anew either way).
+    """
+    calls: dict[str, ToolCall] = {}
+    pruned_keys: set[str] = set()
+    seen_after: set[str] = set()
+    reads: dict[str, int] = {}
+    last_read: dict[str, int] = {}
+    last_edit: dict[str, int] = {}
+    keys: dict[str, str] = {}
+    for index, entry in enumerate(view):
+        if isinstance(entry, ToolCall):
+            calls[entry.call_id] = entry
+            key = _call_key(entry)
+            keys[entry.call_id] = key
+            if key in pruned_keys:
+                seen_after.add(key)
+            path = path_of(entry.input)
+            if path is not None:
+                if entry.name == "Read":
+                    reads[path] = reads.get(path, 0) + 1
+                    last_read[entry.call_id] = index
+                elif entry.name in ("Edit", "Write"):
+                    last_edit[path] = index
+        elif isinstance(entry, ToolResult) and is_pruned(entry) and entry.call_id in keys:
+            pruned_keys.add(keys[entry.call_id])
+    pruned = len(pruned_keys)
+    base = (len(seen_after) + _PRIOR_AGAIN) / (pruned + _PRIOR_AGAIN + _PRIOR_NOT)
+    chances: dict[str, float] = {}
+    for call_id in call_ids:
+        call = calls.get(call_id)
+        path = path_of(call.input) if call is not None else None
+        chance = base
+        if path is not None and call is not None:
+            again = reads.get(path, 1) - 1 if call.name == "Read" else 0
+            chance = 1.0 - (1.0 - base) / (1.0 + again)
+            if last_edit.get(path, -1) > last_read.get(call_id, len(view)):
+                chance *= _EDITED_FACTOR
+        chances[call_id] = min(1.0, chance)
+    return chances
+
+
+def _call_key(call: ToolCall) -> str:
+    path = path_of(call.input)
+    if call.name == "Read" and path is not None:
+        return f"Read:{path}"
+    return call.name + json.dumps(call.input, sort_keys=True, default=str)
 
 
 def _always_kept(call: ToolCall) -> bool:

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
@@ -29,7 +29,7 @@ from lamina.context._messages import (
 from lamina.context._parts import Part, Stability, Tier
 from lamina.defang import Authority, SafeText, escape_path, join, neutralise, trusted
 from lamina.errors import UsageError
-from lamina.session import LogEntry, PartRecord, TurnRecord
+from lamina.session import CostDecision, LogEntry, PartRecord, TurnRecord
 
 __all__ = [
     "SYSTEM_AUTHORITIES",
@@ -253,6 +253,10 @@ class TurnContext:
     stable_seen: bool = False
     """Whether this stable version was already sent in the current context window (for backends
     that keep the transcript themselves and are given the stable parts in a user message)."""
+    turn_ttl: Literal["5m", "1h"] | None = None
+    """The TTL the cost model chose for this turn's cache breakpoint (None: the target's own)."""
+    cost: CostDecision | None = None
+    """That choice's expected figures (logged in the record)."""
 
     def record(self) -> TurnRecord:
         """The log entry for this turn (id and parent are stamped by the session)."""
@@ -265,6 +269,8 @@ class TurnContext:
             one_shots=tuple(
                 PartRecord(key=o.kind, text=o.text, part_id=o.part_id, hidden=o.hidden) for o in self.one_shots
             ),
+            turn_ttl=self.turn_ttl if self.turn_ttl is not None else msgspec.UNSET,
+            decision=self.cost if self.cost is not None else msgspec.UNSET,
         )
 
     def tail_parts(self) -> tuple[Part, ...]:

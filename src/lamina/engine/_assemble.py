@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from lamina.compaction import render_lane
 from lamina.context import Authority, OneShot, Part, SafeText, Stability, StableContext, Tier, ToolSpec, TurnContext
 from lamina.defang import neutralise, trusted
-from lamina.session import CompactionBoundary, LogEntry, TurnRecord, UserMessage
+from lamina.session import CompactionBoundary, CostDecision, LogEntry, TurnRecord, UserMessage
 
 __all__ = ["LoggedTurn", "assemble_turn", "lane_of", "logged_turn", "summary_of"]
 
@@ -66,6 +67,8 @@ def assemble_turn(
     data_dir: str = "data",
     tools: Sequence[ToolSpec] = (),
     stable_seen: bool = False,
+    turn_ttl: Literal["5m", "1h"] | None = None,
+    cost: CostDecision | None = None,
 ) -> TurnContext:
     """The one turn assembly: every `TurnContext` is built here, from data alone (pure).
 
@@ -84,6 +87,8 @@ def assemble_turn(
         data_dir: The session's data folder, as the model's tools reach it.
         tools: The tool definitions the request carries.
         stable_seen: Whether this stable version was already sent in the current context window.
+        turn_ttl: The TTL the cost model chose for the turn's cache breakpoint (None: the target's).
+        cost: That choice's expected figures, logged with the turn.
 
     Returns:
         The frozen turn: logged as `record()`, rendered as is.
@@ -101,6 +106,8 @@ def assemble_turn(
         pinned=lane_of(boundary, data_dir=data_dir),
         tools=tuple(tools),
         stable_seen=stable_seen,
+        turn_ttl=turn_ttl,
+        cost=cost,
     )
 
 
@@ -155,6 +162,8 @@ class LoggedTurn:
             boundary=boundary,
             data_dir=data_dir,
             tools=tools,
+            turn_ttl=record.turn_ttl if record is not None and isinstance(record.turn_ttl, str) else None,
+            cost=record.decision if record is not None and isinstance(record.decision, CostDecision) else None,
         )
 
 

@@ -14,15 +14,19 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Self
+from typing import Literal, Self
 
 import msgspec
 
 from lamina.attachments import AttachmentInput, AttachmentStore, MediaSupport
 from lamina.compaction import (
+    DEFAULT_PRICES,
     DEFAULT_PRUNE,
+    CachePrices,
+    Outlook,
     PrunePolicy,
     apply_prunes,
+    choose_turn_ttl,
 )
 from lamina.context import (
     OneShot,
@@ -42,6 +46,7 @@ from lamina.engine._compaction import CompactionEvent
 from lamina.engine._host import E
 from lamina.engine._media import MediaMixin
 from lamina.engine._outbox import Outbox, turn_one_shots
+from lamina.engine._pace import PaceTracker
 from lamina.engine._plans import PlansMixin
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._resume import ResumeMixin
@@ -60,6 +65,7 @@ from lamina.placement import (
 from lamina.session import (
     AttachmentRef,
     CompactionBoundary,
+    CostDecision,
     LogEntry,
     ProviderView,
     SessionLog,
@@ -101,6 +107,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         new_id: Callable[[], str] = _new_turn_id,
         prune: PrunePolicy | None = DEFAULT_PRUNE,
         owns_session: bool = False,
+        cache_prices: CachePrices = DEFAULT_PRICES,
     ) -> None:
         """Open the engine over a session: its state folded from the log, its provider view built.
 
@@ -115,6 +122,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
             new_id: Makes a turn id.
             prune: When old tool output leaves the provider view (None: never).
             owns_session: Whether closing the engine closes the session.
+            cache_prices: The cache prices the cost model decides prunes and TTLs with (Anthropic's by default).
         """
         self.session = session
         self._owns_session = owns_session
@@ -147,9 +155,14 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         self.context_reset_hooks: list[Callable[[], None]] = []
         """Called when a provider compacted its own context (read state resets here, as after a compaction)."""
         self._compaction_lock: asyncio.Lock | None = None
+        self.cache_prices = cache_prices
+        """The prices the cost model decides with (`lamina.compaction.CachePrices`)."""
+        self._pace = PaceTracker()
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
+            self._pace.observe(entry, entry.ts, 0, 0)
         self._rebuild_view()
+        self._pace.request_tokens = self._pace.turn_mark_tokens = self._view.tokens  # as last sent, all of it
         if mode is not None and not self._settings.mode_recorded:
             # the session's starting mode: recorded, but not a transition the model must be told about
             self.record(StateChange(key="mode", value=mode), durable=True)
@@ -227,14 +240,18 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         self._check_open()
         stamped = self.session.append(entry, durable=durable)
         self._track_session_wide(stamped)
+        before = self._view.tokens
         if isinstance(stamped, CompactionBoundary):
             self._rebuild_view()
+            self._pace.reset()
         elif isinstance(stamped, ToolOutputPruned):
             self._view.prune(stamped)
             self._render_cache = RenderCache()
+            self._pace.reset()
         else:
             self._view.append(stamped)
             self._track_path(stamped)
+        self._pace.observe(stamped, self._clock(), before, self._view.tokens)
         return stamped
 
     def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:
@@ -315,9 +332,14 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         stable_seen = self._view.stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
-        turn = self._assemble(self._new_id(), user, self._view.slice(), stable, stable_seen)
+        ttl = choose_turn_ttl(self.outlook(), turn_tokens=self._pace.turn_tokens())
+        turn = self._assemble(self._new_id(), user, self._view.slice(), stable, stable_seen, ttl)
         self.record(turn.record())
         return turn
+
+    def outlook(self) -> Outlook:
+        """What the cost model prices a decision from now: the prices, the session's pace, the cache's state."""
+        return Outlook(self.cache_prices, self._pace.pace(), self._pace.cache(self._clock(), self._view.tokens))
 
     def prune(self, policy: PrunePolicy | None = None) -> ToolOutputPruned | None:
         """Prune old tool output from the provider view when it pays (`prepare_turn` calls this first).
@@ -326,7 +348,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         The log keeps every result; the recorded `ToolOutputPruned` says which ones requests show
         as a note from now on.
         """
-        chosen = self._view.chosen_prune(self.prune_policy if policy is None else policy)
+        chosen = self._view.chosen_prune(self.prune_policy if policy is None else policy, self.outlook)
         return self.record(chosen) if chosen is not None else None
 
     def preview_turn(self, user_text: str) -> TurnContext:
@@ -346,14 +368,20 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         )
         entries = self._view.entries
         user = UserMessage(id="preview", parent_id=entries[-1].id if entries else None, text=user_text)
-        prune = self._view.chosen_prune(self.prune_policy)
+        prune = self._view.chosen_prune(self.prune_policy, self.outlook)
         view = apply_prunes([*entries, prune]) if prune is not None else entries  # what the turn would prune
         return self._assemble(
             "turn_preview", user, [*view, user], stable, self._view.stable_seen_digest == stable.digest
         )
 
     def _assemble(
-        self, turn_id: str, user: UserMessage, history: Sequence[LogEntry], stable: StableContext, stable_seen: bool
+        self,
+        turn_id: str,
+        user: UserMessage,
+        history: Sequence[LogEntry],
+        stable: StableContext,
+        stable_seen: bool,
+        ttl: tuple[Literal["5m", "1h"], CostDecision] | None = None,
     ) -> TurnContext:
         """The turn `assemble_turn` builds over the engine's state now: its volatile parts, outbox and view."""
         return assemble_turn(
@@ -368,6 +396,8 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
             data_dir=self._data_dir(),
             tools=self.tools,
             stable_seen=stable_seen,
+            turn_ttl=ttl[0] if ttl is not None else None,
+            cost=ttl[1] if ttl is not None else None,
         )
 
     def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
@@ -425,6 +455,8 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
             boundary=self._view.boundary,
             data_dir=self._data_dir(),
             tools=turn.tools,
+            turn_ttl=turn.turn_ttl,
+            cost=turn.cost,
         )
         self.record(again.record())
         return again

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import overload
 
-from lamina.compaction import PrunePolicy, apply_prunes, choose_prune, entry_tokens, prunable_tokens, prune_floor
+from lamina.compaction import (
+    Outlook,
+    PrunePolicy,
+    apply_prunes,
+    choose_prune,
+    entry_tokens,
+    prunable_tokens,
+    prune_floor,
+)
 from lamina.engine._sessions import resets_seen
 from lamina.session import LogEntry, ProviderView, ToolCall, ToolOutputPruned, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import TokenEstimator
@@ -118,8 +126,13 @@ class LiveView:
             self.last_seen = {}
             self.stable_seen_digest = None
 
-    def chosen_prune(self, policy: PrunePolicy | None) -> ToolOutputPruned | None:
-        """The prune `policy` would make now, looking only at what is left to take (O(1) while too little is)."""
+    def chosen_prune(
+        self, policy: PrunePolicy | None, outlook: Callable[[], Outlook] | None = None
+    ) -> ToolOutputPruned | None:
+        """The prune `policy` would make now, looking only at what is left to take (O(1) while too little is).
+
+        `outlook` gives what the cost model prices it from (a priced policy keeps only what pays).
+        """
         if policy is None:
             return None
         if self._prune_tally is None or self._prune_tally[0] != policy:
@@ -134,7 +147,8 @@ class LiveView:
         _, floor, tokens = self._prune_tally
         if tokens < policy.minimum_tokens:
             return None
-        return choose_prune(self.entries, policy, estimator=self._estimator, start=floor)
+        priced = outlook() if outlook is not None and policy.priced else None
+        return choose_prune(self.entries, policy, estimator=self._estimator, start=floor, outlook=priced)
 
     def _call_in_turn(self, call_id: str) -> ToolCall | None:
         """The call `call_id` answers, looked for back to the start of the turn (where a tool loop's calls are)."""

@@ -111,10 +111,10 @@ def _previous_index(wire: list[dict[str, Any]]) -> int | None:
     return next((i for i in range(newest_assistant - 1, -1, -1) if wire[i]["role"] == "user"), None)
 
 
-def _marks(wire: list[dict[str, Any]], target: AnthropicTarget, free: int) -> dict[int, CacheTtl]:
+def _marks(wire: list[dict[str, Any]], target: AnthropicTarget, free: int, turn_ttl: CacheTtl) -> dict[int, CacheTtl]:
     """Which messages get a breakpoint on their last block, with which TTL (`free`: breakpoints left)."""
     last = len(wire) - 1
-    rolling, turn_ttl = target.anthropic_cache_ttl, target.turn_breakpoint_ttl
+    rolling = target.anthropic_cache_ttl
     turn = _turn_index(wire)
     previous = _previous_index(wire)
     far = previous is not None and _positions_after(wire, previous, last) >= _LOOKBACK
@@ -140,7 +140,7 @@ def render_anthropic(
     context: list[dict[str, Any]] = [{"type": "text", "text": p.text} for p in turn.stable.context_parts]
     if wire:
         free = _MAX_BREAKPOINTS - bool(system) - bool(context)
-        for index, ttl in _marks(wire, target, free).items():
+        for index, ttl in _marks(wire, target, free, target.breakpoint_ttl(turn.turn_ttl)).items():
             wire[index] = _mark_last_block(wire[index], ttl)
     if context:
         context[-1] = {**context[-1], "cache_control": _cache(target.stable_ttl)}

@@ -35,6 +35,18 @@ class AnthropicTarget:
             return self.turn_ttl
         return "1h" if self.stable_ttl == "1h" else self.anthropic_cache_ttl
 
+    def breakpoint_ttl(self, chosen: CacheTtl | None) -> CacheTtl:
+        """The TTL the turn breakpoint gets when the session's cost model chose `chosen`.
+
+        `turn_ttl`, when set, wins; a choice the other TTLs cannot take (1 hour with a 5-minute
+        stable prefix, 5 minutes with a 1-hour rolling breakpoint) gives way to the default.
+        """
+        if self.turn_ttl is not None or chosen is None:
+            return self.turn_breakpoint_ttl
+        if (chosen == "1h" and self.stable_ttl == "5m") or (chosen == "5m" and self.anthropic_cache_ttl == "1h"):
+            return self.turn_breakpoint_ttl
+        return chosen
+
     def __post_init__(self) -> None:
         if self.anthropic_cache_ttl == "1h" and self.stable_ttl == "5m":
             raise UsageError("anthropic_cache_ttl '1h' needs stable_ttl '1h' (1-hour entries must come first)")

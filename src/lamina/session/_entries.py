@@ -185,6 +185,27 @@ class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
     never inline bytes; shown with the result as the model in use takes them."""
 
 
+class CostDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """A context decision and the expected bills that made it (`lamina.compaction`'s cost model).
+
+    Bills are in base-price input tokens over the likely rest of the session; logged on the entry
+    the decision made (a prune, a compaction boundary, a turn record for its breakpoint's TTL).
+    """
+
+    action: str
+    """What was chosen: `prune`, `keep`, `compact`, `wait`, `ttl_5m` or `ttl_1h`."""
+    expected: float
+    """The expected bill of the action taken."""
+    expected_nothing: float
+    """The expected bill of doing nothing (for a TTL: of the other TTL)."""
+    horizon: int = 0
+    """The model calls the estimate looks ahead."""
+    cache: str = ""
+    """The cache's state when it was decided: `warm`, `partly warm` or `cold`."""
+    reread_chance: float = 0.0
+    """The chance, learnt in the session, that a pruned result is needed again."""
+
+
 class ToolOutputPruned(_EntryBase, frozen=True, kw_only=True, tag="prune"):
     """From here on, the provider view shows these calls' results as a one-line note (the log keeps them).
 
@@ -195,6 +216,8 @@ class ToolOutputPruned(_EntryBase, frozen=True, kw_only=True, tag="prune"):
     call_ids: tuple[str, ...]
     tokens: int = 0
     """Tokens the prune freed, estimated when it was chosen."""
+    decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
+    """Why it was made: its expected bill against keeping everything (absent in older logs)."""
 
 
 class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -292,6 +315,8 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     """The user's own messages from the summarised part (and from earlier compactions), verbatim."""
     plan_id: str | None = None
     """The plan this compaction was made for (Accept & Compact), if any."""
+    decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
+    """When it was priced: its expected bill against waiting (absent in older logs and unpriced compactions)."""
 
 
 class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
@@ -394,6 +419,10 @@ class TurnRecord(_EntryBase, frozen=True, kw_only=True, tag="turn"):
     stable_version: int
     volatile: tuple[PartRecord, ...] = ()
     one_shots: tuple[PartRecord, ...] = ()
+    turn_ttl: Literal["5m", "1h"] | msgspec.UnsetType = msgspec.UNSET
+    """The TTL the cost model chose for the turn's cache breakpoint (absent: the target's own)."""
+    decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
+    """Why that TTL: its expected bill against the other one."""
 
 
 class Label(_EntryBase, frozen=True, kw_only=True, tag="label"):
