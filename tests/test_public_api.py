@@ -487,6 +487,7 @@ SURFACE: dict[str, list[str]] = {
         "PlanStateName",
         "ProviderSession",
         "ProviderView",
+        "ReadStamp",
         "SessionHealth",
         "SessionLog",
         "SessionStore",
