@@ -63,8 +63,8 @@ class ReadTool(StructTool[ReadInput]):
 
     name = "Read"
     description = (
-        "Read a text file; lines come numbered (number, tab, text). A long file comes a window at a time; "
-        "the closing note gives the offset to continue. Paths are absolute or relative to the working directory."
+        "Read a text file, lines numbered (number, tab, text), a window at a time: the closing note gives "
+        "the offset to continue."
     )
     read_only = True
     input_type = ReadInput
