@@ -509,6 +509,7 @@ SURFACE: dict[str, list[str]] = {
         "PlanStateName",
         "ProviderSession",
         "ProviderView",
+        "ReadStamp",
         "SessionFiles",
         "SessionHealth",
         "SessionLog",

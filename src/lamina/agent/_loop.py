@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
@@ -54,6 +55,12 @@ from lamina.tools import PermissionMode, ToolExecution, ToolPipeline
 
 if TYPE_CHECKING:
     from lamina.reports import BudgetReport
+
+
+def _in_request(engine: ContextEngine) -> tuple[ToolResult, ...]:
+    """The tool results the next request holds (for Read): the context window, prunes applied, from the log."""
+    return tuple(result for _, result in engine.window_calls())
+
 
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
@@ -236,6 +243,7 @@ class Agent(PlanSteps, ProviderSessions):
         if self._over_threshold():
             await self.compact(trigger="threshold")
         self._check_provider_sessions()
+        self.tools.context = dataclasses.replace(self.tools.context, request_results=partial(_in_request, self.engine))
         turn = self.engine.prepare_turn(user_text, refs, user_words=user_words)
         if durable_message:  # a plan's execution message is on disk before any request carries it
             self.engine.end_turn()
@@ -284,6 +292,7 @@ class Agent(PlanSteps, ProviderSessions):
                             is_error=result.is_error,
                             full_output_path=full_output,
                             attachments=result.attachments,
+                            read=result.read,
                         )
                     )
                     open_calls.pop(0)

@@ -171,6 +171,26 @@ class ToolCall(_EntryBase, frozen=True, kw_only=True, tag="tool_call"):
     input: dict[str, Any]
 
 
+class ReadStamp(msgspec.Struct, frozen=True, kw_only=True):
+    """What a Read result showed: the file, its hash and the window, so a later Read can tell it is still current.
+
+    Logged on the result, so "still in the request" is decided from the provider view after a
+    restart too (see docs/tools.md, "Read").
+    """
+
+    path: str
+    """The file, absolute and resolved."""
+    sha256: str
+    """The hex SHA-256 of the file's bytes when it was read."""
+    offset: int = 1
+    limit: int | None = None
+    """The window, as the call asked for it (None: as many lines as one Read returns)."""
+    unchanged_from: str | None = None
+    """This result is a pointer to the earlier result of call `unchanged_from` (byte-identical there)."""
+    changes_from: str | None = None
+    """This result lists only the changes since the earlier result of call `changes_from`."""
+
+
 class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
     """The result returned to the model for the tool call `call_id`."""
 
@@ -183,6 +203,8 @@ class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
     attachments: tuple[AttachmentRef, ...] = ()
     """Images the tool returned (an MCP server's image content), stored like a user's attachments: references,
     never inline bytes; shown with the result as the model in use takes them."""
+    read: ReadStamp | None = None
+    """For a Read of a text file: what it showed (file, hash, window)."""
 
 
 class CostDecision(msgspec.Struct, frozen=True, kw_only=True):

@@ -12,7 +12,7 @@ import enum
 import functools
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
@@ -23,7 +23,7 @@ from lamina.attachments import AttachmentStore, NamedBytes
 from lamina.context import ToolSpec
 from lamina.defang import trusted
 from lamina.errors import LaminaError, UsageError
-from lamina.session import VIRTUAL_ROOT, SessionFiles
+from lamina.session import VIRTUAL_ROOT, ReadStamp, SessionFiles, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.tools._offload import OffloadPolicy
 
@@ -58,6 +58,8 @@ class ToolOutput:
     images: tuple[NamedBytes, ...] = ()
     """Images for the model, as the tool received them (an MCP server's image content): the pipeline
     stores them in the session's attachment store and the result refers to them."""
+    read: ReadStamp | None = None
+    """What a Read showed (file, hash, window), logged on the result for later Reads of the same file."""
 
 
 PlanSink: TypeAlias = Callable[[str, str, str], str]
@@ -95,6 +97,9 @@ class ToolContext:
     """The session's plans folder: readable, writable in every mode that writes, the only folder plan mode writes."""
     submit_plan: PlanSink | None = None
     """Where `SubmitPlan` hands a plan to the session; None: plans cannot be submitted here."""
+    request_results: Callable[[], Iterable[ToolResult]] | None = None
+    """The tool results the next request holds (the provider view's context window, prunes applied), for
+    Read to point at a result still there instead of sending it again; None: Read always sends the file."""
     offload: OffloadPolicy = field(default_factory=OffloadPolicy)
     estimator: TokenEstimator = DEFAULT_ESTIMATOR
     attachments: AttachmentStore | None = None

@@ -62,9 +62,8 @@ class BashTool(StructTool[BashInput]):
         self.max_output_bytes = max_output_bytes
         self.drain_seconds = drain_seconds
         self.description = (
-            "Run a bash command in the working directory; returns stdout and stderr together, and the exit code. "
-            f"No stdin. Killed after timeout seconds (default {self.default_timeout:g}, at most {max_timeout:g}). "
-            "For files, use the file tools."
+            "Run a bash command in the working directory (no stdin); returns stdout and stderr together and the "
+            f"exit code. Killed after timeout seconds (default {self.default_timeout:g}, at most {max_timeout:g})."
         )
 
     @property

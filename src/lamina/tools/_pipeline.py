@@ -20,6 +20,7 @@ import msgspec
 from lamina.attachments import AttachmentRef
 from lamina.context import ToolSpec
 from lamina.errors import UsageError
+from lamina.session import ReadStamp
 from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolInputError, ToolOutput, within
 from lamina.tools._offload import offload_result
 from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall
@@ -46,6 +47,8 @@ class ToolExecution:
     """The tool asked to end the turn after this batch of calls (`SubmitPlan`)."""
     attachments: tuple[AttachmentRef, ...] = ()
     """The images the tool returned, stored in the session's attachment store (log these, never bytes)."""
+    read: ReadStamp | None = None
+    """What a Read showed (file, hash, window): log it on the result (`ToolResult.read`)."""
 
 
 class ToolPipeline:
@@ -169,17 +172,9 @@ class ToolPipeline:
             estimator=ctx.estimator,
             files=ctx.files,
         )
-        return ToolExecution(
-            call_id=call_id,
-            name=name,
-            content=content if offloaded is None else offloaded.preview,
-            is_error=output.is_error,
-            decision=Allow(),
-            input=call.input,
-            full_output_path=None if offloaded is None else offloaded.path,
-            ends_turn=output.ends_turn and not output.is_error,
-            attachments=images,
-        )
+        if offloaded is None:
+            return _ran(call, output, content, images, None, read=output.read if content == output.content else None)
+        return _ran(call, output, offloaded.preview, images, offloaded.path)
 
     def _mode_verdict(self, call: ToolCall, ctx: ToolContext) -> Allow | Deny | Ask:
         if call.tool.read_only:
@@ -276,6 +271,30 @@ async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:
         return await tool.run(call.input, ctx)
     except Exception as exc:  # a tool's bug must still leave a result for the call
         return ToolOutput(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _ran(
+    call: ToolCall,
+    output: ToolOutput,
+    content: str,
+    images: tuple[AttachmentRef, ...],
+    full_output_path: Path | None,
+    *,
+    read: ReadStamp | None = None,
+) -> ToolExecution:
+    """The execution of a call that ran: `content` is what the model receives (`read` only when it is the output)."""
+    return ToolExecution(
+        call_id=call.call_id,
+        name=call.name,
+        content=content,
+        is_error=output.is_error,
+        decision=Allow(),
+        input=call.input,
+        full_output_path=full_output_path,
+        ends_turn=output.ends_turn and not output.is_error,
+        attachments=images,
+        read=read,
+    )
 
 
 def _refused(call_id: str, name: str, input: Any, deny: Deny) -> ToolExecution:

@@ -11,6 +11,7 @@ and missing paths are clear errors, never exceptions.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import os
 import stat
@@ -20,7 +21,9 @@ from typing import Annotated, Final
 
 import msgspec
 
+from lamina.session import ReadStamp
 from lamina.tools._base import StructTool, ToolContext, ToolOutput
+from lamina.tools._reread import answer
 
 DEFAULT_MAX_LINES: Final = 2_000
 DEFAULT_MAX_LINE_CHARS: Final = 2_000
@@ -60,8 +63,8 @@ class ReadTool(StructTool[ReadInput]):
 
     name = "Read"
     description = (
-        "Read a text file; lines come numbered (number, tab, text). A long file comes a window at a time; "
-        "the closing note gives the offset to continue. Paths are absolute or relative to the working directory."
+        "Read a text file, lines numbered (number, tab, text), a window at a time: the closing note gives "
+        "the offset to continue."
     )
     read_only = True
     input_type = ReadInput
@@ -96,10 +99,28 @@ class ReadTool(StructTool[ReadInput]):
                         f"{shown} is a binary file ({st.st_size:,} bytes); Read shows text files only.", is_error=True
                     )
                 raw.seek(0)
-                with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as text:
-                    return self._window(text, input, ctx, shown, st.st_size)
+                if st.st_size > COUNT_ALL_BELOW_BYTES:  # too large to hold: streamed, never pointed at
+                    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as text:
+                        return self._window(text, input, ctx, shown, st.st_size)
+                data = raw.read()
         except OSError as exc:
             return ToolOutput(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}", is_error=True)
+        with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None) as text:
+            output = self._window(text, input, ctx, shown, len(data))
+        if output.is_error or not data:
+            return output
+        return self._stamped(output.content, data, path, input, ctx, shown)
+
+    def _stamped(
+        self, body: str, data: bytes, path: Path, input: ReadInput, ctx: ToolContext, shown: str
+    ) -> ToolOutput:
+        """The window stamped with the file's hash: a pointer or the changes when the request holds an earlier read."""
+        digest = hashlib.sha256(data).hexdigest()
+        stamp = ReadStamp(path=str(path.resolve()), sha256=digest, offset=input.offset or 1, limit=input.limit)
+        if ctx.request_results is None:
+            return ToolOutput(body, read=stamp)
+        content, stamp = answer(ctx.request_results(), stamp, body, shown, ctx.estimator)
+        return ToolOutput(content, read=stamp)
 
     def _window(self, text: io.TextIOWrapper, input: ReadInput, ctx: ToolContext, shown: str, size: int) -> ToolOutput:
         first = input.offset or 1

@@ -29,8 +29,7 @@ class WriteTool(StructTool[WriteInput]):
 
     name = "Write"
     description = (
-        "Create a file, or replace a whole file, with content (missing folders are created). Use Edit to change "
-        "part of a file."
+        "Create or replace a whole file with content (missing folders are created); Edit changes part of a file."
     )
     input_type = WriteInput
 
