@@ -143,7 +143,7 @@ def test_mini_preset_lists_the_root_file_and_leaves_memory_out(monorepo: Path, p
 def test_the_default_tools_are_the_built_in_ones(monorepo: Path, prefs_file: Path) -> None:
     context = workspace(monorepo, prefs_file)
     assert context.tools == tuple(t.spec for t in default_tools())
-    assert "Make independent tool calls together" in by_key(context())["system.tools"].text
+    assert "make independent calls together" in by_key(context())["system.tools"].text
 
 
 def test_memory_is_capped_with_a_note(monorepo: Path, prefs_file: Path) -> None:

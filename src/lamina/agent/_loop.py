@@ -62,6 +62,19 @@ def _in_request(engine: ContextEngine) -> tuple[ToolResult, ...]:
     return tuple(result for _, result in engine.window_calls())
 
 
+def _result_entry(call: ToolCallRequest, result: ToolExecution) -> ToolResult:
+    """The log entry of a call's result: its content, error flag, offloaded output, attachments and Read stamp."""
+    return ToolResult(
+        call_id=call.call_id,
+        name=call.name,
+        content=result.content,
+        is_error=result.is_error,
+        full_output_path=str(result.full_output_path) if result.full_output_path else None,
+        attachments=result.attachments,
+        read=result.read,
+    )
+
+
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
 
@@ -283,22 +296,14 @@ class Agent(PlanSteps, ProviderSessions):
                     call = open_calls[0]
                     self._emit(ToolStarted(call.call_id, call.name, call.input))
                     result = await _execute(self.tools, call, self._emit if self.on_event is not None else None)
-                    full_output = str(result.full_output_path) if result.full_output_path else None
-                    self.engine.record(
-                        ToolResult(
-                            call_id=call.call_id,
-                            name=call.name,
-                            content=result.content,
-                            is_error=result.is_error,
-                            full_output_path=full_output,
-                            attachments=result.attachments,
-                            read=result.read,
-                        )
-                    )
+                    entry = _result_entry(call, result)
+                    self.engine.record(entry)
                     open_calls.pop(0)
                     tools_run.append(call.name)
                     ends_turn = ends_turn or result.ends_turn
-                    self._emit(ToolFinished(call.call_id, call.name, result.is_error, result.content, full_output))
+                    self._emit(
+                        ToolFinished(call.call_id, call.name, result.is_error, result.content, entry.full_output_path)
+                    )
                 if ends_turn:  # a plan was submitted: the user decides before the model goes on
                     if self.engine.plan is not None:
                         self._emit(PlanUpdate(self.engine.plan))

@@ -130,9 +130,9 @@ scratch) go in the data folder."""
 _PERMISSIONS_MINI = """\
 # Permissions
 
-Tool calls are checked before they run; the permission mode is in the <session_state> block of the \
-latest user message. In explore mode, change nothing. In plan mode, write the plan as a markdown \
-file in the plans folder and submit it with SubmitPlan. If a call is refused, do not repeat it unchanged."""
+Tool calls are checked; the mode is in the latest user message's <session_state> block. In \
+explore mode, change nothing. In plan mode, write the plan as a markdown file in the plans folder \
+and submit it with SubmitPlan. Do not repeat a refused call unchanged."""
 
 
 def _permissions(inputs: PromptInputs) -> str:
