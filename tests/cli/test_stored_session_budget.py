@@ -42,9 +42,15 @@ def _cli(tmp_path: Path, *args: str, stdin: str | None = None) -> object:
 
 
 def _session_with_turns(tmp_path: Path, wire: WireServer, turns: int = 4) -> str:
-    """A stored session of `turns` turns, each reading the big file (so a compaction frees tokens)."""
+    """A stored session of `turns` turns, each reading the big file (so a compaction frees tokens).
+
+    The file changes before every pass: an unchanged one would be read as a pointer to the first read.
+    """
     session_id = None
     for n in range(turns):
+        (Path.cwd() / "big.txt").write_text(
+            "".join(f"line {i} of pass {n}: some text of the file\n" for i in range(400))
+        )
         wire.script(Reply(text="Reading.", tool_calls=[ToolUse("Read", {"path": "big.txt"})]), Reply(text=f"Done {n}."))
         resume = ["--resume", session_id] if session_id else []
         result = _cli(tmp_path, "run", f"read big.txt, pass {n}", "--model", MODEL, "--json", *resume)

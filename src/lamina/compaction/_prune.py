@@ -229,8 +229,13 @@ def _always_kept(call: ToolCall) -> bool:
 
 
 def apply_prunes(entries: Sequence[LogEntry]) -> list[LogEntry]:
-    """`entries` with every result a `ToolOutputPruned` among them names shown as its note (a new list)."""
+    """`entries` with every result a `ToolOutputPruned` among them names shown as its note (a new list).
+
+    A Read that points at an earlier result (unchanged since, or only its changes) whose result is
+    no longer among `entries` or was pruned is shown as a note too: what it points at is gone.
+    """
     pruned = {call_id for e in entries if isinstance(e, ToolOutputPruned) for call_id in e.call_ids}
+    pruned |= _dangling_reads(entries, pruned)
     if not pruned:
         return list(entries)
     calls = {e.call_id: e for e in entries if isinstance(e, ToolCall)}
@@ -240,3 +245,22 @@ def apply_prunes(entries: Sequence[LogEntry]) -> list[LogEntry]:
         else e
         for e in entries
     ]
+
+
+def _dangling_reads(entries: Sequence[LogEntry], pruned: set[str]) -> set[str]:
+    """The Read results whose pointer or changes name a result not shown in full (gone, pruned, itself dangling)."""
+    results = [e for e in entries if isinstance(e, ToolResult)]
+    gone: set[str] = set()
+    while True:  # a pointer to a changes list whose base is gone is gone as well
+        shown = {r.call_id for r in results} - pruned - gone
+        more = {
+            r.call_id
+            for r in results
+            if r.read is not None
+            and r.call_id not in gone
+            and (target := r.read.unchanged_from or r.read.changes_from) is not None
+            and target not in shown
+        }
+        if not more:
+            return gone
+        gone |= more
