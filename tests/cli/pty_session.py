@@ -111,13 +111,15 @@ class HoldingWire(WireServer):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.gate: threading.Event | None = None
+        """The gate the next streamed answer waits at (the handler takes it: one answer is held)."""
+        self._held: threading.Event | None = None
 
     def hold_next_stream(self) -> None:
-        self.gate = threading.Event()
+        self.gate = self._held = threading.Event()
 
     def release(self) -> None:
-        if self.gate is not None:
-            self.gate.set()
+        if self._held is not None:  # the handler has taken `gate` already: release the one it waits at
+            self._held.set()
 
     def start(self) -> HoldingWire:
         handler = type("HoldingHandler", (_HoldingHandler,), {"wire": self})
