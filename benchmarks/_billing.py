@@ -27,7 +27,7 @@ from lamina.cachesim import (
     TimedRequest,
     summarise,
 )
-from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
+from lamina.compaction import DEFAULT_PRUNE, CachePrices, PrunePolicy
 from lamina.placement import AnthropicTarget, OpenAIResponsesTarget, render
 
 ANTHROPIC: Final = AnthropicTarget(model="claude-sonnet-5")
@@ -35,6 +35,9 @@ RESPONSES: Final = OpenAIResponsesTarget(model="gpt-5")
 FIRST_BYTE_S: Final = 2.0
 TARGETS: Final = ("anthropic", "responses")
 """The two formats every goal figure is given for: Anthropic Messages and OpenAI Responses."""
+PLACEMENTS: Final = {"anthropic": ANTHROPIC, "responses": RESPONSES}
+PRICES: Final = {"anthropic": CachePrices.anthropic(), "responses": CachePrices.openai()}
+"""The prices each format's session decides with: its provider's cache rules, as an agent on it does."""
 _PRUNED_MARK: Final = "call it again if you need it]"
 """The end of a pruned result's note (`lamina.compaction.pruned_note`)."""
 _GAP_S: Final = 300.0
@@ -68,15 +71,14 @@ class OurCall:
 
 @dataclass(frozen=True, slots=True)
 class OurRun:
-    """Our run of a script: each call, and its usage on each target."""
+    """Our runs of a script, one per target: each call, and its usage."""
 
-    calls: tuple[OurCall, ...]
+    calls: Mapping[str, tuple[OurCall, ...]]
     usages: Mapping[str, tuple[CacheUsage, ...]]
 
-    @property
-    def rereads(self) -> int:
-        """How many times the scripted model read a file again."""
-        return sum(1 for c in self.calls if c.after_reread)
+    def rereads(self, target: str) -> int:
+        """How many times the scripted model read a file again on `target`'s run."""
+        return sum(1 for c in self.calls[target] if c.after_reread)
 
     def summary(self, target: str) -> CacheSummary:
         """The bill on `target`."""
@@ -88,21 +90,23 @@ class OurRun:
 
 
 def our_run(script: Sequence[ScriptedTurn], prune: PrunePolicy | None = DEFAULT_PRUNE) -> OurRun:
-    """Run `script` through a context engine (old output pruned by `prune`) and bill it on both targets."""
-    simulators = {target: simulator_for(target) for target in TARGETS}
-    usages: dict[str, list[CacheUsage]] = {target: [] for target in TARGETS}
-    calls: list[OurCall] = []
-    for call in scripted_session(script, prune=prune):
-        continuation = call.engine.continuation(call.turn)
-        pruned = 0
-        for target, placement in (("anthropic", ANTHROPIC), ("responses", RESPONSES)):
-            body = dict(render(call.turn, placement, continuation=continuation))
-            if target == "anthropic":
-                pruned = str(body["messages"]).count(_PRUNED_MARK)
-            request = TimedRequest(call.t_start, body, call.t_start + FIRST_BYTE_S)
-            usages[target].append(simulators[target].submit(request))
-        calls.append(OurCall(call.t_start, call.turn_index, call.after_reread, pruned))
-    return OurRun(tuple(calls), {target: tuple(u) for target, u in usages.items()})
+    """Run `script` through a context engine (old output pruned by `prune`) once per target, and bill each run.
+
+    Each target's run decides with its provider's prices (`PRICES`), so the two may prune differently.
+    """
+    usages: dict[str, tuple[CacheUsage, ...]] = {}
+    calls: dict[str, list[OurCall]] = {}
+    for target in TARGETS:
+        simulator, placement = simulator_for(target), PLACEMENTS[target]
+        billed: list[CacheUsage] = []
+        calls[target] = []
+        for call in scripted_session(script, prune=prune, cache_prices=PRICES[target]):
+            body = dict(render(call.turn, placement, continuation=call.engine.continuation(call.turn)))
+            billed.append(simulator.submit(TimedRequest(call.t_start, body, call.t_start + FIRST_BYTE_S)))
+            pruned = str(body["messages" if target == "anthropic" else "input"]).count(_PRUNED_MARK)
+            calls[target].append(OurCall(call.t_start, call.turn_index, call.after_reread, pruned))
+        usages[target] = tuple(billed)
+    return OurRun({t: tuple(c) for t, c in calls.items()}, usages)
 
 
 def peer_bill(run: PeerRun, simulator: CacheSimulator) -> list[CacheUsage]:
@@ -178,7 +182,7 @@ def bill_breakdown(scenario: str, policy: str, run: OurRun, target: str, edit_tu
     writes = (summary.write_5m * rules.write_5m_multiplier, summary.write_1h * rules.write_1h_multiplier)
     new: dict[str, float] = dict.fromkeys(CAUSES, 0.0)
     for i, usage in enumerate(usages):
-        new[_cause(i, run.calls, edit_turn)] += usage.weighted_tokens - usage.read * read_price(target)
+        new[_cause(i, run.calls[target], edit_turn)] += usage.weighted_tokens - usage.read * read_price(target)
     prefix = f"bill_{scenario}_{policy}_{target}"
     figures = [
         Figure(f"{prefix}_reads", round(read), "tokens", note=f"{summary.read:,} tokens read from the cache"),

@@ -187,8 +187,10 @@ def revisit_figures(*, quick: bool, progress: Progress) -> list[Figure]:
         figures += bill_breakdown("revisits", "default", default, target, edit)
         figures += bill_breakdown("revisits", "unpruned", never, target, edit)
     note = "files the scripted model read again: their content was gone from the request"
-    figures += [
-        Figure("rereads_revisits_default", default.rereads, "reads", note=note),
-        Figure("rereads_revisits_unpruned", never.rereads, "reads", note=note),
-    ]
+    for target in TARGETS:
+        tags = {"scenario": "revisits", "target": target}
+        figures += [
+            Figure(f"rereads_revisits_{target}", default.rereads(target), "reads", note=note, **tags),
+            Figure(f"rereads_unpruned_revisits_{target}", never.rereads(target), "reads", note=note, **tags),
+        ]
     return figures

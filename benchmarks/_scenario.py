@@ -12,7 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
-from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
+from lamina.compaction import DEFAULT_PRICES, DEFAULT_PRUNE, CachePrices, PrunePolicy
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, render
@@ -251,13 +251,15 @@ def scripted_session(
     extra_parts: Sequence[Part] = (),
     extra_tools: Sequence[ToolSpec] = (),
     prune: PrunePolicy | None = DEFAULT_PRUNE,
+    cache_prices: CachePrices = DEFAULT_PRICES,
 ) -> Iterator[ModelCall]:
     """Drive a context engine through `script` (default: `session_script()`), yielding before every model call.
 
     The engine has what a default session has: the default preset's system prompt over a workspace
     holding AGENTS.md, the built-in tools, and Read's numbered lines as the tool results.
     `extra_parts` join the stable parts (a skill catalogue), `extra_tools` the tools (source tools).
-    Old tool output is pruned as a default engine prunes it, or by `prune` (None: never).
+    Old tool output is pruned as a default engine prunes it, or by `prune` (None: never), the cost
+    model deciding with `cache_prices` (those of the provider the requests are billed on).
     """
     script = session_script() if script is None else script
     with tempfile.TemporaryDirectory(prefix="lamina-bench-") as tmp:
@@ -281,6 +283,7 @@ def scripted_session(
             time_zone="Europe/Berlin",
             clock=lambda: clock_value[0],
             prune=prune,
+            cache_prices=cache_prices,
         )
         for scripted in script:
             clock_value[0] = scripted.steps[0].t

@@ -4,7 +4,8 @@ The same scripted coding session (`benchmarks._scenario.session_script`: 119 mod
 tool loops, time advancing every turn, three mode changes, sources toggled, AGENTS.md edited at
 turn 20, one idle gap of 9 minutes at turn 30; 12 turns with `--quick`), run by a context engine
 as a default session runs (the default preset's prompt, the built-in tools, Read's numbered lines),
-is rendered seven ways and billed by the cache simulator:
+is rendered seven ways and billed by the cache simulator (the Anthropic ways from a run whose cost
+model decides with Anthropic's prices, the OpenAI ones from a run deciding with OpenAI's):
 
 - `anthropic_lamina`: our Anthropic placement;
 - `anthropic_system_appended`: the volatile parts appended to the system prompt every turn, as one
@@ -55,7 +56,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import Figure, ratio
-from benchmarks._billing import ANTHROPIC, FIRST_BYTE_S, RESPONSES, PeerRunner, goal_figures, our_run, peer_bill
+from benchmarks._billing import (
+    ANTHROPIC,
+    FIRST_BYTE_S,
+    PRICES,
+    RESPONSES,
+    PeerRunner,
+    goal_figures,
+    our_run,
+    peer_bill,
+)
 from benchmarks._claude_code import run_claude_code
 from benchmarks._peers import PeerUnavailable, run_codex, run_pi
 from benchmarks._revisit import revisit_figures
@@ -304,6 +314,17 @@ def _other_peer(
     ], summary
 
 
+def _submit(
+    simulators: dict[str, CacheSimulator],
+    usages: dict[str, list[CacheUsage]],
+    call: ModelCall,
+    bodies: dict[str, dict[str, Any]],
+) -> None:
+    """Bill each way's request body of `call` on its own simulator."""
+    for name, body in bodies.items():
+        usages[name].append(simulators[name].submit(TimedRequest(call.t_start, body, call.t_start + FIRST_BYTE_S)))
+
+
 def _bills(script: Sequence[ScriptedTurn], prune: PrunePolicy | None = DEFAULT_PRUNE) -> dict[str, CacheSummary]:
     """What `script` costs on our Anthropic and OpenAI Responses (`openai`) placements, old output pruned by `prune`."""
     run = our_run(script, prune)
@@ -352,7 +373,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     our_turns: list[int] = []
     composition = SessionComposition()
     progress(f"rendering and simulating a {len(script)}-turn session seven ways")
-    for call in scripted_session(script):
+    for call in scripted_session(script):  # the Anthropic placements: the cost model decides with Anthropic's prices
         continuation = call.engine.continuation(call.turn)
         composition.add(compose_turn(call.turn, continuation))
         ours = dict(render(call.turn, ANTHROPIC, continuation=continuation))
@@ -364,12 +385,16 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             "anthropic_no_breakpoints": _strip_markers(ours),
             "anthropic_rebuild_on_edit": _rebuilt_on_edit(ours, AGENTS_MD, edited) if call.turn_index >= edit else ours,
             "anthropic_rolling_only": dict(render(call.turn, ROLLING_ONLY, continuation=continuation)),
+        }
+        _submit(simulators, usages, call, bodies)
+        our_turns.append(call.turn_index)
+    for call in scripted_session(script, cache_prices=PRICES["responses"]):  # the OpenAI ones, with OpenAI's
+        continuation = call.engine.continuation(call.turn)
+        bodies = {
             "openai_lamina": dict(render(call.turn, OPENAI, continuation=continuation)),
             "openai_responses_lamina": dict(render(call.turn, RESPONSES, continuation=continuation)),
         }
-        for name, body in bodies.items():
-            usages[name].append(simulators[name].submit(TimedRequest(call.t_start, body, call.t_start + FIRST_BYTE_S)))
-        our_turns.append(call.turn_index)
+        _submit(simulators, usages, call, bodies)
 
     progress(f"Claude Code through the same {len(script)} turns")
     figures, claude = _peer_figures(script, usages["anthropic_lamina"], our_turns, progress, quick=quick)

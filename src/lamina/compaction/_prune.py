@@ -42,9 +42,9 @@ class PrunePolicy:
 
     protect_turns: int = 2
     """The tool output of this many newest user turns (the current one included) is never pruned."""
-    protect_tokens: int = 10_000
+    protect_tokens: int = 5_000
     """Beyond those turns, this many tokens of the newest tool output are kept too."""
-    minimum_tokens: int = 40_000
+    minimum_tokens: int = 20_000
     """Prune only when this many tokens go at once (each prune costs a cache write of what follows)."""
     smallest_tokens: int = 100
     """Output this small stays: its note would save next to nothing."""
