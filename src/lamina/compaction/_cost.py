@@ -318,13 +318,13 @@ def price_compaction(outlook: Outlook, *, tokens_after: int) -> tuple[Literal["c
 
 _WORDS: Final = {
     "prune": ("prune", "keeping everything"),
-    "keep": ("keep everything", "keeping everything"),
+    "keep": ("keep everything", ""),
     "compact": ("compact now", "waiting for a cold cache"),
     "wait": ("wait for a cold cache", "compacting now"),
     "ttl_5m": ("5-minute TTL", "with the 1-hour TTL"),
     "ttl_1h": ("1-hour TTL", "with the 5-minute TTL"),
 }
-"""Per action: how it is named, and the alternative its `expected_nothing` prices."""
+"""Per action: its name, and the alternative its `expected_nothing` prices (keeping has none: it is doing nothing)."""
 
 
 def describe_decision(decision: CostDecision) -> str:
