@@ -197,6 +197,7 @@ SURFACE: dict[str, list[str]] = {
         "choose_prune",
         "choose_turn_ttl",
         "clip_text",
+        "describe_decision",
         "deterministic_summary",
         "dropped_count",
         "entry_tokens",

@@ -12,12 +12,16 @@ from PIL import Image
 from lamina.agent import open_agent
 from lamina.attachments import NamedBytes
 from lamina.cachesim import AnthropicCacheSimulator
-from lamina.compaction import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser, PrunePolicy
+from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from lamina.session import (
     AssistantMessage,
+    CompactionBoundary,
+    CostDecision,
     Label,
+    LocalSessionStore,
     PlanState,
     PlanStateName,
     SessionStore,
@@ -26,10 +30,12 @@ from lamina.session import (
     Usage,
     UserMessage,
 )
+from tests.support.engine import TOOLS, Clock, workspace_source
 
 TARGET = AnthropicTarget(model="claude-sonnet-5")
 HOSTILE_SCRIPT = "<script>document.title='pwned'</script>"
 HOSTILE_MARKUP = "<img src=x onerror=\"document.title='pwned'\"><b>bold?</b>"
+_CODE = "    value = compute(item, limit=42)  # a line of code\n"
 
 
 @dataclass(frozen=True)
@@ -144,3 +150,55 @@ def hostile_session(store: SessionStore) -> str:
         )
         session.flush()
         return session.id
+
+
+@dataclass(frozen=True)
+class PricedSession:
+    id: str
+    boundary: str
+    """The compaction boundary written with its decision."""
+    boundary_decision: CostDecision
+
+
+def priced_session(root: Path) -> PricedSession:
+    """Eight turns through a real engine that prunes by the cost model, idle gaps of two hours, then a priced boundary.
+
+    The engine logs a priced prune after each long gap and a TTL decision on every turn record (the
+    5-minute one after a gap, the 1-hour one otherwise); the boundary is written with the public
+    session API, as a compaction the cost model priced.
+    """
+    ws = root / "priced-ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "AGENTS.md").write_text("Run the tests.\n")
+    clock = Clock()
+    store = LocalSessionStore(root / "priced-store", clock=clock)
+    session = store.create(cwd=str(ws), title="priced decisions")
+    policy = PrunePolicy(protect_turns=2, protect_tokens=1_000, minimum_tokens=2_000, smallest_tokens=50)
+    engine = ContextEngine(session, stable_source=workspace_source(ws), tools=TOOLS, clock=clock, prune=policy)
+    for t in range(8):
+        turn = engine.prepare_turn(f"Look at module {t}")
+        engine.record(ToolCall(call_id=f"call{t}", name="Read", input={"path": f"m{t}.py"}))
+        engine.record(ToolResult(call_id=f"call{t}", name="Read", content=f"M{t}\n" + _CODE * 200))
+        engine.record(AssistantMessage(text=f"Read m{t}.py.", model="claude-sonnet-5"))
+        engine.commit(turn)
+        engine.end_turn()
+        clock.advance(120 if t % 3 == 2 else 1)
+    session_id = session.id
+    engine.close()
+    session.close()
+    decision = CostDecision(
+        action="compact", expected=41_250.5, expected_nothing=58_000.0, horizon=12, cache="cold", reread_chance=0.0
+    )
+    with store.open(session_id) as session:
+        kept = next(e.id for e in reversed(session.entries()) if isinstance(e, UserMessage))
+        boundary = session.append(
+            CompactionBoundary(
+                summary="## Goal\nRead the modules.",
+                first_kept_id=kept,
+                tokens_before=30_000,
+                tokens_after=4_000,
+                trigger="threshold",
+                decision=decision,
+            )
+        )
+    return PricedSession(id=session_id, boundary=boundary.id, boundary_decision=decision)

@@ -20,7 +20,7 @@ from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sy
 
 import lamina
 from lamina.agent import open_agent
-from lamina.compaction import DeterministicSummariser
+from lamina.compaction import DeterministicSummariser, describe_decision
 from lamina.providers import ScriptedResponse, ScriptedToolCall
 from lamina.session import (
     AssistantMessage,
@@ -34,7 +34,7 @@ from lamina.session import (
     UserMessage,
 )
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip, running_server
-from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, workspace
+from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, priced_session, workspace
 
 SRC = str(Path(lamina.__file__).parents[1])
 
@@ -462,7 +462,7 @@ def test_the_timeline_shows_the_conversation_and_folds_internal_records(
     p.locator("#timeline-box").screenshot(path=str(OUTPUT / "demo-timeline-folded.png"))
     # a folded record opens on click and shows what it holds
     record = p.locator('#timeline li.internal[data-kind="turn"]').first
-    record.locator("summary").click()
+    record.locator("summary .title").click()  # the line opens anywhere but on its entry link
     expect(record.locator("details.fold")).to_have_attribute("open", "")
     expect(record.locator("dl.parts dt").first).to_have_text("date_time")
     tools = p.locator('#timeline li.internal[data-kind="state_change"]', has_text="state tools").first
@@ -554,3 +554,32 @@ def test_an_older_log_without_tool_definitions_still_opens_and_says_so(
         "a question from before tools were recorded"
     )
     shot(p, "request-older-log-without-tool-definitions")
+
+
+@pytest.mark.slow
+def test_the_context_decisions_show_in_words_on_the_page(
+    page: Watched, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    root = tmp_path_factory.mktemp("priced-browser")
+    made = priced_session(root)
+    with running_server(LocalSessionStore(root / "priced-store")) as running:
+        p = page.page
+        p.goto(f"{running.url}/sessions/{made.id}")
+        rows = p.locator("#decisions tr.decision-row")
+        expect(rows.first).to_be_visible()
+        assert set(rows.evaluate_all("els => els.map(e => e.dataset.action)")) == {"prune", "ttl_5m", "compact"}
+        expect(rows.last.locator("td.words")).to_have_text(describe_decision(made.boundary_decision))
+        expect(p.locator(f"#c-{made.boundary} p.decision")).to_contain_text("compact now: expected 41,250")
+        p.locator("#decisions").screenshot(path=str(OUTPUT / "context-decisions.png"))
+        # a folded prune names what it took; opened, it says why
+        prune = p.locator('#timeline li.internal[data-kind="prune"]').first
+        expect(prune.locator("summary .title")).to_contain_text(
+            re.compile(r"^prune: \d+ results, ~[\d,]+ tokens freed$")
+        )
+        expect(prune.locator("p.decision")).not_to_be_visible()
+        prune.locator("summary .title").click()
+        expect(prune.locator("p.decision")).to_contain_text("against")
+        expect(prune.locator("p.decision")).to_contain_text("keeping everything")
+        # the table's entry link opens the entry, which shows its decision
+        rows.first.locator("a").click()
+        expect(p.locator("#entry-decision")).to_contain_text("prune decision · prune: expected")

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lamina.cli._console import out, safe
+from lamina.compaction import describe_decision
 from lamina.context import Part, Stability, Tier
 from lamina.reports import TIER_LABELS, BudgetReport
 from lamina.session import CostDecision, LogEntry, ToolOutputPruned, TurnRecord
@@ -108,8 +109,8 @@ def decisions(entries: Sequence[LogEntry]) -> list[tuple[str, CostDecision]]:
 
 
 def decisions_json(found: Sequence[tuple[str, CostDecision]]) -> list[dict[str, Any]]:
-    """The decisions as `--json` prints them."""
-    return [{"on": on, **msgspec.structs.asdict(d)} for on, d in found]
+    """The decisions as `--json` prints them: what they were on, their figures, and in words."""
+    return [{"on": on, **msgspec.structs.asdict(d), "words": describe_decision(d)} for on, d in found]
 
 
 def print_decisions(found: Sequence[tuple[str, CostDecision]], console: Console = out) -> None:

@@ -18,6 +18,7 @@ from lamina.compaction._cost import (
     PruneItem,
     SessionPace,
     choose_turn_ttl,
+    describe_decision,
     price_compaction,
     price_prune,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "choose_prune",
     "choose_turn_ttl",
     "clip_text",
+    "describe_decision",
     "deterministic_summary",
     "dropped_count",
     "entry_tokens",

@@ -24,6 +24,7 @@ __all__ = [
     "PruneItem",
     "SessionPace",
     "choose_turn_ttl",
+    "describe_decision",
     "price_compaction",
     "price_prune",
 ]
@@ -313,3 +314,41 @@ def price_compaction(outlook: Outlook, *, tokens_after: int) -> tuple[Literal["c
     if lost <= waiting:
         return "compact", outlook.decision("compact", waiting - lost)
     return "wait", outlook.decision("wait", lost - waiting)
+
+
+_WORDS: Final = {
+    "prune": ("prune", "keeping everything"),
+    "keep": ("keep everything", ""),
+    "compact": ("compact now", "waiting for a cold cache"),
+    "wait": ("wait for a cold cache", "compacting now"),
+    "ttl_5m": ("5-minute TTL", "with the 1-hour TTL"),
+    "ttl_1h": ("1-hour TTL", "with the 5-minute TTL"),
+}
+"""Per action: its name, and the alternative its `expected_nothing` prices (keeping has none: it is doing nothing)."""
+
+
+def describe_decision(decision: CostDecision) -> str:
+    """A logged decision in words, its figures as `lamina context --session` prints them (base-price tokens).
+
+    For example `prune: expected 12,345 base-price tokens against 20,000 keeping everything,
+    38 calls ahead, cache cold, re-read chance 20%`. The alternative is the one the decision was
+    weighed against: keeping everything for a prune, the other TTL for a turn's TTL (none where
+    the provider has one lifetime), waiting or compacting now for a compaction; an action this
+    version does not know is weighed against doing nothing.
+    """
+    d = decision
+    named, alternative = _WORDS.get(d.action, (d.action, "doing nothing"))
+    words = [f"{named}: expected {d.expected:,.0f} base-price tokens"]
+    if d.action == "keep":
+        words.append("no prune expected to cost less")
+    elif d.action == "ttl_5m" and d.expected == d.expected_nothing:  # the provider has one lifetime (OpenAI)
+        words.append("the provider has no other TTL")
+    else:
+        words[0] += f" against {d.expected_nothing:,.0f} {alternative}"
+    if d.horizon > 0:
+        words.append(f"{d.horizon:,} call{'s' if d.horizon != 1 else ''} ahead")
+    if d.cache:
+        words.append(f"cache {d.cache}")
+    if d.action in ("prune", "keep") or d.reread_chance:
+        words.append(f"re-read chance {d.reread_chance:.0%}")
+    return ", ".join(words)

@@ -208,6 +208,7 @@ class Inspector:
             compactions=index.compactions(path),
             plans=index.plans(path),
             problems=list(loaded.problems),
+            decisions=index.decisions(path),
         )
         return detail, path
 
@@ -279,10 +280,13 @@ class Inspector:
             first = [b for b in branches if b.leaf_id in keep]
             rest = sorted((b for b in branches if b.leaf_id not in keep), key=lambda b: b.updated, reverse=True)
             branches = first + rest[: SHOWN_BRANCHES - len(first)]
+        listed = [d for d in detail.decisions if d.on != "turn TTL" or d.action != "ttl_1h"]
         return {
             "shown_branches": branches,
             "shown_compactions": detail.compactions[-SHOWN_COMPACTIONS:],
             "shown_items": SHOWN_ITEMS,
+            "listed_decisions": len(listed),
+            "shown_decisions": listed[-SHOWN_ITEMS:],
         }
 
     async def entry_page(self, request: Request) -> Response:

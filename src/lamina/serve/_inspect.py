@@ -11,15 +11,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
+from lamina.compaction import describe_decision
 from lamina.serve._calls import call_out
 from lamina.serve._model import (
     AttachmentOut,
     Branch,
     CompactionOut,
+    DecisionOut,
     Item,
     LaneWords,
     PartText,
@@ -32,6 +34,7 @@ from lamina.session import (
     AttachmentRef,
     BranchSummary,
     CompactionBoundary,
+    CostDecision,
     Custom,
     Label,
     LogEntry,
@@ -301,7 +304,7 @@ class SessionIndex:
         title, text = describe(entry)
         title = title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
         shown = text if whole or len(text) <= LIST_TEXT_CHARS else text[:LIST_TEXT_CHARS]
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"decision": decision_of(entry)}
         match entry:
             case UserMessage(attachments=refs):
                 extra["attachments"] = [_attachment(ref, thumbnail) for ref in refs]
@@ -367,9 +370,15 @@ class SessionIndex:
                     open_tasks=list(entry.ledger.open_tasks),
                     lane=[LaneWords(turn=w.turn, ts=w.ts, text=w.text, omitted=w.omitted) for w in lane.messages],
                     lane_left_out=lane.left_out,
+                    decision=decision_of(entry),
                 )
             )
         return out
+
+    def decisions(self, path: list[LogEntry]) -> list[DecisionOut]:
+        """Every priced context decision logged on `path`, oldest first."""
+        found = (decision_of(entry) for entry in path if isinstance(entry, _PRICED))
+        return [d for d in found if d is not None]
 
     def plans(self, path: list[LogEntry]) -> list[PlanOut]:
         plans: dict[str, list[PlanState]] = {}
@@ -385,6 +394,34 @@ class SessionIndex:
             )
             for plan_id, states in plans.items()
         ]
+
+
+_PRICED: Final = (ToolOutputPruned, CompactionBoundary, TurnRecord)
+"""The entries that log a cost model's decision."""
+
+
+def decision_of(entry: LogEntry) -> DecisionOut | None:
+    """The priced decision an entry logged (a prune, a compaction boundary, a turn record's TTL), else None."""
+    if not isinstance(entry, _PRICED) or not isinstance(entry.decision, CostDecision):
+        return None
+    d = entry.decision
+    on: Literal["prune", "compaction", "turn TTL"] = "compaction"
+    if isinstance(entry, ToolOutputPruned):
+        on = "prune"
+    elif isinstance(entry, TurnRecord):
+        on = "turn TTL"
+    return DecisionOut(
+        entry_id=entry.id,
+        ts=entry.ts,
+        on=on,
+        action=d.action,
+        expected=d.expected,
+        expected_nothing=d.expected_nothing,
+        horizon=d.horizon,
+        cache=d.cache,
+        reread_chance=d.reread_chance,
+        words=describe_decision(d),
+    )
 
 
 def _first_line(text: str) -> str:
@@ -442,8 +479,12 @@ def describe(entry: LogEntry) -> tuple[str, str]:
             return f"one-shot {kind or 'part'} {status}", text
         case PlanState(plan_id=plan_id, state=state, plan_path=path, detail=detail):
             return f"plan {plan_id}: {state}", f"{path}\n{detail}".strip()
-        case TurnRecord(turn_id=turn_id, stable_version=version):
-            return f"turn record {turn_id} (stable v{version})", ""
+        case TurnRecord(turn_id=turn_id, stable_version=version, turn_ttl=ttl):
+            chosen = f", breakpoint TTL {ttl}" if isinstance(ttl, str) else ""
+            return f"turn record {turn_id} (stable v{version}{chosen})", ""
+        case ToolOutputPruned(call_ids=ids, tokens=tokens):
+            freed = f", ~{tokens:,} tokens freed" if tokens else ""
+            return f"prune: {len(ids):,} result{'' if len(ids) == 1 else 's'}{freed}", "\n".join(ids)
         case Label(target_id=target, label=label):
             return f"label on {target}", label or "(cleared)"
         case Custom(name=name, data=data):

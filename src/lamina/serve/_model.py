@@ -89,6 +89,30 @@ class LaneWords(msgspec.Struct, frozen=True, kw_only=True):
     omitted: int = 0
 
 
+class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
+    """A context decision the cost model priced, as logged on its entry (`lamina.session.CostDecision`)."""
+
+    entry_id: str
+    """The entry that carries it: a prune, a compaction boundary or a turn record."""
+    ts: float
+    on: Literal["prune", "compaction", "turn TTL"]
+    """What it was on (as `lamina context --session` names it)."""
+    action: str
+    """What was chosen: `prune`, `keep`, `compact`, `wait`, `ttl_5m` or `ttl_1h`."""
+    expected: float
+    """The expected bill of the action taken, in base-price input tokens over the likely rest of the session."""
+    expected_nothing: float
+    """The expected bill of the alternative (keeping everything; for a TTL the other TTL; waiting or compacting now)."""
+    horizon: int
+    """The model calls the estimate looked ahead."""
+    cache: str
+    """The cache's state when it was decided: `warm`, `partly warm` or `cold` ("" when not logged)."""
+    reread_chance: float
+    """The chance, learnt in the session, that a pruned result is needed again."""
+    words: str
+    """The decision in words (`lamina.compaction.describe_decision`)."""
+
+
 class CompactionOut(msgspec.Struct, frozen=True, kw_only=True):
     """A compaction boundary: what it kept, its summary and the user's words lane."""
 
@@ -109,6 +133,8 @@ class CompactionOut(msgspec.Struct, frozen=True, kw_only=True):
     open_tasks: list[str]
     lane: list[LaneWords]
     lane_left_out: int
+    decision: DecisionOut | None = None
+    """Why it was made now, when the cost model priced it (None: an unpriced compaction, an older log)."""
 
 
 class PlanTransition(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,6 +209,8 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
     prune): the timeline folds it into one line that opens on click."""
     children: int = 0
     """Entries whose parent this is; more than one: a branch point."""
+    decision: DecisionOut | None = None
+    """For a prune, a compaction boundary or a turn record: the cost model's decision it logged, if any."""
 
 
 class Branch(msgspec.Struct, frozen=True, kw_only=True):
@@ -220,6 +248,8 @@ class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
     plans: list[PlanOut]
     problems: list[str]
     """What the store reported when it read the log (damage, repairs)."""
+    decisions: list[DecisionOut] = []
+    """Every priced context decision on the shown path (prunes, compactions, turn TTLs), oldest first."""
 
 
 class EntryPage(msgspec.Struct, frozen=True, kw_only=True):
