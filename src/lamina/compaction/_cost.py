@@ -321,19 +321,19 @@ def price_compaction(
 ) -> tuple[Literal["compact", "wait"], CostDecision]:
     """Whether compacting now (the history down to `tokens_after`) is cheaper than waiting for the threshold.
 
-    Both ways a compaction writes the compacted history and makes a summarising call (a fresh
-    request, never cached: the summarised history read at the base price, the summary written
-    as output). Compacting before the threshold compacts more often: now costs the extra share
-    `1 - (now - after) / (threshold - after)` of a compaction (a whole one without a threshold,
-    none at it). Against that, compacting now saves:
+    Now or later, a compaction writes the compacted history once (where it would be read), and
+    makes a summarising call (a fresh request, never cached: the summarised history read at the base
+    price, the summary written as output). Compacting before the threshold compacts more often:
+    now costs the extra share `1 - (now - after) / (threshold - after)` of a compaction (a whole
+    one without a threshold, none at it). Against that, compacting now saves:
 
     - the write of the history the cache no longer holds: after a gap longer than the TTL that
-      holds it, the next request writes all of it again anyway (a warm cache saves nothing here:
-      the compaction throws away what was paid for);
+      holds it, the next request writes all of it again anyway (a warm cache saves only what was
+      added since the last request: the compaction throws away what was paid for);
     - the longer history (now less after) at every call until the threshold, on the session's
       growth, read and written again at each cold start, given back after it: waiting then
-      compacts, and the history compacted earlier has grown since. Looked ahead as far as the
-      session's expected calls.
+      compacts, and the history compacted earlier has grown since (without a threshold, never
+      given back). Looked ahead as far as the session's expected calls.
 
     Token counts are of the history, as `outlook.cache.history_tokens` counts them. The expected
     saving of the action taken is never negative, so the choice is never worse than doing nothing
