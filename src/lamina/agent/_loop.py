@@ -99,10 +99,6 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
     """Writes compaction summaries; default: the session's own provider, deterministic on failure."""
     compaction_reserve: int = DEFAULT_RESERVE
     """Compact when the context estimate is above the context window minus this many tokens."""
-    compaction_band: float | None = DEFAULT_COMPACTION_BAND
-    """From this fraction of that threshold on, compact before a turn when the cost model says it pays (None: off)."""
-    cache_prices: CachePrices | None = None
-    """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch."""
     keep_tokens: int = DEFAULT_KEEP_TOKENS
     """Tokens of recent history a compaction keeps verbatim."""
     user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS
@@ -119,6 +115,11 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
     """Whether `close` closes `engine` too (True for the agent `open_agent` returns)."""
     owns_provider: bool = False
     """Whether `close` closes `provider` too (True when `open_agent` built it from a model spec)."""
+    compaction_band: float | None = DEFAULT_COMPACTION_BAND
+    """From this fraction of the compaction threshold on, compact before a turn when the cost model says it pays;
+    None: only at the threshold."""
+    cache_prices: CachePrices | None = None
+    """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch."""
     _session_update: SessionUpdate = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     _runner: asyncio.Runner | None = field(default=None, init=False, repr=False)
