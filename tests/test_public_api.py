@@ -99,6 +99,7 @@ SURFACE: dict[str, list[str]] = {
         "Activation",
         "Agent",
         "AgentEvent",
+        "DEFAULT_COMPACTION_BAND",
         "DEFAULT_PLAN_COMPACTION_TIMEOUT",
         "DEFAULT_RECOVERY_TOKENS",
         "ModelCallFinished",

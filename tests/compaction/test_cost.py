@@ -95,6 +95,67 @@ def test_the_choice_is_never_worse_than_doing_nothing_on_its_own_estimate(
     assert compaction.action == action and compaction.expected <= compaction.expected_nothing
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 300_000),
+    st.integers(0, 60_000),
+    st.one_of(st.none(), st.integers(0, 300_000)),
+    st.floats(0.0, 30_000.0),
+    st.one_of(st.none(), st.integers(0, 300_000)),
+    st.integers(0, 20_000),
+    st.one_of(st.none(), st.floats(0.0, 10_000.0)),
+    st.integers(0, 40),
+    st.sampled_from([DEFAULT_PRICES, CachePrices.openai()]),
+)
+def test_a_priced_compaction_is_never_worse_than_waiting_on_its_own_estimate_and_a_cold_cache_compacts_first(
+    history: int,
+    after: int,
+    threshold: int | None,
+    turn_tokens: float,
+    summarised: int | None,
+    summary: int,
+    idle: float | None,
+    turns: int,
+    prices: CachePrices,
+) -> None:
+    pace = SessionPace(gaps=(120.0,) * turns, turns=turns, calls=2 * turns)
+    terms = {"threshold_tokens": threshold, "turn_tokens": turn_tokens, "summarised_tokens": summarised}
+
+    def price(idle: float | None) -> tuple[str, CostDecision]:
+        cache = CacheState(idle_seconds=idle, history_tokens=history, since_request=300, since_turn_mark=history // 3)
+        return price_compaction(Outlook(prices, pace, cache), tokens_after=after, summary_tokens=summary, **terms)
+
+    action, decision = price(idle)
+    assert decision.action == action and decision.expected <= decision.expected_nothing
+    if action == "compact":  # whatever pays on a warm cache pays on a cold one: nothing of it is left to lose
+        assert price(None)[0] == "compact"
+
+
+def test_a_compaction_pays_for_its_summarising_call_and_for_compacting_more_often() -> None:
+    cold = _outlook(7_200.0, 100_000, turns=30)
+
+    def call_price(threshold: int | None) -> float:
+        """What the summarising call (90k read, a 2k summary written) adds to compacting now."""
+        terms = {"tokens_after": 10_000, "threshold_tokens": threshold}
+        free = price_compaction(cold, summarised_tokens=0, summary_tokens=0, **terms)[1]
+        paid = price_compaction(cold, summarised_tokens=90_000, summary_tokens=2_000, **terms)[1]
+        return paid.expected - free.expected
+
+    extra = 1 - (100_000 - 10_000) / (120_000 - 10_000)  # the share of a compaction compacting now adds
+    assert call_price(120_000) == pytest.approx(extra * (90_000 + 2_000 * 5), abs=0.2)  # output at 5x
+    assert call_price(None) == pytest.approx(90_000 + 2_000 * 5, abs=0.2)  # no threshold: a compaction of its own
+    assert call_price(400_000) > call_price(120_000) > call_price(100_000) == 0.0  # the earlier, the dearer
+
+
+def test_in_the_band_a_warm_cache_waits_and_a_cold_one_compacts() -> None:
+    # a long session: what a shorter history saves before the threshold, it gives back after it
+    terms = {"tokens_after": 25_000, "threshold_tokens": 175_000, "turn_tokens": 3_000.0}
+    warm = price_compaction(_outlook(30.0, 140_000, turns=100), **terms)
+    cold = price_compaction(_outlook(7_200.0, 140_000, turns=100), **terms)
+    assert warm[0] == "wait" and warm[1].cache == "warm"  # never just after paying to write it
+    assert cold[0] == "compact" and cold[1].cache == "cold"  # written again anyway: a shorter history to write
+
+
 sizes = st.lists(st.lists(st.integers(0, 1_500), max_size=4), min_size=1, max_size=12)
 
 

@@ -69,12 +69,12 @@ def _decision(entry: LogEntry) -> CostDecision:
         ),
         (
             "compact",
-            "compact now: expected 12,345 base-price tokens against 20,000 waiting for a cold cache, 38 calls ahead, "
+            "compact now: expected 12,345 base-price tokens against 20,000 waiting for the threshold, 38 calls ahead, "
             "cache cold",
         ),
         (
             "wait",
-            "wait for a cold cache: expected 12,345 base-price tokens against 20,000 compacting now, 38 calls ahead, "
+            "wait for the threshold: expected 12,345 base-price tokens against 20,000 compacting now, 38 calls ahead, "
             "cache cold",
         ),
         (

@@ -1,9 +1,10 @@
 """The agent: drives turns of one session through a provider and the tool pipeline (I/O: provider, tools, log).
 
 Private modules, one per step: `_loop` (`Agent` and its turn loop), `_events` (what a turn
-reports), `_plans` (moving an accepted plan forward), `_provider_sessions` (resuming a provider's
-own session, or recovering in a fresh one), `_recovery` (the recovery block's text, pure),
-`_activation` (skills and sources in a session) and `_wiring` (`open_agent`, `open_engine`).
+reports), `_plans` (moving an accepted plan forward), `_priced` (compacting when it pays, at the
+provider's prices), `_provider_sessions` (resuming a provider's own session, or recovering in a
+fresh one), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
+session) and `_wiring` (`open_agent`, `open_engine`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from lamina.agent._events import (
 )
 from lamina.agent._loop import Agent
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT
+from lamina.agent._priced import DEFAULT_COMPACTION_BAND
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, RecoveryBlock, recovery_text
 from lamina.agent._wiring import open_agent, open_engine, session_engine
 
 __all__ = [
+    "DEFAULT_COMPACTION_BAND",
     "DEFAULT_PLAN_COMPACTION_TIMEOUT",
     "DEFAULT_RECOVERY_TOKENS",
     "RECOVERY_KIND",

@@ -25,6 +25,7 @@ from lamina.agent._events import (
     TurnOutcome,
 )
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanSteps
+from lamina.agent._priced import DEFAULT_COMPACTION_BAND, PricedCompaction
 from lamina.agent._provider_sessions import ProviderSessions, SessionUpdate
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
 from lamina.attachments import AttachmentInput, MediaSupport
@@ -32,9 +33,9 @@ from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
     DEFAULT_USER_LANE_TOKENS,
+    CachePrices,
     ProviderSummariser,
     Summariser,
-    should_compact,
 )
 from lamina.context import INTERRUPTED_RESULT, TurnContext
 from lamina.engine import CompactionOutcome, ContextEngine, next_step, provider_session_in_view
@@ -50,7 +51,7 @@ from lamina.providers import (
     ToolCallRequest,
     stream_with_retry,
 )
-from lamina.session import AssistantMessage, Branch, SessionLog, ToolCall, ToolResult, Usage
+from lamina.session import AssistantMessage, Branch, CostDecision, SessionLog, ToolCall, ToolResult, Usage
 from lamina.tools import PermissionMode, ToolExecution, ToolPipeline
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ _LANE_SHARE = 4
 
 
 @dataclass
-class Agent(PlanSteps, ProviderSessions):
+class Agent(PlanSteps, ProviderSessions, PricedCompaction):
     """Drives turns of one session through a provider and a tool pipeline.
 
     A context manager, also `async with`: `with open_agent(...) as agent:` closes it on the way out
@@ -114,6 +115,11 @@ class Agent(PlanSteps, ProviderSessions):
     """Whether `close` closes `engine` too (True for the agent `open_agent` returns)."""
     owns_provider: bool = False
     """Whether `close` closes `provider` too (True when `open_agent` built it from a model spec)."""
+    compaction_band: float | None = DEFAULT_COMPACTION_BAND
+    """From this fraction of the compaction threshold on, compact before a turn when the cost model says it pays;
+    None: only at the threshold."""
+    cache_prices: CachePrices | None = None
+    """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch."""
     _session_update: SessionUpdate = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     _runner: asyncio.Runner | None = field(default=None, init=False, repr=False)
@@ -253,8 +259,7 @@ class Agent(PlanSteps, ProviderSessions):
         if self.activation is not None:  # mentions are parsed once, from the new text only
             for warning in self.activation.before_turn(user_text, skills):
                 self._emit(warning)
-        if self._over_threshold():
-            await self.compact(trigger="threshold")
+        await self._compact_before_turn()
         self._check_provider_sessions()
         self.tools.context = dataclasses.replace(self.tools.context, request_results=partial(_in_request, self.engine))
         turn = self.engine.prepare_turn(user_text, refs, user_words=user_words)
@@ -315,11 +320,6 @@ class Agent(PlanSteps, ProviderSessions):
         finally:
             self.engine.end_turn()
 
-    def _over_threshold(self) -> bool:
-        window = self.provider.capabilities.context_window
-        tokens = self.engine.calibrated_context_tokens()
-        return should_compact(tokens, context_window=window, reserve=self.compaction_reserve)
-
     async def compact(
         self,
         focus: str | None = None,
@@ -327,6 +327,7 @@ class Agent(PlanSteps, ProviderSessions):
         trigger: Literal["manual", "threshold", "overflow"] = "manual",
         plan_id: str | None = None,
         force: bool = False,
+        decision: CostDecision | None = None,
     ) -> CompactionOutcome:
         """Compact the session now (`/compact [focus]`), or as a trigger asks (or for a plan: see `accept_plan`).
 
@@ -334,7 +335,8 @@ class Agent(PlanSteps, ProviderSessions):
         `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
         makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
         `force` (`/compact --force`) compacts even a conversation that fits the kept budget: all of
-        it is summarised (`ContextEngine.compact`); call it between turns.
+        it is summarised (`ContextEngine.compact`); call it between turns. `decision`: the cost
+        model's, for a compaction in the band below the threshold (see `compaction_band`).
         """
         self._check_open()
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
@@ -350,6 +352,7 @@ class Agent(PlanSteps, ProviderSessions):
             user_lane_tokens=lane_tokens,
             plan_id=plan_id,
             force=force,
+            decision=decision,
         )
 
     def budget(self, user_text: str | None = None) -> BudgetReport:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,16 @@ from typing import Any
 from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths, window_reads
 from lamina.agent._events import AgentEvent
 from lamina.agent._loop import Agent
-from lamina.compaction import DEFAULT_KEEP_TOKENS, DEFAULT_PRUNE, DEFAULT_USER_LANE_TOKENS, PrunePolicy, Summariser
+from lamina.agent._priced import DEFAULT_COMPACTION_BAND
+from lamina.compaction import (
+    DEFAULT_KEEP_TOKENS,
+    DEFAULT_PRICES,
+    DEFAULT_PRUNE,
+    DEFAULT_USER_LANE_TOKENS,
+    CachePrices,
+    PrunePolicy,
+    Summariser,
+)
 from lamina.context import Part
 from lamina.engine import ContextEngine
 from lamina.prompt import Preset
@@ -55,6 +65,9 @@ def open_agent(
     keep_tokens: int = DEFAULT_KEEP_TOKENS,
     user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
     prune: PrunePolicy | None = DEFAULT_PRUNE,
+    compaction_band: float | None = DEFAULT_COMPACTION_BAND,
+    cache_prices: CachePrices | None = None,
+    clock: Callable[[], float] = time.time,
     sources: SourceConnections | None = None,
     strict_prerequisites: bool = True,
     nearest_context_rule: bool = True,
@@ -93,6 +106,11 @@ def open_agent(
         user_lane_tokens: Tokens of the user's own messages shown after a compaction summary.
         prune: When old tool output leaves the provider view before a turn
             (`lamina.compaction.PrunePolicy`; None: never).
+        compaction_band: From this fraction of the compaction threshold on, compact before a turn
+            when the cost model expects it to pay (`Agent.compaction_band`; None: only at the threshold).
+        cache_prices: The prices prunes, TTLs and compactions are decided with; None (the default):
+            those of the provider the agent runs on (`CachePrices.for_target`), followed when it changes.
+        clock: The time the engine reads, in seconds since the epoch (the cache's state is priced from it).
         sources: Connected sources whose tools the agent offers.
         strict_prerequisites: Keep denying calls until a required read (a skill, a guide) is done,
             however often the model tries; if False, let them through once the agent is stuck.
@@ -126,6 +144,8 @@ def open_agent(
             mode=PermissionMode(mode).value,
             prune=prune,
             owns_session=True,
+            clock=clock,
+            cache_prices=cache_prices if cache_prices is not None else CachePrices.for_target(provider.target),
         )
 
         def submit_plan(title: str, path: str, text: str) -> str:
@@ -173,6 +193,8 @@ def open_agent(
         summariser=summariser,
         keep_tokens=keep_tokens,
         user_lane_tokens=user_lane_tokens,
+        compaction_band=compaction_band,
+        cache_prices=cache_prices,
         activation=activation,
         owns_engine=True,
         owns_provider=owns_provider,
@@ -187,6 +209,7 @@ def open_engine(
     custom_preset: str | os.PathLike[str] | None = None,
     interactive: bool | None = False,
     skills_dir: Path | None = None,
+    cache_prices: CachePrices | None = None,
 ) -> ContextEngine:
     """A context engine over `session` with the stable parts and built-in tools `open_agent` would give it.
 
@@ -194,6 +217,8 @@ def open_engine(
     compaction without an agent (`lamina sessions compact`), whose token counts then include the
     stable parts and tool definitions. A source's tools are left out (they need a connection).
     The engine records nothing when it is created; `session` may be read-only for a report.
+    `cache_prices` are those its cost model decides with (Anthropic's unless given: no provider is
+    known here; `CachePrices.for_target` gives a target's).
     """
     chosen = load_preset(preset, custom_path=custom_preset)
     wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir)
@@ -202,6 +227,7 @@ def open_engine(
         stable_source=wired.stable_source,
         tools=tuple(t.spec for t in wired.tools),
         time_zone=wired.context.time_zone,
+        cache_prices=cache_prices if cache_prices is not None else DEFAULT_PRICES,
     )
 
 

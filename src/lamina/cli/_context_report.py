@@ -21,6 +21,7 @@ from lamina.cli._budget_tables import (
     tier_label,
 )
 from lamina.cli._console import abort, err, out, print_json, safe
+from lamina.compaction import CachePrices
 from lamina.context import Part, Tier, TurnContext
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
@@ -118,6 +119,7 @@ def _first_turn(
             stable_source=lambda: (*workspace(), *catalogue.parts()),
             tools=workspace.tools,
             time_zone=workspace.time_zone,
+            cache_prices=CachePrices.for_target(target),  # the first turn's TTL decided as that provider's would be
         )
         turn = engine.prepare_turn(FIRST_MESSAGE)
         return turn, render(turn, target)

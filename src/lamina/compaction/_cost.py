@@ -7,8 +7,9 @@ seen so far, the cache's state from the clock. Described in docs/compaction.md (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, assert_never
 
+from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
 from lamina.session import CostDecision
 
 if TYPE_CHECKING:  # the simulator loads on first use (importing the engine must not load it)
@@ -37,6 +38,10 @@ _EXTRA_CALL_WRITE: Final = 200
 """Tokens a re-read's own model call writes besides the result (the call, the model's words)."""
 _PRIOR_GAPS: Final = ((60.0, 0.5), (600.0, 0.5), (7_200.0, 0.25))
 """Gaps assumed before the session shows its own, with their weights: a minute, ten minutes, two hours."""
+_OUTPUT_PRICE: Final = 5.0
+"""An output token in base-price input tokens (Anthropic's output costs 5x its input; OpenAI's 4x to 8x)."""
+_SUMMARY_TOKENS: Final = 2_000
+"""A compaction summary's size before one is written: the template's sections, filled."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +89,22 @@ class CachePrices:
             min_tokens=rules.min_tokens,
             choose_ttl=False,
         )
+
+    @classmethod
+    def for_target(cls, target: RenderTarget) -> CachePrices:
+        """The prices of the provider `target` renders for: Anthropic's or OpenAI's cache rules.
+
+        Anthropic Messages and an SDK-managed backend (the Claude Agent SDK) are Anthropic's: a
+        write premium, a 5-minute and a 1-hour TTL. OpenAI Chat Completions (an OpenAI-compatible
+        server's too) and Responses are OpenAI's: writes at the base price, one cache lifetime.
+        """
+        match target:
+            case AnthropicTarget() | SdkManagedTarget():
+                return cls.anthropic()
+            case OpenAIChatTarget() | OpenAIResponsesTarget():
+                return cls.openai()
+            case _:
+                assert_never(target)
 
     def write(self, ttl: CacheTtl) -> float:
         """The price of writing a token under `ttl`."""
@@ -290,37 +311,74 @@ def choose_turn_ttl(outlook: Outlook, *, turn_tokens: float) -> tuple[CacheTtl, 
     return "5m", outlook.decision("ttl_5m", long_bill - short_bill)
 
 
-def price_compaction(outlook: Outlook, *, tokens_after: int) -> tuple[Literal["compact", "wait"], CostDecision]:
-    """Whether compacting now (the history down to `tokens_after`) is cheaper than waiting for a cold cache.
+def price_compaction(
+    outlook: Outlook,
+    *,
+    tokens_after: int,
+    threshold_tokens: int | None = None,
+    turn_tokens: float = 2_000.0,
+    summarised_tokens: int | None = None,
+    summary_tokens: int = _SUMMARY_TOKENS,
+) -> tuple[Literal["compact", "wait"], CostDecision]:
+    """Whether compacting now (the history down to `tokens_after`) is cheaper than waiting for the threshold.
 
-    Compacting rewrites the whole history either way; now, it throws away what the cache holds of
-    it (the write already paid); after a gap longer than its TTL, that costs nothing. Waiting
-    pays for the longer history at every call until then.
+    Now or later, a compaction writes the compacted history once (where it would be read), and
+    makes a summarising call (a fresh request, never cached: the summarised history read at the base
+    price, the summary written as output). Compacting before the threshold compacts more often:
+    now costs the extra share `1 - (now - after) / (threshold - after)` of a compaction (a whole
+    one without a threshold, none at it). Against that, compacting now saves:
+
+    - the write of the history the cache no longer holds: after a gap longer than the TTL that
+      holds it, the next request writes all of it again anyway (a warm cache saves only what was
+      added since the last request: the compaction throws away what was paid for);
+    - the longer history (now less after) at every call until the threshold, on the session's
+      growth, read and written again at each cold start, given back after it: waiting then
+      compacts, and the history compacted earlier has grown since (without a threshold, never
+      given back). Looked ahead as far as the session's expected calls.
+
+    Token counts are of the history, as `outlook.cache.history_tokens` counts them. The expected
+    saving of the action taken is never negative, so the choice is never worse than doing nothing
+    on this estimate.
 
     Args:
         outlook: The prices, the pace and the cache's state.
         tokens_after: The history's tokens after the compaction (summary and kept entries).
+        threshold_tokens: The history's tokens at which waiting compacts (None: never).
+        turn_tokens: The tokens a turn adds, as seen (how soon the threshold comes).
+        summarised_tokens: What the summarising call reads (default: the history less `tokens_after`).
+        summary_tokens: The summary it writes (an estimate before it is written).
 
     Returns:
         `compact` or `wait`, and the decision to log.
     """
-    p, cache = outlook.prices, outlook.cache
-    held = cache.history_tokens - cache.cold_tokens(p)
-    lost = held * (p.write_5m - p.read)  # what the cache holds, written again now instead of read
-    ttl = p.ttl_1h_seconds if outlook.long_ttl() == "1h" else p.ttl_5m_seconds
-    chance = outlook.pace.chance_longer(ttl)
-    calls_to_cold = outlook.pace.calls_per_turn / chance  # calls until the next long gap, on the pace seen
-    waiting = min(calls_to_cold, outlook.pace.requests_left) * max(0, cache.history_tokens - tokens_after) * p.read
-    if lost <= waiting:
-        return "compact", outlook.decision("compact", waiting - lost)
-    return "wait", outlook.decision("wait", lost - waiting)
+    p, cache, pace = outlook.prices, outlook.cache, outlook.pace
+    now, after = cache.history_tokens, tokens_after
+    freed = max(0, now - after)
+    read = summarised_tokens if summarised_tokens is not None else freed
+    compaction = after * (p.write_5m - p.read) + read + summary_tokens * _OUTPUT_PRICE  # its write, its own call
+    calls = pace.requests_left
+    per_call = outlook.per_token_later() / calls  # a history token's price per call: its read, its share of cold starts
+    if threshold_tokens is None:
+        extra, shorter = 1.0, freed * calls
+    else:
+        span = max(1, threshold_tokens - after)
+        extra = min(1.0, max(0.0, 1.0 - freed / span))
+        growth = max(1.0, turn_tokens / pace.calls_per_turn)  # tokens a call adds
+        until = min(calls, max(0.0, threshold_tokens - now) / growth)  # calls until waiting compacts
+        given_back = min(calls - until, span / growth - until) * max(0, threshold_tokens - now)
+        shorter = freed * until - max(0.0, given_back)
+    rewrite = cache.cold_tokens(p) * (p.write_5m - p.read)  # what the next request writes again if nothing changes
+    saving = rewrite + shorter * per_call - extra * compaction
+    if saving > 0:
+        return "compact", outlook.decision("compact", saving)
+    return "wait", outlook.decision("wait", -saving)
 
 
 _WORDS: Final = {
     "prune": ("prune", "keeping everything"),
     "keep": ("keep everything", ""),
-    "compact": ("compact now", "waiting for a cold cache"),
-    "wait": ("wait for a cold cache", "compacting now"),
+    "compact": ("compact now", "waiting for the threshold"),
+    "wait": ("wait for the threshold", "compacting now"),
     "ttl_5m": ("5-minute TTL", "with the 1-hour TTL"),
     "ttl_1h": ("1-hour TTL", "with the 5-minute TTL"),
 }
@@ -333,7 +391,7 @@ def describe_decision(decision: CostDecision) -> str:
     For example `prune: expected 12,345 base-price tokens against 20,000 keeping everything,
     38 calls ahead, cache cold, re-read chance 20%`. The alternative is the one the decision was
     weighed against: keeping everything for a prune, the other TTL for a turn's TTL (none where
-    the provider has one lifetime), waiting or compacting now for a compaction; an action this
+    the provider has one lifetime), waiting for the threshold or compacting now for a compaction; an action this
     version does not know is weighed against doing nothing.
     """
     d = decision

@@ -6,12 +6,15 @@ import asyncio
 import logging
 from typing import Literal
 
+import msgspec
+
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
     Summariser,
     entry_tokens,
     freed_enough,
+    price_compaction,
     render_lane,
     update_lane,
 )
@@ -20,10 +23,12 @@ from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
 from lamina.engine._host import EngineHost
 from lamina.engine._plan import check_transition, compaction_focus
-from lamina.session import CompactionBoundary, StateSnapshot, Usage
+from lamina.session import CompactionBoundary, CostDecision, StateSnapshot, Usage
 
 _log = logging.getLogger("lamina.compaction")
 _CALIBRATION_WEIGHT = 0.3
+_SUMMARY_TOKENS = 2_000
+"""A summary's size before it is written, for the cost model (the template's sections, filled)."""
 Trigger = Literal["manual", "threshold", "overflow"]
 
 
@@ -60,6 +65,37 @@ class CompactionMixin(EngineHost):
         if estimated > 0 and reported > 0:
             self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
 
+    def price_compaction(
+        self, *, threshold_tokens: int, keep_tokens: int = DEFAULT_KEEP_TOKENS
+    ) -> tuple[Literal["compact", "wait"], CostDecision]:
+        """Whether compacting now beats waiting for the threshold, on the cost model's estimate (nothing is logged).
+
+        `lamina.compaction.price_compaction` over the engine's outlook: the history after is
+        what the cut keeps and a summary's estimated size beyond the one it replaces; the
+        summarising call reads what the cut summarises and the earlier summary.
+
+        Args:
+            threshold_tokens: The context's tokens, as `calibrated_context_tokens` counts them, at
+                which a compaction is due (the context window less the reserve).
+            keep_tokens: Recent tokens the compaction keeps verbatim.
+
+        Returns:
+            `compact` or `wait`, and the decision (to pass to `compact` as its `decision`).
+        """
+        view = self._view.tokens
+        outside = self.context_tokens() - view  # stable parts, tools, summary and lane: not the history
+        cut = steps.choose_cut(list(self._view.entries), keep_tokens=keep_tokens, estimator=self.estimator, whole=False)
+        previous = self.estimator.count(self._view.summary or "")
+        kept = view if steps.nothing_new(cut, self._view.boundary) is not None else min(view, cut.tokens_kept)
+        return price_compaction(
+            self.outlook(),
+            tokens_after=kept + max(0, _SUMMARY_TOKENS - previous),  # the new summary replaces the earlier one
+            threshold_tokens=max(0, round(threshold_tokens / self.calibration) - outside),
+            turn_tokens=self._pace.turn_tokens(),
+            summarised_tokens=max(0, view - kept) + previous,
+            summary_tokens=_SUMMARY_TOKENS,
+        )
+
     def _prelude_tokens(self) -> int:
         pinned = lane_of(self._view.boundary, data_dir=self._data_dir())
         return self.estimator.count((self._view.summary or "") + (pinned or ""))
@@ -82,6 +118,7 @@ class CompactionMixin(EngineHost):
         user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
         plan_id: str | None = None,
         force: bool = False,
+        decision: CostDecision | None = None,
     ) -> CompactionOutcome:
         """Compact the provider view: one boundary entry appended, nothing removed from the log.
 
@@ -106,6 +143,8 @@ class CompactionMixin(EngineHost):
                 whole view is summarised and the 5% rule does not apply, as for a plan; call it
                 between turns. Only an empty conversation (or nothing new since the last boundary)
                 still has nothing to compact.
+            decision: The cost model's decision that asked for it (`price_compaction`), recorded on
+                the boundary.
 
         Returns:
             What the compaction did.
@@ -125,6 +164,7 @@ class CompactionMixin(EngineHost):
                 lane_tokens=user_lane_tokens,
                 plan_id=plan_id,
                 whole=force or plan_id is not None,
+                decision=decision,
             )
             if plan_id is not None:
                 self._complete_plan_compaction(plan_id, outcome)
@@ -140,6 +180,7 @@ class CompactionMixin(EngineHost):
         lane_tokens: int,
         plan_id: str | None,
         whole: bool,
+        decision: CostDecision | None = None,
     ) -> CompactionOutcome:
         view, boundary = list(self._view.entries), self._view.boundary
         cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=whole)
@@ -182,6 +223,7 @@ class CompactionMixin(EngineHost):
                 state=self._snapshot(),
                 lane=lane,
                 plan_id=plan_id,
+                decision=msgspec.UNSET if decision is None else decision,
             )
             recorded = self.record(entry)
         except Exception as exc:

@@ -122,7 +122,8 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
             new_id: Makes a turn id.
             prune: When old tool output leaves the provider view (None: never).
             owns_session: Whether closing the engine closes the session.
-            cache_prices: The cache prices the cost model decides prunes and TTLs with (Anthropic's by default).
+            cache_prices: The prices the cost model decides prunes, TTLs and compactions with (Anthropic's by
+                default; `CachePrices.for_target` gives a render target's, as `open_agent` does).
         """
         self.session = session
         self._owns_session = owns_session

@@ -12,9 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from lamina.attachments import AttachmentStore, MediaSupport
+from lamina.compaction import Outlook
 from lamina.context import Part, ToolSpec
 from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox
+from lamina.engine._pace import PaceTracker
 from lamina.engine._plan import Plan, PlanStateName
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._sessions import ProviderSessions
@@ -49,12 +51,17 @@ class EngineHost:
     _render_cache: RenderCache
     attachments: AttachmentStore
     _compaction_lock: asyncio.Lock | None
+    _pace: PaceTracker
 
     def record(self, entry: E, *, durable: bool | None = None) -> E:
         """Append an entry to the log and fold it into the parts (`ContextEngine.record`)."""
         raise NotImplementedError
 
     def _check_open(self) -> None:
+        raise NotImplementedError
+
+    def outlook(self) -> Outlook:
+        """What the cost model prices a decision from now (`ContextEngine.outlook`)."""
         raise NotImplementedError
 
     def _data_dir(self) -> str:

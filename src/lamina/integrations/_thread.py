@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Unpack
 
-from lamina.compaction import should_compact
+from lamina.compaction import DEFAULT_PRICES, CachePrices, should_compact
 from lamina.context import Authority, Part, SafeText, Stability, Tier, TurnContext
 from lamina.defang import render_block, trusted
 from lamina.engine import CompactionOutcome, ContextEngine, StableSource
@@ -84,8 +84,12 @@ class LaminaThread:
         time_zone: str = "UTC",
         compaction: CompactionPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        cache_prices: CachePrices = DEFAULT_PRICES,
     ) -> None:
         self.session = session
+        self.cache_prices = cache_prices
+        """The prices the engine's cost model decides with: the framework's model is not known here, so
+        Anthropic's unless given (`CachePrices.for_target`, `CachePrices.openai()`)."""
         self.compaction = compaction or CompactionPolicy()
         self._stable_source = stable_source
         self._time_zone = time_zone
@@ -135,7 +139,11 @@ class LaminaThread:
 
     def _new_engine(self) -> ContextEngine:
         return ContextEngine(
-            self.session, stable_source=self._stable_source, time_zone=self._time_zone, clock=self._clock
+            self.session,
+            stable_source=self._stable_source,
+            time_zone=self._time_zone,
+            clock=self._clock,
+            cache_prices=self.cache_prices,
         )
 
     @property

@@ -469,8 +469,8 @@ def describe(entry: LogEntry) -> tuple[str, str]:
         case ToolResult(name=name, content=content, is_error=is_error, full_output_path=path):
             note = f"\n(full output: {path})" if path else ""
             return f"tool result {name}{' (error)' if is_error else ''}", content + note
-        case CompactionBoundary(summary=summary, trigger=trigger):
-            return f"compaction ({trigger})", summary
+        case CompactionBoundary() | TurnRecord() | ToolOutputPruned():
+            return _describe_context_record(entry)
         case BranchSummary(summary=summary, from_id=from_id):
             return f"branch summary (from {from_id})", summary
         case StateChange(key=key, value=value, detail=detail):
@@ -479,12 +479,6 @@ def describe(entry: LogEntry) -> tuple[str, str]:
             return f"one-shot {kind or 'part'} {status}", text
         case PlanState(plan_id=plan_id, state=state, plan_path=path, detail=detail):
             return f"plan {plan_id}: {state}", f"{path}\n{detail}".strip()
-        case TurnRecord(turn_id=turn_id, stable_version=version, turn_ttl=ttl):
-            chosen = f", breakpoint TTL {ttl}" if isinstance(ttl, str) else ""
-            return f"turn record {turn_id} (stable v{version}{chosen})", ""
-        case ToolOutputPruned(call_ids=ids, tokens=tokens):
-            freed = f", ~{tokens:,} tokens freed" if tokens else ""
-            return f"prune: {len(ids):,} result{'' if len(ids) == 1 else 's'}{freed}", "\n".join(ids)
         case Label(target_id=target, label=label):
             return f"label on {target}", label or "(cleared)"
         case Custom(name=name, data=data):
@@ -493,3 +487,16 @@ def describe(entry: LogEntry) -> tuple[str, str]:
             return f"unknown entry type {kind} (kept, skipped)", ""
         case _:
             return type(entry).__name__, ""
+
+
+def _describe_context_record(entry: CompactionBoundary | TurnRecord | ToolOutputPruned) -> tuple[str, str]:
+    """`describe` for the entries that may carry a context decision: a compaction, a turn record, a prune."""
+    match entry:
+        case CompactionBoundary(summary=summary, trigger=trigger):
+            return f"compaction ({trigger})", summary
+        case TurnRecord(turn_id=turn_id, stable_version=version, turn_ttl=ttl):
+            chosen = f", breakpoint TTL {ttl}" if isinstance(ttl, str) else ""
+            return f"turn record {turn_id} (stable v{version}{chosen})", ""
+        case ToolOutputPruned(call_ids=ids, tokens=tokens):
+            freed = f", ~{tokens:,} tokens freed" if tokens else ""
+            return f"prune: {len(ids):,} result{'' if len(ids) == 1 else 's'}{freed}", "\n".join(ids)
