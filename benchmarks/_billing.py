@@ -36,7 +36,7 @@ FIRST_BYTE_S: Final = 2.0
 TARGETS: Final = ("anthropic", "responses")
 """The two formats every goal figure is given for: Anthropic Messages and OpenAI Responses."""
 PLACEMENTS: Final = {"anthropic": ANTHROPIC, "responses": RESPONSES}
-PRICES: Final = {"anthropic": CachePrices.anthropic(), "responses": CachePrices.openai()}
+PRICES: Final = {target: CachePrices.for_target(placement) for target, placement in PLACEMENTS.items()}
 """The prices each format's session decides with: its provider's cache rules, as an agent on it does."""
 _PRUNED_MARK: Final = "call it again if you need it]"
 """The end of a pruned result's note (`lamina.compaction.pruned_note`)."""

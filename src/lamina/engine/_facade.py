@@ -333,7 +333,12 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         stable_seen = self._view.stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
-        ttl = choose_turn_ttl(self.outlook(), turn_tokens=self._pace.turn_tokens())
+        # a provider with one cache lifetime (OpenAI) has no TTL to choose: nothing is decided, nothing logged
+        ttl = (
+            choose_turn_ttl(self.outlook(), turn_tokens=self._pace.turn_tokens())
+            if self.cache_prices.choose_ttl
+            else None
+        )
         turn = self._assemble(self._new_id(), user, self._view.slice(), stable, stable_seen, ttl)
         self.record(turn.record())
         return turn
