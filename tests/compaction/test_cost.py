@@ -245,3 +245,19 @@ def test_the_decisions_are_logged_and_older_entries_still_decode() -> None:
     assert b"turn_ttl" not in encode_entry(
         TurnRecord(id="t", parent_id=None, ts=1.0, turn_id="x", user_entry_id="u", stable_digest="d", stable_version=1)
     )
+
+
+def test_a_cold_cache_lowers_the_floor_a_prune_must_free() -> None:
+    view = _view([[2_500], [2_500], [2_500], [2_500], [300], [300]])  # about 10,000 prunable tokens, old
+    policy = PrunePolicy(protect_turns=2, protect_tokens=0)  # the default floors: 40,000 warm, 5,000 cold
+    warm, cold = _outlook(30.0, 12_000, turns=6), _outlook(7_200.0, 12_000, turns=6)
+    assert (
+        policy.floor_tokens(warm) == policy.minimum_tokens and policy.floor_tokens(cold) == policy.cold_minimum_tokens
+    )
+    assert choose_prune(view, policy, outlook=warm) is None  # too little to be worth a rewrite of what the cache holds
+    pruned = choose_prune(view, policy, outlook=cold)
+    assert pruned is not None and 5_000 <= pruned.tokens < 40_000
+    assert isinstance(pruned.decision, CostDecision) and pruned.decision.cache == "cold"
+    unpriced = PrunePolicy(protect_turns=2, protect_tokens=0, priced=False)
+    assert unpriced.floor_tokens(cold) == unpriced.minimum_tokens  # the fixed rule knows no clock
+    assert choose_prune(view, unpriced, outlook=cold) is None

@@ -42,14 +42,23 @@ class PrunePolicy:
 
     protect_turns: int = 2
     """The tool output of this many newest user turns (the current one included) is never pruned."""
-    protect_tokens: int = 5_000
+    protect_tokens: int = 2_000
     """Beyond those turns, this many tokens of the newest tool output are kept too."""
-    minimum_tokens: int = 20_000
+    minimum_tokens: int = 40_000
     """Prune only when this many tokens go at once (each prune costs a cache write of what follows)."""
+    cold_minimum_tokens: int = 5_000
+    """The floor instead when the cache holds none of the history (an idle gap longer than its TTL):
+    the next request writes everything again anyway, so a prune rewrites nothing paid for (priced only)."""
     smallest_tokens: int = 100
     """Output this small stays: its note would save next to nothing."""
     priced: bool = True
     """Prune only what the cost model expects to lower the bill (False: whenever the rest allows)."""
+
+    def floor_tokens(self, outlook: Outlook | None = None) -> int:
+        """The fewest tokens a prune frees at once: `cold_minimum_tokens` on a cold cache (priced), else the minimum."""
+        if outlook is not None and self.priced and outlook.cache.label(outlook.prices) == "cold":
+            return min(self.minimum_tokens, self.cold_minimum_tokens)
+        return self.minimum_tokens
 
 
 DEFAULT_PRUNE: Final = PrunePolicy()
@@ -118,7 +127,7 @@ def choose_prune(
     if outlook is not None and policy.priced and chosen:
         chances = reread_chances(view, {c[0] for c in chosen})
         items = [PruneItem(c, s, t, f, chances[c]) for c, s, t, f in chosen]
-        ids, decision = price_prune(items, outlook, minimum_tokens=policy.minimum_tokens)
+        ids, decision = price_prune(items, outlook, minimum_tokens=policy.floor_tokens(outlook))
         if not ids:
             return None
         picked = set(ids)

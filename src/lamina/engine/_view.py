@@ -145,9 +145,9 @@ class LiveView:
             )
             self._prune_tally = (policy, floor, tokens)
         _, floor, tokens = self._prune_tally
-        if tokens < policy.minimum_tokens:
-            return None
         priced = outlook() if outlook is not None and policy.priced else None
+        if tokens < policy.floor_tokens(priced):
+            return None
         return choose_prune(self.entries, policy, estimator=self._estimator, start=floor, outlook=priced)
 
     def _call_in_turn(self, call_id: str) -> ToolCall | None:
