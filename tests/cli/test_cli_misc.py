@@ -113,6 +113,23 @@ def test_prune_false_in_the_config_file_turns_pruning_off(ws: Path) -> None:
     session.close()
 
 
+def test_a_stored_session_is_priced_with_its_recorded_providers_prices(ws: Path) -> None:
+    from lamina.cli._session import stored_session_engine
+    from lamina.compaction import CachePrices
+    from lamina.session import LocalSessionStore, StateChange
+
+    store = LocalSessionStore(ws / "store")
+    for spec, prices in (
+        ("anthropic:claude-sonnet-5", CachePrices.anthropic()),
+        ("openai:gpt-5", CachePrices.openai()),
+        ("openai-responses:gpt-5", CachePrices.openai()),
+        ("openai-compat:http://127.0.0.1:9/v1#local", CachePrices.openai()),
+    ):
+        with store.create(cwd=str(ws)) as session:
+            session.append(StateChange(key="model", value=spec))  # what a chat on that model recorded
+            assert stored_session_engine(session).cache_prices == prices, spec
+
+
 def test_a_bad_config_file_is_an_error_naming_file_and_key(tmp_path: Path, ws: Path) -> None:
     (ws / ".lamina").mkdir()
     (ws / ".lamina" / "config.toml").write_text('mode = "yolo"\n')

@@ -13,7 +13,7 @@ from lamina.agent import Agent, AgentEvent, open_agent, open_engine
 from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
-from lamina.compaction import DEFAULT_PRUNE
+from lamina.compaction import DEFAULT_PRUNE, CachePrices
 from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
 from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
@@ -204,10 +204,19 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
             "so its stable parts cannot be read"
         )
     settings = resumed_settings(load_settings(cwd), recorded_settings(session.entries_loaded()))
-    engine = open_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True)
+    prices = _prices_of(settings.model)
+    engine = open_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True, cache_prices=prices)
     if not settings.prune:
         engine.prune_policy = None
     return engine
+
+
+_OPENAI_KINDS: Final = ("openai", "openai-responses", "openai-compat")
+
+
+def _prices_of(spec: str) -> CachePrices:
+    """The cache prices of the provider a model spec names, without building it: OpenAI's for its kinds."""
+    return CachePrices.openai() if spec.partition(":")[0] in _OPENAI_KINDS else CachePrices.anthropic()
 
 
 @asynccontextmanager
