@@ -10,7 +10,11 @@ EXTRAS := all,dev,bench,docs
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 # pytest-xdist workers for `make test`: one more than the cores, since a worker waiting out a lease, a
 # timeout or a child process leaves its core to the others (on 2 cores 3 beat 2 by 7-17 s); WORKERS=0: one process
-WORKERS ?= $(shell $(PYTHON) -c "import os; print(len(getattr(os, 'sched_getaffinity', lambda _: [0] * (os.cpu_count() or 1))(0)) + 1)")
+CORES := $(shell $(PYTHON) -c "import os; print(len(getattr(os, 'sched_getaffinity', lambda _: [0] * (os.cpu_count() or 1))(0)))")
+WORKERS ?= $(shell echo $$(($(CORES) + 1)))
+# test-fast's workers: one per core (its tests seldom wait, so a third worker only adds its collection);
+# one process on a single core, where a worker's own collection would cost more than it saves
+FAST_WORKERS ?= $(shell [ $(CORES) -gt 1 ] && echo $(CORES) || echo 0)
 
 .PHONY: run test checks test-fast test-exhaustive lint typecheck docs bench peers browser clean
 
@@ -65,10 +69,10 @@ checks: $(STAMP)
 test: lint checks browser
 	$(PYTEST) -q -n $(WORKERS) --dist loadgroup
 
-# The fast loop: the suite without the tests marked slow (processes, ptys, kill loops); about 25 s on 2 cores.
-# One process: on 2 cores, a second worker's own collection (about 7 s) eats what it would save.
+# The fast loop: the suite without the tests marked slow (processes, ptys, kill loops), one worker per core:
+# on 2 cores two workers took 35 to 41 s where one process took 45 to 59 s (a loaded machine); FAST_WORKERS=0: one process
 test-fast: $(STAMP)
-	$(PYTEST) -q -m "not slow"
+	$(PYTEST) -q -m "not slow" -n $(FAST_WORKERS) --dist loadgroup
 
 test-exhaustive: $(STAMP) browser
 	LAMINA_EXHAUSTIVE=1 $(PYTEST) -q -rP

@@ -137,6 +137,7 @@ def _test_violations(tests: Path) -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_tests_import_private_modules_only_of_their_own_package() -> None:
     assert _test_violations(Path(__file__).parent) == []
 

@@ -28,7 +28,6 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield schema_url(schema)
 
 
-@pytest.mark.slow
 def test_migrate_creates_then_reports_the_schema(url: str) -> None:
     result = runner.invoke(app, ["--store", url, "store", "version"])
     assert result.exit_code == 0 and f"schema version 0 (this Lamina: {SCHEMA_VERSION})" in result.stdout
@@ -45,7 +44,6 @@ def test_migrate_on_a_folder_has_nothing_to_do(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "nothing to migrate" in result.stdout
 
 
-@pytest.mark.slow
 def test_sessions_commands_work_on_the_store_the_url_names(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with PostgresSessionStore(url) as store, store.create(cwd="/proj") as session:
         for e in exchange(1):
@@ -72,7 +70,6 @@ def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
-@pytest.mark.slow
 def test_run_serves_a_turn_from_the_database_and_continues_it(
     url: str, tmp_path: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,7 +114,6 @@ STORE_COMMANDS: dict[str, list[str]] = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("value", ["postgresql://", "~nosuchuser-lamina/x", "postgresql://db.example:x/lamina"])
 @pytest.mark.parametrize("command", STORE_COMMANDS)
 def test_a_malformed_lamina_store_is_one_error_line_naming_it_and_a_usage_error(

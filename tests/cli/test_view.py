@@ -133,6 +133,7 @@ def test_piped_text_is_printed_as_it_came() -> None:
     assert buffer.getvalue().splitlines()[:2] == ["## Goal", "␛[2J[red]x"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [40, 80])
 def test_streamed_markdown_ends_on_screen_as_it_renders_whole(width: int) -> None:
     text = "# Title\n\n" + " ".join(f"word{i}" for i in range(400)) + "\n\n- a\n- b\n\n```\ncode [i]\n```\n"

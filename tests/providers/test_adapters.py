@@ -69,7 +69,6 @@ class Sleeps:
         self.delays.append(seconds)
 
 
-@pytest.mark.slow
 async def test_text_streams_in_deltas_then_one_completed(api: str, wire: WireServer) -> None:
     wire.script(Reply(text="Hello from the local wire server."))
     async with make(api, wire) as provider:
@@ -82,7 +81,6 @@ async def test_text_streams_in_deltas_then_one_completed(api: str, wire: WireSer
     assert wire.requests[0].body["stream"] is True and wire.requests[0].status == 200
 
 
-@pytest.mark.slow
 async def test_a_tool_use_round_trip_through_a_real_turn(api: str, wire: WireServer, tmp_path: Path) -> None:
     engine = new_engine(tmp_path)
     wire.script(
@@ -102,7 +100,6 @@ async def test_a_tool_use_round_trip_through_a_real_turn(api: str, wire: WireSer
     assert "print('hi')" in str(wire.requests[1].body) and done.tool_calls[0].call_id in str(wire.requests[1].body)
 
 
-@pytest.mark.slow
 async def test_parallel_tool_calls_arrive_in_order_and_all_results_go_back(
     api: str, wire: WireServer, tmp_path: Path
 ) -> None:
@@ -120,7 +117,6 @@ async def test_parallel_tool_calls_arrive_in_order_and_all_results_go_back(
     assert [r.status for r in wire.requests] == [200, 200]
 
 
-@pytest.mark.slow
 async def test_usage_has_cache_fields_and_an_identical_request_reads_the_cache(
     api: str, wire: WireServer, tmp_path: Path
 ) -> None:
@@ -146,7 +142,6 @@ async def test_usage_has_cache_fields_and_an_identical_request_reads_the_cache(
         assert first.usage.cache_write > 1024 and second.usage.cache_write == 0
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("in_stream", [False, True])
 async def test_overflow_is_a_context_overflow_error(api: str, wire: WireServer, in_stream: bool) -> None:
     wire.script(Fail("overflow", in_stream=in_stream))
@@ -158,7 +153,6 @@ async def test_overflow_is_a_context_overflow_error(api: str, wire: WireServer, 
     assert any(w in str(caught.value) for w in ("prompt is too long", "maximum context length", "context window"))
 
 
-@pytest.mark.slow
 async def test_retries_after_overload_and_rate_limit_honouring_retry_after(api: str, wire: WireServer) -> None:
     wire.script(Fail("overloaded"), Fail("rate_limit", retry_after=2.5), Reply(text="third time lucky"))
     sleeps = Sleeps()
@@ -170,7 +164,6 @@ async def test_retries_after_overload_and_rate_limit_honouring_retry_after(api: 
     assert [r.status for r in wire.requests] == [529 if api == "anthropic" else 503, 429, 200]
 
 
-@pytest.mark.slow
 async def test_the_sdk_client_does_not_retry_by_itself(api: str, wire: WireServer) -> None:
     wire.script(Fail("overloaded", retry_after=1), Reply(text="not reached"))
     async with make(api, wire) as provider:
@@ -180,7 +173,6 @@ async def test_the_sdk_client_does_not_retry_by_itself(api: str, wire: WireServe
     assert len(wire.requests) == 1 and wire.pending == 1
 
 
-@pytest.mark.slow
 async def test_a_rate_limit_carries_retry_after(api: str, wire: WireServer) -> None:
     wire.script(Fail("rate_limit", retry_after=12))
     async with make(api, wire) as provider:
@@ -189,7 +181,6 @@ async def test_a_rate_limit_carries_retry_after(api: str, wire: WireServer) -> N
     assert type(caught.value) is RateLimitError and caught.value.retry_after == 12.0 and caught.value.status == 429
 
 
-@pytest.mark.slow
 async def test_a_wrong_api_key_is_a_clear_authentication_error(api: str, wire: WireServer) -> None:
     wire.api_key = "the-right-key"
     wire.script(Reply(text="not for you"))
@@ -202,7 +193,6 @@ async def test_a_wrong_api_key_is_a_clear_authentication_error(api: str, wire: W
     assert "a-wrong-key" in str(wire.requests[0].headers) and wire.pending == 1
 
 
-@pytest.mark.slow
 async def test_an_error_inside_the_stream_before_any_output_is_retried(api: str, wire: WireServer) -> None:
     wire.script(Fail("overloaded", in_stream=True), Reply(text="recovered"))
     sleeps = Sleeps()
@@ -213,7 +203,6 @@ async def test_an_error_inside_the_stream_before_any_output_is_retried(api: str,
     assert [r.status for r in wire.requests] == [200, 200]
 
 
-@pytest.mark.slow
 async def test_an_error_after_streamed_text_is_raised_not_retried(api: str, wire: WireServer) -> None:
     wire.script(Fail("server", in_stream=True, text_before="Half of the ans"), Reply(text="whole answer"))
     seen: list[Any] = []
@@ -225,7 +214,6 @@ async def test_an_error_after_streamed_text_is_raised_not_retried(api: str, wire
     assert len(wire.requests) == 1 and wire.pending == 1
 
 
-@pytest.mark.slow
 async def test_max_tokens_is_the_normalised_stop_reason(api: str, wire: WireServer) -> None:
     wire.script(Reply(text="cut sh", stop_reason="max_tokens"))
     async with make(api, wire) as provider:
@@ -251,7 +239,6 @@ async def test_a_refused_connection_is_a_transient_error(api: str, wire: WireSer
     assert caught.value.retryable and isinstance(caught.value, ProviderError)
 
 
-@pytest.mark.slow
 async def test_a_connection_dropped_mid_stream_is_a_transient_error(api: str, wire: WireServer) -> None:
     wire.script(Disconnect())
     async with make(api, wire) as provider:

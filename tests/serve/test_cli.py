@@ -55,6 +55,7 @@ def test_serve_refuses_an_unknown_session_before_any_url(stored: Stored) -> None
     assert result.stderr.splitlines() == [f"error: no session 'nosuch' in store {stored.store.root}"]
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_port_in_use_before_any_url(stored: Stored) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(lamina.__file__).parents[1]), "NO_COLOR": "1"}
     with socket.socket() as taken:

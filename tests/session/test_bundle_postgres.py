@@ -124,6 +124,7 @@ def _file_rows(pg: PostgresSessionStore) -> tuple[int, int, int, int]:
     return a, b, c, d
 
 
+@pytest.mark.slow
 def test_an_import_whose_last_file_is_corrupt_leaves_no_names_and_no_blobs(
     tmp_path: Path, pg: PostgresSessionStore
 ) -> None:

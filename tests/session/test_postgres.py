@@ -261,6 +261,7 @@ def test_an_imported_child_stored_before_its_parent_is_still_its_child(store: Po
         assert [e.id for e in again.children("e_root")] == ["e_late"]
 
 
+@pytest.mark.slow
 def test_a_put_whose_lease_is_taken_over_in_flight_does_not_land(schema: str, tmp_path: Path) -> None:
     """A takeover cannot slip between a put's lease check and its commit: the stale writer's file never lands."""
     gate = 734_001

@@ -35,7 +35,6 @@ def _modules_of(*packages: str) -> list[str]:
 ENGINE_AND_AGENT = _modules_of("engine", "agent")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("rel", [*ENGINE_AND_AGENT, *_modules_of("cli")])
 def test_engine_agent_and_cli_depend_only_on_the_protocol(rel: str) -> None:
     assert _store_imports(SRC / rel) <= JSONL_ONLY.get(rel, set())

@@ -92,7 +92,6 @@ def test_a_second_writer_is_refused_until_the_first_closes(store: SessionStore) 
     store.open(session.id).close()
 
 
-@pytest.mark.slow
 def test_a_read_only_session_takes_no_appends(store: SessionStore) -> None:
     with store.create() as session:
         session.append(UserMessage(text="hello"))
@@ -129,7 +128,6 @@ def test_a_critical_entry_is_committed_before_append_returns(store: SessionStore
             assert [e.id for e in reader.entries()][-1] == queued.id
 
 
-@pytest.mark.slow
 def test_list_is_newest_first_and_reads_no_log(store: SessionStore) -> None:
     ids = []
     for n in range(3):
@@ -142,7 +140,6 @@ def test_list_is_newest_first_and_reads_no_log(store: SessionStore) -> None:
     assert all(r.entry_count == 1 and r.problem is None for r in rows)
 
 
-@pytest.mark.slow
 def test_resume_reads_from_the_latest_boundary_only(store: SessionStore) -> None:
     with store.create() as session:
         for n in range(40):
@@ -168,7 +165,6 @@ def test_resume_reads_from_the_latest_boundary_only(store: SessionStore) -> None
         assert again.loaded_count() == 5
 
 
-@pytest.mark.slow
 def test_branching_moves_the_leaf_and_survives_a_reopen(store: SessionStore) -> None:
     with store.create() as session:
         first = [session.append(e) for e in exchange(1)]
@@ -199,7 +195,6 @@ def test_a_branch_with_its_first_entry_its_children_and_the_view_of_any_entry(st
         assert again.leaf_id == seed.id and again.get(seed.id) == seed
 
 
-@pytest.mark.slow
 def test_a_fork_copies_the_path_and_the_files(store: SessionStore) -> None:
     with store.create(cwd="/w") as source:
         entries = [source.append(e) for e in exchange(1)]
@@ -239,7 +234,6 @@ def test_a_fork_lists_and_opens_like_any_other_session(store: SessionStore) -> N
     assert listed[fork_id].entry_count == 4 and listed[sid].entry_count == len(entries)
 
 
-@pytest.mark.slow
 def test_delete_removes_a_session_but_never_one_in_use(store: SessionStore) -> None:
     session = store.create()
     session.append(UserMessage(text="bye"))
@@ -286,7 +280,6 @@ def test_concurrent_creates_of_one_id_make_one_session(store: SessionStore) -> N
     assert [s.id for s in store.list()] == ["one-id"]
 
 
-@pytest.mark.slow
 def test_the_engine_runs_on_either_store(store: SessionStore, tmp_path: Path) -> None:
     session: SessionLog = store.create(cwd=str(tmp_path))
     engine = ContextEngine(session, stable_source=lambda: (), mode="ask")

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import msgspec
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ _edit = st.tuples(st.integers(0, 40), st.integers(0, 3), st.lists(st.sampled_fro
 _window = st.tuples(st.one_of(st.none(), st.integers(1, 5)), st.one_of(st.none(), st.integers(1, 40)))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     before=_lines,
