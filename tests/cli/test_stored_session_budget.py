@@ -79,7 +79,11 @@ def test_sessions_budget_prints_what_agent_budget_returns(tmp_path: Path, ws: Pa
     assert list(classes) == ["stable", "volatile", "on_demand", "one_shot", "compactable"]
     assert classes["stable"]["parts"] > 6  # the tool definitions are parts too
     assert classes["compactable"]["tokens"] > 2 * 400  # history and both reads of big.txt
+    ttls = [d for d in document["decisions"] if d["on"] == "turn TTL"]  # each turn's breakpoint TTL, priced
+    assert len(ttls) == 2 and all(d["action"] in ("ttl_1h", "ttl_5m") for d in ttls)
+    assert all(d["words"].startswith(("1-hour TTL: expected", "5-minute TTL: expected")) for d in ttls)
     human = _cli(tmp_path, "sessions", "budget", session_id)
+    assert "Context decisions" in human.stdout  # type: ignore[attr-defined]
     assert "Budget by tier" in human.stdout and f"{document['total_tokens']:,}" in human.stdout  # type: ignore[attr-defined]
 
     store = LocalSessionStore(tmp_path / "store")
