@@ -198,6 +198,7 @@ SURFACE: dict[str, list[str]] = {
         "choose_prune",
         "choose_turn_ttl",
         "clip_text",
+        "decision_on",
         "describe_decision",
         "deterministic_summary",
         "dropped_count",

@@ -53,27 +53,29 @@ class PricedCompaction:
         """The context's tokens above which a compaction is due."""
         return self.provider.capabilities.context_window - self.compaction_reserve
 
-    def _over_threshold(self) -> bool:
+    def _over_threshold(self, tokens: int | None = None) -> bool:
+        """Whether the context (`tokens`, counted now unless given) is over the threshold: a compaction is due."""
+        tokens = self.engine.calibrated_context_tokens() if tokens is None else tokens
         window = self.provider.capabilities.context_window
-        tokens = self.engine.calibrated_context_tokens()
         return should_compact(tokens, context_window=window, reserve=self.compaction_reserve)
 
     async def _compact_before_turn(self) -> None:
         """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
         self._follow_provider_prices()
-        if self._over_threshold():
+        tokens = self.engine.calibrated_context_tokens()  # counted once: the stable parts and tools are counted too
+        if self._over_threshold(tokens):
             await self.compact(trigger="threshold")
             return
-        decision = self._priced_decision()
+        decision = self._priced_decision(tokens)
         if decision is not None:
             await self.compact(trigger="threshold", decision=decision)
 
-    def _priced_decision(self) -> CostDecision | None:
-        """The cost model's decision to compact now, in the band (None: outside it, off, or waiting pays)."""
+    def _priced_decision(self, tokens: int) -> CostDecision | None:
+        """The decision to compact a context of `tokens` now, in the band (None: outside it, off, or waiting pays)."""
         band, threshold = self.compaction_band, self._threshold()
         if band is None or isinstance(self.provider.target, SdkManagedTarget):  # that backend compacts its own
             return None
-        if self.engine.calibrated_context_tokens() < band * threshold:
+        if tokens < band * threshold:
             return None
         action, decision = self.engine.price_compaction(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
         _log.debug(

@@ -209,7 +209,7 @@ def open_engine(
     custom_preset: str | os.PathLike[str] | None = None,
     interactive: bool | None = False,
     skills_dir: Path | None = None,
-    cache_prices: CachePrices | None = None,
+    cache_prices: CachePrices = DEFAULT_PRICES,
 ) -> ContextEngine:
     """A context engine over `session` with the stable parts and built-in tools `open_agent` would give it.
 
@@ -227,7 +227,7 @@ def open_engine(
         stable_source=wired.stable_source,
         tools=tuple(t.spec for t in wired.tools),
         time_zone=wired.context.time_zone,
-        cache_prices=cache_prices if cache_prices is not None else DEFAULT_PRICES,
+        cache_prices=cache_prices,
     )
 
 

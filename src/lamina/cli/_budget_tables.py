@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from lamina.cli._console import out, safe
-from lamina.compaction import describe_decision
+from lamina.compaction import decision_on, describe_decision
 from lamina.context import Part, Stability, Tier
 from lamina.reports import TIER_LABELS, BudgetReport
-from lamina.session import CostDecision, LogEntry, ToolOutputPruned, TurnRecord
+from lamina.session import CostDecision, LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR
 
 
@@ -93,19 +93,7 @@ def budget_json(budget: BudgetReport) -> dict[str, Any]:
 
 def decisions(entries: Sequence[LogEntry]) -> list[tuple[str, CostDecision]]:
     """The priced context decisions logged in `entries`: what they were on, and their figures, oldest first."""
-    found: list[tuple[str, CostDecision]] = []
-    for entry in entries:
-        decision = getattr(entry, "decision", None)
-        if isinstance(decision, CostDecision):
-            kind = (
-                "prune"
-                if isinstance(entry, ToolOutputPruned)
-                else "turn TTL"
-                if isinstance(entry, TurnRecord)
-                else "compaction"
-            )
-            found.append((kind, decision))
-    return found
+    return [found for entry in entries if (found := decision_on(entry)) is not None]
 
 
 def decisions_json(found: Sequence[tuple[str, CostDecision]]) -> list[dict[str, Any]]:

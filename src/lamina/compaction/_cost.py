@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, assert_never
 
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
-from lamina.session import CostDecision
+from lamina.session import CompactionBoundary, CostDecision, LogEntry, ToolOutputPruned, TurnRecord
 
 if TYPE_CHECKING:  # the simulator loads on first use (importing the engine must not load it)
     from lamina.cachesim import AnthropicCacheRules, OpenAICacheRules
@@ -25,6 +25,7 @@ __all__ = [
     "PruneItem",
     "SessionPace",
     "choose_turn_ttl",
+    "decision_on",
     "describe_decision",
     "price_compaction",
     "price_prune",
@@ -410,3 +411,19 @@ def describe_decision(decision: CostDecision) -> str:
     if d.action in ("prune", "keep") or d.reread_chance:
         words.append(f"re-read chance {d.reread_chance:.0%}")
     return ", ".join(words)
+
+
+DecisionOn: TypeAlias = Literal["prune", "compaction", "turn TTL"]
+
+
+def decision_on(entry: LogEntry) -> tuple[DecisionOn, CostDecision] | None:
+    """The priced decision `entry` logged and what it was on (a prune, a compaction, a turn's TTL), else None."""
+    match entry:
+        case ToolOutputPruned(decision=CostDecision() as d):
+            return "prune", d
+        case CompactionBoundary(decision=CostDecision() as d):
+            return "compaction", d
+        case TurnRecord(decision=CostDecision() as d):
+            return "turn TTL", d
+        case _:
+            return None

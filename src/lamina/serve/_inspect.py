@@ -11,11 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
-from lamina.compaction import describe_decision
+from lamina.compaction import decision_on, describe_decision
 from lamina.serve._calls import call_out
 from lamina.serve._model import (
     AttachmentOut,
@@ -34,7 +34,6 @@ from lamina.session import (
     AttachmentRef,
     BranchSummary,
     CompactionBoundary,
-    CostDecision,
     Custom,
     Label,
     LogEntry,
@@ -377,8 +376,7 @@ class SessionIndex:
 
     def decisions(self, path: list[LogEntry]) -> list[DecisionOut]:
         """Every priced context decision logged on `path`, oldest first."""
-        found = (decision_of(entry) for entry in path if isinstance(entry, _PRICED))
-        return [d for d in found if d is not None]
+        return [d for d in map(decision_of, path) if d is not None]
 
     def plans(self, path: list[LogEntry]) -> list[PlanOut]:
         plans: dict[str, list[PlanState]] = {}
@@ -396,20 +394,12 @@ class SessionIndex:
         ]
 
 
-_PRICED: Final = (ToolOutputPruned, CompactionBoundary, TurnRecord)
-"""The entries that log a cost model's decision."""
-
-
 def decision_of(entry: LogEntry) -> DecisionOut | None:
     """The priced decision an entry logged (a prune, a compaction boundary, a turn record's TTL), else None."""
-    if not isinstance(entry, _PRICED) or not isinstance(entry.decision, CostDecision):
+    found = decision_on(entry)
+    if found is None:
         return None
-    d = entry.decision
-    on: Literal["prune", "compaction", "turn TTL"] = "compaction"
-    if isinstance(entry, ToolOutputPruned):
-        on = "prune"
-    elif isinstance(entry, TurnRecord):
-        on = "turn TTL"
+    on, d = found
     return DecisionOut(
         entry_id=entry.id,
         ts=entry.ts,
