@@ -16,18 +16,30 @@ WORKERS ?= $(shell echo $$(($(CORES) + 1)))
 # one process on a single core, where a worker's own collection would cost more than it saves
 FAST_WORKERS ?= $(shell [ $(CORES) -gt 1 ] && echo $(CORES) || echo 0)
 
-.PHONY: run test checks test-fast test-exhaustive lint typecheck docs bench peers browser clean
+.PHONY: lock run test checks test-fast test-exhaustive lint typecheck docs bench peers browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# uv (from PyPI) installs the same packages as pip in seconds rather than a minute; pip when uv cannot
-$(STAMP): pyproject.toml | $(BIN)/python
-	{ $(BIN)/python -m pip install --quiet uv && \
-		$(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e '.[$(EXTRAS)]'; } || \
-	{ $(BIN)/python -m pip install --quiet --upgrade pip && \
-		$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'; }
+# Installs come from uv.lock, exactly (uv sync --frozen: the lock is never re-resolved, and a package the
+# lock does not name is removed). uv itself is locked in the dev extra, so the sync keeps it. Where uv cannot
+# run, pip installs the same pins, hash-checked, from requirements.lock (exported from uv.lock by `make lock`).
+comma := ,
+SYNC_EXTRAS := $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra))
+$(STAMP): pyproject.toml uv.lock requirements.lock | $(BIN)/python
+	{ { [ -x $(BIN)/uv ] || $(BIN)/python -m pip install --quiet uv; } && \
+		UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --quiet --frozen --python $(BIN)/python $(SYNC_EXTRAS); } || \
+	{ echo "uv sync failed: installing requirements.lock with pip" >&2 && \
+		$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock && \
+		$(BIN)/python -m pip install --quiet --no-deps -e .; }
 	touch $(STAMP)
+
+# Refresh the lock after a change to pyproject.toml's dependencies (or to take newer releases on purpose:
+# `make lock UPGRADE=1`), then commit uv.lock and requirements.lock together; a test fails when they disagree
+lock: | $(BIN)/python
+	[ -x $(BIN)/uv ] || $(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv lock $(if $(UPGRADE),--upgrade)
+	$(BIN)/uv export --quiet --frozen --no-emit-project $(SYNC_EXTRAS) -o requirements.lock
 
 run: $(STAMP)
 	$(BIN)/lamina demo
@@ -80,7 +92,7 @@ test-exhaustive: $(STAMP) browser
 # deliberate bugs (mutants) in the modules that hold the invariants, each run against the tests that
 # cover it (configured in pyproject.toml, [tool.mutmut]); `mutmut results` lists the survivors
 mutation: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[mutation]'
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --quiet --frozen --python $(BIN)/python $(SYNC_EXTRAS) --extra mutation
 	env -u PYTHONPATH $(BIN)/mutmut run
 	env -u PYTHONPATH $(BIN)/mutmut results
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai.types.responses import ResponseErrorEvent
@@ -94,7 +95,9 @@ def test_a_top_level_error_event_is_classified_by_its_code() -> None:
 
 def test_insufficient_quota_is_a_rate_limit_that_is_not_retried() -> None:
     body = {"message": "You exceeded your current quota.", "type": "insufficient_quota", "code": "insufficient_quota"}
-    error = map_openai_error(openai.APIError("quota", request=None, body=body))  # type: ignore[arg-type]
+    # built the way the SDK builds it: a real request, not a private constructor's None
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/responses")
+    error = map_openai_error(openai.APIError("quota", request=request, body=body))
     assert isinstance(error, RateLimitError) and not error.retryable and "current quota" in str(error)
 
 
