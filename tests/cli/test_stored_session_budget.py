@@ -115,6 +115,15 @@ def test_sessions_budget_of_a_missing_session_or_folder_is_a_clear_error(
     assert gone.exit_code == 2  # type: ignore[attr-defined]
     assert f"its working directory {tmp_path / 'gone'} is gone" in gone.stderr  # type: ignore[attr-defined]
 
+    # a session made before 0.3.0 recorded the workspace as the relative path it was given
+    meta_file = tmp_path / "store" / session.id / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps({**meta, "cwd": "shop"}))
+    relative = _cli(tmp_path, "sessions", "budget", session.id)
+    assert relative.exit_code == 2  # type: ignore[attr-defined]
+    assert "recorded its workspace as the relative path 'shop'" in relative.stderr  # type: ignore[attr-defined]
+    assert "run the command from the folder the session was created in" in relative.stderr  # type: ignore[attr-defined]
+
 
 @pytest.mark.slow
 def test_sessions_compact_counts_the_stable_parts_and_a_resume_records_no_stable_change(

@@ -400,3 +400,19 @@ def test_an_export_carries_what_a_tool_wrote_into_the_sessions_folders(store: Se
         assert listed == ["attachments/abc", "data/tool-results/t1.txt", "plans/draft.md"]
     else:
         assert not tool_written & names
+
+
+def test_a_relative_workspace_is_recorded_as_an_absolute_path(
+    store: SessionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the README's quick start names its workspace "shop": a command run from elsewhere must still find it
+    monkeypatch.chdir(tmp_path)
+    with store.create(cwd="shop") as session:
+        sid = session.id
+        assert session.info.cwd == str(tmp_path / "shop")
+    monkeypatch.chdir("/")
+    with store.open(sid, writable=False) as again:
+        assert again.info.cwd == str(tmp_path / "shop")
+    assert [s.cwd for s in store.list() if s.id == sid] == [str(tmp_path / "shop")]
+    with store.create() as no_workspace:
+        assert no_workspace.info.cwd == ""

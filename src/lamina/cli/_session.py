@@ -197,10 +197,17 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
         UsageError: The session's working directory is gone.
         ConfigError, PresetFileError: Its settings or preset cannot be used.
     """
-    cwd = Path(session.info.cwd) if session.info.cwd else None
+    recorded = session.info.cwd
+    cwd = Path(recorded) if recorded else None
+    if cwd is not None and not cwd.is_absolute() and not cwd.is_dir():
+        # sessions made before 0.3.0 recorded the path as given; where they were made is not recorded
+        raise UsageError(
+            f"session {session.id} recorded its workspace as the relative path {recorded!r} (sessions made before "
+            "0.3.0 did), which is not a folder here: run the command from the folder the session was created in"
+        )
     if cwd is None or not cwd.is_dir():
         raise UsageError(
-            f"session {session.id}: its working directory {session.info.cwd or '(none recorded)'} is gone, "
+            f"session {session.id}: its working directory {recorded or '(none recorded)'} is gone, "
             "so its stable parts cannot be read"
         )
     settings = resumed_settings(load_settings(cwd), recorded_settings(session.entries_loaded()))

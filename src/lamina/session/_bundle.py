@@ -40,7 +40,14 @@ from lamina.session._entries import LogEntry, OutboxRecord, encode_entry
 from lamina.session._files import OS_FILES, FileLayer, write_new_file
 from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, ForkOrigin, SessionMeta, write_meta
-from lamina.session._protocol import VIRTUAL_ROOT, FileSource, SessionLog, SessionStore, SessionSummary
+from lamina.session._protocol import (
+    VIRTUAL_ROOT,
+    FileSource,
+    SessionLog,
+    SessionStore,
+    SessionSummary,
+    absolute_cwd,
+)
 from lamina.session._scan import scan_log
 from lamina.session._stamp import SUBFOLDERS, check_session_id, new_session_id
 from lamina.session._store import CREATING_PREFIX, LocalSessionStore
@@ -314,7 +321,7 @@ def import_session(
                 raise BundleError(bundle, f"invalid session id {manifest.session_id!r}", member=MANIFEST_NAME) from None
             if _exists(store, manifest.session_id):
                 raise UsageError(f"session {manifest.session_id} already exists in store {store.location}")
-        new_cwd = None if cwd is None else str(cwd)
+        new_cwd = None if cwd is None else absolute_cwd(str(cwd))
         if isinstance(store, LocalSessionStore):
             return _install(store, zf, bundle, checked, cwd=new_cwd, keep_id=keep_id, clock=clock)
         if not isinstance(store, EntryImporter):

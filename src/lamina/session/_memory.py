@@ -27,7 +27,7 @@ from lamina.session._core import SessionCore
 from lamina.session._entries import Entry, LogEntry, UserMessage
 from lamina.session._files import open_for_reading
 from lamina.session._meta import ForkOrigin
-from lamina.session._protocol import FileInfo, LoadReport, SessionSummary
+from lamina.session._protocol import FileInfo, LoadReport, SessionSummary, absolute_cwd
 from lamina.session._session_files import CachedFiles, check_file_name, chunks_of, digest_of, stored_files
 from lamina.session._stamp import (
     SUBFOLDERS,
@@ -279,7 +279,7 @@ class InMemorySessionStore:
             folder = self.files_root / session_id
             for name in SUBFOLDERS:
                 (folder / name).mkdir(parents=True, exist_ok=True)
-            summary = SessionSummary(session_id, _title_from(title), now, now, 0, cwd, forked_from)
+            summary = SessionSummary(session_id, _title_from(title), now, now, 0, absolute_cwd(cwd), forked_from)
             stored = self._sessions[session_id] = _Stored(summary, folder)
             session = stored.writer = InMemorySession(self, stored, writable=True)
         return session

@@ -5,6 +5,7 @@ Described in docs/session-log.md ("The store protocol").
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,21 @@ class SessionSummary:
     cwd: str
     forked_from: ForkOrigin | None
     problem: str | None = None
+
+
+def absolute_cwd(cwd: str) -> str:
+    """The workspace a new session records: `cwd` made absolute against the current directory ("" stays "").
+
+    A relative path would mean another folder to every command run from elsewhere, so stores never
+    record one (sessions made before 0.3.0 may hold one).
+
+    Args:
+        cwd: The workspace as the caller named it.
+
+    Returns:
+        The absolute path, or "" when none was given.
+    """
+    return os.path.abspath(cwd) if cwd else ""
 
 
 VIRTUAL_ROOT: Final = "lamina:/session"

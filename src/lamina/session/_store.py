@@ -28,7 +28,7 @@ from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._jsonl_write import JsonlSession
 from lamina.session._lock import LOCK_NAME, WriterLock
 from lamina.session._meta import META_NAME, ForkOrigin, SessionMeta, read_meta, write_meta
-from lamina.session._protocol import STORE_ENV_VAR, LoadReport, SessionSummary
+from lamina.session._protocol import STORE_ENV_VAR, LoadReport, SessionSummary, absolute_cwd
 from lamina.session._stamp import (
     _SESSION_ID_RE,
     SUBFOLDERS,
@@ -175,7 +175,7 @@ class LocalSessionStore:
                 id=new_id,
                 created_at=now,
                 updated_at=now,
-                cwd=cwd,
+                cwd=absolute_cwd(cwd),
                 title=_title_from(title),
                 forked_from=forked_from,
             )

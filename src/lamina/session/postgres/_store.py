@@ -17,7 +17,7 @@ from psycopg import sql
 from lamina.errors import SessionExistsError, SessionNotFoundError, StoreConnectionError
 from lamina.session._entries import LogEntry
 from lamina.session._meta import ForkOrigin
-from lamina.session._protocol import FileSource, SessionSummary
+from lamina.session._protocol import FileSource, SessionSummary, absolute_cwd
 from lamina.session._stamp import _title_from, check_session_id
 from lamina.session.postgres._bounds import WATCHDOG
 from lamina.session.postgres._connection import NOTIFY_CHANNEL, PostgresConnection, _first_line, _new_session_id
@@ -75,7 +75,7 @@ class PostgresSessionStore(PostgresConnection):
         """
         self._writes_allowed()
         now = self._clock()
-        title = _title_from(title)
+        title, cwd = _title_from(title), absolute_cwd(cwd)
         chosen = check_session_id(session_id) if session_id is not None else None
         while True:
             session_id = chosen or _new_session_id(now)
