@@ -448,5 +448,3 @@ def _connection_env(
     if timeout is not None:
         env["API_TIMEOUT_MS"] = str(max(1, round(timeout * 1000)))
     return env
-
-
