@@ -1,10 +1,11 @@
 """The command line's start-up beside `python -c pass`, and the core install, each in fresh processes.
 
-Five subjects run in turn, round after round (a drift in the machine's load reaches them alike):
+Six subjects run in turn, round after round (a drift in the machine's load reaches them alike):
 `python -c pass` (the floor), `lamina --version`, `lamina --help`, `python -c "import lamina"` and
-`lamina chat` to its prompt (in a pseudo-terminal, the scripted model, an empty workspace, store and
-config: the time until prompt_toolkit turns bracketed paste on, i.e. reads a line). For each: CPU time
-(user + system, children included) and wall time, min / median / max, named
+`lamina chat` to its prompt (a pseudo-terminal, an empty workspace, store and config: until
+prompt_toolkit turns bracketed paste on, i.e. reads a line), with the scripted model (`chat`) and the
+default one (`chat_anthropic`: a key, no request sent). For each: CPU time (user + system, children
+included) and wall time, min / median / max, named
 `cli_{cpu,wall}_{min,median,max}_ms_start_<subject>`, and `cli_{cpu,wall}_ratio_start_<subject>`: its
 median over the floor's. The older names stay: `cli_help_ms` / `cli_help_cpu_ms`, `cli_version_ms`,
 `python_startup_ms` (medians of the same runs), `import_lamina_ms` / `import_lamina_cpu_ms`
@@ -35,6 +36,7 @@ SCENARIO = "start"
 PROMPT_READY = b"\x1b[?2004h"
 """prompt_toolkit turns bracketed paste on when it starts reading a line."""
 PROMPT_TIMEOUT = 60.0
+DEFAULT_MODEL = "anthropic:claude-sonnet-5"
 
 
 @dataclass
@@ -142,12 +144,15 @@ def _subjects(folder: Path) -> dict[str, Callable[[], tuple[float, float]]]:
     script.write_text(json.dumps({"responses": [{"text": "unused"}]}))
     lamina = _lamina()
     python = sys.executable
+    # the default provider, to its prompt: a key so the chat starts, a closed port so nothing could be sent
+    offline = {**env, "ANTHROPIC_API_KEY": "unused", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     return {
         "python": lambda: _timed([python, "-c", "pass"], env, workspace),
         "version": lambda: _timed([*lamina, "--version"], env, workspace),
         "help": lambda: _timed([*lamina, "--help"], env, workspace),
         "import": lambda: _timed([python, "-c", "import lamina"], env, workspace),
         "chat": lambda: _to_prompt([*lamina, "chat", "--model", f"scripted:{script}"], env, workspace),
+        "chat_anthropic": lambda: _to_prompt([*lamina, "chat", "--model", DEFAULT_MODEL], offline, workspace),
     }
 
 
@@ -157,11 +162,13 @@ _LABELS = {
     "help": "lamina --help",
     "import": 'python -c "import lamina"',
     "chat": "lamina chat to its prompt",
+    "chat_anthropic": "the same with --model anthropic:…",
 }
 _GOALS = {
     ("cpu", "version"): "goal: under 150 ms",
     ("cpu", "help"): "goal: under 150 ms",
     ("wall", "chat"): "goal: under 1,000 ms on 2 cores",
+    ("wall", "chat_anthropic"): "goal: under 1,000 ms on 2 cores",
 }
 
 
@@ -221,7 +228,7 @@ def _core_install(repeats: int, progress: Callable[[str], None]) -> list[Figure]
 
 
 def _start(repeats: int, progress: Callable[[str], None]) -> list[Figure]:
-    """The five subjects, `repeats` rounds after a warm-up round, and the older figures from the same runs."""
+    """The subjects, `repeats` rounds after a warm-up round, and the older figures from the same runs."""
     with tempfile.TemporaryDirectory() as folder:
         subjects = _subjects(Path(folder))
         for run_once in subjects.values():  # warm the file cache and write the bytecode

@@ -75,26 +75,29 @@ class _Commands(MutableMapping[str, Any]):
     """The root's commands by name, each built (its module imported) when first looked up."""
 
     def __init__(self) -> None:
+        self._names = dict.fromkeys(_COMMANDS)
         self._built: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
+        if name not in self._names:
+            raise KeyError(name)
         if name not in self._built:
-            if name not in _COMMANDS:
-                raise KeyError(name)
             self._built[name] = _build(name, _COMMANDS[name])
         return self._built[name]
 
     def __setitem__(self, name: str, command: Any) -> None:
+        self._names[name] = None
         self._built[name] = command
 
     def __delitem__(self, name: str) -> None:
-        del self._built[name]
+        del self._names[name]
+        self._built.pop(name, None)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*_COMMANDS, *self._built]))
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(dict.fromkeys([*_COMMANDS, *self._built]))
+        return len(self._names)
 
     def summary(self, name: str) -> str:
         """The line the root's help shows for `name`, without building it when it is one of `_COMMANDS`."""
