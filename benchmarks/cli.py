@@ -1,43 +1,199 @@
-"""The core install and the start-up time of the command line, each in a fresh process.
+"""The command line's start-up beside `python -c pass`, and the core install, each in fresh processes.
 
-`cli_help_ms` / `cli_help_cpu_ms`: `python -m lamina.cli --help` (median wall clock, and CPU, which
-does not grow when other jobs share the cores); `cli_version_ms`; `python_startup_ms` the floor.
-`import_lamina_ms` / `import_lamina_cpu_ms`: `import lamina, lamina.engine, lamina.agent`.
-`core_install_distributions` / `core_install_mb`: the wheel without extras in a fresh venv (the
-distributions, Lamina among them; site-packages with bytecode); `core_import_lamina_ms` there.
-The heavy modules (SDKs, MCP, prompt_toolkit, the engine) load with the commands that need them.
-No peer runs: there is no comparable command on the machine to measure side by side.
+Six subjects run in turn, round after round (a drift in the machine's load reaches them alike):
+`python -c pass` (the floor), `lamina --version`, `lamina --help`, `python -c "import lamina"` and
+`lamina chat` to its prompt (a pseudo-terminal, an empty workspace, store and config: until
+prompt_toolkit turns bracketed paste on, i.e. reads a line), with the scripted model (`chat`) and the
+default one (`chat_anthropic`: a key, no request sent). For each: CPU time (user + system, children
+included) and wall time, min / median / max, named
+`cli_{cpu,wall}_{min,median,max}_ms_start_<subject>`, and `cli_{cpu,wall}_ratio_start_<subject>`: its
+median over the floor's. The older names stay: `cli_help_ms` / `cli_help_cpu_ms`, `cli_version_ms`,
+`python_startup_ms` (medians of the same runs), `import_lamina_ms` / `import_lamina_cpu_ms`
+(`import lamina, lamina.engine, lamina.agent`); `core_install_distributions` / `core_install_mb`:
+the wheel without extras in a fresh venv; `core_import_lamina_ms` there.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import pty
 import resource
+import select
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from benchmarks import Figure
+from benchmarks import Figure, ratio
 from benchmarks._core_install import build_wheel, core_venv, uv_available
 
+SCENARIO = "start"
+PROMPT_READY = b"\x1b[?2004h"
+"""prompt_toolkit turns bracketed paste on when it starts reading a line."""
+PROMPT_TIMEOUT = 60.0
+DEFAULT_MODEL = "anthropic:claude-sonnet-5"
 
-def _median_ms(args: list[str], repeats: int) -> tuple[float, float]:
-    """Median wall-clock and median CPU (user + system) milliseconds of a fresh process."""
-    wall, cpu = [], []
-    # bytecode on, as after `pip install` (which compiles it): PYTHONDONTWRITEBYTECODE would compile Lamina every run
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "COLUMNS": "100"}
-    for _ in range(repeats):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, *args], check=True, capture_output=True, env=env)
-        wall.append((time.perf_counter() - start) * 1000)
+
+@dataclass
+class Runs:
+    """One subject's runs: CPU and wall milliseconds of each."""
+
+    cpu: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+
+
+def _environment(folder: Path) -> dict[str, str]:
+    """Bytecode on (as after `pip install`), nothing of the user's: store, config, history and workspace are fresh."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NO_COLOR", "LINES")}
+    return {
+        **env,
+        "COLUMNS": "100",
+        "TERM": "xterm",
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+        "LAMINA_STORE": str(folder / "store"),
+        "XDG_STATE_HOME": str(folder / "state"),
+        "XDG_CONFIG_HOME": str(folder / "config"),
+        "XDG_DATA_HOME": str(folder / "data"),
+    }
+
+
+def _lamina() -> list[str]:
+    """The `lamina` console script beside this interpreter, else `python -m lamina.cli`."""
+    script = Path(sys.executable).with_name("lamina")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "lamina.cli"]
+
+
+def _timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one process run to its end (its waited-for children included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(args, check=True, capture_output=True, env=env, cwd=cwd)
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+
+
+def _cpu_so_far(pid: int) -> float | None:
+    """CPU milliseconds a running process (and the children it waited for) used so far; None off Linux."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    ticks = sum(int(fields[n]) for n in (11, 12, 13, 14))  # utime, stime, cutime, cstime
+    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _to_prompt(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU milliseconds from starting `lamina chat` in a pseudo-terminal to its prompt; then Ctrl-D."""
+    leader, follower = pty.openpty()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    child = subprocess.Popen(args, stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd)
+    os.close(follower)
+    seen = b""
+    try:
+        while PROMPT_READY not in seen:
+            ready, _, _ = select.select([leader], [], [], PROMPT_TIMEOUT)
+            if not ready:
+                raise RuntimeError(f"no prompt after {PROMPT_TIMEOUT:.0f} s; the terminal showed:\n{seen[-2000:]!r}")
+            try:
+                seen += os.read(leader, 65536)
+            except OSError as exc:  # the child ended and closed the terminal
+                raise RuntimeError(f"lamina chat ended before its prompt:\n{seen[-2000:]!r}") from exc
+        wall = (time.perf_counter() - start) * 1000
+        cpu = _cpu_so_far(child.pid)
+        os.write(leader, b"\x04")  # Ctrl-D at the prompt: quit
+        _drain(leader)
+        child.wait(timeout=PROMPT_TIMEOUT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(leader)
+    if cpu is None:  # off Linux: the whole run, quitting included
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
-    return statistics.median(wall), statistics.median(cpu)
+        cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
+
+
+def _drain(leader: int) -> None:
+    """Read the terminal until the child closes it (a full pty would block the child's last writes)."""
+    while True:
+        ready, _, _ = select.select([leader], [], [], PROMPT_TIMEOUT)
+        if not ready:
+            return
+        try:
+            if not os.read(leader, 65536):
+                return
+        except OSError:
+            return
+
+
+def _subjects(folder: Path) -> dict[str, Callable[[], tuple[float, float]]]:
+    """Each subject's one run, by target name; `chat` runs the scripted model in an empty workspace."""
+    env = _environment(folder)
+    workspace = folder / "workspace"
+    workspace.mkdir()
+    script = folder / "script.json"
+    script.write_text(json.dumps({"responses": [{"text": "unused"}]}))
+    lamina = _lamina()
+    python = sys.executable
+    # the default provider, to its prompt: a key so the chat starts, a closed port so nothing could be sent
+    offline = {**env, "ANTHROPIC_API_KEY": "unused", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    return {
+        "python": lambda: _timed([python, "-c", "pass"], env, workspace),
+        "version": lambda: _timed([*lamina, "--version"], env, workspace),
+        "help": lambda: _timed([*lamina, "--help"], env, workspace),
+        "import": lambda: _timed([python, "-c", "import lamina"], env, workspace),
+        "chat": lambda: _to_prompt([*lamina, "chat", "--model", f"scripted:{script}"], env, workspace),
+        "chat_anthropic": lambda: _to_prompt([*lamina, "chat", "--model", DEFAULT_MODEL], offline, workspace),
+    }
+
+
+_LABELS = {
+    "python": "python -c pass",
+    "version": "lamina --version",
+    "help": "lamina --help",
+    "import": 'python -c "import lamina"',
+    "chat": "lamina chat to its prompt",
+    "chat_anthropic": "the same with --model anthropic:…",
+}
+_GOALS = {
+    ("cpu", "version"): "goal: under 150 ms",
+    ("cpu", "help"): "goal: under 150 ms",
+    ("wall", "chat"): "goal: under 1,000 ms on 2 cores",
+    ("wall", "chat_anthropic"): "goal: under 1,000 ms on 2 cores",
+}
+
+
+def _start_figures(runs: dict[str, Runs]) -> list[Figure]:
+    """min / median / max of each subject's CPU and wall time, and its median over the floor's."""
+    figures: list[Figure] = []
+    for kind in ("cpu", "wall"):
+        values = {target: mine.cpu if kind == "cpu" else mine.wall for target, mine in runs.items()}
+        floor_name = f"cli_{kind}_median_ms_{SCENARIO}_python"
+        floor = statistics.median(values["python"])
+        for stat, pick in (("min", min), ("median", statistics.median), ("max", max)):
+            for target, mine in values.items():
+                figure = _figure(f"cli_{kind}_{stat}_ms", target, pick(mine), "ms")
+                if stat == "median":
+                    over = None if target == "python" else ratio(figure.value, floor, floor_name)
+                    figure = replace(figure, ratio_vs=over, note=_GOALS.get((kind, target), ""))
+                figures.append(figure)
+        for target, mine in values.items():
+            over_floor = ratio(statistics.median(mine), floor, floor_name).ratio
+            figures.append(_figure(f"cli_{kind}_ratio", target, over_floor, "x", note=_LABELS[target]))
+    return figures
+
+
+def _figure(base: str, target: str, value: float, unit: str, *, note: str = "") -> Figure:
+    return Figure(f"{base}_{SCENARIO}_{target}", value, unit, note=note, scenario=SCENARIO, target=target)
 
 
 def _core_install(repeats: int, progress: Callable[[str], None]) -> list[Figure]:
@@ -71,21 +227,33 @@ def _core_install(repeats: int, progress: Callable[[str], None]) -> list[Figure]
     ]
 
 
+def _start(repeats: int, progress: Callable[[str], None]) -> list[Figure]:
+    """The subjects, `repeats` rounds after a warm-up round, and the older figures from the same runs."""
+    with tempfile.TemporaryDirectory() as folder:
+        subjects = _subjects(Path(folder))
+        for run_once in subjects.values():  # warm the file cache and write the bytecode
+            run_once()
+        runs = {target: Runs() for target in subjects}
+        progress(f"{', '.join(_LABELS.values())}: {repeats} rounds")
+        for _ in range(repeats):
+            for target, run_once in subjects.items():
+                wall, cpu = run_once()
+                runs[target].wall.append(wall)
+                runs[target].cpu.append(cpu)
+        env = _environment(Path(folder))
+        code = "import lamina, lamina.engine, lamina.agent"
+        engine = [_timed([sys.executable, "-c", code], env, Path(folder)) for _ in range(repeats)]
+    return [
+        *_start_figures(runs),
+        Figure("cli_help_ms", statistics.median(runs["help"].wall), "ms", note="lamina --help, wall clock"),
+        Figure("cli_help_cpu_ms", statistics.median(runs["help"].cpu), "ms", note="CPU time of the same runs"),
+        Figure("cli_version_ms", statistics.median(runs["version"].wall), "ms", note="lamina --version, wall clock"),
+        Figure("python_startup_ms", statistics.median(runs["python"].wall), "ms", note="python -c pass"),
+        Figure("import_lamina_ms", statistics.median([w for w, _ in engine]), "ms", note=code),
+        Figure("import_lamina_cpu_ms", statistics.median([c for _, c in engine]), "ms"),
+    ]
+
+
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     repeats = 5 if quick else 21
-    _median_ms(["-m", "lamina.cli", "--help"], 1)  # warm the OS file cache and the bytecode cache
-    progress(f"lamina --help, {repeats} runs")
-    help_ms, help_cpu_ms = _median_ms(["-m", "lamina.cli", "--help"], repeats)
-    version_ms, _ = _median_ms(["-m", "lamina.cli", "--version"], repeats)
-    bare_ms, _ = _median_ms(["-c", "pass"], repeats)
-    progress(f"import lamina, {repeats} runs")
-    import_ms, import_cpu_ms = _median_ms(["-c", "import lamina, lamina.engine, lamina.agent"], repeats)
-    return [
-        Figure("cli_help_ms", help_ms, "ms", note="goal: under 250 ms"),
-        Figure("cli_help_cpu_ms", help_cpu_ms, "ms", note="CPU time: stable when other jobs share the cores"),
-        Figure("cli_version_ms", version_ms, "ms"),
-        Figure("python_startup_ms", bare_ms, "ms"),
-        Figure("import_lamina_ms", import_ms, "ms", note="import lamina, lamina.engine, lamina.agent"),
-        Figure("import_lamina_cpu_ms", import_cpu_ms, "ms"),
-        *_core_install(repeats, progress),
-    ]
+    return [*_start(repeats, progress), *_core_install(repeats, progress)]

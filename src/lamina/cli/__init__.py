@@ -1,8 +1,9 @@
 """The `lamina` command line: thin commands over the public API (I/O).
 
-Command modules import the engine, the SDKs and prompt_toolkit inside their functions, so
-`lamina --help` and shell completion stay fast. This package imports nothing of the `cli` extra:
-`main` first checks that typer, rich and prompt_toolkit are installed and otherwise names the extra.
+Each command's module is imported when that command runs, and imports the engine, the SDKs, rich and
+prompt_toolkit inside its functions, so `lamina --help` and shell completion stay fast. This package
+imports nothing of the `cli` extra: `main` answers `lamina --version` alone, then checks that typer,
+rich and prompt_toolkit are installed and otherwise names the extra.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def main() -> None:
 
     Without the `cli` extra, one line names it and the exit code is 2 (a usage error).
     """
+    args = resume_without_id(sys.argv[1:])
+    if args == ["--version"]:  # the one answer that needs neither typer nor the rest of the cli extra
+        print(_version_line())
+        return
     from lamina.errors import MissingExtraError
 
     missing = next((name for name in _CLI_MODULES if importlib.util.find_spec(name) is None), None)
@@ -44,7 +49,17 @@ def main() -> None:
         sys.exit(2)
     from lamina.cli._app import start
 
-    start(resume_without_id(sys.argv[1:]))
+    start(args)
+
+
+def _version_line() -> str:
+    """`lamina X.Y.Z`, the version of the installed distribution."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"lamina {version('lamina')}"
+    except PackageNotFoundError:
+        return "lamina (not installed)"
 
 
 def resume_without_id(args: list[str]) -> list[str]:

@@ -1,12 +1,17 @@
 """The `lamina` command's typer application: its commands, the root options and the run (I/O).
 
 Imported by `lamina.cli.main` once the `cli` extra is known to be installed, and by `lamina.cli.app`.
+Each command's module is imported when that command runs (or its help is asked for): the root's help
+lists the commands from `_COMMANDS`, so `lamina --help` imports no command module, and no rich.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Annotated, Any
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
 
 from lamina.errors import MissingExtraError
 
@@ -15,50 +20,119 @@ try:
 except ImportError as exc:
     raise MissingExtraError.of(exc, "the lamina command", "cli") from None
 
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
-
-from lamina.cli import _chat as chat
-from lamina.cli import _config as config
-from lamina.cli import _context as context
-from lamina.cli import _run as run
-from lamina.cli import _serve as serve
-from lamina.cli import _sessions as sessions
-from lamina.cli import _store as store
-from lamina.cli._console import safe
+import typer.main
+from typer.core import TyperGroup, TyperOption
 
 
-class _LiteralHelpGroup(TyperGroup):
-    """The root group: every help text of the tree prints literally, and flags show no `<bool>`.
+@dataclass(frozen=True, slots=True)
+class _Command:
+    """Where one of the root's commands lives, and the line the root's help shows for it."""
 
-    Typer renders help texts as Rich markup (`[skill:NAME]` would vanish as a style tag) and shows a
-    type after every option, flags included; the tree is fixed once, when typer builds it.
+    module: str
+    attribute: str
+    """A command function, or (`group`) a `typer.Typer` of subcommands."""
+    summary: str
+    """The first line of the command's own help."""
+    group: bool = False
+
+
+_COMMANDS: Final = {
+    "context": _Command(
+        "lamina.cli._context",
+        "show_context",
+        "Show what a new session here would send: parts, tiers, tokens, context files and cache layout.",
+    ),
+    "chat": _Command(
+        "lamina.cli._chat",
+        "chat",
+        "Chat with an agent in the current directory (API keys from the usual environment variables).",
+    ),
+    "run": _Command(
+        "lamina.cli._run",
+        "run",
+        "Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure.",
+    ),
+    "serve": _Command(
+        "lamina.cli._serve",
+        "serve",
+        "Inspect stored sessions in the browser: timeline, branches, compactions, plans, each request's layers.",
+    ),
+    "demo": _Command(
+        "lamina.cli._app",
+        "demo",
+        "Run the scripted demo session in a sample workspace: no API key, nothing to start (`make run`).",
+    ),
+    "sessions": _Command("lamina.cli._sessions", "app", "List, show and manage stored sessions.", group=True),
+    "config": _Command("lamina.cli._config", "app", "Show the settings of `lamina chat` and `lamina run`.", group=True),
+    "store": _Command(
+        "lamina.cli._store", "app", "Manage the session store itself (PostgreSQL schema migrations).", group=True
+    ),
+}
+"""The root's commands in the order its help lists them."""
+
+
+class _Commands(MutableMapping[str, Any]):
+    """The root's commands by name, each built (its module imported) when first looked up."""
+
+    def __init__(self) -> None:
+        self._names = dict.fromkeys(_COMMANDS)
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._names:
+            raise KeyError(name)
+        if name not in self._built:
+            self._built[name] = _build(name, _COMMANDS[name])
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._names[name] = None
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._names[name]
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def summary(self, name: str) -> str:
+        """The line the root's help shows for `name`, without building it when it is one of `_COMMANDS`."""
+        known = _COMMANDS.get(name)
+        if known is not None and name not in self._built:
+            return known.summary
+        return str(self[name].get_short_help_str(limit=200))
+
+
+def _build(name: str, command: _Command) -> Any:
+    """The click command for `command`: its module imported, its help printed as written."""
+    target = getattr(importlib.import_module(command.module), command.attribute)
+    if command.group:
+        built: Any = typer.main.get_group(target)
+        built.name = name
+    else:
+        single = typer.Typer(add_completion=False, rich_markup_mode=None)
+        single.command(name)(target)
+        built = typer.main.get_command(single)
+    built.short_help = command.summary
+    _plain_help(built)
+    return built
+
+
+def _plain_help(command: Any) -> None:
+    """Help of `command` and its subcommands as plain text, without rich: texts as written, flags without `<bool>`.
+
+    A subcommand's line in its group's help is its help's first paragraph, whole (click would cut it).
     """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _literal_help(self)
-
-    def get_params(self, ctx: typer.Context) -> list[Any]:  # type: ignore[override]
-        """The root's parameters, the completion options typer adds after `__init__` included."""
-        params = super().get_params(ctx)
-        _blank_flags(params)
-        return params
-
-
-def _literal_help(command: TyperCommand | TyperGroup) -> None:
-    """Escape the help texts of `command` and of its subcommands, and blank their flags' metavars."""
-    for attribute in ("help", "short_help", "epilog"):
-        text = getattr(command, attribute)
-        if isinstance(text, str):
-            setattr(command, attribute, safe(text))
-    params = [*command.params, command.get_help_option(typer.Context(command))]
-    _blank_flags(params)
-    for param in params:
-        if isinstance(param, TyperOption | TyperArgument) and param.help:
-            param.help = safe(param.help)
+    command.rich_markup_mode = None
+    _blank_flags(command.params)
     for sub in getattr(command, "commands", {}).values():
-        if isinstance(sub, TyperCommand | TyperGroup):
-            _literal_help(sub)
+        if sub.short_help is None and sub.help:
+            sub.short_help = " ".join(sub.help.split("\n\n")[0].split())
+        _plain_help(sub)
 
 
 def _blank_flags(params: list[Any]) -> None:
@@ -68,24 +142,41 @@ def _blank_flags(params: list[Any]) -> None:
             param.metavar = ""
 
 
+class _LazyGroup(TyperGroup):
+    """The root group: its commands built on first use, its help listing them from `_COMMANDS`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = self.commands = _Commands()
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
+        """The commands' names, in `_COMMANDS`' order; none is built."""
+        return list(self.commands)
+
+    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:  # type: ignore[override]
+        """The help's `Commands` section, from each command's summary (its module is not imported)."""
+        rows = [(name, self.lazy.summary(name)) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:  # type: ignore[override]
+        """The root's parameters, the completion options typer adds after `__init__` included."""
+        params = super().get_params(ctx)
+        _blank_flags(params)
+        return params
+
+
 app = typer.Typer(
     name="lamina",
-    cls=_LiteralHelpGroup,
+    cls=_LazyGroup,
     help="Lamina: a context engine for LLM agents.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-app.add_typer(sessions.app, name="sessions")
-app.add_typer(config.app, name="config")
-app.add_typer(store.app, name="store")
-app.command("context")(context.show_context)
-app.command("chat")(chat.chat)
-app.command("run")(run.run)
-app.command("serve")(serve.serve)
 
 
-@app.command("demo")
-def _demo(ctx: typer.Context) -> None:
+def demo(ctx: typer.Context) -> None:
     """Run the scripted demo session in a sample workspace: no API key, nothing to start (`make run`)."""
     from lamina.cli._demo import main as run_demo
 
@@ -94,12 +185,9 @@ def _demo(ctx: typer.Context) -> None:
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from lamina.cli import _version_line
 
-        try:
-            typer.echo(f"lamina {version('lamina')}")
-        except PackageNotFoundError:
-            typer.echo("lamina (not installed)")
+        typer.echo(_version_line())
         raise typer.Exit
 
 

@@ -12,7 +12,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from rich.console import Console
@@ -31,12 +31,13 @@ from lamina.agent import (
     TurnOutcome,
 )
 from lamina.cli._console import err, fit, out
-from lamina.cli._live import Activity, TextStream
 from lamina.defang import show_controls
 from lamina.engine import CompactionEvent, Plan
 from lamina.providers import RetryNotice, TextDelta
-from lamina.reports import cost_of
 from lamina.session import Usage
+
+if TYPE_CHECKING:  # imported when a turn shows something: rich's Markdown and the prices wait for it
+    from lamina.cli._live import Activity, TextStream
 
 SUMMARY_CHARS = 120
 """Characters of a tool call's input shown on its line."""
@@ -140,6 +141,8 @@ class TurnView:
         """Show the spinner and a timer (live only) until the next output."""
         self._end_text()
         if self._spinner:
+            from lamina.cli._live import Activity
+
             self._show("", Activity(Text(show_controls(label), style="dim")))
 
     def idle(self) -> None:
@@ -186,6 +189,8 @@ class TurnView:
             case TextDelta(text=text):
                 self.idle()
                 if self._stream is None:
+                    from lamina.cli._live import TextStream
+
                     self._stream = TextStream(self._text_console, live=self._spinner)
                 self._stream.add(text)
             case ToolStarted(call_id=call_id, name=name, input=args):
@@ -220,6 +225,8 @@ class TurnView:
         if self._activity is None or self._activity[0] != call_id:
             self._end_text()
             summary = show_controls(self._summaries.get(call_id, ""))
+            from lamina.cli._live import Activity
+
             self._show(call_id, Activity(Text.assemble((name, "cyan"), " ", summary)))
         if output and self._activity is not None:
             self._activity[1].feed(output)
@@ -300,6 +307,8 @@ def footer_text(model: str, usage: Usage, context_tokens: int, context_window: i
         f"cache read {usage.cache_read:,}",
         f"write {usage.cache_write:,}",
     ]
+    from lamina.reports import cost_of
+
     cost = cost_of(model, usage)
     if cost is not None:
         parts.append(f"${cost:.4f}")

@@ -1,10 +1,10 @@
 """Model providers: the protocol, the Anthropic and OpenAI adapters, the scripted provider and retries (I/O: network).
 
 The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIResponsesProvider`,
-`ClaudeAgentProvider`) are imported on first use, each from its extra (`anthropic`, `openai`,
-`claude`; `MissingExtraError` names it): scripted or offline runs never need them. So is the scripted provider: it
-bills its usage with the cache simulator (`lamina.cachesim`). `provider_from_spec` turns a
-command-line spec into a provider.
+`ClaudeAgentProvider`) are imported on first use, and each imports its SDK (extra `anthropic`,
+`openai`, `claude`; `MissingExtraError` names it) only on its first request: scripted or offline runs
+never load one. The scripted provider is imported on first use too: it bills its usage with the
+cache simulator (`lamina.cachesim`). `provider_from_spec` turns a command-line spec into a provider.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ maps the raw server-sent events: `text_delta` → `TextDelta`; a `tool_use` bloc
 usage arrives in `message_start` (input and cache counts) and `message_delta` (cumulative output,
 sometimes updated input counts), so the last value seen wins. `map_anthropic_error` is the one
 place SDK exceptions become `lamina.errors.ProviderError`s. The SDK client never retries
-(`max_retries=0`); `lamina.providers._retry` does.
+(`max_retries=0`); `lamina.providers._retry` does. The SDK is imported on the first request.
 """
 
 from __future__ import annotations
@@ -26,32 +26,17 @@ from lamina.errors import (
 )
 from lamina.placement import AnthropicTarget, CacheTtl, RenderedRequest, SdkManagedPrompt
 from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
-from lamina.providers._errors import error_for_status
+from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.session import Usage
 
-try:
-    import anthropic
-    from anthropic.types import (
-        InputJSONDelta,
-        RawContentBlockDeltaEvent,
-        RawContentBlockStartEvent,
-        RawContentBlockStopEvent,
-        RawMessageDeltaEvent,
-        RawMessageStartEvent,
-        RawMessageStopEvent,
-        RawMessageStreamEvent,
-        ToolUseBlock,
-    )
-    from anthropic.types import TextBlock as SdkTextBlock
-    from anthropic.types import TextDelta as SdkTextDelta
-except ImportError as exc:
-    raise MissingExtraError.of(exc, "the Anthropic provider", "anthropic") from None
-
 if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import RawMessageStreamEvent
     from anthropic.types.message_create_params import MessageCreateParamsStreaming
 
 PROVIDER_NAME: Final = "anthropic"
+_FEATURE: Final = "the Anthropic provider"
 
 # `error.type` → the HTTP status it stands for, for errors sent inside a 200 event stream.
 _ERROR_TYPE_STATUS: Final = {
@@ -69,9 +54,6 @@ _ERROR_TYPE_STATUS: Final = {
 # "prompt is too long: 208656 tokens > 200000 maximum";
 # "input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, ..."
 _NO_CREDENTIALS: Final = "Could not resolve authentication method"
-_CREDENTIALS_ERRORS: Final[tuple[type[BaseException], ...]] = tuple(
-    c for c in (getattr(anthropic, "CredentialsError", None),) if isinstance(c, type)
-)
 
 
 class AnthropicProvider:
@@ -105,6 +87,7 @@ class AnthropicProvider:
             stable_ttl: TTL of the tools + system prefix breakpoint.
             capabilities: What the model can do; defaults suit current Claude models.
         """
+        require_sdk("anthropic", _FEATURE, "anthropic")
         self._target = AnthropicTarget(
             model=model, max_tokens=max_tokens, anthropic_cache_ttl=anthropic_cache_ttl, stable_ttl=stable_ttl
         )
@@ -168,6 +151,10 @@ class AnthropicProvider:
 
     def _sdk(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
+            try:
+                import anthropic
+            except ImportError as exc:
+                raise MissingExtraError.of(exc, _FEATURE, "anthropic") from None
             options: dict[str, Any] = {} if self._timeout is None else {"timeout": self._timeout}
             self._client = anthropic.AsyncAnthropic(
                 api_key=self._api_key, base_url=self._base_url, max_retries=0, **options
@@ -196,6 +183,19 @@ class _Reply:
     stopped: bool = False
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[ProviderEvent]:
+        from anthropic.types import (
+            InputJSONDelta,
+            RawContentBlockDeltaEvent,
+            RawContentBlockStartEvent,
+            RawContentBlockStopEvent,
+            RawMessageDeltaEvent,
+            RawMessageStartEvent,
+            RawMessageStopEvent,
+            ToolUseBlock,
+        )
+        from anthropic.types import TextBlock as SdkTextBlock
+        from anthropic.types import TextDelta as SdkTextDelta
+
         if isinstance(event, RawMessageStartEvent):
             self.model = event.message.model
             self._count(event.message.usage)
@@ -281,6 +281,8 @@ def map_anthropic_error(exc: BaseException, *, provider: str = PROVIDER_NAME) ->
     4xx → `InvalidRequestError`; 408, 409, 5xx, connection failures and timeouts →
     `TransientServerError`. An `error` event inside a 200 stream is classified by its `error.type`.
     """
+    import anthropic
+
     if isinstance(exc, anthropic.APIStatusError):
         error_type, message = _error_fields(exc.body)
         http = exc.status_code if exc.status_code >= 400 else None
@@ -309,7 +311,8 @@ def map_anthropic_error(exc: BaseException, *, provider: str = PROVIDER_NAME) ->
         return TransientServerError(provider, f"connection lost while streaming: {exc!r}")
     if isinstance(exc, TypeError) and _NO_CREDENTIALS in str(exc):
         return AuthenticationError(provider, "no API key: set ANTHROPIC_API_KEY or pass api_key")
-    if isinstance(exc, _CREDENTIALS_ERRORS):  # newer SDKs look for profiles and config files too
+    credentials = getattr(anthropic, "CredentialsError", None)
+    if isinstance(credentials, type) and isinstance(exc, credentials):  # newer SDKs look for profiles and files
         return AuthenticationError(provider, f"no API key: set ANTHROPIC_API_KEY or pass api_key ({exc})")
     return None
 

@@ -20,7 +20,6 @@ import msgspec
 
 from lamina.errors import (
     InvalidRequestError,
-    MissingExtraError,
     ProviderError,
     ProviderSessionLostError,
     TransientServerError,
@@ -35,7 +34,7 @@ from lamina.providers._base import (
     ProviderSessionChanged,
     TextDelta,
 )
-from lamina.providers._errors import error_for_status
+from lamina.providers._errors import error_for_status, require_sdk
 from lamina.session import ProviderSession, Usage
 
 if TYPE_CHECKING:
@@ -95,7 +94,7 @@ class ClaudeAgentProvider:
             sessions: The Lamina → SDK session mapping to start from (kept and updated in place).
             capabilities: What the model can do. Prompts are text, so no vision or PDF input.
         """
-        _require_sdk()
+        require_sdk("claude_agent_sdk", "the Claude Agent SDK backend", "claude")
         if max_turns is not None and max_turns < 1:
             raise UsageError(f"ClaudeAgentProvider max_turns must be at least 1, got {max_turns}")
         self._model = model
@@ -449,10 +448,3 @@ def _connection_env(
     if timeout is not None:
         env["API_TIMEOUT_MS"] = str(max(1, round(timeout * 1000)))
     return env
-
-
-def _require_sdk() -> None:
-    try:
-        import claude_agent_sdk  # noqa: F401  (only checks that the optional extra is installed)
-    except ImportError as exc:
-        raise MissingExtraError.of(exc, "the Claude Agent SDK backend", "claude") from None

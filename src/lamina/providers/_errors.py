@@ -1,11 +1,13 @@
 """The one mapping from an HTTP status (and overflow wording) to Lamina's typed provider errors (pure).
 
 Each adapter reads its SDK's exceptions in its own way (status, error body, headers) and then asks
-`error_for_status` which `ProviderError` that is, so every backend classifies alike.
+`error_for_status` which `ProviderError` that is, so every backend classifies alike. `require_sdk`
+names the extra of an SDK that is not installed, without importing it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from typing import Final
 
@@ -13,6 +15,7 @@ from lamina.errors import (
     AuthenticationError,
     ContextOverflowError,
     InvalidRequestError,
+    MissingExtraError,
     OverloadedError,
     ProviderError,
     RateLimitError,
@@ -70,3 +73,18 @@ def error_for_status(
     if status is not None and status >= 400:
         return InvalidRequestError(provider, message, status=http, body=body)
     return None
+
+
+def require_sdk(module: str, feature: str, extra: str) -> None:
+    """Check that an SDK is installed without importing it: providers import theirs on first use.
+
+    Args:
+        module: The SDK's top-level module (`anthropic`).
+        feature: What needs it (`the Anthropic provider`).
+        extra: The extra that installs it.
+
+    Raises:
+        MissingExtraError: `module` cannot be found.
+    """
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtraError(feature, extra, module)

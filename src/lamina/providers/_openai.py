@@ -1,8 +1,8 @@
 """OpenAI adapters on the official `openai` SDK: Chat Completions and Responses (I/O: network).
 
 Both work against OpenAI-compatible servers through `base_url`; `map_openai_error` is the one
-place SDK exceptions become `ProviderError`s, and the SDK client never retries. How each stream
-is read, and how usage is counted, is in `docs/providers.md`.
+place SDK exceptions become `ProviderError`s, and the SDK client never retries (the SDK is imported
+on the first request). How each stream is read, and how usage is counted, is in `docs/providers.md`.
 """
 
 from __future__ import annotations
@@ -25,35 +25,19 @@ from lamina.errors import (
 )
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderedRequest, SdkManagedPrompt
 from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
-from lamina.providers._errors import error_for_status
+from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.session import Usage
 
-try:
+if TYPE_CHECKING:
     import openai
     from openai.types.chat import ChatCompletionChunk
-    from openai.types.completion_usage import CompletionUsage
-    from openai.types.responses import (
-        Response,
-        ResponseCompletedEvent,
-        ResponseErrorEvent,
-        ResponseFailedEvent,
-        ResponseFunctionToolCall,
-        ResponseIncompleteEvent,
-        ResponseOutputItemDoneEvent,
-        ResponseOutputMessage,
-        ResponseOutputText,
-        ResponseRefusalDeltaEvent,
-        ResponseStreamEvent,
-        ResponseTextDeltaEvent,
-    )
-except ImportError as exc:
-    raise MissingExtraError.of(exc, "the OpenAI provider", "openai") from None
-
-if TYPE_CHECKING:
     from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+    from openai.types.completion_usage import CompletionUsage
+    from openai.types.responses import Response, ResponseFunctionToolCall, ResponseStreamEvent
     from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
+_FEATURE: Final = "the OpenAI provider"
 _UNUSED_KEY: Final = "unused"
 """Sent to OpenAI-compatible servers when no key is configured: they ignore it, the SDK insists on one."""
 
@@ -102,6 +86,7 @@ class _OpenAIProvider:
         timeout: float | None,
         capabilities: Capabilities,
     ) -> None:
+        require_sdk("openai", _FEATURE, "openai")
         self._name = name
         self._client = client
         self._owns_client = client is None
@@ -132,6 +117,10 @@ class _OpenAIProvider:
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
+            try:
+                import openai
+            except ImportError as exc:
+                raise MissingExtraError.of(exc, _FEATURE, "openai") from None
             api_key = self._api_key
             if api_key is None and self._base_url is not None and not os.environ.get("OPENAI_API_KEY"):
                 api_key = _UNUSED_KEY
@@ -381,6 +370,17 @@ class _ResponsesReply:
     final: Response | None = None
 
     def feed(self, event: ResponseStreamEvent) -> Iterator[ProviderEvent]:
+        from openai.types.responses import (
+            ResponseCompletedEvent,
+            ResponseErrorEvent,
+            ResponseFailedEvent,
+            ResponseFunctionToolCall,
+            ResponseIncompleteEvent,
+            ResponseOutputItemDoneEvent,
+            ResponseRefusalDeltaEvent,
+            ResponseTextDeltaEvent,
+        )
+
         if isinstance(event, ResponseTextDeltaEvent | ResponseRefusalDeltaEvent):
             self.refused = self.refused or isinstance(event, ResponseRefusalDeltaEvent)
             self.text.append(event.delta)
@@ -404,6 +404,8 @@ class _ResponsesReply:
         """What the final response holds that no event announced (minimal compatible servers)."""
         if self.final is None:
             return
+        from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
         seen = {c.call_id for c in self.calls}
         for item in self.final.output:
             if isinstance(item, ResponseFunctionToolCall) and item.call_id not in seen:
@@ -461,6 +463,8 @@ def map_openai_error(exc: BaseException, *, provider: str = "openai") -> Provide
     408, 409, 5xx, connection failures and timeouts → `TransientServerError`. Errors sent inside
     a stream carry no status and are classified by their `code` and `type`.
     """
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         headers = exc.response.headers
         return _classify(provider, http=exc.status_code, error=exc.body, headers=headers, fallback=str(exc))

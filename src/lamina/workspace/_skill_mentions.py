@@ -5,14 +5,16 @@ Text is read as CommonMark: a mention inside a code block or an inline code span
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
-
-from markdown_it import MarkdownIt
+from typing import TYPE_CHECKING, Final
 
 from lamina.workspace._skills import Skill, SkillScan
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = [
     "MentionResolution",
@@ -31,7 +33,6 @@ class MentionResolution:
 
 
 _MENTION_RE: Final = re.compile(r"\[skill:([a-z0-9][a-z0-9_-]*)\]")
-_MARKDOWN: Final = MarkdownIt("commonmark")
 _PUNCTUATION: Final = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
@@ -62,7 +63,7 @@ def _prose(text: str) -> Iterable[str]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     code = [False] * len(lines)
-    for token in _MARKDOWN.parse(text):
+    for token in _markdown().parse(text):
         if token.type in ("fence", "code_block") and token.map is not None:
             start, end = token.map
             code[start:end] = [True] * (end - start)
@@ -74,6 +75,14 @@ def _prose(text: str) -> Iterable[str]:
         else:
             paragraph.append(line)
     yield from _outside_code_spans("\n".join(paragraph))
+
+
+@functools.cache
+def _markdown() -> MarkdownIt:
+    """The CommonMark parser, built (its package imported) when the first message is read."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
 
 
 def _outside_code_spans(text: str) -> Iterable[str]:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Final, Literal
 
 import platformdirs
-import yaml
 
 from lamina.workspace._confine import outside_roots
 
@@ -295,6 +294,8 @@ def _front_matter(text: str) -> dict[str, object]:
     end = next((i for i, line in enumerate(lines[1:], 1) if _END_RE.fullmatch(line)), None)
     if end is None:
         raise _FieldError(None, "front matter is not closed by a '---' line")
+    import yaml  # here, not at the top: a workspace without skills never needs it
+
     try:
         loaded = yaml.safe_load("\n".join(lines[1:end]))
     except yaml.YAMLError as exc:
