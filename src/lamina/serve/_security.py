@@ -16,8 +16,9 @@ from lamina.errors import MissingExtraError
 from lamina.serve._responses import error_page
 
 try:
+    from markupsafe import escape
     from starlette.requests import HTTPConnection
-    from starlette.responses import RedirectResponse
+    from starlette.responses import HTMLResponse
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
     from starlette.websockets import WebSocketClose
 except ImportError as exc:
@@ -167,9 +168,11 @@ class TokenCheck:
     """Answers only requests that carry the server's token, compared in constant time.
 
     The token comes in the address (`?token=`), as a cookie, or as `Authorization: Bearer`. A page
-    asked for with the token in its address is answered by a redirect to the same address without
-    it, setting the cookie (HttpOnly, SameSite=Strict), so the links of the pages work and the token
-    leaves the address bar; the JSON API answers such a request as it is.
+    asked for with the token in its address is answered by a small page that sets the cookie
+    (HttpOnly, SameSite=Strict) and moves on to the same address without the token (a refresh, not
+    a redirect: a SameSite=Strict cookie is not sent along a redirect when the link was followed from
+    another site, as from a chat), so the links of the pages work and the token leaves the address
+    bar; the JSON API answers such a request as it is.
     """
 
     def __init__(self, app: ASGIApp, token: str, cookie: str) -> None:
@@ -189,7 +192,7 @@ class TokenCheck:
         authorization = connection.headers.get("authorization", "")
         if self._matches(connection.query_params.get("token")):
             if scope["type"] == "http" and not path.startswith("/api/"):
-                await self._redirect(connection)(scope, receive, send)
+                await self._welcome(connection)(scope, receive, send)
                 return
         elif not (
             self._matches(connection.cookies.get(self.cookie))
@@ -201,11 +204,16 @@ class TokenCheck:
             return
         await self.app(scope, receive, send)
 
-    def _redirect(self, connection: HTTPConnection) -> RedirectResponse:
+    def _welcome(self, connection: HTTPConnection) -> HTMLResponse:
+        """The page that keeps the token in a cookie and opens the address asked for, without the token."""
         url = connection.url.remove_query_params("token")
-        response = RedirectResponse(url.path + (f"?{url.query}" if url.query else ""), status_code=303)
+        target = escape(url.path + (f"?{url.query}" if url.query else ""))
+        response = HTMLResponse(
+            f"<!doctype html><meta http-equiv='refresh' content='0; url={target}'><title>lamina serve</title>"
+            f"<p><a href='{target}'>Open the inspector</a></p>",
+            headers={"cache-control": "no-store"},
+        )
         response.set_cookie(self.cookie, self.token.decode(), path="/", httponly=True, samesite="strict")
-        response.headers["cache-control"] = "no-store"
         return response
 
 
