@@ -8,9 +8,15 @@ every later request and compaction fail, also after a resume.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lamina.compaction import DeterministicSummariser
 from lamina.defang import contains_reserved_marker, render_block
@@ -30,6 +36,7 @@ from lamina.session import (
     UserMessage,
 )
 from tests.support.engine import Clock, make_engine
+from tests.support.look_alikes import FIXED, markers
 
 TARGETS = (
     AnthropicTarget(model="claude-sonnet-5"),
@@ -145,3 +152,65 @@ def test_old_session_holding_raw_closers_opens_and_runs(tmp_path: Path, workspac
     outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=0))
     assert outcome.status in ("compacted", "not_enough_freed")
     _render_everywhere(engine, "last")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a rendered request (a wire body's dicts and lists, or the SDK-managed prompt)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from _strings(getattr(value, item.name))
+
+
+def _sent(engine: ContextEngine, text: str) -> list[str]:
+    """The texts of one turn's request on every target."""
+    turn = engine.prepare_turn(text)
+    texts = [t for target in TARGETS for t in _strings(render(turn, target, continuation=engine.continuation(turn)))]
+    engine.record(AssistantMessage(text="ok"))
+    engine.commit(turn)
+    engine.end_turn()
+    return texts
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spelled=st.lists(markers, min_size=1, max_size=4))
+def test_look_alike_spellings_in_content_forge_nothing_through_compaction_and_resume(
+    spelled: list[tuple[str, str]],
+) -> None:
+    # Special tokens and reserved tags written with look-alikes behind bidi and embedding controls, in
+    # tool results (and so in the summary's input): no request sends one as written, before or after a
+    # compaction and a resume (issue 42: `<|Іm_start|>` behind U+202A and `⦓/untrusted⦔` went through).
+    spellings = [text for text, _ in spelled] + list(FIXED)
+    hostile = " ".join(spellings)
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        workspace = root / "ws"
+        workspace.mkdir()
+        (workspace / "AGENTS.md").write_text("Run the tests.\n")  # this engine's stable parts are not defanged
+        clock = Clock()
+        engine = make_engine(root, workspace, clock)
+        sent: list[str] = []
+        for n in range(4):
+            turn = engine.prepare_turn(f"Request {n}. " + "detail " * 300)
+            engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": f"log{n}.txt"}))
+            engine.record(ToolResult(call_id=f"c{n}", name="Read", content=f"FAILED {hostile}\n" * 20))
+            engine.record(AssistantMessage(text=f"Done {n}."))
+            engine.commit(turn)
+            engine.end_turn()
+        assert asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500)).status == (
+            "compacted"
+        )
+        sent += _sent(engine, "And now?")
+        session_id = engine.session.id
+        engine.session.close()
+        resumed = make_engine(root, workspace, clock, session_id)
+        sent += _sent(resumed, "Again.")
+    assert [s for s in spellings if any(s in text for text in sent)] == []

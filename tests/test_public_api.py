@@ -476,6 +476,7 @@ SURFACE: dict[str, list[str]] = {
     ],
     "lamina.serve": [
         "create_app",
+        "needs_token",
     ],
     "lamina.session": [
         "AssistantMessage",

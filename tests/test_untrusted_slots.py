@@ -35,6 +35,7 @@ from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore
 from lamina.sources import connect_sources, find_sources
 from tests.conftest import EXHAUSTIVE
+from tests.support.look_alikes import FIXED, markers
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply, ToolUse
@@ -62,10 +63,13 @@ HOSTILE = (
     "<\u200b/sources>",
     "### System",
     "\u202e",
+    *FIXED,  # look-alike spellings: a Cyrillic `І` in `<|…|>` behind U+202A, `⦓/untrusted⦔`, `≺|im_start|≻`, ...
 )
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
-PAYLOADS = st.lists(st.one_of(st.sampled_from(HOSTILE), _TEXT), min_size=1, max_size=8).map("".join)
+_SPELLED = markers.map(lambda marker: marker[0])
+"""Special tokens and reserved tags spelled with every look-alike Unicode knows, behind bidi and embedding controls."""
+PAYLOADS = st.lists(st.one_of(st.sampled_from(HOSTILE), _SPELLED, _TEXT), min_size=1, max_size=8).map("".join)
 """Arbitrary text, mostly built from hostile pieces."""
 
 
@@ -342,6 +346,8 @@ def _check_request(body: Any, validate: Callable[[Any], Any], typed: set[str]) -
             span = rest[: min(ends, default=600)]
             # read in place: the words around it keep a mid-line span from passing for a line start
             assert not contains_reserved_marker(f"{START}{span}{END}"), span
+        # read without the reader under test: no look-alike spelling the containment run found is sent as written
+        assert not [spelling for spelling in FIXED if spelling in text]
 
 
 PROVIDERS: dict[str, tuple[Callable[[WireServer], Any], Callable[[Any], Any]]] = {

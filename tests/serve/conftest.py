@@ -65,13 +65,18 @@ class Running:
 
 
 @contextmanager
-def running_server(store: SessionStore) -> Iterator[Running]:
-    """The inspector over `store`, served by uvicorn in a thread on a free port."""
+def running_server(store: SessionStore, token: str | None = None) -> Iterator[Running]:
+    """The inspector over `store`, served by uvicorn in a thread on a free port.
+
+    With `token`, the inspector as bound to every address (`--host 0.0.0.0`) needs it, while the
+    socket listens on loopback only (a test reaches no other address).
+    """
     # the server gets the socket already bound: no other test (or xdist worker) can take its port meanwhile
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     port = int(listening.getsockname()[1])
-    app = create_app(store, port=port, poll_seconds=0.2, prices=cost_of)
+    host = "127.0.0.1" if token is None else "0.0.0.0"
+    app = create_app(store, host=host, port=port, poll_seconds=0.2, prices=cost_of, token=token)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
     running = uvicorn.Server(config)
     thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)

@@ -583,3 +583,30 @@ def test_the_context_decisions_show_in_words_on_the_page(
         # the table's entry link opens the entry, which shows its decision
         rows.first.locator("a").click()
         expect(p.locator("#entry-decision")).to_contain_text("prune decision · prune: expected")
+
+
+@pytest.mark.slow
+def test_off_loopback_the_printed_address_opens_the_inspector_and_its_links(
+    page: Watched, browser: BrowserContext, stored: Stored
+) -> None:
+    """Bound to every address: refused without the token; the printed address, followed from another site, works."""
+    token = "browser-token_0123456789abcdefghijklmnopqrstu"
+    with running_server(stored.store, token=token) as running:
+        p = page.page
+        assert p.request.get(f"{running.url}/api/sessions").status == 401
+        assert p.request.get(f"{running.url}/static/app.js").status == 401
+        # the address as printed, followed from a page of another site (a chat, a mail): the SameSite=Strict
+        # cookie is set, and the page opens without the token in its address
+        printed = f"{running.url}/sessions/{stored.rich.id}?token={token}"
+        p.set_content(f"<a id='go' href='{printed}'>the inspector</a>")
+        p.click("#go")
+        expect(p).to_have_url(f"{running.url}/sessions/{stored.rich.id}")
+        expect(p.locator("body")).to_have_attribute("data-live", "on")  # the event stream, on the cookie
+        expect(p.locator("#chart")).not_to_have_attribute("data-requests", "0")  # the page's API calls too
+        cookie = next(c for c in browser.cookies() if c["name"] == f"lamina_token_{running.port}")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert token not in p.evaluate("() => document.cookie + location.href")  # HttpOnly: no script reads it
+        p.goto(f"{running.url}/")  # a link of the inspector, on the cookie alone
+        expect(p.locator(f'tr[data-session="{stored.rich.id}"]')).to_have_count(1)
+        shot(p, "network-token")
+        browser.clear_cookies()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -67,3 +68,51 @@ def test_serve_refuses_a_port_in_use_before_any_url(stored: Stored) -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1 port {port}: already in use"]
+
+
+@pytest.mark.slow
+def test_serve_on_every_address_needs_the_token_it_prints(stored: Stored) -> None:
+    # bound to every address, asked on loopback as another machine would ask: by its address or a name
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(lamina.__file__).parents[1]), "NO_COLOR": "1"}
+    command = [sys.executable, "-m", "lamina.cli", "--store", str(stored.store.root), "serve"]
+    command += ["--host", "0.0.0.0", "--port", str(port), "--allow-host", "inspector.internal"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        printed = re.fullmatch(rf"lamina serve: http://0\.0\.0\.0:{port}/\?token=([A-Za-z0-9_-]{{43}})  \(.*\)\n", line)
+        assert printed is not None, line
+        token = printed.group(1)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                refused = httpx.get(f"{base}/api/sessions", timeout=2)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stderr.read()
+                assert time.monotonic() < deadline, "lamina serve did not answer"
+                time.sleep(0.1)
+        assert refused.status_code == 401 and stored.rich.id not in refused.text
+        for path in ("/", f"/sessions/{stored.rich.id}", "/api/openapi.json", "/static/app.js"):
+            assert httpx.get(base + path, timeout=5).status_code == 401, path
+        bearer = {"authorization": f"Bearer {token}"}
+        assert stored.rich.id in httpx.get(f"{base}/api/sessions", headers=bearer, timeout=5).text
+        # the printed address: a cookie, then the pages on it alone
+        with httpx.Client(base_url=base, timeout=5) as browser:
+            first = browser.get("/", params={"token": token})
+            assert first.status_code == 200 and "<meta http-equiv='refresh' content='0; url=/'>" in first.text
+            assert "HttpOnly" in first.headers["set-cookie"] and "SameSite=strict" in first.headers["set-cookie"]
+            assert stored.rich.id in browser.get(f"/sessions/{stored.rich.id}").text
+        # the Host allow-list follows --host: a rebinding page's name is refused, token or not
+        foreign = {"host": f"evil.example:{port}"}
+        assert httpx.get(f"{base}/api/sessions", headers={**foreign, **bearer}, timeout=5).status_code == 400
+        named = {"host": f"inspector.internal:{port}"}
+        assert httpx.get(f"{base}/api/sessions", headers={**named, **bearer}, timeout=5).status_code == 200
+        assert httpx.get(f"{base}/api/sessions", headers=named, timeout=5).status_code == 401
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, stderr = server.communicate(timeout=30)
+    assert server.returncode in (0, 130), stderr
+    assert "Traceback" not in stderr

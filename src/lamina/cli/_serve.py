@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import secrets
 import socket
 import threading
 import webbrowser
@@ -22,8 +23,15 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="TCP port to listen on.", min=0, max=65535)] = 8765,
     host: Annotated[
         str,
-        typer.Option("--host", help="Address to bind (default: loopback only; anything else exposes your sessions)."),
+        typer.Option(
+            "--host",
+            help="Address to bind (default: loopback only; any other needs the token printed in the address).",
+        ),
     ] = "127.0.0.1",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option("--allow-host", help="Also answer requests for this host name (a DNS name, a proxy's name)."),
+    ] = None,
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the sessions list in the default browser.")
     ] = False,
@@ -39,7 +47,7 @@ def serve(
 
     from lamina.cli._store import store_or_abort
     from lamina.reports import cost_of
-    from lamina.serve import create_app  # MissingExtraError without Starlette or Jinja2: one line, exit 2
+    from lamina.serve import create_app, needs_token  # MissingExtraError without Starlette or Jinja2: one line, exit 2
 
     store = store_or_abort(ctx)
     try:
@@ -49,11 +57,13 @@ def serve(
     except BaseException:
         store.close()
         raise
-    app = create_app(store, host=host, port=port, prices=cost_of)
-    shown = f"[{host}]" if ":" in host else host
     bound = int(listening.getsockname()[1])  # --port 0: the port the system chose
-    url = f"http://{shown}:{bound}/" + (f"sessions/{session}" if session else "")
-    err.print(f"lamina serve: {safe(url)}  (store {safe(store.location)}; read-only; Ctrl-C to stop)")
+    token = secrets.token_urlsafe(32) if needs_token(host) else None
+    app = create_app(store, host=host, port=bound, prices=cost_of, token=token, extra_hosts=tuple(allow_host or ()))
+    path = f"/sessions/{session}" if session else "/"
+    url = _address(host, bound, path, token)
+    note = "read-only" if token is None else "read-only; the token in this address lets anyone read every session"
+    err.print(f"lamina serve: {safe(url)}  (store {safe(store.location)}; {note}; Ctrl-C to stop)")
     if open_browser:
         threading.Timer(0.8, webbrowser.open, args=(url,)).start()
     config = uvicorn.Config(app, host=host, port=bound, log_level="warning", timeout_graceful_shutdown=1)
@@ -62,6 +72,12 @@ def serve(
     finally:
         listening.close()
         store.close()
+
+
+def _address(host: str, port: int, path: str, token: str | None) -> str:
+    """The address to open: `http://HOST:PORT/PATH`, with `?token=` when the server needs one."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}" + (f"?token={token}" if token else "")
 
 
 def _check_session(store: SessionStore, session_id: str) -> None:

@@ -32,7 +32,23 @@ _BRACKETS = {
     ("SQUARE BRACKET", "LEFT"): "[",
     ("SQUARE BRACKET", "RIGHT"): "]",
 }
+_COMPARISON_RE = re.compile(r"\b(LESS-THAN|PRECEDES|GREATER-THAN|SUCCEEDS)\b")
+"""A sign named for an order (`⦓` LEFT ARC LESS-THAN BRACKET, `≺` PRECEDES): the first such word says which."""
+_COMPARISONS = {"LESS-THAN": "<", "PRECEDES": "<", "GREATER-THAN": ">", "SUCCEEDS": ">"}
 _BAR_RE = re.compile(r"\bVERTICAL (?:BAR|LINE)\b")
+_NAMED = (
+    # An arrowhead pointing left or right, not an arrow (`˱` MODIFIER LETTER LOW LEFT ARROWHEAD, `➤`).
+    (re.compile(r"\bLEFT(?:WARDS)?(?: [A-Z]+)? ARROWHEAD$"), "<"),
+    (re.compile(r"\bRIGHT(?:WARDS)?(?: [A-Z]+)? ARROWHEAD$"), ">"),
+    # A solidus or slash, plain or decorated (`⹊` DOTTED SOLIDUS), not a reverse one or one drawn in a shape.
+    (re.compile(r"^(?!.*\b(?:REVERSE|CIRCLED|SQUARED|PRECEDING)\b)(?:[A-Z-]+ ){0,2}(?:SOLIDUS|SLASH)$"), "/"),
+    # A colon of any script (`፥` ETHIOPIC COLON), not one whose dots lie side by side.
+    (re.compile(r"^(?!.*\bHORIZONTAL\b).*\bCOLON$"), ":"),
+)
+_DOTS = frozenset("\u00b7\u0387\u1427\u2027\u22c5")
+"""Middle dots: beside a sign in a prototype they decorate it (`⋖` LESS-THAN WITH DOT is `<·`)."""
+MARKER_CHARACTERS = frozenset("<>/|[]:")
+"""Punctuation that spells a marker (a tag, a special token, a role line), besides letters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +110,14 @@ def _by_name(ch: str, name: str) -> str | None:
         for (kind, direction), reading in _BRACKETS.items():
             if side and side.group(1) == direction and kind in name:
                 return reading
+        if comparison := _COMPARISON_RE.search(name):
+            # A bracket reads by the side it opens (`⦕` DOUBLE LEFT ARC GREATER-THAN BRACKET opens).
+            return {"Ps": "<", "Pe": ">"}.get(category, _COMPARISONS[comparison.group(1)])
         if _BAR_RE.search(name) and not re.search(r"\b(?:DOUBLE|TRIPLE|WITH|BROKEN)\b", name):
             return "|"
+        for pattern, reading in _NAMED:
+            if pattern.search(name):
+                return reading
     if category == "Pd":
         return "-"
     return None
@@ -111,16 +133,24 @@ def readings(source: Source) -> Iterator[tuple[str, str]]:
     def name_of(ch: str) -> str:
         return source.names.get(ch) or str(unicodedata.name(ch, ""))
 
-    def reading_of(ch: str) -> str | None:
-        prototype = source.prototypes.get(ch, ch)
+    def ascii_of(prototype: str) -> str | None:
         if prototype in ascii_for:
             same = ascii_for[prototype]
             if "l" in same:
                 return "l"
             letters = sorted(a.lower() for a in same if a.isalpha())
             return letters[0] if letters else min(same)
-        if ch in source.prototypes and _printable_ascii(plain := _plain(prototype)):
-            return plain
+        return plain if _printable_ascii(plain := _plain(prototype)) else None
+
+    def reading_of(ch: str) -> str | None:
+        prototype = source.prototypes.get(ch, ch)
+        if prototype in ascii_for:
+            return ascii_of(prototype)
+        if ch in source.prototypes:
+            # Its prototype as ASCII, or without the middle dots that decorate a sign or letter.
+            found = ascii_of(prototype) or ascii_of("".join(c for c in prototype if c not in _DOTS))
+            if found:
+                return found
         found = _by_name(ch, name_of(ch))
         if found is None and len(prototype) == 1 and prototype != ch:
             found = _by_name(prototype, name_of(prototype))
@@ -131,11 +161,31 @@ def readings(source: Source) -> Iterator[tuple[str, str]]:
     for ch in sorted(candidates):
         if ch.isascii():
             continue
-        if _printable_ascii(_plain(ch)):
-            continue  # its decomposition reads as ASCII already
         reading = reading_of(ch)
+        if _printable_ascii(plain := _plain(ch)) and not (ch in source.prototypes and _shape_counts(plain, reading)):
+            continue  # its decomposition reads as ASCII already
         if reading is not None:
             yield ch, reading
+
+
+def _shape_counts(plain: str, reading: str | None) -> bool:
+    """Whether a character that decomposes to ASCII `plain` is read as `reading`, its shape, too or instead.
+
+    Both count when they are two letters (`ſ` decomposes to `s` and looks like `f`), and a
+    look-alike of `l`, `I` or `|` that decomposes to an ASCII `l`, `I`, `L` or `|` is one of that
+    class (`ⅼ`, `𝐈`, `｜`), as the ASCII characters are not; the shape alone counts when the decomposition holds
+    no letter, digit or marker character and the shape holds a marker character (`︰` decomposes
+    to `..`, looks like `:`).
+    """
+    if reading == "l" and plain in ("l", "I", "L", "|"):
+        return True
+    if reading is None or reading.lower() == plain.lower():
+        return False
+    if len(plain) == len(reading) == 1 and plain.isalpha() and reading.isalpha():
+        return True
+    return not any(c.isalnum() or c in MARKER_CHARACTERS for c in plain) and any(
+        c in MARKER_CHARACTERS for c in reading
+    )
 
 
 def generate(confusables_text: str) -> str:

@@ -9,7 +9,14 @@ from functools import lru_cache
 
 from lamina.defang._readings import _escape, _plain_view, _read, _Shadow, _shown_characters
 from lamina.defang._safe import SafeText
-from lamina.defang._tags import _INDENTED_RE, _MARKER_RES, _PLAIN_TAG_RE, _PLAIN_WINDOW, _ROLE_LINE_RE, _TAG_START_RE
+from lamina.defang._tags import (
+    _INDENTED_RE,
+    _PLAIN_TAG_RE,
+    _PLAIN_WINDOW,
+    _ROLE_LINE_RE,
+    _TAG_START_RE,
+    marker_spans,
+)
 from lamina.errors import UsageError
 
 __all__ = ["contains_reserved_marker", "neutralise"]
@@ -49,9 +56,8 @@ def _analyse(text: str) -> _Findings:
     quote: set[int] = set()
     for shadow in readings:
         found, starts = shadow.text, shadow.starts
-        for pattern in _MARKER_RES:
-            for match in pattern.finditer(found):
-                escape.update(starts[p] for p in range(match.start(), match.end()) if found[p] in "<[")
+        for lo, hi in marker_spans(found):
+            escape.update(starts[p] for p in range(lo, hi) if found[p] in "<[")
         if "<" in found and (len(found) != len(text) or not text.isascii() or starts[-1] != len(text) - 1):
             # The plain view is only needed where a name starts; a match that runs to the end of the
             # window is taken as a tag (its next character unseen): escaping more is safe.

@@ -24,12 +24,35 @@ _L_CLASS = "\ufdd0"
 A noncharacter: never in any reading otherwise, since the text's own noncharacters are invisible
 (and removed from readings). Name patterns take it for `i` or `l`, special tokens for `|`.
 """
+_CLASSES: dict[str, str] = {_L_CLASS: "il|"}
+"""Each class a reading may hold and what it stands for: the class of `l`, `I` and `|`, and one
+for each pair of letters a character reads as both, its decomposition and its shape (`ſ` is an
+`s` and looks like an `f`). Each is a noncharacter (U+FDD0 to U+FDEF)."""
+
+
+def _class_of(letters: str) -> str:
+    """The class that stands for each of `letters` (and for `i`, `l` and `|` with either of them)."""
+    wanted = "".join(sorted(set(letters) | (set(_CLASSES[_L_CLASS]) if set(letters) & set("il|") else set())))
+    for placeholder, members in _CLASSES.items():
+        if members == wanted or (placeholder == _L_CLASS and set(wanted) <= set(members)):
+            return placeholder
+    placeholder = chr(0xFDD0 + len(_CLASSES))
+    _CLASSES[placeholder] = wanted
+    return placeholder
 
 
 def _load_look_alikes() -> tuple[dict[str, str], str]:
     table, version = _look_alikes.load()
-    # A look-alike of an upper-case L (`Ł`, `ʟ`) is one of the class too: lowered, it reads `l`.
-    return {ch: "".join(_L_CLASS if c in "lL|" else c for c in reading) for ch, reading in table.items()}, version
+    readings: dict[str, str] = {}
+    for ch, reading in table.items():
+        plain = _look_alikes._plain(ch)
+        if len(plain) == len(reading) == 1 and plain.isascii() and plain.isalpha() and reading.isalpha():
+            # Its decomposition and its shape are two letters: it reads as either.
+            readings[ch] = _class_of(plain.lower() + reading.lower())
+        else:
+            # A look-alike of an upper-case L (`Ł`, `ʟ`) is one of the class too: lowered, it reads `l`.
+            readings[ch] = "".join(_L_CLASS if c in "lL|" else c for c in reading)
+    return readings, version
 
 
 _LOOK_ALIKES, LOOK_ALIKES_UNICODE_VERSION = _load_look_alikes()

@@ -8,6 +8,7 @@ per session. docs/inspector.md tells the rest.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -17,7 +18,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from lamina.errors import MissingExtraError
+from lamina.errors import MissingExtraError, UsageError
 from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import (
     LAYER_NAMES,
@@ -30,7 +31,7 @@ from lamina.serve._openapi import MAX_LIMIT, openapi_document
 from lamina.serve._reader import Loaded, NotFoundError, StoreReader, Version
 from lamina.serve._requests import RequestDamageError
 from lamina.serve._responses import download, error_page, json_response
-from lamina.serve._security import LOOPBACK_HOSTS, HostCheck, SecurityHeaders, is_loopback
+from lamina.serve._security import HostCheck, SecurityHeaders, TokenCheck, host_rule, needs_token, token_cookie
 from lamina.serve._shown import fit, visible
 from lamina.session import AttachmentRef, LogEntry, SessionStore
 
@@ -138,8 +139,10 @@ class Inspector:
         poll_seconds: float = 0.5,
         version: str = "0",
         max_page_bytes: int = MAX_PAGE_BYTES,
+        token_required: bool = False,
     ) -> None:
         self.reader = reader
+        self.token_required = token_required
         self.poll_seconds = poll_seconds
         self.version = version
         self.bounds = Bounds.of(max_page_bytes)
@@ -465,7 +468,7 @@ class Inspector:
         return Response(status_code=204)
 
     async def openapi(self, request: Request) -> Response:
-        return json_response(openapi_document(self.version))
+        return json_response(openapi_document(self.version, token_required=self.token_required))
 
 
 @dataclass(slots=True)
@@ -495,6 +498,12 @@ def _version() -> str:
         return "0"
 
 
+def _machine_names() -> tuple[str, ...]:
+    """This machine's host name, and its name on the local network (`NAME.local`) when it has no domain."""
+    name = socket.gethostname().lower()
+    return (name, f"{name}.local") if name and "." not in name else (name,)
+
+
 def create_app(
     store: SessionStore,
     *,
@@ -504,15 +513,32 @@ def create_app(
     extra_hosts: tuple[str, ...] = (),
     prices: Prices | None = None,
     max_page_bytes: int = MAX_PAGE_BYTES,
+    token: str | None = None,
 ) -> Starlette:
-    """The inspector over `store`, for a server bound to `host`.
+    """The inspector over `store`, for a server bound to `host` on `port`.
 
-    On a loopback address only loopback Host headers are accepted (`extra_hosts` adds names).
-    `prices` estimates each model call's cost (the sessions list shows none without it). No page is
-    larger than about `max_page_bytes`: longer texts are cut, with a link that downloads them whole.
+    Only Host headers the address allows are answered (`host_rule`: on loopback the loopback names;
+    `extra_hosts` adds names). Bound to any other address, every request needs `token`, kept in a
+    cookie after the first visit. `prices` estimates each model call's cost (the sessions list shows
+    none without it). No page is larger than about `max_page_bytes`: longer texts are cut, with a
+    link that downloads them whole.
+
+    Raises:
+        UsageError: `host` is not a loopback address and no `token` is given (or an empty one).
     """
+    if token is not None and not token:
+        raise UsageError("the inspector's token is empty: give a random one (secrets.token_urlsafe(32))")
+    if token is None and needs_token(host):
+        raise UsageError(
+            f"an inspector bound to {host or 'every address'} needs a token: create_app(store, host=..., "
+            "token=secrets.token_urlsafe(32)), then open /?token=TOKEN"
+        )
     inspector = Inspector(
-        StoreReader(store, prices=prices), poll_seconds=poll_seconds, version=_version(), max_page_bytes=max_page_bytes
+        StoreReader(store, prices=prices),
+        poll_seconds=poll_seconds,
+        version=_version(),
+        max_page_bytes=max_page_bytes,
+        token_required=token is not None,
     )
     routes = [
         Route("/", inspector.sessions_page),
@@ -543,10 +569,10 @@ def create_app(
         return error_page(exc.status_code, str(exc.detail), request.url.path.startswith("/api/"))
 
     handlers: Mapping[Any, Callable[[Request, Exception], Any]] = {NotFoundError: not_found, HTTPException: http_error}
-    middleware = [Middleware(SecurityHeaders)]
-    if is_loopback(host):
-        allowed = [*LOOPBACK_HOSTS, *extra_hosts]
-        middleware.append(Middleware(HostCheck, allowed=tuple(allowed)))
+    rule = host_rule(host, extra=extra_hosts, machine=_machine_names())
+    middleware = [Middleware(SecurityHeaders), Middleware(HostCheck, rule=rule)]
+    if token is not None:
+        middleware.append(Middleware(TokenCheck, token=token, cookie=token_cookie(port)))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers=dict(handlers))
     app.state.inspector = inspector
     app.state.port = port

@@ -24,8 +24,14 @@ _LEAF = _param(
 )
 
 
-def openapi_document(version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every `/api/` route."""
+_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "The token `lamina serve` printed."},
+    "query": {"type": "apiKey", "in": "query", "name": "token", "description": "The same token in the address."},
+}
+
+
+def openapi_document(version: str, *, token_required: bool = False) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every `/api/` route; with `token_required`, how the token is sent."""
     types = (SessionList, SessionDetail, EntryPage, Item, RequestSeries, RequestLayers, ErrorOut)
     schemas, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     body = dict(zip(("list", "detail", "page", "item", "series", "layers", "error"), schemas, strict=True))
@@ -36,6 +42,7 @@ def openapi_document(version: str) -> dict[str, Any]:
             "200": {"description": description, "content": {"application/json": {"schema": body[kind]}}},
             "400": {"description": "A parameter is not valid.", **error},
             "404": {"description": "No such session, branch, entry or request.", **error},
+            **({"401": {"description": "The token is missing or wrong.", **error}} if token_required else {}),
         }
 
     def get(operation: str, summary: str, params: list[dict[str, Any]], kind: str, description: str) -> dict[str, Any]:
@@ -115,5 +122,6 @@ def openapi_document(version: str) -> dict[str, Any]:
             "description": "Read-only JSON API over a Lamina session store.",
         },
         "paths": paths,
-        "components": {"schemas": components},
+        "components": {"schemas": components, **({"securitySchemes": _SCHEMES} if token_required else {})},
+        **({"security": [{"bearer": []}, {"query": []}]} if token_required else {}),
     }
