@@ -9,6 +9,7 @@ result is offloaded. See docs/tools.md, "The pipeline".
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -159,7 +160,7 @@ class ToolPipeline:
             answer = await _approve(call, question, asked_by, self.ask)
             if isinstance(answer, Deny):
                 return _refused(call_id, name, call.input, answer)
-        output = await _run(tool, call, ctx)
+        output = await _run(tool, call, _for_call(ctx, call, tuple(self._rules)))
         for rule in self._rules:
             await rule.after(call, output)
         content, images = await asyncio.to_thread(_keep_images, output, ctx)
@@ -262,6 +263,15 @@ def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[Attac
         refused = [str(e) for e in errors]
     notes = [f"[image not shown: {reason}]" for reason in refused]
     return "\n".join([output.content, *notes]) if notes else output.content, refs
+
+
+def _for_call(ctx: ToolContext, call: ToolCall, rules: tuple[Rule, ...]) -> ToolContext:
+    """The context the tool runs in: the paths checked (it refuses them if they now lead elsewhere), and what rules hide."""
+
+    def hidden(path: Path) -> bool:
+        return any(rule.hides(call, path) for rule in rules)
+
+    return dataclasses.replace(ctx, checked_paths=call.paths, hidden=hidden if rules else None)
 
 
 async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:
