@@ -179,7 +179,13 @@ class ToolContext:
 
 
 def located(
-    ctx: ToolContext, path: Path, *, write: bool = False, index: int = 0, folder: bool = False, make_folders: bool = False
+    ctx: ToolContext,
+    path: Path,
+    *,
+    write: bool = False,
+    index: int = 0,
+    folder: bool = False,
+    make_folders: bool = False,
 ) -> Located:
     """`path` resolved by descriptor inside the roots the call may use (`lamina.workspace.locate`).
 

@@ -171,9 +171,7 @@ class GrepTool(StructTool[GrepInput]):
         found.failed = worker.stopped == "failed"
         return found
 
-    def _read_walked(
-        self, base: Located, relative: str, ctx: ToolContext, found: _Search
-    ) -> bytes | None:
+    def _read_walked(self, base: Located, relative: str, ctx: ToolContext, found: _Search) -> bytes | None:
         """A walked file's bytes, opened from `base` by descriptor; None when it is passed over (and counted)."""
         if ctx.hides(Path(base.real, relative)):
             return None

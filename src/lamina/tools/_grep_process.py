@@ -26,9 +26,7 @@ Stop = Literal["deadline", "cancelled", "failed"]
 class SearchWorker:
     """One Grep call's search: `search` a file at a time; `kill` from any thread stops it at once."""
 
-    def __init__(
-        self, *, pattern: str, ignore_case: bool, mode: Mode, max_line_chars: int, deadline: float
-    ) -> None:
+    def __init__(self, *, pattern: str, ignore_case: bool, mode: Mode, max_line_chars: int, deadline: float) -> None:
         """Prepare the search; the process starts with the first file.
 
         Args:

@@ -208,8 +208,10 @@ def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContex
     """The call with its paths resolved, or a Deny if one lies outside the roots the tool may use."""
     roots = ctx.readable_roots if tool.read_only else ctx.writable_roots
     resolved: list[Path] = []
+    named: list[Path] = []
     for raw in tool.paths(input):
         given = ctx.path(raw)
+        named.append(Path(os.path.normpath(given)))
         try:
             real = given.resolve()
         except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte, …
@@ -223,7 +225,9 @@ def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContex
                 by="path_bounds",
             )
         resolved.append(real)
-    return ToolCall(call_id=call_id, name=name, input=input, tool=tool, paths=tuple(resolved), context=ctx)
+    return ToolCall(
+        call_id=call_id, name=name, input=input, tool=tool, paths=tuple(resolved), context=ctx, named=tuple(named)
+    )
 
 
 def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
@@ -266,7 +270,7 @@ def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[Attac
 
 
 def _for_call(ctx: ToolContext, call: ToolCall, rules: tuple[Rule, ...]) -> ToolContext:
-    """The context the tool runs in: the paths checked (it refuses them if they now lead elsewhere), and what rules hide."""
+    """The context a call runs in: the paths checked (refused if they now lead elsewhere), and what rules hide."""
 
     def hidden(path: Path) -> bool:
         return any(rule.hides(call, path) for rule in rules)

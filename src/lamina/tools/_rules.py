@@ -68,6 +68,8 @@ class ToolCall:
     """The paths the call touches, absolute and resolved (symlinks followed), all inside the allowed roots."""
     context: ToolContext
     """The session context the call runs in (cwd, roots, mode)."""
+    named: tuple[Path, ...] = ()
+    """The same paths as the call names them: absolute, links not resolved (a deny rule looks at both)."""
 
 
 @dataclass(frozen=True, slots=True)

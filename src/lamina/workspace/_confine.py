@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Final
 
+from lamina.errors import UsageError
+
 BY_DESCRIPTOR: Final = {os.open, os.readlink, os.mkdir, os.stat, os.rename, os.unlink} <= os.supports_dir_fd
-"""Whether this platform resolves paths by descriptor (POSIX); elsewhere `locate` checks the real path, then opens by name."""
+"""Whether paths are resolved by descriptor here (POSIX); elsewhere `locate` checks the real path, then opens it."""
 MAX_LINKS: Final = 40
 """Links followed in one path before it is refused as a loop (the kernel's own limit)."""
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
@@ -48,10 +50,20 @@ def outside_roots(path: str | os.PathLike[str], roots: Iterable[str | os.PathLik
     return f"resolves outside the working directory (to {shown})"
 
 
-class PathEscapeError(PermissionError):
-    """A path leads outside the allowed folders, or no longer leads where it was checked (a link changed)."""
+class PathEscapeError(UsageError, PermissionError):
+    """A path leads outside the allowed folders, or no longer leads where it was checked (a link changed).
+
+    Also a `PermissionError` (`errno` EACCES, `strerror` the reason, `filename` the real path), so a
+    caller handling `OSError` handles it too.
+    """
 
     def __init__(self, path: str, reason: str) -> None:
+        """Name the path and why it may not be used.
+
+        Args:
+            path: The real path the walk reached.
+            reason: Why it may not be used (outside the roots, or changed since the check).
+        """
         super().__init__(errno.EACCES, reason, path)
 
 
