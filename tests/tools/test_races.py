@@ -88,7 +88,9 @@ async def test_a_link_repointed_inside_the_workspace_during_the_approval_is_refu
     session.put("notes.md", "notes\n")
     other = session.put(".lamina/config.toml", 'mode = "ask"\n')
     (session.root / "link.md").symlink_to(session.root / "notes.md")
-    asked = session.with_tools(default_tools(), ask=repointing(session.root / "link.md", other), mode=PermissionMode.ASK)
+    asked = session.with_tools(
+        default_tools(), ask=repointing(session.root / "link.md", other), mode=PermissionMode.ASK
+    )
     result = await asked.call("Write", path="link.md", content='mode = "execute"\n')
     assert result.is_error
     assert f"it changed after it was checked: it now resolves to {other}" in result.content
