@@ -195,3 +195,17 @@ def test_a_single_huge_line_is_cut_within_budget(tmp_path: Path) -> None:
     assert result is not None
     assert DEFAULT_ESTIMATOR.count(result.preview) < 2_000
     assert result.path is not None and result.path.read_text() == content
+
+
+def test_a_link_planted_in_the_data_folder_cannot_send_a_result_outside(tmp_path: Path) -> None:
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    data.mkdir()
+    outside.mkdir()
+    (data / "tool-results").symlink_to(outside, target_is_directory=True)  # as a command could plant it
+    content = "".join(f"row {i}\n" for i in range(5_000))
+    result = offload_result(
+        content, call_id="c", data_dir=data, policy=OffloadPolicy(threshold_tokens=2_000), estimator=DEFAULT_ESTIMATOR
+    )
+    assert result is not None and result.path is None
+    assert "could not be saved" in result.preview
+    assert list(outside.iterdir()) == []

@@ -108,3 +108,32 @@ def test_the_decisions_are_pure() -> None:
     assert [(f.relative, f.path, f.symlink) for f in kept] == [("b.py", "/r/b.py", True)]
     policy = WalkPolicy(held_names=frozenset({"node_modules"}))
     assert split_folders(listing, (rules,), policy, "") == (["src"], ["node_modules"])
+
+
+def test_a_folder_swapped_for_a_link_after_its_parent_was_listed_is_not_entered(tmp_path: Path) -> None:
+    put(tmp_path, "ws/sub/inside.txt")
+    put(tmp_path, "out/outside.txt")
+    ws = tmp_path / "ws"
+
+    def swap(folder: str) -> None:
+        if folder.endswith(os.sep + "sub"):  # between the parent's listing and this folder's
+            (ws / "sub").rename(ws / "moved")
+            (ws / "sub").symlink_to(tmp_path / "out", target_is_directory=True)
+
+    skipped: list[SkippedPath] = []
+    files = [
+        f.relative
+        for folder in walk_folders(str(ws), WalkPolicy(), skipped=skipped, before_listing=swap)
+        for f in folder.files
+    ]
+    assert files == []
+    assert [s.reason for s in skipped] == ["the folder changed while it was walked (another put in its place)"]
+
+
+def test_a_root_that_is_no_longer_the_folder_checked_is_not_walked(tmp_path: Path) -> None:
+    put(tmp_path, "ws/inside.txt")
+    put(tmp_path, "out/outside.txt")
+    st = os.stat(tmp_path / "ws")
+    (tmp_path / "ws").rename(tmp_path / "moved")
+    (tmp_path / "ws").symlink_to(tmp_path / "out", target_is_directory=True)
+    assert list(walk_files(str(tmp_path / "ws"), root_key=(st.st_dev, st.st_ino))) == []

@@ -220,7 +220,10 @@ def call_target(call: ToolCall) -> tuple[str | None, tuple[str, ...]]:
 
 
 class DenyRules(Rule):
-    """The pre-tool-use rule that refuses, without asking, every call a deny rule covers."""
+    """The pre-tool-use rule that refuses, without asking, every call a deny rule covers.
+
+    It also hides the files a deny rule covers from a Grep or Glob that meets them inside a folder.
+    """
 
     def __init__(self, permissions: Permissions) -> None:
         self.permissions = permissions
@@ -232,9 +235,14 @@ class DenyRules(Rule):
     async def check(self, call: ToolCall) -> Allow | Deny:
         command, paths = call_target(call)
         rule = self.permissions.denying(call.name, command, paths)
+        if rule is None and call.named:  # a link named by a denied path is refused under that name too
+            rule = self.permissions.denying(call.name, None, relative_paths(call.named, call.context.cwd))
         if rule is None:
             return Allow()
         return Deny(
             f"The deny rule {rule.text} (in {rule.origin}) refuses this call, without asking the user. "
             "Do not look for another way to do the same; if it is needed, say so and ask the user."
         )
+
+    def hides(self, call: ToolCall, path: Path) -> bool:
+        return self.permissions.denying(call.name, None, relative_paths((path,), call.context.cwd)) is not None

@@ -3,7 +3,8 @@
 A rule is `Tool` (every call of that tool), `Bash(git status:*)` (a command whose words start
 with `git status`), `Bash(npm test)` (exactly that command) or `Edit(src/**)` (a call whose every
 path matches the glob, relative to the workspace). A compound command is allowed only when each of
-its simple commands is; a deny rule refuses a command when any part matches. See docs/configuration.md.
+its simple commands is; a deny rule refuses a command when any part matches. A rule of a file tool
+speaks for the tools that do the same to a file (`covers`). See docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -22,6 +23,24 @@ _RULE: Final = re.compile(r"(?P<tool>[A-Za-z_][A-Za-z0-9_.-]*)(?:\((?P<spec>.*)\
 _PLAIN_WORD: Final = re.compile(r"-{0,2}[A-Za-z][A-Za-z0-9_+:@-]*")
 PREFIX_WORDS: Final = 3
 """At most this many words in the prefix "always" picks for a Bash command."""
+READERS: Final = frozenset({"Read", "Grep", "Glob"})
+"""The tools that read files (or list them): a rule of one is a rule of each."""
+WRITERS: Final = frozenset({"Edit", "Write"})
+"""The tools that change files: a rule of one is a rule of each."""
+
+
+def covers(rule_tool: str, tool: str, *, deny: bool) -> bool:
+    """Whether a rule written for `rule_tool` speaks for a call of `tool`.
+
+    A Read rule speaks for Grep and Glob (and the other way round), an Edit rule for Write (and the
+    other way round); a deny rule of a reader refuses Edit too, which reads the file it changes.
+    Every other rule (Bash, a source's tool) speaks for its own tool only.
+    """
+    if rule_tool == tool:
+        return True
+    if rule_tool in READERS:
+        return tool in READERS or (deny and tool == "Edit")
+    return rule_tool in WRITERS and tool in WRITERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +74,13 @@ class PermissionRule:
             command: The Bash command, for Bash.
             paths: The call's paths relative to the workspace (absolute when outside it).
         """
-        if tool != self.tool:
+        if not covers(self.tool, tool, deny=False):
             return False
         return _allows([self], command, paths)
 
     def refuses(self, tool: str, command: str | None, paths: Sequence[str]) -> bool:
         """Whether a deny rule covers the call: any simple command of `command` (substitutions too), any path."""
-        if tool != self.tool:
+        if not covers(self.tool, tool, deny=True):
             return False
         if self.kind == "tool":
             return True
@@ -117,7 +136,7 @@ class Permissions:
         """The allow rules that cover the call (empty: none does, or a deny rule refuses it)."""
         if self.denying(tool, command, paths) is not None:
             return ()
-        rules = [rule for rule in self.allow if rule.tool == tool]
+        rules = [rule for rule in self.allow if covers(rule.tool, tool, deny=False)]
         alone = next((rule for rule in rules if _allows([rule], command, paths)), None)
         if alone is not None:
             return (alone,)

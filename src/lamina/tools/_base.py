@@ -26,6 +26,7 @@ from lamina.errors import LaminaError, UsageError
 from lamina.session import VIRTUAL_ROOT, ReadStamp, SessionFiles, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.tools._offload import OffloadPolicy
+from lamina.workspace import Located, locate
 
 InputT = TypeVar("InputT")
 StructT = TypeVar("StructT", bound=msgspec.Struct)
@@ -111,6 +112,12 @@ class ToolContext:
     """The session's files: offloaded results and plans are put there, and a path shown as one of them
     (`lamina:/session/…` with a database store) resolves to its local copy, fetched on demand. None:
     the folders above are plain local folders."""
+    checked_paths: tuple[Path, ...] = ()
+    """The paths the pipeline checked for this call, resolved, in the order `Tool.paths` gives them: a
+    tool opening one refuses when it now resolves elsewhere (a link re-pointed since). Empty: unchecked."""
+    hidden: Callable[[Path], bool] | None = None
+    """Whether a file a call meets on its way (a Grep match, a Glob result) is left out of its output: a
+    rule's `hides` (a deny rule on reading it). The pipeline sets it for each call; None hides nothing."""
 
     def __post_init__(self) -> None:
         cwd = Path(self.cwd).resolve()
@@ -134,6 +141,10 @@ class ToolContext:
         if self.mode is PermissionMode.PLAN:
             return plans
         return (*self.allowed_roots, *plans)
+
+    def hides(self, path: Path) -> bool:
+        """Whether `path`, a file met on the way (a Grep match, a Glob result), is left out (`hidden`)."""
+        return self.hidden is not None and self.hidden(path)
 
     def _shown_session_file(self, path: Path) -> str | None:
         assert self.files is not None
@@ -165,6 +176,34 @@ class ToolContext:
         if relative == os.curdir or not (relative == os.pardir or relative.startswith(os.pardir + os.sep)):
             return Path(relative).as_posix()
         return normal
+
+
+def located(
+    ctx: ToolContext,
+    path: Path,
+    *,
+    write: bool = False,
+    index: int = 0,
+    folder: bool = False,
+    make_folders: bool = False,
+) -> Located:
+    """`path` resolved by descriptor inside the roots the call may use (`lamina.workspace.locate`).
+
+    Args:
+        ctx: The call's context: its roots, and the path the pipeline checked (`checked_paths[index]`).
+        path: The absolute path (`ctx.path` of the input).
+        write: Inside the writable roots; else the readable ones.
+        index: Which of the call's checked paths `path` is.
+        folder: The path names a folder, held open itself.
+        make_folders: Create missing folders on the way (for a write).
+
+    Raises:
+        PathEscapeError: The path leads outside the roots, or elsewhere than where it was checked.
+        OSError: It cannot be resolved (a name missing, not permitted, a link loop).
+    """
+    roots = ctx.writable_roots if write else ctx.readable_roots
+    expect = ctx.checked_paths[index] if index < len(ctx.checked_paths) else None
+    return locate(path, roots, expect=expect, folder=folder, make_folders=make_folders)
 
 
 def _session_file_shown(files: SessionFiles, root: Path, path: Path) -> str | None:

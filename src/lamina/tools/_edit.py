@@ -2,8 +2,9 @@
 
 `old_string` must occur exactly once, or the call fails and says how many times it occurs (zero:
 check the text; several: add context, or set `replace_all`). Matching is exact, whitespace and
-line endings included. The file is rewritten atomically (see `write.replace_file`), and the
-result shows the changed lines, numbered as Read numbers them.
+line endings included. The file is read and rewritten through one location resolved by descriptor
+(`lamina.workspace.locate`), atomically, and the result shows the changed lines, numbered as Read
+numbers them.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Final
 
 import msgspec
 
-from lamina.tools._base import StructTool, ToolContext, ToolOutput
+from lamina.tools._base import StructTool, ToolContext, ToolOutput, located
 from lamina.tools._read import SNIFF_BYTES
-from lamina.tools._write import replace_file
+from lamina.workspace import Located
 
 DEFAULT_MAX_FILE_BYTES: Final = 10 * 1024 * 1024
 _CONTEXT_LINES: Final = 2
@@ -54,55 +55,62 @@ class EditTool(StructTool[EditInput]):
     def _edit(self, input: EditInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.path(input.path)
         shown = ctx.display(path)
-
-        def fail(message: str) -> ToolOutput:
-            return ToolOutput(message, is_error=True)
-
         if not input.old_string:
-            return fail("old_string is empty; give the exact text to replace (to create a file, use Write).")
+            return _fail("old_string is empty; give the exact text to replace (to create a file, use Write).")
         if input.old_string == input.new_string:
-            return fail("old_string and new_string are the same; there is nothing to change.")
+            return _fail("old_string and new_string are the same; there is nothing to change.")
         try:
-            st = os.stat(path)
-            if stat.S_ISDIR(st.st_mode):
-                return fail(f"{shown} is a folder, not a file.")
+            with located(ctx, path, write=True) as where:
+                return self._edit_located(where, input, shown)
+        except FileNotFoundError:
+            return _fail(f"File not found: {shown} (to create a file, use Write).")
+        except IsADirectoryError:  # from `fdopen`, which refuses a folder
+            return _fail(f"{shown} is a folder, not a file.")
+        except OSError as exc:
+            return _fail(f"Cannot edit {shown}: {exc.strerror or type(exc).__name__}")
+
+    def _edit_located(self, where: Located, input: EditInput, shown: str) -> ToolOutput:
+        """Read the located file by descriptor, change it, and replace it in the same held folder."""
+        with os.fdopen(where.open(), "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return _fail(f"{shown} is not a regular file (a device, socket or pipe).")
             if st.st_size > self.max_file_bytes:
                 limit = self.max_file_bytes
-                return fail(f"{shown} is too large to edit ({st.st_size:,} bytes; the limit is {limit:,}).")
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return fail(f"File not found: {shown} (to create a file, use Write).")
-        except OSError as exc:
-            return fail(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}")
+                return _fail(f"{shown} is too large to edit ({st.st_size:,} bytes; the limit is {limit:,}).")
+            data = handle.read()
         if b"\0" in data[:SNIFF_BYTES]:
-            return fail(f"{shown} is a binary file; Edit changes text files only.")
+            return _fail(f"{shown} is a binary file; Edit changes text files only.")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return fail(f"{shown} is not UTF-8 text (bad byte at offset {exc.start}); Edit changes UTF-8 files only.")
+            return _fail(f"{shown} is not UTF-8 text (bad byte at offset {exc.start}); Edit changes UTF-8 files only.")
         count = text.count(input.old_string)
         if count == 0:
             hint = ""
             if "\r\n" in text and "\n" in input.old_string and "\r\n" not in input.old_string:
                 hint = " The file has Windows line endings (\\r\\n); old_string must use them too."
-            return fail(
+            return _fail(
                 f"old_string was not found in {shown} (0 matches). It must match the file exactly, "
                 f"whitespace and indentation included; Read the file to copy the text.{hint}"
             )
         if count > 1 and not input.replace_all:
-            return fail(
+            return _fail(
                 f"old_string occurs {count} times in {shown}; it must occur exactly once. Include more "
                 "surrounding text to pick one occurrence, or set replace_all to change all of them."
             )
         start = text.index(input.old_string)
         new_text = text.replace(input.old_string, input.new_string)
         try:
-            replace_file(path, new_text.encode("utf-8", errors="surrogatepass"))
+            where.replace(new_text.encode("utf-8", errors="surrogatepass"))
         except OSError as exc:
-            return fail(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}")
+            return _fail(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}")
         what = f"{count} occurrences" if count > 1 else "1 occurrence"
         return ToolOutput(f"Edited {shown}: replaced {what}.\n{_snippet(new_text, start, input.new_string)}")
+
+
+def _fail(message: str) -> ToolOutput:
+    return ToolOutput(message, is_error=True)
 
 
 def _snippet(text: str, start: int, inserted: str) -> str:

@@ -2,8 +2,9 @@
 
 The pattern is relative to the working directory (or to `path`): `*.py` matches in that folder
 only, `**/*.py` at any depth, `src/**/test_*.{py,pyi}` below `src`. Only the pattern's literal
-leading folders are walked. What `.gitignore` ignores, version-control and dependency folders are
-left out (see `_walk`). Results are files, sorted by path and capped at `max_results`.
+leading folders are walked, from a folder resolved by descriptor (`lamina.workspace.locate`). What
+`.gitignore` ignores, version-control and dependency folders, and files a rule hides
+(`ToolContext.hidden`) are left out. Results are files, sorted by path and capped at `max_results`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Annotated, Any, Final
 
 import msgspec
 
-from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput
+from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput, located
 from lamina.tools._walk import compile_glob, split_glob, walk_files
 
 DEFAULT_MAX_RESULTS: Final = 500
@@ -64,17 +65,26 @@ class GlobTool(StructTool[GlobInput]):
     def _glob(self, input: GlobInput, ctx: ToolContext) -> ToolOutput:
         base = ctx.path(self._base(input))
         rest = split_glob(input.pattern)[1]
-        if not base.is_dir():
-            what = "is not a folder" if base.exists() else "does not exist"
-            return ToolOutput(f"No files found: {ctx.display(base)} {what}.", is_error=not base.exists())
+        try:
+            with located(ctx, base, folder=True) as where:
+                real, key = where.real, where.identity()
+        except FileNotFoundError:
+            return ToolOutput(f"No files found: {ctx.display(base)} does not exist.", is_error=True)
+        except NotADirectoryError:
+            return ToolOutput(f"No files found: {ctx.display(base)} is not a folder.")
+        except OSError as exc:
+            return ToolOutput(f"Cannot list {ctx.display(base)}: {exc.strerror or type(exc).__name__}", is_error=True)
         matcher = compile_glob(rest)
-        real = base.resolve()
-        found = sorted(f.relative for f in walk_files(str(real)) if matcher.fullmatch(f.relative))
+        found = sorted(
+            f.relative
+            for f in walk_files(real, root_key=key)
+            if matcher.fullmatch(f.relative) and not ctx.hides(Path(f.path))
+        )
         if not found:
             hint = ""
             if "/" not in rest and "**" not in rest:
-                where = "the working directory" if ctx.display(base) == "." else ctx.display(base)
-                hint = f" `{rest}` matches in {where} only; use `**/{rest}` to search subfolders too."
+                named = "the working directory" if ctx.display(base) == "." else ctx.display(base)
+                hint = f" `{rest}` matches in {named} only; use `**/{rest}` to search subfolders too."
             return ToolOutput(f"No files found for `{input.pattern}`.{hint}")
         shown_base = ctx.display(base)
         lines = [f if shown_base == "." else f"{shown_base.rstrip('/')}/{f}" for f in found[: self.max_results]]

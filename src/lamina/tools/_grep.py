@@ -1,8 +1,9 @@
 """Grep: search file contents with a regular expression (I/O: disk).
 
 Searches one file, or every file below a folder that a project search should see (`walk_files`),
-line by line with Python's `re` syntax, optionally narrowed by a glob. Output modes: file paths,
-matching lines or counts, in path order and capped. See docs/tools.md, "Grep".
+each opened by descriptor from the folder (`lamina.workspace.locate`), files a rule hides left
+out; line by line with Python's `re` syntax in a worker process killed at the time limit or on
+cancellation (`_grep_process`). Output modes: paths, matching lines or counts, in path order, capped.
 """
 
 from __future__ import annotations
@@ -15,23 +16,21 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, BinaryIO, Final
 
 import msgspec
 
-from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput, within
+from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput, located
+from lamina.tools._grep_process import SearchWorker
+from lamina.tools._grep_worker import Mode as OutputMode
 from lamina.tools._read import SNIFF_BYTES
 from lamina.tools._walk import compile_glob, walk_files
+from lamina.workspace import Located, PathEscapeError, locate
 
 DEFAULT_MAX_RESULTS: Final = 200
 DEFAULT_MAX_LINE_CHARS: Final = 300
 DEFAULT_MAX_FILE_BYTES: Final = 16 * 1024 * 1024
 DEFAULT_TIME_LIMIT: Final = 30.0
-# `\A` and `\Z` mean "start/end of the line" when searching line by line but "of the file" when
-# searching the whole text, so the whole-file pre-check would wrongly skip files.
-_WHOLE_TEXT_ANCHOR: Final = re.compile(r"\\[AZ]")
-
-OutputMode = Literal["files_with_matches", "content", "count"]
 
 
 class GrepInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -56,6 +55,8 @@ class _Search:
     too_large: int = 0
     outside: int = 0
     timed_out: bool = False
+    failed: bool = False
+    """The worker process ended by itself (killed from outside, out of memory): results are incomplete."""
 
 
 class GrepTool(StructTool[GrepInput]):
@@ -99,93 +100,118 @@ class GrepTool(StructTool[GrepInput]):
         return (Path(input.path or "."),)
 
     async def run(self, input: GrepInput, ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._grep, input, ctx)
+        deadline = time.monotonic() + self.time_limit
+        worker = SearchWorker(
+            pattern=input.pattern,
+            ignore_case=input.ignore_case,
+            mode=input.output_mode,
+            max_line_chars=self.max_line_chars,
+            deadline=deadline,
+        )
+        try:
+            return await asyncio.to_thread(self._grep, input, ctx, worker)
+        except asyncio.CancelledError:
+            worker.kill()  # the thread sees the worker gone and ends; nothing goes on searching
+            raise
 
-    def _grep(self, input: GrepInput, ctx: ToolContext) -> ToolOutput:
+    def _grep(self, input: GrepInput, ctx: ToolContext, worker: SearchWorker) -> ToolOutput:
         target = ctx.path(input.path or ".")
         shown = ctx.display(target)
+        found: _Search | ToolOutput
         try:
-            st = os.stat(target)
+            try:
+                with located(ctx, target, folder=True) as base:
+                    found = self._search_folder(base, input, ctx, shown, worker)
+            except NotADirectoryError:
+                with located(ctx, target) as where:
+                    found = self._search_file(where, input, shown, worker)
         except FileNotFoundError:
             return ToolOutput(f"Path not found: {shown}", is_error=True)
         except OSError as exc:
             return ToolOutput(f"Cannot search {shown}: {exc.strerror or type(exc).__name__}", is_error=True)
-        regex = re.compile(input.pattern, re.MULTILINE | (re.IGNORECASE if input.ignore_case else 0))
-        if stat.S_ISDIR(st.st_mode):
-            real = target.resolve()
-            candidates = sorted(walk_files(str(real)), key=lambda f: f.relative)
-            if input.glob is not None:
-                matcher = compile_glob(input.glob)
-                by_name = "/" not in input.glob
-                candidates = [
-                    f for f in candidates if matcher.fullmatch(f.relative.rpartition("/")[2] if by_name else f.relative)
-                ]
-            prefix = "" if shown == "." else shown.rstrip("/") + "/"
-            files = [(Path(f.path), prefix + f.relative, f.symlink) for f in candidates]
-        elif stat.S_ISREG(st.st_mode):
-            files = [(target, shown, False)]  # a file named explicitly is searched whatever the rules say
-        else:
-            return ToolOutput(f"{shown} is not a regular file (a device, socket or pipe).", is_error=True)
-        found = self._search(files, regex, input.output_mode, ctx)
+        finally:
+            worker.close()
+        if isinstance(found, ToolOutput):
+            return found
         return ToolOutput(self._report(found, input, shown))
 
-    def _search(
-        self, files: list[tuple[Path, str, bool]], regex: re.Pattern[str], mode: OutputMode, ctx: ToolContext
-    ) -> _Search:
+    def _search_file(self, where: Located, input: GrepInput, shown: str, worker: SearchWorker) -> _Search | ToolOutput:
+        """Search the one file named (whatever the ignore rules say)."""
         found = _Search()
-        deadline = time.monotonic() + self.time_limit
-        whole_text_check = _WHOLE_TEXT_ANCHOR.search(regex.pattern) is None
-        for path, shown, symlink in files:
-            if time.monotonic() > deadline:
-                found.timed_out = True
-                break
-            if symlink:
-                try:
-                    inside = within(path.resolve(), ctx.readable_roots)
-                except (OSError, RuntimeError):
-                    inside = False
-                if not inside:
-                    found.outside += 1
-                    continue
-            text = self._text(path, found)
-            if text is None or (whole_text_check and regex.search(text) is None):
-                continue
-            if mode == "files_with_matches":
-                found.rows.append(shown)
-            else:
-                count = 0
-                for number, line in enumerate(text.splitlines(), 1):
-                    if regex.search(line) is None:
-                        continue
-                    count += 1
-                    if mode == "content":
-                        if len(found.rows) >= self.max_results:
-                            found.more = True
-                            break
-                        if len(line) > self.max_line_chars:
-                            line = line[: self.max_line_chars] + " […]"
-                        found.rows.append(f"{shown}:{number}:{line}")
-                if mode == "count" and count:
-                    found.rows.append(f"{shown}:{count}")
-            if len(found.rows) > self.max_results or found.more:
-                found.more = True
-                del found.rows[self.max_results :]
-                break
+        with os.fdopen(where.open(), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return ToolOutput(f"{shown} is not a regular file (a device, socket or pipe).", is_error=True)
+            data = self._data(handle, found)
+        if data is not None:
+            self._add(found, worker, shown, data, input.output_mode)
+        found.timed_out = worker.stopped == "deadline"
+        found.failed = worker.stopped == "failed"
         return found
 
-    def _text(self, path: Path, found: _Search) -> str | None:
+    def _search_folder(
+        self, base: Located, input: GrepInput, ctx: ToolContext, shown: str, worker: SearchWorker
+    ) -> _Search:
+        """Search every file below the folder held as `base`, each opened from it by descriptor."""
+        candidates = sorted(walk_files(base.real, root_key=base.identity()), key=lambda f: f.relative)
+        if input.glob is not None:
+            matcher = compile_glob(input.glob)
+            by_name = "/" not in input.glob
+            candidates = [
+                f for f in candidates if matcher.fullmatch(f.relative.rpartition("/")[2] if by_name else f.relative)
+            ]
+        prefix = "" if shown == "." else shown.rstrip("/") + "/"
+        found = _Search()
+        for walked in candidates:
+            if worker.stopped is not None or time.monotonic() > worker.deadline:
+                break
+            data = self._read_walked(base, walked.relative, ctx, found)
+            if data is not None and not self._add(found, worker, prefix + walked.relative, data, input.output_mode):
+                break
+        found.timed_out = worker.stopped == "deadline" or time.monotonic() > worker.deadline
+        found.failed = worker.stopped == "failed"
+        return found
+
+    def _read_walked(self, base: Located, relative: str, ctx: ToolContext, found: _Search) -> bytes | None:
+        """A walked file's bytes, opened from `base` by descriptor; None when it is passed over (and counted)."""
+        if ctx.hides(Path(base.real, relative)):
+            return None
         try:
-            with open(path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if size > self.max_file_bytes:
-                    found.too_large += 1
+            with locate(relative, ctx.readable_roots, start=base) as where:
+                if ctx.hides(Path(where.real)):  # a link to a file a rule hides
                     return None
-                data = handle.read()
+                with os.fdopen(where.open(), "rb") as handle:
+                    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                        return None
+                    return self._data(handle, found)
+        except PathEscapeError:
+            found.outside += 1
         except OSError:
+            pass
+        return None
+
+    def _data(self, handle: BinaryIO, found: _Search) -> bytes | None:
+        """The open file's bytes, or None when it is too large (counted) or binary."""
+        if os.fstat(handle.fileno()).st_size > self.max_file_bytes:
+            found.too_large += 1
             return None
-        if b"\0" in data[:SNIFF_BYTES]:
+        data = handle.read(self.max_file_bytes + 1)
+        if len(data) > self.max_file_bytes:
+            found.too_large += 1
             return None
-        return data.decode("utf-8", errors="replace")
+        return None if b"\0" in data[:SNIFF_BYTES] else data
+
+    def _add(self, found: _Search, worker: SearchWorker, shown: str, data: bytes, mode: OutputMode) -> bool:
+        """Search one file in the worker and keep its rows; False when the search must end here."""
+        answer = worker.search(shown, data, self.max_results - len(found.rows))
+        if answer is None:
+            return False
+        rows, more = answer
+        found.rows.extend(rows)
+        if more or len(found.rows) > self.max_results:
+            found.more = True
+            del found.rows[self.max_results :]
+            return False
+        return True
 
     def _report(self, found: _Search, input: GrepInput, shown: str) -> str:
         notes: list[str] = []
@@ -197,6 +223,8 @@ class GrepTool(StructTool[GrepInput]):
             )
         if found.timed_out:
             notes.append(f"the search stopped after {self.time_limit:g} s; results are incomplete: narrow the path")
+        if found.failed:
+            notes.append("the search process ended unexpectedly; results are incomplete")
         if found.too_large:
             notes.append(f"{found.too_large} file(s) over {self.max_file_bytes:,} bytes were not searched")
         if found.outside:

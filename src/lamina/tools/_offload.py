@@ -20,6 +20,7 @@ from typing import Final
 from lamina.errors import LaminaError, UsageError
 from lamina.session import SessionFiles
 from lamina.tokens import TokenEstimator
+from lamina.workspace import locate
 
 DEFAULT_FRACTION: Final = 0.10
 """Share of the context window one tool result may take before it is offloaded."""
@@ -150,9 +151,9 @@ def offload_result(
             name = f"data/{RESULTS_FOLDER}/{target.name}"
             files.put_file(name, data)
             path = Path(files.shown_path(name))
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        else:  # by descriptor, inside the data folder: a link planted in it cannot send the file elsewhere
+            with locate(target, (data_dir.resolve(),), make_folders=True) as where:
+                where.replace(data)
     except OSError as exc:
         problem = exc.strerror or type(exc).__name__
         path = None

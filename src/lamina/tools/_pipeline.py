@@ -9,6 +9,7 @@ result is offloaded. See docs/tools.md, "The pipeline".
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -159,7 +160,7 @@ class ToolPipeline:
             answer = await _approve(call, question, asked_by, self.ask)
             if isinstance(answer, Deny):
                 return _refused(call_id, name, call.input, answer)
-        output = await _run(tool, call, ctx)
+        output = await _run(tool, call, _for_call(ctx, call, tuple(self._rules)))
         for rule in self._rules:
             await rule.after(call, output)
         content, images = await asyncio.to_thread(_keep_images, output, ctx)
@@ -207,8 +208,10 @@ def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContex
     """The call with its paths resolved, or a Deny if one lies outside the roots the tool may use."""
     roots = ctx.readable_roots if tool.read_only else ctx.writable_roots
     resolved: list[Path] = []
+    named: list[Path] = []
     for raw in tool.paths(input):
         given = ctx.path(raw)
+        named.append(Path(os.path.normpath(given)))
         try:
             real = given.resolve()
         except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte, …
@@ -222,7 +225,9 @@ def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContex
                 by="path_bounds",
             )
         resolved.append(real)
-    return ToolCall(call_id=call_id, name=name, input=input, tool=tool, paths=tuple(resolved), context=ctx)
+    return ToolCall(
+        call_id=call_id, name=name, input=input, tool=tool, paths=tuple(resolved), context=ctx, named=tuple(named)
+    )
 
 
 def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
@@ -262,6 +267,15 @@ def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[Attac
         refused = [str(e) for e in errors]
     notes = [f"[image not shown: {reason}]" for reason in refused]
     return "\n".join([output.content, *notes]) if notes else output.content, refs
+
+
+def _for_call(ctx: ToolContext, call: ToolCall, rules: tuple[Rule, ...]) -> ToolContext:
+    """The context a call runs in: the paths checked (refused if they now lead elsewhere), and what rules hide."""
+
+    def hidden(path: Path) -> bool:
+        return any(rule.hides(call, path) for rule in rules)
+
+    return dataclasses.replace(ctx, checked_paths=call.paths, hidden=hidden if rules else None)
 
 
 async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:

@@ -17,12 +17,12 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Annotated, BinaryIO, Final
 
 import msgspec
 
 from lamina.session import ReadStamp
-from lamina.tools._base import StructTool, ToolContext, ToolOutput
+from lamina.tools._base import StructTool, ToolContext, ToolOutput, located
 from lamina.tools._reread import answer
 
 DEFAULT_MAX_LINES: Final = 2_000
@@ -83,40 +83,42 @@ class ReadTool(StructTool[ReadInput]):
         path = ctx.path(input.path)
         shown = ctx.display(path)
         try:
-            st = os.stat(path)
+            with located(ctx, path) as where, os.fdopen(where.open(), "rb") as raw:
+                return self._read_open(raw, where.real, input, ctx, shown)
         except FileNotFoundError:
             return ToolOutput(f"File not found: {shown}", is_error=True)
+        except IsADirectoryError:  # from `fdopen`, which refuses a folder
+            return ToolOutput(f"{shown} is a folder, not a file; use Glob to list its files.", is_error=True)
         except OSError as exc:
             return ToolOutput(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}", is_error=True)
-        if stat.S_ISDIR(st.st_mode):
-            return ToolOutput(f"{shown} is a folder, not a file; use Glob to list its files.", is_error=True)
+
+    def _read_open(self, raw: BinaryIO, real: str, input: ReadInput, ctx: ToolContext, shown: str) -> ToolOutput:
+        """Read's answer for the file open as `raw` (opened by descriptor, never through a link)."""
+        st = os.fstat(raw.fileno())
         if not stat.S_ISREG(st.st_mode):
             return ToolOutput(f"{shown} is not a regular file (a device, socket or pipe).", is_error=True)
-        try:
-            with open(path, "rb") as raw:
-                if b"\0" in raw.read(SNIFF_BYTES):
-                    return ToolOutput(
-                        f"{shown} is a binary file ({st.st_size:,} bytes); Read shows text files only.", is_error=True
-                    )
-                raw.seek(0)
-                if st.st_size > COUNT_ALL_BELOW_BYTES:  # too large to hold: streamed, never pointed at
-                    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as text:
-                        return self._window(text, input, ctx, shown, st.st_size)
-                data = raw.read()
-        except OSError as exc:
-            return ToolOutput(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}", is_error=True)
+        if b"\0" in raw.read(SNIFF_BYTES):
+            return ToolOutput(
+                f"{shown} is a binary file ({st.st_size:,} bytes); Read shows text files only.", is_error=True
+            )
+        raw.seek(0)
+        if st.st_size > COUNT_ALL_BELOW_BYTES:  # too large to hold: streamed, never pointed at
+            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+            try:
+                return self._window(text, input, ctx, shown, st.st_size)
+            finally:
+                text.detach()  # the caller closes the file
+        data = raw.read()
         with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None) as text:
             output = self._window(text, input, ctx, shown, len(data))
         if output.is_error or not data:
             return output
-        return self._stamped(output.content, data, path, input, ctx, shown)
+        return self._stamped(output.content, data, real, input, ctx, shown)
 
-    def _stamped(
-        self, body: str, data: bytes, path: Path, input: ReadInput, ctx: ToolContext, shown: str
-    ) -> ToolOutput:
+    def _stamped(self, body: str, data: bytes, real: str, input: ReadInput, ctx: ToolContext, shown: str) -> ToolOutput:
         """The window stamped with the file's hash: a pointer or the changes when the request holds an earlier read."""
         digest = hashlib.sha256(data).hexdigest()
-        stamp = ReadStamp(path=str(path.resolve()), sha256=digest, offset=input.offset or 1, limit=input.limit)
+        stamp = ReadStamp(path=real, sha256=digest, offset=input.offset or 1, limit=input.limit)
         if ctx.request_results is None:
             return ToolOutput(body, read=stamp)
         content, stamp = answer(ctx.request_results(), stamp, body, shown, ctx.estimator)

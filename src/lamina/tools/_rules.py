@@ -68,6 +68,8 @@ class ToolCall:
     """The paths the call touches, absolute and resolved (symlinks followed), all inside the allowed roots."""
     context: ToolContext
     """The session context the call runs in (cwd, roots, mode)."""
+    named: tuple[Path, ...] = ()
+    """The same paths as the call names them: absolute, links not resolved (a deny rule looks at both)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,14 @@ class Rule(ABC):
     @abstractmethod
     async def check(self, call: ToolCall) -> Verdict:
         """The rule's verdict on `call` (input already validated, paths inside the allowed roots)."""
+
+    def hides(self, call: ToolCall, path: Path) -> bool:
+        """Whether `path`, a file `call` meets on its way (a Grep match, a Glob result), is left out of its output.
+
+        `check` saw only the paths the call names (a folder, for Grep); this is asked for each file
+        inside it, absolute and resolved for a file Grep opened. Hides nothing by default.
+        """
+        return False
 
     async def after(self, call: ToolCall, output: ToolOutput) -> None:  # noqa: B027 - an optional hook
         """Called after an allowed call ran; `output.is_error` tells whether it succeeded. Does nothing by default."""

@@ -10,6 +10,7 @@ every permission mode.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import secrets
 from pathlib import Path
@@ -19,7 +20,7 @@ import msgspec
 
 from lamina.errors import LaminaError, UsageError
 from lamina.session import VIRTUAL_ROOT
-from lamina.tools._base import StructTool, ToolContext, ToolOutput
+from lamina.tools._base import StructTool, ToolContext, ToolOutput, located
 from lamina.tools._write import replace_file
 
 MAX_PLAN_BYTES: Final = 256 * 1024
@@ -78,7 +79,8 @@ def _plan_file(input: SubmitPlanInput, ctx: ToolContext, plans_dir: Path) -> tup
     if input.path:
         path = ctx.path(input.path)
         try:
-            data = path.read_bytes()[: MAX_PLAN_BYTES + 1]
+            with located(ctx, path) as where, os.fdopen(where.open(), "rb") as handle:
+                data = handle.read(MAX_PLAN_BYTES + 1)
         except OSError as exc:
             return ToolOutput(f"Cannot read the plan {input.path}: {exc.strerror or type(exc).__name__}", is_error=True)
         if len(data) > MAX_PLAN_BYTES:
@@ -89,7 +91,7 @@ def _plan_file(input: SubmitPlanInput, ctx: ToolContext, plans_dir: Path) -> tup
         slug = _SLUG.sub("-", input.title.lower()).strip("-")[:60] or "plan"
         path = plans_dir / f"{slug}-{secrets.token_hex(3)}.md"
         try:
-            replace_file(path, text.encode("utf-8", errors="surrogatepass"))
+            replace_file(path, text.encode("utf-8", errors="surrogatepass"), (plans_dir,))
         except OSError as exc:
             return ToolOutput(f"Cannot save the plan: {exc.strerror or type(exc).__name__}", is_error=True)
     if not text.strip():

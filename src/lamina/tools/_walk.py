@@ -22,9 +22,14 @@ _MAX_BRACE_EXPANSIONS: Final = 256
 _SEARCH: Final = WalkPolicy(regular_files_only=True, held_names=UNTRACKED_SKIPPED_DIR_NAMES)
 
 
-def walk_files(base: str) -> Iterator[WalkedFile]:
-    """Every file below the folder `base` that a project search should see, depth first (I/O: disk, git)."""
-    for folder in walk_folders(base, _SEARCH, skipped=[]):  # unreadable folders and rule files are passed over
+def walk_files(base: str, *, root_key: tuple[int, int] | None = None) -> Iterator[WalkedFile]:
+    """Every file below the folder `base` that a project search should see, depth first (I/O: disk, git).
+
+    With `root_key` (the `(st_dev, st_ino)` the caller found at `base`), nothing is walked if `base`
+    is another folder by then; a sub-folder is entered only while it is the one its parent listed.
+    """
+    # unreadable folders, changed folders and rule files are passed over
+    for folder in walk_folders(base, _SEARCH, skipped=[], root_key=root_key):
         yield from folder.files
 
 

@@ -1,22 +1,20 @@
 """Write: create or replace a file with the given text (I/O: disk).
 
-Missing parent folders are created. The file is replaced atomically (a temporary file in the same
-folder, then a rename), so a crash never leaves it half written; an existing file keeps its
-permission bits, and writing through a symlink changes the file it points to, not the link.
+Missing parent folders are created. The path is resolved by descriptor (`lamina.workspace.locate`),
+and the file replaced atomically: a temporary file in the checked folder, then a rename there, so a
+crash never leaves it half written and a link re-pointed meanwhile cannot send it elsewhere. An
+existing file keeps its permission bits; writing through a symlink changes the file it points to.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import secrets
-import stat
 from pathlib import Path
 
 import msgspec
 
-from lamina.tools._base import StructTool, ToolContext, ToolOutput
+from lamina.tools._base import StructTool, ToolContext, ToolOutput, located
+from lamina.workspace import locate
 
 
 class WriteInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -42,40 +40,26 @@ class WriteTool(StructTool[WriteInput]):
     def _write(self, input: WriteInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.path(input.path)
         shown = ctx.display(path)
-        if path.is_dir():
-            return ToolOutput(f"{shown} is a folder; give the path of a file to write.", is_error=True)
         data = input.content.encode("utf-8", errors="surrogatepass")
         try:
-            previous = os.stat(path).st_size if path.exists() else None
-            replace_file(path, data)
+            with located(ctx, path, write=True, make_folders=True) as where:
+                previous = where.replace(data)
+        except IsADirectoryError:
+            return ToolOutput(f"{shown} is a folder; give the path of a file to write.", is_error=True)
         except OSError as exc:
             return ToolOutput(f"Cannot write {shown}: {exc.strerror or type(exc).__name__}", is_error=True)
         what = "new file" if previous is None else f"replaced the previous {previous:,} bytes"
         return ToolOutput(f"Wrote {len(data):,} bytes to {shown} ({what}).")
 
 
-def replace_file(path: Path, data: bytes) -> None:
-    """Atomically make `data` the content of `path` (through a symlink: of its target), creating folders.
+def replace_file(path: Path, data: bytes, roots: tuple[Path, ...]) -> int | None:
+    """Atomically make `data` the content of `path` inside `roots`, creating folders (`Located.replace`).
+
+    Returns:
+        The previous file's size, or None when it is new.
 
     Raises:
-        OSError: The folder cannot be created or the file written.
+        OSError: The path leads outside `roots` (`PathEscapeError`), or cannot be written.
     """
-    target = path.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = None
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    # 0o666 lets the umask decide a new file's mode, as for any other program creating a file.
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with locate(path, roots, make_folders=True) as where:
+        return where.replace(data)

@@ -1,6 +1,6 @@
 """Workspace files an agent works with: project context files, skills, memory, attachments (I/O)."""
 
-from lamina.workspace._confine import outside_roots
+from lamina.workspace._confine import Located, PathEscapeError, locate, outside_roots
 from lamina.workspace._context_files import (
     CONTEXT_FILE_NAMES,
     SKIPPED_DIR_NAMES,
@@ -80,7 +80,9 @@ __all__ = [
     "ContextFileFinder",
     "ContextFileScan",
     "FolderListing",
+    "Located",
     "MentionResolution",
+    "PathEscapeError",
     "Preferences",
     "PreferencesError",
     "ProjectFileError",
@@ -107,6 +109,7 @@ __all__ = [
     "load_preferences",
     "load_preset",
     "load_project",
+    "locate",
     "memory_part",
     "nearest_context_files",
     "outside_roots",

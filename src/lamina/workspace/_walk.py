@@ -79,6 +79,8 @@ class FolderListing:
     """The folder's change time, read before its entries."""
     folders: list[str] = field(default_factory=list)
     """Sub-folders (not symlinks, not version-control folders), sorted."""
+    folder_keys: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Each sub-folder's `(st_dev, st_ino)` as listed: the walk enters it only if it is still that folder."""
     files: list[str] = field(default_factory=list)
     """The files the policy lists, sorted."""
     symlinks: set[str] = field(default_factory=set)
@@ -122,6 +124,8 @@ class _Queued:
     relative: str
     depth: int
     chain: tuple[IgnoreRules, ...]
+    key: tuple[int, int] | None = None
+    """What the folder was when its parent was listed; a different folder found there is not entered."""
 
 
 def list_folder(folder: str, policy: WalkPolicy) -> FolderListing:
@@ -164,6 +168,8 @@ def _read_entries(listing: Iterator[os.DirEntry[str]], st: os.stat_result, polic
         if is_dir:
             if name not in VCS_DIR_NAMES:
                 out.folders.append(name)
+                if (key := _entry_key(entry)) is not None:
+                    out.folder_keys[name] = key
             continue
         if name == ".gitignore":
             out.gitignore = _is_file(entry)
@@ -176,6 +182,15 @@ def _read_entries(listing: Iterator[os.DirEntry[str]], st: os.stat_result, polic
     out.folders.sort()
     out.files.sort()
     return out
+
+
+def _entry_key(entry: os.DirEntry[str]) -> tuple[int, int] | None:
+    """The entry's `(st_dev, st_ino)` (a link not followed; a mount point as mounted), or None if unknown."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if st.st_ino else None
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:
@@ -193,12 +208,14 @@ def walk_folders(
     skipped: list[SkippedPath],
     inputs: list[str] | None = None,
     before_listing: Callable[[str], object] | None = None,
+    root_key: tuple[int, int] | None = None,
 ) -> Iterator[WalkedFolder]:
     """Every folder below `root` a project walk enters, with its files, in the policy's order (I/O).
 
     `root` itself is always walked, even if ignored or held by name: naming it was a choice.
     Symlinked folders are never followed; a folder met twice (a bind mount inside itself) is
-    entered once. Held folders are entered once the rest is walked, if git tracks a file in them.
+    entered once; a folder that is no longer the one its parent listed (a link swapped in since) is
+    not entered. Held folders are entered once the rest is walked, if git tracks a file in them.
 
     Args:
         root: The walk's root folder (absolute).
@@ -207,11 +224,13 @@ def walk_folders(
         inputs: When given, every path whose change could change the walk is added here (rule
             files, present or not, git's configuration and index).
         before_listing: Called with each folder just before it is listed (to watch it first).
+        root_key: The root's `(st_dev, st_ino)` where the caller checked it: another folder found at
+            `root` (a link swapped in since) is not walked.
 
     Yields:
         Each folder listed, held virtual environments included.
     """
-    pending = deque([_Queued(root, "", 0, rules_above(root, skipped, inputs))])
+    pending = deque([_Queued(root, "", 0, rules_above(root, skipped, inputs), root_key)])
     held: list[_Queued] = []
     entered: set[str] = set()  # held folders git tracks files in: entered whatever they look like
     visited: set[tuple[int, int]] = set()
@@ -262,6 +281,10 @@ def _enter(
         reason = f"cannot list folder: {describe_os_error(exc)}"
         skipped.append(SkippedPath(Path(item.path), item.relative or ".", reason))
         return None
+    if item.key is not None and listing.key is not None and listing.key != item.key:
+        reason = "the folder changed while it was walked (another put in its place)"
+        skipped.append(SkippedPath(Path(item.path), item.relative or ".", reason))
+        return None
     if listing.venv and item.depth > 0 and item.path not in entered:
         # A virtual environment, whatever its folder's name: held like the named folders. Not
         # marked visited, so it can be entered later.
@@ -279,8 +302,9 @@ def _enter(
         chain = _with_rule_file(chain, prefix + ".gitignore", base, skipped, inputs)
     files = kept_files(listing, chain, base, prefix)
     walk_now, wait = split_folders(listing, chain, policy, base)
-    held.extend(_Queued(prefix + name, base + name, item.depth + 1, chain) for name in wait)
-    nxt = [_Queued(prefix + name, base + name, item.depth + 1, chain) for name in walk_now]
+    keys = listing.folder_keys
+    held.extend(_Queued(prefix + name, base + name, item.depth + 1, chain, keys.get(name)) for name in wait)
+    nxt = [_Queued(prefix + name, base + name, item.depth + 1, chain, keys.get(name)) for name in walk_now]
     return WalkedFolder(item.path, item.relative, item.depth, listing, files), nxt
 
 
