@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina.cli._permissions import PermissionRule, Permissions, always_rules, parse_rule, read_rules
-from lamina.cli._shell import split_command
 from lamina.errors import ConfigError
+from lamina.shell import read_command
 
 WORD = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True)
 """A plain word: a program or a subcommand."""
@@ -76,9 +76,9 @@ def test_quoted_separators_are_arguments_not_commands(rest: list[str], separator
     permissions = _rules("Bash(git status:*)")
     quoted = " ".join(shlex.quote(word + separator + "rm -rf x") for word in rest)
     assert _allowed(permissions, f"git status {quoted}")
-    assert split_command(f"git status {quoted}").commands[0].words[2:] == tuple(
+    assert [word.value for word in read_command(f"git status {quoted}").commands[0].words[2:]] == [
         w + separator + "rm -rf x" for w in rest
-    )
+    ]
 
 
 def test_git_status_does_not_allow_what_follows_it() -> None:
@@ -180,9 +180,9 @@ def test_always_covers_the_command_it_answered_whatever_it_is(command: str) -> N
 
 
 @given(st.text(max_size=60))
-def test_splitting_never_fails(command: str) -> None:
-    line = split_command(command)
-    assert all(isinstance(word, str) for part in line.commands for word in part.words)
+def test_reading_never_fails(command: str) -> None:
+    reading = read_command(command)
+    assert all(isinstance(word.text, str) for part in reading.commands for word in part.words)
 
 
 @pytest.mark.parametrize(
