@@ -200,3 +200,68 @@ def test_rules_keep_their_origin_and_are_not_repeated() -> None:
     again = permissions.with_allowed([parse_rule("Read"), parse_rule("Bash(npm test:*)")])
     assert [r.text for r in again.allow] == ["Read", "Bash(git status:*)", "Bash(npm test:*)"]
     assert again.deny == permissions.deny
+
+
+# --- issue 42: an allow rule never lets an unapproved command run, a deny rule sees every form ---------------
+
+SMUGGLED = [
+    "git status ${x:-$(touch C)}",
+    "git status ${x:-`touch C`}",
+    "git status ${x:-'}'};touch C #'",
+    'git status ${x:-"}"};touch C #"',
+    "git status $'\\'';touch C #'",
+    "git status ${x[$(touch C)]}",
+]
+"""Six ways to hide `touch C` in a command that starts `git status` (each allowed before the shell reader)."""
+WRITES = ["git status >1", "git status 2>>2", "git status &>1", 'git status >"&1"']
+"""Redirections to files that look like descriptor duplications (each allowed before)."""
+DENIED_FORMS = [
+    "command rm x",
+    "{ rm x; }",
+    "if true; then rm x; fi",
+    "p=rm; $p x",
+    "$(echo rm) x",
+    "env rm x",
+    "echo x | xargs rm",
+    "sudo rm x",
+    "bash -c 'rm x'",
+    "eval rm x",
+    "exec rm x",
+    "time rm x",
+    "nohup rm x",
+    "find . -exec rm {} \\;",
+    "f() { rm x; }; f",
+    "`echo rm` x",
+]
+"""Sixteen shell forms that ran `rm` past `Bash(rm:*)` before the shell reader."""
+
+
+@pytest.mark.parametrize("command", SMUGGLED + WRITES)
+def test_an_allow_rule_never_covers_a_command_that_hides_another_or_writes_a_file(command: str) -> None:
+    assert not _allowed(_rules("Bash(git status:*)"), command)
+    assert not _allowed(_rules("Bash(git:*)"), command)
+
+
+@pytest.mark.parametrize("command", DENIED_FORMS)
+def test_a_deny_rule_refuses_every_form_that_runs_its_program(command: str) -> None:
+    permissions = _rules("Bash", deny=("Bash(rm:*)",))
+    rule = permissions.denying("Bash", command, ())
+    assert rule is not None and rule.text == "Bash(rm:*)"
+    assert not _allowed(permissions, command)
+
+
+def test_a_deny_rule_leaves_programs_that_never_run_their_words_alone() -> None:
+    permissions = _rules("Bash", deny=("Bash(rm:*)", "Bash(git push:*)"))
+    for command in ("echo rm", "ls rm", "grep -rn 'rm -rf' src", "cat <<EOF\nrm x\nEOF", "git status", "git pull"):
+        assert permissions.denying("Bash", command, ()) is None, command
+    for command in ("git -C repo push", "git push --force", "sudo git push", "g=git; $g push"):
+        assert permissions.denying("Bash", command, ()) is not None, command
+
+
+def test_the_refusal_says_what_could_run() -> None:
+    from lamina.cli._permissions import refused_because
+
+    rule = parse_rule("Bash(rm:*)")
+    assert refused_because(rule, "bash -c 'ls; rm -rf x'") == "rm -rf x"
+    assert refused_because(rule, "p=x; $p y") == "`$p` (an expansion: it could be any program)"
+    assert refused_because(rule, "ls") is None

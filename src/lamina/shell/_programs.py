@@ -115,7 +115,7 @@ def _command(command: SimpleCommand, prefix: tuple[str, ...], depth: int) -> str
         value = None if assignment.value is None else assignment.value.partition("=")[2]
         found = _sequence((Word(assignment.text, value, assignment.pattern),), prefix, depth)
         if found is not None:
-            return found
+            return f"{found} (a variable's value, which a later command may run)"
     if runs_arguments:
         for redirect in command.redirects:  # `bash <<EOF` or `sh <<< 'rm x'`: the text is a script
             script = redirect.body

@@ -54,8 +54,8 @@ def protected_question(call: ToolCall, paths: tuple[Path, ...]) -> str:
     """The question put to the user: the call, and each protected path it writes."""
     shown = ", ".join(call.context.display(path) for path in paths)
     return (
-        f"{call.name} writes {shown}: a protected path (it changes what git or Lamina runs). "
-        "Only you can allow this, once: no rule or earlier answer covers it."
+        f"It writes {shown}: a protected path (it changes what git or Lamina runs). "
+        "Only the user can allow this, once; no rule or earlier answer covers it."
     )
 
 
