@@ -255,7 +255,7 @@ def _moved(folder: str | None, program: str, args: list[Word]) -> str | None:
 
 
 def _copied(program: str, args: list[Word], options: frozenset[str]) -> list[Word]:
-    """What `cp`, `mv`, `ln` and `install` write: the target (a file or a folder), and for `mv` its sources too."""
+    """What `cp`, `mv`, `ln` and `install` write: the target (a file or a folder); for `mv` and `ln` the sources too."""
     target: Word | None = None
     words = iter(args)
     for arg in words:
@@ -271,7 +271,8 @@ def _copied(program: str, args: list[Word], options: frozenset[str]) -> list[Wor
         name = operands[0].value
         target = Word(operands[0].text, None if name is None else posixpath.basename(name), operands[0].pattern)
         operands = []
-    return ([] if target is None else [target]) + (operands if program == "mv" else [])
+    # `mv` changes its sources too; writing through a link `ln` makes changes its target
+    return ([] if target is None else [target]) + (operands if program in ("mv", "ln") else [])
 
 
 def _sed(args: list[Word]) -> tuple[list[Word], bool, bool]:

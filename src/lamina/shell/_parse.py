@@ -11,6 +11,7 @@ import functools
 import re
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from lamina.shell._syntax import CommandReading, Redirect, SimpleCommand, Word
@@ -24,6 +25,7 @@ _GLOB: Final = re.compile(r"[*?\[]")
 _BRACES: Final = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _SIMPLE: Final = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!-])")
 _BRACED: Final = re.compile(r"\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}")
+_UNESCAPED_QUOTE: Final = re.compile(r"(?<!\\)(?:\\\\)*['\"`$]")
 _REDIRECTS: Final = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _OPERATORS: Final = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<>", ">&", "<&", ">&-", "<&-"})
 _KEYWORDS: Final = {
@@ -218,10 +220,22 @@ class _Reader:
         if body is not None and body.type == "command":
             self.command(body, tuple(redirects), extra)
             return
+        before = len(self.commands)
         if body is not None:
             self.walk(body)
         words = tuple(self.word(group) for group in self.groups(extra))
-        self.add(SimpleCommand(words, (), tuple(redirects), start=node.start_byte))
+        # tree-sitter hangs `a && b >f` on the list: bash gives the redirections to the last element only
+        # (`b`), and to every command of a group or keyword (`{ a; b; } >f`, `! bash <<EOF`)
+        last = body
+        while last is not None and last.type in ("list", "pipeline") and last.named_children:
+            last = [child for child in last.named_children if child.type != "comment"][-1]
+        start, end = (last.start_byte, last.end_byte) if last is not None else (0, 0)
+        inside = [i for i in range(before, len(self.commands)) if start <= self.commands[i].start < end]
+        if words or not inside:
+            self.add(SimpleCommand(words, (), tuple(redirects), start=node.start_byte))
+        for i in inside:
+            found = self.commands[i]
+            self.commands[i] = replace(found, redirects=found.redirects + tuple(redirects))
 
     def command(self, node: Node, redirects: tuple[Redirect, ...], extra: Sequence[Node] = ()) -> None:
         assignments: list[Word] = []
@@ -272,16 +286,17 @@ class _Reader:
         descriptor = None if descriptor_node is None else self.text(descriptor_node)
         if node.type == "heredoc_redirect":
             self.problem("a here-document")
-            operator, body = "<<", ""
+            operator, words = "<<", []
             for child in node.children:
                 if child.type in ("<<", "<<-"):
                     operator = child.type
                 elif child.type == "heredoc_body":
-                    body = self.text(child)
                     self.nested(child)
+                elif child.type in _WORDS:
+                    words.append(child)  # `cat <<EOF more`: the command's next words hang here
                 elif child.type not in ("heredoc_start", "heredoc_end") and child.is_named:
                     self.walk(child)  # `cat <<EOF | rm x`: the rest of the line hangs here
-            return Redirect(operator, None, descriptor, body), []
+            return Redirect(operator, None, descriptor, self.heredoc_body(node)), words
         if node.type == "herestring_redirect":
             self.problem("a here-string `<<<`")
             pieces = [child for child in node.named_children if child.type != "file_descriptor"]
@@ -291,6 +306,16 @@ class _Reader:
         groups = list(self.groups(node.children_by_field_name("destination")))
         target = self.word(groups[0]) if groups else None
         return Redirect(operator, target, descriptor), [piece for group in groups[1:] for piece in group]
+
+    def heredoc_body(self, node: Node) -> str:
+        """The here-document's lines as written, from the line after the operator to the delimiter.
+
+        Taken from the text, not from tree-sitter's nodes: it reads a body that starts with a
+        backslash as a word of the command line.
+        """
+        end = next((child.start_byte for child in node.children if child.type == "heredoc_end"), len(self.source))
+        start = self.source.find(b"\n", node.start_byte, end)
+        return "" if start < 0 else self.gap(start + 1, end)
 
     def assignment(self, node: Node) -> Word:
         """`NAME=value` as one word: its value is the whole text once the value part is known."""
@@ -352,8 +377,8 @@ class _Reader:
             built.unknown()
 
     def unquoted(self, text: str, built: _Word) -> None:
-        if any(char in text for char in "'\"`$"):  # quoting tree-sitter left inside a word: not ours to guess
-            self.problem(f"quoting the reader cannot place in `{text[:20]}`")
+        if _UNESCAPED_QUOTE.search(text):  # quoting or an expansion tree-sitter left inside a word: not ours to guess
+            self.problem(f"quoting the reader cannot place in `{text[:20]}`", error=True)
             built.unknown()
             return
         i = 0
