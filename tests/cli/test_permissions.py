@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lamina.cli._permissions import PermissionRule, Permissions, always_rules, parse_rule, read_rules
 from lamina.errors import ConfigError
 from lamina.shell import read_command
+from tests.shell.commands import git_status
 
 WORD = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True)
 """A plain word: a program or a subcommand."""
@@ -265,3 +266,13 @@ def test_the_refusal_says_what_could_run() -> None:
     assert refused_because(rule, "bash -c 'ls; rm -rf x'") == "rm -rf x"
     assert refused_because(rule, "p=x; $p y") == "`$p` (an expansion: it could be any program)"
     assert refused_because(rule, "ls") is None
+
+
+@given(git_status(smuggle=False))
+def test_git_status_with_any_arguments_and_harmless_redirections_is_allowed(command: str) -> None:
+    assert _allowed(_rules("Bash(git status:*)"), command), command
+
+
+@given(git_status(smuggle=True))
+def test_git_status_with_anything_smuggled_in_is_never_allowed(command: str) -> None:
+    assert not _allowed(_rules("Bash(git status:*)"), command), command

@@ -7,27 +7,14 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.cli._permissions import Permissions, parse_rule
 from lamina.shell import could_run, file_uses, read_command
-from tests.shell.commands import PROGRAMS, git_status, hidden_command
-
-GIT_STATUS = Permissions(allow=(parse_rule("Bash(git status:*)"),))
+from tests.shell.commands import PROGRAMS, hidden_command
 
 
 @given(st.sampled_from(PROGRAMS).flatmap(lambda program: st.tuples(st.just(program), hidden_command(program))))
 def test_a_program_behind_any_form_is_seen(found: tuple[str, str]) -> None:
     program, command = found
     assert could_run(read_command(command), (program,)) is not None, command
-
-
-@given(git_status(smuggle=False))
-def test_git_status_with_any_arguments_and_harmless_redirections_is_allowed(command: str) -> None:
-    assert GIT_STATUS.allowing("Bash", command, ()), command
-
-
-@given(git_status(smuggle=True))
-def test_git_status_with_anything_smuggled_in_is_never_allowed(command: str) -> None:
-    assert not GIT_STATUS.allowing("Bash", command, ()), command
 
 
 @given(hidden_command())

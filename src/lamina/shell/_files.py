@@ -277,33 +277,43 @@ def _copied(program: str, args: list[Word], options: frozenset[str]) -> list[Wor
 
 def _sed(args: list[Word]) -> tuple[list[Word], bool, bool]:
     """The files `sed` reads, whether it only prints a line range (`-n 1,40p`), whether it edits in place."""
-    quiet = in_place = other = False
-    scripts: list[str] = []
-    rest: list[Word] = []
+    options = _SedOptions()
     words = iter(args)
     for arg in words:
+        options.take(arg, words)
+    if not options.scripts and options.rest:
+        options.scripts.append(options.rest.pop(0).value or "")
+    plain = options.quiet and bool(options.scripts) and not (options.other or options.in_place)
+    prints = plain and all(_SED_PRINT.fullmatch(script) for script in options.scripts)
+    return options.rest, prints, options.in_place
+
+
+class _SedOptions:
+    """What `sed`'s words say: its scripts, its other words (the files), its options."""
+
+    def __init__(self) -> None:
+        self.quiet = self.in_place = self.other = False
+        self.scripts: list[str] = []
+        self.rest: list[Word] = []
+
+    def take(self, arg: Word, words: Iterator[Word]) -> None:
         value = arg.value
         if value is None:
-            other = True
+            self.other = True
         elif value in ("-n", "--quiet", "--silent"):
-            quiet = True
+            self.quiet = True
         elif value in ("-e", "--expression"):
             script = next(words, None)
-            scripts.append("" if script is None or script.value is None else script.value)
+            self.scripts.append("" if script is None or script.value is None else script.value)
         elif value.startswith("--expression="):
-            scripts.append(value.partition("=")[2])
+            self.scripts.append(value.partition("=")[2])
         elif value.startswith("--in-place") or (value.startswith("-i") and not value.startswith("--")):
-            in_place = True
+            self.in_place = True
         elif value.startswith("-") and value != "-":
-            other = True  # -f reads a script, -s/-z/-E change what is printed; `-ni` edits in place
-            in_place = in_place or (not value.startswith("--") and "i" in value)
+            self.other = True  # -f reads a script, -s/-z/-E change what is printed; `-ni` edits in place
+            self.in_place = self.in_place or (not value.startswith("--") and "i" in value)
         else:
-            rest.append(arg)
-    if not scripts and rest:
-        first = rest.pop(0)
-        scripts.append(first.value or "")
-    prints = quiet and bool(scripts) and not (other or in_place) and all(_SED_PRINT.fullmatch(s) for s in scripts)
-    return rest, prints, in_place
+            self.rest.append(arg)
 
 
 def _grep(args: list[Word]) -> list[Word] | None:
@@ -352,29 +362,12 @@ def _awk(args: list[Word]) -> list[Word]:
 
 def _git_config(args: list[Word]) -> Iterator[Word]:
     """The config file `git config` writes, when it writes one: `git config core.pager less` writes `.git/config`."""
-    folder = ""
-    i = 0
-    while i < len(args) and (args[i].value or "").startswith("-"):
-        value = args[i].value or ""
-        if value == "-C" and i + 1 < len(args) and args[i + 1].value is not None:
-            folder = posixpath.join(folder, args[i + 1].value or "")  # an unknown one: `.git/config` still shows
-        if value in _GIT_VALUE_OPTIONS:
-            i += 1
-        i += 1
+    folder, i = _git_options(args)
     if i >= len(args) or args[i].value != "config":
         return
     rest = [arg.value or "" for arg in args[i + 1 :]]
     options = {value.partition("=")[0] for value in rest if value.startswith("-")}
-    positional = [value for value in rest if not value.startswith("-")]
-    subcommand = positional[0] if positional else ""
-    if subcommand in ("get", "list") or options & _GIT_CONFIG_READS:
-        return
-    writes = (
-        subcommand in ("set", "unset", "rename-section", "remove-section", "edit")
-        or bool(options & _GIT_CONFIG_WRITES)
-        or len(positional) >= 2
-    )
-    if not writes:
+    if not _config_writes(rest, options):
         return
     if "--global" in options:
         yield Word("--global", "~/.gitconfig", pattern=True)
@@ -388,3 +381,30 @@ def _git_config(args: list[Word]) -> Iterator[Word]:
                 yield args[i + 2 + j]
     else:
         yield Word("config", posixpath.join(folder, ".git", "config"))
+
+
+def _git_options(args: list[Word]) -> tuple[str, int]:
+    """The folder `-C` moves git to, and where its subcommand is."""
+    folder = ""
+    i = 0
+    while i < len(args) and (args[i].value or "").startswith("-"):
+        value = args[i].value or ""
+        if value == "-C" and i + 1 < len(args) and args[i + 1].value is not None:
+            folder = posixpath.join(folder, args[i + 1].value or "")  # an unknown one: `.git/config` still shows
+        if value in _GIT_VALUE_OPTIONS:
+            i += 1
+        i += 1
+    return folder, i
+
+
+def _config_writes(rest: list[str], options: set[str]) -> bool:
+    """Whether `git config`'s words set something (`set`, `--add`, a name and a value), not only read."""
+    positional = [value for value in rest if not value.startswith("-")]
+    subcommand = positional[0] if positional else ""
+    if subcommand in ("get", "list") or options & _GIT_CONFIG_READS:
+        return False
+    return (
+        subcommand in ("set", "unset", "rename-section", "remove-section", "edit")
+        or bool(options & _GIT_CONFIG_WRITES)
+        or len(positional) >= 2
+    )

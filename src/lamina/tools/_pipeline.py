@@ -156,14 +156,8 @@ class ToolPipeline:
                     call = rewritten
                 case _:
                     assert_never(verdict)
-        protected = protected_writes(call)  # in every mode; one question naming the paths replaces ask mode's
-        if protected:
-            questions = [q for q in questions if q[0] != "permission_mode"]
-            questions.insert(0, ("protected_path", protected_question(call, protected)))
-        for asked_by, question in questions:
-            answer = await _approve(
-                call, question, asked_by, self.ask, protected if asked_by == "protected_path" else ()
-            )
+        for asked_by, question, protected in _with_protected(call, questions):
+            answer = await _approve(call, question, asked_by, self.ask, protected)
             if isinstance(answer, Deny):
                 return _refused(call_id, name, call.input, answer)
         output = await _run(tool, call, ctx)
@@ -230,6 +224,18 @@ def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContex
             )
         resolved.append(real)
     return ToolCall(call_id=call_id, name=name, input=input, tool=tool, paths=tuple(resolved), context=ctx)
+
+
+def _with_protected(call: ToolCall, questions: list[tuple[str, str]]) -> list[tuple[str, str, tuple[Path, ...]]]:
+    """The questions to put, the first naming the protected paths the call writes (in every mode).
+
+    That question stands for ask mode's own: the user approves the call once, knowing what it writes.
+    """
+    protected = protected_writes(call)
+    if not protected:
+        return [(asked_by, question, ()) for asked_by, question in questions]
+    others = [(asked_by, question, ()) for asked_by, question in questions if asked_by != "permission_mode"]
+    return [("protected_path", protected_question(call, protected), protected), *others]
 
 
 def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
