@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina.cli._permissions import PermissionRule, Permissions, always_rules, parse_rule, read_rules
-from lamina.cli._shell import split_command
 from lamina.errors import ConfigError
+from lamina.shell import read_command
+from tests.shell.commands import git_status
 
 WORD = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True)
 """A plain word: a program or a subcommand."""
@@ -76,9 +77,9 @@ def test_quoted_separators_are_arguments_not_commands(rest: list[str], separator
     permissions = _rules("Bash(git status:*)")
     quoted = " ".join(shlex.quote(word + separator + "rm -rf x") for word in rest)
     assert _allowed(permissions, f"git status {quoted}")
-    assert split_command(f"git status {quoted}").commands[0].words[2:] == tuple(
+    assert [word.value for word in read_command(f"git status {quoted}").commands[0].words[2:]] == [
         w + separator + "rm -rf x" for w in rest
-    )
+    ]
 
 
 def test_git_status_does_not_allow_what_follows_it() -> None:
@@ -180,9 +181,9 @@ def test_always_covers_the_command_it_answered_whatever_it_is(command: str) -> N
 
 
 @given(st.text(max_size=60))
-def test_splitting_never_fails(command: str) -> None:
-    line = split_command(command)
-    assert all(isinstance(word, str) for part in line.commands for word in part.words)
+def test_reading_never_fails(command: str) -> None:
+    reading = read_command(command)
+    assert all(isinstance(word.text, str) for part in reading.commands for word in part.words)
 
 
 @pytest.mark.parametrize(
@@ -200,3 +201,78 @@ def test_rules_keep_their_origin_and_are_not_repeated() -> None:
     again = permissions.with_allowed([parse_rule("Read"), parse_rule("Bash(npm test:*)")])
     assert [r.text for r in again.allow] == ["Read", "Bash(git status:*)", "Bash(npm test:*)"]
     assert again.deny == permissions.deny
+
+
+# --- issue 42: an allow rule never lets an unapproved command run, a deny rule sees every form ---------------
+
+SMUGGLED = [
+    "git status ${x:-$(touch C)}",
+    "git status ${x:-`touch C`}",
+    "git status ${x:-'}'};touch C #'",
+    'git status ${x:-"}"};touch C #"',
+    "git status $'\\'';touch C #'",
+    "git status ${x[$(touch C)]}",
+]
+"""Six ways to hide `touch C` in a command that starts `git status` (each allowed before the shell reader)."""
+WRITES = ["git status >1", "git status 2>>2", "git status &>1", 'git status >"&1"']
+"""Redirections to files that look like descriptor duplications (each allowed before)."""
+DENIED_FORMS = [
+    "command rm x",
+    "{ rm x; }",
+    "if true; then rm x; fi",
+    "p=rm; $p x",
+    "$(echo rm) x",
+    "env rm x",
+    "echo x | xargs rm",
+    "sudo rm x",
+    "bash -c 'rm x'",
+    "eval rm x",
+    "exec rm x",
+    "time rm x",
+    "nohup rm x",
+    "find . -exec rm {} \\;",
+    "f() { rm x; }; f",
+    "`echo rm` x",
+]
+"""Sixteen shell forms that ran `rm` past `Bash(rm:*)` before the shell reader."""
+
+
+@pytest.mark.parametrize("command", SMUGGLED + WRITES)
+def test_an_allow_rule_never_covers_a_command_that_hides_another_or_writes_a_file(command: str) -> None:
+    assert not _allowed(_rules("Bash(git status:*)"), command)
+    assert not _allowed(_rules("Bash(git:*)"), command)
+
+
+@pytest.mark.parametrize("command", DENIED_FORMS)
+def test_a_deny_rule_refuses_every_form_that_runs_its_program(command: str) -> None:
+    permissions = _rules("Bash", deny=("Bash(rm:*)",))
+    rule = permissions.denying("Bash", command, ())
+    assert rule is not None and rule.text == "Bash(rm:*)"
+    assert not _allowed(permissions, command)
+
+
+def test_a_deny_rule_leaves_programs_that_never_run_their_words_alone() -> None:
+    permissions = _rules("Bash", deny=("Bash(rm:*)", "Bash(git push:*)"))
+    for command in ("echo rm", "ls rm", "grep -rn 'rm -rf' src", "cat <<EOF\nrm x\nEOF", "git status", "git pull"):
+        assert permissions.denying("Bash", command, ()) is None, command
+    for command in ("git -C repo push", "git push --force", "sudo git push", "g=git; $g push"):
+        assert permissions.denying("Bash", command, ()) is not None, command
+
+
+def test_the_refusal_says_what_could_run() -> None:
+    from lamina.cli._permissions import refused_because
+
+    rule = parse_rule("Bash(rm:*)")
+    assert refused_because(rule, "bash -c 'ls; rm -rf x'") == "rm -rf x"
+    assert refused_because(rule, "p=x; $p y") == "`$p` (an expansion: it could be any program)"
+    assert refused_because(rule, "ls") is None
+
+
+@given(git_status(smuggle=False))
+def test_git_status_with_any_arguments_and_harmless_redirections_is_allowed(command: str) -> None:
+    assert _allowed(_rules("Bash(git status:*)"), command), command
+
+
+@given(git_status(smuggle=True))
+def test_git_status_with_anything_smuggled_in_is_never_allowed(command: str) -> None:
+    assert not _allowed(_rules("Bash(git status:*)"), command), command

@@ -62,7 +62,18 @@ def test_files_read_and_modified_come_from_tool_calls() -> None:
         "my file.txt",
         "src/app.py",
     )
-    assert ledger.files_modified == ("src/app.py", "src/new.py")
+    assert ledger.files_modified == ("out.txt", "src/app.py", "src/new.py")  # a redirection writes `out.txt`
+
+
+def test_a_shell_command_writes_what_its_redirections_and_known_writers_name() -> None:
+    entries = [
+        *call("1", "Bash", command="cd src && sed -i 's/a/b/' app.py && touch new.py && cp app.py ../backup.py"),
+        *call("2", "Bash", command="sudo tee -a log.txt < notes.md; git config core.pager less"),
+        *call("3", "Bash", command="echo x > $OUT; cat ~/notes.md *.py"),  # not named exactly: not listed
+    ]
+    ledger = update_ledger(Ledger(), entries)
+    assert ledger.files_read == ("src/app.py", "notes.md")
+    assert ledger.files_modified == ("src/app.py", "src/new.py", "backup.py", "log.txt", ".git/config")
 
 
 def test_each_file_has_one_canonical_path_resolved_against_the_workspace() -> None:

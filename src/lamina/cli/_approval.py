@@ -3,7 +3,8 @@
 `y` runs the call, `n` refuses it, `a` allows it and the like for the rest of the session (the
 tool, or for Bash the command's prefix: `lamina.cli._permissions.always_rules`), `s` does that
 and saves the rule in the workspace's config, `e` refuses it with the user's words for the model.
-Allow rules of the config files answer before asking; `DenyRules` refuses before anything asks.
+Allow rules of the config files answer before asking; `DenyRules` refuses before anything asks. A
+call that writes a protected path is asked about with `y`, `n` and `e` only, and no rule answers.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import msgspec
 
 from lamina.cli._config import WORKSPACE_CONFIG, save_allowed
 from lamina.cli._console import err, safe
-from lamina.cli._permissions import PermissionRule, Permissions, always_rules, relative_paths
+from lamina.cli._permissions import PermissionRule, Permissions, always_rules, refused_because, relative_paths
 from lamina.defang import show_controls
 from lamina.errors import ConfigError
 from lamina.tools import Allow, Deny, PermissionRequest, Rule, ToolCall
@@ -33,6 +34,8 @@ MAX_VALUE_CHARS: Final = 400
 DECLINED: Final = "the user declined this call"
 KEYS: Final = "nyase"
 """The answers, one key each; the first is what an empty line means when reading from a pipe."""
+PROTECTED_KEYS: Final = "nye"
+"""The answers about a call that writes a protected path: no "always"."""
 
 
 def declined_with(text: str) -> str:
@@ -51,6 +54,8 @@ class Approver:
 
     async def __call__(self, request: PermissionRequest) -> Allow | Deny:
         call = request.call
+        if request.protected:
+            return await self._protected(request)
         allowed = allowed_by(self.permissions, call)
         if allowed:
             print_allowed(call.name, allowed)
@@ -78,9 +83,26 @@ class Approver:
                 case _:
                     err.print("answer y (yes), n (no), a (always), s (always, saved) or e (no, and say why)")
 
-    async def _key(self, question: str) -> str:
+    async def _protected(self, request: PermissionRequest) -> Allow | Deny:
+        """Ask about a call that writes a protected path: once, by the user, whatever the rules say."""
+        show_call(request)
+        name = show_controls(request.call.name)
+        question = f"Allow {name} this once? y yes · n no · e no, and tell the model why: "
+        while True:
+            match await self._key(question, PROTECTED_KEYS):
+                case "y":
+                    return Allow()
+                case "n":
+                    err.print(f"[dim]declined {safe(request.call.name)}[/dim]")
+                    return Deny(DECLINED)
+                case "e":
+                    return await self._explain(request.call.name)
+                case _:
+                    err.print("answer y (yes), n (no) or e (no, and say why)")
+
+    async def _key(self, question: str, keys: str = KEYS) -> str:
         try:
-            return await self._reader.key(question, KEYS)
+            return await self._reader.key(question, keys)
         except EOFError:
             return "n"
         except KeyboardInterrupt:
@@ -239,8 +261,10 @@ class DenyRules(Rule):
             rule = self.permissions.denying(call.name, None, relative_paths(call.named, call.context.cwd))
         if rule is None:
             return Allow()
+        why = refused_because(rule, command) if command is not None else None
+        where = f" It could run {why}." if why is not None else ""
         return Deny(
-            f"The deny rule {rule.text} (in {rule.origin}) refuses this call, without asking the user. "
+            f"The deny rule {rule.text} (in {rule.origin}) refuses this call, without asking the user.{where} "
             "Do not look for another way to do the same; if it is needed, say so and ask the user."
         )
 

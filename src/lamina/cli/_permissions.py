@@ -2,8 +2,9 @@
 
 A rule is `Tool` (every call of that tool), `Bash(git status:*)` (a command whose words start
 with `git status`), `Bash(npm test)` (exactly that command) or `Edit(src/**)` (a call whose every
-path matches the glob, relative to the workspace). A compound command is allowed only when each of
-its simple commands is; a deny rule refuses a command when any part matches. A rule of a file tool
+path matches the glob, relative to the workspace). Commands are read by `lamina.shell`: an allow
+rule covers only a command the reader fully understands, each simple command plain and under a
+rule; a deny rule refuses a command when any word could be its program. A rule of a file tool
 speaks for the tools that do the same to a file (`covers`). See docs/configuration.md.
 """
 
@@ -13,11 +14,11 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Final, Literal
 
-from lamina.cli._shell import CommandLine, SimpleCommand, split_command
 from lamina.errors import ConfigError
+from lamina.shell import SimpleCommand, could_run, read_command
 
 _RULE: Final = re.compile(r"(?P<tool>[A-Za-z_][A-Za-z0-9_.-]*)(?:\((?P<spec>.*)\))?", re.DOTALL)
 _PLAIN_WORD: Final = re.compile(r"-{0,2}[A-Za-z][A-Za-z0-9_+:@-]*")
@@ -79,18 +80,14 @@ class PermissionRule:
         return _allows([self], command, paths)
 
     def refuses(self, tool: str, command: str | None, paths: Sequence[str]) -> bool:
-        """Whether a deny rule covers the call: any simple command of `command` (substitutions too), any path."""
+        """Whether a deny rule covers the call: any word of `command` that could be its program, any path."""
         if not covers(self.tool, tool, deny=True):
             return False
         if self.kind == "tool":
             return True
         if self.kind == "paths":
             return any(_glob_match(self.value[0], path) for path in paths)
-        if command is None:
-            return False
-        if self.kind == "exact" and command.strip() == self.value[0]:
-            return True
-        return any(_refused_by(self, part) for part in _every_part(command))
+        return command is not None and refused_because(self, command) is not None
 
 
 def parse_rule(text: str, *, origin: str = "this session") -> PermissionRule:
@@ -142,8 +139,8 @@ class Permissions:
             return (alone,)
         if not _allows(rules, command, paths):
             return ()
-        parts = split_command(command or "").commands  # a compound command: one prefix rule per part
-        return tuple(r for r in rules if r.kind == "prefix" and any(p.words[: len(r.value)] == r.value for p in parts))
+        parts = read_command(command or "").commands  # a compound command: one prefix rule per part
+        return tuple(r for r in rules if r.kind == "prefix" and any(_starts_with(p, r.value) for p in parts))
 
     def with_allowed(self, rules: Iterable[PermissionRule]) -> Permissions:
         """These permissions and `rules` allowed too (a rule already there is not repeated)."""
@@ -181,18 +178,39 @@ def always_rules(tool: str, command: str | None) -> tuple[PermissionRule, ...]:
     """
     if tool != "Bash" or command is None:
         return (PermissionRule(tool, "tool"),)
-    line = split_command(command)
-    if not line.complete or not line.commands or not all(part.plain for part in line.commands):
+    reading = read_command(command)
+    parts = reading.commands
+    if not (reading.understood and parts and all(part.plain and part.words[0].literal for part in parts)):
         return (PermissionRule(tool, "exact", (command.strip(),)),)
     rules: dict[tuple[str, ...], PermissionRule] = {}
-    for part in line.commands:
-        words = [part.words[0]]
+    for part in parts:
+        words = [part.words[0].value or ""]
         for word in part.words[1:PREFIX_WORDS]:
-            if not _PLAIN_WORD.fullmatch(word):
+            if not (word.literal and word.value is not None and _PLAIN_WORD.fullmatch(word.value)):
                 break
-            words.append(word)
+            words.append(word.value)
         rules.setdefault(tuple(words), PermissionRule(tool, "prefix", tuple(words)))
     return tuple(rules.values())
+
+
+def refused_because(rule: PermissionRule, command: str) -> str | None:
+    """What in `command` a Bash deny rule refuses (`rm x`, `$p` …), or None when nothing could be its program.
+
+    A prefix rule's program, then its other words in order (not necessarily next); an exact rule
+    refuses its whole command and, read as words, the same as a prefix rule.
+    """
+    if rule.kind == "exact" and command.strip() == rule.value[0]:
+        return _clip(command.strip())
+    if rule.kind == "prefix":
+        words = rule.value
+    elif rule.kind == "exact":
+        try:
+            words = tuple(shlex.split(rule.value[0]))
+        except ValueError:
+            words = tuple(rule.value[0].split())
+    else:
+        return None
+    return could_run(read_command(command), words) if words else None
 
 
 def relative_paths(paths: Iterable[Path], workspace: Path) -> tuple[str, ...]:
@@ -216,40 +234,27 @@ def _allows(rules: Sequence[PermissionRule], command: str | None, paths: Sequenc
 
 
 def _allows_command(rules: Sequence[PermissionRule], command: str) -> bool:
-    """Exactly an exact rule's command, or every simple command plain and under a prefix rule."""
+    """Exactly an exact rule's command, or a command the reader fully understands, every part plain and covered."""
     if any(rule.kind == "exact" and rule.value[0] == command.strip() for rule in rules):
         return True
     prefixes = [rule.value for rule in rules if rule.kind == "prefix"]
     if not prefixes:
         return False
-    line = split_command(command)
-    if not line.complete or not line.commands:
+    reading = read_command(command)
+    if not reading.understood or not reading.commands:
         return False
-    return all(part.plain and any(part.words[: len(p)] == p for p in prefixes) for part in line.commands)
+    return all(part.plain and any(_starts_with(part, p) for p in prefixes) for part in reading.commands)
 
 
-def _every_part(command: str) -> list[SimpleCommand]:
-    """Every simple command of `command` and of the substitutions inside it (deny rules look at all)."""
-    parts: list[SimpleCommand] = []
-    pending, seen = [command], 0
-    while pending and seen < 64:  # nested substitutions, bounded
-        line: CommandLine = split_command(pending.pop())
-        parts.extend(line.commands)
-        pending.extend(line.nested)
-        seen += 1
-    return parts
-
-
-def _refused_by(rule: PermissionRule, part: SimpleCommand) -> bool:
-    if not part.words:
+def _starts_with(part: SimpleCommand, prefix: tuple[str, ...]) -> bool:
+    """The command's first words are the prefix's, each literal (no expansion, glob or braces decides them)."""
+    if len(part.words) < len(prefix):
         return False
-    # `/bin/rm -rf x` is refused by `Bash(rm:*)` too
-    for words in {part.words, (PurePosixPath(part.words[0]).name, *part.words[1:])}:
-        if rule.kind == "prefix" and words[: len(rule.value)] == rule.value:
-            return True
-        if rule.kind == "exact" and " ".join(words) == rule.value[0]:
-            return True
-    return False
+    return all(word.literal and word.value == wanted for word, wanted in zip(part.words, prefix, strict=False))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _glob_match(glob: str, path: str) -> bool:

@@ -112,7 +112,7 @@ class _Unattended:
         from lamina.tools import Allow, Deny
 
         call = request.call
-        rules = allowed_by(self._permissions, call)
+        rules = () if request.protected else allowed_by(self._permissions, call)  # no rule answers for those
         if not rules:
             return Deny(
                 f"{call.name} needs the user's approval ({request.question}), "

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from lamina.session import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage
+from lamina.shell import FileAccess, file_uses, read_command
 
 __all__ = [
     "MAX_FILES",
@@ -33,16 +33,6 @@ _READ_TOOLS: Final = frozenset({"read", "read_file", "view", "grep", "glob", "ls
 _WRITE_TOOLS: Final = frozenset({"edit", "write", "multiedit", "edit_file", "write_file", "notebookedit"})
 _SHELL_TOOLS: Final = frozenset({"bash", "shell"})
 _PATH_KEYS: Final = ("path", "file_path", "filepath", "notebook_path")
-
-_PRINTERS: Final = frozenset(
-    {"cat", "head", "tail", "less", "more", "nl", "wc", "bat", "tac", "diff", "cmp", "md5sum", "sha256sum"}
-)
-_VALUE_OPTIONS: Final = frozenset({"-n", "-c", "--lines", "--bytes"})
-"""Options of `head` and `tail` whose value is the next word, not a file."""
-_PREFIX_COMMANDS: Final = frozenset({"sudo", "env", "command", "time", "nice", "nohup"})
-_SEPARATORS: Final = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", ";;"})
-_OUTPUT_REDIRECTS: Final = frozenset({">", ">>", ">&", "&>", "&>>", ">|"})
-_EXPANSIONS: Final = frozenset("*?[]{}$`~")
 
 _FENCE_RE: Final = re.compile(r"^\s*(?:```|~~~)")
 _LIST_MARK_RE: Final = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
@@ -151,7 +141,10 @@ def _call_paths(name: str, args: dict[str, Any]) -> tuple[list[str], list[str]]:
     tool = name.lower()
     if tool in _SHELL_TOOLS:
         command = args.get("command")
-        return (_shell_reads(command) if isinstance(command, str) else []), []
+        if not isinstance(command, str):
+            return [], []
+        uses = file_uses(read_command(command))
+        return _seen(uses.reads), _seen(uses.writes)
     paths = [value for key in _PATH_KEYS if isinstance(value := args.get(key), str) and value]
     if tool in _WRITE_TOOLS:
         return [], paths
@@ -160,44 +153,9 @@ def _call_paths(name: str, args: dict[str, Any]) -> tuple[list[str], list[str]]:
     return [], []
 
 
-def _shell_reads(command: str) -> list[str]:
-    """Files a shell command prints with `cat`, `head`, `tail`, ... (a plain word-level reading)."""
-    found: list[str] = []
-    for line in command.replace("\\\n", " ").splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        try:
-            words = list(lexer)
-        except ValueError:  # unbalanced quotes: not worth guessing
-            continue
-        found.extend(_printed_files(words))
-    return found
-
-
-def _printed_files(words: list[str]) -> Iterator[str]:
-    program: str | None = None
-    skip_next = False
-    for word in words:
-        if word in _SEPARATORS:
-            program, skip_next = None, False
-            continue
-        if skip_next:
-            skip_next = False
-            continue
-        if word in _OUTPUT_REDIRECTS:
-            skip_next = True
-            continue
-        if program is None:
-            if word in _PREFIX_COMMANDS or ("=" in word and not word.startswith("=")):
-                continue
-            program = word.rsplit("/", 1)[-1]
-            continue
-        if program not in _PRINTERS or word == "<":
-            continue
-        if program in {"head", "tail"} and word in _VALUE_OPTIONS:
-            skip_next = True
-        elif not word.startswith("-") and not word.isdigit() and not _EXPANSIONS.intersection(word):
-            yield word
+def _seen(files: Iterable[FileAccess]) -> list[str]:
+    """The files the shell reader names exactly: no glob, no `~`, no folder a `cd` hid."""
+    return [file.path for file in files if file.folder_known and not file.pattern]
 
 
 # --- open tasks ------------------------------------------------------------------------

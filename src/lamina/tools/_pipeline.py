@@ -1,7 +1,7 @@
 """The pre-tool-use pipeline: the one path every tool call takes, from raw input to result (I/O: via tools).
 
 `ToolPipeline.execute(call_id, name, raw_input)` runs lookup, validation, path bounds, the
-permission mode, the rules and approval, in that order; the first that refuses ends the call with
+permission mode, the rules, protected paths and approval, in that order; the first that refuses ends the call with
 an error result. Then the tool runs, the rules hear the outcome, images are stored and a long
 result is offloaded. See docs/tools.md, "The pipeline".
 """
@@ -24,6 +24,7 @@ from lamina.errors import UsageError
 from lamina.session import ReadStamp
 from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolInputError, ToolOutput, within
 from lamina.tools._offload import offload_result
+from lamina.tools._protected import protected_question, protected_writes
 from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall
 
 _INPUT_IN_QUESTION: Final = 400  # characters of the input quoted in an approval question
@@ -156,8 +157,8 @@ class ToolPipeline:
                     call = rewritten
                 case _:
                     assert_never(verdict)
-        for asked_by, question in questions:
-            answer = await _approve(call, question, asked_by, self.ask)
+        for asked_by, question, protected in _with_protected(call, questions):
+            answer = await _approve(call, question, asked_by, self.ask, protected)
             if isinstance(answer, Deny):
                 return _refused(call_id, name, call.input, answer)
         output = await _run(tool, call, _for_call(ctx, call, tuple(self._rules)))
@@ -230,6 +231,18 @@ def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContex
     )
 
 
+def _with_protected(call: ToolCall, questions: list[tuple[str, str]]) -> list[tuple[str, str, tuple[Path, ...]]]:
+    """The questions to put, the first naming the protected paths the call writes (in every mode).
+
+    That question stands for ask mode's own: the user approves the call once, knowing what it writes.
+    """
+    protected = protected_writes(call)
+    if not protected:
+        return [(asked_by, question, ()) for asked_by, question in questions]
+    others = [(asked_by, question, ()) for asked_by, question in questions if asked_by != "permission_mode"]
+    return [("protected_path", protected_question(call, protected), protected), *others]
+
+
 def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
     if not isinstance(new_input, Mapping):
         return new_input  # already typed by the rule
@@ -239,13 +252,15 @@ def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
         raise UsageError(f"{by} rewrote the input of {tool.spec.name} to an invalid one: {exc}") from None
 
 
-async def _approve(call: ToolCall, question: str, asked_by: str, ask: AskCallback | None) -> Allow | Deny:
+async def _approve(
+    call: ToolCall, question: str, asked_by: str, ask: AskCallback | None, protected: tuple[Path, ...]
+) -> Allow | Deny:
     if ask is None:
         return Deny(
             f"{call.name} needs the user's approval ({question}), and no one can approve calls in this session.",
             by="user",
         )
-    answer = await ask(PermissionRequest(call=call, question=question, asked_by=asked_by))
+    answer = await ask(PermissionRequest(call=call, question=question, asked_by=asked_by, protected=protected))
     if isinstance(answer, Deny):
         return Deny(answer.message or f"The user declined this {call.name} call.", by="user")
     return Allow()

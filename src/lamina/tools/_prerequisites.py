@@ -10,32 +10,22 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 from lamina.errors import UsageError
+from lamina.shell import file_uses, read_command
 from lamina.tools._base import ToolOutput
 from lamina.tools._bash import BashInput
 from lamina.tools._read import ReadInput
 from lamina.tools._rules import Allow, Deny, Rule, ToolCall, Verdict
 
-_PUNCTUATION: Final = "();<>|&\n"
 _EXIT_CODE: Final = re.compile(r"\[exit code (-?\d+)[^\]\n]*\]\s*\Z")
 """How the Bash tool ends its output; a read by Bash counts only with exit code 0."""
-_PLAIN_READERS: Final = frozenset({"cat", "head", "tail", "less", "more", "bat", "nl"})
-_VALUE_OPTIONS: Final = {
-    "head": frozenset({"-n", "-c", "--lines", "--bytes"}),
-    "tail": frozenset({"-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid"}),
-    "bat": frozenset({"-l", "--language", "-r", "--line-range", "-H", "--highlight-line", "--style", "--theme"}),
-    "nl": frozenset({"-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"}),
-    "grep": frozenset({"-m", "-A", "-B", "-C", "-d", "-D", "--max-count", "--context", "--label"}),
-}
-_SED_PRINT: Final = re.compile(r"\s*((\d+|\$)(\s*,\s*(\d+|\$|\+\d+|~\d+))?)?\s*p\s*")
-"""A `sed -n` script that only prints a line range: `p`, `5p`, `1,40p`, `$p`, `10,+5p`."""
-_SAFE_REDIRECT_TARGETS: Final = frozenset({"/dev/null", "1", "2"})
+_HOME: Final = re.compile(r"~/[^*?\[{]*")
+"""A path from the home folder, with no glob or braces: the one pattern a required read may name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,164 +328,18 @@ def _reads(call: ToolCall, *, exempt_only: bool) -> frozenset[Path]:
 
 
 def _bash_reads(command: str, cwd: Path, *, exempt_only: bool) -> frozenset[Path]:
-    if exempt_only and "`" in command:
+    """The files whose text a Bash command shows (`cat`, `head`, `sed -n 1,40p`, `grep`), as the shell reader sees them.
+
+    With `exempt_only`, nothing unless the command only reads (`FileUses.only_reads`).
+    """
+    uses = file_uses(read_command(command))
+    if exempt_only and not uses.only_reads:
         return frozenset()
-    try:
-        tokens = _tokens(command)
-    except ValueError:  # an unbalanced quote: bash would refuse it too
-        return frozenset()
-    if any(token in ("(", ")") for token in tokens):
-        return frozenset()  # subshells and substitutions: what runs where is not plain to see
-    reads: set[Path] = set()
-    folder: Path | None = cwd
-    for words, redirects in _simple_commands(tokens):
-        if not words:
-            continue
-        program = os.path.basename(words[0])
-        if program == "cd":
-            folder = _resolve_from(folder, words[1]) if folder is not None and len(words) == 2 else None
-            if exempt_only:
-                return frozenset()
-            continue
-        if program in ("pushd", "popd"):
-            folder = None
-        operands = _operands(program, words[1:], exempt_only=exempt_only)
-        if operands is None or (exempt_only and not all(t in _SAFE_REDIRECT_TARGETS for t in redirects)):
-            if exempt_only:
-                return frozenset()
-            continue
-        if folder is not None:
-            reads.update(_resolve_from(folder, operand) for operand in operands)
-    return frozenset(reads)
-
-
-def _tokens(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
-    lexer.whitespace_split = True
-    lexer.whitespace = " \t\r"  # a newline separates commands, like `;`
-    lexer.commenters = ""  # `#` starts a comment only at a word's start in bash; a stray one is harmless here
-    return list(lexer)
-
-
-def _simple_commands(tokens: list[str]) -> Iterator[tuple[list[str], list[str]]]:
-    """Each simple command's words, and the targets of its redirections, split at `;`, `&&`, `||`, `|`, `&`."""
-    words: list[str] = []
-    redirects: list[str] = []
-    pending_redirect = False
-    for token in tokens:
-        if pending_redirect:
-            redirects.append(token)
-            pending_redirect = False
-        elif token and all(char in _PUNCTUATION for char in token):
-            if "<" in token or ">" in token:
-                if words and words[-1].isdigit():
-                    words.pop()  # the descriptor of `2>/dev/null`
-                pending_redirect = True
-            else:
-                yield words, redirects
-                words, redirects = [], []
-        else:
-            words.append(token)
-    if pending_redirect:
-        redirects.append("")
-    yield words, redirects
-
-
-def _operands(program: str, args: list[str], *, exempt_only: bool) -> list[str] | None:
-    """The files a reader program opens, or None if `program` with `args` is not a plain reader."""
-    if program in _PLAIN_READERS:
-        return _files(args, _VALUE_OPTIONS.get(program, frozenset()))
-    if program == "sed":
-        return _sed_files(args)
-    if program == "grep":
-        return _grep_files(args)
-    if program == "awk" and not exempt_only:  # an awk program can run commands: it never opens a blocked gate
-        return _awk_files(args)
-    return None
-
-
-def _files(args: list[str], value_options: frozenset[str]) -> list[str]:
-    files: list[str] = []
-    skip = False
-    options_done = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif options_done or arg == "-" or not arg.startswith("-"):
-            files.append(arg)
-        elif arg == "--":
-            options_done = True
-        elif arg in value_options:
-            skip = True
-    return files
-
-
-def _sed_files(args: list[str]) -> list[str] | None:
-    quiet = False
-    scripts: list[str] = []
-    rest: list[str] = []
-    it = iter(args)
-    for arg in it:
-        if arg in ("-n", "--quiet", "--silent"):
-            quiet = True
-        elif arg in ("-e", "--expression"):
-            scripts.append(next(it, ""))
-        elif arg.startswith("--expression="):
-            scripts.append(arg.partition("=")[2])
-        elif arg.startswith("-") and arg != "-":
-            return None  # -i edits in place, -f reads a script, -s/-z change what is printed
-        else:
-            rest.append(arg)
-    if not scripts and rest:
-        scripts.append(rest.pop(0))
-    if not quiet or not scripts or not all(_SED_PRINT.fullmatch(script) for script in scripts):
-        return None
-    return rest
-
-
-def _grep_files(args: list[str]) -> list[str] | None:
-    patterns_given = False
-    rest: list[str] = []
-    it = iter(args)
-    options_done = False
-    for arg in it:
-        if options_done or arg == "-" or not arg.startswith("-"):
-            rest.append(arg)
-        elif arg == "--":
-            options_done = True
-        elif arg in ("-e", "-f", "--regexp", "--file"):
-            next(it, None)
-            patterns_given = True
-        elif arg.startswith(("--regexp=", "--file=")):
-            patterns_given = True
-        elif arg in _VALUE_OPTIONS["grep"]:
-            next(it, None)
-    if not patterns_given:
-        if not rest:
-            return None
-        rest.pop(0)
-    return rest
-
-
-def _awk_files(args: list[str]) -> list[str] | None:
-    program_given = False
-    rest: list[str] = []
-    it = iter(args)
-    for arg in it:
-        if arg in ("-F", "-v"):
-            next(it, None)
-        elif arg == "-f":
-            next(it, None)
-            program_given = True
-        elif arg.startswith("-") and arg != "-" and not rest:
-            continue  # -F: and -vx=1 written as one word
-        else:
-            rest.append(arg)
-    if not program_given:
-        if not rest:
-            return None
-        rest.pop(0)
-    return [arg for arg in rest if "=" not in arg]  # `var=value` operands assign, they are not files
+    return frozenset(
+        _resolve_from(cwd, read.path)
+        for read in uses.reads
+        if read.shows_text and read.folder_known and (not read.pattern or _HOME.fullmatch(read.path))
+    )
 
 
 def _resolve_from(folder: Path, raw: str) -> Path:

@@ -80,7 +80,10 @@ class PermissionRequest:
     """The call with its final input: every rule has run, so this is exactly what would execute."""
     question: str
     asked_by: str
-    """`permission_mode` (ask mode, a tool that is not read-only) or `rule:<name>`."""
+    """`permission_mode` (ask mode, a tool that is not read-only), `protected_path` or `rule:<name>`."""
+    protected: tuple[Path, ...] = ()
+    """The protected paths the call writes (`.git/config`, `.lamina/…`): the user must approve this call
+    itself, naming them; no allow rule or earlier "always" answers for it."""
 
 
 AskCallback: TypeAlias = Callable[[PermissionRequest], Awaitable[Allow | Deny]]
