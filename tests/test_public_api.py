@@ -610,6 +610,7 @@ SURFACE: dict[str, list[str]] = {
         "Requirement",
         "Rewrite",
         "Rule",
+        "SandboxSettings",
         "StructTool",
         "SubmitPlanTool",
         "Tool",

@@ -48,7 +48,7 @@ class SkillWarning:
 
     An unknown skill mention (noted for the model too, never a failed turn), an agent stuck on a
     required read, a `.lamina/project.toml` skipped at start (`name` is then the file), or Bash
-    running without its sandbox (`name` is `sandbox`; said once, as the agent opens).
+    running without its sandbox (`name` is `sandbox`; said once, as its first command runs).
     """
 
     name: str

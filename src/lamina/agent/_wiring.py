@@ -121,7 +121,7 @@ def open_agent(
         skills_dir: The user-level skills folder; else `$LAMINA_SKILLS_DIR`, else the default one.
         sandbox: How Bash commands are confined; None: `SandboxSettings()` (on where the machine allows
             it). When it is enabled but cannot confine here, `on_event` gets a `SkillWarning` named
-            `sandbox` saying why, once, as the agent opens.
+            `sandbox` saying why, once, as the first command runs unconfined.
 
     Returns:
         The agent, its session open.
@@ -141,9 +141,8 @@ def open_agent(
         problem = context.snapshot().project_problem
         if problem is not None and on_event is not None:  # skipped like a bad SKILL.md; the user is told at start
             on_event(SkillWarning(str(PROJECT_FILE), f"{problem} (the file is skipped)"))
-        notice = next((t.sandbox_notice() for t in wired.tools if isinstance(t, BashTool)), None)
-        if notice is not None and on_event is not None:  # never unconfined silently
-            on_event(SkillWarning("sandbox", notice))
+        for bash in (t for t in wired.tools if isinstance(t, BashTool)):
+            bash.on_notice = _sandbox_notice(on_event)
         tools = [*wired.tools, *(sources.tools if sources else ())]
         engine = ContextEngine(
             session,
@@ -238,6 +237,17 @@ def open_engine(
         time_zone=wired.context.time_zone,
         cache_prices=cache_prices,
     )
+
+
+def _sandbox_notice(on_event: Callable[[AgentEvent], None] | None) -> Callable[[str], None] | None:
+    """What Bash calls when it runs unconfined although its sandbox is enabled: a `sandbox` warning event."""
+    if on_event is None:
+        return None
+
+    def notice(message: str) -> None:
+        on_event(SkillWarning("sandbox", message))
+
+    return notice
 
 
 session_engine = open_engine

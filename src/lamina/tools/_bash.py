@@ -53,6 +53,7 @@ class BashTool(StructTool[BashInput]):
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         drain_seconds: float = DRAIN_SECONDS,
         sandbox: SandboxSettings | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ) -> None:
         """Set up the tool.
 
@@ -62,6 +63,8 @@ class BashTool(StructTool[BashInput]):
             max_output_bytes: The output kept (head and tail).
             drain_seconds: After the shell exits, how long to wait for background processes holding its output.
             sandbox: How commands are confined; None: `SandboxSettings()` (confined where the machine allows it).
+            on_notice: Hears `sandbox_notice()` once, as the first command runs unconfined although the
+                sandbox is enabled (the agent turns it into a warning event); settable later.
 
         Raises:
             UsageError: A size or a timeout is out of range.
@@ -76,6 +79,8 @@ class BashTool(StructTool[BashInput]):
         self.max_output_bytes = max_output_bytes
         self.drain_seconds = drain_seconds
         self.sandbox = SandboxSettings() if sandbox is None else sandbox
+        self.on_notice = on_notice
+        self._checked = False
         self._description = (
             "Run a bash command in the working directory (no stdin); returns stdout and stderr together and the "
             f"exit code. Killed after timeout seconds (default {self.default_timeout:g}, at most {max_timeout:g})."
@@ -102,8 +107,21 @@ class BashTool(StructTool[BashInput]):
             return None
         return (
             f"Bash runs without its sandbox ({problem}): commands can write wherever you can and reach the "
-            "network. Set enabled = false under [sandbox] to run them unconfined without this notice."
+            "network. Turning the sandbox off ([sandbox] enabled = false) runs them so without this notice."
         )
+
+    async def _first_notice(self) -> str:
+        """On the first call: tell `on_notice` that commands run unconfined, or the result says it (nobody listens)."""
+        if not self.sandbox.enabled or self._checked:
+            return ""
+        notice = await asyncio.to_thread(self.sandbox_notice)  # the first call tries bubblewrap: not on the loop
+        self._checked = True
+        if notice is None:
+            return ""
+        if self.on_notice is None:
+            return notice
+        self.on_notice(notice)  # never unconfined silently
+        return ""
 
     @property
     def spec(self) -> ToolSpec:
@@ -122,6 +140,7 @@ class BashTool(StructTool[BashInput]):
 
     async def run(self, input: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout = min(input.timeout or self.default_timeout, self.max_timeout)
+        unconfined = await self._first_notice()
         output = _Output(self.max_output_bytes, ctx.progress)
         loop = asyncio.get_running_loop()
         spawn = asyncio.ensure_future(_spawn(loop, output, input.command, ctx, self.sandbox))
@@ -170,6 +189,8 @@ class BashTool(StructTool[BashInput]):
         notes = [f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"]
         if detached:
             notes.append("background processes still running; their further output is not shown")
+        if unconfined:
+            notes.append(unconfined)
         return ToolOutput(f"{text}\n[{'; '.join(notes)}]")
 
 
@@ -243,8 +264,6 @@ async def _spawn(
     if sys.platform == "win32":
         return await loop.subprocess_shell(lambda: output, command, **options)
     options["start_new_session"] = True  # its own process group, so a timeout can kill every child
-    if sandbox.enabled:
-        await asyncio.to_thread(sandbox_problem, sandbox)  # the first call tries bubblewrap: not on the loop
     shell = shutil.which("bash") or "/bin/sh"
     launch = confine(
         (shell, "-c", command),

@@ -147,7 +147,7 @@ def confine(
 def _launch(
     program: str, command: Sequence[str], *, network: bool, binds: Sequence[str], chdir: str, env: dict[str, str]
 ) -> Confinement:
-    argv = [program, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    argv = [program, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
         argv.append("--share-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *binds]
