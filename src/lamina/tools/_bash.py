@@ -106,8 +106,8 @@ class BashTool(StructTool[BashInput]):
         if problem is None:
             return None
         return (
-            f"Bash runs without its sandbox ({problem}): commands can write wherever you can and reach the "
-            "network. Turning the sandbox off ([sandbox] enabled = false) runs them so without this notice."
+            f"Bash runs without its sandbox: {problem}. Commands can write wherever you can and reach the network; "
+            "turning the sandbox off ([sandbox] enabled = false) runs them so without this notice."
         )
 
     async def _first_notice(self) -> str:

@@ -101,7 +101,7 @@ def _probe(program: str, network: bool) -> str | None:
         return None
     said = done.stderr.decode("utf-8", "replace").strip().splitlines()
     why = said[-1] if said else f"exit code {done.returncode}"
-    return f"bubblewrap cannot make a sandbox here (the kernel may refuse user namespaces): {why}"
+    return f"bubblewrap cannot make a sandbox here, the kernel may refuse user namespaces ({why})"
 
 
 def confine(
