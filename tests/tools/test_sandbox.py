@@ -8,6 +8,7 @@ run everywhere.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -266,3 +267,9 @@ async def test_the_notice_goes_to_a_listener_once_and_not_into_the_results(sessi
     results = [await s.call("Bash", command="true") for _ in range(2)]
     assert [r.content for r in results] == ["(no output)\n[exit code 0]"] * 2
     assert heard == [bash.sandbox_notice()]
+
+
+def test_under_ci_bubblewrap_is_installed() -> None:
+    if not os.environ.get("CI"):
+        pytest.skip("checked under CI only, where `make test` installs Debian's bubblewrap as root")
+    assert shutil.which("bwrap") is not None, "no bubblewrap: `make test` installs it (Debian's bubblewrap package)"
