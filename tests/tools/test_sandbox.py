@@ -202,6 +202,14 @@ async def test_a_background_process_ends_with_its_command(session: Session) -> N
 
 
 @needs_sandbox
+def test_the_model_is_told_of_the_sandbox() -> None:
+    assert BashTool().spec.description.endswith(" Sandboxed: no network, only cwd writable.")
+    assert BashTool(sandbox=SandboxSettings(network=True)).spec.description.endswith(
+        " Sandboxed: network on, only cwd writable."
+    )
+
+
+@needs_sandbox
 async def test_extra_writable_folders_from_the_settings(session: Session, tmp_path: Path) -> None:
     extra = tmp_path / "cache"
     extra.mkdir()
@@ -217,7 +225,7 @@ async def test_without_bubblewrap_commands_run_unconfined_and_it_says_why(
     bash = BashTool(sandbox=SandboxSettings(program="lamina-no-such-bwrap"))
     notice = bash.sandbox_notice()
     assert notice is not None and "lamina-no-such-bwrap" in notice and "apt-get install bubblewrap" in notice
-    assert "sandbox" not in bash.spec.description  # the model is not told of a sandbox it does not have
+    assert "sandbox" not in bash.spec.description.lower()  # the model is not told of a sandbox it does not have
     s = session.with_tools([bash])
     result = await s.call("Bash", command=f"echo out > {session.outside}/f; env")
     assert (session.outside / "f").read_text() == "out\n"  # today's behaviour: unconfined

@@ -24,6 +24,7 @@ import msgspec
 from lamina.context import ToolSpec
 from lamina.errors import UsageError
 from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput
+from lamina.tools._environment import clean_environment
 from lamina.tools._sandbox import SandboxSettings, confine, sandbox_problem
 
 DEFAULT_TIMEOUT: Final = 120.0
@@ -90,12 +91,8 @@ class BashTool(StructTool[BashInput]):
     def description(self) -> str:  # type: ignore[override]  # worked out from the sandbox's state
         if not self.sandbox.enabled or sandbox_problem(self.sandbox) is not None:
             return self._description
-        network = "network allowed" if self.sandbox.network else "no network"
-        return (
-            f"{self._description} It runs in a sandbox: only the working directory and the session's folders "
-            "are writable (.git config and hooks, .lamina and sources/ stay read-only), /tmp is the command's "
-            f"own, background processes end with it, {network}."
-        )
+        network = "network on" if self.sandbox.network else "no network"
+        return f"{self._description} Sandboxed: {network}, only cwd writable."  # short: every request carries it
 
     def sandbox_notice(self) -> str | None:
         """Why commands run unconfined although the sandbox is enabled, or None (confined, or turned off).
@@ -261,8 +258,9 @@ async def _spawn(
         "stderr": subprocess.STDOUT,
         "cwd": ctx.cwd,
     }
-    if sys.platform == "win32":
-        return await loop.subprocess_shell(lambda: output, command, **options)
+    if sys.platform == "win32":  # no sandbox (the notice says so); the environment is still cleaned
+        env = clean_environment(os.environ) if sandbox.enabled else None
+        return await loop.subprocess_shell(lambda: output, command, env=env, **options)
     options["start_new_session"] = True  # its own process group, so a timeout can kill every child
     shell = shutil.which("bash") or "/bin/sh"
     launch = confine(
