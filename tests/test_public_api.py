@@ -624,6 +624,7 @@ SURFACE: dict[str, list[str]] = {
         "Requirement",
         "Rewrite",
         "Rule",
+        "SandboxSettings",
         "StructTool",
         "SubmitPlanTool",
         "Tool",

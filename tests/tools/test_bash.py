@@ -1,19 +1,22 @@
-"""Bash: runs in cwd, reports the exit code, times out by killing the process group, caps output."""
+"""Bash: runs in cwd, reports the exit code, times out by killing the process group, caps output.
+
+The kill tests run twice: unconfined, and in the sandbox (where a command has its own process tree).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from lamina.tools import BashTool, Deny
+from lamina.tools import BashTool, Deny, SandboxSettings
 from tests.tools.conftest import Session
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and process groups")
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX shell, process groups and /proc")
 
 
 def alive(pid: int) -> bool:
@@ -28,13 +31,42 @@ def alive(pid: int) -> bool:
         return True
 
 
-async def wait_dead(pid: int, seconds: float = 10.0) -> bool:
+def _token(seconds: int) -> str:
+    """A `sleep` argument no other process has: `seconds` and a random fraction (found in /proc by `running`)."""
+    return f"{seconds}.{uuid.uuid4().int % 10**12:012d}"
+
+
+def running(token: str) -> list[int]:
+    """The live processes whose command line holds `token` (inside a sandbox's own process tree too)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+async def wait_gone(token: str, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not alive(pid):
+        if not running(token):
             return True
         await asyncio.sleep(0.02)
     return False
+
+
+@pytest.fixture(params=["unconfined", "sandboxed"])
+def shell(request: pytest.FixtureRequest, session: Session) -> Session:
+    """The session with Bash unconfined, then in the sandbox (skipped, saying why, where there is none)."""
+    bash = BashTool(sandbox=SandboxSettings(enabled=request.param == "sandboxed"))
+    if (problem := bash.sandbox_notice()) is not None:
+        pytest.skip(problem)
+    return session.with_tools([bash])
 
 
 async def test_the_command_runs_in_the_session_cwd(session: Session) -> None:
@@ -55,12 +87,11 @@ async def test_there_is_no_stdin(session: Session) -> None:
 
 
 @pytest.mark.slow
-async def test_a_timeout_kills_the_command(session: Session) -> None:
-    marker, pid_file = session.root / "finished", session.root / "shell.pid"
-    command = f"echo started; echo $$ > {pid_file}; sleep 3; touch {marker}"
-    result = await session.call("Bash", command=command, timeout=1)
+async def test_a_timeout_kills_the_command(shell: Session) -> None:
+    marker, token = shell.root / "finished", _token(3)
+    result = await shell.call("Bash", command=f"echo started; sleep {token}; touch {marker}", timeout=1)
     # killed: the shell that would run the last step is gone (awaited, not slept through), so it never gets to it
-    assert await wait_dead(int(pid_file.read_text()))
+    assert await wait_gone(token)
     assert not marker.exists()
     assert result.is_error
     assert result.content.startswith("started\n")
@@ -68,46 +99,48 @@ async def test_a_timeout_kills_the_command(session: Session) -> None:
 
 
 @pytest.mark.slow
-async def test_a_timeout_kills_the_whole_process_group(session: Session) -> None:
-    pid_file = session.root / "child.pid"
-    result = await session.call("Bash", command=f"sleep 30 & echo $! > {pid_file}; wait", timeout=1)
+async def test_a_timeout_kills_the_whole_process_group(shell: Session) -> None:
+    token = _token(30)
+    result = await shell.call("Bash", command=f"sleep {token} & sleep {token} & wait", timeout=1)
     assert result.is_error
-    assert await wait_dead(int(pid_file.read_text()))
+    assert await wait_gone(token)
 
 
-async def test_cancelling_the_call_kills_the_process_group(session: Session) -> None:
-    pid_file = session.root / "child.pid"
-    task = asyncio.create_task(session.call("Bash", command=f"sleep 30 & echo $! > {pid_file}; wait"))
-    while not pid_file.exists() or not pid_file.read_text().strip():
+@pytest.mark.slow
+async def test_cancelling_the_call_kills_the_process_group(shell: Session) -> None:
+    flag, token = shell.root / "started", _token(30)
+    task = asyncio.create_task(shell.call("Bash", command=f"sleep {token} & echo up > {flag}; wait"))
+    while not flag.exists() or not flag.read_text().strip():
         await asyncio.sleep(0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_dead(int(pid_file.read_text()))
+    assert await wait_gone(token)
 
 
 @pytest.mark.slow
-async def test_cancelling_while_the_shell_starts_kills_the_process_group(session: Session) -> None:
+async def test_cancelling_while_the_shell_starts_kills_the_process_group(shell: Session) -> None:
     # The shell runs before its pipes are connected; a cancel in that window must still kill its group.
-    pid_file = session.root / "child.pid"
-    task = asyncio.create_task(session.call("Bash", command=f"sleep 300 & echo $! > {pid_file}; wait"))
+    flag, token = shell.root / "started", _token(300)
+    task = asyncio.create_task(shell.call("Bash", command=f"sleep {token} & echo up > {flag}; wait"))
     for _ in range(10_000):
         await asyncio.sleep(0)  # one loop step at a time, so the start is caught half-way
         waited = time.monotonic()
-        while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() - waited < 0.5:
+        while not (flag.exists() and flag.read_text().strip()) and time.monotonic() - waited < 0.5:
             time.sleep(0.01)  # blocks the loop on purpose: the start cannot complete meanwhile
-        if pid_file.exists() and pid_file.read_text().strip():
+        if flag.exists() and flag.read_text().strip():
             break
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         async with asyncio.timeout(60):  # a hang bound, not a speed check: the old code waited the sleep out
             await task
-    assert await wait_dead(int(pid_file.read_text()))
+    assert await wait_gone(token)
 
 
 @pytest.mark.slow
 async def test_a_background_process_holding_the_output_does_not_block_the_call(session: Session) -> None:
-    s = session.with_tools([BashTool(drain_seconds=1.0)])  # slack for a loaded machine, not a time limit
+    unconfined = SandboxSettings(enabled=False)  # in the sandbox a background process ends with its command
+    s = session.with_tools([BashTool(drain_seconds=1.0, sandbox=unconfined)])  # slack for a loaded machine
     pid_file = session.root / "bg.pid"
     result = await s.call("Bash", command=f"sleep 30 & echo $! > {pid_file}; echo main", timeout=20)
     try:

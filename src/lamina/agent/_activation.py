@@ -47,7 +47,8 @@ class SkillWarning:
     """Something the user should know about skills, prerequisites and workspace files.
 
     An unknown skill mention (noted for the model too, never a failed turn), an agent stuck on a
-    required read, or a `.lamina/project.toml` skipped at start (`name` is then the file).
+    required read, a `.lamina/project.toml` skipped at start (`name` is then the file), or Bash
+    running without its sandbox (`name` is `sandbox`; said once, as its first command runs).
     """
 
     name: str

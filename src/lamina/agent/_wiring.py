@@ -34,12 +34,14 @@ from lamina.session import SessionLog, SessionStore
 from lamina.sources import SourceConnections, guide_path
 from lamina.tools import (
     AskCallback,
+    BashTool,
     NearestContextFileRule,
     OffloadPolicy,
     PermissionMode,
     PrerequisiteManager,
     Requirement,
     Rule,
+    SandboxSettings,
     Tool,
     ToolContext,
     ToolPipeline,
@@ -72,6 +74,7 @@ def open_agent(
     strict_prerequisites: bool = True,
     nearest_context_rule: bool = True,
     skills_dir: Path | None = None,
+    sandbox: SandboxSettings | None = None,
 ) -> Agent:
     """An agent on a new session in `workspace`, or on session `session_id` resumed.
 
@@ -116,6 +119,9 @@ def open_agent(
             however often the model tries; if False, let them through once the agent is stuck.
         nearest_context_rule: Whether the nearest AGENTS.md must be read before an edit.
         skills_dir: The user-level skills folder; else `$LAMINA_SKILLS_DIR`, else the default one.
+        sandbox: How Bash commands are confined; None: `SandboxSettings()` (on where the machine allows
+            it). When it is enabled but cannot confine here, `on_event` gets a `SkillWarning` named
+            `sandbox` saying why, once, as the first command runs unconfined.
 
     Returns:
         The agent, its session open.
@@ -130,11 +136,13 @@ def open_agent(
     chosen = load_preset(preset, custom_path=custom_preset)
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
     try:
-        wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir)
+        wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir, sandbox=sandbox)
         context, catalogue = wired.context, wired.catalogue
         problem = context.snapshot().project_problem
         if problem is not None and on_event is not None:  # skipped like a bad SKILL.md; the user is told at start
             on_event(SkillWarning(str(PROJECT_FILE), f"{problem} (the file is skipped)"))
+        for bash in (t for t in wired.tools if isinstance(t, BashTool)):
+            bash.on_notice = _sandbox_notice(on_event)
         tools = [*wired.tools, *(sources.tools if sources else ())]
         engine = ContextEngine(
             session,
@@ -231,6 +239,17 @@ def open_engine(
     )
 
 
+def _sandbox_notice(on_event: Callable[[AgentEvent], None] | None) -> Callable[[str], None] | None:
+    """What Bash calls when it runs unconfined although its sandbox is enabled: a `sandbox` warning event."""
+    if on_event is None:
+        return None
+
+    def notice(message: str) -> None:
+        on_event(SkillWarning("sandbox", message))
+
+    return notice
+
+
 session_engine = open_engine
 """The name `open_engine` had before `lamina.agent` became a package; kept for its callers."""
 
@@ -247,11 +266,20 @@ class _Wiring:
         return (*self.context(), *self.catalogue.parts())
 
 
-def _wire_workspace(workspace: Path, preset: Preset, *, interactive: bool | None, skills_dir: Path | None) -> _Wiring:
+def _wire_workspace(
+    workspace: Path,
+    preset: Preset,
+    *,
+    interactive: bool | None,
+    skills_dir: Path | None,
+    sandbox: SandboxSettings | None = None,
+) -> _Wiring:
     """The workspace's stable context, skill catalogue and built-in tools, the one way agents and reports build them."""
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    tools = default_tools()  # the preset keeps its own (mini: the six and SubmitPlan, as the default has it)
+    tools = default_tools(
+        sandbox=sandbox
+    )  # the preset keeps its own (mini: the six and SubmitPlan, as the default has it)
     finder = ContextFileFinder()
     context = WorkspaceContext(
         workspace,

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 import msgspec
 import platformdirs
@@ -23,6 +23,9 @@ import typer
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._permissions import PermissionRule, Permissions, read_rules
 from lamina.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lamina.tools import SandboxSettings
 
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
 WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
@@ -37,6 +40,14 @@ class _Rules(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     deny: list[str] = []
 
 
+class _Sandbox(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A file's `[sandbox]` table (`lamina.tools.SandboxSettings`)."""
+
+    enabled: bool | None = None
+    network: bool | None = None
+    writable: list[str] | None = None
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One config file as written (every key optional)."""
 
@@ -48,6 +59,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     compaction_reserve: Annotated[int, msgspec.Meta(ge=0)] | None = None
     prune: bool | None = None
     permissions: _Rules | None = None
+    sandbox: _Sandbox | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +78,10 @@ class Settings:
     """Whether old tool output is pruned before a turn (`lamina.compaction.PrunePolicy`'s defaults)."""
     permissions: Permissions = field(default_factory=Permissions)
     """The allow and deny rules of both files (the user's first)."""
+    sandbox: SandboxSettings = field(default_factory=lambda: _SandboxMerge().settings())
+    """The Bash sandbox: the user's file sets it; the workspace's can only tighten it."""
+    sandbox_ignored: tuple[str, ...] = ()
+    """What the workspace's file asked of the sandbox that would loosen it (not applied; said at start)."""
     origins: dict[str, str] = field(default_factory=dict)
 
     def origin(self, key: str) -> str:
@@ -89,12 +105,15 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {}
     origins: dict[str, str] = {}
     rules: list[tuple[str, list[str], list[str]]] = []
+    sandbox = _SandboxMerge()
     for path in (user_config_path(), workspace / WORKSPACE_CONFIG):
         data = _read(path)
         if data is None:
             continue
         if data.permissions is not None:
             rules.append((str(path), data.permissions.allow, data.permissions.deny))
+        if data.sandbox is not None:
+            sandbox.add(path, data.sandbox, loosen=path == user_config_path())
         for key in KEYS:
             value = getattr(data, key)
             if value is None:
@@ -108,7 +127,56 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
             values[key] = Path(str(value)).resolve() if key == "preset_file" else value
             origins[key] = "command line"
     permissions = read_rules(rules)
-    return Settings(**values, permissions=permissions, origins=origins)  # type: ignore[arg-type]  # keys and types checked above
+    origins.update(sandbox.origins)
+    return Settings(
+        **values,  # type: ignore[arg-type]  # keys and types checked above
+        permissions=permissions,
+        sandbox=sandbox.settings(),
+        sandbox_ignored=tuple(sandbox.ignored),
+        origins=origins,
+    )
+
+
+class _SandboxMerge:
+    """The `[sandbox]` tables of the files in order: the user's sets anything, the workspace's only tightens."""
+
+    def __init__(self) -> None:
+        self.enabled, self.network = True, False
+        self.writable: list[Path] = []
+        self.origins: dict[str, str] = {}
+        self.ignored: list[str] = []
+
+    def add(self, path: Path, table: _Sandbox, *, loosen: bool) -> None:
+        """Take `table` (from `path`); `loosen`: it may turn the sandbox off, allow the network, add folders.
+
+        Raises:
+            ConfigError: A writable folder is neither absolute nor under `~`.
+        """
+        if table.enabled is not None and (loosen or table.enabled):
+            self.enabled, self.origins["sandbox.enabled"] = table.enabled, str(path)
+        elif table.enabled is not None:
+            self._ignore(path, "enabled = false")
+        if table.network is not None and (loosen or not table.network):
+            self.network, self.origins["sandbox.network"] = table.network, str(path)
+        elif table.network is not None:
+            self._ignore(path, "network = true")
+        if table.writable and not loosen:
+            self._ignore(path, f"writable = {json.dumps(table.writable)}")
+        elif table.writable is not None:
+            for raw in table.writable:
+                folder = Path(os.path.expanduser(raw))
+                if not folder.is_absolute():
+                    raise ConfigError(f"{path}: sandbox.writable: {raw!r} is not an absolute path (nor under ~)")
+                self.writable.append(folder)
+            self.origins["sandbox.writable"] = str(path)
+
+    def _ignore(self, path: Path, setting: str) -> None:
+        self.ignored.append(f"{path} sets {setting} under [sandbox]: ignored (only your own config file loosens it)")
+
+    def settings(self) -> SandboxSettings:
+        from lamina.tools import SandboxSettings  # imported when settings are read: not for `lamina --help`
+
+        return SandboxSettings(enabled=self.enabled, network=self.network, writable=tuple(self.writable))
 
 
 def settings_or_abort(
@@ -240,7 +308,14 @@ def show(
         settings = load_settings(Path.cwd())
     except ConfigError as exc:
         abort(str(exc))
+    sandbox = settings.sandbox
+    shown_sandbox = {
+        "enabled": sandbox.enabled,
+        "network": sandbox.network,
+        "writable": [str(p) for p in sandbox.writable],
+    }
     rows = [(key, getattr(settings, key), settings.origin(key)) for key in KEYS]
+    rows += [(f"sandbox.{key}", value, settings.origin(f"sandbox.{key}")) for key, value in shown_sandbox.items()]
     rules = [("allow", rule) for rule in settings.permissions.allow] + [
         ("deny", rule) for rule in settings.permissions.deny
     ]
@@ -249,6 +324,7 @@ def show(
             {
                 "settings": {key: {"value": value, "from": origin} for key, value, origin in rows},
                 "permissions": [{"list": kind, "rule": rule.text, "from": rule.origin} for kind, rule in rules],
+                "sandbox_ignored": list(settings.sandbox_ignored),
                 "files": {"user": user_config_path(), "workspace": Path.cwd() / WORKSPACE_CONFIG},
             }
         )
@@ -265,5 +341,7 @@ def show(
         for kind, rule in rules:
             permissions.add_row(kind, safe(rule.text), safe(rule.origin))
         out.print(permissions)
+    for ignored in settings.sandbox_ignored:
+        out.print(f"[yellow]sandbox:[/yellow] {safe(ignored)}")
     out.print(f"[dim]user file: {safe(user_config_path())}[/dim]")
     out.print(f"[dim]workspace file: {safe(Path.cwd() / WORKSPACE_CONFIG)}[/dim]")

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from lamina.agent import Agent, AgentEvent, open_agent, open_engine
+from lamina.agent import Agent, AgentEvent, SkillWarning, open_agent, open_engine
 from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
@@ -264,7 +264,10 @@ async def session_agent(
                 on_event=on_event,
                 sources=sources if scan.sources else None,
                 prune=DEFAULT_PRUNE if settings.prune else None,
+                sandbox=settings.sandbox,
             )
+            for ignored in settings.sandbox_ignored:  # the workspace's file asked to loosen the sandbox
+                on_event(SkillWarning("sandbox", ignored))
             agent.engine.compaction_listeners.append(on_compaction)
             agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
             record_settings(agent, settings)

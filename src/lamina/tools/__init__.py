@@ -19,6 +19,7 @@ from lamina.tools._pipeline import ToolExecution, ToolPipeline
 from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
 from lamina.tools._read import ReadTool
 from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
+from lamina.tools._sandbox import SandboxSettings
 from lamina.tools._submit_plan import SubmitPlanTool
 from lamina.tools._walk import walk_files
 from lamina.tools._write import WriteTool
@@ -45,6 +46,7 @@ __all__ = [
     "Requirement",
     "Rewrite",
     "Rule",
+    "SandboxSettings",
     "StructTool",
     "SubmitPlanTool",
     "Tool",

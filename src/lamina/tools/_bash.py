@@ -2,8 +2,8 @@
 
 The command runs under `bash -c` in cwd, in a process group of its own that a timeout kills
 whole; stdout and stderr are combined, capped at `max_output_bytes` (head and tail), and reported
-as they come to the context's `progress`. Bash cannot be confined to the allowed roots: the
-permission modes govern it. See docs/tools.md, "Bash".
+as they come to the context's `progress`. On Linux it runs in the sandbox (`SandboxSettings`,
+bubblewrap) where the machine allows it. See docs/tools.md, "Bash", and docs/security.md.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import msgspec
 from lamina.context import ToolSpec
 from lamina.errors import UsageError
 from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput
+from lamina.tools._environment import clean_environment
+from lamina.tools._sandbox import SandboxSettings, confine, sandbox_problem
 
 DEFAULT_TIMEOUT: Final = 120.0
 MAX_TIMEOUT: Final = 600.0
@@ -51,7 +53,23 @@ class BashTool(StructTool[BashInput]):
         max_timeout: float = MAX_TIMEOUT,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         drain_seconds: float = DRAIN_SECONDS,
+        sandbox: SandboxSettings | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ) -> None:
+        """Set up the tool.
+
+        Args:
+            default_timeout: Seconds a call runs when it sets no `timeout`.
+            max_timeout: The most a call may set.
+            max_output_bytes: The output kept (head and tail).
+            drain_seconds: After the shell exits, how long to wait for background processes holding its output.
+            sandbox: How commands are confined; None: `SandboxSettings()` (confined where the machine allows it).
+            on_notice: Hears `sandbox_notice()` once, as the first command runs unconfined although the
+                sandbox is enabled (the agent turns it into a warning event); settable later.
+
+        Raises:
+            UsageError: A size or a timeout is out of range.
+        """
         if max_output_bytes < 2 or default_timeout <= 0 or max_timeout <= 0:
             raise UsageError(
                 "need max_output_bytes >= 2 and positive timeouts, got "
@@ -61,10 +79,46 @@ class BashTool(StructTool[BashInput]):
         self.default_timeout = min(default_timeout, max_timeout)
         self.max_output_bytes = max_output_bytes
         self.drain_seconds = drain_seconds
-        self.description = (
+        self.sandbox = SandboxSettings() if sandbox is None else sandbox
+        self.on_notice = on_notice
+        self._checked = False
+        self._description = (
             "Run a bash command in the working directory (no stdin); returns stdout and stderr together and the "
             f"exit code. Killed after timeout seconds (default {self.default_timeout:g}, at most {max_timeout:g})."
         )
+
+    @property
+    def description(self) -> str:  # type: ignore[override]  # worked out from the sandbox's state
+        if not self.sandbox.enabled or sandbox_problem(self.sandbox) is not None:
+            return self._description
+        network = "network on" if self.sandbox.network else "no network"
+        return f"{self._description} Sandboxed: {network}, only cwd writable."  # short: every request carries it
+
+    def sandbox_notice(self) -> str | None:
+        """Why commands run unconfined although the sandbox is enabled, or None (confined, or turned off).
+
+        The first call tries bubblewrap once (a short process); later calls reuse the answer.
+        """
+        problem = sandbox_problem(self.sandbox)
+        if problem is None:
+            return None
+        return (
+            f"Bash runs without its sandbox: {problem}. Commands can write wherever you can and reach the network; "
+            "turning the sandbox off ([sandbox] enabled = false) runs them so without this notice."
+        )
+
+    async def _first_notice(self) -> str:
+        """On the first call: tell `on_notice` that commands run unconfined, or the result says it (nobody listens)."""
+        if not self.sandbox.enabled or self._checked:
+            return ""
+        notice = await asyncio.to_thread(self.sandbox_notice)  # the first call tries bubblewrap: not on the loop
+        self._checked = True
+        if notice is None:
+            return ""
+        if self.on_notice is None:
+            return notice
+        self.on_notice(notice)  # never unconfined silently
+        return ""
 
     @property
     def spec(self) -> ToolSpec:
@@ -83,9 +137,10 @@ class BashTool(StructTool[BashInput]):
 
     async def run(self, input: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout = min(input.timeout or self.default_timeout, self.max_timeout)
+        unconfined = await self._first_notice()
         output = _Output(self.max_output_bytes, ctx.progress)
         loop = asyncio.get_running_loop()
-        spawn = asyncio.ensure_future(_spawn(loop, output, input.command, ctx))
+        spawn = asyncio.ensure_future(_spawn(loop, output, input.command, ctx, self.sandbox))
         try:
             transport, _ = await asyncio.shield(spawn)
         except OSError as exc:
@@ -131,6 +186,8 @@ class BashTool(StructTool[BashInput]):
         notes = [f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"]
         if detached:
             notes.append("background processes still running; their further output is not shown")
+        if unconfined:
+            notes.append(unconfined)
         return ToolOutput(f"{text}\n[{'; '.join(notes)}]")
 
 
@@ -193,7 +250,7 @@ class _Output(asyncio.SubprocessProtocol):
 
 
 async def _spawn(
-    loop: asyncio.AbstractEventLoop, output: _Output, command: str, ctx: ToolContext
+    loop: asyncio.AbstractEventLoop, output: _Output, command: str, ctx: ToolContext, sandbox: SandboxSettings
 ) -> tuple[asyncio.SubprocessTransport, asyncio.BaseProtocol]:
     options: dict[str, Any] = {
         "stdin": subprocess.DEVNULL,
@@ -201,12 +258,25 @@ async def _spawn(
         "stderr": subprocess.STDOUT,
         "cwd": ctx.cwd,
     }
-    if sys.platform != "win32":
-        options["start_new_session"] = True  # its own process group, so a timeout can kill every child
-    shell = shutil.which("bash")
-    if shell is not None:
-        return await loop.subprocess_exec(lambda: output, shell, "-c", command, **options)
-    return await loop.subprocess_shell(lambda: output, command, **options)
+    if sys.platform == "win32":  # no sandbox (the notice says so); the environment is still cleaned
+        env = clean_environment(os.environ) if sandbox.enabled else None
+        return await loop.subprocess_shell(lambda: output, command, env=env, **options)
+    options["start_new_session"] = True  # its own process group, so a timeout can kill every child
+    shell = shutil.which("bash") or "/bin/sh"
+    launch = confine(
+        (shell, "-c", command),
+        sandbox,
+        cwd=ctx.cwd,
+        workspace=ctx.allowed_roots,
+        writable=(*ctx.writable_roots, ctx.data_dir),
+        readable=ctx.readable_roots,
+    )
+    try:
+        return await loop.subprocess_exec(
+            lambda: output, *launch.argv, env=launch.env, pass_fds=launch.pass_fds, **options
+        )
+    finally:
+        launch.close()
 
 
 def _kill_group(transport: asyncio.SubprocessTransport) -> None:
