@@ -86,8 +86,11 @@ async def test_writing_outside_the_workspace_fails(session: Session) -> None:
     ],
 )
 async def test_git_config_and_hooks_lamina_and_sources_stay_read_only(repo: Session, command: str) -> None:
+    # from a script, which the shell reader cannot see into: the kernel alone stands in the way (the
+    # reader asks about the same command written out: tests/tools/test_protected.py)
+    repo.put("run.sh", command + "\n")
     before = {p: p.read_bytes() for p in repo.root.rglob("*") if p.is_file()}
-    result = await confined(repo).call("Bash", command=command)
+    result = await confined(repo).call("Bash", command="bash run.sh")
     assert "[exit code 0]" not in result.content
     assert "Read-only file system" in result.content or "busy" in result.content
     assert {p: p.read_bytes() for p in repo.root.rglob("*") if p.is_file()} == before
@@ -104,7 +107,8 @@ async def test_git_still_commits_in_the_sandbox(repo: Session) -> None:
 
 @needs_sandbox
 async def test_a_missing_lamina_folder_cannot_be_made_by_a_command(session: Session) -> None:
-    result = await confined(session).call("Bash", command="mkdir -p .lamina && echo 'mode = \"execute\"' > .lamina/c")
+    session.put("run.sh", "mkdir -p .lamina && echo 'mode = \"execute\"' > .lamina/c\n")  # past the reader
+    result = await confined(session).call("Bash", command="bash run.sh")
     assert "Read-only file system" in result.content
     assert list((session.root / ".lamina").iterdir()) == []  # made empty by Lamina, before the command
 
