@@ -223,7 +223,7 @@ def _core_install(repeats: int, progress: Callable[[str], None]) -> list[Figure]
             note="goal: at most 15 (" + ", ".join(installed) + ")",
         ),
         Figure("core_install_mb", size, "MB", note="goal: at most 40 MB (site-packages, MiB)"),
-        Figure("core_import_lamina_ms", statistics.median(wall), "ms", note="import lamina in the core install"),
+        Figure("core_import_lamina_ms", statistics.median(wall), "ms", note=f"{code} in the core install"),
     ]
 
 
