@@ -1,16 +1,12 @@
 """The command line's start-up beside `python -c pass`, and the core install, each in fresh processes.
 
-Six subjects run in turn, round after round (a drift in the machine's load reaches them alike):
-`python -c pass` (the floor), `lamina --version`, `lamina --help`, `python -c "import lamina"` and
-`lamina chat` to its prompt (a pseudo-terminal, an empty workspace, store and config: until
-prompt_toolkit turns bracketed paste on, i.e. reads a line), with the scripted model (`chat`) and the
-default one (`chat_anthropic`: a key, no request sent). For each: CPU time (user + system, children
-included) and wall time, min / median / max, named
-`cli_{cpu,wall}_{min,median,max}_ms_start_<subject>`, and `cli_{cpu,wall}_ratio_start_<subject>`: its
-median over the floor's. The older names stay: `cli_help_ms` / `cli_help_cpu_ms`, `cli_version_ms`,
-`python_startup_ms` (medians of the same runs), `import_lamina_ms` / `import_lamina_cpu_ms`
-(`import lamina, lamina.engine, lamina.agent`); `core_install_distributions` / `core_install_mb`:
-the wheel without extras in a fresh venv; `core_import_lamina_ms` there.
+`python -c pass`, `lamina --version`, `lamina --help`, `python -c "import lamina"` and `lamina chat`
+to its prompt (in a pty: until prompt_toolkit reads a line; scripted model, and the default one with
+no request sent) run in turn, round after round. Each gives CPU (children included) and wall time,
+min / median / max, `cli_{cpu,wall}_{min,median,max}_ms_start_<subject>`, and its median over the
+floor's, `cli_{cpu,wall}_ratio_start_<subject>`. The older names stay (`cli_help_ms`, `cli_help_cpu_ms`,
+`cli_version_ms`, `python_startup_ms`, `import_lamina_ms`, `import_lamina_cpu_ms`), and the core
+install's: the wheel without extras in a fresh venv (docs/benchmarks.md says what each one is).
 """
 
 from __future__ import annotations
@@ -223,7 +219,7 @@ def _core_install(repeats: int, progress: Callable[[str], None]) -> list[Figure]
             note="goal: at most 15 (" + ", ".join(installed) + ")",
         ),
         Figure("core_install_mb", size, "MB", note="goal: at most 40 MB (site-packages, MiB)"),
-        Figure("core_import_lamina_ms", statistics.median(wall), "ms", note="import lamina in the core install"),
+        Figure("core_import_lamina_ms", statistics.median(wall), "ms", note=f"{code} in the core install"),
     ]
 
 
