@@ -82,3 +82,14 @@ async def test_a_finished_grep_leaves_no_worker(session: Session) -> None:
     result = await session.call("Grep", pattern="needle")
     assert result.content == "a.txt"
     assert _workers() == []
+
+
+async def test_without_an_interpreter_to_start_grep_searches_in_its_own_thread(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedded host with no Python executable: the search still runs, limit checked between files."""
+    monkeypatch.setattr("sys.executable", "")
+    session.put("a.txt", "needle\n")
+    session.put("b.txt", "hay\n")
+    result = await session.call("Grep", pattern="needle", output_mode="content")
+    assert result.content == "a.txt:1:needle"

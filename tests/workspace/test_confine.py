@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lamina.workspace import PathEscapeError, locate
+from lamina.workspace._confine import _located_by_name
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="POSIX descriptors")
 
@@ -219,3 +220,21 @@ def test_locate_agrees_with_the_kernel_and_refuses_exactly_what_lies_outside(
                 assert where.real == real
             if os.path.isfile(real):
                 assert read(path, (ws,)) == Path(real).read_text()
+
+
+def test_where_paths_cannot_be_walked_by_descriptor_the_real_path_is_checked(tree: tuple[Path, Path]) -> None:
+    """The fallback for platforms without `*at` calls (Windows): the real path checked, then used by name."""
+    ws, out = tree
+    (ws / "door").symlink_to(out)
+    (ws / "alias").symlink_to("a")
+    with _located_by_name(str(ws / "alias" / "f.txt"), (str(ws),), None, False) as where:
+        fd = where.open()
+        assert os.read(fd, 100) == b"inside\n"
+        os.close(fd)
+    with pytest.raises(PathEscapeError):
+        _located_by_name(str(ws / "door" / "secret.txt"), (str(ws),), None, False)
+    with pytest.raises(PathEscapeError, match="changed after it was checked"):
+        _located_by_name(str(ws / "alias" / "f.txt"), (str(ws),), str(ws / "b.txt"), False)
+    with _located_by_name(str(ws / "new" / "n.txt"), (str(ws),), None, True) as where:
+        assert where.replace(b"made\n") is None
+    assert (ws / "new" / "n.txt").read_text() == "made\n"

@@ -59,6 +59,8 @@ class SearchWorker:
             self.kill("deadline" if self.stopped is None else self.stopped)
             return None
         process = self._started()
+        if self.stopped is not None:
+            return None
         if process is None:
             regex = compile_pattern(str(self._header["pattern"]), ignore_case=bool(self._header["ignore_case"]))
             text = data.decode("utf-8", errors="replace")
@@ -109,8 +111,8 @@ class SearchWorker:
     def _started(self) -> subprocess.Popen[bytes] | None:
         """The worker process, started on the first call; None when searching in this thread instead."""
         with self._lock:
-            if self._process is not None or self._in_thread:
-                return self._process
+            if self._process is not None or self._in_thread or self.stopped is not None:
+                return self._process  # stopped before it started: `kill` saw no process, so none starts
             try:
                 process = subprocess.Popen(
                     [sys.executable, "-I", "-S", str(WORKER_SCRIPT)],

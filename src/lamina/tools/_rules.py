@@ -106,7 +106,8 @@ class Rule(ABC):
         """Whether `path`, a file `call` meets on its way (a Grep match, a Glob result), is left out of its output.
 
         `check` saw only the paths the call names (a folder, for Grep); this is asked for each file
-        inside it, absolute and resolved for a file Grep opened. Hides nothing by default.
+        inside it, absolute (and resolved too, for a file Grep opened), from the tool's thread: keep
+        it quick and free of shared state. Hides nothing by default.
         """
         return False
 
