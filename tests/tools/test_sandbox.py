@@ -76,16 +76,19 @@ async def test_writing_outside_the_workspace_fails(session: Session) -> None:
         "echo '[core]\n\tfsmonitor = touch pwned' >> .git/config",
         "echo 'touch pwned' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
         "echo '* filter=x' > .git/info/attributes",
+        "echo ../evil > .git/commondir",  # git would read ../evil/config
+        "git update-index --add --cacheinfo 160000,4b825dc642cb6eb9a060e54bf8d69288fbee4904,sub",  # a submodule
+        "mkdir -p .git/modules/sub && echo '[core]' > .git/modules/sub/config",
         "echo 'mode = \"execute\"' > .lamina/config.toml",
         "mkdir -p .lamina/skills/x",
         "echo 'command = \"touch pwned\"' > sources/docs/source.toml",
         "mkdir sources/evil",
         "mv .git .git-old && mkdir .git",
         "mv .lamina .lamina-old && mkdir .lamina",
-        "rm -rf .git/hooks",
+        "rm -rf .git",
     ],
 )
-async def test_git_config_and_hooks_lamina_and_sources_stay_read_only(repo: Session, command: str) -> None:
+async def test_git_lamina_and_sources_stay_read_only(repo: Session, command: str) -> None:
     before = {p: p.read_bytes() for p in repo.root.rglob("*") if p.is_file()}
     result = await confined(repo).call("Bash", command=command)
     assert "[exit code 0]" not in result.content
@@ -95,11 +98,12 @@ async def test_git_config_and_hooks_lamina_and_sources_stay_read_only(repo: Sess
 
 
 @needs_sandbox
-async def test_git_still_commits_in_the_sandbox(repo: Session) -> None:
+async def test_git_reads_work_and_its_writes_are_refused(repo: Session) -> None:
     repo.put("a.txt", "a\n")
-    command = "git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm one && git log --format=%s"
-    result = await confined(repo).call("Bash", command=command)
-    assert result.content == "one\n[exit code 0]"
+    reads = await confined(repo).call("Bash", command="git status --short && git diff && git log --oneline -1 || true")
+    assert "?? a.txt" in reads.content
+    commit = await confined(repo).call("Bash", command="git add a.txt")
+    assert "index.lock': Read-only file system" in commit.content
 
 
 @needs_sandbox
@@ -203,9 +207,9 @@ async def test_a_background_process_ends_with_its_command(session: Session) -> N
 
 @needs_sandbox
 def test_the_model_is_told_of_the_sandbox() -> None:
-    assert BashTool().spec.description.endswith(" Sandboxed: no network, only cwd writable.")
+    assert BashTool().spec.description.endswith(" Sandboxed: no network; cwd writable, not .git.")
     assert BashTool(sandbox=SandboxSettings(network=True)).spec.description.endswith(
-        " Sandboxed: network on, only cwd writable."
+        " Sandboxed: network on; cwd writable, not .git."
     )
 
 
