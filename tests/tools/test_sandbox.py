@@ -89,8 +89,11 @@ async def test_writing_outside_the_workspace_fails(session: Session) -> None:
     ],
 )
 async def test_git_lamina_and_sources_stay_read_only(repo: Session, command: str) -> None:
+    # from a script, which the shell reader cannot see into: the kernel alone stands in the way (the
+    # reader asks about the same command written out: tests/tools/test_protected.py)
+    repo.put("run.sh", command + "\n")
     before = {p: p.read_bytes() for p in repo.root.rglob("*") if p.is_file()}
-    result = await confined(repo).call("Bash", command=command)
+    result = await confined(repo).call("Bash", command="bash run.sh")
     assert "[exit code 0]" not in result.content
     assert "Read-only file system" in result.content or "busy" in result.content
     assert {p: p.read_bytes() for p in repo.root.rglob("*") if p.is_file()} == before
@@ -102,13 +105,15 @@ async def test_git_reads_work_and_its_writes_are_refused(repo: Session) -> None:
     repo.put("a.txt", "a\n")
     reads = await confined(repo).call("Bash", command="git status --short && git diff && git log --oneline -1 || true")
     assert "?? a.txt" in reads.content
-    commit = await confined(repo).call("Bash", command="git add a.txt")
+    repo.put("run.sh", "git add a.txt\n")  # past the shell reader, to the kernel
+    commit = await confined(repo).call("Bash", command="bash run.sh")
     assert "index.lock': Read-only file system" in commit.content
 
 
 @needs_sandbox
 async def test_a_missing_lamina_folder_cannot_be_made_by_a_command(session: Session) -> None:
-    result = await confined(session).call("Bash", command="mkdir -p .lamina && echo 'mode = \"execute\"' > .lamina/c")
+    session.put("run.sh", "mkdir -p .lamina && echo 'mode = \"execute\"' > .lamina/c\n")  # past the reader
+    result = await confined(session).call("Bash", command="bash run.sh")
     assert "Read-only file system" in result.content
     assert list((session.root / ".lamina").iterdir()) == []  # made empty by Lamina, before the command
 
