@@ -57,7 +57,7 @@ async def test_the_workspace_and_the_session_data_folder_are_writable(session: S
 @needs_sandbox
 async def test_writing_outside_the_workspace_fails(session: Session) -> None:
     s = confined(session)
-    beside_python = Path(sys.executable).parent / f"lamina-sandbox-probe-{os.getpid()}"  # a real folder, not /tmp
+    beside_python = _host_folder() / f"lamina-sandbox-probe-{os.getpid()}"  # a real folder, not /tmp
     try:
         result = await s.call("Bash", command=f"touch {beside_python}")
         assert "Read-only file system" in result.content
@@ -159,13 +159,33 @@ async def test_unix_sockets_are_refused_unless_the_network_is_allowed(session: S
     server.listen()
     try:
         code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')"
-        command = f"{sys.executable} -c {_quote(code)}"
+        command = f"{_python()} -c {_quote(code)}"
         refused = await confined(session).call("Bash", command=command)
         assert "PermissionError" in refused.content and "connected" not in refused.content
         allowed = await confined(session, network=True).call("Bash", command=command)
         assert allowed.content == "connected\n[exit code 0]"
     finally:
         server.close()
+
+
+def _outside_tmp(path: str | None) -> bool:
+    return path is not None and not Path(path).resolve().is_relative_to("/tmp")  # the sandbox has its own /tmp
+
+
+def _host_folder() -> Path:
+    """A folder of the host that this process may write and a sandboxed command can see (not under /tmp)."""
+    for folder in (Path(sys.executable).parent, Path.home(), Path.cwd()):
+        if _outside_tmp(str(folder)) and os.access(folder, os.W_OK):
+            return folder
+    pytest.skip("no writable folder outside /tmp to try")
+
+
+def _python() -> str:
+    """A Python a sandboxed command can run (this one, unless it lives under /tmp, hidden in the sandbox)."""
+    found = next((p for p in (sys.executable, shutil.which("python3")) if _outside_tmp(p)), None)
+    if found is None:
+        pytest.skip("every Python here lives under /tmp, which the sandbox replaces with its own")
+    return found
 
 
 def _quote(text: str) -> str:
