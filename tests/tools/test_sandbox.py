@@ -185,7 +185,7 @@ def _python() -> str:
     found = next((p for p in (sys.executable, shutil.which("python3")) if _outside_tmp(p)), None)
     if found is None:
         pytest.skip("every Python here lives under /tmp, which the sandbox replaces with its own")
-    return found
+    return str(Path(found).resolve())  # a venv's link may itself be under /tmp
 
 
 def _quote(text: str) -> str:
