@@ -107,11 +107,9 @@ def test_lamina_run_confines_bash_and_the_users_file_can_turn_it_off(tmp_path: P
     (ws / ".lamina").mkdir()
     config = ws / ".lamina" / "config.toml"
     config.write_text('mode = "ask"\n')
+    (ws / "edit.sh").write_text("echo 'mode = 1' >> .lamina/config.toml\n")  # a script: past the shell reader
     calls = [
-        {
-            "text": "Editing.",
-            "tool_calls": [{"name": "Bash", "input": {"command": "echo 'mode = 1' >> .lamina/config.toml"}}],
-        },
+        {"text": "Editing.", "tool_calls": [{"name": "Bash", "input": {"command": "bash edit.sh"}}]},
         {"text": "Done."},
     ]
     script = tmp_path / "script.json"

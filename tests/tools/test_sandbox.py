@@ -57,7 +57,7 @@ async def test_the_workspace_and_the_session_data_folder_are_writable(session: S
 @needs_sandbox
 async def test_writing_outside_the_workspace_fails(session: Session) -> None:
     s = confined(session)
-    beside_python = Path(sys.executable).parent / f"lamina-sandbox-probe-{os.getpid()}"  # a real folder, not /tmp
+    beside_python = _host_folder() / f"lamina-sandbox-probe-{os.getpid()}"  # a real folder, not /tmp
     try:
         result = await s.call("Bash", command=f"touch {beside_python}")
         assert "Read-only file system" in result.content
@@ -76,16 +76,19 @@ async def test_writing_outside_the_workspace_fails(session: Session) -> None:
         "echo '[core]\n\tfsmonitor = touch pwned' >> .git/config",
         "echo 'touch pwned' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
         "echo '* filter=x' > .git/info/attributes",
+        "echo ../evil > .git/commondir",  # git would read ../evil/config
+        "git update-index --add --cacheinfo 160000,4b825dc642cb6eb9a060e54bf8d69288fbee4904,sub",  # a submodule
+        "mkdir -p .git/modules/sub && echo '[core]' > .git/modules/sub/config",
         "echo 'mode = \"execute\"' > .lamina/config.toml",
         "mkdir -p .lamina/skills/x",
         "echo 'command = \"touch pwned\"' > sources/docs/source.toml",
         "mkdir sources/evil",
         "mv .git .git-old && mkdir .git",
         "mv .lamina .lamina-old && mkdir .lamina",
-        "rm -rf .git/hooks",
+        "rm -rf .git",
     ],
 )
-async def test_git_config_and_hooks_lamina_and_sources_stay_read_only(repo: Session, command: str) -> None:
+async def test_git_lamina_and_sources_stay_read_only(repo: Session, command: str) -> None:
     # from a script, which the shell reader cannot see into: the kernel alone stands in the way (the
     # reader asks about the same command written out: tests/tools/test_protected.py)
     repo.put("run.sh", command + "\n")
@@ -98,11 +101,13 @@ async def test_git_config_and_hooks_lamina_and_sources_stay_read_only(repo: Sess
 
 
 @needs_sandbox
-async def test_git_still_commits_in_the_sandbox(repo: Session) -> None:
+async def test_git_reads_work_and_its_writes_are_refused(repo: Session) -> None:
     repo.put("a.txt", "a\n")
-    command = "git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm one && git log --format=%s"
-    result = await confined(repo).call("Bash", command=command)
-    assert result.content == "one\n[exit code 0]"
+    reads = await confined(repo).call("Bash", command="git status --short && git diff && git log --oneline -1 || true")
+    assert "?? a.txt" in reads.content
+    repo.put("run.sh", "git add a.txt\n")  # past the shell reader, to the kernel
+    commit = await confined(repo).call("Bash", command="bash run.sh")
+    assert "index.lock': Read-only file system" in commit.content
 
 
 @needs_sandbox
@@ -154,13 +159,33 @@ async def test_unix_sockets_are_refused_unless_the_network_is_allowed(session: S
     server.listen()
     try:
         code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')"
-        command = f"{sys.executable} -c {_quote(code)}"
+        command = f"{_python()} -c {_quote(code)}"
         refused = await confined(session).call("Bash", command=command)
         assert "PermissionError" in refused.content and "connected" not in refused.content
         allowed = await confined(session, network=True).call("Bash", command=command)
         assert allowed.content == "connected\n[exit code 0]"
     finally:
         server.close()
+
+
+def _outside_tmp(path: str | None) -> bool:
+    return path is not None and not Path(path).resolve().is_relative_to("/tmp")  # the sandbox has its own /tmp
+
+
+def _host_folder() -> Path:
+    """A folder of the host that this process may write and a sandboxed command can see (not under /tmp)."""
+    for folder in (Path(sys.executable).parent, Path.home(), Path.cwd()):
+        if _outside_tmp(str(folder)) and os.access(folder, os.W_OK):
+            return folder
+    pytest.skip("no writable folder outside /tmp to try")
+
+
+def _python() -> str:
+    """A Python a sandboxed command can run (this one, unless it lives under /tmp, hidden in the sandbox)."""
+    found = next((p for p in (sys.executable, shutil.which("python3")) if _outside_tmp(p)), None)
+    if found is None:
+        pytest.skip("every Python here lives under /tmp, which the sandbox replaces with its own")
+    return str(Path(found).resolve())  # a venv's link may itself be under /tmp
 
 
 def _quote(text: str) -> str:
@@ -207,9 +232,9 @@ async def test_a_background_process_ends_with_its_command(session: Session) -> N
 
 @needs_sandbox
 def test_the_model_is_told_of_the_sandbox() -> None:
-    assert BashTool().spec.description.endswith(" Sandboxed: no network, only cwd writable.")
+    assert BashTool().spec.description.endswith(" Sandboxed: no network; cwd writable, not .git.")
     assert BashTool(sandbox=SandboxSettings(network=True)).spec.description.endswith(
-        " Sandboxed: network on, only cwd writable."
+        " Sandboxed: network on; cwd writable, not .git."
     )
 
 

@@ -92,7 +92,7 @@ class BashTool(StructTool[BashInput]):
         if not self.sandbox.enabled or sandbox_problem(self.sandbox) is not None:
             return self._description
         network = "network on" if self.sandbox.network else "no network"
-        return f"{self._description} Sandboxed: {network}, only cwd writable."  # short: every request carries it
+        return f"{self._description} Sandboxed: {network}; cwd writable, not .git."  # short: every request carries it
 
     def sandbox_notice(self) -> str | None:
         """Why commands run unconfined although the sandbox is enabled, or None (confined, or turned off).

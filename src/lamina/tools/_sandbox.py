@@ -1,8 +1,8 @@
 """The Bash sandbox: bubblewrap around each command on Linux, or a notice saying why not (I/O: processes).
 
 A confined command sees the whole file system read-only except the writable roots (the
-workspace, the session's folders, `SandboxSettings.writable`), inside which `.git`'s config,
-hooks and info, `.lamina/` and the sources folder stay read-only; `/tmp` is its own; it has no
+workspace, the session's folders, `SandboxSettings.writable`), inside which `.git`, `.lamina/`
+and the sources folder stay read-only; `/tmp` is its own; it has no
 network (nor Unix sockets) unless the settings allow it, no capabilities, its own process tree,
 and an environment without keys. See docs/security.md, "The Bash sandbox".
 """
@@ -24,12 +24,13 @@ from typing import Final
 from lamina.tools._environment import clean_environment
 from lamina.tools._seccomp import unix_socket_filter
 
-PROTECTED: Final = (".git/config", ".git/hooks", ".git/info", ".lamina", "sources")
-"""Paths inside a writable root that a sandboxed command cannot write: what git or Lamina would run or obey."""
-_MADE_IF_MISSING: Final = (".git/hooks", ".git/info")
-"""Protected folders made (empty) in an existing `.git` before a command when missing, so that it cannot make them."""
+PROTECTED: Final = (".git", ".lamina", "sources")
+"""Paths inside a writable root that a sandboxed command cannot write: what git or Lamina would run or obey.
+
+All of `.git`, not only its config and hooks: git also obeys `commondir` (another folder's config),
+the index (a submodule whose own config it reads) and `modules/*/config`."""
 _MADE_IN_WORKSPACE: Final = ".lamina"
-"""Made (empty) in the workspace when missing, for the same reason."""
+"""Made (empty) in the workspace when missing, so that a command cannot make it."""
 _PROBE_SECONDS: Final = 10.0
 _INSTALL_HINT: Final = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
 
@@ -185,22 +186,16 @@ def _binds(writable: Sequence[Path], readable: Sequence[Path], *, workspace: Seq
 
 
 def _protect(root: Path, *, make_missing: bool) -> list[str]:
-    """The mounts that keep `root`'s protected paths read-only (and pin `.git` so it cannot be moved aside).
+    """The read-only mounts over `root`'s protected paths (a mount point cannot be renamed or removed either).
 
     `make_missing`: `root` is the workspace's, where a missing `.lamina` is made first.
     """
-    git = root / ".git"
     args: list[str] = []
-    if git.is_dir() and not git.is_symlink():
-        args += ["--bind", str(git), str(git)]  # a mount point cannot be renamed: `.git` stays where git looks
-    elif git.is_file() and not git.is_symlink():
-        args += ["--ro-bind", str(git), str(git)]  # a worktree's pointer to its repository
+    if make_missing:
+        with contextlib.suppress(OSError):  # a file there, or no permission: protected below if it exists
+            (root / _MADE_IN_WORKSPACE).mkdir(exist_ok=True)
     for relative in PROTECTED:
         path = root / relative
-        made = relative in _MADE_IF_MISSING or (make_missing and relative == _MADE_IN_WORKSPACE)
-        if made and path.parent.is_dir() and not path.parent.is_symlink():
-            with contextlib.suppress(OSError):  # a file there, or no permission: protected below if it exists
-                path.mkdir(exist_ok=True)
-        if path.exists() and not path.is_symlink() and not path.parent.is_symlink():
+        if path.exists() and not path.is_symlink():  # a link is not pinned: docs/security.md says so
             args += ["--ro-bind", str(path), str(path)]
     return args
