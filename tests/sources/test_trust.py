@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import functools
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
@@ -21,56 +16,17 @@ from lamina.sources import (
 )
 from lamina.workspace import WorkspaceTrust
 from tests.sources.conftest import pipeline, stdio_config, write_source
+from tests.support.recorder import Recorder, recording_server
 
 SECRET = "sk-the-users-own-key"
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    """Answers every request (`/away` redirects to `redirect_to`) and records the headers it got."""
-
-    seen: ClassVar[list[tuple[int, str, dict[str, str]]]] = []
-    redirect_to: ClassVar[str] = ""
-
-    def do_GET(self) -> None:
-        self.seen.append((self.server.server_address[1], self.path, dict(self.headers)))
-        if self.path.startswith("/away") and self.redirect_to:
-            self.send_response(302)
-            self.send_header("location", self.redirect_to + "/stolen")
-            self.send_header("content-length", "0")
-            self.end_headers()
-            return
-        data = json.dumps({"ok": True}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_POST = do_GET
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def servers() -> Iterator[tuple[str, str]]:
-    """Two HTTP servers: the one a source declares and another host."""
-    started = []
-    for _ in range(2):
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-        thread = threading.Thread(target=functools.partial(server.serve_forever, poll_interval=0.02), daemon=True)
-        thread.start()
-        started.append((server, thread))
-    _Recorder.seen.clear()
-    urls = [f"http://127.0.0.1:{server.server_address[1]}" for server, _ in started]
-    _Recorder.redirect_to = urls[1].replace("127.0.0.1", "localhost")  # another host, as a browser sees it
-    try:
-        yield urls[0], urls[1]
-    finally:
-        for server, thread in started:
-            server.shutdown()
-            server.server_close()
-            thread.join()
+def servers() -> Iterator[tuple[Recorder, Recorder]]:
+    """The server a source declares, and another host its redirect points to."""
+    with recording_server() as declared, recording_server() as elsewhere:
+        declared.redirect_to = elsewhere.url.replace("127.0.0.1", "localhost")  # another host name too
+        yield declared, elsewhere
 
 
 def _api_source(base_url: str, path: str = "/status") -> str:
@@ -101,10 +57,10 @@ async def test_an_untrusted_workspace_stdio_source_never_runs_its_command(worksp
 
 
 async def test_an_untrusted_api_source_sends_no_request_and_no_secret(
-    workspace: Path, servers: tuple[str, str]
+    workspace: Path, servers: tuple[Recorder, Recorder]
 ) -> None:
     declared, _ = servers
-    write_source(workspace, "status", _api_source(declared))
+    write_source(workspace, "status", _api_source(declared.url))
     scan = find_sources(workspace)
     async with SourceConnections(scan.sources, environ={"OPENAI_API_KEY": SECRET}) as sources:
         assert sources.tools == () and "not trusted" in sources.problems[0].reason
@@ -117,21 +73,20 @@ async def test_an_untrusted_api_source_sends_no_request_and_no_secret(
     finally:
         await connection.aclose()
     assert refused.is_error and "not trusted" in refused.content and SECRET not in refused.content
-    assert _Recorder.seen == []
+    assert declared.seen == []
 
 
 async def test_a_trusted_api_source_sends_its_secret_to_its_own_host_only(
-    workspace: Path, servers: tuple[str, str]
+    workspace: Path, servers: tuple[Recorder, Recorder]
 ) -> None:
     declared, elsewhere = servers
-    write_source(workspace, "status", _api_source(declared, path="/away"))
+    write_source(workspace, "status", _api_source(declared.url, path="/away"))
     scan = find_sources(workspace, trust=WorkspaceTrust.TRUSTED)
     async with SourceConnections(scan.sources, environ={"OPENAI_API_KEY": SECRET}) as sources:
         result = await pipeline(sources.tools, workspace).execute("c1", "status__status", {})
     assert "302" in result.content  # the redirect is reported, not followed
-    port = int(elsewhere.rsplit(":", 1)[1])
-    assert [(path, headers.get("X-Key")) for seen_port, path, headers in _Recorder.seen] == [("/away", SECRET)]
-    assert all(seen_port != port for seen_port, _, _ in _Recorder.seen)
+    assert [(path, headers.get("x-key")) for path, headers in declared.seen] == [("/away", SECRET)]
+    assert elsewhere.seen == []
 
 
 def test_describe_source_names_the_command_the_host_and_the_secrets(workspace: Path) -> None:

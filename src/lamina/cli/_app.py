@@ -24,6 +24,7 @@ from lamina.cli import _run as run
 from lamina.cli import _serve as serve
 from lamina.cli import _sessions as sessions
 from lamina.cli import _store as store
+from lamina.cli import _trust as trust
 from lamina.cli._console import safe
 
 
@@ -82,6 +83,7 @@ app.command("context")(context.show_context)
 app.command("chat")(chat.chat)
 app.command("run")(run.run)
 app.command("serve")(serve.serve)
+app.command("trust")(trust.trust)
 
 
 @app.command("demo")

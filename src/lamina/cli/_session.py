@@ -20,9 +20,9 @@ from lamina.placement import RenderedRequest, RenderTarget
 from lamina.prompt import Preset
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
 from lamina.session import SessionLog, SessionStore, SessionSummary, UserMessage
-from lamina.sources import SourceConnections, find_sources
+from lamina.sources import SourceConnections, SourceScan, find_sources
 from lamina.tools import AskCallback, PermissionMode
-from lamina.workspace import load_preset
+from lamina.workspace import load_preset, workspace_trust
 
 STALE_EMPTY_SECONDS: Final = 3600.0
 """An empty session (no user message) older than this, not open elsewhere, is removed at start."""
@@ -203,7 +203,9 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
             f"session {session.id}: its working directory {session.info.cwd or '(none recorded)'} is gone, "
             "so its stable parts cannot be read"
         )
-    settings = resumed_settings(load_settings(cwd), recorded_settings(session.entries_loaded()))
+    settings = resumed_settings(
+        load_settings(cwd, trust=workspace_trust(cwd)), recorded_settings(session.entries_loaded())
+    )
     prices = _prices_of(settings.model)
     engine = open_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True, cache_prices=prices)
     if not settings.prune:
@@ -234,11 +236,12 @@ async def session_agent(
 ) -> AsyncIterator[Agent]:
     """Connect the workspace's sources and open the agent; on exit close the session, sources and provider.
 
+    An untrusted workspace's sources are not even read (what it would configure was said before).
     `interactive` False gives the model the headless platform section (no one answers questions).
     """
     agent: Agent | None = None
     try:
-        scan = find_sources(workspace)
+        scan = find_sources(workspace, trust=settings.trust) if settings.trust.trusted else SourceScan((), ())
         for problem in scan.problems:
             err.print(f"[yellow]source skipped:[/yellow] {safe(problem)}")
         preset = _preset_of(settings)
