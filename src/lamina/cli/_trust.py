@@ -75,14 +75,16 @@ def ask_to_trust(untrusted: Untrusted) -> bool:
     Raises:
         ConfigError: The trust file cannot be written.
     """
+    from lamina.sources import describe_source
     from lamina.workspace import trust_workspace
 
     err.print(f"[yellow]This folder is not trusted:[/yellow] {safe(untrusted.workspace)}")
-    err.print("If you trust it, Lamina will:")
-    for item in untrusted.items:
-        err.print(f"  · {safe(item)}")
+    err.print("Trusted, it would configure:")
+    for source in untrusted.sources:
+        err.print(f"  · {safe(describe_source(source))}")
     for held in untrusted.settings:
-        if held.key == "preset_file":
+        err.print(f"  · {safe(held)}")
+        if held.key == "preset_file":  # the text it would put into the system prompt
             _print_preset(Path(held.value))
     err.print("[dim]Trust only a folder whose files you trust: they can run commands and use your keys.[/dim]")
     if not typer.confirm("Trust this folder?", default=False, err=True):
