@@ -46,6 +46,13 @@ PresetOption = Annotated[
     str | None, typer.Option("--preset", help="System prompt preset: default, mini or custom (default: default).")
 ]
 TrustOption = Annotated[bool, typer.Option("--trust", help=TRUST_OPTION_HELP)]
+AdoptOption = Annotated[
+    bool,
+    typer.Option(
+        "--adopt-bundle-settings",
+        help="Resume an imported session on the model, mode and preset its bundle recorded (not adopted by default).",
+    ),
+]
 CustomPresetOption = Annotated[
     Path | None,
     typer.Option(
@@ -63,6 +70,7 @@ def chat(
     preset: PresetOption = None,
     custom_preset: CustomPresetOption = None,
     trust: TrustOption = False,
+    adopt_bundle_settings: AdoptOption = False,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
     import asyncio
@@ -91,7 +99,8 @@ def chat(
         elif resume == "":
             session_id = _pick_session(store, workspace)
         clean_up_empty_sessions(store)
-        settings = settings_for(store, session_id, settings)  # the session's model, mode and preset
+        # the session's model, mode and preset (an imported one's bundle's only when adopted)
+        settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
         asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
     except LaminaError as exc:
         abort(str(exc))

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
 import typer
 
-from lamina.cli._chat import ContinueOption, CustomPresetOption, ModelOption, ModeOption, PresetOption, TrustOption
+from lamina.cli._chat import (
+    AdoptOption,
+    ContinueOption,
+    CustomPresetOption,
+    ModelOption,
+    ModeOption,
+    PresetOption,
+    TrustOption,
+)
 from lamina.errors import LaminaError, UsageError
 
 if TYPE_CHECKING:
@@ -68,6 +76,7 @@ def run(
         ),
     ] = None,
     trust: TrustOption = False,
+    adopt_bundle_settings: AdoptOption = False,
 ) -> None:
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
@@ -84,7 +93,8 @@ def run(
         try:
             settings = _settings(workspace, known, preset, custom_preset, trust=trust)
             session_id = latest_session(store, workspace) if continue_ else resume
-            settings = settings_for(store, session_id, settings)  # a resumed session's model, mode and preset
+            # a resumed session's model, mode and preset (an imported one's bundle's only when adopted)
+            settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
             known.model, known.mode = settings.model, settings.mode
             turn = _Turn(message, tuple(skill or ()), decision)
             outcome = asyncio.run(_run(store, settings, workspace, session_id, turn, known))

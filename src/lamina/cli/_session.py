@@ -146,32 +146,68 @@ def session_settings(store: SessionStore, session_id: str) -> RecordedSettings:
         return recorded_settings(session.entries_loaded())
 
 
-def resumed_settings(settings: Settings, recorded: RecordedSettings) -> Settings:
+BUNDLE_ORIGIN: Final = "the bundle"
+"""Where a setting came from when an imported session's bundle's one was adopted (`--adopt-bundle-settings`)."""
+
+
+def resumed_settings(settings: Settings, recorded: RecordedSettings, *, origin: str = SESSION_ORIGIN) -> Settings:
     """`settings` with the session's recorded model, mode and preset where the command line gave none.
 
     A setting from a config file or the defaults gives way to the session's (its origin becomes
-    `SESSION_ORIGIN`); one given on the command line wins, and the session records it when it opens.
+    `origin`); one given on the command line wins, and the session records it when it opens.
     """
     changes: dict[str, object] = {}
     origins = dict(settings.origins)
     for key, value in (("model", recorded.model), ("mode", recorded.mode)):
         if value is not None and settings.origin(key) != "command line":
-            changes[key], origins[key] = value, SESSION_ORIGIN
+            changes[key], origins[key] = value, origin
     given = "command line" in (settings.origin("preset"), settings.origin("preset_file"))
     if recorded.preset is not None and not given:
         changes["preset"] = recorded.preset
         changes["preset_file"] = Path(recorded.preset_file) if recorded.preset_file else None
-        origins["preset"] = origins["preset_file"] = SESSION_ORIGIN
+        origins["preset"] = origins["preset_file"] = origin
     return dataclasses.replace(settings, **changes, origins=origins)  # type: ignore[arg-type]  # Settings' own keys
 
 
-def settings_for(store: SessionStore, session_id: str | None, settings: Settings) -> Settings:
+def settings_for(
+    store: SessionStore, session_id: str | None, settings: Settings, *, adopt_bundle: bool = False
+) -> Settings:
     """The settings a chat or run on `session_id` uses: `resumed_settings` for a session, else `settings`.
 
+    An imported session recorded none of its bundle's settings (a bundle is data): it runs on
+    `settings`, and until it records its own a line says what the bundle had; `adopt_bundle`
+    (`--adopt-bundle-settings`) takes the bundle's instead.
+
     Raises:
+        UsageError: `adopt_bundle` without a session imported from a bundle that recorded settings.
         SessionError: The session cannot be opened.
     """
-    return settings if session_id is None else resumed_settings(settings, session_settings(store, session_id))
+    if session_id is None:
+        if adopt_bundle:
+            raise UsageError("--adopt-bundle-settings needs an imported session to resume (--resume ID)")
+        return settings
+    recorded = session_settings(store, session_id)
+    if adopt_bundle:
+        if recorded.imported is None:
+            raise UsageError(
+                f"session {session_id} has no bundle settings to adopt (not imported, or its bundle recorded none)"
+            )
+        return resumed_settings(settings, recorded.imported, origin=BUNDLE_ORIGIN)
+    if recorded.imported is not None and (recorded.model, recorded.mode, recorded.preset) == (None, None, None):
+        err.print(f"[yellow]{safe(bundle_note(recorded.imported))}[/yellow]")
+    return resumed_settings(settings, recorded)
+
+
+def bundle_note(bundle: RecordedSettings) -> str:
+    """The line that says what an imported session's bundle recorded, and that it is not adopted."""
+    shown = [f"model {bundle.model}"] if bundle.model else []
+    shown += [f"mode {bundle.mode}"] if bundle.mode else []
+    if bundle.preset:
+        shown.append(f"preset {bundle.preset}" + (f" ({bundle.preset_file})" if bundle.preset_file else ""))
+    return (
+        f"imported session: its bundle ran with {', '.join(shown) or 'no recorded settings'}; not adopted, "
+        "your own settings apply (--adopt-bundle-settings uses the bundle's)"
+    )
 
 
 def record_settings(agent: Agent, settings: Settings) -> None:

@@ -10,6 +10,26 @@ from lamina.session import CompactionBoundary, LogEntry, StateChange
 
 
 @dataclass(frozen=True, slots=True)
+class RecordedSettings:
+    """The settings a session recorded: what a resumed session uses unless it is given others.
+
+    None: the session recorded none (an older log, or a session made without a front end that records it).
+    """
+
+    model: str | None = None
+    """The model spec (`anthropic:ID`, `openai-compat:URL#ID`, `scripted:FILE`, ...)."""
+    mode: str | None = None
+    """The permission mode."""
+    preset: str | None = None
+    """The system prompt preset: `default`, `mini` or `custom`."""
+    preset_file: str = ""
+    """The custom preset's file ("": none)."""
+    imported: RecordedSettings | None = None
+    """What the bundle the session was imported from had recorded, which the session does not use
+    (None: not imported, or the bundle recorded nothing): shown on resume, adopted only on request."""
+
+
+@dataclass(frozen=True, slots=True)
 class SessionState:
     """The user's settings, which hold on every branch: the fold of the whole log in append order.
 
@@ -26,23 +46,8 @@ class SessionState:
     """The system prompt preset the session last recorded (None: none yet)."""
     preset_file: str = ""
     """The custom preset's file recorded with it ("": none)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedSettings:
-    """The settings a session recorded: what a resumed session uses unless it is given others.
-
-    None: the session recorded none (an older log, or a session made without a front end that records it).
-    """
-
-    model: str | None = None
-    """The model spec (`anthropic:ID`, `openai-compat:URL#ID`, `scripted:FILE`, ...)."""
-    mode: str | None = None
-    """The permission mode."""
-    preset: str | None = None
-    """The system prompt preset: `default`, `mini` or `custom`."""
-    preset_file: str = ""
-    """The custom preset's file ("": none)."""
+    imported: RecordedSettings | None = None
+    """The settings an imported bundle had recorded, cleared by the import (`RecordedSettings.imported`)."""
 
 
 def settings_of(state: SessionState) -> RecordedSettings:
@@ -52,6 +57,7 @@ def settings_of(state: SessionState) -> RecordedSettings:
         mode=state.mode if state.mode_recorded else None,
         preset=state.preset,
         preset_file=state.preset_file,
+        imported=state.imported,
     )
 
 
@@ -85,6 +91,8 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
         The settings after it (`state` itself when `entry` does not change them).
     """
     match entry:
+        case StateChange(key="mode" | "model" | "preset", value=""):
+            return _cleared(state, entry.key)
         case StateChange(key="mode", value=value):
             return replace(state, mode=value, mode_recorded=True)
         case StateChange(key="sources", value=value):
@@ -105,6 +113,20 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
             return state
         case _:
             return state
+
+
+def _cleared(state: SessionState, key: str) -> SessionState:
+    """`state` without its recorded `key` (an import's doing), which moves to `imported`."""
+    kept = state.imported or RecordedSettings()
+    match key:
+        case "mode":
+            bundle = replace(kept, mode=state.mode if state.mode_recorded else None)
+            return replace(state, mode=SessionState().mode, mode_recorded=False, imported=bundle)
+        case "model":
+            return replace(state, model=None, imported=replace(kept, model=state.model))
+        case _:
+            bundle = replace(kept, preset=state.preset, preset_file=state.preset_file)
+            return replace(state, preset=None, preset_file="", imported=bundle)
 
 
 @dataclass(frozen=True, slots=True)

@@ -371,7 +371,8 @@ class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state.
 
     The permission mode, model, system prompt preset, active sources, a stable input, skills in use,
-    a provider-side session, the tool definitions the requests send.
+    a provider-side session, the tool definitions the requests send. An empty `value` for `mode`,
+    `model` or `preset` clears it: an imported bundle's settings are not the session's own.
     """
 
     key: Literal["mode", "model", "preset", "sources", "stable", "skills", "provider_session", "tools"]
