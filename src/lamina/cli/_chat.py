@@ -260,7 +260,7 @@ async def _loop(
     while True:
         draft, state.draft = state.draft, ""
         try:
-            line = await reader.message(draft)
+            line = await reader.message(draft, mode=agent.engine.mode)
         except EOFError:
             return None
         except KeyboardInterrupt:

@@ -39,6 +39,8 @@ class SessionState:
 
     mode: str = "ask"
     mode_recorded: bool = False
+    previous_mode: str | None = None
+    """The mode before the latest change of mode (None: none since the start or the latest boundary)."""
     sources: tuple[str, ...] = ()
     model: str | None = None
     """The model spec the session last recorded (`anthropic:ID`, `scripted:FILE`, ...; None: none yet)."""
@@ -94,7 +96,8 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
         case StateChange(key="mode" | "model" | "preset", value=""):
             return _cleared(state, entry.key)
         case StateChange(key="mode", value=value):
-            return replace(state, mode=value, mode_recorded=True)
+            before = state.mode if state.mode_recorded and state.mode != value else state.previous_mode
+            return replace(state, mode=value, mode_recorded=True, previous_mode=before)
         case StateChange(key="sources", value=value):
             return replace(state, sources=_names(value))
         case StateChange(key="model", value=value):
