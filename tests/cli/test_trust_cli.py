@@ -185,7 +185,7 @@ def test_trust_trusts_lists_and_revokes_and_the_flag_trusts_one_run(tmp_path: Pa
 
     trusted = runner.invoke(app, ["trust"])
     assert trusted.exit_code == 0, trusted.output
-    assert trusted.stdout.startswith(f"trusted {ws.resolve()}")
+    assert trusted.stdout.startswith(f"trusted {ws.resolve()}") and "  · mode = execute" in trusted.stdout
     listed = runner.invoke(app, ["trust", "--list", "--json"])
     assert [item["path"] for item in json.loads(listed.stdout)] == [str(ws.resolve())]
     _touch(wire)

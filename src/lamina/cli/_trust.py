@@ -144,6 +144,23 @@ def trust(
     except LaminaError as exc:
         abort(str(exc))
     _done(as_json, "trusted", entry.path, f"trusted {safe(entry.path)}: its sources may start, its config applies")
+    if not as_json:
+        for item in _unlocked(entry.path):
+            out.print(f"  · {safe(item)}")
+
+
+def _unlocked(workspace: Path) -> tuple[str, ...]:
+    """What trusting `workspace` lets it configure (nothing when its config file cannot be read)."""
+    from lamina.cli._config import load_settings
+    from lamina.errors import ConfigError
+    from lamina.workspace import WorkspaceTrust
+
+    try:
+        untrusted = untrusted_config(workspace, load_settings(workspace, trust=WorkspaceTrust.UNTRUSTED))
+    except ConfigError as exc:
+        err.print(f"[yellow]warning:[/yellow] {safe(exc)}")
+        return ()
+    return () if untrusted is None else untrusted.items
 
 
 def _done(as_json: bool, what: str, path: Path, line: str) -> None:
