@@ -191,9 +191,10 @@ def test_a_source_without_its_extra_is_a_connection_problem_naming_the_extra(cor
         from pathlib import Path
 
         from lamina.sources import SourceConnections, find_sources
+        from lamina.workspace import WorkspaceTrust
 
         async def main():
-            scan = find_sources(Path({str(tmp_path)!r}))
+            scan = find_sources(Path({str(tmp_path)!r}), trust=WorkspaceTrust.TRUSTED)
             assert not scan.problems, scan.problems
             async with SourceConnections(scan.sources) as connections:
                 print(len(connections.tools))

@@ -182,7 +182,7 @@ def test_accept_and_compact_runs_the_plan_in_a_fresh_context(store: LocalSession
     assert outcome is not None and outcome.text.startswith("Done")
     plan = agent.plan
     assert plan is not None and plan.state == "done" and plan.draft_input == "and then rename it"
-    assert agent.engine.mode == "execute"
+    assert agent.engine.mode == "plan"  # it ran in execute mode, then the session went back (it began in plan mode)
     request = json.dumps(agent.provider.requests[-1])  # type: ignore[attr-defined]
     assert PLAN_TEXT.splitlines()[2] in request  # the plan
     assert "<conversation_summary" in request or "summary" in request.lower()
@@ -197,7 +197,7 @@ def test_accept_and_compact_runs_the_plan_in_a_fresh_context(store: LocalSession
     assert len(facts["boundaries"]) == 1 and len(facts["dispatched"]) == 1 and len(facts["messages"]) == 1
     assert facts["boundaries"][0] < facts["dispatched"][0] < facts["messages"][0]
     modes = [e.value for e in entries if isinstance(e, StateChange) and e.key == "mode"]
-    assert modes == ["plan", "execute"]
+    assert modes == ["plan", "execute", "plan"]
 
 
 def test_plain_accept_dispatches_without_compacting(store: LocalSessionStore, workspace: Path) -> None:

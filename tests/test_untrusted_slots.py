@@ -34,6 +34,7 @@ from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore
 from lamina.sources import connect_sources, find_sources
+from lamina.workspace import WorkspaceTrust
 from tests.conftest import EXHAUSTIVE
 from tests.support.look_alikes import FIXED, markers
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
@@ -368,7 +369,7 @@ async def _session(root: Path, slot: Slot, payload: str, provider_name: str) -> 
     slot.setup(workspace, payload)
     options: dict[str, Any] = {"retry": RetryPolicy(sleep=_no_sleep), "keep_tokens": 0, "skills_dir": root / "none"}
     options.update(slot.options)
-    scan = find_sources(workspace)
+    scan = find_sources(workspace, trust=WorkspaceTrust.TRUSTED)
     assert len(scan.problems) == slot.refused_folders, scan.problems
     assert all(problem.field == "slug" for problem in scan.problems), scan.problems
     with contextlib.ExitStack() as stack:
@@ -509,7 +510,9 @@ async def _code_session(root: Path) -> list[str]:
     workspace.mkdir()
     (workspace / "models.py").write_text(MODELS)
     _payload_mcp(lambda p: "Echoes the text.", lambda p: "The text.", lambda p: "A test server.")(workspace, "")
-    connections = await connect_sources(find_sources(workspace).sources, environ=dict(os.environ))
+    connections = await connect_sources(
+        find_sources(workspace, trust=WorkspaceTrust.TRUSTED).sources, environ=dict(os.environ)
+    )
     try:
         with WireServer() as wire:
             wire.script(

@@ -50,9 +50,8 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_submitted_plan_is_shown_and_accept_and_compact_runs_it(tmp_path: Path, workspace: Path) -> None:
     summary = {"text": "## Goal\nFix total().\n"}  # the compaction's summary comes from the model too
     script = _script(tmp_path, summary, {"text": "Fixed as planned."})
-    code, stdout, stderr = _chat(
-        tmp_path, script, "It is used by the report.\nPlan the fix.\nc and rename it\n/plan\n/quit\n", "--mode", "plan"
-    )
+    typed = "It is used by the report.\nPlan the fix.\nc and rename it\ne\n/plan\n/quit\n"  # e: run it in execute mode
+    code, stdout, stderr = _chat(tmp_path, script, typed, "--mode", "plan")
     assert code == 0, stderr
     assert "1. Remove the + 1 in app.py." in stdout  # the plan, shown for the decision
     assert "◆ plan 'Fix' submitted for your decision" in stderr

@@ -15,6 +15,7 @@ from lamina.cli import app
 from lamina.cli._view import TurnView, footer_text
 from lamina.engine import CompactionEvent
 from lamina.session import LocalSessionStore, Usage, UserMessage
+from lamina.workspace import trust_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
 from tests.wire.server import WireServer
@@ -89,6 +90,7 @@ def test_config_files_workspace_wins_and_show_names_the_source(tmp_path: Path, w
     user.write_text('model = "openai:gpt-5"\nmode = "explore"\ncontext_window = 100000\n')
     (ws / ".lamina").mkdir()
     (ws / ".lamina" / "config.toml").write_text('model = "anthropic:claude-sonnet-5"\ncompaction_reserve = 5000\n')
+    trust_workspace(ws)  # an untrusted workspace cannot pick the model (tests/cli/test_trust_cli.py)
     result = runner.invoke(app, ["config", "show", "--json"])
     assert result.exit_code == 0, result.output
     settings = json.loads(result.stdout)["settings"]

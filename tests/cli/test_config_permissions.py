@@ -13,11 +13,13 @@ from lamina.cli._config import load_settings, save_allowed
 from lamina.cli._permissions import parse_rule
 from lamina.errors import ConfigError
 from lamina.session import LocalSessionStore, ToolResult
+from lamina.workspace import WorkspaceTrust, trust_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
 
 runner = CliRunner()
+TRUSTED = WorkspaceTrust.TRUSTED
 MODEL = "anthropic:claude-sonnet-5"
 
 
@@ -27,18 +29,19 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (workspace / ".lamina").mkdir(parents=True)
     monkeypatch.chdir(workspace)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    trust_workspace(workspace)  # these tests are about a trusted workspace's file (tests/cli/test_trust_cli.py: not)
     return workspace
 
 
 def test_rules_of_both_files_add_up_and_show_where_they_came_from(tmp_path: Path, ws: Path) -> None:
     user = tmp_path / "config" / "lamina" / "config.toml"
-    user.parent.mkdir(parents=True)
+    user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text('[permissions]\nallow = ["Read"]\n')
     workspace_file = ws / ".lamina" / "config.toml"
     workspace_file.write_text(
         'mode = "ask"\n[permissions]\nallow = ["Bash(git status:*)"]\ndeny = ["Bash(rm:*)", "Edit(.env)"]\n'
     )
-    settings = load_settings(ws)
+    settings = load_settings(ws, trust=TRUSTED)
     assert [(r.text, r.origin) for r in settings.permissions.allow] == [
         ("Read", str(user)),
         ("Bash(git status:*)", str(workspace_file)),
@@ -67,7 +70,7 @@ def test_rules_of_both_files_add_up_and_show_where_they_came_from(tmp_path: Path
 def test_a_bad_rule_is_one_error_line_naming_file_and_rule(ws: Path, table: str, named: str) -> None:
     (ws / ".lamina" / "config.toml").write_text(table)
     with pytest.raises(ConfigError, match=r"config\.toml"):
-        load_settings(ws)
+        load_settings(ws, trust=TRUSTED)
     result = runner.invoke(app, ["config", "show"])
     assert result.exit_code == 2
     assert "config.toml" in result.stderr and named in result.stderr
@@ -77,7 +80,7 @@ def test_a_bad_rule_is_one_error_line_naming_file_and_rule(ws: Path, table: str,
 def test_saving_a_rule_makes_the_file_and_then_keeps_everything_else(ws: Path) -> None:
     path = ws / ".lamina" / "config.toml"
     assert save_allowed(ws, [parse_rule("Bash(git status:*)")]) == path
-    assert load_settings(ws).permissions.allow[0].text == "Bash(git status:*)"
+    assert load_settings(ws, trust=TRUSTED).permissions.allow[0].text == "Bash(git status:*)"
     text = '# my settings\nmodel = "anthropic:claude-sonnet-5"  # the usual\n\n[permissions]\n'
     text += 'deny = ["Bash(rm:*)"]\nallow = [\n  "Read",  # reading is fine\n  "Bash(ls:*)",\n]\n# the end\n'
     path.write_text(text)
@@ -85,7 +88,7 @@ def test_saving_a_rule_makes_the_file_and_then_keeps_everything_else(ws: Path) -
     saved = path.read_text()
     assert saved.startswith('# my settings\nmodel = "anthropic:claude-sonnet-5"  # the usual\n')
     assert saved.endswith("# the end\n")
-    settings = load_settings(ws)
+    settings = load_settings(ws, trust=TRUSTED)
     assert [r.text for r in settings.permissions.allow] == [
         "Read",
         "Bash(ls:*)",
@@ -102,14 +105,14 @@ def test_saving_adds_the_table_or_the_key_when_missing(ws: Path) -> None:
     path = ws / ".lamina" / "config.toml"
     path.write_text('mode = "ask"')  # no final newline
     save_allowed(ws, [parse_rule("Edit(src/**)")])
-    assert load_settings(ws).mode == "ask"
-    assert [r.text for r in load_settings(ws).permissions.allow] == ["Edit(src/**)"]
+    assert load_settings(ws, trust=TRUSTED).mode == "ask"
+    assert [r.text for r in load_settings(ws, trust=TRUSTED).permissions.allow] == ["Edit(src/**)"]
     path.write_text('[permissions]\ndeny = ["Bash(rm:*)"]\n\n[other]\n')
     with pytest.raises(ConfigError):  # an unknown table: the file was invalid before, it is left alone
         save_allowed(ws, [parse_rule("Read")])
     path.write_text('[permissions]\ndeny = ["Bash(rm:*)"]\n')
     save_allowed(ws, [parse_rule("Read")])
-    assert [r.text for r in load_settings(ws).permissions.allow] == ["Read"]
+    assert [r.text for r in load_settings(ws, trust=TRUSTED).permissions.allow] == ["Read"]
 
 
 def test_a_form_it_cannot_edit_is_refused_and_the_file_kept(ws: Path) -> None:

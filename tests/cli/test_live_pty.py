@@ -122,7 +122,8 @@ def test_long_results_wrap_at_spaces_keep_their_end_and_fold(
     assert len(result) > 2  # wrapped, at either width
     assert " ".join(line.strip() for line in result) == f"✓ Bash: {LONG_LINE} [exit code 0]"  # no word split
 
-    before = shown[: shown.index(next(line for line in shown if line.startswith(f"> /output {number.group(1)}")))]
+    typed = f"execute > /output {number.group(1)}"  # the prompt shows the mode
+    before = shown[: shown.index(next(line for line in shown if line.startswith(typed)))]
     fold = _block(before, "✓ Bash: 1")
     assert fold[0] == "✓ Bash: 1" and fold[-1] == "  [exit code 0]" and len(fold) <= 8
     assert "  150" not in before

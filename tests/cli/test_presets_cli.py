@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from lamina.cli import app
 from lamina.session import LocalSessionStore, PlanState
+from lamina.workspace import trust_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
@@ -103,6 +104,7 @@ def test_the_config_file_names_a_custom_preset_and_the_command_line_wins(
     (ws / ".lamina").mkdir()
     (ws / ".lamina" / "preset.toml").write_text(PRESET)
     (ws / ".lamina" / "config.toml").write_text('preset = "custom"\npreset_file = "preset.toml"\n')
+    trust_workspace(ws)  # an untrusted workspace's preset stays out of the system role (tests/cli/test_trust_cli.py)
     wire.script(Reply(text="One."), Reply(text="Two."))
     store = ["--store", str(tmp_path / "store")]
     first = runner.invoke(app, [*store, "run", "hi", "--model", MODEL])

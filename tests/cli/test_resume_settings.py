@@ -13,6 +13,7 @@ from lamina.cli._config import load_settings
 from lamina.cli._session import SESSION_ORIGIN, resumed_settings
 from lamina.engine import RecordedSettings
 from lamina.session import LocalSessionStore, StateChange
+from lamina.workspace import WorkspaceTrust
 from tests.wire.script import Reply
 from tests.wire.server import WireServer
 
@@ -35,13 +36,18 @@ def test_the_session_gives_what_the_command_line_does_not(tmp_path: Path, ws: Pa
     (ws / ".lamina").mkdir()
     (ws / ".lamina" / "config.toml").write_text('model = "anthropic:claude-opus-5"\nmode = "execute"\n')
     recorded = RecordedSettings(model="scripted:s.json", mode="plan", preset="mini")
-    from_files = resumed_settings(load_settings(ws), recorded)
+    from_files = resumed_settings(load_settings(ws, trust=WorkspaceTrust.TRUSTED), recorded)
     assert (from_files.model, from_files.mode, from_files.preset) == ("scripted:s.json", "plan", "mini")
     assert from_files.origin("model") == SESSION_ORIGIN and from_files.preset_file is None
-    given = resumed_settings(load_settings(ws, model="openai:gpt-5", preset="default"), recorded)
+    given = resumed_settings(
+        load_settings(ws, trust=WorkspaceTrust.TRUSTED, model="openai:gpt-5", preset="default"), recorded
+    )
     assert (given.model, given.mode, given.preset) == ("openai:gpt-5", "plan", "default")
     assert given.origin("model") == "command line"
-    assert resumed_settings(load_settings(ws), RecordedSettings()).model == "anthropic:claude-opus-5"  # an older log
+    assert (
+        resumed_settings(load_settings(ws, trust=WorkspaceTrust.TRUSTED), RecordedSettings()).model
+        == "anthropic:claude-opus-5"
+    )  # an older log
 
 
 def test_a_scripted_chat_continues_with_its_model_and_no_api_key(tmp_path: Path, ws: Path) -> None:

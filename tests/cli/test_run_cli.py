@@ -65,7 +65,13 @@ def test_run_stream_json_prints_one_event_per_line(tmp_path: Path, ws: Path, wir
     events = [json.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["type"] for e in events]
     session_id = LocalSessionStore(tmp_path / "store").list()[0].id
-    assert events[0] == {"type": "session", "session_id": session_id, "model": MODEL, "mode": "ask"}
+    assert events[0] == {
+        "type": "session",
+        "session_id": session_id,
+        "model": MODEL,
+        "mode": "ask",
+        "trust": {"trusted": False, "not_applied": []},
+    }
     assert kinds[1] == "retry" and events[1]["attempt"] == 1 and "rate limit" in events[1]["error"]
     assert "".join(e["text"] for e in events if e["type"] == "text") == "Hello there."
     assert kinds[-1] == "result" and events[-1]["text"] == "Hello there."

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from lamina.cli import app
+from lamina.workspace import trust_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
@@ -34,6 +35,7 @@ def _rules(ws: Path, allow: list[str], deny: list[str] = []) -> Path:  # noqa: B
     path = ws / ".lamina" / "config.toml"
     path.parent.mkdir()
     path.write_text(f"[permissions]\nallow = {json.dumps(allow)}\ndeny = {json.dumps(deny)}\n")
+    trust_workspace(ws)  # an untrusted workspace's allow rules do not apply (tests/cli/test_trust_cli.py)
     return path
 
 

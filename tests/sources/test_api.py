@@ -12,7 +12,8 @@ from typing import ClassVar
 
 import pytest
 
-from lamina.sources import MAX_DESCRIPTION, SourceConnections, find_sources
+from lamina.sources import MAX_DESCRIPTION, Source, SourceConnections, find_sources
+from lamina.workspace import WorkspaceTrust
 from tests.sources.conftest import pipeline, write_source
 
 
@@ -59,6 +60,10 @@ def api_url() -> Iterator[str]:
         thread.join()
 
 
+def _trusted(workspace: Path) -> tuple[Source, ...]:
+    return find_sources(workspace, trust=WorkspaceTrust.TRUSTED).sources
+
+
 def _config(base_url: str) -> str:
     return f'''
         kind = "api"
@@ -102,7 +107,7 @@ def _config(base_url: str) -> str:
 @pytest.mark.slow
 async def test_api_round_trip_with_path_query_headers_and_json_body(workspace: Path, api_url: str) -> None:
     write_source(workspace, "forge", _config(api_url))
-    async with SourceConnections(find_sources(workspace).sources, environ={"LAMINA_TEST_TOKEN": "s3cret"}) as sources:
+    async with SourceConnections(_trusted(workspace), environ={"LAMINA_TEST_TOKEN": "s3cret"}) as sources:
         specs = {tool.spec.name: tool.spec for tool in sources.tools}
         assert list(specs) == ["forge__get_repo", "forge__create_issue", "forge__missing", "forge__boom"]
         assert all(len(spec.description) <= MAX_DESCRIPTION for spec in specs.values())
@@ -123,7 +128,7 @@ async def test_api_round_trip_with_path_query_headers_and_json_body(workspace: P
 @pytest.mark.slow
 async def test_http_error_statuses_are_tool_errors(workspace: Path, api_url: str) -> None:
     write_source(workspace, "forge", _config(api_url))
-    async with SourceConnections(find_sources(workspace).sources, environ={"LAMINA_TEST_TOKEN": "t"}) as sources:
+    async with SourceConnections(_trusted(workspace), environ={"LAMINA_TEST_TOKEN": "t"}) as sources:
         tools = pipeline(sources.tools, workspace)
         missing = await tools.execute("c1", "forge__missing", {})
         assert missing.is_error
@@ -139,10 +144,10 @@ async def test_http_error_statuses_are_tool_errors(workspace: Path, api_url: str
 @pytest.mark.slow
 async def test_unreachable_api_and_missing_variable_are_tool_errors(workspace: Path, api_url: str) -> None:
     write_source(workspace, "forge", _config("http://127.0.0.1:9"))
-    async with SourceConnections(find_sources(workspace).sources, environ={"LAMINA_TEST_TOKEN": "t"}) as sources:
+    async with SourceConnections(_trusted(workspace), environ={"LAMINA_TEST_TOKEN": "t"}) as sources:
         down = await pipeline(sources.tools, workspace).execute("c1", "forge__missing", {})
         assert down.is_error and down.content.startswith("source forge: GET /nowhere failed: ConnectError")
-    async with SourceConnections(find_sources(workspace).sources, environ={}) as sources:
+    async with SourceConnections(_trusted(workspace), environ={}) as sources:
         unset = await pipeline(sources.tools, workspace).execute("c1", "forge__missing", {})
         assert unset.is_error
         assert unset.content.startswith("source forge: environment variable LAMINA_TEST_TOKEN is not set")

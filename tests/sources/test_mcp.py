@@ -17,11 +17,12 @@ import pytest_asyncio
 
 from lamina.sources import MAX_DESCRIPTION, SourceConnections, find_sources, guide_path
 from lamina.sources._tool import guide_pointer
+from lamina.workspace import WorkspaceTrust
 from tests.sources.conftest import COLLECTED_STREAM, SERVER, pipeline, stdio_config, write_source
 
 
 def _connections(workspace: Path) -> SourceConnections:
-    scan = find_sources(workspace)
+    scan = find_sources(workspace, trust=WorkspaceTrust.TRUSTED)
     assert scan.problems == ()
     return SourceConnections(scan.sources)
 
@@ -133,7 +134,7 @@ async def test_an_unstartable_command_is_a_clear_problem_and_no_tools(workspace:
 
 async def test_a_missing_environment_variable_is_named(workspace: Path) -> None:
     write_source(workspace, "calc", stdio_config(extra='env = { TOKEN = "${LAMINA_TEST_UNSET_VAR}" }\n'))
-    async with SourceConnections(find_sources(workspace).sources, environ={}) as sources:
+    async with SourceConnections(find_sources(workspace, trust=WorkspaceTrust.TRUSTED).sources, environ={}) as sources:
         (problem,) = sources.problems
         assert problem.reason == "environment variable LAMINA_TEST_UNSET_VAR is not set"
 

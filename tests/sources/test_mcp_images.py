@@ -19,6 +19,7 @@ from lamina.agent import Agent, open_agent
 from lamina.providers import Capabilities, Provider
 from lamina.session import LocalSessionStore, ToolResult
 from lamina.sources import SourceConnections, find_sources
+from lamina.workspace import WorkspaceTrust
 from tests.sources.conftest import COLLECTED_STREAM, stdio_config, write_source
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
@@ -43,7 +44,7 @@ async def imgs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[
     """The image server as source `imgs`, connected once for the module."""
     workspace = tmp_path_factory.mktemp("imgs")
     write_source(workspace, "imgs", stdio_config(str(SERVER)))
-    async with SourceConnections(find_sources(workspace).sources) as sources:
+    async with SourceConnections(find_sources(workspace, trust=WorkspaceTrust.TRUSTED).sources) as sources:
         yield workspace, sources
 
 

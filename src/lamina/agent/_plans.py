@@ -65,15 +65,25 @@ class PlanSteps:
         """The session's latest plan and where its approval stands."""
         return self.engine.plan
 
-    async def accept_plan(self, *, compact: bool = False, draft: str | None = None) -> TurnOutcome | None:
-        """Accept the submitted plan and carry it out.
+    async def accept_plan(
+        self,
+        *,
+        compact: bool = False,
+        draft: str | None = None,
+        mode: PermissionMode | str = PermissionMode.EXECUTE,
+    ) -> TurnOutcome | None:
+        """Accept the submitted plan and carry it out in `mode`, then go back to the mode before the plan.
 
-        The mode switches to execute.
+        The mode before the plan is the session's mode now, or, in plan mode, the one before plan
+        mode was entered (plan mode itself when there was none). Both are recorded with the
+        acceptance, so a plan resumed after a crash runs and ends the same way.
 
         Args:
             compact: "Accept & Compact": the whole conversation is compacted first, with the plan
                 as the focus, and the plan runs in that fresh context.
             draft: The user's unsent input, kept with the plan (restored on reload).
+            mode: The permission mode the plan runs in: execute (the default: nothing is asked) or
+                ask (each change is approved, as chat's "ask before each change").
 
         Returns:
             The execution turn's outcome; None when the compaction failed or timed out: the plan is
@@ -83,7 +93,10 @@ class PlanSteps:
             PlanTransitionError: No plan waits for a decision (none submitted, or it already ran).
         """
         self._check_open()
-        self.engine.record_plan("accepted", compact=compact, draft_input=draft)
+        run_mode = PermissionMode(mode).value
+        current, before = self.engine.mode, self.engine.previous_mode
+        back = before if current == PermissionMode.PLAN.value and before is not None else current
+        self.engine.record_plan("accepted", compact=compact, draft_input=draft, run_mode=run_mode, return_mode=back)
         self._plan_moved()
         return await self.resume_plan()
 
@@ -117,9 +130,15 @@ class PlanSteps:
         dispatches the plan exactly once: the `dispatched` entry is durable before the execution
         message is written, and a dispatch whose message is already logged is never sent again.
         Returns the execution turn's outcome, or None when there was nothing to do or the
-        compaction failed.
+        compaction failed. A plan whose execution turn the process stopped in (it was answered,
+        never finished) is not sent again, but the session goes back to the mode before the plan.
         """
         self._check_open()
+        plan = self.engine.plan
+        if plan is not None and plan.state == "dispatched" and next_step(plan) is None:
+            if plan.return_mode is not None and self.engine.mode != plan.return_mode:
+                self.set_mode(plan.return_mode)
+            return None
         while (step := next_step(self.engine.plan)) is not None:
             plan = self.engine.plan
             assert plan is not None
@@ -162,9 +181,15 @@ class PlanSteps:
         return False
 
     async def _execute_plan(self, plan: Plan, message: str) -> TurnOutcome:
-        """Send a dispatched plan's execution message (or its continuation), in execute mode; mark it done."""
-        if self.engine.mode != PermissionMode.EXECUTE.value:
-            self.set_mode(PermissionMode.EXECUTE)  # a recorded state change and a one-shot notice
+        """Send a dispatched plan's execution message (or its continuation) in its mode; mark it done.
+
+        The plan runs in the mode chosen when it was accepted (execute for a plan an older Lamina
+        accepted); once it is over (done, failed or interrupted) the session goes back to the mode
+        before the plan, so no later request runs in the plan's mode unless the user chooses it.
+        """
+        run_mode = PermissionMode(plan.run_mode or PermissionMode.EXECUTE.value)
+        if self.engine.mode != run_mode.value:
+            self.set_mode(run_mode)  # a recorded state change and a one-shot notice
         try:
             # Lamina's own message in the user's role: nothing in it is the user's words
             outcome = await self._run_turn(message, durable_message=True, user_words="")
@@ -174,6 +199,9 @@ class PlanSteps:
         except Exception as exc:
             self._finish_plan(plan.plan_id, "failed", f"its execution turn failed: {exc}")
             raise
+        finally:
+            if plan.return_mode is not None and self.engine.mode != plan.return_mode:
+                self.set_mode(plan.return_mode)
         self._finish_plan(plan.plan_id, "done", "")
         return outcome
 

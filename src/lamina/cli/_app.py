@@ -67,6 +67,11 @@ _COMMANDS: Final = {
     "store": _Command(
         "lamina.cli._store", "app", "Manage the session store itself (PostgreSQL schema migrations).", group=True
     ),
+    "trust": _Command(
+        "lamina.cli._trust",
+        "trust",
+        "Trust a workspace: its sources may start and its .lamina/config.toml applies in full (docs/security.md).",
+    ),
 }
 """The root's commands in the order its help lists them."""
 

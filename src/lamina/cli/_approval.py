@@ -46,9 +46,13 @@ def declined_with(text: str) -> str:
 class Approver:
     """The `ask` callback of an interactive session: prompts for every call the mode or a rule asks about."""
 
-    def __init__(self, reader: LineReader, permissions: Permissions | None = None, *, workspace: Path) -> None:
+    def __init__(
+        self, reader: LineReader, permissions: Permissions | None = None, *, workspace: Path, trusted: bool = True
+    ) -> None:
         self._reader = reader
         self._workspace = workspace
+        self._trusted = trusted
+        """Whether the workspace is trusted (a rule saved in an untrusted one applies only once it is)."""
         self.permissions = permissions or Permissions()
         """The config files' rules and those "always" added in this session."""
 
@@ -119,7 +123,8 @@ class Approver:
             except ConfigError as exc:
                 err.print(f"[yellow]not saved:[/yellow] {safe(exc)}")
             else:
-                err.print(f"[dim]saved in {safe(path)}[/dim]")
+                later = "" if self._trusted else " (later sessions use it once you trust this folder: `lamina trust`)"
+                err.print(f"[dim]saved in {safe(path)}{later}[/dim]")
         return Allow()
 
     async def _explain(self, name: str) -> Deny:

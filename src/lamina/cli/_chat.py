@@ -7,10 +7,13 @@ does Ctrl-D. Heavy modules are imported when the command runs, so `lamina --help
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from lamina.cli._trust import TRUST_OPTION_HELP
 
 if TYPE_CHECKING:
     from lamina.agent import Agent
@@ -42,6 +45,14 @@ ContinueOption = Annotated[
 PresetOption = Annotated[
     str | None, typer.Option("--preset", help="System prompt preset: default, mini or custom (default: default).")
 ]
+TrustOption = Annotated[bool, typer.Option("--trust", help=TRUST_OPTION_HELP)]
+AdoptOption = Annotated[
+    bool,
+    typer.Option(
+        "--adopt-bundle-settings",
+        help="Resume an imported session on the model, mode and preset its bundle recorded (not adopted by default).",
+    ),
+]
 CustomPresetOption = Annotated[
     Path | None,
     typer.Option(
@@ -58,9 +69,12 @@ def chat(
     mode: ModeOption = None,
     preset: PresetOption = None,
     custom_preset: CustomPresetOption = None,
+    trust: TrustOption = False,
+    adopt_bundle_settings: AdoptOption = False,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
     import asyncio
+    import functools
 
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort, err
@@ -70,7 +84,10 @@ def chat(
 
     workspace = Path.cwd()
     store = store_or_abort(ctx)
-    settings = settings_or_abort(workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset)
+    load = functools.partial(
+        settings_or_abort, workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset
+    )
+    settings = _trusted_settings(workspace, load, given=trust)
     if resume is not None and continue_:
         abort("use --resume ID or --continue, not both")
     session_id = resume or None
@@ -82,7 +99,8 @@ def chat(
         elif resume == "":
             session_id = _pick_session(store, workspace)
         clean_up_empty_sessions(store)
-        settings = settings_for(store, session_id, settings)  # the session's model, mode and preset
+        # the session's model, mode and preset (an imported one's bundle's only when adopted)
+        settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
         asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
     except LaminaError as exc:
         abort(str(exc))
@@ -90,6 +108,39 @@ def chat(
         err.print("\n[dim]interrupted[/dim]")
     finally:
         store.close()  # a database store's connections; nothing for a folder
+
+
+def _trusted_settings(workspace: Path, load: Callable[..., Settings], *, given: bool) -> Settings:
+    """The settings, with the workspace's trust: `--trust`, recorded, or asked for (once, in a terminal).
+
+    A terminal is asked only when the untrusted workspace would configure something; a pipe gets
+    the one line `lamina run` prints.
+    """
+    import sys
+
+    from lamina.cli._console import abort, err, safe
+    from lamina.cli._trust import ask_to_trust, untrusted_config
+    from lamina.errors import ConfigError
+    from lamina.workspace import WorkspaceTrust, workspace_trust
+
+    try:
+        trust = WorkspaceTrust.TRUSTED if given else workspace_trust(workspace)
+    except ConfigError as exc:
+        abort(str(exc))
+    settings = load(trust=trust)
+    untrusted = untrusted_config(workspace, settings)
+    if untrusted is None:
+        return settings
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        err.print(f"[yellow]{safe(untrusted.notice())}[/yellow]")
+        return settings
+    try:
+        trusted = ask_to_trust(untrusted)
+    except ConfigError as exc:
+        abort(str(exc))
+    except typer.Abort:  # Ctrl-C or Ctrl-D at the question
+        raise typer.Exit(130) from None
+    return load(trust=WorkspaceTrust.TRUSTED) if trusted else settings
 
 
 def _pick_session(store: SessionStore, workspace: Path) -> str | None:
@@ -167,7 +218,7 @@ async def _session_chat(
         settings,
         workspace=workspace,
         session_id=session_id,
-        ask=Approver(reader, settings.permissions, workspace=workspace),
+        ask=Approver(reader, settings.permissions, workspace=workspace, trusted=settings.trust.trusted),
         interactive=interactive,
         on_event=view,
         on_compaction=view.compaction,
@@ -209,7 +260,7 @@ async def _loop(
     while True:
         draft, state.draft = state.draft, ""
         try:
-            line = await reader.message(draft)
+            line = await reader.message(draft, mode=agent.engine.mode)
         except EOFError:
             return None
         except KeyboardInterrupt:

@@ -2,8 +2,9 @@
 
 Two files, both optional, both with the same keys: the user's (`config.toml` in the user config
 directory) and the workspace's (`.lamina/config.toml`), which wins; a command-line option wins
-over both. Their `[permissions]` rules add up (`lamina.cli._permissions`). The keys and an example
-file: docs/configuration.md.
+over both. Their `[permissions]` rules add up (`lamina.cli._permissions`). An untrusted workspace's
+file only narrows: its model, allow rules, custom preset and a mode above the user's are withheld.
+The keys and an example file: docs/configuration.md; trust: docs/security.md.
 """
 
 from __future__ import annotations
@@ -23,14 +24,18 @@ import typer
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._permissions import PermissionRule, Permissions, read_rules
 from lamina.errors import ConfigError
+from lamina.workspace import WorkspaceTrust
 
 if TYPE_CHECKING:
     from lamina.tools import SandboxSettings
 
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
+DEFAULT_MODE: Final = "ask"
 WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
 
 Mode = Literal["explore", "plan", "ask", "execute"]
+_MODE_RANK: Final = {"explore": 0, "plan": 1, "ask": 2, "execute": 3}
+"""How much each mode lets run without asking: an untrusted workspace may only lower it."""
 
 
 class _Rules(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -63,11 +68,24 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 @dataclass(frozen=True, slots=True)
+class Withheld:
+    """A workspace setting not applied because the workspace is not trusted."""
+
+    key: str
+    """`model`, `mode`, `preset`, `preset_file` or `permissions.allow`."""
+    value: str
+    """As written (a mode, an allow rule's text), a preset file resolved."""
+
+    def __str__(self) -> str:
+        return f"allow {self.value}" if self.key == "permissions.allow" else f"{self.key} = {self.value}"
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """The effective settings and where each came from (`default`, a file path, or `command line`)."""
 
     model: str = DEFAULT_MODEL
-    mode: str = "ask"
+    mode: str = DEFAULT_MODE
     preset: str = "default"
     preset_file: Path | None = None
     context_window: int | None = None
@@ -83,6 +101,10 @@ class Settings:
     sandbox_ignored: tuple[str, ...] = ()
     """What the workspace's file asked of the sandbox that would loosen it (not applied; said at start)."""
     origins: dict[str, str] = field(default_factory=dict)
+    trust: WorkspaceTrust = WorkspaceTrust.UNTRUSTED
+    """Whether the workspace is trusted: its sources start and its whole config file applies."""
+    withheld: tuple[Withheld, ...] = ()
+    """What the workspace's file sets that was not applied because it is not trusted."""
 
     def origin(self, key: str) -> str:
         return self.origins.get(key, "default")
@@ -96,8 +118,12 @@ def user_config_path() -> Path:
     return platformdirs.user_config_path("lamina") / "config.toml"
 
 
-def load_settings(workspace: Path, **overrides: object) -> Settings:
+def load_settings(workspace: Path, *, trust: WorkspaceTrust, **overrides: object) -> Settings:
     """Defaults, then the user's file, then the workspace's, then `overrides` that are not None.
+
+    An untrusted workspace's file only narrows: its deny rules, a mode no higher than the one
+    before it, the built-in presets and the compaction keys apply; its model, allow rules, custom
+    preset (system-role text) and a higher mode are `Settings.withheld` instead.
 
     Raises:
         ConfigError: A file is not valid TOML, has an unknown key or a value of the wrong type.
@@ -106,10 +132,14 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
     origins: dict[str, str] = {}
     rules: list[tuple[str, list[str], list[str]]] = []
     sandbox = _SandboxMerge()
-    for path in (user_config_path(), workspace / WORKSPACE_CONFIG):
+    withheld: list[Withheld] = []
+    for path, trusted in ((user_config_path(), True), (workspace / WORKSPACE_CONFIG, trust.trusted)):
         data = _read(path)
         if data is None:
             continue
+        if not trusted:
+            data, held = _narrowed(data, path, mode_before=str(values.get("mode", DEFAULT_MODE)))
+            withheld.extend(held)
         if data.permissions is not None:
             rules.append((str(path), data.permissions.allow, data.permissions.deny))
         if data.sandbox is not None:
@@ -134,6 +164,8 @@ def load_settings(workspace: Path, **overrides: object) -> Settings:
         sandbox=sandbox.settings(),
         sandbox_ignored=tuple(sandbox.ignored),
         origins=origins,
+        trust=trust,
+        withheld=tuple(withheld),
     )
 
 
@@ -179,9 +211,32 @@ class _SandboxMerge:
         return SandboxSettings(enabled=self.enabled, network=self.network, writable=tuple(self.writable))
 
 
+def _narrowed(data: _File, path: Path, *, mode_before: str) -> tuple[_File, list[Withheld]]:
+    """An untrusted workspace's file (at `path`) without what only trust allows, and what was taken out."""
+    held: list[Withheld] = []
+    changes: dict[str, object] = {}
+    if data.model is not None:
+        held.append(Withheld("model", data.model))
+        changes["model"] = None
+    if data.mode is not None and _MODE_RANK[data.mode] > _MODE_RANK.get(mode_before, _MODE_RANK["ask"]):
+        held.append(Withheld("mode", data.mode))
+        changes["mode"] = None
+    if data.preset == "custom":
+        held.append(Withheld("preset", data.preset))
+        changes["preset"] = None
+    if data.preset_file is not None:
+        held.append(Withheld("preset_file", str((path.parent / os.path.expanduser(data.preset_file)).resolve())))
+        changes["preset_file"] = None
+    if data.permissions is not None and data.permissions.allow:
+        held.extend(Withheld("permissions.allow", rule) for rule in data.permissions.allow)
+        changes["permissions"] = _Rules(deny=data.permissions.deny)
+    return msgspec.structs.replace(data, **changes), held
+
+
 def settings_or_abort(
     workspace: Path,
     *,
+    trust: WorkspaceTrust,
     model: str | None,
     mode: str | None,
     preset: str | None,
@@ -197,7 +252,9 @@ def settings_or_abort(
     if custom_preset is not None and preset is None:
         preset = "custom"
     try:
-        settings = load_settings(workspace, model=model, mode=mode, preset=preset, preset_file=custom_preset)
+        settings = load_settings(
+            workspace, trust=trust, model=model, mode=mode, preset=preset, preset_file=custom_preset
+        )
         PermissionMode(settings.mode)
     except (ConfigError, ValueError) as exc:
         abort(str(exc))
@@ -304,8 +361,10 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
 ) -> None:
     """Print the effective settings for the current directory and where each came from."""
+    from lamina.workspace import workspace_trust
+
     try:
-        settings = load_settings(Path.cwd())
+        settings = load_settings(Path.cwd(), trust=workspace_trust(Path.cwd()))
     except ConfigError as exc:
         abort(str(exc))
     sandbox = settings.sandbox
@@ -326,6 +385,8 @@ def show(
                 "permissions": [{"list": kind, "rule": rule.text, "from": rule.origin} for kind, rule in rules],
                 "sandbox_ignored": list(settings.sandbox_ignored),
                 "files": {"user": user_config_path(), "workspace": Path.cwd() / WORKSPACE_CONFIG},
+                "trusted": settings.trust.trusted,
+                "withheld": [{"key": held.key, "value": held.value} for held in settings.withheld],
             }
         )
         return
@@ -343,5 +404,9 @@ def show(
         out.print(permissions)
     for ignored in settings.sandbox_ignored:
         out.print(f"[yellow]sandbox:[/yellow] {safe(ignored)}")
+    if settings.withheld:
+        shown = ", ".join(str(held) for held in settings.withheld)
+        out.print(f"[yellow]not applied (the workspace is not trusted: `lamina trust`):[/yellow] {safe(shown)}")
     out.print(f"[dim]user file: {safe(user_config_path())}[/dim]")
-    out.print(f"[dim]workspace file: {safe(Path.cwd() / WORKSPACE_CONFIG)}[/dim]")
+    trusted = "trusted" if settings.trust.trusted else "not trusted"
+    out.print(f"[dim]workspace file: {safe(Path.cwd() / WORKSPACE_CONFIG)} ({trusted})[/dim]")

@@ -223,6 +223,9 @@ async def _session(
         rows.append(("plan", executed))
     draft = (agent.plan.draft_input if agent.plan else None) or "Is there anything worrying in build.log?"
     say(f"[dim]the unsent draft kept with the plan comes back: {safe(draft)}[/dim]", indent=3)
+    say(f"[dim]the plan ran in execute mode; the session is back in {agent.engine.mode} mode[/dim]", indent=3)
+    say("[bold]/mode execute[/bold] [dim](the user moves the mode; the plan never does)[/dim]")
+    agent.set_mode("execute")
     await turn(agent, "turn 2", draft)
     agent.engine.session.close()
 

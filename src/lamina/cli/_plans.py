@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 PLAN_QUESTION: Final = "plan: [a]ccept · accept & [c]ompact · [r]eject · Enter: decide later (/plan) › "
 """Asked after a turn that submitted a plan; text after the letter is kept as your draft."""
+RUN_QUESTION: Final = "run it: [a]sk before each change · [e]xecute without asking › "
+"""Asked when a plan is accepted: the mode it runs in (then the session goes back to the mode before it)."""
+_RUN_MODES: Final = {"a": "ask", "e": "execute"}
 
 
 async def resume_plan(agent: Agent, reader: LineReader, view: TurnView, state: ChatState) -> None:
@@ -34,6 +37,8 @@ async def resume_plan(agent: Agent, reader: LineReader, view: TurnView, state: C
         await decide_plans(agent, reader, view, state, outcome)
     elif plan.state in OPEN_STATES:
         err.print(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
+    elif plan.state == "dispatched":  # the process stopped while it ran: back to the mode before it
+        await agent.resume_plan()
 
 
 async def decide_plans(
@@ -65,7 +70,11 @@ async def plan_decision(
     try:
         match decision:
             case "accept" | "compact":
-                work = agent.accept_plan(compact=decision == "compact", draft=arg or None)
+                mode = await _run_mode(reader)
+                if mode is None:
+                    err.print("[dim]not accepted (/plan accept when you are ready)[/dim]")
+                    return None
+                work = agent.accept_plan(compact=decision == "compact", draft=arg or None, mode=mode)
             case "reject":
                 feedback = arg or (await reader.answer("what should change? ")).strip()
                 if not feedback:
@@ -82,9 +91,26 @@ async def plan_decision(
         err.print(f"[red]error:[/red] {safe(exc)}" if isinstance(exc, LaminaError) else "")
         return None
     outcome = await drive(agent, view, work)
+    plan = agent.plan
+    if plan is not None and plan.run_mode is not None and plan.dispatched and decision != "reject":
+        err.print(f"[dim]the plan ran in {plan.run_mode} mode; mode {agent.engine.mode} again[/dim]")
     if decision != "reject" and arg:
         state.draft = arg  # back in the input once the plan ran
     return outcome
+
+
+async def _run_mode(reader: LineReader) -> str | None:
+    """The mode the user chooses for carrying out the plan; None when they leave the question (Ctrl-C, Ctrl-D)."""
+    from lamina.cli._console import err
+
+    while True:
+        try:
+            key = await reader.key(RUN_QUESTION, "".join(_RUN_MODES))
+        except (EOFError, KeyboardInterrupt):
+            return None
+        if key in _RUN_MODES:
+            return _RUN_MODES[key]
+        err.print("answer a (ask before each change) or e (execute without asking)")
 
 
 def print_plan(agent: Agent) -> None:

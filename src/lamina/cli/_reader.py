@@ -36,8 +36,11 @@ REWIND_LINE: Final = "/rewind 1"
 class LineReader(Protocol):
     """Where a session's messages and answers come from."""
 
-    async def message(self, draft: str = "") -> str:
-        """The next message (may span lines); `draft` is put in the input first, where the reader can edit."""
+    async def message(self, draft: str = "", *, mode: str = "") -> str:
+        """The next message (may span lines); `draft` is put in the input first, where the reader can edit.
+
+        `mode` (the session's permission mode) is shown in the prompt, so the user always sees it.
+        """
         ...
 
     async def answer(self, question: str) -> str:
@@ -47,6 +50,11 @@ class LineReader(Protocol):
     async def key(self, question: str, keys: str) -> str:
         """One of `keys`, pressed (no Enter) in a terminal; from a pipe, a line's first letter (empty: `keys[0]`)."""
         ...
+
+
+def prompt_line(mode: str) -> str:
+    """The prompt before the user's message: the permission mode, then `>` (`ask > `)."""
+    return f"{mode} > " if mode else "> "
 
 
 def history_path() -> Path:
@@ -67,8 +75,8 @@ class PipeReader:
             raise EOFError
         return line.rstrip("\n")
 
-    async def message(self, draft: str = "") -> str:
-        return await self._line("\n> ")
+    async def message(self, draft: str = "", *, mode: str = "") -> str:
+        return await self._line("\n" + prompt_line(mode))
 
     async def answer(self, question: str) -> str:
         return await self._line(question)
@@ -114,8 +122,8 @@ class TerminalReader:
         )
         self._answers: PromptSession[str] = PromptSession()
 
-    async def message(self, draft: str = "") -> str:
-        return await self._messages.prompt_async("> ", default=draft, handle_sigint=False)
+    async def message(self, draft: str = "", *, mode: str = "") -> str:
+        return await self._messages.prompt_async(prompt_line(mode), default=draft, handle_sigint=False)
 
     async def answer(self, question: str) -> str:
         return await self._answers.prompt_async(question, handle_sigint=False)

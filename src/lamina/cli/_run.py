@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn
 
 import typer
 
-from lamina.cli._chat import ContinueOption, CustomPresetOption, ModelOption, ModeOption, PresetOption
+from lamina.cli._chat import (
+    AdoptOption,
+    ContinueOption,
+    CustomPresetOption,
+    ModelOption,
+    ModeOption,
+    PresetOption,
+    TrustOption,
+)
 from lamina.errors import LaminaError, UsageError
 
 if TYPE_CHECKING:
@@ -67,6 +75,8 @@ def run(
             show_default=False,
         ),
     ] = None,
+    trust: TrustOption = False,
+    adopt_bundle_settings: AdoptOption = False,
 ) -> None:
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
@@ -81,9 +91,10 @@ def run(
         workspace = Path.cwd()
         store = _open_store(ctx)
         try:
-            settings = _settings(workspace, known, preset, custom_preset)
+            settings = _settings(workspace, known, preset, custom_preset, trust=trust)
             session_id = latest_session(store, workspace) if continue_ else resume
-            settings = settings_for(store, session_id, settings)  # a resumed session's model, mode and preset
+            # a resumed session's model, mode and preset (an imported one's bundle's only when adopted)
+            settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
             known.model, known.mode = settings.model, settings.mode
             turn = _Turn(message, tuple(skill or ()), decision)
             outcome = asyncio.run(_run(store, settings, workspace, session_id, turn, known))
@@ -138,6 +149,8 @@ class _Known:
     session_id: str | None = None
     allowed: list[dict[str, Any]] = field(default_factory=list)
     """The calls allow rules answered for, as `--json` lists them (`_Unattended`)."""
+    trust: dict[str, object] = field(default_factory=lambda: {"trusted": False, "not_applied": []})
+    """The workspace's trust, as `--json` gives it: whether trusted, and what an untrusted one did not configure."""
 
     def emit(self, data: dict[str, Any]) -> None:
         """Print one `--stream-json` event (nothing otherwise)."""
@@ -222,18 +235,38 @@ def _open_store(ctx: typer.Context) -> SessionStore:
     return open_named_store((ctx.find_root().obj or {}).get("store"))
 
 
-def _settings(workspace: Path, known: _Known, preset: str | None, custom_preset: Path | None) -> Settings:
-    """The effective settings; `known` learns the model and mode.
+def _settings(
+    workspace: Path, known: _Known, preset: str | None, custom_preset: Path | None, *, trust: bool
+) -> Settings:
+    """The effective settings (`trust`: `--trust`, else the recorded trust); `known` learns model, mode and trust.
+
+    An untrusted workspace that would configure something gets one line on stderr saying what
+    was not applied (and `known.trust` lists it for the JSON).
 
     Raises:
-        UsageError: A config file cannot be used, or the mode it gives is none.
+        UsageError: A config file or the trust file cannot be used, or the mode it gives is none.
     """
     from lamina.cli._config import load_settings
+    from lamina.cli._console import err, safe
+    from lamina.cli._trust import untrusted_config
+    from lamina.workspace import WorkspaceTrust, workspace_trust
 
     if custom_preset is not None and preset is None:
         preset = "custom"
-    settings = load_settings(workspace, model=known.model, mode=known.mode, preset=preset, preset_file=custom_preset)
+    settings = load_settings(
+        workspace,
+        trust=WorkspaceTrust.TRUSTED if trust else workspace_trust(workspace),
+        model=known.model,
+        mode=known.mode,
+        preset=preset,
+        preset_file=custom_preset,
+    )
     known.model, known.mode = settings.model, settings.mode
+    known.trust = {"trusted": settings.trust.trusted, "not_applied": []}
+    untrusted = untrusted_config(workspace, settings)
+    if untrusted is not None:
+        known.trust = untrusted.json()
+        err.print(f"[yellow]{safe(untrusted.notice())}[/yellow]")
     if settings.mode not in _MODES:
         raise UsageError(f"mode {settings.mode} (from the config): not a mode; use one of {', '.join(_MODES)}")
     return settings
@@ -258,7 +291,7 @@ def _fail(known: _Known, kind: str, message: str, code: int | None) -> NoReturn:
 
     error = {"error": {"kind": kind, "message": message}, "session_id": known.session_id, "model": known.model}
     if known.as_json:
-        print_json({**error, "mode": known.mode})
+        print_json({**error, "mode": known.mode, "trust": known.trust})
     known.emit({"type": "error", "kind": kind, "message": message, "session_id": known.session_id})
     abort(message, code=code)
 
@@ -266,7 +299,11 @@ def _fail(known: _Known, kind: str, message: str, code: int | None) -> NoReturn:
 def _print_result(known: _Known, outcome: TurnOutcome) -> None:
     import sys
 
-    result = {**_result(outcome, known.session_id or "", known.model or ""), "allowed": known.allowed}
+    result = {
+        **_result(outcome, known.session_id or "", known.model or ""),
+        "allowed": known.allowed,
+        "trust": known.trust,
+    }
     if known.stream_json:
         _stream_line({"type": "result", **result})
     elif known.as_json:
@@ -324,7 +361,15 @@ async def _run(
         on_compaction=on_compaction,
     ) as agent:
         known.session_id, known.mode = agent.engine.session.id, agent.engine.mode
-        known.emit({"type": "session", "session_id": known.session_id, "model": settings.model, "mode": known.mode})
+        known.emit(
+            {
+                "type": "session",
+                "session_id": known.session_id,
+                "model": settings.model,
+                "mode": known.mode,
+                "trust": known.trust,
+            }
+        )
         if turn.message is not None:
             outcome = await agent.run_turn(turn.message, skills=turn.skills)
             if turn.decision is None or outcome.stop_reason != "plan_submitted":

@@ -20,9 +20,9 @@ from lamina.placement import RenderedRequest, RenderTarget
 from lamina.prompt import Preset
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
 from lamina.session import SessionLog, SessionStore, SessionSummary, UserMessage
-from lamina.sources import SourceConnections, find_sources
+from lamina.sources import SourceConnections, SourceScan, find_sources
 from lamina.tools import AskCallback, PermissionMode
-from lamina.workspace import load_preset
+from lamina.workspace import load_preset, workspace_trust
 
 STALE_EMPTY_SECONDS: Final = 3600.0
 """An empty session (no user message) older than this, not open elsewhere, is removed at start."""
@@ -146,32 +146,68 @@ def session_settings(store: SessionStore, session_id: str) -> RecordedSettings:
         return recorded_settings(session.entries_loaded())
 
 
-def resumed_settings(settings: Settings, recorded: RecordedSettings) -> Settings:
+BUNDLE_ORIGIN: Final = "the bundle"
+"""Where a setting came from when an imported session's bundle's one was adopted (`--adopt-bundle-settings`)."""
+
+
+def resumed_settings(settings: Settings, recorded: RecordedSettings, *, origin: str = SESSION_ORIGIN) -> Settings:
     """`settings` with the session's recorded model, mode and preset where the command line gave none.
 
     A setting from a config file or the defaults gives way to the session's (its origin becomes
-    `SESSION_ORIGIN`); one given on the command line wins, and the session records it when it opens.
+    `origin`); one given on the command line wins, and the session records it when it opens.
     """
     changes: dict[str, object] = {}
     origins = dict(settings.origins)
     for key, value in (("model", recorded.model), ("mode", recorded.mode)):
         if value is not None and settings.origin(key) != "command line":
-            changes[key], origins[key] = value, SESSION_ORIGIN
+            changes[key], origins[key] = value, origin
     given = "command line" in (settings.origin("preset"), settings.origin("preset_file"))
     if recorded.preset is not None and not given:
         changes["preset"] = recorded.preset
         changes["preset_file"] = Path(recorded.preset_file) if recorded.preset_file else None
-        origins["preset"] = origins["preset_file"] = SESSION_ORIGIN
+        origins["preset"] = origins["preset_file"] = origin
     return dataclasses.replace(settings, **changes, origins=origins)  # type: ignore[arg-type]  # Settings' own keys
 
 
-def settings_for(store: SessionStore, session_id: str | None, settings: Settings) -> Settings:
+def settings_for(
+    store: SessionStore, session_id: str | None, settings: Settings, *, adopt_bundle: bool = False
+) -> Settings:
     """The settings a chat or run on `session_id` uses: `resumed_settings` for a session, else `settings`.
 
+    An imported session recorded none of its bundle's settings (a bundle is data): it runs on
+    `settings`, and until it records its own a line says what the bundle had; `adopt_bundle`
+    (`--adopt-bundle-settings`) takes the bundle's instead.
+
     Raises:
+        UsageError: `adopt_bundle` without a session imported from a bundle that recorded settings.
         SessionError: The session cannot be opened.
     """
-    return settings if session_id is None else resumed_settings(settings, session_settings(store, session_id))
+    if session_id is None:
+        if adopt_bundle:
+            raise UsageError("--adopt-bundle-settings needs an imported session to resume (--resume ID)")
+        return settings
+    recorded = session_settings(store, session_id)
+    if adopt_bundle:
+        if recorded.imported is None:
+            raise UsageError(
+                f"session {session_id} has no bundle settings to adopt (not imported, or its bundle recorded none)"
+            )
+        return resumed_settings(settings, recorded.imported, origin=BUNDLE_ORIGIN)
+    if recorded.imported is not None and (recorded.model, recorded.mode, recorded.preset) == (None, None, None):
+        err.print(f"[yellow]{safe(bundle_note(recorded.imported))}[/yellow]")
+    return resumed_settings(settings, recorded)
+
+
+def bundle_note(bundle: RecordedSettings) -> str:
+    """The line that says what an imported session's bundle recorded, and that it is not adopted."""
+    shown = [f"model {bundle.model}"] if bundle.model else []
+    shown += [f"mode {bundle.mode}"] if bundle.mode else []
+    if bundle.preset:
+        shown.append(f"preset {bundle.preset}" + (f" ({bundle.preset_file})" if bundle.preset_file else ""))
+    return (
+        f"imported session: its bundle ran with {', '.join(shown) or 'no recorded settings'}; not adopted, "
+        "your own settings apply (--adopt-bundle-settings uses the bundle's)"
+    )
 
 
 def record_settings(agent: Agent, settings: Settings) -> None:
@@ -210,7 +246,9 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
             f"session {session.id}: its working directory {recorded or '(none recorded)'} is gone, "
             "so its stable parts cannot be read"
         )
-    settings = resumed_settings(load_settings(cwd), recorded_settings(session.entries_loaded()))
+    settings = resumed_settings(
+        load_settings(cwd, trust=workspace_trust(cwd)), recorded_settings(session.entries_loaded())
+    )
     prices = _prices_of(settings.model)
     engine = open_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True, cache_prices=prices)
     if not settings.prune:
@@ -241,11 +279,12 @@ async def session_agent(
 ) -> AsyncIterator[Agent]:
     """Connect the workspace's sources and open the agent; on exit close the session, sources and provider.
 
+    An untrusted workspace's sources are not even read (what it would configure was said before).
     `interactive` False gives the model the headless platform section (no one answers questions).
     """
     agent: Agent | None = None
     try:
-        scan = find_sources(workspace)
+        scan = find_sources(workspace, trust=settings.trust) if settings.trust.trusted else SourceScan((), ())
         for problem in scan.problems:
             err.print(f"[yellow]source skipped:[/yellow] {safe(problem)}")
         preset = _preset_of(settings)

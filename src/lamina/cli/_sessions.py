@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -35,6 +35,9 @@ from lamina.session import (
     is_hidden,
     repair_session,
 )
+
+if TYPE_CHECKING:
+    from lamina.engine import RecordedSettings
 
 app = typer.Typer(help="List, show and manage stored sessions.", no_args_is_help=True)
 
@@ -267,13 +270,15 @@ def import_(
     from lamina.session import import_session
 
     workspace = (cwd or Path.cwd()).absolute()
+    store = _store(ctx)
     try:
         with err.status("importing…") if err.is_terminal else contextlib.nullcontext():
-            result = import_session(_store(ctx), bundle, cwd=workspace, keep_id=keep_id)
+            result = import_session(store, bundle, cwd=workspace, keep_id=keep_id)
+        recorded = _bundle_settings(store, result.session_id)
     except LaminaError as exc:
         abort(str(exc))
     if as_json:
-        print_json(result)
+        print_json({**dataclasses.asdict(result), "bundle_settings": recorded})
         return
     out.print(
         f"imported {safe(result.source_session_id)} as {safe(result.session_id)} "
@@ -281,6 +286,18 @@ def import_(
     )
     if result.transfer_summary_id is not None:
         out.print("no provider transcript came along: the first turn carries a one-shot transfer summary")
+    if recorded is not None:
+        from lamina.cli._session import bundle_note
+
+        out.print(safe(bundle_note(recorded)))
+
+
+def _bundle_settings(store: SessionStore, session_id: str) -> RecordedSettings | None:
+    """The settings an imported session's bundle recorded, which the import did not adopt (None: it recorded none)."""
+    from lamina.cli._session import session_settings
+
+    recorded = session_settings(store, session_id).imported
+    return None if recorded is None else dataclasses.replace(recorded, imported=None)
 
 
 @app.command("compact")

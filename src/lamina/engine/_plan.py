@@ -105,7 +105,13 @@ def advance(plan: Plan | None, entry: LogEntry) -> Plan | None:
             changes: dict[str, object] = {"state": entry.state, "detail": entry.detail}
             if entry.state == "accepted":
                 # a new acceptance starts over: its own compaction, its own draft
-                changes |= {"compact": entry.compact, "draft_input": entry.draft_input, "compaction_id": None}
+                changes |= {
+                    "compact": entry.compact,
+                    "draft_input": entry.draft_input,
+                    "compaction_id": None,
+                    "run_mode": entry.run_mode,
+                    "return_mode": entry.return_mode,
+                }
             elif entry.state == "compacted":
                 changes["compaction_id"] = entry.compaction_id or plan.compaction_id
             elif entry.state == "dispatched":

@@ -31,6 +31,8 @@ class PlansMixin(EngineHost):
         compact: bool = False,
         draft_input: str | None = None,
         compaction_id: str | None = None,
+        run_mode: str | None = None,
+        return_mode: str | None = None,
     ) -> Plan:
         """Move the latest plan to state `to`: the entry is fsynced before this returns.
 
@@ -40,6 +42,8 @@ class PlansMixin(EngineHost):
             compact: With `accepted`: Accept & Compact.
             draft_input: With `accepted`: the user's unsent input, kept with the plan.
             compaction_id: With `compacted`: the compaction that summarised for the plan.
+            run_mode: With `accepted`: the permission mode the plan runs in.
+            return_mode: With `accepted`: the mode the session goes back to when the plan is over.
 
         Returns:
             The plan in its new state.
@@ -55,6 +59,8 @@ class PlansMixin(EngineHost):
             compact=compact,
             draft_input=draft_input,
             compaction_id=compaction_id,
+            run_mode=run_mode,
+            return_mode=return_mode,
         )
         self.record(entry, durable=True)
         assert self._path.plan is not None

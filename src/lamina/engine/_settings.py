@@ -18,6 +18,11 @@ class SettingsMixin(EngineHost):
         return self._settings.mode
 
     @property
+    def previous_mode(self) -> str | None:
+        """The permission mode before the latest change (None: none recorded since the start or the last compaction)."""
+        return self._settings.previous_mode
+
+    @property
     def active_sources(self) -> tuple[str, ...]:
         """The slugs of the sources active in this session."""
         return self._settings.sources

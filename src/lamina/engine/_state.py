@@ -10,25 +10,6 @@ from lamina.session import CompactionBoundary, LogEntry, StateChange
 
 
 @dataclass(frozen=True, slots=True)
-class SessionState:
-    """The user's settings, which hold on every branch: the fold of the whole log in append order.
-
-    The permission mode and the active sources stay as the user last set them, whichever path that
-    was on (as Claude Code's rewind keeps them). What the conversation holds is `PathState`.
-    """
-
-    mode: str = "ask"
-    mode_recorded: bool = False
-    sources: tuple[str, ...] = ()
-    model: str | None = None
-    """The model spec the session last recorded (`anthropic:ID`, `scripted:FILE`, ...; None: none yet)."""
-    preset: str | None = None
-    """The system prompt preset the session last recorded (None: none yet)."""
-    preset_file: str = ""
-    """The custom preset's file recorded with it ("": none)."""
-
-
-@dataclass(frozen=True, slots=True)
 class RecordedSettings:
     """The settings a session recorded: what a resumed session uses unless it is given others.
 
@@ -43,6 +24,32 @@ class RecordedSettings:
     """The system prompt preset: `default`, `mini` or `custom`."""
     preset_file: str = ""
     """The custom preset's file ("": none)."""
+    imported: RecordedSettings | None = None
+    """What the bundle the session was imported from had recorded, which the session does not use
+    (None: not imported, or the bundle recorded nothing): shown on resume, adopted only on request."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """The user's settings, which hold on every branch: the fold of the whole log in append order.
+
+    The permission mode and the active sources stay as the user last set them, whichever path that
+    was on (as Claude Code's rewind keeps them). What the conversation holds is `PathState`.
+    """
+
+    mode: str = "ask"
+    mode_recorded: bool = False
+    previous_mode: str | None = None
+    """The mode before the latest change of mode (None: none since the start or the latest boundary)."""
+    sources: tuple[str, ...] = ()
+    model: str | None = None
+    """The model spec the session last recorded (`anthropic:ID`, `scripted:FILE`, ...; None: none yet)."""
+    preset: str | None = None
+    """The system prompt preset the session last recorded (None: none yet)."""
+    preset_file: str = ""
+    """The custom preset's file recorded with it ("": none)."""
+    imported: RecordedSettings | None = None
+    """The settings an imported bundle had recorded, cleared by the import (`RecordedSettings.imported`)."""
 
 
 def settings_of(state: SessionState) -> RecordedSettings:
@@ -52,6 +59,7 @@ def settings_of(state: SessionState) -> RecordedSettings:
         mode=state.mode if state.mode_recorded else None,
         preset=state.preset,
         preset_file=state.preset_file,
+        imported=state.imported,
     )
 
 
@@ -85,8 +93,11 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
         The settings after it (`state` itself when `entry` does not change them).
     """
     match entry:
+        case StateChange(key="mode" | "model" | "preset", value=""):
+            return _cleared(state, entry.key)
         case StateChange(key="mode", value=value):
-            return replace(state, mode=value, mode_recorded=True)
+            before = state.mode if state.mode_recorded and state.mode != value else state.previous_mode
+            return replace(state, mode=value, mode_recorded=True, previous_mode=before)
         case StateChange(key="sources", value=value):
             return replace(state, sources=_names(value))
         case StateChange(key="model", value=value):
@@ -105,6 +116,20 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
             return state
         case _:
             return state
+
+
+def _cleared(state: SessionState, key: str) -> SessionState:
+    """`state` without its recorded `key` (an import's doing), which moves to `imported`."""
+    kept = state.imported or RecordedSettings()
+    match key:
+        case "mode":
+            bundle = replace(kept, mode=state.mode if state.mode_recorded else None)
+            return replace(state, mode=SessionState().mode, mode_recorded=False, imported=bundle)
+        case "model":
+            return replace(state, model=None, imported=replace(kept, model=state.model))
+        case _:
+            bundle = replace(kept, preset=state.preset, preset_file=state.preset_file)
+            return replace(state, preset=None, preset_file="", imported=bundle)
 
 
 @dataclass(frozen=True, slots=True)

@@ -283,6 +283,10 @@ class PlanSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The execution message (the first user message after the dispatch), once logged."""
     answered: bool = False
     """Whether the model answered the execution message (its turn started)."""
+    run_mode: str | None = None
+    """The permission mode the user chose, when accepting, for carrying the plan out (None: an older log: execute)."""
+    return_mode: str | None = None
+    """The mode the session goes back to once the plan is over (None: an older log: it stays)."""
 
 
 class ProviderSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -371,7 +375,8 @@ class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state.
 
     The permission mode, model, system prompt preset, active sources, a stable input, skills in use,
-    a provider-side session, the tool definitions the requests send.
+    a provider-side session, the tool definitions the requests send. An empty `value` for `mode`,
+    `model` or `preset` clears it: an imported bundle's settings are not the session's own.
     """
 
     key: Literal["mode", "model", "preset", "sources", "stable", "skills", "provider_session", "tools"]
@@ -413,8 +418,8 @@ class PlanState(_EntryBase, frozen=True, kw_only=True, tag="plan_state"):
     """One transition of a plan's approval state machine, fsynced before the transition has effect.
 
     The first entry of a plan (`submitted`) carries its title, path and text; later ones carry what
-    their transition adds (the draft and the compact choice on `accepted`, the boundary on
-    `compacted`, the reason on `failed`, the feedback on `rejected`).
+    their transition adds (the draft, the compact choice and the modes on `accepted`, the boundary
+    on `compacted`, the reason on `failed`, the feedback on `rejected`).
     """
 
     plan_id: str
@@ -426,6 +431,10 @@ class PlanState(_EntryBase, frozen=True, kw_only=True, tag="plan_state"):
     draft_input: str | None = None
     detail: str = ""
     compaction_id: str | None = None
+    run_mode: str | None = None
+    """With `accepted`: the mode the plan runs in, as the user chose it."""
+    return_mode: str | None = None
+    """With `accepted`: the mode to go back to when the plan is over (the one before the plan)."""
 
 
 class TurnRecord(_EntryBase, frozen=True, kw_only=True, tag="turn"):

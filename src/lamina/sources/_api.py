@@ -15,7 +15,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from lamina.errors import MissingExtraError, ToolDefinitionError
-from lamina.sources._config import ApiEndpoint, ApiSource, expand_env, path_params
+from lamina.sources._config import UNTRUSTED_REASON, ApiEndpoint, ApiSource, expand_env, path_params
 from lamina.sources._guide import guide_path
 from lamina.sources._tool import SourceTool, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
@@ -40,11 +40,14 @@ class ApiConnection:
         """
         self.source = source
         self._environ = os.environ if environ is None else environ
-        self._client = httpx.AsyncClient(timeout=source.timeout)
+        # redirects are not followed: the headers, `${VAR}`s expanded, go only where the source says
+        self._client = httpx.AsyncClient(timeout=source.timeout, follow_redirects=False)
 
     async def call(self, endpoint: ApiEndpoint, input: Mapping[str, Any]) -> ToolOutput:
         """Call `endpoint` with `input`; every failure is an error result, never an exception."""
         slug = self.source.slug
+        if not self.source.trust.trusted:
+            return ToolOutput(f"source {slug}: {UNTRUSTED_REASON}; {endpoint.name} did not run.", is_error=True)
         try:
             base_url = expand_env(self.source.base_url, self._environ)
             headers = {name: expand_env(value, self._environ) for name, value in self.source.headers.items()}
@@ -61,6 +64,8 @@ class ApiConnection:
         rest = {name: value for name, value in input.items() if name not in placeholders}
         url = base_url.rstrip("/") + path
         request = f"{endpoint.method} {path}"
+        if _origin(url) != _origin(base_url):  # the secrets in the headers go to the declared host only
+            return ToolOutput(f"source {slug}: {request} would leave {base_url}; it did not run.", is_error=True)
         try:
             if endpoint.method in _QUERY_METHODS:
                 params = {name: _text(value) for name, value in rest.items() if value is not None}
@@ -82,6 +87,15 @@ class ApiConnection:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.aclose()
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """Scheme, host and port of `url` (None: not a URL httpx can send to)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return None
+    return parsed.scheme, parsed.host, parsed.port
 
 
 def _text(value: object) -> str:

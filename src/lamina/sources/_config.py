@@ -8,6 +8,7 @@ the field, so one broken source never hides the others (`docs/sources.md`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
-from lamina.workspace import outside_roots
+from lamina.workspace import WorkspaceTrust, outside_roots
 
 SOURCES_DIR: Final = "sources"
 CONFIG_FILE: Final = "source.toml"
@@ -31,6 +32,8 @@ _ENV_REF: Final = re.compile(r"\$\{([^}]*)\}")
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 _DEFAULT_TIMEOUT: Final = 60.0
+UNTRUSTED_REASON: Final = "not started: the workspace is not trusted (`lamina trust` trusts it)"
+"""Why a source of an untrusted workspace provides no tools (`SourceConnections.problems`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,9 @@ class McpSource:
     """Server tools the workspace declares read-only (the server's own hints are not trusted)."""
     timeout: float = _DEFAULT_TIMEOUT
     """Seconds a call, or the start-up handshake, may take."""
+    trust: WorkspaceTrust = WorkspaceTrust.TRUSTED
+    """Whether the user trusts where it came from: `find_sources` gives the workspace's trust; one a
+    program builds itself is its own (trusted). An untrusted source never starts or connects."""
     kind: Literal["mcp"] = "mcp"
 
 
@@ -112,6 +118,8 @@ class ApiSource:
     endpoints: tuple[ApiEndpoint, ...]
     enabled_tools: tuple[str, ...] | None = None
     timeout: float = _DEFAULT_TIMEOUT
+    trust: WorkspaceTrust = WorkspaceTrust.TRUSTED
+    """As `McpSource.trust`: an untrusted API source is never called, its `${VAR}`s never expanded."""
     kind: Literal["api"] = "api"
 
 
@@ -133,16 +141,25 @@ class _Invalid(Exception):
         self.reason = reason
 
 
-def find_sources(root: Path, *, allowed_roots: Sequence[str | os.PathLike[str]] = ()) -> SourceScan:
+def find_sources(
+    root: Path,
+    *,
+    allowed_roots: Sequence[str | os.PathLike[str]] = (),
+    trust: WorkspaceTrust = WorkspaceTrust.UNTRUSTED,
+) -> SourceScan:
     """The sources under `root/sources/`, sorted by slug; invalid ones are skipped and reported.
 
-    A missing `sources/` folder means no sources (not a problem).
+    A missing `sources/` folder means no sources (not a problem). Reading them runs nothing:
+    whether they may start is `trust`, which each source carries (`SourceConnections` connects
+    only trusted ones).
 
     Args:
         root: The workspace.
         allowed_roots: Folders besides `root` the sources' files may resolve into. The folder, each
             source folder, its `source.toml` and its `guide.md` must resolve inside `root` or one of
             these: one that a link takes elsewhere is a problem, and the source is skipped.
+        trust: Whether the user trusts the workspace (`lamina.workspace.workspace_trust`); untrusted
+            unless given, so a cloned repository's sources never start by default.
 
     Returns:
         The sources found and the problems of those skipped.
@@ -159,7 +176,7 @@ def find_sources(root: Path, *, allowed_roots: Sequence[str | os.PathLike[str]] 
     for directory in sorted(folder.iterdir()):
         if not directory.is_dir() or directory.name.startswith("."):
             continue
-        loaded = _load(directory, roots)
+        loaded = _load(directory, roots, trust)
         if isinstance(loaded, SourceProblem):
             problems.append(loaded)
         else:
@@ -168,14 +185,18 @@ def find_sources(root: Path, *, allowed_roots: Sequence[str | os.PathLike[str]] 
 
 
 def load_source(
-    root: Path, slug: str, *, allowed_roots: Sequence[str | os.PathLike[str]] = ()
+    root: Path,
+    slug: str,
+    *,
+    allowed_roots: Sequence[str | os.PathLike[str]] = (),
+    trust: WorkspaceTrust = WorkspaceTrust.UNTRUSTED,
 ) -> Source | SourceProblem:
-    """The source `slug` of the workspace at `root`, or the problem that keeps it from loading."""
+    """The source `slug` of the workspace at `root` (with `trust`, as `find_sources`), or why it cannot load."""
     folder = Path(root) / SOURCES_DIR
     problem = slug_problem(slug)
     if problem is not None:
         return SourceProblem(folder, "slug", problem)
-    return _load(folder / slug, (root, *allowed_roots))
+    return _load(folder / slug, (root, *allowed_roots), trust)
 
 
 def slug_problem(slug: str) -> str | None:
@@ -206,12 +227,40 @@ def expand_env(value: str, environ: Mapping[str, str]) -> str:
     return _ENV_REF.sub(replace, value)
 
 
+def env_references(source: Source) -> tuple[str, ...]:
+    """The `${NAME}`s a source's command, arguments, environment, URL and headers reference, in order, once each."""
+    texts: list[str]
+    if isinstance(source, ApiSource):
+        texts = [source.base_url, *source.headers.values()]
+    elif isinstance(source.connection, McpStdio):
+        texts = [source.connection.command, *source.connection.args, *source.connection.env.values()]
+    else:
+        texts = [source.connection.url, *source.connection.headers.values()]
+    return tuple(dict.fromkeys(name for text in texts for name in _ENV_REF.findall(text)))
+
+
+def describe_source(source: Source) -> str:
+    """What connecting `source` would do, in one line: the command it runs or the URL it reaches, and its secrets.
+
+    For the question that asks the user to trust a workspace (`lamina chat`) and the line that says
+    what an untrusted one was not allowed to do (`lamina run`).
+    """
+    names = env_references(source)
+    sends = f", with {', '.join('${' + name + '}' for name in names)}" if names else ""
+    if isinstance(source, ApiSource):
+        return f"API source {source.slug}: calls {source.base_url}{sends}"
+    if isinstance(source.connection, McpStdio):
+        command = " ".join((source.connection.command, *source.connection.args))
+        return f"MCP source {source.slug}: runs `{command}` in {source.directory}{sends}"
+    return f"MCP source {source.slug}: connects to {source.connection.url}{sends}"
+
+
 def path_params(path: str) -> tuple[str, ...]:
     """The `{param}` placeholders of an endpoint path, in order."""
     return tuple(_PLACEHOLDER.findall(path))
 
 
-def _load(directory: Path, roots: Sequence[str | os.PathLike[str]]) -> Source | SourceProblem:
+def _load(directory: Path, roots: Sequence[str | os.PathLike[str]], trust: WorkspaceTrust) -> Source | SourceProblem:
     config = directory / CONFIG_FILE
     problem = slug_problem(directory.name)
     if problem is not None:
@@ -231,7 +280,7 @@ def _load(directory: Path, roots: Sequence[str | os.PathLike[str]]) -> Source | 
     except tomllib.TOMLDecodeError as exc:
         return SourceProblem(config, None, f"invalid TOML: {exc}")
     try:
-        return _parse(directory.name, directory, data)
+        return dataclasses.replace(_parse(directory.name, directory, data), trust=trust)
     except _Invalid as exc:
         return SourceProblem(config, exc.field, exc.reason)
 

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self, assert_never
 
 from lamina.errors import MissingExtraError, SourceConnectionError, ToolDefinitionError
-from lamina.sources._config import ApiSource, McpSource, Source
+from lamina.sources._config import UNTRUSTED_REASON, ApiSource, McpSource, Source
 from lamina.sources._tool import SourceTool
 
 if TYPE_CHECKING:
@@ -35,7 +35,11 @@ class ConnectionProblem:
 
 
 class SourceConnections:
-    """The tools of a set of sources, with their connections held open until `aclose()`."""
+    """The tools of a set of sources, with their connections held open until `aclose()`.
+
+    Only trusted sources connect (`Source.trust`): one from an untrusted workspace is a problem
+    and provides no tools; its command never runs and its `${VAR}`s are never expanded.
+    """
 
     def __init__(self, sources: Iterable[Source], *, environ: Mapping[str, str] | None = None) -> None:
         """Connections for these sources, not yet opened (`async with`, or `open`).
@@ -98,6 +102,8 @@ class SourceConnections:
         await self.aclose()
 
     async def _connect(self, source: Source) -> tuple[Sequence[SourceTool], Sequence[ConnectionProblem]]:
+        if not source.trust.trusted:  # nothing of it runs: no process, no request, no `${VAR}` expanded
+            return (), (ConnectionProblem(source.slug, UNTRUSTED_REASON),)
         try:
             return await self._connected(source)
         except MissingExtraError as exc:  # the `mcp` or `http` extra: this source gives no tools, the others do

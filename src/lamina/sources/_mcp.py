@@ -21,7 +21,7 @@ from typing import Any, Final, TextIO, cast
 
 from lamina.attachments import NamedBytes
 from lamina.errors import MissingExtraError, SourceConnectionError, ToolDefinitionError
-from lamina.sources._config import McpHttp, McpSource, McpStdio, expand_env
+from lamina.sources._config import UNTRUSTED_REASON, McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources._guide import guide_path
 from lamina.sources._tool import SourceTool, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
@@ -68,6 +68,8 @@ class McpConnection:
         Raises:
             SourceConnectionError: The server cannot start, does not speak MCP, or does not answer in time.
         """
+        if not self.source.trust.trusted:  # its command never runs, its `${VAR}`s are never expanded
+            raise SourceConnectionError(self.source.slug, UNTRUSTED_REASON)
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[list[mcp_types.Tool]] = loop.create_future()
         self._closing = asyncio.Event()
@@ -201,13 +203,15 @@ class McpConnection:
                 return stdio_client(params, errlog=self._stderr)
             case McpHttp():
                 headers = {key: expand_env(value, self._environ) for key, value in connection.headers.items()}
-                self._measured = _MeasuredTransport()
+                url = expand_env(connection.url, self._environ)
+                self._measured = _MeasuredTransport(httpx2.URL(url))
                 client = httpx2.AsyncClient(
                     headers=headers,
                     timeout=httpx2.Timeout(30.0, read=max(300.0, self.source.timeout)),
                     transport=self._measured,
+                    follow_redirects=False,
                 )
-                return _http_transport(expand_env(connection.url, self._environ), client)
+                return _http_transport(url, client)
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:
@@ -259,11 +263,15 @@ class _MeasuredTransport(httpx2.AsyncBaseTransport):
     can say how large the answer was. Keyed by tool name: the newest call of each.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, declared: httpx2.URL) -> None:
         self._inner = httpx2.AsyncHTTPTransport()
         self._sizes: dict[str, asyncio.Future[int]] = {}
+        self._origin = (declared.scheme, declared.host, declared.port)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if (request.url.scheme, request.url.host, request.url.port) != self._origin:
+            # the headers carry the user's secrets: they go to the host the source declares, nowhere else
+            raise httpx2.UnsupportedProtocol(f"refused a request to {request.url}: not the source's own server")
         response = await self._inner.handle_async_request(request)
         name = _called_tool(request)
         if name is None or not isinstance(response.stream, httpx2.AsyncByteStream):

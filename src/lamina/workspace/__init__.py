@@ -61,6 +61,16 @@ from lamina.workspace._stable import (
     load_preset,
     root_context_part,
 )
+from lamina.workspace._trust import (
+    TRUST_FILE_NAME,
+    TrustedWorkspace,
+    WorkspaceTrust,
+    default_trust_path,
+    revoke_trust,
+    trust_workspace,
+    trusted_workspaces,
+    workspace_trust,
+)
 from lamina.workspace._walk import FolderListing, WalkedFile, WalkedFolder, WalkPolicy, walk_folders
 
 __all__ = [
@@ -75,6 +85,7 @@ __all__ = [
     "SKILL_FILE_NAME",
     "SKIPPED_DIR_NAMES",
     "TRUNCATION_MARK",
+    "TRUST_FILE_NAME",
     "WORKSPACE_SKILLS_DIR",
     "ContextFile",
     "ContextFileFinder",
@@ -93,14 +104,17 @@ __all__ = [
     "SkillScan",
     "SkillStamps",
     "SkippedPath",
+    "TrustedWorkspace",
     "WalkPolicy",
     "WalkedFile",
     "WalkedFolder",
     "WorkspaceContext",
     "WorkspaceSnapshot",
+    "WorkspaceTrust",
     "assemble_stable_parts",
     "build_stable_parts",
     "default_preferences_path",
+    "default_trust_path",
     "default_user_skills_dir",
     "detect_platform",
     "find_context_files",
@@ -119,8 +133,12 @@ __all__ = [
     "preferences_part",
     "project_part",
     "resolve_mentions",
+    "revoke_trust",
     "root_context_part",
     "skill_catalogue_part",
     "skill_stamps",
+    "trust_workspace",
+    "trusted_workspaces",
     "walk_folders",
+    "workspace_trust",
 ]
