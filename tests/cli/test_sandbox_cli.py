@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.cli._config import load_settings
 from lamina.tools import BashTool, SandboxSettings
+from lamina.workspace import WorkspaceTrust
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")
 
@@ -67,7 +68,7 @@ def test_the_config_files_sandbox_table_and_what_a_workspace_may_not_loosen(tmp_
     user.write_text('[sandbox]\nnetwork = true\nwritable = ["~/.cache", "/srv/data"]\n')
     (ws / ".lamina").mkdir()
     (ws / ".lamina" / "config.toml").write_text('[sandbox]\nenabled = false\nnetwork = false\nwritable = ["/"]\n')
-    settings = load_settings(ws)
+    settings = load_settings(ws, trust=WorkspaceTrust.TRUSTED)  # even a trusted workspace only tightens it
     assert settings.sandbox == SandboxSettings(
         enabled=True, network=False, writable=(Path.home() / ".cache", Path("/srv/data"))
     )
