@@ -155,3 +155,8 @@ def test_text_that_crashed_tree_sitter_bash_reads_in_a_process_that_lives() -> N
     for _ in range(3):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
         assert done.returncode == 0, done.stderr
+
+
+def test_a_node_boundary_inside_a_character_is_a_parse_error() -> None:
+    reading = read_command('x <<\xa0\n\U00098139😀 ~$>&s!\xa0')  # the here-document's end is found mid-character
+    assert reading.parse_error and not reading.understood

@@ -144,10 +144,15 @@ class _Reader:
         self.depth = 0
 
     def text(self, node: Node) -> str:
-        return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+        return self.gap(node.start_byte, node.end_byte)
 
     def gap(self, start: int, end: int) -> str:
-        return self.source[start:end].decode("utf-8", "surrogatepass")
+        """The text between two offsets; one inside a character means the tree is not bash's: a parse error."""
+        try:
+            return self.source[start:end].decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            self.problem("a node boundary inside a character", error=True)
+            return self.source[start:end].decode("utf-8", "replace")
 
     def problem(self, what: str, *, error: bool = False) -> None:
         self.error = self.error or error
