@@ -158,5 +158,5 @@ def test_text_that_crashed_tree_sitter_bash_reads_in_a_process_that_lives() -> N
 
 
 def test_a_node_boundary_inside_a_character_is_a_parse_error() -> None:
-    reading = read_command('x <<\xa0\n\U00098139😀 ~$>&s!\xa0')  # the here-document's end is found mid-character
+    reading = read_command("x <<\xa0\n\U00098139😀 ~$>&s!\xa0")  # the here-document's end is found mid-character
     assert reading.parse_error and not reading.understood
