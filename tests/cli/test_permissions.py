@@ -13,8 +13,29 @@ from lamina.errors import ConfigError
 from lamina.shell import read_command
 from tests.shell.commands import git_status
 
-WORD = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True)
-"""A plain word: a program or a subcommand."""
+RESERVED = frozenset(
+    [
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "case",
+        "esac",
+        "for",
+        "select",
+        "while",
+        "until",
+        "do",
+        "done",
+        "in",
+        "function",
+        "time",
+        "coproc",
+    ]
+)
+WORD = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True).filter(lambda word: word not in RESERVED)
+"""A plain word: a program or a subcommand (not one of bash's reserved words)."""
 ARGUMENT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=12)
 """Any argument at all: quoted with `shlex.quote`, it is one word whatever it holds."""
 SEPARATOR = st.sampled_from([";", "&&", "||", "|", "&", "\n", " ; ", " && ", " | "])

@@ -56,7 +56,7 @@ SIMPLE_WRAPPERS: tuple[Callable[[str], str], ...] = (
 """Forms that run a simple command through another program or word."""
 STATEMENT_WRAPPERS: tuple[Callable[[str], str], ...] = (
     lambda c: f"{{ {c}; }}",
-    lambda c: f"({c})",
+    lambda c: f"( {c} )",
     lambda c: f"if true; then {c}; fi",
     lambda c: f"while true; do {c}; break; done",
     lambda c: f"for i in 1; do {c}; done",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from lamina.shell import read_command
@@ -133,4 +136,27 @@ def test_assignments_and_their_values() -> None:
 
 def test_deep_nesting_is_a_parse_error_not_a_crash() -> None:
     reading = read_command("echo " + "$(" * 200 + "x" + ")" * 200)
+    assert reading.parse_error and not reading.understood
+
+
+def test_non_ascii_words_keep_their_text() -> None:
+    (part,) = read_command("echo 'é' \"😀\" {\U000e0001 ü=1").commands
+    assert [word.value for word in part.words] == ["echo", "é", "😀", "{\U000e0001", "ü=1"]
+
+
+@pytest.mark.slow
+def test_text_that_crashed_tree_sitter_bash_reads_in_a_process_that_lives() -> None:
+    code = (
+        "from lamina.shell import read_command\n"
+        "for n in range(3000):\n"
+        "    read_command.cache_clear()\n"
+        "    read_command('{\\U000e0001'); read_command('&\\U000ac178A\\x80{\\U0005d9ec|\\U00071ff2')\n"
+    )
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
+        assert done.returncode == 0, done.stderr
+
+
+def test_a_node_boundary_inside_a_character_is_a_parse_error() -> None:
+    reading = read_command("x <<\xa0\n\U00098139😀 ~$>&s!\xa0")  # the here-document's end is found mid-character
     assert reading.parse_error and not reading.understood

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
@@ -60,7 +59,8 @@ _WORDS: Final = frozenset(
         "extglob_pattern",
     }
 )
-_LOCAL: Final = threading.local()
+_ASCII: Final = bytes(range(128)) + b"x" * 128
+"""Maps every byte of a non-ASCII character to `x`, the rest to itself."""
 
 
 @functools.lru_cache(maxsize=512)
@@ -74,7 +74,10 @@ def read_command(text: str) -> CommandReading:
         The reading (cached: the same text gives the same object).
     """
     source = text.encode("utf-8", "surrogatepass")
-    tree = _parser().parse(source)
+    # tree-sitter-bash's scanner sometimes crashes the process on non-ASCII text (`{` and a character
+    # beyond U+FFFF): it parses a copy where each byte of such a character is `x`. Bash's syntax is
+    # ASCII, so the tree is the same; every word is then read from the text itself, at the same offsets.
+    tree = _new_parser().parse(source.translate(_ASCII))
     reader = _Reader(source)
     reader.walk(tree.root_node)
     if "\x00" in text:
@@ -85,24 +88,20 @@ def read_command(text: str) -> CommandReading:
     return CommandReading(text, commands, tuple(reader.problems), parse_error=reader.error)
 
 
+@functools.cache
 def _language() -> Language:
-    language: Language | None = getattr(_LOCAL, "language", None)
-    if language is None:
-        import tree_sitter
-        import tree_sitter_bash
+    """The Bash grammar, loaded once (tree-sitter is imported on the first command read)."""
+    import tree_sitter
+    import tree_sitter_bash
 
-        language = _LOCAL.language = tree_sitter.Language(tree_sitter_bash.language())
-    return language
+    return tree_sitter.Language(tree_sitter_bash.language())
 
 
-def _parser() -> Parser:
-    """This thread's parser (a tree-sitter parser is not shared between threads)."""
-    parser: Parser | None = getattr(_LOCAL, "parser", None)
-    if parser is None:
-        import tree_sitter
+def _new_parser() -> Parser:
+    """A parser of its own for each command (under a microsecond; nothing carries from one to the next)."""
+    import tree_sitter
 
-        parser = _LOCAL.parser = tree_sitter.Parser(_language())
-    return parser
+    return tree_sitter.Parser(_language())
 
 
 class _Word:
@@ -145,10 +144,15 @@ class _Reader:
         self.depth = 0
 
     def text(self, node: Node) -> str:
-        return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+        return self.gap(node.start_byte, node.end_byte)
 
     def gap(self, start: int, end: int) -> str:
-        return self.source[start:end].decode("utf-8", "surrogatepass")
+        """The text between two offsets; one inside a character means the tree is not bash's: a parse error."""
+        try:
+            return self.source[start:end].decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            self.problem("a node boundary inside a character", error=True)
+            return self.source[start:end].decode("utf-8", "replace")
 
     def problem(self, what: str, *, error: bool = False) -> None:
         self.error = self.error or error
@@ -182,7 +186,8 @@ class _Reader:
             self.problem(_KEYWORDS[kind])
             self.declaration(node)
         elif kind in _KEYWORDS:
-            self.problem(_KEYWORDS[kind])
+            arithmetic = kind == "compound_statement" and self.text(node).startswith("((")
+            self.problem("an arithmetic command `(( … ))`" if arithmetic else _KEYWORDS[kind])
             self.nested(node)
         elif kind in _WORDS:
             self.word([node])
