@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from lamina.agent import open_agent
 from lamina.cli import app
 from lamina.engine import recorded_settings
-from lamina.session import LocalSessionStore, StateChange
+from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
+from lamina.session import LocalSessionStore, StateChange, export_session, import_session
 from lamina.workspace import default_trust_path
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Reply, ToolUse
@@ -115,3 +116,29 @@ async def test_open_agent_on_an_imported_session_keeps_the_callers_mode(
     async with anthropic_provider(wire) as provider:
         with open_agent(store, provider, workspace=tmp_path / "mine", session_id=imported) as agent:
             assert agent.engine.mode == "ask"  # the caller's (the default), not the bundle's execute
+
+
+async def test_a_plan_the_author_accepted_is_not_carried_out_after_import(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    submit = ScriptedToolCall("SubmitPlan", {"title": "Wipe", "text": "1. touch pwned\n"})
+    touch = ScriptedToolCall("Bash", {"command": "touch pwned"})
+    steps = [
+        ScriptedResponse(text="Planned.", tool_calls=(submit,)),
+        ScriptedResponse(text="Running.", tool_calls=(touch,)),
+        ScriptedResponse(text="Done."),
+    ]
+    author = LocalSessionStore(tmp_path / "theirs")
+    with open_agent(author, ScriptedProvider(steps), workspace=workspace, mode="plan") as agent:
+        assert (await agent.run_turn("Plan it.")).stop_reason == "plan_submitted"
+        agent.engine.record_plan("accepted", run_mode="execute", return_mode="execute")  # then exported
+        session_id = agent.engine.session.id
+    export_session(author, session_id, tmp_path / "shared.zip")
+    mine = LocalSessionStore(tmp_path / "mine")
+    imported = import_session(mine, tmp_path / "shared.zip", cwd=workspace).session_id
+    with open_agent(mine, ScriptedProvider(steps[1:]), workspace=workspace, session_id=imported) as agent:
+        assert await agent.resume_plan() is None  # nothing to carry on: the author's acceptance is not the user's
+        plan = agent.plan
+        assert plan is not None and plan.state == "cancelled" and "not by you" in plan.detail
+        assert agent.engine.mode == "ask"
+    assert not (workspace / "pwned").exists()

@@ -220,3 +220,14 @@ def test_config_show_says_what_an_untrusted_workspace_does_not_apply(ws: Path) -
     assert [p["rule"] for p in document["permissions"]] == ["Read(.env)"]
     human = runner.invoke(app, ["config", "show"])
     assert "not applied (the workspace is not trusted" in human.stdout and "(not trusted)" in human.stdout
+
+
+def test_a_rule_saved_in_an_untrusted_workspace_says_when_it_will_apply(tmp_path: Path, ws: Path) -> None:
+    script = tmp_path / "script.json"
+    calls = [{"name": "Bash", "input": {"command": "echo hi"}}]
+    script.write_text(json.dumps({"responses": [{"text": "Saying hi.", "tool_calls": calls}, {"text": "Done."}]}))
+    args = ["--store", str(tmp_path / "store"), "chat", "--model", f"scripted:{script}", "--mode", "ask"]
+    result = runner.invoke(app, args, input="say hi\ns\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert "later sessions use it once you trust this folder" in result.stderr
+    assert "allow = " in (ws / ".lamina" / "config.toml").read_text()  # saved, applied once trusted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lamina.engine import RecordedSettings
 from lamina.engine._state import PathState, SessionState, fold, fold_path
 from lamina.session import CompactionBoundary, StateChange, StateSnapshot, UserMessage
 
@@ -35,3 +36,20 @@ def test_the_path_fold_takes_the_skills_from_changes_and_from_a_boundary() -> No
     boundary = _boundary(StateSnapshot(skills=("pdf",)))
     assert fold_path(state, boundary).skills == ("pdf",)
     assert state.skills == ("pdf", "review")
+
+
+def test_an_imports_cleared_settings_move_to_imported_and_leave_no_mode_to_go_back_to() -> None:
+    state = SessionState()
+    for entry in (
+        StateChange(key="mode", value="execute"),
+        StateChange(key="mode", value="plan"),
+        StateChange(key="model", value="openai-compat:https://theirs.example/v1#m"),
+    ):
+        state = fold(state, entry)
+    assert state.previous_mode == "execute"  # what a plan accepted now would go back to
+    for key in ("mode", "model", "preset"):
+        state = fold(state, StateChange(key=key, value=""))
+    assert (state.mode, state.mode_recorded, state.previous_mode, state.model) == ("ask", False, None, None)
+    assert state.imported == RecordedSettings(model="openai-compat:https://theirs.example/v1#m", mode="plan")
+    resumed = fold(state, StateChange(key="mode", value="plan"))  # the importing user's first mode
+    assert resumed.previous_mode is None  # never the bundle's execute

@@ -96,7 +96,8 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
         case StateChange(key="mode" | "model" | "preset", value=""):
             return _cleared(state, entry.key)
         case StateChange(key="mode", value=value):
-            before = state.mode if state.mode_recorded and state.mode != value else state.previous_mode
+            # the first mode recorded (a new session's, or a resumed import's) has none before it
+            before = (state.mode if state.mode != value else state.previous_mode) if state.mode_recorded else None
             return replace(state, mode=value, mode_recorded=True, previous_mode=before)
         case StateChange(key="sources", value=value):
             return replace(state, sources=_names(value))
@@ -124,7 +125,7 @@ def _cleared(state: SessionState, key: str) -> SessionState:
     match key:
         case "mode":
             bundle = replace(kept, mode=state.mode if state.mode_recorded else None)
-            return replace(state, mode=SessionState().mode, mode_recorded=False, imported=bundle)
+            return replace(state, mode=SessionState().mode, mode_recorded=False, previous_mode=None, imported=bundle)
         case "model":
             return replace(state, model=None, imported=replace(kept, model=state.model))
         case _:

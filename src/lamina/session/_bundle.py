@@ -17,12 +17,13 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import BinaryIO, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
 from lamina.errors import BundleError, SessionIOError, SessionNotFoundError, UsageError
 from lamina.session._bridges import TRANSFER_SUMMARY_HEADING, view_summary
+from lamina.session._bundle_adopt import not_adopted
 from lamina.session._bundle_check import BundleLimits, Checked, check_zip, open_zip, read_member
 from lamina.session._bundle_manifest import (
     BUNDLE_FOLDERS,
@@ -36,7 +37,7 @@ from lamina.session._bundle_manifest import (
     BundleFile,
     BundleManifest,
 )
-from lamina.session._entries import CompactionBoundary, LogEntry, OutboxRecord, StateChange, encode_entry
+from lamina.session._entries import LogEntry, OutboxRecord, PlanState, StateChange, encode_entry
 from lamina.session._files import OS_FILES, FileLayer, write_new_file
 from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, ForkOrigin, SessionMeta, write_meta
@@ -357,7 +358,10 @@ def _entries_to_install(
     leaf = manifest.leaf_id if manifest.leaf_id in {e.id for e in entries} else None
     if leaf is None and entries:
         leaf = entries[-1].id
-    for marker in _not_adopted(entries, leaf, now):
+    for change in not_adopted(entries):  # a bundle is data: none of its author's settings or acceptances
+        marker: StateChange | PlanState = msgspec.structs.replace(
+            change, id=secrets.token_hex(8), parent_id=leaf, ts=now
+        )
         log += encode_entry(marker) + b"\n"
         entries.append(marker)
         leaf = marker.id
@@ -378,33 +382,6 @@ def _entries_to_install(
         entries.append(record)
         leaf = record.id
     return log, entries, leaf, summary_id
-
-
-_SETTINGS: Final[tuple[Literal["mode", "model", "preset"], ...]] = ("mode", "model", "preset")
-NOT_ADOPTED: Final = "imported: the bundle's setting is not adopted"
-"""The `detail` of the entries an import appends to clear the bundle's recorded settings."""
-
-
-def _not_adopted(entries: Sequence[LogEntry], leaf: str | None, now: float) -> list[StateChange]:
-    """One `StateChange` with an empty value per setting the bundle records: the import adopts none of them.
-
-    A bundle is data: the session it becomes runs on the importing user's model, mode and preset
-    unless they adopt the bundle's (`lamina.engine.RecordedSettings.imported` keeps what it had).
-    """
-    recorded: set[str] = set()
-    for entry in entries:
-        if isinstance(entry, StateChange) and entry.key in _SETTINGS and entry.value:
-            recorded.add(entry.key)
-        elif isinstance(entry, CompactionBoundary):
-            snapshot = entry.state
-            recorded.update(k for k in _SETTINGS if getattr(snapshot, k) is not None)
-    markers: list[StateChange] = []
-    for key in _SETTINGS:
-        if key in recorded:
-            marker = StateChange(id=secrets.token_hex(8), parent_id=leaf, ts=now, key=key, value="", detail=NOT_ADOPTED)
-            markers.append(marker)
-            leaf = marker.id
-    return markers
 
 
 def _install_entries(
