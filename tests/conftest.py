@@ -1,4 +1,4 @@
-"""Suite-wide settings: hypothesis profiles (`LAMINA_EXHAUSTIVE=1` selects the long one), in-memory stores dropped."""
+"""Suite-wide settings: hypothesis profiles (`LAMINA_EXHAUSTIVE=1`: the long one), memory stores dropped, slow first."""
 
 from __future__ import annotations
 
@@ -27,3 +27,12 @@ def _forget_memory_stores() -> Iterator[None]:
     support = sys.modules.get("tests.support.engine")
     if support is not None:
         support.forget_memory_stores()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, each group in its order: the quick ones then fill the workers' last minutes.
+
+    pytest-xdist hands out tests one at a time in this order (`make test`); in file order the suite
+    ended on its longest tests (the resume, slot and browser files), one worker busy and the others done.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
