@@ -1,4 +1,4 @@
-"""Suite-wide settings: hypothesis profiles (`LAMINA_EXHAUSTIVE=1` selects the long one), in-memory stores dropped."""
+"""Suite-wide settings: hypothesis profiles (`LAMINA_EXHAUSTIVE=1`: the long one), memory stores dropped, slow first."""
 
 from __future__ import annotations
 
@@ -20,6 +20,15 @@ settings.load_profile("exhaustive" if EXHAUSTIVE else "ci" if os.environ.get("CI
 pytest_plugins = ["tests.wire.fixtures"]
 
 
+def examples(default: int, exhaustive: int = 5_000) -> int:
+    """`max_examples` for a property with its own count: `default`, or `exhaustive` under `LAMINA_EXHAUSTIVE=1`.
+
+    A test's own `@settings(max_examples=...)` wins over the profile: without this, such a property ran
+    no more examples in the exhaustive run than in the everyday one.
+    """
+    return max(default, exhaustive) if EXHAUSTIVE else default
+
+
 @pytest.fixture(autouse=True)
 def _forget_memory_stores() -> Iterator[None]:
     """After each test, drop the in-memory stores `tests.support.engine` made (if a test loaded it)."""
@@ -27,3 +36,12 @@ def _forget_memory_stores() -> Iterator[None]:
     support = sys.modules.get("tests.support.engine")
     if support is not None:
         support.forget_memory_stores()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, each group in its order: the quick ones then fill the workers' last minutes.
+
+    pytest-xdist hands out tests one at a time in this order (`make test`); in file order the suite
+    ended on its longest tests (the resume, slot and browser files), one worker busy and the others done.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

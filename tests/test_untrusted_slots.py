@@ -128,19 +128,19 @@ def _glob_target(root: Path, payload: str) -> None:
 
 
 SKILL = ".lamina/skills/deploy/SKILL.md"
-MCP_SERVER = Path(__file__).parent / "sources" / "mcp_server.py"
+PAYLOAD_SERVER = Path(__file__).parent / "sources" / "mcp_payload_server.py"
+"""The MCP server of these tests (plain JSON-RPC over stdio: a server on the SDK takes a second to start)."""
 
 
 def _mcp_source(root: Path, payload: str) -> None:
     folder = root / "sources" / "echo"
     folder.mkdir(parents=True)
-    args = json.dumps([str(MCP_SERVER)])
+    args = json.dumps([str(PAYLOAD_SERVER)])  # no FILE: it serves `shout`
     command = json.dumps(sys.executable)
     (folder / "source.toml").write_text(f'kind = "mcp"\ndescription = "Echo."\ncommand = {command}\nargs = {args}\n')
     (folder / "guide.md").write_text("# Guide\nCall shout with any text.\n")
 
 
-PAYLOAD_SERVER = Path(__file__).parent / "sources" / "mcp_payload_server.py"
 GUIDE = "# Guide\nCall the tools with any text.\n"
 
 

@@ -43,8 +43,9 @@ class Stored:
     hostile: str
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> Stored:
+    """The store of the inspector's tests, made once per process (the slow tests run first, apart from the rest)."""
     root = tmp_path_factory.mktemp("serve")
     store = LocalSessionStore(root / "store")
     rich = rich_session(store, root)
@@ -92,7 +93,7 @@ def running_server(store: SessionStore, token: str | None = None) -> Iterator[Ru
     listening.close()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def server(stored: Stored) -> Iterator[Running]:
     with running_server(stored.store) as running:
         yield running

@@ -139,8 +139,9 @@ async def test_a_missing_environment_variable_is_named(workspace: Path) -> None:
         assert problem.reason == "environment variable LAMINA_TEST_UNSET_VAR is not set"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def http_server() -> Iterator[str]:
+    """The test server over streamable HTTP, one process for the module (each test opens its own client session)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

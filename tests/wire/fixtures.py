@@ -15,12 +15,14 @@ async def test_something(wire: WireServer) -> None:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from lamina.providers import AnthropicProvider, OpenAIChatProvider, OpenAIResponsesProvider
 from tests.wire.server import ManualClock, WireServer
+
+if TYPE_CHECKING:  # imported where a provider is made: every pytest process loads this plugin, the SDKs cost a second
+    from lamina.providers import AnthropicProvider, OpenAIChatProvider, OpenAIResponsesProvider
 
 API_KEY = "wire-test-key"
 
@@ -40,14 +42,20 @@ def wire(wire_clock: ManualClock) -> Iterator[WireServer]:
 
 def anthropic_provider(wire: WireServer, model: str = "claude-sonnet-5", **options: Any) -> AnthropicProvider:
     """An `AnthropicProvider` whose SDK client talks to `wire`."""
+    from lamina.providers import AnthropicProvider
+
     return AnthropicProvider(model, api_key=options.pop("api_key", API_KEY), base_url=wire.url, **options)
 
 
 def openai_chat_provider(wire: WireServer, model: str = "gpt-5", **options: Any) -> OpenAIChatProvider:
     """An `OpenAIChatProvider` whose SDK client talks to `wire`."""
+    from lamina.providers import OpenAIChatProvider
+
     return OpenAIChatProvider(model, api_key=options.pop("api_key", API_KEY), base_url=wire.openai_url, **options)
 
 
 def openai_responses_provider(wire: WireServer, model: str = "gpt-5", **options: Any) -> OpenAIResponsesProvider:
     """An `OpenAIResponsesProvider` whose SDK client talks to `wire`."""
+    from lamina.providers import OpenAIResponsesProvider
+
     return OpenAIResponsesProvider(model, api_key=options.pop("api_key", API_KEY), base_url=wire.openai_url, **options)
