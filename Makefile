@@ -16,7 +16,7 @@ WORKERS ?= $(shell echo $$(($(CORES) + 1)))
 # one process on a single core, where a worker's own collection would cost more than it saves
 FAST_WORKERS ?= $(shell [ $(CORES) -gt 1 ] && echo $(CORES) || echo 0)
 
-.PHONY: lock run test checks test-fast test-exhaustive lint typecheck docs bench peers browser bubblewrap clean
+.PHONY: lock run test checks test-fast test-lowest test-latest test-exhaustive lint typecheck docs bench peers browser bubblewrap clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -107,6 +107,32 @@ test: lint checks browser bubblewrap $(COMPILED)
 test-fast: $(STAMP) $(COMPILED)
 	$(PYTEST) -q -m "not slow" -n $(FAST_WORKERS) --dist loadgroup
 
+# True floors and a view of tomorrow, each in a venv of its own (the lock is neither used nor changed; the
+# suite's lock test then skips its check of the installed versions, LAMINA_UNLOCKED=1). test-lowest installs the
+# lowest releases pyproject.toml's floors allow (uv's lowest-direct: every requirement of the project at its
+# floor, what those pull in at its newest) and runs the fast suite; test-latest installs the newest release of
+# everything, as a user who installs today gets it, and runs the whole suite. What was installed is kept in
+# the venv's requirements.txt. --upgrade: a previous run's pins are not preferred.
+LOWEST := .venv-lowest
+LATEST := .venv-latest
+# $(1): the venv, $(2): uv's resolution strategy
+define unlocked_install
+	[ -x $(BIN)/uv ] || $(BIN)/python -m pip install --quiet uv
+	[ -x $(1)/bin/python ] || $(BIN)/uv venv --quiet --python $(PYTHON) $(1)
+	$(BIN)/uv pip compile --quiet --upgrade --resolution $(2) --python $(1)/bin/python pyproject.toml $(SYNC_EXTRAS) \
+		-o $(1)/requirements.txt
+	$(BIN)/uv pip sync --quiet --python $(1)/bin/python $(1)/requirements.txt
+	$(BIN)/uv pip install --quiet --python $(1)/bin/python --no-deps -e .
+endef
+
+test-lowest: | $(BIN)/python
+	$(call unlocked_install,$(LOWEST),lowest-direct)
+	LAMINA_UNLOCKED=1 PYTHONDONTWRITEBYTECODE= $(LOWEST)/bin/python -m pytest -q -m "not slow" -n $(FAST_WORKERS) --dist loadgroup
+
+test-latest: browser bubblewrap | $(BIN)/python
+	$(call unlocked_install,$(LATEST),highest)
+	LAMINA_UNLOCKED=1 PYTHONDONTWRITEBYTECODE= $(LATEST)/bin/python -m pytest -q -n $(WORKERS) --dist loadgroup
+
 test-exhaustive: $(STAMP) browser bubblewrap
 	LAMINA_EXHAUSTIVE=1 $(PYTEST) -q -rP
 
@@ -132,4 +158,4 @@ peers:
 		@mariozechner/pi-coding-agent@$(PI_VERSION) @openai/codex@$(CODEX_VERSION)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache mutants
+	rm -rf $(VENV) $(LOWEST) $(LATEST) .mypy_cache .pytest_cache .ruff_cache mutants
