@@ -39,7 +39,9 @@ def main() -> None:
     """
     args = resume_without_id(sys.argv[1:])
     if args == ["--version"]:  # the one answer that needs neither typer nor the rest of the cli extra
-        print(_version_line())
+        from lamina.cli._version import version_line
+
+        print(version_line())
         return
     from lamina.errors import MissingExtraError
 
@@ -50,16 +52,6 @@ def main() -> None:
     from lamina.cli._app import start
 
     start(args)
-
-
-def _version_line() -> str:
-    """`lamina X.Y.Z`, the version of the installed distribution."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"lamina {version('lamina')}"
-    except PackageNotFoundError:
-        return "lamina (not installed)"
 
 
 def resume_without_id(args: list[str]) -> list[str]:

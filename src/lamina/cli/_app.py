@@ -190,9 +190,9 @@ def demo(ctx: typer.Context) -> None:
 
 def _version(value: bool) -> None:
     if value:
-        from lamina.cli import _version_line
+        from lamina.cli._version import version_line
 
-        typer.echo(_version_line())
+        typer.echo(version_line())
         raise typer.Exit
 
 
