@@ -170,11 +170,13 @@ class _Labels:
         self.stable_keys = [p.key for p in turn.stable.system_parts] if turn else []
         self.context_keys = [p.key for p in turn.stable.context_parts] if turn else []
         """The stable parts the first user message holds (they have no system authority)."""
+        self._tail = turn.tail if turn else ""
+        """Rendered once: `tail` renders every tail part anew, and a long session has thousands of text blocks."""
 
     def text(self, text: str) -> str:
         turn = self._turn
         if turn is not None:
-            if turn.tail and text == turn.tail:
+            if self._tail and text == self._tail:
                 keys = [p.key for p in turn.volatile] + [o.kind for o in turn.one_shots]
                 return f"tail: {', '.join(keys)}"
             if text == turn.user_text:
