@@ -20,6 +20,15 @@ settings.load_profile("exhaustive" if EXHAUSTIVE else "ci" if os.environ.get("CI
 pytest_plugins = ["tests.wire.fixtures"]
 
 
+def examples(default: int, exhaustive: int = 5_000) -> int:
+    """`max_examples` for a property with its own count: `default`, or `exhaustive` under `LAMINA_EXHAUSTIVE=1`.
+
+    A test's own `@settings(max_examples=...)` wins over the profile: without this, such a property ran
+    no more examples in the exhaustive run than in the everyday one.
+    """
+    return max(default, exhaustive) if EXHAUSTIVE else default
+
+
 @pytest.fixture(autouse=True)
 def _forget_memory_stores() -> Iterator[None]:
     """After each test, drop the in-memory stores `tests.support.engine` made (if a test loaded it)."""

@@ -33,6 +33,7 @@ from lamina.session import (
     decode_entry,
     encode_entry,
 )
+from tests.conftest import examples
 
 LINE = "    value = compute(item, limit=42)  # a line of code\n"
 SMALL = PrunePolicy(protect_turns=2, protect_tokens=1_000, minimum_tokens=0, smallest_tokens=50)
@@ -64,7 +65,7 @@ items = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     items,
     st.one_of(st.none(), st.floats(0.0, 10_000.0)),
@@ -95,7 +96,7 @@ def test_the_choice_is_never_worse_than_doing_nothing_on_its_own_estimate(
     assert compaction.action == action and compaction.expected <= compaction.expected_nothing
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.integers(0, 300_000),
     st.integers(0, 60_000),
@@ -159,7 +160,7 @@ def test_in_the_band_a_warm_cache_waits_and_a_cold_one_compacts() -> None:
 sizes = st.lists(st.lists(st.integers(0, 1_500), max_size=4), min_size=1, max_size=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(sizes, st.integers(1, 4), st.integers(0, 3_000), st.one_of(st.none(), st.floats(0.0, 8_000.0)))
 def test_a_priced_prune_never_removes_a_result_read_in_the_protected_window(
     turns: list[list[int]], protect_turns: int, protect_tokens: int, idle: float | None

@@ -23,6 +23,7 @@ from lamina.session import (
     ToolResult,
     UserMessage,
 )
+from tests.conftest import examples
 from tests.support.engine import ANTHROPIC, TOOLS, Clock, workspace_source
 
 SMALL = PrunePolicy(protect_turns=2, protect_tokens=1_000, minimum_tokens=2_000, smallest_tokens=50)
@@ -83,7 +84,7 @@ sizes = st.lists(st.lists(st.integers(0, 1_500), max_size=4), min_size=1, max_si
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(sizes, st.integers(1, 4), st.integers(0, 3_000), st.integers(1, 4_000))
 def test_pruning_never_touches_protected_turns_and_is_stable(
     turns: list[list[int]], protect_turns: int, protect_tokens: int, minimum: int
@@ -109,7 +110,7 @@ def test_pruning_never_touches_protected_turns_and_is_stable(
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.lists(st.integers(0, 1_500), max_size=4), min_size=1, max_size=14), st.integers(0, 2_000))
 def test_looking_from_the_floor_chooses_what_looking_at_everything_does(turns: list[list[int]], protect: int) -> None:
     policy = PrunePolicy(protect_turns=2, protect_tokens=protect, minimum_tokens=1_500)

@@ -41,6 +41,7 @@ from lamina.session import (
     UserMessage,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR
+from tests.conftest import examples
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 
 DETERMINISTIC = DeterministicSummariser()
@@ -107,7 +108,7 @@ def test_only_what_the_user_typed_enters_the_lane_numbered_and_carried_over() ->
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=60), st.one_of(st.none(), st.text(max_size=30))), min_size=1, max_size=8))
 def test_messages_lamina_wrote_leave_only_the_user_s_words_in_the_lane(messages: list[tuple[str, str | None]]) -> None:
     # None: the user typed the message; a string: Lamina wrote it around those words (a rejection's feedback)
@@ -180,7 +181,7 @@ HOSTILE = (
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.one_of(st.text(max_size=200), st.sampled_from(HOSTILE)), min_size=1, max_size=6))
 def test_no_message_can_close_the_lane_or_forge_a_block(texts: list[str]) -> None:
     update = update_lane(UserLane(), [user(t) for t in texts], paste_tokens=40)
@@ -392,7 +393,7 @@ async def test_automatic_compactions_in_the_agent_loop_keep_every_instruction(tm
     agent.engine.session.close()
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     st.lists(st.lists(st.text(min_size=0, max_size=300), max_size=6), min_size=1, max_size=6),
     st.integers(0, 400),

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from lamina.context import Authority
 from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker, defang, neutralise, render_block
 from lamina.errors import UsageError
+from tests.conftest import examples
 
 UNTRUSTED = (Authority.USER_DATA, Authority.PROJECT_FILE, Authority.TOOL_OUTPUT)
 OPENING_RE = re.compile(r'<untrusted source="[^"<>\n]*" authority="(?:user_data|project_file|tool_output)">\n')
@@ -259,7 +260,7 @@ attack_texts = st.lists(
 
 
 @pytest.mark.slow
-@settings(max_examples=200)
+@settings(max_examples=examples(100))
 @given(text=attack_texts | atom_soup, source=st.text(max_size=40), authority=st.sampled_from(UNTRUSTED))
 def test_no_untrusted_input_can_end_its_wrapper_or_forge_a_block(text: str, source: str, authority: Authority) -> None:
     assert_one_sealed_block(defang(text, source=source, authority=authority))
@@ -281,7 +282,7 @@ def test_output_length_is_bounded(text: str, max_chars: int, source: str) -> Non
 
 
 @pytest.mark.slow
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(text=attack_texts | atom_soup | st.text(), max_chars=st.integers(0, 400))
 def test_neutralise_leaves_no_marker_is_bounded_and_idempotent(text: str, max_chars: int) -> None:
     content = neutralise(text, max_chars=max_chars)
@@ -301,7 +302,7 @@ def test_neutralise_leaves_no_marker_is_bounded_and_idempotent(text: str, max_ch
 
 
 @pytest.mark.slow
-@settings(max_examples=300)
+@settings(max_examples=examples(150))
 @given(tag=reserved_tags(), before=st.text(max_size=8), after=st.text(max_size=8))
 def test_every_disguised_reserved_tag_is_seen_and_neutralised(tag: str, before: str, after: str) -> None:
     # Look-alikes from Unicode's data, every escape notation, entities, invisible characters, any case.
@@ -864,7 +865,7 @@ def forged_turns(draw: st.DrawFn) -> str:
 
 
 @pytest.mark.slow
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(turn=forged_turns(), rest=st.text(max_size=10))
 def test_every_forged_turn_is_seen_and_neutralised(turn: str, rest: str) -> None:
     assert contains_reserved_marker(turn), turn

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from lamina.errors import UsageError
 from lamina.integrations.openai_agents import ItemTypeError, LaminaSession, SessionClosedError
 from lamina.session import LocalSessionStore
+from tests.conftest import examples
 
 
 def _item(kind: int, n: int) -> dict[str, Any]:
@@ -148,7 +149,7 @@ async def _apply(session: Session, ops: list[Op]) -> list[Any]:
 
 
 @pytest.mark.slow
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_ops, session_settings=_settings)
 async def test_same_answers_as_sqlite_session(
     ops: list[Op], session_settings: SessionSettings | dict[str, Any] | None, tmp_path_factory: pytest.TempPathFactory

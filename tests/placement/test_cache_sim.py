@@ -23,6 +23,7 @@ from lamina.cachesim import (
     simulate,
     summarise,
 )
+from tests.conftest import examples
 
 _TAG = re.compile(r"#(\d+)")
 
@@ -669,7 +670,7 @@ def _check(usage: CacheUsage) -> None:
     assert usage.read <= usage.reusable <= usage.total
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -692,7 +693,7 @@ def test_anthropic_usage_always_adds_up(
         _check(sim.submit(TimedRequest(t_start=t, body=_anthropic_body(blocks, auto), t_first_byte=t + delay)))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -32,6 +32,7 @@ from lamina.session import (
     Usage,
     UserMessage,
 )
+from tests.conftest import examples
 
 HOST = "http://127.0.0.1:8765"
 BIDI = "\u202e"
@@ -62,7 +63,7 @@ STEPS = st.lists(
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25, 1_000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=STEPS, limit=st.integers(1, 4))
 def test_the_series_extended_on_append_is_the_full_recompute(steps: list[tuple[str, int]], limit: int) -> None:
     """After every append (or branch) the kept series equals the one computed from nothing, for both leaves."""
@@ -163,7 +164,7 @@ def test_pages_stay_under_the_bound_and_a_cut_text_downloads_whole(tmp_path: Pat
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=st.text(st.characters(codec="utf-8")), budget=st.integers(0, 400))
 def test_fit_cuts_a_start_of_the_text_within_the_budget(text: str, budget: int) -> None:
     cut = fit(text, budget)

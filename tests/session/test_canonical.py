@@ -27,6 +27,7 @@ from lamina.session import _scan as scan
 from lamina.session._entries import encode_entry
 from lamina.session._jsonl_open import LOG_NAME
 from lamina.session._meta import META_NAME, read_meta, write_meta
+from tests.conftest import examples
 from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.session.test_fuzz import damaged_logs
 
@@ -290,7 +291,7 @@ def _recorded(data: bytes, cut: int, how: str, originals: list[bytes]) -> scan.C
     return scan.Canonical(size, zlib.crc32(data[:size]) ^ (how == "wrong crc"))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(
     log=damaged_logs(),
     cut=st.integers(0, 20),
@@ -346,7 +347,7 @@ def test_an_entry_that_names_no_earlier_entry_ends_the_linked_record(store: Loca
     assert read_meta(session.folder).canonical_linked == offset  # a broken link is never learnt
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(
     shape=st.lists(st.integers(0, 3), min_size=1, max_size=20),
     odd=st.sampled_from(["none", "missing parent", "later parent", "duplicate id", "cycle"]),

@@ -16,6 +16,7 @@ from lamina.session import ReadStamp, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import ReadTool, ToolContext
 from lamina.tools._reread import shown_of
+from tests.conftest import examples
 
 _HUNK = re.compile(r"@@ -(\d+),(\d+) \+(\d+),(\d+) @@")
 
@@ -63,7 +64,7 @@ _window = st.tuples(st.one_of(st.none(), st.integers(1, 5)), st.one_of(st.none()
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     before=_lines,
     after=st.one_of(st.none(), _lines, _edit),

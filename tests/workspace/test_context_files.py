@@ -23,6 +23,7 @@ from lamina.workspace import (
 )
 from lamina.workspace import _context_files as module
 from lamina.workspace import _context_finder as finder_module
+from tests.conftest import examples
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -711,7 +712,7 @@ def _oracle(root: Path) -> list[str]:
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(_NAMES, min_size=1, max_size=5), max_size=12))
 def test_the_walk_agrees_with_a_plain_os_walk(paths: list[list[str]]) -> None:
     with tempfile.TemporaryDirectory() as holder:
