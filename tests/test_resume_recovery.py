@@ -9,6 +9,8 @@ is retried exactly once.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
@@ -19,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from lamina.agent import Agent, AgentEvent, open_agent, recovery_text
+from lamina.cli import app
 from lamina.compaction import ProviderSummariser
 from lamina.errors import AuthenticationError
 from lamina.providers import ClaudeAgentProvider, RetryPolicy
@@ -67,8 +71,21 @@ def _env(tmp_path: Path, wire: WireServer) -> dict[str, str]:
     }
 
 
-def _lamina(tmp_path: Path, wire: WireServer, workspace: Path, *args: str, stdin: str | None = None) -> str:
-    """`lamina ARGS` in a new process (the workspace as its directory); its stdout."""
+def _lamina(
+    tmp_path: Path, wire: WireServer, workspace: Path, *args: str, stdin: str | None = None, here: bool = False
+) -> str:
+    """`lamina ARGS` in a new process (the workspace as its directory); its stdout.
+
+    `here`: in this process instead (typer's runner, the same environment), where no new process is under
+    test: each `lamina` process costs seconds of CPU importing the SDKs.
+    """
+    if here:
+        with contextlib.chdir(workspace):
+            result = CliRunner().invoke(
+                app, ["--store", str(tmp_path / "store"), *args], input=stdin, env=_env(tmp_path, wire)
+            )
+        assert result.exit_code == 0, (result.output, result.exception)
+        return result.stdout
     proc = subprocess.run(
         [sys.executable, "-m", "lamina.cli", "--store", str(tmp_path / "store"), *args],
         cwd=workspace,
@@ -83,8 +100,10 @@ def _lamina(tmp_path: Path, wire: WireServer, workspace: Path, *args: str, stdin
     return proc.stdout
 
 
-def _run(tmp_path: Path, wire: WireServer, workspace: Path, text: str, model: str, *more: str) -> dict[str, Any]:
-    out = _lamina(tmp_path, wire, workspace, "run", text, "--model", model, "--json", *more)
+def _run(
+    tmp_path: Path, wire: WireServer, workspace: Path, text: str, model: str, *more: str, here: bool = False
+) -> dict[str, Any]:
+    out = _lamina(tmp_path, wire, workspace, "run", text, "--model", model, "--json", *more, here=here)
     result: dict[str, Any] = json.loads(out)
     return result
 
@@ -123,7 +142,7 @@ def test_a_session_resumed_in_a_new_process_sends_its_history_and_rules(
 ) -> None:
     workspace = long_workspace(tmp_path)
     wire.script(Reply(text="Noted: PELICAN."), Reply(text="It was PELICAN."))
-    first = _run(tmp_path, wire, workspace, "Remember the code word PELICAN.", model)
+    first = _run(tmp_path, wire, workspace, "Remember the code word PELICAN.", model, here=True)
     second = _run(tmp_path, wire, workspace, "Which code word did I give you?", model, "--resume", first["session_id"])
     assert second["session_id"] == first["session_id"] and second["text"] == "It was PELICAN."
     one, two = wire.requests
@@ -294,7 +313,9 @@ async def test_a_session_begun_on_another_provider_gets_a_recovery_block_on_the_
 ) -> None:
     workspace = long_workspace(tmp_path)
     wire.script(Reply(text="Answer from the API."))
-    first = _run(tmp_path, wire, workspace, "Started on the Messages API.", "anthropic:claude-sonnet-5")
+    first = await asyncio.to_thread(
+        _run, tmp_path, wire, workspace, "Started on the Messages API.", "anthropic:claude-sonnet-5", here=True
+    )
     wire.script(Reply(text="Now on the SDK."), Reply(text="Still on the SDK."))
     agent = _sdk_agent(tmp_path, wire, workspace, session_id=first["session_id"])
     try:
@@ -461,13 +482,14 @@ def test_lamina_chat_resumes_a_session_on_another_provider(tmp_path: Path, wire:
 
     workspace = long_workspace(tmp_path)
     wire.script(Reply(tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]), Reply(text="There is AGENTS.md."))
-    first = _run(tmp_path, wire, workspace, "Which markdown files are there?", "anthropic:claude-sonnet-5")
+    first = _run(tmp_path, wire, workspace, "Which markdown files are there?", "anthropic:claude-sonnet-5", here=True)
     wire.script(Reply(tool_calls=[ToolUse("Glob", {"pattern": "*.py"}, id=VLLM_STYLE_ID)]), Reply(text="No Python."))
     chat = ["chat", "--resume", first["session_id"], "--model", "openai:gpt-5"]
-    out = _lamina(tmp_path, wire, workspace, *chat, stdin="And Python files?\n")
+    out = _lamina(tmp_path, wire, workspace, *chat, stdin="And Python files?\n", here=True)
     assert "No Python." in out
     wire.script(Reply(text="Back on Anthropic."))
-    third = _run(tmp_path, wire, workspace, "Summarise.", "anthropic:claude-sonnet-5", "--resume", first["session_id"])
+    resume = ["--resume", first["session_id"]]
+    third = _run(tmp_path, wire, workspace, "Summarise.", "anthropic:claude-sonnet-5", *resume, here=True)
     assert third["text"] == "Back on Anthropic." and [r.status for r in wire.requests] == [200] * 5
     chat_body, back = wire.requests[2].body, wire.requests[4].body
     assert "Which markdown files are there?" in _text(chat_body) and len(_tool_ids(chat_body)) == 2
