@@ -132,13 +132,21 @@ def test_demo_in_a_terminal_prints_real_colours_at_its_width(short_tmp: Path, co
     assert "history.user." in visible  # the parts table fits, a long part id cut at its end if need be
 
 
+@pytest.fixture(scope="module")
+def piped_demo() -> Iterator[tuple[str, Path]]:
+    """One `lamina demo` piped, with no terminal, no COLUMNS and no LAMINA_STORE: its output and its TMPDIR."""
+    folder = Path(tempfile.mkdtemp(prefix="ld-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    yield _piped(folder), folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.slow
-def test_demo_piped_has_no_escapes_a_sensible_width_and_no_split_word(short_tmp: Path) -> None:
-    tmp_path = short_tmp
-    (tmp_path / "narrow").mkdir()
-    (tmp_path / "wide").mkdir()
-    piped = _piped(tmp_path / "narrow")  # no terminal, no COLUMNS: 100 columns
-    wide = _piped(tmp_path / "wide", COLUMNS="1000")  # nothing wrapped: every word whole
+@pytest.mark.xdist_group("demo-piped")  # one worker, one run of the fixture
+def test_demo_piped_has_no_escapes_a_sensible_width_and_no_split_word(
+    short_tmp: Path, piped_demo: tuple[str, Path]
+) -> None:
+    piped = piped_demo[0]  # no terminal, no COLUMNS: 100 columns
+    wide = _piped(short_tmp, COLUMNS="1000")  # nothing wrapped: every word whole
     assert "\x1b" not in piped and "␛" not in piped
     lines = piped.splitlines()
     # at most 100 columns, but for a word longer than that (a temporary path), left whole on its own line
@@ -154,8 +162,10 @@ def test_demo_piped_has_no_escapes_a_sensible_width_and_no_split_word(short_tmp:
 
 
 @pytest.mark.slow
-def test_demo_keeps_its_session_in_a_temporary_store_it_names(tmp_path: Path) -> None:
-    out = " ".join(_piped(tmp_path).replace(" \\\n", " ").split())  # wrapped lines and the continued command joined
+@pytest.mark.xdist_group("demo-piped")
+def test_demo_keeps_its_session_in_a_temporary_store_it_names(piped_demo: tuple[str, Path]) -> None:
+    piped, tmp_path = piped_demo
+    out = " ".join(piped.replace(" \\\n", " ").split())  # wrapped lines and the continued command joined
     kept = re.search(r"The session is kept in (\S+), a temporary folder \(delete it when done: rm -r (\S+)\)\.", out)
     assert kept is not None, out[-1500:]
     store = Path(kept.group(1))
