@@ -1,13 +1,14 @@
 """An MCP server over stdio for the untrusted-slot tests, in plain JSON-RPC: it starts in milliseconds.
 
 A server on the official SDK spends over a second of CPU importing it, once per session of those tests;
-this one answers as that server does (the same initialize answer, tool definitions and results, byte
-for byte but for key order), so the client side, Lamina on the official SDK client, is what is under
-test. The MCP protocol itself is tested against the SDK's server, in tests/sources/.
+this one answers as that server does (the same JSON for the initialize answer, the tool definitions and
+the results; tests/sources/test_payload_server.py compares them), so the client side, Lamina on the
+official SDK client, is what is under test. The MCP protocol itself is tested against the SDK's server,
+in tests/sources/.
 
 Run as `python mcp_payload_server.py FILE`, FILE a JSON object: `description` (the description of the
-one tool, `probe`; null for a tool with none, sent empty, so the source's own description stands in) and `field`
-(the description and title of its one input field, `text`); `probe` echoes its `text`. Run with no FILE,
+one tool, `probe`; null for a tool with none, sent empty, so the source's own description stands in)
+and `field` (the description and title of its one input field, `text`); `probe` echoes its `text`. Run with no FILE,
 it serves `shout`, which returns its `text` in capitals.
 """
 

@@ -1,4 +1,4 @@
-"""The untrusted-slot tests' plain MCP server answers as the same server on the official SDK does, byte for byte."""
+"""The untrusted-slot tests' plain MCP server answers as the same server on the official SDK does: the same JSON."""
 
 from __future__ import annotations
 
