@@ -108,6 +108,9 @@ def test_the_printed_address_sets_a_cookie_and_the_links_work(stored: Stored) ->
     assert first.headers["content-security-policy"]  # the page holds no script: a refresh and a link
     quoted = client.get("/", params={"token": TOKEN, "q": "x'><script>"}, follow_redirects=False).text
     assert "<script>" not in quoted and "url=/?q=x%27%3E%3Cscript%3E'>" in quoted  # the address as sent, quoted
+    # an address of two slashes stays on this site: the refresh never names another host
+    elsewhere = client.get(f"{LAN}//evil.example/x", params={"token": TOKEN}, follow_redirects=False).text
+    assert "url=/evil.example/x'" in elsewhere and "url=//" not in elsewhere
     # then every link of the page, its scripts and its API calls, goes through on the cookie alone
     client.cookies.set("lamina_token_9123", TOKEN)
     page = client.get(f"/sessions/{stored.rich.id}")

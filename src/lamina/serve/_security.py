@@ -207,7 +207,9 @@ class TokenCheck:
     def _welcome(self, connection: HTTPConnection) -> HTMLResponse:
         """The page that keeps the token in a cookie and opens the address asked for, without the token."""
         url = connection.url.remove_query_params("token")
-        target = escape(url.path + (f"?{url.query}" if url.query else ""))
+        # one leading slash: `//host/…` would send the browser, cookie set, to another site
+        path = "/" + url.path.lstrip("/")
+        target = escape(path + (f"?{url.query}" if url.query else ""))
         response = HTMLResponse(
             f"<!doctype html><meta http-equiv='refresh' content='0; url={target}'><title>lamina serve</title>"
             f"<p><a href='{target}'>Open the inspector</a></p>",
