@@ -7,7 +7,6 @@ The issue's cases: Grep printed a file a `Read(.env)` deny rule denies; Write wr
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -183,16 +182,6 @@ def ws(tmp_path: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch, projec
     return project
 
 
-def _sent(wire: WireServer) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for message in wire.requests[-1].body["messages"]:
-        for block in message["content"] if isinstance(message["content"], list) else []:
-            if block.get("type") == "tool_result":
-                content: Any = block["content"]
-                found[block["tool_use_id"]] = content if isinstance(content, str) else json.dumps(content)
-    return found
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX paths")
 def test_lamina_run_keeps_denied_files_from_grep_and_write(tmp_path: Path, ws: Path, wire: WireServer) -> None:
@@ -205,7 +194,7 @@ def test_lamina_run_keeps_denied_files_from_grep_and_write(tmp_path: Path, ws: P
         app, ["--store", str(tmp_path / "store"), "run", "find the key", "--mode", "execute", "--model", MODEL]
     )
     assert result.exit_code == 0, result.output
-    sent = _sent(wire)
+    sent = wire.tool_results()
     assert "app.py" in sent["call_grep"] and "sk-live" not in sent["call_grep"] and "sk-nested" not in sent["call_grep"]
     assert "Edit(secrets/**)" in sent["call_write"]
     assert (ws / "secrets" / "key.pem").read_text() == "-----BEGIN KEY-----\n"

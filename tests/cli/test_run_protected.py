@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -49,16 +48,6 @@ def _run(tmp_path: Path, *args: str) -> Result:
     return runner.invoke(app, ["--store", str(tmp_path / "store"), "run", *args, "--model", MODEL])
 
 
-def _results(wire: WireServer) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for message in wire.requests[-1].body["messages"]:
-        for block in message["content"] if isinstance(message["content"], list) else []:
-            if block.get("type") == "tool_result":
-                content: Any = block["content"]
-                found[block["tool_use_id"]] = content if isinstance(content, str) else json.dumps(content)
-    return found
-
-
 def test_a_prefix_rule_runs_none_of_the_commands_hidden_behind_it(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     _user_rules(tmp_path, ["Bash(git status:*)"])
     commands = ["git status --short", *SMUGGLED, *WRITES]
@@ -66,7 +55,7 @@ def test_a_prefix_rule_runs_none_of_the_commands_hidden_behind_it(tmp_path: Path
     wire.script(Reply(text="Checking.", tool_calls=calls), Reply(text="Done."))
     result = _run(tmp_path, "check the tree", "--mode", "ask", "--json")
     assert result.exit_code == 0, result.output
-    sent = _results(wire)
+    sent = wire.tool_results()
     assert "exit code 0" in sent["call_0"]  # the plain command ran, allowed by the rule
     for n in range(1, len(commands)):
         assert "no one can approve calls in this session" in sent[f"call_{n}"], commands[n]
@@ -95,7 +84,7 @@ def test_edit_cannot_plant_a_command_that_an_allowed_git_status_then_runs(
     wire.script(Reply(text="Setting up.", tool_calls=calls), Reply(text="Done."))
     result = _run(tmp_path, "speed up git status", "--mode", mode)
     assert result.exit_code == 0, result.output
-    sent = _results(wire)
+    sent = wire.tool_results()
     for call_id in ("call_edit", "call_lamina", "call_git_config", "call_append"):
         assert "a protected path" in sent[call_id] and "no one can approve" in sent[call_id], call_id
     assert ".git/config" in sent["call_edit"] and ".lamina/config.toml" in sent["call_lamina"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -43,17 +42,6 @@ def _run(tmp_path: Path, *args: str) -> Result:
     return runner.invoke(app, ["--store", str(tmp_path / "store"), "run", *args, "--model", MODEL])
 
 
-def _results(wire: WireServer) -> dict[str, str]:
-    """The tool results the last request sent, by tool_use id, as text."""
-    found: dict[str, str] = {}
-    for message in wire.requests[-1].body["messages"]:
-        for block in message["content"] if isinstance(message["content"], list) else []:
-            if block.get("type") == "tool_result":
-                content: Any = block["content"]
-                found[block["tool_use_id"]] = content if isinstance(content, str) else json.dumps(content)
-    return found
-
-
 def _two_calls(wire: WireServer, second: str) -> None:
     calls = [ToolUse("Bash", {"command": "echo hi"}, id="call_echo"), ToolUse("Bash", {"command": second}, id="call_2")]
     wire.script(Reply(text="Running.", tool_calls=calls), Reply(text="Done."))
@@ -67,7 +55,7 @@ def test_an_allow_rule_runs_its_command_in_ask_mode_and_the_rest_is_refused(
     _two_calls(wire, "rm x")
     result = _run(tmp_path, "clean up", "--mode", "ask")
     assert result.exit_code == 0, result.output
-    sent = _results(wire)
+    sent = wire.tool_results()
     assert "hi" in sent["call_echo"] and "approval" not in sent["call_echo"]
     assert "no one can approve calls in this session" in sent["call_2"]
     assert (ws / "x").read_text() == "keep me\n"
@@ -93,7 +81,7 @@ def test_a_deny_rule_wins_over_an_allow_rule(tmp_path: Path, ws: Path, wire: Wir
     _rules(ws, ["Bash"], deny=["Bash(rm:*)"])
     _two_calls(wire, "rm x")
     data = json.loads(_run(tmp_path, "clean up", "--mode", "ask", "--json").stdout)
-    sent = _results(wire)
+    sent = wire.tool_results()
     assert "hi" in sent["call_echo"] and "The deny rule Bash(rm:*)" in sent["call_2"]
     assert (ws / "x").read_text() == "keep me\n"
     assert [a["call_id"] for a in data["allowed"]] == ["call_echo"]
@@ -103,7 +91,7 @@ def test_a_deny_rule_wins_over_an_allow_rule(tmp_path: Path, ws: Path, wire: Wir
 def test_without_a_rule_ask_mode_refuses_every_call(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     _two_calls(wire, "rm x")
     data = json.loads(_run(tmp_path, "clean up", "--mode", "ask", "--json").stdout)
-    sent = _results(wire)
+    sent = wire.tool_results()
     assert all("no one can approve calls in this session" in text for text in sent.values()) and len(sent) == 2
     assert data["allowed"] == []
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import socket
 import threading
 import time
@@ -163,6 +164,16 @@ class WireServer:
         """Every request received so far, in arrival order."""
         with self._lock:
             return list(self._received)
+
+    def tool_results(self) -> dict[str, str]:
+        """The Messages tool results the last request sent, by tool_use id, as text (JSON when not a string)."""
+        found: dict[str, str] = {}
+        for message in self.requests[-1].body["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                if block.get("type") == "tool_result":
+                    content: Any = block["content"]
+                    found[block["tool_use_id"]] = content if isinstance(content, str) else json.dumps(content)
+        return found
 
     def bodies(self, api: Api | None = None) -> list[Any]:
         """The request bodies received (of one API, or all)."""
