@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamina.context import Authority
-from lamina.defang import contains_reserved_marker, defang, neutralise
+from lamina.defang import contains_reserved_marker, defang, escape_path, neutralise
 from tests.defang.test_defang import assert_one_sealed_block
 from tests.support.look_alikes import BIDI_CONTROLS, CONFUSABLES, FIXED, look_alikes_of, markers
 
@@ -156,3 +156,10 @@ def test_many_openings_without_a_closing_are_read_once() -> None:
     reading = f"<{L}x" * 200_000
     assert list(TAGS._special_tokens(reading)) == []
     assert list(TAGS._special_tokens(reading + "|>")) == [(0, len(reading) + 2)]
+
+
+def test_a_letter_that_reads_as_punctuation_is_escaped_in_a_path() -> None:
+    # found by the untrusted-slot property: OLD ITALIC LETTER YE is a letter, and reads as `<`
+    shown = str(escape_path("\U0001032dLEDGER:"))
+    assert shown == "[U+1032D]LEDGER[U+003A]" and not contains_reserved_marker(shown)
+    assert str(escape_path("中文/ℓib/Ⅰlé.txt")) == "中文/ℓib/Ⅰlé.txt"  # letters that read as letters stay

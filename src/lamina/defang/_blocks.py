@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from lamina.defang._neutralise import _fit
-from lamina.defang._readings import _escape, _fold_char
+from lamina.defang._readings import _L_CLASS, _escape, _fold_char
 from lamina.defang._safe import Authority, SafeText
 from lamina.defang._tags import RESERVED_TAG_NAMES, _name_pattern
 from lamina.errors import UsageError
@@ -150,6 +150,16 @@ def escape_path(path: str, *, allow: str = "") -> SafeText:
     """
     out = []
     for ch in path:
-        keep = ch in _PATH_PUNCTUATION or ch in allow or unicodedata.category(ch)[0] in "LN"
-        out.append(ch if keep else f"[U+{ord(ch):04X}]")
+        out.append(ch if _shown_in_a_path(ch, allow) else f"[U+{ord(ch):04X}]")
     return SafeText("".join(out))
+
+
+def _plain_in_a_path(ch: str, allow: str) -> bool:
+    return ch in _PATH_PUNCTUATION or ch in allow or unicodedata.category(ch)[0] in "LN"
+
+
+def _shown_in_a_path(ch: str, allow: str) -> bool:
+    """Whether `ch` stays as it is in a path: plain, and not a letter that reads as punctuation (`𐌭` as `<`)."""
+    if not _plain_in_a_path(ch, allow):
+        return False
+    return all(c == _L_CLASS or _plain_in_a_path(c, allow) for c in _fold_char(ch))
