@@ -103,7 +103,7 @@ def test_plan_mode_reads_everything_and_writes_only_in_the_plans_folder(
 ) -> None:
     agent = open_plan_agent(store, workspace, [])
     plans = agent.engine.plans_dir
-    assert agent.engine.mode == "plan" and agent.tools.context.mode is PermissionMode.PLAN
+    assert agent.engine.settings.mode == "plan" and agent.tools.context.mode is PermissionMode.PLAN
     content, error = _call(agent, "Read", path="app.py")
     assert not error and "sum(xs) + 1" in content
     content, error = _call(agent, "Write", path=str(plans / "p.md"), content="# plan\n")
@@ -182,7 +182,9 @@ def test_accept_and_compact_runs_the_plan_in_a_fresh_context(store: LocalSession
     assert outcome is not None and outcome.text.startswith("Done")
     plan = agent.plan
     assert plan is not None and plan.state == "done" and plan.draft_input == "and then rename it"
-    assert agent.engine.mode == "plan"  # it ran in execute mode, then the session went back (it began in plan mode)
+    assert (
+        agent.engine.settings.mode == "plan"
+    )  # it ran in execute mode, then the session went back (it began in plan mode)
     request = json.dumps(agent.provider.requests[-1])  # type: ignore[attr-defined]
     assert PLAN_TEXT.splitlines()[2] in request  # the plan
     assert "<conversation_summary" in request or "summary" in request.lower()
@@ -218,7 +220,7 @@ def test_reject_returns_to_planning_with_the_feedback(store: LocalSessionStore, 
     assert outcome.text.startswith("Done")  # the scripted model's next answer
     plan = agent.plan
     assert plan is not None and plan.state == "rejected" and plan.detail == "Also update the docstring."
-    assert agent.engine.mode == "plan"
+    assert agent.engine.settings.mode == "plan"
     last_user = [e for e in agent.engine.session.entries() if isinstance(e, UserMessage)][-1]
     assert "Also update the docstring." in last_user.text and "did not approve" in last_user.text
     assert last_user.typed == "Also update the docstring."  # the user's words lane takes only the feedback

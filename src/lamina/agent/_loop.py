@@ -465,7 +465,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
         self._check_open()
         mode = PermissionMode(mode)
-        self.engine.set_mode(mode.value)
+        self.engine.settings.set_mode(mode.value)
         self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
 
     def run_turn_sync(

@@ -94,7 +94,7 @@ class PlanSteps:
         """
         self._check_open()
         run_mode = PermissionMode(mode).value
-        current, before = self.engine.mode, self.engine.previous_mode
+        current, before = self.engine.settings.mode, self.engine.settings.previous_mode
         back = before if current == PermissionMode.PLAN.value and before is not None else current
         self.engine.record_plan("accepted", compact=compact, draft_input=draft, run_mode=run_mode, return_mode=back)
         self._plan_moved()
@@ -136,7 +136,7 @@ class PlanSteps:
         self._check_open()
         plan = self.engine.plan
         if plan is not None and plan.state == "dispatched" and next_step(plan) is None:
-            if plan.return_mode is not None and self.engine.mode != plan.return_mode:
+            if plan.return_mode is not None and self.engine.settings.mode != plan.return_mode:
                 self.set_mode(plan.return_mode)
             return None
         while (step := next_step(self.engine.plan)) is not None:
@@ -188,7 +188,7 @@ class PlanSteps:
         before the plan, so no later request runs in the plan's mode unless the user chooses it.
         """
         run_mode = PermissionMode(plan.run_mode or PermissionMode.EXECUTE.value)
-        if self.engine.mode != run_mode.value:
+        if self.engine.settings.mode != run_mode.value:
             self.set_mode(run_mode)  # a recorded state change and a one-shot notice
         try:
             # Lamina's own message in the user's role: nothing in it is the user's words
@@ -200,7 +200,7 @@ class PlanSteps:
             self._finish_plan(plan.plan_id, "failed", f"its execution turn failed: {exc}")
             raise
         finally:
-            if plan.return_mode is not None and self.engine.mode != plan.return_mode:
+            if plan.return_mode is not None and self.engine.settings.mode != plan.return_mode:
                 self.set_mode(plan.return_mode)
         self._finish_plan(plan.plan_id, "done", "")
         return outcome

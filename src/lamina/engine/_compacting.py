@@ -237,7 +237,7 @@ class CompactionMixin(EngineHost):
 
     def _snapshot(self) -> StateSnapshot:
         """The state a compaction boundary carries, for a resume that reads only from it on."""
-        settings = self._settings
+        settings = self.settings.state
         return StateSnapshot(
             mode=settings.mode if settings.mode_recorded else None,
             sources=settings.sources,

@@ -20,7 +20,8 @@ from lamina.engine._pace import PaceTracker
 from lamina.engine._plan import Plan, PlanStateName
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._sessions import ProviderSessions
-from lamina.engine._state import PathState, SessionState
+from lamina.engine._settings import SessionSettings
+from lamina.engine._state import PathState
 from lamina.engine._view import LiveView
 from lamina.placement import RenderCache
 from lamina.session import CompactionBoundary, Entry, LogEntry, ProviderView, SessionLog
@@ -40,7 +41,7 @@ class EngineHost:
     compaction_hooks: list[Callable[[CompactionBoundary], None]]
     compaction_listeners: list[Callable[[CompactionEvent], None]]
     context_reset_hooks: list[Callable[[], None]]
-    _settings: SessionState
+    settings: SessionSettings
     _path: PathState
     _outbox: Outbox
     _stable: StablePrefix
