@@ -274,22 +274,28 @@ def test_a_branch_has_its_path_s_plan_and_skills_and_the_user_s_latest_settings(
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
     engine.commit(engine.prepare_turn("Plan the fix"))
-    engine.submit_plan(title="Fix total", plan_path="", text="1. Remove the + 1.")
+    engine.plans.submit(title="Fix total", plan_path="", text="1. Remove the + 1.")
     point = engine.record(AssistantMessage(text="Submitted the plan."))
     # the path left: the plan runs and is done, a skill is invoked, the user changes mode and sources
-    engine.record_plan("accepted")
-    engine.record_plan("dispatched")
+    engine.plans.record("accepted")
+    engine.plans.record("dispatched")
     engine.settings.set_mode("execute")
     engine.settings.add_skills(["deploy"])
     engine.settings.set_sources(["github"])
     engine.commit(engine.prepare_turn("Carry out the plan"))
     engine.record(AssistantMessage(text="Done."))
-    engine.record_plan("done")
-    assert engine.plan is not None and engine.plan.state == "done" and engine.settings.skills_in_use == ("deploy",)
+    engine.plans.record("done")
+    assert (
+        engine.plans.latest is not None
+        and engine.plans.latest.state == "done"
+        and engine.settings.skills_in_use == ("deploy",)
+    )
 
     engine.branch(point.id)
     for current in (engine, engine := _reopen(engine, tmp_path, workspace, clock)):
-        assert current.plan is not None and current.plan.state == "submitted"  # still awaiting the decision
+        assert (
+            current.plans.latest is not None and current.plans.latest.state == "submitted"
+        )  # still awaiting the decision
         assert current.settings.skills_in_use == ()
         assert current.settings.mode == "execute" and current.settings.active_sources == (
             "github",

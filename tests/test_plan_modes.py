@@ -89,9 +89,9 @@ def test_a_plan_whose_run_the_process_stopped_in_goes_back_to_the_mode_before_it
         asyncio.run(_submitted(agent))
         engine = agent.engine
         # what a process killed during the execution turn leaves: accepted, dispatched, answered, in execute mode
-        engine.record_plan("accepted", run_mode="execute", return_mode="ask")
-        engine.record_plan("dispatched")
-        plan = engine.plan
+        engine.plans.record("accepted", run_mode="execute", return_mode="ask")
+        engine.plans.record("dispatched")
+        plan = engine.plans.latest
         assert plan is not None
         agent.set_mode("execute")
         engine.record(UserMessage(text=execution_message(plan)), durable=True)

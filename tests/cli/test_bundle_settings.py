@@ -131,7 +131,7 @@ async def test_a_plan_the_author_accepted_is_not_carried_out_after_import(tmp_pa
     author = LocalSessionStore(tmp_path / "theirs")
     with open_agent(author, ScriptedProvider(steps), workspace=workspace, mode="plan") as agent:
         assert (await agent.run_turn("Plan it.")).stop_reason == "plan_submitted"
-        agent.engine.record_plan("accepted", run_mode="execute", return_mode="execute")  # then exported
+        agent.engine.plans.record("accepted", run_mode="execute", return_mode="execute")  # then exported
         session_id = agent.engine.session.id
     export_session(author, session_id, tmp_path / "shared.zip")
     mine = LocalSessionStore(tmp_path / "mine")

@@ -234,10 +234,10 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
             AttachmentError: An attached file cannot be used; nothing was sent or logged.
         """
         self._check_open()
-        if next_step(self.engine.plan) is not None:
+        if next_step(self.engine.plans.latest) is not None:
             await self.resume_plan()
         outcome = await self._run_turn(user_text, attachments, skills=skills)
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is not None and plan.state == "dispatched" and plan.answered:  # its turn died; the session went on
             self._finish_plan(plan.plan_id, "done", "the session went on after its execution was interrupted")
         return outcome
@@ -310,8 +310,8 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
                         ToolFinished(call.call_id, call.name, result.is_error, result.content, entry.full_output_path)
                     )
                 if ends_turn:  # a plan was submitted: the user decides before the model goes on
-                    if self.engine.plan is not None:
-                        self._emit(PlanUpdate(self.engine.plan))
+                    if self.engine.plans.latest is not None:
+                        self._emit(PlanUpdate(self.engine.plans.latest))
                     return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), "plan_submitted")
             raise TooManyModelCallsError(f"turn {turn.id} made {self.max_model_calls} model calls without stopping")
         except asyncio.CancelledError:

@@ -63,7 +63,7 @@ class PlanSteps:
     @property
     def plan(self) -> Plan | None:
         """The session's latest plan and where its approval stands."""
-        return self.engine.plan
+        return self.engine.plans.latest
 
     async def accept_plan(
         self,
@@ -96,7 +96,7 @@ class PlanSteps:
         run_mode = PermissionMode(mode).value
         current, before = self.engine.settings.mode, self.engine.settings.previous_mode
         back = before if current == PermissionMode.PLAN.value and before is not None else current
-        self.engine.record_plan("accepted", compact=compact, draft_input=draft, run_mode=run_mode, return_mode=back)
+        self.engine.plans.record("accepted", compact=compact, draft_input=draft, run_mode=run_mode, return_mode=back)
         self._plan_moved()
         return await self.resume_plan()
 
@@ -107,7 +107,7 @@ class PlanSteps:
             PlanTransitionError: No plan waits for a decision.
         """
         self._check_open()
-        plan = self.engine.record_plan("rejected", detail=feedback)
+        plan = self.engine.plans.record("rejected", detail=feedback)
         self._plan_moved()
         # Lamina's message around the user's feedback: only the feedback is the user's words
         return await self._run_turn(rejection_message(plan, feedback), user_words=feedback)
@@ -119,7 +119,7 @@ class PlanSteps:
             PlanTransitionError: There is no plan, or it is already finished.
         """
         self._check_open()
-        plan = self.engine.record_plan("cancelled", detail=reason)
+        plan = self.engine.plans.record("cancelled", detail=reason)
         self._plan_moved()
         return plan
 
@@ -134,25 +134,25 @@ class PlanSteps:
         never finished) is not sent again, but the session goes back to the mode before the plan.
         """
         self._check_open()
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is not None and plan.state == "dispatched" and next_step(plan) is None:
             if plan.return_mode is not None and self.engine.settings.mode != plan.return_mode:
                 self.set_mode(plan.return_mode)
             return None
-        while (step := next_step(self.engine.plan)) is not None:
-            plan = self.engine.plan
+        while (step := next_step(self.engine.plans.latest)) is not None:
+            plan = self.engine.plans.latest
             assert plan is not None
             match step:
                 case "compact":
                     if plan.state == "accepted":
-                        self.engine.record_plan("awaiting_compaction")
+                        self.engine.plans.record("awaiting_compaction")
                         self._plan_moved()
                     if not await self._compact_for_plan(plan.plan_id):
                         return None
                 case "mark_compacted":
-                    self.engine.record_plan("compacted", compaction_id=plan.compaction_id)
+                    self.engine.plans.record("compacted", compaction_id=plan.compaction_id)
                 case "dispatch":
-                    self.engine.record_plan("dispatched")
+                    self.engine.plans.record("dispatched")
                 case "send":
                     return await self._execute_plan(plan, execution_message(plan))
                 case "continue":
@@ -171,12 +171,12 @@ class PlanSteps:
             reason = f"the compaction failed: {exc}"
         else:
             reason = f"the compaction did not complete: {outcome.message}"
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is None or plan.plan_id != plan_id:
             return False
         if plan.state == "compacted" or plan.compaction_id is not None:
             return True  # completed (its boundary is durable), whatever was raised after it
-        self.engine.record_plan("failed", detail=reason)
+        self.engine.plans.record("failed", detail=reason)
         self._plan_moved()
         return False
 
@@ -206,11 +206,11 @@ class PlanSteps:
         return outcome
 
     def _finish_plan(self, plan_id: str, to: Literal["done", "failed", "cancelled"], detail: str) -> None:
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is not None and plan.plan_id == plan_id and plan.state == "dispatched":
-            self.engine.record_plan(to, detail=detail)
+            self.engine.plans.record(to, detail=detail)
             self._plan_moved()
 
     def _plan_moved(self) -> None:
-        if self.engine.plan is not None:
-            self._emit(PlanUpdate(self.engine.plan))
+        if self.engine.plans.latest is not None:
+            self._emit(PlanUpdate(self.engine.plans.latest))

@@ -157,13 +157,13 @@ def open_agent(
         )
 
         def submit_plan(title: str, path: str, text: str) -> str:
-            return engine.submit_plan(title=title, plan_path=path, text=text).plan_id
+            return engine.plans.submit(title=title, plan_path=path, text=text).plan_id
 
         tool_context = ToolContext(
             cwd=workspace,
             data_dir=session.data_dir,
             mode=PermissionMode(engine.settings.mode),
-            plans_dir=engine.plans_dir,
+            plans_dir=engine.session.plans_dir,
             submit_plan=submit_plan,
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
             attachments=engine.attachments,

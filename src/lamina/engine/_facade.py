@@ -47,7 +47,7 @@ from lamina.engine._host import E
 from lamina.engine._media import MediaMixin
 from lamina.engine._outbox import Outbox, turn_one_shots
 from lamina.engine._pace import PaceTracker
-from lamina.engine._plans import PlansMixin
+from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._resume import ResumeMixin
 from lamina.engine._sessions import ProviderSessions
@@ -86,7 +86,7 @@ def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
 
-class ContextEngine(MediaMixin, PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
+class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin, ResumeMixin):
     """Prepares, records and commits the turns of one open session.
 
     A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
@@ -139,6 +139,8 @@ class ContextEngine(MediaMixin, PlansMixin, CompactionMixin, BranchingMixin, Res
         """The user's settings: permission mode, sources, skills in use, model and preset (each change recorded)."""
         self._path = PathState()
         self._outbox = Outbox()
+        self.plans = SessionPlans(record=self.record, path=lambda: self._path)
+        """The session's plans: the latest one and its transitions (`Plan`)."""
         self._stable = StablePrefix()
         self._tool_definitions = ToolDefinitions()
         self._sessions = ProviderSessions()

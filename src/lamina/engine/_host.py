@@ -17,7 +17,7 @@ from lamina.context import Part, ToolSpec
 from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox
 from lamina.engine._pace import PaceTracker
-from lamina.engine._plan import Plan, PlanStateName
+from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._sessions import ProviderSessions
 from lamina.engine._settings import SessionSettings
@@ -42,6 +42,7 @@ class EngineHost:
     compaction_listeners: list[Callable[[CompactionEvent], None]]
     context_reset_hooks: list[Callable[[], None]]
     settings: SessionSettings
+    plans: SessionPlans
     _path: PathState
     _outbox: Outbox
     _stable: StablePrefix
@@ -72,18 +73,6 @@ class EngineHost:
         raise NotImplementedError
 
     def _track_session_wide(self, entry: LogEntry) -> None:
-        raise NotImplementedError
-
-    def record_plan(
-        self,
-        to: PlanStateName,
-        *,
-        detail: str = "",
-        compact: bool = False,
-        draft_input: str | None = None,
-        compaction_id: str | None = None,
-    ) -> Plan:
-        """Move the latest plan to state `to` (`_plans.PlansMixin.record_plan`)."""
         raise NotImplementedError
 
     def _emit_compaction(self, event: CompactionEvent) -> None:
