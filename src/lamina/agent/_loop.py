@@ -393,7 +393,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
     async def _model_call(self, turn: TurnContext, index: int) -> Completed:
         request = self.engine.request(turn, self.provider.target)
         if isinstance(request, SdkManagedPrompt):  # the log says where the provider session resumes
-            stored = self.engine.provider_session(self.provider.name)
+            stored = self.engine.provider_sessions.get(self.provider.name)
             request = dataclasses.replace(request, resume=stored, new_session=stored is None)
         estimated = self.engine.context_tokens()
         completed: Completed | None = None
@@ -405,7 +405,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
                 case ProviderSessionChanged(session=session):
                     self._session_update = session
                 case ProviderCompacted(trigger=trigger, tokens_before=tokens):
-                    self.engine.provider_compacted(self.provider.name, trigger, tokens)
+                    self.engine.provider_sessions.compacted(self.provider.name, trigger, tokens)
                 case Completed():
                     completed = event
                 case _:

@@ -73,12 +73,14 @@ class ProviderSessions:
         recovery block (a session begun elsewhere, an id cleared by a crashed recovery, an older log).
         """
         name = self.provider.name
-        for session in self.engine.provider_sessions:
+        for session in self.engine.provider_sessions.all():
             if session.provider != name:
-                self.engine.clear_provider_session(session.provider, f"the conversation went on with {name}")
+                self.engine.provider_sessions.clear(session.provider, f"the conversation went on with {name}")
             elif self._bridge_pending():  # a branch seed or a transfer summary is for a fresh session
-                self.engine.clear_provider_session(name, "a pending branch seed or transfer summary starts a fresh one")
-        if not self.provider.capabilities.native_resume or self.engine.provider_session(name) is not None:
+                self.engine.provider_sessions.clear(
+                    name, "a pending branch seed or transfer summary starts a fresh one"
+                )
+        if not self.provider.capabilities.native_resume or self.engine.provider_sessions.get(name) is not None:
             return
         if not self._bridge_pending():  # a queued branch seed or transfer summary already bridges the gap
             self._recover(list(self.engine.view), f"{name} holds no session of this conversation", clear=False)
@@ -98,7 +100,7 @@ class ProviderSessions:
         )
         if block is None and not clear:
             return
-        self.engine.clear_provider_session(self.provider.name, reason)
+        self.engine.provider_sessions.clear(self.provider.name, reason)
         if block is not None and not self._bridge_pending():
             self.engine.queue_one_shot(RECOVERY_KIND, block.text, hidden=True)  # a bridge: hidden from transcripts
 
@@ -108,12 +110,12 @@ class ProviderSessions:
     def _settle_provider_session(self) -> None:
         update, self._session_update = self._session_update, None
         if update is not None:
-            self.engine.set_provider_session(update)
+            self.engine.provider_sessions.set(update)
 
     async def _compact_provider_session(self, focus: str | None) -> CompactionOutcome:
         """`/compact` on an SDK-managed backend: the backend compacts its own session."""
         name = self.provider.name
-        stored = self.engine.provider_session(name)
+        stored = self.engine.provider_sessions.get(name)
         if stored is None:
             return CompactionOutcome("nothing_to_compact", f"nothing to compact: {name} holds no session yet")
         prompt = "/compact" + (f" {' '.join(focus.split())}" if focus else "")
@@ -124,13 +126,13 @@ class ProviderSessions:
                 match event:
                     case ProviderCompacted():
                         compacted = event
-                        self.engine.provider_compacted(name, event.trigger, event.tokens_before)
+                        self.engine.provider_sessions.compacted(name, event.trigger, event.tokens_before)
                     case ProviderSessionChanged(session=session):
                         self._session_update = session
                     case _:
                         pass
         except ProviderSessionLostError:
-            self.engine.clear_provider_session(name, "its session could not be resumed to compact it")
+            self.engine.provider_sessions.clear(name, "its session could not be resumed to compact it")
             return CompactionOutcome(
                 "nothing_to_compact", f"{name} no longer has the session; the next turn starts a fresh one"
             )
