@@ -335,7 +335,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
         makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
         `force` (`/compact --force`) compacts even a conversation that fits the kept budget: all of
-        it is summarised (`ContextEngine.compact`); call it between turns. `decision`: the cost
+        it is summarised (`Compactor.compact`); call it between turns. `decision`: the cost
         model's, for a compaction in the band below the threshold (see `compaction_band`).
         """
         self._check_open()
@@ -344,7 +344,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
         # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
         lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
-        return await self.engine.compact(
+        return await self.engine.compactor.compact(
             summariser,
             trigger=trigger,
             focus=focus,
@@ -395,7 +395,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         if isinstance(request, SdkManagedPrompt):  # the log says where the provider session resumes
             stored = self.engine.provider_sessions.get(self.provider.name)
             request = dataclasses.replace(request, resume=stored, new_session=stored is None)
-        estimated = self.engine.context_tokens()
+        estimated = self.engine.compactor.context_tokens()
         completed: Completed | None = None
         self._session_update = None
         async for event in stream_with_retry(self.provider, request, self.retry, on_retry=self._emit):
@@ -412,7 +412,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
                     pass
         if completed is None:
             raise RuntimeError(f"provider {self.provider.name} ended a response without completing it")
-        self.engine.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
+        self.engine.compactor.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
         self._emit(ModelCallFinished(index, completed.usage, completed.stop_reason))
         return completed
 

@@ -55,14 +55,16 @@ class PricedCompaction:
 
     def _over_threshold(self, tokens: int | None = None) -> bool:
         """Whether the context (`tokens`, counted now unless given) is over the threshold: a compaction is due."""
-        tokens = self.engine.calibrated_context_tokens() if tokens is None else tokens
+        tokens = self.engine.compactor.calibrated_context_tokens() if tokens is None else tokens
         window = self.provider.capabilities.context_window
         return should_compact(tokens, context_window=window, reserve=self.compaction_reserve)
 
     async def _compact_before_turn(self) -> None:
         """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
         self._follow_provider_prices()
-        tokens = self.engine.calibrated_context_tokens()  # counted once: the stable parts and tools are counted too
+        tokens = (
+            self.engine.compactor.calibrated_context_tokens()
+        )  # counted once: the stable parts and tools are counted too
         if self._over_threshold(tokens):
             await self.compact(trigger="threshold")
             return
@@ -77,7 +79,7 @@ class PricedCompaction:
             return None
         if tokens < band * threshold:
             return None
-        action, decision = self.engine.price_compaction(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
+        action, decision = self.engine.compactor.price(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
         _log.debug(
             "session %s: %s (expected %s against %s, cache %s)",
             self.engine.session.id,
