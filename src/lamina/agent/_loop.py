@@ -28,7 +28,7 @@ from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanSteps
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND, PricedCompaction
 from lamina.agent._provider_sessions import ProviderSessions, SessionUpdate
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
-from lamina.attachments import AttachmentInput, MediaSupport
+from lamina.attachments import AttachmentInput
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
@@ -251,11 +251,8 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         durable_message: bool = False,
         user_words: str | None = None,
     ) -> TurnOutcome:
-        capabilities = self.provider.capabilities
-        self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
-        refs = (
-            await asyncio.to_thread(self.engine.attach, attachments, base=self.tools.context.cwd) if attachments else ()
-        )
+        cwd = self.tools.context.cwd
+        refs = await asyncio.to_thread(self.engine.attachments.add_all, attachments, base=cwd) if attachments else ()
         if self.activation is not None:  # mentions are parsed once, from the new text only
             for warning in self.activation.before_turn(user_text, skills):
                 self._emit(warning)

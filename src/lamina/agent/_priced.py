@@ -1,4 +1,4 @@
-"""Before a turn: the engine decides with the provider's prices, and compacts when due or when it pays (I/O: the log).
+"""Before a turn: the agent compacts when due, or when the cost model says it pays (I/O: the log).
 
 At the threshold (the context window less the reserve) a compaction is due, as always; in the
 band below it, the cost model says whether compacting now beats waiting (it does after a gap
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final, Literal
 
-from lamina.compaction import CachePrices, should_compact
+from lamina.compaction import should_compact
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.placement import SdkManagedTarget
 from lamina.providers import Provider
@@ -23,13 +23,12 @@ _log = logging.getLogger("lamina.compaction")
 
 
 class PricedCompaction:
-    """The agent's methods that keep the engine's cost model on the session's provider (a mixin of `Agent`)."""
+    """The agent's methods that compact before a turn when due or when it pays (a mixin of `Agent`)."""
 
     engine: ContextEngine
     provider: Provider
     compaction_reserve: int
     compaction_band: float | None
-    cache_prices: CachePrices | None
     keep_tokens: int
 
     if TYPE_CHECKING:
@@ -44,11 +43,6 @@ class PricedCompaction:
             decision: CostDecision | None = None,
         ) -> CompactionOutcome: ...
 
-    def _follow_provider_prices(self) -> None:
-        """The engine decides with `cache_prices`, else with the prices of the provider the agent runs on now."""
-        given = self.cache_prices  # else the provider's, read each turn: `/model` may have switched it
-        self.engine.cache_prices = given if given is not None else CachePrices.for_target(self.provider.target)
-
     def _threshold(self) -> int:
         """The context's tokens above which a compaction is due."""
         return self.provider.capabilities.context_window - self.compaction_reserve
@@ -61,7 +55,6 @@ class PricedCompaction:
 
     async def _compact_before_turn(self) -> None:
         """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
-        self._follow_provider_prices()
         tokens = (
             self.engine.compactor.calibrated_context_tokens()
         )  # counted once: the stable parts and tools are counted too

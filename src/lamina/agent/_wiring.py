@@ -17,6 +17,7 @@ from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, n
 from lamina.agent._events import AgentEvent
 from lamina.agent._loop import Agent
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND
+from lamina.attachments import MediaSupport
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_PRICES,
@@ -144,6 +145,7 @@ def open_agent(
         for bash in (t for t in wired.tools if isinstance(t, BashTool)):
             bash.on_notice = _sandbox_notice(on_event)
         tools = [*wired.tools, *(sources.tools if sources else ())]
+        reads = _ProviderReads(provider, cache_prices)
         engine = ContextEngine(
             session,
             stable_source=wired.stable_source,
@@ -153,7 +155,8 @@ def open_agent(
             prune=prune,
             owns_session=True,
             clock=clock,
-            cache_prices=cache_prices if cache_prices is not None else CachePrices.for_target(provider.target),
+            prices=reads.prices,
+            media=reads.media,
         )
 
         def submit_plan(title: str, path: str, text: str) -> str:
@@ -192,7 +195,7 @@ def open_agent(
     except BaseException:
         session.close()
         raise
-    return Agent(
+    reads.agent = Agent(
         engine,
         provider,
         pipeline,
@@ -207,6 +210,7 @@ def open_agent(
         owns_engine=True,
         owns_provider=owns_provider,
     )
+    return reads.agent
 
 
 def open_engine(
@@ -235,7 +239,7 @@ def open_engine(
         stable_source=wired.stable_source,
         tools=tuple(t.spec for t in wired.tools),
         time_zone=wired.context.time_zone,
-        cache_prices=cache_prices,
+        prices=lambda: cache_prices,
     )
 
 
@@ -252,6 +256,29 @@ def _sandbox_notice(on_event: Callable[[AgentEvent], None] | None) -> Callable[[
 
 session_engine = open_engine
 """The name `open_engine` had before `lamina.agent` became a package; kept for its callers."""
+
+
+@dataclass(slots=True)
+class _ProviderReads:
+    """What the engine reads of the agent at each use: its prices and media (`/model` may switch its provider)."""
+
+    provider: Provider
+    cache_prices: CachePrices | None
+    agent: Agent | None = None
+    """The agent, once built: its provider and `cache_prices` are read from then on."""
+
+    def prices(self) -> CachePrices:
+        """The agent's `cache_prices`, else those of the provider it runs on now."""
+        given = self.agent.cache_prices if self.agent is not None else self.cache_prices
+        return given if given is not None else CachePrices.for_target(self._provider().target)
+
+    def media(self) -> MediaSupport:
+        """What the model the agent runs on now takes besides text."""
+        capabilities = self._provider().capabilities
+        return MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
+
+    def _provider(self) -> Provider:
+        return self.agent.provider if self.agent is not None else self.provider
 
 
 @dataclass(frozen=True, slots=True)
