@@ -120,7 +120,7 @@ async def test_each_session_decides_with_its_providers_prices(
     clock = Clock()
     async with make(wire) as provider:
         agent = _agent(tmp_path, workspace, provider, clock, prune=_PRUNE)
-        assert agent.engine.cache_prices == prices
+        assert agent.engine.compactor.cache_prices == prices
         wire.script(
             Reply(text="Hello."),
             Reply(text="Reading.", tool_calls=[ToolUse("Read", {"path": "big.py"})]),
@@ -155,12 +155,12 @@ async def test_the_prices_follow_a_provider_switched_mid_session(
     clock = Clock()
     async with anthropic_provider(wire) as anthropic, openai_responses_provider(wire) as responses:
         agent = _agent(tmp_path, workspace, anthropic, clock)
-        assert agent.engine.cache_prices == CachePrices.anthropic()
+        assert agent.engine.compactor.cache_prices == CachePrices.anthropic()
         wire.script(Reply(text="On Anthropic."), Reply(text="On Responses."))
         await agent.run_turn("First")
         agent.provider = responses  # what `/model openai-responses:gpt-5` does
         await agent.run_turn("Second")
-        assert agent.engine.cache_prices == CachePrices.openai()
+        assert agent.engine.compactor.cache_prices == CachePrices.openai()
         first, second = (e for e in agent.session.entries() if isinstance(e, TurnRecord))
         assert first.turn_ttl == "1h"  # decided with Anthropic's rules
         assert second.turn_ttl is msgspec.UNSET and second.decision is msgspec.UNSET  # OpenAI's: nothing to choose

@@ -1,11 +1,14 @@
-"""The house's sizes, held: modules of 600 lines at most, classes of 400, functions of radon grade C, short docstrings.
+"""The house's sizes, held: modules of 600 lines at most, objects of 400, functions of radon grade C, short docstrings.
 
-What `STYLE.md` asks of every module of `src/lamina/`; radon's cyclomatic complexity grade C ends at 20.
+What `STYLE.md` asks of every module of `src/lamina/`; radon's cyclomatic complexity grade C ends at 20. An
+object is a class with its in-package bases that have no other subclass: a mixin chain is one object.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,12 @@ _MOST_MODULE_LINES = 600
 _MOST_CLASS_LINES = 400
 _MOST_COMPLEXITY = 20
 _MOST_DOCSTRING_LINES = 10
+_OVER_400_UNTIL_SPLIT = {
+    # objects over 400 lines whose split is under way (issue #43): the list only shrinks
+    "lamina.agent._loop.Agent": "its mixins PlanSteps, PricedCompaction and ProviderSessions become members",
+    "lamina.session._jsonl_write.JsonlSession": "over its bases JsonlLog and FolderFiles (705 lines as one)",
+    "lamina.session.postgres._store.PostgresSessionStore": "over its base PostgresConnection (429 lines as one)",
+}
 
 
 def _name(path: Path) -> str:
@@ -50,3 +59,53 @@ def test_no_class_is_over_400_lines_and_no_function_over_complexity_c(path: Path
 def test_the_checks_can_fail(tmp_path: Path) -> None:
     branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(_MOST_COMPLEXITY + 1))
     assert max(b.complexity for b in cc_visit(f"def f(x):\n{branches}    return -1\n")) > _MOST_COMPLEXITY
+
+
+def _module_of(path: Path) -> str:
+    return ".".join(path.relative_to(_ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _class_lines() -> dict[type, int]:
+    """Every top-level class of the package, imported, with the lines of its own statement."""
+    lines: dict[type, int] = {}
+    for path in _SOURCES:
+        if path.name == "__main__.py":  # runs the command line when imported
+            continue
+        module = importlib.import_module(_module_of(path))
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            found = getattr(module, node.name, None) if isinstance(node, ast.ClassDef) else None
+            if isinstance(found, type) and found.__module__ == module.__name__:
+                lines[found] = (node.end_lineno or node.lineno) - node.lineno + 1
+    return lines
+
+
+def object_lines(cls: type, lines: dict[type, int], inside: Callable[[type], bool]) -> int:
+    """The lines of `cls` as an object: its own, and those of each base `inside` the package with no other subclass."""
+    sole = [b for b in cls.__mro__[1:] if inside(b) and len([s for s in b.__subclasses__() if inside(s)]) == 1]
+    return lines.get(cls, 0) + sum(lines.get(b, 0) for b in sole)
+
+
+def test_no_object_is_over_400_lines() -> None:
+    lines = _class_lines()
+    sizes = {f"{c.__module__}.{c.__qualname__}": object_lines(c, lines, lines.__contains__) for c in lines}
+    over = {name for name, size in sizes.items() if size > _MOST_CLASS_LINES}
+    assert sorted(over - set(_OVER_400_UNTIL_SPLIT)) == [], "split the object: compose parts, do not inherit them"
+    assert sorted(set(_OVER_400_UNTIL_SPLIT) - over) == [], "it fits now: take it off _OVER_400_UNTIL_SPLIT"
+
+
+def test_an_object_counts_its_mixins() -> None:
+    class Mixin:
+        pass
+
+    class Shared:
+        pass
+
+    class Whole(Mixin, Shared):
+        pass
+
+    class Other(Shared):
+        pass
+
+    lines: dict[type, int] = {Mixin: 300, Shared: 50, Whole: 200, Other: 10}
+    assert object_lines(Whole, lines, lines.__contains__) == 500  # the mixin's lines count, the shared base's do not
+    assert object_lines(Other, lines, lines.__contains__) == 10

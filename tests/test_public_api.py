@@ -287,6 +287,7 @@ SURFACE: dict[str, list[str]] = {
         "CompactionEvent",
         "CompactionOutcome",
         "CompactionStatus",
+        "Compactor",
         "ContextEngine",
         "HistorySlice",
         "LoggedTurn",

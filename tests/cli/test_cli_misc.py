@@ -129,7 +129,7 @@ def test_a_stored_session_is_priced_with_its_recorded_providers_prices(ws: Path)
     ):
         with store.create(cwd=str(ws)) as session:
             session.append(StateChange(key="model", value=spec))  # what a chat on that model recorded
-            assert stored_session_engine(session).cache_prices == prices, spec
+            assert stored_session_engine(session).compactor.cache_prices == prices, spec
 
 
 def test_a_bad_config_file_is_an_error_naming_file_and_key(tmp_path: Path, ws: Path) -> None:

@@ -1,15 +1,17 @@
 """The context engine: one session's turn preparation, one-shot outbox, commit and compaction.
 
-`ContextEngine` (`_facade`) is the I/O shell over parts that each own one piece of state: the
-session-state folds (`_state`), the outbox, the live view and its prune tally (`_view`), the
-stable prefix (`_prefix`), provider sessions (`_sessions`); compaction's steps are `_compaction`.
-Its methods beyond a turn's are grouped in mixins over `_host`: `_settings`, `_media`, `_plans`,
-`_compacting`, `_branching`, `_resume`.
+`ContextEngine` (`_facade`) keeps the turn and its one write path, over parts that each own one
+piece of state: the session-state folds (`_state`), the outbox, the live view and its prune tally
+(`_view`), the stable prefix (`_prefix`). It owns the parts users call, each built with the
+engine's write path and read accessors: `SessionSettings` (`engine.settings`), `SessionPlans`
+(`engine.plans`), `Compactor` (`engine.compactor`, its steps in `_compaction`) and
+`ProviderSessionBook` (`engine.provider_sessions`).
 """
 
 from __future__ import annotations
 
 from lamina.engine._assemble import LoggedTurn, assemble_turn, lane_of, logged_turn, summary_of
+from lamina.engine._compacting import Compactor
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome, CompactionStatus
 from lamina.engine._facade import ContextEngine, StableSource
 from lamina.engine._plan import (
@@ -41,6 +43,7 @@ __all__ = [
     "CompactionEvent",
     "CompactionOutcome",
     "CompactionStatus",
+    "Compactor",
     "ContextEngine",
     "HistorySlice",
     "LoggedTurn",

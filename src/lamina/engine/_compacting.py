@@ -12,9 +12,11 @@ import msgspec
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
+    CachePrices,
     Outlook,
     PrunePolicy,
     Summariser,
+    choose_turn_ttl,
     entry_tokens,
     freed_enough,
     price_compaction,
@@ -25,11 +27,20 @@ from lamina.context import Part, ToolSpec
 from lamina.engine import _compaction as steps
 from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
+from lamina.engine._pace import PaceTracker
 from lamina.engine._plan import check_transition, compaction_focus
 from lamina.engine._plans import SessionPlans
 from lamina.engine._recorder import Recorder
 from lamina.engine._view import LiveView
-from lamina.session import CompactionBoundary, CostDecision, SessionLog, StateSnapshot, ToolOutputPruned, Usage
+from lamina.session import (
+    CompactionBoundary,
+    CostDecision,
+    LogEntry,
+    SessionLog,
+    StateSnapshot,
+    ToolOutputPruned,
+    Usage,
+)
 from lamina.tokens import TokenEstimator
 
 _log = logging.getLogger("lamina.compaction")
@@ -54,8 +65,8 @@ class Compactor:
         check_open: Callable[[], None],
         view: Callable[[], LiveView],
         fixed_parts: Callable[[], tuple[Sequence[Part], Sequence[ToolSpec]]],
-        outlook: Callable[[], Outlook],
-        turn_tokens: Callable[[], float],
+        prices: Callable[[], CachePrices],
+        clock: Callable[[], float],
         snapshot: Callable[[], StateSnapshot],
         plans: SessionPlans,
         estimator: TokenEstimator,
@@ -69,8 +80,8 @@ class Compactor:
             check_open: Raises `UsageError` when the engine is closed.
             view: The live provider view of the current path.
             fixed_parts: The stable parts and the tools the next request carries.
-            outlook: What the cost model prices a decision from now.
-            turn_tokens: What a turn adds to the history, on average.
+            prices: The prices the cost model decides with, read at each decision.
+            clock: The time, in seconds since the epoch (the cache's state is priced from it).
             snapshot: The state a compaction boundary carries.
             plans: The session's plans (a plan's compaction moves it forward).
             estimator: Counts tokens.
@@ -81,8 +92,9 @@ class Compactor:
         self._check_open = check_open
         self._view = view
         self._fixed_parts = fixed_parts
-        self._outlook = outlook
-        self._turn_tokens = turn_tokens
+        self._prices = prices
+        self._clock = clock
+        self._pace = PaceTracker()
         self._snapshot = snapshot
         self._plans = plans
         self._estimator = estimator
@@ -96,6 +108,31 @@ class Compactor:
         self.listeners: list[Callable[[CompactionEvent], None]] = []
         """Told of each compaction's progress (`CompactionEvent`), a provider's own compactions too."""
 
+    @property
+    def cache_prices(self) -> CachePrices:
+        """The prices the cost model decides with now (`ContextEngine(prices=...)`)."""
+        return self._prices()
+
+    def outlook(self) -> Outlook:
+        """What the cost model prices a decision from now: the prices, the session's pace, the cache's state."""
+        return Outlook(self._prices(), self._pace.pace(), self._pace.cache(self._clock(), self._view().tokens))
+
+    def observe(self, entry: LogEntry, tokens_before: int, tokens_after: int, *, at: float | None = None) -> None:
+        """Fold a recorded entry into the session's pace: `at` is when (now unless given), the tokens the history's."""
+        if isinstance(entry, CompactionBoundary | ToolOutputPruned):
+            self._pace.reset()  # the history was rewritten: nothing of it is cached until the next request
+        self._pace.observe(entry, self._clock() if at is None else at, tokens_before, tokens_after)
+
+    def resumed(self, history_tokens: int) -> None:
+        """The session was opened again: its whole history counts as sent last."""
+        self._pace.request_tokens = self._pace.turn_mark_tokens = history_tokens
+
+    def turn_ttl(self) -> tuple[Literal["5m", "1h"] | None, CostDecision | None]:
+        """This turn's breakpoint TTL and why; none where the cache has one lifetime (nothing is decided)."""
+        if not self._prices().choose_ttl:
+            return None, None
+        return choose_turn_ttl(self.outlook(), turn_tokens=self._pace.turn_tokens())
+
     def prune(self, policy: PrunePolicy | None = None) -> ToolOutputPruned | None:
         """Prune old tool output from the provider view when it pays (`prepare_turn` calls this first).
 
@@ -103,12 +140,12 @@ class Compactor:
         here: nothing). The log keeps every result; the recorded `ToolOutputPruned` says which ones
         requests show as a note from now on.
         """
-        chosen = self._view().chosen_prune(self.prune_policy if policy is None else policy, self._outlook)
+        chosen = self._view().chosen_prune(self.prune_policy if policy is None else policy, self.outlook)
         return self._record(chosen) if chosen is not None else None
 
     def next_prune(self) -> ToolOutputPruned | None:
         """The prune the next turn would make now (nothing is recorded)."""
-        return self._view().chosen_prune(self.prune_policy, self._outlook)
+        return self._view().chosen_prune(self.prune_policy, self.outlook)
 
     def context_tokens(self) -> int:
         """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
@@ -159,10 +196,10 @@ class Compactor:
         previous = self._estimator.count(live.summary or "")
         kept = view if steps.nothing_new(cut, live.boundary) is not None else min(view, cut.tokens_kept)
         return price_compaction(
-            self._outlook(),
+            self.outlook(),
             tokens_after=kept + max(0, _SUMMARY_TOKENS - previous),  # the new summary replaces the earlier one
             threshold_tokens=max(0, round(threshold_tokens / self.calibration) - outside),
-            turn_tokens=self._turn_tokens(),
+            turn_tokens=self._pace.turn_tokens(),
             summarised_tokens=max(0, view - kept) + previous,
             summary_tokens=_SUMMARY_TOKENS,
         )

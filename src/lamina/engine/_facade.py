@@ -12,8 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from typing import Literal, Self
+from typing import Self
 
 import msgspec
 
@@ -22,10 +21,8 @@ from lamina.compaction import (
     DEFAULT_PRICES,
     DEFAULT_PRUNE,
     CachePrices,
-    Outlook,
     PrunePolicy,
     apply_prunes,
-    choose_turn_ttl,
 )
 from lamina.context import (
     AttachmentBlocks,
@@ -35,48 +32,37 @@ from lamina.context import (
     ToolSpec,
     TurnContext,
     VolatileInputs,
-    build_volatile_parts,
-    changed_volatile,
-    pin_stable,
 )
-from lamina.engine._assemble import assemble_turn
-from lamina.engine._branching import branch_leaf, branch_seed
+from lamina.engine._assembler import TurnAssembler
+from lamina.engine._branching import branch_session
 from lamina.engine._compacting import Compactor
-from lamina.engine._compaction import CONVERSATION
-from lamina.engine._media import attachment_blocks
-from lamina.engine._outbox import Outbox, turn_one_shots
-from lamina.engine._pace import PaceTracker
+from lamina.engine._media import RequestRenderer
+from lamina.engine._outbox import turn_one_shots
 from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._recorder import E
 from lamina.engine._session_book import ProviderSessionBook
 from lamina.engine._settings import SessionSettings
-from lamina.engine._state import PathState, fold_path
+from lamina.engine._state import boundary_state
 from lamina.engine._tooldefs import ToolDefinitions
 from lamina.engine._view import LiveView
 from lamina.errors import UsageError
 from lamina.placement import (
-    RenderCache,
     RenderedRequest,
     RenderTarget,
-    render,
 )
 from lamina.session import (
     AttachmentRef,
     Branch,
     CompactionBoundary,
-    CostDecision,
     LogEntry,
     ProviderView,
     SessionLog,
     StateChange,
-    StateSnapshot,
     ToolCall,
     ToolOutputPruned,
     ToolResult,
     UserMessage,
-    entry_kind,
-    open_tool_calls,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -132,11 +118,9 @@ class ContextEngine:
             new_id: Makes a turn id.
             prune: When old tool output leaves the provider view (None: never).
             owns_session: Whether closing the engine closes the session.
-            prices: Returns the prices the cost model decides prunes, TTLs and compactions with, read at
-                each decision (Anthropic's by default; `open_agent` gives its provider's, followed
-                across a switch of model).
-            media: Returns what the model takes besides text, read at each request (None: what the
-                target's official API takes).
+            prices: The prices the cost model decides prunes, TTLs and compactions with, read at each
+                decision (Anthropic's by default; `open_agent` reads its provider's, followed across `/model`).
+            media: What the model takes besides text, read at each request (None: what the target's API takes).
         """
         self.session = session
         self._owns_session = owns_session
@@ -147,19 +131,17 @@ class ContextEngine:
         self._stable_source = stable_source
         self._clock = clock
         self._new_id = new_id
-        self._path, self._outbox = PathState(), Outbox()
         self._stable, self._tool_definitions = StablePrefix(), ToolDefinitions()
-        self._render_cache = RenderCache()
-        self._pace = PaceTracker()
-        self._prices, self._media = prices, media
-        self._media_rendered: MediaSupport | None = None
         self.attachments = AttachmentStore(
             session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator, files=session
         )
         """The session's stored attachments."""
-        self.settings = SessionSettings(record=self.record, queue_one_shot=self.queue_one_shot, path=lambda: self._path)
+        self._requests = RequestRenderer(self.attachments, media)
+        self.settings = SessionSettings(
+            record=self.record, queue_one_shot=self.queue_one_shot, path=lambda: self._view.path
+        )
         """The user's settings: permission mode, sources, skills in use, model and preset (each change recorded)."""
-        self.plans = SessionPlans(record=self.record, path=lambda: self._path)
+        self.plans = SessionPlans(record=self.record, path=lambda: self._view.path)
         """The session's plans: the latest one and its transitions (`Plan`)."""
         self.compactor = Compactor(
             session,
@@ -167,14 +149,28 @@ class ContextEngine:
             check_open=self._check_open,
             view=lambda: self._view,
             fixed_parts=lambda: (self._stable.next(self._stable_source).parts, self.tools),
-            outlook=self.outlook,
-            turn_tokens=self._pace.turn_tokens,
-            snapshot=self._snapshot,
+            prices=prices,
+            clock=clock,
+            snapshot=lambda: boundary_state(
+                self.settings.state,
+                self._view.path,
+                self.provider_sessions.all(),
+                self._stable.state(),
+                self._view.outbox.records(),
+            ),
             plans=self.plans,
             estimator=estimator,
             prune=prune,
         )
         """Compaction: the context's tokens, what compacting would pay, prunes, compactions and their listeners."""
+        self._turns = TurnAssembler(
+            session,
+            settings=self.settings,
+            view=lambda: self._view,
+            tools=lambda: self.tools,
+            clock=clock,
+            time_zone=time_zone,
+        )
         self.provider_sessions = ProviderSessionBook(
             record=self.record,
             view=lambda: self._view.entries,
@@ -184,9 +180,9 @@ class ContextEngine:
         """Where each provider resumes this path's conversation (SPEC F11), one session per provider."""
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
-            self._pace.observe(entry, entry.ts, 0, 0)
+            self.compactor.observe(entry, 0, 0, at=entry.ts)
         self._rebuild_view()
-        self._pace.request_tokens = self._pace.turn_mark_tokens = self._view.tokens  # as last sent, all of it
+        self.compactor.resumed(self._view.tokens)
         if mode is not None and not self.settings.state.mode_recorded:
             # the session's starting mode: recorded, but not a transition the model must be told about
             self.record(StateChange(key="mode", value=mode), durable=True)
@@ -200,37 +196,11 @@ class ContextEngine:
         self._tool_definitions.observe(entry)
         self.provider_sessions.observe(entry)
 
-    def _track_path(self, entry: LogEntry) -> None:
-        """Fold an entry of the current path into the conversation's state (path order)."""
-        self._path = fold_path(self._path, entry)
-        self._outbox.observe(entry)
-
     def _rebuild_view(self, view: ProviderView | None = None) -> None:
         """Take the provider view of the leaf from the session (or `view`, when the caller has it already)."""
         view = self.session.view() if view is None else view
-        self._view = LiveView(view, self.estimator)
-        self._path, self._outbox = PathState(), Outbox()
-        if view.boundary is not None:
-            self._track_path(view.boundary)
-        for entry in self._view.entries[self._view.fresh_from :]:
-            self._track_path(entry)
+        self._view = LiveView(view, self.estimator)  # the path's state and outbox folded too
         self.provider_sessions.follow(view.boundary, self._view.entries)
-
-    def _snapshot(self) -> StateSnapshot:
-        """The state a compaction boundary carries, for a resume that reads only from it on."""
-        settings = self.settings.state
-        return StateSnapshot(
-            mode=settings.mode if settings.mode_recorded else None,
-            sources=settings.sources,
-            skills=self._path.skills,
-            provider_sessions=self.provider_sessions.all(),
-            stable=self._stable.state(),
-            pending_one_shots=self._outbox.records(),
-            plan=self._path.plan,
-            model=settings.model,
-            preset=settings.preset,
-            preset_file=settings.preset_file,
-        )
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -247,7 +217,7 @@ class ContextEngine:
     @property
     def pending_one_shots(self) -> tuple[OneShot, ...]:
         """The one-shots the next turn carries: those queued on the current path and not delivered on it."""
-        return self._outbox.carried()
+        return self._view.outbox.carried()
 
     def close(self) -> None:
         """Let go of the engine; using it afterwards raises `UsageError`. Safe to call twice.
@@ -288,15 +258,12 @@ class ContextEngine:
         before = self._view.tokens
         if isinstance(stamped, CompactionBoundary):
             self._rebuild_view()
-            self._pace.reset()
         elif isinstance(stamped, ToolOutputPruned):
             self._view.prune(stamped)
-            self._render_cache = RenderCache()
-            self._pace.reset()
+            self._requests.forget()
         else:
             self._view.append(stamped)
-            self._track_path(stamped)
-        self._pace.observe(stamped, self._clock(), before, self._view.tokens)
+        self.compactor.observe(stamped, before, self._view.tokens)
         return stamped
 
     def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:
@@ -307,7 +274,7 @@ class ContextEngine:
         The same part already pending (same kind and text: a message sent again after a branch
         before it mentions the same skill) is not queued twice; its id is returned.
         """
-        queued = self._outbox.queued(kind, text, hidden=hidden)
+        queued = self._view.outbox.queued(kind, text, hidden=hidden)
         if isinstance(queued, str):
             return queued
         self.record(queued)
@@ -322,22 +289,9 @@ class ContextEngine:
             self.queue_one_shot("stable_update", found.update_text)
         return self._stable.settle(found.pinned)
 
-    def _data_dir(self) -> str:
-        return self.session.shown_path("data")
-
     def volatile_inputs(self) -> VolatileInputs:
         """The inputs of this turn's volatile parts, read now."""
-        data_dir = self._data_dir()
-        plans_dir = self.session.shown_path("plans")
-        now = datetime.fromtimestamp(self._clock(), UTC)
-        return VolatileInputs(
-            now=now,
-            time_zone=self.time_zone,
-            permission_mode=self.settings.mode,
-            plans_dir=plans_dir,
-            data_dir=data_dir,
-            active_sources=self.settings.active_sources,
-        )
+        return self._turns.volatile_inputs()
 
     def prepare_turn(
         self,
@@ -378,23 +332,10 @@ class ContextEngine:
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
         # a provider with one cache lifetime (OpenAI) has no TTL to choose: nothing is decided, nothing logged
-        ttl = (
-            choose_turn_ttl(self.outlook(), turn_tokens=self._pace.turn_tokens())
-            if self.cache_prices.choose_ttl
-            else None
-        )
-        turn = self._assemble(self._new_id(), user, self._view.slice(), stable, stable_seen, ttl)
+        ttl = self.compactor.turn_ttl()
+        turn = self._turns.assemble(self._new_id(), user, self._view.slice(), stable, stable_seen=stable_seen, ttl=ttl)
         self.record(turn.record())
         return turn
-
-    @property
-    def cache_prices(self) -> CachePrices:
-        """The prices the cost model decides with now (`prices=` at construction)."""
-        return self._prices()
-
-    def outlook(self) -> Outlook:
-        """What the cost model prices a decision from now: the prices, the session's pace, the cache's state."""
-        return Outlook(self._prices(), self._pace.pace(), self._pace.cache(self._clock(), self._view.tokens))
 
     def preview_turn(self, user_text: str) -> TurnContext:
         """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
@@ -406,44 +347,13 @@ class ContextEngine:
         is shown pruned.
         """
         self._check_open()
-        stable = (
-            self._stable.prefix
-            if self._stable.prefix is not None
-            else pin_stable(self._stable.latest, self._stable_source())[0]
-        )
+        stable = self._stable.shown(self._stable_source)
         entries = self._view.entries
         user = UserMessage(id="preview", parent_id=entries[-1].id if entries else None, text=user_text)
         prune = self.compactor.next_prune()
         view = apply_prunes([*entries, prune]) if prune is not None else entries  # what the turn would prune
-        return self._assemble(
-            "turn_preview", user, [*view, user], stable, self._view.stable_seen_digest == stable.digest
-        )
-
-    def _assemble(
-        self,
-        turn_id: str,
-        user: UserMessage,
-        history: Sequence[LogEntry],
-        stable: StableContext,
-        stable_seen: bool,
-        ttl: tuple[Literal["5m", "1h"], CostDecision] | None = None,
-    ) -> TurnContext:
-        """The turn `assemble_turn` builds over the engine's state now: its volatile parts, outbox and view."""
-        return assemble_turn(
-            turn_id=turn_id,
-            session_id=self.session.id,
-            user=user,
-            history=history,
-            stable=stable,
-            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), self._view.last_seen),
-            one_shots=self._outbox.carried(),
-            boundary=self._view.boundary,
-            data_dir=self._data_dir(),
-            tools=self.tools,
-            stable_seen=stable_seen,
-            turn_ttl=ttl[0] if ttl is not None else None,
-            cost=ttl[1] if ttl is not None else None,
-        )
+        seen = self._view.stable_seen_digest == stable.digest
+        return self._turns.assemble("turn_preview", user, [*view, user], stable, stable_seen=seen)
 
     def continuation(self, turn: TurnContext) -> Sequence[LogEntry]:
         """The entries appended since `turn` was prepared (its tool loop so far)."""
@@ -452,15 +362,11 @@ class ContextEngine:
     def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
         """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
         self._check_open()
-        media = self._media() if self._media is not None else None
-        if media != self._media_rendered:  # completed turns were converted for another model
-            self._media_rendered, self._render_cache = media, RenderCache()
-        blocks = attachment_blocks(self.attachments, target, media)
-        return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache, attachments=blocks)
+        return self._requests.render(turn, target, self.continuation(turn))
 
     def attachment_blocks(self, target: RenderTarget) -> AttachmentBlocks:
         """How this session's attached files are shown in requests for `target` (and counted by reports)."""
-        return attachment_blocks(self.attachments, target, self._media() if self._media is not None else None)
+        return self._requests.blocks(target)
 
     def commit(self, turn: TurnContext) -> None:
         """Mark the turn's one-shot parts delivered: the provider accepted a request carrying them.
@@ -470,7 +376,7 @@ class ContextEngine:
         delivery is recorded is never sent again. Committing twice is harmless.
         """
         for one_shot in turn.one_shots:
-            delivered = self._outbox.delivery(one_shot, turn.id)
+            delivered = self._view.outbox.delivery(one_shot, turn.id)
             if delivered is not None:
                 self.record(delivered)
 
@@ -495,20 +401,15 @@ class ContextEngine:
         user = self._view.entries[index]
         if not isinstance(user, UserMessage):
             return turn
-        seen = self._view.last_seen_before(index)
-        again = assemble_turn(
-            turn_id=turn.id,
-            session_id=turn.session_id,
-            user=user,
-            history=self._view.slice(index + 1),
-            stable=self._stable.prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
-            volatile=changed_volatile(build_volatile_parts(self.volatile_inputs()), seen),
-            one_shots=turn_one_shots(turn.one_shots, self._outbox.carried()),
-            boundary=self._view.boundary,
-            data_dir=self._data_dir(),
+        again = self._turns.assemble(
+            turn.id,
+            user,
+            self._view.slice(index + 1),
+            self._stable.prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
+            seen=self._view.last_seen_before(index),
+            one_shots=turn_one_shots(turn.one_shots, self._view.outbox.carried()),
             tools=turn.tools,
-            turn_ttl=turn.turn_ttl,
-            cost=turn.cost,
+            ttl=(turn.turn_ttl, turn.cost),
         )
         self.record(again.record())
         return again
@@ -516,9 +417,8 @@ class ContextEngine:
     def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
         """The tool calls of the current context window with their results, in order.
 
-        The window starts after the latest compaction and after the latest reset of the provider's
-        own context (a fresh or compacted provider session): what the model still has in front of
-        it, so reads made there still count (a branch replays them as its prerequisites met).
+        The window starts after the latest compaction and the latest reset of the provider's own context
+        (a fresh or compacted provider session): reads made there still count (a branch replays them).
         """
         return self._view.window_calls()
 
@@ -550,28 +450,14 @@ class ContextEngine:
             UsageError: No such entry, or a user message that is the first entry of the log.
         """
         self._check_open()
-        point, abandoned, boundary = self.session.get(entry_id), self.session.leaf_id, self._view.boundary
-        was_in_view = self.in_view(entry_id) or (boundary is not None and boundary.id == entry_id)
-        leaf_id, offered = branch_leaf(point)
-        view = self.session.view(leaf_id)  # walks back only to the branch's own latest compaction
-        first = branch_seed(view, self.estimator) if seed else None
-        if first is not None:
-            self._track_session_wide(self.session.branch(leaf_id, first=first))
+        boundary = self._view.boundary
+        in_view = self.in_view(entry_id) or (boundary is not None and boundary.id == entry_id)
+        made, view, seeded = branch_session(
+            self.session, entry_id, seed=seed, estimator=self.estimator, in_view=in_view
+        )
+        if seeded is not None:
+            self._track_session_wide(seeded)
             self._rebuild_view()  # the seed's record is the leaf now
         else:
-            self.session.branch(leaf_id)
             self._rebuild_view(view)
-        return Branch(
-            session_id=self.session.id,
-            entry_id=entry_id,
-            kind=entry_kind(point),
-            leaf_id=self.session.leaf_id or leaf_id,
-            abandoned_leaf_id=abandoned,
-            in_view=was_in_view,
-            strategy="seed" if seed else "log",
-            view_entries=sum(isinstance(e, CONVERSATION) for e in view.entries),
-            summarised=view.boundary is not None,
-            open_calls=open_tool_calls(view.entries),
-            seed_id=first.part_id if first is not None else None,
-            offered_text=offered,
-        )
+        return made

@@ -135,6 +135,10 @@ class StablePrefix:
             return self.prefix
         return pin_stable(None, source())[0]
 
+    def shown(self, source: Callable[[], Sequence[Part]]) -> StableContext:
+        """The stable context a preview of the next turn shows: the prefix, else the source's parts pinned."""
+        return self.prefix if self.prefix is not None else pin_stable(self.latest, source())[0]
+
     def state(self) -> str | None:
         """The stable version a compaction boundary carries: the latest seen, else the one the log recorded."""
         if self.latest is not None:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from lamina.engine._plan import Plan, advance
-from lamina.session import CompactionBoundary, LogEntry, StateChange
+from lamina.session import CompactionBoundary, LogEntry, PartRecord, ProviderSession, StateChange, StateSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,3 +159,36 @@ def fold_path(state: PathState, entry: LogEntry) -> PathState:
             return PathState(snapshot.skills, plan)
         case _:
             return state if plan is state.plan else PathState(state.skills, plan)
+
+
+def boundary_state(
+    settings: SessionState,
+    path: PathState,
+    provider_sessions: tuple[ProviderSession, ...],
+    stable: str | None,
+    pending: tuple[PartRecord, ...],
+) -> StateSnapshot:
+    """The state a compaction boundary carries, for a resume that reads only from it on.
+
+    Args:
+        settings: The user's settings.
+        path: The current path's state.
+        provider_sessions: Where each provider resumes the path.
+        stable: The stable version (`version:digest`; None: none recorded).
+        pending: The one-shots still pending on the path.
+
+    Returns:
+        The snapshot.
+    """
+    return StateSnapshot(
+        mode=settings.mode if settings.mode_recorded else None,
+        sources=settings.sources,
+        skills=path.skills,
+        provider_sessions=provider_sessions,
+        stable=stable,
+        pending_one_shots=pending,
+        plan=path.plan,
+        model=settings.model,
+        preset=settings.preset,
+        preset_file=settings.preset_file,
+    )

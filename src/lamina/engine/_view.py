@@ -1,4 +1,4 @@
-"""The live provider view: the entries a request sends, kept in memory as recorded, and its prune tally (pure)."""
+"""The live provider view: the entries a request sends, what the path folds to, and the prune tally (pure)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from lamina.compaction import (
     prunable_tokens,
     prune_floor,
 )
+from lamina.engine._outbox import Outbox
 from lamina.engine._session_book import resets_seen
+from lamina.engine._state import PathState, fold_path
 from lamina.session import LogEntry, ProviderView, ToolCall, ToolOutputPruned, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import TokenEstimator
 
@@ -62,8 +64,9 @@ class HistorySlice(Sequence[LogEntry]):
 class LiveView:
     """The provider view of the current path, kept as entries are recorded, with what its tails showed.
 
-    Also keeps the prune tally: the policy, where what a prune may take starts, and how many tokens
-    it may take from there, kept up as results are recorded, so a turn need not walk a long view.
+    Also keeps what the path's entries fold to (its state: skills, plan; its outbox), and the prune
+    tally: the policy, where what a prune may take starts, and how many tokens it may take from
+    there, kept up as results are recorded, so a turn need not walk a long view.
     """
 
     def __init__(self, view: ProviderView, estimator: TokenEstimator) -> None:
@@ -82,6 +85,10 @@ class LiveView:
         self.last_seen: dict[str, str] = {}
         self.stable_seen_digest: str | None = None
         self.turn_since_boundary = False
+        self.path = PathState()
+        """The current path's state: the skills in use and the latest plan (`_state.fold_path`)."""
+        self.outbox = Outbox()
+        """The one-shots queued on the current path and not delivered on it."""
         # After a compaction the next tail states the whole session state again: entries kept from
         # before the boundary were sent under an older prefix and beside tails the summary replaced,
         # so only what follows the boundary counts as seen.
@@ -90,6 +97,7 @@ class LiveView:
             boundary_id = view.boundary.id
             after = (i for i, e in enumerate(self.entries) if e.parent_id == boundary_id)
             self.fresh_from = next(after, len(self.entries))
+            self._fold(view.boundary)  # its snapshot restates the path's state
         for entry in self.entries[self.fresh_from :]:
             self._track(entry)
 
@@ -114,8 +122,13 @@ class LiveView:
         self.tokens = sum(entry_tokens(e, estimator=self._estimator) for e in self.entries)
         self._prune_tally = None
 
+    def _fold(self, entry: LogEntry) -> None:
+        self.path = fold_path(self.path, entry)
+        self.outbox.observe(entry)
+
     def _track(self, entry: LogEntry) -> None:
-        """Note what a turn's tail showed (called for entries after the latest boundary only)."""
+        """Fold an entry into the path, and note what a turn's tail showed (for entries after the latest boundary)."""
+        self._fold(entry)
         if isinstance(entry, TurnRecord):
             for part in entry.volatile:
                 self.last_seen[part.key] = part.text
