@@ -721,6 +721,76 @@ SURFACE: dict[str, list[str]] = {
 }
 
 
+ENGINE_MEMBERS: dict[str, list[str]] = {
+    # the engine keeps the turn and its one write path; the rest is in the parts it owns
+    "ContextEngine": [
+        "attachment_blocks",
+        "attachments",
+        "boundary",
+        "branch",
+        "close",
+        "closed",
+        "commit",
+        "compactor",
+        "continuation",
+        "end_turn",
+        "estimator",
+        "in_view",
+        "pending_one_shots",
+        "plans",
+        "prepare_turn",
+        "preview_turn",
+        "provider_sessions",
+        "queue_one_shot",
+        "record",
+        "reprepare",
+        "request",
+        "session",
+        "settings",
+        "time_zone",
+        "tools",
+        "view",
+        "volatile_inputs",
+        "window_calls",
+    ],
+    "SessionSettings": [
+        "active_sources",
+        "add_skills",
+        "mode",
+        "observe",
+        "previous_mode",
+        "recorded",
+        "set_mode",
+        "set_model",
+        "set_preset",
+        "set_sources",
+        "skills_in_use",
+        "state",
+    ],
+    "SessionPlans": ["latest", "record", "submit"],
+    "Compactor": [
+        "cache_prices",
+        "calibrated_context_tokens",
+        "calibration",
+        "compact",
+        "context_tokens",
+        "emit",
+        "hooks",
+        "listeners",
+        "next_prune",
+        "observe",
+        "observe_usage",
+        "outlook",
+        "price",
+        "prune",
+        "prune_policy",
+        "resumed",
+        "turn_ttl",
+    ],
+    "ProviderSessionBook": ["all", "clear", "compacted", "follow", "get", "observe", "reset_hooks", "set"],
+}
+
+
 def _public_modules() -> list[str]:
     names = ["lamina"]
     for info in pkgutil.walk_packages(lamina.__path__, prefix="lamina."):
@@ -781,3 +851,15 @@ def test_importing_lamina_does_not_import_the_provider_sdks() -> None:
     code = "import sys, lamina; print(any(m in sys.modules for m in ('anthropic', 'openai', 'claude_agent_sdk')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_engine_and_its_parts_offer_exactly_their_pinned_members() -> None:
+    from lamina.engine import ContextEngine
+    from lamina.session import InMemorySessionStore
+
+    with InMemorySessionStore() as store, ContextEngine(store.create(cwd="."), stable_source=lambda: ()) as engine:
+        parts = {"ContextEngine": engine, "SessionSettings": engine.settings, "SessionPlans": engine.plans}
+        parts |= {"Compactor": engine.compactor, "ProviderSessionBook": engine.provider_sessions}
+        members = {name: sorted(n for n in dir(part) if not n.startswith("_")) for name, part in parts.items()}
+        engine.session.close()
+    assert members == ENGINE_MEMBERS
