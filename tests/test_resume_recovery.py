@@ -506,7 +506,7 @@ from lamina.agent import open_agent
 from lamina.engine import ContextEngine
 from lamina.providers._claude_agent import ClaudeAgentProvider
 from lamina.providers._retry import RetryPolicy
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 
 tmp, workspace, base_url, session_id, step = sys.argv[1:]
 

@@ -19,6 +19,7 @@ from lamina.session import (
     CompactionBoundary,
     Custom,
     FileInfo,
+    ForkOrigin,
     InMemorySessionStore,
     Label,
     LocalSessionStore,
@@ -29,7 +30,6 @@ from lamina.session import (
     StateChange,
     UserMessage,
 )
-from lamina.session._meta import ForkOrigin
 from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.support.postgres import fresh_schema, schema_url
 
