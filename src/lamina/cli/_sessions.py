@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.table import Table
@@ -16,22 +16,17 @@ from lamina.cli._console import abort, err, out, print_json, safe, warn
 from lamina.errors import LaminaError
 from lamina.session import (
     AssistantMessage,
-    CompactionBoundary,
     LocalSessionStore,
     LogEntry,
     OutboxRecord,
     SessionHealth,
     SessionStore,
     SessionSummary,
-    StateChange,
-    ToolCall,
-    ToolOutputPruned,
-    ToolResult,
     TurnRecord,
-    UnknownEntry,
     UserMessage,
     check_session,
     check_store,
+    describe_entry,
     is_hidden,
     repair_session,
 )
@@ -82,38 +77,27 @@ def list_sessions(ctx: typer.Context, as_json: JsonOption = False) -> None:
     out.print(table)
 
 
+DETAIL_CHARS: Final = 200
+"""Characters of an entry's text that `show` prints (a user's or the assistant's message is printed whole)."""
+
+
 def _describe(entry: LogEntry) -> str:
-    """One line of markup for an entry; every field from the log is escaped with `safe`."""
+    """One line of markup for an entry (`describe_entry`'s words); every field from the log is escaped with `safe`."""
+    words = describe_entry(entry)
+    whole = isinstance(entry, UserMessage | AssistantMessage)
+    detail = words.detail if whole else words.detail[:DETAIL_CHARS]
     match entry:
-        case UserMessage(text=text):
-            return f"user: {safe(text)}"
-        case AssistantMessage(text=text, usage=None):
-            return f"assistant: {safe(text)}"
-        case AssistantMessage(text=text, usage=u) if u is not None:
-            return f"assistant: {safe(text)}  [dim](in {u.input}, out {u.output}, cache read {u.cache_read})[/dim]"
-        case ToolCall(name=name, input=args):
-            return f"tool call {safe(name)} {safe(args)}"
-        case ToolResult(name=name, content=content, is_error=is_error):
-            return f"tool result {safe(name)}{' (error)' if is_error else ''}: {safe(content[:200])}"
-        case CompactionBoundary(summary=summary, trigger=trigger):
-            return f"compaction ({trigger}): {safe(summary[:200])}"
-        case StateChange(key=key, value=value):
-            return f"state {safe(key)} = {safe(value)}"
-        case OutboxRecord(status="queued", kind=kind, text=text, hidden=hidden):
-            bridge = " [dim](hidden bridge)[/dim]" if hidden else ""
-            return f"one-shot {safe(kind)} queued{bridge}: {safe(text[:200])}"
-        case OutboxRecord(status="delivered", kind=kind, turn_id=turn_id, hidden=hidden):
-            bridge = " [dim](hidden bridge)[/dim]" if hidden else ""
-            return f"one-shot {safe(kind)} delivered in {safe(turn_id)}{bridge}"
-        case TurnRecord(turn_id=turn_id, volatile=volatile, one_shots=one_shots):
-            parts = ", ".join(safe(p.key) for p in (*volatile, *one_shots))
-            return f"turn {safe(turn_id)} tail: {parts or '-'}"
-        case ToolOutputPruned(call_ids=call_ids, tokens=tokens):
-            return f"pruned the output of {len(call_ids)} tool calls from the provider view (~{tokens:,} tokens)"
-        case UnknownEntry(type=kind):
-            return f"unknown entry type {safe(repr(kind))} (kept, skipped)"
+        case OutboxRecord(hidden=True):
+            title = f"{safe(words.title)} [dim](hidden bridge)[/dim]"
+        case TurnRecord(volatile=volatile, one_shots=one_shots):
+            title = f"{safe(words.title)} tail: {', '.join(safe(p.key) for p in (*volatile, *one_shots)) or '-'}"
         case _:
-            return type(entry).__name__
+            title = safe(words.title)
+    line = f"{title}: {safe(detail)}" if detail else title
+    if isinstance(entry, AssistantMessage) and entry.usage is not None:
+        u = entry.usage
+        line += f"  [dim](in {u.input}, out {u.output}, cache read {u.cache_read})[/dim]"
+    return line
 
 
 @app.command("show")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         export_session,
         import_session,
     )
+    from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
         AssistantMessage,
@@ -141,6 +142,7 @@ _LAZY: Final = {
     "entry_kind": "lamina.session._branch",
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",
+    **dict.fromkeys(("EntryDescription", "describe_entry"), "lamina.session._describe"),
     "view_summary": "lamina.session._bridges",
     "BRIDGE_KINDS": "lamina.session._entries",
     "ImageRendition": "lamina.session._entries",
@@ -183,6 +185,7 @@ __all__ = [
     "CostDecision",
     "Custom",
     "Entry",
+    "EntryDescription",
     "ExportResult",
     "FileInfo",
     "FileLayer",
@@ -229,6 +232,7 @@ __all__ = [
     "check_session_id",
     "check_store",
     "decode_entry",
+    "describe_entry",
     "encode_entry",
     "entry_kind",
     "export_session",
