@@ -48,7 +48,7 @@ E = TypeVar("E", bound=Entry)
 
 
 @dataclasses.dataclass(slots=True)
-class _Stored:
+class _StoredSession:
     """One session as the store keeps it: its entries in append order, its leaf, its metadata."""
 
     summary: SessionSummary
@@ -63,7 +63,7 @@ class _Stored:
 class InMemorySession(CachedFiles, SessionCore):
     """An open session of an `InMemorySessionStore`. Create it through the store."""
 
-    def __init__(self, store: InMemorySessionStore, stored: _Stored, *, writable: bool) -> None:
+    def __init__(self, store: InMemorySessionStore, stored: _StoredSession, *, writable: bool) -> None:
         super().__init__()
         self._store = store
         self._stored = stored
@@ -250,7 +250,7 @@ class InMemorySessionStore:
         self.files_root = Path(tempfile.mkdtemp(prefix="lamina-memory-")) if files_root is None else Path(files_root)
         self._clock = clock
         self._new_entry_id = new_entry_id
-        self._sessions: dict[str, _Stored] = {}
+        self._sessions: dict[str, _StoredSession] = {}
         self._changed = threading.Condition()
         """Held for every change of `_sessions` and of a stored session; notified when a writer lets go."""
         self._closed = False
@@ -285,11 +285,11 @@ class InMemorySessionStore:
             for name in SUBFOLDERS:
                 (folder / name).mkdir(parents=True, exist_ok=True)
             summary = SessionSummary(session_id, _title_from(title), now, now, 0, absolute_cwd(cwd), forked_from)
-            stored = self._sessions[session_id] = _Stored(summary, folder)
+            stored = self._sessions[session_id] = _StoredSession(summary, folder)
             session = stored.writer = InMemorySession(self, stored, writable=True)
         return session
 
-    def _stored(self, session_id: str) -> _Stored:
+    def _stored(self, session_id: str) -> _StoredSession:
         try:
             return self._sessions[check_session_id(session_id)]
         except KeyError:

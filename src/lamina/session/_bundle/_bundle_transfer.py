@@ -103,7 +103,7 @@ def _session_files(folder: Path) -> Iterator[tuple[str, Path]]:
         yield from sorted(found)
 
 
-class _Output:
+class _ZipOutput:
     """A write-only file for `zipfile` whose every write goes through the store's file layer."""
 
     def __init__(self, files: FileLayer, fd: int) -> None:
@@ -218,7 +218,7 @@ def _write_bundle(
     try:
         fd = files.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            with zipfile.ZipFile(_Output(files, fd), "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            with zipfile.ZipFile(_ZipOutput(files, fd), "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
                 listed.append(_put_bytes(zf, SESSION_PREFIX + LOG_NAME, log))
                 for name, source in members:
                     listed.append(_put_file(zf, name, source))
