@@ -39,7 +39,7 @@ from tests.session.factories import FakeClock, counter_ids
 from tests.session.jsonl._power import PowerCut, SimulatedDisk
 
 ROUNDS = 600 if EXHAUSTIVE else 60
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

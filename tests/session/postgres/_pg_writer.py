@@ -58,7 +58,7 @@ def spawn(
     """Start a writer process running the `lamina` this process imports; its stderr goes to ACKS.err."""
     import lamina
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     code = Path(lamina.__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(root)])}
     args = [sys.executable, "-m", "tests.session.postgres._pg_writer", url, str(files), str(acks), str(lease)]

@@ -27,7 +27,7 @@ from tests.support.postgres import fresh_schema, schema_url
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LEASE = 2.0
 
 

@@ -37,7 +37,7 @@ TURNS = 150 if EXHAUSTIVE else 12
 """Turns per server (on average) acknowledged before the servers are told to stop."""
 KILLS = 40 if EXHAUSTIVE else 4
 LEASE = 1.0
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

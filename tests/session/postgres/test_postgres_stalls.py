@@ -32,7 +32,7 @@ WAIT = LEASE + 1.0
 """A takeover's `wait`: long enough for a stalled holder's lease to run out."""
 GUARD = 20.0
 """Seconds after which a call is taken for hung (a failure, not a measurement)."""
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 
 
