@@ -3,9 +3,9 @@
 `open_store(location)` picks a store from a path (the JSONL store, the embedded default) or a
 `postgresql://` URL (`lamina.session.postgres`); both implement `SessionStore`, whose sessions
 implement `SessionLog`, and so does `InMemorySessionStore` (the log in memory: for tests and
-embedding). The entry types are the log's vocabulary; `export_session` and `import_session` move
-a session between machines or stores as one checked bundle. Everything else in this package is
-private.
+embedding). The entry types are the log's vocabulary (`describe_entry` puts one into words);
+`export_session` and `import_session` move a session between machines or stores as one checked
+bundle. Everything else in this package is private (the JSONL store in `_jsonl`, bundles in `_bundle`).
 """
 
 from __future__ import annotations
