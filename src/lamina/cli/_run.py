@@ -436,7 +436,7 @@ def _event_json(event: AgentEvent) -> dict[str, Any] | None:
 
 def _result(outcome: TurnOutcome, session_id: str, spec: str) -> dict[str, Any]:
     from lamina.cli._session import model_name
-    from lamina.reports import cost_of
+    from lamina.pricing import cost_of
 
     return {
         "session_id": session_id,

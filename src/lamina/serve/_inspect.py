@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from lamina.compaction import decision_on, describe_decision
+from lamina.pricing import decision_on, describe_decision
 from lamina.serve._calls import call_out
 from lamina.serve._model import (
     AttachmentOut,

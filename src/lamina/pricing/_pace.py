@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lamina.compaction import CacheState, SessionPace
+from lamina.pricing._cost import CacheState, SessionPace
 from lamina.session import AssistantMessage, LogEntry, TurnRecord, UserMessage
 
 _Ttl = Literal["5m", "1h"]

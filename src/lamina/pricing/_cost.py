@@ -1,7 +1,7 @@
 """The cost model: a context decision priced by its expected bill over the likely rest of the session (pure).
 
 Prices and TTLs come from a provider's cache rules (`lamina.cachesim`), the pace from the gaps
-seen so far, the cache's state from the clock. Described in docs/compaction.md ("The cost model").
+seen so far (`_pace`), the cache's state from the clock. Described in docs/compaction.md ("The cost model").
 """
 
 from __future__ import annotations
