@@ -9,13 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, assert_never
 
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
+from lamina.placement import (
+    AnthropicTarget,
+    CacheTtl,
+    OpenAIChatTarget,
+    OpenAIResponsesTarget,
+    RenderTarget,
+    SdkManagedTarget,
+)
 from lamina.session import CompactionBoundary, CostDecision, LogEntry, ToolOutputPruned, TurnRecord
 
 if TYPE_CHECKING:  # the simulator loads on first use (importing the engine must not load it)
     from lamina.cachesim import AnthropicCacheRules, OpenAICacheRules
-
-CacheTtl: TypeAlias = Literal["5m", "1h"]
 
 __all__ = [
     "DEFAULT_PRICES",
