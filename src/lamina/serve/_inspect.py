@@ -79,7 +79,7 @@ _V = TypeVar("_V")
 
 ThumbnailUrl = Callable[[AttachmentRef], "str | None"]
 Prices = Callable[[str, Usage], "float | None"]
-"""The estimated cost of one model call (the CLI passes `lamina.cli._prices.cost_of`); None: no known price."""
+"""The estimated cost of one model call (the CLI passes `lamina.pricing.cost_of`); None: no known price."""
 
 
 @dataclass(frozen=True, slots=True)

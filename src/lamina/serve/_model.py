@@ -110,7 +110,7 @@ class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
     reread_chance: float
     """The chance, learnt in the session, that a pruned result is needed again."""
     words: str
-    """The decision in words (`lamina.compaction.describe_decision`)."""
+    """The decision in words (`lamina.pricing.describe_decision`)."""
 
 
 class CompactionOut(msgspec.Struct, frozen=True, kw_only=True):
