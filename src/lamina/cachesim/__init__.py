@@ -8,7 +8,7 @@ Feed timed request bodies to `AnthropicCacheSimulator` or `OpenAICacheSimulator`
 from __future__ import annotations
 
 from lamina.cachesim._anthropic import AnthropicCacheRules, AnthropicCacheSimulator
-from lamina.cachesim._blocks import (
+from lamina.cachesim._cache_blocks import (
     message_items,
     openai_item,
     openai_message,

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from lamina.cachesim._blocks import (
+from lamina.cachesim._cache_blocks import (
     MESSAGES,
     SYSTEM,
     TOOLS,

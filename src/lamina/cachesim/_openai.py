@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lamina.cachesim._blocks import MESSAGES, as_list, openai_item, openai_message, text_block
+from lamina.cachesim._cache_blocks import MESSAGES, as_list, openai_item, openai_message, text_block
 from lamina.cachesim._core import (
     CacheSimulationError,
     CacheUsage,

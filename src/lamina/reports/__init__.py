@@ -6,7 +6,7 @@ of a rendered request (`body_blocks`); docs/reports.md tells them.
 
 from __future__ import annotations
 
-from lamina.reports._blocks import BodyBlock, block_tokens, body_blocks
+from lamina.reports._body_walk import BodyBlock, block_tokens, body_blocks
 from lamina.reports._budget import (
     NEXT_MESSAGE,
     TIER_LABELS,
