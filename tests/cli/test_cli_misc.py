@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.cli._view import TurnView, footer_text
+from lamina.cli._turn_view import TurnView, footer_text
 from lamina.engine import CompactionEvent
 from lamina.session import LocalSessionStore, Usage, UserMessage
 from lamina.workspace import trust_workspace
