@@ -634,6 +634,7 @@ SURFACE: dict[str, list[str]] = {
         "StructTool",
         "SubmitPlanTool",
         "Tool",
+        "ToolCall",
         "ToolContext",
         "ToolExecution",
         "ToolInputError",

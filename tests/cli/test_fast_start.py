@@ -23,7 +23,7 @@ from lamina.cli import app
 
 SDKS = ("anthropic", "openai", "mcp", "httpx", "claude_agent_sdk")
 """The provider and source SDKs: a command imports one only to use it."""
-_COMMANDS = ("_chat", "_config", "_console", "_context", "_run", "_serve", "_sessions", "_store")
+_COMMANDS = ("_chat", "_config", "_console", "_context", "_run", "_serve", "_sessions_commands", "_store_commands")
 COMMAND_MODULES = tuple(f"lamina.cli.{name}" for name in _COMMANDS)
 HEAVY = (
     *SDKS,

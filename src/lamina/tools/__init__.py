@@ -24,6 +24,9 @@ from lamina.tools._search_files import walk_files
 from lamina.tools._submit_plan import SubmitPlanTool
 from lamina.tools._write import WriteTool
 
+ToolCall = BoundCall
+"""The old name of `BoundCall`, kept one release (deprecated): `lamina.session.ToolCall` is the log's entry."""
+
 __all__ = [
     "MINI_TOOL_NAMES",
     "Allow",
@@ -51,6 +54,7 @@ __all__ = [
     "StructTool",
     "SubmitPlanTool",
     "Tool",
+    "ToolCall",
     "ToolContext",
     "ToolExecution",
     "ToolInputError",
