@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from lamina.agent import Agent, open_agent
-from lamina.compaction import CachePrices, PrunePolicy
+from lamina.compaction import PrunePolicy
+from lamina.pricing import CachePrices
 from lamina.providers import Provider, RetryPolicy
 from lamina.session import CompactionBoundary, CostDecision, ToolOutputPruned, TurnRecord
 from tests.support.engine import Clock, memory_store

@@ -1,5 +1,5 @@
 """The cache simulator is its own package: not loaded by `import lamina`, and counting blocks the way
-`lamina.reports` counts them (one split of a body into blocks, `lamina.cachesim._blocks`)."""
+`lamina.reports` counts them (one split of a body into blocks, `lamina.cachesim._cache_blocks`)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from lamina.session import LocalSessionStore, open_store
 SRC = Path(lamina.__file__).parent
 # the JSONL store's own tools (check and repair read its files) and a throwaway store for `lamina context`
 JSONL_PACKAGE = "lamina.session._jsonl"  # the JSONL store and every module in it
-JSONL_ONLY = {"cli/_sessions.py": {"LocalSessionStore"}, "cli/_context_report.py": {"LocalSessionStore"}}
+JSONL_ONLY = {"cli/_sessions_commands.py": {"LocalSessionStore"}, "cli/_context_report.py": {"LocalSessionStore"}}
 
 
 def _is_jsonl(module: str | None) -> bool:

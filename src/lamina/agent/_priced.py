@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final, Literal
 
-from lamina.compaction import CachePrices, should_compact
+from lamina.compaction import should_compact
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.placement import SdkManagedTarget
+from lamina.pricing import CachePrices
 from lamina.providers import Provider
 from lamina.session import CostDecision
 

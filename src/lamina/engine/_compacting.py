@@ -14,7 +14,6 @@ from lamina.compaction import (
     Summariser,
     entry_tokens,
     freed_enough,
-    price_compaction,
     render_lane,
     update_lane,
 )
@@ -23,6 +22,7 @@ from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
 from lamina.engine._host import EngineHost
 from lamina.engine._plan import check_transition, compaction_focus
+from lamina.pricing import price_compaction
 from lamina.session import CompactionBoundary, CostDecision, StateSnapshot, Usage
 
 _log = logging.getLogger("lamina.compaction")

@@ -19,15 +19,7 @@ from typing import Literal, Self
 import msgspec
 
 from lamina.attachments import AttachmentInput, AttachmentStore, MediaSupport
-from lamina.compaction import (
-    DEFAULT_PRICES,
-    DEFAULT_PRUNE,
-    CachePrices,
-    Outlook,
-    PrunePolicy,
-    apply_prunes,
-    choose_turn_ttl,
-)
+from lamina.compaction import DEFAULT_PRUNE, PrunePolicy, apply_prunes
 from lamina.context import (
     OneShot,
     Part,
@@ -46,7 +38,6 @@ from lamina.engine._compaction import CompactionEvent
 from lamina.engine._host import E
 from lamina.engine._media import MediaMixin
 from lamina.engine._outbox import Outbox, turn_one_shots
-from lamina.engine._pace import PaceTracker
 from lamina.engine._plans import PlansMixin
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._resume import ResumeMixin
@@ -62,6 +53,7 @@ from lamina.placement import (
     RenderTarget,
     render,
 )
+from lamina.pricing import DEFAULT_PRICES, CachePrices, Outlook, PaceTracker, choose_turn_ttl
 from lamina.session import (
     AttachmentRef,
     CompactionBoundary,

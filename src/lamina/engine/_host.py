@@ -12,17 +12,16 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from lamina.attachments import AttachmentStore, MediaSupport
-from lamina.compaction import Outlook
 from lamina.context import Part, ToolSpec
 from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox
-from lamina.engine._pace import PaceTracker
 from lamina.engine._plan import Plan, PlanStateName
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._sessions import ProviderSessions
 from lamina.engine._state import PathState, SessionState
 from lamina.engine._view import LiveView
 from lamina.placement import RenderCache
+from lamina.pricing import Outlook, PaceTracker
 from lamina.session import CompactionBoundary, Entry, LogEntry, ProviderView, SessionLog
 from lamina.tokens import TokenEstimator
 

@@ -5,16 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import overload
 
-from lamina.compaction import (
-    Outlook,
-    PrunePolicy,
-    apply_prunes,
-    choose_prune,
-    entry_tokens,
-    prunable_tokens,
-    prune_floor,
-)
+from lamina.compaction import PrunePolicy, apply_prunes, choose_prune, entry_tokens, prunable_tokens, prune_floor
 from lamina.engine._sessions import resets_seen
+from lamina.pricing import Outlook
 from lamina.session import LogEntry, ProviderView, ToolCall, ToolOutputPruned, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import TokenEstimator
 

@@ -15,11 +15,11 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from lamina.compaction import decision_on, describe_decision
+from lamina.pricing import decision_on, describe_decision
 from lamina.serve._calls import call_out
 from lamina.serve._model import (
     AttachmentOut,
-    Branch,
+    BranchOut,
     CompactionOut,
     DecisionOut,
     Item,
@@ -78,7 +78,7 @@ _V = TypeVar("_V")
 
 ThumbnailUrl = Callable[[AttachmentRef], "str | None"]
 Prices = Callable[[str, Usage], "float | None"]
-"""The estimated cost of one model call (the CLI passes `lamina.cli._prices.cost_of`); None: no known price."""
+"""The estimated cost of one model call (the CLI passes `lamina.pricing.cost_of`); None: no known price."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +147,7 @@ class SessionIndex:
         self.totals = totals_of(self.entries, prices)
         self._paths: dict[str | None, list[LogEntry]] = {}
         self._views: dict[str | None, set[str]] = {}
-        self._branches: list[Branch] | None = None
+        self._branches: list[BranchOut] | None = None
         """Memos: the index never changes once built (a changed log is indexed again)."""
         self._memo_lock = threading.Lock()
         """Pages read one index from several threads."""
@@ -212,17 +212,17 @@ class SessionIndex:
                 stack.extend(reversed(children))
         return out
 
-    def branches(self) -> list[Branch]:
+    def branches(self) -> list[BranchOut]:
         """Every leaf as a branch: where it forked, from which branch, and whether its point was still in view."""
         if self._branches is None:
             self._branches = self._all_branches()
         return list(self._branches)
 
-    def _all_branches(self) -> list[Branch]:
+    def _all_branches(self) -> list[BranchOut]:
         leaves = self.leaves()
         owner: dict[str, str] = {}
         """Entry id -> the leaf of the first branch (in file order) that holds it."""
-        out: list[Branch] = []
+        out: list[BranchOut] = []
         for leaf in leaves:
             path = self.path(leaf)
             fork: str | None = None
@@ -238,7 +238,7 @@ class SessionIndex:
             own = [e for e in path if self.position[e.id] >= self.position[first]] if fork else path
             label = next((e.text for e in own if isinstance(e, UserMessage)), "")
             out.append(
-                Branch(
+                BranchOut(
                     leaf_id=leaf,
                     label=_first_line(label) or type(self.by_id[leaf]).__name__,
                     fork_id=fork,

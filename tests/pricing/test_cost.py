@@ -7,19 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamina.compaction import (
+from lamina.compaction import PrunePolicy, choose_prune, reread_chances
+from lamina.pricing import (
     DEFAULT_PRICES,
     CachePrices,
     CacheState,
     Outlook,
     PruneItem,
-    PrunePolicy,
     SessionPace,
-    choose_prune,
     choose_turn_ttl,
     price_compaction,
     price_prune,
-    reread_chances,
 )
 from lamina.session import (
     AssistantMessage,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from lamina.cachesim._core import CacheSimulationError
+from lamina.cachesim._simulator import CacheSimulationError
 
 TOOLS: Final = 0
 SYSTEM: Final = 1

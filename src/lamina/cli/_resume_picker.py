@@ -14,7 +14,7 @@ from typing import Final
 
 from lamina.cli._console import err, safe
 from lamina.cli._session import is_listed, session_settings, when
-from lamina.cli._view import call_summary
+from lamina.cli._turn_view import call_summary
 from lamina.errors import LaminaError
 from lamina.session import AssistantMessage, LogEntry, SessionStore, SessionSummary, ToolCall, UserMessage
 
@@ -25,7 +25,7 @@ REWIND_CHOICES: Final = 10
 
 
 @dataclass(frozen=True, slots=True)
-class SessionRow:
+class PickerRow:
     """One session as the picker and `/sessions` list it."""
 
     summary: SessionSummary
@@ -33,12 +33,12 @@ class SessionRow:
     """The model the session recorded ("-": none recorded, "?": it could not be read)."""
 
 
-def session_rows(store: SessionStore, workspace: Path, *, limit: int, everywhere: bool) -> list[SessionRow]:
+def session_rows(store: SessionStore, workspace: Path, *, limit: int, everywhere: bool) -> list[PickerRow]:
     """The latest sessions with messages, this folder's first (`everywhere`: others too when it has none)."""
     rows = [r for r in store.list() if is_listed(r) and r.problem is None]
     here = [r for r in rows if r.cwd == str(workspace)]
     chosen = (here or rows) if everywhere else here
-    return [SessionRow(row, _model_of(store, row.id)) for row in chosen[:limit]]
+    return [PickerRow(row, _model_of(store, row.id)) for row in chosen[:limit]]
 
 
 def _model_of(store: SessionStore, session_id: str) -> str:
@@ -53,7 +53,7 @@ def _place(cwd: str) -> str:
     return "~" + cwd[len(home) :] if cwd == home or cwd.startswith(home + "/") else cwd or "-"
 
 
-def print_session_rows(rows: Sequence[SessionRow], *, current: str | None = None) -> None:
+def print_session_rows(rows: Sequence[PickerRow], *, current: str | None = None) -> None:
     """The rows as numbered columns (the current session marked `*`), each line fitted to the terminal's width.
 
     What does not fit is cut at its end with `…` (a model spec, a path, a long first message), never wrapped.
@@ -74,7 +74,7 @@ def print_session_rows(rows: Sequence[SessionRow], *, current: str | None = None
         err.print(safe(line + shorten(info.title, max(10, width - len(line)))))
 
 
-def chosen_row(rows: Sequence[SessionRow], answer: str) -> SessionRow | None:
+def chosen_row(rows: Sequence[PickerRow], answer: str) -> PickerRow | None:
     """The row a number (1 = the first) or a session id names, or None."""
     answer = answer.strip()
     for row in rows:

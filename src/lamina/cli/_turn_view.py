@@ -307,7 +307,7 @@ def footer_text(model: str, usage: Usage, context_tokens: int, context_window: i
         f"cache read {usage.cache_read:,}",
         f"write {usage.cache_write:,}",
     ]
-    from lamina.reports import cost_of
+    from lamina.pricing import cost_of
 
     cost = cost_of(model, usage)
     if cost is not None:

@@ -40,7 +40,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON documen
 
 
 def _store(ctx: typer.Context) -> SessionStore:
-    from lamina.cli._store import store_or_abort
+    from lamina.cli._store_commands import store_or_abort
 
     return store_or_abort(ctx)
 

@@ -1,7 +1,7 @@
 """The cost model: a context decision priced by its expected bill over the likely rest of the session (pure).
 
 Prices and TTLs come from a provider's cache rules (`lamina.cachesim`), the pace from the gaps
-seen so far, the cache's state from the clock. Described in docs/compaction.md ("The cost model").
+seen so far (`_pace`), the cache's state from the clock. Described in docs/compaction.md ("The cost model").
 """
 
 from __future__ import annotations
@@ -9,13 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, assert_never
 
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget
+from lamina.placement import (
+    AnthropicTarget,
+    CacheTtl,
+    OpenAIChatTarget,
+    OpenAIResponsesTarget,
+    RenderTarget,
+    SdkManagedTarget,
+)
 from lamina.session import CompactionBoundary, CostDecision, LogEntry, ToolOutputPruned, TurnRecord
 
 if TYPE_CHECKING:  # the simulator loads on first use (importing the engine must not load it)
     from lamina.cachesim import AnthropicCacheRules, OpenAICacheRules
-
-CacheTtl: TypeAlias = Literal["5m", "1h"]
 
 __all__ = [
     "DEFAULT_PRICES",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lamina.cachesim._blocks import MESSAGES, as_list, openai_item, openai_message, text_block
-from lamina.cachesim._core import (
+from lamina.cachesim._cache_blocks import MESSAGES, as_list, openai_item, openai_message, text_block
+from lamina.cachesim._simulator import (
     CacheSimulationError,
     CacheUsage,
     TimedRequest,
@@ -41,7 +41,7 @@ class OpenAICacheRules:
 
 
 @dataclass(slots=True)
-class _Stored:
+class _StoredPrefix:
     """One stored prompt prefix; mutable because every request that reaches it refreshes it."""
 
     dies: float
@@ -63,7 +63,7 @@ class OpenAICacheSimulator:
         """
         self.rules = rules if rules is not None else OpenAICacheRules()
         self._core = _Core(estimator)
-        self._partitions: dict[tuple[str, str | None], dict[bytes, _Stored]] = {}
+        self._partitions: dict[tuple[str, str | None], dict[bytes, _StoredPrefix]] = {}
         self._prune_at = 4096
 
     def submit(self, request: TimedRequest) -> CacheUsage:
@@ -101,7 +101,7 @@ class OpenAICacheSimulator:
             for h in chain:
                 node = store.get(h)
                 if node is None or node.expires <= t:
-                    store[h] = _Stored(dies, min(idle, dies), available_at)
+                    store[h] = _StoredPrefix(dies, min(idle, dies), available_at)
                 else:
                     node.expires = min(idle, node.dies)
                     node.available_at = min(node.available_at, available_at)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from lamina.cachesim._blocks import (
+from lamina.cachesim._cache_blocks import (
     MESSAGES,
     SYSTEM,
     TOOLS,
@@ -16,7 +16,7 @@ from lamina.cachesim._blocks import (
     tool_items,
     without_marker,
 )
-from lamina.cachesim._core import (
+from lamina.cachesim._simulator import (
     CacheBreakpointError,
     CacheSimulationError,
     CacheTtl,
@@ -64,7 +64,7 @@ class AnthropicCacheRules:
 
 
 @dataclass(frozen=True, slots=True)
-class _Entry:
+class _CacheEntry:
     ttl_seconds: float
     expires: float
     available_at: float
@@ -112,7 +112,7 @@ class AnthropicCacheSimulator:
         """
         self.rules = rules if rules is not None else AnthropicCacheRules()
         self._core = _Core(estimator)
-        self._entries: dict[bytes, _Entry] = {}
+        self._entries: dict[bytes, _CacheEntry] = {}
         self._prune_at = 256
 
     def submit(self, request: TimedRequest) -> CacheUsage:
@@ -147,10 +147,10 @@ class AnthropicCacheSimulator:
             if cum[b] <= read or cum[b] < rules.min_tokens:
                 continue
             seconds = self._seconds(ttl)
-            new = _Entry(seconds, t + seconds, available_at)
+            new = _CacheEntry(seconds, t + seconds, available_at)
             old = entries.get(chain[b])
             if old is not None and t < old.expires:  # written by a parallel request, not yet readable
-                new = _Entry(
+                new = _CacheEntry(
                     max(old.ttl_seconds, seconds), max(old.expires, new.expires), min(old.available_at, available_at)
                 )
             entries[chain[b]] = new

@@ -6,12 +6,9 @@ clock) or, for a session opened again, the time its log stamped on it.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from lamina.compaction import CacheState, SessionPace
+from lamina.placement import CacheTtl
+from lamina.pricing._cost import CacheState, SessionPace
 from lamina.session import AssistantMessage, LogEntry, TurnRecord, UserMessage
-
-_Ttl = Literal["5m", "1h"]
 
 
 class PaceTracker:
@@ -28,7 +25,7 @@ class PaceTracker:
         """The history's tokens the last request carried."""
         self.turn_mark_tokens = 0
         """The history's tokens up to the last turn's user message (its breakpoint)."""
-        self.turn_ttl: _Ttl = "1h"
+        self.turn_ttl: CacheTtl = "1h"
         self.turn_started: float | None = None
         self.turn_start_tokens = 0
         self.turn_growth: list[int] = []

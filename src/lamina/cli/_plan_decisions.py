@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from lamina.agent import Agent, TurnOutcome
-    from lamina.cli._reader import LineReader
+    from lamina.cli._turn_view import TurnView
     from lamina.cli._turns import ChatState
-    from lamina.cli._view import TurnView
+    from lamina.cli._user_input import LineReader
 
 # -- plans ---------------------------------------------------------------------------------------------
 
@@ -23,8 +23,8 @@ _RUN_MODES: Final = {"a": "ask", "e": "execute"}
 async def resume_plan(agent: Agent, reader: LineReader, view: TurnView, state: ChatState) -> None:
     """On opening a session: an accepted plan goes on where it stopped; an open one is announced."""
     from lamina.cli._console import err, safe
+    from lamina.cli._turn_view import plan_line
     from lamina.cli._turns import drive
-    from lamina.cli._view import plan_line
     from lamina.engine import OPEN_STATES, next_step
 
     plan = agent.plan
@@ -116,7 +116,7 @@ async def _run_mode(reader: LineReader) -> str | None:
 def print_plan(agent: Agent) -> None:
     """`/plan`: the latest plan, its state, its file and its text."""
     from lamina.cli._console import err, out, safe
-    from lamina.cli._view import plan_line
+    from lamina.cli._turn_view import plan_line
 
     plan = agent.plan
     if plan is None:
