@@ -50,3 +50,65 @@ def test_no_class_is_over_400_lines_and_no_function_over_complexity_c(path: Path
 def test_the_checks_can_fail(tmp_path: Path) -> None:
     branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(_MOST_COMPLEXITY + 1))
     assert max(b.complexity for b in cc_visit(f"def f(x):\n{branches}    return -1\n")) > _MOST_COMPLEXITY
+
+
+# tests/ mirrors src/lamina/: a test of one package lives in the folder named after it. The top level
+# holds the suite's settings and the properties of the library as a whole, each listed with why.
+TOP_LEVEL = {
+    "__init__.py": "the suite is a package (`tests.`), so its helpers are imported by one name",
+    "conftest.py": "suite-wide hypothesis profiles, fixtures and test order",
+    "test_changelog.py": "CHANGELOG.md's moved names, over every package",
+    "test_core_install.py": "the wheel without extras, installed in a fresh venv",
+    "test_docs_examples.py": "every python block of README.md and docs/",
+    "test_docs_site.py": "one API page per public module",
+    "test_error_tree.py": "every error any package raises is a LaminaError",
+    "test_import_graph.py": "no import cycle anywhere in the package",
+    "test_layout.py": "these sizes, and this mirror",
+    "test_lock.py": "pyproject.toml, uv.lock and the environment agree",
+    "test_missing_extras.py": "each feature's missing extra named, across packages",
+    "test_no_content_breaks.py": "no text breaks a session: defang, engine, placement and store together",
+    "test_private_imports.py": "no module imports another package's private module",
+    "test_public_api.py": "the public surface of every package, pinned",
+    "test_untrusted_slots.py": "untrusted text in every slot through real turns, agent to provider",
+}
+# Folders named after no package of src/lamina/.
+OTHER_FOLDERS = {
+    "support": "helpers shared by the folders (engines, recorders, docs examples)",
+    "wire": "the local wire server the provider tests talk to, and its own tests",
+}
+_PACKAGES = frozenset(path.parent.name for path in _ROOT.glob("*/__init__.py"))
+
+
+def mirror_breaks(tests: Path, packages: frozenset[str]) -> list[str]:
+    """The files and folders of `tests` that break the mirror of `packages`, as paths relative to `tests`."""
+    found: list[str] = []
+    for path in sorted(tests.rglob("*.py")):
+        parts = path.relative_to(tests).parts
+        if len(parts) == 1 and parts[0] not in TOP_LEVEL:
+            found.append(parts[0])
+        elif len(parts) > 1 and (parts[0] not in packages | OTHER_FOLDERS.keys() or len(parts) > 2):
+            found.append("/".join(parts))
+        elif len(parts) > 1 and not (tests / parts[0] / "__init__.py").is_file():
+            found.append(f"{parts[0]}/__init__.py missing")
+    folders = {path.name for path in tests.iterdir() if path.is_dir() and any(path.glob("*.py"))}
+    found += [f"{package}/ missing" for package in sorted(packages - folders)]
+    return found
+
+
+def test_tests_mirror_the_packages_and_the_top_level_holds_only_the_whole_librarys_properties() -> None:
+    assert mirror_breaks(Path(__file__).parent, _PACKAGES) == [], "move a test of one package into its folder"
+
+
+def test_the_mirror_check_can_fail(tmp_path: Path) -> None:
+    for name in ("engine/__init__.py", "engine/test_a.py", "engine/deep/test_b.py", "lost/test_c.py", "test_d.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    (tmp_path / "support").mkdir()
+    (tmp_path / "support" / "engine.py").write_text("")
+    assert mirror_breaks(tmp_path, frozenset({"engine", "agent"})) == [
+        "engine/deep/test_b.py",
+        "lost/test_c.py",
+        "support/__init__.py missing",
+        "test_d.py",
+        "agent/ missing",
+    ]

@@ -15,7 +15,7 @@ from lamina.engine import TRANSITIONS, Plan, PlanTransitionError, check_transiti
 from lamina.providers import ScriptedProvider, ScriptedResponse
 from lamina.session import LocalSessionStore, PlanState, PlanStateName, StateChange, UserMessage
 from lamina.tools import PermissionMode
-from tests.plan_flow import (
+from tests.agent.plan_flow import (
     EARLY_WORDS,
     PLAN_REQUEST,
     PLAN_TEXT,

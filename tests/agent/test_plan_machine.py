@@ -26,9 +26,9 @@ from lamina.compaction import DeterministicSummariser
 from lamina.engine import OPEN_STATES, PlanTransitionError, advance, next_step
 from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse
 from lamina.session import CompactionBoundary, LocalSessionStore, OsFiles, PlanState
+from tests.agent.plan_flow import dispatch_facts, full_log, make_workspace
+from tests.agent.test_plan_crash import POINTS
 from tests.conftest import EXHAUSTIVE
-from tests.plan_flow import dispatch_facts, full_log, make_workspace
-from tests.test_plan_crash import POINTS
 
 
 class _Crash(BaseException):

@@ -42,7 +42,7 @@ from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
 from tests.wire.server import Received, WireServer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sdk = pytest.importorskip("claude_agent_sdk", reason="the optional extra 'claude' (claude-agent-sdk) is not installed")
 
 

@@ -21,7 +21,7 @@ from lamina.session import AssistantMessage, LocalSessionStore, StateChange, Too
 from tests.support.engine import ANTHROPIC, Clock, make_engine
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 
-REPO = Path(__file__).parents[1]
+REPO = Path(__file__).parents[2]
 
 
 @pytest.fixture
