@@ -50,7 +50,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/lint-imports --no-cache
 
-# mypy's worker processes: a cold cache (a fresh clone) takes about 20 s on 2 cores instead of 30 s
+# mypy --strict over src/ and tests/ ([tool.mypy] in pyproject.toml), with worker processes: a cold cache
+# (a fresh clone) takes about 36 s of CPU, against 30 s for src/ alone; a warm one about 2 s
 typecheck: $(STAMP)
 	$(BIN)/mypy --num-workers 2
 
