@@ -52,8 +52,9 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     assert max(b.complexity for b in cc_visit(f"def f(x):\n{branches}    return -1\n")) > _MOST_COMPLEXITY
 
 
-# tests/ mirrors src/lamina/: a test of one package lives in the folder named after it. The top level
-# holds the suite's settings and the properties of the library as a whole, each listed with why.
+# tests/ mirrors src/lamina/: a test of one package lives in the folder named after it (a subpackage's in
+# its subfolder, a private one's named without the `_`). The top level holds the suite's settings and the
+# properties of the library as a whole, each listed with why.
 TOP_LEVEL = {
     "__init__.py": "the suite is a package (`tests.`), so its helpers are imported by one name",
     "conftest.py": "suite-wide hypothesis profiles, fixtures and test order",
@@ -66,6 +67,7 @@ TOP_LEVEL = {
     "test_layout.py": "these sizes, and this mirror",
     "test_lock.py": "pyproject.toml, uv.lock and the environment agree",
     "test_missing_extras.py": "each feature's missing extra named, across packages",
+    "test_names.py": "no two modules of the package share a file name or a class name",
     "test_no_content_breaks.py": "no text breaks a session: defang, engine, placement and store together",
     "test_private_imports.py": "no module imports another package's private module",
     "test_public_api.py": "the public surface of every package, pinned",
@@ -76,39 +78,60 @@ OTHER_FOLDERS = {
     "support": "helpers shared by the folders (engines, recorders, docs examples)",
     "wire": "the local wire server the provider tests talk to, and its own tests",
 }
-_PACKAGES = frozenset(path.parent.name for path in _ROOT.glob("*/__init__.py"))
 
 
-def mirror_breaks(tests: Path, packages: frozenset[str]) -> list[str]:
-    """The files and folders of `tests` that break the mirror of `packages`, as paths relative to `tests`."""
-    found: list[str] = []
-    for path in sorted(tests.rglob("*.py")):
-        parts = path.relative_to(tests).parts
-        if len(parts) == 1 and parts[0] not in TOP_LEVEL:
-            found.append(parts[0])
-        elif len(parts) > 1 and (parts[0] not in packages | OTHER_FOLDERS.keys() or len(parts) > 2):
-            found.append("/".join(parts))
-        elif len(parts) > 1 and not (tests / parts[0] / "__init__.py").is_file():
-            found.append(f"{parts[0]}/__init__.py missing")
-    folders = {path.name for path in tests.iterdir() if path.is_dir() and any(path.glob("*.py"))}
-    found += [f"{package}/ missing" for package in sorted(packages - folders)]
-    return found
+def package_folders(root: Path) -> frozenset[str]:
+    """The folder each package under `root` has in tests/: its path, each `_` that starts a part left out."""
+    folders = (path.parent.relative_to(root).parts for path in root.rglob("__init__.py") if path.parent != root)
+    return frozenset("/".join(part.lstrip("_") for part in parts) for parts in folders)
+
+
+def mirror_breaks(tests: Path, folders: frozenset[str]) -> list[str]:
+    """What in `tests` breaks the mirror of the package `folders`, as paths relative to `tests`."""
+    found: set[str] = set()
+    for path in tests.rglob("*.py"):
+        where = path.parent.relative_to(tests).as_posix()
+        if where == ".":
+            if path.name not in TOP_LEVEL:
+                found.add(path.name)
+        elif where not in folders and where not in OTHER_FOLDERS:
+            found.add(f"{where}/{path.name}")
+        elif not (path.parent / "__init__.py").is_file():
+            found.add(f"{where}/__init__.py missing")
+    made = {path.name for path in tests.iterdir() if path.is_dir() and any(path.glob("*.py"))}
+    found.update(f"{folder}/ missing" for folder in folders if "/" not in folder and folder not in made)
+    return sorted(found)
 
 
 def test_tests_mirror_the_packages_and_the_top_level_holds_only_the_whole_librarys_properties() -> None:
-    assert mirror_breaks(Path(__file__).parent, _PACKAGES) == [], "move a test of one package into its folder"
+    breaks = mirror_breaks(Path(__file__).parent, package_folders(_ROOT))
+    assert breaks == [], "move a test of one package into its folder"
 
 
 def test_the_mirror_check_can_fail(tmp_path: Path) -> None:
-    for name in ("engine/__init__.py", "engine/test_a.py", "engine/deep/test_b.py", "lost/test_c.py", "test_d.py"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("")
-    (tmp_path / "support").mkdir()
-    (tmp_path / "support" / "engine.py").write_text("")
-    assert mirror_breaks(tmp_path, frozenset({"engine", "agent"})) == [
+    source = tmp_path / "src"
+    for name in ("engine/__init__.py", "agent/__init__.py", "session/__init__.py", "session/_jsonl/__init__.py"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text("")
+    assert package_folders(source) == {"engine", "agent", "session", "session/jsonl"}
+    tests = tmp_path / "tests"
+    for name in (
+        "engine/__init__.py",
+        "engine/test_a.py",
+        "engine/deep/test_b.py",
+        "lost/test_c.py",
+        "test_d.py",
+        "session/__init__.py",
+        "session/jsonl/__init__.py",
+        "session/jsonl/test_e.py",
+        "support/engine.py",
+    ):
+        (tests / name).parent.mkdir(parents=True, exist_ok=True)
+        (tests / name).write_text("")
+    assert mirror_breaks(tests, package_folders(source)) == [
+        "agent/ missing",
         "engine/deep/test_b.py",
         "lost/test_c.py",
         "support/__init__.py missing",
         "test_d.py",
-        "agent/ missing",
     ]
