@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -118,11 +120,13 @@ def test_a_priced_compaction_is_never_worse_than_waiting_on_its_own_estimate_and
     prices: CachePrices,
 ) -> None:
     pace = SessionPace(gaps=(120.0,) * turns, turns=turns, calls=2 * turns)
-    terms = {"threshold_tokens": threshold, "turn_tokens": turn_tokens, "summarised_tokens": summarised}
+    terms = functools.partial(
+        price_compaction, threshold_tokens=threshold, turn_tokens=turn_tokens, summarised_tokens=summarised
+    )
 
     def price(idle: float | None) -> tuple[str, CostDecision]:
         cache = CacheState(idle_seconds=idle, history_tokens=history, since_request=300, since_turn_mark=history // 3)
-        return price_compaction(Outlook(prices, pace, cache), tokens_after=after, summary_tokens=summary, **terms)
+        return terms(Outlook(prices, pace, cache), tokens_after=after, summary_tokens=summary)
 
     action, decision = price(idle)
     assert decision.action == action and decision.expected <= decision.expected_nothing
@@ -135,9 +139,9 @@ def test_a_compaction_pays_for_its_summarising_call_and_for_compacting_more_ofte
 
     def call_price(threshold: int | None) -> float:
         """What the summarising call (90k read, a 2k summary written) adds to compacting now."""
-        terms = {"tokens_after": 10_000, "threshold_tokens": threshold}
-        free = price_compaction(cold, summarised_tokens=0, summary_tokens=0, **terms)[1]
-        paid = price_compaction(cold, summarised_tokens=90_000, summary_tokens=2_000, **terms)[1]
+        terms = functools.partial(price_compaction, cold, tokens_after=10_000, threshold_tokens=threshold)
+        free = terms(summarised_tokens=0, summary_tokens=0)[1]
+        paid = terms(summarised_tokens=90_000, summary_tokens=2_000)[1]
         return paid.expected - free.expected
 
     extra = 1 - (100_000 - 10_000) / (120_000 - 10_000)  # the share of a compaction compacting now adds
@@ -148,9 +152,9 @@ def test_a_compaction_pays_for_its_summarising_call_and_for_compacting_more_ofte
 
 def test_in_the_band_a_warm_cache_waits_and_a_cold_one_compacts() -> None:
     # a long session: what a shorter history saves before the threshold, it gives back after it
-    terms = {"tokens_after": 25_000, "threshold_tokens": 175_000, "turn_tokens": 3_000.0}
-    warm = price_compaction(_outlook(30.0, 140_000, turns=100), **terms)
-    cold = price_compaction(_outlook(7_200.0, 140_000, turns=100), **terms)
+    terms = functools.partial(price_compaction, tokens_after=25_000, threshold_tokens=175_000, turn_tokens=3_000.0)
+    warm = terms(_outlook(30.0, 140_000, turns=100))
+    cold = terms(_outlook(7_200.0, 140_000, turns=100))
     assert warm[0] == "wait" and warm[1].cache == "warm"  # never just after paying to write it
     assert cold[0] == "compact" and cold[1].cache == "cold"  # written again anyway: a shorter history to write
 

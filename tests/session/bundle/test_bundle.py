@@ -22,6 +22,7 @@ from lamina.errors import BundleError, UsageError
 from lamina.session import (
     AssistantMessage,
     BundleLimits,
+    JsonlSession,
     LocalSessionStore,
     OutboxRecord,
     ToolResult,
@@ -49,6 +50,7 @@ def workspace(tmp_path: Path) -> Path:
 def _session(tmp_path: Path, workspace: Path) -> tuple[LocalSessionStore, str]:
     """A session with an attachment, an offloaded tool output, a plan and two turns."""
     engine = make_engine(tmp_path, workspace, Clock(), on_disk=True)  # exported from disk
+    assert isinstance(engine.session, JsonlSession)
     folder = engine.session.folder
     turn = engine.prepare_turn("Read my notes and the big log", [workspace / "notes.txt"])
     engine.commit(turn)

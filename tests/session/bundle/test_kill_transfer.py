@@ -16,6 +16,7 @@ from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, ch
 from tests.conftest import EXHAUSTIVE
 from tests.session.bundle import _kill_steps
 from tests.session.factories import exchange
+from tests.support.engine import sdk_prompt
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(["tests.session.bundle._kill_steps"])
@@ -85,12 +86,12 @@ def test_sigkill_at_each_step_of_branch_creation(tmp_path: Path) -> None:
                 assert session.leaf_id == old_leaf and not seeds
             expected = 1 if isinstance(leaf, OutboxRecord) else 0
             first = engine.prepare_turn("after the crash")
-            prompt = render(first, SdkManagedTarget()).prompt  # type: ignore[union-attr]
+            prompt = sdk_prompt(render(first, SdkManagedTarget()))
             assert prompt.count("<branch_seed>") == expected
             engine.commit(first)
             engine.record(AssistantMessage(text="ok"))
             second = engine.prepare_turn("and again")
-            assert "<branch_seed>" not in render(second, SdkManagedTarget()).prompt  # type: ignore[union-attr]
+            assert "<branch_seed>" not in sdk_prompt(render(second, SdkManagedTarget()))
             engine.end_turn()
 
     total = _killed_at_each_step(tmp_path, pristine, "branch", session_id, lambda _: point, check)

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TypedDict
 
 import msgspec
 import pytest
@@ -75,13 +76,19 @@ def _time_bound(seconds: float = CASE_SECONDS) -> Iterator[None]:
 _texts = st.text(max_size=40)
 
 
+class _Stamp(TypedDict):
+    id: str
+    parent_id: str | None
+    ts: float
+
+
 @st.composite
 def _entries(draw: st.DrawFn) -> list[LogEntry]:
     count = draw(st.integers(1, 14))
     out: list[LogEntry] = []
     for i in range(count):
         parent = None if i == 0 else out[draw(st.integers(max(0, i - 3), i - 1))].id
-        stamp = {"id": f"e{i:03d}", "parent_id": parent, "ts": 1_790_000_000.0 + i}
+        stamp = _Stamp(id=f"e{i:03d}", parent_id=parent, ts=1_790_000_000.0 + i)
         kind = draw(st.integers(0, 6))
         entry: LogEntry
         if kind == 0:

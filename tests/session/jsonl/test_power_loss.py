@@ -20,6 +20,7 @@ import pytest
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
+    Entry,
     JsonlSession,
     LocalSessionStore,
     LogEntry,
@@ -57,7 +58,7 @@ class _Tally:
     operations: int = 0
 
 
-def _random_entry(rng: random.Random, n: int) -> LogEntry:
+def _random_entry(rng: random.Random, n: int) -> Entry:
     kind = rng.randrange(6)
     big = "x" * rng.choice((5, 300, 3_000))
     if kind == 0:

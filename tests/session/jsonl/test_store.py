@@ -26,8 +26,9 @@ from lamina.session import (
     check_store,
 )
 from lamina.session._jsonl._jsonl_open import LOG_NAME
-from lamina.session._jsonl._jsonl_store import STORE_ENV_VAR, default_store_root
+from lamina.session._jsonl._jsonl_store import default_store_root
 from lamina.session._jsonl._session_meta import META_NAME, read_meta
+from lamina.session._protocol import STORE_ENV_VAR
 from tests.session.factories import FakeClock, counter_ids, exchange
 
 
@@ -77,7 +78,8 @@ def test_list_reads_metadata_only_and_reports_broken_sessions(store: LocalSessio
     rows = {r.id: r for r in store.list()}
     assert rows[s1.id].title == "Refactor the parser module"
     assert rows[s1.id].entry_count == 1
-    assert rows[s2.id].problem is not None and "invalid metadata" in rows[s2.id].problem
+    problem = rows[s2.id].problem
+    assert problem is not None and "invalid metadata" in problem
 
 
 def test_title_is_bounded(store: LocalSessionStore) -> None:

@@ -64,7 +64,7 @@ def _session_with(store: LocalSessionStore, n: int = 2) -> tuple[str, list[LogEn
     return session.id, written
 
 
-def _race(*bodies: Callable[[], None]) -> list[BaseException]:
+def _race(*bodies: Callable[[], object]) -> list[BaseException]:
     """Run each body on its own thread from one barrier; the errors they raised."""
     barrier = threading.Barrier(len(bodies))
     errors: list[BaseException] = []

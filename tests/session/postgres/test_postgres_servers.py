@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -91,8 +92,9 @@ def _take_over(url: str, files: Path, pid: int) -> list[str]:
     return taken
 
 
-def _acks(folder: Path) -> list[dict[str, object]]:
-    lines = []
+def _acks(folder: Path) -> list[dict[str, Any]]:
+    """The servers' acknowledgement lines, as JSON."""
+    lines: list[dict[str, Any]] = []
     for file in folder.glob("*.jsonl"):
         for line in file.read_text().splitlines():
             try:
@@ -176,10 +178,10 @@ def test_many_servers_one_truth(schema: str, tmp_path: Path) -> None:
         committed.update((sid, r[1]) for r in log)
 
     lines = _acks(acks)
-    acked = {(str(line["ack"][0]), str(i)) for line in lines if "ack" in line for i in line["ack"][1]}  # type: ignore[index, union-attr]
+    acked = {(str(line["ack"][0]), str(i)) for line in lines if "ack" in line for i in line["ack"][1]}
     assert acked, "no turn completed"
     assert acked <= committed, f"{len(acked - committed)} acknowledged entries lost"
-    dispatches = Counter(tuple(line["dispatch"]) for line in lines if "dispatch" in line)  # type: ignore[arg-type]
+    dispatches = Counter(tuple(line["dispatch"]) for line in lines if "dispatch" in line)
     assert all(n == 1 for n in dispatches.values()), "a plan dispatch acknowledged twice"
     fenced = sum("fenced" in line for line in lines)
     print(f"{len(acked)} acknowledged entries, {kills} kills, {len(taken_over)} sessions taken over, {fenced} fenced")

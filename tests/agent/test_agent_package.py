@@ -97,9 +97,11 @@ def test_an_agent_closes_the_provider_it_built_and_runs_sync_turns_on_one_loop(
         assert isinstance(built, AnthropicProvider) and built._client is None  # closed with the agent
 
         async def given_provider() -> None:
-            async with provider_from_spec("anthropic:claude-sonnet-5") as given:
+            built = provider_from_spec("anthropic:claude-sonnet-5")
+            assert isinstance(built, AnthropicProvider)
+            async with built as given:
                 async with open_agent(store, given, workspace=workspace, interactive=False) as agent:
                     assert (await agent.run_turn("Three?")).text == "Third."
-                assert isinstance(given, AnthropicProvider) and given._client is not None  # a given one stays open
+                assert given._client is not None  # a given one stays open
 
         asyncio.run(given_provider())

@@ -26,7 +26,7 @@ from lamina.session import (
     UserMessage,
     open_tool_calls,
 )
-from tests.support.engine import ANTHROPIC, Clock, make_engine
+from tests.support.engine import ANTHROPIC, Clock, make_engine, sdk_prompt
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
@@ -156,12 +156,12 @@ def test_a_seed_reaches_a_transcript_keeping_backend_exactly_once(tmp_path: Path
 
     engine = make_engine(tmp_path, workspace, clock, session_id)  # the seed survives a restart
     first = engine.prepare_turn("On the branch")
-    prompt = render(first, SdkManagedTarget()).prompt  # type: ignore[union-attr]
+    prompt = sdk_prompt(render(first, SdkManagedTarget()))
     assert prompt.count("Answer 1") == 1 and "<branch_seed>" in prompt
     engine.commit(first)
     engine.record(AssistantMessage(text="ok"))
     second = engine.prepare_turn("Again")
-    assert "<branch_seed>" not in render(second, SdkManagedTarget()).prompt  # type: ignore[union-attr]
+    assert "<branch_seed>" not in sdk_prompt(render(second, SdkManagedTarget()))
     engine.session.close()
 
 
@@ -226,7 +226,7 @@ def test_an_interruption_on_the_path_left_is_not_told_on_a_branch_made_before_it
     engine.branch(answer.id)
     assert engine.pending_one_shots == ()
     engine = _reopen(engine, tmp_path, workspace, clock)
-    assert engine.pending_one_shots == ()
+    assert not engine.pending_one_shots
     turn = engine.prepare_turn("On the branch")
     assert turn.one_shots == () and "interrupted the previous turn" not in json.dumps(render(turn, ANTHROPIC))
     # the reminder belongs to the path it was queued on: back there, it is still due

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lamina.cachesim import AnthropicCacheSimulator, OpenAICacheSimulator, TimedRequest
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.cachesim import AnthropicCacheSimulator, CacheSimulator, OpenAICacheSimulator, TimedRequest
+from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget
 from lamina.reports import cache_layout
 
 
@@ -81,7 +81,7 @@ RESPONSES: dict[str, Any] = {
 
 
 def test_budget_and_simulator_count_the_same_tokens_in_every_format() -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], RenderTarget, CacheSimulator]] = [
         (ANTHROPIC, AnthropicTarget(model="claude-sonnet-5"), AnthropicCacheSimulator()),
         (CHAT, OpenAIChatTarget(model="gpt-5"), OpenAICacheSimulator()),
         (RESPONSES, OpenAIResponsesTarget(model="gpt-5"), OpenAICacheSimulator()),

@@ -25,10 +25,10 @@ from lamina.agent import Agent, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.engine import OPEN_STATES, PlanTransitionError, advance, next_step
 from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse
-from lamina.session import CompactionBoundary, LocalSessionStore, OsFiles, PlanState
+from lamina.session import CompactionBoundary, JsonlSession, LocalSessionStore, OsFiles, PlanState
+from tests.agent.plan_flow import dispatch_facts, full_log, make_workspace
+from tests.agent.test_plan_crash import POINTS
 from tests.conftest import EXHAUSTIVE
-from tests.plan_flow import dispatch_facts, full_log, make_workspace
-from tests.test_plan_crash import POINTS
 
 
 class _Crash(BaseException):
@@ -98,7 +98,9 @@ class PlanMachine(RuleBasedStateMachine):
             if asyncio.iscoroutine(result):
                 asyncio.run(result)
         except _Crash:
-            self.agent.engine.session._abandon()  # dies: nothing more is written
+            session = self.agent.engine.session
+            assert isinstance(session, JsonlSession)
+            session._abandon()  # dies: nothing more is written
             self.agent = self._open(self.session_id)
         finally:
             self.files.arm(None, "before")

@@ -18,10 +18,10 @@ from lamina.engine import ContextEngine
 from lamina.errors import UsageError
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
 from lamina.session import AssistantMessage, LocalSessionStore, StateChange, ToolCall, ToolResult, TurnRecord, Usage
-from tests.support.engine import ANTHROPIC, Clock, make_engine
+from tests.support.engine import ANTHROPIC, Clock, json_body, make_engine, sdk_prompt
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 
-REPO = Path(__file__).parents[1]
+REPO = Path(__file__).parents[2]
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_logged_equals_sent(tmp_path: Path, workspace: Path) -> None:
     assert last_user_text(bodies["anthropic"]) == logged_tail
     assert bodies["chat"]["messages"][-1]["content"][-1]["text"] == logged_tail
     assert bodies["responses"]["input"][-1]["content"][0]["text"] == logged_tail
-    assert render(turn, SdkManagedTarget()).prompt.endswith(logged_tail)  # type: ignore[union-attr]
+    assert sdk_prompt(render(turn, SdkManagedTarget())).endswith(logged_tail)
 
 
 def test_volatile_parts_have_no_side_effects_and_use_the_users_time_zone() -> None:
@@ -224,9 +224,9 @@ def test_stable_prefix_is_byte_identical_for_50_turns_and_an_edit_arrives_once_i
         body = render(turn, ANTHROPIC)
         validate_anthropic(body)
         prefixes.append(_prefix(body))
-        chat = render(turn, OpenAIChatTarget(model="gpt-5"))
-        chat_systems.append(json.dumps(chat["messages"][:2]))  # type: ignore[index]  # system, project parts
-        messages = chat["messages"]  # type: ignore[index]
+        chat = json_body(render(turn, OpenAIChatTarget(model="gpt-5")))
+        chat_systems.append(json.dumps(chat["messages"][:2]))  # system, project parts
+        messages = chat["messages"]
         # every earlier message is repeated byte for byte, the edit included: it travels in a tail
         assert messages[: len(previous_messages)] == previous_messages
         previous_messages = list(messages)
@@ -312,24 +312,25 @@ def test_rolling_ttl_may_not_outlive_the_stable_ttl(tmp_path: Path, workspace: P
     with pytest.raises(UsageError, match="1-hour entries must come first"):
         AnthropicTarget(model="m", anthropic_cache_ttl="1h", stable_ttl="5m")
     engine = make_engine(tmp_path, workspace, Clock())
-    body = render(engine.prepare_turn("hi"), AnthropicTarget(model="m", anthropic_cache_ttl="1h", stable_ttl="1h"))
-    marks = [b["cache_control"] for m in body["messages"] for b in m["content"] if "cache_control" in b]  # type: ignore[index]
+    target = AnthropicTarget(model="m", anthropic_cache_ttl="1h", stable_ttl="1h")
+    body = json_body(render(engine.prepare_turn("hi"), target))
+    marks = [b["cache_control"] for m in body["messages"] for b in m["content"] if "cache_control" in b]
     assert marks == [{"type": "ephemeral", "ttl": "1h"}] * 2  # the stable project parts, the newest block
-    assert body["system"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}  # type: ignore[index]
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
 
 
 def test_sdk_managed_sends_stable_parts_only_when_new(tmp_path: Path, workspace: Path) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
-    first = render(engine.prepare_turn("one"), SdkManagedTarget())
-    assert "You are a careful coding agent." in first.prompt  # type: ignore[union-attr]
+    first = sdk_prompt(render(engine.prepare_turn("one"), SdkManagedTarget()))
+    assert "You are a careful coding agent." in first
     clock.advance(1)
-    second = render(engine.prepare_turn("two"), SdkManagedTarget())
-    assert "You are a careful coding agent." not in second.prompt  # type: ignore[union-attr]
-    assert "date_time" in second.prompt  # type: ignore[union-attr]
+    second = sdk_prompt(render(engine.prepare_turn("two"), SdkManagedTarget()))
+    assert "You are a careful coding agent." not in second
+    assert "date_time" in second
     (workspace / "AGENTS.md").write_text("New rules.\n")
-    third = render(engine.prepare_turn("three"), SdkManagedTarget())
-    assert "New rules." in third.prompt  # type: ignore[union-attr]
+    third = sdk_prompt(render(engine.prepare_turn("three"), SdkManagedTarget()))
+    assert "New rules." in third
 
 
 def _without_cache_marks(value: Any) -> Any:

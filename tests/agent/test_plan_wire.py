@@ -17,7 +17,7 @@ import pytest
 from lamina.agent import open_agent
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore, PlanState
-from tests.plan_flow import EARLY_WORDS, PLAN_REQUEST, PLAN_TEXT, make_workspace
+from tests.agent.plan_flow import EARLY_WORDS, PLAN_REQUEST, PLAN_TEXT, make_workspace
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer

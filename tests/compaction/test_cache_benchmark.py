@@ -16,6 +16,7 @@ from benchmarks._scenario import REREAD_S, ScriptedTurn, scripted_session
 
 from lamina.compaction import PrunePolicy
 from lamina.placement import render
+from tests.support.engine import json_body
 
 EAGER = PrunePolicy(protect_turns=1, protect_tokens=0, minimum_tokens=2_000)
 """Prunes as soon as 2,000 tokens go: the needed files of the quick scenario leave the request."""
@@ -45,7 +46,7 @@ def test_the_model_reads_a_file_again_exactly_when_its_content_is_gone() -> None
             call.turn_index,
             call.after_reread,
             call.t_start,
-            json.dumps(dict(render(call.turn, ANTHROPIC, continuation=call.engine.continuation(call.turn)))),
+            json.dumps(json_body(render(call.turn, ANTHROPIC, continuation=call.engine.continuation(call.turn)))),
         )
         for call in scripted_session(script, prune=EAGER)
     ]

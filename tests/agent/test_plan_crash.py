@@ -21,7 +21,7 @@ import pytest
 from lamina.engine import next_step
 from lamina.providers import ScriptedProvider, ScriptedResponse
 from lamina.session import LocalSessionStore, OsFiles
-from tests.plan_flow import (
+from tests.agent.plan_flow import (
     dispatch_facts,
     full_log,
     make_workspace,

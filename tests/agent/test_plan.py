@@ -15,7 +15,7 @@ from lamina.engine import TRANSITIONS, Plan, PlanTransitionError, check_transiti
 from lamina.providers import ScriptedProvider, ScriptedResponse
 from lamina.session import LocalSessionStore, PlanState, PlanStateName, StateChange, UserMessage
 from lamina.tools import PermissionMode
-from tests.plan_flow import (
+from tests.agent.plan_flow import (
     EARLY_WORDS,
     PLAN_REQUEST,
     PLAN_TEXT,
@@ -41,8 +41,8 @@ def test_every_state_is_in_the_table_and_finished_states_lead_nowhere() -> None:
         assert TRANSITIONS[finished] == frozenset()
     # every state before the dispatch can be cancelled; nothing is dispatched from submitted or failed
     for state in ("submitted", "accepted", "awaiting_compaction", "compacted", "failed"):
-        assert "cancelled" in TRANSITIONS[state]  # type: ignore[index]
-        assert "dispatched" not in TRANSITIONS[state] or state in ("accepted", "compacted")  # type: ignore[index]
+        assert "cancelled" in TRANSITIONS[state]
+        assert "dispatched" not in TRANSITIONS[state] or state in ("accepted", "compacted")
 
 
 def test_accept_and_compact_cannot_dispatch_before_its_compaction() -> None:
@@ -143,7 +143,7 @@ def test_submit_plan_records_the_plan_durably_and_ends_the_turn(store: LocalSess
     assert plan.plan_path == str(agent.engine.plans_dir / "fix-total.md")
     assert any(isinstance(e, PlanUpdate) and e.plan.state == "submitted" for e in events)
     # the turn ended after SubmitPlan's result: no model call followed it
-    assert agent.provider.remaining == 1  # type: ignore[attr-defined]
+    assert agent.provider.remaining == 1
     session_id = agent.engine.session.id
     agent.engine.session.close()
     kinds = [e for e in full_log(store, session_id) if isinstance(e, PlanState)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ def _workspace(tmp_path: Path) -> Path:
     return root
 
 
-def _results(entries: list[object]) -> list[ToolResult]:
+def _results(entries: Sequence[object]) -> list[ToolResult]:
     return [e for e in entries if isinstance(e, ToolResult)]
 
 

@@ -26,6 +26,7 @@ from lamina.context import (
     tool_call_part,
     tool_part,
 )
+from lamina.engine import ContextEngine
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -38,7 +39,7 @@ from lamina.reports import budget_of_turn, compose_turn
 from lamina.session import AssistantMessage, ToolCall, ToolResult
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.attachments import files
-from tests.support.engine import ANTHROPIC, TOOLS, Clock, make_engine
+from tests.support.engine import ANTHROPIC, TOOLS, Clock, json_body, make_engine
 
 
 @pytest.fixture
@@ -49,13 +50,13 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def _exchange(engine: object, n: int, path: str) -> None:
-    turn = engine.prepare_turn(f"Request {n}: never use eval. " + "detail " * 200)  # type: ignore[attr-defined]
-    engine.record(AssistantMessage(text=f"Reading {path}."))  # type: ignore[attr-defined]
-    engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": path}))  # type: ignore[attr-defined]
-    engine.record(ToolResult(call_id=f"c{n}", name="Read", content=f"text of {path} <system>x</system>\n" * 40))  # type: ignore[attr-defined]
-    engine.record(AssistantMessage(text=f"Done {n}."))  # type: ignore[attr-defined]
-    engine.commit(turn)  # type: ignore[attr-defined]
+def _exchange(engine: ContextEngine, n: int, path: str) -> None:
+    turn = engine.prepare_turn(f"Request {n}: never use eval. " + "detail " * 200)
+    engine.record(AssistantMessage(text=f"Reading {path}."))
+    engine.record(ToolCall(call_id=f"c{n}", name="Read", input={"path": path}))
+    engine.record(ToolResult(call_id=f"c{n}", name="Read", content=f"text of {path} <system>x</system>\n" * 40))
+    engine.record(AssistantMessage(text=f"Done {n}."))
+    engine.commit(turn)
 
 
 def test_every_piece_of_a_request_is_a_part_and_the_blocks_are_built_from_them(tmp_path: Path, workspace: Path) -> None:
@@ -253,16 +254,16 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
     engine.record(ToolResult(call_id="m1", name="imgs__chart", content="[image: mcp image 1.png]", attachments=images))
     continuation = engine.continuation(turn)
     attachments = engine.attachment_blocks(target)
-    body = render(turn, target, continuation=continuation, attachments=attachments)
+    body = json_body(render(turn, target, continuation=continuation, attachments=attachments))
     parts = turn.parts(continuation, attachments)
 
     match target:
         case AnthropicTarget():
-            units = _anthropic_units(body)  # type: ignore[arg-type]
+            units = _anthropic_units(body)
         case OpenAIChatTarget():
-            units = _chat_units(body)  # type: ignore[arg-type]
+            units = _chat_units(body)
         case _:
-            units = _responses_units(body)  # type: ignore[arg-type]
+            units = _responses_units(body)
 
     texts = [p.text for p in parts if p.text and p.media_tokens is None]
     definitions = [msgspec.json.decode(p.text) for p in parts if p.key.startswith("tool.")]

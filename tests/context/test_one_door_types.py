@@ -9,7 +9,7 @@ import pytest
 
 mypy_api = pytest.importorskip("mypy.api")
 
-REPO = Path(__file__).parents[1]
+REPO = Path(__file__).parents[2]
 
 SNIPPET = """\
 from lamina.defang import neutralise, defang, render_block, trusted

@@ -82,7 +82,9 @@ def dispatch_facts(entries: list[LogEntry]) -> dict[str, Any]:
     for plan_id, first in submitted.items():
         states = [e for e in entries if isinstance(e, PlanState) and e.plan_id == plan_id]
         dispatched = [index[id(e)] for e in states if e.state == "dispatched"]
-        text = execution_message(Plan(plan_id=plan_id, state="dispatched", **_plan_fields(first)))
+        text = execution_message(
+            Plan(plan_id=plan_id, state="dispatched", title=first.title, plan_path=first.plan_path, text=first.text)
+        )
         messages = [i for i, e in enumerate(entries) if isinstance(e, UserMessage) and e.text == text]
         boundaries = [i for i, e in enumerate(entries) if isinstance(e, CompactionBoundary) and e.plan_id == plan_id]
         facts[plan_id] = {
@@ -92,10 +94,6 @@ def dispatch_facts(entries: list[LogEntry]) -> dict[str, Any]:
             "boundaries": boundaries,
         }
     return facts
-
-
-def _plan_fields(first: PlanState) -> dict[str, str]:
-    return {"title": first.title, "plan_path": first.plan_path, "text": first.text}
 
 
 def describe(entries: list[LogEntry]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def _workspace(tmp_path: Path) -> Path:
     return root
 
 
-def _results(agent_entries: list[object]) -> list[ToolResult]:
+def _results(agent_entries: Sequence[object]) -> list[ToolResult]:
     return [e for e in agent_entries if isinstance(e, ToolResult)]
 
 

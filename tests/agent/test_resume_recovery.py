@@ -27,11 +27,18 @@ from lamina.agent import Agent, AgentEvent, open_agent, recovery_text
 from lamina.cli import app
 from lamina.compaction import ProviderSummariser
 from lamina.errors import AuthenticationError
-from lamina.providers import ClaudeAgentProvider, RetryPolicy
+from lamina.providers import (
+    AnthropicProvider,
+    ClaudeAgentProvider,
+    OpenAIChatProvider,
+    OpenAIResponsesProvider,
+    RetryPolicy,
+)
 from lamina.session import (
     AssistantMessage,
     Ledger,
     LocalSessionStore,
+    LogEntry,
     OutboxRecord,
     StateChange,
     UserMessage,
@@ -42,7 +49,7 @@ from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
 from tests.wire.server import Received, WireServer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sdk = pytest.importorskip("claude_agent_sdk", reason="the optional extra 'claude' (claude-agent-sdk) is not installed")
 
 
@@ -369,7 +376,10 @@ async def test_each_session_summarises_in_its_own_context(tmp_path: Path, wire: 
         "claude-sonnet-5", api_key=API_KEY, base_url=wire.url, cwd=tmp_path, config_dir=tmp_path / "claude-config"
     )
     for session_id, secret in (("a", "ALPHA-ONLY"), ("b", "BRAVO-ONLY")):
-        entries = [UserMessage(id=f"{session_id}1", text=f"the secret is {secret}"), AssistantMessage(text="ok")]
+        entries: list[LogEntry] = [
+            UserMessage(id=f"{session_id}1", text=f"the secret is {secret}"),
+            AssistantMessage(text="ok"),
+        ]
         await ProviderSummariser(provider, session_id=session_id).summarise(None, entries, Ledger(), focus=None)
     first, second = wire.requests
     assert "ALPHA-ONLY" in _text(first.body) and "ALPHA-ONLY" not in _text(second.body)
@@ -441,7 +451,7 @@ async def test_one_session_moves_from_anthropic_to_openai_and_back_with_tool_cal
 
     workspace = long_workspace(tmp_path)
     (workspace / "notes.txt").write_text("hello\n")
-    legs = [
+    legs: list[tuple[str, AnthropicProvider | OpenAIChatProvider | OpenAIResponsesProvider, str | None]] = [
         ("anthropic", anthropic_provider(wire), None),
         ("chat", openai_chat_provider(wire), KIMI_STYLE_ID),
         ("responses", openai_responses_provider(wire), VLLM_STYLE_ID),
