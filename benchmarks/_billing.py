@@ -27,8 +27,9 @@ from lamina.cachesim import (
     TimedRequest,
     summarise,
 )
-from lamina.compaction import DEFAULT_PRUNE, CachePrices, PrunePolicy
+from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.placement import AnthropicTarget, OpenAIResponsesTarget, render
+from lamina.pricing import CachePrices
 
 ANTHROPIC: Final = AnthropicTarget(model="claude-sonnet-5")
 RESPONSES: Final = OpenAIResponsesTarget(model="gpt-5")

@@ -59,7 +59,7 @@ def _takeover(url: str, folder: Path) -> float:
     with PostgresSessionStore(url, files_root=folder / "setup") as setup, setup.create() as session:
         sid = session.id
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + str(ROOT)}
-    args = [sys.executable, "-m", "tests.session._pg_file_host", url, str(folder / "host-a"), sid, "3"]
+    args = [sys.executable, "-m", "tests.session.postgres._pg_file_host", url, str(folder / "host-a"), sid, "3"]
     host = subprocess.run(args, input="big 0\nexit\n", capture_output=True, text=True, cwd=ROOT, env=env, check=True)
     assert json.loads(host.stdout.splitlines()[-1])["wrote"], host.stdout
     with PostgresSessionStore(url, files_root=folder / "host-b") as here:

@@ -12,10 +12,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
-from lamina.compaction import DEFAULT_PRICES, DEFAULT_PRUNE, CachePrices, PrunePolicy
+from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, render
+from lamina.pricing import DEFAULT_PRICES, CachePrices
 from lamina.prompt import Platform
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, Usage, UserMessage
 from lamina.tools import default_tool_specs

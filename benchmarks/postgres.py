@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from tests.session._pg_writer import lines, open_transactions, spawn, stop_inside_transaction
+from tests.session.postgres._pg_writer import lines, open_transactions, spawn, stop_inside_transaction
 
 from benchmarks import Figure, ratio
 from benchmarks._pg_files import file_figures

@@ -52,11 +52,11 @@ from starlette.testclient import TestClient
 from benchmarks import Figure
 from benchmarks._scenario import TOOLS, stable_source
 from lamina.engine import ContextEngine
-from lamina.reports import cost_of
+from lamina.pricing import cost_of
 from lamina.serve import create_app
+from lamina.session import LocalSessionStore
 from lamina.session._entries import AssistantMessage, ToolCall, ToolResult, TurnRecord, Usage, UserMessage
 from lamina.session._protocol import SessionLog
-from lamina.session._store import LocalSessionStore
 
 HOST = "http://127.0.0.1:8765"
 
@@ -134,9 +134,9 @@ def _free_port() -> int:
 
 _SERVER = """
 import sys, uvicorn
-from lamina.reports import cost_of
+from lamina.pricing import cost_of
 from lamina.serve import create_app
-from lamina.session._store import LocalSessionStore
+from lamina.session import LocalSessionStore
 app = create_app(LocalSessionStore(sys.argv[1]), port=int(sys.argv[2]), poll_seconds=0.2, prices=cost_of)
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """

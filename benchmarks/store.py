@@ -57,7 +57,7 @@ from typing import Any
 
 from benchmarks import Figure, ratio
 from lamina.engine import ContextEngine
-from lamina.session._bundle import export_session, import_session
+from lamina.session import JsonlSession, LocalSessionStore, export_session, import_session
 from lamina.session._entries import (
     AssistantMessage,
     CompactionBoundary,
@@ -68,10 +68,8 @@ from lamina.session._entries import (
     UserMessage,
     encode_entry,
 )
-from lamina.session._jsonl_open import LOG_NAME
-from lamina.session._jsonl_write import JsonlSession
-from lamina.session._meta import SessionMeta, write_meta
-from lamina.session._store import LocalSessionStore
+from lamina.session._jsonl._jsonl_open import LOG_NAME
+from lamina.session._jsonl._session_meta import SessionMeta, write_meta
 
 TURN: int = 10
 """Entries per turn: a user message, then three rounds of assistant / tool call / tool result."""

@@ -13,6 +13,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
+from typing import TypeVar
 
 import pytest
 
@@ -55,10 +56,13 @@ def _slow_if_wired(page: Page) -> list[pytest.MarkDecorator]:
     return [pytest.mark.slow] if any(block.wire for block in page.blocks) else []
 
 
-def _local_only(getaddrinfo: Callable[..., list[object]]) -> Callable[..., list[object]]:
+_Found = TypeVar("_Found")
+
+
+def _local_only(getaddrinfo: Callable[..., _Found]) -> Callable[..., _Found]:
     """`socket.getaddrinfo` for this machine's loopback names only: an example that looks up another host fails."""
 
-    def resolve(host: object, *args: object, **kwargs: object) -> list[object]:
+    def resolve(host: object, *args: object, **kwargs: object) -> _Found:
         name = host.decode() if isinstance(host, bytes) else host
         if name is not None and name not in _LOCAL_HOSTS:
             raise socket.gaierror(socket.EAI_NONAME, f"the docs examples run offline: {name!r} is not looked up")
@@ -156,7 +160,9 @@ def test_a_failing_block_names_its_page_and_line(
         DocsExampleError, match=r"^page\.md: the python block at line 9 failed: AssertionError: the total is off$"
     ) as err:
         run_page(page, monkeypatch)
-    frames = traceback.extract_tb(err.value.__cause__.__traceback__)
+    cause = err.value.__cause__
+    assert cause is not None
+    frames = traceback.extract_tb(cause.__traceback__)
     page_file = str(tmp_path / "page.md")
     assert [(frame.filename, frame.lineno) for frame in frames[-2:]] == [(page_file, 14), (page_file, 11)]
     assert frames[-1].line == 'assert total == 3, "the total is off"'

@@ -25,8 +25,8 @@ _MOST_DOCSTRING_LINES = 10
 _OVER_400_UNTIL_SPLIT = {
     # objects over 400 lines whose split is under way (issue #43): the list only shrinks
     "lamina.agent._loop.Agent": "its mixins PlanSteps, PricedCompaction and ProviderSessions become members",
-    "lamina.session._jsonl_write.JsonlSession": "over its bases JsonlLog and FolderFiles (705 lines as one)",
-    "lamina.session.postgres._store.PostgresSessionStore": "over its base PostgresConnection (429 lines as one)",
+    "lamina.session._jsonl._jsonl_write.JsonlSession": "over its bases JsonlLog and FolderFiles (705 lines as one)",
+    "lamina.session.postgres._pg_store.PostgresSessionStore": "over its base PostgresConnection (429 lines as one)",
 }
 
 
@@ -81,7 +81,12 @@ def _class_lines() -> dict[type, int]:
 
 def object_lines(cls: type, lines: dict[type, int], inside: Callable[[type], bool]) -> int:
     """The lines of `cls` as an object: its own, and those of each base `inside` the package with no other subclass."""
-    sole = [b for b in cls.__mro__[1:] if inside(b) and len([s for s in b.__subclasses__() if inside(s)]) == 1]
+
+    def subclasses(base: type) -> list[type]:
+        found: list[type] = base.__subclasses__()
+        return [sub for sub in found if inside(sub)]
+
+    sole = [b for b in cls.__mro__[1:] if inside(b) and len(subclasses(b)) == 1]
     return lines.get(cls, 0) + sum(lines.get(b, 0) for b in sole)
 
 
@@ -109,3 +114,88 @@ def test_an_object_counts_its_mixins() -> None:
     lines: dict[type, int] = {Mixin: 300, Shared: 50, Whole: 200, Other: 10}
     assert object_lines(Whole, lines, lines.__contains__) == 500  # the mixin's lines count, the shared base's do not
     assert object_lines(Other, lines, lines.__contains__) == 10
+
+
+# tests/ mirrors src/lamina/: a test of one package lives in the folder named after it (a subpackage's in
+# its subfolder, a private one's named without the `_`). The top level holds the suite's settings and the
+# properties of the library as a whole, each listed with why.
+TOP_LEVEL = {
+    "__init__.py": "the suite is a package (`tests.`), so its helpers are imported by one name",
+    "conftest.py": "suite-wide hypothesis profiles, fixtures and test order",
+    "test_changelog.py": "CHANGELOG.md's moved names, over every package",
+    "test_core_install.py": "the wheel without extras, installed in a fresh venv",
+    "test_docs_examples.py": "every python block of README.md and docs/",
+    "test_docs_site.py": "one API page per public module",
+    "test_error_tree.py": "every error any package raises is a LaminaError",
+    "test_import_graph.py": "no import cycle anywhere in the package",
+    "test_layout.py": "these sizes, and this mirror",
+    "test_lock.py": "pyproject.toml, uv.lock and the environment agree",
+    "test_missing_extras.py": "each feature's missing extra named, across packages",
+    "test_names.py": "no two modules of the package share a file name or a class name",
+    "test_no_content_breaks.py": "no text breaks a session: defang, engine, placement and store together",
+    "test_private_imports.py": "no module imports another package's private module",
+    "test_public_api.py": "the public surface of every package, pinned",
+    "test_untrusted_slots.py": "untrusted text in every slot through real turns, agent to provider",
+}
+# Folders named after no package of src/lamina/.
+OTHER_FOLDERS = {
+    "support": "helpers shared by the folders (engines, recorders, docs examples)",
+    "wire": "the local wire server the provider tests talk to, and its own tests",
+}
+
+
+def package_folders(root: Path) -> frozenset[str]:
+    """The folder each package under `root` has in tests/: its path, each `_` that starts a part left out."""
+    folders = (path.parent.relative_to(root).parts for path in root.rglob("__init__.py") if path.parent != root)
+    return frozenset("/".join(part.lstrip("_") for part in parts) for parts in folders)
+
+
+def mirror_breaks(tests: Path, folders: frozenset[str]) -> list[str]:
+    """What in `tests` breaks the mirror of the package `folders`, as paths relative to `tests`."""
+    found: set[str] = set()
+    for path in tests.rglob("*.py"):
+        where = path.parent.relative_to(tests).as_posix()
+        if where == ".":
+            if path.name not in TOP_LEVEL:
+                found.add(path.name)
+        elif where not in folders and where not in OTHER_FOLDERS:
+            found.add(f"{where}/{path.name}")
+        elif not (path.parent / "__init__.py").is_file():
+            found.add(f"{where}/__init__.py missing")
+    made = {path.name for path in tests.iterdir() if path.is_dir() and any(path.glob("*.py"))}
+    found.update(f"{folder}/ missing" for folder in folders if "/" not in folder and folder not in made)
+    return sorted(found)
+
+
+def test_tests_mirror_the_packages_and_the_top_level_holds_only_the_whole_librarys_properties() -> None:
+    breaks = mirror_breaks(Path(__file__).parent, package_folders(_ROOT))
+    assert breaks == [], "move a test of one package into its folder"
+
+
+def test_the_mirror_check_can_fail(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    for name in ("engine/__init__.py", "agent/__init__.py", "session/__init__.py", "session/_jsonl/__init__.py"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text("")
+    assert package_folders(source) == {"engine", "agent", "session", "session/jsonl"}
+    tests = tmp_path / "tests"
+    for name in (
+        "engine/__init__.py",
+        "engine/test_a.py",
+        "engine/deep/test_b.py",
+        "lost/test_c.py",
+        "test_d.py",
+        "session/__init__.py",
+        "session/jsonl/__init__.py",
+        "session/jsonl/test_e.py",
+        "support/engine.py",
+    ):
+        (tests / name).parent.mkdir(parents=True, exist_ok=True)
+        (tests / name).write_text("")
+    assert mirror_breaks(tests, package_folders(source)) == [
+        "agent/ missing",
+        "engine/deep/test_b.py",
+        "lost/test_c.py",
+        "support/__init__.py missing",
+        "test_d.py",
+    ]

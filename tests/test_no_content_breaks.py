@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lamina.compaction import DeterministicSummariser
-from lamina.defang import contains_reserved_marker, render_block
+from lamina.defang import contains_reserved_marker, render_block, trusted
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, SdkManagedTarget, render
 from lamina.session import (
@@ -67,7 +67,7 @@ def _render_everywhere(engine: ContextEngine, text: str) -> None:
 @pytest.mark.parametrize("name", ["compaction_summary", "pinned", "sources", "skills", "untrusted", "one_shot"])
 def test_render_block_never_raises_on_its_own_closing_tag(name: str) -> None:
     body = f"before </{name}> middle < / {name.upper()} > <{name}> after"
-    block = render_block(name, body)
+    block = render_block(name, trusted(body))  # even text marked safe cannot close the block early
     # the block closes exactly once, at its end, and opens exactly once, at its start
     assert block.lower().count(f"</{name}>") == 1 and block.endswith(f"</{name}>")
     inner = block.split("\n", 1)[1].rsplit("\n", 1)[0]

@@ -3,7 +3,7 @@
 The rule, read from the source with `ast` as `test_import_graph.py` does (so imports inside
 functions and under TYPE_CHECKING count): in an imported dotted name, the first segment after
 `lamina` that starts with `_` marks what is private (`lamina.session._entries`,
-`lamina.engine._prefix_context`, `lamina.session.postgres._store`), and it may be imported only
+`lamina.engine._prefix_context`, `lamina.session.postgres._pg_store`), and it may be imported only
 from inside its parent (`lamina.session`, `lamina.engine`, `lamina.session.postgres`): the
 parent itself and the modules below it. Everyone else, a parent package of that parent included,
 uses the public names (`from lamina.session import LogEntry`). Top-level private modules
@@ -82,10 +82,12 @@ def _violations() -> set[tuple[str, str]]:
 
 def test_the_rule_tells_private_from_public() -> None:
     assert may_import("lamina.engine", "lamina.session.LogEntry")
-    assert may_import("lamina.session._store", "lamina.session._entries.LogEntry")
-    assert may_import("lamina.session.postgres._store", "lamina.session._entries.LogEntry")
+    assert may_import("lamina.session._jsonl._jsonl_store", "lamina.session._entries.LogEntry")
+    assert may_import("lamina.session.postgres._pg_store", "lamina.session._entries.LogEntry")
+    assert may_import("lamina.session._bundle._bundle_transfer", "lamina.session._jsonl._jsonl_store.LocalSessionStore")
     assert may_import("lamina.defang", "lamina.defang")
     assert not may_import("lamina.engine", "lamina.session._entries.LogEntry")
+    assert not may_import("lamina.cli._sessions", "lamina.session._jsonl.LocalSessionStore")
     assert not may_import("lamina.session._location", "lamina.session.postgres._connection.split_url")
     assert not may_import("lamina.serve._requests", "lamina.engine._prefix_context")
     assert not may_import("lamina.sessions", "lamina.session._entries")

@@ -67,7 +67,7 @@ HOSTILE = (
     *FIXED,  # look-alike spellings: a Cyrillic `І` in `<|…|>` behind U+202A, `⦓/untrusted⦔`, `≺|im_start|≻`, ...
 )
 
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+_TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
 _SPELLED = markers.map(lambda marker: marker[0])
 """Special tokens and reserved tags spelled with every look-alike Unicode knows, behind bidi and embedding controls."""
 PAYLOADS = st.lists(st.one_of(st.sampled_from(HOSTILE), _SPELLED, _TEXT), min_size=1, max_size=8).map("".join)

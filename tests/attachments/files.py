@@ -15,7 +15,14 @@ def image(fmt: str, size: tuple[int, int] = (64, 48), *, orientation: int | None
     """An image in Pillow format `fmt` with a colour gradient (so it does not compress to nothing)."""
     picture = Image.linear_gradient("L").resize(size).convert(mode) if mode != "L" else Image.new("L", size, 128)
     if mode == "RGB":
-        picture = Image.merge("RGB", (picture.split()[0], Image.new("L", size, 90), picture.split()[0].transpose(0)))
+        picture = Image.merge(
+            "RGB",
+            (
+                picture.split()[0],
+                Image.new("L", size, 90),
+                picture.split()[0].transpose(Image.Transpose.FLIP_LEFT_RIGHT),
+            ),
+        )
     out = io.BytesIO()
     options: dict[str, object] = {}
     if orientation is not None:

@@ -14,7 +14,7 @@ from lamina.reports import budget_of_turn, cache_layout
 from lamina.session import ToolCall, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.attachments import files
-from tests.support.engine import ANTHROPIC, Clock, make_engine
+from tests.support.engine import ANTHROPIC, Clock, json_body, make_engine, sdk_prompt
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 
 
@@ -36,7 +36,7 @@ def test_every_target_gets_a_body_its_sdk_accepts(engine: ContextEngine) -> None
     assert [b["type"] for b in anthropic["messages"][-1]["content"]][:3] == ["image", "document", "text"]
     assert [p["type"] for p in chat["messages"][-1]["content"]][:3] == ["image_url", "text", "text"]
     assert responses["input"][1]["content"][0]["type"] == "input_image"  # after the project parts
-    prompt = engine.request(turn, SdkManagedTarget()).prompt  # type: ignore[union-attr]
+    prompt = sdk_prompt(engine.request(turn, SdkManagedTarget()))
     assert "[attached image chart.png (image/png" in prompt and "cannot see images" in prompt
     assert "--- page 1 of 1 ---" in prompt and prompt.index("Quarterly") < prompt.index("Summarise")
     engine.session.close()
@@ -49,9 +49,9 @@ def test_the_model_in_use_decides_and_a_change_renders_history_again(tmp_path: P
     engine = make_engine(tmp_path, tmp_path / "ws", Clock(), media=lambda: model)
     turn = engine.prepare_turn("Look", [NamedBytes("chart.png", files.image("PNG"))])
     target = OpenAIChatTarget(model="local")
-    assert engine.request(turn, target)["messages"][-1]["content"][0]["type"] == "image_url"  # type: ignore[index]
+    assert json_body(engine.request(turn, target))["messages"][-1]["content"][0]["type"] == "image_url"
     model = MediaSupport(vision=False)  # a switch of model
-    first = engine.request(turn, target)["messages"][-1]["content"][0]  # type: ignore[index]
+    first = json_body(engine.request(turn, target))["messages"][-1]["content"][0]
     assert first["type"] == "text" and "cannot see images" in first["text"]
     engine.session.close()
 

@@ -14,7 +14,7 @@ from PIL import Image
 from lamina.agent import Agent, open_agent
 from lamina.errors import AttachmentError
 from lamina.providers import Capabilities, Provider, RetryPolicy
-from lamina.session import LocalSessionStore, UserMessage, encode_entry
+from lamina.session import JsonlSession, LocalSessionStore, UserMessage, encode_entry
 from tests.attachments import files
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply
@@ -147,6 +147,7 @@ async def test_log_after_a_5_mb_image_holds_references_only(tmp_path: Path, work
         await agent.run_turn("Here", attachments=["big.jpg"])
         await agent.run_turn("And now?")
     session = agent.engine.session
+    assert isinstance(session, JsonlSession)  # a store on disk
     log = session.folder / "log.jsonl"
     log_bytes = sum(p.stat().st_size for p in session.folder.glob("*.jsonl"))
     assert log_bytes < 30_000, log
@@ -173,6 +174,7 @@ async def test_a_bad_attachment_stops_the_turn_before_anything_is_sent_or_logged
         with pytest.raises(AttachmentError, match=r"broken\.png.*corrupt"):
             await agent.run_turn("Look", attachments=["report.pdf", "broken.png"])
     session = agent.engine.session
+    assert isinstance(session, JsonlSession)
     assert wire.requests == []
     assert not [e for e in session.entries() if isinstance(e, UserMessage)]
     assert [p for p in (session.folder / "attachments").rglob("*") if p.is_file()] == []

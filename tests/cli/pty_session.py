@@ -9,7 +9,7 @@ import sys
 import threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pexpect
 
@@ -121,7 +121,7 @@ class HoldingWire(WireServer):
         if self._held is not None:  # the handler has taken `gate` already: release the one it waits at
             self._held.set()
 
-    def start(self) -> HoldingWire:
+    def start(self) -> Self:
         handler = type("HoldingHandler", (_HoldingHandler,), {"wire": self})
         self._httpd = httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True

@@ -107,7 +107,7 @@ def test_markup_and_escapes_in_every_field_of_sessions_list_and_show(
     shown = runner.invoke(app, ["--store", str(store), "sessions", "show", session_id])
     assert shown.exit_code == 0, shown.output
     assert "user: " + MARKUP + "␛[2J" in shown.stdout
-    assert "assistant: " + MARKUP in shown.stdout
+    assert "assistant · scripted: " + MARKUP in shown.stdout  # the title names the model that answered
     for stream in (chat.stdout, chat.stderr, listed.stdout, shown.stdout):
         assert "\x1b" not in stream and "\x9b" not in stream and "\x07" not in stream
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ runner = CliRunner()
 PLAN = "1. Remove the + 1 in app.py.\n2. Run the tests.\n"
 
 
-def _script(tmp_path: Path, *responses: dict[str, object]) -> Path:
+def _script(tmp_path: Path, *responses: Mapping[str, object]) -> Path:
     script = tmp_path / "script.json"
     planning = [
         {"text": "Noted. " + "The report sums every row. " * 60},

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.cli._view import TurnView, footer_text
+from lamina.cli._turn_view import TurnView, footer_text
 from lamina.engine import CompactionEvent
 from lamina.session import LocalSessionStore, Usage, UserMessage
 from lamina.workspace import trust_workspace
@@ -117,7 +117,7 @@ def test_prune_false_in_the_config_file_turns_pruning_off(ws: Path) -> None:
 
 def test_a_stored_session_is_priced_with_its_recorded_providers_prices(ws: Path) -> None:
     from lamina.cli._session import stored_session_engine
-    from lamina.compaction import CachePrices
+    from lamina.pricing import CachePrices
     from lamina.session import LocalSessionStore, StateChange
 
     store = LocalSessionStore(ws / "store")

@@ -23,7 +23,7 @@ from lamina.cli import app
 
 SDKS = ("anthropic", "openai", "mcp", "httpx", "claude_agent_sdk")
 """The provider and source SDKs: a command imports one only to use it."""
-_COMMANDS = ("_chat", "_config", "_console", "_context", "_run", "_serve", "_sessions", "_store")
+_COMMANDS = ("_chat", "_config", "_console", "_context", "_run", "_serve", "_sessions_commands", "_store_commands")
 COMMAND_MODULES = tuple(f"lamina.cli.{name}" for name in _COMMANDS)
 HEAVY = (
     *SDKS,
@@ -79,8 +79,8 @@ def test_help_imports_no_command_module_no_rich_and_no_sdk(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_a_command_imports_its_own_module_and_not_the_others(tmp_path: Path) -> None:
     imported = _imported(["store", "--help"], tmp_path)
-    assert "lamina.cli._store" in imported
-    assert not {"lamina.cli._chat", "lamina.cli._sessions", "lamina.cli._serve"} & set(imported)
+    assert "lamina.cli._store_commands" in imported
+    assert not {"lamina.cli._chat", "lamina.cli._sessions_commands", "lamina.cli._serve"} & set(imported)
 
 
 @pytest.mark.slow

@@ -36,7 +36,7 @@ RESERVED = frozenset(
 )
 WORD = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True).filter(lambda word: word not in RESERVED)
 """A plain word: a program or a subcommand (not one of bash's reserved words)."""
-ARGUMENT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=12)
+ARGUMENT = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), min_size=1, max_size=12)
 """Any argument at all: quoted with `shlex.quote`, it is one word whatever it holds."""
 SEPARATOR = st.sampled_from([";", "&&", "||", "|", "&", "\n", " ; ", " && ", " | "])
 

@@ -6,7 +6,7 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
 from lamina.cli._commands import _HANDLERS, COMMANDS, HELP
-from lamina.cli._reader import _Completer
+from lamina.cli._user_input import _Completer
 
 
 def _complete(text: str) -> list[str]:

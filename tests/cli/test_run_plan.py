@@ -13,7 +13,10 @@ from lamina.session import LocalSessionStore, PlanState, UserMessage
 
 runner = CliRunner()
 PLAN = "1. Remove the + 1 in app.py.\n2. Run the tests.\n"
-SUBMIT = {"text": "Here is my plan.", "tool_calls": [{"name": "SubmitPlan", "input": {"title": "Fix", "text": PLAN}}]}
+SUBMIT: dict[str, object] = {
+    "text": "Here is my plan.",
+    "tool_calls": [{"name": "SubmitPlan", "input": {"title": "Fix", "text": PLAN}}],
+}
 
 
 @pytest.fixture
@@ -63,7 +66,10 @@ def test_without_a_decision_a_plan_mode_run_ends_at_the_submitted_plan(tmp_path:
 def test_reject_plan_decides_a_resumed_sessions_plan_without_a_message(tmp_path: Path, workspace: Path) -> None:
     first = _run(tmp_path, "one", [SUBMIT], "Plan the fix.", "--mode", "plan")
     session_id = json.loads(first.stdout)["session_id"]
-    revised = {"text": "Revised.", "tool_calls": [{"name": "SubmitPlan", "input": {"title": "Fix 2", "text": PLAN}}]}
+    revised: dict[str, object] = {
+        "text": "Revised.",
+        "tool_calls": [{"name": "SubmitPlan", "input": {"title": "Fix 2", "text": PLAN}}],
+    }
     second = _run(tmp_path, "two", [revised], "--resume", session_id, "--reject-plan", "Also the docstring.")
     assert second.exit_code == 0, second.output
     data = json.loads(second.stdout)

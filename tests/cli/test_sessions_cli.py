@@ -10,7 +10,16 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
-from lamina.session import LocalSessionStore, ToolResult, UserMessage
+from lamina.session import (
+    BranchSummary,
+    Label,
+    LocalSessionStore,
+    OutboxRecord,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    describe_entry,
+)
 from tests.session.factories import exchange
 
 LOG_NAME = "log.jsonl"  # the JSONL store's documented layout: a session folder holds log.jsonl and meta.json
@@ -57,6 +66,28 @@ def test_show_prints_the_path_and_problems(tmp_path: Path) -> None:
     human = runner.invoke(app, ["--store", str(tmp_path), "sessions", "show", session_id])
     assert human.exit_code == 0
     assert "metadata rebuilt from the log: metadata file is missing" in human.stderr
+
+
+def test_show_words_each_entry_as_describe_entry_does(tmp_path: Path) -> None:
+    store, session_id = _make(tmp_path)
+    with store.open(session_id) as session:
+        session.append(BranchSummary(summary="the abandoned way", from_id="e1"))
+        session.append(Label(target_id="e1", label="[bold]mine[/bold]"))
+        session.append(OutboxRecord(part_id="p1", status="queued", kind="recovery", text="RECOVERED", hidden=True))
+        session.append(ToolCall(call_id="c9", name="Write", input={"content": "x" * 500}))
+    result = runner.invoke(
+        app, ["--store", str(tmp_path), "sessions", "show", session_id, "--all"], terminal_width=2000
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    words = [describe_entry(e) for e in exchange(1)]
+    assert any(line.endswith(f"{words[1].title}: {words[1].detail}  (in 1200, out 40, cache read 0)") for line in lines)
+    assert any(line.endswith('tool call Read: {"path":"tests/test_app.py"}') for line in lines)
+    assert any(line.endswith("branch summary (from e1): the abandoned way") for line in lines)
+    assert any(line.endswith("label on e1: [bold]mine[/bold]") for line in lines)  # escaped, printed as it reads
+    assert any(line.endswith("one-shot recovery queued (hidden bridge): RECOVERED") for line in lines)
+    call = next(line for line in lines if "tool call Write" in line)  # a record's text is cut, a message's is not
+    assert call.endswith('tool call Write: {"content":"' + "x" * (200 - len('{"content":"')))
 
 
 def test_show_unknown_session_is_a_clean_error(tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lamina.cli import app
 from lamina.workspace import WorkspaceTrust, trusted_workspaces, workspace_trust

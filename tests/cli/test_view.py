@@ -17,7 +17,7 @@ from rich.text import Text
 from lamina.agent import ToolFinished, ToolProgress, ToolStarted
 from lamina.cli._console import fit
 from lamina.cli._live import Activity, SafeMarkdown, TextStream, elapsed
-from lamina.cli._view import FOLD_ROWS, TurnView, call_summary
+from lamina.cli._turn_view import FOLD_ROWS, TurnView, call_summary
 from lamina.providers import TextDelta
 from tests.cli.screen import screen
 

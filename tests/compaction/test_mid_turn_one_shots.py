@@ -10,7 +10,7 @@ import pytest
 
 from lamina.compaction import DeterministicSummariser
 from lamina.session import AssistantMessage, OutboxRecord, ToolCall, ToolResult
-from tests.support.engine import ANTHROPIC, Clock, make_engine
+from tests.support.engine import ANTHROPIC, Clock, json_body, make_engine
 
 NOTE = "The user interrupted the previous turn: check before continuing. (one-shot 7f3a)"
 
@@ -56,6 +56,6 @@ def test_delivered_one_shots_stay_in_the_turn_after_a_compaction_and_are_never_s
 
     after = engine.prepare_turn("Anything else?")
     assert NOTE not in [o.text for o in after.one_shots]  # never delivered again after the turn
-    body = engine.request(after, ANTHROPIC)
+    body = json_body(engine.request(after, ANTHROPIC))
     assert _count(body, NOTE) == 1  # only where it was sent: that turn's tail in the history
     assert NOTE not in json.dumps(body["messages"][-1])

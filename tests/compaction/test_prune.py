@@ -24,7 +24,7 @@ from lamina.session import (
     UserMessage,
 )
 from tests.conftest import examples
-from tests.support.engine import ANTHROPIC, TOOLS, Clock, workspace_source
+from tests.support.engine import ANTHROPIC, TOOLS, Clock, json_body, workspace_source
 
 SMALL = PrunePolicy(protect_turns=2, protect_tokens=1_000, minimum_tokens=2_000, smallest_tokens=50)
 LINE = "    value = compute(item, limit=42)  # a line of code\n"
@@ -137,7 +137,7 @@ def _engine(tmp_path: Path, clock: Clock, session_id: str | None = None) -> Cont
 
 
 def _messages(engine: ContextEngine, turn: Any) -> list[dict[str, Any]]:
-    return list(dict(engine.request(turn, ANTHROPIC))["messages"])
+    return list(json_body(engine.request(turn, ANTHROPIC))["messages"])
 
 
 def test_the_engine_prunes_before_a_turn_keeps_the_log_whole_and_renders_the_same_after_reopen(
@@ -164,8 +164,8 @@ def test_the_engine_prunes_before_a_turn_keeps_the_log_whole_and_renders_the_sam
     body = json.dumps(_messages(engine, turn))
     assert f"{secret}-0" not in body and f"{secret}-4" in body  # the old output went, the last turn's stayed
     assert body.count("[output pruned from context: Read") == len(pruned)
-    logged = [e for e in engine.session.entries() if isinstance(e, ToolResult) and e.call_id == "call0"]
-    assert f"{secret}-0" in logged[0].content  # the log keeps every byte
+    results = [e for e in engine.session.entries() if isinstance(e, ToolResult) and e.call_id == "call0"]
+    assert f"{secret}-0" in results[0].content  # the log keeps every byte
 
     # the next request of the turn extends the first one: the prune does not move again
     first = _messages(engine, turn)

@@ -14,7 +14,7 @@ from typing import Any
 
 from lamina.engine import ContextEngine
 from lamina.session import AssistantMessage, InMemorySessionStore, UserMessage
-from tests.support.engine import ANTHROPIC, TOOLS, workspace_source
+from tests.support.engine import ANTHROPIC, TOOLS, json_body, workspace_source
 
 
 def _turn(engine: ContextEngine, text: str) -> dict[str, Any]:
@@ -23,7 +23,7 @@ def _turn(engine: ContextEngine, text: str) -> dict[str, Any]:
     engine.record(AssistantMessage(text=f"answer to {text}"))
     engine.commit(turn)
     engine.end_turn()
-    return dict(body)
+    return dict(json_body(body))
 
 
 def test_a_rewound_turn_is_told_only_what_is_true_on_its_branch(tmp_path: Path) -> None:

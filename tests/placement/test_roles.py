@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lamina.context import Authority, Part, Stability, Tier, TurnContext, VolatileInputs, build_volatile_parts
-from lamina.defang import contains_reserved_marker, defang
+from lamina.defang import contains_reserved_marker, defang, trusted
 from lamina.engine import ContextEngine
 from lamina.placement import (
     AnthropicTarget,
@@ -27,12 +27,12 @@ from lamina.placement import (
     render,
 )
 from lamina.session import AssistantMessage, LocalSessionStore
-from tests.support.engine import TOOLS, Clock
+from tests.support.engine import TOOLS, Clock, json_body
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 
 
 def _part(key: str, authority: Authority, tier: Tier = Tier.RULES) -> Part:
-    text = f"TEXT-{key}" if authority in (Authority.SYSTEM_RULE, Authority.USER_DATA) else None
+    text = trusted(f"TEXT-{key}") if authority in (Authority.SYSTEM_RULE, Authority.USER_DATA) else None
     if text is None:
         text = defang(f"TEXT-{key}", source=key, authority=authority)
     return Part(key, text, key, authority, Stability.STABLE, tier)
@@ -120,11 +120,11 @@ def test_sdk_managed_prompt_is_user_content_only(tmp_path: Path) -> None:
 )
 def test_project_parts_do_not_move_the_cached_prefix_between_turns(tmp_path: Path, target: Any) -> None:
     first, second = _turns(tmp_path)
-    a, b = render(first, target), render(second, target)
+    a, b = json_body(render(first, target)), json_body(render(second, target))
     key = "messages" if "messages" in a else "input"
     head = 2 if isinstance(target, OpenAIChatTarget) else 1
-    assert a[key][:head] == b[key][:head]  # type: ignore[literal-required]
-    assert _texts(a[key][head - 1]["content"]) == USER  # type: ignore[literal-required]
+    assert a[key][:head] == b[key][:head]
+    assert _texts(a[key][head - 1]["content"]) == USER
 
 
 def test_per_turn_state_blocks_escape_every_name_from_outside_lamina() -> None:

@@ -8,7 +8,7 @@ from lamina.cachesim import AnthropicCacheSimulator, CacheUsage, TimedRequest
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, render
 from lamina.session import AssistantMessage, ToolCall, ToolResult
-from tests.support.engine import Clock, make_engine
+from tests.support.engine import Clock, json_body, make_engine
 
 BIG = "value = compute(item, limit=10)  # a line of code\n" * 300  # about 4,000 tokens
 
@@ -20,7 +20,7 @@ def _turn(
     usages = []
     for call in range(3):
         body = render(turn, target, continuation=engine.continuation(turn))
-        usages.append(sim.submit(TimedRequest(clock.now, body, clock.now + 1)))
+        usages.append(sim.submit(TimedRequest(clock.now, json_body(body), clock.now + 1)))
         clock.advance(0.2)
         if call < 2:
             engine.record(AssistantMessage(text=f"step {call}"))
@@ -71,18 +71,18 @@ def test_the_previous_request_is_marked_when_the_lookback_would_not_reach_it(tmp
     sim = AnthropicCacheSimulator()
     target = AnthropicTarget(model="claude-sonnet-5")
     turn = engine.prepare_turn("go")
-    sim.submit(TimedRequest(clock.now, render(turn, target), clock.now + 1))
+    sim.submit(TimedRequest(clock.now, json_body(render(turn, target)), clock.now + 1))
     engine.record(AssistantMessage(text="Reading."))
     engine.record(ToolCall(call_id="c0", name="Read", input={"path": "f"}))
     engine.record(ToolResult(call_id="c0", name="Read", content=BIG))
     clock.advance(0.2)
     body = render(turn, target, continuation=engine.continuation(turn))
-    second = sim.submit(TimedRequest(clock.now, body, clock.now + 1))
+    second = sim.submit(TimedRequest(clock.now, json_body(body), clock.now + 1))
     for i in range(25):  # 25 text blocks in one assistant message: 25 lookback positions
         engine.record(AssistantMessage(text=f"thinking aloud {i}: " + "words " * 60))
     engine.record(ToolCall(call_id="c1", name="Read", input={"path": "g"}))
     engine.record(ToolResult(call_id="c1", name="Read", content=BIG))
     clock.advance(0.2)
     body = render(turn, target, continuation=engine.continuation(turn))
-    third = sim.submit(TimedRequest(clock.now, body, clock.now + 1))
+    third = sim.submit(TimedRequest(clock.now, json_body(body), clock.now + 1))
     assert third.read >= second.read + second.write  # everything the previous request cached is read

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina.context import Authority, Stability, Tier, ToolSpec
-from lamina.defang import contains_reserved_marker
+from lamina.defang import contains_reserved_marker, trusted
 from lamina.errors import UnknownPresetError, UsageError
 from lamina.prompt import (
     BUILTIN_TOOL_NAMES,
@@ -30,8 +30,8 @@ from lamina.reports import tool_tokens
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tools
 
-BUILTIN_TOOLS = tuple(ToolSpec(name, f"The {name} tool.", {"type": "object"}) for name in BUILTIN_TOOL_NAMES)
-WEB_FETCH = ToolSpec("WebFetch", "Fetch a web page.", {"type": "object", "properties": {}})
+BUILTIN_TOOLS = tuple(ToolSpec(name, trusted(f"The {name} tool."), {"type": "object"}) for name in BUILTIN_TOOL_NAMES)
+WEB_FETCH = ToolSpec("WebFetch", trusted("Fetch a web page."), {"type": "object", "properties": {}})
 INPUTS = PromptInputs(
     working_dir="/src/shop",
     tools=(WEB_FETCH, *BUILTIN_TOOLS),
@@ -105,7 +105,7 @@ def test_sections_hold_no_per_turn_facts() -> None:
 
 def test_mini_preset_is_short_and_has_only_the_six_tools_and_submit_plan() -> None:
     assert MINI_PRESET.select_tools(INPUTS.tools) == BUILTIN_TOOLS  # no SubmitPlan among the session's tools here
-    submit = ToolSpec("SubmitPlan", "The SubmitPlan tool.", {"type": "object"})
+    submit = ToolSpec("SubmitPlan", trusted("The SubmitPlan tool."), {"type": "object"})
     assert MINI_PRESET.select_tools((*INPUTS.tools, submit)) == (*BUILTIN_TOOLS, submit)
     assert MINI_PRESET.tool_names == ("Read", "Edit", "Write", "Glob", "Grep", "Bash", "SubmitPlan")
     mini = system_prompt(MINI_PRESET, INPUTS)

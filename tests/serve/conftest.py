@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from lamina.reports import cost_of
+from lamina.pricing import cost_of
 from lamina.serve import create_app
 from lamina.session import LocalSessionStore, SessionStore
 from tests.serve.sessions import RichSession, hostile_session, rich_session

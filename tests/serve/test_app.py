@@ -10,7 +10,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from lamina.reports import cost_of
+from lamina.pricing import cost_of
 from lamina.serve import create_app
 from lamina.serve._security import CSP, host_name
 from lamina.session import UserMessage

@@ -20,7 +20,8 @@ from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sy
 
 import lamina
 from lamina.agent import open_agent
-from lamina.compaction import DeterministicSummariser, describe_decision
+from lamina.compaction import DeterministicSummariser
+from lamina.pricing import describe_decision
 from lamina.providers import ScriptedResponse, ScriptedToolCall
 from lamina.session import (
     AssistantMessage,

@@ -9,7 +9,7 @@ import pytest
 import schemathesis
 from starlette.testclient import TestClient
 
-from lamina.compaction import describe_decision
+from lamina.pricing import describe_decision
 from lamina.serve import create_app
 from lamina.session import (
     CostDecision,

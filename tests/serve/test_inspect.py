@@ -144,7 +144,10 @@ def test_each_request_is_rebuilt_from_what_the_log_recorded(stored: Stored) -> N
 
 
 def test_requests_extend_when_the_log_grows_and_start_over_when_it_does_not() -> None:
-    first = [UserMessage(id="u", text="hi", ts=1), AssistantMessage(id="a", parent_id="u", text="yo", ts=2)]
+    first: list[LogEntry] = [
+        UserMessage(id="u", text="hi", ts=1),
+        AssistantMessage(id="a", parent_id="u", text="yo", ts=2),
+    ]
     requests = SessionRequests("s", first)
     assert requests.count == 1 and requests.summary(0, on_path=True).simulated.total > 0
     more = [*first, UserMessage(id="u2", parent_id="a", text="again", ts=3)]

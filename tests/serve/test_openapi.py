@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from lamina.reports import cost_of
+from lamina.pricing import cost_of
 from lamina.serve import create_app
 from tests.conftest import EXHAUSTIVE
 from tests.serve.conftest import Stored

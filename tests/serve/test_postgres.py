@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from lamina.reports import cost_of
+from lamina.pricing import cost_of
 from lamina.serve import create_app
 from lamina.session import SessionStore, UserMessage
 from tests.serve.sessions import rich_session

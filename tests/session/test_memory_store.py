@@ -9,7 +9,7 @@ import pytest
 
 from lamina.errors import SessionLockedError, UsageError
 from lamina.session import InMemorySession, InMemorySessionStore, JsonlSession, UserMessage
-from lamina.session._core import SessionCore
+from lamina.session._session_core import SessionCore
 from tests.session.factories import FakeClock, counter_ids, exchange
 
 READS = ("get", "path", "view", "children", "entries", "entries_loaded", "loaded_count", "info", "leaf_id")

@@ -12,18 +12,22 @@ from lamina.session import LocalSessionStore, open_store
 
 SRC = Path(lamina.__file__).parent
 # the JSONL store's own tools (check and repair read its files) and a throwaway store for `lamina context`
-JSONL_MODULES = {"lamina.session._store", "lamina.session._jsonl_open", "lamina.session._jsonl_write"}
-JSONL_ONLY = {"cli/_sessions.py": {"LocalSessionStore"}, "cli/_context_report.py": {"LocalSessionStore"}}
+JSONL_PACKAGE = "lamina.session._jsonl"  # the JSONL store and every module in it
+JSONL_ONLY = {"cli/_sessions_commands.py": {"LocalSessionStore"}, "cli/_context_report.py": {"LocalSessionStore"}}
+
+
+def _is_jsonl(module: str | None) -> bool:
+    return module is not None and (module == JSONL_PACKAGE or module.startswith(JSONL_PACKAGE + "."))
 
 
 def _store_imports(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module in JSONL_MODULES:
+        if isinstance(node, ast.ImportFrom) and _is_jsonl(node.module):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module == "lamina.session":  # its public re-exports
             names.update(a.name for a in node.names if a.name in ("LocalSessionStore", "JsonlSession"))
-        elif isinstance(node, ast.Import) and any(a.name in JSONL_MODULES for a in node.names):
+        elif isinstance(node, ast.Import) and any(_is_jsonl(a.name) for a in node.names):
             names.add("*")
     return names
 

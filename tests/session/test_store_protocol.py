@@ -6,7 +6,7 @@ A store is used only through `SessionStore` / `SessionLog`, as the engine, the a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from lamina.session import (
     CompactionBoundary,
     Custom,
     FileInfo,
+    ForkOrigin,
     InMemorySessionStore,
     Label,
     LocalSessionStore,
@@ -29,7 +30,6 @@ from lamina.session import (
     StateChange,
     UserMessage,
 )
-from lamina.session._meta import ForkOrigin
 from tests.session.factories import FakeClock, counter_ids, exchange
 from tests.support.postgres import fresh_schema, schema_url
 
@@ -109,7 +109,12 @@ def test_a_read_only_session_takes_no_files(store: SessionStore, tmp_path: Path)
     local = tmp_path / "upload.bin"
     local.write_bytes(b"a reader's")
     with store.open(sid, writable=False) as reader:
-        for name, source in [("plans/p.md", b"replaced?"), ("data/new.txt", local), ("plans/q.md", iter([b"x"]))]:
+        sources: list[tuple[str, bytes | Path | Iterable[bytes]]] = [
+            ("plans/p.md", b"replaced?"),
+            ("data/new.txt", local),
+            ("plans/q.md", iter([b"x"])),
+        ]
+        for name, source in sources:
             with pytest.raises(UsageError, match="read-only"):
                 reader.put_file(name, source)
         assert [f.name for f in reader.list_files()] == ["plans/p.md"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from lamina.errors import MissingEntryError
 from lamina.session import AssistantMessage, CompactionBoundary, LogEntry, UserMessage
 from lamina.session._tree import (
     LostLine,
-    MissingEntryError,
     Relink,
     find_broken_links,
     mend_links,

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from lamina.defang import contains_reserved_marker
+from lamina.errors import ToolDefinitionError
 from lamina.sources import ApiEndpoint, ApiSource, connect_sources
 from lamina.sources._tool import (
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
     MAX_SCHEMA_TEXT,
-    ToolDefinitionError,
     checked_definition,
 )
 

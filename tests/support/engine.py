@@ -10,15 +10,29 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 from lamina.attachments import MediaSupport
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec
+from lamina.defang import trusted
 from lamina.engine import ContextEngine
-from lamina.placement import AnthropicTarget
+from lamina.placement import AnthropicTarget, RenderedRequest, SdkManagedPrompt
 from lamina.session import InMemorySessionStore, LocalSessionStore, SessionStore
 
-TOOLS = (ToolSpec("Read", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),)
+TOOLS = (ToolSpec("Read", trusted("Read a file."), {"type": "object", "properties": {"path": {"type": "string"}}}),)
 ANTHROPIC = AnthropicTarget(model="claude-sonnet-5")
+
+
+def json_body(rendered: RenderedRequest) -> dict[str, Any]:
+    """A rendered request as the JSON object sent to the provider (an SDK-managed prompt is no body)."""
+    assert not isinstance(rendered, SdkManagedPrompt)
+    return cast(dict[str, Any], rendered)
+
+
+def sdk_prompt(rendered: RenderedRequest) -> str:
+    """The prompt an SDK-managed backend is given, from a request rendered for one."""
+    assert isinstance(rendered, SdkManagedPrompt)
+    return rendered.prompt
 
 
 class Clock:
@@ -34,17 +48,17 @@ class Clock:
 
 def workspace_source(root: Path) -> Callable[[], Sequence[Part]]:
     def parts() -> Sequence[Part]:
-        agents = (root / "AGENTS.md").read_text()
+        agents = (root / "AGENTS.md").read_text()  # the test's own words: sent as it wrote them
         return (
             Part(
                 "system.base",
-                "You are a careful coding agent.",
+                trusted("You are a careful coding agent."),
                 "lamina",
                 Authority.SYSTEM_RULE,
                 Stability.STABLE,
                 Tier.RULES,
             ),
-            Part("context.agents", agents, "AGENTS.md", Authority.PROJECT_FILE, Stability.STABLE, Tier.RULES),
+            Part("context.agents", trusted(agents), "AGENTS.md", Authority.PROJECT_FILE, Stability.STABLE, Tier.RULES),
         )
 
     return parts

@@ -82,10 +82,11 @@ def _ordered(character: str) -> list[str]:
 @st.composite
 def spelled(draw: st.DrawFn, word: str) -> str:
     """`word` with some letters written as look-alikes from Unicode's data."""
-    out = []
+    out: list[str] = []
     for c in word:
         options = look_alikes_of(c.lower()) if c.isalpha() else ()
-        out.append(draw(st.sampled_from(options)) if options and draw(st.booleans()) else c)
+        swap = bool(options) and draw(st.booleans())
+        out.append(draw(st.sampled_from(options)) if swap else c)
     return "".join(out)
 
 

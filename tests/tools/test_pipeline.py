@@ -14,13 +14,13 @@ from lamina.tools import (
     MINI_TOOL_NAMES,
     Allow,
     Ask,
+    BoundCall,
     Deny,
     PermissionMode,
     PermissionRequest,
     Rewrite,
     Rule,
     StructTool,
-    ToolCall,
     ToolContext,
     ToolOutput,
     ToolPipeline,
@@ -57,14 +57,14 @@ class Fixed(Rule):
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
-        self.checked: list[ToolCall] = []
-        self.finished: list[tuple[ToolCall, ToolOutput]] = []
+        self.checked: list[BoundCall] = []
+        self.finished: list[tuple[BoundCall, ToolOutput]] = []
 
-    async def check(self, call: ToolCall) -> Verdict:
+    async def check(self, call: BoundCall) -> Verdict:
         self.checked.append(call)
         return self.verdict
 
-    async def after(self, call: ToolCall, output: ToolOutput) -> None:
+    async def after(self, call: BoundCall, output: ToolOutput) -> None:
         self.finished.append((call, output))
 
 

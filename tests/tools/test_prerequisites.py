@@ -9,12 +9,12 @@ import pytest
 from lamina.errors import UsageError
 from lamina.tools import (
     Allow,
+    BoundCall,
     Deny,
     NearestContextFileRule,
     PrerequisiteManager,
     Requirement,
     Rule,
-    ToolCall,
     ToolExecution,
     Verdict,
     default_tools,
@@ -28,7 +28,7 @@ SKILL = "skills/x/SKILL.md"
 class DenyReads(Rule):
     """A rule after the prerequisites rule that refuses every Read."""
 
-    async def check(self, call: ToolCall) -> Verdict:
+    async def check(self, call: BoundCall) -> Verdict:
         return Deny("no reading today") if call.name == "Read" else Allow()
 
 
@@ -46,7 +46,7 @@ def refused_by(result: ToolExecution) -> str | None:
     return result.decision.by if isinstance(result.decision, Deny) else None
 
 
-def only_glob(call: ToolCall) -> bool:
+def only_glob(call: BoundCall) -> bool:
     return call.name == "Glob"
 
 

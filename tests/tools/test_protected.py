@@ -55,7 +55,7 @@ async def test_a_write_to_a_protected_path_is_asked_about_in_every_mode_naming_i
     if name == "Edit":
         await s.call("Read", path=".git/config")
     result = await s.call(name, **input)
-    assert result.is_error and result.decision.by == "user"
+    assert result.is_error and isinstance(result.decision, Deny) and result.decision.by == "user"
     (request,) = ask.requests  # one question, never a second for ask mode
     assert request.asked_by == "protected_path" and request.protected
     shown = protected if protected != "link" else ".lamina/config.toml"  # the link's target is what it writes

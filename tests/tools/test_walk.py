@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.tools._walk import compile_glob, split_glob
+from lamina.tools._search_files import compile_glob, split_glob
 
 
 @pytest.mark.parametrize(

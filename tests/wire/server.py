@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Self, TypeAlias
 
 import msgspec
 
@@ -108,7 +108,7 @@ class WireServer:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> WireServer:
+    def start(self) -> Self:
         handler = type("WireHandler", (_Handler,), {"wire": self})
         self._httpd = httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
@@ -127,7 +127,7 @@ class WireServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> WireServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:

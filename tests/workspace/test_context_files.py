@@ -7,6 +7,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -255,8 +256,14 @@ def test_a_skipped_file_does_not_use_up_the_cap(tmp_path: Path) -> None:
     assert scan.omitted_over_cap == 0
 
 
-@pytest.mark.parametrize("caps", [{"max_files": -1}, {"max_bytes": 0}, {"huge_bytes": 0}])
-def test_out_of_range_caps_are_usage_errors(tmp_path: Path, caps: dict[str, int]) -> None:
+class _Caps(TypedDict, total=False):
+    max_files: int
+    max_bytes: int
+    huge_bytes: int
+
+
+@pytest.mark.parametrize("caps", [_Caps(max_files=-1), _Caps(max_bytes=0), _Caps(huge_bytes=0)])
+def test_out_of_range_caps_are_usage_errors(tmp_path: Path, caps: _Caps) -> None:
     with pytest.raises(UsageError):
         find_context_files(tmp_path, **caps)
     with pytest.raises(UsageError):
@@ -367,7 +374,7 @@ def test_a_file_that_cannot_be_opened_is_skipped_with_a_reason(tmp_path: Path, m
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(module.os, "open", refusing_open)
+    monkeypatch.setattr(os, "open", refusing_open)  # the module's os is this one
     scan = find_context_files(tmp_path)
     assert found(scan) == ["a/AGENTS.md"]
     assert reasons(scan) == {"AGENTS.md": "cannot open: permission denied"}

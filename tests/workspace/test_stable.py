@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec
-from lamina.defang import contains_reserved_marker
+from lamina.defang import contains_reserved_marker, trusted
 from lamina.engine import ContextEngine
 from lamina.errors import UnknownPresetError, UsageError
 from lamina.placement import render
@@ -132,7 +132,7 @@ def test_a_linked_claude_md_is_shown_once(monorepo: Path, prefs_file: Path) -> N
 
 def test_mini_preset_lists_the_root_file_and_leaves_memory_out(monorepo: Path, prefs_file: Path) -> None:
     builtin = tuple(t.spec for t in default_tools())
-    context = workspace(monorepo, prefs_file, preset="mini", tools=(*builtin, ToolSpec("WebFetch", "", {})))
+    context = workspace(monorepo, prefs_file, preset="mini", tools=(*builtin, ToolSpec("WebFetch", trusted(""), {})))
     keys = [p.key for p in context()]
     assert keys[0] == "preferences" and "context.root" not in keys and "memory" not in keys
     assert context.tools == builtin  # plan approval too, as in the default preset: WebFetch is left out

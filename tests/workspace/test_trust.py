@@ -78,7 +78,7 @@ def test_only_a_folder_can_be_trusted_and_a_bad_file_is_named(tmp_path: Path) ->
 
 
 _NAME = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"), min_size=1, max_size=12
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="/\x00"), min_size=1, max_size=12
 ).filter(lambda name: name not in (".", "..") and len(os.fsencode(name)) < 200)
 
 

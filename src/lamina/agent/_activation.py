@@ -17,7 +17,7 @@ from lamina.context import Part
 from lamina.engine import ContextEngine
 from lamina.session import CompactionBoundary
 from lamina.sources import calls_to_source, slug_problem
-from lamina.tools import Allow, Deny, PrerequisiteManager, Rule, ToolCall, ToolOutput, ToolPipeline, Verdict
+from lamina.tools import Allow, BoundCall, Deny, PrerequisiteManager, Rule, ToolOutput, ToolPipeline, Verdict
 from lamina.workspace import (
     ContextFileFinder,
     Skill,
@@ -210,7 +210,7 @@ class Activation:
         names = [s.name for s in self.catalogue.scan.skills]
         return ", ".join(names[:20]) + (" …" if len(names) > 20 else "") if names else "none"
 
-    def after_branch(self, reads: Iterable[tuple[ToolCall, ToolOutput]]) -> None:
+    def after_branch(self, reads: Iterable[tuple[BoundCall, ToolOutput]]) -> None:
         """The session moved to another branch (or was reopened): the skills in use and the reads met become its path's.
 
         `reads` are the calls of the branch's current context window with their outputs, in order
@@ -266,7 +266,7 @@ class SkillToolsRule(Rule):
         """Shown in decisions as `rule:skill_allowed_tools`."""
         return "skill_allowed_tools"
 
-    async def check(self, call: ToolCall) -> Verdict:
+    async def check(self, call: BoundCall) -> Verdict:
         """Allow the call when the active skills allow its tool, or it reads an active skill's `SKILL.md`.
 
         Args:
@@ -298,7 +298,7 @@ def nearest_context_paths(finder: ContextFileFinder, cwd: Path) -> Callable[[Pat
     return nearest
 
 
-def window_reads(engine: ContextEngine, pipeline: ToolPipeline) -> Iterator[tuple[ToolCall, ToolOutput]]:
+def window_reads(engine: ContextEngine, pipeline: ToolPipeline) -> Iterator[tuple[BoundCall, ToolOutput]]:
     """The logged calls of the current context window as the pipeline's rules heard them."""
     for call, result in engine.window_calls():
         bound = pipeline.bind(call.call_id, call.name, call.input)

@@ -33,7 +33,6 @@ from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
     DEFAULT_USER_LANE_TOKENS,
-    CachePrices,
     ProviderSummariser,
     Summariser,
 )
@@ -41,6 +40,7 @@ from lamina.context import INTERRUPTED_RESULT, TurnContext
 from lamina.engine import CompactionOutcome, ContextEngine, next_step, provider_session_in_view
 from lamina.errors import ContextOverflowError, TooManyModelCallsError, UsageError
 from lamina.placement import SdkManagedPrompt, SdkManagedTarget
+from lamina.pricing import CachePrices
 from lamina.providers import (
     Completed,
     Provider,

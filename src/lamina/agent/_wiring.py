@@ -18,17 +18,10 @@ from lamina.agent._events import AgentEvent
 from lamina.agent._loop import Agent
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND
 from lamina.attachments import MediaSupport
-from lamina.compaction import (
-    DEFAULT_KEEP_TOKENS,
-    DEFAULT_PRICES,
-    DEFAULT_PRUNE,
-    DEFAULT_USER_LANE_TOKENS,
-    CachePrices,
-    PrunePolicy,
-    Summariser,
-)
+from lamina.compaction import DEFAULT_KEEP_TOKENS, DEFAULT_PRUNE, DEFAULT_USER_LANE_TOKENS, PrunePolicy, Summariser
 from lamina.context import Part
 from lamina.engine import ContextEngine
+from lamina.pricing import DEFAULT_PRICES, CachePrices
 from lamina.prompt import Preset
 from lamina.providers import Provider, RetryPolicy, provider_from_spec
 from lamina.session import SessionLog, SessionStore

@@ -8,10 +8,7 @@ blocks a given provider and model take: image and PDF blocks, or neutralised tex
 Text and e-mail need nothing more; images, PDFs, Office, HTML and calendar files the `documents` extra.
 """
 
-from lamina.attachments._dropped import dropped_files
-from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
-from lamina.attachments._render import AttachmentRenderer, MediaSupport, describe, media_tokens
-from lamina.attachments._store import (
+from lamina.attachments._attachment_store import (
     INLINE_TEXT_CHARS,
     MAX_ATTACHMENT_BYTES,
     PREVIEW_CHARS,
@@ -19,6 +16,9 @@ from lamina.attachments._store import (
     AttachmentStore,
     NamedBytes,
 )
+from lamina.attachments._dropped import dropped_files
+from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
+from lamina.attachments._render import AttachmentRenderer, MediaSupport, describe, media_tokens
 from lamina.errors import AttachmentError
 from lamina.session import AttachmentRef, ImageRendition
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from lamina.attachments._attachment_store import INLINE_TEXT_CHARS, PDF_PAGE_TOKENS, PREVIEW_CHARS, AttachmentStore
 from lamina.attachments._limits import TOKENS, anthropic_tokens, openai_tokens
-from lamina.attachments._store import INLINE_TEXT_CHARS, PDF_PAGE_TOKENS, PREVIEW_CHARS, AttachmentStore
 from lamina.context import Authority, Block, DocumentBlock, ImageBlock, TextBlock
 from lamina.defang import defang, neutralise, trusted
 from lamina.session import AttachmentRef

@@ -7,8 +7,8 @@ Feed timed request bodies to `AnthropicCacheSimulator` or `OpenAICacheSimulator`
 
 from __future__ import annotations
 
-from lamina.cachesim._anthropic import AnthropicCacheRules, AnthropicCacheSimulator
-from lamina.cachesim._blocks import (
+from lamina.cachesim._anthropic_cache import AnthropicCacheRules, AnthropicCacheSimulator
+from lamina.cachesim._cache_blocks import (
     message_items,
     openai_item,
     openai_message,
@@ -17,7 +17,8 @@ from lamina.cachesim._blocks import (
     tool_items,
     without_marker,
 )
-from lamina.cachesim._core import (
+from lamina.cachesim._openai_cache import OpenAICacheRules, OpenAICacheSimulator
+from lamina.cachesim._simulator import (
     CacheBreakpointError,
     CacheSimulationError,
     CacheSimulator,
@@ -28,7 +29,6 @@ from lamina.cachesim._core import (
     simulate,
     summarise,
 )
-from lamina.cachesim._openai import OpenAICacheRules, OpenAICacheSimulator
 
 __all__ = [
     "AnthropicCacheRules",

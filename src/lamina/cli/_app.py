@@ -62,13 +62,16 @@ _COMMANDS: Final = {
         "demo",
         "Run the scripted demo session in a sample workspace: no API key, nothing to start (`make run`).",
     ),
-    "sessions": _Command("lamina.cli._sessions", "app", "List, show and manage stored sessions.", group=True),
+    "sessions": _Command("lamina.cli._sessions_commands", "app", "List, show and manage stored sessions.", group=True),
     "config": _Command("lamina.cli._config", "app", "Show the settings of `lamina chat` and `lamina run`.", group=True),
     "store": _Command(
-        "lamina.cli._store", "app", "Manage the session store itself (PostgreSQL schema migrations).", group=True
+        "lamina.cli._store_commands",
+        "app",
+        "Manage the session store itself (PostgreSQL schema migrations).",
+        group=True,
     ),
     "trust": _Command(
-        "lamina.cli._trust",
+        "lamina.cli._trust_commands",
         "trust",
         "Trust a workspace: its sources may start and its .lamina/config.toml applies in full (docs/security.md).",
     ),

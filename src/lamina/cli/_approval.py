@@ -22,10 +22,10 @@ from lamina.cli._console import err, safe
 from lamina.cli._permissions import PermissionRule, Permissions, always_rules, refused_because, relative_paths
 from lamina.defang import show_controls
 from lamina.errors import ConfigError
-from lamina.tools import Allow, Deny, PermissionRequest, Rule, ToolCall
+from lamina.tools import Allow, BoundCall, Deny, PermissionRequest, Rule
 
 if TYPE_CHECKING:
-    from lamina.cli._reader import LineReader
+    from lamina.cli._user_input import LineReader
 
 MAX_DIFF_LINES: Final = 80
 """Diff lines shown before the rest is summarised as a count."""
@@ -147,7 +147,7 @@ async def _cancel_turn() -> None:
     await asyncio.sleep(0)
 
 
-def allowed_by(permissions: Permissions, call: ToolCall) -> tuple[PermissionRule, ...]:
+def allowed_by(permissions: Permissions, call: BoundCall) -> tuple[PermissionRule, ...]:
     """The allow rules that answer yes to `call` without asking (empty: none does, or a deny rule refuses it).
 
     Chat's `Approver` and `lamina run` both ask this, so a rule means the same in both.
@@ -240,7 +240,7 @@ def print_diff(lines: list[str]) -> None:
         err.print(f"  [dim]… {len(lines) - MAX_DIFF_LINES:,} more diff lines[/dim]")
 
 
-def call_target(call: ToolCall) -> tuple[str | None, tuple[str, ...]]:
+def call_target(call: BoundCall) -> tuple[str | None, tuple[str, ...]]:
     """What rules look at in a call: its Bash command (None for other tools) and its paths."""
     command = getattr(call.input, "command", None) if call.name == "Bash" else None
     return (command if isinstance(command, str) else None), relative_paths(call.paths, call.context.cwd)
@@ -259,7 +259,7 @@ class DenyRules(Rule):
     def name(self) -> str:
         return "permissions"
 
-    async def check(self, call: ToolCall) -> Allow | Deny:
+    async def check(self, call: BoundCall) -> Allow | Deny:
         command, paths = call_target(call)
         rule = self.permissions.denying(call.name, command, paths)
         if rule is None and call.named:  # a link named by a denied path is refused under that name too
@@ -273,5 +273,5 @@ class DenyRules(Rule):
             "Do not look for another way to do the same; if it is needed, say so and ask the user."
         )
 
-    def hides(self, call: ToolCall, path: Path) -> bool:
+    def hides(self, call: BoundCall, path: Path) -> bool:
         return self.permissions.denying(call.name, None, relative_paths((path,), call.context.cwd)) is not None

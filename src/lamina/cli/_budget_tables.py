@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from lamina.cli._console import out, safe
-from lamina.compaction import decision_on, describe_decision
 from lamina.context import Part, Stability, Tier
+from lamina.pricing import decision_on, describe_decision
 from lamina.reports import TIER_LABELS, BudgetReport
 from lamina.session import CostDecision, LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR

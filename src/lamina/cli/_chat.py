@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lamina.cli._trust import TRUST_OPTION_HELP
+from lamina.cli._trust_commands import TRUST_OPTION_HELP
 
 if TYPE_CHECKING:
     from lamina.agent import Agent
     from lamina.cli._config import Settings
-    from lamina.cli._reader import LineReader
+    from lamina.cli._turn_view import TurnView
     from lamina.cli._turns import ChatState
-    from lamina.cli._view import TurnView
+    from lamina.cli._user_input import LineReader
     from lamina.session import SessionStore
 
 ModelOption = Annotated[
@@ -79,7 +79,7 @@ def chat(
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort, err
     from lamina.cli._session import clean_up_empty_sessions, latest_session, settings_for
-    from lamina.cli._store import store_or_abort
+    from lamina.cli._store_commands import store_or_abort
     from lamina.errors import LaminaError
 
     workspace = Path.cwd()
@@ -119,7 +119,7 @@ def _trusted_settings(workspace: Path, load: Callable[..., Settings], *, given: 
     import sys
 
     from lamina.cli._console import abort, err, safe
-    from lamina.cli._trust import ask_to_trust, untrusted_config
+    from lamina.cli._trust_commands import ask_to_trust, untrusted_config
     from lamina.errors import ConfigError
     from lamina.workspace import WorkspaceTrust, workspace_trust
 
@@ -146,7 +146,7 @@ def _trusted_settings(workspace: Path, load: Callable[..., Settings], *, given: 
 def _pick_session(store: SessionStore, workspace: Path) -> str | None:
     """`--resume` without an id: list this directory's sessions (else all) and ask for a number until one fits."""
     from lamina.cli._console import err, safe
-    from lamina.cli._resume import chosen_row, print_session_rows, session_rows
+    from lamina.cli._resume_picker import chosen_row, print_session_rows, session_rows
 
     rows = session_rows(store, workspace, limit=20, everywhere=True)
     if not rows:
@@ -169,8 +169,8 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
     from lamina.agent import SkillCatalogue
     from lamina.cli._commands import COMMANDS
     from lamina.cli._console import err
-    from lamina.cli._reader import PipeReader, TerminalReader, history_path
     from lamina.cli._session import settings_for
+    from lamina.cli._user_input import PipeReader, TerminalReader, history_path
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     reader: LineReader
@@ -203,11 +203,11 @@ async def _session_chat(
     """Chat in one session until the user quits (None) or switches to another session (its id)."""
     from lamina.cli._approval import Approver
     from lamina.cli._console import err, safe
-    from lamina.cli._plans import resume_plan
-    from lamina.cli._resume import print_recap
+    from lamina.cli._plan_decisions import resume_plan
+    from lamina.cli._resume_picker import print_recap
     from lamina.cli._session import make_provider, model_name, remove_if_empty, session_agent
+    from lamina.cli._turn_view import TurnView
     from lamina.cli._turns import ChatState
-    from lamina.cli._view import TurnView
 
     provider = make_provider(settings.model, settings)
     view = TurnView(model=model_name(settings.model), spinner=interactive and err.is_terminal)
@@ -252,7 +252,7 @@ async def _loop(
     from lamina.attachments import dropped_files
     from lamina.cli._commands import Chat, Leave, command
     from lamina.cli._console import err
-    from lamina.cli._plans import decide_plans
+    from lamina.cli._plan_decisions import decide_plans
     from lamina.cli._turns import turn
 
     chat = Chat(agent, reader, view, state, store, workspace)

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from lamina.agent import Agent
-    from lamina.cli._reader import LineReader
+    from lamina.cli._turn_view import TurnView
     from lamina.cli._turns import ChatState
-    from lamina.cli._view import TurnView
+    from lamina.cli._user_input import LineReader
     from lamina.session import SessionStore
 
 COMMANDS: Final = (
@@ -125,7 +125,7 @@ async def _model(chat: Chat, spec: str) -> None:
 
 async def _plan(chat: Chat, arg: str) -> None:
     """`/plan [DECISION]`: show the plan, or carry out a decision on it (and ask again after a rejection)."""
-    from lamina.cli._plans import decide_plans, plan_decision, print_plan
+    from lamina.cli._plan_decisions import decide_plans, plan_decision, print_plan
 
     if not arg:
         print_plan(chat.agent)
@@ -182,7 +182,7 @@ async def _context(chat: Chat, arg: str) -> None:
 async def _rewind(chat: Chat, arg: str) -> None:
     """`/rewind [N]`: branch before one of the user's recent messages (asked for without `N`; 1 is the latest)."""
     from lamina.cli._console import err
-    from lamina.cli._resume import print_rewind_choices, rewind_choices
+    from lamina.cli._resume_picker import print_rewind_choices, rewind_choices
 
     choices = rewind_choices(chat.agent.engine.view)
     if not choices:
@@ -235,7 +235,7 @@ async def _ask_number(reader: LineReader, count: int) -> int | None:
 async def _sessions(chat: Chat, arg: str) -> Leave | None:
     """`/sessions [N|ID]`: this folder's latest sessions, the current one marked; with N or an id, switch to it."""
     from lamina.cli._console import err, safe
-    from lamina.cli._resume import chosen_row, print_session_rows, session_rows
+    from lamina.cli._resume_picker import chosen_row, print_session_rows, session_rows
 
     rows = session_rows(chat.store, chat.workspace, limit=10, everywhere=False)
     if not arg:

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 
-class Provider(StrEnum):
+class RequestFormat(StrEnum):
     """Which request format to show."""
 
     anthropic = "anthropic"
@@ -29,8 +29,8 @@ def show_context(
         Path, typer.Argument(help="The working directory (default: the current one).", metavar="PATH")
     ] = Path("."),
     provider: Annotated[
-        Provider, typer.Option("--provider", help="The request format to render.")
-    ] = Provider.anthropic,
+        RequestFormat, typer.Option("--provider", help="The request format to render.")
+    ] = RequestFormat.anthropic,
     preset: Annotated[
         str | None, typer.Option("--preset", help="System prompt preset: default, mini or custom.", show_default=False)
     ] = None,

@@ -22,7 +22,6 @@ from lamina.cli._budget_tables import (
     tier_label,
 )
 from lamina.cli._console import abort, err, out, print_json, safe
-from lamina.compaction import CachePrices
 from lamina.context import Part, Tier, TurnContext
 from lamina.engine import ContextEngine
 from lamina.errors import LaminaError, UsageError
@@ -33,6 +32,7 @@ from lamina.placement import (
     SdkManagedTarget,
     render,
 )
+from lamina.pricing import CachePrices
 from lamina.reports import (
     TIER_LABELS,
     BudgetReport,

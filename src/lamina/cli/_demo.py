@@ -27,7 +27,7 @@ from rich.text import Text
 from lamina.agent import Agent, AgentEvent, TurnOutcome, open_agent
 from lamina.cachesim import AnthropicCacheSimulator
 from lamina.cli._console import fit, out, safe
-from lamina.cli._view import TurnView
+from lamina.cli._turn_view import TurnView
 from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall, TextDelta

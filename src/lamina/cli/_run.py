@@ -230,7 +230,7 @@ def _message(text: str) -> str:
 
 
 def _open_store(ctx: typer.Context) -> SessionStore:
-    from lamina.cli._store import open_named_store
+    from lamina.cli._store_commands import open_named_store
 
     return open_named_store((ctx.find_root().obj or {}).get("store"))
 
@@ -248,7 +248,7 @@ def _settings(
     """
     from lamina.cli._config import load_settings
     from lamina.cli._console import err, safe
-    from lamina.cli._trust import untrusted_config
+    from lamina.cli._trust_commands import untrusted_config
     from lamina.workspace import WorkspaceTrust, workspace_trust
 
     if custom_preset is not None and preset is None:
@@ -327,7 +327,7 @@ async def _run(
     known: _Known,
 ) -> TurnOutcome:
     from lamina.cli._session import make_provider, model_name, session_agent
-    from lamina.cli._view import TurnView
+    from lamina.cli._turn_view import TurnView
 
     provider = make_provider(settings.model, settings)
     view = TurnView(model=model_name(settings.model), spinner=False)
@@ -436,7 +436,7 @@ def _event_json(event: AgentEvent) -> dict[str, Any] | None:
 
 def _result(outcome: TurnOutcome, session_id: str, spec: str) -> dict[str, Any]:
     from lamina.cli._session import model_name
-    from lamina.reports import cost_of
+    from lamina.pricing import cost_of
 
     return {
         "session_id": session_id,

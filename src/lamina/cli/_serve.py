@@ -45,8 +45,8 @@ def serve(
     except ImportError as exc:
         raise MissingExtraError.of(exc, "the session inspector (lamina serve)", "serve") from None
 
-    from lamina.cli._store import store_or_abort
-    from lamina.reports import cost_of
+    from lamina.cli._store_commands import store_or_abort
+    from lamina.pricing import cost_of
     from lamina.serve import create_app, needs_token  # MissingExtraError without Starlette or Jinja2: one line, exit 2
 
     store = store_or_abort(ctx)

@@ -13,10 +13,11 @@ from lamina.agent import Agent, AgentEvent, SkillWarning, open_agent, open_engin
 from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
-from lamina.compaction import DEFAULT_PRUNE, CachePrices
+from lamina.compaction import DEFAULT_PRUNE
 from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
 from lamina.errors import UsageError
 from lamina.placement import RenderedRequest, RenderTarget
+from lamina.pricing import CachePrices
 from lamina.prompt import Preset
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
 from lamina.session import SessionLog, SessionStore, SessionSummary, UserMessage

@@ -55,7 +55,7 @@ _GROUPS = (
 
 def show_session(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The composition of a stored session's requests: tokens per component, per request and summed."""
-    from lamina.cli._store import open_named_store
+    from lamina.cli._store_commands import open_named_store
 
     try:
         store = open_named_store(store_root)
@@ -94,7 +94,7 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
 def show_session_budget(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
     from lamina.cli._session import stored_session_engine
-    from lamina.cli._store import open_named_store
+    from lamina.cli._store_commands import open_named_store
     from lamina.reports import NEXT_MESSAGE
 
     try:

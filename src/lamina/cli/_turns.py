@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from lamina.agent import Agent, TurnOutcome
     from lamina.cli._config import Settings
-    from lamina.cli._view import TurnView
+    from lamina.cli._turn_view import TurnView
 
 _T = TypeVar("_T")
 

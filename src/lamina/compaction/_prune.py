@@ -13,9 +13,9 @@ from typing import Final
 
 import msgspec
 
-from lamina.compaction._cost import Outlook, PruneItem, price_prune
 from lamina.compaction._cut import entry_tokens
 from lamina.context import is_on_demand_read, path_of  # the one reading of a call's path
+from lamina.pricing import Outlook, PruneItem, price_prune
 from lamina.session import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace import CONTEXT_FILE_NAMES

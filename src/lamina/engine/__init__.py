@@ -29,9 +29,9 @@ from lamina.engine._plan import (
     next_step,
     rejection_message,
 )
-from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import prefix_context
 from lamina.engine._session_book import ProviderSessionBook, provider_session_in_view
+from lamina.engine._session_plans import SessionPlans
 from lamina.engine._settings import SessionSettings
 from lamina.engine._state import RecordedSettings, recorded_settings
 from lamina.engine._tooldefs import recorded_tools

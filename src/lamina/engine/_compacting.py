@@ -12,14 +12,10 @@ import msgspec
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
-    CachePrices,
-    Outlook,
     PrunePolicy,
     Summariser,
-    choose_turn_ttl,
     entry_tokens,
     freed_enough,
-    price_compaction,
     render_lane,
     update_lane,
 )
@@ -27,11 +23,11 @@ from lamina.context import Part, ToolSpec
 from lamina.engine import _compaction as steps
 from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
-from lamina.engine._pace import PaceTracker
 from lamina.engine._plan import check_transition, compaction_focus
-from lamina.engine._plans import SessionPlans
 from lamina.engine._recorder import Recorder
+from lamina.engine._session_plans import SessionPlans
 from lamina.engine._view import LiveView
+from lamina.pricing import CachePrices, Outlook, PaceTracker, choose_turn_ttl, price_compaction
 from lamina.session import (
     CompactionBoundary,
     CostDecision,
@@ -177,7 +173,7 @@ class Compactor:
     ) -> tuple[Literal["compact", "wait"], CostDecision]:
         """Whether compacting now beats waiting for the threshold, on the cost model's estimate (nothing is logged).
 
-        `lamina.compaction.price_compaction` over the engine's outlook: the history after is
+        `lamina.pricing.price_compaction` over the engine's outlook: the history after is
         what the cut keeps and a summary's estimated size beyond the one it replaces; the
         summarising call reads what the cut summarises and the earlier summary.
 

@@ -17,13 +17,7 @@ from typing import Self
 import msgspec
 
 from lamina.attachments import AttachmentInput, AttachmentStore, MediaSupport
-from lamina.compaction import (
-    DEFAULT_PRICES,
-    DEFAULT_PRUNE,
-    CachePrices,
-    PrunePolicy,
-    apply_prunes,
-)
+from lamina.compaction import DEFAULT_PRUNE, PrunePolicy, apply_prunes
 from lamina.context import (
     AttachmentBlocks,
     OneShot,
@@ -38,10 +32,10 @@ from lamina.engine._branching import branch_session
 from lamina.engine._compacting import Compactor
 from lamina.engine._media import RequestRenderer
 from lamina.engine._outbox import turn_one_shots
-from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._recorder import E
 from lamina.engine._session_book import ProviderSessionBook
+from lamina.engine._session_plans import SessionPlans
 from lamina.engine._settings import SessionSettings
 from lamina.engine._state import boundary_state
 from lamina.engine._tooldefs import ToolDefinitions
@@ -51,6 +45,7 @@ from lamina.placement import (
     RenderedRequest,
     RenderTarget,
 )
+from lamina.pricing import DEFAULT_PRICES, CachePrices
 from lamina.session import (
     AttachmentRef,
     Branch,

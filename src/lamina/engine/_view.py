@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import overload
 
 from lamina.compaction import (
-    Outlook,
     PrunePolicy,
     apply_prunes,
     choose_prune,
@@ -17,6 +16,7 @@ from lamina.compaction import (
 from lamina.engine._outbox import Outbox
 from lamina.engine._session_book import resets_seen
 from lamina.engine._state import PathState, fold_path
+from lamina.pricing import Outlook
 from lamina.session import LogEntry, ProviderView, ToolCall, ToolOutputPruned, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import TokenEstimator
 

@@ -13,11 +13,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Unpack
 
-from lamina.compaction import DEFAULT_PRICES, CachePrices, should_compact
+from lamina.compaction import should_compact
 from lamina.context import Authority, Part, SafeText, Stability, Tier, TurnContext
 from lamina.defang import render_block, trusted
 from lamina.engine import CompactionOutcome, ContextEngine, StableSource
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions, thread_options
+from lamina.pricing import DEFAULT_PRICES, CachePrices
 from lamina.session import (
     AssistantMessage,
     Custom,

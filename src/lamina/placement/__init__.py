@@ -16,8 +16,8 @@ from lamina.context import (
     split_turns,
     to_messages,
 )
-from lamina.placement._anthropic import render_anthropic, wire_messages
-from lamina.placement._openai import (
+from lamina.placement._anthropic_render import render_anthropic, wire_messages
+from lamina.placement._openai_render import (
     chat_wire_messages,
     render_openai_chat,
     render_openai_responses,

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 from lamina.errors import UsageError
-from lamina.providers._base import (
+from lamina.providers._provider import (
     Capabilities,
     Completed,
     Provider,

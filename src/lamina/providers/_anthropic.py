@@ -25,8 +25,8 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import AnthropicTarget, CacheTtl, RenderedRequest, SdkManagedPrompt
-from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._errors import error_for_status, require_sdk
+from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.session import Usage
 

@@ -26,7 +26,8 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import RenderedRequest, SdkManagedPrompt, SdkManagedTarget
-from lamina.providers._base import (
+from lamina.providers._errors import error_for_status, require_sdk
+from lamina.providers._provider import (
     Capabilities,
     Completed,
     ProviderCompacted,
@@ -34,7 +35,6 @@ from lamina.providers._base import (
     ProviderSessionChanged,
     TextDelta,
 )
-from lamina.providers._errors import error_for_status, require_sdk
 from lamina.session import ProviderSession, Usage
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class ClaudeAgentProvider:
     async def _turn(self, request: SdkManagedPrompt, session: ProviderSession | None) -> AsyncIterator[ProviderEvent]:
         from claude_agent_sdk import ClaudeSDKError, CLINotFoundError, query
 
-        reply = _Reply()
+        reply = _TurnReply()
         stderr: deque[str] = deque(maxlen=_STDERR_LINES)  # for the error message if the CLI fails
         options = self._options(session, stderr.append, verbatim=not request.command)
         messages = query(prompt=request.prompt, options=options)
@@ -252,7 +252,7 @@ class _ResumeFailedError(Exception):
 
 
 @dataclass
-class _Reply:
+class _TurnReply:
     """What the messages of one turn have said so far."""
 
     text: list[str] = field(default_factory=list)

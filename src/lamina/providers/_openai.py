@@ -24,8 +24,8 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderedRequest, SdkManagedPrompt
-from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._errors import error_for_status, require_sdk
+from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.session import Usage
 

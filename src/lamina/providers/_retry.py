@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from lamina.errors import ProviderError, RateLimitError, UsageError
 from lamina.placement import RenderedRequest
-from lamina.providers._base import Provider, ProviderEvent
+from lamina.providers._provider import Provider, ProviderEvent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

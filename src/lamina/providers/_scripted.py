@@ -27,7 +27,7 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import AnthropicTarget, RenderedRequest, RenderTarget
-from lamina.providers._base import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.session import Usage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 

@@ -6,7 +6,7 @@ of a rendered request (`body_blocks`); docs/reports.md tells them.
 
 from __future__ import annotations
 
-from lamina.reports._blocks import BodyBlock, block_tokens, body_blocks
+from lamina.reports._body_walk import BodyBlock, block_tokens, body_blocks
 from lamina.reports._budget import (
     NEXT_MESSAGE,
     TIER_LABELS,
@@ -33,13 +33,11 @@ from lamina.reports._composition import (
     logged_requests,
     session_json,
 )
-from lamina.reports._prices import PRICES, Price, cost_of, price_of
 from lamina.reports._replay import RecordedPrefixes, RecordedTools, ReplayedRequest, replay_request
 
 __all__ = [
     "KINDS",
     "NEXT_MESSAGE",
-    "PRICES",
     "TIER_LABELS",
     "BodyBlock",
     "Breakpoint",
@@ -49,7 +47,6 @@ __all__ = [
     "Component",
     "LayoutBlock",
     "LoggedRequest",
-    "Price",
     "RecordedPrefixes",
     "RecordedTools",
     "ReplayedRequest",
@@ -63,10 +60,8 @@ __all__ = [
     "cache_layout",
     "compose_entries",
     "compose_turn",
-    "cost_of",
     "framing_chars",
     "logged_requests",
-    "price_of",
     "replay_request",
     "session_json",
     "tool_tokens",

@@ -30,7 +30,7 @@ from lamina.placement import (
     SdkManagedPrompt,
     SdkManagedTarget,
 )
-from lamina.reports._blocks import BodyBlock, block_tokens, body_blocks, request_body
+from lamina.reports._body_walk import BodyBlock, block_tokens, body_blocks, request_body
 from lamina.session import LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 

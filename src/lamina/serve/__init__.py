@@ -8,7 +8,7 @@ the log and replayed through the cache simulator, beside the provider's usage), 
 
 from __future__ import annotations
 
-from lamina.serve._app import create_app
 from lamina.serve._security import needs_token
+from lamina.serve._web_app import create_app
 
 __all__ = ["create_app", "needs_token"]

@@ -15,11 +15,11 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from lamina.compaction import decision_on, describe_decision
+from lamina.pricing import decision_on, describe_decision
 from lamina.serve._calls import call_out
 from lamina.serve._model import (
     AttachmentOut,
-    Branch,
+    BranchOut,
     CompactionOut,
     DecisionOut,
     Item,
@@ -34,7 +34,6 @@ from lamina.session import (
     AttachmentRef,
     BranchSummary,
     CompactionBoundary,
-    Custom,
     Label,
     LogEntry,
     OutboxRecord,
@@ -47,6 +46,7 @@ from lamina.session import (
     UnknownEntry,
     Usage,
     UserMessage,
+    describe_entry,
     provider_view,
 )
 
@@ -74,12 +74,11 @@ INTERNAL: Final = (
 """Records the conversation does not show as such: the timeline folds each into one line that opens on
 click (a compaction's summary and lane are shown whole in the page's compactions section)."""
 
-_JSON: Final = msgspec.json.Encoder(order="sorted")
 _V = TypeVar("_V")
 
 ThumbnailUrl = Callable[[AttachmentRef], "str | None"]
 Prices = Callable[[str, Usage], "float | None"]
-"""The estimated cost of one model call (the CLI passes `lamina.cli._prices.cost_of`); None: no known price."""
+"""The estimated cost of one model call (the CLI passes `lamina.pricing.cost_of`); None: no known price."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +147,7 @@ class SessionIndex:
         self.totals = totals_of(self.entries, prices)
         self._paths: dict[str | None, list[LogEntry]] = {}
         self._views: dict[str | None, set[str]] = {}
-        self._branches: list[Branch] | None = None
+        self._branches: list[BranchOut] | None = None
         """Memos: the index never changes once built (a changed log is indexed again)."""
         self._memo_lock = threading.Lock()
         """Pages read one index from several threads."""
@@ -213,17 +212,17 @@ class SessionIndex:
                 stack.extend(reversed(children))
         return out
 
-    def branches(self) -> list[Branch]:
+    def branches(self) -> list[BranchOut]:
         """Every leaf as a branch: where it forked, from which branch, and whether its point was still in view."""
         if self._branches is None:
             self._branches = self._all_branches()
         return list(self._branches)
 
-    def _all_branches(self) -> list[Branch]:
+    def _all_branches(self) -> list[BranchOut]:
         leaves = self.leaves()
         owner: dict[str, str] = {}
         """Entry id -> the leaf of the first branch (in file order) that holds it."""
-        out: list[Branch] = []
+        out: list[BranchOut] = []
         for leaf in leaves:
             path = self.path(leaf)
             fork: str | None = None
@@ -239,7 +238,7 @@ class SessionIndex:
             own = [e for e in path if self.position[e.id] >= self.position[first]] if fork else path
             label = next((e.text for e in own if isinstance(e, UserMessage)), "")
             out.append(
-                Branch(
+                BranchOut(
                     leaf_id=leaf,
                     label=_first_line(label) or type(self.by_id[leaf]).__name__,
                     fork_id=fork,
@@ -300,7 +299,8 @@ class SessionIndex:
         thumbnail: ThumbnailUrl | None = None,
         whole: bool = False,
     ) -> Item:
-        title, text = describe(entry)
+        words = describe_entry(entry)
+        title, text = words.title, words.detail
         title = title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
         shown = text if whole or len(text) <= LIST_TEXT_CHARS else text[:LIST_TEXT_CHARS]
         extra: dict[str, Any] = {"decision": decision_of(entry)}
@@ -438,55 +438,3 @@ def _attachment(ref: AttachmentRef, thumbnail: ThumbnailUrl | None) -> Attachmen
         tokens=ref.tokens,
         thumbnail=thumbnail(ref) if thumbnail is not None and ref.kind == "image" else None,
     )
-
-
-def _json(value: object) -> str:
-    try:
-        return _JSON.encode(value).decode()
-    except (TypeError, msgspec.EncodeError):
-        return repr(value)
-
-
-def describe(entry: LogEntry) -> tuple[str, str]:
-    """A short title and the main text of an entry (raw: whoever shows them escapes them)."""
-    match entry:
-        case UserMessage(text=text):
-            return "user", text
-        case AssistantMessage(text=text, model=model):
-            return (f"assistant · {model}" if model else "assistant"), text
-        case ToolCall(name=name, input=args):
-            return f"tool call {name}", _json(args)
-        case ToolResult(name=name, content=content, is_error=is_error, full_output_path=path):
-            note = f"\n(full output: {path})" if path else ""
-            return f"tool result {name}{' (error)' if is_error else ''}", content + note
-        case CompactionBoundary() | TurnRecord() | ToolOutputPruned():
-            return _describe_context_record(entry)
-        case BranchSummary(summary=summary, from_id=from_id):
-            return f"branch summary (from {from_id})", summary
-        case StateChange(key=key, value=value, detail=detail):
-            return f"state {key} = {value}", detail
-        case OutboxRecord(kind=kind, status=status, text=text):
-            return f"one-shot {kind or 'part'} {status}", text
-        case PlanState(plan_id=plan_id, state=state, plan_path=path, detail=detail):
-            return f"plan {plan_id}: {state}", f"{path}\n{detail}".strip()
-        case Label(target_id=target, label=label):
-            return f"label on {target}", label or "(cleared)"
-        case Custom(name=name, data=data):
-            return f"custom {name}", _json(data)
-        case UnknownEntry(type=kind):
-            return f"unknown entry type {kind} (kept, skipped)", ""
-        case _:
-            return type(entry).__name__, ""
-
-
-def _describe_context_record(entry: CompactionBoundary | TurnRecord | ToolOutputPruned) -> tuple[str, str]:
-    """`describe` for the entries that may carry a context decision: a compaction, a turn record, a prune."""
-    match entry:
-        case CompactionBoundary(summary=summary, trigger=trigger):
-            return f"compaction ({trigger})", summary
-        case TurnRecord(turn_id=turn_id, stable_version=version, turn_ttl=ttl):
-            chosen = f", breakpoint TTL {ttl}" if isinstance(ttl, str) else ""
-            return f"turn record {turn_id} (stable v{version}{chosen})", ""
-        case ToolOutputPruned(call_ids=ids, tokens=tokens):
-            freed = f", ~{tokens:,} tokens freed" if tokens else ""
-            return f"prune: {len(ids):,} result{'' if len(ids) == 1 else 's'}{freed}", "\n".join(ids)

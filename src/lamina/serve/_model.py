@@ -110,7 +110,7 @@ class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
     reread_chance: float
     """The chance, learnt in the session, that a pruned result is needed again."""
     words: str
-    """The decision in words (`lamina.compaction.describe_decision`)."""
+    """The decision in words (`lamina.pricing.describe_decision`)."""
 
 
 class CompactionOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -213,7 +213,7 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
     """For a prune, a compaction boundary or a turn record: the cost model's decision it logged, if any."""
 
 
-class Branch(msgspec.Struct, frozen=True, kw_only=True):
+class BranchOut(msgspec.Struct, frozen=True, kw_only=True):
     """One branch of the session tree: the path to a leaf."""
 
     leaf_id: str
@@ -242,7 +242,7 @@ class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
     """The leaf shown (the session's own leaf unless another branch was asked for)."""
     session_leaf_id: str | None
     path_entries: int
-    branches: list[Branch]
+    branches: list[BranchOut]
     compactions: list[CompactionOut]
     """On the shown path, oldest first."""
     plans: list[PlanOut]

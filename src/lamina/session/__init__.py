@@ -3,9 +3,9 @@
 `open_store(location)` picks a store from a path (the JSONL store, the embedded default) or a
 `postgresql://` URL (`lamina.session.postgres`); both implement `SessionStore`, whose sessions
 implement `SessionLog`, and so does `InMemorySessionStore` (the log in memory: for tests and
-embedding). The entry types are the log's vocabulary; `export_session` and `import_session` move
-a session between machines or stores as one checked bundle. Everything else in this package is
-private.
+embedding). The entry types are the log's vocabulary (`describe_entry` puts one into words);
+`export_session` and `import_session` move a session between machines or stores as one checked
+bundle. Everything else in this package is private (the JSONL store in `_jsonl`, bundles in `_bundle`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,15 @@ from lamina._lazy import load_lazily
 if TYPE_CHECKING:
     from lamina.session._branch import Branch, entry_kind, open_tool_calls
     from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
-    from lamina.session._bundle import ExportResult, ImportResult, export_session, import_session
-    from lamina.session._bundle_check import BundleLimits, check_bundle
-    from lamina.session._check import SessionHealth, check_session, check_store, repair_session
+    from lamina.session._bundle import (
+        BundleLimits,
+        ExportResult,
+        ImportResult,
+        check_bundle,
+        export_session,
+        import_session,
+    )
+    from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
         AssistantMessage,
@@ -57,23 +63,51 @@ if TYPE_CHECKING:
         encode_entry,
         is_hidden,
     )
-    from lamina.session._files import FileLayer, OsFiles
-    from lamina.session._jsonl_write import JsonlSession
+    from lamina.session._jsonl import (
+        FileLayer,
+        JsonlSession,
+        LocalSessionStore,
+        OsFiles,
+        SessionHealth,
+        check_session,
+        check_store,
+        repair_session,
+    )
     from lamina.session._location import check_location, is_postgres_url, open_store, store_location
-    from lamina.session._memory import InMemorySession, InMemorySessionStore
-    from lamina.session._meta import ForkOrigin
-    from lamina.session._protocol import VIRTUAL_ROOT, FileInfo, SessionFiles, SessionLog, SessionStore, SessionSummary
+    from lamina.session._memory_store import InMemorySession, InMemorySessionStore
+    from lamina.session._protocol import (
+        VIRTUAL_ROOT,
+        FileInfo,
+        ForkOrigin,
+        SessionFiles,
+        SessionLog,
+        SessionStore,
+        SessionSummary,
+    )
     from lamina.session._stamp import check_session_id
-    from lamina.session._store import LocalSessionStore
     from lamina.session._tree import ProviderView, provider_view
 
 # Loaded on first use (PEP 562): the entry types are imported by nearly every module, the stores
 # by few.
 _LAZY: Final = {
     "Branch": "lamina.session._branch",
-    **dict.fromkeys(("ExportResult", "ImportResult", "export_session", "import_session"), "lamina.session._bundle"),
-    **dict.fromkeys(("BundleLimits", "check_bundle"), "lamina.session._bundle_check"),
-    **dict.fromkeys(("SessionHealth", "check_session", "check_store", "repair_session"), "lamina.session._check"),
+    **dict.fromkeys(
+        ("BundleLimits", "ExportResult", "ImportResult", "check_bundle", "export_session", "import_session"),
+        "lamina.session._bundle",
+    ),
+    **dict.fromkeys(
+        (
+            "FileLayer",
+            "JsonlSession",
+            "LocalSessionStore",
+            "OsFiles",
+            "SessionHealth",
+            "check_session",
+            "check_store",
+            "repair_session",
+        ),
+        "lamina.session._jsonl",
+    ),
     **dict.fromkeys(
         (
             "AssistantMessage",
@@ -99,17 +133,16 @@ _LAZY: Final = {
         "lamina.session._entries",
     ),
     "open_store": "lamina.session._location",
-    **dict.fromkeys(("InMemorySession", "InMemorySessionStore"), "lamina.session._memory"),
+    **dict.fromkeys(("InMemorySession", "InMemorySessionStore"), "lamina.session._memory_store"),
     **dict.fromkeys(
         ("VIRTUAL_ROOT", "FileInfo", "SessionFiles", "SessionLog", "SessionStore", "SessionSummary"),
         "lamina.session._protocol",
     ),
-    "JsonlSession": "lamina.session._jsonl_write",
-    "LocalSessionStore": "lamina.session._store",
     "ProviderView": "lamina.session._tree",
     "entry_kind": "lamina.session._branch",
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",
+    **dict.fromkeys(("EntryDescription", "describe_entry"), "lamina.session._describe"),
     "view_summary": "lamina.session._bridges",
     "BRIDGE_KINDS": "lamina.session._entries",
     "ImageRendition": "lamina.session._entries",
@@ -128,11 +161,10 @@ _LAZY: Final = {
     "check_location": "lamina.session._location",
     "is_postgres_url": "lamina.session._location",
     "store_location": "lamina.session._location",
-    "ForkOrigin": "lamina.session._meta",
+    "ForkOrigin": "lamina.session._protocol",
     "check_session_id": "lamina.session._stamp",
     "provider_view": "lamina.session._tree",
     **dict.fromkeys(("decode_entry", "encode_entry"), "lamina.session._entries"),
-    **dict.fromkeys(("FileLayer", "OsFiles"), "lamina.session._files"),
 }
 
 
@@ -153,6 +185,7 @@ __all__ = [
     "CostDecision",
     "Custom",
     "Entry",
+    "EntryDescription",
     "ExportResult",
     "FileInfo",
     "FileLayer",
@@ -199,6 +232,7 @@ __all__ = [
     "check_session_id",
     "check_store",
     "decode_entry",
+    "describe_entry",
     "encode_entry",
     "entry_kind",
     "export_session",

@@ -27,7 +27,8 @@ def _line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _describe(entry: LogEntry, turn: int) -> str | None:
+def _bridge_line(entry: LogEntry, turn: int) -> str | None:
+    """One line of the conversation for the model (`describe_entry` words entries for people), None to leave out."""
     match entry:
         case UserMessage(text=text, attachments=refs) as message:
             files = f" (attached: {', '.join(_line(r.name, 80) for r in refs)})" if refs else ""
@@ -76,7 +77,7 @@ def recent_conversation(
     used = estimator.count(heading)
     left_out = 0
     for entry, number in zip(reversed(entries), reversed(turns), strict=True):
-        line = _describe(entry, number)
+        line = _bridge_line(entry, number)
         if line is None:
             continue
         cost = estimator.count(line)

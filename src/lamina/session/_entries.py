@@ -208,7 +208,7 @@ class ToolResult(_EntryBase, frozen=True, kw_only=True, tag="tool_result"):
 
 
 class CostDecision(msgspec.Struct, frozen=True, kw_only=True):
-    """A context decision and the expected bills that made it (`lamina.compaction`'s cost model).
+    """A context decision and the expected bills that made it (`lamina.pricing`'s cost model).
 
     Bills are in base-price input tokens over the likely rest of the session; logged on the entry
     the decision made (a prune, a compaction boundary, a turn record for its breakpoint's TTL).

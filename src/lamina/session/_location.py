@@ -70,7 +70,7 @@ def open_store(location: str | Path | None = None, *, setting: str | None = None
         from lamina.session.postgres import PostgresSessionStore  # MissingExtraError without the `postgres` extra
 
         return PostgresSessionStore(str(chosen))
-    from lamina.session._store import LocalSessionStore
+    from lamina.session._jsonl import LocalSessionStore
 
     return LocalSessionStore(chosen)
 

@@ -12,8 +12,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Final, Protocol, TypeAlias, TypeVar, overload
 
+import msgspec
+
 from lamina.session._entries import Entry, LogEntry
-from lamina.session._meta import ForkOrigin
 from lamina.session._scan import CorruptLine, DuplicateId, TornTail
 from lamina.session._tree import ProviderView, Relink
 
@@ -90,6 +91,13 @@ class LoadReport:
         if self.unknown_entries:
             out.append(f"{self.unknown_entries} entries of unknown (newer) types kept and skipped")
         return out
+
+
+class ForkOrigin(msgspec.Struct, frozen=True):
+    """Where a forked session came from."""
+
+    session_id: str
+    entry_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,23 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO, Final
 
 from lamina.errors import UsageError
-from lamina.session._files import NOFOLLOW, open_for_reading
 from lamina.session._protocol import VIRTUAL_ROOT, FileInfo, FileSource
 from lamina.session._stamp import SUBFOLDERS
 
 CHUNK: Final = 1024 * 1024
 """Bytes read or written at a time."""
+NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+"""Passed to every open of a session file: a symbolic link at the path fails with `ELOOP`."""
+
+
+def open_for_reading(path: Path) -> BinaryIO:
+    """Open a session file to read it, never through a symbolic link (`OSError` with `ELOOP` if it is one)."""
+    fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def check_file_name(name: str) -> str:

@@ -7,7 +7,7 @@ See docs/security.md, "The shell reader and protected paths".
 
 from __future__ import annotations
 
-from lamina.shell._files import FileAccess, FileUses, file_uses
+from lamina.shell._file_uses import FileAccess, FileUses, file_uses
 from lamina.shell._parse import read_command
 from lamina.shell._programs import NON_RUNNERS, could_run
 from lamina.shell._syntax import CommandReading, Redirect, SimpleCommand, Word

@@ -15,7 +15,10 @@ from lamina._lazy import load_lazily
 if TYPE_CHECKING:
     from lamina.errors import SourceConnectionError
     from lamina.sources._api import ApiConnection, ApiTool
-    from lamina.sources._config import (
+    from lamina.sources._connections import ConnectionProblem, SourceConnections, connect_sources
+    from lamina.sources._guide import calls_to_source, guide_path, source_of
+    from lamina.sources._mcp import McpConnection, McpTool
+    from lamina.sources._source_config import (
         ApiEndpoint,
         ApiSource,
         McpHttp,
@@ -29,9 +32,6 @@ if TYPE_CHECKING:
         load_source,
         slug_problem,
     )
-    from lamina.sources._connections import ConnectionProblem, SourceConnections, connect_sources
-    from lamina.sources._guide import calls_to_source, guide_path, source_of
-    from lamina.sources._mcp import McpConnection, McpTool
     from lamina.sources._tool import MAX_DESCRIPTION, SourceTool, short_description, tool_name
 
 # Loaded on first use (PEP 562): the MCP SDK takes about half a second to import, and most
@@ -39,18 +39,18 @@ if TYPE_CHECKING:
 _LAZY: Final = {
     "ApiConnection": "lamina.sources._api",
     "ApiTool": "lamina.sources._api",
-    "ApiEndpoint": "lamina.sources._config",
-    "ApiSource": "lamina.sources._config",
-    "McpHttp": "lamina.sources._config",
-    "McpSource": "lamina.sources._config",
-    "McpStdio": "lamina.sources._config",
-    "Source": "lamina.sources._config",
-    "SourceProblem": "lamina.sources._config",
-    "SourceScan": "lamina.sources._config",
-    "slug_problem": "lamina.sources._config",
-    "describe_source": "lamina.sources._config",
-    "find_sources": "lamina.sources._config",
-    "load_source": "lamina.sources._config",
+    "ApiEndpoint": "lamina.sources._source_config",
+    "ApiSource": "lamina.sources._source_config",
+    "McpHttp": "lamina.sources._source_config",
+    "McpSource": "lamina.sources._source_config",
+    "McpStdio": "lamina.sources._source_config",
+    "Source": "lamina.sources._source_config",
+    "SourceProblem": "lamina.sources._source_config",
+    "SourceScan": "lamina.sources._source_config",
+    "slug_problem": "lamina.sources._source_config",
+    "describe_source": "lamina.sources._source_config",
+    "find_sources": "lamina.sources._source_config",
+    "load_source": "lamina.sources._source_config",
     "ConnectionProblem": "lamina.sources._connections",
     "SourceConnections": "lamina.sources._connections",
     "connect_sources": "lamina.sources._connections",

@@ -15,8 +15,8 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from lamina.errors import MissingExtraError, ToolDefinitionError
-from lamina.sources._config import UNTRUSTED_REASON, ApiEndpoint, ApiSource, expand_env, path_params
 from lamina.sources._guide import guide_path
+from lamina.sources._source_config import UNTRUSTED_REASON, ApiEndpoint, ApiSource, expand_env, path_params
 from lamina.sources._tool import SourceTool, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
 

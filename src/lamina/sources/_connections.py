@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self, assert_never
 
 from lamina.errors import MissingExtraError, SourceConnectionError, ToolDefinitionError
-from lamina.sources._config import UNTRUSTED_REASON, ApiSource, McpSource, Source
+from lamina.sources._source_config import UNTRUSTED_REASON, ApiSource, McpSource, Source
 from lamina.sources._tool import SourceTool
 
 if TYPE_CHECKING:

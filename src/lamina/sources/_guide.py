@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lamina.sources._config import GUIDE_FILE, ApiSource, McpSource
+from lamina.sources._source_config import GUIDE_FILE, ApiSource, McpSource
 
 if TYPE_CHECKING:
-    from lamina.tools import ToolCall
+    from lamina.tools import BoundCall
 
 
 def guide_path(source: McpSource | ApiSource) -> Path:
@@ -29,10 +29,10 @@ def source_of(tool: object) -> str | None:
     return slug if isinstance(slug, str) else None
 
 
-def calls_to_source(slug: str) -> Callable[[ToolCall], bool]:
+def calls_to_source(slug: str) -> Callable[[BoundCall], bool]:
     """A predicate true for calls of the tools of source `slug`: the `applies_to` of its guide prerequisite."""
 
-    def applies(call: ToolCall) -> bool:
+    def applies(call: BoundCall) -> bool:
         return source_of(call.tool) == slug
 
     applies.__qualname__ = f"calls_to_source({slug!r})"

@@ -21,8 +21,8 @@ from typing import Any, Final, TextIO, cast
 
 from lamina.attachments import NamedBytes
 from lamina.errors import MissingExtraError, SourceConnectionError, ToolDefinitionError
-from lamina.sources._config import UNTRUSTED_REASON, McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources._guide import guide_path
+from lamina.sources._source_config import UNTRUSTED_REASON, McpHttp, McpSource, McpStdio, expand_env
 from lamina.sources._tool import SourceTool, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
 

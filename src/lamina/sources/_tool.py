@@ -20,7 +20,7 @@ import msgspec
 from lamina.context import SafeText, ToolSpec
 from lamina.defang import contains_reserved_marker, neutralise
 from lamina.errors import ToolDefinitionError
-from lamina.sources._config import GUIDE_FILE, SOURCES_DIR
+from lamina.sources._source_config import GUIDE_FILE, SOURCES_DIR
 from lamina.tools import ToolContext, ToolInputError, ToolOutput
 
 MAX_DESCRIPTION: Final = 160

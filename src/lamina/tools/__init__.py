@@ -18,11 +18,14 @@ from lamina.tools._offload import OffloadedResult, OffloadPolicy, offload_result
 from lamina.tools._pipeline import ToolExecution, ToolPipeline
 from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
 from lamina.tools._read import ReadTool
-from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall, Verdict
+from lamina.tools._rules import Allow, Ask, AskCallback, BoundCall, Deny, PermissionRequest, Rewrite, Rule, Verdict
 from lamina.tools._sandbox import SandboxSettings
+from lamina.tools._search_files import walk_files
 from lamina.tools._submit_plan import SubmitPlanTool
-from lamina.tools._walk import walk_files
 from lamina.tools._write import WriteTool
+
+ToolCall = BoundCall
+"""The old name of `BoundCall`, kept one release (deprecated): `lamina.session.ToolCall` is the log's entry."""
 
 __all__ = [
     "MINI_TOOL_NAMES",
@@ -30,6 +33,7 @@ __all__ = [
     "Ask",
     "AskCallback",
     "BashTool",
+    "BoundCall",
     "Deny",
     "EditTool",
     "GlobTool",

@@ -138,7 +138,7 @@ class BashTool(StructTool[BashInput]):
     async def run(self, input: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout = min(input.timeout or self.default_timeout, self.max_timeout)
         unconfined = await self._first_notice()
-        output = _Output(self.max_output_bytes, ctx.progress)
+        output = _ProcessOutput(self.max_output_bytes, ctx.progress)
         loop = asyncio.get_running_loop()
         spawn = asyncio.ensure_future(_spawn(loop, output, input.command, ctx, self.sandbox))
         try:
@@ -191,7 +191,7 @@ class BashTool(StructTool[BashInput]):
         return ToolOutput(f"{text}\n[{'; '.join(notes)}]")
 
 
-class _Output(asyncio.SubprocessProtocol):
+class _ProcessOutput(asyncio.SubprocessProtocol):
     """Collects a process's output, keeping only its head and its tail, and signals exit and EOF.
 
     Every chunk is also passed on, decoded, to `progress` (all of it, whatever the cap).
@@ -250,7 +250,7 @@ class _Output(asyncio.SubprocessProtocol):
 
 
 async def _spawn(
-    loop: asyncio.AbstractEventLoop, output: _Output, command: str, ctx: ToolContext, sandbox: SandboxSettings
+    loop: asyncio.AbstractEventLoop, output: _ProcessOutput, command: str, ctx: ToolContext, sandbox: SandboxSettings
 ) -> tuple[asyncio.SubprocessTransport, asyncio.BaseProtocol]:
     options: dict[str, Any] = {
         "stdin": subprocess.DEVNULL,

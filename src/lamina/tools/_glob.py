@@ -17,7 +17,7 @@ from typing import Annotated, Any, Final
 import msgspec
 
 from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput, located
-from lamina.tools._walk import compile_glob, split_glob, walk_files
+from lamina.tools._search_files import compile_glob, split_glob, walk_files
 
 DEFAULT_MAX_RESULTS: Final = 500
 

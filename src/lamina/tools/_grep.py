@@ -24,7 +24,7 @@ from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutp
 from lamina.tools._grep_process import SearchWorker
 from lamina.tools._grep_worker import Mode as OutputMode
 from lamina.tools._read import SNIFF_BYTES
-from lamina.tools._walk import compile_glob, walk_files
+from lamina.tools._search_files import compile_glob, walk_files
 from lamina.workspace import Located, PathEscapeError, locate
 
 DEFAULT_MAX_RESULTS: Final = 200

@@ -25,7 +25,7 @@ from lamina.session import ReadStamp
 from lamina.tools._base import PermissionMode, Tool, ToolContext, ToolInputError, ToolOutput, within
 from lamina.tools._offload import offload_result
 from lamina.tools._protected import protected_question, protected_writes
-from lamina.tools._rules import Allow, Ask, AskCallback, Deny, PermissionRequest, Rewrite, Rule, ToolCall
+from lamina.tools._rules import Allow, Ask, AskCallback, BoundCall, Deny, PermissionRequest, Rewrite, Rule
 
 _INPUT_IN_QUESTION: Final = 400  # characters of the input quoted in an approval question
 
@@ -99,7 +99,7 @@ class ToolPipeline:
     def tool(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
-    def bind(self, call_id: str, name: str, raw_input: Mapping[str, Any]) -> ToolCall | None:
+    def bind(self, call_id: str, name: str, raw_input: Mapping[str, Any]) -> BoundCall | None:
         """The call as rules see it (input validated, paths resolved within the roots), or None.
 
         None where lookup, validation or the path bounds would refuse it. Runs nothing: for
@@ -178,7 +178,7 @@ class ToolPipeline:
             return _ran(call, output, content, images, None, read=output.read if content == output.content else None)
         return _ran(call, output, offloaded.preview, images, offloaded.path)
 
-    def _mode_verdict(self, call: ToolCall, ctx: ToolContext) -> Allow | Deny | Ask:
+    def _mode_verdict(self, call: BoundCall, ctx: ToolContext) -> Allow | Deny | Ask:
         if call.tool.read_only:
             return Allow()
         match ctx.mode:
@@ -205,7 +205,7 @@ class ToolPipeline:
                 assert_never(ctx.mode)
 
 
-def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContext) -> ToolCall | Deny:
+def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContext) -> BoundCall | Deny:
     """The call with its paths resolved, or a Deny if one lies outside the roots the tool may use."""
     roots = ctx.readable_roots if tool.read_only else ctx.writable_roots
     resolved: list[Path] = []
@@ -226,12 +226,12 @@ def _bound(call_id: str, name: str, tool: Tool[Any], input: Any, ctx: ToolContex
                 by="path_bounds",
             )
         resolved.append(real)
-    return ToolCall(
+    return BoundCall(
         call_id=call_id, name=name, input=input, tool=tool, paths=tuple(resolved), context=ctx, named=tuple(named)
     )
 
 
-def _with_protected(call: ToolCall, questions: list[tuple[str, str]]) -> list[tuple[str, str, tuple[Path, ...]]]:
+def _with_protected(call: BoundCall, questions: list[tuple[str, str]]) -> list[tuple[str, str, tuple[Path, ...]]]:
     """The questions to put, the first naming the protected paths the call writes (in every mode).
 
     That question stands for ask mode's own: the user approves the call once, knowing what it writes.
@@ -253,7 +253,7 @@ def _revalidate(tool: Tool[Any], new_input: object, by: str) -> Any:
 
 
 async def _approve(
-    call: ToolCall, question: str, asked_by: str, ask: AskCallback | None, protected: tuple[Path, ...]
+    call: BoundCall, question: str, asked_by: str, ask: AskCallback | None, protected: tuple[Path, ...]
 ) -> Allow | Deny:
     if ask is None:
         return Deny(
@@ -284,7 +284,7 @@ def _keep_images(output: ToolOutput, ctx: ToolContext) -> tuple[str, tuple[Attac
     return "\n".join([output.content, *notes]) if notes else output.content, refs
 
 
-def _for_call(ctx: ToolContext, call: ToolCall, rules: tuple[Rule, ...]) -> ToolContext:
+def _for_call(ctx: ToolContext, call: BoundCall, rules: tuple[Rule, ...]) -> ToolContext:
     """The context a call runs in: the paths checked (refused if they now lead elsewhere), and what rules hide."""
 
     def hidden(path: Path) -> bool:
@@ -293,7 +293,7 @@ def _for_call(ctx: ToolContext, call: ToolCall, rules: tuple[Rule, ...]) -> Tool
     return dataclasses.replace(ctx, checked_paths=call.paths, hidden=hidden if rules else None)
 
 
-async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:
+async def _run(tool: Tool[Any], call: BoundCall, ctx: ToolContext) -> ToolOutput:
     if ctx.progress is not None:
         ctx.progress("")  # it runs now, any approval behind it: a front end starts its timer
     try:
@@ -303,7 +303,7 @@ async def _run(tool: Tool[Any], call: ToolCall, ctx: ToolContext) -> ToolOutput:
 
 
 def _ran(
-    call: ToolCall,
+    call: BoundCall,
     output: ToolOutput,
     content: str,
     images: tuple[AttachmentRef, ...],

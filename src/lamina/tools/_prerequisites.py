@@ -20,7 +20,7 @@ from lamina.shell import file_uses, read_command
 from lamina.tools._base import ToolOutput
 from lamina.tools._bash import BashInput
 from lamina.tools._read import ReadInput
-from lamina.tools._rules import Allow, Deny, Rule, ToolCall, Verdict
+from lamina.tools._rules import Allow, BoundCall, Deny, Rule, Verdict
 
 _EXIT_CODE: Final = re.compile(r"\[exit code (-?\d+)[^\]\n]*\]\s*\Z")
 """How the Bash tool ends its output; a read by Bash counts only with exit code 0."""
@@ -38,7 +38,7 @@ class Requirement:
     """Why it is required, as the model is told: `skill 'deploy'`, `the github source`."""
     key: str
     """Identifies the requirement (`skill:deploy`, `guide:github`); registering a key again replaces it."""
-    applies_to: Callable[[ToolCall], bool] | None = None
+    applies_to: Callable[[BoundCall], bool] | None = None
     """None for a blocking requirement; else the calls denied while the file is unread in the current window."""
 
     @property
@@ -106,7 +106,7 @@ class PrerequisiteManager:
         cwd: str | os.PathLike[str] | None = None,
         reason: str,
         key: str,
-        applies_to: Callable[[ToolCall], bool] | None = None,
+        applies_to: Callable[[BoundCall], bool] | None = None,
     ) -> Requirement:
         """Register a required read and return it; a blocking one for a file already read is met at once.
 
@@ -147,7 +147,7 @@ class PrerequisiteManager:
         """
         self._read.clear()
 
-    def hear(self, call: ToolCall, output: ToolOutput) -> None:
+    def hear(self, call: BoundCall, output: ToolOutput) -> None:
         """Count what a call the pipeline allowed read, if it succeeded (the rule's `after`; also a replay).
 
         A session that moves to another branch replays the reads of the branch's own context
@@ -203,7 +203,7 @@ class PrerequisiteManager:
                     self._denials.pop(requirement.key, None)
                     self._stuck.discard(requirement.key)
 
-    def _check(self, call: ToolCall) -> Verdict:
+    def _check(self, call: BoundCall) -> Verdict:
         unmet = [
             r
             for r in self._requirements.values()
@@ -241,10 +241,10 @@ class _PrerequisiteRule(Rule):
     def name(self) -> str:
         return "prerequisites"
 
-    async def check(self, call: ToolCall) -> Verdict:
+    async def check(self, call: BoundCall) -> Verdict:
         return self._manager._check(call)
 
-    async def after(self, call: ToolCall, output: ToolOutput) -> None:
+    async def after(self, call: BoundCall, output: ToolOutput) -> None:
         self._manager.hear(call, output)
 
 
@@ -271,7 +271,7 @@ class NearestContextFileRule(Rule):
     def name(self) -> str:
         return "nearest_context_file"
 
-    async def check(self, call: ToolCall) -> Verdict:
+    async def check(self, call: BoundCall) -> Verdict:
         if call.name not in self._tools:
             return Allow()
         unread: list[Path] = []
@@ -301,7 +301,7 @@ def _resolve(path: str | os.PathLike[str], cwd: str | os.PathLike[str] | None) -
         raise UsageError(f"cannot resolve the required file {str(path)!r}: {exc}") from None
 
 
-def _denial(unmet: Sequence[Requirement], call: ToolCall) -> str:
+def _denial(unmet: Sequence[Requirement], call: BoundCall) -> str:
     blocking = any(r.blocking for r in unmet)
     after = "Other tools are blocked until then." if blocking else f"{call.name} is blocked until then."
     if len(unmet) == 1:
@@ -311,7 +311,7 @@ def _denial(unmet: Sequence[Requirement], call: ToolCall) -> str:
     return f"Read these files first:\n{lines}\n{after}"
 
 
-def _reads(call: ToolCall, *, exempt_only: bool) -> frozenset[Path]:
+def _reads(call: BoundCall, *, exempt_only: bool) -> frozenset[Path]:
     """The files `call` reads in full or in part: the Read tool's path, or what a Bash command's readers open.
 
     With `exempt_only`, a Bash command counts only if every simple command in it is a reader that

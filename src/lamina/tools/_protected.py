@@ -18,7 +18,7 @@ import platformdirs
 
 from lamina.shell import file_uses, read_command
 from lamina.tools._bash import BashInput
-from lamina.tools._rules import ToolCall
+from lamina.tools._rules import BoundCall
 
 PROTECTED_NAMES: Final = (".git", ".lamina")
 """A path with a part of one of these names is protected, wherever it lies."""
@@ -26,7 +26,7 @@ PROTECTED_FOLDERS: Final = ("sources",)
 """Folders at the top of the working directory (and of each allowed root) that are protected."""
 
 
-def protected_writes(call: ToolCall) -> tuple[Path, ...]:
+def protected_writes(call: BoundCall) -> tuple[Path, ...]:
     """The protected paths `call` would write: an editing tool's paths, a Bash command's visible targets.
 
     Args:
@@ -50,7 +50,7 @@ def protected_writes(call: ToolCall) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def protected_question(call: ToolCall, paths: tuple[Path, ...]) -> str:
+def protected_question(call: BoundCall, paths: tuple[Path, ...]) -> str:
     """The question put to the user: the call, and each protected path it writes."""
     shown = ", ".join(call.context.display(path) for path in paths)
     return (

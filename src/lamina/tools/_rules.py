@@ -56,7 +56,7 @@ Verdict: TypeAlias = Allow | Deny | Ask | Rewrite
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class BoundCall:
     """One tool call as rules see it: validated input and the paths it touches."""
 
     call_id: str
@@ -76,7 +76,7 @@ class ToolCall:
 class PermissionRequest:
     """A question put to the user through the pipeline's `ask` callback."""
 
-    call: ToolCall
+    call: BoundCall
     """The call with its final input: every rule has run, so this is exactly what would execute."""
     question: str
     asked_by: str
@@ -99,10 +99,10 @@ class Rule(ABC):
         return type(self).__name__
 
     @abstractmethod
-    async def check(self, call: ToolCall) -> Verdict:
+    async def check(self, call: BoundCall) -> Verdict:
         """The rule's verdict on `call` (input already validated, paths inside the allowed roots)."""
 
-    def hides(self, call: ToolCall, path: Path) -> bool:
+    def hides(self, call: BoundCall, path: Path) -> bool:
         """Whether `path`, a file `call` meets on its way (a Grep match, a Glob result), is left out of its output.
 
         `check` saw only the paths the call names (a folder, for Grep); this is asked for each file
@@ -111,5 +111,5 @@ class Rule(ABC):
         """
         return False
 
-    async def after(self, call: ToolCall, output: ToolOutput) -> None:  # noqa: B027 - an optional hook
+    async def after(self, call: BoundCall, output: ToolOutput) -> None:  # noqa: B027 - an optional hook
         """Called after an allowed call ran; `output.is_error` tells whether it succeeded. Does nothing by default."""

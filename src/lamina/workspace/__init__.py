@@ -12,13 +12,6 @@ from lamina.workspace._context_files import (
     nearest_context_files,
 )
 from lamina.workspace._context_finder import ContextFileFinder
-from lamina.workspace._memory import (
-    DEFAULT_MEMORY_MAX_TOKENS,
-    MEMORY_FILE_NAME,
-    ProjectMemory,
-    load_memory,
-    memory_part,
-)
 from lamina.workspace._preferences import (
     MAX_NOTES_CHARS,
     PREFERENCES_ENV_VAR,
@@ -36,6 +29,13 @@ from lamina.workspace._project import (
     load_project,
     parse_project,
     project_part,
+)
+from lamina.workspace._project_memory import (
+    DEFAULT_MEMORY_MAX_TOKENS,
+    MEMORY_FILE_NAME,
+    ProjectMemory,
+    load_memory,
+    memory_part,
 )
 from lamina.workspace._skill_catalogue import skill_catalogue_part
 from lamina.workspace._skill_mentions import MentionResolution, parse_skill_mentions, resolve_mentions

@@ -32,13 +32,6 @@ from lamina.prompt import (
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace._context_files import ContextFile, ContextFileScan, SkippedPath
 from lamina.workspace._context_finder import ContextFileFinder
-from lamina.workspace._memory import (
-    DEFAULT_MEMORY_MAX_TOKENS,
-    MEMORY_FILE_NAME,
-    ProjectMemory,
-    load_memory,
-    memory_part,
-)
 from lamina.workspace._preferences import (
     Preferences,
     default_preferences_path,
@@ -46,6 +39,13 @@ from lamina.workspace._preferences import (
     preferences_part,
 )
 from lamina.workspace._project import PROJECT_FILE, ProjectFileError, ProjectManifest, load_project, project_part
+from lamina.workspace._project_memory import (
+    DEFAULT_MEMORY_MAX_TOKENS,
+    MEMORY_FILE_NAME,
+    ProjectMemory,
+    load_memory,
+    memory_part,
+)
 
 __all__ = [
     "DEFAULT_INLINE_ROOT_TOKENS",

@@ -71,7 +71,7 @@ class _Entry(msgspec.Struct, kw_only=True):
     trusted_at: datetime
 
 
-class _File(msgspec.Struct, kw_only=True):
+class _TrustFile(msgspec.Struct, kw_only=True):
     workspace: list[_Entry] = []
 
 
@@ -163,15 +163,15 @@ def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _read(path: Path) -> _File:
+def _read(path: Path) -> _TrustFile:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return _File()
+        return _TrustFile()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return msgspec.toml.decode(raw, type=_File)
+        return msgspec.toml.decode(raw, type=_TrustFile)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except msgspec.DecodeError as exc:

@@ -10,7 +10,7 @@ except ImportError as exc:
 
 from lamina.session.postgres._connection import split_url
 from lamina.session.postgres._migrations import SCHEMA_VERSION
-from lamina.session.postgres._session import PostgresSession
-from lamina.session.postgres._store import PostgresSessionStore
+from lamina.session.postgres._pg_session import PostgresSession
+from lamina.session.postgres._pg_store import PostgresSessionStore
 
 __all__ = ["SCHEMA_VERSION", "PostgresSession", "PostgresSessionStore", "split_url"]

@@ -10,13 +10,12 @@ from pathlib import Path
 
 from lamina.errors import StoreError
 from lamina.session._entries import LogEntry
-from lamina.session._meta import ForkOrigin
-from lamina.session._protocol import FileSource, SessionSummary
+from lamina.session._protocol import FileSource, ForkOrigin, SessionSummary
 from lamina.session._stamp import SUBFOLDERS, _title_from, check_session_id
 from lamina.session._tree import view_start_id
 from lamina.session.postgres._connection import PostgresConnection, _new_session_id
-from lamina.session.postgres._files import drop_names
-from lamina.session.postgres._session import PostgresSession
+from lamina.session.postgres._pg_files import drop_names
+from lamina.session.postgres._pg_session import PostgresSession
 
 
 def import_entries(

@@ -1,0 +1,127 @@
+"""One way to split a request body into cache blocks, for the simulators and for `lamina.reports` (pure).
+
+A block is one unit of prefix identity: a tool definition, a system block, a content block of a
+message (a string `content` is one text block), and, for OpenAI, whatever a message carries besides
+its content (`tool_calls`, `tool_call_id`, ...) or an input item that is not a message. Each
+generator yields `(where, ..., role, block)`: `where` is the block's path inside its group
+(`tools[3]`, `.content[2]`), so a report can name it and an error can point at it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Final
+
+from lamina.cachesim._simulator import CacheSimulationError
+
+TOOLS: Final = 0
+SYSTEM: Final = 1
+MESSAGES: Final = 2
+"""Anthropic's three levels, in prefix order: a change at one level invalidates every later one."""
+
+
+def as_list(value: object, where: str) -> list[object]:
+    """`value` as a list (None: empty).
+
+    Raises:
+        CacheSimulationError: `value` is not a list, named by `where`.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise CacheSimulationError(f"{where}: expected a list, got {type(value).__name__}")
+    return list(value)
+
+
+def as_mapping(value: object, where: str) -> Mapping[str, object]:
+    """`value` as a JSON object.
+
+    Raises:
+        CacheSimulationError: `value` is not an object, named by `where`.
+    """
+    if not isinstance(value, Mapping):
+        raise CacheSimulationError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def text_block(text: str) -> dict[str, object]:
+    # A string content renders as one text block, so both spellings share an identity.
+    """A string `content` as the one text block it renders as."""
+    return {"type": "text", "text": text}
+
+
+def without_marker(block: Mapping[str, object]) -> Mapping[str, object]:
+    """The block minus `cache_control` (also inside a tool_result's content), so markers never change identity."""
+    if "cache_control" in block:
+        block = {k: v for k, v in block.items() if k != "cache_control"}
+    inner = block.get("content")
+    if (
+        block.get("type") == "tool_result"
+        and isinstance(inner, list)
+        and any(isinstance(c, Mapping) and "cache_control" in c for c in inner)
+    ):
+        inner = [{k: v for k, v in c.items() if k != "cache_control"} if isinstance(c, Mapping) else c for c in inner]
+        block = {**block, "content": inner}
+    return block
+
+
+def tool_items(tools: list[object]) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
+    """The tool definitions as Anthropic cache blocks: `(where, level, role, block)`."""
+    for i, tool in enumerate(tools):
+        yield f"tools[{i}]", TOOLS, "tools", as_mapping(tool, f"tools[{i}]")
+
+
+def system_items(system: object) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
+    """The system prompt (a string or a list of blocks) as Anthropic cache blocks: `(where, level, role, block)`."""
+    if isinstance(system, str):
+        if system:
+            yield "system", SYSTEM, "system", text_block(system)
+        return
+    for i, block in enumerate(as_list(system, "system")):
+        yield f"system[{i}]", SYSTEM, "system", as_mapping(block, f"system[{i}]")
+
+
+def message_items(raw: object, prefix: str) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
+    """One message's content blocks as Anthropic cache blocks: `(where, level, role, block)`.
+
+    `where` is relative to `prefix`, the message's own path.
+    """
+    message = as_mapping(raw, prefix)
+    role = str(message.get("role", ""))
+    content = message.get("content")
+    if isinstance(content, str):
+        yield ".content", MESSAGES, role, text_block(content)
+        return
+    for c, block in enumerate(as_list(content, f"{prefix}.content")):
+        yield f".content[{c}]", MESSAGES, role, as_mapping(block, f"{prefix}.content[{c}]")
+
+
+def openai_item(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
+    """One OpenAI input item as cache blocks, `(where, role, block)`.
+
+    An item that is not a message is one block, its type standing for its role.
+    """
+    item = as_mapping(raw, where)
+    if "role" in item:
+        yield from openai_message(item, where)
+    else:  # function_call, function_call_output, reasoning, compaction, ...
+        yield "", str(item.get("type", "item")), item
+
+
+def openai_message(raw: object, where: str) -> Iterator[tuple[str, str, object]]:
+    """One OpenAI message as cache blocks, `(where, role, block)`: its content, then whatever else it carries."""
+    message = as_mapping(raw, where)
+    role = str(message.get("role", ""))
+    content = message.get("content")
+    # Everything but role and content (tool_calls, tool_call_id, name, ...) is one more block.
+    meta = {k: v for k, v in message.items() if k not in ("role", "content") and not (k == "type" and v == "message")}
+    emitted = False
+    if isinstance(content, str):
+        yield ".content", role, text_block(content)
+        emitted = True
+    else:
+        for c, part in enumerate(as_list(content, f"{where}.content")):
+            yield f".content[{c}]", role, part
+            emitted = True
+    if meta or not emitted:
+        yield "", role, meta

@@ -1,0 +1,45 @@
+"""Pricing: the cost model, the session's pace it reads, and the models' list prices (pure).
+
+The cost model (`_cost`) prices a context decision (a prune, a compaction, a turn's TTL) by its
+expected bill in base-price tokens over the likely rest of the session, from a provider's cache
+prices (`CachePrices`), the session's pace (`PaceTracker` folds it from the log) and the cache's
+state; docs/compaction.md ("The cost model") tells it. The list prices (`_prices`: `PRICES`,
+`cost_of`) put a turn's usage in US dollars for the CLI and the inspector.
+"""
+
+from __future__ import annotations
+
+from lamina.pricing._cost import (
+    DEFAULT_PRICES,
+    CachePrices,
+    CacheState,
+    Outlook,
+    PruneItem,
+    SessionPace,
+    choose_turn_ttl,
+    decision_on,
+    describe_decision,
+    price_compaction,
+    price_prune,
+)
+from lamina.pricing._pace import PaceTracker
+from lamina.pricing._prices import PRICES, Price, cost_of, price_of
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "PRICES",
+    "CachePrices",
+    "CacheState",
+    "Outlook",
+    "PaceTracker",
+    "Price",
+    "PruneItem",
+    "SessionPace",
+    "choose_turn_ttl",
+    "cost_of",
+    "decision_on",
+    "describe_decision",
+    "price_compaction",
+    "price_of",
+    "price_prune",
+]
