@@ -49,8 +49,9 @@ Trigger = Literal["manual", "threshold", "overflow"]
 class Compactor:
     """The engine's compaction (`engine.compactor`): the context's tokens, what compacting would pay, the compaction.
 
-    Also prunes old tool output before a turn, when it pays, and calibrates the token estimate from
-    what the provider reports.
+    It keeps what the cost model reads (the prices, read at each decision; the session's pace and
+    where the cache stands), so it also prunes old tool output before a turn when that pays and
+    chooses each turn's breakpoint TTL; and it calibrates the token estimate from what the provider reports.
     """
 
     def __init__(

@@ -41,10 +41,7 @@ from lamina.engine._state import boundary_state
 from lamina.engine._tooldefs import ToolDefinitions
 from lamina.engine._view import LiveView
 from lamina.errors import UsageError
-from lamina.placement import (
-    RenderedRequest,
-    RenderTarget,
-)
+from lamina.placement import RenderedRequest, RenderTarget
 from lamina.pricing import DEFAULT_PRICES, CachePrices
 from lamina.session import (
     AttachmentRef,
