@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -21,45 +22,32 @@ from lamina.engine._view import LiveView
 from lamina.session import CostDecision, LogEntry, SessionLog, UserMessage
 
 
+@dataclass(frozen=True, slots=True)
 class TurnAssembler:
     """Builds the engine's turns (`prepare_turn`, `preview_turn`, `reprepare`) from its state read now."""
 
-    def __init__(
-        self,
-        session: SessionLog,
-        *,
-        settings: SessionSettings,
-        view: Callable[[], LiveView],
-        tools: Callable[[], Sequence[ToolSpec]],
-        clock: Callable[[], float],
-        time_zone: str,
-    ) -> None:
-        """An assembler over the engine's reads.
-
-        Args:
-            session: The open session log (its id, its folders as shown to the model).
-            settings: The user's settings (the mode and the sources the tail states).
-            view: The live provider view of the current path.
-            tools: The tools the model may call.
-            clock: The time, in seconds since the epoch.
-            time_zone: The user's time zone.
-        """
-        self._session = session
-        self._settings = settings
-        self._view = view
-        self._tools = tools
-        self._clock = clock
-        self._time_zone = time_zone
+    session: SessionLog
+    """The open session log (its id, its folders as shown to the model)."""
+    settings: SessionSettings
+    """The user's settings (the mode and the sources the tail states)."""
+    view: Callable[[], LiveView]
+    """The live provider view of the current path."""
+    tools: Callable[[], Sequence[ToolSpec]]
+    """The tools the model may call."""
+    clock: Callable[[], float]
+    """The time, in seconds since the epoch."""
+    time_zone: str
+    """The user's time zone."""
 
     def volatile_inputs(self) -> VolatileInputs:
         """The inputs of this turn's volatile parts, read now."""
         return VolatileInputs(
-            now=datetime.fromtimestamp(self._clock(), UTC),
-            time_zone=self._time_zone,
-            permission_mode=self._settings.mode,
-            plans_dir=self._session.shown_path("plans"),
-            data_dir=self._session.shown_path("data"),
-            active_sources=self._settings.active_sources,
+            now=datetime.fromtimestamp(self.clock(), UTC),
+            time_zone=self.time_zone,
+            permission_mode=self.settings.mode,
+            plans_dir=self.session.shown_path("plans"),
+            data_dir=self.session.shown_path("data"),
+            active_sources=self.settings.active_sources,
         )
 
     def assemble(
@@ -91,19 +79,19 @@ class TurnAssembler:
         Returns:
             The turn.
         """
-        view = self._view()
+        view = self.view()
         volatile = build_volatile_parts(self.volatile_inputs())
         return assemble_turn(
             turn_id=turn_id,
-            session_id=self._session.id,
+            session_id=self.session.id,
             user=user,
             history=history,
             stable=stable,
             volatile=changed_volatile(volatile, view.last_seen if seen is None else seen),
             one_shots=view.outbox.carried() if one_shots is None else one_shots,
             boundary=view.boundary,
-            data_dir=self._session.shown_path("data"),
-            tools=self._tools() if tools is None else tools,
+            data_dir=self.session.shown_path("data"),
+            tools=self.tools() if tools is None else tools,
             stable_seen=stable_seen,
             turn_ttl=ttl[0],
             cost=ttl[1],
