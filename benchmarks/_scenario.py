@@ -288,9 +288,9 @@ def scripted_session(
         for scripted in script:
             clock_value[0] = scripted.steps[0].t
             if scripted.mode is not None:
-                engine.set_mode(scripted.mode)
+                engine.settings.set_mode(scripted.mode)
             if scripted.sources is not None:
-                engine.set_sources(scripted.sources)
+                engine.settings.set_sources(scripted.sources)
             if scripted.agents_md is not None:
                 (workspace / "AGENTS.md").write_text(scripted.agents_md)
             turn = engine.prepare_turn(scripted.prompt)

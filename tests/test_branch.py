@@ -274,24 +274,32 @@ def test_a_branch_has_its_path_s_plan_and_skills_and_the_user_s_latest_settings(
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
     engine.commit(engine.prepare_turn("Plan the fix"))
-    engine.submit_plan(title="Fix total", plan_path="", text="1. Remove the + 1.")
+    engine.plans.submit(title="Fix total", plan_path="", text="1. Remove the + 1.")
     point = engine.record(AssistantMessage(text="Submitted the plan."))
     # the path left: the plan runs and is done, a skill is invoked, the user changes mode and sources
-    engine.record_plan("accepted")
-    engine.record_plan("dispatched")
-    engine.set_mode("execute")
-    engine.add_skills(["deploy"])
-    engine.set_sources(["github"])
+    engine.plans.record("accepted")
+    engine.plans.record("dispatched")
+    engine.settings.set_mode("execute")
+    engine.settings.add_skills(["deploy"])
+    engine.settings.set_sources(["github"])
     engine.commit(engine.prepare_turn("Carry out the plan"))
     engine.record(AssistantMessage(text="Done."))
-    engine.record_plan("done")
-    assert engine.plan is not None and engine.plan.state == "done" and engine.skills_in_use == ("deploy",)
+    engine.plans.record("done")
+    assert (
+        engine.plans.latest is not None
+        and engine.plans.latest.state == "done"
+        and engine.settings.skills_in_use == ("deploy",)
+    )
 
     engine.branch(point.id)
     for current in (engine, engine := _reopen(engine, tmp_path, workspace, clock)):
-        assert current.plan is not None and current.plan.state == "submitted"  # still awaiting the decision
-        assert current.skills_in_use == ()
-        assert current.mode == "execute" and current.active_sources == ("github",)  # as the user last set them
+        assert (
+            current.plans.latest is not None and current.plans.latest.state == "submitted"
+        )  # still awaiting the decision
+        assert current.settings.skills_in_use == ()
+        assert current.settings.mode == "execute" and current.settings.active_sources == (
+            "github",
+        )  # as the user last set them
         # the mode and sources changes were told on the path left: this branch's tail states them
         assert all(o.kind not in ("mode_transition", "source_activated") for o in current.pending_one_shots)
     turn = engine.prepare_turn("On the branch")
@@ -350,7 +358,7 @@ async def test_a_skill_invoked_only_on_the_path_left_blocks_nothing_on_the_branc
     await agent.run_turn("Please [skill:deploy] the service.")  # required, never read on this path
     assert agent.activation is not None and [r.key for r in agent.activation.manager.pending()] == ["skill:deploy"]
     agent.branch(point.id)
-    assert agent.engine.skills_in_use == () and agent.activation.manager.pending() == ()
+    assert agent.engine.settings.skills_in_use == () and agent.activation.manager.pending() == ()
     await agent.run_turn("List the Python files.")
     result = _last_result(agent)
     assert not result.is_error and "app.py" in result.content  # not denied for a skill this branch never invoked
@@ -378,7 +386,7 @@ async def test_a_read_made_on_the_branch_s_path_still_counts_there(tmp_path: Pat
     assert (await agent.compact()).status == "compacted"  # on the path left: every read forgotten, the skill due again
     assert agent.activation is not None and [r.key for r in agent.activation.manager.pending()] == ["skill:deploy"]
     agent.branch(point.id)  # before the compaction: the skill was read in this branch's window
-    assert agent.engine.skills_in_use == ("deploy",) and agent.activation.manager.pending() == ()
+    assert agent.engine.settings.skills_in_use == ("deploy",) and agent.activation.manager.pending() == ()
     await agent.run_turn("List the Python files.")
     result = _last_result(agent)
     assert not result.is_error and "app.py" in result.content
@@ -392,9 +400,11 @@ async def test_a_reopened_session_has_its_path_s_skills_and_prerequisites(tmp_pa
     point = next(e for e in agent.engine.session.path() if isinstance(e, AssistantMessage))
     await agent.run_turn("Please [skill:deploy] the service.")
     agent = _reopened(agent, tmp_path, workspace)
-    assert agent.engine.skills_in_use == ("deploy",) and _pending(agent) == ["skill:deploy"]  # still unread here
+    assert agent.engine.settings.skills_in_use == ("deploy",) and _pending(agent) == [
+        "skill:deploy"
+    ]  # still unread here
     agent.branch(point.id)
     assert _pending(agent) == []
     agent = _reopened(agent, tmp_path, workspace)
-    assert agent.engine.skills_in_use == () and _pending(agent) == []
+    assert agent.engine.settings.skills_in_use == () and _pending(agent) == []
     agent.engine.session.close()

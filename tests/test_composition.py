@@ -32,7 +32,7 @@ def _session(tmp_path: Path) -> tuple[LocalSessionStore, str, SessionComposition
     live = SessionComposition()
     for n in range(3):
         if n == 1:
-            engine.set_mode("execute")
+            engine.settings.set_mode("execute")
         if n == 2:
             (workspace / "AGENTS.md").write_text("# Rules\n- Run the tests.\n- Never push.\n")
         turn = engine.prepare_turn(f"fix module_{n}.py")

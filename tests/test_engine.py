@@ -47,7 +47,7 @@ def body_text(body: Any) -> str:
 def test_logged_equals_sent(tmp_path: Path, workspace: Path) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock, on_disk=True)  # the log is read back from disk
-    engine.set_mode("execute")
+    engine.settings.set_mode("execute")
     turn = engine.prepare_turn("Fix the bug in app.py")
     bodies = {
         "anthropic": validate_anthropic(render(turn, ANTHROPIC)),
@@ -214,9 +214,9 @@ def test_stable_prefix_is_byte_identical_for_50_turns_and_an_edit_arrives_once_i
     previous_messages: list[Any] = []
     for n in range(50):
         if n in (10, 25, 40):
-            engine.set_mode(("execute", "explore", "ask")[n // 15])
+            engine.settings.set_mode(("execute", "explore", "ask")[n // 15])
         if n % 7 == 3:
-            engine.set_sources(["github"] if n % 2 else ["github", "linear"])
+            engine.settings.set_sources(["github"] if n % 2 else ["github", "linear"])
         if n == 30:
             (workspace / "AGENTS.md").write_text("Run the tests with `make test`. Never push to main.\n")
         clock.advance(3)
@@ -267,7 +267,7 @@ def test_tail_repeats_only_what_changed(tmp_path: Path, workspace: Path) -> None
     clock.advance(5)
     second = engine.prepare_turn("two")
     assert [p.key for p in second.volatile] == ["date_time"]
-    engine.set_mode("execute")
+    engine.settings.set_mode("execute")
     clock.advance(5)
     third = engine.prepare_turn("three")
     assert [p.key for p in third.volatile] == ["date_time", "session_state"]
@@ -386,7 +386,7 @@ def test_render_cache_gives_the_same_bodies(tmp_path: Path, workspace: Path, tar
             engine.queue_one_shot("note", "abandoned turn coming")
             engine.prepare_turn("this one is never answered")
         if n == 5:
-            engine.set_mode("execute")
+            engine.settings.set_mode("execute")
         turn = engine.prepare_turn(f"request {n}")
         for call in range(n % 3):
             assert engine.request(turn, target) == render(turn, target, continuation=engine.continuation(turn))

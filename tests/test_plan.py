@@ -102,8 +102,8 @@ def test_plan_mode_reads_everything_and_writes_only_in_the_plans_folder(
     store: LocalSessionStore, workspace: Path
 ) -> None:
     agent = open_plan_agent(store, workspace, [])
-    plans = agent.engine.plans_dir
-    assert agent.engine.mode == "plan" and agent.tools.context.mode is PermissionMode.PLAN
+    plans = agent.engine.session.plans_dir
+    assert agent.engine.settings.mode == "plan" and agent.tools.context.mode is PermissionMode.PLAN
     content, error = _call(agent, "Read", path="app.py")
     assert not error and "sum(xs) + 1" in content
     content, error = _call(agent, "Write", path=str(plans / "p.md"), content="# plan\n")
@@ -122,7 +122,7 @@ def test_explore_mode_still_writes_nothing_and_execute_mode_may_write_plans(
     store: LocalSessionStore, workspace: Path
 ) -> None:
     agent = open_plan_agent(store, workspace, [])
-    plans = agent.engine.plans_dir
+    plans = agent.engine.session.plans_dir
     agent.set_mode("explore")
     _, error = _call(agent, "Write", path=str(plans / "p.md"), content="x")
     assert error and not (plans / "p.md").exists()
@@ -136,11 +136,11 @@ def test_submit_plan_records_the_plan_durably_and_ends_the_turn(store: LocalSess
     agent = open_plan_agent(store, workspace, [])
     events: list[object] = []
     agent.on_event = events.append
-    agent.provider = ScriptedProvider(planning_script(agent.engine.plans_dir))
+    agent.provider = ScriptedProvider(planning_script(agent.engine.session.plans_dir))
     asyncio.run(plan_until_submitted(agent))
     plan = agent.plan
     assert plan is not None and plan.state == "submitted" and plan.title == "Fix total" and plan.text == PLAN_TEXT
-    assert plan.plan_path == str(agent.engine.plans_dir / "fix-total.md")
+    assert plan.plan_path == str(agent.engine.session.plans_dir / "fix-total.md")
     assert any(isinstance(e, PlanUpdate) and e.plan.state == "submitted" for e in events)
     # the turn ended after SubmitPlan's result: no model call followed it
     assert agent.provider.remaining == 1  # type: ignore[attr-defined]
@@ -155,7 +155,7 @@ def test_submit_plan_with_text_saves_it_in_the_plans_folder(store: LocalSessionS
     content, error = _call(agent, "SubmitPlan", title="Tidy up", text="1. Tidy.\n")
     assert not error and "submitted" in content
     plan = agent.plan
-    assert plan is not None and Path(plan.plan_path).parent == agent.engine.plans_dir
+    assert plan is not None and Path(plan.plan_path).parent == agent.engine.session.plans_dir
     assert Path(plan.plan_path).read_text() == "1. Tidy.\n"
     _, error = _call(agent, "SubmitPlan", title="Empty", text="  ")
     assert error
@@ -171,7 +171,7 @@ def test_submit_plan_with_text_saves_it_in_the_plans_folder(store: LocalSessionS
 
 def _submitted_agent(store: LocalSessionStore, workspace: Path) -> Agent:
     agent = open_plan_agent(store, workspace, [])
-    agent.provider = ScriptedProvider(planning_script(agent.engine.plans_dir))
+    agent.provider = ScriptedProvider(planning_script(agent.engine.session.plans_dir))
     asyncio.run(plan_until_submitted(agent))
     return agent
 
@@ -182,7 +182,9 @@ def test_accept_and_compact_runs_the_plan_in_a_fresh_context(store: LocalSession
     assert outcome is not None and outcome.text.startswith("Done")
     plan = agent.plan
     assert plan is not None and plan.state == "done" and plan.draft_input == "and then rename it"
-    assert agent.engine.mode == "plan"  # it ran in execute mode, then the session went back (it began in plan mode)
+    assert (
+        agent.engine.settings.mode == "plan"
+    )  # it ran in execute mode, then the session went back (it began in plan mode)
     request = json.dumps(agent.provider.requests[-1])  # type: ignore[attr-defined]
     assert PLAN_TEXT.splitlines()[2] in request  # the plan
     assert "<conversation_summary" in request or "summary" in request.lower()
@@ -218,7 +220,7 @@ def test_reject_returns_to_planning_with_the_feedback(store: LocalSessionStore, 
     assert outcome.text.startswith("Done")  # the scripted model's next answer
     plan = agent.plan
     assert plan is not None and plan.state == "rejected" and plan.detail == "Also update the docstring."
-    assert agent.engine.mode == "plan"
+    assert agent.engine.settings.mode == "plan"
     last_user = [e for e in agent.engine.session.entries() if isinstance(e, UserMessage)][-1]
     assert "Also update the docstring." in last_user.text and "did not approve" in last_user.text
     assert last_user.typed == "Also update the docstring."  # the user's words lane takes only the feedback
@@ -280,9 +282,9 @@ def test_a_compaction_in_between_keeps_the_plan_and_its_snapshot_carries_it(
 def _stop_at(store: LocalSessionStore, workspace: Path, state: str) -> str:
     """A session whose accepted plan stopped at `state`, as a process that died there leaves it."""
     agent = _submitted_agent(store, workspace)
-    agent.engine.record_plan("accepted", compact=True, draft_input="my unsent words")
+    agent.engine.plans.record("accepted", compact=True, draft_input="my unsent words")
     if state != "accepted":
-        agent.engine.record_plan("awaiting_compaction")
+        agent.engine.plans.record("awaiting_compaction")
     session_id = agent.engine.session.id
     agent.engine.session.close()
     return session_id

@@ -68,7 +68,7 @@ class _DyingFiles(OsFiles):
 def _child(root: Path, workspace: Path, session_id: str, point: str, when: str) -> None:
     store = LocalSessionStore(root, files=_DyingFiles(POINTS[point], when))
     agent = open_plan_agent(store, workspace, [], session_id=session_id)
-    agent.provider = ScriptedProvider(planning_script(agent.engine.plans_dir))
+    agent.provider = ScriptedProvider(planning_script(agent.engine.session.plans_dir))
 
     async def run() -> None:
         await plan_until_submitted(agent)

@@ -54,7 +54,7 @@ def _script(plans_dir: Path) -> list[ScriptedResponse]:
 def _executed(tmp_path: Path) -> tuple[Agent, Any]:
     store = LocalSessionStore(tmp_path / "store")
     agent = open_plan_agent(store, make_workspace(tmp_path), [])
-    agent.provider = ScriptedProvider(_script(agent.engine.plans_dir))
+    agent.provider = ScriptedProvider(_script(agent.engine.session.plans_dir))
     asyncio.run(plan_until_submitted(agent))
     outcome = asyncio.run(agent.accept_plan(compact=True))
     assert outcome is not None and outcome.text.startswith("Done")

@@ -78,7 +78,7 @@ def test_the_plan_runs_in_the_chosen_mode_then_the_mode_before_plan_mode(
         assert plan is not None and (plan.state, plan.run_mode, plan.return_mode) == ("done", mode, "ask")
         assert (workspace / "fixed.txt").read_text() == "ok\n"
         assert asked == (["Write"] if mode == "ask" else [])  # ask mode asked before the change
-        assert agent.engine.mode == "ask" and agent.tools.context.mode.value == "ask"
+        assert agent.engine.settings.mode == "ask" and agent.tools.context.mode.value == "ask"
         assert _modes(agent) == (["ask", "plan", "ask"] if mode == "ask" else ["ask", "plan", "execute", "ask"])
 
 
@@ -89,16 +89,16 @@ def test_a_plan_whose_run_the_process_stopped_in_goes_back_to_the_mode_before_it
         asyncio.run(_submitted(agent))
         engine = agent.engine
         # what a process killed during the execution turn leaves: accepted, dispatched, answered, in execute mode
-        engine.record_plan("accepted", run_mode="execute", return_mode="ask")
-        engine.record_plan("dispatched")
-        plan = engine.plan
+        engine.plans.record("accepted", run_mode="execute", return_mode="ask")
+        engine.plans.record("dispatched")
+        plan = engine.plans.latest
         assert plan is not None
         agent.set_mode("execute")
         engine.record(UserMessage(text=execution_message(plan)), durable=True)
         engine.record(AssistantMessage(text="Fixing."), durable=True)
         session_id = engine.session.id
     with _agent(store, workspace, [], session_id=session_id) as reopened:
-        assert reopened.engine.mode == "execute"
+        assert reopened.engine.settings.mode == "execute"
         assert asyncio.run(reopened.resume_plan()) is None  # not sent again
-        assert reopened.engine.mode == "ask"
+        assert reopened.engine.settings.mode == "ask"
         assert reopened.plan is not None and reopened.plan.state == "dispatched"

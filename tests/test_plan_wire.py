@@ -46,7 +46,7 @@ async def test_accept_and_compact_sends_the_plan_in_a_fresh_context(
         agent = open_agent(
             store, provider, workspace=workspace, mode="plan", retry=RetryPolicy(sleep=_no_sleep), keep_tokens=200
         )
-        plan_file = str(agent.engine.plans_dir / "fix-total.md")
+        plan_file = str(agent.engine.session.plans_dir / "fix-total.md")
         edit = {"path": "app.py", "old_string": " + 1", "new_string": ""}
         wire.script(
             Reply(text=EARLY_ANSWER),

@@ -235,7 +235,7 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
     engine.record(ToolResult(call_id="s1", name="Read", content="# Deploy\nRun the script.\n"))
     engine.record(ToolCall(call_id="lost", name="Bash", input={"command": "make deploy", "timeout": 1.5}))
     engine.commit(earlier)
-    engine.set_mode("execute")  # a one-shot in this turn's tail
+    engine.settings.set_mode("execute")  # a one-shot in this turn's tail
     clock.advance(60)
     turn = engine.prepare_turn("And now?", [NamedBytes("notes.txt", b"remember the milk\n")])
     engine.record(AssistantMessage(text="Checking."))

@@ -113,7 +113,7 @@ async def test_a_task_that_names_a_skill_requires_reading_it_like_a_mention(tmp_
         denied, read = _results(agent.engine.session.entries())
         assert denied.is_error and str(skill_md) in denied.content  # blocked until the skill is read
         assert not read.is_error
-        assert agent.engine.skills_in_use == ("review",)
+        assert agent.engine.settings.skills_in_use == ("review",)
         agent.engine.session.close()
     assert "invoked the skill 'review'" in json.dumps(wire.requests[0].body["messages"])
 

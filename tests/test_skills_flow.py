@@ -139,12 +139,12 @@ async def test_skills_in_use_survive_a_resume_and_are_required_again_after_compa
         agent.engine.session.close()
 
         resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)  # type: ignore[arg-type]
-        assert resumed.engine.skills_in_use == ("deploy",)
+        assert resumed.engine.settings.skills_in_use == ("deploy",)
         assert (await resumed.compact()).status == "compacted"
         await resumed.run_turn("List the files.")
         denied = _results(resumed.engine.session.entries())[-1]
         assert denied.is_error and str(skill_md) in denied.content
         resumed.engine.session.close()
         again = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)  # type: ignore[arg-type]
-        assert again.engine.skills_in_use == ("deploy",)  # from the boundary's snapshot after a resume
+        assert again.engine.settings.skills_in_use == ("deploy",)  # from the boundary's snapshot after a resume
         again.engine.session.close()

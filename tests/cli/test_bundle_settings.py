@@ -115,7 +115,7 @@ async def test_open_agent_on_an_imported_session_keeps_the_callers_mode(
     wire.script(Reply(text="Fine."))
     async with anthropic_provider(wire) as provider:
         with open_agent(store, provider, workspace=tmp_path / "mine", session_id=imported) as agent:
-            assert agent.engine.mode == "ask"  # the caller's (the default), not the bundle's execute
+            assert agent.engine.settings.mode == "ask"  # the caller's (the default), not the bundle's execute
 
 
 async def test_a_plan_the_author_accepted_is_not_carried_out_after_import(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ async def test_a_plan_the_author_accepted_is_not_carried_out_after_import(tmp_pa
     author = LocalSessionStore(tmp_path / "theirs")
     with open_agent(author, ScriptedProvider(steps), workspace=workspace, mode="plan") as agent:
         assert (await agent.run_turn("Plan it.")).stop_reason == "plan_submitted"
-        agent.engine.record_plan("accepted", run_mode="execute", return_mode="execute")  # then exported
+        agent.engine.plans.record("accepted", run_mode="execute", return_mode="execute")  # then exported
         session_id = agent.engine.session.id
     export_session(author, session_id, tmp_path / "shared.zip")
     mine = LocalSessionStore(tmp_path / "mine")
@@ -140,5 +140,5 @@ async def test_a_plan_the_author_accepted_is_not_carried_out_after_import(tmp_pa
         assert await agent.resume_plan() is None  # nothing to carry on: the author's acceptance is not the user's
         plan = agent.plan
         assert plan is not None and plan.state == "cancelled" and "not by you" in plan.detail
-        assert agent.engine.mode == "ask"
+        assert agent.engine.settings.mode == "ask"
     assert not (workspace / "pwned").exists()

@@ -269,7 +269,7 @@ def test_the_preview_behind_chat_context_budgets_what_the_next_turn_sends_and_lo
         assert budget_of_turn(first) == budget_of_turn(turn)
         engine.record(AssistantMessage(text="Hello."))
         engine.commit(turn)
-        engine.set_mode("execute")  # a one-shot waits in the outbox
+        engine.settings.set_mode("execute")  # a one-shot waits in the outbox
         logged = len(session.entries())
         preview = engine.preview_turn("again")
         assert len(session.entries()) == logged and engine.pending_one_shots

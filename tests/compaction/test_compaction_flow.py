@@ -95,7 +95,7 @@ def test_log_after_compaction_is_the_log_before_plus_one_boundary(
 def test_pinned_words_survive_every_compaction(tmp_path: Path, workspace: Path, compactions: int) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
-    engine.set_mode("execute")
+    engine.settings.set_mode("execute")
     first = engine.prepare_turn("Never touch the tests in tests/legacy. Refactor the parser, please.")
     engine.record(AssistantMessage(text="Understood."))
     engine.commit(first)
@@ -144,15 +144,15 @@ def test_the_deterministic_summary_keeps_its_shape_over_compactions_that_split_t
 def test_reopened_session_knows_the_state_from_the_boundary(tmp_path: Path, workspace: Path) -> None:
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
-    engine.set_mode("explore")
-    engine.set_sources(["github"])
+    engine.settings.set_mode("explore")
+    engine.settings.set_sources(["github"])
     engine.queue_one_shot("note", "PENDING-AFTER-COMPACTION")
     _chat(engine, 8)
     asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000))
     engine.session.close()
     again = make_engine(tmp_path, workspace, clock, session_id=engine.session.id)
     assert again.session.loaded_count() < len(again.session.entries())  # resumed from the boundary
-    assert again.mode == "explore" and again.active_sources == ("github",)
+    assert again.settings.mode == "explore" and again.settings.active_sources == ("github",)
     # the one-shot was delivered in the first turn after it was queued; nothing is pending twice
     assert [o.text for o in again.pending_one_shots] == []
 

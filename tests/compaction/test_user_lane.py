@@ -301,8 +301,8 @@ def test_the_lane_is_on_the_boundary_so_a_resume_reads_it_from_there(tmp_path: P
 
 def test_state_is_stated_again_in_the_first_tail_after_a_compaction(tmp_path: Path, workspace: Path) -> None:
     engine = make_engine(tmp_path, workspace, Clock())
-    engine.set_mode("execute")
-    engine.set_sources(["github"])
+    engine.settings.set_mode("execute")
+    engine.settings.set_sources(["github"])
     _chat(engine, [f"step {n} " * 80 for n in range(8)])
     # the kept turns' tails said it already; a compaction must not count on them
     asyncio.run(engine.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_500))

@@ -36,7 +36,7 @@ def test_a_rewound_turn_is_told_only_what_is_true_on_its_branch(tmp_path: Path) 
             _turn(engine, "first question")
             (workspace / "AGENTS.md").write_text("Rule: indent with spaces.\n")
             _turn(engine, "second question, WRONG")  # delivers the AGENTS.md update on this path
-            engine.set_mode("execute")  # queues its notice for the next turn on this path
+            engine.settings.set_mode("execute")  # queues its notice for the next turn on this path
             assert [o.kind for o in engine.pending_one_shots] == ["mode_transition"]
             wrong = next(e for e in engine.view if isinstance(e, UserMessage) and "WRONG" in e.text)
             created = engine.branch(wrong.id)

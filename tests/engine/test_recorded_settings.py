@@ -68,13 +68,13 @@ def _turn(engine: ContextEngine, text: str) -> None:
 
 def test_a_reopened_session_knows_the_settings_it_recorded_last(store: SessionStore, workspace: Path) -> None:
     with _engine(store, workspace) as engine:
-        assert engine.settings == RecordedSettings(mode="ask")  # a new session: only its mode so far
-        engine.set_model("scripted:first.json")
-        engine.set_preset("custom", "/presets/mine.toml")
+        assert engine.settings.recorded == RecordedSettings(mode="ask")  # a new session: only its mode so far
+        engine.settings.set_model("scripted:first.json")
+        engine.settings.set_preset("custom", "/presets/mine.toml")
         _turn(engine, "hello")
-        engine.set_model("openai-compat:http://127.0.0.1:1/v1#local")
-        engine.set_model("openai-compat:http://127.0.0.1:1/v1#local")  # the same again: nothing recorded
-        engine.set_mode("plan")
+        engine.settings.set_model("openai-compat:http://127.0.0.1:1/v1#local")
+        engine.settings.set_model("openai-compat:http://127.0.0.1:1/v1#local")  # the same again: nothing recorded
+        engine.settings.set_mode("plan")
         session_id = engine.session.id
     local = "openai-compat:http://127.0.0.1:1/v1#local"
     expected = RecordedSettings(model=local, mode="plan", preset="custom", preset_file="/presets/mine.toml")
@@ -83,15 +83,15 @@ def test_a_reopened_session_knows_the_settings_it_recorded_last(store: SessionSt
         models = [e.value for e in session.entries() if isinstance(e, StateChange) and e.key == "model"]
     assert models == ["scripted:first.json", "openai-compat:http://127.0.0.1:1/v1#local"]
     with _engine(store, workspace, session_id) as again:
-        assert again.settings == expected
+        assert again.settings.recorded == expected
 
 
 def test_the_settings_survive_a_compaction_for_a_resume_that_reads_only_from_its_boundary(
     store: SessionStore, workspace: Path
 ) -> None:
     with _engine(store, workspace) as engine:
-        engine.set_model("scripted:s.json")
-        engine.set_preset("mini")
+        engine.settings.set_model("scripted:s.json")
+        engine.settings.set_preset("mini")
         for n in range(3):
             _turn(engine, f"request {n}")
         outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", force=True))

@@ -293,7 +293,7 @@ def test_the_engine_runs_on_either_store(store: SessionStore, tmp_path: Path) ->
     session.close()
     with store.open(session.id) as resumed:
         engine2 = ContextEngine(resumed, stable_source=lambda: ())
-        assert engine2.mode == "ask"
+        assert engine2.settings.mode == "ask"
         second = engine2.prepare_turn("second")
         assert second.one_shots == ()  # delivered once, never again
         engine2.end_turn()

@@ -225,5 +225,5 @@ async def test_the_guide_must_be_read_before_the_first_call_of_a_source(
     assert not results[1].is_error
     assert (results[2].content, results[2].is_error) == ("3", False)
     assert outcome.text == "1 + 2 = 3."
-    assert agent.engine.active_sources == ("calc", "lite")  # the volatile part states them
+    assert agent.engine.settings.active_sources == ("calc", "lite")  # the volatile part states them
     agent.engine.session.close()

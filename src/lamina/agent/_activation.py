@@ -121,7 +121,7 @@ class Activation:
         self._guides: dict[str, Path] = {}
         engine.compaction_hooks.append(self.after_compaction)
         engine.context_reset_hooks.append(self.after_compaction)  # the provider compacted its own context
-        for name in engine.skills_in_use:  # a resumed session: the skills invoked before it
+        for name in engine.settings.skills_in_use:  # a resumed session: the skills invoked before it
             skill = catalogue.scan.get(name)
             if skill is not None:
                 self._in_use[name] = skill
@@ -182,7 +182,7 @@ class Activation:
             )
         needed_sources: list[str] = []
         if resolution.found:
-            self.engine.add_skills([s.name for s in resolution.found])
+            self.engine.settings.add_skills([s.name for s in resolution.found])
         for skill in resolution.found:
             self._in_use[skill.name] = skill
             self._require(skill)
@@ -196,9 +196,9 @@ class Activation:
             )
             # only names that can be a source's slug: a SKILL.md field is untrusted text
             needed = (s for s in skill.required_sources if slug_problem(s) is None)
-            needed_sources += [s for s in needed if s not in self.engine.active_sources]
+            needed_sources += [s for s in needed if s not in self.engine.settings.active_sources]
         if needed_sources:  # the skill's sources are ready before its turn starts (a recorded state change)
-            self.engine.set_sources([*self.engine.active_sources, *dict.fromkeys(needed_sources)])
+            self.engine.settings.set_sources([*self.engine.settings.active_sources, *dict.fromkeys(needed_sources)])
         return warnings
 
     def _require(self, skill: Skill) -> None:
@@ -219,7 +219,7 @@ class Activation:
         branch's window read it. The active sources' guides stay (sources are the user's setting).
         """
         in_use: dict[str, Skill] = {}
-        for name in self.engine.skills_in_use:
+        for name in self.engine.settings.skills_in_use:
             skill = self.catalogue.scan.get(name)
             if skill is not None:
                 in_use[name] = skill

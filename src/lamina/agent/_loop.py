@@ -302,8 +302,8 @@ class Agent:
             tools_run.append(call.name)
             ends_turn = ends_turn or result.ends_turn
             self._emit(ToolFinished(call.call_id, call.name, result.is_error, result.content, entry.full_output_path))
-        if ends_turn and self.engine.plan is not None:
-            self._emit(PlanUpdate(self.engine.plan))
+        if ends_turn and self.engine.plans.latest is not None:
+            self._emit(PlanUpdate(self.engine.plans.latest))
         return ends_turn
 
     async def compact(
@@ -404,7 +404,7 @@ class Agent:
         """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
         self._check_open()
         mode = PermissionMode(mode)
-        self.engine.set_mode(mode.value)
+        self.engine.settings.set_mode(mode.value)
         self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
 
     @property

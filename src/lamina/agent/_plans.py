@@ -39,12 +39,12 @@ class PlanRunner:
     @property
     def plan(self) -> Plan | None:
         """The session's latest plan and where its approval stands."""
-        return self.engine.plan
+        return self.engine.plans.latest
 
     @property
     def waiting(self) -> bool:
         """Whether an accepted plan waits for its next step (its process stopped before it was carried out)."""
-        return next_step(self.engine.plan) is not None
+        return next_step(self.engine.plans.latest) is not None
 
     def accept(self, *, compact: bool, draft: str | None, mode: PermissionMode | str) -> None:
         """Record the plan accepted, to run in `mode` and then go back to the mode before the plan.
@@ -57,9 +57,9 @@ class PlanRunner:
             PlanTransitionError: No plan waits for a decision.
         """
         run_mode = PermissionMode(mode).value
-        current, before = self.engine.mode, self.engine.previous_mode
+        current, before = self.engine.settings.mode, self.engine.settings.previous_mode
         back = before if current == PermissionMode.PLAN.value and before is not None else current
-        self.engine.record_plan("accepted", compact=compact, draft_input=draft, run_mode=run_mode, return_mode=back)
+        self.engine.plans.record("accepted", compact=compact, draft_input=draft, run_mode=run_mode, return_mode=back)
         self._moved()
 
     def record(self, to: Literal["rejected", "cancelled"], detail: str) -> Plan:
@@ -68,7 +68,7 @@ class PlanRunner:
         Raises:
             PlanTransitionError: No plan can make that step.
         """
-        plan = self.engine.record_plan(to, detail=detail)
+        plan = self.engine.plans.record(to, detail=detail)
         self._moved()
         return plan
 
@@ -87,24 +87,24 @@ class PlanRunner:
         Returns:
             The execution turn's outcome; None when there was nothing to do or the compaction failed.
         """
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is not None and plan.state == "dispatched" and next_step(plan) is None:
             self._back(plan)
             return None
-        while (step := next_step(self.engine.plan)) is not None:
-            plan = self.engine.plan
+        while (step := next_step(self.engine.plans.latest)) is not None:
+            plan = self.engine.plans.latest
             assert plan is not None
             match step:
                 case "compact":
                     if plan.state == "accepted":
-                        self.engine.record_plan("awaiting_compaction")
+                        self.engine.plans.record("awaiting_compaction")
                         self._moved()
                     if not await self._compacted(plan.plan_id, timeout):
                         return None
                 case "mark_compacted":
-                    self.engine.record_plan("compacted", compaction_id=plan.compaction_id)
+                    self.engine.plans.record("compacted", compaction_id=plan.compaction_id)
                 case "dispatch":
-                    self.engine.record_plan("dispatched")
+                    self.engine.plans.record("dispatched")
                 case "send":
                     return await self._execute(plan, execution_message(plan))
                 case "continue":
@@ -114,7 +114,7 @@ class PlanRunner:
 
     def after_turn(self) -> None:
         """After a user's turn: a plan whose execution turn died (it was answered) is done, the session went on."""
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is not None and plan.state == "dispatched" and plan.answered:
             self._finish(plan.plan_id, "done", "the session went on after its execution was interrupted")
 
@@ -129,12 +129,12 @@ class PlanRunner:
             reason = f"the compaction failed: {exc}"
         else:
             reason = f"the compaction did not complete: {outcome.message}"
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is None or plan.plan_id != plan_id:
             return False
         if plan.state == "compacted" or plan.compaction_id is not None:
             return True  # completed (its boundary is durable), whatever was raised after it
-        self.engine.record_plan("failed", detail=reason)
+        self.engine.plans.record("failed", detail=reason)
         self._moved()
         return False
 
@@ -146,7 +146,7 @@ class PlanRunner:
         before the plan, so no later request runs in the plan's mode unless the user chooses it.
         """
         run_mode = PermissionMode(plan.run_mode or PermissionMode.EXECUTE.value)
-        if self.engine.mode != run_mode.value:
+        if self.engine.settings.mode != run_mode.value:
             self.set_mode(run_mode)  # a recorded state change and a one-shot notice
         try:
             outcome = await self.send(message)
@@ -163,15 +163,15 @@ class PlanRunner:
 
     def _back(self, plan: Plan) -> None:
         """Back to the mode before the plan, if the session is not in it."""
-        if plan.return_mode is not None and self.engine.mode != plan.return_mode:
+        if plan.return_mode is not None and self.engine.settings.mode != plan.return_mode:
             self.set_mode(PermissionMode(plan.return_mode))
 
     def _finish(self, plan_id: str, to: Literal["done", "failed", "cancelled"], detail: str) -> None:
-        plan = self.engine.plan
+        plan = self.engine.plans.latest
         if plan is not None and plan.plan_id == plan_id and plan.state == "dispatched":
-            self.engine.record_plan(to, detail=detail)
+            self.engine.plans.record(to, detail=detail)
             self._moved()
 
     def _moved(self) -> None:
-        if self.engine.plan is not None:
-            self.emit(PlanUpdate(self.engine.plan))
+        if self.engine.plans.latest is not None:
+            self.emit(PlanUpdate(self.engine.plans.latest))

@@ -157,13 +157,13 @@ def open_agent(
         )
 
         def submit_plan(title: str, path: str, text: str) -> str:
-            return engine.submit_plan(title=title, plan_path=path, text=text).plan_id
+            return engine.plans.submit(title=title, plan_path=path, text=text).plan_id
 
         tool_context = ToolContext(
             cwd=workspace,
             data_dir=session.data_dir,
-            mode=PermissionMode(engine.mode),
-            plans_dir=engine.plans_dir,
+            mode=PermissionMode(engine.settings.mode),
+            plans_dir=engine.session.plans_dir,
             submit_plan=submit_plan,
             offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
             attachments=engine.attachments,
@@ -186,7 +186,7 @@ def open_agent(
             for source in sources.sources:
                 activation.add_source(source.slug, guide_path(source))
             if not session_id:
-                engine.set_sources([s.slug for s in sources.sources])
+                engine.settings.set_sources([s.slug for s in sources.sources])
         if session_id:  # a reopened session: the skills in use and the reads met are its path's, as on a branch
             activation.after_branch(window_reads(engine, pipeline))
     except BaseException:

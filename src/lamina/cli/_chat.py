@@ -226,8 +226,8 @@ async def _session_chat(
         state.session_id = agent.engine.session.id
         resumed = " (resumed)" if session_id else ""
         err.print(
-            f"[dim]session {safe(state.session_id)}{resumed} · {safe(settings.model)} · mode {agent.engine.mode}"
-            " · /help for commands[/dim]"
+            f"[dim]session {safe(state.session_id)}{resumed} · {safe(settings.model)}"
+            f" · mode {agent.engine.settings.mode} · /help for commands[/dim]"
         )
         if session_id:
             print_recap(agent.engine.view, summarised=agent.engine.boundary is not None)
@@ -260,7 +260,7 @@ async def _loop(
     while True:
         draft, state.draft = state.draft, ""
         try:
-            line = await reader.message(draft, mode=agent.engine.mode)
+            line = await reader.message(draft, mode=agent.engine.settings.mode)
         except EOFError:
             return None
         except KeyboardInterrupt:

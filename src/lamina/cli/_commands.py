@@ -98,7 +98,7 @@ async def _mode(chat: Chat, mode: str) -> None:
         except ValueError:
             err.print(f"unknown mode {safe(repr(mode))}; use explore, plan, ask or execute")
             return
-    err.print(f"[dim]mode {chat.agent.engine.mode}[/dim]")
+    err.print(f"[dim]mode {chat.agent.engine.settings.mode}[/dim]")
 
 
 async def _model(chat: Chat, spec: str) -> None:
@@ -117,7 +117,7 @@ async def _model(chat: Chat, spec: str) -> None:
         return
     previous, chat.agent.provider = chat.agent.provider, provider
     await close_provider(previous)
-    chat.agent.engine.set_model(spec)  # a resumed session runs on it
+    chat.agent.engine.settings.set_model(spec)  # a resumed session runs on it
     chat.state.spec = spec
     chat.view.model = model_name(spec)
     err.print(f"[dim]model {safe(spec)}[/dim]")
@@ -341,10 +341,10 @@ def _print_context(agent: Agent) -> None:
     err.print(f"compacts  above {threshold:,} tokens (reserve {agent.compaction_reserve:,})")
     boundary = engine.boundary
     err.print(f"summary   {'none yet' if boundary is None else safe(f'{boundary.trigger} compaction')}")
-    err.print(f"mode      {engine.mode}")
-    skills = ", ".join(engine.skills_in_use) or "none"
+    err.print(f"mode      {engine.settings.mode}")
+    skills = ", ".join(engine.settings.skills_in_use) or "none"
     err.print(f"skills    {safe(skills)}")
-    sources = ", ".join(engine.active_sources) or "none"
+    sources = ", ".join(engine.settings.active_sources) or "none"
     err.print(f"sources   {safe(sources)}")
     pending = ", ".join(o.kind for o in engine.pending_one_shots) or "none"
     err.print(f"one-shots {safe(pending)} pending")

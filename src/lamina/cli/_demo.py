@@ -187,7 +187,7 @@ async def _session(
 
     async def turn(agent: Agent, label: str, text: str) -> None:
         console.print()
-        say(f"[bold]{label}[/bold] [dim](mode {agent.engine.mode})[/dim]  {safe(text)}")
+        say(f"[bold]{label}[/bold] [dim](mode {agent.engine.settings.mode})[/dim]  {safe(text)}")
         outcome = await agent.run_turn(text)
         say(f"[bold]model:[/bold] {safe(outcome.text)}", indent=3)
         rows.append((label, outcome))
@@ -223,7 +223,7 @@ async def _session(
         rows.append(("plan", executed))
     draft = (agent.plan.draft_input if agent.plan else None) or "Is there anything worrying in build.log?"
     say(f"[dim]the unsent draft kept with the plan comes back: {safe(draft)}[/dim]", indent=3)
-    say(f"[dim]the plan ran in execute mode; the session is back in {agent.engine.mode} mode[/dim]", indent=3)
+    say(f"[dim]the plan ran in execute mode; the session is back in {agent.engine.settings.mode} mode[/dim]", indent=3)
     say("[bold]/mode execute[/bold] [dim](the user moves the mode; the plan never does)[/dim]")
     agent.set_mode("execute")
     await turn(agent, "turn 2", draft)
@@ -234,7 +234,7 @@ async def _session(
     resumed = open_agent(
         store, provider, workspace=workspace, session_id=session_id, on_event=events, summariser=summariser
     )
-    say(f"loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.mode}", indent=3)
+    say(f"loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.settings.mode}", indent=3)
     await turn(resumed, "turn 3", "Summarise what we did today.")
     resumed.engine.session.close()
     return rows

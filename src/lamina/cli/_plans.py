@@ -93,7 +93,7 @@ async def plan_decision(
     outcome = await drive(agent, view, work)
     plan = agent.plan
     if plan is not None and plan.run_mode is not None and plan.dispatched and decision != "reject":
-        err.print(f"[dim]the plan ran in {plan.run_mode} mode; mode {agent.engine.mode} again[/dim]")
+        err.print(f"[dim]the plan ran in {plan.run_mode} mode; mode {agent.engine.settings.mode} again[/dim]")
     if decision != "reject" and arg:
         state.draft = arg  # back in the input once the plan ran
     return outcome

@@ -360,7 +360,7 @@ async def _run(
         on_event=on_event,
         on_compaction=on_compaction,
     ) as agent:
-        known.session_id, known.mode = agent.engine.session.id, agent.engine.mode
+        known.session_id, known.mode = agent.engine.session.id, agent.engine.settings.mode
         known.emit(
             {
                 "type": "session",

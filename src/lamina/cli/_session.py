@@ -215,11 +215,11 @@ def record_settings(agent: Agent, settings: Settings) -> None:
 
     A resumed session given another mode on the command line switches to it (the model is told).
     """
-    if agent.engine.mode != settings.mode:
+    if agent.engine.settings.mode != settings.mode:
         agent.set_mode(settings.mode)
-    agent.engine.set_model(settings.model)
+    agent.engine.settings.set_model(settings.model)
     preset_file = _preset_file(settings)
-    agent.engine.set_preset(settings.preset, str(preset_file) if preset_file is not None else "")
+    agent.engine.settings.set_preset(settings.preset, str(preset_file) if preset_file is not None else "")
 
 
 def stored_session_engine(session: SessionLog) -> ContextEngine:

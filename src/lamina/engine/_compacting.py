@@ -237,7 +237,7 @@ class CompactionMixin(EngineHost):
 
     def _snapshot(self) -> StateSnapshot:
         """The state a compaction boundary carries, for a resume that reads only from it on."""
-        settings = self._settings
+        settings = self.settings.state
         return StateSnapshot(
             mode=settings.mode if settings.mode_recorded else None,
             sources=settings.sources,
@@ -257,8 +257,8 @@ class CompactionMixin(EngineHost):
         if plan is None or plan.plan_id != plan_id or plan.state != "awaiting_compaction":
             return
         if outcome.status == "compacted" and plan.compaction_id is not None:
-            self.record_plan("compacted", compaction_id=plan.compaction_id)
+            self.plans.record("compacted", compaction_id=plan.compaction_id)
         elif outcome.status in ("already_compacted", "nothing_to_compact"):
             # nothing of the conversation is in view since the last boundary (or at all): the context is fresh
             boundary = self._view.boundary.id if self._view.boundary is not None else None
-            self.record_plan("compacted", compaction_id=boundary, detail=outcome.message)
+            self.plans.record("compacted", compaction_id=boundary, detail=outcome.message)

@@ -47,12 +47,12 @@ from lamina.engine._host import E
 from lamina.engine._media import MediaMixin
 from lamina.engine._outbox import Outbox, turn_one_shots
 from lamina.engine._pace import PaceTracker
-from lamina.engine._plans import PlansMixin
+from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._resume import ResumeMixin
 from lamina.engine._sessions import ProviderSessions
-from lamina.engine._settings import SettingsMixin
-from lamina.engine._state import PathState, SessionState, fold, fold_path
+from lamina.engine._settings import SessionSettings
+from lamina.engine._state import PathState, fold_path
 from lamina.engine._tooldefs import ToolDefinitions
 from lamina.engine._view import LiveView
 from lamina.errors import UsageError
@@ -86,7 +86,7 @@ def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
 
-class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, BranchingMixin, ResumeMixin):
+class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin, ResumeMixin):
     """Prepares, records and commits the turns of one open session.
 
     A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
@@ -135,9 +135,12 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         self._stable_source = stable_source
         self._clock = clock
         self._new_id = new_id
-        self._settings = SessionState()
+        self.settings = SessionSettings(record=self.record, queue_one_shot=self.queue_one_shot, path=lambda: self._path)
+        """The user's settings: permission mode, sources, skills in use, model and preset (each change recorded)."""
         self._path = PathState()
         self._outbox = Outbox()
+        self.plans = SessionPlans(record=self.record, path=lambda: self._path)
+        """The session's plans: the latest one and its transitions (`Plan`)."""
         self._stable = StablePrefix()
         self._tool_definitions = ToolDefinitions()
         self._sessions = ProviderSessions()
@@ -164,7 +167,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
             self._pace.observe(entry, entry.ts, 0, 0)
         self._rebuild_view()
         self._pace.request_tokens = self._pace.turn_mark_tokens = self._view.tokens  # as last sent, all of it
-        if mode is not None and not self._settings.mode_recorded:
+        if mode is not None and not self.settings.state.mode_recorded:
             # the session's starting mode: recorded, but not a transition the model must be told about
             self.record(StateChange(key="mode", value=mode), durable=True)
 
@@ -172,7 +175,7 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
 
     def _track_session_wide(self, entry: LogEntry) -> None:
         """Fold an entry into what holds on every branch (append order): settings, stable inputs, sessions."""
-        self._settings = fold(self._settings, entry)
+        self.settings.observe(entry)
         self._stable.observe(entry)
         self._tool_definitions.observe(entry)
         self._sessions.observe(entry)
@@ -289,10 +292,10 @@ class ContextEngine(SettingsMixin, MediaMixin, PlansMixin, CompactionMixin, Bran
         return VolatileInputs(
             now=now,
             time_zone=self.time_zone,
-            permission_mode=self._settings.mode,
+            permission_mode=self.settings.mode,
             plans_dir=plans_dir,
             data_dir=data_dir,
-            active_sources=self._settings.sources,
+            active_sources=self.settings.active_sources,
         )
 
     def prepare_turn(

@@ -17,10 +17,11 @@ from lamina.context import Part, ToolSpec
 from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox
 from lamina.engine._pace import PaceTracker
-from lamina.engine._plan import Plan, PlanStateName
+from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._sessions import ProviderSessions
-from lamina.engine._state import PathState, SessionState
+from lamina.engine._settings import SessionSettings
+from lamina.engine._state import PathState
 from lamina.engine._view import LiveView
 from lamina.placement import RenderCache
 from lamina.session import CompactionBoundary, Entry, LogEntry, ProviderView, SessionLog
@@ -40,7 +41,8 @@ class EngineHost:
     compaction_hooks: list[Callable[[CompactionBoundary], None]]
     compaction_listeners: list[Callable[[CompactionEvent], None]]
     context_reset_hooks: list[Callable[[], None]]
-    _settings: SessionState
+    settings: SessionSettings
+    plans: SessionPlans
     _path: PathState
     _outbox: Outbox
     _stable: StablePrefix
@@ -71,18 +73,6 @@ class EngineHost:
         raise NotImplementedError
 
     def _track_session_wide(self, entry: LogEntry) -> None:
-        raise NotImplementedError
-
-    def record_plan(
-        self,
-        to: PlanStateName,
-        *,
-        detail: str = "",
-        compact: bool = False,
-        draft_input: str | None = None,
-        compaction_id: str | None = None,
-    ) -> Plan:
-        """Move the latest plan to state `to` (`_plans.PlansMixin.record_plan`)."""
         raise NotImplementedError
 
     def _emit_compaction(self, event: CompactionEvent) -> None:

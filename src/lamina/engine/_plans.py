@@ -1,29 +1,38 @@
-"""Plans: the session's latest plan and its transitions (the state machine: `_plan`; each is fsynced)."""
+"""Plans as the engine keeps them: the session's latest plan and its transitions, each fsynced (I/O: the log)."""
 
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
+from collections.abc import Callable
 
-from lamina.engine._host import EngineHost
 from lamina.engine._plan import Plan, PlanStateName, check_transition
+from lamina.engine._recorder import Recorder
+from lamina.engine._state import PathState
 from lamina.session import PlanState
 
 
-class PlansMixin(EngineHost):
-    """The plan methods of `ContextEngine`: every transition is recorded durably before it has effect."""
+class SessionPlans:
+    """The session's plans (`engine.plans`): every transition is recorded durably before it has effect.
+
+    The machine is `_plan` (its one transition table); the latest plan is the current path's fold.
+    """
+
+    def __init__(self, *, record: Recorder, path: Callable[[], PathState]) -> None:
+        """The plans of the current path, read through `path`, moved through `record`.
+
+        Args:
+            record: The engine's write path.
+            path: The current path's state (its latest plan).
+        """
+        self._record = record
+        self._path = path
 
     @property
-    def plans_dir(self) -> Path:
-        """The session's plans folder: plan files, the only place plan mode may write."""
-        return self.session.plans_dir
-
-    @property
-    def plan(self) -> Plan | None:
+    def latest(self) -> Plan | None:
         """The session's latest plan and where its approval stands (None: no plan submitted yet)."""
-        return self._path.plan
+        return self._path().plan
 
-    def record_plan(
+    def record(
         self,
         to: PlanStateName,
         *,
@@ -51,7 +60,7 @@ class PlansMixin(EngineHost):
         Raises:
             PlanTransitionError: There is no plan, or its state does not lead to `to`.
         """
-        plan = check_transition(self._path.plan, to)
+        plan = check_transition(self.latest, to)
         entry = PlanState(
             plan_id=plan.plan_id,
             state=to,
@@ -62,11 +71,10 @@ class PlansMixin(EngineHost):
             run_mode=run_mode,
             return_mode=return_mode,
         )
-        self.record(entry, durable=True)
-        assert self._path.plan is not None
-        return self._path.plan
+        self._record(entry, durable=True)
+        return self._moved()
 
-    def submit_plan(self, *, title: str, plan_path: str, text: str) -> Plan:
+    def submit(self, *, title: str, plan_path: str, text: str) -> Plan:
         """Record a submitted plan (durable before this returns); it waits for the user's decision.
 
         A plan still waiting for a decision is cancelled first (replaced); one being carried out
@@ -75,15 +83,19 @@ class PlansMixin(EngineHost):
         Raises:
             PlanTransitionError: The latest plan is accepted and not dispatched yet.
         """
-        current = self._path.plan
+        current = self.latest
         if current is not None:
             if current.state == "dispatched":
-                self.record_plan("done", detail="a new plan was submitted while it was carried out")
+                self.record("done", detail="a new plan was submitted while it was carried out")
             elif current.state in ("submitted", "failed"):
-                self.record_plan("cancelled", detail="replaced by a newer plan")
+                self.record("cancelled", detail="replaced by a newer plan")
             elif current.state in ("accepted", "awaiting_compaction", "compacted"):
                 check_transition(current, "submitted")  # raises: a plan on its way cannot be replaced
         plan_id = "plan_" + secrets.token_hex(6)
-        self.record(PlanState(plan_id=plan_id, state="submitted", title=title, plan_path=plan_path, text=text))
-        assert self._path.plan is not None
-        return self._path.plan
+        self._record(PlanState(plan_id=plan_id, state="submitted", title=title, plan_path=plan_path, text=text))
+        return self._moved()
+
+    def _moved(self) -> Plan:
+        plan = self.latest
+        assert plan is not None  # the entry just recorded is a plan's
+        return plan
