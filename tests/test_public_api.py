@@ -50,6 +50,7 @@ SURFACE: dict[str, list[str]] = {
     "lamina": [
         "Agent",
         "AgentEvent",
+        "AgentOptions",
         "AnthropicTarget",
         "AttachmentError",
         "AuthenticationError",
@@ -100,6 +101,7 @@ SURFACE: dict[str, list[str]] = {
         "Activation",
         "Agent",
         "AgentEvent",
+        "AgentOptions",
         "DEFAULT_COMPACTION_BAND",
         "DEFAULT_PLAN_COMPACTION_TIMEOUT",
         "DEFAULT_RECOVERY_TOKENS",

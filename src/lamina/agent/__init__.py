@@ -4,7 +4,8 @@ Private modules: `_loop` (`Agent`: the turn loop and its tool round), and its me
 with what it needs: `_plans` (`PlanRunner`), `_provider_sessions` (`SessionRecovery`), `_model_calls`
 (`ModelCalls`, the send chain), `_priced` (`CompactionTiming`, pure) and `_lifetime`; `_events` (what
 a turn reports), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
-session) and `_wiring` (`open_agent`, `open_engine`).
+session) and `_options` (`AgentOptions`) and `_wiring` (`open_agent`,
+`open_engine`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from lamina.agent._events import (
     TurnOutcome,
 )
 from lamina.agent._loop import Agent
+from lamina.agent._options import AgentOptions
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, RecoveryBlock, recovery_text
@@ -33,6 +35,7 @@ __all__ = [
     "Activation",
     "Agent",
     "AgentEvent",
+    "AgentOptions",
     "ModelCallFinished",
     "PlanUpdate",
     "RecoveryBlock",
