@@ -204,7 +204,7 @@ async def test_a_lost_sdk_session_is_recovered_once_then_resumed(tmp_path: Path,
     try:
         await agent.run_turn("My favourite colour is teal.")
         session_id = agent.engine.session.id
-        lost = agent.engine.provider_session("claude-agent")
+        lost = agent.engine.provider_sessions.get("claude-agent")
     finally:
         agent.engine.session.close()
     assert lost is not None
@@ -213,7 +213,7 @@ async def test_a_lost_sdk_session_is_recovered_once_then_resumed(tmp_path: Path,
     agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id)  # a new process, on another machine
     try:
         second = await agent.run_turn("What is my favourite colour?")
-        fresh = agent.engine.provider_session("claude-agent")
+        fresh = agent.engine.provider_sessions.get("claude-agent")
         third = await agent.run_turn("I changed my mind: blue.")
     finally:
         agent.engine.session.close()
@@ -341,7 +341,7 @@ async def test_compact_reaches_the_sdk_and_its_boundary_restates_the_stable_part
     wire.script(Reply(text="First."), Reply(text="<summary>The user said hello.</summary>"), Reply(text="After."))
     agent = _sdk_agent(tmp_path, wire, workspace)
     resets: list[str] = []
-    agent.engine.context_reset_hooks.append(lambda: resets.append("reset"))
+    agent.engine.provider_sessions.reset_hooks.append(lambda: resets.append("reset"))
     try:
         await agent.run_turn("hello there")
         outcome = await agent.compact("keep the greeting")
@@ -502,15 +502,15 @@ import asyncio, os, signal, sys
 sys.path[:0] = [{src!r}, {repo!r}]
 from pathlib import Path
 from lamina.agent import AgentOptions, open_agent
-from lamina.engine import ContextEngine
+from lamina.engine import ContextEngine, ProviderSessionBook
 from lamina.providers._claude_agent import ClaudeAgentProvider
 from lamina.providers._retry import RetryPolicy
 from lamina.session._store import LocalSessionStore
 
 tmp, workspace, base_url, session_id, step = sys.argv[1:]
 
-def kill_around(name, *, before=False, only=lambda *a: True):
-    original = getattr(ContextEngine, name)
+def kill_around(owner, name, *, before=False, only=lambda *a: True):
+    original = getattr(owner, name)
     def wrapper(self, *args, **kwargs):
         if only(*args) and before:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -518,19 +518,19 @@ def kill_around(name, *, before=False, only=lambda *a: True):
         if only(*args):
             os.kill(os.getpid(), signal.SIGKILL)
         return result
-    setattr(ContextEngine, name, wrapper)
+    setattr(owner, name, wrapper)
 
 match step:
     case "cleared":  # the lost id is cleared, nothing queued yet
-        kill_around("clear_provider_session")
+        kill_around(ProviderSessionBook, "clear")
     case "queued":  # the block is queued, nothing sent
-        kill_around("queue_one_shot", only=lambda kind, text: kind == "recovery")
+        kill_around(ContextEngine, "queue_one_shot", only=lambda kind, text: kind == "recovery")
     case "sent":  # the fresh session answered, the delivery is not committed
-        kill_around("commit", before=True)
+        kill_around(ContextEngine, "commit", before=True)
     case "committed":  # delivered, the fresh session's id not stored
-        kill_around("set_provider_session", before=True)
+        kill_around(ProviderSessionBook, "set", before=True)
     case "stored":  # the fresh session's id stored, the answer not logged
-        kill_around("set_provider_session")
+        kill_around(ProviderSessionBook, "set")
 
 provider = ClaudeAgentProvider(
     "claude-sonnet-5", api_key="wire-test-key", base_url=base_url, cwd=workspace,
@@ -619,7 +619,7 @@ async def test_a_branch_forks_the_sdk_session_at_its_own_point_and_never_sends_t
     branch_to(answer_a)  # a new branch after the first exchange
     agent = _sdk_agent(tmp_path, wire, workspace, session_id=session_id)
     try:
-        forked = agent.engine.provider_session("claude-agent")
+        forked = agent.engine.provider_sessions.get("claude-agent")
         await agent.run_turn("Question C, on the branch.")
         await agent.run_turn("Question D, on the branch.")
     finally:
@@ -710,23 +710,23 @@ async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_o
     sdk_session = ProviderSession(provider="claude-agent", session_id="sdk-1", resume_at="m-1")
     for n in range(6):
         engine.prepare_turn(f"question {n} " + "words " * 200)
-        engine.set_provider_session(sdk_session)
+        engine.provider_sessions.set(sdk_session)
         engine.record(AssistantMessage(text=f"answer {n} " + "words " * 200))
     session_id = engine.session.id
     outcome = await engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)
     assert outcome.status == "compacted"
-    assert engine.provider_session("claude-agent") == sdk_session  # continued, not forked: still this path's
+    assert engine.provider_sessions.get("claude-agent") == sdk_session  # continued, not forked: still this path's
     engine.session.close()
     engine = make_engine(tmp_path, workspace, clock, session_id=session_id, on_disk=True)  # resumed from the boundary
-    assert engine.provider_session("claude-agent") == sdk_session
+    assert engine.provider_sessions.get("claude-agent") == sdk_session
     last_answer = engine.view[-1].id
     engine.prepare_turn("a turn that moves the SDK session on")
-    engine.set_provider_session(ProviderSession(provider="claude-agent", session_id="sdk-1", resume_at="m-2"))
+    engine.provider_sessions.set(ProviderSession(provider="claude-agent", session_id="sdk-1", resume_at="m-2"))
     engine.session.close()
     with LocalSessionStore(tmp_path / "store").open(session_id) as session:
         session.branch(last_answer)  # back to before that turn: another path continued the SDK session
     engine = make_engine(tmp_path, workspace, clock, session_id=session_id, on_disk=True)
-    forked = engine.provider_session("claude-agent")
+    forked = engine.provider_sessions.get("claude-agent")
     assert forked is not None and forked.fork and forked.resume_at == "m-1"  # forked at this path's own point
     engine.session.close()
 

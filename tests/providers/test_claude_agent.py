@@ -137,7 +137,7 @@ async def test_the_next_turn_resumes_the_sdk_session(wire: WireServer, tmp_path:
     [session] = provider.sessions.values()
     ids = {r.headers["x-claude-code-session-id"] for r in wire.requests}
     assert ids == {session.session_id} and session.resume_at is not None
-    assert agent.engine.provider_session("claude-agent") == session  # persisted in the log
+    assert agent.engine.provider_sessions.get("claude-agent") == session  # persisted in the log
 
 
 @pytest.mark.slow

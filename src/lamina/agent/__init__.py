@@ -4,8 +4,7 @@ Private modules: `_loop` (`Agent`: the turn loop and its tool round), and its me
 with what it needs: `_plans` (`PlanRunner`), `_provider_sessions` (`SessionRecovery`), `_model_calls`
 (`ModelCalls`, the send chain), `_priced` (`CompactionTiming`, pure) and `_lifetime`; `_events` (what
 a turn reports), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
-session) and `_options` (`AgentOptions`) and `_wiring` (`open_agent`,
-`open_engine`).
+session), `_options` (`AgentOptions`) and `_wiring` (`open_agent`, `open_engine`).
 """
 
 from __future__ import annotations

@@ -40,14 +40,14 @@ class SessionRecovery:
         self._update = None
         if not isinstance(request, SdkManagedPrompt):  # the log says where the provider session resumes
             return request
-        stored = self.engine.provider_session(self.provider().name)
+        stored = self.engine.provider_sessions.get(self.provider().name)
         return dataclasses.replace(request, resume=stored, new_session=stored is None)
 
     def observe(self, event: ProviderSessionChanged | ProviderCompacted) -> None:
         """The provider compacted its session (recorded now), or says where it resumes (recorded by `settle`)."""
         match event:
             case ProviderCompacted(trigger=trigger, tokens_before=tokens):
-                self.engine.provider_compacted(self.provider().name, trigger, tokens)
+                self.engine.provider_sessions.compacted(self.provider().name, trigger, tokens)
             case ProviderSessionChanged(session=session):  # once the provider accepted the call carrying the turn
                 self._update = session
 
@@ -55,7 +55,7 @@ class SessionRecovery:
         """Record where the provider session resumes (after the commit of the turn the call carried)."""
         update, self._update = self._update, None
         if update is not None:
-            self.engine.set_provider_session(update)
+            self.engine.provider_sessions.set(update)
 
     async def call(
         self,
@@ -92,12 +92,14 @@ class SessionRecovery:
         """
         provider = self.provider()
         name = provider.name
-        for session in self.engine.provider_sessions:
+        for session in self.engine.provider_sessions.all():
             if session.provider != name:
-                self.engine.clear_provider_session(session.provider, f"the conversation went on with {name}")
+                self.engine.provider_sessions.clear(session.provider, f"the conversation went on with {name}")
             elif self._bridge_pending():  # a branch seed or a transfer summary is for a fresh session
-                self.engine.clear_provider_session(name, "a pending branch seed or transfer summary starts a fresh one")
-        if not provider.capabilities.native_resume or self.engine.provider_session(name) is not None:
+                self.engine.provider_sessions.clear(
+                    name, "a pending branch seed or transfer summary starts a fresh one"
+                )
+        if not provider.capabilities.native_resume or self.engine.provider_sessions.get(name) is not None:
             return
         if not self._bridge_pending():  # a queued branch seed or transfer summary already bridges the gap
             reason = f"{name} holds no session of this conversation"
@@ -126,7 +128,7 @@ class SessionRecovery:
     async def compact(self, focus: str | None) -> CompactionOutcome:
         """`/compact` on an SDK-managed backend: the backend compacts its own session."""
         name = self.provider().name
-        stored = self.engine.provider_session(name)
+        stored = self.engine.provider_sessions.get(name)
         if stored is None:
             return CompactionOutcome("nothing_to_compact", f"nothing to compact: {name} holds no session yet")
         prompt = "/compact" + (f" {' '.join(focus.split())}" if focus else "")
@@ -138,7 +140,7 @@ class SessionRecovery:
                     self.observe(event)
                     compacted = event if isinstance(event, ProviderCompacted) else compacted
         except ProviderSessionLostError:
-            self.engine.clear_provider_session(name, "its session could not be resumed to compact it")
+            self.engine.provider_sessions.clear(name, "its session could not be resumed to compact it")
             return CompactionOutcome(
                 "nothing_to_compact", f"{name} no longer has the session; the next turn starts a fresh one"
             )
@@ -173,7 +175,7 @@ class SessionRecovery:
         )
         if block is None and not clear:
             return
-        self.engine.clear_provider_session(self.provider().name, reason)
+        self.engine.provider_sessions.clear(self.provider().name, reason)
         if block is not None and not self._bridge_pending():
             self.engine.queue_one_shot(RECOVERY_KIND, block.text, hidden=True)  # a bridge: hidden from transcripts
 

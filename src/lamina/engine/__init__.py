@@ -27,8 +27,10 @@ from lamina.engine._plan import (
     next_step,
     rejection_message,
 )
+from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import prefix_context
-from lamina.engine._sessions import provider_session_in_view
+from lamina.engine._session_book import ProviderSessionBook, provider_session_in_view
+from lamina.engine._settings import SessionSettings
 from lamina.engine._state import RecordedSettings, recorded_settings
 from lamina.engine._tooldefs import recorded_tools
 from lamina.engine._view import HistorySlice
@@ -46,7 +48,10 @@ __all__ = [
     "PlanStateName",
     "PlanStep",
     "PlanTransitionError",
+    "ProviderSessionBook",
     "RecordedSettings",
+    "SessionPlans",
+    "SessionSettings",
     "StableSource",
     "advance",
     "assemble_turn",

@@ -242,7 +242,7 @@ class CompactionMixin(EngineHost):
             mode=settings.mode if settings.mode_recorded else None,
             sources=settings.sources,
             skills=self._path.skills,
-            provider_sessions=self._sessions.all(),
+            provider_sessions=self.provider_sessions.all(),
             stable=self._stable.state(),
             pending_one_shots=self._outbox.records(),
             plan=self._path.plan,

@@ -49,8 +49,7 @@ from lamina.engine._outbox import Outbox, turn_one_shots
 from lamina.engine._pace import PaceTracker
 from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
-from lamina.engine._resume import ResumeMixin
-from lamina.engine._sessions import ProviderSessions
+from lamina.engine._session_book import ProviderSessionBook
 from lamina.engine._settings import SessionSettings
 from lamina.engine._state import PathState, fold_path
 from lamina.engine._tooldefs import ToolDefinitions
@@ -86,7 +85,7 @@ def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
 
-class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin, ResumeMixin):
+class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin):
     """Prepares, records and commits the turns of one open session.
 
     A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
@@ -143,7 +142,13 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin, ResumeMixin):
         """The session's plans: the latest one and its transitions (`Plan`)."""
         self._stable = StablePrefix()
         self._tool_definitions = ToolDefinitions()
-        self._sessions = ProviderSessions()
+        self.provider_sessions = ProviderSessionBook(
+            record=self.record,
+            view=lambda: self._view.entries,
+            origin=lambda: self.session.info.forked_from,
+            emit=lambda event: self._emit_compaction(event),
+        )
+        """Where each provider resumes this path's conversation (SPEC F11), one session per provider."""
         self._render_cache = RenderCache()
         self.attachments = AttachmentStore(
             session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator, files=session
@@ -156,8 +161,6 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin, ResumeMixin):
         self.compaction_hooks: list[Callable[[CompactionBoundary], None]] = []
         """Called after every compaction (skills and guides reset their read state here)."""
         self.compaction_listeners: list[Callable[[CompactionEvent], None]] = []
-        self.context_reset_hooks: list[Callable[[], None]] = []
-        """Called when a provider compacted its own context (read state resets here, as after a compaction)."""
         self._compaction_lock: asyncio.Lock | None = None
         self.cache_prices = cache_prices
         """The prices the cost model decides with (`lamina.compaction.CachePrices`)."""
@@ -178,7 +181,7 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin, ResumeMixin):
         self.settings.observe(entry)
         self._stable.observe(entry)
         self._tool_definitions.observe(entry)
-        self._sessions.observe(entry)
+        self.provider_sessions.observe(entry)
 
     def _track_path(self, entry: LogEntry) -> None:
         """Fold an entry of the current path into the conversation's state (path order)."""
@@ -194,7 +197,7 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin, ResumeMixin):
             self._track_path(view.boundary)
         for entry in self._view.entries[self._view.fresh_from :]:
             self._track_path(entry)
-        self._sessions.follow(view.boundary, self._view.entries)
+        self.provider_sessions.follow(view.boundary, self._view.entries)
 
     # -- public API ------------------------------------------------------------------------------
 

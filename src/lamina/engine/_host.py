@@ -19,7 +19,7 @@ from lamina.engine._outbox import Outbox
 from lamina.engine._pace import PaceTracker
 from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
-from lamina.engine._sessions import ProviderSessions
+from lamina.engine._session_book import ProviderSessionBook
 from lamina.engine._settings import SessionSettings
 from lamina.engine._state import PathState
 from lamina.engine._view import LiveView
@@ -40,14 +40,13 @@ class EngineHost:
     calibration: float
     compaction_hooks: list[Callable[[CompactionBoundary], None]]
     compaction_listeners: list[Callable[[CompactionEvent], None]]
-    context_reset_hooks: list[Callable[[], None]]
     settings: SessionSettings
     plans: SessionPlans
     _path: PathState
     _outbox: Outbox
     _stable: StablePrefix
     _stable_source: Callable[[], Sequence[Part]]
-    _sessions: ProviderSessions
+    provider_sessions: ProviderSessionBook
     _view: LiveView
     _media: MediaSupport | None
     _render_cache: RenderCache

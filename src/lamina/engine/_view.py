@@ -14,7 +14,7 @@ from lamina.compaction import (
     prunable_tokens,
     prune_floor,
 )
-from lamina.engine._sessions import resets_seen
+from lamina.engine._session_book import resets_seen
 from lamina.session import LogEntry, ProviderView, ToolCall, ToolOutputPruned, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import TokenEstimator
 

@@ -1,11 +1,13 @@
-"""Provider sessions: where each provider resumes the current path's conversation (pure)."""
+"""Provider sessions (SPEC F11): where each provider resumes the current path's conversation (I/O: the log)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
+from lamina.engine._compaction import CompactionEvent
+from lamina.engine._recorder import Recorder
 from lamina.session import CompactionBoundary, ForkOrigin, LogEntry, ProviderSession, ProviderView, StateChange
 
 
@@ -52,11 +54,34 @@ def resets_seen(entry: LogEntry) -> bool:
     )
 
 
-class ProviderSessions:
-    """Where each provider resumes this path's conversation, and which records in the log say so."""
+class ProviderSessionBook:
+    """Where each provider resumes this path's conversation, and the records that say so (`engine.provider_sessions`).
 
-    def __init__(self) -> None:
-        """No provider sessions yet: the log's records fill them."""
+    Every change is a `provider_session` state change recorded durably through the engine.
+    """
+
+    def __init__(
+        self,
+        *,
+        record: Recorder,
+        view: Callable[[], Sequence[LogEntry]],
+        origin: Callable[[], ForkOrigin | None],
+        emit: Callable[[CompactionEvent], None],
+    ) -> None:
+        """No provider sessions yet: the engine folds the log's records in (`observe`, `follow`).
+
+        Args:
+            record: The engine's write path.
+            view: The provider view of the current path (its entries).
+            origin: Where the session was forked from (None: not a fork).
+            emit: Tells the compaction listeners of a provider's own compaction.
+        """
+        self._record = record
+        self._view = view
+        self._origin = origin
+        self._emit = emit
+        self.reset_hooks: list[Callable[[], None]] = []
+        """Called when a provider compacted its own context (read state resets here, as after a compaction)."""
         self._sessions: dict[str, ProviderSession] = {}
         self._path_records: dict[str, str] = {}
         """Per provider, the id of the latest `provider_session` record on the current path."""
@@ -83,18 +108,19 @@ class ProviderSessions:
         """Take the sessions of the path whose provider view is `entries` after `boundary`."""
         self._sessions, self._path_records = path_provider_sessions(boundary, entries)
 
-    def get(self, provider: str) -> ProviderSession | None:
-        """The session stored for `provider` on this path, as recorded."""
-        return self._sessions.get(provider)
-
     def all(self) -> tuple[ProviderSession, ...]:
         """Every provider-side session stored for this path, one per provider."""
         return tuple(self._sessions.values())
 
-    def resume(self, provider: str, view: Sequence[LogEntry], origin: ForkOrigin | None) -> ProviderSession | None:
-        """The session to resume through, marked `fork` when another path may have continued it since."""
+    def get(self, provider: str) -> ProviderSession | None:
+        """The session `provider` keeps of this path's conversation, to resume through (None: none, or cleared).
+
+        Marked `fork` when another path may have continued it since (a branch, a forked session, a
+        point known only from a compaction's snapshot): the next turn forks it natively at this
+        path's point (the SDK's `fork_session`) instead of continuing it, and records the new one.
+        """
         session = self._sessions.get(provider)
-        if session is None or session.fork or not self._shared(provider, view, origin):
+        if session is None or session.fork or not self._shared(provider, self._view(), self._origin()):
             return session
         return msgspec.structs.replace(session, fork=True)
 
@@ -110,37 +136,39 @@ class ProviderSessions:
             return True
         return origin.entry_id in ids and ids.index(record) <= ids.index(origin.entry_id)
 
-    def set_change(self, session: ProviderSession) -> StateChange | None:
-        """The record that stores `session` (None: unchanged, nothing to record)."""
+    def set(self, session: ProviderSession) -> None:
+        """Persist where `session.provider` resumes next (a state change, durable); unchanged: nothing logged."""
         previous = self._sessions.get(session.provider)
         if previous == session:
-            return None
-        return StateChange(
+            return
+        change = StateChange(
             key="provider_session",
             value=session.session_id,
             previous=previous.session_id if previous is not None else None,
             provider=session.provider,
             session=session,
         )
+        self._record(change, durable=True)
 
-    def clear_change(self, provider: str, reason: str) -> StateChange:
-        """The record that forgets `provider`'s session."""
+    def clear(self, provider: str, reason: str) -> None:
+        """Forget `provider`'s session (durably): its next turn starts a fresh one, told everything again."""
         previous = self._sessions.get(provider)
-        return StateChange(
+        change = StateChange(
             key="provider_session",
             value="",
             previous=previous.session_id if previous is not None else None,
             detail=reason,
             provider=provider,
         )
+        self._record(change, durable=True)
 
-    def compacted_change(self, provider: str, trigger: str, tokens_before: int) -> StateChange:
-        """The record that says `provider` compacted its own context (its `detail` says how)."""
+    def compacted(self, provider: str, trigger: str, tokens_before: int) -> None:
+        """Record that `provider` compacted its own context: the next tail restates everything, reads reset."""
         session = self._sessions.get(provider)
         detail = f"{provider} compacted its context ({trigger}" + (
             f", {tokens_before:,} tokens before)" if tokens_before else ")"
         )
-        return StateChange(
+        change = StateChange(
             key="provider_session",
             value=session.session_id if session is not None else "",
             detail=detail,
@@ -148,3 +176,7 @@ class ProviderSessions:
             session=session,
             compacted=True,
         )
+        self._record(change, durable=True)
+        for hook in self.reset_hooks:
+            hook()
+        self._emit(CompactionEvent("completed", trigger, detail))
