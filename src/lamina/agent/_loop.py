@@ -273,7 +273,9 @@ class Agent:
         capabilities = self.provider.capabilities
         self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
         refs = (
-            await asyncio.to_thread(self.engine.attach, attachments, base=self.tools.context.cwd) if attachments else ()
+            await asyncio.to_thread(self.engine.attachments.add_all, attachments, base=self.tools.context.cwd)
+            if attachments
+            else ()
         )
         if self.activation is not None:  # mentions are parsed once, from the new text only
             for warning in self.activation.before_turn(user_text, skills):
