@@ -19,14 +19,12 @@ from lamina.tools import PermissionMode
 
 @pytest.fixture
 def store(tmp_path: Path) -> InMemorySessionStore:
-    return InMemorySessionStore(tmp_path / "files")
+    return InMemorySessionStore(tmp_path / "store")
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
+def workspace(store: InMemorySessionStore, tmp_path: Path) -> Path:
+    return tmp_path  # the store's folder inside it does no harm: nothing here reads the workspace
 
 
 def _provider() -> ScriptedProvider:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -33,25 +34,31 @@ class Lifetime:
         """Close `provider`'s own client and `engine` (None: not the agent's to close); safe to call twice."""
         if self.closed:
             return
-        self.closed = True
-        try:
+        with self._releasing(engine):
             aclose = _aclose(provider)
-            if aclose is not None:
-                self._closing = self._close_provider(aclose)
-        finally:
-            self._release(engine)
+            self._closing = self._close_provider(aclose) if aclose is not None else None
 
     async def aclose(self, engine: ContextEngine | None, provider: Provider | None) -> None:
         """`close` for async callers: the provider's own client is closed on the running loop."""
         if self.closed:
             return
-        self.closed = True
-        try:
+        with self._releasing(engine):
             aclose = _aclose(provider)
             if aclose is not None:
                 await aclose()
+
+    @contextmanager
+    def _releasing(self, engine: ContextEngine | None) -> Iterator[None]:
+        """Closed from now on; whatever happens inside, the event loop and `engine` are let go of after it."""
+        self.closed = True
+        try:
+            yield
         finally:
-            self._release(engine)
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
+            if engine is not None:
+                engine.close()
 
     def _close_provider(self, aclose: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None] | None:
         if self._runner is not None:  # the loop its client's connections were made on
@@ -63,13 +70,6 @@ class Lifetime:
             asyncio.run(aclose())
             return None
         return loop.create_task(aclose())  # closed from async code without await: the loop ends it
-
-    def _release(self, engine: ContextEngine | None) -> None:
-        if self._runner is not None:
-            self._runner.close()
-            self._runner = None
-        if engine is not None:
-            engine.close()
 
 
 def _aclose(provider: Provider | None) -> Callable[[], Coroutine[Any, Any, None]] | None:
