@@ -229,7 +229,7 @@ def run(
     for step in script():
         if isinstance(step, Compaction):
             outcome = asyncio.run(
-                engine.compact(
+                engine.compactor.compact(
                     summariser, trigger=step.trigger, focus=step.focus, keep_tokens=KEEP_TOKENS, **lane_budget
                 )
             )

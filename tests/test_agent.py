@@ -223,10 +223,10 @@ async def test_the_estimate_is_calibrated_from_reported_usage(tmp_path: Path, wo
     agent = _agent(tmp_path, workspace, provider)
     for n in range(4):
         await agent.run_turn(f"turn {n}")
-    learnt = agent.engine.calibration
+    learnt = agent.engine.compactor.calibration
     assert learnt > 1.0  # moved from its start, towards what the provider counted
-    assert agent.engine.calibrated_context_tokens() == round(agent.engine.context_tokens() * learnt)
+    assert agent.engine.compactor.calibrated_context_tokens() == round(agent.engine.compactor.context_tokens() * learnt)
     for _ in range(20):  # a provider that counts exactly twice the estimate pulls the factor to 2
-        agent.engine.observe_usage(1_000, Usage(input=2_000))
-    assert abs(agent.engine.calibration - 2.0) < 0.01
+        agent.engine.compactor.observe_usage(1_000, Usage(input=2_000))
+    assert abs(agent.engine.compactor.calibration - 2.0) < 0.01
     agent.engine.session.close()

@@ -61,10 +61,12 @@ async def test_a_session_in_the_band_compacts_after_a_long_gap_and_not_while_the
         agent = _agent(tmp_path, workspace, provider, clock, keep_tokens=2_000, prune=None)
         agent.compaction_reserve = provider.capabilities.context_window - _THRESHOLD
         n = 0
-        while agent.engine.calibrated_context_tokens() < 0.8 * _THRESHOLD:  # half a minute apart: always warm
+        while agent.engine.compactor.calibrated_context_tokens() < 0.8 * _THRESHOLD:  # half a minute apart: always warm
             await _turn(agent, wire, clock, n, gap_minutes=0.5)
             n += 1
-        assert agent.engine.calibrated_context_tokens() < _THRESHOLD - 4_000  # in the band, a turn below the threshold
+        assert (
+            agent.engine.compactor.calibrated_context_tokens() < _THRESHOLD - 4_000
+        )  # in the band, a turn below the threshold
         await _turn(agent, wire, clock, n, gap_minutes=0.5)
         assert _boundaries(agent) == []  # warm: compacting now would throw away the history just written
 
@@ -92,7 +94,7 @@ async def test_without_the_band_the_same_session_waits_for_the_threshold(
         agent = _agent(tmp_path, workspace, provider, clock, keep_tokens=2_000, prune=None, compaction_band=None)
         agent.compaction_reserve = provider.capabilities.context_window - _THRESHOLD
         n = 0
-        while agent.engine.calibrated_context_tokens() < 0.8 * _THRESHOLD:
+        while agent.engine.compactor.calibrated_context_tokens() < 0.8 * _THRESHOLD:
             await _turn(agent, wire, clock, n, gap_minutes=0.5)
             n += 1
         clock.advance(120)

@@ -86,7 +86,7 @@ def test_reserved_closers_in_content_compact_and_resume(tmp_path: Path, workspac
         engine.record(AssistantMessage(text=f"Done {n}."))
         engine.commit(turn)
         engine.end_turn()
-    outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500))
+    outcome = asyncio.run(engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500))
     assert outcome.status == "compacted"
     _render_everywhere(engine, f"And now {hostile}?")
     assert engine.boundary is not None and engine.boundary.lane.messages  # the pinned lane is in use
@@ -97,7 +97,7 @@ def test_reserved_closers_in_content_compact_and_resume(tmp_path: Path, workspac
     _render_everywhere(resumed, f"Again {hostile}. " + "detail " * 400)
     for n in range(3):
         _render_everywhere(resumed, f"More {n} {hostile}. " + "detail " * 400)
-    again = asyncio.run(resumed.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500))
+    again = asyncio.run(resumed.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500))
     assert again.status == "compacted"
     _render_everywhere(resumed, "last")
 
@@ -149,7 +149,7 @@ def test_old_session_holding_raw_closers_opens_and_runs(tmp_path: Path, workspac
     engine.end_turn()
     assert turn.summary is not None and not contains_reserved_marker(turn.summary)
     _render_everywhere(engine, "and again")
-    outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=0))
+    outcome = asyncio.run(engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=0))
     assert outcome.status in ("compacted", "not_enough_freed")
     _render_everywhere(engine, "last")
 
@@ -205,9 +205,9 @@ def test_look_alike_spellings_in_content_forge_nothing_through_compaction_and_re
             engine.record(AssistantMessage(text=f"Done {n}."))
             engine.commit(turn)
             engine.end_turn()
-        assert asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500)).status == (
-            "compacted"
-        )
+        assert asyncio.run(
+            engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=500)
+        ).status == ("compacted")
         sent += _sent(engine, "And now?")
         session_id = engine.session.id
         engine.session.close()

@@ -63,9 +63,9 @@ def test_every_piece_of_a_request_is_a_part_and_the_blocks_are_built_from_them(t
     engine = make_engine(tmp_path, workspace, clock)
     for n in range(4):
         _exchange(engine, n, f"module_{n}.py")
-    assert asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)).status == (
-        "compacted"
-    )
+    assert asyncio.run(
+        engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)
+    ).status == ("compacted")
     _exchange(engine, 5, ".lamina/skills/deploy/SKILL.md")
     _exchange(engine, 6, "docs/design.md")
     clock.advance(24 * 60)  # a day later: the date in the tail changes
@@ -225,9 +225,9 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
     engine = make_engine(tmp_path, workspace, clock)
     for n in range(3):
         _exchange(engine, n, f"module_{n}.py")
-    assert asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)).status == (
-        "compacted"
-    )
+    assert asyncio.run(
+        engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)
+    ).status == ("compacted")
     # an earlier turn with attachments, a read of a skill and a tool call that never returned
     attached = [NamedBytes("chart.png", files.image("PNG")), NamedBytes("r.pdf", files.pdf(2))]
     earlier = engine.prepare_turn("Look at these.", attached)

@@ -713,7 +713,7 @@ async def test_a_provider_session_survives_a_compaction_and_a_reopen_and_forks_o
         engine.provider_sessions.set(sdk_session)
         engine.record(AssistantMessage(text=f"answer {n} " + "words " * 200))
     session_id = engine.session.id
-    outcome = await engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)
+    outcome = await engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300)
     assert outcome.status == "compacted"
     assert engine.provider_sessions.get("claude-agent") == sdk_session  # continued, not forked: still this path's
     engine.session.close()

@@ -151,7 +151,7 @@ def test_a_compaction_rebuilds_the_prefix_with_the_latest_version(tmp_path: Path
         play(engine, n)
     edit(workspace)
     play(engine, 4)
-    outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300))
+    outcome = asyncio.run(engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300))
     assert outcome.status == "compacted"
     turn = engine.prepare_turn("after the compaction")
     assert NEW_RULE in prefix(render(turn, ANTHROPIC))
@@ -170,7 +170,7 @@ def test_an_edit_right_after_a_compaction_repins_the_prefix(tmp_path: Path, work
     engine = make_engine(tmp_path, workspace, clock)
     for n in range(4):
         play(engine, n)
-    asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300))
+    asyncio.run(engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=300))
     edit(workspace)
     turn = engine.prepare_turn("after the compaction")
     assert turn.one_shots == ()

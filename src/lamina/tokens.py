@@ -2,7 +2,7 @@
 
 Providers do not ship offline tokenizers for current models, so Lamina estimates from characters;
 the context engine learns the ratio between its estimate and the usage a provider reports
-(`ContextEngine.observe_usage`) and scales the estimate where it decides (the compaction
+(`engine.compactor.observe_usage`) and scales the estimate where it decides (the compaction
 threshold). Every module that needs a token count takes a `TokenEstimator`; nothing counts
 tokens any other way.
 """

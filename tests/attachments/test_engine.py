@@ -61,7 +61,7 @@ def test_the_logged_user_message_refers_to_the_stored_files(engine: ContextEngin
     assert (ref.name, ref.kind, ref.media_type, ref.text_chars) == ("notes.txt", "text", "text/plain", 18)
     assert (engine.session.attachments_dir / ref.sha256).read_bytes() == b"remember the milk\n"
     assert engine.attachments.text_path(ref).read_text() == "remember the milk\n"
-    assert engine.context_tokens() >= ref.tokens
+    assert engine.compactor.context_tokens() >= ref.tokens
     engine.session.close()
 
 

@@ -159,7 +159,7 @@ async def test_log_after_a_5_mb_image_holds_references_only(tmp_path: Path, work
     first, second = (r.body["messages"] for r in wire.requests)
     assert second[0]["content"][0]["source"] == first[0]["content"][0]["source"]
     assert len(base64.b64decode(first[0]["content"][0]["source"]["data"])) <= 5 * 1024 * 1024
-    assert agent.engine.context_tokens() >= ref.tokens
+    assert agent.engine.compactor.context_tokens() >= ref.tokens
     session.close()
 
 

@@ -108,10 +108,10 @@ def test_prune_false_in_the_config_file_turns_pruning_off(ws: Path) -> None:
     from lamina.session import LocalSessionStore
 
     session = LocalSessionStore(ws / "store").create(cwd=str(ws))
-    assert stored_session_engine(session).prune_policy is not None
+    assert stored_session_engine(session).compactor.prune_policy is not None
     (ws / ".lamina").mkdir()
     (ws / ".lamina" / "config.toml").write_text("prune = false\n")
-    assert stored_session_engine(session).prune_policy is None
+    assert stored_session_engine(session).compactor.prune_policy is None
     session.close()
 
 

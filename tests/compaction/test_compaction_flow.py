@@ -75,7 +75,7 @@ def test_log_after_compaction_is_the_log_before_plus_one_boundary(
     session.flush()
     before = session.entries()
     engine = ContextEngine(session, stable_source=lambda: ())
-    outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
+    outcome = asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
     after = session.entries()
     if outcome.status == "compacted":
         assert after[:-1] == before and isinstance(after[-1], CompactionBoundary)
@@ -101,7 +101,7 @@ def test_pinned_words_survive_every_compaction(tmp_path: Path, workspace: Path, 
     engine.commit(first)
     for round_no in range(compactions):
         _chat(engine, 6, start=round_no * 10, size=150)  # 31 messages: all within the lane's budget
-        outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_500))
+        outcome = asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_500))
         assert outcome.status == "compacted", outcome.message
         clock.advance(2)
     body = json.dumps(render(engine.prepare_turn("next"), ANTHROPIC))
@@ -130,7 +130,7 @@ def test_the_deterministic_summary_keeps_its_shape_over_compactions_that_split_t
         engine.record(AssistantMessage(text="Done."))
         engine.commit(turn)
         turn = engine.prepare_turn("Thanks.")
-        outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_000))
+        outcome = asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_000))
         assert outcome.status == "compacted", outcome.message
         assert outcome.boundary is not None and outcome.boundary.first_kept_id != turn.user_entry_id  # split
         engine.record(AssistantMessage(text="You are welcome."))
@@ -148,7 +148,7 @@ def test_reopened_session_knows_the_state_from_the_boundary(tmp_path: Path, work
     engine.settings.set_sources(["github"])
     engine.queue_one_shot("note", "PENDING-AFTER-COMPACTION")
     _chat(engine, 8)
-    asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000))
+    asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000))
     engine.session.close()
     again = make_engine(tmp_path, workspace, clock, session_id=engine.session.id)
     assert again.session.loaded_count() < len(again.session.entries())  # resumed from the boundary
@@ -164,8 +164,8 @@ def test_too_little_to_free_stops_without_a_boundary(tmp_path: Path, workspace: 
     engine.commit(turn)
     _chat(engine, 1, start=1, size=400)  # one big turn: only the tiny first one could be summarised
     events: list[CompactionEvent] = []
-    engine.compaction_listeners.append(events.append)
-    outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_000))
+    engine.compactor.listeners.append(events.append)
+    outcome = asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_000))
     assert outcome.status == "not_enough_freed" and "less than 5%" in outcome.message
     assert not any(isinstance(e, CompactionBoundary) for e in engine.session.entries())
     assert [e.kind for e in events] == ["started", "failed"]
@@ -193,12 +193,12 @@ def test_manual_and_automatic_compaction_together_run_one_after_the_other(tmp_pa
     _chat(engine, 10)
     summariser = SlowSummariser()
     hooks: list[str] = []
-    engine.compaction_hooks.append(lambda boundary: hooks.append(boundary.trigger))
+    engine.compactor.hooks.append(lambda boundary: hooks.append(boundary.trigger))
 
     async def both() -> tuple[str, str]:
-        automatic = asyncio.create_task(engine.compact(summariser, trigger="threshold", keep_tokens=1_000))
+        automatic = asyncio.create_task(engine.compactor.compact(summariser, trigger="threshold", keep_tokens=1_000))
         await asyncio.sleep(0.01)
-        manual = asyncio.create_task(engine.compact(summariser, trigger="manual", keep_tokens=1_000))
+        manual = asyncio.create_task(engine.compactor.compact(summariser, trigger="manual", keep_tokens=1_000))
         return (await automatic).status, (await manual).status
 
     assert asyncio.run(both()) == ("compacted", "already_compacted")
@@ -219,7 +219,7 @@ print("holding", flush=True)
 summariser = SlowSummariser()
 async def go():
     await asyncio.sleep(0.5)
-    return await engine.compact(summariser, trigger="threshold", keep_tokens=1_000)
+    return await engine.compactor.compact(summariser, trigger="threshold", keep_tokens=1_000)
 print(asyncio.run(go()).status, flush=True)
 engine.session.close()
 """
@@ -240,7 +240,7 @@ def test_two_processes_compact_one_after_the_other(tmp_path: Path, workspace: Pa
     store = LocalSessionStore(tmp_path / "store")
     with store.open(session_id, wait=30) as session:
         second = ContextEngine(session, stable_source=lambda: ())
-        outcome = asyncio.run(second.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000))
+        outcome = asyncio.run(second.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000))
     rest, _ = holder.communicate(timeout=30)
     assert holder.returncode == 0 and rest.strip() == "compacted"
     assert outcome.status == "already_compacted"
@@ -262,7 +262,7 @@ n = 1000
 while True:
     _chat(engine, 3, start=n, size=200)
     n += 3
-    asyncio.run(engine.compact(DeterministicSummariser(), trigger="threshold", keep_tokens=800))
+    asyncio.run(engine.compactor.compact(DeterministicSummariser(), trigger="threshold", keep_tokens=800))
 """
 
 
@@ -299,6 +299,8 @@ def test_branch_points_summarised_away_leave_the_provider_view(tmp_path: Path, w
     first_user = next(e for e in engine.session.entries() if isinstance(e, UserMessage))
     last = engine.session.leaf_id or ""
     assert engine.in_view(first_user.id)
-    assert asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000)).status == "compacted"
+    assert (
+        asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=1_000)).status == "compacted"
+    )
     assert not engine.in_view(first_user.id)  # a branch from here can no longer keep the exact context
     assert engine.in_view(last)  # the recent entries are kept verbatim

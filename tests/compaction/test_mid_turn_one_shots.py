@@ -43,7 +43,7 @@ def test_delivered_one_shots_stay_in_the_turn_after_a_compaction_and_are_never_s
     engine.record(ToolCall(call_id="c1", name="Read", input={"path": "module_9.py"}))
     engine.record(ToolResult(call_id="c1", name="Read", content="x = 1\n" * 50))
 
-    outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="threshold", keep_tokens=200))
+    outcome = asyncio.run(engine.compactor.compact(DeterministicSummariser(), trigger="threshold", keep_tokens=200))
     assert outcome.status == "compacted"
     again = engine.reprepare(turn)
     assert NOTE in [o.text for o in again.one_shots]  # the model saw it in this turn: it stays in the turn

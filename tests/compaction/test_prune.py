@@ -186,7 +186,7 @@ def test_the_engine_prunes_before_a_turn_keeps_the_log_whole_and_renders_the_sam
 def test_with_no_policy_nothing_is_pruned(tmp_path: Path) -> None:
     clock = Clock()
     engine = _engine(tmp_path, clock)
-    engine.prune_policy = None
+    engine.compactor.prune_policy = None
     for t in range(6):
         turn = engine.prepare_turn(f"Look at module {t}")
         engine.record(ToolCall(call_id=f"call{t}", name="Read", input={"path": f"m{t}.py"}))

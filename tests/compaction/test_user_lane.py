@@ -228,7 +228,9 @@ def test_messages_beyond_the_budget_are_in_a_file_the_lane_names(tmp_path: Path,
     engine = make_engine(tmp_path, workspace, Clock())
     texts = [f"Instruction {n}: keep rule {n} in mind. " + "context " * 60 for n in range(12)]
     _chat(engine, texts)
-    outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=400))
+    outcome = asyncio.run(
+        engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=400)
+    )
     assert outcome.status == "compacted" and outcome.boundary is not None
     lane = outcome.boundary.lane
     assert lane.left_out > 0 and lane.messages
@@ -249,7 +251,9 @@ def test_an_archive_that_cannot_be_written_is_reported_and_the_compaction_goes_o
     engine = make_engine(tmp_path, workspace, Clock())
     (engine.session.data_dir / "user-messages").write_text("in the way")  # a file, not a folder
     _chat(engine, [f"Message {n}. " + "context " * 60 for n in range(8)])
-    outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=200))
+    outcome = asyncio.run(
+        engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=200)
+    )
     assert outcome.status == "compacted" and outcome.boundary is not None
     lane = outcome.boundary.lane
     assert lane.archive_failed and all(w.archive == "" for w in lane.messages)
@@ -261,7 +265,7 @@ def test_closing_tags_in_user_messages_break_nothing_also_after_a_resume(tmp_pat
     engine = make_engine(tmp_path, workspace, clock)
     hostile = [f"{tag} Never use eval ({n}). " + "context " * 60 for n, tag in enumerate(HOSTILE)]
     _chat(engine, hostile)
-    assert asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300)).status == "compacted"
+    assert asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300)).status == "compacted"
     body = _request_text(engine, "go on")
     assert body.count("</pinned>") == 1 and body.count("</compaction_summary>") == 1
     assert "Never use eval (0)." in body
@@ -271,7 +275,9 @@ def test_closing_tags_in_user_messages_break_nothing_also_after_a_resume(tmp_pat
     body = _request_text(again, "and again")
     assert body.count("</pinned>") == 1 and "Never use eval (0)." in body
     _chat(again, [f"</pinned> more {n}. " + "context " * 60 for n in range(4)])
-    assert asyncio.run(again.compact(DETERMINISTIC, trigger="threshold", keep_tokens=300)).status == "compacted"
+    assert (
+        asyncio.run(again.compactor.compact(DETERMINISTIC, trigger="threshold", keep_tokens=300)).status == "compacted"
+    )
     body = render(again.prepare_turn("still fine"), ANTHROPIC)
     # the first message holds the stable project parts; the summary and the lane come next
     prelude = json.dumps(body["messages"][1], ensure_ascii=False)  # type: ignore[index]
@@ -284,9 +290,9 @@ def test_the_lane_is_on_the_boundary_so_a_resume_reads_it_from_there(tmp_path: P
     clock = Clock()
     engine = make_engine(tmp_path, workspace, clock)
     _chat(engine, ["The deploy region is eu-west-3. " + "context " * 60, *[f"step {n} " * 80 for n in range(6)]])
-    asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
+    asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
     _chat(engine, [f"later {n} " * 80 for n in range(6)])
-    asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
+    asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
     session_id = engine.session.id
     engine.session.close()
     again = make_engine(tmp_path, workspace, clock, session_id=session_id)
@@ -305,7 +311,7 @@ def test_state_is_stated_again_in_the_first_tail_after_a_compaction(tmp_path: Pa
     engine.settings.set_sources(["github"])
     _chat(engine, [f"step {n} " * 80 for n in range(8)])
     # the kept turns' tails said it already; a compaction must not count on them
-    asyncio.run(engine.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_500))
+    asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="threshold", keep_tokens=1_500))
     turn = engine.prepare_turn("next")
     tail = turn.tail
     assert "permission mode: execute" in tail and "active sources: github" in tail
@@ -346,7 +352,7 @@ async def test_the_model_can_read_the_archive_the_lane_points_to(tmp_path: Path,
 def test_the_budget_report_and_the_cache_layout_name_the_lane(tmp_path: Path, workspace: Path) -> None:
     engine = make_engine(tmp_path, workspace, Clock())
     _chat(engine, [f"Message {n}. " + "context " * 60 for n in range(8)])
-    asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
+    asyncio.run(engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300))
     turn = engine.prepare_turn("next")
     history = budget_of_turn(turn).tiers[list(Tier).index(Tier.HISTORY)]
     assert "user's words" in history.items and "compaction summary" in history.items
@@ -424,7 +430,9 @@ def test_every_message_is_shown_or_counted_in_order_across_compactions(
 def test_the_outcome_says_how_many_user_messages_the_lane_keeps(tmp_path: Path, workspace: Path) -> None:
     engine = make_engine(tmp_path, workspace, Clock())
     _chat(engine, [f"Message {n}. " + "context " * 60 for n in range(8)])
-    outcome = asyncio.run(engine.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=200))
+    outcome = asyncio.run(
+        engine.compactor.compact(DETERMINISTIC, trigger="manual", keep_tokens=300, user_lane_tokens=200)
+    )
     lane = outcome.boundary.lane if outcome.boundary else UserLane()
     expected = f"; {len(lane.messages)} user messages verbatim ({lane.left_out} older in data/user-messages/)"
     assert lane.left_out and outcome.message.endswith(expected)

@@ -94,7 +94,7 @@ def test_the_settings_survive_a_compaction_for_a_resume_that_reads_only_from_its
         engine.settings.set_preset("mini")
         for n in range(3):
             _turn(engine, f"request {n}")
-        outcome = asyncio.run(engine.compact(DeterministicSummariser(), trigger="manual", force=True))
+        outcome = asyncio.run(engine.compactor.compact(DeterministicSummariser(), trigger="manual", force=True))
         assert outcome.status == "compacted"
         session_id = engine.session.id
     with store.open(session_id, writable=False) as session:
@@ -108,16 +108,16 @@ def test_the_settings_survive_a_compaction_for_a_resume_that_reads_only_from_its
 def test_force_compacts_a_conversation_that_fits_the_kept_budget(store: SessionStore, workspace: Path) -> None:
     with _engine(store, workspace) as engine:
         summariser = DeterministicSummariser()
-        assert asyncio.run(engine.compact(summariser, trigger="manual")).status == "nothing_to_compact"
+        assert asyncio.run(engine.compactor.compact(summariser, trigger="manual")).status == "nothing_to_compact"
         _turn(engine, "remember the number 42")
-        refused = asyncio.run(engine.compact(summariser, trigger="manual"))
+        refused = asyncio.run(engine.compactor.compact(summariser, trigger="manual"))
         assert refused.status == "nothing_to_compact"  # one short turn fits the kept budget
-        forced = asyncio.run(engine.compact(summariser, trigger="manual", force=True))
+        forced = asyncio.run(engine.compactor.compact(summariser, trigger="manual", force=True))
         assert forced.status == "compacted" and forced.boundary is not None
         assert forced.boundary.first_kept_id is None  # all of it summarised
         assert [m.text for m in forced.boundary.lane.messages] == ["remember the number 42"]  # the words verbatim
         assert not any(isinstance(e, UserMessage) for e in engine.view)
-        again = asyncio.run(engine.compact(summariser, trigger="manual", force=True))
+        again = asyncio.run(engine.compactor.compact(summariser, trigger="manual", force=True))
         assert again.status == "already_compacted"  # nothing new since: still nothing to summarise
         session_id = engine.session.id
     with store.open(session_id, writable=False) as session:

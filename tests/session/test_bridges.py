@@ -68,7 +68,7 @@ async def test_a_pending_bridge_keeps_its_mark_across_a_compaction(tmp_path: Pat
         engine.commit(turn)
         engine.record(AssistantMessage(text="ok " * 200))
     engine.queue_one_shot("transfer_summary", "Recent turns first: step 5.", hidden=True)
-    outcome = await engine.compact(DeterministicSummariser(), trigger="manual", keep_tokens=100)
+    outcome = await engine.compactor.compact(DeterministicSummariser(), trigger="manual", keep_tokens=100)
     assert outcome.status == "compacted" and outcome.boundary is not None
     assert [(p.key, p.hidden) for p in outcome.boundary.state.pending_one_shots] == [("transfer_summary", True)]
     session_id = engine.session.id

@@ -119,7 +119,7 @@ class Activation:
         self._in_use: dict[str, Skill] = {}
         self._active: tuple[Skill, ...] = ()
         self._guides: dict[str, Path] = {}
-        engine.compaction_hooks.append(self.after_compaction)
+        engine.compactor.hooks.append(self.after_compaction)
         engine.provider_sessions.reset_hooks.append(self.after_compaction)  # the provider compacted its own context
         for name in engine.settings.skills_in_use:  # a resumed session: the skills invoked before it
             skill = catalogue.scan.get(name)

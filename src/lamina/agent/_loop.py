@@ -323,7 +323,7 @@ class Agent:
         `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
         makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
         `force` (`/compact --force`) compacts even a conversation that fits the kept budget: all of
-        it is summarised (`ContextEngine.compact`); call it between turns. `decision`: the cost
+        it is summarised (`Compactor.compact`); call it between turns. `decision`: the cost
         model's, for a compaction in the band below the threshold (see `compaction_band`).
         """
         self._check_open()
@@ -332,7 +332,7 @@ class Agent:
         summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
         # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
         lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
-        return await self.engine.compact(
+        return await self.engine.compactor.compact(
             summariser,
             trigger=trigger,
             focus=focus,
@@ -359,14 +359,16 @@ class Agent:
 
     def _due(self, tokens: int | None = None) -> bool:
         """Whether the context (`tokens`, counted now unless given) is over the threshold: a compaction is due."""
-        tokens = self.engine.calibrated_context_tokens() if tokens is None else tokens
+        tokens = self.engine.compactor.calibrated_context_tokens() if tokens is None else tokens
         return self._timing.due(tokens, self.provider.capabilities.context_window)
 
     async def _compact_before_turn(self) -> None:
         """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
         given = self.cache_prices  # else the provider's, read each turn: `/model` may have switched it
         self.engine.cache_prices = given if given is not None else CachePrices.for_target(self.provider.target)
-        tokens = self.engine.calibrated_context_tokens()  # counted once: the stable parts and tools are counted too
+        tokens = (
+            self.engine.compactor.calibrated_context_tokens()
+        )  # counted once: the stable parts and tools are counted too
         window = self.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
         timing = self._timing.before_turn(
             tokens, window, backend_compacts=isinstance(self.provider.target, SdkManagedTarget)
@@ -375,7 +377,7 @@ class Agent:
             await self.compact(trigger="threshold")
         elif timing == "price":
             threshold = self._timing.threshold(window)
-            action, priced = self.engine.price_compaction(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
+            action, priced = self.engine.compactor.price(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
             _log.debug(
                 "session %s: %s (expected %s against %s, cache %s)",
                 *(self.engine.session.id, action, priced.expected, priced.expected_nothing, priced.cache),

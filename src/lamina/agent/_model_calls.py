@@ -74,7 +74,7 @@ class ModelCalls:
     async def _call(self, turn: TurnContext, index: int) -> Completed:
         provider = self.provider()
         request = self.sessions.begin(self.engine.request(turn, provider.target))
-        estimated = self.engine.context_tokens()
+        estimated = self.engine.compactor.context_tokens()
         completed: Completed | None = None
         async for event in self.stream(request):
             match event:
@@ -88,6 +88,6 @@ class ModelCalls:
                     pass
         if completed is None:
             raise RuntimeError(f"provider {provider.name} ended a response without completing it")
-        self.engine.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
+        self.engine.compactor.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
         self.emit(ModelCallFinished(index, completed.usage, completed.stop_reason))
         return completed

@@ -334,7 +334,7 @@ def _print_context(agent: Agent) -> None:
         budget = agent.budget()
     except LaminaError as exc:  # the workspace's stable parts could not be read
         err.print(f"[red]error:[/red] budget by tier: {safe(exc)}")
-    tokens = budget.total if budget is not None else engine.calibrated_context_tokens()
+    tokens = budget.total if budget is not None else engine.compactor.calibrated_context_tokens()
     what = "the next request, the total of the budget by tier below" if budget is not None else "estimated"
     threshold = max(0, window - agent.compaction_reserve)
     err.print(f"context   ~{tokens:,} tokens of {window:,} ({100 * tokens / window:.0f}%): {what}")

@@ -252,7 +252,7 @@ def stored_session_engine(session: SessionLog) -> ContextEngine:
     prices = _prices_of(settings.model)
     engine = open_engine(session, workspace=cwd, preset=_preset_of(settings), interactive=True, cache_prices=prices)
     if not settings.prune:
-        engine.prune_policy = None
+        engine.compactor.prune_policy = None
     return engine
 
 
@@ -309,7 +309,7 @@ async def session_agent(
             )
             for ignored in settings.sandbox_ignored:  # the workspace's file asked to loosen the sandbox
                 on_event(SkillWarning("sandbox", ignored))
-            agent.engine.compaction_listeners.append(on_compaction)
+            agent.engine.compactor.listeners.append(on_compaction)
             agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
             record_settings(agent, settings)
             if settings.compaction_reserve is not None:

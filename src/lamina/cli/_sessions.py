@@ -338,7 +338,9 @@ def compact(
                 engine = ContextEngine(session, stable_source=lambda: ())
             with err.status("compacting…") if err.is_terminal else contextlib.nullcontext():
                 outcome = asyncio.run(
-                    engine.compact(summariser, trigger="manual", focus=focus, keep_tokens=keep_tokens, force=force)
+                    engine.compactor.compact(
+                        summariser, trigger="manual", focus=focus, keep_tokens=keep_tokens, force=force
+                    )
                 )
     except LaminaError as exc:
         abort(str(exc))

@@ -70,7 +70,7 @@ async def drive(agent: Agent, view: TurnView, work: Coroutine[Any, Any, TurnOutc
     if outcome is not None:
         view.footer(
             outcome,
-            context_tokens=agent.engine.calibrated_context_tokens(),
+            context_tokens=agent.engine.compactor.calibrated_context_tokens(),
             context_window=agent.provider.capabilities.context_window,
         )
     return outcome

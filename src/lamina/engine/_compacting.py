@@ -1,9 +1,10 @@
-"""Compaction as the engine runs it: one at a time, over the live view, its steps in `_compaction` (I/O)."""
+"""Compaction as the engine runs it: one at a time, over the live view, its steps in `_compaction` (I/O: the log)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import msgspec
@@ -11,6 +12,8 @@ import msgspec
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
+    Outlook,
+    PrunePolicy,
     Summariser,
     entry_tokens,
     freed_enough,
@@ -18,12 +21,16 @@ from lamina.compaction import (
     render_lane,
     update_lane,
 )
+from lamina.context import Part, ToolSpec
 from lamina.engine import _compaction as steps
 from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
-from lamina.engine._host import EngineHost
 from lamina.engine._plan import check_transition, compaction_focus
-from lamina.session import CompactionBoundary, CostDecision, StateSnapshot, Usage
+from lamina.engine._plans import SessionPlans
+from lamina.engine._recorder import Recorder
+from lamina.engine._view import LiveView
+from lamina.session import CompactionBoundary, CostDecision, SessionLog, StateSnapshot, ToolOutputPruned, Usage
+from lamina.tokens import TokenEstimator
 
 _log = logging.getLogger("lamina.compaction")
 _CALIBRATION_WEIGHT = 0.3
@@ -32,21 +39,84 @@ _SUMMARY_TOKENS = 2_000
 Trigger = Literal["manual", "threshold", "overflow"]
 
 
-class CompactionMixin(EngineHost):
-    """The compaction and token-accounting methods of `ContextEngine`."""
+class Compactor:
+    """The engine's compaction (`engine.compactor`): the context's tokens, what compacting would pay, the compaction.
 
-    @property
-    def boundary(self) -> CompactionBoundary | None:
-        """The latest compaction on the current path, if any."""
-        return self._view.boundary
+    Also prunes old tool output before a turn, when it pays, and calibrates the token estimate from
+    what the provider reports.
+    """
+
+    def __init__(
+        self,
+        session: SessionLog,
+        *,
+        record: Recorder,
+        check_open: Callable[[], None],
+        view: Callable[[], LiveView],
+        fixed_parts: Callable[[], tuple[Sequence[Part], Sequence[ToolSpec]]],
+        outlook: Callable[[], Outlook],
+        turn_tokens: Callable[[], float],
+        snapshot: Callable[[], StateSnapshot],
+        plans: SessionPlans,
+        estimator: TokenEstimator,
+        prune: PrunePolicy | None,
+    ) -> None:
+        """A compactor over the engine's live view, recording through the engine.
+
+        Args:
+            session: The open session log (its id, its workspace, its data folder).
+            record: The engine's write path.
+            check_open: Raises `UsageError` when the engine is closed.
+            view: The live provider view of the current path.
+            fixed_parts: The stable parts and the tools the next request carries.
+            outlook: What the cost model prices a decision from now.
+            turn_tokens: What a turn adds to the history, on average.
+            snapshot: The state a compaction boundary carries.
+            plans: The session's plans (a plan's compaction moves it forward).
+            estimator: Counts tokens.
+            prune: When old tool output leaves the provider view (None: never).
+        """
+        self._session = session
+        self._record = record
+        self._check_open = check_open
+        self._view = view
+        self._fixed_parts = fixed_parts
+        self._outlook = outlook
+        self._turn_tokens = turn_tokens
+        self._snapshot = snapshot
+        self._plans = plans
+        self._estimator = estimator
+        self._lock: asyncio.Lock | None = None
+        self.prune_policy = prune
+        """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
+        self.calibration = 1.0
+        """Reported input tokens per estimated token, learnt from the provider's usage."""
+        self.hooks: list[Callable[[CompactionBoundary], None]] = []
+        """Called after every compaction (skills and guides reset their read state here)."""
+        self.listeners: list[Callable[[CompactionEvent], None]] = []
+        """Told of each compaction's progress (`CompactionEvent`), a provider's own compactions too."""
+
+    def prune(self, policy: PrunePolicy | None = None) -> ToolOutputPruned | None:
+        """Prune old tool output from the provider view when it pays (`prepare_turn` calls this first).
+
+        `policy` defaults to the compactor's (`prune=` at the engine's construction; None there and
+        here: nothing). The log keeps every result; the recorded `ToolOutputPruned` says which ones
+        requests show as a note from now on.
+        """
+        chosen = self._view().chosen_prune(self.prune_policy if policy is None else policy, self._outlook)
+        return self._record(chosen) if chosen is not None else None
+
+    def next_prune(self) -> ToolOutputPruned | None:
+        """The prune the next turn would make now (nothing is recorded)."""
+        return self._view().chosen_prune(self.prune_policy, self._outlook)
 
     def context_tokens(self) -> int:
         """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
-        stable = self._stable.next(self._stable_source).parts
-        fixed = sum(self.estimator.count(p.text) for p in stable) + sum(
-            self.estimator.count(t.name + t.description + str(t.input_schema)) for t in self.tools
+        stable, tools = self._fixed_parts()
+        fixed = sum(self._estimator.count(p.text) for p in stable) + sum(
+            self._estimator.count(t.name + t.description + str(t.input_schema)) for t in tools
         )
-        return fixed + self._prelude_tokens() + self._view.tokens
+        return fixed + self._prelude_tokens() + self._view().tokens
 
     def calibrated_context_tokens(self) -> int:
         """`context_tokens` scaled by what the provider reported for earlier requests (see `observe_usage`)."""
@@ -65,7 +135,7 @@ class CompactionMixin(EngineHost):
         if estimated > 0 and reported > 0:
             self.calibration += _CALIBRATION_WEIGHT * (reported / estimated - self.calibration)
 
-    def price_compaction(
+    def price(
         self, *, threshold_tokens: int, keep_tokens: int = DEFAULT_KEEP_TOKENS
     ) -> tuple[Literal["compact", "wait"], CostDecision]:
         """Whether compacting now beats waiting for the threshold, on the cost model's estimate (nothing is logged).
@@ -82,30 +152,35 @@ class CompactionMixin(EngineHost):
         Returns:
             `compact` or `wait`, and the decision (to pass to `compact` as its `decision`).
         """
-        view = self._view.tokens
+        live = self._view()
+        view = live.tokens
         outside = self.context_tokens() - view  # stable parts, tools, summary and lane: not the history
-        cut = steps.choose_cut(list(self._view.entries), keep_tokens=keep_tokens, estimator=self.estimator, whole=False)
-        previous = self.estimator.count(self._view.summary or "")
-        kept = view if steps.nothing_new(cut, self._view.boundary) is not None else min(view, cut.tokens_kept)
+        cut = steps.choose_cut(list(live.entries), keep_tokens=keep_tokens, estimator=self._estimator, whole=False)
+        previous = self._estimator.count(live.summary or "")
+        kept = view if steps.nothing_new(cut, live.boundary) is not None else min(view, cut.tokens_kept)
         return price_compaction(
-            self.outlook(),
+            self._outlook(),
             tokens_after=kept + max(0, _SUMMARY_TOKENS - previous),  # the new summary replaces the earlier one
             threshold_tokens=max(0, round(threshold_tokens / self.calibration) - outside),
-            turn_tokens=self._pace.turn_tokens(),
+            turn_tokens=self._turn_tokens(),
             summarised_tokens=max(0, view - kept) + previous,
             summary_tokens=_SUMMARY_TOKENS,
         )
 
     def _prelude_tokens(self) -> int:
-        pinned = lane_of(self._view.boundary, data_dir=self._data_dir())
-        return self.estimator.count((self._view.summary or "") + (pinned or ""))
+        live = self._view()
+        pinned = lane_of(live.boundary, data_dir=self._session.shown_path("data"))
+        return self._estimator.count((live.summary or "") + (pinned or ""))
 
-    def _emit_compaction(self, event: CompactionEvent) -> None:
+    def emit(self, event: CompactionEvent) -> None:
+        """Tell the listeners, and the `lamina.compaction` logger, how a compaction goes."""
         # the boundary entry is the log's record of a completed compaction; events go to listeners
         # and to the `lamina.compaction` logger, so the session log gains exactly one entry
         level = logging.WARNING if event.kind == "failed" else logging.INFO
-        _log.log(level, "session %s: compaction %s (%s): %s", self.session.id, event.kind, event.trigger, event.message)
-        for listener in self.compaction_listeners:
+        _log.log(
+            level, "session %s: compaction %s (%s): %s", self._session.id, event.kind, event.trigger, event.message
+        )
+        for listener in self.listeners:
             listener(event)
 
     async def compact(
@@ -143,18 +218,18 @@ class CompactionMixin(EngineHost):
                 whole view is summarised and the 5% rule does not apply, as for a plan; call it
                 between turns. Only an empty conversation (or nothing new since the last boundary)
                 still has nothing to compact.
-            decision: The cost model's decision that asked for it (`price_compaction`), recorded on
+            decision: The cost model's decision that asked for it (`price`), recorded on
                 the boundary.
 
         Returns:
             What the compaction did.
         """
         self._check_open()
-        if self._compaction_lock is None:
-            self._compaction_lock = asyncio.Lock()
-        async with self._compaction_lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
             if plan_id is not None:
-                plan = check_transition(self._path.plan, "compacted", plan_id=plan_id)
+                plan = check_transition(self._plans.latest, "compacted", plan_id=plan_id)
                 focus = focus or compaction_focus(plan)
             outcome = await self._compact_locked(
                 summariser,
@@ -182,36 +257,38 @@ class CompactionMixin(EngineHost):
         whole: bool,
         decision: CostDecision | None = None,
     ) -> CompactionOutcome:
-        view, boundary = list(self._view.entries), self._view.boundary
-        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=whole)
+        live = self._view()
+        view, boundary = list(live.entries), live.boundary
+        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self._estimator, whole=whole)
         if (nothing := steps.nothing_new(cut, boundary)) is not None:
             return nothing
         tokens_before = self.context_tokens()
-        self._emit_compaction(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
+        self.emit(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
         try:
             made = await steps.summarise(
-                summariser, cut, (boundary, self._view.summary), focus=focus, workspace=self.session.info.cwd
+                summariser, cut, (boundary, live.summary), focus=focus, workspace=self._session.info.cwd
             )
             previous_lane = steps.lane_of_boundary(boundary)
-            update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
-            kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
-            pinned = render_lane(update.lane, data_dir=self._data_dir(), legacy=made.ledger) or ""  # an estimate
-            fixed = tokens_before - self._view.tokens - self._prelude_tokens()  # stable parts and tools
-            tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
+            update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self._estimator)
+            kept_tokens = sum(entry_tokens(e, estimator=self._estimator) for e in cut.kept)
+            data_dir = self._session.shown_path("data")
+            pinned = render_lane(update.lane, data_dir=data_dir, legacy=made.ledger) or ""  # an estimate
+            fixed = tokens_before - live.tokens - self._prelude_tokens()  # stable parts and tools
+            tokens_after = fixed + kept_tokens + self._estimator.count(made.summary + pinned)
             if not whole and not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
-                self._emit_compaction(CompactionEvent("failed", trigger, message))
+                self.emit(CompactionEvent("failed", trigger, message))
                 return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
             lane, failed = steps.archive(
                 update,
                 cut.summarised,
                 lane_tokens,
-                files=self.session,
+                files=self._session,
                 previous=previous_lane,
-                estimator=self.estimator,
+                estimator=self._estimator,
             )
             if failed is not None:
-                _log.warning("session %s: the user's messages could not be archived: %s", self.session.id, failed)
+                _log.warning("session %s: the user's messages could not be archived: %s", self._session.id, failed)
             entry = CompactionBoundary(
                 summary=made.summary,
                 first_kept_id=cut.first_kept_id,
@@ -225,40 +302,25 @@ class CompactionMixin(EngineHost):
                 plan_id=plan_id,
                 decision=msgspec.UNSET if decision is None else decision,
             )
-            recorded = self.record(entry)
+            recorded = self._record(entry)
         except Exception as exc:
-            self._emit_compaction(CompactionEvent("failed", trigger, str(exc)))
+            self.emit(CompactionEvent("failed", trigger, str(exc)))
             raise
-        for hook in self.compaction_hooks:
+        for hook in self.hooks:
             hook(recorded)
         message = steps.completed_message(tokens_before, tokens_after, made.result, recorded.lane)
-        self._emit_compaction(CompactionEvent("completed", trigger, message))
+        self.emit(CompactionEvent("completed", trigger, message))
         return CompactionOutcome("compacted", message, recorded, tokens_before, tokens_after, made.result.by)
-
-    def _snapshot(self) -> StateSnapshot:
-        """The state a compaction boundary carries, for a resume that reads only from it on."""
-        settings = self.settings.state
-        return StateSnapshot(
-            mode=settings.mode if settings.mode_recorded else None,
-            sources=settings.sources,
-            skills=self._path.skills,
-            provider_sessions=self.provider_sessions.all(),
-            stable=self._stable.state(),
-            pending_one_shots=self._outbox.records(),
-            plan=self._path.plan,
-            model=settings.model,
-            preset=settings.preset,
-            preset_file=settings.preset_file,
-        )
 
     def _complete_plan_compaction(self, plan_id: str, outcome: CompactionOutcome) -> None:
         """The engine moves the plan forward as soon as its compaction completed (no UI involved)."""
-        plan = self._path.plan
+        plan = self._plans.latest
         if plan is None or plan.plan_id != plan_id or plan.state != "awaiting_compaction":
             return
         if outcome.status == "compacted" and plan.compaction_id is not None:
-            self.plans.record("compacted", compaction_id=plan.compaction_id)
+            self._plans.record("compacted", compaction_id=plan.compaction_id)
         elif outcome.status in ("already_compacted", "nothing_to_compact"):
             # nothing of the conversation is in view since the last boundary (or at all): the context is fresh
-            boundary = self._view.boundary.id if self._view.boundary is not None else None
-            self.plans.record("compacted", compaction_id=boundary, detail=outcome.message)
+            latest = self._view().boundary
+            boundary = latest.id if latest is not None else None
+            self._plans.record("compacted", compaction_id=boundary, detail=outcome.message)

@@ -9,7 +9,6 @@ provider sessions. The methods beyond a turn's come from mixins over `_host` (se
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -41,8 +40,7 @@ from lamina.context import (
 )
 from lamina.engine._assemble import assemble_turn
 from lamina.engine._branching import BranchingMixin
-from lamina.engine._compacting import CompactionMixin
-from lamina.engine._compaction import CompactionEvent
+from lamina.engine._compacting import Compactor
 from lamina.engine._host import E
 from lamina.engine._media import MediaMixin
 from lamina.engine._outbox import Outbox, turn_one_shots
@@ -69,6 +67,7 @@ from lamina.session import (
     ProviderView,
     SessionLog,
     StateChange,
+    StateSnapshot,
     ToolOutputPruned,
     UserMessage,
 )
@@ -85,7 +84,7 @@ def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
 
-class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin):
+class ContextEngine(MediaMixin, BranchingMixin):
     """Prepares, records and commits the turns of one open session.
 
     A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
@@ -128,43 +127,47 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin):
         self._owns_session = owns_session
         self._closed = False
         self.tools = tuple(tools)
-        self.prune_policy = prune
-        """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
         self.time_zone = time_zone
+        self.estimator = estimator
         self._stable_source = stable_source
         self._clock = clock
         self._new_id = new_id
-        self.settings = SessionSettings(record=self.record, queue_one_shot=self.queue_one_shot, path=lambda: self._path)
-        """The user's settings: permission mode, sources, skills in use, model and preset (each change recorded)."""
-        self._path = PathState()
-        self._outbox = Outbox()
-        self.plans = SessionPlans(record=self.record, path=lambda: self._path)
-        """The session's plans: the latest one and its transitions (`Plan`)."""
-        self._stable = StablePrefix()
-        self._tool_definitions = ToolDefinitions()
-        self.provider_sessions = ProviderSessionBook(
-            record=self.record,
-            view=lambda: self._view.entries,
-            origin=lambda: self.session.info.forked_from,
-            emit=lambda event: self._emit_compaction(event),
-        )
-        """Where each provider resumes this path's conversation (SPEC F11), one session per provider."""
+        self._path, self._outbox = PathState(), Outbox()
+        self._stable, self._tool_definitions = StablePrefix(), ToolDefinitions()
         self._render_cache = RenderCache()
+        self._pace = PaceTracker()
+        self._media: MediaSupport | None = None
+        self.cache_prices = cache_prices
+        """The prices the cost model decides with (`lamina.compaction.CachePrices`)."""
         self.attachments = AttachmentStore(
             session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator, files=session
         )
         """The session's stored attachments."""
-        self._media: MediaSupport | None = None
-        self.estimator = estimator
-        self.calibration = 1.0
-        """Reported input tokens per estimated token, learnt from the provider's usage."""
-        self.compaction_hooks: list[Callable[[CompactionBoundary], None]] = []
-        """Called after every compaction (skills and guides reset their read state here)."""
-        self.compaction_listeners: list[Callable[[CompactionEvent], None]] = []
-        self._compaction_lock: asyncio.Lock | None = None
-        self.cache_prices = cache_prices
-        """The prices the cost model decides with (`lamina.compaction.CachePrices`)."""
-        self._pace = PaceTracker()
+        self.settings = SessionSettings(record=self.record, queue_one_shot=self.queue_one_shot, path=lambda: self._path)
+        """The user's settings: permission mode, sources, skills in use, model and preset (each change recorded)."""
+        self.plans = SessionPlans(record=self.record, path=lambda: self._path)
+        """The session's plans: the latest one and its transitions (`Plan`)."""
+        self.compactor = Compactor(
+            session,
+            record=self.record,
+            check_open=self._check_open,
+            view=lambda: self._view,
+            fixed_parts=lambda: (self._stable.next(self._stable_source).parts, self.tools),
+            outlook=self.outlook,
+            turn_tokens=self._pace.turn_tokens,
+            snapshot=self._snapshot,
+            plans=self.plans,
+            estimator=estimator,
+            prune=prune,
+        )
+        """Compaction: the context's tokens, what compacting would pay, prunes, compactions and their listeners."""
+        self.provider_sessions = ProviderSessionBook(
+            record=self.record,
+            view=lambda: self._view.entries,
+            origin=lambda: session.info.forked_from,
+            emit=self.compactor.emit,
+        )
+        """Where each provider resumes this path's conversation (SPEC F11), one session per provider."""
         for entry in session.entries_loaded():
             self._track_session_wide(entry)
             self._pace.observe(entry, entry.ts, 0, 0)
@@ -199,12 +202,33 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin):
             self._track_path(entry)
         self.provider_sessions.follow(view.boundary, self._view.entries)
 
+    def _snapshot(self) -> StateSnapshot:
+        """The state a compaction boundary carries, for a resume that reads only from it on."""
+        settings = self.settings.state
+        return StateSnapshot(
+            mode=settings.mode if settings.mode_recorded else None,
+            sources=settings.sources,
+            skills=self._path.skills,
+            provider_sessions=self.provider_sessions.all(),
+            stable=self._stable.state(),
+            pending_one_shots=self._outbox.records(),
+            plan=self._path.plan,
+            model=settings.model,
+            preset=settings.preset,
+            preset_file=settings.preset_file,
+        )
+
     # -- public API ------------------------------------------------------------------------------
 
     @property
     def view(self) -> Sequence[LogEntry]:
         """The provider view as it stands: the entries after the latest compaction (read-only, O(1) to take)."""
         return self._view.slice()
+
+    @property
+    def boundary(self) -> CompactionBoundary | None:
+        """The latest compaction on the current path, if any."""
+        return self._view.boundary
 
     @property
     def pending_one_shots(self) -> tuple[OneShot, ...]:
@@ -331,7 +355,7 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin):
         self._check_open()
         stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
-        self.prune()
+        self.compactor.prune()
         stable = self._refresh_stable()
         tools = self._tool_definitions.change(self.tools)
         if tools is not None:  # recorded once per version, so a request rebuilt from the log sends them again
@@ -353,16 +377,6 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin):
         """What the cost model prices a decision from now: the prices, the session's pace, the cache's state."""
         return Outlook(self.cache_prices, self._pace.pace(), self._pace.cache(self._clock(), self._view.tokens))
 
-    def prune(self, policy: PrunePolicy | None = None) -> ToolOutputPruned | None:
-        """Prune old tool output from the provider view when it pays (`prepare_turn` calls this first).
-
-        `policy` defaults to the engine's (`prune=` at construction; None there and here: nothing).
-        The log keeps every result; the recorded `ToolOutputPruned` says which ones requests show
-        as a note from now on.
-        """
-        chosen = self._view.chosen_prune(self.prune_policy if policy is None else policy, self.outlook)
-        return self.record(chosen) if chosen is not None else None
-
     def preview_turn(self, user_text: str) -> TurnContext:
         """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
 
@@ -380,7 +394,7 @@ class ContextEngine(MediaMixin, CompactionMixin, BranchingMixin):
         )
         entries = self._view.entries
         user = UserMessage(id="preview", parent_id=entries[-1].id if entries else None, text=user_text)
-        prune = self._view.chosen_prune(self.prune_policy, self.outlook)
+        prune = self.compactor.next_prune()
         view = apply_prunes([*entries, prune]) if prune is not None else entries  # what the turn would prune
         return self._assemble(
             "turn_preview", user, [*view, user], stable, self._view.stable_seen_digest == stable.digest

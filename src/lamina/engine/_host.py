@@ -7,16 +7,12 @@ it can be read (and type-checked) alone, and each piece of state stays in its pa
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from lamina.attachments import AttachmentStore, MediaSupport
-from lamina.compaction import Outlook
 from lamina.context import Part, ToolSpec
-from lamina.engine._compaction import CompactionEvent
 from lamina.engine._outbox import Outbox
-from lamina.engine._pace import PaceTracker
 from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
 from lamina.engine._session_book import ProviderSessionBook
@@ -24,7 +20,7 @@ from lamina.engine._settings import SessionSettings
 from lamina.engine._state import PathState
 from lamina.engine._view import LiveView
 from lamina.placement import RenderCache
-from lamina.session import CompactionBoundary, Entry, LogEntry, ProviderView, SessionLog
+from lamina.session import Entry, LogEntry, ProviderView, SessionLog
 from lamina.tokens import TokenEstimator
 
 E = TypeVar("E", bound=Entry)
@@ -37,9 +33,6 @@ class EngineHost:
     session: SessionLog
     estimator: TokenEstimator
     tools: tuple[ToolSpec, ...]
-    calibration: float
-    compaction_hooks: list[Callable[[CompactionBoundary], None]]
-    compaction_listeners: list[Callable[[CompactionEvent], None]]
     settings: SessionSettings
     plans: SessionPlans
     _path: PathState
@@ -51,18 +44,12 @@ class EngineHost:
     _media: MediaSupport | None
     _render_cache: RenderCache
     attachments: AttachmentStore
-    _compaction_lock: asyncio.Lock | None
-    _pace: PaceTracker
 
     def record(self, entry: E, *, durable: bool | None = None) -> E:
         """Append an entry to the log and fold it into the parts (`ContextEngine.record`)."""
         raise NotImplementedError
 
     def _check_open(self) -> None:
-        raise NotImplementedError
-
-    def outlook(self) -> Outlook:
-        """What the cost model prices a decision from now (`ContextEngine.outlook`)."""
         raise NotImplementedError
 
     def _data_dir(self) -> str:
@@ -72,9 +59,6 @@ class EngineHost:
         raise NotImplementedError
 
     def _track_session_wide(self, entry: LogEntry) -> None:
-        raise NotImplementedError
-
-    def _emit_compaction(self, event: CompactionEvent) -> None:
         raise NotImplementedError
 
     def queue_one_shot(self, kind: str, text: str, *, hidden: bool = False) -> str:

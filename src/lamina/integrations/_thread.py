@@ -249,7 +249,7 @@ class LaminaThread:
 
     def context_tokens(self, extra: str = "") -> int:
         """Estimated tokens of the next request (the engine's estimate, plus `extra` text)."""
-        return self.engine.context_tokens() + (self.engine.estimator.count(extra) if extra else 0)
+        return self.engine.compactor.context_tokens() + (self.engine.estimator.count(extra) if extra else 0)
 
     def over_threshold(self, extra: str = "") -> bool:
         """Whether the next request would leave less than the policy's reserve free."""
@@ -261,7 +261,7 @@ class LaminaThread:
     ) -> CompactionOutcome:
         """Compact with Lamina's compaction: one boundary appended, nothing removed from the log."""
         policy = self.compaction
-        outcome = await self.engine.compact(
+        outcome = await self.engine.compactor.compact(
             policy.summariser,
             trigger=trigger,
             focus=focus,
