@@ -8,8 +8,9 @@ went on with another provider) is cleared durably and the fresh one gets, once, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from itertools import takewhile
 
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, recovery_text
 from lamina.context import TurnContext
@@ -17,7 +18,7 @@ from lamina.engine import CompactionOutcome, ContextEngine, provider_session_in_
 from lamina.errors import ProviderSessionLostError
 from lamina.placement import RenderedRequest, SdkManagedPrompt
 from lamina.providers import Completed, Provider, ProviderCompacted, ProviderEvent, ProviderSessionChanged
-from lamina.session import BRIDGE_KINDS, AssistantMessage, Branch, LogEntry, ProviderSession
+from lamina.session import BRIDGE_KINDS, AssistantMessage, Branch, ProviderSession
 
 
 @dataclass(slots=True)
@@ -77,8 +78,8 @@ class SessionRecovery:
         try:
             return turn, await model_call(turn)
         except ProviderSessionLostError as exc:
-            before = self._entries_before(turn.user_entry_id)
-            self._recover(before, f"session {exc.session_id} is gone", clear=True, budget=recovery_tokens)
+            reason = f"session {exc.session_id} is gone"
+            self._recover(reason, before=turn.user_entry_id, clear=True, budget=recovery_tokens)
             turn = self.engine.reprepare(turn)  # the fresh session is told everything: stable, volatile, recovery
         return turn, await model_call(turn)  # exactly one retry: a second failure goes to the caller
 
@@ -103,7 +104,7 @@ class SessionRecovery:
             return
         if not self._bridge_pending():  # a queued branch seed or transfer summary already bridges the gap
             reason = f"{name} holds no session of this conversation"
-            self._recover(list(self.engine.view), reason, clear=False, budget=recovery_tokens)
+            self._recover(reason, before=None, clear=False, budget=recovery_tokens)
 
     def branch(self, entry_id: str) -> Branch:
         """The engine's branch at `entry_id`, the provider's own session forked there if it can be (`Agent.branch`)."""
@@ -151,24 +152,17 @@ class SessionRecovery:
         before = f" from {compacted.tokens_before:,} tokens" if compacted.tokens_before else ""
         return CompactionOutcome("compacted", f"compacted by {name}{before}", tokens_before=compacted.tokens_before)
 
-    def _entries_before(self, entry_id: str) -> list[LogEntry]:
-        """The provider view up to (not including) entry `entry_id`."""
-        entries: list[LogEntry] = []
-        for entry in self.engine.view:
-            if entry.id == entry_id:
-                break
-            entries.append(entry)
-        return entries
+    def _recover(self, reason: str, *, before: str | None, clear: bool, budget: int) -> None:
+        """Clear the provider's session (durably) and queue a recovery block of the provider view before entry `before`.
 
-    def _recover(self, before: Sequence[LogEntry], reason: str, *, clear: bool, budget: int) -> None:
-        """Clear the provider's session (durably) and queue a recovery block of the messages in `before`.
-
-        With `clear=False` nothing is recorded when there is nothing to recover (a new session).
+        The block is made of the log's provider view (its messages and the latest summary), up to
+        (not including) entry `before`, the message being sent (None: all of it). With
+        `clear=False` nothing is recorded when there is nothing to recover (a new session).
         """
-        boundary = self.engine.boundary
+        view = self.engine.session.view()
         block = recovery_text(
-            before,
-            summary=boundary.summary if boundary is not None else None,
+            list(takewhile(lambda entry: entry.id != before, view.entries)),
+            summary=view.boundary.summary if view.boundary is not None else None,
             budget_tokens=budget,
             estimator=self.engine.estimator,
             reason=reason,
