@@ -283,7 +283,7 @@ def scripted_session(
             time_zone="Europe/Berlin",
             clock=lambda: clock_value[0],
             prune=prune,
-            cache_prices=cache_prices,
+            prices=lambda: cache_prices,
         )
         for scripted in script:
             clock_value[0] = scripted.steps[0].t

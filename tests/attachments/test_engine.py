@@ -42,12 +42,15 @@ def test_every_target_gets_a_body_its_sdk_accepts(engine: ContextEngine) -> None
     engine.session.close()
 
 
-def test_the_model_in_use_decides_and_a_change_renders_history_again(engine: ContextEngine) -> None:
+def test_the_model_in_use_decides_and_a_change_renders_history_again(tmp_path: Path) -> None:
+    model = MediaSupport(vision=True)  # what the engine reads at each request: the model in use
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "AGENTS.md").write_text("Run the tests.\n")
+    engine = make_engine(tmp_path, tmp_path / "ws", Clock(), media=lambda: model)
     turn = engine.prepare_turn("Look", [NamedBytes("chart.png", files.image("PNG"))])
     target = OpenAIChatTarget(model="local")
-    engine.media = MediaSupport(vision=True)
     assert engine.request(turn, target)["messages"][-1]["content"][0]["type"] == "image_url"  # type: ignore[index]
-    engine.media = MediaSupport(vision=False)
+    model = MediaSupport(vision=False)  # a switch of model
     first = engine.request(turn, target)["messages"][-1]["content"][0]  # type: ignore[index]
     assert first["type"] == "text" and "cannot see images" in first["text"]
     engine.session.close()

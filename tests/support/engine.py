@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lamina.attachments import MediaSupport
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget
@@ -69,7 +70,13 @@ def forget_memory_stores() -> None:
 
 
 def make_engine(
-    tmp_path: Path, workspace: Path, clock: Clock, session_id: str | None = None, *, on_disk: bool = False
+    tmp_path: Path,
+    workspace: Path,
+    clock: Clock,
+    session_id: str | None = None,
+    *,
+    on_disk: bool = False,
+    media: Callable[[], MediaSupport] | None = None,
 ) -> ContextEngine:
     if on_disk:
         store: SessionStore = LocalSessionStore(tmp_path / "store", clock=clock)
@@ -77,5 +84,10 @@ def make_engine(
         store = memory_store(tmp_path, clock)
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
     return ContextEngine(
-        session, stable_source=workspace_source(workspace), tools=TOOLS, time_zone="Europe/Paris", clock=clock
+        session,
+        stable_source=workspace_source(workspace),
+        tools=TOOLS,
+        time_zone="Europe/Paris",
+        clock=clock,
+        media=media,
     )

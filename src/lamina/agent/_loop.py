@@ -32,7 +32,7 @@ from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanRunner
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND, CompactionTiming
 from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
-from lamina.attachments import AttachmentInput, MediaSupport
+from lamina.attachments import AttachmentInput
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
@@ -113,7 +113,8 @@ class Agent:
     """From this fraction of the compaction threshold on, compact before a turn when the cost model says it pays;
     None: only at the threshold."""
     cache_prices: CachePrices | None = None
-    """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch."""
+    """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch
+    (`open_agent`'s engine reads them, and the provider's media, from the agent at each use)."""
     _plans: PlanRunner = field(init=False, repr=False)
     _provider_sessions: SessionRecovery = field(init=False, repr=False)
     _calls: ModelCalls = field(init=False, repr=False)
@@ -270,8 +271,6 @@ class Agent:
         Returns:
             The stored attachments' references, for the user's message.
         """
-        capabilities = self.provider.capabilities
-        self.engine.media = MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
         refs = (
             await asyncio.to_thread(self.engine.attachments.add_all, attachments, base=self.tools.context.cwd)
             if attachments
@@ -364,8 +363,6 @@ class Agent:
 
     async def _compact_before_turn(self) -> None:
         """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
-        given = self.cache_prices  # else the provider's, read each turn: `/model` may have switched it
-        self.engine.cache_prices = given if given is not None else CachePrices.for_target(self.provider.target)
         tokens = (
             self.engine.compactor.calibrated_context_tokens()
         )  # counted once: the stable parts and tools are counted too

@@ -16,6 +16,7 @@ from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, n
 from lamina.agent._events import AgentEvent
 from lamina.agent._loop import Agent
 from lamina.agent._options import DEFAULT_OPTIONS, AgentOptions, DeprecatedKeywords, chosen_options
+from lamina.attachments import MediaSupport
 from lamina.compaction import DEFAULT_PRICES, CachePrices
 from lamina.context import Part
 from lamina.engine import ContextEngine
@@ -84,14 +85,13 @@ def open_agent(
     provider = provider_from_spec(model) if isinstance(model, str) else model
     preset = load_preset(chosen.preset, custom_path=chosen.custom_preset)
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
+    reads = _ProviderReads(provider, chosen.cache_prices)
     try:
-        engine, pipeline, activation = _agent_parts(
-            session, provider, workspace, preset, chosen, resumed=bool(session_id)
-        )
+        engine, pipeline, activation = _agent_parts(session, reads, workspace, preset, chosen, resumed=bool(session_id))
     except BaseException:
         session.close()
         raise
-    return Agent(
+    reads.agent = Agent(
         engine,
         provider,
         pipeline,
@@ -106,12 +106,23 @@ def open_agent(
         owns_engine=True,
         owns_provider=isinstance(model, str),
     )
+    return reads.agent
 
 
 def _agent_parts(
-    session: SessionLog, provider: Provider, workspace: Path, preset: Preset, options: AgentOptions, *, resumed: bool
+    session: SessionLog,
+    reads: _ProviderReads,
+    workspace: Path,
+    preset: Preset,
+    options: AgentOptions,
+    *,
+    resumed: bool,
 ) -> tuple[ContextEngine, ToolPipeline, Activation]:
-    """The engine, the tool pipeline and the skills' activation of an agent on `session`, built from `options`."""
+    """The engine, the tool pipeline and the skills' activation of an agent on `session`, built from `options`.
+
+    The engine reads the prices and the model's media through `reads` (the agent's, once it is built).
+    """
+    provider = reads.provider
     on_event = options.on_event
     wired = _wire_workspace(
         workspace, preset, interactive=options.interactive, skills_dir=options.skills_dir, sandbox=options.sandbox
@@ -123,7 +134,6 @@ def _agent_parts(
         bash.on_notice = _sandbox_notice(on_event)
     sources = options.sources
     tools = [*wired.tools, *(sources.tools if sources else ())]
-    prices = options.cache_prices
     engine = ContextEngine(
         session,
         stable_source=wired.stable_source,
@@ -133,7 +143,8 @@ def _agent_parts(
         prune=options.prune,
         owns_session=True,
         clock=options.clock,
-        cache_prices=prices if prices is not None else CachePrices.for_target(provider.target),
+        prices=reads.prices,
+        media=reads.media,
     )
     manager = PrerequisiteManager(strict=options.strict_prerequisites, on_stuck=_stuck_warning(on_event))
     rules: list[Rule] = [manager.rule()]
@@ -206,7 +217,7 @@ def open_engine(
         stable_source=wired.stable_source,
         tools=tuple(t.spec for t in wired.tools),
         time_zone=wired.context.time_zone,
-        cache_prices=cache_prices,
+        prices=lambda: cache_prices,
     )
 
 
@@ -223,6 +234,29 @@ def _sandbox_notice(on_event: Callable[[AgentEvent], None] | None) -> Callable[[
 
 session_engine = open_engine
 """The name `open_engine` had before `lamina.agent` became a package; kept for its callers."""
+
+
+@dataclass(slots=True)
+class _ProviderReads:
+    """What the engine reads of the agent at each use: its prices and media (`/model` may switch its provider)."""
+
+    provider: Provider
+    cache_prices: CachePrices | None
+    agent: Agent | None = None
+    """The agent, once built: its provider and `cache_prices` are read from then on."""
+
+    def prices(self) -> CachePrices:
+        """The agent's `cache_prices`, else those of the provider it runs on now."""
+        given = self.agent.cache_prices if self.agent is not None else self.cache_prices
+        return given if given is not None else CachePrices.for_target(self._provider().target)
+
+    def media(self) -> MediaSupport:
+        """What the model the agent runs on now takes besides text."""
+        capabilities = self._provider().capabilities
+        return MediaSupport(vision=capabilities.vision, pdf=capabilities.pdf_input)
+
+    def _provider(self) -> Provider:
+        return self.agent.provider if self.agent is not None else self.provider
 
 
 @dataclass(frozen=True, slots=True)

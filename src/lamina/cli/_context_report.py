@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,7 @@ def _first_turn(
             stable_source=lambda: (*workspace(), *catalogue.parts()),
             tools=workspace.tools,
             time_zone=workspace.time_zone,
-            cache_prices=CachePrices.for_target(target),  # the first turn's TTL decided as that provider's would be
+            prices=partial(CachePrices.for_target, target),  # the first turn's TTL decided as that provider's would be
         )
         turn = engine.prepare_turn(FIRST_MESSAGE)
         return turn, render(turn, target)

@@ -3,8 +3,8 @@
 `ContextEngine` is the I/O shell around the pure turn assembly: it reads the clock, asks the
 workspace for the stable parts and appends to the session log; each piece of state it keeps in
 memory (so a turn costs the same however long the history is) is a part of its own, folded from
-what it records: the settings (`_state`), the outbox, the live view, the stable prefix, the
-provider sessions. The methods beyond a turn's come from mixins over `_host` (see the package).
+what it records: the outbox, the live view, the stable prefix; and it owns the parts users call
+(`settings`, `plans`, `compactor`, `provider_sessions`), each built with only what it needs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from lamina.compaction import (
     choose_turn_ttl,
 )
 from lamina.context import (
+    AttachmentBlocks,
     OneShot,
     Part,
     StableContext,
@@ -39,14 +40,15 @@ from lamina.context import (
     pin_stable,
 )
 from lamina.engine._assemble import assemble_turn
-from lamina.engine._branching import BranchingMixin
+from lamina.engine._branching import branch_leaf, branch_seed
 from lamina.engine._compacting import Compactor
-from lamina.engine._host import E
-from lamina.engine._media import MediaMixin
+from lamina.engine._compaction import CONVERSATION
+from lamina.engine._media import attachment_blocks
 from lamina.engine._outbox import Outbox, turn_one_shots
 from lamina.engine._pace import PaceTracker
 from lamina.engine._plans import SessionPlans
 from lamina.engine._prefix import StablePrefix
+from lamina.engine._recorder import E
 from lamina.engine._session_book import ProviderSessionBook
 from lamina.engine._settings import SessionSettings
 from lamina.engine._state import PathState, fold_path
@@ -61,6 +63,7 @@ from lamina.placement import (
 )
 from lamina.session import (
     AttachmentRef,
+    Branch,
     CompactionBoundary,
     CostDecision,
     LogEntry,
@@ -68,8 +71,12 @@ from lamina.session import (
     SessionLog,
     StateChange,
     StateSnapshot,
+    ToolCall,
     ToolOutputPruned,
+    ToolResult,
     UserMessage,
+    entry_kind,
+    open_tool_calls,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -84,7 +91,11 @@ def _new_turn_id() -> str:
     return "turn_" + secrets.token_hex(6)
 
 
-class ContextEngine(MediaMixin, BranchingMixin):
+def _default_prices() -> CachePrices:
+    return DEFAULT_PRICES
+
+
+class ContextEngine:
     """Prepares, records and commits the turns of one open session.
 
     A context manager: `with ContextEngine(...) as engine:` closes it on the way out (`close`).
@@ -105,7 +116,8 @@ class ContextEngine(MediaMixin, BranchingMixin):
         new_id: Callable[[], str] = _new_turn_id,
         prune: PrunePolicy | None = DEFAULT_PRUNE,
         owns_session: bool = False,
-        cache_prices: CachePrices = DEFAULT_PRICES,
+        prices: Callable[[], CachePrices] = _default_prices,
+        media: Callable[[], MediaSupport] | None = None,
     ) -> None:
         """Open the engine over a session: its state folded from the log, its provider view built.
 
@@ -120,8 +132,11 @@ class ContextEngine(MediaMixin, BranchingMixin):
             new_id: Makes a turn id.
             prune: When old tool output leaves the provider view (None: never).
             owns_session: Whether closing the engine closes the session.
-            cache_prices: The prices the cost model decides prunes, TTLs and compactions with (Anthropic's by
-                default; `CachePrices.for_target` gives a render target's, as `open_agent` does).
+            prices: Returns the prices the cost model decides prunes, TTLs and compactions with, read at
+                each decision (Anthropic's by default; `open_agent` gives its provider's, followed
+                across a switch of model).
+            media: Returns what the model takes besides text, read at each request (None: what the
+                target's official API takes).
         """
         self.session = session
         self._owns_session = owns_session
@@ -136,9 +151,8 @@ class ContextEngine(MediaMixin, BranchingMixin):
         self._stable, self._tool_definitions = StablePrefix(), ToolDefinitions()
         self._render_cache = RenderCache()
         self._pace = PaceTracker()
-        self._media: MediaSupport | None = None
-        self.cache_prices = cache_prices
-        """The prices the cost model decides with (`lamina.compaction.CachePrices`)."""
+        self._prices, self._media = prices, media
+        self._media_rendered: MediaSupport | None = None
         self.attachments = AttachmentStore(
             session.attachments_dir, session.data_dir, time_zone=time_zone, estimator=estimator, files=session
         )
@@ -339,7 +353,7 @@ class ContextEngine(MediaMixin, BranchingMixin):
 
         Args:
             user_text: The user message's text.
-            attachments: References from `attach`, or files to attach now: every file is stored
+            attachments: References from `attachments.add_all`, or files to attach now: every file is stored
                 durably before the user message that refers to it is logged.
             user_words: For a message Lamina wrote in the user's role (a plan's execution message),
                 what of it the user typed ("" for nothing), so the user's words lane leaves
@@ -353,7 +367,7 @@ class ContextEngine(MediaMixin, BranchingMixin):
             UsageError: The engine is closed.
         """
         self._check_open()
-        stored = iter(self.attach([a for a in attachments if not isinstance(a, AttachmentRef)]))
+        stored = iter(self.attachments.add_all([a for a in attachments if not isinstance(a, AttachmentRef)]))
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         self.compactor.prune()
         stable = self._refresh_stable()
@@ -373,9 +387,14 @@ class ContextEngine(MediaMixin, BranchingMixin):
         self.record(turn.record())
         return turn
 
+    @property
+    def cache_prices(self) -> CachePrices:
+        """The prices the cost model decides with now (`prices=` at construction)."""
+        return self._prices()
+
     def outlook(self) -> Outlook:
         """What the cost model prices a decision from now: the prices, the session's pace, the cache's state."""
-        return Outlook(self.cache_prices, self._pace.pace(), self._pace.cache(self._clock(), self._view.tokens))
+        return Outlook(self._prices(), self._pace.pace(), self._pace.cache(self._clock(), self._view.tokens))
 
     def preview_turn(self, user_text: str) -> TurnContext:
         """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
@@ -433,8 +452,15 @@ class ContextEngine(MediaMixin, BranchingMixin):
     def request(self, turn: TurnContext, target: RenderTarget) -> RenderedRequest:
         """The next request of `turn` (its tool loop so far included), reusing completed turns' rendering."""
         self._check_open()
-        blocks = self.attachment_blocks(target)
+        media = self._media() if self._media is not None else None
+        if media != self._media_rendered:  # completed turns were converted for another model
+            self._media_rendered, self._render_cache = media, RenderCache()
+        blocks = attachment_blocks(self.attachments, target, media)
         return render(turn, target, continuation=self.continuation(turn), cache=self._render_cache, attachments=blocks)
+
+    def attachment_blocks(self, target: RenderTarget) -> AttachmentBlocks:
+        """How this session's attached files are shown in requests for `target` (and counted by reports)."""
+        return attachment_blocks(self.attachments, target, self._media() if self._media is not None else None)
 
     def commit(self, turn: TurnContext) -> None:
         """Mark the turn's one-shot parts delivered: the provider accepted a request carrying them.
@@ -486,3 +512,66 @@ class ContextEngine(MediaMixin, BranchingMixin):
         )
         self.record(again.record())
         return again
+
+    def window_calls(self) -> tuple[tuple[ToolCall, ToolResult], ...]:
+        """The tool calls of the current context window with their results, in order.
+
+        The window starts after the latest compaction and after the latest reset of the provider's
+        own context (a fresh or compacted provider session): what the model still has in front of
+        it, so reads made there still count (a branch replays them as its prerequisites met).
+        """
+        return self._view.window_calls()
+
+    def in_view(self, entry_id: str) -> bool:
+        """Whether an entry is still in the provider view (a branch from it keeps the exact context)."""
+        return any(e.id == entry_id for e in self._view.entries)
+
+    def branch(self, entry_id: str, *, seed: bool = False) -> Branch:
+        """Branch the session at `entry_id` and switch the provider view to the branch at once.
+
+        The abandoned path stays in the log; from now on what is sent is what the branch holds, and
+        the conversation's state (pending one-shots, the plan, the skills in use) is the branch's
+        own; the user's settings (permission mode, active sources) stay as last set. At a user
+        message the branch starts just before it, as Claude Code's rewind does: the message is not
+        on the branch (it would be left unanswered there) and its text comes back in
+        `Branch.offered_text`, to send again or edit. With `seed` the branch seed is queued on the
+        branch in the same durable line that creates it: a crash leaves the old leaf, or the branch
+        with its seed. Call between turns.
+
+        Args:
+            entry_id: The entry to branch at.
+            seed: Queue a hidden one-shot branch seed on the branch, for a provider that keeps its
+                own transcript and cannot fork there.
+
+        Returns:
+            The branch, with the user message's text to offer again when it branched at one.
+
+        Raises:
+            UsageError: No such entry, or a user message that is the first entry of the log.
+        """
+        self._check_open()
+        point, abandoned, boundary = self.session.get(entry_id), self.session.leaf_id, self._view.boundary
+        was_in_view = self.in_view(entry_id) or (boundary is not None and boundary.id == entry_id)
+        leaf_id, offered = branch_leaf(point)
+        view = self.session.view(leaf_id)  # walks back only to the branch's own latest compaction
+        first = branch_seed(view, self.estimator) if seed else None
+        if first is not None:
+            self._track_session_wide(self.session.branch(leaf_id, first=first))
+            self._rebuild_view()  # the seed's record is the leaf now
+        else:
+            self.session.branch(leaf_id)
+            self._rebuild_view(view)
+        return Branch(
+            session_id=self.session.id,
+            entry_id=entry_id,
+            kind=entry_kind(point),
+            leaf_id=self.session.leaf_id or leaf_id,
+            abandoned_leaf_id=abandoned,
+            in_view=was_in_view,
+            strategy="seed" if seed else "log",
+            view_entries=sum(isinstance(e, CONVERSATION) for e in view.entries),
+            summarised=view.boundary is not None,
+            open_calls=open_tool_calls(view.entries),
+            seed_id=first.part_id if first is not None else None,
+            offered_text=offered,
+        )

@@ -143,7 +143,7 @@ class LaminaThread:
             stable_source=self._stable_source,
             time_zone=self._time_zone,
             clock=self._clock,
-            cache_prices=self.cache_prices,
+            prices=lambda: self.cache_prices,
         )
 
     @property
