@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import Figure
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
@@ -46,7 +46,9 @@ async def _measure(root: Path, prior: int, repeats: int) -> tuple[float, float]:
     )
     steps = [plain] * (repeats + 1) + [reads, plain] * repeats
     provider = ScriptedProvider(steps, target=AnthropicTarget(model="claude-sonnet-5"))
-    agent = open_agent(LocalSessionStore(root / f"store{prior}"), provider, workspace=workspace, mode="execute")
+    agent = open_agent(
+        LocalSessionStore(root / f"store{prior}"), provider, workspace=workspace, options=AgentOptions(mode="execute")
+    )
     _fill(agent.engine, prior)
     await agent.run_turn("warm the render cache")
     round_trips: list[float] = []

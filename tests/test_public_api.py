@@ -51,6 +51,7 @@ SURFACE: dict[str, list[str]] = {
     "lamina": [
         "Agent",
         "AgentEvent",
+        "AgentOptions",
         "AnthropicTarget",
         "AttachmentError",
         "AuthenticationError",
@@ -101,6 +102,7 @@ SURFACE: dict[str, list[str]] = {
         "Activation",
         "Agent",
         "AgentEvent",
+        "AgentOptions",
         "DEFAULT_COMPACTION_BAND",
         "DEFAULT_PLAN_COMPACTION_TIMEOUT",
         "DEFAULT_RECOVERY_TOKENS",

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore
@@ -440,7 +440,7 @@ async def _turns(
             Reply(text="After the resume."),
         )
         async with make_provider(wire) as provider:
-            agent = open_agent(store, provider, workspace=workspace, **options)
+            agent = open_agent(store, provider, workspace=workspace, options=AgentOptions(**options))
             await agent.run_turn(user)
             await agent.run_turn("And one more thing.")
             outcome = await agent.compact()
@@ -452,7 +452,9 @@ async def _turns(
                 assert outcome.status == "compacted", outcome.message
             session_id = agent.engine.session.id
             agent.engine.session.close()
-            resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)
+            resumed = open_agent(
+                store, provider, workspace=workspace, session_id=session_id, options=AgentOptions(**options)
+            )
             assert (await resumed.run_turn("And after the resume.")).text == "After the resume."
             resumed.engine.session.close()
         assert wire.pending == 0
@@ -526,10 +528,12 @@ async def _code_session(root: Path) -> list[str]:
                     LocalSessionStore(root / "store"),
                     provider,
                     workspace=workspace,
-                    mode="execute",
-                    sources=connections,
-                    retry=RetryPolicy(sleep=_no_sleep),
-                    skills_dir=root / "none",
+                    options=AgentOptions(
+                        mode="execute",
+                        sources=connections,
+                        retry=RetryPolicy(sleep=_no_sleep),
+                        skills_dir=root / "none",
+                    ),
                 )
                 await agent.run_turn("Look at models.py.", ["models.py"])
                 agent.engine.session.close()

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Final
 from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
-    from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
+    from lamina.agent import (
+        Agent,
+        AgentEvent,
+        AgentOptions,
+        ModelCallFinished,
+        ToolFinished,
+        ToolStarted,
+        TurnOutcome,
+        open_agent,
+    )
     from lamina.attachments import NamedBytes
     from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
     from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
@@ -49,6 +58,7 @@ if TYPE_CHECKING:
 _LAZY: Final = {
     "Agent": "lamina.agent",
     "AgentEvent": "lamina.agent",
+    "AgentOptions": "lamina.agent",
     "ModelCallFinished": "lamina.agent",
     "ToolFinished": "lamina.agent",
     "ToolStarted": "lamina.agent",
@@ -107,6 +117,7 @@ logging.getLogger("lamina").addHandler(logging.NullHandler())
 __all__ = [
     "Agent",
     "AgentEvent",
+    "AgentOptions",
     "AnthropicTarget",
     "AttachmentError",
     "AuthenticationError",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lamina.agent import Agent, open_agent
+from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.engine import Plan, execution_message
 from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse, ScriptedToolCall
@@ -38,10 +38,9 @@ def open_plan_agent(
         ScriptedProvider(steps),
         workspace=workspace,
         session_id=session_id,
-        mode="plan",
-        summariser=DeterministicSummariser(),
-        retry=RetryPolicy(sleep=_no_sleep),
-        keep_tokens=200,
+        options=AgentOptions(
+            mode="plan", summariser=DeterministicSummariser(), retry=RetryPolicy(sleep=_no_sleep), keep_tokens=200
+        ),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lamina.agent import Agent, AgentEvent, ToolStarted, open_agent
+from lamina.agent import Agent, AgentEvent, AgentOptions, ToolStarted, open_agent
 from lamina.context import INTERRUPTED_RESULT
 from lamina.errors import ContextOverflowError, ProviderError
 from lamina.providers import Provider, RetryPolicy
@@ -46,7 +46,9 @@ def _agent(
 ) -> Agent:
     """An agent on the test folder's in-memory store (or on `store`)."""
     store = store or memory_store(tmp_path, time.time)
-    return open_agent(store, provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep), **options)
+    return open_agent(
+        store, provider, workspace=workspace, options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep), **options)
+    )
 
 
 @pytest.mark.slow
@@ -157,7 +159,11 @@ async def test_cancelled_mid_tool_call_leaves_a_log_the_providers_accept(
 
         wire.script(Reply(text="The previous job was interrupted; I will check its state."))
         resumed = open_agent(
-            store, provider, workspace=workspace, session_id=session_id, retry=RetryPolicy(sleep=_no_sleep)
+            store,
+            provider,
+            workspace=workspace,
+            session_id=session_id,
+            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
         )
         outcome = await resumed.run_turn("What happened?")
     assert wire.requests[-1].status == 200  # the provider accepted the repaired history

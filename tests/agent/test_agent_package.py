@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import AgentEvent, SkillWarning, open_agent, open_engine, session_engine
+from lamina.agent import AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine, session_engine
 from lamina.errors import UsageError
 from lamina.providers import AnthropicProvider, ScriptedProvider, provider_from_spec
 from lamina.session import InMemorySessionStore
@@ -32,7 +32,7 @@ def test_a_scripted_spec_runs_the_turns_its_file_holds(
 ) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"responses": [{"text": "from a spec"}]}))
-    with open_agent(store, f"scripted:{script}", workspace=workspace, interactive=False) as agent:
+    with open_agent(store, f"scripted:{script}", workspace=workspace, options=AgentOptions(interactive=False)) as agent:
         assert isinstance(agent.provider, ScriptedProvider)
         assert agent.run_turn_sync("hello").text == "from a spec"
 
@@ -43,7 +43,7 @@ def test_a_model_spec_builds_the_provider_the_cli_builds(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     spec = "anthropic:claude-sonnet-5"
     cli_built = provider_from_spec(spec)  # what `lamina chat --model` builds (cli._session.make_provider)
-    with open_agent(store, spec, workspace=workspace, interactive=False) as agent:
+    with open_agent(store, spec, workspace=workspace, options=AgentOptions(interactive=False)) as agent:
         built = agent.provider
         assert isinstance(built, AnthropicProvider)
         assert (built.name, built.target, built.capabilities) == (
@@ -61,7 +61,7 @@ def test_a_bad_spec_is_a_usage_error_naming_it_and_opens_no_session(
     store: InMemorySessionStore, workspace: Path, spec: str
 ) -> None:
     with pytest.raises(UsageError, match=f"provider spec {spec!r}"):
-        open_agent(store, spec, workspace=workspace, interactive=False)
+        open_agent(store, spec, workspace=workspace, options=AgentOptions(interactive=False))
     assert list(store.list()) == []
 
 
@@ -89,7 +89,9 @@ def test_an_agent_closes_the_provider_it_built_and_runs_sync_turns_on_one_loop(
         wire.script(Reply(text="First."), Reply(text="Second."), Reply(text="Third."))
         monkeypatch.setenv("ANTHROPIC_API_KEY", "wire-test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
-        with open_agent(store, "anthropic:claude-sonnet-5", workspace=workspace, interactive=False) as agent:
+        with open_agent(
+            store, "anthropic:claude-sonnet-5", workspace=workspace, options=AgentOptions(interactive=False)
+        ) as agent:
             # two turns through one SDK client: its kept-alive connection needs the loop it was made on
             assert agent.run_turn_sync("One?").text == "First."
             assert agent.run_turn_sync("Two?").text == "Second."
@@ -100,7 +102,9 @@ def test_an_agent_closes_the_provider_it_built_and_runs_sync_turns_on_one_loop(
             built = provider_from_spec("anthropic:claude-sonnet-5")
             assert isinstance(built, AnthropicProvider)
             async with built as given:
-                async with open_agent(store, given, workspace=workspace, interactive=False) as agent:
+                async with open_agent(
+                    store, given, workspace=workspace, options=AgentOptions(interactive=False)
+                ) as agent:
                     assert (await agent.run_turn("Three?")).text == "Third."
                 assert given._client is not None  # a given one stays open
 

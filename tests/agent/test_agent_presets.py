@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.prompt import PresetFileError
 from lamina.session import LocalSessionStore
 from tests.wire.fixtures import anthropic_provider
@@ -35,9 +35,8 @@ async def test_custom_preset_file_and_platform_section(
             store,
             provider,
             workspace=tmp_path,
-            preset="custom",
-            custom_preset=preset,
-            interactive=interactive,  # None: decided by the terminal, and pytest's stdin is not one
+            # interactive None: decided by the terminal, and pytest's stdin is not one
+            options=AgentOptions(preset="custom", custom_preset=preset, interactive=interactive),
         )
         try:
             await agent.run_turn("hi")
@@ -54,5 +53,5 @@ async def test_a_bad_custom_preset_fails_before_a_session_is_created(tmp_path: P
     store = LocalSessionStore(tmp_path / "store")
     async with anthropic_provider(wire) as provider:
         with pytest.raises(PresetFileError, match="memory"):
-            open_agent(store, provider, workspace=tmp_path, preset="custom", custom_preset=preset)
+            open_agent(store, provider, workspace=tmp_path, options=AgentOptions(preset="custom", custom_preset=preset))
     assert store.list() == []

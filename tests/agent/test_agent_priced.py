@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from lamina.agent import Agent, open_agent
+from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.compaction import PrunePolicy
 from lamina.pricing import CachePrices
 from lamina.providers import Provider, RetryPolicy
@@ -38,7 +38,9 @@ def workspace(tmp_path: Path) -> Path:
 def _agent(tmp_path: Path, workspace: Path, provider: Provider, clock: Clock, **options: Any) -> Agent:
     store = memory_store(tmp_path, clock)
     retry = RetryPolicy(sleep=_no_sleep)
-    return open_agent(store, provider, workspace=workspace, retry=retry, clock=clock, mode="execute", **options)
+    return open_agent(
+        store, provider, workspace=workspace, options=AgentOptions(retry=retry, clock=clock, mode="execute", **options)
+    )
 
 
 def _boundaries(agent: Agent) -> list[CompactionBoundary]:

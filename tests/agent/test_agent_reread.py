@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore, ToolOutputPruned, ToolResult
 from tests.wire.fixtures import anthropic_provider
@@ -36,7 +36,9 @@ async def test_a_read_of_an_unchanged_file_points_at_the_result_still_in_the_req
     retry = RetryPolicy(sleep=_no_sleep)
     async with anthropic_provider(wire) as provider:
         _reads(wire, 2)
-        agent = open_agent(store, provider, workspace=workspace, retry=retry, mode="execute", prune=None)
+        agent = open_agent(
+            store, provider, workspace=workspace, options=AgentOptions(retry=retry, mode="execute", prune=None)
+        )
         await agent.run_turn("Read app.py")
         await agent.run_turn("Read app.py again")
         session_id = agent.engine.session.id
@@ -48,7 +50,9 @@ async def test_a_read_of_an_unchanged_file_points_at_the_result_still_in_the_req
 
         # a restarted session reads what the request holds from the log
         _reads(wire, 3)
-        agent = open_agent(store, provider, workspace=workspace, session_id=session_id, retry=retry, prune=None)
+        agent = open_agent(
+            store, provider, workspace=workspace, session_id=session_id, options=AgentOptions(retry=retry, prune=None)
+        )
         await agent.run_turn("And again")
         assert agent.engine.view[-2].content == _POINTER  # type: ignore[union-attr]
         # the file changed in one line: only the change goes

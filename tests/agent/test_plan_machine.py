@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from lamina.agent import Agent, open_agent
+from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.engine import OPEN_STATES, PlanTransitionError, advance, next_step
 from lamina.providers import RetryPolicy, ScriptedProvider, ScriptedResponse
@@ -84,10 +84,9 @@ class PlanMachine(RuleBasedStateMachine):
             provider,
             workspace=self.workspace,
             session_id=session_id,
-            mode="plan",
-            summariser=DeterministicSummariser(),
-            retry=RetryPolicy(sleep=_no_sleep),
-            keep_tokens=100,
+            options=AgentOptions(
+                mode="plan", summariser=DeterministicSummariser(), retry=RetryPolicy(sleep=_no_sleep), keep_tokens=100
+            ),
         )
 
     def _do(self, work: object, crash: tuple[str, str] | None) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import Agent, open_agent
+from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.engine import execution_message
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
@@ -49,9 +49,7 @@ def _agent(store: LocalSessionStore, workspace: Path, asked: list[str], *, sessi
         ScriptedProvider(steps),
         workspace=workspace,
         session_id=session_id,
-        mode="ask",
-        ask=ask,
-        summariser=DeterministicSummariser(),
+        options=AgentOptions(mode="ask", ask=ask, summariser=DeterministicSummariser()),
     )
 
 

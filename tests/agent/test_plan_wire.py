@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore, PlanState
 from tests.agent.plan_flow import EARLY_WORDS, PLAN_REQUEST, PLAN_TEXT, make_workspace
@@ -44,7 +44,10 @@ async def test_accept_and_compact_sends_the_plan_in_a_fresh_context(
     store = LocalSessionStore(tmp_path / "store")
     async with PROVIDERS[kind](wire) as provider:
         agent = open_agent(
-            store, provider, workspace=workspace, mode="plan", retry=RetryPolicy(sleep=_no_sleep), keep_tokens=200
+            store,
+            provider,
+            workspace=workspace,
+            options=AgentOptions(mode="plan", retry=RetryPolicy(sleep=_no_sleep), keep_tokens=200),
         )
         plan_file = str(agent.engine.session.plans_dir / "fix-total.md")
         edit = {"path": "app.py", "old_string": " + 1", "new_string": ""}

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from lamina.agent import Agent, AgentEvent, open_agent, recovery_text
+from lamina.agent import Agent, AgentEvent, AgentOptions, open_agent, recovery_text
 from lamina.cli import app
 from lamina.compaction import ProviderSummariser
 from lamina.errors import AuthenticationError
@@ -180,8 +180,7 @@ def _sdk_agent(
         provider,
         workspace=workspace,
         session_id=session_id,
-        retry=RetryPolicy(max_attempts=1),
-        **options,
+        options=AgentOptions(retry=RetryPolicy(max_attempts=1), **options),
     )
 
 
@@ -512,7 +511,7 @@ KILL_SCRIPT = r"""
 import asyncio, os, signal, sys
 sys.path[:0] = [{src!r}, {repo!r}]
 from pathlib import Path
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.engine import ContextEngine, ProviderSessionBook
 from lamina.providers._claude_agent import ClaudeAgentProvider
 from lamina.providers._retry import RetryPolicy
@@ -549,7 +548,7 @@ provider = ClaudeAgentProvider(
 )
 agent = open_agent(
     LocalSessionStore(Path(tmp) / "store"), provider, workspace=Path(workspace), session_id=session_id,
-    retry=RetryPolicy(max_attempts=1),
+    options=AgentOptions(retry=RetryPolicy(max_attempts=1)),
 )
 asyncio.run(agent.run_turn("What is my favourite colour?"))
 """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import AgentEvent, SkillWarning, open_agent
+from lamina.agent import AgentEvent, AgentOptions, SkillWarning, open_agent
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from lamina.tools import SandboxSettings
 from tests.support.engine import memory_store
@@ -41,7 +41,10 @@ async def test_the_agent_warns_once_when_bash_runs_without_its_sandbox(tmp_path:
     provider = ScriptedProvider(_two_bash_calls())
     store = memory_store(tmp_path, time.time)
     async with open_agent(
-        store, provider, workspace=workspace, mode="execute", on_event=events.append, sandbox=MISSING
+        store,
+        provider,
+        workspace=workspace,
+        options=AgentOptions(mode="execute", on_event=events.append, sandbox=MISSING),
     ) as agent:
         assert not [e for e in events if isinstance(e, SkillWarning)]  # nothing before a command runs
         await agent.run_turn("run both")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.cli import app
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore, ToolResult
@@ -64,7 +64,10 @@ async def test_allowed_tools_hold_while_the_skill_is_the_task_and_lift_after(tmp
     )
     async with anthropic_provider(wire) as provider:
         agent = open_agent(
-            LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep)
+            LocalSessionStore(tmp_path / "store"),
+            provider,
+            workspace=workspace,
+            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
         )
         await agent.run_turn("Please [skill:review] app.py")
         first = _results(agent.engine.session.entries())
@@ -91,7 +94,10 @@ async def test_a_skill_without_allowed_tools_lifts_the_restriction(tmp_path: Pat
     )
     async with anthropic_provider(wire) as provider:
         agent = open_agent(
-            LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep)
+            LocalSessionStore(tmp_path / "store"),
+            provider,
+            workspace=workspace,
+            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
         )
         await agent.run_turn("[skill:review] and [skill:notes], please")
         assert [r.is_error for r in _results(agent.engine.session.entries())] == [False, False, False]
@@ -108,7 +114,10 @@ async def test_a_task_that_names_a_skill_requires_reading_it_like_a_mention(tmp_
     )
     async with anthropic_provider(wire) as provider:
         agent = open_agent(
-            LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep)
+            LocalSessionStore(tmp_path / "store"),
+            provider,
+            workspace=workspace,
+            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
         )
         await agent.run_turn("Look at app.py", skills=["review"])
         denied, read = _results(agent.engine.session.entries())

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from lamina.agent import AgentEvent, SkillWarning, open_agent
+from lamina.agent import AgentEvent, AgentOptions, SkillWarning, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore, StateChange, ToolResult
@@ -63,10 +64,12 @@ async def test_a_skill_mention_requires_reading_it_first_and_again_after_compact
             LocalSessionStore(tmp_path / "store"),
             provider,
             workspace=workspace,
-            mode="execute",
-            retry=RetryPolicy(sleep=_no_sleep),
-            summariser=DeterministicSummariser(),
-            keep_tokens=200,
+            options=AgentOptions(
+                mode="execute",
+                retry=RetryPolicy(sleep=_no_sleep),
+                summariser=DeterministicSummariser(),
+                keep_tokens=200,
+            ),
         )
         first = await agent.run_turn("Please [skill:deploy] the service now. " + "context " * 400)
         assert first.text.startswith("Deployed.")
@@ -104,8 +107,7 @@ async def test_an_unknown_skill_is_a_warning_not_a_failed_turn(tmp_path: Path, w
             LocalSessionStore(tmp_path / "store"),
             provider,
             workspace=workspace,
-            on_event=events.append,
-            retry=RetryPolicy(sleep=_no_sleep),
+            options=AgentOptions(on_event=events.append, retry=RetryPolicy(sleep=_no_sleep)),
         )
         outcome = await agent.run_turn("Use [skill:teleport] and `[skill:deploy]` in code is not a mention")
     assert outcome.text.startswith("There is no such skill")
@@ -132,20 +134,22 @@ async def test_skills_in_use_survive_a_resume_and_are_required_again_after_compa
         Reply(text="I must read the skill again."),
     )
     async with anthropic_provider(wire) as provider:
-        options = {"retry": RetryPolicy(sleep=_no_sleep), "summariser": DeterministicSummariser(), "keep_tokens": 200}
-        agent = open_agent(store, provider, workspace=workspace, mode="execute", **options)  # type: ignore[arg-type]
+        options = AgentOptions(
+            retry=RetryPolicy(sleep=_no_sleep), summariser=DeterministicSummariser(), keep_tokens=200
+        )
+        agent = open_agent(store, provider, workspace=workspace, options=dataclasses.replace(options, mode="execute"))
         await agent.run_turn("Use [skill:deploy] please. " + "context " * 400)
         await agent.run_turn("Thanks.")
         session_id = agent.engine.session.id
         agent.engine.session.close()
 
-        resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)  # type: ignore[arg-type]
+        resumed = open_agent(store, provider, workspace=workspace, session_id=session_id, options=options)
         assert resumed.engine.settings.skills_in_use == ("deploy",)
         assert (await resumed.compact()).status == "compacted"
         await resumed.run_turn("List the files.")
         denied = _results(resumed.engine.session.entries())[-1]
         assert denied.is_error and str(skill_md) in denied.content
         resumed.engine.session.close()
-        again = open_agent(store, provider, workspace=workspace, session_id=session_id, **options)  # type: ignore[arg-type]
+        again = open_agent(store, provider, workspace=workspace, session_id=session_id, options=options)
         assert again.engine.settings.skills_in_use == ("deploy",)  # from the boundary's snapshot after a resume
         again.engine.session.close()

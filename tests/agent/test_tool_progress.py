@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import AgentEvent, ToolFinished, ToolProgress, ToolStarted, open_agent
+from lamina.agent import AgentEvent, AgentOptions, ToolFinished, ToolProgress, ToolStarted, open_agent
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from tests.support.engine import memory_store
 
@@ -22,7 +22,10 @@ async def test_a_bash_call_reports_its_start_and_its_output_then_finishes(tmp_pa
     provider = ScriptedProvider([ScriptedResponse(text="Running.", tool_calls=(bash,)), ScriptedResponse(text="Ok.")])
     events: list[AgentEvent] = []
     async with open_agent(
-        memory_store(tmp_path, time.time), provider, workspace=workspace, mode="execute", on_event=events.append
+        memory_store(tmp_path, time.time),
+        provider,
+        workspace=workspace,
+        options=AgentOptions(mode="execute", on_event=events.append),
     ) as agent:
         await agent.run_turn("run it")
         assert agent.tools.context.progress is None  # the listener was the call's only

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from lamina.agent import Agent, open_agent
+from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.errors import AttachmentError
 from lamina.providers import Capabilities, Provider, RetryPolicy
 from lamina.session import JsonlSession, LocalSessionStore, UserMessage, encode_entry
@@ -39,7 +39,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def _agent(tmp_path: Path, workspace: Path, provider: Provider) -> Agent:
     store = LocalSessionStore(tmp_path / "store")
-    return open_agent(store, provider, workspace=workspace, retry=RetryPolicy(sleep=_no_sleep))
+    return open_agent(store, provider, workspace=workspace, options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)))
 
 
 def _image(data: str) -> Image.Image:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.cli import app
 from lamina.engine import recorded_settings
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
@@ -128,7 +128,7 @@ async def test_a_plan_the_author_accepted_is_not_carried_out_after_import(tmp_pa
         ScriptedResponse(text="Done."),
     ]
     author = LocalSessionStore(tmp_path / "theirs")
-    with open_agent(author, ScriptedProvider(steps), workspace=workspace, mode="plan") as agent:
+    with open_agent(author, ScriptedProvider(steps), workspace=workspace, options=AgentOptions(mode="plan")) as agent:
         assert (await agent.run_turn("Plan it.")).stop_reason == "plan_submitted"
         agent.engine.plans.record("accepted", run_mode="execute", return_mode="execute")  # then exported
         session_id = agent.engine.session.id

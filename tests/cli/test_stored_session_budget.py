@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.cli import app
 from lamina.context import Tier
 from lamina.reports import TIER_LABELS, BudgetReport
@@ -91,7 +91,9 @@ def test_sessions_budget_prints_what_agent_budget_returns(tmp_path: Path, ws: Pa
 
     async def agent_budget() -> BudgetReport:
         async with anthropic_provider(wire) as provider:
-            agent = open_agent(store, provider, workspace=ws, session_id=session_id, interactive=True)
+            agent = open_agent(
+                store, provider, workspace=ws, session_id=session_id, options=AgentOptions(interactive=True)
+            )
             try:
                 return agent.budget()
             finally:

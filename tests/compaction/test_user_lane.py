@@ -14,7 +14,7 @@ from benchmarks import _fidelity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.compaction import (
     DEFAULT_USER_LANE_TOKENS,
     DeterministicSummariser,
@@ -336,10 +336,7 @@ async def test_the_model_can_read_the_archive_the_lane_points_to(tmp_path: Path,
         LocalSessionStore(tmp_path / "store"),
         provider,
         workspace=workspace,
-        mode="execute",
-        summariser=DETERMINISTIC,
-        keep_tokens=300,
-        user_lane_tokens=100,
+        options=AgentOptions(mode="execute", summariser=DETERMINISTIC, keep_tokens=300, user_lane_tokens=100),
     )
     for n in range(6):
         await agent.run_turn(f"Instruction {n}: the deploy region is region-{n}. " + "context " * 40)
@@ -380,9 +377,7 @@ async def test_automatic_compactions_in_the_agent_loop_keep_every_instruction(tm
         LocalSessionStore(tmp_path / "store"),
         provider,
         workspace=workspace,
-        mode="execute",
-        summariser=DETERMINISTIC,
-        keep_tokens=1_500,
+        options=AgentOptions(mode="execute", summariser=DETERMINISTIC, keep_tokens=1_500),
     )
     agent.compaction_reserve = 4_000
     for turn in turns:
@@ -450,7 +445,10 @@ async def test_a_small_window_caps_the_lane_at_a_quarter_of_it(tmp_path: Path, w
         capabilities=Capabilities(context_window=4_000),
     )
     agent = open_agent(
-        LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, summariser=DETERMINISTIC, keep_tokens=200
+        LocalSessionStore(tmp_path / "store"),
+        provider,
+        workspace=workspace,
+        options=AgentOptions(summariser=DETERMINISTIC, keep_tokens=200),
     )
     assert agent.user_lane_tokens == DEFAULT_USER_LANE_TOKENS
     agent.compaction_reserve = 0  # compact only when asked

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lamina.agent import Agent, open_agent
+from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.context import INTERRUPTED_RESULT
 from lamina.engine import ContextEngine
@@ -42,7 +42,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def _agent(tmp_path: Path, workspace: Path, provider: Any) -> Agent:
-    return open_agent(LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, mode="execute")
+    return open_agent(
+        LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, options=AgentOptions(mode="execute")
+    )
 
 
 def _find(entries: list[LogEntry], kind: str) -> LogEntry:
@@ -321,9 +323,7 @@ def _skill_agent(
         ScriptedProvider(steps),
         workspace=workspace,
         session_id=session_id,
-        mode="execute",
-        summariser=DeterministicSummariser(),
-        keep_tokens=200,
+        options=AgentOptions(mode="execute", summariser=DeterministicSummariser(), keep_tokens=200),
     )
 
 

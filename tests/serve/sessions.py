@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.attachments import NamedBytes
 from lamina.cachesim import AnthropicCacheSimulator
 from lamina.compaction import DeterministicSummariser, PrunePolicy
@@ -99,7 +99,9 @@ def rich_session(store: SessionStore, root: Path) -> RichSession:
     summariser = DeterministicSummariser()
 
     async def run() -> tuple[str, str]:
-        agent = open_agent(store, provider, workspace=ws, mode="explore", summariser=summariser, keep_tokens=200)
+        agent = open_agent(
+            store, provider, workspace=ws, options=AgentOptions(mode="explore", summariser=summariser, keep_tokens=200)
+        )
         session_id = agent.engine.session.id
         await agent.run_turn("Why is total() wrong? Don't change anything yet.")
         fork = agent.engine.session.leaf_id
@@ -124,7 +126,9 @@ def rich_session(store: SessionStore, root: Path) -> RichSession:
         session.append(Label(target_id=fork, label="another way"))
 
     async def branch_turn() -> str:
-        agent = open_agent(store, provider, workspace=ws, session_id=session_id, summariser=summariser)
+        agent = open_agent(
+            store, provider, workspace=ws, session_id=session_id, options=AgentOptions(summariser=summariser)
+        )
         await agent.run_turn("Try another way.")
         leaf = agent.engine.session.leaf_id
         agent.engine.session.close()

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sync_playwright
 
 import lamina
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.pricing import describe_decision
 from lamina.providers import ScriptedResponse, ScriptedToolCall
@@ -217,7 +217,7 @@ def test_a_live_session_updates_without_reload(page: Watched, server: Running, s
             provider,
             workspace=ws,
             session_id=holder.get("id"),
-            summariser=DeterministicSummariser(),
+            options=AgentOptions(summariser=DeterministicSummariser()),
         )
         holder["id"] = agent.engine.session.id
         await agent.run_turn(text)
@@ -355,7 +355,7 @@ def edits(stored: Stored) -> str:
     )
 
     async def run() -> str:
-        agent = open_agent(stored.store, provider, workspace=ws, mode="execute")
+        agent = open_agent(stored.store, provider, workspace=ws, options=AgentOptions(mode="execute"))
         await agent.run_turn("Fix total() and note it in NOTES.md.")
         agent.engine.session.close()
         return agent.engine.session.id

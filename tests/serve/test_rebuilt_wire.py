@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from lamina.agent import open_agent
+from lamina.agent import AgentOptions, open_agent
 from lamina.cachesim import AnthropicCacheSimulator, TimedRequest
 from lamina.providers import AnthropicProvider, OpenAIChatProvider
 from lamina.serve._requests import NOT_LOGGED_TOOLS, SessionRequests
@@ -59,7 +59,7 @@ def _script(wire: WireServer) -> None:
 
 def _run(store: LocalSessionStore, ws: Path, provider: AnthropicProvider | OpenAIChatProvider) -> str:
     async def run() -> str:
-        agent = open_agent(store, provider, workspace=ws, mode="execute")
+        agent = open_agent(store, provider, workspace=ws, options=AgentOptions(mode="execute"))
         session_id = agent.engine.session.id
         await agent.run_turn("Why is total() wrong? Fix it, and note it in NOTES.md.")
         agent.engine.session.close()

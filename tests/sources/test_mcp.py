@@ -202,7 +202,7 @@ async def test_an_http_result_over_the_clients_event_limit_is_too_large_and_the_
 async def test_the_guide_must_be_read_before_the_first_call_of_a_source(
     calc: tuple[Path, SourceConnections], tmp_path: Path
 ) -> None:
-    from lamina.agent import open_agent
+    from lamina.agent import AgentOptions, open_agent
     from lamina.placement import AnthropicTarget
     from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
     from lamina.session import LocalSessionStore, ToolResult
@@ -217,7 +217,10 @@ async def test_the_guide_must_be_read_before_the_first_call_of_a_source(
     ]
     provider = ScriptedProvider(steps, target=AnthropicTarget(model="claude-sonnet-5"))
     agent = open_agent(
-        LocalSessionStore(tmp_path / "store"), provider, workspace=workspace, mode="execute", sources=sources
+        LocalSessionStore(tmp_path / "store"),
+        provider,
+        workspace=workspace,
+        options=AgentOptions(mode="execute", sources=sources),
     )
     outcome = await agent.run_turn("What is 1 + 2? Use the calculator.")
     results = [e for e in agent.engine.session.entries() if isinstance(e, ToolResult)]

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from PIL import Image
 
-from lamina.agent import Agent, open_agent
+from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.providers import Capabilities, Provider
 from lamina.session import LocalSessionStore, ToolResult
 from lamina.sources import SourceConnections, find_sources
@@ -96,9 +96,14 @@ PROVIDERS: dict[str, tuple[Callable[..., Any], Images, Callable[[Any], Any]]] = 
 
 
 def _agent(
-    store: LocalSessionStore, provider: Provider, workspace: Path, sources: SourceConnections, **kw: Any
+    store: LocalSessionStore,
+    provider: Provider,
+    workspace: Path,
+    sources: SourceConnections,
+    session_id: str | None = None,
 ) -> Agent:
-    return open_agent(store, provider, workspace=workspace, sources=sources, mode="execute", **kw)
+    options = AgentOptions(sources=sources, mode="execute")
+    return open_agent(store, provider, workspace=workspace, session_id=session_id, options=options)
 
 
 @pytest.mark.slow

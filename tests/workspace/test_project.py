@@ -239,7 +239,7 @@ def test_any_bytes_as_a_manifest_never_stop_the_context(scratch: Path, content: 
 
 
 def test_agent_start_reports_a_skipped_manifest_and_the_session_goes_on(ws: Path, tmp_path: Path) -> None:
-    from lamina.agent import AgentEvent, SkillWarning, open_agent
+    from lamina.agent import AgentEvent, AgentOptions, SkillWarning, open_agent
     from lamina.providers import ScriptedProvider, ScriptedResponse
     from lamina.session import LocalSessionStore
 
@@ -247,7 +247,9 @@ def test_agent_start_reports_a_skipped_manifest_and_the_session_goes_on(ws: Path
     path.write_text('description = "A shop."\nowner = "me"\n')
     events: list[AgentEvent] = []
     provider = ScriptedProvider([ScriptedResponse(text="Hello.")])
-    agent = open_agent(LocalSessionStore(tmp_path / "store"), provider, workspace=ws, on_event=events.append)
+    agent = open_agent(
+        LocalSessionStore(tmp_path / "store"), provider, workspace=ws, options=AgentOptions(on_event=events.append)
+    )
     try:
         warnings = [e for e in events if isinstance(e, SkillWarning)]
         assert [w.name for w in warnings] == [".lamina/project.toml"]

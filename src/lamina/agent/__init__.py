@@ -1,15 +1,16 @@
 """The agent: drives turns of one session through a provider and the tool pipeline (I/O: provider, tools, log).
 
-Private modules, one per step: `_loop` (`Agent` and its turn loop), `_events` (what a turn
-reports), `_plans` (moving an accepted plan forward), `_priced` (compacting when it pays, at the
-provider's prices), `_provider_sessions` (resuming a provider's own session, or recovering in a
-fresh one), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
-session) and `_wiring` (`open_agent`, `open_engine`).
+Private modules: `_loop` (`Agent`: the turn loop and its tool round), and its members, each built
+with what it needs: `_plans` (`PlanRunner`), `_provider_sessions` (`SessionRecovery`), `_model_calls`
+(`ModelCalls`, the send chain), `_priced` (`CompactionTiming`, pure) and `_lifetime`; `_events` (what
+a turn reports), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
+session), `_agent_options` (`AgentOptions`) and `_wiring` (`open_agent`, `open_engine`).
 """
 
 from __future__ import annotations
 
 from lamina.agent._activation import Activation, SkillCatalogue, SkillToolsRule, SkillWarning, nearest_context_paths
+from lamina.agent._agent_options import AgentOptions
 from lamina.agent._events import (
     AgentEvent,
     ModelCallFinished,
@@ -33,6 +34,7 @@ __all__ = [
     "Activation",
     "Agent",
     "AgentEvent",
+    "AgentOptions",
     "ModelCallFinished",
     "PlanUpdate",
     "RecoveryBlock",

@@ -2,31 +2,35 @@
 
 The loop knows nothing of JSONL or of any provider's wire format: it talks to a
 `ContextEngine` (turn context, log, outbox), a `Provider` (rendered request in, events out) and a
-`ToolExecutor` (the pre-tool-use pipeline). Async first; `run_turn_sync` wraps it for scripts.
+`ToolExecutor` (the pre-tool-use pipeline). Its parts are members: the plan runner (`_plans`), the
+provider sessions and their recovery (`_provider_sessions`) and the compaction timing (`_priced`).
+Async first; `run_turn_sync` wraps it for scripts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Coroutine, Sequence
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
 from lamina.agent._events import (
     AgentEvent,
-    ModelCallFinished,
     PlanUpdate,
     ToolFinished,
     ToolProgress,
     ToolStarted,
     TurnOutcome,
 )
-from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanSteps
-from lamina.agent._priced import DEFAULT_COMPACTION_BAND, PricedCompaction
-from lamina.agent._provider_sessions import ProviderSessions, SessionUpdate
+from lamina.agent._lifetime import Lifetime
+from lamina.agent._model_calls import ModelCalls
+from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanRunner
+from lamina.agent._priced import DEFAULT_COMPACTION_BAND, CompactionTiming
+from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
 from lamina.attachments import AttachmentInput
 from lamina.compaction import (
@@ -36,52 +40,42 @@ from lamina.compaction import (
     ProviderSummariser,
     Summariser,
 )
-from lamina.context import INTERRUPTED_RESULT, TurnContext
-from lamina.engine import CompactionOutcome, ContextEngine, next_step, provider_session_in_view
-from lamina.errors import ContextOverflowError, TooManyModelCallsError, UsageError
-from lamina.placement import SdkManagedPrompt, SdkManagedTarget
+from lamina.context import INTERRUPTED_RESULT
+from lamina.engine import CompactionOutcome, ContextEngine, Plan, rejection_message
+from lamina.errors import TooManyModelCallsError, UsageError
+from lamina.placement import RenderedRequest, SdkManagedTarget
 from lamina.pricing import CachePrices
 from lamina.providers import (
     Completed,
     Provider,
-    ProviderCompacted,
-    ProviderSessionChanged,
+    ProviderEvent,
     RetryPolicy,
-    TextDelta,
     ToolCallRequest,
     stream_with_retry,
 )
-from lamina.session import AssistantMessage, Branch, CostDecision, SessionLog, ToolCall, ToolResult, Usage
+from lamina.session import (
+    AssistantMessage,
+    AttachmentRef,
+    Branch,
+    CostDecision,
+    SessionLog,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from lamina.tools import PermissionMode, ToolExecution, ToolPipeline
 
 if TYPE_CHECKING:
     from lamina.reports import BudgetReport
 
-
-def _in_request(engine: ContextEngine) -> tuple[ToolResult, ...]:
-    """The tool results the next request holds (for Read): the context window, prunes applied, from the log."""
-    return tuple(result for _, result in engine.window_calls())
-
-
-def _result_entry(call: ToolCallRequest, result: ToolExecution) -> ToolResult:
-    """The log entry of a call's result: its content, error flag, offloaded output, attachments and Read stamp."""
-    return ToolResult(
-        call_id=call.call_id,
-        name=call.name,
-        content=result.content,
-        is_error=result.is_error,
-        full_output_path=str(result.full_output_path) if result.full_output_path else None,
-        attachments=result.attachments,
-        read=result.read,
-    )
-
-
 _LANE_SHARE = 4
 """The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
 
+_log = logging.getLogger("lamina.compaction")
+
 
 @dataclass
-class Agent(PlanSteps, ProviderSessions, PricedCompaction):
+class Agent:
     """Drives turns of one session through a provider and a tool pipeline.
 
     A context manager, also `async with`: `with open_agent(...) as agent:` closes it on the way out
@@ -119,12 +113,36 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
     """From this fraction of the compaction threshold on, compact before a turn when the cost model says it pays;
     None: only at the threshold."""
     cache_prices: CachePrices | None = None
-    """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch."""
-    _session_update: SessionUpdate = field(default=None, init=False, repr=False)
-    _closed: bool = field(default=False, init=False, repr=False)
-    _runner: asyncio.Runner | None = field(default=None, init=False, repr=False)
-    """The one event loop of `run_turn_sync`: an SDK client's connections outlive a turn, not their loop."""
-    _closing: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch
+    (`open_agent`'s engine reads them, and the provider's media, from the agent at each use)."""
+    _plans: PlanRunner = field(init=False, repr=False)
+    _provider_sessions: SessionRecovery = field(init=False, repr=False)
+    _calls: ModelCalls = field(init=False, repr=False)
+    _lifetime: Lifetime = field(default_factory=Lifetime, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._plans = PlanRunner(
+            self.engine,
+            compact=lambda plan_id: self.compact(plan_id=plan_id),
+            # Lamina's own message in the user's role: nothing in it is the user's words
+            send=lambda message: self._run_turn(message, durable_message=True, user_words=""),
+            set_mode=self.set_mode,
+            emit=self._emit,
+        )
+        self._provider_sessions = SessionRecovery(self.engine, provider=lambda: self.provider, stream=self._stream)
+        self._calls = ModelCalls(
+            self.engine,
+            provider=lambda: self.provider,
+            sessions=self._provider_sessions,
+            stream=self._stream,
+            compact=lambda: self.compact(trigger="overflow"),
+            emit=self._emit,
+        )
+
+    @property
+    def _timing(self) -> CompactionTiming:
+        """The compaction policy of the agent's `compaction_reserve` and `compaction_band` (pure)."""
+        return CompactionTiming(self.compaction_reserve, self.compaction_band)
 
     @property
     def session(self) -> SessionLog:
@@ -134,7 +152,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
     @property
     def closed(self) -> bool:
         """Whether `close` was called."""
-        return self._closed
+        return self._lifetime.closed
 
     def close(self) -> None:
         """Let go of the agent; using it afterwards raises `UsageError`. Safe to call twice.
@@ -143,51 +161,14 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         (`owns_engine`), and the provider when the agent built it from a model spec
         (`owns_provider`); otherwise they stay open for their owner.
         """
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if self.owns_provider:
-                self._close_provider()
-        finally:
-            self._release()
+        self._lifetime.close(*self._owned())
 
     async def aclose(self) -> None:
         """`close` for async callers: the provider's own client is closed on the running loop."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            aclose = self._provider_aclose() if self.owns_provider else None
-            if aclose is not None:
-                await aclose()
-        finally:
-            self._release()
+        await self._lifetime.aclose(*self._owned())
 
-    def _release(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
-            self._runner = None
-        if self.owns_engine:
-            self.engine.close()
-
-    def _provider_aclose(self) -> Callable[[], Coroutine[Any, Any, None]] | None:
-        aclose: Callable[[], Coroutine[Any, Any, None]] | None = getattr(self.provider, "aclose", None)
-        return aclose
-
-    def _close_provider(self) -> None:
-        aclose = self._provider_aclose()
-        if aclose is None:
-            return
-        if self._runner is not None:  # the loop its client's connections were made on
-            self._runner.run(aclose())
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(aclose())
-            return
-        self._closing = loop.create_task(aclose())  # closed from async code without await: the loop ends it
+    def _owned(self) -> tuple[ContextEngine | None, Provider | None]:
+        return (self.engine if self.owns_engine else None), (self.provider if self.owns_provider else None)
 
     def __enter__(self) -> Self:
         return self
@@ -202,7 +183,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         await self.aclose()
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._lifetime.closed:
             raise UsageError(f"the agent of session {self.engine.session.id} is closed; open the session again")
 
     def _emit(self, event: AgentEvent) -> None:
@@ -234,12 +215,10 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
             AttachmentError: An attached file cannot be used; nothing was sent or logged.
         """
         self._check_open()
-        if next_step(self.engine.plans.latest) is not None:
+        if self._plans.waiting:
             await self.resume_plan()
         outcome = await self._run_turn(user_text, attachments, skills=skills)
-        plan = self.engine.plans.latest
-        if plan is not None and plan.state == "dispatched" and plan.answered:  # its turn died; the session went on
-            self._finish_plan(plan.plan_id, "done", "the session went on after its execution was interrupted")
+        self._plans.after_turn()
         return outcome
 
     async def _run_turn(
@@ -251,14 +230,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         durable_message: bool = False,
         user_words: str | None = None,
     ) -> TurnOutcome:
-        cwd = self.tools.context.cwd
-        refs = await asyncio.to_thread(self.engine.attachments.add_all, attachments, base=cwd) if attachments else ()
-        if self.activation is not None:  # mentions are parsed once, from the new text only
-            for warning in self.activation.before_turn(user_text, skills):
-                self._emit(warning)
-        await self._compact_before_turn()
-        self._check_provider_sessions()
-        self.tools.context = dataclasses.replace(self.tools.context, request_results=partial(_in_request, self.engine))
+        refs = await self._before_turn(user_text, attachments, skills)
         turn = self.engine.prepare_turn(user_text, refs, user_words=user_words)
         if durable_message:  # a plan's execution message is on disk before any request carries it
             self.engine.end_turn()
@@ -268,54 +240,72 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         try:
             for index in range(self.max_model_calls):
                 # a long tool loop: compact between model calls
-                compacted = index and self._over_threshold() and await self._compacted("threshold")
-                if compacted:
+                if index and self._due() and (await self.compact(trigger="threshold")).status == "compacted":
                     turn = self.engine.reprepare(turn)
-                turn, completed = await self._model_call_compacting(turn, index)
+                turn, completed = await self._calls.send(turn, index, recovery_tokens=self.recovery_tokens)
                 usages.append(completed.usage)
                 # the provider accepted a request carrying the turn's one-shots (a turn prepared again
                 # after a compaction may carry new ones; committing delivered ones again is a no-op)
                 self.engine.commit(turn)
                 # then where its session resumes: a crash between the two costs a fresh session its own
                 # recovery block, never a second copy of one in the same provider session
-                self._settle_provider_session()
-                self.engine.record(
-                    AssistantMessage(
-                        text=completed.text,
-                        model=completed.model,
-                        usage=completed.usage,
-                        stop_reason=completed.stop_reason,
-                        turn_id=turn.id,
-                    )
-                )
+                self._provider_sessions.settle()
+                self.engine.record(_answer(completed, turn.id))
                 if not completed.tool_calls:
                     return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), completed.stop_reason)
                 open_calls = list(completed.tool_calls)
-                for call in completed.tool_calls:
-                    self.engine.record(ToolCall(call_id=call.call_id, name=call.name, input=dict(call.input)))
-                ends_turn = False
-                while open_calls:
-                    call = open_calls[0]
-                    self._emit(ToolStarted(call.call_id, call.name, call.input))
-                    result = await _execute(self.tools, call, self._emit if self.on_event is not None else None)
-                    entry = _result_entry(call, result)
-                    self.engine.record(entry)
-                    open_calls.pop(0)
-                    tools_run.append(call.name)
-                    ends_turn = ends_turn or result.ends_turn
-                    self._emit(
-                        ToolFinished(call.call_id, call.name, result.is_error, result.content, entry.full_output_path)
-                    )
-                if ends_turn:  # a plan was submitted: the user decides before the model goes on
-                    if self.engine.plans.latest is not None:
-                        self._emit(PlanUpdate(self.engine.plans.latest))
+                if await self._tool_round(open_calls, tools_run):  # a plan was submitted: the user decides
                     return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), "plan_submitted")
             raise TooManyModelCallsError(f"turn {turn.id} made {self.max_model_calls} model calls without stopping")
         except asyncio.CancelledError:
-            self._interrupt(turn, open_calls)
+            _interrupt(self.engine, open_calls)
             raise
         finally:
             self.engine.end_turn()
+
+    async def _before_turn(
+        self, user_text: str, attachments: Sequence[AttachmentInput], skills: Sequence[str]
+    ) -> tuple[AttachmentRef, ...]:
+        """Before a turn: attachments stored, mentions read, a compaction if due or paying, provider sessions checked.
+
+        Returns:
+            The stored attachments' references, for the user's message.
+        """
+        refs = (
+            await asyncio.to_thread(self.engine.attachments.add_all, attachments, base=self.tools.context.cwd)
+            if attachments
+            else ()
+        )
+        if self.activation is not None:  # mentions are parsed once, from the new text only
+            for warning in self.activation.before_turn(user_text, skills):
+                self._emit(warning)
+        await self._compact_before_turn()
+        self._provider_sessions.before_turn(self.recovery_tokens)
+        self.tools.context = dataclasses.replace(self.tools.context, request_results=partial(_in_request, self.engine))
+        return refs
+
+    async def _tool_round(self, open_calls: list[ToolCallRequest], tools_run: list[str]) -> bool:
+        """The model's tool calls recorded, then run one by one, each result recorded as it comes.
+
+        `open_calls` loses each call once its result is recorded: what is left when the task is
+        cancelled gets an "interrupted" result. Returns whether a call ends the turn (a plan was submitted).
+        """
+        for call in open_calls:
+            self.engine.record(ToolCall(call_id=call.call_id, name=call.name, input=dict(call.input)))
+        ends_turn = False
+        while open_calls:
+            call = open_calls[0]
+            self._emit(ToolStarted(call.call_id, call.name, call.input))
+            result = await _execute(self.tools, call, self._emit if self.on_event is not None else None)
+            entry = _result_entry(call, result)
+            self.engine.record(entry)
+            open_calls.pop(0)
+            tools_run.append(call.name)
+            ends_turn = ends_turn or result.ends_turn
+            self._emit(ToolFinished(call.call_id, call.name, result.is_error, result.content, entry.full_output_path))
+        if ends_turn and self.engine.plans.latest is not None:
+            self._emit(PlanUpdate(self.engine.plans.latest))
+        return ends_turn
 
     async def compact(
         self,
@@ -337,7 +327,7 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         """
         self._check_open()
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
-            return await self._compact_provider_session(focus)
+            return await self._provider_sessions.compact(focus)
         summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
         # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
         lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
@@ -366,64 +356,34 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         attachments = self.engine.attachment_blocks(self.provider.target)  # attached files as this model is sent them
         return budget_of_turn(self.engine.preview_turn(text), attachments=attachments)
 
-    async def _compacted(self, trigger: Literal["threshold", "overflow"]) -> bool:
-        return (await self.compact(trigger=trigger)).status == "compacted"
+    def _due(self, tokens: int | None = None) -> bool:
+        """Whether the context (`tokens`, counted now unless given) is over the threshold: a compaction is due."""
+        tokens = self.engine.compactor.calibrated_context_tokens() if tokens is None else tokens
+        return self._timing.due(tokens, self.provider.capabilities.context_window)
 
-    async def _model_call_compacting(self, turn: TurnContext, index: int) -> tuple[TurnContext, Completed]:
-        """A model call; on a context overflow, compact and retry once (a second overflow is an error)."""
-        try:
-            return await self._model_call_recovering(turn, index)
-        except ContextOverflowError:
-            outcome = await self.compact(trigger="overflow")
-            if outcome.status != "compacted":
-                raise ContextOverflowError(
-                    self.provider.name, f"the request is too long and compaction could not help: {outcome.message}"
-                ) from None
-            turn = self.engine.reprepare(turn)
-        try:
-            return turn, await self._model_call(turn, index)
-        except ContextOverflowError as exc:
-            raise ContextOverflowError(
-                self.provider.name, f"the request is still too long after compaction ({exc})", status=exc.status
-            ) from exc
-
-    async def _model_call(self, turn: TurnContext, index: int) -> Completed:
-        request = self.engine.request(turn, self.provider.target)
-        if isinstance(request, SdkManagedPrompt):  # the log says where the provider session resumes
-            stored = self.engine.provider_sessions.get(self.provider.name)
-            request = dataclasses.replace(request, resume=stored, new_session=stored is None)
-        estimated = self.engine.compactor.context_tokens()
-        completed: Completed | None = None
-        self._session_update = None
-        async for event in stream_with_retry(self.provider, request, self.retry, on_retry=self._emit):
-            match event:
-                case TextDelta():
-                    self._emit(event)
-                case ProviderSessionChanged(session=session):
-                    self._session_update = session
-                case ProviderCompacted(trigger=trigger, tokens_before=tokens):
-                    self.engine.provider_sessions.compacted(self.provider.name, trigger, tokens)
-                case Completed():
-                    completed = event
-                case _:
-                    pass
-        if completed is None:
-            raise RuntimeError(f"provider {self.provider.name} ended a response without completing it")
-        self.engine.compactor.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
-        self._emit(ModelCallFinished(index, completed.usage, completed.stop_reason))
-        return completed
-
-    def _interrupt(self, turn: TurnContext, open_calls: Sequence[ToolCallRequest]) -> None:
-        for call in open_calls:
-            self.engine.record(
-                ToolResult(call_id=call.call_id, name=call.name, content=INTERRUPTED_RESULT, is_error=True)
-            )
-        self.engine.queue_one_shot(
-            "interruption",
-            "The user interrupted the previous turn"
-            + (f" while {len(open_calls)} tool call(s) were running" if open_calls else "")
-            + ". Do not assume those actions completed; check before continuing.",
+    async def _compact_before_turn(self) -> None:
+        """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
+        tokens = (
+            self.engine.compactor.calibrated_context_tokens()
+        )  # counted once: the stable parts and tools are counted too
+        window = self.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
+        timing = self._timing.before_turn(
+            tokens, window, backend_compacts=isinstance(self.provider.target, SdkManagedTarget)
         )
+        if timing == "due":
+            await self.compact(trigger="threshold")
+        elif timing == "price":
+            threshold = self._timing.threshold(window)
+            action, priced = self.engine.compactor.price(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
+            _log.debug(
+                "session %s: %s (expected %s against %s, cache %s)",
+                *(self.engine.session.id, action, priced.expected, priced.expected_nothing, priced.cache),
+            )
+            if (decision := self._timing.pays(action, priced)) is not None:
+                await self.compact(trigger="threshold", decision=decision)
+
+    def _stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
+        return stream_with_retry(self.provider, request, self.retry, on_retry=self._emit)
 
     def branch(self, entry_id: str) -> Branch:
         """Branch the session at `entry_id`, between turns: the next turn sends what the branch holds.
@@ -436,27 +396,10 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         message the branch starts before it and `Branch.offered_text` holds its text. The skills in
         use and the prerequisite reads met become the branch's (its context window's reads count).
         """
-        capabilities = self.provider.capabilities
-        if capabilities.native_fork and self._forks_natively_at(entry_id):
-            # the branch's path keeps the provider session as it stood after that answer: its next
-            # turn forks it there (`provider_session` marks it `fork`), nothing injected
-            created = dataclasses.replace(self.engine.branch(entry_id, seed=False), strategy="native_fork")
-        else:
-            created = self.engine.branch(entry_id, seed=capabilities.native_resume)
+        created = self._provider_sessions.branch(entry_id)
         if self.activation is not None:  # the skills in use and the reads met are the branch's own
             self.activation.after_branch(window_reads(self.engine, self.tools))
         return created
-
-    def _forks_natively_at(self, entry_id: str) -> bool:
-        """Whether the provider's own session can be forked exactly at `entry_id`.
-
-        It can at an answer that ends a turn whose provider session the log recorded (at a user
-        message, the provider never saw it).
-        """
-        session = self.engine.session
-        if not isinstance(session.get(entry_id), AssistantMessage):
-            return False
-        return provider_session_in_view(session.view(entry_id), self.provider.name) is not None
 
     def set_mode(self, mode: PermissionMode | str) -> None:
         """Switch the permission mode: recorded in the log, signalled to the model, enforced by the tools."""
@@ -465,14 +408,110 @@ class Agent(PlanSteps, ProviderSessions, PricedCompaction):
         self.engine.settings.set_mode(mode.value)
         self.tools.context = dataclasses.replace(self.tools.context, mode=mode)
 
+    @property
+    def plan(self) -> Plan | None:
+        """The session's latest plan and where its approval stands."""
+        return self._plans.plan
+
+    async def accept_plan(
+        self, *, compact: bool = False, draft: str | None = None, mode: PermissionMode | str = PermissionMode.EXECUTE
+    ) -> TurnOutcome | None:
+        """Accept the submitted plan and carry it out in `mode`, then go back to the mode before the plan.
+
+        Args:
+            compact: "Accept & Compact": the whole conversation is compacted first, with the plan
+                as the focus, and the plan runs in that fresh context.
+            draft: The user's unsent input, kept with the plan (restored on reload).
+            mode: The permission mode the plan runs in: execute (the default: nothing is asked) or
+                ask (each change is approved, as chat's "ask before each change").
+
+        Returns:
+            The execution turn's outcome; None when the compaction failed or timed out: the plan is
+            then `failed`, with the reason, and can be accepted again.
+
+        Raises:
+            PlanTransitionError: No plan waits for a decision (none submitted, or it already ran).
+        """
+        self._check_open()
+        self._plans.accept(compact=compact, draft=draft, mode=mode)
+        return await self.resume_plan()
+
+    async def reject_plan(self, feedback: str) -> TurnOutcome:
+        """Reject the submitted plan: back to planning, with `feedback` as the user's message.
+
+        Raises:
+            PlanTransitionError: No plan waits for a decision.
+        """
+        self._check_open()
+        plan = self._plans.record("rejected", feedback)
+        # Lamina's message around the user's feedback: only the feedback is the user's words
+        return await self._run_turn(rejection_message(plan, feedback), user_words=feedback)
+
+    def cancel_plan(self, reason: str = "") -> Plan:
+        """Drop the latest plan (before it is done): it will not be carried out, or no further.
+
+        Raises:
+            PlanTransitionError: There is no plan, or it is already finished.
+        """
+        self._check_open()
+        return self._plans.record("cancelled", reason)
+
+    async def resume_plan(self) -> TurnOutcome | None:
+        """Move an accepted plan forward from wherever it stopped, also in a process started later.
+
+        Returns:
+            The execution turn's outcome; None when there was nothing to do or the compaction failed.
+        """
+        self._check_open()
+        return await self._plans.resume(self.plan_compaction_timeout)
+
     def run_turn_sync(
         self, user_text: str, attachments: Sequence[AttachmentInput] = (), *, skills: Sequence[str] = ()
     ) -> TurnOutcome:
         """`run_turn` for synchronous callers, on the agent's own event loop (kept until `close`)."""
         self._check_open()
-        if self._runner is None:
-            self._runner = asyncio.Runner()
-        return self._runner.run(self.run_turn(user_text, attachments, skills=skills))
+        return self._lifetime.run(self.run_turn(user_text, attachments, skills=skills))
+
+
+def _in_request(engine: ContextEngine) -> tuple[ToolResult, ...]:
+    """The tool results the next request holds (for Read): the context window, prunes applied, from the log."""
+    return tuple(result for _, result in engine.window_calls())
+
+
+def _interrupt(engine: ContextEngine, open_calls: Sequence[ToolCallRequest]) -> None:
+    """A turn cancelled: each open call gets an "interrupted" result, and the next turn a one-shot saying so."""
+    for call in open_calls:
+        engine.record(ToolResult(call_id=call.call_id, name=call.name, content=INTERRUPTED_RESULT, is_error=True))
+    engine.queue_one_shot(
+        "interruption",
+        "The user interrupted the previous turn"
+        + (f" while {len(open_calls)} tool call(s) were running" if open_calls else "")
+        + ". Do not assume those actions completed; check before continuing.",
+    )
+
+
+def _answer(completed: Completed, turn_id: str) -> AssistantMessage:
+    """The log entry of the model's answer."""
+    return AssistantMessage(
+        text=completed.text,
+        model=completed.model,
+        usage=completed.usage,
+        stop_reason=completed.stop_reason,
+        turn_id=turn_id,
+    )
+
+
+def _result_entry(call: ToolCallRequest, result: ToolExecution) -> ToolResult:
+    """The log entry of a call's result: its content, error flag, offloaded output, attachments and Read stamp."""
+    return ToolResult(
+        call_id=call.call_id,
+        name=call.name,
+        content=result.content,
+        is_error=result.is_error,
+        full_output_path=str(result.full_output_path) if result.full_output_path else None,
+        attachments=result.attachments,
+        read=result.read,
+    )
 
 
 async def _execute(

@@ -1,26 +1,18 @@
 """Moving a plan forward (SPEC F16): the state machine is `lamina.engine`, persisted by the engine (I/O: the log).
 
-`PlanSteps` holds the agent's plan methods: accept, reject, cancel, and resume an accepted plan
-from wherever it stopped (compact, dispatch exactly once, execute, mark done).
+`PlanRunner` is the agent's plan runner: accept, reject, cancel, and resume an accepted plan from
+wherever it stopped (compact, dispatch exactly once, execute, mark done).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
 
 from lamina.agent._events import AgentEvent, PlanUpdate, TurnOutcome
-from lamina.attachments import AttachmentInput
-from lamina.engine import (
-    CompactionOutcome,
-    ContextEngine,
-    Plan,
-    continuation_message,
-    execution_message,
-    next_step,
-    rejection_message,
-)
+from lamina.engine import CompactionOutcome, ContextEngine, Plan, continuation_message, execution_message, next_step
 from lamina.tools import PermissionMode
 
 DEFAULT_PLAN_COMPACTION_TIMEOUT = 300.0
@@ -28,116 +20,76 @@ DEFAULT_PLAN_COMPACTION_TIMEOUT = 300.0
 request has its own, shorter timeout and falls back to the deterministic summary)."""
 
 
-class PlanSteps:
-    """The plan methods of `Agent` (a mixin: the loop's turn, compaction and mode are the agent's)."""
+@dataclass(frozen=True, slots=True)
+class PlanRunner:
+    """The agent's plan runner: records each step of the session's plan and carries an accepted one out.
+
+    Built with what it needs of the agent: its plan compaction, a turn sending Lamina's own
+    message, the mode switch and its events.
+    """
 
     engine: ContextEngine
-    plan_compaction_timeout: float
-
-    if TYPE_CHECKING:
-
-        def _check_open(self) -> None: ...
-
-        def _emit(self, event: AgentEvent) -> None: ...
-
-        def set_mode(self, mode: PermissionMode | str) -> None: ...
-
-        async def compact(
-            self,
-            focus: str | None = None,
-            *,
-            trigger: Literal["manual", "threshold", "overflow"] = "manual",
-            plan_id: str | None = None,
-        ) -> CompactionOutcome: ...
-
-        async def _run_turn(
-            self,
-            user_text: str,
-            attachments: Sequence[AttachmentInput] = (),
-            *,
-            skills: Sequence[str] = (),
-            durable_message: bool = False,
-            user_words: str | None = None,
-        ) -> TurnOutcome: ...
+    compact: Callable[[str], Awaitable[CompactionOutcome]]
+    """Compacts the whole conversation for the plan of this id (its focus)."""
+    send: Callable[[str], Awaitable[TurnOutcome]]
+    """Runs a turn on Lamina's own message (durable before any request carries it; no user words in it)."""
+    set_mode: Callable[[PermissionMode], None]
+    emit: Callable[[AgentEvent], None]
 
     @property
     def plan(self) -> Plan | None:
         """The session's latest plan and where its approval stands."""
         return self.engine.plans.latest
 
-    async def accept_plan(
-        self,
-        *,
-        compact: bool = False,
-        draft: str | None = None,
-        mode: PermissionMode | str = PermissionMode.EXECUTE,
-    ) -> TurnOutcome | None:
-        """Accept the submitted plan and carry it out in `mode`, then go back to the mode before the plan.
+    @property
+    def waiting(self) -> bool:
+        """Whether an accepted plan waits for its next step (its process stopped before it was carried out)."""
+        return next_step(self.engine.plans.latest) is not None
+
+    def accept(self, *, compact: bool, draft: str | None, mode: PermissionMode | str) -> None:
+        """Record the plan accepted, to run in `mode` and then go back to the mode before the plan.
 
         The mode before the plan is the session's mode now, or, in plan mode, the one before plan
         mode was entered (plan mode itself when there was none). Both are recorded with the
         acceptance, so a plan resumed after a crash runs and ends the same way.
 
-        Args:
-            compact: "Accept & Compact": the whole conversation is compacted first, with the plan
-                as the focus, and the plan runs in that fresh context.
-            draft: The user's unsent input, kept with the plan (restored on reload).
-            mode: The permission mode the plan runs in: execute (the default: nothing is asked) or
-                ask (each change is approved, as chat's "ask before each change").
-
-        Returns:
-            The execution turn's outcome; None when the compaction failed or timed out: the plan is
-            then `failed`, with the reason, and can be accepted again.
-
         Raises:
-            PlanTransitionError: No plan waits for a decision (none submitted, or it already ran).
+            PlanTransitionError: No plan waits for a decision.
         """
-        self._check_open()
         run_mode = PermissionMode(mode).value
         current, before = self.engine.settings.mode, self.engine.settings.previous_mode
         back = before if current == PermissionMode.PLAN.value and before is not None else current
         self.engine.plans.record("accepted", compact=compact, draft_input=draft, run_mode=run_mode, return_mode=back)
-        self._plan_moved()
-        return await self.resume_plan()
+        self._moved()
 
-    async def reject_plan(self, feedback: str) -> TurnOutcome:
-        """Reject the submitted plan: back to planning, with `feedback` as the user's message.
-
-        Raises:
-            PlanTransitionError: No plan waits for a decision.
-        """
-        self._check_open()
-        plan = self.engine.plans.record("rejected", detail=feedback)
-        self._plan_moved()
-        # Lamina's message around the user's feedback: only the feedback is the user's words
-        return await self._run_turn(rejection_message(plan, feedback), user_words=feedback)
-
-    def cancel_plan(self, reason: str = "") -> Plan:
-        """Drop the latest plan (before it is done): it will not be carried out, or no further.
+    def record(self, to: Literal["rejected", "cancelled"], detail: str) -> Plan:
+        """Record the plan rejected (with the user's feedback) or cancelled (with the reason).
 
         Raises:
-            PlanTransitionError: There is no plan, or it is already finished.
+            PlanTransitionError: No plan can make that step.
         """
-        self._check_open()
-        plan = self.engine.plans.record("cancelled", detail=reason)
-        self._plan_moved()
+        plan = self.engine.plans.record(to, detail=detail)
+        self._moved()
         return plan
 
-    async def resume_plan(self) -> TurnOutcome | None:
+    async def resume(self, timeout: float = DEFAULT_PLAN_COMPACTION_TIMEOUT) -> TurnOutcome | None:
         """Move an accepted plan forward from wherever it stopped, also in a process started later.
 
         Compacts (again only if its compaction did not complete), records what completed, then
         dispatches the plan exactly once: the `dispatched` entry is durable before the execution
         message is written, and a dispatch whose message is already logged is never sent again.
-        Returns the execution turn's outcome, or None when there was nothing to do or the
-        compaction failed. A plan whose execution turn the process stopped in (it was answered,
-        never finished) is not sent again, but the session goes back to the mode before the plan.
+        A plan whose execution turn the process stopped in (it was answered, never finished) is
+        not sent again, but the session goes back to the mode before the plan.
+
+        Args:
+            timeout: Seconds its compaction may take; beyond, the plan fails and can be accepted again.
+
+        Returns:
+            The execution turn's outcome; None when there was nothing to do or the compaction failed.
         """
-        self._check_open()
         plan = self.engine.plans.latest
         if plan is not None and plan.state == "dispatched" and next_step(plan) is None:
-            if plan.return_mode is not None and self.engine.settings.mode != plan.return_mode:
-                self.set_mode(plan.return_mode)
+            self._back(plan)
             return None
         while (step := next_step(self.engine.plans.latest)) is not None:
             plan = self.engine.plans.latest
@@ -146,27 +98,33 @@ class PlanSteps:
                 case "compact":
                     if plan.state == "accepted":
                         self.engine.plans.record("awaiting_compaction")
-                        self._plan_moved()
-                    if not await self._compact_for_plan(plan.plan_id):
+                        self._moved()
+                    if not await self._compacted(plan.plan_id, timeout):
                         return None
                 case "mark_compacted":
                     self.engine.plans.record("compacted", compaction_id=plan.compaction_id)
                 case "dispatch":
                     self.engine.plans.record("dispatched")
                 case "send":
-                    return await self._execute_plan(plan, execution_message(plan))
+                    return await self._execute(plan, execution_message(plan))
                 case "continue":
-                    return await self._execute_plan(plan, continuation_message(plan))
-            self._plan_moved()
+                    return await self._execute(plan, continuation_message(plan))
+            self._moved()
         return None
 
-    async def _compact_for_plan(self, plan_id: str) -> bool:
+    def after_turn(self) -> None:
+        """After a user's turn: a plan whose execution turn died (it was answered) is done, the session went on."""
+        plan = self.engine.plans.latest
+        if plan is not None and plan.state == "dispatched" and plan.answered:
+            self._finish(plan.plan_id, "done", "the session went on after its execution was interrupted")
+
+    async def _compacted(self, plan_id: str, timeout: float) -> bool:
         """The plan's compaction under its timeout; on failure the plan is `failed` with the reason."""
         try:
-            async with asyncio.timeout(self.plan_compaction_timeout):
-                outcome = await self.compact(plan_id=plan_id)
+            async with asyncio.timeout(timeout):
+                outcome = await self.compact(plan_id)
         except TimeoutError:
-            reason = f"the compaction took longer than {self.plan_compaction_timeout:g} s"
+            reason = f"the compaction took longer than {timeout:g} s"
         except Exception as exc:  # whatever stopped it, the plan must not run half-prepared
             reason = f"the compaction failed: {exc}"
         else:
@@ -177,10 +135,10 @@ class PlanSteps:
         if plan.state == "compacted" or plan.compaction_id is not None:
             return True  # completed (its boundary is durable), whatever was raised after it
         self.engine.plans.record("failed", detail=reason)
-        self._plan_moved()
+        self._moved()
         return False
 
-    async def _execute_plan(self, plan: Plan, message: str) -> TurnOutcome:
+    async def _execute(self, plan: Plan, message: str) -> TurnOutcome:
         """Send a dispatched plan's execution message (or its continuation) in its mode; mark it done.
 
         The plan runs in the mode chosen when it was accepted (execute for a plan an older Lamina
@@ -191,26 +149,29 @@ class PlanSteps:
         if self.engine.settings.mode != run_mode.value:
             self.set_mode(run_mode)  # a recorded state change and a one-shot notice
         try:
-            # Lamina's own message in the user's role: nothing in it is the user's words
-            outcome = await self._run_turn(message, durable_message=True, user_words="")
+            outcome = await self.send(message)
         except asyncio.CancelledError:
-            self._finish_plan(plan.plan_id, "cancelled", "the user interrupted its execution")
+            self._finish(plan.plan_id, "cancelled", "the user interrupted its execution")
             raise
         except Exception as exc:
-            self._finish_plan(plan.plan_id, "failed", f"its execution turn failed: {exc}")
+            self._finish(plan.plan_id, "failed", f"its execution turn failed: {exc}")
             raise
         finally:
-            if plan.return_mode is not None and self.engine.settings.mode != plan.return_mode:
-                self.set_mode(plan.return_mode)
-        self._finish_plan(plan.plan_id, "done", "")
+            self._back(plan)
+        self._finish(plan.plan_id, "done", "")
         return outcome
 
-    def _finish_plan(self, plan_id: str, to: Literal["done", "failed", "cancelled"], detail: str) -> None:
+    def _back(self, plan: Plan) -> None:
+        """Back to the mode before the plan, if the session is not in it."""
+        if plan.return_mode is not None and self.engine.settings.mode != plan.return_mode:
+            self.set_mode(PermissionMode(plan.return_mode))
+
+    def _finish(self, plan_id: str, to: Literal["done", "failed", "cancelled"], detail: str) -> None:
         plan = self.engine.plans.latest
         if plan is not None and plan.plan_id == plan_id and plan.state == "dispatched":
             self.engine.plans.record(to, detail=detail)
-            self._plan_moved()
+            self._moved()
 
-    def _plan_moved(self) -> None:
+    def _moved(self) -> None:
         if self.engine.plans.latest is not None:
-            self._emit(PlanUpdate(self.engine.plans.latest))
+            self.emit(PlanUpdate(self.engine.plans.latest))

@@ -1,84 +1,64 @@
-"""Before a turn: the agent compacts when due, or when the cost model says it pays (I/O: the log).
+"""When the agent compacts: due at the threshold, and in the band below it when the cost model says it pays (pure).
 
 At the threshold (the context window less the reserve) a compaction is due, as always; in the
-band below it, the cost model says whether compacting now beats waiting (it does after a gap
-that left the cache cold, on a long history), and the boundary records that decision.
+band below it, the engine's cost model says whether compacting now beats waiting (it does after a
+gap that left the cache cold, on a long history), and the boundary records that decision.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING, Final, Literal
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
 
-from lamina.compaction import should_compact
-from lamina.engine import CompactionOutcome, ContextEngine
-from lamina.placement import SdkManagedTarget
-from lamina.providers import Provider
+from lamina.compaction import DEFAULT_RESERVE, should_compact
 from lamina.session import CostDecision
 
 DEFAULT_COMPACTION_BAND: Final = 0.75
 """From this fraction of the compaction threshold on, the agent asks the cost model before each turn."""
 
-_log = logging.getLogger("lamina.compaction")
+Timing: TypeAlias = Literal["due", "price", "wait"]
+"""Before a turn: compact (over the threshold), ask the cost model whether it pays (in the band), or wait."""
 
 
-class PricedCompaction:
-    """The agent's methods that compact before a turn when due or when it pays (a mixin of `Agent`)."""
+@dataclass(frozen=True, slots=True)
+class CompactionTiming:
+    """The agent's compaction policy, from numbers alone: due, worth pricing, or wait; and whether a price pays."""
 
-    engine: ContextEngine
-    provider: Provider
-    compaction_reserve: int
-    compaction_band: float | None
-    keep_tokens: int
+    reserve: int = DEFAULT_RESERVE
+    """Compact when the context is above the context window less this many tokens."""
+    band: float | None = DEFAULT_COMPACTION_BAND
+    """From this fraction of the threshold on, a compaction is priced before each turn; None: only at the threshold."""
 
-    if TYPE_CHECKING:
-
-        async def compact(
-            self,
-            focus: str | None = None,
-            *,
-            trigger: Literal["manual", "threshold", "overflow"] = "manual",
-            plan_id: str | None = None,
-            force: bool = False,
-            decision: CostDecision | None = None,
-        ) -> CompactionOutcome: ...
-
-    def _threshold(self) -> int:
+    def threshold(self, context_window: int) -> int:
         """The context's tokens above which a compaction is due."""
-        return self.provider.capabilities.context_window - self.compaction_reserve
+        return context_window - self.reserve
 
-    def _over_threshold(self, tokens: int | None = None) -> bool:
-        """Whether the context (`tokens`, counted now unless given) is over the threshold: a compaction is due."""
-        tokens = self.engine.compactor.calibrated_context_tokens() if tokens is None else tokens
-        window = self.provider.capabilities.context_window
-        return should_compact(tokens, context_window=window, reserve=self.compaction_reserve)
+    def due(self, tokens: int, context_window: int) -> bool:
+        """Whether a context of `tokens` is over the threshold: a compaction is due.
 
-    async def _compact_before_turn(self) -> None:
-        """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
-        tokens = (
-            self.engine.compactor.calibrated_context_tokens()
-        )  # counted once: the stable parts and tools are counted too
-        if self._over_threshold(tokens):
-            await self.compact(trigger="threshold")
-            return
-        decision = self._priced_decision(tokens)
-        if decision is not None:
-            await self.compact(trigger="threshold", decision=decision)
+        Raises:
+            UsageError: `context_window` is not positive or the reserve is negative.
+        """
+        return should_compact(tokens, context_window=context_window, reserve=self.reserve)
 
-    def _priced_decision(self, tokens: int) -> CostDecision | None:
-        """The decision to compact a context of `tokens` now, in the band (None: outside it, off, or waiting pays)."""
-        band, threshold = self.compaction_band, self._threshold()
-        if band is None or isinstance(self.provider.target, SdkManagedTarget):  # that backend compacts its own
-            return None
-        if tokens < band * threshold:
-            return None
-        action, decision = self.engine.compactor.price(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
-        _log.debug(
-            "session %s: %s (expected %s against %s, cache %s)",
-            self.engine.session.id,
-            action,
-            decision.expected,
-            decision.expected_nothing,
-            decision.cache,
-        )
+    def before_turn(self, tokens: int, context_window: int, *, backend_compacts: bool = False) -> Timing:
+        """What to do before a turn about a context of `tokens`.
+
+        Args:
+            tokens: The context's tokens, as the engine counts them calibrated.
+            context_window: The model's context window.
+            backend_compacts: The backend compacts its own session (SDK-managed): nothing is priced.
+
+        Returns:
+            `due` over the threshold; `price` in the band below it; `wait` otherwise.
+        """
+        if self.due(tokens, context_window):
+            return "due"
+        if self.band is None or backend_compacts or tokens < self.band * self.threshold(context_window):
+            return "wait"
+        return "price"
+
+    @staticmethod
+    def pays(action: Literal["compact", "wait"], decision: CostDecision) -> CostDecision | None:
+        """The decision to compact with, when the cost model's `action` says compacting now pays; else None."""
         return decision if action == "compact" else None

@@ -7,27 +7,24 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, nearest_context_paths, window_reads
+from lamina.agent._agent_options import DEFAULT_OPTIONS, AgentOptions, DeprecatedKeywords, chosen_options
 from lamina.agent._events import AgentEvent
 from lamina.agent._loop import Agent
-from lamina.agent._priced import DEFAULT_COMPACTION_BAND
 from lamina.attachments import MediaSupport
-from lamina.compaction import DEFAULT_KEEP_TOKENS, DEFAULT_PRUNE, DEFAULT_USER_LANE_TOKENS, PrunePolicy, Summariser
 from lamina.context import Part
 from lamina.engine import ContextEngine
 from lamina.pricing import DEFAULT_PRICES, CachePrices
 from lamina.prompt import Preset
 from lamina.providers import Provider, RetryPolicy, provider_from_spec
 from lamina.session import SessionLog, SessionStore
-from lamina.sources import SourceConnections, guide_path
+from lamina.sources import guide_path
 from lamina.tools import (
-    AskCallback,
     BashTool,
     NearestContextFileRule,
     OffloadPolicy,
@@ -46,76 +43,35 @@ from lamina.workspace import PROJECT_FILE, ContextFileFinder, WorkspaceContext, 
 
 def open_agent(
     store: SessionStore,
-    provider: Provider | str,
+    model: Provider | str | None = None,
     *,
     workspace: Path,
     session_id: str | None = None,
-    mode: PermissionMode | str = PermissionMode.ASK,
-    preset: str | Preset = "default",
-    custom_preset: str | os.PathLike[str] | None = None,
-    interactive: bool | None = None,
-    ask: AskCallback | None = None,
-    on_event: Callable[[AgentEvent], None] | None = None,
-    retry: RetryPolicy | None = None,
-    summariser: Summariser | None = None,
-    keep_tokens: int = DEFAULT_KEEP_TOKENS,
-    user_lane_tokens: int = DEFAULT_USER_LANE_TOKENS,
-    prune: PrunePolicy | None = DEFAULT_PRUNE,
-    compaction_band: float | None = DEFAULT_COMPACTION_BAND,
-    cache_prices: CachePrices | None = None,
-    clock: Callable[[], float] = time.time,
-    sources: SourceConnections | None = None,
-    strict_prerequisites: bool = True,
-    nearest_context_rule: bool = True,
-    skills_dir: Path | None = None,
-    sandbox: SandboxSettings | None = None,
+    options: AgentOptions = DEFAULT_OPTIONS,
+    **deprecated: Unpack[DeprecatedKeywords],
 ) -> Agent:
     """An agent on a new session in `workspace`, or on session `session_id` resumed.
 
     Wires the pieces the usual way: the workspace's stable context (preset, context files, memory,
-    preferences, skill catalogue), the built-in tools and any connected `sources` behind the
+    preferences, skill catalogue), the built-in tools and any connected `options.sources` behind the
     pre-tool-use pipeline (confined to `workspace`, results offloaded to the session's `data/`
     folder, skills and guides enforced as prerequisites, the nearest AGENTS.md required before an
     edit), and the provider. A `.lamina/project.toml` that cannot be used is skipped, and
-    `on_event` gets a `SkillWarning` naming the file and the field.
+    `options.on_event` gets a `SkillWarning` naming the file and the field.
 
     The agent owns the session it opens: `agent.close()`, or `with open_agent(...) as agent:`,
-    closes it; `store`, `provider` and `sources` stay open for the caller.
+    closes it; `store`, `model` and the sources stay open for the caller.
 
     Args:
         store: Where the session is created or found.
-        provider: A `Provider` or a model spec such as `anthropic:claude-sonnet-5`, `openai:gpt-5`
+        model: A `Provider` or a model spec such as `anthropic:claude-sonnet-5`, `openai:gpt-5`
             or `scripted:FILE`, read by `lamina.providers.provider_from_spec` as `lamina chat
             --model` reads it; a provider built from a spec is the agent's, closed with it.
         workspace: The project folder the agent works in.
         session_id: The session to resume; None for a new one.
-        mode: The permission mode of a new session; a resumed session keeps its recorded mode.
-        preset: `default`, `mini`, `custom` (with `custom_preset`) or a `Preset`.
-        custom_preset: The custom preset's TOML file.
-        interactive: Picks the prompt's platform section: True when a person reads the replies and
-            can answer, False for the headless one (scripts, CI); None (the default) decides by
-            whether stdin and stdout are terminals.
-        ask: Asks the user about a tool call a rule or the permission mode leaves to them.
-        on_event: Gets each event of a turn as it happens.
-        retry: How provider calls are retried.
-        summariser: Writes compaction summaries (the provider itself unless given).
-        keep_tokens: Recent tokens a compaction keeps verbatim.
-        user_lane_tokens: Tokens of the user's own messages shown after a compaction summary.
-        prune: When old tool output leaves the provider view before a turn
-            (`lamina.compaction.PrunePolicy`; None: never).
-        compaction_band: From this fraction of the compaction threshold on, compact before a turn
-            when the cost model expects it to pay (`Agent.compaction_band`; None: only at the threshold).
-        cache_prices: The prices prunes, TTLs and compactions are decided with; None (the default):
-            those of the provider the agent runs on (`CachePrices.for_target`), followed when it changes.
-        clock: The time the engine reads, in seconds since the epoch (the cache's state is priced from it).
-        sources: Connected sources whose tools the agent offers.
-        strict_prerequisites: Keep denying calls until a required read (a skill, a guide) is done,
-            however often the model tries; if False, let them through once the agent is stuck.
-        nearest_context_rule: Whether the nearest AGENTS.md must be read before an edit.
-        skills_dir: The user-level skills folder; else `$LAMINA_SKILLS_DIR`, else the default one.
-        sandbox: How Bash commands are confined; None: `SandboxSettings()` (on where the machine allows
-            it). When it is enabled but cannot confine here, `on_event` gets a `SkillWarning` named
-            `sandbox` saying why, once, as the first command runs unconfined.
+        options: Everything else (`AgentOptions`: mode, preset, compaction, the tools' rules, ...).
+        **deprecated: The fields of `AgentOptions` as keyword arguments, and `provider` for `model`, as
+            `open_agent` took them before: deprecated, each with a `DeprecationWarning`.
 
     Returns:
         The agent, its session open.
@@ -123,68 +79,15 @@ def open_agent(
     Raises:
         UnknownPresetError, PresetFileError, UsageError: The preset or the model spec cannot be
             used (checked before any session is created).
+        TypeError: No model was given, or a keyword argument names no field of `AgentOptions`.
     """
-    owns_provider = isinstance(provider, str)
-    if isinstance(provider, str):
-        provider = provider_from_spec(provider)
-    chosen = load_preset(preset, custom_path=custom_preset)
+    model, chosen = chosen_options(model, options, deprecated)
+    provider = provider_from_spec(model) if isinstance(model, str) else model
+    preset = load_preset(chosen.preset, custom_path=chosen.custom_preset)
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
+    reads = _ProviderReads(provider, chosen.cache_prices)
     try:
-        wired = _wire_workspace(workspace, chosen, interactive=interactive, skills_dir=skills_dir, sandbox=sandbox)
-        context, catalogue = wired.context, wired.catalogue
-        problem = context.snapshot().project_problem
-        if problem is not None and on_event is not None:  # skipped like a bad SKILL.md; the user is told at start
-            on_event(SkillWarning(str(PROJECT_FILE), f"{problem} (the file is skipped)"))
-        for bash in (t for t in wired.tools if isinstance(t, BashTool)):
-            bash.on_notice = _sandbox_notice(on_event)
-        tools = [*wired.tools, *(sources.tools if sources else ())]
-        reads = _ProviderReads(provider, cache_prices)
-        engine = ContextEngine(
-            session,
-            stable_source=wired.stable_source,
-            tools=tuple(t.spec for t in tools),
-            time_zone=context.time_zone,
-            mode=PermissionMode(mode).value,
-            prune=prune,
-            owns_session=True,
-            clock=clock,
-            prices=reads.prices,
-            media=reads.media,
-        )
-
-        def submit_plan(title: str, path: str, text: str) -> str:
-            return engine.plans.submit(title=title, plan_path=path, text=text).plan_id
-
-        tool_context = ToolContext(
-            cwd=workspace,
-            data_dir=session.data_dir,
-            mode=PermissionMode(engine.settings.mode),
-            plans_dir=engine.session.plans_dir,
-            submit_plan=submit_plan,
-            offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
-            attachments=engine.attachments,
-            files=session,
-        )
-
-        def stuck(requirement: Requirement, denials: int) -> None:
-            if on_event is not None:  # the user learns the agent is stuck; strict mode keeps blocking
-                message = f"the agent is stuck: {denials} calls denied until it reads {requirement.path}"
-                on_event(SkillWarning(requirement.key, f"{message} ({requirement.reason})"))
-
-        manager = PrerequisiteManager(strict=strict_prerequisites, on_stuck=stuck)
-        rules: list[Rule] = [manager.rule()]
-        if nearest_context_rule:
-            rules.append(NearestContextFileRule(manager, nearest_context_paths(wired.finder, workspace)))
-        pipeline = ToolPipeline(tools, tool_context, rules=rules, ask=ask)
-        activation = Activation(engine, manager, catalogue, cwd=workspace)
-        pipeline.add_rule(activation.rule())  # the active skill's allowed tools
-        if sources is not None:
-            for source in sources.sources:
-                activation.add_source(source.slug, guide_path(source))
-            if not session_id:
-                engine.settings.set_sources([s.slug for s in sources.sources])
-        if session_id:  # a reopened session: the skills in use and the reads met are its path's, as on a branch
-            activation.after_branch(window_reads(engine, pipeline))
+        engine, pipeline, activation = _agent_parts(session, reads, workspace, preset, chosen, resumed=bool(session_id))
     except BaseException:
         session.close()
         raise
@@ -192,18 +95,100 @@ def open_agent(
         engine,
         provider,
         pipeline,
-        retry=retry or RetryPolicy(),
-        on_event=on_event,
-        summariser=summariser,
-        keep_tokens=keep_tokens,
-        user_lane_tokens=user_lane_tokens,
-        compaction_band=compaction_band,
-        cache_prices=cache_prices,
+        retry=chosen.retry or RetryPolicy(),
+        on_event=chosen.on_event,
+        summariser=chosen.summariser,
+        keep_tokens=chosen.keep_tokens,
+        user_lane_tokens=chosen.user_lane_tokens,
+        compaction_band=chosen.compaction_band,
+        cache_prices=chosen.cache_prices,
         activation=activation,
         owns_engine=True,
-        owns_provider=owns_provider,
+        owns_provider=isinstance(model, str),
     )
     return reads.agent
+
+
+def _agent_parts(
+    session: SessionLog,
+    reads: _ProviderReads,
+    workspace: Path,
+    preset: Preset,
+    options: AgentOptions,
+    *,
+    resumed: bool,
+) -> tuple[ContextEngine, ToolPipeline, Activation]:
+    """The engine, the tool pipeline and the skills' activation of an agent on `session`, built from `options`.
+
+    The engine reads the prices and the model's media through `reads` (the agent's, once it is built).
+    """
+    provider = reads.provider
+    on_event = options.on_event
+    wired = _wire_workspace(
+        workspace, preset, interactive=options.interactive, skills_dir=options.skills_dir, sandbox=options.sandbox
+    )
+    problem = wired.context.snapshot().project_problem
+    if problem is not None and on_event is not None:  # skipped like a bad SKILL.md; the user is told at start
+        on_event(SkillWarning(str(PROJECT_FILE), f"{problem} (the file is skipped)"))
+    for bash in (t for t in wired.tools if isinstance(t, BashTool)):
+        bash.on_notice = _sandbox_notice(on_event)
+    sources = options.sources
+    tools = [*wired.tools, *(sources.tools if sources else ())]
+    engine = ContextEngine(
+        session,
+        stable_source=wired.stable_source,
+        tools=tuple(t.spec for t in tools),
+        time_zone=wired.context.time_zone,
+        mode=PermissionMode(options.mode).value,
+        prune=options.prune,
+        owns_session=True,
+        clock=options.clock,
+        prices=reads.prices,
+        media=reads.media,
+    )
+    manager = PrerequisiteManager(strict=options.strict_prerequisites, on_stuck=_stuck_warning(on_event))
+    rules: list[Rule] = [manager.rule()]
+    if options.nearest_context_rule:
+        rules.append(NearestContextFileRule(manager, nearest_context_paths(wired.finder, workspace)))
+    pipeline = ToolPipeline(tools, _tool_context(engine, provider, workspace), rules=rules, ask=options.ask)
+    activation = Activation(engine, manager, wired.catalogue, cwd=workspace)
+    pipeline.add_rule(activation.rule())  # the active skill's allowed tools
+    for source in sources.sources if sources is not None else ():
+        activation.add_source(source.slug, guide_path(source))
+    if sources is not None and not resumed:
+        engine.settings.set_sources([s.slug for s in sources.sources])
+    if resumed:  # a reopened session: the skills in use and the reads met are its path's, as on a branch
+        activation.after_branch(window_reads(engine, pipeline))
+    return engine, pipeline, activation
+
+
+def _tool_context(engine: ContextEngine, provider: Provider, workspace: Path) -> ToolContext:
+    """What the tools of an agent on `engine` run with: the workspace, the session's folders, the mode, plans."""
+
+    def submit_plan(title: str, path: str, text: str) -> str:
+        return engine.plans.submit(title=title, plan_path=path, text=text).plan_id
+
+    return ToolContext(
+        cwd=workspace,
+        data_dir=engine.session.data_dir,
+        mode=PermissionMode(engine.settings.mode),
+        plans_dir=engine.session.plans_dir,
+        submit_plan=submit_plan,
+        offload=OffloadPolicy.for_context_window(provider.capabilities.context_window),
+        attachments=engine.attachments,
+        files=engine.session,
+    )
+
+
+def _stuck_warning(on_event: Callable[[AgentEvent], None] | None) -> Callable[[Requirement, int], None]:
+    """What the prerequisites call when the agent is stuck: a warning event (strict mode keeps blocking)."""
+
+    def stuck(requirement: Requirement, denials: int) -> None:
+        if on_event is not None:  # the user learns the agent is stuck
+            message = f"the agent is stuck: {denials} calls denied until it reads {requirement.path}"
+            on_event(SkillWarning(requirement.key, f"{message} ({requirement.reason})"))
+
+    return stuck
 
 
 def open_engine(

@@ -24,7 +24,7 @@ from typing import Final
 from rich.table import Table
 from rich.text import Text
 
-from lamina.agent import Agent, AgentEvent, TurnOutcome, open_agent
+from lamina.agent import Agent, AgentEvent, AgentOptions, TurnOutcome, open_agent
 from lamina.cachesim import AnthropicCacheSimulator
 from lamina.cli._console import fit, out, safe
 from lamina.cli._turn_view import TurnView
@@ -197,10 +197,7 @@ async def _session(
         store,
         provider,
         workspace=workspace,
-        mode="plan",
-        on_event=events,
-        summariser=summariser,
-        keep_tokens=400,
+        options=AgentOptions(mode="plan", on_event=events, summariser=summariser, keep_tokens=400),
     )
     session_id = agent.engine.session.id
     await turn(agent, "turn 1", "total() returns the wrong number. Can you find out why? Don't change anything yet.")
@@ -232,7 +229,11 @@ async def _session(
     console.print()
     say(f"[bold]resume[/bold] session {safe(session_id)} from disk (a new process would do the same)")
     resumed = open_agent(
-        store, provider, workspace=workspace, session_id=session_id, on_event=events, summariser=summariser
+        store,
+        provider,
+        workspace=workspace,
+        session_id=session_id,
+        options=AgentOptions(on_event=events, summariser=summariser),
     )
     say(f"loaded {resumed.engine.session.loaded_count()} entries; mode {resumed.engine.settings.mode}", indent=3)
     await turn(resumed, "turn 3", "Summarise what we did today.")

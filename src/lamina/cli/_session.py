@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from lamina.agent import Agent, AgentEvent, SkillWarning, open_agent, open_engine
+from lamina.agent import Agent, AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine
 from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
@@ -297,14 +297,16 @@ async def session_agent(
                 provider,
                 workspace=workspace,
                 session_id=session_id,
-                mode=PermissionMode(settings.mode),
-                preset=preset,
-                interactive=interactive,
-                ask=ask,
-                on_event=on_event,
-                sources=sources if scan.sources else None,
-                prune=DEFAULT_PRUNE if settings.prune else None,
-                sandbox=settings.sandbox,
+                options=AgentOptions(
+                    mode=PermissionMode(settings.mode),
+                    preset=preset,
+                    interactive=interactive,
+                    ask=ask,
+                    on_event=on_event,
+                    sources=sources if scan.sources else None,
+                    prune=DEFAULT_PRUNE if settings.prune else None,
+                    sandbox=settings.sandbox,
+                ),
             )
             for ignored in settings.sandbox_ignored:  # the workspace's file asked to loosen the sandbox
                 on_event(SkillWarning("sandbox", ignored))
