@@ -15,9 +15,9 @@ from lamina._lazy import load_lazily
 if TYPE_CHECKING:
     from lamina.agent import Agent, AgentEvent, ModelCallFinished, ToolFinished, ToolStarted, TurnOutcome, open_agent
     from lamina.attachments import NamedBytes
-    from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.compaction import Summariser
     from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
-    from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
+    from lamina.engine import CompactionOutcome, ContextEngine
     from lamina.errors import (
         AttachmentError,
         AuthenticationError,
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         OpenAIChatTarget,
         OpenAIResponsesTarget,
         SdkManagedTarget,
-        render,
     )
     from lamina.providers import Provider, ScriptedProvider, provider_from_spec
     from lamina.session import LocalSessionStore, SessionStore
@@ -55,10 +54,7 @@ _LAZY: Final = {
     "TurnOutcome": "lamina.agent",
     "open_agent": "lamina.agent",
     "NamedBytes": "lamina.attachments",
-    "DeterministicSummariser": "lamina.compaction",
-    "ProviderSummariser": "lamina.compaction",
     "Summariser": "lamina.compaction",
-    "CompactionEvent": "lamina.engine",
     "CompactionOutcome": "lamina.engine",
     "ContextEngine": "lamina.engine",
     "AttachmentError": "lamina.errors",
@@ -81,7 +77,6 @@ _LAZY: Final = {
     "OpenAIChatTarget": "lamina.placement",
     "OpenAIResponsesTarget": "lamina.placement",
     "SdkManagedTarget": "lamina.placement",
-    "render": "lamina.placement",
     "Provider": "lamina.providers",
     "ScriptedProvider": "lamina.providers",
     "provider_from_spec": "lamina.providers",
@@ -111,11 +106,9 @@ __all__ = [
     "AttachmentError",
     "AuthenticationError",
     "Authority",
-    "CompactionEvent",
     "CompactionOutcome",
     "ContextEngine",
     "ContextOverflowError",
-    "DeterministicSummariser",
     "LaminaError",
     "LocalSessionStore",
     "ModelCallFinished",
@@ -127,7 +120,6 @@ __all__ = [
     "PermissionMode",
     "Provider",
     "ProviderError",
-    "ProviderSummariser",
     "RateLimitError",
     "ScriptedProvider",
     "SdkManagedTarget",
@@ -151,5 +143,4 @@ __all__ = [
     "nearest_context_files",
     "open_agent",
     "provider_from_spec",
-    "render",
 ]
