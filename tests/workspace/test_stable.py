@@ -18,8 +18,9 @@ from lamina.prompt import Platform, PresetFileError
 from lamina.session import LocalSessionStore, StateChange
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tool_specs, default_tools
-from lamina.workspace import ContextFileFinder, Preferences, PreferencesError, WorkspaceContext, build_stable_parts
+from lamina.workspace import ContextFileFinder, Preferences, PreferencesError, WorkspaceContext
 from lamina.workspace import _stable as stable
+from lamina.workspace._stable import build_stable_parts
 from tests.support.engine import ANTHROPIC, Clock
 
 PLATFORM = Platform("Linux", "bash")
