@@ -3,11 +3,14 @@
 A public module is one whose dotted path has no segment starting with `_`; everything else is
 internal and may change without notice. Every public module has an `__all__`, listed here in full,
 that names every public name the module defines: a module without one, or a name outside it, fails.
+And every public name is used: by another package of src/lamina, a docs page, an example or a
+benchmark, or named by the signature of a used one (tests/support/public_surface.py reads it all).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -16,6 +19,7 @@ import sys
 from pathlib import Path
 
 import lamina
+from tests.support.public_surface import Door, Uses, origin, read_uses, signature_refs, unjustified
 
 PUBLIC_MODULES = [
     "lamina",
@@ -635,6 +639,27 @@ SURFACE: dict[str, list[str]] = {
 }
 
 
+# Public names that nothing uses yet outside their package. Reshaped by the engine/agent composition
+# of #43; emptied on merge. Only `lamina.engine` and `lamina.agent` may be listed, and the list must
+# match exactly: a listed name that is used now fails too (take it off).
+UNUSED_ALLOWED: frozenset[str] = frozenset(
+    {
+        "lamina.agent.DEFAULT_COMPACTION_BAND",
+        "lamina.agent.DEFAULT_PLAN_COMPACTION_TIMEOUT",
+        "lamina.agent.DEFAULT_RECOVERY_TOKENS",
+        "lamina.agent.RECOVERY_KIND",
+        "lamina.agent.nearest_context_paths",
+        "lamina.agent.session_engine",
+        "lamina.engine.HistorySlice",
+        "lamina.engine.TRANSITIONS",
+        "lamina.engine.check_transition",
+        "lamina.engine.compaction_focus",
+        "lamina.engine.lane_of",
+        "lamina.engine.summary_of",
+    }
+)
+
+
 def _public_modules() -> list[str]:
     names = ["lamina"]
     for info in pkgutil.walk_packages(lamina.__path__, prefix="lamina."):
@@ -695,3 +720,52 @@ def test_importing_lamina_does_not_import_the_provider_sdks() -> None:
     code = "import sys, lamina; print(any(m in sys.modules for m in ('anthropic', 'openai', 'claude_agent_sdk')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+@functools.cache
+def _surface_uses() -> Uses:
+    return read_uses(SURFACE)
+
+
+def _allowed() -> set[Door]:
+    return {(module, name) for module, _, name in (entry.rpartition(".") for entry in UNUSED_ALLOWED)}
+
+
+def test_every_public_name_is_used_outside_its_package_or_named_by_a_public_signature() -> None:
+    unused = sorted(".".join(door) for door in unjustified(_surface_uses(), _allowed()))
+    assert unused == [], (
+        "used by no other package, docs page (docs/reference/ aside), example or benchmark, and in no public "
+        "signature: make them private (and list them in CHANGELOG.md), or name them where they belong"
+    )
+
+
+def test_the_unused_allowlist_holds_only_engine_and_agent_names_that_are_still_unused() -> None:
+    allowed = _allowed()
+    assert {module for module, _ in allowed} <= {"lamina.engine", "lamina.agent"}
+    assert allowed <= _surface_uses().doors, "a listed name is not public any more: take it off"
+    used = sorted(".".join(door) for door in allowed if door not in unjustified(_surface_uses(), allowed - {door}))
+    assert used == [], "these are used now: take them off UNUSED_ALLOWED"
+
+
+def test_the_use_reader_counts_other_packages_pages_and_signatures(tmp_path: Path) -> None:
+    uses = Uses({"lamina.session": ["Label", "LogEntry", "Usage", "UserMessage"], "lamina.tools": ["ToolCall"]})
+    code = "import lamina.session as s\ndef f() -> None:\n    from lamina.session import Usage\n    s.Label\n"
+    uses.read_python(ast.parse(code), "lamina.session:", "lamina.session._location")  # its own package
+    assert uses.direct == {}
+    uses.read_python(ast.parse(code), "lamina.engine:", "lamina.engine._state")
+    assert set(uses.direct) == {("lamina.session", "Usage"), ("lamina.session", "Label")}
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`LogEntry` and [a message][lamina.session.UserMessage]; ToolCall, a word in prose, is not a use.\n"
+        "```python\nfrom lamina.tools import ToolCall as Call\n```\n",
+        encoding="utf-8",
+    )
+    uses.direct.clear()
+    uses.read_markdown(page)
+    assert set(uses.direct) == {
+        ("lamina.session", "LogEntry"),
+        ("lamina.session", "UserMessage"),
+        ("lamina.tools", "ToolCall"),
+    }
+    refs = signature_refs(origin("lamina.session", "import_session"))
+    assert {origin("lamina.session", "BundleLimits"), origin("lamina.session", "ImportResult")} <= refs

@@ -235,7 +235,7 @@ class Uses:
 
     def read_markdown(self, path: Path) -> None:
         """Record what a page uses: its python blocks, its code spans and its autoref links."""
-        where = path.relative_to(ROOT).as_posix()
+        where = path.relative_to(ROOT).as_posix() if ROOT in path.parents else path.name
         prose: list[str] = []
         block: list[str] = []
         fence: str | None = None  # the open fence, None in prose
