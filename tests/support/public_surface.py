@@ -17,9 +17,11 @@ used when:
 from __future__ import annotations
 
 import ast
+import gc
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -306,6 +308,24 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection while the sources are parsed.
+
+    Parsing every module allocates enough to start a collection, and a collection then runs the
+    finalizers of what earlier tests left unclosed (event loops) in the middle of the AST's
+    construction, which Python 3.11 can report as `SystemError: AST constructor recursion depth
+    mismatch` (CPython gh-106905). Nothing parsed here makes reference cycles.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def read_uses(surface: Mapping[str, Iterable[str]]) -> Uses:
     """Every use of the surface by src/lamina, README.md and docs/ (not docs/reference/), examples/ and benchmarks/.
 
@@ -316,16 +336,17 @@ def read_uses(surface: Mapping[str, Iterable[str]]) -> Uses:
         The uses.
     """
     uses = Uses(surface)
-    for path in sorted((SRC / "lamina").rglob("*.py")):
-        module = _module_of(path)
-        uses.read_python(_tree(module), f"{package_of(module)}:", module)
-    for folder in ("examples", "benchmarks"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            uses.read_python(ast.parse(path.read_text(encoding="utf-8")), path.relative_to(ROOT).as_posix())
-    reference = ROOT / "docs" / "reference"
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
-        if reference not in path.parents:
-            uses.read_markdown(path)
+    with _collector_paused():
+        for path in sorted((SRC / "lamina").rglob("*.py")):
+            module = _module_of(path)
+            uses.read_python(_tree(module), f"{package_of(module)}:", module)
+        for folder in ("examples", "benchmarks"):
+            for path in sorted((ROOT / folder).rglob("*.py")):
+                uses.read_python(ast.parse(path.read_text(encoding="utf-8")), path.relative_to(ROOT).as_posix())
+        reference = ROOT / "docs" / "reference"
+        for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+            if reference not in path.parents:
+                uses.read_markdown(path)
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"].get("scripts", {})
     for target in scripts.values():
         door = uses.door(target.replace(":", "."))
