@@ -3,11 +3,14 @@
 A public module is one whose dotted path has no segment starting with `_`; everything else is
 internal and may change without notice. Every public module has an `__all__`, listed here in full,
 that names every public name the module defines: a module without one, or a name outside it, fails.
+And every public name is used: by another package of src/lamina, a docs page, an example or a
+benchmark, or named by the signature of a used one (tests/support/public_surface.py reads it all).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -16,6 +19,7 @@ import sys
 from pathlib import Path
 
 import lamina
+from tests.support.public_surface import Uses, origin, read_uses, signature_refs, unjustified
 
 PUBLIC_MODULES = [
     "lamina",
@@ -56,11 +60,9 @@ SURFACE: dict[str, list[str]] = {
         "AttachmentError",
         "AuthenticationError",
         "Authority",
-        "CompactionEvent",
         "CompactionOutcome",
         "ContextEngine",
         "ContextOverflowError",
-        "DeterministicSummariser",
         "LaminaError",
         "LocalSessionStore",
         "ModelCallFinished",
@@ -72,7 +74,6 @@ SURFACE: dict[str, list[str]] = {
         "PermissionMode",
         "Provider",
         "ProviderError",
-        "ProviderSummariser",
         "RateLimitError",
         "ScriptedProvider",
         "SdkManagedTarget",
@@ -96,19 +97,14 @@ SURFACE: dict[str, list[str]] = {
         "nearest_context_files",
         "open_agent",
         "provider_from_spec",
-        "render",
     ],
     "lamina.agent": [
         "Activation",
         "Agent",
         "AgentEvent",
         "AgentOptions",
-        "DEFAULT_COMPACTION_BAND",
-        "DEFAULT_PLAN_COMPACTION_TIMEOUT",
-        "DEFAULT_RECOVERY_TOKENS",
         "ModelCallFinished",
         "PlanUpdate",
-        "RECOVERY_KIND",
         "RecoveryBlock",
         "SkillCatalogue",
         "SkillToolsRule",
@@ -117,11 +113,9 @@ SURFACE: dict[str, list[str]] = {
         "ToolProgress",
         "ToolStarted",
         "TurnOutcome",
-        "nearest_context_paths",
         "open_agent",
         "open_engine",
         "recovery_text",
-        "session_engine",
     ],
     "lamina.attachments": [
         "AttachmentError",
@@ -130,19 +124,12 @@ SURFACE: dict[str, list[str]] = {
         "AttachmentRenderer",
         "AttachmentStore",
         "INLINE_TEXT_CHARS",
-        "ImageLimits",
         "ImageRendition",
-        "LIMITS",
-        "MAX_ATTACHMENT_BYTES",
         "MAX_INPUT_PIXELS",
         "MediaSupport",
         "NamedBytes",
-        "PREVIEW_CHARS",
-        "anthropic_tokens",
-        "describe",
         "dropped_files",
         "media_tokens",
-        "openai_tokens",
     ],
     "lamina.cachesim": [
         "AnthropicCacheRules",
@@ -151,7 +138,6 @@ SURFACE: dict[str, list[str]] = {
         "CacheSimulationError",
         "CacheSimulator",
         "CacheSummary",
-        "CacheTtl",
         "CacheUsage",
         "OpenAICacheRules",
         "OpenAICacheSimulator",
@@ -169,21 +155,16 @@ SURFACE: dict[str, list[str]] = {
     "lamina.cli": [
         "app",
         "main",
-        "resume_without_id",
     ],
     "lamina.compaction": [
         "CutPoint",
         "DEFAULT_KEEP_TOKENS",
-        "DEFAULT_MAX_SUMMARY_CHARS",
-        "DEFAULT_PASTE_TOKENS",
         "DEFAULT_PRUNE",
         "DEFAULT_RESERVE",
         "DEFAULT_USER_LANE_TOKENS",
         "DeterministicSummariser",
         "LaneUpdate",
         "MAX_FILES",
-        "MAX_ITEM_CHARS",
-        "MAX_OPEN_TASKS",
         "ProviderSummariser",
         "PrunePolicy",
         "StructuredSummary",
@@ -192,7 +173,6 @@ SURFACE: dict[str, list[str]] = {
         "apply_prunes",
         "archive_name",
         "archive_text",
-        "canonical_path",
         "choose_prune",
         "clip_text",
         "deterministic_summary",
@@ -203,7 +183,6 @@ SURFACE: dict[str, list[str]] = {
         "parse_summary",
         "prunable_tokens",
         "prune_floor",
-        "pruned_note",
         "render_lane",
         "reread_chances",
         "should_compact",
@@ -220,10 +199,8 @@ SURFACE: dict[str, list[str]] = {
         "INTERRUPTED_RESULT",
         "ImageBlock",
         "Message",
-        "ON_DEMAND_FILE_NAMES",
         "OneShot",
         "Part",
-        "SYSTEM_AUTHORITIES",
         "SafeText",
         "Stability",
         "StableChange",
@@ -235,14 +212,10 @@ SURFACE: dict[str, list[str]] = {
         "ToolUseBlock",
         "TurnContext",
         "VolatileInputs",
-        "assistant_part",
         "attached_blocks",
         "attachment_note",
-        "attachment_part",
         "build_volatile_parts",
         "changed_volatile",
-        "history_tails",
-        "interrupted_part",
         "is_on_demand_read",
         "message_parts",
         "path_of",
@@ -251,16 +224,11 @@ SURFACE: dict[str, list[str]] = {
         "render_tail",
         "split_turns",
         "stable_update_text",
-        "summary_part",
         "tail_parts",
         "to_messages",
         "tool_call_of",
-        "tool_call_part",
         "tool_part",
-        "tool_result_part",
         "turn_tails",
-        "user_part",
-        "users_words_part",
     ],
     "lamina.defang": [
         "Authority",
@@ -281,7 +249,6 @@ SURFACE: dict[str, list[str]] = {
         "CompactionStatus",
         "Compactor",
         "ContextEngine",
-        "HistorySlice",
         "LoggedTurn",
         "OPEN_STATES",
         "Plan",
@@ -293,14 +260,10 @@ SURFACE: dict[str, list[str]] = {
         "SessionPlans",
         "SessionSettings",
         "StableSource",
-        "TRANSITIONS",
         "advance",
         "assemble_turn",
-        "check_transition",
-        "compaction_focus",
         "continuation_message",
         "execution_message",
-        "lane_of",
         "logged_turn",
         "next_step",
         "prefix_context",
@@ -308,7 +271,6 @@ SURFACE: dict[str, list[str]] = {
         "recorded_settings",
         "recorded_tools",
         "rejection_message",
-        "summary_of",
     ],
     "lamina.errors": [
         "AttachmentError",
@@ -352,17 +314,13 @@ SURFACE: dict[str, list[str]] = {
         "project_parts",
     ],
     "lamina.integrations.langgraph": [
-        "CHECKPOINT",
         "CompactionPolicy",
         "LaminaCheckpointSaver",
-        "MESSAGE",
         "THREAD_SESSION_PREFIX",
         "ThreadOptions",
-        "WRITES",
     ],
     "lamina.integrations.openai_agents": [
         "CompactionPolicy",
-        "ITEM",
         "ItemTypeError",
         "LaminaSession",
         "SessionClosedError",
@@ -370,12 +328,9 @@ SURFACE: dict[str, list[str]] = {
     ],
     "lamina.integrations.pydantic_ai": [
         "CompactionPolicy",
-        "HEAD",
         "LaminaCapability",
         "LaminaHistory",
-        "MESSAGE",
         "ThreadOptions",
-        "messages_of",
     ],
     "lamina.placement": [
         "AnthropicTarget",
@@ -389,17 +344,13 @@ SURFACE: dict[str, list[str]] = {
         "SdkManagedTarget",
         "WireConverter",
         "render",
-        "split_turns",
-        "turn_messages",
     ],
     "lamina.pricing": [
         "CachePrices",
         "CacheState",
         "DEFAULT_PRICES",
         "Outlook",
-        "PRICES",
         "PaceTracker",
-        "Price",
         "PruneItem",
         "SessionPace",
         "choose_turn_ttl",
@@ -407,20 +358,14 @@ SURFACE: dict[str, list[str]] = {
         "decision_on",
         "describe_decision",
         "price_compaction",
-        "price_of",
         "price_prune",
     ],
     "lamina.prompt": [
-        "BUILTIN_TOOL_NAMES",
         "DEFAULT_PRESET",
-        "MINI_PRESET",
-        "PRESET_NAMES",
         "Platform",
         "Preset",
         "PresetFileError",
         "PromptInputs",
-        "SECTIONS",
-        "Section",
         "compose_sections",
         "escape_path",
         "get_preset",
@@ -432,7 +377,6 @@ SURFACE: dict[str, list[str]] = {
         "Capabilities",
         "ClaudeAgentProvider",
         "Completed",
-        "DEFAULT_RETRY_POLICY",
         "OpenAIChatProvider",
         "OpenAIResponsesProvider",
         "Provider",
@@ -441,7 +385,6 @@ SURFACE: dict[str, list[str]] = {
         "ProviderSessionChanged",
         "RetryNotice",
         "RetryPolicy",
-        "SPEC_FORMS",
         "ScriptError",
         "ScriptExhaustedError",
         "ScriptStep",
@@ -474,12 +417,10 @@ SURFACE: dict[str, list[str]] = {
         "TierTokens",
         "block_tokens",
         "body_blocks",
-        "budget_of_parts",
         "budget_of_turn",
         "cache_layout",
         "compose_entries",
         "compose_turn",
-        "framing_chars",
         "logged_requests",
         "replay_request",
         "session_json",
@@ -543,7 +484,6 @@ SURFACE: dict[str, list[str]] = {
         "UserMessage",
         "UserWords",
         "VIRTUAL_ROOT",
-        "check_bundle",
         "check_location",
         "check_session",
         "check_session_id",
@@ -573,7 +513,6 @@ SURFACE: dict[str, list[str]] = {
         "CommandReading",
         "FileAccess",
         "FileUses",
-        "NON_RUNNERS",
         "Redirect",
         "SimpleCommand",
         "Word",
@@ -585,14 +524,11 @@ SURFACE: dict[str, list[str]] = {
         "ApiConnection",
         "ApiEndpoint",
         "ApiSource",
-        "ApiTool",
         "ConnectionProblem",
-        "MAX_DESCRIPTION",
         "McpConnection",
         "McpHttp",
         "McpSource",
         "McpStdio",
-        "McpTool",
         "Source",
         "SourceConnectionError",
         "SourceConnections",
@@ -600,15 +536,10 @@ SURFACE: dict[str, list[str]] = {
         "SourceScan",
         "SourceTool",
         "calls_to_source",
-        "connect_sources",
         "describe_source",
         "find_sources",
         "guide_path",
-        "load_source",
-        "short_description",
         "slug_problem",
-        "source_of",
-        "tool_name",
     ],
     "lamina.tokens": [
         "CharTokenEstimator",
@@ -625,10 +556,8 @@ SURFACE: dict[str, list[str]] = {
         "EditTool",
         "GlobTool",
         "GrepTool",
-        "MINI_TOOL_NAMES",
         "NearestContextFileRule",
         "OffloadPolicy",
-        "OffloadedResult",
         "PermissionMode",
         "PermissionRequest",
         "PlanSink",
@@ -652,10 +581,6 @@ SURFACE: dict[str, list[str]] = {
         "WriteTool",
         "default_tool_specs",
         "default_tools",
-        "mini_tools",
-        "offload_result",
-        "offload_threshold",
-        "result_path",
         "walk_files",
     ],
     "lamina.workspace": [
@@ -663,14 +588,9 @@ SURFACE: dict[str, list[str]] = {
         "ContextFile",
         "ContextFileFinder",
         "ContextFileScan",
-        "DEFAULT_INLINE_ROOT_TOKENS",
-        "DEFAULT_MEMORY_MAX_TOKENS",
         "FolderListing",
         "Located",
-        "MAX_NOTES_CHARS",
-        "MEMORY_FILE_NAME",
         "MentionResolution",
-        "PREFERENCES_ENV_VAR",
         "PROJECT_FILE",
         "PathEscapeError",
         "Preferences",
@@ -678,8 +598,6 @@ SURFACE: dict[str, list[str]] = {
         "ProjectFileError",
         "ProjectManifest",
         "ProjectMemory",
-        "SKILLS_ENV_VAR",
-        "SKILL_FILE_NAME",
         "SKIPPED_DIR_NAMES",
         "Skill",
         "SkillProblem",
@@ -687,39 +605,24 @@ SURFACE: dict[str, list[str]] = {
         "SkillStamps",
         "SkippedPath",
         "TRUNCATION_MARK",
-        "TRUST_FILE_NAME",
         "TrustedWorkspace",
-        "WORKSPACE_SKILLS_DIR",
         "WalkPolicy",
         "WalkedFile",
         "WalkedFolder",
         "WorkspaceContext",
         "WorkspaceSnapshot",
         "WorkspaceTrust",
-        "assemble_stable_parts",
-        "build_stable_parts",
-        "default_preferences_path",
-        "default_trust_path",
-        "default_user_skills_dir",
         "detect_platform",
         "find_context_files",
         "find_skills",
-        "load_memory",
-        "load_preferences",
         "load_preset",
         "load_project",
         "locate",
-        "memory_part",
         "nearest_context_files",
         "outside_roots",
-        "parse_preferences",
-        "parse_project",
         "parse_skill_mentions",
-        "preferences_part",
-        "project_part",
         "resolve_mentions",
         "revoke_trust",
-        "root_context_part",
         "skill_catalogue_part",
         "skill_stamps",
         "trust_workspace",
@@ -872,3 +775,40 @@ def test_the_engine_and_its_parts_offer_exactly_their_pinned_members() -> None:
         members = {name: sorted(n for n in dir(part) if not n.startswith("_")) for name, part in parts.items()}
         engine.session.close()
     assert members == ENGINE_MEMBERS
+
+
+@functools.cache
+def _surface_uses() -> Uses:
+    return read_uses(SURFACE)
+
+
+def test_every_public_name_is_used_outside_its_package_or_named_by_a_public_signature() -> None:
+    unused = sorted(".".join(door) for door in unjustified(_surface_uses()))
+    assert unused == [], (
+        "used by no other package, docs page (docs/reference/ aside), example or benchmark, and in no public "
+        "signature: make them private (and list them in CHANGELOG.md), or name them where they belong"
+    )
+
+
+def test_the_use_reader_counts_other_packages_pages_and_signatures(tmp_path: Path) -> None:
+    uses = Uses({"lamina.session": ["Label", "LogEntry", "Usage", "UserMessage"], "lamina.tools": ["ToolCall"]})
+    code = "import lamina.session as s\ndef f() -> None:\n    from lamina.session import Usage\n    s.Label\n"
+    uses.read_python(ast.parse(code), "lamina.session:", "lamina.session._location")  # its own package
+    assert uses.direct == {}
+    uses.read_python(ast.parse(code), "lamina.engine:", "lamina.engine._state")
+    assert set(uses.direct) == {("lamina.session", "Usage"), ("lamina.session", "Label")}
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`LogEntry` and [a message][lamina.session.UserMessage]; ToolCall, a word in prose, is not a use.\n"
+        "```python\nfrom lamina.tools import ToolCall as Call\n```\n",
+        encoding="utf-8",
+    )
+    uses.direct.clear()
+    uses.read_markdown(page)
+    assert set(uses.direct) == {
+        ("lamina.session", "LogEntry"),
+        ("lamina.session", "UserMessage"),
+        ("lamina.tools", "ToolCall"),
+    }
+    refs = signature_refs(origin("lamina.session", "import_session"))
+    assert {origin("lamina.session", "BundleLimits"), origin("lamina.session", "ImportResult")} <= refs

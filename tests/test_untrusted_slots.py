@@ -33,7 +33,7 @@ from lamina.agent import AgentOptions, open_agent
 from lamina.defang import RESERVED_TAG_NAMES, contains_reserved_marker
 from lamina.providers import RetryPolicy
 from lamina.session import LocalSessionStore
-from lamina.sources import connect_sources, find_sources
+from lamina.sources import SourceConnections, find_sources
 from lamina.workspace import WorkspaceTrust
 from tests.conftest import EXHAUSTIVE
 from tests.support.look_alikes import FIXED, markers
@@ -377,7 +377,8 @@ async def _session(root: Path, slot: Slot, payload: str, provider_name: str) -> 
         if slot.sources:
             url = stack.enter_context(_local_api(slot.api_answer(payload)))
             environ = {**os.environ, "LAMINA_TEST_API": url}
-            connections = await connect_sources(scan.sources, environ=environ)
+            connections = SourceConnections(scan.sources, environ=environ)
+            await connections.open()
         try:
             if connections is not None:
                 # every definition is neutralised and offered, none refused
@@ -512,9 +513,10 @@ async def _code_session(root: Path) -> list[str]:
     workspace.mkdir()
     (workspace / "models.py").write_text(MODELS)
     _payload_mcp(lambda p: "Echoes the text.", lambda p: "The text.", lambda p: "A test server.")(workspace, "")
-    connections = await connect_sources(
+    connections = SourceConnections(
         find_sources(workspace, trust=WorkspaceTrust.TRUSTED).sources, environ=dict(os.environ)
     )
+    await connections.open()
     try:
         with WireServer() as wire:
             wire.script(

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
         open_agent,
     )
     from lamina.attachments import NamedBytes
-    from lamina.compaction import DeterministicSummariser, ProviderSummariser, Summariser
+    from lamina.compaction import Summariser
     from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
-    from lamina.engine import CompactionEvent, CompactionOutcome, ContextEngine
+    from lamina.engine import CompactionOutcome, ContextEngine
     from lamina.errors import (
         AttachmentError,
         AuthenticationError,
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
         OpenAIChatTarget,
         OpenAIResponsesTarget,
         SdkManagedTarget,
-        render,
     )
     from lamina.providers import Provider, ScriptedProvider, provider_from_spec
     from lamina.session import LocalSessionStore, SessionStore
@@ -65,10 +64,7 @@ _LAZY: Final = {
     "TurnOutcome": "lamina.agent",
     "open_agent": "lamina.agent",
     "NamedBytes": "lamina.attachments",
-    "DeterministicSummariser": "lamina.compaction",
-    "ProviderSummariser": "lamina.compaction",
     "Summariser": "lamina.compaction",
-    "CompactionEvent": "lamina.engine",
     "CompactionOutcome": "lamina.engine",
     "ContextEngine": "lamina.engine",
     "AttachmentError": "lamina.errors",
@@ -91,7 +87,6 @@ _LAZY: Final = {
     "OpenAIChatTarget": "lamina.placement",
     "OpenAIResponsesTarget": "lamina.placement",
     "SdkManagedTarget": "lamina.placement",
-    "render": "lamina.placement",
     "Provider": "lamina.providers",
     "ScriptedProvider": "lamina.providers",
     "provider_from_spec": "lamina.providers",
@@ -122,11 +117,9 @@ __all__ = [
     "AttachmentError",
     "AuthenticationError",
     "Authority",
-    "CompactionEvent",
     "CompactionOutcome",
     "ContextEngine",
     "ContextOverflowError",
-    "DeterministicSummariser",
     "LaminaError",
     "LocalSessionStore",
     "ModelCallFinished",
@@ -138,7 +131,6 @@ __all__ = [
     "PermissionMode",
     "Provider",
     "ProviderError",
-    "ProviderSummariser",
     "RateLimitError",
     "ScriptedProvider",
     "SdkManagedTarget",
@@ -162,5 +154,4 @@ __all__ = [
     "nearest_context_files",
     "open_agent",
     "provider_from_spec",
-    "render",
 ]

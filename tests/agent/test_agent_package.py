@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine, session_engine
+from lamina.agent import AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine
 from lamina.errors import UsageError
 from lamina.providers import AnthropicProvider, ScriptedProvider, provider_from_spec
 from lamina.session import InMemorySessionStore
@@ -65,10 +65,7 @@ def test_a_bad_spec_is_a_usage_error_naming_it_and_opens_no_session(
     assert list(store.list()) == []
 
 
-def test_open_engine_is_the_engine_for_reports_and_session_engine_its_old_name(
-    store: InMemorySessionStore, workspace: Path
-) -> None:
-    assert session_engine is open_engine
+def test_open_engine_is_the_engine_for_reports(store: InMemorySessionStore, workspace: Path) -> None:
     with store.create(cwd=str(workspace)) as session:
         engine = open_engine(session, workspace=workspace)
         assert engine.session is session and engine.tools

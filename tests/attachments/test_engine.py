@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lamina.attachments import MediaSupport, NamedBytes, anthropic_tokens, openai_tokens
+from lamina.attachments import MediaSupport, NamedBytes
+from lamina.attachments._limits import anthropic_tokens, openai_tokens
 from lamina.context import Tier
 from lamina.engine import ContextEngine
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedTarget

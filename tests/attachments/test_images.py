@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from lamina.attachments import LIMITS, AttachmentError, AttachmentStore, NamedBytes
+from lamina.attachments import AttachmentError, AttachmentStore, NamedBytes
+from lamina.attachments._limits import LIMITS
 
 
 @pytest.fixture

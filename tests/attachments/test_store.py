@@ -13,16 +13,14 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from lamina.attachments import (
-    LIMITS,
     AttachmentError,
     AttachmentRenderer,
     AttachmentStore,
     MediaSupport,
     NamedBytes,
-    anthropic_tokens,
     dropped_files,
-    openai_tokens,
 )
+from lamina.attachments._limits import LIMITS, anthropic_tokens, openai_tokens
 from lamina.context import DocumentBlock, ImageBlock, TextBlock
 from lamina.errors import EntryDecodeError
 from lamina.session import UserMessage, decode_entry, encode_entry

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from lamina.attachments import AttachmentRenderer, AttachmentStore, MediaSupport, NamedBytes
-from lamina.compaction import apply_prunes, pruned_note
+from lamina.compaction import apply_prunes
 from lamina.context import ToolResultBlock, to_messages
 from lamina.errors import EntryDecodeError
 from lamina.session import ToolCall, ToolOutputPruned, ToolResult, decode_entry, encode_entry
@@ -41,8 +41,11 @@ def test_a_pruned_result_drops_its_images_with_its_text(tmp_path: Path) -> None:
     refs, _ = store.add_images([NamedBytes("s image 1.png", files.image("PNG"))])
     call = ToolCall(id="c", call_id="c1", name="s__shot", input={})
     result = ToolResult(id="r", call_id="c1", name="s__shot", content="[image]", attachments=refs)
-    (_, shown, _) = apply_prunes([call, result, ToolOutputPruned(id="p", call_ids=("c1",))])
-    assert isinstance(shown, ToolResult) and shown.attachments == () and shown.content == pruned_note(call, result)
+    pruned = ToolOutputPruned(id="p", call_ids=("c1",))
+    (_, shown, _) = apply_prunes([call, result, pruned])
+    (_, text_only, _) = apply_prunes([call, msgspec.structs.replace(result, attachments=()), pruned])
+    assert isinstance(shown, ToolResult) and shown.attachments == ()
+    assert isinstance(text_only, ToolResult) and shown.content == text_only.content != result.content  # the same note
     renderer = AttachmentRenderer(store, "anthropic", MediaSupport(vision=True))
     (message,) = [m for m in to_messages([call, shown], attachments=renderer) if m.role == "user"]
     (block,) = message.blocks

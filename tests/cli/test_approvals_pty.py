@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lamina.session import LocalSessionStore, ToolResult
-from lamina.workspace import TRUST_FILE_NAME, trust_workspace
+from lamina.workspace import trust_workspace
 from tests.cli.pty_session import Chat
 from tests.cli.test_chat_pty import _user_text
 from tests.wire.script import Reply, ToolUse
@@ -113,7 +113,7 @@ def test_config_rules_allow_and_deny_without_asking_and_s_saves_a_rule(
     (ws / ".lamina").mkdir()
     config = ws / ".lamina" / "config.toml"
     config.write_text('[permissions]\nallow = ["Bash(echo:*)", "Bash(rm:*)"]\ndeny = ["Bash(rm:*)"]\n')
-    trust_workspace(ws, file=tmp_path / "config" / "lamina" / TRUST_FILE_NAME)  # its allow rules apply
+    trust_workspace(ws, file=tmp_path / "config" / "lamina" / "trusted.toml")  # its allow rules apply
     wire.script(
         _bash("echo allowed"),
         _bash("touch keep.txt && rm -f keep.txt"),

@@ -14,7 +14,6 @@ from lamina.cli import app
 from lamina.engine import recorded_settings
 from lamina.providers import ScriptedProvider, ScriptedResponse, ScriptedToolCall
 from lamina.session import LocalSessionStore, StateChange, export_session, import_session
-from lamina.workspace import default_trust_path
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
@@ -79,7 +78,7 @@ def test_resuming_an_imported_bundle_uses_the_users_model_and_mode(
     document = json.loads(result.stdout)
     assert document["model"] == "anthropic:claude-sonnet-5"
     assert "imported session: its bundle ran with model openai-compat:" in result.stderr
-    assert not default_trust_path().exists()  # and no trust came with it
+    assert not (tmp_path / "config" / "lamina" / "trusted.toml").exists()  # and no trust came with it
 
     again = _lamina(tmp_path / "store", "chat", "--resume", imported, "--model", "anthropic:claude-sonnet-5")
     assert "mode ask" in again.stderr and "imported session" not in again.stderr  # its own settings now

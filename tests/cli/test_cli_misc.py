@@ -248,11 +248,11 @@ def test_a_chat_without_mcp_sources_does_not_import_the_mcp_sdk() -> None:
 
 
 def test_resume_with_no_id_asks_for_the_picker() -> None:
-    from lamina.cli import resume_without_id
+    from lamina.cli import _resume_without_id
 
-    assert resume_without_id(["chat", "--resume"]) == ["chat", "--resume", ""]
-    assert resume_without_id(["chat", "--resume", "--model", "x"]) == ["chat", "--resume", "", "--model", "x"]
-    assert resume_without_id(["chat", "--resume", "abc"]) == ["chat", "--resume", "abc"]
+    assert _resume_without_id(["chat", "--resume"]) == ["chat", "--resume", ""]
+    assert _resume_without_id(["chat", "--resume", "--model", "x"]) == ["chat", "--resume", "", "--model", "x"]
+    assert _resume_without_id(["chat", "--resume", "abc"]) == ["chat", "--resume", "abc"]
 
 
 @pytest.mark.slow

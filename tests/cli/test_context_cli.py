@@ -16,7 +16,7 @@ from lamina.reports import budget_of_turn
 from lamina.session import AssistantMessage, LocalSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tool_specs
-from lamina.workspace import PREFERENCES_ENV_VAR, WorkspaceContext
+from lamina.workspace import WorkspaceContext
 
 runner = CliRunner()
 
@@ -42,7 +42,7 @@ def monorepo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     put(root, "node_modules/dep/AGENTS.md", "never listed\n")
     put(root, "MEMORY.md", "- The API is the only way to the database.\n")
     prefs = put(tmp_path, "prefs.toml", 'name = "Ada"\ntime_zone = "Europe/London"\n')
-    monkeypatch.setenv(PREFERENCES_ENV_VAR, str(prefs))
+    monkeypatch.setenv("LAMINA_PREFERENCES", str(prefs))
     return root
 
 
@@ -205,7 +205,7 @@ def test_bad_custom_preset_and_bad_preferences_name_the_file_and_field(
     assert result.exit_code == 2
     assert f"error: custom preset {preset}: sections[1]: unknown section 'nope'" in result.stderr
     prefs = put(tmp_path, "bad-prefs.toml", 'time_zone = "Mars/Olympus"\n')
-    monkeypatch.setenv(PREFERENCES_ENV_VAR, str(prefs))
+    monkeypatch.setenv("LAMINA_PREFERENCES", str(prefs))
     result = run(str(monorepo))
     assert result.exit_code == 2
     assert f"error: preferences {prefs}: time_zone: unknown time zone 'Mars/Olympus'" in result.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lamina.workspace import TRUST_FILE_NAME, WorkspaceTrust, workspace_trust
+from lamina.workspace import WorkspaceTrust, workspace_trust
 from tests.cli.pty_session import Chat
 from tests.sources.conftest import write_source
 from tests.wire.server import WireServer
@@ -37,7 +37,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def test_chat_asks_once_showing_what_the_workspace_would_configure(tmp_path: Path, ws: Path, wire: WireServer) -> None:
-    trust_file = tmp_path / "config" / "lamina" / TRUST_FILE_NAME
+    trust_file = tmp_path / "config" / "lamina" / "trusted.toml"
     declined = Chat(tmp_path, wire)
     declined.expect("This folder is not trusted")
     for shown in (

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.compaction import MAX_FILES, MAX_OPEN_TASKS, canonical_path, dropped_count, update_ledger
+from lamina.compaction import MAX_FILES, dropped_count, update_ledger
+from lamina.compaction._ledger import MAX_OPEN_TASKS, canonical_path
 from lamina.session import AssistantMessage, Ledger, LogEntry, StateChange, ToolCall, ToolResult, UserMessage
 
 

@@ -12,7 +12,8 @@ from benchmarks.cache import _bills
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamina.compaction import PrunePolicy, apply_prunes, choose_prune, prune_floor, pruned_note
+from lamina.compaction import PrunePolicy, apply_prunes, choose_prune, prune_floor
+from lamina.compaction._prune import pruned_note
 from lamina.engine import ContextEngine
 from lamina.session import (
     AssistantMessage,

@@ -8,14 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamina.compaction import (
-    DEFAULT_MAX_SUMMARY_CHARS,
-    StructuredSummary,
-    deterministic_summary,
-    parse_summary,
-    summary_prompt,
-    update_ledger,
-)
+from lamina.compaction import StructuredSummary, deterministic_summary, parse_summary, summary_prompt, update_ledger
+from lamina.compaction._deterministic import DEFAULT_MAX_SUMMARY_CHARS
 from lamina.defang import contains_reserved_marker
 from lamina.errors import UsageError
 from lamina.session import AssistantMessage, Ledger, LogEntry, ToolCall, ToolResult, UserMessage

@@ -22,8 +22,9 @@ from lamina.context import (
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
+    message_parts,
+    to_messages,
     tool_call_of,
-    tool_call_part,
     tool_part,
 )
 from lamina.engine import ContextEngine
@@ -33,7 +34,6 @@ from lamina.placement import (
     OpenAIResponsesTarget,
     RenderTarget,
     render,
-    turn_messages,
 )
 from lamina.reports import budget_of_turn, compose_turn
 from lamina.session import AssistantMessage, ToolCall, ToolResult
@@ -96,7 +96,7 @@ def test_every_piece_of_a_request_is_a_part_and_the_blocks_are_built_from_them(t
     assert "<system>" not in parts["tool_result.c9"].text + parts["tool_result.c5"].text  # through the one door
 
     # the blocks the renderers receive are built from exactly these parts
-    blocks = [b for m in turn_messages(turn, continuation) for b in m.blocks]
+    blocks = [b for m in turn.messages(continuation) for b in m.blocks]
     for block in blocks:
         assert block.parts, block
         if isinstance(block, TextBlock):
@@ -316,7 +316,7 @@ def test_every_block_of_the_request_has_its_part_and_the_budget_is_their_sum(
 
 def test_a_tool_call_part_is_the_call_as_sent_in_the_models_key_order() -> None:
     call = ToolCall(call_id="c1", name="Edit", input={"path": "a.py", "old": "<x>", "new": 1.0})
-    part = tool_call_part(call)
+    part, _ = message_parts(to_messages([call]))  # the call's part, then the interrupted result's
     assert part.text == '{"name":"Edit","input":{"path":"a.py","old":"<x>","new":1.0}}'  # the model's own, unchanged
     assert tool_call_of(part) == ("Edit", {"path": "a.py", "old": "<x>", "new": 1.0})
     assert list(tool_call_of(part)[1]) == ["path", "old", "new"]

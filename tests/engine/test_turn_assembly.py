@@ -13,7 +13,8 @@ import pytest
 
 import lamina
 from lamina.context import OneShot, StableContext, TurnContext
-from lamina.engine import assemble_turn, lane_of, logged_turn, summary_of
+from lamina.engine import assemble_turn, logged_turn
+from lamina.engine._assemble import lane_of, summary_of
 from lamina.session import CompactionBoundary, PartRecord, TurnRecord, UserLane, UserMessage, UserWords
 
 _ROOT = Path(lamina.__file__).parent

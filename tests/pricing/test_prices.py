@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lamina.pricing import PRICES, cost_of, price_of
+from lamina.pricing import cost_of
+from lamina.pricing._prices import PRICES, price_of
 from lamina.session import Usage
 
 

@@ -12,11 +12,7 @@ from lamina.context import Authority, Stability, Tier, ToolSpec
 from lamina.defang import contains_reserved_marker, trusted
 from lamina.errors import UnknownPresetError, UsageError
 from lamina.prompt import (
-    BUILTIN_TOOL_NAMES,
     DEFAULT_PRESET,
-    MINI_PRESET,
-    PRESET_NAMES,
-    SECTIONS,
     Platform,
     PresetFileError,
     PromptInputs,
@@ -26,6 +22,8 @@ from lamina.prompt import (
     parse_custom_preset,
     system_prompt,
 )
+from lamina.prompt._presets import BUILTIN_TOOL_NAMES, MINI_PRESET, PRESET_NAMES
+from lamina.prompt._sections import SECTIONS
 from lamina.reports import tool_tokens
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.tools import default_tools

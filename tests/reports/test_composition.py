@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.compaction import PrunePolicy
 from lamina.engine import ContextEngine
-from lamina.reports import KINDS, SessionComposition, compose_turn, framing_chars, logged_requests
+from lamina.reports import KINDS, SessionComposition, compose_turn, logged_requests
+from lamina.reports._composition import framing_chars
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult
 from lamina.tools import default_tool_specs
 from lamina.workspace import Preferences, WorkspaceContext

@@ -6,7 +6,8 @@ import shlex
 
 import pytest
 
-from lamina.shell import NON_RUNNERS, could_run, read_command
+from lamina.shell import could_run, read_command
+from lamina.shell._programs import NON_RUNNERS
 
 
 def _runs(command: str, *prefix: str) -> str | None:

@@ -12,7 +12,8 @@ from typing import ClassVar
 
 import pytest
 
-from lamina.sources import MAX_DESCRIPTION, Source, SourceConnections, find_sources
+from lamina.sources import Source, SourceConnections, find_sources
+from lamina.sources._tool import MAX_DESCRIPTION
 from lamina.workspace import WorkspaceTrust
 from tests.sources.conftest import pipeline, write_source
 

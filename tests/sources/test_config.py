@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lamina.sources import MAX_DESCRIPTION, McpSource, McpStdio, find_sources, load_source, short_description, tool_name
+from lamina.sources import McpSource, McpStdio, find_sources
+from lamina.sources._source_config import load_source
+from lamina.sources._tool import MAX_DESCRIPTION, short_description, tool_name
 from tests.sources.conftest import write_source
 
 _API = """

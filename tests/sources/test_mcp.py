@@ -15,8 +15,8 @@ import msgspec
 import pytest
 import pytest_asyncio
 
-from lamina.sources import MAX_DESCRIPTION, SourceConnections, find_sources, guide_path
-from lamina.sources._tool import guide_pointer
+from lamina.sources import SourceConnections, find_sources, guide_path
+from lamina.sources._tool import MAX_DESCRIPTION, guide_pointer
 from lamina.workspace import WorkspaceTrust
 from tests.sources.conftest import COLLECTED_STREAM, SERVER, pipeline, stdio_config, write_source
 

@@ -10,7 +10,8 @@ import pytest
 
 from lamina.defang import contains_reserved_marker
 from lamina.errors import ToolDefinitionError
-from lamina.sources import ApiEndpoint, ApiSource, connect_sources
+from lamina.sources import ApiEndpoint, ApiSource
+from lamina.sources._connections import connect_sources
 from lamina.sources._tool import (
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,

@@ -10,17 +10,8 @@ import pytest
 
 from lamina.errors import UsageError
 from lamina.tokens import DEFAULT_ESTIMATOR
-from lamina.tools import (
-    Deny,
-    OffloadPolicy,
-    StructTool,
-    ToolContext,
-    ToolOutput,
-    default_tools,
-    offload_result,
-    offload_threshold,
-    result_path,
-)
+from lamina.tools import Deny, OffloadPolicy, StructTool, ToolContext, ToolOutput, default_tools
+from lamina.tools._offload import offload_result, offload_threshold, result_path
 from tests.tools.conftest import Session
 
 

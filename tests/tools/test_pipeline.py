@@ -11,7 +11,6 @@ import pytest
 
 from lamina.errors import UsageError
 from lamina.tools import (
-    MINI_TOOL_NAMES,
     Allow,
     Ask,
     BoundCall,
@@ -26,8 +25,8 @@ from lamina.tools import (
     ToolPipeline,
     Verdict,
     default_tools,
-    mini_tools,
 )
+from lamina.tools._builtin import MINI_TOOL_NAMES, mini_tools
 from lamina.tools._read import ReadInput
 from tests.tools.conftest import Session
 

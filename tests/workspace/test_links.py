@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from lamina.sources import find_sources
-from lamina.workspace import ProjectMemory, find_context_files, find_skills, load_memory
+from lamina.workspace import ProjectMemory, find_context_files, find_skills
+from lamina.workspace._project_memory import load_memory
 
 SECRET = "api_key = sk-do-not-leak\n"
 

@@ -12,14 +12,8 @@ from hypothesis import strategies as st
 from lamina.context import Authority, Stability, Tier
 from lamina.defang import contains_reserved_marker
 from lamina.tokens import DEFAULT_ESTIMATOR, CharTokenEstimator
-from lamina.workspace import (
-    DEFAULT_MEMORY_MAX_TOKENS,
-    MEMORY_FILE_NAME,
-    ProjectMemory,
-    SkippedPath,
-    load_memory,
-    memory_part,
-)
+from lamina.workspace import ProjectMemory, SkippedPath
+from lamina.workspace._project_memory import DEFAULT_MEMORY_MAX_TOKENS, MEMORY_FILE_NAME, load_memory, memory_part
 
 
 def write(root: Path, content: str | bytes) -> Path:

@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 from lamina.context import Authority, Stability, Tier
 from lamina.defang import contains_reserved_marker
 from lamina.errors import UsageError
-from lamina.workspace import (
+from lamina.workspace import Preferences, PreferencesError
+from lamina.workspace._preferences import (
     MAX_NOTES_CHARS,
     PREFERENCES_ENV_VAR,
-    Preferences,
-    PreferencesError,
     default_preferences_path,
     load_preferences,
     parse_preferences,

@@ -16,14 +16,9 @@ from lamina.cli import app
 from lamina.context import Authority, Stability, Tier
 from lamina.defang import contains_reserved_marker
 from lamina.tools import default_tool_specs
-from lamina.workspace import (
-    PREFERENCES_ENV_VAR,
-    Preferences,
-    ProjectFileError,
-    WorkspaceContext,
-    parse_project,
-    project_part,
-)
+from lamina.workspace import Preferences, ProjectFileError, WorkspaceContext
+from lamina.workspace._preferences import PREFERENCES_ENV_VAR
+from lamina.workspace._project import parse_project, project_part
 
 MANIFEST = """\
 description = "A shop: an API and a web front end."

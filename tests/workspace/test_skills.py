@@ -17,7 +17,6 @@ from lamina.defang import contains_reserved_marker
 from lamina.errors import UsageError
 from lamina.tokens import DEFAULT_ESTIMATOR, CharTokenEstimator
 from lamina.workspace import (
-    SKILLS_ENV_VAR,
     Skill,
     SkillScan,
     find_skills,
@@ -26,6 +25,7 @@ from lamina.workspace import (
     skill_catalogue_part,
     skill_stamps,
 )
+from lamina.workspace._skills import SKILLS_ENV_VAR
 
 
 def write_skill(folder: Path, name: str, description: str = "Does a thing.", *, extra: str = "") -> Path:

@@ -12,14 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina.errors import ConfigError, UsageError
-from lamina.workspace import (
-    WorkspaceTrust,
-    default_trust_path,
-    revoke_trust,
-    trust_workspace,
-    trusted_workspaces,
-    workspace_trust,
-)
+from lamina.workspace import WorkspaceTrust, revoke_trust, trust_workspace, trusted_workspaces, workspace_trust
+from lamina.workspace._trust import default_trust_path
 
 
 def test_trust_is_kept_in_the_user_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ session), `_agent_options` (`AgentOptions`) and `_wiring` (`open_agent`, `open_e
 
 from __future__ import annotations
 
-from lamina.agent._activation import Activation, SkillCatalogue, SkillToolsRule, SkillWarning, nearest_context_paths
+from lamina.agent._activation import Activation, SkillCatalogue, SkillToolsRule, SkillWarning
 from lamina.agent._agent_options import AgentOptions
 from lamina.agent._events import (
     AgentEvent,
@@ -21,16 +21,10 @@ from lamina.agent._events import (
     TurnOutcome,
 )
 from lamina.agent._loop import Agent
-from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT
-from lamina.agent._priced import DEFAULT_COMPACTION_BAND
-from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS, RECOVERY_KIND, RecoveryBlock, recovery_text
-from lamina.agent._wiring import open_agent, open_engine, session_engine
+from lamina.agent._recovery import RecoveryBlock, recovery_text
+from lamina.agent._wiring import open_agent, open_engine
 
 __all__ = [
-    "DEFAULT_COMPACTION_BAND",
-    "DEFAULT_PLAN_COMPACTION_TIMEOUT",
-    "DEFAULT_RECOVERY_TOKENS",
-    "RECOVERY_KIND",
     "Activation",
     "Agent",
     "AgentEvent",
@@ -45,9 +39,7 @@ __all__ = [
     "ToolProgress",
     "ToolStarted",
     "TurnOutcome",
-    "nearest_context_paths",
     "open_agent",
     "open_engine",
     "recovery_text",
-    "session_engine",
 ]

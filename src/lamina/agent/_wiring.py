@@ -232,10 +232,6 @@ def _sandbox_notice(on_event: Callable[[AgentEvent], None] | None) -> Callable[[
     return notice
 
 
-session_engine = open_engine
-"""The name `open_engine` had before `lamina.agent` became a package; kept for its callers."""
-
-
 @dataclass(slots=True)
 class _ProviderReads:
     """What the engine reads of the agent at each use: its prices and media (`/model` may switch its provider)."""

@@ -10,36 +10,27 @@ Text and e-mail need nothing more; images, PDFs, Office, HTML and calendar files
 
 from lamina.attachments._attachment_store import (
     INLINE_TEXT_CHARS,
-    MAX_ATTACHMENT_BYTES,
-    PREVIEW_CHARS,
     AttachmentInput,
     AttachmentStore,
     NamedBytes,
 )
 from lamina.attachments._dropped import dropped_files
-from lamina.attachments._limits import LIMITS, MAX_INPUT_PIXELS, ImageLimits, anthropic_tokens, openai_tokens
-from lamina.attachments._render import AttachmentRenderer, MediaSupport, describe, media_tokens
+from lamina.attachments._limits import MAX_INPUT_PIXELS
+from lamina.attachments._render import AttachmentRenderer, MediaSupport, media_tokens
 from lamina.errors import AttachmentError
 from lamina.session import AttachmentRef, ImageRendition
 
 __all__ = [
     "INLINE_TEXT_CHARS",
-    "LIMITS",
-    "MAX_ATTACHMENT_BYTES",
     "MAX_INPUT_PIXELS",
-    "PREVIEW_CHARS",
     "AttachmentError",
     "AttachmentInput",
     "AttachmentRef",
     "AttachmentRenderer",
     "AttachmentStore",
-    "ImageLimits",
     "ImageRendition",
     "MediaSupport",
     "NamedBytes",
-    "anthropic_tokens",
-    "describe",
     "dropped_files",
     "media_tokens",
-    "openai_tokens",
 ]

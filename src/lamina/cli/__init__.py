@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 __all__ = [
     "app",
     "main",
-    "resume_without_id",
 ]
 
 _LAZY: Final = {"app": "lamina.cli._app"}
@@ -37,7 +36,7 @@ def main() -> None:
 
     Without the `cli` extra, one line names it and the exit code is 2 (a usage error).
     """
-    args = resume_without_id(sys.argv[1:])
+    args = _resume_without_id(sys.argv[1:])
     if args == ["--version"]:  # the one answer that needs neither typer nor the rest of the cli extra
         from lamina.cli._version import version_line
 
@@ -54,7 +53,7 @@ def main() -> None:
     start(args)
 
 
-def resume_without_id(args: list[str]) -> list[str]:
+def _resume_without_id(args: list[str]) -> list[str]:
     """`chat --resume` with no id (last, or followed by an option) becomes `--resume ''`: the picker."""
     fixed = list(args)
     for i, arg in enumerate(fixed):

@@ -19,9 +19,8 @@ from lamina.compaction._cut import (
     freed_enough,
     should_compact,
 )
-from lamina.compaction._deterministic import DEFAULT_MAX_SUMMARY_CHARS, deterministic_summary, turn_prefix_item
+from lamina.compaction._deterministic import deterministic_summary, turn_prefix_item
 from lamina.compaction._lane import (
-    DEFAULT_PASTE_TOKENS,
     DEFAULT_USER_LANE_TOKENS,
     LaneUpdate,
     archive_name,
@@ -32,9 +31,6 @@ from lamina.compaction._lane import (
 )
 from lamina.compaction._ledger import (
     MAX_FILES,
-    MAX_ITEM_CHARS,
-    MAX_OPEN_TASKS,
-    canonical_path,
     dropped_count,
     update_ledger,
 )
@@ -45,7 +41,6 @@ from lamina.compaction._prune import (
     choose_prune,
     prunable_tokens,
     prune_floor,
-    pruned_note,
     reread_chances,
 )
 from lamina.compaction._summary import StructuredSummary, parse_summary
@@ -66,14 +61,10 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "DEFAULT_KEEP_TOKENS",
-    "DEFAULT_MAX_SUMMARY_CHARS",
-    "DEFAULT_PASTE_TOKENS",
     "DEFAULT_PRUNE",
     "DEFAULT_RESERVE",
     "DEFAULT_USER_LANE_TOKENS",
     "MAX_FILES",
-    "MAX_ITEM_CHARS",
-    "MAX_OPEN_TASKS",
     "CutPoint",
     "DeterministicSummariser",
     "LaneUpdate",
@@ -85,7 +76,6 @@ __all__ = [
     "apply_prunes",
     "archive_name",
     "archive_text",
-    "canonical_path",
     "choose_prune",
     "clip_text",
     "deterministic_summary",
@@ -96,7 +86,6 @@ __all__ = [
     "parse_summary",
     "prunable_tokens",
     "prune_floor",
-    "pruned_note",
     "render_lane",
     "reread_chances",
     "should_compact",

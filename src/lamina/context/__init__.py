@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 from lamina.context._history_parts import (
-    ON_DEMAND_FILE_NAMES,
-    assistant_part,
-    attachment_part,
-    interrupted_part,
     is_on_demand_read,
     path_of,
-    summary_part,
     tool_call_of,
-    tool_call_part,
-    tool_result_part,
-    user_part,
-    users_words_part,
 )
 from lamina.context._messages import (
     INTERRUPTED_RESULT,
@@ -28,7 +19,6 @@ from lamina.context._messages import (
     ToolUseBlock,
     attached_blocks,
     attachment_note,
-    history_tails,
     message_parts,
     prelude_messages,
     render_tail,
@@ -39,7 +29,6 @@ from lamina.context._messages import (
 )
 from lamina.context._parts import Part, Stability, Tier
 from lamina.context._turn import (
-    SYSTEM_AUTHORITIES,
     OneShot,
     StableChange,
     StableContext,
@@ -56,8 +45,6 @@ from lamina.defang import Authority, SafeText
 
 __all__ = [
     "INTERRUPTED_RESULT",
-    "ON_DEMAND_FILE_NAMES",
-    "SYSTEM_AUTHORITIES",
     "AttachmentBlocks",
     "Authority",
     "Block",
@@ -77,14 +64,10 @@ __all__ = [
     "ToolUseBlock",
     "TurnContext",
     "VolatileInputs",
-    "assistant_part",
     "attached_blocks",
     "attachment_note",
-    "attachment_part",
     "build_volatile_parts",
     "changed_volatile",
-    "history_tails",
-    "interrupted_part",
     "is_on_demand_read",
     "message_parts",
     "path_of",
@@ -93,14 +76,9 @@ __all__ = [
     "render_tail",
     "split_turns",
     "stable_update_text",
-    "summary_part",
     "tail_parts",
     "to_messages",
     "tool_call_of",
-    "tool_call_part",
     "tool_part",
-    "tool_result_part",
     "turn_tails",
-    "user_part",
-    "users_words_part",
 ]

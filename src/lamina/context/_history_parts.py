@@ -79,7 +79,7 @@ def tool_call_part(call: ToolCall) -> Part:
 
 
 def tool_call_of(part: Part) -> tuple[str, dict[str, Any]]:
-    """The name and input of the tool call `part` holds (from `tool_call_part`), as its text says."""
+    """The name and input of the tool call `part` holds (a tool call's part), as its text says."""
     call = _DECODER.decode(part.text)
     return str(call["name"]), dict(call["input"])
 

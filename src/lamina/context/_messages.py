@@ -129,7 +129,7 @@ def history_tails(entries: Iterable[LogEntry]) -> dict[str, tuple[Part, ...]]:
 
 
 def turn_tails(entries: Iterable[LogEntry]) -> dict[str, SafeText]:
-    """The tail each user message was sent with (`history_tails`' parts, one a line)."""
+    """The tail each user message was sent with (its tail parts, one a line)."""
     return {k: join("\n", [p.text for p in v]) for k, v in history_tails(entries).items()}
 
 
@@ -158,7 +158,7 @@ class ToolUseBlock:
 
     @classmethod
     def of(cls, call_id: str, part: Part) -> ToolUseBlock:
-        """The call `part` (from `tool_call_part`) holds: name and input decoded from its text."""
+        """The call `part` (a tool call's part) holds: name and input decoded from its text."""
         name, arguments = tool_call_of(part)
         return cls(call_id, name, arguments, (part,))
 

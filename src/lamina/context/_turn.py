@@ -93,7 +93,7 @@ class StableContext:
 
     @property
     def system_parts(self) -> tuple[Part, ...]:
-        """The parts with system authority (`SYSTEM_AUTHORITIES`), in order: they go in system-role content."""
+        """The parts with system authority (rules, the user's preferences), in order: they go in system-role content."""
         return tuple(p for p in self.parts if p.authority in SYSTEM_AUTHORITIES and p.text)
 
     @property

@@ -10,20 +10,17 @@ engine's write path and read accessors: `SessionSettings` (`engine.settings`), `
 
 from __future__ import annotations
 
-from lamina.engine._assemble import LoggedTurn, assemble_turn, lane_of, logged_turn, summary_of
+from lamina.engine._assemble import LoggedTurn, assemble_turn, logged_turn
 from lamina.engine._compacting import Compactor
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome, CompactionStatus
 from lamina.engine._facade import ContextEngine, StableSource
 from lamina.engine._plan import (
     OPEN_STATES,
-    TRANSITIONS,
     Plan,
     PlanStateName,
     PlanStep,
     PlanTransitionError,
     advance,
-    check_transition,
-    compaction_focus,
     continuation_message,
     execution_message,
     next_step,
@@ -35,17 +32,14 @@ from lamina.engine._session_plans import SessionPlans
 from lamina.engine._settings import SessionSettings
 from lamina.engine._state import RecordedSettings, recorded_settings
 from lamina.engine._tooldefs import recorded_tools
-from lamina.engine._view import HistorySlice
 
 __all__ = [
     "OPEN_STATES",
-    "TRANSITIONS",
     "CompactionEvent",
     "CompactionOutcome",
     "CompactionStatus",
     "Compactor",
     "ContextEngine",
-    "HistorySlice",
     "LoggedTurn",
     "Plan",
     "PlanStateName",
@@ -58,11 +52,8 @@ __all__ = [
     "StableSource",
     "advance",
     "assemble_turn",
-    "check_transition",
-    "compaction_focus",
     "continuation_message",
     "execution_message",
-    "lane_of",
     "logged_turn",
     "next_step",
     "prefix_context",
@@ -70,5 +61,4 @@ __all__ = [
     "recorded_settings",
     "recorded_tools",
     "rejection_message",
-    "summary_of",
 ]

@@ -32,9 +32,9 @@ try:
 except ImportError as exc:
     raise MissingExtraError.of(exc, "the LangGraph integration", "langgraph") from None
 
-CHECKPOINT = "langgraph.checkpoint"
-WRITES = "langgraph.writes"
-MESSAGE = "langgraph.message"
+_CHECKPOINT = "langgraph.checkpoint"
+_WRITES = "langgraph.writes"
+_MESSAGE = "langgraph.message"
 THREAD_SESSION_PREFIX = "langgraph-"
 """A caller's own thread id names the session `langgraph-` and 32 hex digits of the id's sha256."""
 
@@ -147,12 +147,12 @@ class LaminaCheckpointSaver(InMemorySaver):
                 if not isinstance(entry, Custom):
                     continue
                 data = entry.data
-                if entry.name == CHECKPOINT:
+                if entry.name == _CHECKPOINT:
                     config = _config(thread_id, data["ns"], data["parent"])
                     checkpoint = self.serde.loads_typed(_untyped(data["checkpoint"]))
                     metadata = self.serde.loads_typed(_untyped(data["metadata"]))
                     super().put(config, checkpoint, metadata, data["versions"])
-                elif entry.name == WRITES:
+                elif entry.name == _WRITES:
                     writes = [(c, self.serde.loads_typed(_untyped(v))) for c, v in data["writes"]]
                     config = _config(thread_id, data["ns"], data["checkpoint"])
                     super().put_writes(config, writes, data["task"], data["path"])
@@ -217,7 +217,7 @@ class LaminaCheckpointSaver(InMemorySaver):
             "metadata": _typed(self.serde.dumps_typed(metadata)),
             "versions": dict(new_versions),
         }
-        thread.record(Custom(name=CHECKPOINT, data=record))
+        thread.record(Custom(name=_CHECKPOINT, data=record))
         if _turn_ends(checkpoint):  # group commit: one fsync per turn, as in Lamina's own loop
             thread.flush()
         return super().put(config, checkpoint, metadata, new_versions)
@@ -245,7 +245,7 @@ class LaminaCheckpointSaver(InMemorySaver):
             "task": task_id,
             "path": task_path,
         }
-        thread.record(Custom(name=WRITES, data=record))
+        thread.record(Custom(name=_WRITES, data=record))
         super().put_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -311,7 +311,7 @@ class LaminaCheckpointSaver(InMemorySaver):
     def _model_input(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> builtins.list[BaseMessage]:
         thread_id = str(config["configurable"]["thread_id"])
         thread = self._made(thread_id)
-        logged = thread.twin_keys(MESSAGE, _message_id)
+        logged = thread.twin_keys(_MESSAGE, _message_id)
         new = [m for m in messages if str(m.id) not in logged]
         if any(isinstance(m, HumanMessage) for m in new) and thread.over_threshold(
             "".join(_text(m.content) for m in new)
@@ -340,7 +340,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         elif isinstance(message, ToolMessage):
             result = ToolResult(call_id=message.tool_call_id, name=message.name or "", content=_text(message.content))
             first = thread.record(result).id
-        thread.record_twin(MESSAGE, {"id": str(message.id), "first": first})
+        thread.record_twin(_MESSAGE, {"id": str(message.id), "first": first})
 
     def _placed(
         self, thread_id: str, thread: LaminaThread, messages: Sequence[BaseMessage]
@@ -359,7 +359,7 @@ class LaminaCheckpointSaver(InMemorySaver):
         if current is not None:
             tails[current.user_entry_id] = thread.tail_text(current)
         by_id = {str(m.id): m for m in messages}
-        for twin in thread.twins(MESSAGE):
+        for twin in thread.twins(_MESSAGE):
             message = by_id.get(str(twin.data["id"]))
             if message is None:
                 continue
@@ -439,10 +439,7 @@ def _run(coroutine: Any) -> Any:
 
 
 __all__ = [
-    "CHECKPOINT",
-    "MESSAGE",
     "THREAD_SESSION_PREFIX",
-    "WRITES",
     "CompactionPolicy",
     "LaminaCheckpointSaver",
     "ThreadOptions",

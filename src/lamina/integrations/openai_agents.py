@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agents.memory import SessionSettings
     from agents.run_config import CallModelData, ModelInputData, RunConfig
 
-ITEM = "openai_agents.item"
+_ITEM = "openai_agents.item"
 """The name of the log entries holding the SDK's items as given."""
 
 _Item = dict[str, Any]
@@ -175,7 +175,7 @@ class LaminaSession:
     # -- the Session protocol --------------------------------------------------------------------
 
     def _twins(self) -> list[Custom]:
-        return self.thread.twins(ITEM)
+        return self.thread.twins(_ITEM)
 
     def _items(self) -> list[object]:
         """The history the SDK gets: the compaction prelude (after a compaction), then the items in view."""
@@ -245,7 +245,7 @@ class LaminaSession:
             typed = self._typed(item) if isinstance(item, dict) else None
             if typed is not None:
                 first = self.thread.record(typed).id
-        self.thread.record_twin(ITEM, {"item": item, "first": first})
+        self.thread.record_twin(_ITEM, {"item": item, "first": first})
 
     def _typed(self, item: Mapping[str, Any]) -> Entry | None:
         kind = item.get("type", "message")
@@ -407,4 +407,4 @@ def _unsaved(given: Sequence[object], saved: Sequence[object]) -> list[object]:
     return []
 
 
-__all__ = ["ITEM", "CompactionPolicy", "ItemTypeError", "LaminaSession", "SessionClosedError", "ThreadOptions"]
+__all__ = ["CompactionPolicy", "ItemTypeError", "LaminaSession", "SessionClosedError", "ThreadOptions"]

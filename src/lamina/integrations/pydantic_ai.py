@@ -40,9 +40,9 @@ try:
 except ImportError as exc:
     raise MissingExtraError.of(exc, "the pydantic-ai integration", "pydantic-ai") from None
 
-MESSAGE = "pydantic_ai.message"
+_MESSAGE = "pydantic_ai.message"
 """The name of the log entries holding the messages as sent."""
-HEAD: dict[str, Any] = {"lamina": "head"}
+_HEAD: dict[str, Any] = {"lamina": "head"}
 """The metadata of the first request Lamina puts in the history (stable project parts, summary, lane)."""
 
 
@@ -110,7 +110,7 @@ class LaminaHistory:
     def messages(self) -> list[ModelMessage]:
         """The logged history in view (after a compaction: the kept messages), for `message_history`."""
         out: list[ModelMessage] = []
-        for twin in self.thread.twins(MESSAGE):
+        for twin in self.thread.twins(_MESSAGE):
             message = self._loaded.get(twin.id)
             if message is None:  # each logged message is decoded once, and known as logged
                 message = self._loaded[twin.id] = _load(twin.data)
@@ -140,7 +140,7 @@ class LaminaHistory:
     async def process(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         """The history processor: log what is new, place Lamina's parts, compact when needed."""
         history = self._without_head(messages)
-        logged = self.thread.twin_keys(MESSAGE, _key)
+        logged = self.thread.twin_keys(_MESSAGE, _key)
         new = [m for m in history if not self._is_logged(m, logged)]
         starts_turn = any(
             isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts) for m in new
@@ -159,7 +159,7 @@ class LaminaHistory:
         if not texts:
             return None
         self._head_texts.update(texts)
-        return ModelRequest(parts=[UserPromptPart(content=t) for t in texts], metadata=dict(HEAD))
+        return ModelRequest(parts=[UserPromptPart(content=t) for t in texts], metadata=dict(_HEAD))
 
     def _without_head(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
         """`messages` without what `_head` put in (also when pydantic-ai merged it into the next request)."""
@@ -167,7 +167,7 @@ class LaminaHistory:
         heads = self._head_texts
         for message in messages:
             if isinstance(message, ModelRequest):
-                if message.metadata == HEAD:
+                if message.metadata == _HEAD:
                     continue
                 parts = [
                     p
@@ -187,7 +187,7 @@ class LaminaHistory:
         Group commit, as in Lamina's own loop: every append reaches the kernel at once, and the log
         is fsynced when the model answers without calling a tool (the turn's end).
         """
-        if not self._is_logged(response, self.thread.twin_keys(MESSAGE, _key)):
+        if not self._is_logged(response, self.thread.twin_keys(_MESSAGE, _key)):
             self._log(response)
         if not any(isinstance(p, ToolCallPart) for p in response.parts):
             self.thread.flush()
@@ -202,7 +202,7 @@ class LaminaHistory:
                 elif isinstance(part, ToolCallPart):
                     args = part.args_as_dict()
                     self.thread.record(ToolCall(call_id=part.tool_call_id, name=part.tool_name, input=args))
-            self.thread.record_twin(MESSAGE, _dump(message))
+            self.thread.record_twin(_MESSAGE, _dump(message))
             return
         parts: list[Any] = []
         for piece in message.parts:
@@ -224,7 +224,7 @@ class LaminaHistory:
                 parts.append(piece)
             else:
                 parts.append(piece)
-        self.thread.record_twin(MESSAGE, _dump(_replace(message, parts=parts)))
+        self.thread.record_twin(_MESSAGE, _dump(_replace(message, parts=parts)))
 
 
 @dataclass
@@ -263,9 +263,4 @@ def _replace(obj: Any, **changes: Any) -> Any:
     return dataclasses.replace(obj, **changes)
 
 
-def messages_of(history: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """`history` without the head request Lamina puts first (what a caller would store elsewhere)."""
-    return [m for m in history if not (isinstance(m, ModelRequest) and m.metadata == HEAD)]
-
-
-__all__ = ["HEAD", "MESSAGE", "CompactionPolicy", "LaminaCapability", "LaminaHistory", "ThreadOptions", "messages_of"]
+__all__ = ["CompactionPolicy", "LaminaCapability", "LaminaHistory", "ThreadOptions"]

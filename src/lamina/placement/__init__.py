@@ -102,18 +102,6 @@ class RenderCache:
         return cached
 
 
-def turn_messages(
-    turn: TurnContext, continuation: Sequence[LogEntry] = (), attachments: AttachmentBlocks = attachment_note
-) -> list[Message]:
-    """The conversation a request carries: summary, completed turns, this turn's message and tool loop so far.
-
-    Each turn is converted on its own (no message merges across turns), which is what lets a
-    `RenderCache` reuse completed turns; providers accept consecutive user messages. Every block
-    carries the parts it is built from (`TurnContext.messages`).
-    """
-    return turn.messages(continuation, attachments)
-
-
 def _wire(
     turn: TurnContext,
     kind: str,
@@ -123,7 +111,7 @@ def _wire(
     attachments: AttachmentBlocks,
 ) -> list[dict[str, Any]]:
     if cache is None:
-        return convert(turn_messages(turn, continuation, attachments))
+        return convert(turn.messages(continuation, attachments))
     past, now = turn.segments(continuation)
     wire = convert(prelude_messages(turn.summary, turn.pinned))
     wire += cache.past_wire(kind, past, convert, attachments)
@@ -184,6 +172,4 @@ __all__ = [
     "SdkManagedTarget",
     "WireConverter",
     "render",
-    "split_turns",
-    "turn_messages",
 ]

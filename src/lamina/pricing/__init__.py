@@ -23,16 +23,14 @@ from lamina.pricing._cost import (
     price_prune,
 )
 from lamina.pricing._pace import PaceTracker
-from lamina.pricing._prices import PRICES, Price, cost_of, price_of
+from lamina.pricing._prices import cost_of
 
 __all__ = [
     "DEFAULT_PRICES",
-    "PRICES",
     "CachePrices",
     "CacheState",
     "Outlook",
     "PaceTracker",
-    "Price",
     "PruneItem",
     "SessionPace",
     "choose_turn_ttl",
@@ -40,6 +38,5 @@ __all__ = [
     "decision_on",
     "describe_decision",
     "price_compaction",
-    "price_of",
     "price_prune",
 ]

@@ -10,10 +10,7 @@ text = system_prompt(DEFAULT_PRESET, PromptInputs(working_dir="/src/app", tools=
 """
 
 from lamina.prompt._presets import (
-    BUILTIN_TOOL_NAMES,
     DEFAULT_PRESET,
-    MINI_PRESET,
-    PRESET_NAMES,
     Preset,
     PresetFileError,
     compose_sections,
@@ -21,19 +18,14 @@ from lamina.prompt._presets import (
     parse_custom_preset,
     system_prompt,
 )
-from lamina.prompt._sections import SECTIONS, Platform, PromptInputs, Section, escape_path
+from lamina.prompt._sections import Platform, PromptInputs, escape_path
 
 __all__ = [
-    "BUILTIN_TOOL_NAMES",
     "DEFAULT_PRESET",
-    "MINI_PRESET",
-    "PRESET_NAMES",
-    "SECTIONS",
     "Platform",
     "Preset",
     "PresetFileError",
     "PromptInputs",
-    "Section",
     "compose_sections",
     "escape_path",
     "get_preset",

@@ -72,7 +72,7 @@ class Preset:
 
     name: str
     sections: tuple[str, ...]
-    """Section names in prompt order: built-in ones (`SECTIONS`) or ones defined in `texts`."""
+    """Section names in prompt order: built-in ones (docs/prompt.md, "Sections") or ones defined in `texts`."""
     tool_names: tuple[str, ...] | None = None
     """Only these tools are given to the model; None keeps every tool the session has."""
     texts: tuple[tuple[str, str], ...] = ()

@@ -23,7 +23,7 @@ from lamina.providers._provider import (
     TextDelta,
     ToolCallRequest,
 )
-from lamina.providers._retry import DEFAULT_RETRY_POLICY, RetryNotice, RetryPolicy, stream_with_retry
+from lamina.providers._retry import RetryNotice, RetryPolicy, stream_with_retry
 
 if TYPE_CHECKING:
     from lamina.providers._anthropic import AnthropicProvider
@@ -59,7 +59,7 @@ _LAZY: Final = {
     ),
 }
 
-SPEC_FORMS: Final = (
+_SPEC_FORMS: Final = (
     "anthropic:MODEL",
     "openai:MODEL",
     "openai-responses:MODEL",
@@ -132,12 +132,10 @@ def provider_from_spec(spec: str) -> Provider:
 
 
 def _bad_spec(spec: str, reason: str) -> UsageError:
-    return UsageError(f"provider spec {spec!r}: {reason}; use one of {', '.join(SPEC_FORMS)}")
+    return UsageError(f"provider spec {spec!r}: {reason}; use one of {', '.join(_SPEC_FORMS)}")
 
 
 __all__ = [
-    "DEFAULT_RETRY_POLICY",
-    "SPEC_FORMS",
     "AnthropicProvider",
     "Capabilities",
     "ClaudeAgentProvider",

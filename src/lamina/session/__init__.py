@@ -21,7 +21,6 @@ if TYPE_CHECKING:
         BundleLimits,
         ExportResult,
         ImportResult,
-        check_bundle,
         export_session,
         import_session,
     )
@@ -92,7 +91,7 @@ if TYPE_CHECKING:
 _LAZY: Final = {
     "Branch": "lamina.session._branch",
     **dict.fromkeys(
-        ("BundleLimits", "ExportResult", "ImportResult", "check_bundle", "export_session", "import_session"),
+        ("BundleLimits", "ExportResult", "ImportResult", "export_session", "import_session"),
         "lamina.session._bundle",
     ),
     **dict.fromkeys(
@@ -226,7 +225,6 @@ __all__ = [
     "UserLane",
     "UserMessage",
     "UserWords",
-    "check_bundle",
     "check_location",
     "check_session",
     "check_session_id",

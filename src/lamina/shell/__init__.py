@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from lamina.shell._file_uses import FileAccess, FileUses, file_uses
 from lamina.shell._parse import read_command
-from lamina.shell._programs import NON_RUNNERS, could_run
+from lamina.shell._programs import could_run
 from lamina.shell._syntax import CommandReading, Redirect, SimpleCommand, Word
 
 __all__ = [
-    "NON_RUNNERS",
     "CommandReading",
     "FileAccess",
     "FileUses",

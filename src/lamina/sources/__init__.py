@@ -14,10 +14,10 @@ from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
     from lamina.errors import SourceConnectionError
-    from lamina.sources._api import ApiConnection, ApiTool
-    from lamina.sources._connections import ConnectionProblem, SourceConnections, connect_sources
-    from lamina.sources._guide import calls_to_source, guide_path, source_of
-    from lamina.sources._mcp import McpConnection, McpTool
+    from lamina.sources._api import ApiConnection
+    from lamina.sources._connections import ConnectionProblem, SourceConnections
+    from lamina.sources._guide import calls_to_source, guide_path
+    from lamina.sources._mcp import McpConnection
     from lamina.sources._source_config import (
         ApiEndpoint,
         ApiSource,
@@ -29,16 +29,14 @@ if TYPE_CHECKING:
         SourceScan,
         describe_source,
         find_sources,
-        load_source,
         slug_problem,
     )
-    from lamina.sources._tool import MAX_DESCRIPTION, SourceTool, short_description, tool_name
+    from lamina.sources._tool import SourceTool
 
 # Loaded on first use (PEP 562): the MCP SDK takes about half a second to import, and most
 # sessions connect no MCP server.
 _LAZY: Final = {
     "ApiConnection": "lamina.sources._api",
-    "ApiTool": "lamina.sources._api",
     "ApiEndpoint": "lamina.sources._source_config",
     "ApiSource": "lamina.sources._source_config",
     "McpHttp": "lamina.sources._source_config",
@@ -50,20 +48,13 @@ _LAZY: Final = {
     "slug_problem": "lamina.sources._source_config",
     "describe_source": "lamina.sources._source_config",
     "find_sources": "lamina.sources._source_config",
-    "load_source": "lamina.sources._source_config",
     "ConnectionProblem": "lamina.sources._connections",
     "SourceConnections": "lamina.sources._connections",
-    "connect_sources": "lamina.sources._connections",
     "calls_to_source": "lamina.sources._guide",
     "guide_path": "lamina.sources._guide",
-    "source_of": "lamina.sources._guide",
     "McpConnection": "lamina.sources._mcp",
-    "McpTool": "lamina.sources._mcp",
     "SourceConnectionError": "lamina.errors",
-    "MAX_DESCRIPTION": "lamina.sources._tool",
     "SourceTool": "lamina.sources._tool",
-    "short_description": "lamina.sources._tool",
-    "tool_name": "lamina.sources._tool",
 }
 
 
@@ -72,17 +63,14 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "MAX_DESCRIPTION",
     "ApiConnection",
     "ApiEndpoint",
     "ApiSource",
-    "ApiTool",
     "ConnectionProblem",
     "McpConnection",
     "McpHttp",
     "McpSource",
     "McpStdio",
-    "McpTool",
     "Source",
     "SourceConnectionError",
     "SourceConnections",
@@ -90,13 +78,8 @@ __all__ = [
     "SourceScan",
     "SourceTool",
     "calls_to_source",
-    "connect_sources",
     "describe_source",
     "find_sources",
     "guide_path",
-    "load_source",
-    "short_description",
     "slug_problem",
-    "source_of",
-    "tool_name",
 ]

@@ -10,11 +10,11 @@ from lamina.tools._base import (
     ToolOutput,
 )
 from lamina.tools._bash import BashTool
-from lamina.tools._builtin import MINI_TOOL_NAMES, default_tool_specs, default_tools, mini_tools
+from lamina.tools._builtin import default_tool_specs, default_tools
 from lamina.tools._edit import EditTool
 from lamina.tools._glob import GlobTool
 from lamina.tools._grep import GrepTool
-from lamina.tools._offload import OffloadedResult, OffloadPolicy, offload_result, offload_threshold, result_path
+from lamina.tools._offload import OffloadPolicy
 from lamina.tools._pipeline import ToolExecution, ToolPipeline
 from lamina.tools._prerequisites import NearestContextFileRule, PrerequisiteManager, PrerequisiteNotice, Requirement
 from lamina.tools._read import ReadTool
@@ -28,7 +28,6 @@ ToolCall = BoundCall
 """The old name of `BoundCall`, kept one release (deprecated): `lamina.session.ToolCall` is the log's entry."""
 
 __all__ = [
-    "MINI_TOOL_NAMES",
     "Allow",
     "Ask",
     "AskCallback",
@@ -40,7 +39,6 @@ __all__ = [
     "GrepTool",
     "NearestContextFileRule",
     "OffloadPolicy",
-    "OffloadedResult",
     "PermissionMode",
     "PermissionRequest",
     "PlanSink",
@@ -64,9 +62,5 @@ __all__ = [
     "WriteTool",
     "default_tool_specs",
     "default_tools",
-    "mini_tools",
-    "offload_result",
-    "offload_threshold",
-    "result_path",
     "walk_files",
 ]

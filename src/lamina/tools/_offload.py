@@ -84,7 +84,7 @@ class OffloadPolicy:
         maximum: int = MAX_THRESHOLD_TOKENS,
         preview_tokens: int | None = None,
     ) -> OffloadPolicy:
-        """The policy for a model with `context_window` tokens (see `offload_threshold`)."""
+        """The policy for a model with `context_window` tokens: `fraction` of it, clamped to `minimum`-`maximum`."""
         threshold = offload_threshold(context_window, fraction=fraction, minimum=minimum, maximum=maximum)
         return cls(threshold_tokens=threshold, preview_tokens=preview_tokens)
 

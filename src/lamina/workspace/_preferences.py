@@ -69,7 +69,7 @@ class Preferences:
     """An IANA time zone name such as `Europe/Paris`; dates and times are shown in it."""
     city: str | None = None
     notes: str | None = None
-    """Free text; cut to `MAX_NOTES_CHARS` in the prompt."""
+    """Free text; cut to 2,000 characters in the prompt."""
     source: str = ""
     """The file they were read from ("" when built in code)."""
 

@@ -236,7 +236,7 @@ class WorkspaceContext:
             environ: The environment to read `LAMINA_PREFERENCES` and `SHELL` from (default: the process's).
             platform: The platform to describe (default: this machine, interactive).
             inline_root_tokens: Most tokens of root context files shown in full (default: the
-                preset's choice, else `DEFAULT_INLINE_ROOT_TOKENS`); 0 only lists them.
+                preset's choice, else 2,000); 0 only lists them.
             memory_max_tokens: Most tokens of `MEMORY.md` kept (its top).
             estimator: Counts tokens for both budgets.
 

@@ -84,7 +84,7 @@ def trusted_workspaces(*, file: Path | None = None) -> tuple[TrustedWorkspace, .
     """Every trusted workspace, in the order they were trusted.
 
     Args:
-        file: The trust file; `default_trust_path()` unless given.
+        file: The trust file; `trusted.toml` in the user config directory unless given.
 
     Raises:
         ConfigError: The file cannot be read or is not a trust file (it names the file).
@@ -98,7 +98,7 @@ def workspace_trust(workspace: str | os.PathLike[str], *, file: Path | None = No
 
     Args:
         workspace: The folder.
-        file: The trust file; `default_trust_path()` unless given.
+        file: The trust file; `trusted.toml` in the user config directory unless given.
 
     Raises:
         ConfigError: The trust file cannot be read or is not a trust file.
@@ -115,7 +115,8 @@ def trust_workspace(
 
     Args:
         workspace: An existing folder.
-        file: The trust file; `default_trust_path()` unless given (made, with its folder, if missing).
+        file: The trust file; `trusted.toml` in the user config directory unless given (made, with
+            its folder, if missing).
         now: The time recorded; the current time unless given.
 
     Returns:

@@ -27,10 +27,10 @@ from lamina.session import (
     OutboxRecord,
     ToolResult,
     UserMessage,
-    check_bundle,
     export_session,
     import_session,
 )
+from lamina.session._bundle import check_bundle
 from lamina.session._bundle._bundle_manifest import BundleManifest
 from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import anthropic_provider

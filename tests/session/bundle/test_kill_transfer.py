@@ -12,7 +12,8 @@ import pytest
 
 from lamina.engine import ContextEngine
 from lamina.placement import SdkManagedTarget, render
-from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, check_bundle, export_session
+from lamina.session import AssistantMessage, LocalSessionStore, OutboxRecord, export_session
+from lamina.session._bundle import check_bundle
 from tests.conftest import EXHAUSTIVE
 from tests.session.bundle import _kill_steps
 from tests.session.factories import exchange

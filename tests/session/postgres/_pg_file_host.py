@@ -13,18 +13,21 @@ one a line, and answers each with one JSON line on stdout:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from lamina.attachments import NamedBytes
 from lamina.engine import ContextEngine
 from lamina.session import VIRTUAL_ROOT, AssistantMessage, ToolCall, ToolResult, UserMessage
 from lamina.session.postgres import PostgresSession, PostgresSessionStore
 from lamina.tokens import DEFAULT_ESTIMATOR
-from lamina.tools import OffloadPolicy, ToolContext, offload_result
+from lamina.tools import OffloadPolicy, StructTool, ToolContext, ToolExecution, ToolOutput, ToolPipeline
 
 
 def result_text(host: str, turn: int) -> str:
@@ -63,6 +66,32 @@ def check_files(session: PostgresSession, engine: ContextEngine, cwd: Path) -> l
     return checked
 
 
+class _ResultInput(msgspec.Struct):
+    host: str
+    turn: int
+
+
+class _ResultTool(StructTool[_ResultInput]):
+    """A tool whose output is a host's large result of a turn: the pipeline offloads it to the session's files."""
+
+    name = "Bash"
+    description = "The turn's output."
+    read_only = True
+    input_type = _ResultInput
+
+    async def run(self, input: _ResultInput, ctx: ToolContext) -> ToolOutput:
+        return ToolOutput(result_text(input.host, input.turn))
+
+
+async def _offloaded(session: PostgresSession, call_id: str, host: str, number: int) -> ToolExecution:
+    """The turn's result as the pipeline gives it to the model: offloaded, a preview naming its path."""
+    policy = OffloadPolicy(threshold_tokens=2_000)
+    ctx = ToolContext(
+        cwd=Path.cwd(), data_dir=session.data_dir, offload=policy, estimator=DEFAULT_ESTIMATOR, files=session
+    )
+    return await ToolPipeline([_ResultTool()], ctx).execute(call_id, "Bash", {"host": host, "turn": number})
+
+
 def turn(store: PostgresSessionStore, sid: str, host: str, number: int, *, big: bool) -> dict[str, object]:
     started = time.monotonic()
     with store.open(sid, wait=60.0) as session:
@@ -81,19 +110,17 @@ def turn(store: PostgresSessionStore, sid: str, host: str, number: int, *, big: 
         wrote.extend(f"attachments/{ref.sha256}" for ref in user.attachments)
         call_id = f"{host}-{number}"
         engine.record(ToolCall(call_id=call_id, name="Bash", input={"command": "cat big"}))
-        offloaded = offload_result(
-            result_text(host, number),
-            call_id=call_id,
-            data_dir=session.data_dir,
-            policy=OffloadPolicy(threshold_tokens=2_000),
-            estimator=DEFAULT_ESTIMATOR,
-            files=session,
-        )
-        assert offloaded is not None and offloaded.path is not None
+        offloaded = asyncio.run(_offloaded(session, call_id, host, number))
+        assert offloaded.full_output_path is not None
         engine.record(
-            ToolResult(call_id=call_id, name="Bash", content=offloaded.preview, full_output_path=str(offloaded.path))
+            ToolResult(
+                call_id=call_id,
+                name="Bash",
+                content=offloaded.content,
+                full_output_path=str(offloaded.full_output_path),
+            )
         )
-        wrote.append(str(offloaded.path))
+        wrote.append(str(offloaded.full_output_path))
         engine.record(AssistantMessage(text=f"done on {host}"))
         engine.end_turn()
     return {"checked": checked, "wrote": wrote, "seconds_to_open": opened}
