@@ -136,8 +136,10 @@ def listener() -> Iterator[tuple[int, list[bytes]]]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield server.getsockname()[1], heard
+    server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (closing alone leaves it waiting)
     server.close()
     thread.join(5)
+    assert not thread.is_alive()
 
 
 @needs_sandbox
