@@ -25,7 +25,6 @@ _MOST_DOCSTRING_LINES = 10
 _OVER_400_UNTIL_SPLIT = {
     # objects over 400 lines whose split is under way (issue #43): the list only shrinks
     "lamina.session._jsonl._jsonl_write.JsonlSession": "over its bases JsonlLog and FolderFiles (705 lines as one)",
-    "lamina.session.postgres._pg_store.PostgresSessionStore": "over its base PostgresConnection (429 lines as one)",
 }
 
 
