@@ -1,8 +1,8 @@
-"""Opening a JSONL session: reading and scanning its log, mending it in memory, the reads (I/O).
+"""Opening a JSONL session's log: reading and scanning it, dropping duplicate ids, mending links (I/O: reads).
 
-`JsonlLog` loads a session folder's log (all of it, or from the latest compaction boundary) into
-the index of `SessionCore`; `JsonlSession` (in `_jsonl_write`) adds the writes. The folder's layout
-and durability are described in `lamina.session._jsonl._jsonl_store`.
+`load_log` reads a session folder's log (all of it, or from the latest compaction boundary) into a
+`LoadedLog`, which `JsonlSession` (in `_jsonl_write`) takes as its index. The folder's layout and
+durability are described in `lamina.session._jsonl._jsonl_store`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Final
 from lamina.errors import LaminaError, SessionCorruptError, SessionIOError, SessionNotFoundError
 from lamina.session._entries import LogEntry, UnknownEntry
 from lamina.session._jsonl._file_layer import LINK_REFUSED, is_link_refusal
-from lamina.session._jsonl._session_meta import SessionMeta
 from lamina.session._protocol import LoadReport
 from lamina.session._scan import Canonical, DuplicateId, Log, LogScan, Offsets, scan_log
 from lamina.session._session_files import open_for_reading
@@ -226,11 +225,3 @@ def _drop_duplicates(
         ids.append(entry.id)
         offsets.append(offset)
     return by_id, ids, offsets, duplicates
-
-
-def canonical_of(meta: SessionMeta) -> Canonical:
-    """The canonical record `meta.json` holds (a part that claims more than its prefix is dropped)."""
-    size = meta.canonical_size
-    linked = meta.canonical_linked if meta.canonical_linked <= size else 0
-    distinct = meta.canonical_distinct if meta.canonical_distinct <= size else 0
-    return Canonical(size, meta.canonical_crc32, linked, distinct, meta.canonical_max_id if distinct else "")

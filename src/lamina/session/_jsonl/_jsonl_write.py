@@ -1,51 +1,34 @@
 """An open JSONL session: its log loaded (from the latest boundary), appends, group commit, branches (I/O).
 
-`JsonlSession` holds the index of `SessionCore`, loaded by reading and scanning the log
-(`_jsonl_open`); it owns a `LogWriter` (its lock and every byte it writes) and a `FolderFiles` (its
-files). The folder's layout and durability are described in `lamina.session._jsonl._jsonl_store`.
+`JsonlSession` keeps the index of `SessionCore`, filled by `load_log` (`_jsonl_open`), and owns its
+parts: a `LogWriter` (the lock, the log's end, every byte written), a `MetaKeeper` (`meta.json`) and
+a `FolderFiles` (the session's files). The folder's layout and durability are described in
+`lamina.session._jsonl._jsonl_store`.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-import zlib
 from collections.abc import Callable
-from operator import attrgetter
 from pathlib import Path
-from typing import BinaryIO, Final, TypeVar, overload
+from typing import BinaryIO, TypeVar, overload
 
 import msgspec
 
-from lamina.errors import LaminaError, MissingEntryError, SessionCorruptError, SessionIOError
-from lamina.session._entries import (
-    CRITICAL_ENTRY_TYPES,
-    CompactionBoundary,
-    Entry,
-    LogEntry,
-    UserMessage,
-    encode_entry,
-)
+from lamina.errors import LaminaError, MissingEntryError, SessionCorruptError
+from lamina.session._entries import CRITICAL_ENTRY_TYPES, CompactionBoundary, Entry, LogEntry, UserMessage
 from lamina.session._jsonl._file_layer import OS_FILES, FileLayer
-from lamina.session._jsonl._jsonl_open import (
-    LOG_NAME,
-    canonical_of,
-    load_log,
-    starts_line,
-)
+from lamina.session._jsonl._jsonl_open import LOG_NAME, load_log, starts_line
 from lamina.session._jsonl._log_writer import LogWriter
-from lamina.session._jsonl._session_meta import SessionMeta
+from lamina.session._jsonl._session_meta import LogFacts, MetaKeeper, SessionMeta, canonical_of, unrecorded
 from lamina.session._jsonl._writer_lock import WriterLock
 from lamina.session._protocol import FileInfo, FileSource, LoadReport, LogCut, SessionSummary
-from lamina.session._scan import Canonical, Offsets, TornTail, is_canonical_line
+from lamina.session._scan import Offsets
 from lamina.session._session_core import SessionCore
 from lamina.session._session_files import FolderFiles
 from lamina.session._stamp import _new_entry_id, _storable, _title_from
 from lamina.session._tree import view_start_id
-
-_ENTRY_ID: Final = attrgetter("id")
-META_REFRESH_SECONDS: Final = 5.0
-"""Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""
 
 E = TypeVar("E", bound=Entry)
 
@@ -66,12 +49,13 @@ class JsonlSession(SessionCore):
     ) -> None:
         super().__init__()
         self.folder = folder
-        self.meta = meta
         self.report = report
         self._clock = clock
         self._new_id = new_id
-        self._log = LogWriter(folder, meta.id, lock, files)
-        """The lock, and every write into the folder."""
+        self._log = LogWriter(folder, meta.id, lock, files, canonical_of(meta))
+        """The lock, the log's end and canonical record, and every write into the folder."""
+        self._meta = MetaKeeper(meta, write=self._log.write_meta, clock=clock)
+        """The metadata, and when it is replaced."""
         self._folder_files = FolderFiles(folder, self._log.check_writable)
         """The session's files (a read-only session takes none)."""
         self._offset_list = Offsets()
@@ -80,20 +64,20 @@ class JsonlSession(SessionCore):
         """The last offset looked up by id (the provider view's start, asked for at every metadata write)."""
         self._loaded_from = 0
         """Byte offset from which the log is loaded (0: the whole log)."""
-        self._known_end = 0
-        """End of the bytes read or written so far (a full load reads up to here)."""
-        self._size = 0
-        """End of the last complete line: where the next append goes."""
         self._count = meta.entry_count
-        self._canonical = canonical_of(meta)
-        """The log's prefix of lines known canonical (see `Canonical`), grown by each append that follows it."""
-        self._dirty_meta = False
-        self._torn: TornTail | None = None
         # where the leaf's provider view starts, kept up to date so a flush never walks the tree
         self._view_start: str | None = None
         self._view_start_known = False
-        self._meta_urgent = False
-        self._meta_written_at = time.monotonic()
+
+    @property
+    def meta(self) -> SessionMeta:
+        """The session's metadata, as last written or about to be."""
+        return self._meta.meta
+
+    @property
+    def _size(self) -> int:
+        """End of the last complete line: where the next append goes."""
+        return self._log.size
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -107,16 +91,15 @@ class JsonlSession(SessionCore):
         A tail that holds damage only the whole log can mend (a corrupt line, a duplicate id, a
         parent later in the file) returns False; a whole log is always mended here.
         """
-        writer = self._log.writing
-        loaded = load_log(self.log_path, start, end, canonical=self._canonical, writer=writer, report=self.report)
+        log = self._log
+        loaded = load_log(self.log_path, start, end, canonical=log.canonical, writer=log.writing, report=self.report)
+        log.loaded(loaded)
         self._by_id, self._order_list, self._entry_list = loaded.by_id, loaded.ids, loaded.entries
         self._offset_list, self._offset_memo, self._links = loaded.offsets, None, loaded.links
         self._view_start_known = False
-        self._torn, self._size, self._known_end = loaded.scan.torn, loaded.scan.end, loaded.known_end
         self._loaded_from = start
-        self._canonical = loaded.canonical
         if loaded.learned:
-            self._dirty_meta = True
+            self._meta.dirty = True
         return loaded.complete
 
     def _open_for_resume(self) -> None:
@@ -124,7 +107,7 @@ class JsonlSession(SessionCore):
         if start > 0 and not starts_line(self.log_path, start):
             start = 0
         if not self._load(start):
-            self._load(0, self._known_end)
+            self._load(0, self._log.known_end)
         self._leaf = self._pick_leaf()
         if self._loaded_from > 0:
             try:
@@ -140,8 +123,8 @@ class JsonlSession(SessionCore):
         from outside. Lines that are there but damaged (corrupt, duplicate, a torn last line) are
         reported as such, not as a cut.
         """
-        meta = self.meta
-        if meta.log_size <= self._known_end:
+        meta, known_end = self.meta, self._log.known_end
+        if meta.log_size <= known_end:
             return None
         self.load_all()
         report = self.report
@@ -149,7 +132,7 @@ class JsonlSession(SessionCore):
         lines = found + len(report.corrupt_lines) + len(report.duplicate_ids) + (report.torn_tail is not None)
         if lines >= meta.entry_count:
             return None
-        return LogCut(self._known_end, meta.log_size, meta.entry_count, found)
+        return LogCut(known_end, meta.log_size, meta.entry_count, found)
 
     def _pick_leaf(self) -> str | None:
         """The leaf the metadata names when no append came after it, else the last entry of the log."""
@@ -179,7 +162,7 @@ class JsonlSession(SessionCore):
         if self._loaded_from == 0:
             return
         leaf = self._leaf
-        self._load(0, self._known_end)
+        self._load(0, self._log.known_end)
         # the tail's copy of the leaf was a duplicate (looked up only when the leaf is not the last entry)
         if leaf is not None and self._last_id() != leaf and leaf not in self._entries:
             self._leaf = self._last_id()
@@ -244,7 +227,7 @@ class JsonlSession(SessionCore):
             users = (e for e in map(self._entries.__getitem__, self._order) if isinstance(e, UserMessage))
             first_user = next(users, None)
             title = _title_from(first_user.text) if first_user is not None else ""
-            self.meta = msgspec.structs.replace(self.meta, title=title)
+            self._meta.meta = msgspec.structs.replace(self.meta, title=title)
             self._count = len(self._entry_list)
         else:
             self._count = self._count_entries()
@@ -253,38 +236,21 @@ class JsonlSession(SessionCore):
         # what this open shows must be durable before anything is built on it (a killed writer's
         # last appends may still sit in the page cache only)
         self._log.make_durable()
-        meta = self.meta
-        stale = (
-            meta.log_size != self._size
-            or meta.leaf_id != self._leaf
-            or meta.leaf_offset != self._size
-            or meta.entry_count != self._count
-            or meta.resume_offset != self._resume_offset()
-        )
-        if rebuild or stale:
-            self._dirty_meta = True
+        if self._meta.differs(self._facts()) or rebuild:
+            self._meta.dirty = True
             self._write_meta()
 
     def _writable_fd(self) -> int:
         log = self._log
         log.check_writable()
         if log.fd is None:
-            fd = log.open_for_append(self._size)
-            if self._torn is not None:
-                self._repair_torn_tail(fd, self._torn)
+            fd = log.open_for_append()
+            if log.torn is not None:
+                last = self._offset_list[-1] if self._offset_list else -1
+                self.report.torn_tail = log.repair_torn_tail(fd, last_offset=last)
+                self._meta.urgent = self._meta.dirty = True
             log.fd = fd
         return log.fd
-
-    def _repair_torn_tail(self, fd: int, torn: TornTail) -> None:
-        """Make the log end with a complete line before the first append after a crash (see `LogWriter`)."""
-        if self._canonical.size > torn.offset:  # never: the record covers whole lines only
-            self._canonical = Canonical()
-        ends_entry = bool(self._offset_list) and self._offset_list[-1] == torn.offset
-        self._size, saved = self._log.repair_torn_tail(fd, torn, ends_entry=ends_entry)
-        self._known_end = self._size
-        self.report.torn_tail = TornTail(torn.offset, torn.length, saved)
-        self._torn = None
-        self._meta_urgent = self._dirty_meta = True
 
     def append(self, entry: E, *, durable: bool | None = None) -> E:
         """Append `entry` as a child of the leaf; it becomes the new leaf.
@@ -301,44 +267,27 @@ class JsonlSession(SessionCore):
 
     def _write(self, entry: LogEntry, *, sync: bool) -> None:
         fd = self._writable_fd()
-        line = encode_entry(entry) + b"\n"
-        offset = self._size
-        self._log.append(fd, line, offset)
-        self._size += len(line)
-        self._known_end = self._size
-        canonical = self._canonical
-        if canonical.size == offset and is_canonical_line(line[:-1]):
-            self._canonical = self._record_after(canonical, entry, offset, zlib.crc32(line, canonical.crc32))
+        whole = self._by_id if self._loaded_from == 0 else None  # every id of the log, when loaded
+        self._offset_list.append(self._log.append(fd, entry, leaf=self._leaf, ids=whole))
         self._remember(entry)
-        self._offset_list.append(offset)
+        meta = self._meta
         if isinstance(entry, CompactionBoundary):
             self._view_start, self._view_start_known = entry.first_kept_id or entry.id, True
-            self._meta_urgent = True
+            meta.urgent = True
         elif self._leaf is None:
             self._view_start, self._view_start_known = entry.id, True
         self._leaf = entry.id
         self._count += 1
-        self._dirty_meta = True
-        if self.meta.title == "" and isinstance(entry, UserMessage):
-            self.meta = msgspec.structs.replace(self.meta, title=_title_from(entry.text))
-            self._meta_urgent = True
+        meta.dirty = True
+        if meta.meta.title == "" and isinstance(entry, UserMessage):
+            meta.meta = msgspec.structs.replace(meta.meta, title=_title_from(entry.text))
+            meta.urgent = True
         if sync:
-            self._log.sync(fd, self._size)
+            self._log.sync(fd)
             if isinstance(entry, CompactionBoundary):
                 self._write_meta()
         else:
             self._log.unsynced = True
-
-    def _record_after(self, canonical: Canonical, entry: LogEntry, offset: int, crc32: int) -> Canonical:
-        """The canonical record once the canonical line of `entry` (at `offset`) is written after it."""
-        linked, distinct, max_id = canonical.linked, canonical.distinct, canonical.max_id
-        if linked == offset and entry.parent_id in (None, self._leaf):  # the leaf is an entry of the log
-            linked = self._size
-        if distinct == offset:
-            whole = self._by_id if self._loaded_from == 0 else None  # every id of the log, when loaded
-            if entry.id > max_id or (whole is not None and entry.id not in whole):
-                distinct, max_id = self._size, max(max_id, entry.id)
-        return Canonical(self._size, crc32, linked, distinct, max_id)
 
     def flush(self) -> None:
         """The turn boundary: fsync what was appended; refresh the metadata when it matters.
@@ -352,13 +301,11 @@ class JsonlSession(SessionCore):
             return
         log.check_writable()
         if log.fd is not None and log.unsynced:
-            log.sync(log.fd, self._size)
+            log.sync(log.fd)
         else:
-            log.verify(log.fd, self._size)  # nothing new, but the caller takes what it appended as durable
-        if self._dirty_meta:
-            due = time.monotonic() - self._meta_written_at >= META_REFRESH_SECONDS
-            if self._meta_urgent or due:
-                self._write_meta()
+            log.verify(log.fd)  # nothing new, but the caller takes what it appended as durable
+        if self._meta.due():
+            self._write_meta()
 
     def _resume_offset(self) -> int:
         """Byte offset of the first entry the current leaf's provider view needs."""
@@ -374,30 +321,15 @@ class JsonlSession(SessionCore):
         offset = self._offset_of(start)
         return offset if offset is not None else 0
 
+    def _facts(self) -> LogFacts:
+        log = self._log
+        return LogFacts(self._leaf, log.size, self._count, log.canonical, self._resume_offset())
+
     def _write_meta(self) -> None:
         """Replace `meta.json`; a failure is reported (the next open reconciles), never raised."""
-        self.meta = msgspec.structs.replace(
-            self.meta,
-            resume_offset=self._resume_offset(),
-            updated_at=self._clock(),
-            leaf_id=self._leaf,
-            leaf_offset=self._size,
-            log_size=self._size,
-            entry_count=self._count,
-            canonical_size=self._canonical.size,
-            canonical_crc32=self._canonical.crc32,
-            canonical_linked=self._canonical.linked,
-            canonical_distinct=self._canonical.distinct,
-            canonical_max_id=self._canonical.max_id,
-        )
-        try:
-            self._log.write_meta(self.meta)
-        except SessionIOError as exc:
-            self.report.meta_problem = f"metadata could not be written: {exc}"
-            return
-        self._dirty_meta = False
-        self._meta_urgent = False
-        self._meta_written_at = time.monotonic()
+        problem = self._meta.save(self._facts())
+        if problem is not None:
+            self.report.meta_problem = problem
 
     @overload
     def branch(self, entry_id: str, *, first: None = None) -> None: ...
@@ -421,8 +353,7 @@ class JsonlSession(SessionCore):
                 self._leaf = previous
                 raise
         self._view_start_known = False
-        self._dirty_meta = True
-        self._meta_urgent = True
+        self._meta.dirty = self._meta.urgent = True
         if self._log.writing:
             self._writable_fd()
             self.flush()
@@ -434,13 +365,13 @@ class JsonlSession(SessionCore):
         At every instant `log.jsonl` is the old log or the new one, and the old one is never deleted
         (it is hard-linked to its new name before the swap). Reloads the session from the new log.
         """
-        kept = self._log.replace_log(data, _unrecorded(self.meta))
+        kept = self._log.replace_log(data, unrecorded(self.meta))
         leaf = self._leaf
         self.report = LoadReport()
         self._load(0)
         self._leaf = leaf if leaf in self._entries else self._last_id()
         self._count = len(self._entry_list)
-        self._dirty_meta = self._meta_urgent = True
+        self._meta.dirty = self._meta.urgent = True
         self._write_meta()
         return kept
 
@@ -458,7 +389,7 @@ class JsonlSession(SessionCore):
         try:
             if self._log.failed is None:
                 self.flush()
-                if self._dirty_meta:
+                if self._meta.dirty:
                     self._write_meta()
         finally:
             self._abandon()
@@ -472,20 +403,3 @@ class JsonlSession(SessionCore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _unrecorded(meta: SessionMeta) -> SessionMeta:
-    """`meta` with no record of the log (size, count, leaf, canonical prefix): the next open counts afresh."""
-    return msgspec.structs.replace(
-        meta,
-        leaf_id=None,
-        leaf_offset=0,
-        resume_offset=0,
-        log_size=0,
-        entry_count=0,
-        canonical_size=0,
-        canonical_crc32=0,
-        canonical_linked=0,
-        canonical_distinct=0,
-        canonical_max_id="",
-    )
