@@ -119,6 +119,7 @@ class LoadedLog:
     """A writer's record learned something its metadata should keep."""
 
     def order(self) -> list[str]:
+        """The ids of `entries`, worked out (and kept) on first use."""
         if self.ids is None:
             self.ids = list(map(_ENTRY_ID, self.entries))
         return self.ids
