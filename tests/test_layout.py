@@ -22,11 +22,6 @@ _MOST_MODULE_LINES = 600
 _MOST_CLASS_LINES = 400
 _MOST_COMPLEXITY = 20
 _MOST_DOCSTRING_LINES = 10
-_OVER_400_UNTIL_SPLIT = {
-    # objects over 400 lines whose split is under way (issue #43): the list only shrinks
-    "lamina.session._jsonl._jsonl_write.JsonlSession": "over its bases JsonlLog and FolderFiles (705 lines as one)",
-    "lamina.session.postgres._pg_store.PostgresSessionStore": "over its base PostgresConnection (429 lines as one)",
-}
 
 
 def _name(path: Path) -> str:
@@ -92,9 +87,8 @@ def object_lines(cls: type, lines: dict[type, int], inside: Callable[[type], boo
 def test_no_object_is_over_400_lines() -> None:
     lines = _class_lines()
     sizes = {f"{c.__module__}.{c.__qualname__}": object_lines(c, lines, lines.__contains__) for c in lines}
-    over = {name for name, size in sizes.items() if size > _MOST_CLASS_LINES}
-    assert sorted(over - set(_OVER_400_UNTIL_SPLIT)) == [], "split the object: compose parts, do not inherit them"
-    assert sorted(set(_OVER_400_UNTIL_SPLIT) - over) == [], "it fits now: take it off _OVER_400_UNTIL_SPLIT"
+    over = sorted(name for name, size in sizes.items() if size > _MOST_CLASS_LINES)
+    assert over == [], "split the object: compose parts, do not inherit them"
 
 
 def test_an_object_counts_its_mixins() -> None:

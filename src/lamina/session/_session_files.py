@@ -14,9 +14,9 @@ import os
 import secrets
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import BinaryIO, Final
 
 from lamina.errors import UsageError
 from lamina.session._protocol import VIRTUAL_ROOT, FileInfo, FileSource
@@ -133,24 +133,22 @@ def stored_files(root: Path, prefix: str) -> Iterator[tuple[str, Path]]:
 class FolderFiles:
     """A session's files kept in its local folder (the JSONL store): the folder is the truth."""
 
-    if TYPE_CHECKING:
-
-        @property
-        def _files_root(self) -> Path: ...
-
-        def _check_writable(self) -> None: ...
+    def __init__(self, root: Path, check_writable: Callable[[], None]) -> None:
+        self._root = root
+        self._check_writable = check_writable
+        """Raises when the session may not write (a read-only session takes no files, as it takes no appends)."""
 
     def put_file(self, name: str, source: FileSource) -> FileInfo:
         check_file_name(name)
-        self._check_writable()  # a read-only session takes no files, as it takes no appends
-        info = write_local(self._files_root / check_file_name(name), source, durable=True)
+        self._check_writable()
+        info = write_local(self._root / check_file_name(name), source, durable=True)
         return FileInfo(name, info.size, info.sha256)
 
     def open_file(self, name: str) -> BinaryIO:
-        return open_for_reading(self._files_root / check_file_name(name))
+        return open_for_reading(self._root / check_file_name(name))
 
     def stat_file(self, name: str) -> FileInfo | None:
-        path = self._files_root / check_file_name(name)
+        path = self._root / check_file_name(name)
         if path.is_symlink() or not path.is_file():
             return None
         sha256, size = digest_of(path)
@@ -158,19 +156,19 @@ class FolderFiles:
 
     def list_files(self, prefix: str = "") -> list[FileInfo]:
         out: list[FileInfo] = []
-        for name, path in sorted(stored_files(self._files_root, prefix)):
+        for name, path in sorted(stored_files(self._root, prefix)):
             sha256, size = digest_of(path)
             out.append(FileInfo(name, size, sha256))
         return out
 
     def local_file(self, name: str) -> Path:
-        return self._files_root / check_file_name(name)
+        return self._root / check_file_name(name)
 
     def shown_path(self, name: str = "") -> str:
-        return str(self._files_root / check_file_name(name)) if name else str(self._files_root)
+        return str(self._root / check_file_name(name)) if name else str(self._root)
 
     def file_name(self, shown: str) -> str | None:
-        return _name_under(str(self._files_root), shown)
+        return _name_under(str(self._root), shown)
 
 
 def _name_under(root: str, shown: str) -> str | None:

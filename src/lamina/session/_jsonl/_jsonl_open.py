@@ -1,8 +1,8 @@
-"""Opening a JSONL session: reading and scanning its log, mending it in memory, the reads (I/O).
+"""Opening a JSONL session's log: reading and scanning it, dropping duplicate ids, mending links (I/O: reads).
 
-`JsonlLog` loads a session folder's log (all of it, or from the latest compaction boundary) into
-the index of `SessionCore`; `JsonlSession` (in `_jsonl_write`) adds the writes. The folder's layout
-and durability are described in `lamina.session._jsonl._jsonl_store`.
+`load_log` reads a session folder's log (all of it, or from the latest compaction boundary) into a
+`LoadedLog`, which `JsonlSession` (in `_jsonl_write`) takes as its index. The folder's layout and
+durability are described in `lamina.session._jsonl._jsonl_store`.
 """
 
 from __future__ import annotations
@@ -13,23 +13,18 @@ import dataclasses
 import gc
 import mmap
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from operator import attrgetter
 from pathlib import Path
 from typing import Final
 
-from lamina.errors import LaminaError, MissingEntryError, SessionCorruptError, SessionIOError, SessionNotFoundError
+from lamina.errors import LaminaError, SessionCorruptError, SessionIOError, SessionNotFoundError
 from lamina.session._entries import LogEntry, UnknownEntry
-from lamina.session._jsonl._file_layer import LINK_REFUSED, OS_FILES, FileLayer, is_link_refusal
-from lamina.session._jsonl._session_meta import SessionMeta
-from lamina.session._jsonl._writer_lock import WriterLock
-from lamina.session._protocol import LoadReport, LogCut, SessionSummary
-from lamina.session._scan import Canonical, DuplicateId, Log, LogScan, Offsets, TornTail, scan_log
-from lamina.session._session_core import SessionCore
-from lamina.session._session_files import FolderFiles, open_for_reading
-from lamina.session._stamp import _new_entry_id
-from lamina.session._tree import LostLine, find_broken_links, mend_links, view_start_id
+from lamina.session._jsonl._file_layer import LINK_REFUSED, is_link_refusal
+from lamina.session._protocol import LoadReport
+from lamina.session._scan import Canonical, DuplicateId, Log, LogScan, Offsets, scan_log
+from lamina.session._session_files import open_for_reading
+from lamina.session._tree import LostLine, find_broken_links, mend_links
 
 LOG_NAME: Final = "log.jsonl"
 _ENTRY_ID: Final = attrgetter("id")
@@ -38,115 +33,109 @@ MAP_MIN_BYTES: Final = 1 << 20
 _MAP_POPULATE: Final[int | None] = getattr(mmap, "MAP_POPULATE", None)
 
 
-class JsonlLog(FolderFiles, SessionCore):
-    """An open JSONL session's log as loaded: scanning, mending, resuming from the tail, the reads."""
+def read_log(path: Path, start: int, end: int | None, *, canonical: Canonical, mapped: bool) -> tuple[LogScan, int]:
+    """Scan the log at `path` from byte `start` (to `end`); returns the scan and the end of the bytes read.
 
-    def __init__(
-        self,
-        folder: Path,
-        meta: SessionMeta,
-        *,
-        lock: WriterLock | None,
-        report: LoadReport,
-        clock: Callable[[], float] = time.time,
-        new_id: Callable[[], str] = _new_entry_id,
-        files: FileLayer = OS_FILES,
-    ) -> None:
-        super().__init__()
-        self.folder = folder
-        self.meta = meta
-        self.report = report
-        self._clock = clock
-        self._new_id = new_id
-        self._files = files
-        self._offset_list = Offsets()
-        """Byte offset of each entry of `_order` (worked out when first needed)."""
-        self._offset_memo: tuple[str, int] | None = None
-        """The last offset looked up by id (the provider view's start, asked for at every metadata write)."""
-        self._loaded_from = 0
-        """Byte offset from which the log is loaded (0: the whole log)."""
-        self._known_end = 0
-        """End of the bytes read or written so far (a full load reads up to here)."""
-        self._lock = lock
-        """The write lock, taken by the store before the metadata is read; None when read-only."""
-        self._fd: int | None = None
-        self._size = 0
-        """End of the last complete line: where the next append goes."""
-        self._count = meta.entry_count
-        self._canonical = _canonical_of(meta)
-        """The log's prefix of lines known canonical (see `Canonical`), grown by each append that follows it."""
-        self._unsynced = False
-        self._dirty_meta = False
-        self._torn: TornTail | None = None
-        self._failed: SessionIOError | None = None
-        """The write error that ended this session's appends; reopen the session to continue."""
-        # where the leaf's provider view starts, kept up to date so a flush never walks the tree
-        self._view_start: str | None = None
-        self._view_start_known = False
-        self._meta_urgent = False
-        self._meta_written_at = time.monotonic()
+    `canonical` is the record of the log's canonical prefix the scan may trust. With `mapped` (only
+    a writer: a mapped file that shrinks under its reader kills the reader with SIGBUS, and only
+    the lock holder ever shrinks the log, cutting a torn tail) a whole log of `MAP_MIN_BYTES` or
+    more is scanned mapped in place, not copied. Raises the store's error for a failed read.
+    """
+    try:
+        with open_for_reading(path) as f:
+            if start == 0 and mapped and _MAP_POPULATE is not None:
+                size = os.fstat(f.fileno()).st_size
+                stop = size if end is None else min(end, size)
+                if stop >= MAP_MIN_BYTES:
+                    scanned = _scan_mapped(f.fileno(), stop, canonical)
+                    if scanned is not None:
+                        return scanned
+            f.seek(start)
+            data = f.read() if end is None else f.read(end - start)
+    except OSError as exc:
+        raise read_error(path, exc, start) from None
+    return _scan(data, start, canonical), start + len(data)
 
-    # -- loading -----------------------------------------------------------------------------
 
-    @property
-    def log_path(self) -> Path:
-        return self.folder / LOG_NAME
+def _scan_mapped(fd: int, stop: int, canonical: Canonical) -> tuple[LogScan, int] | None:
+    """Scan the log's first `stop` bytes mapped in place (None: the file cannot be mapped)."""
+    assert _MAP_POPULATE is not None
+    try:
+        mapped = mmap.mmap(fd, stop, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ)
+    except (OSError, ValueError):  # a file system without mappings: read it instead
+        return None
+    with mapped:
+        return _scan(mapped, 0, canonical), len(mapped)
 
-    def _read(self, start: int, end: int | None) -> LogScan:
-        try:
-            with open_for_reading(self.log_path) as f:
-                if start == 0 and self._lock is not None and _MAP_POPULATE is not None:
-                    size = os.fstat(f.fileno()).st_size
-                    stop = size if end is None else min(end, size)
-                    if stop >= MAP_MIN_BYTES:
-                        scan = self._scan_mapped(f.fileno(), stop)
-                        if scan is not None:
-                            return scan
-                f.seek(start)
-                data = f.read() if end is None else f.read(end - start)
-        except OSError as exc:
-            raise self._read_error(exc, start) from None
-        return self._scan(data, start)
 
-    def _read_error(self, exc: OSError, offset: int) -> LaminaError:
-        """The store's error for a failed read of the log: gone with its folder, missing, a link, or refused."""
-        if isinstance(exc, FileNotFoundError):
-            if not self.folder.is_dir():  # deleted while it was read
-                return SessionNotFoundError(self.folder.name, self.folder.parent)
-            return SessionCorruptError(self.log_path, "session log is missing")
-        if is_link_refusal(exc):
-            return SessionCorruptError(self.log_path, LINK_REFUSED)
-        return SessionIOError(self.log_path, "read the log", exc, offset=offset)
+def _scan(data: Log, start: int, canonical: Canonical) -> LogScan:
+    return scan_log(data, base_offset=start, first_line=1 if start == 0 else None, canonical=canonical)
 
-    def _scan_mapped(self, fd: int, stop: int) -> LogScan | None:
-        """Scan the log's first `stop` bytes mapped in place, not copied (None: the file cannot be mapped).
 
-        Only a writer maps: a mapped file that shrinks under its reader kills the reader (SIGBUS), and
-        only the lock holder ever shrinks the log (cutting a torn tail).
-        """
-        assert _MAP_POPULATE is not None
-        try:
-            mapped = mmap.mmap(fd, stop, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ)
-        except (OSError, ValueError):  # a file system without mappings: read it instead
-            return None
-        with mapped:
-            return self._scan(mapped, 0)
+def read_error(path: Path, exc: OSError, offset: int) -> LaminaError:
+    """The store's error for a failed read of the log: gone with its folder, missing, a link, or refused."""
+    folder = path.parent
+    if isinstance(exc, FileNotFoundError):
+        if not folder.is_dir():  # deleted while it was read
+            return SessionNotFoundError(folder.name, folder.parent)
+        return SessionCorruptError(path, "session log is missing")
+    if is_link_refusal(exc):
+        return SessionCorruptError(path, LINK_REFUSED)
+    return SessionIOError(path, "read the log", exc, offset=offset)
 
-    def _scan(self, data: Log, start: int) -> LogScan:
-        self._known_end = start + len(data)
-        return scan_log(data, base_offset=start, first_line=1 if start == 0 else None, canonical=self._canonical)
 
-    def _load(self, start: int, end: int | None = None) -> bool:
-        """Replace what is in memory with the log from byte `start` (to `end`).
+def starts_line(path: Path, offset: int) -> bool:
+    """Whether a line of the log at `path` starts at byte `offset` (the byte before it is a newline)."""
+    try:
+        with open_for_reading(path) as f:
+            if offset > os.fstat(f.fileno()).st_size:
+                return False
+            f.seek(offset - 1)
+            return f.read(1) == b"\n"
+    except OSError as exc:
+        raise read_error(path, exc, offset) from None
 
-        Returns False when a tail holds damage that only the whole log can mend (a corrupt line, a
-        duplicate id, a parent later in the file); a whole log is always mended here.
-        """
-        with _collector_paused():
-            return self._load_unpaused(start, end)
 
-    def _load_unpaused(self, start: int, end: int | None) -> bool:
-        scan = self._read(start, end)
+@dataclasses.dataclass(slots=True)
+class LoadedLog:
+    """A log read from one byte on, its duplicate ids dropped and, when whole, its links mended."""
+
+    scan: LogScan
+    known_end: int
+    """The end of the bytes read."""
+    entries: list[LogEntry]
+    ids: list[str] | None
+    """The ids of `entries`, in order; None until first needed (listing the entries needs none)."""
+    by_id: dict[str, LogEntry] | None
+    """Id -> entry; None until first needed."""
+    offsets: Offsets
+    canonical: Canonical
+    """The record of the canonical prefix, as the scan and the mending left it."""
+    links: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    """Mended parents of entries whose written parent is lost, missing, later or in a cycle."""
+    complete: bool = True
+    """False when a tail holds damage only the whole log can mend (a corrupt line, a duplicate id, a later parent)."""
+    learned: bool = False
+    """A writer's record learned something its metadata should keep."""
+
+    def order(self) -> list[str]:
+        """The ids of `entries`, worked out (and kept) on first use."""
+        if self.ids is None:
+            self.ids = list(map(_ENTRY_ID, self.entries))
+        return self.ids
+
+
+def load_log(
+    path: Path, start: int, end: int | None, *, canonical: Canonical, writer: bool, report: LoadReport
+) -> LoadedLog:
+    """Read the log at `path` from byte `start` (to `end`) and index it; `report` learns what was wrong.
+
+    A whole log (`start` 0) is always mended; a tail that holds damage only the whole log can mend
+    is marked not `complete`. `canonical` is the record the session holds; `writer` says whether it
+    holds the lock (see `read_log`).
+    """
+    with _collector_paused():
+        scan, known_end = read_log(path, start, end, canonical=canonical, mapped=writer)
         entries = scan.entries
         # the ids and the id index are built when first needed: listing the entries needs neither
         distinct = start == 0 and scan.canonical is not None and scan.canonical.distinct == scan.end
@@ -158,16 +147,8 @@ class JsonlLog(FolderFiles, SessionCore):
             by_id, ids, kept, duplicates = _drop_duplicates(scan, whole=start == 0)
             offsets = Offsets(kept)
             entries = [by_id[i] for i in ids]
-        self._by_id, self._order_list, self._entry_list = by_id, ids, entries
-        self._offset_list, self._offset_memo = offsets, None
-        self._links = {}
-        self._view_start_known = False
-        self._torn = scan.torn
-        self._size = scan.end
-        self._loaded_from = start
-        if scan.canonical is not None:
-            self._canonical = scan.canonical
-        report = self.report
+        record = scan.canonical if scan.canonical is not None else canonical
+        loaded = LoadedLog(scan, known_end, entries, ids, by_id, offsets, record)
         if scan.torn is not None or report.torn_tail is None or report.torn_tail.saved_to is None:
             report.torn_tail = scan.torn
         report.bom = scan.bom
@@ -175,140 +156,39 @@ class JsonlLog(FolderFiles, SessionCore):
         report.duplicate_ids = duplicates
         report.unknown_entries = 0 if scan.lines is None else sum(isinstance(e, UnknownEntry) for e in entries)
         if start == 0:
-            self._mend_whole(scan, entries, offsets, clean=not duplicates and not scan.corrupt)
-            return True
-        if scan.corrupt or duplicates:
-            return False
-        return all(entries[i].parent_id not in self._entries for i in find_broken_links(entries, self._order))
+            _mend_whole(loaded, report, clean=not duplicates and not scan.corrupt, writer=writer)
+        elif scan.corrupt or duplicates:
+            loaded.complete = False
+        elif broken := find_broken_links(entries, loaded.order()):
+            if loaded.by_id is None:
+                loaded.by_id = dict(zip(loaded.order(), entries, strict=True))
+            loaded.complete = all(entries[i].parent_id not in loaded.by_id for i in broken)
+        return loaded
 
-    def _mend_whole(self, scan: LogScan, entries: list[LogEntry], offsets: Offsets, *, clean: bool) -> None:
-        """Re-link the entries of a whole log whose parent is lost, missing, later or in a cycle.
 
-        Skipped when the canonical record proves every entry names no parent or an earlier entry
-        (and no id is used twice: the record proves it or the load has just checked); else the record
-        learns it when it holds, and that the ids are distinct when a writer checked them all.
-        """
-        canonical = self._canonical
-        report = self.report
-        if clean and canonical.linked == scan.end:
-            report.relinks = []
-        else:
-            flat = offsets.resolved() if scan.corrupt else []
-            lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
-            report.relinks = mend_links(entries, lost, ids=self._order)
-            self._links = {r.entry_id: r.new_parent for r in report.relinks}
-            if clean and not report.relinks:
-                canonical = dataclasses.replace(canonical, linked=canonical.size)
-        # every id was checked; only a writer keeps the record, so only a writer works out the greatest id
-        learn = clean and self._lock is not None and canonical.size == scan.end
-        if learn and canonical.distinct != canonical.size:
-            canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(self._order, default=""))
-        if self._lock is not None and canonical != self._canonical:  # kept at the next metadata write
-            self._dirty_meta = True
-        self._canonical = canonical
+def _mend_whole(loaded: LoadedLog, report: LoadReport, *, clean: bool, writer: bool) -> None:
+    """Re-link the entries of a whole log whose parent is lost, missing, later or in a cycle.
 
-    def _open_for_resume(self) -> None:
-        start = self.meta.resume_offset
-        if start > 0 and not self._starts_line(start):
-            start = 0
-        if not self._load(start):
-            self._load(0, self._known_end)
-        self._leaf = self._pick_leaf()
-        if self._loaded_from > 0:
-            try:
-                view_start_id(self._entries, self._leaf, self._links)
-            except MissingEntryError:
-                self.load_all()
-
-    def _find_cut(self) -> LogCut | None:
-        """The log's loss when it is shorter than the metadata's record of it and lines are missing.
-
-        The metadata only ever lags the log (it is written after the log is made durable), so a log
-        shorter than its record, with fewer lines than the entries it records, was cut or emptied
-        from outside. Lines that are there but damaged (corrupt, duplicate, a torn last line) are
-        reported as such, not as a cut.
-        """
-        meta = self.meta
-        if meta.log_size <= self._known_end:
-            return None
-        self.load_all()
-        report = self.report
-        found = len(self._entry_list)
-        lines = found + len(report.corrupt_lines) + len(report.duplicate_ids) + (report.torn_tail is not None)
-        if lines >= meta.entry_count:
-            return None
-        return LogCut(self._known_end, meta.log_size, meta.entry_count, found)
-
-    def _starts_line(self, offset: int) -> bool:
-        try:
-            with open_for_reading(self.log_path) as f:
-                if offset > os.fstat(f.fileno()).st_size:
-                    return False
-                f.seek(offset - 1)
-                return f.read(1) == b"\n"
-        except OSError as exc:
-            raise self._read_error(exc, offset) from None
-
-    def _pick_leaf(self) -> str | None:
-        """The leaf the metadata names when no append came after it, else the last entry of the log."""
-        meta = self.meta
-        if meta.leaf_id is not None and meta.leaf_offset == self._size:
-            if meta.leaf_id not in self._entries and self._loaded_from > 0:
-                self.load_all()
-            if meta.leaf_id in self._entries:
-                return meta.leaf_id
-        return self._last_id()
-
-    def _count_entries(self) -> int:
-        """Entries in the log: the metadata's count plus what came after it, or a full count."""
-        meta = self.meta
-        if meta.log_size == self._size:
-            return meta.entry_count
-        if self._loaded_from <= meta.log_size <= self._size:
-            offsets = self._offset_list.resolved()
-            after = bisect.bisect_left(offsets, meta.log_size)
-            if meta.log_size == self._size or (after < len(offsets) and offsets[after] == meta.log_size):
-                return meta.entry_count + len(offsets) - after
-        self.load_all()
-        return len(self._entry_list)
-
-    def load_all(self) -> None:
-        """Load the whole log (needed for full history, paths into old branches, forks)."""
-        if self._loaded_from == 0:
-            return
-        leaf = self._leaf
-        self._load(0, self._known_end)
-        # the tail's copy of the leaf was a duplicate (looked up only when the leaf is not the last entry)
-        if leaf is not None and self._last_id() != leaf and leaf not in self._entries:
-            self._leaf = self._last_id()
-
-    # -- reading -----------------------------------------------------------------------------
-
-    @property
-    def id(self) -> str:
-        return self.meta.id
-
-    def _header(self) -> SessionSummary:
-        m = self.meta
-        return SessionSummary(m.id, m.title, m.created_at, m.updated_at, m.entry_count, m.cwd, m.forked_from)
-
-    @property
-    def _files_root(self) -> Path:
-        return self.folder
-
-    def _unreachable(self, exc: MissingEntryError) -> LaminaError:
-        return SessionCorruptError(self.log_path, f"entry {exc.entry_id!r} is referenced but missing")
-
-    def _offset_of(self, entry_id: str) -> int | None:
-        if self._offset_memo is not None and self._offset_memo[0] == entry_id:
-            return self._offset_memo[1]
-        if entry_id not in self._entries:
-            return None
-        order = self._order
-        index = len(order) - 1 - order[::-1].index(entry_id)  # looked for from the end, where it usually is
-        offset = self._offset_list[index]
-        self._offset_memo = (entry_id, offset)
-        return offset
+    Skipped when the canonical record proves every entry names no parent or an earlier entry
+    (and no id is used twice: the record proves it or the load has just checked); else the record
+    learns it when it holds, and that the ids are distinct when a writer checked them all.
+    """
+    scan, canonical = loaded.scan, loaded.canonical
+    if clean and canonical.linked == scan.end:
+        report.relinks = []
+    else:
+        flat = loaded.offsets.resolved() if scan.corrupt else []
+        lost = [LostLine(bisect.bisect_left(flat, c.offset), c.lost_id, c.lost_parent) for c in scan.corrupt]
+        report.relinks = mend_links(loaded.entries, lost, ids=loaded.order())
+        loaded.links = {r.entry_id: r.new_parent for r in report.relinks}
+        if clean and not report.relinks:
+            canonical = dataclasses.replace(canonical, linked=canonical.size)
+    # every id was checked; only a writer keeps the record, so only a writer works out the greatest id
+    learn = clean and writer and canonical.size == scan.end
+    if learn and canonical.distinct != canonical.size:
+        canonical = dataclasses.replace(canonical, distinct=canonical.size, max_id=max(loaded.order(), default=""))
+    loaded.learned = writer and canonical != loaded.canonical  # kept at the next metadata write
+    loaded.canonical = canonical
 
 
 @contextlib.contextmanager
@@ -346,11 +226,3 @@ def _drop_duplicates(
         ids.append(entry.id)
         offsets.append(offset)
     return by_id, ids, offsets, duplicates
-
-
-def _canonical_of(meta: SessionMeta) -> Canonical:
-    """The canonical record `meta.json` holds (a part that claims more than its prefix is dropped)."""
-    size = meta.canonical_size
-    linked = meta.canonical_linked if meta.canonical_linked <= size else 0
-    distinct = meta.canonical_distinct if meta.canonical_distinct <= size else 0
-    return Canonical(size, meta.canonical_crc32, linked, distinct, meta.canonical_max_id if distinct else "")

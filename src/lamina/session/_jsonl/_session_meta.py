@@ -11,6 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Final
 
@@ -19,11 +22,14 @@ import msgspec
 from lamina.errors import SessionCorruptError, SessionIOError
 from lamina.session._jsonl._file_layer import LINK_REFUSED, OS_FILES, FileLayer, is_link_refusal
 from lamina.session._protocol import ForkOrigin
+from lamina.session._scan import Canonical
 from lamina.session._session_files import NOFOLLOW, open_for_reading
 
 META_NAME: Final = "meta.json"
 META_MAX_BYTES: Final = 64 * 1024
 """A metadata file larger than this is not ours: it is reported, not read."""
+META_REFRESH_SECONDS: Final = 5.0
+"""Longest time a flush leaves `meta.json` behind the log (branches and compactions are written at once)."""
 
 _Offset = Annotated[int, msgspec.Meta(ge=0)]
 _Crc32 = Annotated[int, msgspec.Meta(ge=0, le=0xFFFFFFFF)]
@@ -117,3 +123,93 @@ def read_meta(folder: Path) -> SessionMeta:
         return _decoder.decode(raw)
     except msgspec.DecodeError as exc:
         raise SessionCorruptError(path, f"invalid metadata: {exc}") from None
+
+
+def canonical_of(meta: SessionMeta) -> Canonical:
+    """The canonical record `meta` holds (a part that claims more than its prefix is dropped)."""
+    size = meta.canonical_size
+    linked = meta.canonical_linked if meta.canonical_linked <= size else 0
+    distinct = meta.canonical_distinct if meta.canonical_distinct <= size else 0
+    return Canonical(size, meta.canonical_crc32, linked, distinct, meta.canonical_max_id if distinct else "")
+
+
+def unrecorded(meta: SessionMeta) -> SessionMeta:
+    """`meta` with no record of the log (size, count, leaf, canonical prefix): the next open counts afresh."""
+    return msgspec.structs.replace(
+        meta,
+        leaf_id=None,
+        leaf_offset=0,
+        resume_offset=0,
+        log_size=0,
+        entry_count=0,
+        canonical_size=0,
+        canonical_crc32=0,
+        canonical_linked=0,
+        canonical_distinct=0,
+        canonical_max_id="",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LogFacts:
+    """What the metadata records of the log: its leaf, end, entry count, canonical prefix and resume offset."""
+
+    leaf: str | None
+    size: int
+    count: int
+    canonical: Canonical
+    resume_offset: int
+
+
+class MetaKeeper:
+    """A session's metadata as its writer keeps it: what it says, whether it is behind the log, when to replace it."""
+
+    def __init__(self, meta: SessionMeta, *, write: Callable[[SessionMeta], None], clock: Callable[[], float]) -> None:
+        self.meta = meta
+        self._write = write
+        self._clock = clock
+        self.dirty = False
+        """The log moved past what the file says."""
+        self.urgent = False
+        """The next flush replaces the file (after a branch, a compaction, a new title, a repair)."""
+        self._written_at = time.monotonic()
+
+    def due(self) -> bool:
+        """The file is behind, and urgently or for `META_REFRESH_SECONDS`: a flush replaces it now."""
+        return self.dirty and (self.urgent or time.monotonic() - self._written_at >= META_REFRESH_SECONDS)
+
+    def differs(self, facts: LogFacts) -> bool:
+        """What the metadata says of the log's end, leaf, count or resume offset is not `facts`."""
+        meta = self.meta
+        return (
+            meta.log_size != facts.size
+            or meta.leaf_id != facts.leaf
+            or meta.leaf_offset != facts.size
+            or meta.entry_count != facts.count
+            or meta.resume_offset != facts.resume_offset
+        )
+
+    def save(self, facts: LogFacts) -> str | None:
+        """Replace the file with the metadata of `facts`; returns why it could not be (the next open reconciles)."""
+        canonical = facts.canonical
+        self.meta = msgspec.structs.replace(
+            self.meta,
+            resume_offset=facts.resume_offset,
+            updated_at=self._clock(),
+            leaf_id=facts.leaf,
+            leaf_offset=facts.size,
+            log_size=facts.size,
+            entry_count=facts.count,
+            canonical_size=canonical.size,
+            canonical_crc32=canonical.crc32,
+            canonical_linked=canonical.linked,
+            canonical_distinct=canonical.distinct,
+            canonical_max_id=canonical.max_id,
+        )
+        try:
+            self._write(self.meta)
+        except SessionIOError as exc:
+            return f"metadata could not be written: {exc}"
+        self.dirty = self.urgent = False
+        self._written_at = time.monotonic()
+        return None

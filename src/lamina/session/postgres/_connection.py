@@ -1,8 +1,8 @@
 """The PostgreSQL store's connections and schema: the pool, bounded operations, migrations (I/O).
 
-`PostgresConnection` is the part of `PostgresSessionStore` that talks to the database: every
-operation takes a pooled connection for at most `query_timeout` (see `_bounds.py`), the schema is
-checked (and migrated) on first use, and failures become the store's errors.
+`PostgresConnection` is what a `PostgresSessionStore` owns, and its sessions share, to talk to the
+database: every operation takes a pooled connection for at most `query_timeout` (see `_bounds.py`),
+the schema is checked (and migrated) on first use, and failures become the store's errors.
 """
 
 from __future__ import annotations
@@ -78,21 +78,21 @@ def split_url(url: str) -> tuple[str, str, str]:
 
 
 class PostgresConnection:
-    """The database side of a `PostgresSessionStore` (whose docstring describes the arguments)."""
+    """A store's database: its pool, schema, bounds and leases (`PostgresSessionStore` describes the arguments)."""
 
     def __init__(
         self,
         url: str,
         *,
-        schema: str | None = None,
-        files_root: Path | str | None = None,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        max_connections: int = 4,
-        connect_timeout: float = 5.0,
-        query_timeout: float | None = None,
-        auto_migrate: bool = True,
-        clock: Callable[[], float] = time.time,
-        new_entry_id: Callable[[], str] = _new_entry_id,
+        schema: str | None,
+        files_root: Path | str | None,
+        lease_seconds: float,
+        max_connections: int,
+        connect_timeout: float,
+        query_timeout: float | None,
+        auto_migrate: bool,
+        clock: Callable[[], float],
+        new_entry_id: Callable[[], str],
     ) -> None:
         try:
             self.query_timeout = query_timeout_for(lease_seconds, query_timeout)
@@ -111,8 +111,10 @@ class PostgresConnection:
         self._max_connections = max_connections
         self._connect_timeout = connect_timeout
         self._auto_migrate = auto_migrate
-        self._clock = clock
-        self._new_entry_id = new_entry_id
+        self.clock = clock
+        """The time source of entry stamps."""
+        self.new_entry_id = new_entry_id
+        """The entry id source."""
         self.owner = f"{socket.gethostname()} pid {os.getpid()} ({secrets.token_hex(3)})"
         """How this store names itself as a lease holder."""
         self.application_name = f"lamina-{self.schema}"[:63]
@@ -121,7 +123,7 @@ class PostgresConnection:
         self._ready_lock = threading.Lock()
         self.read_only = False
         """The database takes no writes (a replica); known after the first use."""
-        self._leases = Leases(self)
+        self.leases = Leases(self)
         """The writer leases this store holds, renewed by a thread of its own."""
 
     @property
@@ -221,7 +223,7 @@ class PostgresConnection:
         )
 
     @contextlib.contextmanager
-    def _conn(self, seconds: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+    def conn(self, seconds: float | None = None) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection for one operation of at most `seconds` (default `query_timeout`).
 
         Database failures become the store's errors; an operation that overruns has its connection
@@ -246,19 +248,32 @@ class PostgresConnection:
         except psycopg.Error as exc:
             raise StoreError(self.location, f"the database refused: {_first_line(exc)}") from None
 
-    def _writes_allowed(self) -> None:
+    def writes_allowed(self) -> None:
+        """Raise `StoreReadOnlyError` when the database takes no writes (connecting first if need be)."""
         self._ready()
         if self.read_only:
             raise self._read_only_error()
 
+    @contextlib.contextmanager
+    def listening(self, channel: str) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of its own (not pooled, set up as the pool's), listening on `channel`; closed after."""
+        self._ready()
+        conn = self._connect_once()
+        try:
+            self._configure(conn)
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            yield conn
+        finally:
+            conn.close()
+
     def close(self) -> None:
         """Stop renewing leases and close the connections (close the sessions first)."""
-        self._leases.stop()
+        self.leases.stop()
         if self._pool is not None:
             self._pool.close()
             self._pool = None
 
-    def _fetch(
+    def fetch(
         self, conn: psycopg.Connection[Any], session_id: str, *, after: int, before: int | None = None
     ) -> tuple[list[int], list[LogEntry]]:
         """Entries with `after` < seq (< `before`), in order, decoded by the JSONL store's scanner."""
@@ -282,7 +297,8 @@ class PostgresConnection:
             raise StoreError(self.location, f"session {session_id}: an entry cannot be read: {first}")
         return seqs, scan.entries
 
-    def _folders(self, session_id: str) -> Path:
+    def session_folder(self, session_id: str) -> Path:
+        """The local folder of a session's files, its subfolders created."""
         folder = self.files_root / session_id
         for name in SUBFOLDERS:
             (folder / name).mkdir(parents=True, exist_ok=True)

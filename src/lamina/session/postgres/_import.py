@@ -39,11 +39,11 @@ def import_entries(
     with the blobs no other session names, and its local cache folder is removed. `leaf_id`
     (default: the last entry) becomes the leaf. Raises `UsageError` when `session_id` is taken.
     """
-    store._writes_allowed()
-    now = store._clock()
+    store.writes_allowed()
+    now = store.clock()
     sid = check_session_id(session_id) if session_id is not None else _new_session_id(now)
     info = SessionSummary(sid, _title_from(title), now if created_at is None else created_at, now, 0, cwd, forked_from)
-    session = PostgresSession(store, info, store._folders(sid), token=1)
+    session = PostgresSession(store, info, store.session_folder(sid), token=1)
     session._creating = True
     session._files_from = files_from
     try:
@@ -63,7 +63,7 @@ def import_entries(
     except BaseException:
         forget_files(store, sid)
         raise
-    store._leases.hold(session)
+    store.leases.hold(session)
     return session
 
 
@@ -73,7 +73,7 @@ def forget_files(store: PostgresConnection, session_id: str) -> None:
     The database part is skipped when the database is away (then nothing else can be done; the
     caller raises the import's own error).
     """
-    with contextlib.suppress(StoreError), store._conn() as conn, conn.transaction():
+    with contextlib.suppress(StoreError), store.conn() as conn, conn.transaction():
         if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is not None:
             return  # the session exists after all (its commit's answer was lost): its files stay
         drop_names(conn, session_id)

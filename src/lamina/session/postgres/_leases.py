@@ -34,9 +34,9 @@ class Database(Protocol):
     @property
     def location(self) -> str: ...
 
-    def _conn(self, seconds: float | None = None) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+    def conn(self, seconds: float | None = None) -> AbstractContextManager[psycopg.Connection[Any]]: ...
 
-    def _writes_allowed(self) -> None: ...
+    def writes_allowed(self) -> None: ...
 
 
 class LeasedSession(Protocol):
@@ -67,11 +67,11 @@ class Leases:
         (and the ended backend's exit).
         """
         db = self._db
-        db._writes_allowed()
+        db.writes_allowed()
         deadline = time.monotonic() + wait
         ended = False
         while True:
-            with db._conn() as conn:
+            with db.conn() as conn:
                 token, holder = self._try_take(conn, session_id, end_stalled=not ended)
                 if token is not None:
                     return token
@@ -139,7 +139,7 @@ class Leases:
         A row locked by a transaction (this writer's own turn, or a stalled one) is skipped, not
         waited for: a turn extends its lease when it commits, and a stalled one must not keep it.
         """
-        with self._db._conn() as conn:
+        with self._db.conn() as conn:
             rows = conn.execute(
                 "WITH held(id, token) AS (SELECT * FROM unnest(%s::text[], %s::bigint[])),"
                 " mine AS (SELECT sessions.id FROM sessions JOIN held ON sessions.id = held.id"
@@ -162,7 +162,7 @@ class Leases:
 
     def release(self, session_id: str, token: int) -> None:
         """Give the lease back (an unreleased lease simply expires)."""
-        with contextlib.suppress(StoreError), self._db._conn() as conn:
+        with contextlib.suppress(StoreError), self._db.conn() as conn:
             conn.execute(
                 "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL WHERE id = %s AND lease_token = %s",
                 (session_id, token),

@@ -48,7 +48,7 @@ def store_file(
     named = "NOT EXISTS (SELECT 1 FROM sessions WHERE id = %s)" if creating else "TRUE"
     fence: tuple[Any, ...] = (session_id,) if creating else ()
     try:
-        with store._conn(seconds) as conn, conn.transaction():
+        with store.conn(seconds) as conn, conn.transaction():
             conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(round(seconds * 1000))))
             row = conn.execute(
                 "INSERT INTO file_blobs (sha256, size) VALUES (%s, %s)"
@@ -85,7 +85,7 @@ def store_file(
 
 def file_info(store: PostgresConnection, session_id: str, name: str) -> FileInfo | None:
     """The file `name` of a session, or None."""
-    with store._conn() as conn:
+    with store.conn() as conn:
         row = conn.execute(
             "SELECT size, sha256 FROM session_files WHERE session_id = %s AND name = %s", (session_id, name)
         ).fetchone()
@@ -94,7 +94,7 @@ def file_info(store: PostgresConnection, session_id: str, name: str) -> FileInfo
 
 def file_list(store: PostgresConnection, session_id: str, prefix: str) -> list[FileInfo]:
     """The files of a session whose names start with `prefix`, sorted by name."""
-    with store._conn() as conn:
+    with store.conn() as conn:
         rows = conn.execute(
             "SELECT name, size, sha256 FROM session_files WHERE session_id = %s AND starts_with(name, %s)"
             ' ORDER BY name COLLATE "C"',
@@ -145,7 +145,7 @@ class _Chunks(io.RawIOBase):
         if not self._chunk:
             if self._left <= 0:
                 return 0
-            with self._store._conn() as conn:
+            with self._store.conn() as conn:
                 row = conn.execute(
                     "SELECT data FROM file_chunks WHERE sha256 = %s AND n = %s",
                     (self._info.sha256, self._next),

@@ -117,8 +117,8 @@ class PostgresSession(CachedFiles, SessionCore):
         """Load the entries before the first one in memory (needed for full history, old branches, forks)."""
         if self._loaded_from <= 1:
             return
-        with self._store._conn() as conn:
-            seqs, older = self._store._fetch(conn, self.id, after=0, before=self._loaded_from)
+        with self._store.conn() as conn:
+            seqs, older = self._store.fetch(conn, self.id, after=0, before=self._loaded_from)
         self._entry_list = older + self._entry_list
         self._order_list = None
         for seq, entry in zip(seqs, older, strict=True):
@@ -199,7 +199,7 @@ class PostgresSession(CachedFiles, SessionCore):
             StoreConnectionError: The database did not answer within the bound.
         """
         self._check_writable()
-        renewed = self.id in self._store._leases.renew([self])
+        renewed = self.id in self._store.leases.renew([self])
         self._check_writable()
         return renewed
 
@@ -235,9 +235,7 @@ class PostgresSession(CachedFiles, SessionCore):
         """
         self._check_writable()
         stamped = _storable(
-            msgspec.structs.replace(
-                entry, id=self._store._new_entry_id(), parent_id=self._leaf, ts=self._store._clock()
-            )
+            msgspec.structs.replace(entry, id=self._store.new_entry_id(), parent_id=self._leaf, ts=self._store.clock())
         )
         must_commit = isinstance(stamped, CRITICAL_ENTRY_TYPES) if durable is None else durable
         saved = (self._leaf, self._view_start, self._count, self._info)
@@ -320,7 +318,7 @@ class PostgresSession(CachedFiles, SessionCore):
         store = self._store
         start_seq = self._seq_of.get(self._view_start, 0) if self._view_start is not None else 0
         seconds = store.query_timeout + len(batch) * _ENTRY_ALLOWANCE
-        with store._conn(seconds) as conn:
+        with store.conn(seconds) as conn:
             try:
                 with conn.transaction():
                     if len(batch) >= _BIG_BATCH:  # the server's statement_timeout grows with the batch too
@@ -341,7 +339,7 @@ class PostgresSession(CachedFiles, SessionCore):
                             self._count,
                             start_seq,
                             self._info.title,
-                            store._clock(),
+                            store.clock(),
                             store.lease_seconds,
                             self.id,
                             self._token,
@@ -409,7 +407,7 @@ class PostgresSession(CachedFiles, SessionCore):
         Either the lease was taken (raise), or an earlier attempt committed part of the pending
         entries and only its answer was lost (drop those).
         """
-        with self._store._conn() as conn:
+        with self._store.conn() as conn:
             row = conn.execute(
                 "SELECT lease_token, last_seq, lease_owner FROM sessions WHERE id = %s", (self.id,)
             ).fetchone()
@@ -440,8 +438,8 @@ class PostgresSession(CachedFiles, SessionCore):
     def _abandon(self) -> None:
         token, self._token = self._token, None
         if token is not None and not self._lost:
-            self._store._leases.release(self.id, token)
-        self._store._leases.drop(self)
+            self._store.leases.release(self.id, token)
+        self._store.leases.drop(self)
 
     def __enter__(self) -> PostgresSession:
         return self

@@ -5,27 +5,36 @@ Described in docs/postgres.md ("Tables and guarantees").
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import psycopg.errors
-from psycopg import sql
 
 from lamina.errors import SessionExistsError, SessionNotFoundError, StoreConnectionError
 from lamina.session._entries import LogEntry
 from lamina.session._protocol import FileSource, ForkOrigin, SessionSummary, absolute_cwd
 from lamina.session._stamp import _title_from, check_session_id
 from lamina.session.postgres._bounds import WATCHDOG
-from lamina.session.postgres._connection import NOTIFY_CHANNEL, PostgresConnection, _first_line, _new_session_id
+from lamina.session.postgres._connection import (
+    DEFAULT_LEASE_SECONDS,
+    NOTIFY_CHANNEL,
+    PostgresConnection,
+    _first_line,
+    _new_entry_id,
+    _new_session_id,
+)
 from lamina.session.postgres._import import carry_files, import_entries
 from lamina.session.postgres._pg_files import drop_names
 from lamina.session.postgres._pg_session import PostgresSession
 
 
-class PostgresSessionStore(PostgresConnection):
+class PostgresSessionStore:
     """Sessions in a PostgreSQL database, shared by any number of servers.
 
     Every wait is bounded (see `_bounds.py`); servers sharing a database should use the same bounds.
@@ -58,6 +67,99 @@ class PostgresSessionStore(PostgresConnection):
         UsageError: `lease_seconds` or `query_timeout` is not a positive number of seconds.
     """
 
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        files_root: Path | str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        max_connections: int = 4,
+        connect_timeout: float = 5.0,
+        query_timeout: float | None = None,
+        auto_migrate: bool = True,
+        clock: Callable[[], float] = time.time,
+        new_entry_id: Callable[[], str] = _new_entry_id,
+    ) -> None:
+        self._db = PostgresConnection(
+            url,
+            schema=schema,
+            files_root=files_root,
+            lease_seconds=lease_seconds,
+            max_connections=max_connections,
+            connect_timeout=connect_timeout,
+            query_timeout=query_timeout,
+            auto_migrate=auto_migrate,
+            clock=clock,
+            new_entry_id=new_entry_id,
+        )
+        """The database: pool, schema, bounds; the sessions this store opens share it."""
+        self._leases = self._db.leases
+        """The writer leases this store holds, renewed by a thread of its own."""
+
+    # -- the database's facts and operations, as the store shows them ------------------------------
+
+    @property
+    def location(self) -> str:
+        """The database and schema, shown without the password."""
+        return self._db.location
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema of the tables."""
+        return self._db.schema
+
+    @property
+    def files_root(self) -> Path:
+        """Where sessions keep their files."""
+        return self._db.files_root
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a writer's lease lasts without renewal."""
+        return self._db.lease_seconds
+
+    @property
+    def query_timeout(self) -> float:
+        """The bound on one database operation, in seconds."""
+        return self._db.query_timeout
+
+    @property
+    def owner(self) -> str:
+        """How this store names itself as a lease holder."""
+        return self._db.owner
+
+    @property
+    def read_only(self) -> bool:
+        """The database takes no writes (a replica); known after the first use."""
+        return self._db.read_only
+
+    @property
+    def application_name(self) -> str:
+        """How the store's connections name themselves to the server (`pg_stat_activity`)."""
+        return self._db.application_name
+
+    @application_name.setter
+    def application_name(self, name: str) -> None:
+        self._db.application_name = name
+
+    def migrate(self) -> tuple[int, int]:
+        """Create or migrate the schema now; returns (version before, version after)."""
+        return self._db.migrate()
+
+    def version(self) -> int:
+        """The schema version the database holds (0: none yet)."""
+        return self._db.version()
+
+    def close(self) -> None:
+        """Stop renewing leases and close the connections (close the sessions first)."""
+        self._db.close()
+
+    def _conn(self, seconds: float | None = None) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        return self._db.conn(seconds)
+
+    # -- sessions ---------------------------------------------------------------------------------
+
     def __enter__(self) -> PostgresSessionStore:
         return self
 
@@ -72,8 +174,8 @@ class PostgresSessionStore(PostgresConnection):
         Raises:
             SessionExistsError: `session_id` is given and a session has it.
         """
-        self._writes_allowed()
-        now = self._clock()
+        self._db.writes_allowed()
+        now = self._db.clock()
         title, cwd = _title_from(title), absolute_cwd(cwd)
         chosen = check_session_id(session_id) if session_id is not None else None
         while True:
@@ -101,7 +203,7 @@ class PostgresSessionStore(PostgresConnection):
             if chosen is not None:
                 raise SessionExistsError(chosen, self.location)
         info = SessionSummary(session_id, title, now, now, 0, cwd, forked_from)
-        session = PostgresSession(self, info, self._folders(session_id), token=int(row[0]))
+        session = PostgresSession(self._db, info, self._db.session_folder(session_id), token=int(row[0]))
         self._leases.hold(session)
         return session
 
@@ -134,10 +236,10 @@ class PostgresSessionStore(PostgresConnection):
             if row is None:
                 raise SessionNotFoundError(session_id, self.location)
             resume_seq = int(row[10])
-            rows = self._fetch(conn, session_id, after=resume_seq - 1)
+            rows = self._db.fetch(conn, session_id, after=resume_seq - 1)
         origin = ForkOrigin(row[6], row[7]) if row[6] is not None else None
         info = SessionSummary(row[0], row[1], row[2], row[3], int(row[4]), row[5], origin)
-        session = PostgresSession(self, info, self._folders(session_id), token=token)
+        session = PostgresSession(self._db, info, self._db.session_folder(session_id), token=token)
         session._restore(rows, leaf_id=row[8], last_seq=int(row[9]))
         return session
 
@@ -165,7 +267,7 @@ class PostgresSessionStore(PostgresConnection):
         carry_files(files, self.files_dir_of(forked_id))  # the local cache, so nothing is fetched again
         origin = ForkOrigin(session_id=session_id, entry_id=entry_id)
         return import_entries(
-            self, path, session_id=forked_id, cwd=cwd, title=title, forked_from=origin, files_from=session_id
+            self._db, path, session_id=forked_id, cwd=cwd, title=title, forked_from=origin, files_from=session_id
         )
 
     def delete(self, session_id: str) -> None:
@@ -179,11 +281,11 @@ class PostgresSessionStore(PostgresConnection):
 
     def new_session_id(self) -> str:
         """A fresh session id (for an import that must place the session's files before its entries)."""
-        return _new_session_id(self._clock())
+        return _new_session_id(self._db.clock())
 
     def files_dir_of(self, session_id: str) -> Path:
         """The folder of a session's files (`attachments/`, `data/`, `plans/`), created if missing."""
-        return self._folders(check_session_id(session_id))
+        return self._db.session_folder(check_session_id(session_id))
 
     def import_entries(
         self,
@@ -204,7 +306,7 @@ class PostgresSessionStore(PostgresConnection):
         (default: the last entry) becomes the leaf. Raises `UsageError` when `session_id` is taken.
         """
         return import_entries(
-            self,
+            self._db,
             entries,
             session_id=session_id,
             cwd=cwd,
@@ -225,22 +327,17 @@ class PostgresSessionStore(PostgresConnection):
         when `stop` is set (or the caller stops iterating). Each read takes at most `query_timeout`,
         else `StoreConnectionError`.
         """
-        self._ready()
-        conn = self._connect_once()
-        try:
-            self._configure(conn)
-            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(NOTIFY_CHANNEL)))
+        db = self._db
+        with db.listening(NOTIFY_CHANNEL) as conn:
             cursor = after_seq
             while stop is None or not stop.is_set():
                 try:
-                    with WATCHDOG.bound(conn, self.query_timeout):
-                        seqs, entries = self._fetch(conn, session_id, after=cursor)
+                    with WATCHDOG.bound(conn, db.query_timeout):
+                        seqs, entries = db.fetch(conn, session_id, after=cursor)
                 except psycopg.OperationalError as exc:
-                    raise StoreConnectionError(self.location, f"connection failed: {_first_line(exc)}") from None
+                    raise StoreConnectionError(db.location, f"connection failed: {_first_line(exc)}") from None
                 for seq, entry in zip(seqs, entries, strict=True):
                     cursor = seq
                     yield seq, entry
                 for _ in conn.notifies(timeout=poll_seconds, stop_after=1):
                     pass
-        finally:
-            conn.close()
