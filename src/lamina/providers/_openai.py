@@ -86,7 +86,8 @@ class _OpenAIProvider:
         api_key: str | None,
         base_url: str | None,
         timeout: float | None,
-        capabilities: Capabilities,
+        capabilities: Capabilities | None,
+        max_output_tokens: int | None,
     ) -> None:
         require_sdk("openai", _FEATURE, "openai")
         self._name = name
@@ -95,7 +96,10 @@ class _OpenAIProvider:
         self._api_key = api_key
         self._base_url = base_url
         self._timeout = timeout
-        self._capabilities = capabilities
+        # vision is assumed on OpenAI itself only (no `base_url`)
+        self._capabilities = capabilities or Capabilities(
+            max_output_tokens=max_output_tokens or 8192, vision=base_url is None
+        )
 
     @property
     def name(self) -> str:
@@ -187,7 +191,8 @@ class OpenAIChatProvider(_OpenAIProvider):
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
-            capabilities=capabilities or Capabilities(max_output_tokens=max_tokens or 8192, vision=base_url is None),
+            capabilities=capabilities,
+            max_output_tokens=max_tokens,
         )
         self._target = OpenAIChatTarget(model=model, max_tokens=max_tokens, prompt_cache_key=prompt_cache_key)
         self._include_usage = include_usage
@@ -310,8 +315,8 @@ class OpenAIResponsesProvider(_OpenAIProvider):
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
-            capabilities=capabilities
-            or Capabilities(max_output_tokens=max_output_tokens or 8192, vision=base_url is None),
+            capabilities=capabilities,
+            max_output_tokens=max_output_tokens,
         )
         self._target = OpenAIResponsesTarget(
             model=model, max_output_tokens=max_output_tokens, prompt_cache_key=prompt_cache_key
