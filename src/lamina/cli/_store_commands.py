@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -12,10 +13,12 @@ from lamina.errors import LaminaError
 
 if TYPE_CHECKING:
     from lamina.session import SessionStore
+    from lamina.session.postgres import PostgresSessionStore
 
 app = typer.Typer(help="Manage the session store itself (PostgreSQL schema migrations).", no_args_is_help=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
+_T = TypeVar("_T")
 
 
 def open_named_store(given: str | Path | None) -> SessionStore:
@@ -47,45 +50,61 @@ def _location(ctx: typer.Context) -> str | None:
     return str(chosen) if is_postgres_url(chosen) else None
 
 
-@app.command("migrate")
-def migrate(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Create the PostgreSQL store's schema, or bring it to this Lamina's version (safe to run again)."""
+def _on_schema(
+    ctx: typer.Context, jsonl_note: str, call: Callable[[PostgresSessionStore], _T]
+) -> tuple[str, _T] | None:
+    """`call` on the PostgreSQL store the command names, which is closed after it; its location and the answer.
+
+    Args:
+        ctx: The command's context (`--store`).
+        jsonl_note: Printed, and None returned, when the store is a JSONL folder (no schema).
+        call: What to ask the store; a `LaminaError` it raises ends the command with one error line.
+
+    Returns:
+        The store's location (no password) and what `call` returned; None for a JSONL folder.
+    """
     url = _location(ctx)
     if url is None:
-        out.print("nothing to migrate: the store is a JSONL folder (give --store postgresql://…)")
-        return
+        out.print(jsonl_note)
+        return None
     from lamina.session.postgres import PostgresSessionStore
 
     store = PostgresSessionStore(url, auto_migrate=False)
     try:
-        before, after = store.migrate()
+        return store.location, call(store)
     except LaminaError as exc:
         abort(str(exc))
     finally:
         store.close()
+
+
+@app.command("migrate")
+def migrate(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Create the PostgreSQL store's schema, or bring it to this Lamina's version (safe to run again)."""
+    done = _on_schema(
+        ctx, "nothing to migrate: the store is a JSONL folder (give --store postgresql://…)", lambda s: s.migrate()
+    )
+    if done is None:
+        return
+    location, (before, after) = done
     if as_json:
-        print_json({"store": store.location, "before": before, "after": after})
+        print_json({"store": location, "before": before, "after": after})
     elif before == after:
-        out.print(f"{safe(store.location)}: schema already at version {after}")
+        out.print(f"{safe(location)}: schema already at version {after}")
     else:
-        out.print(f"{safe(store.location)}: schema migrated from version {before} to {after}")
+        out.print(f"{safe(location)}: schema migrated from version {before} to {after}")
 
 
 @app.command("version")
 def version(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show the schema version of the PostgreSQL store and the one this Lamina uses."""
-    url = _location(ctx)
-    if url is None:
-        out.print("the store is a JSONL folder: no schema")
+    found = _on_schema(ctx, "the store is a JSONL folder: no schema", lambda s: s.version())
+    if found is None:
         return
-    from lamina.session.postgres import SCHEMA_VERSION, PostgresSessionStore
+    from lamina.session.postgres import SCHEMA_VERSION
 
-    store = PostgresSessionStore(url, auto_migrate=False)
-    try:
-        found = store.version()
-    except LaminaError as exc:
-        abort(str(exc))
+    location, at = found
     if as_json:
-        print_json({"store": store.location, "version": found, "supported": SCHEMA_VERSION})
+        print_json({"store": location, "version": at, "supported": SCHEMA_VERSION})
         return
-    out.print(f"{safe(store.location)}: schema version {found} (this Lamina: {SCHEMA_VERSION})")
+    out.print(f"{safe(location)}: schema version {at} (this Lamina: {SCHEMA_VERSION})")

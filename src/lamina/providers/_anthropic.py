@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
 
@@ -28,6 +29,7 @@ from lamina.placement import AnthropicTarget, CacheTtl, RenderedRequest, SdkMana
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._retry import is_transport_error, parse_retry_after
+from lamina.providers._sdk_stream import relay
 from lamina.session import Usage
 
 if TYPE_CHECKING:
@@ -118,24 +120,9 @@ class AnthropicProvider:
         if isinstance(request, SdkManagedPrompt) or "messages" not in request:
             raise UsageError(f"AnthropicProvider needs an Anthropic Messages body, got {type(request).__name__}")
         params = cast("MessageCreateParamsStreaming", {**request, "stream": True})
-        try:
-            events = await self._sdk().messages.create(**params)
-        except Exception as exc:
-            _reraise(exc)
-        reply = _Reply()
-        try:
-            while True:
-                try:
-                    event = await anext(events)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    _reraise(exc)
-                for out in reply.feed(event):
-                    yield out
-        finally:
-            await events.close()
-        yield reply.completed()
+        async with aclosing(relay(lambda: self._sdk().messages.create(**params), _Reply(), _reraise)) as events:
+            async for event in events:
+                yield event
 
     async def aclose(self) -> None:
         """Close the SDK client if this provider built it."""
@@ -181,6 +168,11 @@ class _Reply:
     model: str = ""
     stop_reason: str | None = None
     stopped: bool = False
+
+    @property
+    def finished(self) -> bool:
+        """Never: the stream is read to its end (`message_stop` is its last event)."""
+        return False
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[ProviderEvent]:
         from anthropic.types import (

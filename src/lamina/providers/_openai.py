@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Self, cast
 
@@ -27,6 +28,7 @@ from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderedRe
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._retry import is_transport_error, parse_retry_after
+from lamina.providers._sdk_stream import relay
 from lamina.session import Usage
 
 if TYPE_CHECKING:
@@ -84,7 +86,8 @@ class _OpenAIProvider:
         api_key: str | None,
         base_url: str | None,
         timeout: float | None,
-        capabilities: Capabilities,
+        capabilities: Capabilities | None,
+        max_output_tokens: int | None,
     ) -> None:
         require_sdk("openai", _FEATURE, "openai")
         self._name = name
@@ -93,7 +96,10 @@ class _OpenAIProvider:
         self._api_key = api_key
         self._base_url = base_url
         self._timeout = timeout
-        self._capabilities = capabilities
+        # vision is assumed on OpenAI itself only (no `base_url`)
+        self._capabilities = capabilities or Capabilities(
+            max_output_tokens=max_output_tokens or 8192, vision=base_url is None
+        )
 
     @property
     def name(self) -> str:
@@ -185,7 +191,8 @@ class OpenAIChatProvider(_OpenAIProvider):
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
-            capabilities=capabilities or Capabilities(max_output_tokens=max_tokens or 8192, vision=base_url is None),
+            capabilities=capabilities,
+            max_output_tokens=max_tokens,
         )
         self._target = OpenAIChatTarget(model=model, max_tokens=max_tokens, prompt_cache_key=prompt_cache_key)
         self._include_usage = include_usage
@@ -201,25 +208,11 @@ class OpenAIChatProvider(_OpenAIProvider):
         body["stream"] = True
         if self._include_usage:
             body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
-        client = self._sdk()
-        try:
-            chunks = await client.chat.completions.create(**cast("CompletionCreateParamsStreaming", body))
-        except Exception as exc:
-            self._reraise(exc)
+        client, params = self._sdk(), cast("CompletionCreateParamsStreaming", body)
         reply = _ChatReply(self._name)
-        try:
-            while True:
-                try:
-                    chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    self._reraise(exc)
-                for out in reply.feed(chunk):
-                    yield out
-        finally:
-            await chunks.close()
-        yield reply.completed()
+        async with aclosing(relay(lambda: client.chat.completions.create(**params), reply, self._reraise)) as events:
+            async for event in events:
+                yield event
 
 
 @dataclass
@@ -238,6 +231,11 @@ class _ChatReply:
     finish_reason: str | None = None
     usage: CompletionUsage | None = None
     model: str = ""
+
+    @property
+    def finished(self) -> bool:
+        """Never before the stream ends: the usage chunk comes after the finish reason."""
+        return False
 
     def feed(self, chunk: ChatCompletionChunk) -> Iterator[ProviderEvent]:
         self.model = chunk.model or self.model
@@ -281,22 +279,17 @@ class _ChatReply:
         stop = _CHAT_STOP.get(self.finish_reason, self.finish_reason)
         if self.done and stop == "end_turn":  # some compatible servers say "stop" after tool calls
             stop = "tool_use"
+        usage = Usage()  # for a compatible server that ignores `stream_options`
+        if self.usage is not None:
+            usage = _usage(self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.prompt_tokens_details)
         return Completed(
             text="".join(self.text),
             tool_calls=tuple(self.done),
             stop_reason=stop,
-            usage=_chat_usage(self.usage),
+            usage=usage,
             model=self.model,
             raw_stop_reason=self.finish_reason,
         )
-
-
-def _chat_usage(usage: CompletionUsage | None) -> Usage:
-    if usage is None:  # a compatible server that ignores `stream_options`
-        return Usage()
-    details = usage.prompt_tokens_details
-    cached = (details.cached_tokens or 0) if details is not None else 0
-    return Usage(input=usage.prompt_tokens - cached, output=usage.completion_tokens, cache_read=cached)
 
 
 class OpenAIResponsesProvider(_OpenAIProvider):
@@ -322,8 +315,8 @@ class OpenAIResponsesProvider(_OpenAIProvider):
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
-            capabilities=capabilities
-            or Capabilities(max_output_tokens=max_output_tokens or 8192, vision=base_url is None),
+            capabilities=capabilities,
+            max_output_tokens=max_output_tokens,
         )
         self._target = OpenAIResponsesTarget(
             model=model, max_output_tokens=max_output_tokens, prompt_cache_key=prompt_cache_key
@@ -338,27 +331,11 @@ class OpenAIResponsesProvider(_OpenAIProvider):
         """Send `request` (a Responses body) and yield its events; the last one is `Completed`."""
         body = self._body(request, "input")
         body["stream"] = True
-        client = self._sdk()
-        try:
-            events = await client.responses.create(**cast("ResponseCreateParamsStreaming", body))
-        except Exception as exc:
-            self._reraise(exc)
+        client, params = self._sdk(), cast("ResponseCreateParamsStreaming", body)
         reply = _ResponsesReply(self._name)
-        try:
-            while reply.final is None:
-                try:
-                    event = await anext(events)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    self._reraise(exc)
-                for out in reply.feed(event):
-                    yield out
-        finally:
-            await events.close()
-        for out in reply.leftovers():
-            yield out
-        yield reply.completed()
+        async with aclosing(relay(lambda: client.responses.create(**params), reply, self._reraise)) as events:
+            async for event in events:
+                yield event
 
 
 @dataclass
@@ -368,6 +345,11 @@ class _ResponsesReply:
     calls: list[ToolCallRequest] = field(default_factory=list)
     refused: bool = False
     final: Response | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Once the response has completed or stopped: what the stream sends after that is not read."""
+        return self.final is not None
 
     def feed(self, event: ResponseStreamEvent) -> Iterator[ProviderEvent]:
         from openai.types.responses import (
@@ -389,6 +371,7 @@ class _ResponsesReply:
             yield self._call(event.item)
         elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
             self.final = event.response
+            yield from self._leftovers()
         elif isinstance(event, ResponseFailedEvent):
             error = event.response.error
             raise _classify(self.provider, http=None, error=error.to_dict() if error else {}, headers=None)
@@ -400,7 +383,7 @@ class _ResponsesReply:
         self.calls.append(call)
         return call
 
-    def leftovers(self) -> Iterator[ProviderEvent]:
+    def _leftovers(self) -> Iterator[ProviderEvent]:
         """What the final response holds that no event announced (minimal compatible servers)."""
         if self.final is None:
             return
@@ -429,9 +412,7 @@ class _ResponsesReply:
             stop = "tool_use" if self.calls else "end_turn"
         usage = Usage()
         if final.usage is not None:
-            details = final.usage.input_tokens_details
-            cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-            usage = Usage(input=final.usage.input_tokens - cached, output=final.usage.output_tokens, cache_read=cached)
+            usage = _usage(final.usage.input_tokens, final.usage.output_tokens, final.usage.input_tokens_details)
         return Completed(
             text="".join(self.text),
             tool_calls=tuple(self.calls),
@@ -440,6 +421,12 @@ class _ResponsesReply:
             model=str(final.model),
             raw_stop_reason=reason or str(final.status or ""),
         )
+
+
+def _usage(input_tokens: int, output_tokens: int, details: object | None) -> Usage:
+    """The usage of a response whose input count includes the tokens read from the cache (`details.cached_tokens`)."""
+    cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    return Usage(input=input_tokens - cached, output=output_tokens, cache_read=cached)
 
 
 def _arguments(provider: str, call_id: str, raw: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ compaction kept, the plans' states and the session's totals.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -124,6 +124,30 @@ def is_bridge(entry: LogEntry) -> bool:
             return False
 
 
+def path_up_to(by_id: Mapping[str, LogEntry], entry_id: str | None) -> list[LogEntry]:
+    """The entries from the root to `entry_id`, inclusive, as far as the log holds them.
+
+    Args:
+        by_id: The log's entries by id.
+        entry_id: Where the path ends (None: an empty path).
+
+    Returns:
+        The path; a missing parent, or one already on it (a loop), starts it there.
+    """
+    path: list[LogEntry] = []
+    seen: set[str] = set()
+    current = entry_id
+    while current is not None and current not in seen:
+        seen.add(current)
+        entry = by_id.get(current)
+        if entry is None:
+            break
+        path.append(entry)
+        current = entry.parent_id
+    path.reverse()
+    return path
+
+
 class SessionIndex:
     """The tree of one log and everything the pages derive from it."""
 
@@ -171,18 +195,7 @@ class SessionIndex:
         return value
 
     def _path(self, leaf_id: str | None) -> list[LogEntry]:
-        out: list[LogEntry] = []
-        seen: set[str] = set()
-        current = leaf_id if leaf_id is not None else self.leaf_id
-        while current is not None and current not in seen:
-            seen.add(current)
-            entry = self.by_id.get(current)
-            if entry is None:
-                break
-            out.append(entry)
-            current = entry.parent_id
-        out.reverse()
-        return out
+        return path_up_to(self.by_id, leaf_id if leaf_id is not None else self.leaf_id)
 
     def view_ids(self, path: list[LogEntry]) -> set[str]:
         """The ids the provider view of `path`'s end holds (do not change the set)."""

@@ -6,8 +6,8 @@ rendered by the same renderer, laid out and simulated as a live session; docs/in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -23,6 +23,7 @@ from lamina.engine import assemble_turn
 from lamina.errors import LaminaError, LaminaRuntimeError
 from lamina.placement import RenderCache, render
 from lamina.reports import RecordedPrefixes, RecordedTools, cache_layout, replay_request
+from lamina.serve._inspect import path_up_to
 from lamina.serve._layers import BlockTokens, block_outs, composition_of, layer_totals, layers
 from lamina.serve._model import (
     LAYER_NAMES,
@@ -47,6 +48,7 @@ _ENCODER: Final = msgspec.json.Encoder()
 """The body as sent: its keys in the order the request had them."""
 _NOTHING: Final = CacheUsage(total=0, read=0, write_5m=0, write_1h=0, uncached=0, reusable=0, cost_multiplier=1.0)
 """The simulated usage shown for a request that cannot be rebuilt."""
+_T = TypeVar("_T")
 
 
 class RequestDamageError(LaminaRuntimeError):
@@ -151,20 +153,6 @@ class SessionRequests:
     def calls(self) -> list[AssistantMessage]:
         return list(self._calls)
 
-    def _path_before(self, call: AssistantMessage) -> list[LogEntry]:
-        path: list[LogEntry] = []
-        seen: set[str] = set()
-        current = call.parent_id
-        while current is not None and current not in seen:
-            seen.add(current)
-            entry = self._by_id.get(current)
-            if entry is None:
-                break
-            path.append(entry)
-            current = entry.parent_id
-        path.reverse()
-        return path
-
     # -- one request -----------------------------------------------------------------------------
 
     def rebuild(self, index: int) -> Rebuilt:
@@ -174,11 +162,15 @@ class SessionRequests:
             RequestDamageError: a record the request depends on cannot be rendered again (say, a
                 turn record's part under a key no block has).
         """
+        return self._undamaged(index, self._rebuild)
+
+    def _undamaged(self, index: int, make: Callable[[int], _T]) -> _T:
+        """`make(index)`; a `LaminaError` it raises becomes the `RequestDamageError` naming request `index`."""
         try:
-            return self._rebuild(index)
+            return make(index)
+        except RequestDamageError:
+            raise
         except LaminaError as exc:
-            if isinstance(exc, RequestDamageError):
-                raise
             raise RequestDamageError(self._damage_of(index, exc)) from exc
 
     def _damage_of(self, index: int, exc: LaminaError) -> str:
@@ -190,7 +182,7 @@ class SessionRequests:
 
     def _rebuild(self, index: int) -> Rebuilt:
         call = self._calls[index]
-        path = self._path_before(call)
+        path = path_up_to(self._by_id, call.parent_id)
         replayed = replay_request(
             path,
             prefixes=self._prefixes,
@@ -307,12 +299,7 @@ class SessionRequests:
         damage = self._damaged.get(index)
         if damage is not None:
             raise RequestDamageError(damage)
-        try:
-            return self._layers_of(index)
-        except LaminaError as exc:
-            if isinstance(exc, RequestDamageError):
-                raise
-            raise RequestDamageError(self._damage_of(index, exc)) from exc
+        return self._undamaged(index, self._layers_of)
 
     def _layers_of(self, index: int) -> RequestLayers:
         usage, replay_from = self._simulated[index]

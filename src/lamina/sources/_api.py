@@ -17,7 +17,7 @@ from urllib.parse import quote
 from lamina.errors import MissingExtraError, ToolDefinitionError
 from lamina.sources._guide import guide_path
 from lamina.sources._source_config import UNTRUSTED_REASON, ApiEndpoint, ApiSource, expand_env, path_params
-from lamina.sources._tool import SourceTool, short_description, tool_name
+from lamina.sources._tool import SourceTool, make_tools, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
 
 try:
@@ -158,13 +158,5 @@ def api_tools(connection: ApiConnection) -> tuple[list[ApiTool], list[ToolDefini
         The tools, filtered by the source's `enabled_tools`, and the endpoints refused because their
         definition cannot go in a request (see `checked_definition`).
     """
-    enabled = connection.source.enabled_tools
-    tools: list[ApiTool] = []
-    refused: list[ToolDefinitionError] = []
-    for endpoint in connection.source.endpoints:
-        if enabled is None or endpoint.name in enabled:
-            try:
-                tools.append(ApiTool(connection, endpoint))
-            except ToolDefinitionError as exc:
-                refused.append(exc)
-    return tools, refused
+    source = connection.source
+    return make_tools(source.enabled_tools, source.endpoints, lambda endpoint: ApiTool(connection, endpoint))

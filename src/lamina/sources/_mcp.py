@@ -23,7 +23,7 @@ from lamina.attachments import NamedBytes
 from lamina.errors import MissingExtraError, SourceConnectionError, ToolDefinitionError
 from lamina.sources._guide import guide_path
 from lamina.sources._source_config import UNTRUSTED_REASON, McpHttp, McpSource, McpStdio, expand_env
-from lamina.sources._tool import SourceTool, short_description, tool_name
+from lamina.sources._tool import SourceTool, make_tools, short_description, tool_name
 from lamina.tools import ToolContext, ToolOutput
 
 try:
@@ -445,13 +445,4 @@ def mcp_tools(
         The tools, filtered by the source's `enabled_tools`, and the tools refused because their
         definition cannot go in a request (see `checked_definition`).
     """
-    enabled = connection.source.enabled_tools
-    tools: list[McpTool] = []
-    refused: list[ToolDefinitionError] = []
-    for tool in remote:
-        if enabled is None or tool.name in enabled:
-            try:
-                tools.append(McpTool(connection, tool))
-            except ToolDefinitionError as exc:
-                refused.append(exc)
-    return tools, refused
+    return make_tools(connection.source.enabled_tools, remote, lambda tool: McpTool(connection, tool))

@@ -11,9 +11,9 @@ import copy
 import hashlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 
@@ -78,6 +78,39 @@ def short_description(text: str | None, slug: str) -> str:
     if len(first) > room:
         first = first[: room - 1].rstrip() + "…"
     return f"{first} {pointer}" if first else pointer
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_Found = TypeVar("_Found", bound=_Named)
+_Tool = TypeVar("_Tool")
+
+
+def make_tools(
+    enabled: Collection[str] | None, found: Iterable[_Found], make: Callable[[_Found], _Tool]
+) -> tuple[list[_Tool], list[ToolDefinitionError]]:
+    """The tools of a source: one made of each endpoint or server tool its `enabled_tools` names.
+
+    Args:
+        enabled: The source's `enabled_tools` (None: every one).
+        found: The endpoints, or the tools the server lists.
+        make: Makes the tool of one; a `ToolDefinitionError` refuses it (see `checked_definition`).
+
+    Returns:
+        The tools, in the order found, and the refusals.
+    """
+    tools: list[_Tool] = []
+    refused: list[ToolDefinitionError] = []
+    for item in found:
+        if enabled is None or item.name in enabled:
+            try:
+                tools.append(make(item))
+            except ToolDefinitionError as exc:
+                refused.append(exc)
+    return tools, refused
 
 
 def _depth(value: object) -> int:

@@ -193,14 +193,7 @@ def _fitted(path: Path, read: _MemoryFile, max_tokens: int, estimator: TokenEsti
 
 def _shrink_to_fit(kept: str, fits: Callable[[str], bool]) -> str:
     """The longest start of `kept` that `fits`, cut at a line end where it can be (pure)."""
-    low, high = 0, len(kept)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(kept[:middle]):
-            low = middle
-        else:
-            high = middle - 1
-    kept = _at_line_end(kept, low)
+    kept = _at_line_end(kept, _longest(len(kept), lambda length: fits(kept[:length])))
     while kept and not fits(kept):
         kept = _at_line_end(kept, len(kept) - 1)
     return kept
@@ -212,14 +205,19 @@ def _top(text: str, max_tokens: int, estimator: TokenEstimator) -> str:
         return ""
     if estimator.count(text) <= max_tokens:
         return text
-    low, high = 0, len(text)  # the longest prefix that fits, by bisection (counts grow with length)
+    return _at_line_end(text, _longest(len(text), lambda length: estimator.count(text[:length]) <= max_tokens))
+
+
+def _longest(limit: int, fits: Callable[[int], bool]) -> int:
+    """The largest length up to `limit` that `fits`, by bisection (0 when none does; longer never fits better)."""
+    low, high = 0, limit
     while low < high:
         middle = (low + high + 1) // 2
-        if estimator.count(text[:middle]) <= max_tokens:
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
-    return _at_line_end(text, low)
+    return low
 
 
 def _at_line_end(text: str, limit: int) -> str:
