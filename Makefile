@@ -101,7 +101,10 @@ $(COMPILED): $(STAMP)
 	touch $(COMPILED)
 
 # Tests that share a module's browser or servers carry an xdist_group mark: one worker runs them all.
-test: lint checks browser bubblewrap $(COMPILED)
+# mypy, the docs build and the one-process collection that writes the bytecode run side by side first
+# (the collection uses one core while mypy waits on its workers); then the suite.
+test: lint browser bubblewrap
+	$(MAKE) --no-print-directory -j3 --output-sync=target typecheck docs $(COMPILED)
 	$(PYTEST) -q -n $(WORKERS) --dist loadgroup
 
 # The fast loop: the suite without the tests marked slow (processes, ptys, kill loops), one worker per core:
