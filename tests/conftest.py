@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,6 +19,15 @@ settings.register_profile("exhaustive", max_examples=5_000, deadline=None, suppr
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, print_blob=True)
 settings.load_profile("exhaustive" if EXHAUSTIVE else "ci" if os.environ.get("CI") == "true" else "default")
 pytest_plugins = ["tests.wire.fixtures"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`LAMINA_CPU_PROFILE=report.txt`: load the plugin reporting each test's CPU (`tests/support/cpu_profile.py`)."""
+    report = os.environ.get("LAMINA_CPU_PROFILE")
+    if report:
+        from tests.support.cpu_profile import CpuProfile
+
+        config.pluginmanager.register(CpuProfile(Path(report).resolve()), "lamina_cpu_profile")
 
 
 def examples(default: int, exhaustive: int = 5_000) -> int:

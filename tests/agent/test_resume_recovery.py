@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from lamina.session import (
 from tests.providers.support import long_workspace
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
-from tests.wire.server import Received, WireServer
+from tests.wire.server import ManualClock, Received, WireServer
 
 REPO = Path(__file__).resolve().parents[2]
 sdk = pytest.importorskip("claude_agent_sdk", reason="the optional extra 'claude' (claude-agent-sdk) is not installed")
@@ -554,27 +555,51 @@ asyncio.run(agent.run_turn("What is my favourite colour?"))
 """
 
 
+@dataclass(frozen=True)
+class _FirstTurn:
+    """A session after one turn on the SDK backend, its transcripts forgotten: the kill test's starting point."""
+
+    folder: Path
+    workspace: Path
+    session_id: str
+
+
+@pytest.fixture(scope="module")
+def first_turn(tmp_path_factory: pytest.TempPathFactory) -> _FirstTurn:
+    """The first turn, taken once for the module's kill tests (each starts the Claude Code CLI): each copies it.
+
+    The workspace stays here, where the session recorded it; the tests only read it.
+    """
+    folder = tmp_path_factory.mktemp("first-turn")
+    workspace = long_workspace(folder)
+    with WireServer(clock=ManualClock()) as wire:
+        wire.script(Reply(text="Teal it is."))
+        agent = _sdk_agent(folder, wire, workspace)
+        try:
+            asyncio.run(agent.run_turn("My favourite colour is teal."))
+            session_id = agent.engine.session.id
+        finally:
+            agent.engine.session.close()
+        assert len(wire.requests) == 1
+    _forget_transcripts(folder)
+    return _FirstTurn(folder, workspace, session_id)
+
+
 @pytest.mark.slow
 @needs_cli
 @pytest.mark.parametrize("step", ["cleared", "queued", "sent", "committed", "stored"])
 async def test_a_kill_at_any_step_of_recovery_delivers_the_block_once_per_provider_session(
-    tmp_path: Path, wire: WireServer, step: str
+    tmp_path: Path, wire: WireServer, step: str, first_turn: _FirstTurn
 ) -> None:
-    workspace = long_workspace(tmp_path)
-    wire.script(Reply(text="Teal it is."))
-    agent = _sdk_agent(tmp_path, wire, workspace)
-    try:
-        await agent.run_turn("My favourite colour is teal.")
-        session_id = agent.engine.session.id
-    finally:
-        agent.engine.session.close()
-    _forget_transcripts(tmp_path)
+    for name in ("store", "claude-config"):
+        shutil.copytree(first_turn.folder / name, tmp_path / name)
+    workspace, session_id = first_turn.workspace, first_turn.session_id
     wire.script(*(Reply(text=f"Answer {n}.") for n in range(3)))
     script = KILL_SCRIPT.format(src=str(REPO / "src"), repo=str(REPO))
     args = [str(tmp_path), str(workspace), wire.url, session_id, step]
     proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=180)
     assert proc.returncode == -9, proc.stderr
-    assert len(wire.requests) == (1 if step in ("cleared", "queued") else 2)
+    assert len(wire.requests) == (0 if step in ("cleared", "queued") else 1)  # the first turn's went to its own wire
     health = check_session(LocalSessionStore(tmp_path / "store"), session_id)
     assert not health.damaged, health.findings  # no partial session: every line the kill left is whole
 
@@ -589,7 +614,7 @@ async def test_a_kill_at_any_step_of_recovery_delivers_the_block_once_per_provid
     assert len(_recovery_blocks(_text(last.body))) == 1 and "My favourite colour is teal." in _text(last.body)
     assert _sessions(wire.requests[-2:])[0] == _sessions(wire.requests[-2:])[1]
     by_session: dict[str, int] = {}
-    for request in wire.requests[1:]:
+    for request in wire.requests:  # every request after the first turn
         prompt = _last_user_text(request.body)
         by_session[request.headers[SESSION_HEADER]] = by_session.get(request.headers[SESSION_HEADER], 0) + len(
             _recovery_blocks(prompt)

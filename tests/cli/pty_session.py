@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -12,8 +13,10 @@ from pathlib import Path
 from typing import Any, Self
 
 import pexpect
+from typer.testing import CliRunner
 
 import lamina
+from lamina.cli import app
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import WireResponse
 from tests.wire.server import WireServer, _Handler
@@ -26,6 +29,37 @@ PROMPT_READY = re.compile(r"\x1b\[\?2004h")
 def paste(text: str) -> str:
     """`text` as a terminal sends a paste (bracketed paste mode)."""
     return f"\x1b[200~{text}\x1b[201~"
+
+
+def chat_env(tmp_path: Path, wire: WireServer, unset: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment `Chat` runs `lamina` in: the wire server's keys, the test's store, config and state."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "ANTHROPIC_BASE_URL": wire.url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "TERM": "xterm",
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+        "LAMINA_STORE": str(tmp_path / "store"),
+    }
+    for name in ("NO_COLOR", "COLUMNS", "LINES"):  # pytest-xdist's workers set COLUMNS=80: the pty's size wins
+        env.pop(name, None)
+    for name in unset:  # `model=None, unset=("ANTHROPIC_API_KEY",)`: no model given and no key to use
+        env.pop(name, None)
+    return env
+
+
+def run_here(tmp_path: Path, wire: WireServer, text: str, model: str = "anthropic:claude-sonnet-5") -> str:
+    """`lamina run TEXT` in this process (typer's runner) in `Chat`'s environment and folder; its answer.
+
+    For a session a test only sets up before the chat under test: a process costs a second or two of CPU.
+    """
+    with contextlib.chdir(tmp_path / "ws"):
+        result = CliRunner().invoke(app, ["run", text, "--model", model], env=chat_env(tmp_path, wire))
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
 
 
 class Chat:
@@ -41,21 +75,7 @@ class Chat:
         unset: tuple[str, ...] = (),
     ) -> None:
         self.transcript = tmp_path / f"transcript-{len(list(tmp_path.glob('transcript-*')))}.txt"
-        env = {
-            **os.environ,
-            "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-            "ANTHROPIC_BASE_URL": wire.url,
-            "ANTHROPIC_API_KEY": API_KEY,
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "TERM": "xterm",
-            "PROMPT_TOOLKIT_NO_CPR": "1",
-            "LAMINA_STORE": str(tmp_path / "store"),
-        }
-        for name in ("NO_COLOR", "COLUMNS", "LINES"):  # pytest-xdist's workers set COLUMNS=80: the pty's size wins
-            env.pop(name, None)
-        for name in unset:  # `model=None, unset=("ANTHROPIC_API_KEY",)`: no model given and no key to use
-            env.pop(name, None)
+        env = chat_env(tmp_path, wire, unset)
         chosen = ["--model", model] if model is not None else []
         self.child = pexpect.spawn(
             sys.executable,

@@ -11,7 +11,7 @@ import pytest
 
 from lamina.context import INTERRUPTED_RESULT
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, UserMessage
-from tests.cli.pty_session import Chat, HoldingWire, paste
+from tests.cli.pty_session import Chat, HoldingWire, paste, run_here
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
 
@@ -174,11 +174,7 @@ def test_ctrl_c_during_a_tool_call_records_it_as_interrupted(tmp_path: Path, ws:
 @pytest.mark.slow
 def test_continue_resumes_the_latest_session_of_the_directory(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Noted."), Reply(text="It was 42."))
-    first = Chat(tmp_path, wire)
-    first.say("remember the number 42")
-    first.expect("Noted.")
-    first.say("/quit")
-    assert first.finish() == 0
+    assert run_here(tmp_path, wire, "remember the number 42").strip() == "Noted."  # the session to continue
     session_id, _ = _only_session(tmp_path)
     second = Chat(tmp_path, wire, "--continue")
     second.expect(f"session {session_id} (resumed)")

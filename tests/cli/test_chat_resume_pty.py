@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lamina.session import AssistantMessage, CompactionBoundary, LocalSessionStore, StateChange, UserMessage
-from tests.cli.pty_session import Chat, HoldingWire
+from tests.cli.pty_session import Chat, HoldingWire, run_here
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
 
@@ -54,11 +54,7 @@ def test_continue_runs_on_the_sessions_model_without_a_key_and_shows_a_recap(
         Reply(text="It was 42."),
     )
     spec = f"openai-compat:{wire.openai_url}#local-model"
-    first = Chat(tmp_path, wire, model=spec)
-    first.say("remember the number 42")
-    first.expect("Noted: the number is 42.")
-    first.say("/quit")
-    assert first.finish() == 0
+    assert run_here(tmp_path, wire, "remember the number 42", spec).strip() == "Noted: the number is 42."
     (row,) = _store(tmp_path).list()
     second = Chat(tmp_path, wire, "--continue", model=None, unset=NO_KEYS)
     second.expect(f"session {row.id} (resumed) · {spec} · mode ask")
@@ -190,11 +186,7 @@ def test_context_shows_one_total(tmp_path: Path, ws: Path, wire: WireServer) -> 
 
 def test_sessions_n_switches_to_that_session_in_the_running_chat(tmp_path: Path, ws: Path, wire: WireServer) -> None:
     wire.script(Reply(text="Alpha noted."), Reply(text="Beta noted."), Reply(text="Back in alpha."))
-    first = Chat(tmp_path, wire)
-    first.say("alpha one")
-    first.expect("Alpha noted.")
-    first.say("/quit")
-    assert first.finish() == 0
+    assert run_here(tmp_path, wire, "alpha one").strip() == "Alpha noted."  # the session to switch back to
     (alpha,) = _store(tmp_path).list()
     chat = Chat(tmp_path, wire, "--mode", "explore")
     chat.say("beta one")
