@@ -37,6 +37,7 @@ from lamina.sources import SourceConnections, find_sources
 from lamina.workspace import WorkspaceTrust
 from tests.conftest import EXHAUSTIVE
 from tests.support.look_alikes import FIXED, markers
+from tests.support.sandbox import BASH_SANDBOX
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply, ToolUse
@@ -535,6 +536,7 @@ async def _code_session(root: Path) -> list[str]:
                         sources=connections,
                         retry=RetryPolicy(sleep=_no_sleep),
                         skills_dir=root / "none",
+                        sandbox=BASH_SANDBOX,
                     ),
                 )
                 await agent.run_turn("Look at models.py.", ["models.py"])

@@ -21,6 +21,7 @@ from lamina.tools import (
     ToolPipeline,
     default_tools,
 )
+from tests.support.sandbox import BASH_SANDBOX
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Session:
         return dataclasses.replace(self, pipeline=ToolPipeline(tools, ctx, rules=rules, ask=ask))
 
     def with_context(self, **context: Any) -> Session:
-        return self.with_tools(default_tools(), **context)
+        return self.with_tools(default_tools(sandbox=BASH_SANDBOX), **context)
 
 
 @pytest.fixture
@@ -64,5 +65,8 @@ def session(tmp_path: Path) -> Session:
     data = tmp_path / "data"
     ctx = ToolContext(cwd=root, data_dir=data, mode=PermissionMode.EXECUTE, offload=OffloadPolicy())
     return Session(
-        root=root.resolve(), data=data.resolve(), outside=outside.resolve(), pipeline=ToolPipeline(default_tools(), ctx)
+        root=root.resolve(),
+        data=data.resolve(),
+        outside=outside.resolve(),
+        pipeline=ToolPipeline(default_tools(sandbox=BASH_SANDBOX), ctx),
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lamina.tools import BashTool, Deny, SandboxSettings
+from tests.support.sandbox import BASH_SANDBOX
 from tests.tools.conftest import Session
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="POSIX shell, process groups and /proc")
@@ -152,7 +153,7 @@ async def test_a_background_process_holding_the_output_does_not_block_the_call(s
 
 
 async def test_huge_output_keeps_head_and_tail_with_a_note(session: Session) -> None:
-    s = session.with_tools([BashTool(max_output_bytes=4_000)])
+    s = session.with_tools([BashTool(max_output_bytes=4_000, sandbox=BASH_SANDBOX)])
     result = await s.call("Bash", command="seq 1 200000")
     lines = result.content.splitlines()
     assert lines[:3] == ["1", "2", "3"]

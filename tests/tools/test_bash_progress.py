@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from tests.support.sandbox import BASH_SANDBOX
 from tests.tools.conftest import Session
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")
@@ -34,7 +35,7 @@ async def test_progress_gets_all_of_the_output_whatever_the_cap(session: Session
     from lamina.tools import BashTool
 
     heard: list[str] = []
-    session = session.with_tools([BashTool(max_output_bytes=64)], progress=heard.append)
+    session = session.with_tools([BashTool(max_output_bytes=64, sandbox=BASH_SANDBOX)], progress=heard.append)
     result = await session.call("Bash", command="for i in $(seq 1 200); do echo line $i; done")
     assert "bytes of output omitted" in result.content  # the model gets the head and the tail
     assert "".join(heard).splitlines() == [f"line {i}" for i in range(1, 201)]

@@ -20,6 +20,7 @@ from lamina.tools import (
     default_tools,
 )
 from lamina.workspace import ContextFileFinder
+from tests.support.sandbox import BASH_SANDBOX
 from tests.tools.conftest import Session
 
 SKILL = "skills/x/SKILL.md"
@@ -33,7 +34,7 @@ class DenyReads(Rule):
 
 
 def with_manager(session: Session, manager: PrerequisiteManager, *extra: Rule) -> Session:
-    return session.with_tools(default_tools(), rules=[manager.rule(), *extra])
+    return session.with_tools(default_tools(sandbox=BASH_SANDBOX), rules=[manager.rule(), *extra])
 
 
 def skill(session: Session, manager: PrerequisiteManager, name: str = "x") -> Requirement:
@@ -331,7 +332,7 @@ async def test_nearest_context_files_gate_edit_and_write_in_monorepo(session: Se
     finder = ContextFileFinder()
     manager = PrerequisiteManager()
     rule = NearestContextFileRule(manager, lambda path: [f.path for f in finder.nearest(session.root, path)])
-    s = session.with_tools(default_tools(), rules=[manager.rule(), rule])
+    s = session.with_tools(default_tools(sandbox=BASH_SANDBOX), rules=[manager.rule(), rule])
 
     edit = {"path": "packages/a/x.py", "old_string": "1", "new_string": "2"}
     denied = await s.call("Edit", **edit)
