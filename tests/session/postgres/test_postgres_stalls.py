@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -133,6 +134,39 @@ def test_a_writer_stalled_inside_its_copy_fails_within_the_bound_and_is_taken_ov
         assert not set(late) & {i for i, _ in committed}
     finally:
         forwarder.close()  # first: a stalled connection must not hold up the stores' close
+        writer.close()
+        taker.close()
+
+
+@pytest.mark.slow
+def test_a_writer_whose_flush_stalled_stops_renewing_so_its_ended_transaction_frees_the_session(
+    schema: str, forwarder: Forwarder, tmp_path: Path
+) -> None:
+    # The race a takeover used to lose: once the stalled transaction was ended, the writer's
+    # renewing thread extended the lease again before the taker's next try.
+    writer = _store(forwarder.url(schema), tmp_path, _name("unsettled-writer", schema))
+    taker = _store(schema_url(schema), tmp_path, _name("unsettled-taker", schema))
+    try:
+        session = writer.create()
+        _turn(session, "acknowledged")
+        session.flush()
+        forwarder.stall_inside_copy()
+        _turn(session, "never acknowledged")
+        with pytest.raises(StoreConnectionError, match="query_timeout"):
+            _finishes(session.flush)
+        with psycopg.connect(URL, autocommit=True) as admin:  # the stalled backend ends, as a takeover ends it
+            admin.execute(
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+                " WHERE application_name = %s AND backend_xid IS NOT NULL",
+                (writer.application_name,),
+            )
+        assert _open_transactions(writer.application_name) == 0
+        time.sleep(LEASE * 1.5)  # the renewing thread runs every LEASE / 3 in the meantime
+        taken = _finishes(lambda: taker.open(session.id, wait=0.0))
+        assert taken.lease_token == (session.lease_token or 0) + 1
+        taken.close()
+    finally:
+        forwarder.close()
         writer.close()
         taker.close()
 

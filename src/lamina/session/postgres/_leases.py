@@ -40,10 +40,11 @@ class Database(Protocol):
 
 
 class LeasedSession(Protocol):
-    """A session whose lease is held: its id, its fencing token (None once closed), lost or not."""
+    """A session whose lease is held: its id, its token (None once closed), lost, unsettled by a failed flush."""
 
     _token: int | None
     _lost: bool
+    _unsettled: bool
 
     @property
     def id(self) -> str: ...
@@ -126,7 +127,9 @@ class Leases:
         """Renew every held lease a few times per lease period; a lease found taken marks its session lost."""
         period = max(self._db.lease_seconds / 3, 0.05)
         while not self._stop.wait(period):
-            held = [s for s in list(self._held) if s._token is not None and not s._lost]
+            # An unsettled session's turn may still sit in a stalled transaction: once a takeover ends
+            # that transaction, a renewal here would give the lease back to the stalled writer.
+            held = [s for s in list(self._held) if s._token is not None and not s._lost and not s._unsettled]
             if held:
                 with contextlib.suppress(StoreError):  # the database is away: try again next period
                     self.renew(held)

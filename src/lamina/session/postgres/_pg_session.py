@@ -74,6 +74,10 @@ class PostgresSession(CachedFiles, SessionCore):
         """The fencing token of this writer's lease; None when read-only or closed."""
         self._lost = False
         """The lease was found taken over: every write is refused."""
+        self._unsettled = False
+        """A flush failed with its outcome unknown (its transaction may still sit on the row): the
+        store's thread stops renewing the lease until a flush settles it, so a stalled turn cannot
+        keep the session."""
         self._creating = False
         """The session's row is not in the database yet: the first commit inserts it (an import)."""
         self._files_from: str | None = None
@@ -305,10 +309,12 @@ class PostgresSession(CachedFiles, SessionCore):
             return
         for _ in range(2):  # a second round only after an earlier commit whose answer was lost
             try:
+                self._unsettled = True
                 self._commit_pending()
             except _NotApplied:
                 self._settle()
                 continue
+            self._unsettled = False
             return
         raise StoreError(self._store.location, f"session {self.id}: the flush could not be settled")
 
