@@ -33,6 +33,11 @@ class Reply:
     """None: echo the request's model."""
     output_tokens: int | None = None
     """None: estimated from the text and tool arguments."""
+    reasoning: str = ""
+    """The model's reasoning before its answer, in each API's form: Anthropic thinking signed by the
+    server, a Responses reasoning item it encrypts, a server's `reasoning_content` (empty: none)."""
+    redacted: bool = False
+    """Anthropic: the reasoning comes as a `redacted_thinking` block (opaque data, no text)."""
 
 
 @dataclass(frozen=True)

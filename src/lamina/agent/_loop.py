@@ -498,6 +498,7 @@ def _answer(completed: Completed, turn_id: str) -> AssistantMessage:
         usage=completed.usage,
         stop_reason=completed.stop_reason,
         turn_id=turn_id,
+        reasoning=completed.reasoning,
     )
 
 

@@ -16,7 +16,7 @@ import msgspec
 
 from lamina.context._parts import Part, Stability, Tier
 from lamina.defang import Authority, SafeText, neutralise, render_block, trusted
-from lamina.session import AssistantMessage, AttachmentRef, ToolCall, ToolResult, UserMessage
+from lamina.session import AssistantMessage, AttachmentRef, Reasoning, ToolCall, ToolResult, UserMessage
 
 __all__ = [
     "ON_DEMAND_FILE_NAMES",
@@ -25,6 +25,7 @@ __all__ = [
     "interrupted_part",
     "is_on_demand_read",
     "path_of",
+    "reasoning_part",
     "summary_part",
     "tool_call_of",
     "tool_call_part",
@@ -59,6 +60,23 @@ def assistant_part(entry: AssistantMessage) -> Part:
     return Part(
         f"history.assistant.{entry.id}",
         trusted(entry.text),  # the model's own reply, given back unchanged (cache bytes)
+        f"model:{entry.model}" if entry.model else "model",
+        Authority.MODEL_OUTPUT,
+        Stability.COMPACTABLE,
+        Tier.HISTORY,
+    )
+
+
+def reasoning_part(entry: AssistantMessage, index: int, reasoning: Reasoning) -> Part:
+    """One block of the model's reasoning before its answer; its text is what can be read of it.
+
+    The block itself (signature, encrypted content) goes back unchanged as `ReasoningBlock.reasoning`;
+    the part's text is the readable reasoning (or the summaries) that the budget counts.
+    """
+    readable = reasoning.text or "\n\n".join(reasoning.summary)
+    return Part(
+        f"history.reasoning.{entry.id}.{index}",
+        trusted(readable),  # the model's own reasoning, given back unchanged (cache bytes)
         f"model:{entry.model}" if entry.model else "model",
         Authority.MODEL_OUTPUT,
         Stability.COMPACTABLE,

@@ -15,6 +15,7 @@ from lamina.context._history_parts import (
     assistant_part,
     attachment_part,
     interrupted_part,
+    reasoning_part,
     summary_part,
     tool_call_of,
     tool_call_part,
@@ -30,6 +31,7 @@ from lamina.session import (
     LogEntry,
     OutboxRecord,
     PartRecord,
+    Reasoning,
     ToolCall,
     ToolResult,
     TurnRecord,
@@ -43,6 +45,7 @@ __all__ = [
     "DocumentBlock",
     "ImageBlock",
     "Message",
+    "ReasoningBlock",
     "TextBlock",
     "ToolResultBlock",
     "ToolUseBlock",
@@ -217,7 +220,24 @@ class DocumentBlock:
     parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
 
 
-Block: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock | DocumentBlock
+@dataclass(frozen=True, slots=True)
+class ReasoningBlock:
+    """A block of the model's reasoning, as its provider returned it (signature, encrypted content).
+
+    Which of them go back, and to whom, is `lamina.placement`'s decision (`docs/reasoning.md`).
+    """
+
+    reasoning: Reasoning
+    parts: tuple[Part, ...] = field(default=(), compare=False, repr=False)
+
+    @classmethod
+    def of(cls, entry: AssistantMessage, index: int) -> ReasoningBlock:
+        """The `index`-th reasoning block of `entry`, with its part."""
+        reasoning = entry.reasoning[index]
+        return cls(reasoning, (reasoning_part(entry, index, reasoning),))
+
+
+Block: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock | DocumentBlock | ReasoningBlock
 
 AttachmentBlocks: TypeAlias = Callable[[AttachmentRef], Sequence[Block]]
 """How a stored attachment is shown to the model in use (see `lamina.attachments.AttachmentRenderer`)."""
@@ -336,7 +356,9 @@ def to_messages(
                 tail = tails.get(entry_id)
                 if tail:
                     _append(out, "user", TextBlock.of(*tail))
-            case AssistantMessage(text=text):
+            case AssistantMessage(text=text, reasoning=reasoning):
+                for index in range(len(reasoning)):  # before the answer and its calls, as the model produced them
+                    _append(out, "assistant", ReasoningBlock.of(entry, index))
                 if text:
                     _append(out, "assistant", TextBlock.of(assistant_part(entry)))  # the model's own reply
             case ToolCall(call_id=call_id):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
 
 from lamina.context import (
     AttachmentBlocks,
@@ -23,12 +23,15 @@ from lamina.placement._openai_render import (
     render_openai_responses,
     responses_wire_items,
 )
+from lamina.placement._reasoning import ReasoningOwner, foreign_reasoning, replayed
 from lamina.placement._sdk_managed import SdkManagedPrompt, render_sdk_managed
 from lamina.placement._targets import (
     AnthropicTarget,
     CacheTtl,
+    Effort,
     OpenAIChatTarget,
     OpenAIResponsesTarget,
+    ReasoningConfig,
     RenderTarget,
     SdkManagedTarget,
 )
@@ -104,18 +107,27 @@ class RenderCache:
 
 def _wire(
     turn: TurnContext,
-    kind: str,
+    owner: ReasoningOwner,
     convert: WireConverter,
     continuation: Sequence[LogEntry],
     cache: RenderCache | None,
     attachments: AttachmentBlocks,
+    history: Literal["keep", "drop"],
 ) -> list[dict[str, Any]]:
-    if cache is None:
-        return convert(turn.messages(continuation, attachments))
+    """The conversation's wire messages: completed turns with their reasoning as `history` says, this turn whole."""
+
+    def convert_past(messages: Sequence[Message]) -> list[dict[str, Any]]:
+        return convert(replayed(messages, owner, current=False, history=history))
+
     past, now = turn.segments(continuation)
     wire = convert(prelude_messages(turn.summary, turn.pinned))
-    wire += cache.past_wire(kind, past, convert, attachments)
-    wire += convert(to_messages(now, current_tail=(turn.user_entry_id, turn.tail_parts()), attachments=attachments))
+    if cache is None:
+        for segment in split_turns(past):
+            wire += convert_past(to_messages(segment, attachments=attachments))
+    else:  # memoised per format and reasoning choice: a different choice is a different conversion
+        wire += cache.past_wire(f"{owner}/{history}", past, convert_past, attachments)
+    now_messages = to_messages(now, current_tail=(turn.user_entry_id, turn.tail_parts()), attachments=attachments)
+    wire += convert(replayed(now_messages, owner, current=True))
     return wire
 
 
@@ -143,16 +155,14 @@ def render(
     files (`lamina.attachments.AttachmentRenderer` for the model in use; by default a note each).
     """
     match target:
-        case AnthropicTarget():
-            return render_anthropic(
-                turn, _wire(turn, "anthropic", wire_messages, continuation, cache, attachments), target
-            )
-        case OpenAIChatTarget():
-            return render_openai_chat(
-                turn, _wire(turn, "chat", chat_wire_messages, continuation, cache, attachments), target
-            )
-        case OpenAIResponsesTarget():
-            wire = _wire(turn, "responses", responses_wire_items, continuation, cache, attachments)
+        case AnthropicTarget(reasoning=reasoning):
+            wire = _wire(turn, "anthropic", wire_messages, continuation, cache, attachments, reasoning.history)
+            return render_anthropic(turn, wire, target)
+        case OpenAIChatTarget(reasoning=reasoning):
+            wire = _wire(turn, "openai-compat", chat_wire_messages, continuation, cache, attachments, reasoning.history)
+            return render_openai_chat(turn, wire, target)
+        case OpenAIResponsesTarget(reasoning=reasoning):
+            wire = _wire(turn, "openai", responses_wire_items, continuation, cache, attachments, reasoning.history)
             return render_openai_responses(turn, wire, target)
         case SdkManagedTarget():
             return render_sdk_managed(turn, _attached_text(turn, attachments))
@@ -163,13 +173,18 @@ def render(
 __all__ = [
     "AnthropicTarget",
     "CacheTtl",
+    "Effort",
     "OpenAIChatTarget",
     "OpenAIResponsesTarget",
+    "ReasoningConfig",
+    "ReasoningOwner",
     "RenderCache",
     "RenderTarget",
     "RenderedRequest",
     "SdkManagedPrompt",
     "SdkManagedTarget",
     "WireConverter",
+    "foreign_reasoning",
     "render",
+    "replayed",
 ]

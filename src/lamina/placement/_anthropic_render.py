@@ -14,13 +14,14 @@ from lamina.context import (
     DocumentBlock,
     ImageBlock,
     Message,
+    ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     TurnContext,
 )
 from lamina.placement._call_ids import anthropic_call_id
-from lamina.placement._targets import AnthropicTarget, CacheTtl
+from lamina.placement._targets import AnthropicTarget, CacheTtl, ReasoningConfig
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
     from anthropic.types import TextBlockParam, ToolParam
@@ -53,6 +54,10 @@ def _block(block: Block) -> dict[str, Any]:
         case DocumentBlock(media_type=media_type, data=data, title=title):
             source = {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode()}
             return {"type": "document", "source": source, "title": title}
+        case ReasoningBlock(reasoning=r) if r.kind == "redacted_thinking":
+            return {"type": "redacted_thinking", "data": r.data}
+        case ReasoningBlock(reasoning=r):  # unchanged, signature included, or the API refuses the tool loop
+            return {"type": "thinking", "thinking": r.text, "signature": r.signature}
         case _:
             assert_never(block)
 
@@ -130,6 +135,21 @@ def _marks(wire: list[dict[str, Any]], target: AnthropicTarget, free: int, turn_
     return marks
 
 
+def _reasoning_params(reasoning: ReasoningConfig) -> dict[str, Any]:
+    """The request's `thinking` and `output_config` for `reasoning` (nothing for the model's defaults)."""
+    params: dict[str, Any] = {}
+    if reasoning.thinking is not None:
+        thinking: dict[str, Any] = {"type": reasoning.thinking}
+        if reasoning.budget_tokens is not None:
+            thinking["budget_tokens"] = reasoning.budget_tokens
+        if reasoning.display is not None and reasoning.thinking != "disabled":
+            thinking["display"] = reasoning.display
+        params["thinking"] = thinking
+    if reasoning.effort is not None:
+        params["output_config"] = {"effort": reasoning.effort}
+    return params
+
+
 def render_anthropic(
     turn: TurnContext, wire: list[dict[str, Any]], target: AnthropicTarget
 ) -> MessageCreateParamsNonStreaming:
@@ -146,6 +166,7 @@ def render_anthropic(
         context[-1] = {**context[-1], "cache_control": _cache(target.stable_ttl)}
         wire = [{"role": "user", "content": context}, *wire]
     body: dict[str, Any] = {"model": target.model, "max_tokens": target.max_tokens, "messages": wire}
+    body.update(_reasoning_params(target.reasoning))
     if system:
         body["system"] = system
     if turn.tools:

@@ -22,6 +22,7 @@ from lamina.context import (
     DocumentBlock,
     ImageBlock,
     Message,
+    ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -74,6 +75,10 @@ def chat_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
         if message.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+            for block in message.blocks:  # a server's reasoning, in the field it came in
+                if isinstance(block, ReasoningBlock) and block.reasoning.text:
+                    name = block.reasoning.field or "reasoning_content"
+                    item[name] = item[name] + block.reasoning.text if name in item else block.reasoning.text
             calls = [b for b in message.blocks if isinstance(b, ToolUseBlock)]
             if calls:
                 item["tool_calls"] = [
@@ -119,6 +124,8 @@ def render_openai_chat(
             }
             for t in turn.tools
         ]
+    if target.reasoning.effort is not None:
+        body["reasoning_effort"] = target.reasoning.effort
     if target.max_tokens is not None:
         body["max_completion_tokens"] = target.max_tokens
     if target.prompt_cache_key:
@@ -154,6 +161,15 @@ def responses_wire_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     )
                 case ImageBlock() | DocumentBlock():
                     out.append({"role": "user", "content": [_responses_part(block)]})
+                case ReasoningBlock(reasoning=r) if r.data:  # store is false: only the encrypted item can go back
+                    out.append(
+                        {
+                            "type": "reasoning",
+                            "id": r.item_id,
+                            "summary": [{"type": "summary_text", "text": t} for t in r.summary],
+                            "encrypted_content": r.data,
+                        }
+                    )
     return out
 
 
@@ -192,6 +208,13 @@ def render_openai_responses(
             }
             for t in turn.tools
         ]
+    reasoning = {
+        k: v for k, v in (("effort", target.reasoning.effort), ("summary", target.reasoning.summary)) if v is not None
+    }
+    if reasoning:
+        body["reasoning"] = reasoning
+    if target.includes_encrypted_reasoning:
+        body["include"] = ["reasoning.encrypted_content"]
     if target.max_output_tokens is not None:
         body["max_output_tokens"] = target.max_output_tokens
     if target.prompt_cache_key:

@@ -8,6 +8,47 @@ from typing import Literal, TypeAlias
 from lamina.errors import UsageError
 
 CacheTtl: TypeAlias = Literal["5m", "1h"]
+Effort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""How hard a model reasons: Anthropic's `output_config.effort`, OpenAI's `reasoning.effort` / `reasoning_effort`."""
+
+_MIN_THINKING_BUDGET = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningConfig:
+    """How the model reasons and what of its reasoning goes back; None leaves a setting to the model.
+
+    Each provider reads what it has: Anthropic `thinking`, `budget_tokens`, `display` and `effort`;
+    OpenAI Responses `effort` and `summary`; an OpenAI-compatible server `effort` (as
+    `reasoning_effort`). `history` says whether completed turns send their reasoning back
+    (`docs/reasoning.md`); the turn in progress always does.
+    """
+
+    thinking: Literal["enabled", "adaptive", "disabled"] | None = None
+    """Anthropic's thinking type; `enabled` takes `budget_tokens`."""
+    budget_tokens: int | None = None
+    """Anthropic's thinking budget (at least 1024, below `max_tokens`) with `thinking="enabled"`."""
+    display: Literal["summarized", "omitted"] | None = None
+    """Anthropic: whether thinking text comes back (summarised) or only its signature."""
+    effort: Effort | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+    """OpenAI Responses: reasoning summaries to return."""
+    history: Literal["keep", "drop"] = "keep"
+    """Completed turns' reasoning: sent back as it was (the cached prefix holds) or left out."""
+
+    def __post_init__(self) -> None:
+        if self.budget_tokens is not None:
+            if self.thinking != "enabled":
+                raise UsageError("reasoning budget_tokens needs thinking 'enabled'")
+            if self.budget_tokens < _MIN_THINKING_BUDGET:
+                raise UsageError(f"reasoning budget_tokens must be at least {_MIN_THINKING_BUDGET}")
+        if self.thinking == "enabled" and self.budget_tokens is None:
+            raise UsageError("thinking 'enabled' needs budget_tokens (or use thinking 'adaptive')")
+
+    @property
+    def is_set(self) -> bool:
+        """Whether anything is asked of the model (else nothing is sent and the model reasons as it does)."""
+        return any(v is not None for v in (self.thinking, self.display, self.effort, self.summary))
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +68,7 @@ class AnthropicTarget:
     anthropic_cache_ttl: CacheTtl = "5m"
     stable_ttl: CacheTtl = "1h"
     turn_ttl: CacheTtl | None = None
+    reasoning: ReasoningConfig = ReasoningConfig()
 
     @property
     def turn_breakpoint_ttl(self) -> CacheTtl:
@@ -48,6 +90,9 @@ class AnthropicTarget:
         return chosen
 
     def __post_init__(self) -> None:
+        budget = self.reasoning.budget_tokens
+        if budget is not None and budget >= self.max_tokens:
+            raise UsageError(f"reasoning budget_tokens ({budget}) must be below max_tokens ({self.max_tokens})")
         if self.anthropic_cache_ttl == "1h" and self.stable_ttl == "5m":
             raise UsageError("anthropic_cache_ttl '1h' needs stable_ttl '1h' (1-hour entries must come first)")
         if self.turn_ttl == "1h" and self.stable_ttl == "5m":
@@ -64,6 +109,7 @@ class OpenAIChatTarget:
     max_tokens: int | None = None
     prompt_cache_key: bool = True
     """Send the session id as `prompt_cache_key` (servers that reject it can turn this off)."""
+    reasoning: ReasoningConfig = ReasoningConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +119,19 @@ class OpenAIResponsesTarget:
     model: str
     max_output_tokens: int | None = None
     prompt_cache_key: bool = True
+    reasoning: ReasoningConfig = ReasoningConfig()
+    encrypted_reasoning: bool | None = None
+    """Ask for `reasoning.encrypted_content` (sent back with the next input, as `store` is false).
+    None: for reasoning models (`o1`…, `gpt-5`…, `codex`…) or whenever `reasoning` is set."""
+
+    @property
+    def includes_encrypted_reasoning(self) -> bool:
+        """Whether requests ask for the reasoning items' encrypted content."""
+        if self.encrypted_reasoning is not None:
+            return self.encrypted_reasoning
+        name = self.model.rsplit("/", 1)[-1].lower()
+        reasoning_model = name.startswith(("gpt-5", "codex")) or (name[:1] == "o" and name[1:2].isdigit())
+        return reasoning_model or self.reasoning.is_set
 
 
 @dataclass(frozen=True, slots=True)

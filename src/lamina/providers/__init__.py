@@ -20,6 +20,7 @@ from lamina.providers._provider import (
     ProviderCompacted,
     ProviderEvent,
     ProviderSessionChanged,
+    ReasoningDelta,
     TextDelta,
     ToolCallRequest,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "ProviderCompacted",
     "ProviderEvent",
     "ProviderSessionChanged",
+    "ReasoningDelta",
     "RetryNotice",
     "RetryPolicy",
     "ScriptError",

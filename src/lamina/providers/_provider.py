@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.session import ProviderSession, Usage
+from lamina.session import ProviderSession, Reasoning, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,13 @@ class Capabilities:
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     """A piece of the model's text, as streamed."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's readable reasoning (thinking text, a reasoning summary), as streamed."""
 
     text: str
 
@@ -56,6 +63,8 @@ class Completed:
     usage: Usage
     model: str = ""
     raw_stop_reason: str = field(default="", compare=False)
+    reasoning: tuple[Reasoning, ...] = ()
+    """The response's reasoning blocks, in order, exactly as returned (signatures, encrypted content)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +83,9 @@ class ProviderCompacted:
     tokens_before: int = 0
 
 
-ProviderEvent: TypeAlias = TextDelta | ToolCallRequest | ProviderSessionChanged | ProviderCompacted | Completed
+ProviderEvent: TypeAlias = (
+    TextDelta | ReasoningDelta | ToolCallRequest | ProviderSessionChanged | ProviderCompacted | Completed
+)
 
 
 class Provider(Protocol):

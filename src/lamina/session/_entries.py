@@ -27,8 +27,11 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     input: int = 0
     """Uncached input tokens."""
     output: int = 0
+    """Output tokens, reasoning included (what is billed as output)."""
     cache_read: int = 0
     cache_write: int = 0
+    reasoning: int = 0
+    """Of `output`, the tokens the model spent reasoning (thinking), as the provider reports them."""
 
 
 class Ledger(msgspec.Struct, frozen=True, kw_only=True):
@@ -153,14 +156,43 @@ class UserMessage(_EntryBase, frozen=True, kw_only=True, tag="user"):
         return not isinstance(self.user_words, msgspec.UnsetType)
 
 
+class Reasoning(msgspec.Struct, frozen=True, kw_only=True):
+    """One block of a model's reasoning, kept exactly as its provider returned it.
+
+    Signed or encrypted content goes back to the provider that made it, unchanged; no other
+    provider ever sees it (see `docs/reasoning.md`).
+    """
+
+    provider: Literal["anthropic", "openai", "openai-compat"]
+    """Whose content it is: Anthropic Messages, OpenAI Responses, or an OpenAI-compatible server."""
+    kind: Literal["thinking", "redacted_thinking", "reasoning", "reasoning_content"]
+    """Anthropic `thinking` or `redacted_thinking`, a Responses `reasoning` item, a server's `reasoning_content`."""
+    text: str = ""
+    """The readable reasoning: Anthropic's thinking text (empty when omitted), a server's reasoning text."""
+    signature: str = ""
+    """Anthropic's signature of a thinking block."""
+    data: str = ""
+    """Opaque content: a redacted thinking block's data, a Responses item's `encrypted_content`."""
+    item_id: str = ""
+    """A Responses reasoning item's id (`rs_…`)."""
+    summary: tuple[str, ...] = ()
+    """A Responses reasoning item's summary texts, in order."""
+    field: str = ""
+    """For a server's reasoning: the message field it came in (`reasoning_content`, `reasoning`)."""
+
+
 class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
-    """The text of one model response; its tool calls follow as `ToolCall` entries."""
+    """The text of one model response; its tool calls follow as `ToolCall` entries.
+
+    Its reasoning (`reasoning`) came before the text and the calls, in the order the model produced it.
+    """
 
     text: str
     model: str = ""
     usage: Usage | None = None
     stop_reason: str | None = None
     turn_id: str | None = None
+    reasoning: tuple[Reasoning, ...] = ()
 
 
 class ToolCall(_EntryBase, frozen=True, kw_only=True, tag="tool_call"):

@@ -1,0 +1,69 @@
+"""Which reasoning blocks go back to the provider, decided in one place for every renderer (pure).
+
+The rules, by provider (`docs/reasoning.md`):
+
+- A block goes back only to the provider that made it: signed thinking, encrypted reasoning and a
+  server's reasoning text never cross to another provider.
+- The turn being sent (its tool loop included) keeps every block of its provider, unchanged and in
+  order: Anthropic refuses a tool loop whose thinking was changed or dropped, Responses with
+  `store: false` needs the encrypted items to keep its chain of thought.
+- Completed turns keep their blocks (`history="keep"`, the default: the cached prefix stays byte
+  for byte what was sent) or drop them (`"drop"`: fewer input tokens, one prefix change per turn).
+  An OpenAI-compatible server's reasoning before tool calls always stays: DeepSeek refuses a
+  request that leaves it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, TypeAlias
+
+from lamina.context import Block, Message, ReasoningBlock, ToolUseBlock
+
+ReasoningOwner: TypeAlias = Literal["anthropic", "openai", "openai-compat"]
+"""Whose reasoning a request format carries: Anthropic Messages, OpenAI Responses, Chat Completions."""
+
+
+def replayed(
+    messages: Sequence[Message], owner: ReasoningOwner, *, current: bool, history: Literal["keep", "drop"] = "keep"
+) -> list[Message]:
+    """`messages` with only the reasoning blocks that go back to `owner`.
+
+    Args:
+        messages: One turn's messages (or several completed turns').
+        owner: The provider the request goes to.
+        current: Whether they are the turn being sent (its tool loop: every own block stays).
+        history: For completed turns: keep their reasoning or drop it.
+
+    Returns:
+        The messages, reasoning filtered; a message left empty is dropped and its neighbours of the
+        same role merged, so the conversation stays well-formed.
+    """
+    if not any(isinstance(b, ReasoningBlock) for m in messages for b in m.blocks):
+        return list(messages)
+    out: list[Message] = []
+    for message in messages:
+        calls = any(isinstance(b, ToolUseBlock) for b in message.blocks)
+        blocks = tuple(b for b in message.blocks if _kept(b, owner, current=current, history=history, calls=calls))
+        if not blocks:
+            continue
+        if out and out[-1].role == message.role:
+            out[-1] = Message(message.role, (*out[-1].blocks, *blocks))
+        else:
+            out.append(Message(message.role, blocks))
+    return out
+
+
+def _kept(block: Block, owner: ReasoningOwner, *, current: bool, history: str, calls: bool) -> bool:
+    if not isinstance(block, ReasoningBlock):
+        return True
+    if block.reasoning.provider != owner:
+        return False
+    if current or history == "keep":
+        return True
+    return owner == "openai-compat" and calls
+
+
+def foreign_reasoning(messages: Sequence[Message], owner: ReasoningOwner) -> int:
+    """How many reasoning blocks in `messages` another provider made (they are never sent to `owner`)."""
+    return sum(1 for m in messages for b in m.blocks if isinstance(b, ReasoningBlock) and b.reasoning.provider != owner)
