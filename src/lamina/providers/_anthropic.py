@@ -11,6 +11,7 @@ place SDK exceptions become `lamina.errors.ProviderError`s. The SDK client never
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import aclosing
@@ -25,7 +26,7 @@ from lamina.errors import (
     TransientServerError,
     UsageError,
 )
-from lamina.placement import AnthropicTarget, CacheTtl, RenderedRequest, SdkManagedPrompt
+from lamina.placement import AnthropicTarget, CacheTtl, ReasoningConfig, RenderedRequest, SdkManagedPrompt
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._retry import is_transport_error, parse_retry_after
@@ -73,6 +74,7 @@ class AnthropicProvider:
         anthropic_cache_ttl: CacheTtl = "5m",
         stable_ttl: CacheTtl = "1h",
         capabilities: Capabilities | None = None,
+        reasoning: ReasoningConfig | None = None,
     ) -> None:
         """Create the provider.
 
@@ -88,10 +90,15 @@ class AnthropicProvider:
             anthropic_cache_ttl: TTL of the rolling history breakpoints.
             stable_ttl: TTL of the tools + system prefix breakpoint.
             capabilities: What the model can do; defaults suit current Claude models.
+            reasoning: Thinking and effort, and whether completed turns send their thinking back.
         """
         require_sdk("anthropic", _FEATURE, "anthropic")
         self._target = AnthropicTarget(
-            model=model, max_tokens=max_tokens, anthropic_cache_ttl=anthropic_cache_ttl, stable_ttl=stable_ttl
+            model=model,
+            max_tokens=max_tokens,
+            anthropic_cache_ttl=anthropic_cache_ttl,
+            stable_ttl=stable_ttl,
+            reasoning=reasoning or ReasoningConfig(),
         )
         self._capabilities = capabilities or Capabilities(max_output_tokens=max_tokens, vision=True, pdf_input=True)
         self._client = client
@@ -109,6 +116,15 @@ class AnthropicProvider:
     def target(self) -> AnthropicTarget:
         """The placement target whose bodies this provider accepts."""
         return self._target
+
+    @property
+    def reasoning(self) -> ReasoningConfig:
+        """How the model reasons (sent with every request from now on when set)."""
+        return self._target.reasoning
+
+    @reasoning.setter
+    def reasoning(self, value: ReasoningConfig) -> None:
+        self._target = dataclasses.replace(self._target, reasoning=value)
 
     @property
     def capabilities(self) -> Capabilities:

@@ -7,6 +7,7 @@ on the first request). How each stream is read, and how usage is counted, is in 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -24,7 +25,13 @@ from lamina.errors import (
     TransientServerError,
     UsageError,
 )
-from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget, RenderedRequest, SdkManagedPrompt
+from lamina.placement import (
+    OpenAIChatTarget,
+    OpenAIResponsesTarget,
+    ReasoningConfig,
+    RenderedRequest,
+    SdkManagedPrompt,
+)
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
 from lamina.providers._retry import is_transport_error, parse_retry_after
@@ -167,6 +174,7 @@ class OpenAIChatProvider(_OpenAIProvider):
         include_usage: bool = True,
         name: str = "openai",
         capabilities: Capabilities | None = None,
+        reasoning: ReasoningConfig | None = None,
     ) -> None:
         """Create the provider.
 
@@ -184,6 +192,8 @@ class OpenAIChatProvider(_OpenAIProvider):
             include_usage: Ask for the usage chunk (`stream_options.include_usage`).
             name: Provider name in messages and errors (`openai`, `openai-compat`, ...).
             capabilities: What the model can do.
+            reasoning: Effort (`reasoning_effort`), and whether completed turns send a server's
+                reasoning back.
         """
         super().__init__(
             name=name,
@@ -194,13 +204,27 @@ class OpenAIChatProvider(_OpenAIProvider):
             capabilities=capabilities,
             max_output_tokens=max_tokens,
         )
-        self._target = OpenAIChatTarget(model=model, max_tokens=max_tokens, prompt_cache_key=prompt_cache_key)
+        self._target = OpenAIChatTarget(
+            model=model,
+            max_tokens=max_tokens,
+            prompt_cache_key=prompt_cache_key,
+            reasoning=reasoning or ReasoningConfig(),
+        )
         self._include_usage = include_usage
 
     @property
     def target(self) -> OpenAIChatTarget:
         """The placement target whose bodies this provider accepts."""
         return self._target
+
+    @property
+    def reasoning(self) -> ReasoningConfig:
+        """How the model reasons (sent with every request from now on when set)."""
+        return self._target.reasoning
+
+    @reasoning.setter
+    def reasoning(self, value: ReasoningConfig) -> None:
+        self._target = dataclasses.replace(self._target, reasoning=value)
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Chat Completions body) and yield its events; the last one is `Completed`."""
@@ -307,8 +331,9 @@ class OpenAIResponsesProvider(_OpenAIProvider):
         prompt_cache_key: bool = True,
         name: str = "openai-responses",
         capabilities: Capabilities | None = None,
+        reasoning: ReasoningConfig | None = None,
     ) -> None:
-        """Create the provider; the arguments are those of `OpenAIChatProvider`."""
+        """Create the provider; the arguments are those of `OpenAIChatProvider` (`reasoning`: effort and summaries)."""
         super().__init__(
             name=name,
             client=client,
@@ -319,13 +344,25 @@ class OpenAIResponsesProvider(_OpenAIProvider):
             max_output_tokens=max_output_tokens,
         )
         self._target = OpenAIResponsesTarget(
-            model=model, max_output_tokens=max_output_tokens, prompt_cache_key=prompt_cache_key
+            model=model,
+            max_output_tokens=max_output_tokens,
+            prompt_cache_key=prompt_cache_key,
+            reasoning=reasoning or ReasoningConfig(),
         )
 
     @property
     def target(self) -> OpenAIResponsesTarget:
         """The placement target whose bodies this provider accepts."""
         return self._target
+
+    @property
+    def reasoning(self) -> ReasoningConfig:
+        """How the model reasons (sent with every request from now on when set)."""
+        return self._target.reasoning
+
+    @reasoning.setter
+    def reasoning(self, value: ReasoningConfig) -> None:
+        self._target = dataclasses.replace(self._target, reasoning=value)
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Responses body) and yield its events; the last one is `Completed`."""
