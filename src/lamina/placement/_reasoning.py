@@ -1,16 +1,10 @@
 """Which reasoning blocks go back to the provider, decided in one place for every renderer (pure).
 
-The rules, by provider (`docs/reasoning.md`):
-
-- A block goes back only to the provider that made it: signed thinking, encrypted reasoning and a
-  server's reasoning text never cross to another provider.
-- The turn being sent (its tool loop included) keeps every block of its provider, unchanged and in
-  order: Anthropic refuses a tool loop whose thinking was changed or dropped, Responses with
-  `store: false` needs the encrypted items to keep its chain of thought.
-- Completed turns keep their blocks (`history="keep"`, the default: the cached prefix stays byte
-  for byte what was sent) or drop them (`"drop"`: fewer input tokens, one prefix change per turn).
-  An OpenAI-compatible server's reasoning before tool calls always stays: DeepSeek refuses a
-  request that leaves it out.
+A block goes back only to the provider that made it. The turn being sent keeps every block of its
+provider, unchanged and in order (Anthropic refuses a tool loop whose thinking changed; Responses
+with `store: false` needs the encrypted items). Completed turns keep theirs (`history="keep"`: the
+cached prefix holds) or drop them (`"drop"`), except an OpenAI-compatible server's reasoning before
+tool calls, which DeepSeek requires. The rules and their reasons: `docs/reasoning.md`.
 """
 
 from __future__ import annotations
