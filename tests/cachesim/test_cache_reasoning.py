@@ -187,3 +187,19 @@ def _without_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             content = [b for b in content if b.get("type") != "thinking"]
         out.append({**m, "content": content})
     return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["anthropic", "responses"])
+def test_the_reasoning_benchmark_runs_on_the_wire_server_and_nothing_is_refused(target: str) -> None:
+    """The cache benchmark with reasoning on: every request accepted, billed once per model call."""
+    from benchmarks._reasoning import run_on_wire
+    from benchmarks._scenario import session_script
+
+    script = session_script(turns=2)
+    calls = sum(len(t.steps) for t in script)
+    on, off = run_on_wire(script, target, reasoning=True), run_on_wire(script, target, reasoning=False)
+    assert (on.refused, off.refused) == (0, 0)
+    assert len(on.usages) == len(off.usages) == calls
+    assert off.replayed == off.reasoning == 0
+    assert on.bill(target) >= off.bill(target)  # reasoning is output when made, input when sent back
