@@ -116,6 +116,7 @@ def test_a_short_session_keeps_a_long_one_drops() -> None:
     choice, decision = price_reasoning_replay(short, reasoning_tokens=3_000, drop_rewrite_tokens=30_000)
     assert choice == "keep"
     assert describe_decision(decision).startswith("send completed turns' reasoning back: expected")
+    assert decision.expected == round(short.nothing_bill(), 1) < decision.expected_nothing  # dropping costs more
     choice, decision = price_reasoning_replay(long, reasoning_tokens=3_000, drop_rewrite_tokens=30_000)
     assert choice == "drop"
     assert "drop completed turns' reasoning" in describe_decision(decision)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, assert_never
 
+import msgspec
+
 from lamina.placement import (
     AnthropicTarget,
     CacheTtl,
@@ -418,7 +420,8 @@ def price_reasoning_replay(
     saving = r * (p.read + outlook.per_token_later()) + (write_keep - write_drop) * (p.write_5m - p.read)
     if saving > 0:
         return "drop", outlook.decision("reasoning_drop", saving)
-    return "keep", outlook.decision("reasoning_keep", -saving)
+    kept_bill = outlook.decision("reasoning_keep", 0.0)  # keeping is doing nothing; dropping costs `-saving` more
+    return "keep", msgspec.structs.replace(kept_bill, expected_nothing=round(kept_bill.expected - saving, 1))
 
 
 _WORDS: Final = {
