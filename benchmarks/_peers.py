@@ -82,9 +82,11 @@ IsMain = Callable[[str, Mapping[str, Any]], bool]
 class ModelServer(WireServer):
     """The wire server playing the model: main requests get the queued steps in order, side requests "OK"."""
 
-    def __init__(self, workspace: Path, calls: ToolCalls, is_main: IsMain) -> None:
+    def __init__(self, workspace: Path, calls: ToolCalls, is_main: IsMain, *, reasoning: bool = False) -> None:
         super().__init__()
         self.workspace = workspace
+        self.reasoning = reasoning
+        """Main answers come with reasoning (`Reply.reasoning`): thinking, or an encrypted reasoning item."""
         self.captured: list[PeerRequest] = []
         self._calls = calls
         self._is_main = is_main
@@ -123,7 +125,8 @@ class ModelServer(WireServer):
             if main and self._model:
                 self._t = self._model.t
                 step = self._model.answer(raw.decode("utf-8", "replace") if self._model.checks else "")
-                self.script(Reply(text=step.text, tool_calls=self._calls(self.workspace, step)))
+                thought = f"Planning: {step.text} " * 8 if self.reasoning else ""
+                self.script(Reply(text=step.text, tool_calls=self._calls(self.workspace, step), reasoning=thought))
             else:
                 main = False
                 self.script(Reply(text="OK."))
@@ -204,8 +207,11 @@ def _pi_main(path: str, body: Mapping[str, Any]) -> bool:
     return path.startswith("/v1/messages") and bool(body.get("tools")) and body.get("model") == PI_MODEL
 
 
-def run_pi(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]) -> PeerRun:
-    """Run pi through `script` (Anthropic Messages format); the captured requests in order."""
+def run_pi(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None], reasoning: bool = False) -> PeerRun:
+    """Run pi through `script` (Anthropic Messages format); the captured requests in order.
+
+    With `reasoning`, pi asks for thinking (`--thinking medium`) and every answer comes with it.
+    """
     binary = _binary("pi")
     with tempfile.TemporaryDirectory(prefix="lamina-bench-pi-") as tmp:
         workspace, home = Path(tmp) / "ws", Path(tmp) / "home"
@@ -215,7 +221,7 @@ def run_pi(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]) -
         write_files(workspace, script)
         env = {**_base_env(home), "ANTHROPIC_API_KEY": "sk-bench-local", "PI_OFFLINE": "1"}
         version = f"pi {_version(binary, env)}"
-        with ModelServer(workspace, _pi_calls, _pi_main) as server:
+        with ModelServer(workspace, _pi_calls, _pi_main, reasoning=reasoning) as server:
             models = {"providers": {"anthropic": {"baseUrl": server.url}}}
             (home / ".pi" / "agent" / "models.json").write_text(json.dumps(models))
             session: str | None = None
@@ -224,6 +230,8 @@ def run_pi(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]) -
                     (workspace / "AGENTS.md").write_text(scripted.agents_md)
                 server.queue(scripted.index, scripted.steps)
                 command = [str(binary), "-p", "--mode", "json", "--provider", "anthropic", "--model", PI_MODEL]
+                if reasoning:
+                    command += ["--thinking", "medium"]
                 if session is not None:
                     command += ["--session", session]
                 stdout = _run_turn("pi", [*command, scripted.prompt], workspace, env, server, scripted.index)
@@ -247,8 +255,12 @@ def _codex_main(path: str, body: Mapping[str, Any]) -> bool:
     return path.startswith("/v1/responses") and bool(body.get("tools")) and body.get("model") == CODEX_MODEL
 
 
-def run_codex(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]) -> PeerRun:
-    """Run Codex CLI through `script` (OpenAI Responses format); the captured requests in order."""
+def run_codex(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None], reasoning: bool = False) -> PeerRun:
+    """Run Codex CLI through `script` (OpenAI Responses format); the captured requests in order.
+
+    With `reasoning`, Codex asks for reasoning (`model_reasoning_effort="medium"`) and every answer
+    comes with an encrypted reasoning item, which Codex sends back.
+    """
     binary = _binary("codex")
     with tempfile.TemporaryDirectory(prefix="lamina-bench-codex-") as tmp:
         workspace, home = Path(tmp) / "ws", Path(tmp) / "home"
@@ -259,7 +271,7 @@ def run_codex(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]
         write_files(workspace, script)
         env = {**_base_env(home), "CODEX_HOME": str(codex_home), "STUB_API_KEY": "sk-bench-local"}
         version = _version(binary, env)
-        with ModelServer(workspace, _codex_calls, _codex_main) as server:
+        with ModelServer(workspace, _codex_calls, _codex_main, reasoning=reasoning) as server:
             (codex_home / "config.toml").write_text(
                 'model_provider = "stub"\n'
                 "[model_providers.stub]\n"
@@ -269,6 +281,8 @@ def run_codex(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]
                 'env_key = "STUB_API_KEY"\n'
             )
             options = ["--json", "--skip-git-repo-check", "-m", CODEX_MODEL, "-c", 'sandbox_mode="read-only"']
+            if reasoning:
+                options += ["-c", 'model_reasoning_effort="medium"']
             thread: str | None = None
             for scripted in script:
                 if scripted.agents_md is not None:

@@ -253,6 +253,7 @@ def scripted_session(
     extra_tools: Sequence[ToolSpec] = (),
     prune: PrunePolicy | None = DEFAULT_PRUNE,
     cache_prices: CachePrices = DEFAULT_PRICES,
+    respond: Callable[[ModelCall, ModelStep], AssistantMessage] | None = None,
 ) -> Iterator[ModelCall]:
     """Drive a context engine through `script` (default: `session_script()`), yielding before every model call.
 
@@ -261,6 +262,8 @@ def scripted_session(
     `extra_parts` join the stable parts (a skill catalogue), `extra_tools` the tools (source tools).
     Old tool output is pruned as a default engine prunes it, or by `prune` (None: never), the cost
     model deciding with `cache_prices` (those of the provider the requests are billed on).
+    `respond` makes the model's answer to a call from its scripted step (a model behind a server,
+    with its reasoning); by default the step's text is recorded as it is.
     """
     script = session_script() if script is None else script
     with tempfile.TemporaryDirectory(prefix="lamina-bench-") as tmp:
@@ -298,9 +301,13 @@ def scripted_session(
             model = ScriptedModel(scripted.steps)
             while model:
                 clock_value[0] = model.t
-                yield ModelCall(turn, engine, model.t, scripted.index, model.after_reread)
+                call = ModelCall(turn, engine, model.t, scripted.index, model.after_reread)
+                yield call
                 step = model.answer(_request_text(turn, engine) if model.checks else "")
-                engine.record(AssistantMessage(text=step.text, usage=Usage(input=100, output=30)))
+                if respond is None:
+                    engine.record(AssistantMessage(text=step.text, usage=Usage(input=100, output=30)))
+                else:
+                    engine.record(respond(call, step))
                 for read in step.reads:
                     engine.record(ToolCall(call_id=read.call_id, name="Read", input={"path": read.path}))
                 for read in step.reads:

@@ -44,6 +44,11 @@ the same machinery. Both scenarios (`coding`, `revisits`) end in the same goal f
 `billed_input_vs_{pi,claude_code,codex}_ratio` (each peer on its own format),
 `default_vs_unpruned_ratio`, `efficiency` and `floor_ratio` (the bill over each needed token
 written once); the second scenario's bill is split by cause (`bill_revisits_<policy>_<target>_*`).
+
+Both scenarios run again with the model reasoning (`benchmarks._reasoning`): Anthropic thinking
+(adaptive, interleaved) and Responses reasoning (encrypted items sent back), through our providers
+and the wire server: `thinking_requests_refused_<scenario>_<target>` (must be 0), the bill beside
+the same run without reasoning, and beside pi and Codex with reasoning on (not with `--quick`).
 """
 
 from __future__ import annotations
@@ -68,7 +73,8 @@ from benchmarks._billing import (
 )
 from benchmarks._claude_code import run_claude_code
 from benchmarks._peers import PeerUnavailable, run_codex, run_pi
-from benchmarks._revisit import revisit_figures
+from benchmarks._reasoning import reasoning_figures
+from benchmarks._revisit import QUICK, RevisitShape, revisit_figures, revisit_script
 from benchmarks._scenario import AGENTS_MD, DEFAULT_START, ModelCall, ScriptedTurn, scripted_session, session_script
 from lamina.cachesim import (
     AnthropicCacheSimulator,
@@ -500,4 +506,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         Figure("stable_prefix_tokens_lamina_skills", rich_prefix, "tokens", note="catalogue + 40 source tools"),
         Figure("skill_catalogue_tokens", DEFAULT_ESTIMATOR.count(catalogue.text), "tokens", note="100 skills"),
     ]
-    return figures + revisit_figures(quick=quick, progress=progress)
+    figures += revisit_figures(quick=quick, progress=progress)
+    figures += reasoning_figures("coding", script, progress=progress, peers=not quick)
+    revisits = revisit_script(QUICK if quick else RevisitShape())
+    return figures + reasoning_figures("revisits", revisits, progress=progress, peers=not quick)

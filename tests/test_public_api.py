@@ -365,6 +365,7 @@ SURFACE: dict[str, list[str]] = {
         "describe_decision",
         "price_compaction",
         "price_prune",
+        "price_reasoning_replay",
     ],
     "lamina.prompt": [
         "DEFAULT_PRESET",

@@ -55,6 +55,10 @@ class AnthropicCacheRules:
     write_1h_multiplier: float = 2.0
     read_multiplier: float = 0.1
     """0.1 for most models; 0.025 for Fable/Mythos 5.1."""
+    strip_earlier_thinking: bool = False
+    """The API drops the thinking of assistant turns before the last user turn (models before Opus 4.5
+    and Sonnet 4.6): those blocks are neither billed nor part of the prefix. False: every thinking
+    block sent is input (Opus 4.5+, Sonnet 4.6+, the models that keep earlier turns' thinking)."""
 
     def __post_init__(self) -> None:
         if self.min_tokens < 0 or self.max_breakpoints < 0 or self.lookback < 1:
@@ -186,10 +190,17 @@ class AnthropicCacheSimulator:
             flat.add("", core.group(b"system", system, "system", build, system_items(system), "", len(flat.blocks)))
         if "messages" not in body:
             raise CacheSimulationError("body has no 'messages': not an Anthropic Messages request")
-        for m, message in enumerate(as_list(body.get("messages"), "messages")):
+        messages = as_list(body.get("messages"), "messages")
+        turn_start = _last_user_turn(messages) if self.rules.strip_earlier_thinking else 0
+        for m, message in enumerate(messages):
             prefix = f"messages[{m}]"
             items = message_items(message, prefix)
-            flat.add(prefix, core.group(b"message", message, prefix, build, items, prefix, len(flat.blocks)))
+            if m < turn_start:  # the API strips this earlier turn's thinking before it reads the prompt
+                kept = (item for item in items if item[3].get("type") not in _UNCACHEABLE_KINDS)
+                group = core.group(b"stripped", message, prefix, build, kept, prefix, len(flat.blocks))
+            else:
+                group = core.group(b"message", message, prefix, build, items, prefix, len(flat.blocks))
+            flat.add(prefix, group)
         return flat
 
     def _build(self, items: Iterable[tuple[str, int, str, Mapping[str, object]]], prefix: str, base: int) -> _Group:
@@ -287,6 +298,20 @@ class AnthropicCacheSimulator:
             cum.append(total)
             pos.append(p)
         return chain, cum, pos
+
+
+def _last_user_turn(messages: list[object]) -> int:
+    """The index of the last user message that is not only tool results (0: none): where the current turn starts."""
+    for m in range(len(messages) - 1, -1, -1):
+        message = messages[m]
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if not isinstance(content, list) or not all(
+            isinstance(c, Mapping) and c.get("type") == "tool_result" for c in content
+        ):
+            return m
+    return 0
 
 
 def _has_image(content: object) -> bool:

@@ -21,6 +21,7 @@ from lamina.pricing._cost import (
     describe_decision,
     price_compaction,
     price_prune,
+    price_reasoning_replay,
 )
 from lamina.pricing._pace import PaceTracker
 from lamina.pricing._prices import cost_of
@@ -39,4 +40,5 @@ __all__ = [
     "describe_decision",
     "price_compaction",
     "price_prune",
+    "price_reasoning_replay",
 ]

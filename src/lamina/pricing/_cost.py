@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, assert_never
 
+import msgspec
+
 from lamina.placement import (
     AnthropicTarget,
     CacheTtl,
@@ -34,6 +36,7 @@ __all__ = [
     "describe_decision",
     "price_compaction",
     "price_prune",
+    "price_reasoning_replay",
 ]
 
 _MIN_TURNS_LEFT: Final = 4.0
@@ -380,6 +383,47 @@ def price_compaction(
     return "wait", outlook.decision("wait", -saving)
 
 
+def price_reasoning_replay(
+    outlook: Outlook, *, reasoning_tokens: int, drop_rewrite_tokens: int, keep_rewrite_tokens: int = 0
+) -> tuple[Literal["keep", "drop"], CostDecision]:
+    """Whether completed turns' reasoning should go back (`ReasoningConfig.history`), priced.
+
+    Kept, the reasoning is `R` more tokens in every later request (read at each call, written again
+    at each cold start: `Outlook.per_token_later`) and in this one; dropped, the history changes
+    from the first block it removes, so what follows is written again instead of read. With `n`
+    the history as kept, `c` its cold tail (`CacheState.cold_tokens`), `r_keep = max(keep_rewrite,
+    min(c, n))` and `r_drop = max(drop_rewrite, min(c, n - R))` the tokens each choice writes now:
+
+        saving of dropping = R x (read + later) + (r_keep - r_drop) x (write - read)
+
+    Dropping wins when it saves more than nothing; a tie keeps (no prefix change). The saving grows
+    with the requests to come, so a longer outlook only ever turns keep into drop.
+
+    Args:
+        outlook: The prices, the pace and the cache's state; `cache.history_tokens` counts the
+            history with its reasoning kept.
+        reasoning_tokens: The completed turns' reasoning tokens, as sent when kept (`R`).
+        drop_rewrite_tokens: What dropping changes of the prefix the last request sent: the
+            tokens from the first reasoning block it removes to the end of the history, the removed
+            reasoning not counted (0: the last request sent none of it).
+        keep_rewrite_tokens: What keeping changes: the tokens from the first reasoning block the
+            last request left out to the end of the history, reasoning counted (0: it sent it all).
+
+    Returns:
+        `keep` or `drop`, and the decision to log.
+    """
+    p, cache = outlook.prices, outlook.cache
+    r, kept = max(0, reasoning_tokens), cache.history_tokens
+    cold = cache.cold_tokens(p)
+    write_keep = max(keep_rewrite_tokens, min(cold, kept))
+    write_drop = max(drop_rewrite_tokens, min(cold, max(0, kept - r)))
+    saving = r * (p.read + outlook.per_token_later()) + (write_keep - write_drop) * (p.write_5m - p.read)
+    if saving > 0:
+        return "drop", outlook.decision("reasoning_drop", saving)
+    kept_bill = outlook.decision("reasoning_keep", 0.0)  # keeping is doing nothing; dropping costs `-saving` more
+    return "keep", msgspec.structs.replace(kept_bill, expected_nothing=round(kept_bill.expected - saving, 1))
+
+
 _WORDS: Final = {
     "prune": ("prune", "keeping everything"),
     "keep": ("keep everything", ""),
@@ -387,6 +431,8 @@ _WORDS: Final = {
     "wait": ("wait for the threshold", "compacting now"),
     "ttl_5m": ("5-minute TTL", "with the 1-hour TTL"),
     "ttl_1h": ("1-hour TTL", "with the 5-minute TTL"),
+    "reasoning_drop": ("drop completed turns' reasoning", "sending it back"),
+    "reasoning_keep": ("send completed turns' reasoning back", "dropping it"),
 }
 """Per action: its name, and the alternative its `expected_nothing` prices (keeping has none: it is doing nothing)."""
 
