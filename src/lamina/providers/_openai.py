@@ -267,7 +267,7 @@ class _ChatReply:
             if choice.index != 0:
                 continue
             delta = choice.delta
-            found = chat_reasoning(delta.model_extra)
+            found = chat_reasoning(getattr(delta, "model_extra", None))  # pydantic 2: the fields the SDK lacks
             if found is not None:
                 self.reasoning_field = self.reasoning_field or found[0]
                 self.reasoning.append(found[1])
