@@ -5,16 +5,23 @@ Chat streams are `data:` chunks of `chat.completion.chunk` (the role first, cont
 `finish_reason`), then, with `stream_options.include_usage`, a chunk with empty `choices` and the
 usage, then `data: [DONE]`. Responses streams are named events with a `sequence_number`, ending
 with `response.completed` (or `response.incomplete`) and no `[DONE]`. Errors are
-`{"error": {"message", "type", "param", "code"}}`.
+`{"error": {"message", "type", "param", "code"}}`. A scripted reasoning is a Responses reasoning
+item (summary only when asked, encrypted content only with `include`, sealed with the server's
+secret) and a Chat `reasoning_content`; `reasoning_problem` refuses what the APIs refuse of them.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import hmac
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lamina.cachesim import CacheUsage
+from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.wire.script import (
     Fail,
     Reply,
@@ -130,22 +137,31 @@ def _include_usage(body: Mapping[str, Any]) -> bool:
     return isinstance(options, Mapping) and bool(options.get("include_usage"))
 
 
-def _chat_usage(usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
+def reasoning_tokens(step: Reply) -> int:
+    """The tokens a scripted reasoning costs: billed as output, on top of the answer's."""
+    return DEFAULT_ESTIMATOR.count(step.reasoning) if step.reasoning else 0
+
+
+def _chat_usage(usage: CacheUsage, output_tokens: int, reasoning: int) -> dict[str, Any]:
     return {
         "prompt_tokens": usage.total,
-        "completion_tokens": output_tokens,
-        "total_tokens": usage.total + output_tokens,
+        "completion_tokens": output_tokens + reasoning,
+        "total_tokens": usage.total + output_tokens + reasoning,
         "prompt_tokens_details": {"cached_tokens": usage.read, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0},
     }
 
 
 def chat_reply(body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int) -> WireResponse:
+    """A Chat completion (or its chunks); a scripted reasoning comes as `reasoning_content`, before the content."""
     calls = [(call.id or f"call_wire{n:04d}x{i}", call) for i, call in enumerate(step.tool_calls)]
     finish = _CHAT_FINISH[stop_reason(step)]
     model = step.model or body.get("model", "")
+    billed = _chat_usage(usage, output_tokens, reasoning_tokens(step))
     if not body.get("stream"):
         message: dict[str, Any] = {"role": "assistant", "content": step.text or None, "refusal": None}
+        if step.reasoning:
+            message["reasoning_content"] = step.reasoning
         if calls:
             message["tool_calls"] = [
                 {"id": cid, "type": "function", "function": {"name": c.name, "arguments": arguments_json(c)}}
@@ -159,13 +175,14 @@ def chat_reply(body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, 
                 "created": int(time.time()),
                 "model": model,
                 "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-                "usage": _chat_usage(usage, output_tokens),
+                "usage": billed,
             },
         )
     body = {**body, "model": model}
     frames: list[tuple[str | None, object]] = [
         (None, _chunk(body, n, {"role": "assistant", "content": "", "refusal": None}))
     ]
+    frames += [(None, _chunk(body, n, {"content": None, "reasoning_content": p})) for p in pieces(step.reasoning)]
     frames += [(None, _chunk(body, n, {"content": p})) for p in pieces(step.text)]
     for index, (cid, call) in enumerate(calls):
         head = {"index": index, "id": cid, "type": "function", "function": {"name": call.name, "arguments": ""}}
@@ -174,7 +191,7 @@ def chat_reply(body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, 
             frames.append((None, _chunk(body, n, {"tool_calls": [{"index": index, "function": {"arguments": piece}}]})))
     frames.append((None, _chunk(body, n, {}, finish)))
     if _include_usage(body):
-        frames.append((None, {**_chunk(body, n, None), "usage": _chat_usage(usage, output_tokens)}))
+        frames.append((None, {**_chunk(body, n, None), "usage": billed}))
     frames.append((None, "[DONE]"))
     return sse_response(frames)
 
@@ -312,6 +329,34 @@ class _ResponsesStream:
         self.output.append(item)
         self.emit("response.output_item.done", output_index=index, item=item)
 
+    def reasoning_item(self, text: str, *, summarised: bool, sealed: str | None) -> None:
+        """A reasoning item as the API streams it; on `.added` its encrypted content is incomplete."""
+        index, item_id = len(self.output), f"rs_wire{self.n:04d}x{len(self.output)}"
+        added: dict[str, Any] = {
+            "id": item_id,
+            "type": "reasoning",
+            "summary": [],
+            "encrypted_content": sealed and sealed[:8],
+            "status": "in_progress",
+        }
+        self.emit("response.output_item.added", output_index=index, item=added)
+        summary = [text] if summarised else []
+        at: dict[str, Any] = {"item_id": item_id, "output_index": index}
+        for i, part_text in enumerate(summary):
+            self.emit("response.reasoning_summary_part.added", **at, summary_index=i, part=_summary_part(""))
+            for piece in pieces(part_text):
+                self.emit("response.reasoning_summary_text.delta", **at, summary_index=i, delta=piece)
+            self.emit("response.reasoning_summary_text.done", **at, summary_index=i, text=part_text)
+            self.emit("response.reasoning_summary_part.done", **at, summary_index=i, part=_summary_part(part_text))
+        done = {
+            **added,
+            "summary": [_summary_part(t) for t in summary],
+            "encrypted_content": sealed,
+            "status": "completed",
+        }
+        self.output.append(done)
+        self.emit("response.output_item.done", output_index=index, item=done)
+
     def call_item(self, call_id: str, name: str, arguments: str) -> None:
         index, item_id = len(self.output), f"fc_wire{self.n:04d}x{len(self.output)}"
         item = {"id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name}
@@ -324,28 +369,41 @@ class _ResponsesStream:
         self.emit("response.output_item.done", output_index=index, item=done)
 
 
-def _responses_usage(usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
+def _summary_part(text: str) -> dict[str, str]:
+    return {"type": "summary_text", "text": text}
+
+
+def _responses_usage(usage: CacheUsage, output_tokens: int, reasoning: int) -> dict[str, Any]:
     return {
         "input_tokens": usage.total,
         "input_tokens_details": {"cached_tokens": usage.read, "cache_write_tokens": 0},
-        "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": usage.total + output_tokens,
+        "output_tokens": output_tokens + reasoning,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": usage.total + output_tokens + reasoning,
     }
 
 
 def responses_reply(
-    body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int
+    body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int, *, secret: bytes
 ) -> WireResponse:
+    """A response (or its events); a scripted reasoning is a reasoning item first, its content sealed with `secret`."""
     stream = _ResponsesStream(body, n, step.model)
     stream.emit("response.created", response=stream.response("in_progress"))
     stream.emit("response.in_progress", response=stream.response("in_progress"))
+    if step.reasoning:
+        asked = body.get("reasoning")
+        summarised = isinstance(asked, Mapping) and asked.get("summary") is not None
+        encrypted = "reasoning.encrypted_content" in (body.get("include") or ())
+        stream.reasoning_item(
+            step.reasoning, summarised=summarised, sealed=seal(secret, step.reasoning) if encrypted else None
+        )
     if step.text:
         stream.text_item(step.text)
     for i, call in enumerate(step.tool_calls):
         stream.call_item(call.id or f"call_wire{n:04d}x{i}", call.name, arguments_json(call))
     incomplete = stop_reason(step) == "max_tokens"
-    final = stream.response("incomplete" if incomplete else "completed", _responses_usage(usage, output_tokens))
+    billed = _responses_usage(usage, output_tokens, reasoning_tokens(step))
+    final = stream.response("incomplete" if incomplete else "completed", billed)
     if incomplete:
         final["incomplete_details"] = {"reason": "max_output_tokens"}
     if not body.get("stream"):
@@ -376,4 +434,70 @@ def responses_problem(body: Mapping[str, Any]) -> tuple[str, str | None] | None:
     for call_id in called:
         if call_id not in answered:
             return f"No tool output found for function call {call_id}.", "input"
+    return None
+
+
+# --- Reasoning --------------------------------------------------------------------------------
+
+_SEALED_VERSION = b"\x80"  # a Fernet token's first byte, as the API's contents (`gAAAA…`) begin
+_DEEPSEEK_MISSING = "The `reasoning_content` in the thinking mode must be passed back to the API."
+
+
+def seal(secret: bytes, text: str) -> str:
+    """A reasoning item's encrypted content: only a server holding `secret` can verify it."""
+    raw = text.encode()
+    return base64.urlsafe_b64encode(_SEALED_VERSION + hmac.new(secret, raw, hashlib.sha256).digest() + raw).decode()
+
+
+def unseal(secret: bytes, sealed: str) -> str | None:
+    """The text `sealed` holds if it verifies with `secret` (None: changed, or sealed elsewhere)."""
+    try:
+        raw = base64.b64decode(sealed.encode("ascii"), altchars=b"-_", validate=True)
+    except (UnicodeEncodeError, binascii.Error):
+        return None
+    if base64.urlsafe_b64encode(raw).decode() != sealed:  # an unused bit of the last character changed
+        return None
+    mac, text = raw[1:33], raw[33:]
+    if raw[:1] != _SEALED_VERSION or not hmac.compare_digest(mac, hmac.new(secret, text, hashlib.sha256).digest()):
+        return None
+    try:
+        return text.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def reasoning_problem(api: str, body: Mapping[str, Any], *, secret: bytes, deepseek: bool) -> WireResponse | None:
+    """The API's refusal of the reasoning `body` sends back, or None.
+
+    Responses: a reasoning item whose encrypted content does not verify (400
+    `invalid_encrypted_content`), or one with no encrypted content under `store: false` (404: the
+    item was never persisted). Chat, with `deepseek`: an assistant message with tool calls whose
+    `reasoning_content` was left out (DeepSeek's 400).
+    """
+    if api == "chat":
+        messages = body.get("messages") if deepseek else None
+        for message in messages if isinstance(messages, list) else ():
+            if not isinstance(message, Mapping) or message.get("role") != "assistant" or not message.get("tool_calls"):
+                continue
+            if not isinstance(message.get("reasoning_content"), str):
+                return error(400, "invalid_request_error", _DEEPSEEK_MISSING, code="invalid_request_error")
+        return None
+    items = body.get("input")
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, Mapping) or item.get("type") != "reasoning":
+            continue
+        sealed = item.get("encrypted_content")
+        if isinstance(sealed, str) and sealed:
+            if unseal(secret, sealed) is None:
+                message = (
+                    f"The encrypted content for item {item.get('id')} could not be verified. "
+                    "Reason: Encrypted content could not be decrypted or parsed."
+                )
+                return error(400, "invalid_request_error", message, code="invalid_encrypted_content")
+        elif body.get("store") is False:
+            message = (
+                f"Item with id '{item.get('id')}' not found. Items are not persisted when `store` is set to false. "
+                "Try again with `store` set to true, or remove this item from your input."
+            )
+            return error(404, "invalid_request_error", message, param="input")
     return None

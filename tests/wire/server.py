@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import secrets
 import socket
 import threading
 import time
@@ -97,6 +98,10 @@ class WireServer:
         self.clock = clock
         self.api_key = api_key
         """When set, requests must carry it (`x-api-key` or `Authorization: Bearer`), else 401."""
+        self.secret = secrets.token_bytes(32)
+        """Seals the reasoning this server returns: another server's, or a changed one, does not verify."""
+        self.deepseek = False
+        """Chat answers as DeepSeek's thinking mode: a tool-call turn sent back without its reasoning is refused."""
         self.estimator = estimator
         self.anthropic_cache = AnthropicCacheSimulator(rules=anthropic_rules, estimator=estimator)
         self.openai_cache = OpenAICacheSimulator(rules=openai_rules, estimator=estimator)
@@ -231,7 +236,7 @@ class WireServer:
             return None if message is None else self._invalid(api, n, message)
         found = openai_api.chat_problem(body) if api == "chat" else openai_api.responses_problem(body)
         if found is None:
-            return None
+            return openai_api.reasoning_problem(api, body, secret=self.secret, deepseek=self.deepseek)
         return openai_api.error(400, "invalid_request_error", found[0], param=found[1])
 
     def _simulate(self, api: Api, body: Mapping[str, Any], t: float) -> CacheUsage:
@@ -257,7 +262,7 @@ class WireServer:
             return anthropic_api.reply(body, step, usage, n, output)
         if api == "chat":
             return openai_api.chat_reply(body, step, usage, n, output)
-        return openai_api.responses_reply(body, step, usage, n, output)
+        return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret)
 
 
 def _keys(headers: Mapping[str, str]) -> set[str]:

@@ -1,8 +1,10 @@
 """OpenAI adapters on the official `openai` SDK: Chat Completions and Responses (I/O: network).
 
-Both work against OpenAI-compatible servers through `base_url`; `map_openai_error` is the one
-place SDK exceptions become `ProviderError`s, and the SDK client never retries (the SDK is imported
-on the first request). How each stream is read, and how usage is counted, is in `docs/providers.md`.
+Both work against OpenAI-compatible servers through `base_url`; `map_openai_error` (in
+`_openai_errors`) is the one place SDK exceptions become `ProviderError`s, and the SDK client never
+retries (the SDK is imported on the first request). Both read the model's reasoning (Responses
+reasoning items, a compatible server's `reasoning_content` or `reasoning`). How each stream is read,
+and how usage is counted, is in `docs/providers.md`.
 """
 
 from __future__ import annotations
@@ -18,10 +20,8 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, Self, cast
 
 from lamina.errors import (
     AuthenticationError,
-    InvalidRequestError,
     MissingExtraError,
     ProviderError,
-    RateLimitError,
     TransientServerError,
     UsageError,
 )
@@ -32,46 +32,36 @@ from lamina.placement import (
     RenderedRequest,
     SdkManagedPrompt,
 )
-from lamina.providers._errors import error_for_status, require_sdk
-from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
-from lamina.providers._retry import is_transport_error, parse_retry_after
+from lamina.providers._errors import require_sdk
+from lamina.providers._openai_errors import classify_openai_error, map_openai_error
+from lamina.providers._provider import (
+    Capabilities,
+    Completed,
+    ProviderEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallRequest,
+)
 from lamina.providers._sdk_stream import relay
-from lamina.session import Usage
+from lamina.session import Reasoning, Usage
 
 if TYPE_CHECKING:
     import openai
     from openai.types.chat import ChatCompletionChunk
     from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
     from openai.types.completion_usage import CompletionUsage
-    from openai.types.responses import Response, ResponseFunctionToolCall, ResponseStreamEvent
+    from openai.types.responses import (
+        Response,
+        ResponseFunctionToolCall,
+        ResponseReasoningItem,
+        ResponseStreamEvent,
+    )
     from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
 _FEATURE: Final = "the OpenAI provider"
 _UNUSED_KEY: Final = "unused"
 """Sent to OpenAI-compatible servers when no key is configured: they ignore it, the SDK insists on one."""
 
-_CODE_STATUS: Final = {
-    "context_length_exceeded": 400,
-    "invalid_api_key": 401,
-    "insufficient_quota": 429,
-    "rate_limit_exceeded": 429,
-    "server_error": 500,
-    "vector_store_timeout": 500,
-}
-_TYPE_STATUS: Final = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "insufficient_quota": 429,
-    "rate_limit_error": 429,
-    "requests": 429,
-    "tokens": 429,
-    "server_error": 500,
-}
-# OpenAI: "This model's maximum context length is 128000 tokens. However, your messages resulted in ...";
-# Responses: "Your input exceeds the context window of this model."; vLLM reuses OpenAI's wording;
-# llama.cpp: "the request exceeds the available context size".
 _CHAT_STOP: Final = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -80,6 +70,11 @@ _CHAT_STOP: Final = {
     "content_filter": "refusal",
 }
 _INCOMPLETE_STOP: Final = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
+_CHAT_REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
+"""Where OpenAI-compatible servers put their reasoning beside the content: DeepSeek, SGLang and vLLM before
+0.10 `reasoning_content`, vLLM since `reasoning` (the first one set wins: some servers send both)."""
+_SECTION: Final = "\n\n"
+"""Between two passages of readable reasoning (summary parts, items) in the streamed reasoning."""
 
 
 class _OpenAIProvider:
@@ -252,6 +247,9 @@ class _ChatReply:
     text: list[str] = field(default_factory=list)
     calls: dict[int, _ChatCall] = field(default_factory=dict)
     done: list[ToolCallRequest] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    reasoning_field: str = ""
+    """The field the server's reasoning came in (the first delta that had some says)."""
     finish_reason: str | None = None
     usage: CompletionUsage | None = None
     model: str = ""
@@ -269,6 +267,11 @@ class _ChatReply:
             if choice.index != 0:
                 continue
             delta = choice.delta
+            found = chat_reasoning(getattr(delta, "model_extra", None))  # pydantic 2: the fields the SDK lacks
+            if found is not None:
+                self.reasoning_field = self.reasoning_field or found[0]
+                self.reasoning.append(found[1])
+                yield ReasoningDelta(found[1])
             for piece in (delta.content, delta.refusal):
                 if piece:
                     self.text.append(piece)
@@ -305,7 +308,18 @@ class _ChatReply:
             stop = "tool_use"
         usage = Usage()  # for a compatible server that ignores `stream_options`
         if self.usage is not None:
-            usage = _usage(self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.prompt_tokens_details)
+            details = self.usage.completion_tokens_details
+            usage = _usage(
+                self.usage.prompt_tokens,
+                self.usage.completion_tokens,
+                self.usage.prompt_tokens_details,
+                reasoning=(details.reasoning_tokens or 0) if details is not None else 0,
+            )
+        reasoning: tuple[Reasoning, ...] = ()
+        if self.reasoning:
+            text = "".join(self.reasoning)
+            block = Reasoning(provider="openai-compat", kind="reasoning_content", text=text, field=self.reasoning_field)
+            reasoning = (block,)
         return Completed(
             text="".join(self.text),
             tool_calls=tuple(self.done),
@@ -313,7 +327,24 @@ class _ChatReply:
             usage=usage,
             model=self.model,
             raw_stop_reason=self.finish_reason,
+            reasoning=reasoning,
         )
+
+
+def chat_reasoning(extra: Mapping[str, object] | None) -> tuple[str, str] | None:
+    """The reasoning a compatible server sent beside a message's content (or a delta's), and its field.
+
+    Args:
+        extra: The fields of a message or delta the SDK does not know (`model_extra`).
+
+    Returns:
+        `(field, text)` for the first of `reasoning_content` and `reasoning` that holds text; None if neither does.
+    """
+    for name in _CHAT_REASONING_FIELDS:
+        value = (extra or {}).get(name)
+        if isinstance(value, str) and value:
+            return name, value
+    return None
 
 
 class OpenAIResponsesProvider(_OpenAIProvider):
@@ -376,10 +407,33 @@ class OpenAIResponsesProvider(_OpenAIProvider):
 
 
 @dataclass
+class _ReadableReasoning:
+    """The readable reasoning streamed so far: a blank line between two passages (summary parts, items)."""
+
+    last: tuple[str, str, int] | None = None
+    items: set[str] = field(default_factory=set)
+    """The reasoning items some of whose text was streamed."""
+
+    def piece(self, item_id: str, part: tuple[str, int], delta: str) -> Iterator[ReasoningDelta]:
+        if not delta:
+            return
+        key = (item_id, *part)
+        if self.last is not None and key != self.last:
+            yield ReasoningDelta(_SECTION)
+        self.last = key
+        self.items.add(item_id)
+        yield ReasoningDelta(delta)
+
+
+@dataclass
 class _ResponsesReply:
     provider: str
     text: list[str] = field(default_factory=list)
     calls: list[ToolCallRequest] = field(default_factory=list)
+    reasoning: dict[int, Reasoning] = field(default_factory=dict)
+    """The reasoning items by output index, each as `response.output_item.done` sent it (on `.added` the
+    encrypted content may be incomplete)."""
+    readable: _ReadableReasoning = field(default_factory=_ReadableReasoning)
     refused: bool = False
     final: Response | None = None
 
@@ -396,6 +450,9 @@ class _ResponsesReply:
             ResponseFunctionToolCall,
             ResponseIncompleteEvent,
             ResponseOutputItemDoneEvent,
+            ResponseReasoningItem,
+            ResponseReasoningSummaryTextDeltaEvent,
+            ResponseReasoningTextDeltaEvent,
             ResponseRefusalDeltaEvent,
             ResponseTextDeltaEvent,
         )
@@ -404,31 +461,52 @@ class _ResponsesReply:
             self.refused = self.refused or isinstance(event, ResponseRefusalDeltaEvent)
             self.text.append(event.delta)
             yield TextDelta(event.delta)
+        elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent):
+            yield from self.readable.piece(event.item_id, ("summary", event.summary_index), event.delta)
+        elif isinstance(event, ResponseReasoningTextDeltaEvent):
+            yield from self.readable.piece(event.item_id, ("text", event.content_index), event.delta)
         elif isinstance(event, ResponseOutputItemDoneEvent) and isinstance(event.item, ResponseFunctionToolCall):
             yield self._call(event.item)
+        elif isinstance(event, ResponseOutputItemDoneEvent) and isinstance(event.item, ResponseReasoningItem):
+            yield from self._reasoning(event.output_index, event.item)
         elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
             self.final = event.response
             yield from self._leftovers()
         elif isinstance(event, ResponseFailedEvent):
             error = event.response.error
-            raise _classify(self.provider, http=None, error=error.to_dict() if error else {}, headers=None)
+            raise classify_openai_error(self.provider, http=None, error=error.to_dict() if error else {}, headers=None)
         elif isinstance(event, ResponseErrorEvent):
-            raise _classify(self.provider, http=None, error=event.to_dict(), headers=None)
+            raise classify_openai_error(self.provider, http=None, error=event.to_dict(), headers=None)
 
     def _call(self, item: ResponseFunctionToolCall) -> ToolCallRequest:
         call = ToolCallRequest(item.call_id, item.name, _arguments(self.provider, item.call_id, item.arguments))
         self.calls.append(call)
         return call
 
+    def _reasoning(self, index: int, item: ResponseReasoningItem) -> Iterator[ReasoningDelta]:
+        """Keep a completed reasoning item; its readable text as one delta if none of it was streamed."""
+        block = reasoning_item(item)
+        self.reasoning[index] = block
+        if item.id not in self.readable.items:
+            yield from self.readable.piece(item.id, ("whole", 0), _SECTION.join(block.summary) or block.text)
+
     def _leftovers(self) -> Iterator[ProviderEvent]:
         """What the final response holds that no event announced (minimal compatible servers)."""
         if self.final is None:
             return
-        from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+        from openai.types.responses import (
+            ResponseFunctionToolCall,
+            ResponseOutputMessage,
+            ResponseOutputText,
+            ResponseReasoningItem,
+        )
 
         seen = {c.call_id for c in self.calls}
-        for item in self.final.output:
-            if isinstance(item, ResponseFunctionToolCall) and item.call_id not in seen:
+        kept = {r.item_id for r in self.reasoning.values()}
+        for index, item in enumerate(self.final.output):
+            if isinstance(item, ResponseReasoningItem) and item.id not in kept:
+                yield from self._reasoning(index, item)
+            elif isinstance(item, ResponseFunctionToolCall) and item.call_id not in seen:
                 yield self._call(item)
             elif isinstance(item, ResponseOutputMessage) and not self.text:
                 for part in item.content:
@@ -449,7 +527,14 @@ class _ResponsesReply:
             stop = "tool_use" if self.calls else "end_turn"
         usage = Usage()
         if final.usage is not None:
-            usage = _usage(final.usage.input_tokens, final.usage.output_tokens, final.usage.input_tokens_details)
+            # a compatible server may leave the details out: read them as optional
+            details = getattr(final.usage, "output_tokens_details", None)
+            usage = _usage(
+                final.usage.input_tokens,
+                final.usage.output_tokens,
+                final.usage.input_tokens_details,
+                reasoning=(getattr(details, "reasoning_tokens", 0) or 0) if details is not None else 0,
+            )
         return Completed(
             text="".join(self.text),
             tool_calls=tuple(self.calls),
@@ -457,13 +542,26 @@ class _ResponsesReply:
             usage=usage,
             model=str(final.model),
             raw_stop_reason=reason or str(final.status or ""),
+            reasoning=tuple(self.reasoning[i] for i in sorted(self.reasoning)),
         )
 
 
-def _usage(input_tokens: int, output_tokens: int, details: object | None) -> Usage:
+def reasoning_item(item: ResponseReasoningItem) -> Reasoning:
+    """A Responses reasoning item as the log keeps it: id, summaries, encrypted content and text, byte for byte."""
+    return Reasoning(
+        provider="openai",
+        kind="reasoning",
+        item_id=item.id,
+        summary=tuple(part.text for part in item.summary),
+        data=item.encrypted_content or "",
+        text="".join(part.text for part in getattr(item, "content", None) or ()),
+    )
+
+
+def _usage(input_tokens: int, output_tokens: int, details: object | None, *, reasoning: int = 0) -> Usage:
     """The usage of a response whose input count includes the tokens read from the cache (`details.cached_tokens`)."""
     cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-    return Usage(input=input_tokens - cached, output=output_tokens, cache_read=cached)
+    return Usage(input=input_tokens - cached, output=output_tokens, cache_read=cached, reasoning=reasoning)
 
 
 def _arguments(provider: str, call_id: str, raw: str) -> dict[str, Any]:
@@ -476,56 +574,3 @@ def _arguments(provider: str, call_id: str, raw: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ProviderError(provider, f"tool call {call_id}: arguments are not a JSON object")
     return value
-
-
-def map_openai_error(exc: BaseException, *, provider: str = "openai") -> ProviderError | None:
-    """The `ProviderError` for an exception from the OpenAI SDK or its HTTP stack; None if it is neither.
-
-    `context_length_exceeded` (or overflow wording) → `ContextOverflowError`; 429 →
-    `RateLimitError` with `retry-after` (not retryable for `insufficient_quota`); 503 →
-    `OverloadedError`; 401 / 403 → `AuthenticationError`; other 4xx → `InvalidRequestError`;
-    408, 409, 5xx, connection failures and timeouts → `TransientServerError`. Errors sent inside
-    a stream carry no status and are classified by their `code` and `type`.
-    """
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
-        headers = exc.response.headers
-        return _classify(provider, http=exc.status_code, error=exc.body, headers=headers, fallback=str(exc))
-    if isinstance(exc, openai.APITimeoutError):
-        return TransientServerError(provider, "the request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return TransientServerError(provider, f"connection failed: {exc.__cause__ or exc}")
-    if isinstance(exc, openai.APIResponseValidationError):
-        return ProviderError(provider, f"the response does not match the API's schema: {exc.__cause__ or exc}")
-    if isinstance(exc, openai.APIError):  # an error object sent inside the event stream
-        return _classify(provider, http=None, error=exc.body, headers=None, fallback=exc.message)
-    if is_transport_error(exc):
-        return TransientServerError(provider, f"connection lost while streaming: {exc!r}")
-    return None
-
-
-def _classify(
-    provider: str, *, http: int | None, error: object, headers: Mapping[str, str] | None, fallback: str = ""
-) -> ProviderError:
-    """The error for an OpenAI error object (`{"message", "type", "param", "code"}`) and its HTTP status."""
-    fields: Mapping[str, object] = error if isinstance(error, Mapping) else {}
-    code = str(fields["code"]) if fields.get("code") is not None else ""
-    error_type = str(fields.get("type") or "")
-    message = str(fields.get("message") or fallback or error_type or "unknown error")
-    body = error if isinstance(error, str) else json.dumps(error, default=str)
-    status = http if http is not None and http >= 400 else None
-    effective = status or _CODE_STATUS.get(code) or _TYPE_STATUS.get(error_type) or 500
-    mapped = error_for_status(
-        provider,
-        effective,
-        message,
-        http=status,
-        body=body,
-        retry_after=parse_retry_after(headers),
-        overflow=code == "context_length_exceeded",
-        auth_hint="check the API key (OPENAI_API_KEY or api_key=)",
-    ) or InvalidRequestError(provider, message, status=status, body=body)
-    if isinstance(mapped, RateLimitError) and "insufficient_quota" in (code, error_type):
-        mapped.retryable = False  # out of credit: waiting does not help
-    return mapped
