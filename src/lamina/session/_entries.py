@@ -355,6 +355,9 @@ class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The system prompt preset the session last recorded (None: none, or an older log)."""
     preset_file: str = ""
     """The custom preset's file recorded with `preset` ("": none)."""
+    reasoning: str | None = None
+    """The reasoning settings the session last recorded, as their `reasoning` state change gives them
+    (None: none, or an older log)."""
 
 
 class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"):
@@ -406,12 +409,25 @@ class PinnedTool(msgspec.Struct, frozen=True, kw_only=True):
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state.
 
-    The permission mode, model, system prompt preset, active sources, a stable input, skills in use,
-    a provider-side session, the tool definitions the requests send. An empty `value` for `mode`,
-    `model` or `preset` clears it: an imported bundle's settings are not the session's own.
+    The permission mode, model, system prompt preset, reasoning settings, active sources, a stable
+    input, skills in use, a provider-side session, the tool definitions the requests send, and
+    `foreign_reasoning`: from here on the view's reasoning blocks of another provider (`value`) are
+    left out (`detail` says how many). An empty `value` for `mode`, `model`, `preset` or `reasoning`
+    clears it: an imported bundle's settings are not the session's own.
     """
 
-    key: Literal["mode", "model", "preset", "sources", "stable", "skills", "provider_session", "tools"]
+    key: Literal[
+        "mode",
+        "model",
+        "preset",
+        "reasoning",
+        "sources",
+        "stable",
+        "skills",
+        "provider_session",
+        "tools",
+        "foreign_reasoning",
+    ]
     value: str
     previous: str | None = None
     detail: str = ""
