@@ -409,25 +409,16 @@ class PinnedTool(msgspec.Struct, frozen=True, kw_only=True):
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state.
 
-    The permission mode, model, system prompt preset, reasoning settings, active sources, a stable
-    input, skills in use, a provider-side session, the tool definitions the requests send, and
-    `foreign_reasoning`: from here on the view's reasoning blocks of another provider (`value`) are
-    left out (`detail` says how many). An empty `value` for `mode`, `model`, `preset` or `reasoning`
-    clears it: an imported bundle's settings are not the session's own.
+    The permission mode, model, system prompt preset, reasoning settings, active sources, a stable input,
+    skills in use, a provider-side session, the tool definitions the requests send; `foreign_reasoning`:
+    another provider's (`value`) reasoning is left out from here on (`detail`: how much). An empty `value`
+    for `mode`, `model`, `preset` or `reasoning` clears it: an imported bundle's settings are not the session's.
     """
 
-    key: Literal[
-        "mode",
-        "model",
-        "preset",
-        "reasoning",
-        "sources",
-        "stable",
-        "skills",
-        "provider_session",
-        "tools",
-        "foreign_reasoning",
-    ]
+    key: (
+        Literal["mode", "model", "preset", "reasoning", "sources", "stable", "skills", "provider_session", "tools"]
+        | Literal["foreign_reasoning"]
+    )
     value: str
     previous: str | None = None
     detail: str = ""
