@@ -53,6 +53,30 @@ AdoptOption = Annotated[
         help="Resume an imported session on the model, mode and preset its bundle recorded (not adopted by default).",
     ),
 ]
+ThinkingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--thinking",
+        help="Thinking: off, adaptive, or a budget in tokens (N, at least 1024; Anthropic). Default: the config file.",
+        show_default=False,
+    ),
+]
+EffortOption = Annotated[
+    str | None,
+    typer.Option(
+        "--effort",
+        help="Reasoning effort: none, minimal, low, medium, high, xhigh or max (as the model takes them).",
+        show_default=False,
+    ),
+]
+ReasoningSummaryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--reasoning-summary",
+        help="Reasoning summaries to return (OpenAI Responses): auto, concise or detailed.",
+        show_default=False,
+    ),
+]
 CustomPresetOption = Annotated[
     Path | None,
     typer.Option(
@@ -71,6 +95,9 @@ def chat(
     custom_preset: CustomPresetOption = None,
     trust: TrustOption = False,
     adopt_bundle_settings: AdoptOption = False,
+    thinking: ThinkingOption = None,
+    effort: EffortOption = None,
+    reasoning_summary: ReasoningSummaryOption = None,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
     import asyncio
@@ -78,14 +105,25 @@ def chat(
 
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort, err
+    from lamina.cli._reasoning_settings import flags_table
     from lamina.cli._session import clean_up_empty_sessions, latest_session, settings_for
     from lamina.cli._store_commands import store_or_abort
-    from lamina.errors import LaminaError
+    from lamina.errors import LaminaError, UsageError
 
+    try:
+        reasoning = flags_table(thinking, effort, reasoning_summary)
+    except UsageError as exc:
+        abort(str(exc))
     workspace = Path.cwd()
     store = store_or_abort(ctx)
     load = functools.partial(
-        settings_or_abort, workspace, model=model, mode=mode, preset=preset, custom_preset=custom_preset
+        settings_or_abort,
+        workspace,
+        model=model,
+        mode=mode,
+        preset=preset,
+        custom_preset=custom_preset,
+        reasoning=reasoning,
     )
     settings = _trusted_settings(workspace, load, given=trust)
     if resume is not None and continue_:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 COMMANDS: Final = (
     "/help",
     "/model",
+    "/effort",
     "/mode",
     "/plan",
     "/attach",
@@ -32,6 +33,8 @@ COMMANDS: Final = (
 HELP: Final = """\
 /help              this list
 /model SPEC        switch the model (anthropic:ID, openai:ID, openai-responses:ID, openai-compat:URL#ID)
+/effort [LEVEL]    show the reasoning settings, or set the effort of the next requests: none, minimal, low,
+                   medium, high, xhigh, max (as the model takes them), or default (left to the model)
 /mode [MODE]       show or switch the permission mode: explore, plan, ask or execute
 /plan [DECISION]   show the plan, or decide: accept, compact (Accept & Compact), reject FEEDBACK, cancel
 /attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
@@ -104,7 +107,7 @@ async def _mode(chat: Chat, mode: str) -> None:
 async def _model(chat: Chat, spec: str) -> None:
     """`/model [SPEC]`: show the model, or switch to `spec` (the previous provider is closed)."""
     from lamina.cli._console import err, safe
-    from lamina.cli._session import close_provider, make_provider, model_name
+    from lamina.cli._session import close_provider, make_provider, model_name, note_provider_switch
     from lamina.errors import LaminaError
 
     if not spec:
@@ -117,10 +120,37 @@ async def _model(chat: Chat, spec: str) -> None:
         return
     previous, chat.agent.provider = chat.agent.provider, provider
     await close_provider(previous)
+    moved = spec != chat.agent.engine.settings.recorded.model
     chat.agent.engine.settings.set_model(spec)  # a resumed session runs on it
     chat.state.spec = spec
     chat.view.model = model_name(spec)
     err.print(f"[dim]model {safe(spec)}[/dim]")
+    for note in note_provider_switch(chat.agent) if moved else []:
+        err.print(f"[dim]{safe(note)}[/dim]")
+
+
+async def _effort(chat: Chat, level: str) -> None:
+    """`/effort [LEVEL]`: set the next requests' effort (when given; recorded), then show the reasoning settings."""
+    import dataclasses
+
+    from lamina.cli._console import err, safe
+    from lamina.cli._reasoning_settings import reasoning_text, with_effort
+    from lamina.cli._session import record_reasoning, set_reasoning
+    from lamina.errors import UsageError
+
+    settings = chat.state.settings
+    if level:
+        try:
+            config = with_effort(settings.reasoning, level)
+            taken = set_reasoning(chat.agent.provider, config)
+        except UsageError as exc:
+            err.print(f"[red]error:[/red] {safe(exc)}")
+            return
+        chat.state.settings = settings = dataclasses.replace(settings, reasoning=config)
+        record_reasoning(chat.agent, config)
+        if not taken:
+            err.print(f"[dim]({safe(chat.state.spec)} takes no reasoning settings: recorded for the next model)[/dim]")
+    err.print(f"[dim]reasoning {safe(reasoning_text(settings.reasoning))}[/dim]")
 
 
 async def _plan(chat: Chat, arg: str) -> None:
@@ -275,6 +305,7 @@ def _cannot_open(store: SessionStore, session_id: str) -> str | None:
 _HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[Leave | None]]]] = {
     "/help": _help,
     "/model": _model,
+    "/effort": _effort,
     "/mode": _mode,
     "/plan": _plan,
     "/attach": _attach,

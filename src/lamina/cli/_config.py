@@ -23,10 +23,12 @@ import typer
 
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._permissions import PermissionRule, Permissions, read_rules
+from lamina.cli._reasoning_settings import REASONING_KEYS, ReasoningMerge, ReasoningTable, checked
 from lamina.errors import ConfigError
 from lamina.workspace import WorkspaceTrust
 
 if TYPE_CHECKING:
+    from lamina.placement import ReasoningConfig
     from lamina.tools import SandboxSettings
 
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
@@ -65,6 +67,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     prune: bool | None = None
     permissions: _Rules | None = None
     sandbox: _Sandbox | None = None
+    reasoning: ReasoningTable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,8 @@ class Settings:
     """The allow and deny rules of both files (the user's first)."""
     sandbox: SandboxSettings = field(default_factory=lambda: _SandboxMerge().settings())
     """The Bash sandbox: the user's file sets it; the workspace's can only tighten it."""
+    reasoning: ReasoningConfig = field(default_factory=lambda: ReasoningMerge().config())
+    """How the model reasons (`[reasoning]`, the reasoning flags; a resumed session's recorded ones)."""
     sandbox_ignored: tuple[str, ...] = ()
     """What the workspace's file asked of the sandbox that would loosen it (not applied; said at start)."""
     origins: dict[str, str] = field(default_factory=dict)
@@ -118,20 +123,26 @@ def user_config_path() -> Path:
     return platformdirs.user_config_path("lamina") / "config.toml"
 
 
-def load_settings(workspace: Path, *, trust: WorkspaceTrust, **overrides: object) -> Settings:
+def load_settings(
+    workspace: Path, *, trust: WorkspaceTrust, reasoning: ReasoningTable | None = None, **overrides: object
+) -> Settings:
     """Defaults, then the user's file, then the workspace's, then `overrides` that are not None.
+
+    `reasoning` is what the command line's reasoning flags say (`flags_table`), applied over the files'.
 
     An untrusted workspace's file only narrows: its deny rules, a mode no higher than the one
     before it, the built-in presets and the compaction keys apply; its model, allow rules, custom
     preset (system-role text) and a higher mode are `Settings.withheld` instead.
 
     Raises:
-        ConfigError: A file is not valid TOML, has an unknown key or a value of the wrong type.
+        ConfigError: A file is not valid TOML, has an unknown key or a value of the wrong type, or
+            reasoning settings that do not go together.
     """
     values: dict[str, object] = {}
     origins: dict[str, str] = {}
     rules: list[tuple[str, list[str], list[str]]] = []
     sandbox = _SandboxMerge()
+    thinking = ReasoningMerge()
     withheld: list[Withheld] = []
     for path, trusted in ((user_config_path(), True), (workspace / WORKSPACE_CONFIG, trust.trusted)):
         data = _read(path)
@@ -144,6 +155,8 @@ def load_settings(workspace: Path, *, trust: WorkspaceTrust, **overrides: object
             rules.append((str(path), data.permissions.allow, data.permissions.deny))
         if data.sandbox is not None:
             sandbox.add(path, data.sandbox, loosen=path == user_config_path())
+        if data.reasoning is not None:
+            thinking.add(checked(data.reasoning, str(path)), str(path))
         for key in KEYS:
             value = getattr(data, key)
             if value is None:
@@ -156,13 +169,17 @@ def load_settings(workspace: Path, *, trust: WorkspaceTrust, **overrides: object
         if value is not None:
             values[key] = Path(str(value)).resolve() if key == "preset_file" else value
             origins[key] = "command line"
+    if reasoning is not None:
+        thinking.add(checked(reasoning, "the command line"), "command line")
     permissions = read_rules(rules)
     origins.update(sandbox.origins)
+    origins.update(thinking.origins)
     return Settings(
         **values,  # type: ignore[arg-type]  # keys and types checked above
         permissions=permissions,
         sandbox=sandbox.settings(),
         sandbox_ignored=tuple(sandbox.ignored),
+        reasoning=thinking.config(),
         origins=origins,
         trust=trust,
         withheld=tuple(withheld),
@@ -241,6 +258,7 @@ def settings_or_abort(
     mode: str | None,
     preset: str | None,
     custom_preset: Path | None = None,
+    reasoning: ReasoningTable | None = None,
 ) -> Settings:
     """The effective settings for a command, or one clear line and exit 1 (a bad file, key or mode).
 
@@ -253,7 +271,13 @@ def settings_or_abort(
         preset = "custom"
     try:
         settings = load_settings(
-            workspace, trust=trust, model=model, mode=mode, preset=preset, preset_file=custom_preset
+            workspace,
+            trust=trust,
+            reasoning=reasoning,
+            model=model,
+            mode=mode,
+            preset=preset,
+            preset_file=custom_preset,
         )
         PermissionMode(settings.mode)
     except (ConfigError, ValueError) as exc:
@@ -375,6 +399,10 @@ def show(
     }
     rows = [(key, getattr(settings, key), settings.origin(key)) for key in KEYS]
     rows += [(f"sandbox.{key}", value, settings.origin(f"sandbox.{key}")) for key, value in shown_sandbox.items()]
+    rows += [
+        (f"reasoning.{key}", getattr(settings.reasoning, key), settings.origin(f"reasoning.{key}"))
+        for key in REASONING_KEYS
+    ]
     rules = [("allow", rule) for rule in settings.permissions.allow] + [
         ("deny", rule) for rule in settings.permissions.deny
     ]

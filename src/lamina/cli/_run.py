@@ -20,9 +20,12 @@ from lamina.cli._chat import (
     AdoptOption,
     ContinueOption,
     CustomPresetOption,
+    EffortOption,
     ModelOption,
     ModeOption,
     PresetOption,
+    ReasoningSummaryOption,
+    ThinkingOption,
     TrustOption,
 )
 from lamina.errors import LaminaError, UsageError
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from lamina.agent import Agent, AgentEvent, TurnOutcome
     from lamina.cli._config import Settings
     from lamina.cli._permissions import Permissions
+    from lamina.cli._reasoning_settings import ReasoningTable
     from lamina.engine import CompactionEvent
     from lamina.session import SessionStore
     from lamina.tools import Allow, Deny, PermissionRequest
@@ -77,21 +81,26 @@ def run(
     ] = None,
     trust: TrustOption = False,
     adopt_bundle_settings: AdoptOption = False,
+    thinking: ThinkingOption = None,
+    effort: EffortOption = None,
+    reasoning_summary: ReasoningSummaryOption = None,
 ) -> None:
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
 
+    from lamina.cli._reasoning_settings import flags_table
     from lamina.cli._session import latest_session, settings_for
 
     known = _Known(as_json=as_json, stream_json=stream_json and not as_json, model=model, mode=mode)
     try:
         _check_usage(known, resume, continue_, stream_json)
+        reasoning = flags_table(thinking, effort, reasoning_summary)
         decision = _decision(accept_plan, reject_plan, text, resumed=resume is not None or continue_)
         message = None if text is None else _message(text)
         workspace = Path.cwd()
         store = _open_store(ctx)
         try:
-            settings = _settings(workspace, known, preset, custom_preset, trust=trust)
+            settings = _settings(workspace, known, preset, custom_preset, trust=trust, reasoning=reasoning)
             session_id = latest_session(store, workspace) if continue_ else resume
             # a resumed session's model, mode and preset (an imported one's bundle's only when adopted)
             settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
@@ -236,9 +245,17 @@ def _open_store(ctx: typer.Context) -> SessionStore:
 
 
 def _settings(
-    workspace: Path, known: _Known, preset: str | None, custom_preset: Path | None, *, trust: bool
+    workspace: Path,
+    known: _Known,
+    preset: str | None,
+    custom_preset: Path | None,
+    *,
+    trust: bool,
+    reasoning: ReasoningTable | None,
 ) -> Settings:
-    """The effective settings (`trust`: `--trust`, else the recorded trust); `known` learns model, mode and trust.
+    """The effective settings (`trust`: `--trust`, else the recorded trust; `reasoning`: the flags' settings).
+
+    `known` learns the model, the mode and the trust.
 
     An untrusted workspace that would configure something gets one line on stderr saying what
     was not applied (and `known.trust` lists it for the JSON).
@@ -256,6 +273,7 @@ def _settings(
     settings = load_settings(
         workspace,
         trust=WorkspaceTrust.TRUSTED if trust else workspace_trust(workspace),
+        reasoning=reasoning,
         model=known.model,
         mode=known.mode,
         preset=preset,

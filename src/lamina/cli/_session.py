@@ -7,16 +7,27 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 from lamina.agent import Agent, AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine
 from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
+from lamina.cli._reasoning_settings import DEFAULT_REASONING, REASONING_KEYS, parse_reasoning, reasoning_text
 from lamina.compaction import DEFAULT_PRUNE
+from lamina.context import ReasoningBlock, to_messages
 from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
 from lamina.errors import UsageError
-from lamina.placement import RenderedRequest, RenderTarget
+from lamina.placement import (
+    AnthropicTarget,
+    OpenAIChatTarget,
+    OpenAIResponsesTarget,
+    ReasoningConfig,
+    ReasoningOwner,
+    RenderedRequest,
+    RenderTarget,
+    foreign_reasoning,
+)
 from lamina.pricing import CachePrices
 from lamina.prompt import Preset
 from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
@@ -59,6 +70,15 @@ class _Windowed:
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
+    @property
+    def reasoning(self) -> ReasoningConfig:
+        return _reasoning_of(self._inner)
+
+    @reasoning.setter
+    def reasoning(self, value: ReasoningConfig) -> None:
+        if not set_reasoning(self._inner, value):
+            raise AttributeError("reasoning")
+
     def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         return self._inner.stream(request)
 
@@ -73,12 +93,41 @@ async def close_provider(provider: Provider) -> None:
         await aclose()
 
 
+@runtime_checkable
+class _Reasoned(Protocol):
+    """A provider that takes reasoning settings for its next requests (the Anthropic and OpenAI ones)."""
+
+    reasoning: ReasoningConfig
+
+
+def _reasoning_of(provider: Provider) -> ReasoningConfig:
+    if not isinstance(provider, _Reasoned):
+        raise AttributeError("reasoning")
+    return provider.reasoning
+
+
+def set_reasoning(provider: Provider, config: ReasoningConfig) -> bool:
+    """Give `provider` reasoning settings for its next requests; False when it takes none (a script).
+
+    Raises:
+        UsageError: The provider refuses them (a thinking budget not below its `max_tokens`).
+    """
+    if not isinstance(provider, _Reasoned):
+        return False
+    provider.reasoning = config
+    return True
+
+
 def make_provider(spec: str, settings: Settings) -> Provider:
-    """The provider for `spec`, with the configured context window; a missing API key is a `UsageError`."""
+    """The provider for `spec`, with the configured context window and reasoning; a missing API key is a `UsageError`.
+
+    Raises:
+        UsageError: No API key, a bad spec, or reasoning settings the provider refuses.
+    """
     variable = missing_api_key(spec)
     if variable is not None:
         raise UsageError(f"no API key for {spec.partition(':')[0]}: set {variable} in the environment")
-    provider = provider_from_spec(spec)
+    provider = provider_from_spec(spec, reasoning=settings.reasoning)
     if settings.context_window is not None:
         return _Windowed(provider, settings.context_window)
     return provider
@@ -152,7 +201,7 @@ BUNDLE_ORIGIN: Final = "the bundle"
 
 
 def resumed_settings(settings: Settings, recorded: RecordedSettings, *, origin: str = SESSION_ORIGIN) -> Settings:
-    """`settings` with the session's recorded model, mode and preset where the command line gave none.
+    """`settings` with the session's recorded model, mode, preset and reasoning where the command line gave none.
 
     A setting from a config file or the defaults gives way to the session's (its origin becomes
     `origin`); one given on the command line wins, and the session records it when it opens.
@@ -167,7 +216,26 @@ def resumed_settings(settings: Settings, recorded: RecordedSettings, *, origin: 
         changes["preset"] = recorded.preset
         changes["preset_file"] = Path(recorded.preset_file) if recorded.preset_file else None
         origins["preset"] = origins["preset_file"] = origin
+    if recorded.reasoning is not None:
+        changes["reasoning"] = _resumed_reasoning(settings, parse_reasoning(recorded.reasoning), origins, origin)
     return dataclasses.replace(settings, **changes, origins=origins)  # type: ignore[arg-type]  # Settings' own keys
+
+
+def _resumed_reasoning(
+    settings: Settings, recorded: ReasoningConfig, origins: dict[str, str], origin: str
+) -> ReasoningConfig:
+    """The session's reasoning settings, but for the keys the command line gave (`origins` learns where each came from).
+
+    `thinking` and `budget_tokens` come from one place (the flag `--thinking` gives both).
+    """
+    given = {key for key in REASONING_KEYS if settings.origin(f"reasoning.{key}") == "command line"}
+    if "thinking" in given:
+        given.add("budget_tokens")
+    values = {key: getattr(settings.reasoning if key in given else recorded, key) for key in REASONING_KEYS}
+    for key in REASONING_KEYS:
+        if key not in given:
+            origins[f"reasoning.{key}"] = origin
+    return ReasoningConfig(**values)
 
 
 def settings_for(
@@ -194,7 +262,8 @@ def settings_for(
                 f"session {session_id} has no bundle settings to adopt (not imported, or its bundle recorded none)"
             )
         return resumed_settings(settings, recorded.imported, origin=BUNDLE_ORIGIN)
-    if recorded.imported is not None and (recorded.model, recorded.mode, recorded.preset) == (None, None, None):
+    own = (recorded.model, recorded.mode, recorded.preset, recorded.reasoning)
+    if recorded.imported is not None and own == (None, None, None, None):
         err.print(f"[yellow]{safe(bundle_note(recorded.imported))}[/yellow]")
     return resumed_settings(settings, recorded)
 
@@ -205,22 +274,70 @@ def bundle_note(bundle: RecordedSettings) -> str:
     shown += [f"mode {bundle.mode}"] if bundle.mode else []
     if bundle.preset:
         shown.append(f"preset {bundle.preset}" + (f" ({bundle.preset_file})" if bundle.preset_file else ""))
+    shown += [f"reasoning {bundle.reasoning}"] if bundle.reasoning else []
     return (
         f"imported session: its bundle ran with {', '.join(shown) or 'no recorded settings'}; not adopted, "
         "your own settings apply (--adopt-bundle-settings uses the bundle's)"
     )
 
 
-def record_settings(agent: Agent, settings: Settings) -> None:
+def record_settings(agent: Agent, settings: Settings) -> list[str]:
     """Record the settings the agent runs with in its session (only what changed), and switch to their mode.
 
     A resumed session given another mode on the command line switches to it (the model is told).
+    Reasoning settings that ask nothing are not recorded until a session has recorded some.
+
+    Returns:
+        What a change of model leaves out of the requests (`note_provider_switch`).
     """
+    recorded = agent.engine.settings.recorded
     if agent.engine.settings.mode != settings.mode:
         agent.set_mode(settings.mode)
     agent.engine.settings.set_model(settings.model)
     preset_file = _preset_file(settings)
     agent.engine.settings.set_preset(settings.preset, str(preset_file) if preset_file is not None else "")
+    record_reasoning(agent, settings.reasoning)
+    return note_provider_switch(agent) if recorded.model not in (None, settings.model) else []
+
+
+def record_reasoning(agent: Agent, config: ReasoningConfig) -> None:
+    """Record the reasoning settings the requests go with (none asked and none recorded yet: nothing)."""
+    text = reasoning_text(config)
+    if text != DEFAULT_REASONING or agent.engine.settings.recorded.reasoning is not None:
+        agent.engine.settings.set_reasoning(text)
+
+
+def reasoning_owner(target: RenderTarget) -> ReasoningOwner | None:
+    """Whose reasoning requests in `target`'s format carry (None: a backend that keeps its own transcript)."""
+    match target:
+        case AnthropicTarget():
+            return "anthropic"
+        case OpenAIResponsesTarget():
+            return "openai"
+        case OpenAIChatTarget():
+            return "openai-compat"
+        case _:
+            return None
+
+
+def note_provider_switch(agent: Agent) -> list[str]:
+    """After a change of model: record what reasoning in the view the new provider is never sent, and say it.
+
+    Returns:
+        One line per provider whose blocks are left out (none when the view holds no other provider's).
+    """
+    owner = reasoning_owner(agent.provider.target)
+    if owner is None:
+        return []
+    messages = to_messages(agent.engine.view)
+    if not foreign_reasoning(messages, owner):
+        return []
+    left_out: dict[str, int] = {}
+    for message in messages:
+        for block in message.blocks:
+            if isinstance(block, ReasoningBlock):
+                left_out[block.reasoning.provider] = left_out.get(block.reasoning.provider, 0) + 1
+    return agent.engine.settings.note_foreign_reasoning(left_out, provider=owner)
 
 
 def stored_session_engine(session: SessionLog) -> ContextEngine:
@@ -312,7 +429,8 @@ async def session_agent(
                 on_event(SkillWarning("sandbox", ignored))
             agent.engine.compactor.listeners.append(on_compaction)
             agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
-            record_settings(agent, settings)
+            for note in record_settings(agent, settings):
+                err.print(f"[dim]{safe(note)}[/dim]")
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
             try:

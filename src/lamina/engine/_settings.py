@@ -1,8 +1,8 @@
-"""The user's settings as the engine keeps them: permission mode, active sources, skills in use (I/O: the log)."""
+"""The user's settings as the engine keeps them: mode, model, preset, reasoning, sources, skills (I/O: the log)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from lamina.engine._recorder import Recorder
 from lamina.engine._state import PathState, RecordedSettings, SessionState, fold, settings_of
@@ -89,6 +89,43 @@ class SessionSettings:
         if (preset, preset_file) != (self.state.preset, self.state.preset_file):
             change = StateChange(key="preset", value=preset, previous=self.state.preset, detail=preset_file)
             self._record(change)
+
+    def set_reasoning(self, settings: str) -> None:
+        """Record the reasoning settings the requests go with (nothing when they are the recorded ones).
+
+        Like the model, for a resumed session (and restated by a compaction's snapshot); the text is
+        the front end's (the CLI writes `thinking=adaptive effort=high`, or `default`).
+        """
+        if settings != self.state.reasoning:
+            self._record(StateChange(key="reasoning", value=settings, previous=self.state.reasoning))
+
+    def note_foreign_reasoning(self, left_out: Mapping[str, int], *, provider: str) -> list[str]:
+        """Record that the view's reasoning blocks of other providers are not sent to `provider`, and say so.
+
+        Reasoning goes only to the provider that made it (`lamina.placement.replayed`): when the
+        session moves to `provider`, the others' blocks in its view stay in the log and are left out
+        of its requests. One state change per provider left out (`foreign_reasoning`: `value` names
+        it, `detail` says how many blocks).
+
+        Args:
+            left_out: How many blocks of each provider the view holds (`provider`'s own and zeros are skipped).
+            provider: The provider the session now runs on.
+
+        Returns:
+            One line per provider left out (none: nothing is left out, nothing recorded).
+        """
+        notes = []
+        for name, count in left_out.items():
+            if count <= 0 or name == provider:
+                continue
+            blocks = "block" if count == 1 else "blocks"
+            note = (
+                f"{count} reasoning {blocks} of {name} left out of the requests to {provider} from here on"
+                " (reasoning goes only to the provider that made it; the log keeps them)"
+            )
+            self._record(StateChange(key="foreign_reasoning", value=name, detail=note))
+            notes.append(note)
+        return notes
 
     def add_skills(self, names: Sequence[str]) -> None:
         """Record skills as in use (a state change), so a resumed session still knows them."""

@@ -24,6 +24,8 @@ class RecordedSettings:
     """The system prompt preset: `default`, `mini` or `custom`."""
     preset_file: str = ""
     """The custom preset's file ("": none)."""
+    reasoning: str | None = None
+    """The reasoning settings, as the front end wrote them (the CLI: `thinking=adaptive effort=high`)."""
     imported: RecordedSettings | None = None
     """What the bundle the session was imported from had recorded, which the session does not use
     (None: not imported, or the bundle recorded nothing): shown on resume, adopted only on request."""
@@ -48,6 +50,8 @@ class SessionState:
     """The system prompt preset the session last recorded (None: none yet)."""
     preset_file: str = ""
     """The custom preset's file recorded with it ("": none)."""
+    reasoning: str | None = None
+    """The reasoning settings the session last recorded (None: none yet)."""
     imported: RecordedSettings | None = None
     """The settings an imported bundle had recorded, cleared by the import (`RecordedSettings.imported`)."""
 
@@ -59,6 +63,7 @@ def settings_of(state: SessionState) -> RecordedSettings:
         mode=state.mode if state.mode_recorded else None,
         preset=state.preset,
         preset_file=state.preset_file,
+        reasoning=state.reasoning,
         imported=state.imported,
     )
 
@@ -70,7 +75,7 @@ def recorded_settings(entries: Iterable[LogEntry]) -> RecordedSettings:
         entries: The session's entries as loaded (`SessionLog.entries_loaded()`).
 
     Returns:
-        The latest model, mode and preset they record.
+        The latest model, mode, preset and reasoning settings they record.
     """
     state = SessionState()
     for entry in entries:
@@ -93,7 +98,7 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
         The settings after it (`state` itself when `entry` does not change them).
     """
     match entry:
-        case StateChange(key="mode" | "model" | "preset", value=""):
+        case StateChange(key="mode" | "model" | "preset" | "reasoning", value=""):
             return _cleared(state, entry.key)
         case StateChange(key="mode", value=value):
             # the first mode recorded (a new session's, or a resumed import's) has none before it
@@ -105,6 +110,8 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
             return replace(state, model=value)
         case StateChange(key="preset", value=value, detail=detail):
             return replace(state, preset=value, preset_file=detail)
+        case StateChange(key="reasoning", value=value):
+            return replace(state, reasoning=value)
         case CompactionBoundary(state=snapshot):
             # a resume may read only from here on: the boundary carries the state from before it
             state = replace(state, sources=snapshot.sources)
@@ -114,6 +121,8 @@ def fold(state: SessionState, entry: LogEntry) -> SessionState:
                 state = replace(state, model=snapshot.model)
             if snapshot.preset is not None:
                 state = replace(state, preset=snapshot.preset, preset_file=snapshot.preset_file)
+            if snapshot.reasoning is not None:
+                state = replace(state, reasoning=snapshot.reasoning)
             return state
         case _:
             return state
@@ -128,6 +137,8 @@ def _cleared(state: SessionState, key: str) -> SessionState:
             return replace(state, mode=SessionState().mode, mode_recorded=False, previous_mode=None, imported=bundle)
         case "model":
             return replace(state, model=None, imported=replace(kept, model=state.model))
+        case "reasoning":
+            return replace(state, reasoning=None, imported=replace(kept, reasoning=state.reasoning))
         case _:
             bundle = replace(kept, preset=state.preset, preset_file=state.preset_file)
             return replace(state, preset=None, preset_file="", imported=bundle)
@@ -191,4 +202,5 @@ def boundary_state(
         model=settings.model,
         preset=settings.preset,
         preset_file=settings.preset_file,
+        reasoning=settings.reasoning,
     )

@@ -27,6 +27,7 @@ from lamina.providers._provider import (
 from lamina.providers._retry import RetryNotice, RetryPolicy, stream_with_retry
 
 if TYPE_CHECKING:
+    from lamina.placement import ReasoningConfig
     from lamina.providers._anthropic import AnthropicProvider
     from lamina.providers._claude_agent import ClaudeAgentProvider
     from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
@@ -78,7 +79,7 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
-def provider_from_spec(spec: str) -> Provider:
+def provider_from_spec(spec: str, *, reasoning: ReasoningConfig | None = None) -> Provider:
     """The provider a command-line spec names.
 
     API keys come from the SDKs' usual environment variables (`ANTHROPIC_API_KEY`,
@@ -88,6 +89,8 @@ def provider_from_spec(spec: str) -> Provider:
         spec: `anthropic:MODEL`, `openai:MODEL` (Chat Completions), `openai-responses:MODEL`,
             `openai-compat:URL#MODEL` (an OpenAI-compatible server), `claude-agent:MODEL` (the
             Claude Agent SDK, extra `claude`) or `scripted:FILE`.
+        reasoning: How the model reasons (`lamina.placement.ReasoningConfig`; each provider reads what it
+            has). The Anthropic and OpenAI providers take it; the Claude Agent SDK and a script take none.
 
     Returns:
         The provider, built.
@@ -103,15 +106,15 @@ def provider_from_spec(spec: str) -> Provider:
         case "anthropic":
             from lamina.providers._anthropic import AnthropicProvider
 
-            return AnthropicProvider(rest)
+            return AnthropicProvider(rest, reasoning=reasoning)
         case "openai":
             from lamina.providers._openai import OpenAIChatProvider
 
-            return OpenAIChatProvider(rest)
+            return OpenAIChatProvider(rest, reasoning=reasoning)
         case "openai-responses":
             from lamina.providers._openai import OpenAIResponsesProvider
 
-            return OpenAIResponsesProvider(rest)
+            return OpenAIResponsesProvider(rest, reasoning=reasoning)
         case "openai-compat":
             url, sep, model = rest.rpartition("#")
             if not sep or not model or not url.startswith(("http://", "https://")):
@@ -119,7 +122,9 @@ def provider_from_spec(spec: str) -> Provider:
             from lamina.providers._openai import OpenAIChatProvider
 
             # compatible servers do not route by prompt_cache_key, and some reject unknown fields
-            return OpenAIChatProvider(model, base_url=url, prompt_cache_key=False, name="openai-compat")
+            return OpenAIChatProvider(
+                model, base_url=url, prompt_cache_key=False, name="openai-compat", reasoning=reasoning
+            )
         case "claude-agent":
             from lamina.providers._claude_agent import ClaudeAgentProvider
 

@@ -355,6 +355,9 @@ class StateSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The system prompt preset the session last recorded (None: none, or an older log)."""
     preset_file: str = ""
     """The custom preset's file recorded with `preset` ("": none)."""
+    reasoning: str | None = None
+    """The reasoning settings the session last recorded, as their `reasoning` state change gives them
+    (None: none, or an older log)."""
 
 
 class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"):
@@ -406,12 +409,16 @@ class PinnedTool(msgspec.Struct, frozen=True, kw_only=True):
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """A change of session state.
 
-    The permission mode, model, system prompt preset, active sources, a stable input, skills in use,
-    a provider-side session, the tool definitions the requests send. An empty `value` for `mode`,
-    `model` or `preset` clears it: an imported bundle's settings are not the session's own.
+    The permission mode, model, system prompt preset, reasoning settings, active sources, a stable input,
+    skills in use, a provider-side session, the tool definitions the requests send; `foreign_reasoning`:
+    another provider's (`value`) reasoning is left out from here on (`detail`: how much). An empty `value`
+    for `mode`, `model`, `preset` or `reasoning` clears it: an imported bundle's settings are not the session's.
     """
 
-    key: Literal["mode", "model", "preset", "sources", "stable", "skills", "provider_session", "tools"]
+    key: (
+        Literal["mode", "model", "preset", "reasoning", "sources", "stable", "skills", "provider_session", "tools"]
+        | Literal["foreign_reasoning"]
+    )
     value: str
     previous: str | None = None
     detail: str = ""

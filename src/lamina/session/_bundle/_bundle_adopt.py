@@ -1,6 +1,6 @@
 """What an import adopts of a bundle: nothing but its conversation and files (pure).
 
-A bundle's recorded mode, model and preset, and a plan its author accepted, are the author's, not
+A bundle's recorded mode, model, preset and reasoning settings, and a plan its author accepted, are the author's, not
 the importing user's: the import appends entries that clear them (docs/security.md, "Bundles are data").
 """
 
@@ -11,7 +11,7 @@ from typing import Final, Literal
 
 from lamina.session._entries import CompactionBoundary, LogEntry, PlanState, StateChange
 
-_SETTINGS: Final[tuple[Literal["mode", "model", "preset"], ...]] = ("mode", "model", "preset")
+_SETTINGS: Final[tuple[Literal["mode", "model", "preset", "reasoning"], ...]] = ("mode", "model", "preset", "reasoning")
 NOT_ADOPTED: Final = "imported: the bundle's setting is not adopted"
 """The `detail` of the state changes an import appends to clear the bundle's recorded settings."""
 NOT_ACCEPTED: Final = "imported: accepted in the bundle, not by you; not carried out here"
@@ -22,7 +22,7 @@ _UNFINISHED: Final = frozenset({"accepted", "awaiting_compaction", "compacted", 
 def not_adopted(entries: Sequence[LogEntry]) -> list[StateChange | PlanState]:
     """The entries (unstamped) an import appends to a bundle's log so the session adopts none of its settings.
 
-    One `StateChange` with an empty value per setting the log records (mode, model, preset): the
+    One `StateChange` with an empty value per setting the log records (mode, model, preset, reasoning): the
     session runs on the importing user's own (`lamina.engine.RecordedSettings.imported` keeps the
     bundle's). A `cancelled` transition for each plan the author accepted that is not over: that
     acceptance, and the mode it chose, is not the user's, so it is never carried on here.
