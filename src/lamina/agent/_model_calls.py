@@ -7,11 +7,12 @@ that is gone is recovered in a fresh one (`SessionRecovery`) and the call sent a
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from lamina.agent._events import AgentEvent, ModelCallFinished
 from lamina.agent._provider_sessions import SessionRecovery
+from lamina.agent._reasoning_replay import ReasoningReplay
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
 from lamina.context import TurnContext
 from lamina.engine import CompactionOutcome, ContextEngine
@@ -37,6 +38,8 @@ class ModelCalls:
     compact: Callable[[], Awaitable[CompactionOutcome]]
     """Compacts the session after a context overflow."""
     emit: Callable[[AgentEvent], None]
+    replay: ReasoningReplay = field(default_factory=ReasoningReplay)
+    """Completed turns' reasoning, kept or dropped as priced (`ReasoningConfig(history="priced")`)."""
 
     async def send(
         self, turn: TurnContext, index: int, *, recovery_tokens: int = DEFAULT_RECOVERY_TOKENS
@@ -73,7 +76,8 @@ class ModelCalls:
 
     async def _call(self, turn: TurnContext, index: int) -> Completed:
         provider = self.provider()
-        request = self.sessions.begin(self.engine.request(turn, provider.target))
+        target = self.replay.target(self.engine, turn, provider.target)  # a priced reasoning choice made
+        request = self.sessions.begin(self.engine.request(turn, target))
         estimated = self.engine.compactor.context_tokens()
         completed: Completed | None = None
         async for event in self.stream(request):

@@ -35,7 +35,7 @@ class ReasoningTable(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     display: Literal["summarized", "omitted"] | None = None
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
-    history: Literal["keep", "drop"] | None = None
+    history: Literal["keep", "drop", "priced"] | None = None
 
 
 def checked(table: ReasoningTable, where: str) -> ReasoningTable:

@@ -139,6 +139,11 @@ def _attached_text(turn: TurnContext, attachments: AttachmentBlocks) -> list[str
     return [b.text for b in attached_blocks(user, attachments) if isinstance(b, TextBlock)]
 
 
+def _history(reasoning: ReasoningConfig) -> Literal["keep", "drop"]:
+    """What completed turns do with their reasoning: a priced choice not made by an agent keeps it."""
+    return "drop" if reasoning.history == "drop" else "keep"
+
+
 def render(
     turn: TurnContext,
     target: RenderTarget,
@@ -156,13 +161,14 @@ def render(
     """
     match target:
         case AnthropicTarget(reasoning=reasoning):
-            wire = _wire(turn, "anthropic", wire_messages, continuation, cache, attachments, reasoning.history)
+            wire = _wire(turn, "anthropic", wire_messages, continuation, cache, attachments, _history(reasoning))
             return render_anthropic(turn, wire, target)
         case OpenAIChatTarget(reasoning=reasoning):
-            wire = _wire(turn, "openai-compat", chat_wire_messages, continuation, cache, attachments, reasoning.history)
+            history = _history(reasoning)
+            wire = _wire(turn, "openai-compat", chat_wire_messages, continuation, cache, attachments, history)
             return render_openai_chat(turn, wire, target)
         case OpenAIResponsesTarget(reasoning=reasoning):
-            wire = _wire(turn, "openai", responses_wire_items, continuation, cache, attachments, reasoning.history)
+            wire = _wire(turn, "openai", responses_wire_items, continuation, cache, attachments, _history(reasoning))
             return render_openai_responses(turn, wire, target)
         case SdkManagedTarget():
             return render_sdk_managed(turn, _attached_text(turn, attachments))
