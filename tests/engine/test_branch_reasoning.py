@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from lamina.context import TurnContext
 from lamina.placement import AnthropicTarget, ReasoningConfig, render
 from lamina.session import AssistantMessage, Reasoning, ToolCall, ToolResult
 from tests.support.engine import Clock, make_engine
@@ -34,6 +35,11 @@ def _wire_block(reasoning: Reasoning) -> dict[str, Any]:
     if reasoning.kind == "redacted_thinking":
         return {"type": "redacted_thinking", "data": reasoning.data}
     return {"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature}
+
+
+def _body(turn: TurnContext, target: AnthropicTarget) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(json.dumps(render(turn, target)))
+    return body
 
 
 def _loop(tmp_path: Path, workspace: Path) -> tuple[Any, dict[str, str]]:
@@ -65,7 +71,7 @@ def test_a_branch_inside_a_tool_loop_sends_every_signed_block_of_that_step_uncha
     assert msgspec.json.encode(on_branch.reasoning) == msgspec.json.encode(logged.reasoning)  # the same bytes
 
     turn = engine.prepare_turn("Only compare a.py")
-    body = render(turn, _TARGET)
+    body = _body(turn, _TARGET)
     messages = body["messages"]
     # the step the branch ends in: its assistant message opens with its thinking, unchanged and in order,
     # then its calls; the next user message answers every call (the open ones as interrupted)
@@ -94,7 +100,7 @@ def test_a_branch_at_the_step_keeps_the_thinking_when_completed_turns_drop_their
     engine.branch(ids["call b"])
     turn = engine.prepare_turn("Only compare a.py")
     target = dataclasses.replace(_TARGET, reasoning=ReasoningConfig(thinking="adaptive", history="drop"))
-    body = render(turn, target)
+    body = _body(turn, target)
     step = max(i for i, m in enumerate(body["messages"]) if m["role"] == "assistant")
     assert body["messages"][step]["content"][: len(_FIRST)] == [_wire_block(r) for r in _FIRST]
 
