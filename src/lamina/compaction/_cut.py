@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lamina.errors import UsageError
-from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, TurnRecord, UserMessage
+from lamina.session import AssistantMessage, LogEntry, Reasoning, ToolCall, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 __all__ = [
@@ -64,8 +64,9 @@ def entry_tokens(entry: LogEntry, *, estimator: TokenEstimator = DEFAULT_ESTIMAT
     match entry:
         case UserMessage(text=text, attachments=attachments):
             return estimator.count(text) + sum(a.tokens for a in attachments)  # images: the providers' formulas
-        case AssistantMessage(text=text):
-            return estimator.count(text)
+        case AssistantMessage(text=text, reasoning=reasoning):
+            # its reasoning as the budget counts it: what can be read of it (`reasoning_text`)
+            return estimator.count(text) + sum(estimator.count(reasoning_text(r)) for r in reasoning)
         case ToolCall(name=name, input=args):
             return estimator.count(f"{name} {_json(args)}")
         case ToolResult(content=content, attachments=attachments):
@@ -78,6 +79,11 @@ def entry_tokens(entry: LogEntry, *, estimator: TokenEstimator = DEFAULT_ESTIMAT
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def reasoning_text(reasoning: Reasoning) -> str:
+    """What can be read of a reasoning block: its text, else its summaries (never a signature or encrypted data)."""
+    return reasoning.text or "\n\n".join(reasoning.summary)
 
 
 def _is_conversation(entry: LogEntry) -> bool:
@@ -118,8 +124,9 @@ def find_cut_point(
 
     The kept part starts at the latest safe cut whose suffix holds `keep_tokens` tokens (the
     whole view when it holds fewer), and never after the latest user request. Safe cuts are
-    before a user message, or before an assistant message once every earlier tool call is
-    answered; a cut of the second kind is used only for a turn larger than `keep_tokens` on its
+    before a user message, or before an assistant message that starts a model response once
+    every earlier tool call is answered (so a response's reasoning, its calls and their results
+    stay on one side); a cut of the second kind is used only for a turn larger than `keep_tokens` on its
     own (a turn that fits is kept whole, its user message with it), and reports that turn's
     start in `split_turn_prefix`. The latest turn is never split: its request stays
     verbatim, so a single huge current turn is kept whole (prune its tool output instead).
@@ -148,7 +155,7 @@ def find_cut_point(
     latest = len(view) if last_user is None else last_user
     cut = 0
     for index in range(latest, 0, -1):
-        safe = index == len(view) or isinstance(view[index], UserMessage | AssistantMessage)
+        safe = index == len(view) or isinstance(view[index], UserMessage) or _starts_response(view, index)
         if safe and not spanned[index] and suffix[index] >= keep_tokens:
             cut = _whole_turn(view, index, spanned, suffix, keep_tokens)
             break
@@ -169,6 +176,19 @@ def find_cut_point(
         tokens_before=total,
         tokens_kept=suffix[cut],
     )
+
+
+def _starts_response(view: Sequence[LogEntry], index: int) -> bool:
+    """Whether `view[index]` is an assistant message that starts a model response.
+
+    An assistant message right after another one is the same response going on (an integration
+    logs a response's reasoning, texts and calls as they came): a cut there would part the
+    response's reasoning from the rest of it.
+    """
+    if not isinstance(view[index], AssistantMessage):
+        return False
+    before = next((view[i] for i in range(index - 1, -1, -1) if _is_conversation(view[i])), None)
+    return not isinstance(before, AssistantMessage)
 
 
 def _whole_turn(view: Sequence[LogEntry], index: int, spanned: list[bool], suffix: list[int], keep: int) -> int:

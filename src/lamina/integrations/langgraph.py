@@ -22,7 +22,7 @@ from lamina.defang import neutralise
 from lamina.errors import MissingExtraError, SessionExistsError, SessionNotFoundError, UsageError
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions, thread_options
 from lamina.integrations._thread import LaminaThread
-from lamina.session import AssistantMessage, Custom, SessionStore, ToolCall, ToolResult, check_session_id
+from lamina.session import AssistantMessage, Custom, Reasoning, SessionStore, ToolCall, ToolResult, check_session_id
 
 try:
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -50,7 +50,64 @@ def _untyped(data: Sequence[str]) -> tuple[str, bytes]:
 def _text(content: str | list[str | dict[str, Any]]) -> str:
     if isinstance(content, str):
         return content
-    return "\n\n".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)
+    return "\n\n".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content if _is_text(p))
+
+
+def _is_text(part: str | dict[str, Any]) -> bool:
+    return isinstance(part, str) or part.get("type", "text") == "text"
+
+
+def _reasoning_of(message: AIMessage) -> tuple[Reasoning, ...]:
+    """Lamina's blocks for the reasoning in an AI message, in order.
+
+    Anthropic's `thinking` and `redacted_thinking` blocks, a Responses `reasoning` block (its
+    summaries and encrypted content) and LangChain's standard `reasoning` block (its provider read
+    from the message's `model_provider`, a signature or encrypted content from its `extras`); a
+    server's `reasoning_content` beside the content. Anything else stays in the checkpoint only.
+    """
+    out: list[Reasoning] = []
+    field = message.additional_kwargs.get("reasoning_content")
+    if isinstance(field, str) and field:
+        out.append(Reasoning(provider="openai-compat", kind="reasoning_content", text=field, field="reasoning_content"))
+    content = message.content if isinstance(message.content, list) else []
+    provider = str(message.response_metadata.get("model_provider", ""))
+    for block in content:
+        if isinstance(block, dict) and (made := _block_reasoning(block, provider)) is not None:
+            out.append(made)
+    return tuple(out)
+
+
+def _block_reasoning(block: dict[str, Any], provider: str) -> Reasoning | None:
+    raw_extras = block.get("extras")
+    extras: dict[str, Any] = raw_extras if isinstance(raw_extras, dict) else {}
+    match block.get("type"):
+        case "thinking":
+            text, signature = str(block.get("thinking", "")), str(block.get("signature", ""))
+            return Reasoning(provider="anthropic", kind="thinking", text=text, signature=signature)
+        case "redacted_thinking":
+            return Reasoning(provider="anthropic", kind="redacted_thinking", data=str(block.get("data", "")))
+        case "reasoning" if "summary" in block or "encrypted_content" in block:  # the Responses item as returned
+            summary: object = block.get("summary")
+            parts: list[Any] = summary if isinstance(summary, list) else []
+            texts = tuple(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+            data = str(block.get("encrypted_content") or "")
+            return Reasoning(
+                provider="openai", kind="reasoning", item_id=str(block.get("id", "")), summary=texts, data=data
+            )
+        case "reasoning" if provider == "anthropic":
+            signature = str(extras.get("signature", ""))
+            return Reasoning(
+                provider="anthropic", kind="thinking", text=str(block.get("reasoning", "")), signature=signature
+            )
+        case "reasoning" if provider == "openai":
+            texts = (str(block["reasoning"]),) if block.get("reasoning") else ()
+            data = str(extras.get("encrypted_content") or "")
+            return Reasoning(
+                provider="openai", kind="reasoning", item_id=str(block.get("id", "")), summary=texts, data=data
+            )
+        case "reasoning" if block.get("reasoning"):
+            return Reasoning(provider="openai-compat", kind="reasoning_content", text=str(block["reasoning"]))
+    return None
 
 
 def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> RunnableConfig:
@@ -331,9 +388,9 @@ class LaminaCheckpointSaver(InMemorySaver):
         elif isinstance(message, AIMessage):
             if pending is not None:
                 thread.commit(pending)
-            text = _text(message.content)
-            if text:
-                first = thread.record(AssistantMessage(text=text)).id
+            text, reasoning = _text(message.content), _reasoning_of(message)
+            if text or reasoning:
+                first = thread.record(AssistantMessage(text=text, reasoning=reasoning)).id
             for call in message.tool_calls:
                 entry = thread.record(ToolCall(call_id=str(call["id"]), name=call["name"], input=dict(call["args"])))
                 first = first or entry.id

@@ -19,7 +19,16 @@ from lamina.engine import CompactionOutcome
 from lamina.errors import MissingExtraError, UsageError
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
 from lamina.integrations._thread import LaminaThread
-from lamina.session import AssistantMessage, Custom, Entry, SessionStore, ToolCall, ToolResult, UserMessage
+from lamina.session import (
+    AssistantMessage,
+    Custom,
+    Entry,
+    Reasoning,
+    SessionStore,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -265,7 +274,9 @@ class LaminaSession:
             call_id = str(item.get("call_id", ""))
             name = self._call_names.get(call_id, "")
             return ToolResult(call_id=call_id, name=name, content=_output_text(item.get("output")))
-        return None  # system and developer messages, reasoning, hosted tools: kept as given only
+        if kind == "reasoning":  # before the call or message it led to, as the Responses API sent it
+            return AssistantMessage(text="", reasoning=(_reasoning_of(item),))
+        return None  # system and developer messages, hosted tools: kept as given only
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the latest item and return it; the log keeps it on an abandoned branch.
@@ -373,6 +384,21 @@ class LaminaSession:
                 item["output"] = _neutralised_output(item.get("output"))
             out.append(item)
         return out
+
+
+def _reasoning_of(item: Mapping[str, Any]) -> Reasoning:
+    """Lamina's block for a Responses reasoning item: its id, summary texts and encrypted content."""
+    summary = item.get("summary")
+    texts = (
+        tuple(str(p.get("text", "")) for p in summary if isinstance(p, Mapping)) if isinstance(summary, list) else ()
+    )
+    return Reasoning(
+        provider="openai",
+        kind="reasoning",
+        item_id=str(item.get("id") or ""),
+        summary=texts,
+        data=str(item.get("encrypted_content") or ""),
+    )
 
 
 def _parts(content: object) -> list[Any]:

@@ -14,13 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
+import msgspec
+
 from lamina.context import TurnContext
 from lamina.defang import neutralise
 from lamina.engine import CompactionOutcome
 from lamina.errors import MissingExtraError
 from lamina.integrations._options import CompactionPolicy, ThreadKeywords, ThreadOptions
 from lamina.integrations._thread import LaminaThread
-from lamina.session import AssistantMessage, SessionStore, ToolCall, ToolResult
+from lamina.session import AssistantMessage, Reasoning, SessionStore, ToolCall, ToolResult
 
 try:
     from pydantic_ai.capabilities import AbstractCapability
@@ -31,6 +33,7 @@ try:
         ModelResponse,
         RetryPromptPart,
         TextPart,
+        ThinkingPart,
         ToolCallPart,
         ToolReturnPart,
         UserPromptPart,
@@ -196,12 +199,21 @@ class LaminaHistory:
         if isinstance(message, ModelResponse):
             if self._turn is not None:
                 self.thread.commit(self._turn)  # the model answered a request carrying the turn
+            thinking: list[ThinkingPart] = []  # the reasoning before the next text or call
             for part in message.parts:
-                if isinstance(part, TextPart) and part.content:
-                    self.thread.record(AssistantMessage(text=part.content))
+                if isinstance(part, ThinkingPart):
+                    thinking.append(part)
+                elif isinstance(part, TextPart) and part.content:
+                    self.thread.record(AssistantMessage(text=part.content, reasoning=_reasoning_of(thinking)))
+                    thinking.clear()
                 elif isinstance(part, ToolCallPart):
+                    if reasoning := _reasoning_of(thinking):
+                        self.thread.record(AssistantMessage(text="", reasoning=reasoning))
+                    thinking.clear()
                     args = part.args_as_dict()
                     self.thread.record(ToolCall(call_id=part.tool_call_id, name=part.tool_name, input=args))
+            if reasoning := _reasoning_of(thinking):
+                self.thread.record(AssistantMessage(text="", reasoning=reasoning))
             self.thread.record_twin(_MESSAGE, _dump(message))
             return
         parts: list[Any] = []
@@ -257,6 +269,44 @@ class LaminaCapability(AbstractCapability[Any]):
     def get_serialization_name(cls) -> str | None:
         """None: the capability holds a live session, so it is not serialisable."""
         return None
+
+
+_CHAT_FIELDS = frozenset({"reasoning", "reasoning_content"})
+"""The `ThinkingPart.id` of a server's reasoning: the Chat Completions field it came in."""
+_REDACTED = "redacted_thinking"
+
+
+def _reasoning_of(parts: Sequence[ThinkingPart]) -> tuple[Reasoning, ...]:
+    """Lamina's reasoning blocks for pydantic-ai's thinking parts, in order.
+
+    Anthropic's thinking (`signature`) and redacted thinking (`id="redacted_thinking"`, its data in
+    `signature`); a Responses reasoning item (its summaries as consecutive parts of one id, the
+    encrypted content as the first one's `signature`); a server's `reasoning_content`/`reasoning`
+    field. Other providers' thinking (Google, Bedrock, ...) has no Lamina block: it stays in the
+    logged message only, which is what goes back to pydantic-ai (`LaminaHistory.messages`).
+    """
+    out: list[Reasoning] = []
+    for part in parts:
+        if part.id in _CHAT_FIELDS:
+            out.append(Reasoning(provider="openai-compat", kind="reasoning_content", text=part.content, field=part.id))
+        elif part.provider_name == "anthropic" and part.id == _REDACTED:
+            out.append(Reasoning(provider="anthropic", kind="redacted_thinking", data=part.signature or ""))
+        elif part.provider_name == "anthropic":
+            out.append(
+                Reasoning(provider="anthropic", kind="thinking", text=part.content, signature=part.signature or "")
+            )
+        elif part.provider_name == "openai" and part.id:
+            last = out[-1] if out else None
+            summary = (part.content,) if part.content else ()
+            if last is not None and last.provider == "openai" and last.item_id == part.id:
+                out[-1] = msgspec.structs.replace(last, summary=(*last.summary, *summary))
+            else:
+                out.append(
+                    Reasoning(
+                        provider="openai", kind="reasoning", item_id=part.id, summary=summary, data=part.signature or ""
+                    )
+                )
+    return tuple(out)
 
 
 def _replace(obj: Any, **changes: Any) -> Any:

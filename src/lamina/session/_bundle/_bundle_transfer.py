@@ -10,13 +10,12 @@ import contextlib
 import functools
 import hashlib
 import os
-import re
 import secrets
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
@@ -37,6 +36,7 @@ from lamina.session._bundle._bundle_manifest import (
     BundleFile,
     BundleManifest,
 )
+from lamina.session._bundle._bundle_remap import remap_paths
 from lamina.session._entries import LogEntry, OutboxRecord, PlanState, StateChange, encode_entry
 from lamina.session._jsonl._file_layer import OS_FILES, FileLayer, write_new_file
 from lamina.session._jsonl._jsonl_open import LOG_NAME
@@ -273,26 +273,6 @@ def _put_file(zf: zipfile.ZipFile, name: str, source: Opener) -> BundleFile:
 # -- import -----------------------------------------------------------------------------------
 
 
-def _remap(log: bytes, pairs: list[tuple[str, str]]) -> bytes:
-    """The log with each old path (at a path boundary, inside JSON strings) replaced by the new one.
-
-    Only paths with at least one folder below the root are remapped (a workspace at `/` is not).
-    One pass, longest old path first, so a new path is never remapped again (a store inside the
-    workspace, say).
-    """
-    table = {
-        msgspec.json.encode(old)[1:-1]: msgspec.json.encode(new)[1:-1]
-        for old, new in pairs
-        if old != new and len(PurePosixPath(old).parts) >= 2  # never "/" or "": they are in every text
-    }
-    if not table:
-        return log
-    alternatives = b"|".join(re.escape(old) for old in sorted(table, key=len, reverse=True))
-    # a path boundary: not where a longer name goes on (`/ws2`, `/ws-old`, `/ws.bak`)
-    pattern = re.compile(b"(?:" + alternatives + rb")(?![A-Za-z0-9_\-]|\.[A-Za-z0-9_])")
-    return pattern.sub(lambda match: table[match.group()], log)
-
-
 def import_session(
     store: SessionStore,
     path: Path | str,
@@ -349,7 +329,7 @@ def _entries_to_install(
     The transfer summary is appended as a hidden one-shot when no provider transcript came along.
     """
     manifest = checked.manifest
-    log = _remap(checked.log, pairs)
+    log = remap_paths(checked.log, pairs)
     scan = scan_log(log, base_offset=0, first_line=1)
     if scan.corrupt:  # a path that cannot sit in JSON as it was: never for paths the store wrote
         raise BundleError(
