@@ -88,11 +88,6 @@ def test_a_branch_inside_a_tool_loop_sends_every_signed_block_of_that_step_uncha
     assert json.dumps(body).count("SIG1/+==") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="placement.replayed treats the branch's last step as a completed turn: history='drop' drops its "
-    "thinking, though the next user message answers its calls (Anthropic's rule 1 needs it kept)",
-)
 def test_a_branch_at_the_step_keeps_the_thinking_when_completed_turns_drop_theirs(
     tmp_path: Path, workspace: Path
 ) -> None:

@@ -35,7 +35,7 @@ from lamina.placement._targets import (
     RenderTarget,
     SdkManagedTarget,
 )
-from lamina.session import LogEntry, UserMessage
+from lamina.session import AssistantMessage, LogEntry, ToolCall, UserMessage
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
@@ -119,13 +119,25 @@ def _wire(
     def convert_past(messages: Sequence[Message]) -> list[dict[str, Any]]:
         return convert(replayed(messages, owner, current=False, history=history))
 
+    def convert_open(messages: Sequence[Message]) -> list[dict[str, Any]]:
+        return convert(replayed(messages, owner, current=False, history=history, open_loop=True))
+
     past, now = turn.segments(continuation)
     wire = convert(prelude_messages(turn.summary, turn.pinned))
+    segments = split_turns(past)
+    # before the turn's first answer, a last turn that ended in tool calls (interrupted, or a branch
+    # inside its loop) has them answered by this turn's message: its last step's reasoning stays whole
+    open_segment = segments[-1] if history == "drop" and segments and _ends_in_calls(segments[-1], now) else ()
+    closed = past[: len(past) - len(open_segment)]
     if cache is None:
-        for segment in split_turns(past):
+        for segment in split_turns(closed):
             wire += convert_past(to_messages(segment, attachments=attachments))
+        if open_segment:
+            wire += convert_open(to_messages(open_segment, attachments=attachments))
     else:  # memoised per format and reasoning choice: a different choice is a different conversion
-        wire += cache.past_wire(f"{owner}/{history}", past, convert_past, attachments)
+        wire += cache.past_wire(f"{owner}/{history}", closed, convert_past, attachments)
+        if open_segment:
+            wire += cache.wire(f"{owner}/{history}/open", open_segment, convert_open, attachments)
     now_messages = to_messages(now, current_tail=(turn.user_entry_id, turn.tail_parts()), attachments=attachments)
     wire += convert(replayed(now_messages, owner, current=True))
     return wire
@@ -137,6 +149,14 @@ def _attached_text(turn: TurnContext, attachments: AttachmentBlocks) -> list[str
     if not isinstance(user, UserMessage):
         return []
     return [b.text for b in attached_blocks(user, attachments) if isinstance(b, TextBlock)]
+
+
+def _ends_in_calls(segment: Sequence[LogEntry], now: Sequence[LogEntry]) -> bool:
+    """Whether `segment`'s last model step made tool calls and `now` holds no answer of the model yet."""
+    if any(isinstance(e, AssistantMessage | ToolCall) for e in now):
+        return False
+    last = next((e for e in reversed(segment) if isinstance(e, AssistantMessage | ToolCall)), None)
+    return isinstance(last, ToolCall)
 
 
 def _history(reasoning: ReasoningConfig) -> Literal["keep", "drop"]:

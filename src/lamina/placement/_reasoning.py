@@ -19,7 +19,12 @@ ReasoningOwner: TypeAlias = Literal["anthropic", "openai", "openai-compat"]
 
 
 def replayed(
-    messages: Sequence[Message], owner: ReasoningOwner, *, current: bool, history: Literal["keep", "drop"] = "keep"
+    messages: Sequence[Message],
+    owner: ReasoningOwner,
+    *,
+    current: bool,
+    history: Literal["keep", "drop"] = "keep",
+    open_loop: bool = False,
 ) -> list[Message]:
     """`messages` with only the reasoning blocks that go back to `owner`.
 
@@ -28,6 +33,9 @@ def replayed(
         owner: The provider the request goes to.
         current: Whether they are the turn being sent (its tool loop: every own block stays).
         history: For completed turns: keep their reasoning or drop it.
+        open_loop: The last assistant message here ends in tool calls that the next user message
+            answers (a turn interrupted, a branch inside a tool loop): its reasoning stays, as the
+            turn being sent's would.
 
     Returns:
         The messages, reasoning filtered; a message left empty is dropped and its neighbours of the
@@ -36,9 +44,11 @@ def replayed(
     if not any(isinstance(b, ReasoningBlock) for m in messages for b in m.blocks):
         return list(messages)
     out: list[Message] = []
-    for message in messages:
+    last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    for index, message in enumerate(messages):
         calls = any(isinstance(b, ToolUseBlock) for b in message.blocks)
-        blocks = tuple(b for b in message.blocks if _kept(b, owner, current=current, history=history, calls=calls))
+        whole = current or (open_loop and index == last_assistant)
+        blocks = tuple(b for b in message.blocks if _kept(b, owner, current=whole, history=history, calls=calls))
         if not blocks:
             continue
         if out and out[-1].role == message.role:

@@ -1,0 +1,40 @@
+"""The agent's priced choice of completed turns' reasoning: its figures, and the target it renders with."""
+
+from __future__ import annotations
+
+from lamina.agent._reasoning_replay import replay_figures
+from lamina.session import AssistantMessage, LogEntry, Reasoning, ToolCall, ToolResult, UserMessage
+from lamina.tokens import CharTokenEstimator
+
+EST = CharTokenEstimator(chars_per_token=1.0)  # one token a character: figures read as lengths
+
+
+def _thought(provider: str = "anthropic", text: str = "t" * 10) -> Reasoning:
+    return Reasoning(provider=provider, kind="thinking", text=text)  # type: ignore[arg-type]
+
+
+PAST: list[LogEntry] = [
+    UserMessage(id="u1", text="a" * 5),
+    AssistantMessage(id="a1", text="", reasoning=(_thought(),)),
+    ToolCall(id="c1", call_id="k1", name="R", input={}),
+    ToolResult(id="r1", call_id="k1", name="R", content="x" * 20),
+    AssistantMessage(id="a2", text="b" * 3),
+    UserMessage(id="u2", text="c" * 4),
+    AssistantMessage(id="a3", text="d" * 2, reasoning=(_thought(), _thought("openai"))),
+]
+
+
+def test_after_keeping_dropping_rewrites_from_the_first_block_and_keeping_rewrites_nothing() -> None:
+    figures = replay_figures(PAST, "anthropic", EST, dropped_before=False)
+    assert figures.reasoning == 20  # the two Anthropic blocks; the OpenAI one is never sent here
+    # from the first block on, reasoning left out: the call, its result, the answers and the next message
+    assert figures.drop_rewrite == EST.count("R") + EST.count("{}") + 20 + 3 + 4 + 2
+    assert figures.keep_rewrite == 0
+
+
+def test_after_dropping_only_the_turn_just_completed_was_sent_and_keeping_would_put_back_the_older() -> None:
+    figures = replay_figures(PAST, "anthropic", EST, dropped_before=True)
+    assert figures.drop_rewrite == 2  # from the last turn's block on: its answer's text
+    older = EST.count("R") + EST.count("{}") + 20 + 3 + 4 + 2
+    assert figures.keep_rewrite == older + 20
+    assert replay_figures(PAST, "openai", EST, dropped_before=True).reasoning == 10
