@@ -5,9 +5,8 @@ maps the raw server-sent events: `text_delta` → `TextDelta`; a `tool_use` bloc
 `input_json_delta` pieces are joined and parsed at its `content_block_stop` → `ToolCallRequest`;
 `thinking_delta` → `ReasoningDelta`, and each `thinking` block (its `signature_delta` joined) or
 `redacted_thinking` block (whole in its `content_block_start`) → `Completed.reasoning`, in order;
-usage arrives in `message_start` and `message_delta` (cumulative), so the last value seen wins.
-`map_anthropic_error` is the one place SDK exceptions become `ProviderError`s. The SDK client never
-retries (`max_retries=0`); `lamina.providers._retry` does. The SDK is imported on the first request.
+usage comes in `message_start` and `message_delta` (cumulative: the last value wins). SDK errors
+become `ProviderError`s in `map_anthropic_error`; `_retry` retries, never the SDK (imported lazily).
 """
 
 from __future__ import annotations
