@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +113,7 @@ async def test_the_interleaved_beta_goes_with_enabled_thinking_only(wire: WireSe
     assert sent[2].headers["anthropic-beta"] == f"context-1m-2025-08-07,{BETA}"  # the client's own betas kept
 
 
+@pytest.mark.slow
 def test_any_thinking_text_round_trips_byte_for_byte_through_parse_log_and_render(tmp_path: Path) -> None:
     workspace = long_workspace(tmp_path)
     clock = Clock()
@@ -144,6 +146,7 @@ def test_any_thinking_text_round_trips_byte_for_byte_through_parse_log_and_rende
         check()
 
 
+@pytest.mark.slow
 async def test_a_tool_loop_with_interleaved_thinking_is_accepted_and_logged(tmp_path: Path, wire: WireServer) -> None:
     workspace = long_workspace(tmp_path)
     (workspace / "app.py").write_text("print('hi')\n")

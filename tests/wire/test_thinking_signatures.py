@@ -11,7 +11,10 @@ from typing import Any
 import anthropic
 import pytest
 from anthropic.types import MessageParam, RedactedThinkingBlock, ThinkingBlock
+from hypothesis import given
+from hypothesis import strategies as st
 
+from tests.wire.anthropic_api import ThinkingSigner
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
@@ -123,6 +126,7 @@ async def test_a_tampered_thinking_block_is_refused(wire: WireServer, change: st
     assert wire.pending == 1  # refused before the model ran
 
 
+@pytest.mark.slow
 async def test_a_block_another_server_signed_is_refused(wire: WireServer) -> None:
     other = WireServer().start()
     try:
@@ -184,3 +188,20 @@ async def test_omitted_display_sends_empty_thinking_with_a_signature_that_verifi
         assert first.content[0].signature
         await _ask(client, _loop(_params(first), "toolu_1"), thinking=omitted)
     assert [r.status for r in wire.requests] == [200, 200]
+
+
+@given(st.text(), st.text(), st.booleans())
+def test_a_block_verifies_with_its_own_text_only_and_on_its_own_server(text: str, other: str, redacted: bool) -> None:
+    signer = ThinkingSigner()
+    block = signer.block(text, redacted=redacted, n=7)
+
+    def problem(sent: Any, by: ThinkingSigner = signer) -> str | None:
+        return by.problem({"messages": [QUESTION, {"role": "assistant", "content": [sent]}]})
+
+    assert problem(block) is None
+    wording = "Invalid `data` in `redacted_thinking` block" if redacted else "Invalid `signature` in `thinking` block"
+    assert problem(block, ThinkingSigner()) == f"messages.1.content.0: {wording}"
+    if not redacted and other != text:
+        assert problem({**block, "thinking": other}) == f"messages.1.content.0: {wording}"
+    if not redacted and other != block["signature"]:
+        assert problem({**block, "signature": other}) == f"messages.1.content.0: {wording}"
