@@ -30,13 +30,14 @@ from lamina.placement import SdkManagedPrompt, SdkManagedTarget, render
 from lamina.providers import (
     ClaudeAgentProvider,
     ProviderSessionChanged,
+    ReasoningDelta,
     RetryPolicy,
     TextDelta,
     provider_from_spec,
     stream_with_retry,
 )
 from lamina.providers._claude_agent import map_claude_agent_error
-from lamina.session import LocalSessionStore, ProviderSession
+from lamina.session import LocalSessionStore, ProviderSession, Reasoning
 from tests.providers.support import collect, completed, long_workspace, new_engine, streamed_text
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, FailKind, Reply, ToolUse
@@ -204,6 +205,38 @@ async def test_a_tool_call_is_answered_inside_the_sdk_and_never_reaches_lamina(
     billed = [r.usage for r in wire.requests if r.usage is not None]
     usage = done.usage  # the SDK totals the turn's two model calls
     assert usage.input + usage.cache_read + usage.cache_write == sum(u.total for u in billed) and len(billed) == 2
+
+
+@pytest.mark.slow
+@needs_cli
+async def test_thinking_is_parsed_for_the_log_and_the_sdk_sends_it_back_signed(
+    wire: WireServer, tmp_path: Path
+) -> None:
+    wire.script(
+        Reply("", reasoning="Look at the file first.", tool_calls=[ToolUse("Read", {"file_path": "/etc/hostname"})]),
+        Reply("Done.", reasoning="No tool here; answer."),
+    )
+    provider = _provider(wire, tmp_path)
+    events = await collect(provider.stream(SdkManagedPrompt("read it", "s1")))
+    done = completed(events)
+    signer = wire.anthropic_thinking
+    assert done.reasoning == tuple(
+        Reasoning(
+            provider="anthropic",
+            kind="thinking",
+            text=text,
+            signature=signer.block(text, redacted=False, n=n)["signature"],
+        )
+        for n, text in ((1, "Look at the file first."), (2, "No tool here; answer."))
+    )
+    assert [e.text for e in events if isinstance(e, ReasoningDelta)] == [
+        "Look at the file first.",
+        "No tool here; answer.",
+    ]
+    assert done.text == "Done." and [r.status for r in wire.requests] == [200, 200]  # the SDK's transcript kept it
+    sent_back = [b for m in wire.requests[1].body["messages"] if m["role"] == "assistant" for b in m["content"]]
+    first = done.reasoning[0]
+    assert sent_back[0] == {"type": "thinking", "thinking": first.text, "signature": first.signature}
 
 
 @needs_cli

@@ -4,16 +4,24 @@ Shapes follow the API reference and the SDK's types: a stream is `message_start`
 input and cache counts), `ping`, per block `content_block_start` / `content_block_delta` /
 `content_block_stop`, then `message_delta` (stop reason, cumulative usage) and `message_stop`.
 Errors are `{"type": "error", "error": {"type", "message"}, "request_id"}`; inside a stream they
-are an `error` event.
+are an `error` event. Thinking is signed by the server (`ThinkingSigner`), which refuses a block
+that does not verify and an active tool loop that dropped or changed its response's thinking.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import hmac
 import re
+import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from lamina.cachesim import CacheUsage
+from lamina.tokens import DEFAULT_ESTIMATOR
 from tests.wire.script import (
     Fail,
     Reply,
@@ -62,22 +70,34 @@ def failure(body: Mapping[str, Any], step: Fail, n: int, tokens: int) -> WireRes
     return sse_response(frames)
 
 
-def reply(body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int) -> WireResponse:
+def reply(
+    body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int, signer: ThinkingSigner
+) -> WireResponse:
+    """The response to `body` for `step`: its thinking first (signed by `signer`), then its text and tool calls."""
     calls = [(call.id or f"toolu_wire_{n:04d}_{i}", call) for i, call in enumerate(step.tool_calls)]
     stop = {"refusal": "refusal"}.get(step.stop_reason or "", stop_reason(step))
+    thinking = _thinking(body, step, signer, n)
+    signer.remember([cid for cid, _ in calls], thinking, on=thinking_on(body))
+    reasoning_tokens = DEFAULT_ESTIMATOR.count(step.reasoning) if thinking else None
+    if reasoning_tokens is not None and step.output_tokens is None:  # the estimate counted only the answer
+        output_tokens += reasoning_tokens
+    billed = _usage(usage, output_tokens, None if reasoning_tokens is None else min(reasoning_tokens, output_tokens))
     if not body.get("stream"):
-        content: list[dict[str, Any]] = [{"type": "text", "text": step.text, "citations": None}] if step.text else []
+        content: list[dict[str, Any]] = [dict(b) for b in thinking]
+        content += [{"type": "text", "text": step.text, "citations": None}] if step.text else []
         content += [{"type": "tool_use", "id": cid, "name": c.name, "input": dict(c.input)} for cid, c in calls]
         message = _message(body, step, n, usage, output_tokens)
-        return json_response(200, {**message, "content": content, "stop_reason": stop})
+        return json_response(200, {**message, "content": content, "stop_reason": stop, "usage": billed})
     frames: list[tuple[str | None, object]] = [_message_start(body, n, usage, step), ("ping", {"type": "ping"})]
-    index = 0
+    for index, thought in enumerate(thinking):
+        frames += _thinking_frames(index, thought)
+    index = len(thinking)
     if step.text:
-        frames.append(_event("content_block_start", index=0, content_block={"type": "text", "text": ""}))
+        frames.append(_event("content_block_start", index=index, content_block={"type": "text", "text": ""}))
         for piece in pieces(step.text):
-            frames.append(_event("content_block_delta", index=0, delta={"type": "text_delta", "text": piece}))
-        frames.append(_event("content_block_stop", index=0))
-        index = 1
+            frames.append(_event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece}))
+        frames.append(_event("content_block_stop", index=index))
+        index += 1
     for offset, (cid, call) in enumerate(calls):
         i = index + offset
         block = {"type": "tool_use", "id": cid, "name": call.name, "input": {}}
@@ -87,11 +107,37 @@ def reply(body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, outpu
                 _event("content_block_delta", index=i, delta={"type": "input_json_delta", "partial_json": piece})
             )
         frames.append(_event("content_block_stop", index=i))
-    frames.append(
-        _event("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=_usage(usage, output_tokens))
-    )
+    frames.append(_event("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=billed))
     frames.append(_event("message_stop"))
     return sse_response(frames)
+
+
+def _thinking(body: Mapping[str, Any], step: Reply, signer: ThinkingSigner, n: int) -> list[Mapping[str, str]]:
+    """The response's thinking blocks: none, a signed `thinking` block (empty text when omitted) or a redacted one."""
+    if not step.reasoning and not step.redacted:
+        return []
+    config = body.get("thinking")
+    omitted = isinstance(config, Mapping) and config.get("display") == "omitted"
+    text = "" if omitted and not step.redacted else step.reasoning
+    return [signer.block(text, redacted=step.redacted, n=n)]
+
+
+def _thinking_frames(index: int, block: Mapping[str, str]) -> list[tuple[str | None, object]]:
+    """A thinking block as the API streams it; a redacted one arrives whole in its `content_block_start`."""
+    if block["type"] == "redacted_thinking":
+        return [_event("content_block_start", index=index, content_block=dict(block)), _stop(index)]
+    start = _event(
+        "content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""}
+    )
+    frames: list[tuple[str | None, object]] = [start]
+    for piece in pieces(block["thinking"]):
+        frames.append(_event("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": piece}))
+    signature = {"type": "signature_delta", "signature": block["signature"]}
+    return [*frames, _event("content_block_delta", index=index, delta=signature), _stop(index)]
+
+
+def _stop(index: int) -> tuple[str, dict[str, object]]:
+    return _event("content_block_stop", index=index)
 
 
 def _event(kind: str, **fields: object) -> tuple[str, dict[str, object]]:
@@ -120,15 +166,19 @@ def _message_start(
     return _event("message_start", message=_message(body, step, n, usage, 1))
 
 
-def _usage(usage: CacheUsage | None, output_tokens: int) -> dict[str, Any]:
+def _usage(usage: CacheUsage | None, output_tokens: int, thinking_tokens: int | None = None) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    if thinking_tokens is not None:
+        details["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
     if usage is None:
-        return {"input_tokens": 0, "output_tokens": output_tokens}
+        return {"input_tokens": 0, "output_tokens": output_tokens, **details}
     return {
         "input_tokens": usage.uncached,
         "cache_creation_input_tokens": usage.write,
         "cache_read_input_tokens": usage.read,
         "cache_creation": {"ephemeral_5m_input_tokens": usage.write_5m, "ephemeral_1h_input_tokens": usage.write_1h},
         "output_tokens": output_tokens,
+        **details,
         "service_tier": "standard",
     }
 
@@ -136,8 +186,8 @@ def _usage(usage: CacheUsage | None, output_tokens: int) -> dict[str, Any]:
 # --- request checks (the API answers 400 with these words) ------------------------------------
 
 
-def problem(body: Mapping[str, Any]) -> str | None:
-    """Why the API would reject `body` with 400, or None: cache breakpoints and tool_use/tool_result pairing."""
+def problem(body: Mapping[str, Any], signer: ThinkingSigner) -> str | None:
+    """Why the API would reject `body` with 400, or None: cache breakpoints, tool_use/tool_result pairing, thinking."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
@@ -146,7 +196,7 @@ def problem(body: Mapping[str, Any]) -> str | None:
     marks += 1 if body.get("cache_control") is not None else 0
     if marks > MAX_BREAKPOINTS:
         return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
-    return _pairing_problem(messages)
+    return _pairing_problem(messages) or signer.problem(body)
 
 
 def _count_marks(blocks: object) -> int:
@@ -205,3 +255,139 @@ def _pairing_problem(messages: Sequence[object]) -> str | None:
                         "block in the previous message."
                     )
     return None
+
+
+# --- thinking: signed by the server, checked when it comes back -----------------------------------
+
+_MAC_SIZE: Final = hashlib.sha256().digest_size
+_NONCE_SIZE: Final = 8
+_THINKING_KINDS: Final = frozenset({"thinking", "redacted_thinking"})
+_DOCS: Final = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """The thinking one response carried before its tool calls, and whether thinking was on for it."""
+
+    blocks: tuple[Mapping[str, str], ...]
+    thinking_on: bool
+
+
+def thinking_on(body: Mapping[str, Any]) -> bool:
+    """Whether the request turns thinking on (`enabled` or `adaptive`)."""
+    thinking = body.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+
+
+class ThinkingSigner:
+    """The server's signing key and the thinking it sent with each tool call (by `tool_use` id)."""
+
+    def __init__(self) -> None:
+        self._secret = secrets.token_bytes(32)
+        self._sent: dict[str, _Sent] = {}
+
+    # --- making blocks -----------------------------------------------------------------------------
+
+    def block(self, text: str, *, redacted: bool, n: int) -> dict[str, str]:
+        """A signed `thinking` block for `text` (response `n`), or a `redacted_thinking` block holding it."""
+        nonce = n.to_bytes(_NONCE_SIZE, "big")
+        if redacted:
+            payload = nonce + text.encode()
+            return {"type": "redacted_thinking", "data": _b64(payload + self._mac(b"redacted_thinking", payload))}
+        return {"type": "thinking", "thinking": text, "signature": _b64(nonce + self._mac(b"thinking", nonce, text))}
+
+    def remember(self, tool_use_ids: Sequence[str], blocks: Sequence[Mapping[str, str]], *, on: bool) -> None:
+        """Note the thinking a response sent before these tool calls (checked when the loop comes back)."""
+        sent = _Sent(tuple(blocks), on)
+        for tool_use_id in tool_use_ids:
+            self._sent[tool_use_id] = sent
+
+    # --- checking requests -------------------------------------------------------------------------
+
+    def problem(self, body: Mapping[str, Any]) -> str | None:
+        """Why the API would refuse the thinking in `body` with 400, or None."""
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return None
+        for i, message in enumerate(messages):
+            for j, block in enumerate(_blocks(message)):
+                found = self._invalid(block)
+                if found is not None:
+                    return f"messages.{i}.content.{j}{found}"
+        return self._tool_loop_problem(messages, on=thinking_on(body))
+
+    def _invalid(self, block: Mapping[str, Any]) -> str | None:
+        kind = block.get("type")
+        if kind == "thinking":
+            signature = block.get("signature")
+            if not isinstance(signature, str):
+                return ".thinking.signature: Field required"
+            raw = _unb64(signature)
+            text = block.get("thinking")
+            if raw is None or len(raw) != _NONCE_SIZE + _MAC_SIZE or not isinstance(text, str):
+                return _BAD_SIGNATURE
+            nonce, mac = raw[:_NONCE_SIZE], raw[_NONCE_SIZE:]
+            return None if hmac.compare_digest(mac, self._mac(b"thinking", nonce, text)) else _BAD_SIGNATURE
+        if kind == "redacted_thinking":
+            data = block.get("data")
+            raw = _unb64(data) if isinstance(data, str) else None
+            if raw is None or len(raw) < _NONCE_SIZE + _MAC_SIZE:
+                return _BAD_DATA
+            payload, mac = raw[:-_MAC_SIZE], raw[-_MAC_SIZE:]
+            return None if hmac.compare_digest(mac, self._mac(b"redacted_thinking", payload)) else _BAD_DATA
+        return None
+
+    def _tool_loop_problem(self, messages: Sequence[object], *, on: bool) -> str | None:
+        """The last assistant message of an active tool loop must carry its response's thinking, unchanged."""
+        if not on or len(messages) < 2 or _role(messages[-1]) != "user" or _role(messages[-2]) != "assistant":
+            return None
+        if not any(b.get("type") == "tool_result" for b in _blocks(messages[-1])):
+            return None
+        i, blocks = len(messages) - 2, _blocks(messages[-2])
+        uses = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+        sent = next((self._sent[u] for u in uses if u in self._sent), None)
+        if sent is None or not sent.thinking_on or not sent.blocks:
+            return None
+        carried = [(j, b) for j, b in enumerate(blocks) if b.get("type") in _THINKING_KINDS]
+        if not carried:
+            found = blocks[0].get("type") if blocks else "nothing"
+            return (
+                f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. "
+                "When `thinking` is enabled, a final `assistant` message must start with a thinking block "
+                "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include "
+                "thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult "
+                f"our documentation at {_DOCS}"
+            )
+        for (j, block), original in zip(carried, (*sent.blocks, None), strict=False):
+            if original is None or _essence(block) != _essence(original):
+                return f"messages.{i}.content.{j}: {_MODIFIED}"
+        if len(carried) < len(sent.blocks):
+            return f"messages.{i}.content.{carried[-1][0]}: {_MODIFIED}"
+        return None
+
+    def _mac(self, kind: bytes, nonce: bytes, text: str = "") -> bytes:
+        return hmac.new(self._secret, kind + b"\0" + nonce + text.encode(), hashlib.sha256).digest()
+
+
+_BAD_SIGNATURE: Final = ": Invalid `signature` in `thinking` block"
+_BAD_DATA: Final = ": Invalid `data` in `redacted_thinking` block"
+_MODIFIED: Final = (
+    "`thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. "
+    "These blocks must remain as they were in the original response."
+)
+
+
+def _essence(block: Mapping[str, Any]) -> tuple[object, ...]:
+    """What of a block must not change (`cache_control` may be added)."""
+    return (block.get("type"), block.get("thinking"), block.get("signature"), block.get("data"))
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _unb64(text: str) -> bytes | None:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None

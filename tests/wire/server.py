@@ -105,6 +105,8 @@ class WireServer:
         self.estimator = estimator
         self.anthropic_cache = AnthropicCacheSimulator(rules=anthropic_rules, estimator=estimator)
         self.openai_cache = OpenAICacheSimulator(rules=openai_rules, estimator=estimator)
+        self.anthropic_thinking = anthropic_api.ThinkingSigner()
+        """Signs the Anthropic thinking this server sends and checks the thinking sent back."""
         self._script: deque[Step] = deque()
         self._received: list[Received] = []
         self._lock = threading.Lock()
@@ -232,7 +234,7 @@ class WireServer:
 
     def _problem(self, api: Api, body: Mapping[str, Any], n: int) -> WireResponse | None:
         if api == "anthropic":
-            message = anthropic_api.problem(body)
+            message = anthropic_api.problem(body, self.anthropic_thinking)
             return None if message is None else self._invalid(api, n, message)
         found = openai_api.chat_problem(body) if api == "chat" else openai_api.responses_problem(body)
         if found is None:
@@ -259,7 +261,7 @@ class WireServer:
         if output is None:
             output = max(1, self.estimator.count(step.text + "".join(arguments_json(c) for c in step.tool_calls)))
         if api == "anthropic":
-            return anthropic_api.reply(body, step, usage, n, output)
+            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking)
         if api == "chat":
             return openai_api.chat_reply(body, step, usage, n, output)
         return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret)

@@ -3,10 +3,10 @@
 `AnthropicProvider.stream` sends a body rendered for `AnthropicTarget` with `stream=True` and
 maps the raw server-sent events: `text_delta` → `TextDelta`; a `tool_use` block's
 `input_json_delta` pieces are joined and parsed at its `content_block_stop` → `ToolCallRequest`;
-usage arrives in `message_start` (input and cache counts) and `message_delta` (cumulative output,
-sometimes updated input counts), so the last value seen wins. `map_anthropic_error` is the one
-place SDK exceptions become `lamina.errors.ProviderError`s. The SDK client never retries
-(`max_retries=0`); `lamina.providers._retry` does. The SDK is imported on the first request.
+`thinking_delta` → `ReasoningDelta`, and each `thinking` block (its `signature_delta` joined) or
+`redacted_thinking` block (whole in its `content_block_start`) → `Completed.reasoning`, in order;
+usage comes in `message_start` and `message_delta` (cumulative: the last value wins). SDK errors
+become `ProviderError`s in `map_anthropic_error`; `_retry` retries, never the SDK (imported lazily).
 """
 
 from __future__ import annotations
@@ -28,14 +28,22 @@ from lamina.errors import (
 )
 from lamina.placement import AnthropicTarget, CacheTtl, ReasoningConfig, RenderedRequest, SdkManagedPrompt
 from lamina.providers._errors import error_for_status, require_sdk
-from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
+from lamina.providers._provider import (
+    Capabilities,
+    Completed,
+    ProviderEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallRequest,
+)
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.providers._sdk_stream import relay
-from lamina.session import Usage
+from lamina.session import Reasoning, Usage
 
 if TYPE_CHECKING:
     import anthropic
-    from anthropic.types import RawMessageStreamEvent
+    from anthropic import AsyncStream
+    from anthropic.types import RawContentBlockDeltaEvent, RawContentBlockStartEvent, RawMessageStreamEvent
     from anthropic.types.message_create_params import MessageCreateParamsStreaming
 
 PROVIDER_NAME: Final = "anthropic"
@@ -57,6 +65,8 @@ _ERROR_TYPE_STATUS: Final = {
 # "prompt is too long: 208656 tokens > 200000 maximum";
 # "input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, ..."
 _NO_CREDENTIALS: Final = "Could not resolve authentication method"
+INTERLEAVED_THINKING_BETA: Final = "interleaved-thinking-2025-05-14"
+"""The `anthropic-beta` value that lets `enabled` thinking come between tool calls (automatic with `adaptive`)."""
 
 
 class AnthropicProvider:
@@ -136,7 +146,7 @@ class AnthropicProvider:
         if isinstance(request, SdkManagedPrompt) or "messages" not in request:
             raise UsageError(f"AnthropicProvider needs an Anthropic Messages body, got {type(request).__name__}")
         params = cast("MessageCreateParamsStreaming", {**request, "stream": True})
-        async with aclosing(relay(lambda: self._sdk().messages.create(**params), _Reply(), _reraise)) as events:
+        async with aclosing(relay(lambda: self._open(params), _Reply(), _reraise)) as events:
             async for event in events:
                 yield event
 
@@ -151,6 +161,10 @@ class AnthropicProvider:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    async def _open(self, params: MessageCreateParamsStreaming) -> AsyncStream[RawMessageStreamEvent]:
+        client = self._sdk()
+        return await client.messages.create(**params, extra_headers=_beta_headers(params, client))
 
     def _sdk(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
@@ -174,10 +188,30 @@ class _ToolBlock:
 
 
 @dataclass
+class _ThinkingBlock:
+    """A `thinking` block as it streams (text and signature in pieces), or a `redacted_thinking` block."""
+
+    redacted: bool = False
+    text: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    data: str = ""
+
+    def reasoning(self) -> Reasoning:
+        if self.redacted:
+            return Reasoning(provider="anthropic", kind="redacted_thinking", data=self.data)
+        return Reasoning(
+            provider="anthropic", kind="thinking", text="".join(self.text), signature="".join(self.signature)
+        )
+
+
+@dataclass
 class _Reply:
     """What the stream of one response has said so far."""
 
     text: list[str] = field(default_factory=list)
+    thinking: list[_ThinkingBlock] = field(default_factory=list)
+    """Every thinking and redacted thinking block, in the order the blocks started."""
+    open_thinking: dict[int, _ThinkingBlock] = field(default_factory=dict)
     tools: dict[int, _ToolBlock] = field(default_factory=dict)
     calls: list[ToolCallRequest] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
@@ -192,37 +226,23 @@ class _Reply:
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[ProviderEvent]:
         from anthropic.types import (
-            InputJSONDelta,
             RawContentBlockDeltaEvent,
             RawContentBlockStartEvent,
             RawContentBlockStopEvent,
             RawMessageDeltaEvent,
             RawMessageStartEvent,
             RawMessageStopEvent,
-            ToolUseBlock,
         )
-        from anthropic.types import TextBlock as SdkTextBlock
-        from anthropic.types import TextDelta as SdkTextDelta
 
         if isinstance(event, RawMessageStartEvent):
             self.model = event.message.model
             self._count(event.message.usage)
         elif isinstance(event, RawContentBlockStartEvent):
-            block = event.content_block
-            if isinstance(block, ToolUseBlock):
-                initial = block.input if isinstance(block.input, dict) else {}
-                self.tools[event.index] = _ToolBlock(block.id, block.name, initial)
-            elif isinstance(block, SdkTextBlock) and block.text:
-                self.text.append(block.text)
-                yield TextDelta(block.text)
+            yield from self._start(event)
         elif isinstance(event, RawContentBlockDeltaEvent):
-            delta = event.delta
-            if isinstance(delta, SdkTextDelta):
-                self.text.append(delta.text)
-                yield TextDelta(delta.text)
-            elif isinstance(delta, InputJSONDelta) and event.index in self.tools:
-                self.tools[event.index].json_parts.append(delta.partial_json)
+            yield from self._delta(event)
         elif isinstance(event, RawContentBlockStopEvent):
+            self.open_thinking.pop(event.index, None)
             tool = self.tools.pop(event.index, None)
             if tool is not None:
                 call = ToolCallRequest(tool.call_id, tool.name, _tool_input(tool))
@@ -235,12 +255,52 @@ class _Reply:
         elif isinstance(event, RawMessageStopEvent):
             self.stopped = True
 
+    def _start(self, event: RawContentBlockStartEvent) -> Iterator[ProviderEvent]:
+        from anthropic.types import RedactedThinkingBlock, ThinkingBlock, ToolUseBlock
+        from anthropic.types import TextBlock as SdkTextBlock
+
+        block = event.content_block
+        if isinstance(block, ToolUseBlock):
+            initial = block.input if isinstance(block.input, dict) else {}
+            self.tools[event.index] = _ToolBlock(block.id, block.name, initial)
+        elif isinstance(block, SdkTextBlock) and block.text:
+            self.text.append(block.text)
+            yield TextDelta(block.text)
+        elif isinstance(block, ThinkingBlock):  # empty at the start, unless a server sends the block whole
+            thinking = _ThinkingBlock(text=[block.thinking], signature=[block.signature])
+            self.thinking.append(thinking)
+            self.open_thinking[event.index] = thinking
+            if block.thinking:
+                yield ReasoningDelta(block.thinking)
+        elif isinstance(block, RedactedThinkingBlock):  # no delta type: it always arrives whole
+            self.thinking.append(_ThinkingBlock(redacted=True, data=block.data))
+
+    def _delta(self, event: RawContentBlockDeltaEvent) -> Iterator[ProviderEvent]:
+        from anthropic.types import InputJSONDelta, SignatureDelta, ThinkingDelta
+        from anthropic.types import TextDelta as SdkTextDelta
+
+        delta = event.delta
+        if isinstance(delta, SdkTextDelta):
+            self.text.append(delta.text)
+            yield TextDelta(delta.text)
+        elif isinstance(delta, InputJSONDelta) and event.index in self.tools:
+            self.tools[event.index].json_parts.append(delta.partial_json)
+        elif isinstance(delta, ThinkingDelta) and event.index in self.open_thinking:
+            self.open_thinking[event.index].text.append(delta.thinking)
+            if delta.thinking:
+                yield ReasoningDelta(delta.thinking)
+        elif isinstance(delta, SignatureDelta) and event.index in self.open_thinking:
+            self.open_thinking[event.index].signature.append(delta.signature)
+
     def _count(self, usage: object) -> None:
         # message_start carries `Usage`, message_delta `MessageDeltaUsage`; both counts are cumulative.
         for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
             value = getattr(usage, name, None)
             if isinstance(value, int):
                 self.usage[name] = value
+        thinking = getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", None)
+        if isinstance(thinking, int):
+            self.usage["thinking_tokens"] = thinking
 
     def completed(self) -> Completed:
         if not self.stopped:
@@ -255,10 +315,28 @@ class _Reply:
                 output=self.usage.get("output_tokens", 0),
                 cache_read=self.usage.get("cache_read_input_tokens", 0),
                 cache_write=self.usage.get("cache_creation_input_tokens", 0),
+                reasoning=self.usage.get("thinking_tokens", 0),
             ),
             model=self.model,
             raw_stop_reason=stop,
+            reasoning=tuple(block.reasoning() for block in self.thinking),
         )
+
+
+def _beta_headers(params: Mapping[str, Any], client: anthropic.AsyncAnthropic) -> dict[str, str]:
+    """`anthropic-beta` with interleaved thinking (and the client's own) when the body turns `enabled` thinking on.
+
+    With `enabled` thinking the model thinks only before its first tool call unless the beta is
+    on; with `adaptive` thinking interleaving is automatic and no header is needed.
+    """
+    thinking = params.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return {}
+    own = client.default_headers.get("anthropic-beta")
+    betas = [b.strip() for b in own.split(",") if b.strip()] if isinstance(own, str) else []
+    if INTERLEAVED_THINKING_BETA not in betas:
+        betas.append(INTERLEAVED_THINKING_BETA)
+    return {"anthropic-beta": ",".join(betas)}
 
 
 def _tool_input(tool: _ToolBlock) -> dict[str, Any]:

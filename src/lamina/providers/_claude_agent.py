@@ -2,8 +2,9 @@
 
 The SDK (and the Claude Code CLI it drives) owns the system prompt, the transcript, resume and
 compaction; Lamina sends only the prompt that `lamina.placement` rendered for `SdkManagedTarget`.
-Text-only: the CLI runs no tools. Sessions, resume failure, compaction, tools and retries are
-described in `docs/providers.md`.
+Text-only: the CLI runs no tools. The model's thinking is parsed into `Completed.reasoning` (and
+`ReasoningDelta`) for the log and the screen; the transcript that sends it back is the SDK's own.
+Sessions, resume failure, compaction, tools and retries are described in `docs/providers.md`.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from lamina.providers._provider import (
     ProviderCompacted,
     ProviderEvent,
     ProviderSessionChanged,
+    ReasoningDelta,
     TextDelta,
 )
-from lamina.session import ProviderSession, Usage
+from lamina.session import ProviderSession, Reasoning, Usage
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions, Message, ResultMessage
@@ -256,6 +258,8 @@ class _TurnReply:
     """What the messages of one turn have said so far."""
 
     text: list[str] = field(default_factory=list)
+    reasoning: list[Reasoning] = field(default_factory=list)
+    """The thinking blocks, in order (the SDK drops `redacted_thinking` blocks before they reach us)."""
     message_id: str | None = None
     model: str = ""
     error: str | None = None
@@ -264,7 +268,7 @@ class _TurnReply:
     result: ResultMessage | None = None
 
     def feed(self, message: Message) -> Iterator[ProviderEvent]:
-        from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
+        from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock, ThinkingBlock
 
         if isinstance(message, ResultMessage):
             self.result = message
@@ -280,6 +284,13 @@ class _TurnReply:
         self.model = message.model
         self.last_uuid = message.uuid or self.last_uuid
         for block in message.content:
+            if isinstance(block, ThinkingBlock):
+                self.reasoning.append(
+                    Reasoning(provider="anthropic", kind="thinking", text=block.thinking, signature=block.signature)
+                )
+                if block.thinking:
+                    yield ReasoningDelta(block.thinking)
+                continue
             if not isinstance(block, TextBlock) or not block.text:
                 continue
             # the CLI sends one message per content block; blocks of another API response start a new paragraph
@@ -302,9 +313,11 @@ class _TurnReply:
                 output=_count(usage, "output_tokens"),
                 cache_read=_count(usage, "cache_read_input_tokens"),
                 cache_write=_count(usage, "cache_creation_input_tokens"),
+                reasoning=_count(_mapping(usage.get("output_tokens_details")), "thinking_tokens"),
             ),
             model=self.model or model,
             raw_stop_reason=stop,
+            reasoning=tuple(self.reasoning),
         )
 
 
@@ -392,8 +405,7 @@ def fork_of(session: ProviderSession) -> ProviderSession:
 
 def _compacted(data: Mapping[str, Any]) -> ProviderCompacted:
     """The event for the CLI's `compact_boundary` message (`compact_metadata`: `trigger`, `pre_tokens`)."""
-    metadata = data.get("compact_metadata")
-    metadata = metadata if isinstance(metadata, Mapping) else {}
+    metadata = _mapping(data.get("compact_metadata"))
     trigger = metadata.get("trigger")
     before = metadata.get("pre_tokens")
     return ProviderCompacted(
@@ -429,6 +441,10 @@ def _failure_text(result: str | None, errors: list[Any] | None) -> str:
 def _count(usage: Mapping[str, Any], name: str) -> int:
     value = usage.get(name)
     return value if isinstance(value, int) else 0
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _tail(lines: deque[str]) -> str:
