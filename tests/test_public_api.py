@@ -348,6 +348,7 @@ SURFACE: dict[str, list[str]] = {
         "SdkManagedTarget",
         "WireConverter",
         "foreign_reasoning",
+        "reasoning_owner",
         "render",
         "replayed",
     ],

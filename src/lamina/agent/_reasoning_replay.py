@@ -14,7 +14,14 @@ from typing import Literal
 
 from lamina.context import TurnContext, split_turns
 from lamina.engine import ContextEngine
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, ReasoningOwner, RenderTarget
+from lamina.placement import (
+    AnthropicTarget,
+    OpenAIChatTarget,
+    OpenAIResponsesTarget,
+    ReasoningOwner,
+    RenderTarget,
+    reasoning_owner,
+)
 from lamina.pricing import price_reasoning_replay
 from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, UserMessage
 from lamina.tokens import TokenEstimator
@@ -99,16 +106,9 @@ class ReasoningReplay:
 
     def target(self, engine: ContextEngine, turn: TurnContext, target: RenderTarget) -> RenderTarget:
         """`target` with its reasoning history decided, when it asks for the priced choice (else as it is)."""
-        owner: ReasoningOwner
-        match target:
-            case AnthropicTarget():
-                owner = "anthropic"
-            case OpenAIResponsesTarget():
-                owner = "openai"
-            case OpenAIChatTarget():
-                owner = "openai-compat"
-            case _:
-                return target
+        owner = reasoning_owner(target)
+        if owner is None or not isinstance(target, AnthropicTarget | OpenAIChatTarget | OpenAIResponsesTarget):
+            return target
         reasoning = target.reasoning
         if reasoning.history != "priced":
             return target

@@ -19,14 +19,11 @@ from lamina.context import ReasoningBlock, to_messages
 from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
 from lamina.errors import UsageError
 from lamina.placement import (
-    AnthropicTarget,
-    OpenAIChatTarget,
-    OpenAIResponsesTarget,
     ReasoningConfig,
-    ReasoningOwner,
     RenderedRequest,
     RenderTarget,
     foreign_reasoning,
+    reasoning_owner,
 )
 from lamina.pricing import CachePrices
 from lamina.prompt import Preset
@@ -305,19 +302,6 @@ def record_reasoning(agent: Agent, config: ReasoningConfig) -> None:
     text = reasoning_text(config)
     if text != DEFAULT_REASONING or agent.engine.settings.recorded.reasoning is not None:
         agent.engine.settings.set_reasoning(text)
-
-
-def reasoning_owner(target: RenderTarget) -> ReasoningOwner | None:
-    """Whose reasoning requests in `target`'s format carry (None: a backend that keeps its own transcript)."""
-    match target:
-        case AnthropicTarget():
-            return "anthropic"
-        case OpenAIResponsesTarget():
-            return "openai"
-        case OpenAIChatTarget():
-            return "openai-compat"
-        case _:
-            return None
 
 
 def note_provider_switch(agent: Agent) -> list[str]:

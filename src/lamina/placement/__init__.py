@@ -23,7 +23,7 @@ from lamina.placement._openai_render import (
     render_openai_responses,
     responses_wire_items,
 )
-from lamina.placement._reasoning import ReasoningOwner, foreign_reasoning, replayed
+from lamina.placement._reasoning import ReasoningOwner, foreign_reasoning, reasoning_owner, replayed
 from lamina.placement._sdk_managed import SdkManagedPrompt, render_sdk_managed
 from lamina.placement._targets import (
     AnthropicTarget,
@@ -211,6 +211,7 @@ __all__ = [
     "SdkManagedTarget",
     "WireConverter",
     "foreign_reasoning",
+    "reasoning_owner",
     "render",
     "replayed",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
 from lamina.context import Block, Message, ReasoningBlock, ToolUseBlock
+from lamina.placement._targets import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderTarget
 
 ReasoningOwner: TypeAlias = Literal["anthropic", "openai", "openai-compat"]
 """Whose reasoning a request format carries: Anthropic Messages, OpenAI Responses, Chat Completions."""
@@ -71,3 +72,16 @@ def _kept(block: Block, owner: ReasoningOwner, *, current: bool, history: str, c
 def foreign_reasoning(messages: Sequence[Message], owner: ReasoningOwner) -> int:
     """How many reasoning blocks in `messages` another provider made (they are never sent to `owner`)."""
     return sum(1 for m in messages for b in m.blocks if isinstance(b, ReasoningBlock) and b.reasoning.provider != owner)
+
+
+def reasoning_owner(target: RenderTarget) -> ReasoningOwner | None:
+    """Whose reasoning requests in `target`'s format carry (None: a backend that keeps its own transcript)."""
+    match target:
+        case AnthropicTarget():
+            return "anthropic"
+        case OpenAIResponsesTarget():
+            return "openai"
+        case OpenAIChatTarget():
+            return "openai-compat"
+        case _:
+            return None
