@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lamina.cli import app
+from lamina.session import LocalSessionStore
 
 runner = CliRunner()
 THOUGHT = "The README is the only file; read it before answering."
@@ -62,3 +63,26 @@ def test_text_mode_folds_thinking_into_one_line_on_stderr(tmp_path: Path, script
     assert THOUGHT not in stdout + stderr
     assert "∴ Thinking · 10 words" in stderr and "∴ Thinking (redacted by the provider)" in stderr
     assert "ctrl+o" not in stderr  # nobody can press a key
+
+
+def test_the_budget_and_the_sessions_composition_count_reasoning_in_a_row_of_its_own(
+    tmp_path: Path, script: Path
+) -> None:
+    _run(tmp_path, script, "--mode", "explore")
+    store = ["--store", str(tmp_path / "store")]
+    (row,) = LocalSessionStore(tmp_path / "store").list()
+    budget = runner.invoke(app, [*store, "sessions", "budget", row.id])
+    assert budget.exit_code == 0, budget.output
+    shown = [line.split() for line in budget.stdout.splitlines() if "of which reasoning" in line]
+    assert len(shown) == 1 and int(shown[0][3].replace(",", "")) > 0
+    document = json.loads(runner.invoke(app, [*store, "sessions", "budget", row.id, "--json"]).stdout)
+    tiers = {t["name"]: t for t in document["tiers"]}
+    assert tiers["history"]["reasoning_tokens"] == int(shown[0][3].replace(",", "")) <= tiers["history"]["tokens"]
+    assert "reasoning" in tiers["history"]["items"]
+    composition = runner.invoke(app, [*store, "context", "--session", row.id, "--json"])
+    assert composition.exit_code == 0, composition.output
+    document = json.loads(composition.stdout)
+    assert document["by_kind"]["reasoning"] > 0  # the second request replays the first call's thinking
+    assert [r["reasoning"] > 0 for r in document["per_request"]] == [False, True]
+    text = runner.invoke(app, [*store, "context", "--session", row.id]).stdout
+    assert any(line.split()[:1] == ["reasoning"] for line in text.splitlines())
