@@ -61,7 +61,7 @@ TIER_LABELS: Final[Mapping[Tier, str]] = {
 }
 """A short name for each tier, as reports show it."""
 
-REASONING_ITEM: Final = "reasoning"
+_REASONING_ITEM: Final = "reasoning"
 """The item the model's reasoning is counted as (the parts keyed `history.reasoning.`)."""
 
 NEXT_MESSAGE: Final = "(your next message)"
@@ -114,7 +114,7 @@ class _Tally:
 
     def add(self, tier: Tier, item: str, tokens: int) -> None:
         self._tokens[tier] += tokens
-        if item == REASONING_ITEM:
+        if item == _REASONING_ITEM:
             self._reasoning[tier] += tokens
         if item not in self._items[tier]:
             self._items[tier].append(item)
@@ -148,7 +148,7 @@ def _item(part: Part, user_entry_id: str | None) -> str:
     if user_entry_id is not None and key == f"history.user.{user_entry_id}":
         return "user message"
     if key.startswith("history.reasoning."):
-        return REASONING_ITEM
+        return _REASONING_ITEM
     return "history"
 
 
