@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from lamina.agent import AgentEvent, AgentOptions, ModelCallFinished, Thinking, ToolStarted, open_agent
 from lamina.providers import ReasoningDelta, ScriptedProvider, ScriptedResponse, ScriptedToolCall, TextDelta
@@ -47,7 +48,8 @@ async def test_each_calls_reasoning_streams_before_its_text_then_comes_whole(tmp
     assert thinking[1].text == "" and thinking[1].hidden == 1 and thinking[1].blocks == (REDACTED,)
     assert outcome.usage.reasoning == sum(u.reasoning for u in outcome.usages) > 0
     assert second.usage.reasoning == thinking[1].tokens > 0  # nothing to read, but the tokens were spent
-    history = [b for m in request["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])]
+    body: Any = request
+    history = [b for m in body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])]
     signed = [b for b in history if b.get("type") == "thinking"]
     assert signed == [
         {"type": "thinking", "thinking": "List the Python files first.", "signature": logged[0].reasoning[0].signature}

@@ -1,4 +1,4 @@
-"""The chat's view of the model's thinking: one folded line per thinking, before the answer; `open_thinking` opens it."""
+"""The chat's view of the model's thinking: one folded line per thinking, before its answer, opened whole."""
 
 from __future__ import annotations
 
