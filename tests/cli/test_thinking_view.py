@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from lamina.agent import ModelCallFinished, Thinking, ToolStarted
-from lamina.cli._turn_view import TurnView
+from lamina.cli._turn_view import TurnView, footer_text
 from lamina.providers import ReasoningDelta, TextDelta
 from lamina.session import Reasoning, Usage
 from tests.cli.screen import screen as drawn
@@ -81,3 +81,10 @@ def test_each_model_call_folds_its_own_thinking_and_opening_goes_back_round() ->
     assert "2 of 2" in opened[0] and "Second␛]52;c;aGk=␇" in opened[0] and ESCAPE not in buffer.getvalue()
     assert "1 of 2" in opened[1] and "First: list the files." in opened[1]
     assert "2 of 2" in opened[2]  # round again
+
+
+def test_the_footer_says_how_much_of_the_output_was_thinking() -> None:
+    assert footer_text("m", Usage(input=10, output=87, reasoning=40), 0, 0) == (
+        "in 10 · out 87 (thinking 40) · cache read 0 · write 0"
+    )
+    assert "thinking" not in footer_text("m", Usage(input=10, output=87), 0, 0)

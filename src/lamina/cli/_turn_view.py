@@ -380,10 +380,14 @@ class TurnView:
 
 
 def footer_text(model: str, usage: Usage, context_tokens: int, context_window: int) -> str:
-    """`in 1,204 · out 87 · cache read 9,310 · write 0 · $0.0043 · context 6% of 200k`."""
+    """`in 1,204 · out 87 · cache read 9,310 · write 0 · $0.0043 · context 6% of 200k`.
+
+    A model that reasoned shows how much of its output was thinking: `out 87 (thinking 40)`.
+    """
+    thinking = f" (thinking {usage.reasoning:,})" if usage.reasoning else ""
     parts = [
         f"in {usage.input:,}",
-        f"out {usage.output:,}",
+        f"out {usage.output:,}{thinking}",
         f"cache read {usage.cache_read:,}",
         f"write {usage.cache_write:,}",
     ]
