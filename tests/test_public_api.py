@@ -109,6 +109,7 @@ SURFACE: dict[str, list[str]] = {
         "SkillCatalogue",
         "SkillToolsRule",
         "SkillWarning",
+        "Thinking",
         "ToolFinished",
         "ToolProgress",
         "ToolStarted",

@@ -9,8 +9,8 @@ from typing import Any, TypeAlias
 from lamina.agent._activation import SkillWarning
 from lamina.context import TurnContext
 from lamina.engine import Plan
-from lamina.providers import RetryNotice, TextDelta
-from lamina.session import Usage
+from lamina.providers import ReasoningDelta, RetryNotice, TextDelta
+from lamina.session import Reasoning, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,33 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class Thinking:
+    """The model's reasoning in one model call, whole, when the call completed.
+
+    Its readable pieces came first, as `ReasoningDelta`s; this names every block, those with
+    nothing to read too (redacted thinking, an encrypted item without a summary, thinking the
+    provider did not show), so a front end can say that the model reasoned.
+    """
+
+    index: int
+    """The model call's number in the turn, as `ModelCallFinished.index`."""
+    blocks: tuple[Reasoning, ...]
+    """The blocks as the provider returned them, in order (as the log keeps them)."""
+    tokens: int = 0
+    """The reasoning tokens the provider reported (`Usage.reasoning`; 0 when it reports none)."""
+
+    @property
+    def text(self) -> str:
+        """What a person can read: each block's text or summaries, blocks apart by a blank line."""
+        return "\n\n".join(t for b in self.blocks if (t := b.text or "\n\n".join(b.summary)))
+
+    @property
+    def hidden(self) -> int:
+        """How many blocks have nothing to read (redacted, encrypted only, or not shown)."""
+        return sum(1 for b in self.blocks if not (b.text or b.summary))
+
+
+@dataclass(frozen=True, slots=True)
 class ModelCallFinished:
     """One model request of the turn completed."""
 
@@ -63,9 +90,19 @@ class PlanUpdate:
 
 
 AgentEvent: TypeAlias = (
-    TextDelta | ToolStarted | ToolProgress | ToolFinished | ModelCallFinished | SkillWarning | RetryNotice | PlanUpdate
+    TextDelta
+    | ReasoningDelta
+    | Thinking
+    | ToolStarted
+    | ToolProgress
+    | ToolFinished
+    | ModelCallFinished
+    | SkillWarning
+    | RetryNotice
+    | PlanUpdate
 )
-"""What the loop reports while a turn runs (`RetryNotice`: a failed request is sent again after a wait)."""
+"""What the loop reports while a turn runs (`ReasoningDelta`: the model's readable reasoning as it streams,
+`Thinking`: a call's reasoning whole; `RetryNotice`: a failed request is sent again after a wait)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,4 +123,5 @@ class TurnOutcome:
             output=sum(u.output for u in self.usages),
             cache_read=sum(u.cache_read for u in self.usages),
             cache_write=sum(u.cache_write for u in self.usages),
+            reasoning=sum(u.reasoning for u in self.usages),
         )

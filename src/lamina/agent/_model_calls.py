@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from lamina.agent._events import AgentEvent, ModelCallFinished
+from lamina.agent._events import AgentEvent, ModelCallFinished, Thinking
 from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._reasoning_replay import ReasoningReplay
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
@@ -18,7 +18,15 @@ from lamina.context import TurnContext
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.errors import ContextOverflowError
 from lamina.placement import RenderedRequest
-from lamina.providers import Completed, Provider, ProviderCompacted, ProviderEvent, ProviderSessionChanged, TextDelta
+from lamina.providers import (
+    Completed,
+    Provider,
+    ProviderCompacted,
+    ProviderEvent,
+    ProviderSessionChanged,
+    ReasoningDelta,
+    TextDelta,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +90,7 @@ class ModelCalls:
         completed: Completed | None = None
         async for event in self.stream(request):
             match event:
-                case TextDelta():
+                case TextDelta() | ReasoningDelta():
                     self.emit(event)
                 case ProviderSessionChanged() | ProviderCompacted():
                     self.sessions.observe(event)
@@ -93,5 +101,7 @@ class ModelCalls:
         if completed is None:
             raise RuntimeError(f"provider {provider.name} ended a response without completing it")
         self.engine.compactor.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
+        if completed.reasoning:
+            self.emit(Thinking(index, completed.reasoning, completed.usage.reasoning))
         self.emit(ModelCallFinished(index, completed.usage, completed.stop_reason))
         return completed

@@ -76,6 +76,8 @@ def print_budget(budget: BudgetReport, console: Console = out, *, note: str | No
     table.add_column("spent on", overflow="fold")
     for tier in budget.tiers:
         table.add_row(tier_label(tier.tier), f"{tier.tokens:,}", safe(", ".join(tier.items)))
+        if tier.reasoning:  # the model's thinking replayed: a row of its own, inside its tier's tokens
+            table.add_row("  of which reasoning", f"{tier.reasoning:,}", "the model's thinking and reasoning summaries")
     table.add_row("[bold]total[/bold]", f"[bold]{budget.total:,}[/bold]", "")
     console.print(table)
 
@@ -84,7 +86,13 @@ def budget_json(budget: BudgetReport) -> dict[str, Any]:
     """The budget by tier as `lamina context --json` and `lamina sessions budget --json` print it."""
     return {
         "tiers": [
-            {"tier": int(t.tier), "name": TIER_LABELS[t.tier], "tokens": t.tokens, "items": t.items}
+            {
+                "tier": int(t.tier),
+                "name": TIER_LABELS[t.tier],
+                "tokens": t.tokens,
+                "items": t.items,
+                "reasoning_tokens": t.reasoning,
+            }
             for t in budget.tiers
         ],
         "total_tokens": budget.total,

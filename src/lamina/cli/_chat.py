@@ -2,7 +2,8 @@
 
 Ctrl-C while a turn runs cancels the turn (the log stays well-formed: open tool calls get an
 "interrupted" result); at the prompt, Ctrl-C clears the line and a second one in a row quits, as
-does Ctrl-D. Heavy modules are imported when the command runs, so `lamina --help` stays fast.
+does Ctrl-D, and Ctrl-O opens the model's folded thinking. Heavy modules are imported when the
+command runs, so `lamina --help` stays fast.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import typer
 from lamina.cli._trust_commands import TRUST_OPTION_HELP
 
 if TYPE_CHECKING:
+    from prompt_toolkit.key_binding import KeyBindings
+
     from lamina.agent import Agent
     from lamina.cli._config import Settings
     from lamina.cli._turn_view import TurnView
@@ -212,14 +215,20 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     reader: LineReader
+    shown: list[TurnView] = []  # the session's view, which Ctrl-O opens the thinking of
     if interactive:
         catalogue = SkillCatalogue(workspace)
-        reader = TerminalReader(COMMANDS, lambda: [s.name for s in catalogue.scan.skills], history=history_path())
+        reader = TerminalReader(
+            COMMANDS,
+            lambda: [s.name for s in catalogue.scan.skills],
+            history=history_path(),
+            keys=_expand_key(shown),
+        )
     else:
         reader = PipeReader(lambda text: err.print(text, end="", markup=False))
     while True:
         switch_to = await _session_chat(
-            store, settings, reader, workspace=workspace, session_id=session_id, interactive=interactive
+            store, settings, reader, workspace=workspace, session_id=session_id, interactive=interactive, shown=shown
         )
         if switch_to is None:
             return
@@ -227,6 +236,21 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
         chosen = {k: v for k, v in settings.origins.items() if v != "command line"}
         settings = settings_for(store, switch_to, dataclasses.replace(settings, origins=chosen))
         session_id = switch_to
+
+
+def _expand_key(shown: list[TurnView]) -> KeyBindings:
+    """Ctrl-O at the prompt: the session's view opens its folded thinking above the prompt."""
+    from prompt_toolkit.application import run_in_terminal
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+    bindings = KeyBindings()
+
+    @bindings.add("c-o")
+    def _expand(event: KeyPressEvent) -> None:
+        if shown:
+            run_in_terminal(shown[-1].open_thinking)
+
+    return bindings
 
 
 async def _session_chat(
@@ -237,6 +261,7 @@ async def _session_chat(
     workspace: Path,
     session_id: str | None,
     interactive: bool,
+    shown: list[TurnView],
 ) -> str | None:
     """Chat in one session until the user quits (None) or switches to another session (its id)."""
     from lamina.cli._approval import Approver
@@ -249,6 +274,7 @@ async def _session_chat(
 
     provider = make_provider(settings.model, settings)
     view = TurnView(model=model_name(settings.model), spinner=interactive and err.is_terminal)
+    shown[:] = [view]
     state = ChatState(settings)
     async with session_agent(
         store,

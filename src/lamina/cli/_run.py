@@ -415,13 +415,26 @@ async def _decide(agent: Agent, decision: _PlanDecision) -> TurnOutcome:
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
-    from lamina.agent import ModelCallFinished, PlanUpdate, SkillWarning, ToolFinished, ToolProgress, ToolStarted
+    from lamina.agent import (
+        ModelCallFinished,
+        PlanUpdate,
+        SkillWarning,
+        Thinking,
+        ToolFinished,
+        ToolProgress,
+        ToolStarted,
+    )
     from lamina.cli._approval import call_fields
-    from lamina.providers import RetryNotice, TextDelta
+    from lamina.providers import ReasoningDelta, RetryNotice, TextDelta
 
     match event:
         case TextDelta(text=text):
             return {"type": "text", "text": text}
+        case ReasoningDelta(text=text):
+            return {"type": "thinking_delta", "text": text}
+        case Thinking(index=index, blocks=blocks, tokens=tokens):
+            shown = [{"provider": b.provider, "kind": b.kind, "text": b.text or "\n\n".join(b.summary)} for b in blocks]
+            return {"type": "thinking", "index": index, "text": event.text, "blocks": shown, "tokens": tokens}
         case ToolStarted(call_id=call_id, name=name, input=args):
             return {"type": "tool_started", "call_id": call_id, "name": name, "input": call_fields(args)}
         case ToolProgress(call_id=call_id, name=name, output=output) if output:  # "" (it started) is not sent

@@ -41,6 +41,7 @@ _KIND_HELP = {
     "tool results": "tool-result content",
     "tool calls": "the model's tool calls",
     "history": "the user's messages and the model's text",
+    "reasoning": "the model's thinking and reasoning summaries, replayed",
     "summary": "compaction summary and pinned user's words",
 }
 
@@ -50,6 +51,7 @@ _GROUPS = (
     ("volatile", "one-shot"),
     ("tool calls", "framing", "tool results"),
     ("history", "summary"),
+    ("reasoning",),
 )
 
 
@@ -170,10 +172,10 @@ def _print_session(session_id: str, requests: list[LoggedRequest], total: Sessio
         "Per request",
         "Tokens of each request: the stable prefix (system, tools, project parts and their labels), the tails "
         "(volatile and one-shot parts), tools (calls, results and their framing) and the conversation's text "
-        "(messages, summary).",
+        "(messages, summary), and the model's reasoning replayed.",
     )
     table = Table(box=None)
-    for column in ("#", "turn", "total", "stable", "tails", "tools", "text"):
+    for column in ("#", "turn", "total", "stable", "tails", "tools", "text", "reasoning"):
         table.add_column(column, justify="right", no_wrap=True)
     for r in requests:
         kinds = r.composition.by_kind()

@@ -1,9 +1,10 @@
-"""How a turn looks in the terminal: streamed text, tool lines, spinner, retries, compactions, footer (I/O).
+"""How a turn looks in the terminal: streamed text, thinking, tool lines, spinner, retries, compactions, footer (I/O).
 
 Every string from the model, a tool or a file is neutralised (`show_controls`, into a `Text`, or
-`safe` into markup). Text goes to stdout, the rest (tool lines, warnings, the footer) to stderr, so
-`lamina chat > answer.txt` keeps only the answers. Lines fit the terminal, broken at spaces; a long
-tool result is folded to its first and last rows, and `/output` prints it whole.
+`safe` into markup). Text goes to stdout, the rest (thinking, tool lines, warnings, the footer) to
+stderr, so `lamina chat > answer.txt` keeps only the answers. Lines fit the terminal, broken at
+spaces; a long tool result is folded to its first and last rows, and `/output` prints it whole; the
+model's thinking is folded to one dim line, and Ctrl-O at the prompt opens it (`open_thinking`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lamina.agent import (
     ModelCallFinished,
     PlanUpdate,
     SkillWarning,
+    Thinking,
     ToolFinished,
     ToolProgress,
     ToolStarted,
@@ -33,7 +35,7 @@ from lamina.agent import (
 from lamina.cli._console import err, fit, out
 from lamina.defang import show_controls
 from lamina.engine import CompactionEvent, Plan
-from lamina.providers import RetryNotice, TextDelta
+from lamina.providers import ReasoningDelta, RetryNotice, TextDelta
 from lamina.session import Usage
 
 if TYPE_CHECKING:  # imported when a turn shows something: rich's Markdown and the prices wait for it
@@ -47,6 +49,10 @@ HEAD_ROWS: Final = 4
 TAIL_ROWS: Final = 3
 KEPT_OUTPUTS: Final = 200
 """How many of the latest tool outputs `/output` can show."""
+KEPT_THINKING: Final = 200
+"""How many of the latest thinkings Ctrl-O can open."""
+EXPAND_KEY: Final = "ctrl+o"
+"""The key that opens the folded thinking, as the folded line names it."""
 
 
 def call_summary(name: str, args: Any) -> str:
@@ -136,6 +142,14 @@ class TurnView:
         self._summaries: dict[str, str] = {}
         self._outputs: dict[int, KeptOutput] = {}
         self._count = 0
+        self._reasoning: list[str] = []
+        """The readable reasoning streamed since the last folded line."""
+        self._folded = False
+        """Whether this model call's thinking was folded already (from its streamed pieces)."""
+        self._thinkings: list[str] = []
+        """The latest thinkings, oldest first, for Ctrl-O."""
+        self._opened: int | None = None
+        """Which of them Ctrl-O opened last (None: none since the latest was kept)."""
 
     def waiting(self, label: str = "thinking…") -> None:
         """Show the spinner and a timer (live only) until the next output."""
@@ -185,7 +199,13 @@ class TurnView:
             self._lines.print(row, soft_wrap=True)
 
     def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, ReasoningDelta):
+            self._think(event.text)
+            return
+        self._fold()
         match event:
+            case Thinking():
+                self._thought(event)
             case TextDelta(text=text):
                 self.idle()
                 if self._stream is None:
@@ -212,11 +232,71 @@ class TurnView:
                 self._print(Text.assemble(("↻ retrying", "yellow"), retry, _first_line(error)))
                 self.waiting(f"waiting {delay:.0f} s before retrying…")
             case ModelCallFinished():
-                pass
+                self._folded = False
             case PlanUpdate(plan=plan):
                 self.finish()
                 line = Text.assemble(("◆ plan", "magenta"), " ", show_controls(plan_line(plan)))
                 self._print(line, indent=self._indent)
+
+    def _think(self, piece: str) -> None:
+        """A piece of readable reasoning: kept for the folded line; live, the spinner says the model is thinking."""
+        if not self._reasoning and self._stream is not None:  # thinking after text: the text ends here
+            self.finish()
+        if self._spinner and self._status is None:
+            self.waiting()
+        self._reasoning.append(piece)
+
+    def _fold(self) -> None:
+        """The reasoning streamed so far, folded into one dim line (the text kept for Ctrl-O)."""
+        text = "".join(self._reasoning).strip()
+        self._reasoning.clear()
+        if not text:
+            return
+        self._folded = True
+        self._keep(text)
+
+    def _thought(self, event: Thinking) -> None:
+        """A model call's reasoning whole: folded here when nothing of it streamed (or it has nothing to read)."""
+        folded, self._folded = self._folded, False
+        if folded:
+            return
+        if event.text:
+            self._keep(event.text)
+        elif event.blocks:
+            redacted = any(b.kind == "redacted_thinking" for b in event.blocks)
+            self.finish()
+            self._print(Text(f"∴ Thinking ({'redacted' if redacted else 'not shown'} by the provider)", style="dim"))
+
+    def _keep(self, text: str) -> None:
+        self._thinkings.append(text)
+        del self._thinkings[:-KEPT_THINKING]
+        self._opened = None
+        hint = f" ({EXPAND_KEY} to expand)" if self._output_hint else ""
+        self.finish()
+        words = len(text.split())
+        line = f"∴ Thinking · {words:,} word{'' if words == 1 else 's'}{hint}"
+        self._print(Text(line, style="dim italic"), indent=self._indent)
+
+    def open_thinking(self) -> bool:
+        """Print a folded thinking whole: the latest, then (pressed again) each one before it, round again.
+
+        Returns:
+            False when there is no thinking to open (a dim line says so).
+        """
+        if not self._thinkings:
+            self._lines.print(Text("no thinking to open yet", style="dim"))
+            return False
+        count = len(self._thinkings)
+        self._opened = count - 1 if not self._opened else self._opened - 1
+        self.finish()
+        title = Text(
+            f"∴ thinking {self._opened + 1} of {count}"
+            + (f" · {EXPAND_KEY} again: the one before" if count > 1 else "")
+        )
+        self._lines.print(Rule(title, align="left", style="dim"))
+        self._lines.print(Text(show_controls(self._thinkings[self._opened]), style="italic"))
+        self._lines.print(Rule(style="dim"))
+        return True
 
     def _progress(self, call_id: str, name: str, output: str) -> None:
         """A running call's report: live, its name, input and timer, and its last output lines."""
@@ -300,10 +380,14 @@ class TurnView:
 
 
 def footer_text(model: str, usage: Usage, context_tokens: int, context_window: int) -> str:
-    """`in 1,204 · out 87 · cache read 9,310 · write 0 · $0.0043 · context 6% of 200k`."""
+    """`in 1,204 · out 87 · cache read 9,310 · write 0 · $0.0043 · context 6% of 200k`.
+
+    A model that reasoned shows how much of its output was thinking: `out 87 (thinking 40)`.
+    """
+    thinking = f" (thinking {usage.reasoning:,})" if usage.reasoning else ""
     parts = [
         f"in {usage.input:,}",
-        f"out {usage.output:,}",
+        f"out {usage.output:,}{thinking}",
         f"cache read {usage.cache_read:,}",
         f"write {usage.cache_write:,}",
     ]

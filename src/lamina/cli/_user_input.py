@@ -89,7 +89,22 @@ class PipeReader:
 class TerminalReader:
     """prompt_toolkit line editor: history, multi-line input and pastes, completion."""
 
-    def __init__(self, commands: Sequence[str], skills: Callable[[], Iterable[str]], *, history: Path | None) -> None:
+    def __init__(
+        self,
+        commands: Sequence[str],
+        skills: Callable[[], Iterable[str]],
+        *,
+        history: Path | None,
+        keys: KeyBindings | None = None,
+    ) -> None:
+        """Set up the line editor.
+
+        Args:
+            commands: The slash commands Tab completes.
+            skills: The skill names Tab completes after `[skill:`.
+            history: The file of past messages (None: this session only).
+            keys: More key bindings for the message prompt (the chat's Ctrl-O).
+        """
         bindings = KeyBindings()
 
         @bindings.add("enter")
@@ -115,7 +130,7 @@ class TerminalReader:
         self._messages: PromptSession[str] = PromptSession(
             history=past,
             multiline=True,
-            key_bindings=merge_key_bindings([bindings, _stray_sequences()]),
+            key_bindings=merge_key_bindings([bindings, _stray_sequences(), *([keys] if keys else [])]),
             completer=_Completer(commands, skills),
             complete_while_typing=False,
             prompt_continuation=lambda width, line_number, wrap_count: "." * (width - 1) + " ",

@@ -1,11 +1,14 @@
 """A provider that replays scripted responses, for tests, demos and offline runs (I/O: reads its script file).
 
-A script is a list of steps, each a response or an error, consumed one per request; the format is
-in `docs/scripted-provider.md`. Running out of script raises `ScriptExhaustedError`.
+A script is a list of steps, each a response (its reasoning, text and tool calls) or an error,
+consumed one per request; the format is in `docs/scripted-provider.md`. Running out of script
+raises `ScriptExhaustedError`.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -26,9 +29,16 @@ from lamina.errors import (
     TransientServerError,
     UsageError,
 )
-from lamina.placement import AnthropicTarget, RenderedRequest, RenderTarget
-from lamina.providers._provider import Capabilities, Completed, ProviderEvent, TextDelta, ToolCallRequest
-from lamina.session import Usage
+from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderedRequest, RenderTarget
+from lamina.providers._provider import (
+    Capabilities,
+    Completed,
+    ProviderEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallRequest,
+)
+from lamina.session import Reasoning, Usage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 PROVIDER_NAME: Final = "scripted"
@@ -36,10 +46,18 @@ PROVIDER_NAME: Final = "scripted"
 ErrorKind: TypeAlias = Literal["overflow", "rate_limit", "overloaded", "auth", "server", "invalid"]
 ERROR_KINDS: Final[tuple[str, ...]] = get_args(ErrorKind)
 
-_RESPONSE_KEYS: Final = frozenset({"text", "tool_calls", "stop_reason", "model", "usage"})
+_RESPONSE_KEYS: Final = frozenset({"text", "tool_calls", "stop_reason", "model", "usage", "reasoning"})
 _ERROR_KEYS: Final = frozenset({"error", "retry_after", "message", "text"})
 _CALL_KEYS: Final = frozenset({"name", "input", "id"})
-_USAGE_KEYS: Final = frozenset({"input", "output", "cache_read", "cache_write"})
+_USAGE_KEYS: Final = frozenset({"input", "output", "cache_read", "cache_write", "reasoning"})
+_REASONING_KEYS: Final = frozenset({"kind", "provider", "text", "signature", "data", "item_id", "summary", "field"})
+_PROVIDER_OF_KIND: Final[Mapping[str, str]] = {
+    "thinking": "anthropic",
+    "redacted_thinking": "anthropic",
+    "reasoning": "openai",
+    "reasoning_content": "openai-compat",
+}
+"""Whose a scripted reasoning block is when the script does not say."""
 
 
 class ScriptError(UsageError):
@@ -98,7 +116,11 @@ class ScriptedResponse:
     """None: `tool_use` when there are tool calls, else `end_turn`."""
     model: str | None = None
     usage: Usage | None = None
-    """None: simulated or estimated."""
+    """None: simulated or estimated (the reasoning's tokens counted in `output` and `reasoning`)."""
+    reasoning: str | tuple[Reasoning, ...] = ""
+    """The model's reasoning before its answer: blocks as a provider returns them, or a text, made
+    into the block the target's provider returns (Anthropic signed thinking, a Responses reasoning
+    item with its summary and encrypted content, a server's `reasoning_content`)."""
     kind: Literal["response"] = "response"
 
 
@@ -248,6 +270,10 @@ class ScriptedProvider:
                 yield TextDelta(piece)
             raise _error(step, self._source, number)
         usage = step.usage  # a scripted usage skips the simulation or estimate entirely
+        blocks = _reasoning_blocks(step.reasoning, self._target, number)
+        for block in blocks:
+            for piece in _deltas(_readable(block)):
+                yield ReasoningDelta(piece)
         for piece in _deltas(step.text):
             yield TextDelta(piece)
         calls = tuple(
@@ -256,15 +282,19 @@ class ScriptedProvider:
         )
         for call in calls:
             yield call
-        output = self._estimator.count(step.text + "".join(json.dumps(dict(c.input)) for c in step.tool_calls))
+        thought = sum(self._estimator.count(_readable(b) or b.data) for b in blocks)
+        output = thought + self._estimator.count(
+            step.text + "".join(json.dumps(dict(c.input)) for c in step.tool_calls)
+        )
         stop = step.stop_reason or ("tool_use" if calls else "end_turn")
         yield Completed(
             text=step.text,
             tool_calls=calls,
             stop_reason=stop,
-            usage=usage or msgspec.structs.replace(self._usage(request), output=output),
+            usage=usage or msgspec.structs.replace(self._usage(request), output=output, reasoning=thought),
             model=step.model or _model(self._target),
             raw_stop_reason=stop,
+            reasoning=blocks,
         )
 
     def _usage(self, request: RenderedRequest) -> Usage:
@@ -278,6 +308,47 @@ class ScriptedProvider:
         if isinstance(request, Mapping):
             return Usage(input=self._estimator.count(msgspec.json.encode(request).decode()))
         return Usage(input=self._estimator.count(request.prompt))
+
+
+def _readable(block: Reasoning) -> str:
+    """What a person can read of a reasoning block: its text, or its summaries (nothing for redacted thinking)."""
+    return block.text or "\n\n".join(block.summary)
+
+
+def _reasoning_blocks(
+    reasoning: str | tuple[Reasoning, ...], target: RenderTarget, number: int
+) -> tuple[Reasoning, ...]:
+    """A step's reasoning as the target's provider returns it: a text becomes that provider's block.
+
+    Args:
+        reasoning: The step's reasoning (blocks are returned as they are).
+        target: Decides a text's flavour: Anthropic signed thinking, a Responses reasoning item
+            (summary and encrypted content), else an OpenAI-compatible server's `reasoning_content`.
+        number: The step's number, for the item's id.
+
+    Returns:
+        The blocks, in order (none for an empty text).
+    """
+    if not isinstance(reasoning, str):
+        return reasoning
+    if not reasoning:
+        return ()
+    match target:
+        case AnthropicTarget():
+            return (Reasoning(provider="anthropic", kind="thinking", text=reasoning, signature=_signature(reasoning)),)
+        case OpenAIResponsesTarget():
+            encrypted = base64.b64encode(reasoning.encode()).decode()
+            item = f"rs_scripted_{number}_0"
+            return (Reasoning(provider="openai", kind="reasoning", data=encrypted, item_id=item, summary=(reasoning,)),)
+        case OpenAIChatTarget():
+            return (Reasoning(provider="openai-compat", kind="reasoning_content", text=reasoning),)
+        case _:  # an SDK-managed backend keeps its own reasoning: the text stands as Anthropic thinking
+            return (Reasoning(provider="anthropic", kind="thinking", text=reasoning, signature=_signature(reasoning)),)
+
+
+def _signature(text: str) -> str:
+    """A scripted thinking block's signature: deterministic, and changes with the text."""
+    return "scripted-" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _model(target: RenderTarget) -> str:
@@ -363,6 +434,47 @@ def _parse_step(raw: ScriptStep | Mapping[str, Any], where: str, source: str) ->
         stop_reason=stop,
         model=model,
         usage=_parse_usage(raw.get("usage"), f"{where}.usage", source),
+        reasoning=_parse_reasoning(raw.get("reasoning", ""), f"{where}.reasoning", source),
+    )
+
+
+def _parse_reasoning(raw: object, where: str, source: str) -> str | tuple[Reasoning, ...]:
+    """A step's `reasoning`: a text (the target's flavour), or a list of blocks in `Reasoning`'s fields."""
+    if isinstance(raw, str):
+        return raw
+    if not isinstance(raw, list):
+        raise ScriptError(source, where, f"expected a text or a list of reasoning blocks, got {_kind(raw)}")
+    return tuple(_parse_block(b, f"{where}[{i}]", source) for i, b in enumerate(raw))
+
+
+def _parse_block(raw: object, where: str, source: str) -> Reasoning:
+    """One scripted reasoning block; what a real API always sends (a signature, opaque data, an id) is made up."""
+    if not isinstance(raw, Mapping):
+        raise ScriptError(source, where, f"expected an object with 'kind', got {_kind(raw)}")
+    _no_unknown(raw, _REASONING_KEYS, where, source)
+    kind = raw.get("kind")
+    if not isinstance(kind, str) or kind not in _PROVIDER_OF_KIND:
+        raise ScriptError(source, f"{where}.kind", f"expected one of {', '.join(_PROVIDER_OF_KIND)}, got {kind!r}")
+    provider = raw.get("provider", _PROVIDER_OF_KIND[kind])
+    if provider not in ("anthropic", "openai", "openai-compat"):
+        raise ScriptError(source, f"{where}.provider", f"expected anthropic, openai or openai-compat, got {provider!r}")
+    summary = raw.get("summary", [])
+    if not isinstance(summary, list) or not all(isinstance(t, str) for t in summary):
+        raise ScriptError(source, f"{where}.summary", f"expected a list of texts, got {summary!r}")
+    text = _str(raw, "text", where, source)
+    signature, data = _str(raw, "signature", where, source), _str(raw, "data", where, source)
+    item_id = _str(raw, "item_id", where, source)
+    opaque = kind in ("redacted_thinking", "reasoning")
+    return Reasoning(
+        provider=provider,
+        kind=cast(Any, kind),  # one of the four, checked above
+        text=text,
+        signature=signature or (_signature(text) if kind == "thinking" else ""),
+        data=data or (base64.b64encode((text or "\n".join(summary) or where).encode()).decode() if opaque else ""),
+        item_id=item_id
+        or (f"rs_scripted_{hashlib.sha256(where.encode()).hexdigest()[:12]}" if kind == "reasoning" else ""),
+        summary=tuple(summary),
+        field=_str(raw, "field", where, source),
     )
 
 

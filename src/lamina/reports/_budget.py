@@ -61,6 +61,9 @@ TIER_LABELS: Final[Mapping[Tier, str]] = {
 }
 """A short name for each tier, as reports show it."""
 
+_REASONING_ITEM: Final = "reasoning"
+"""The item the model's reasoning is counted as (the parts keyed `history.reasoning.`)."""
+
 NEXT_MESSAGE: Final = "(your next message)"
 """Stands for the user's text in the budget of a session's next request: the report is about everything around it."""
 
@@ -76,8 +79,11 @@ class TierTokens:
     tokens: int
     items: tuple[str, ...]
     """What was counted, in order: part keys (stable, volatile and one-shot parts), and for the
-    conversation `tools`, `compaction summary`, `user's words`, `history`, `user message`,
+    conversation `tools`, `compaction summary`, `user's words`, `history`, `reasoning`, `user message`,
     `attachments`, `documents read`, `tool results`."""
+    reasoning: int = 0
+    """Of `tokens`, the model's reasoning replayed in the conversation (its thinking, reasoning
+    summaries, a server's reasoning: the `history.reasoning.` parts, in the history tier)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,11 @@ class BudgetReport:
     def total(self) -> int:
         return sum(t.tokens for t in self.tiers)
 
+    @property
+    def reasoning(self) -> int:
+        """Of the total, the tokens of the model's reasoning (a row of its own in the reports)."""
+        return sum(t.reasoning for t in self.tiers)
+
     def tokens(self, tier: Tier) -> int:
         """The tokens of `tier`."""
         return self.tiers[list(Tier).index(tier)].tokens
@@ -98,15 +109,20 @@ class BudgetReport:
 class _Tally:
     def __init__(self) -> None:
         self._tokens = dict.fromkeys(Tier, 0)
+        self._reasoning = dict.fromkeys(Tier, 0)
         self._items: dict[Tier, list[str]] = {t: [] for t in Tier}
 
     def add(self, tier: Tier, item: str, tokens: int) -> None:
         self._tokens[tier] += tokens
+        if item == _REASONING_ITEM:
+            self._reasoning[tier] += tokens
         if item not in self._items[tier]:
             self._items[tier].append(item)
 
     def report(self) -> BudgetReport:
-        return BudgetReport(tuple(TierTokens(t, self._tokens[t], tuple(self._items[t])) for t in Tier))
+        return BudgetReport(
+            tuple(TierTokens(t, self._tokens[t], tuple(self._items[t]), self._reasoning[t]) for t in Tier)
+        )
 
 
 def tool_tokens(tool: ToolSpec, *, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> int:
@@ -131,6 +147,8 @@ def _item(part: Part, user_entry_id: str | None) -> str:
         return "documents read" if part.stability is Stability.ON_DEMAND else "tool results"
     if user_entry_id is not None and key == f"history.user.{user_entry_id}":
         return "user message"
+    if key.startswith("history.reasoning."):
+        return _REASONING_ITEM
     return "history"
 
 

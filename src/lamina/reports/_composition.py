@@ -62,6 +62,7 @@ KINDS: Final = (
     "tool results",
     "tool calls",
     "history",
+    "reasoning",
     "summary",
 )
 """Every component kind, in the order reports list them."""
@@ -210,6 +211,8 @@ def _count(counter: _Counter, parts: Iterable[Part], system_keys: Iterable[str])
             counter.add("history", "user messages", text)
         elif key.startswith("history.assistant."):
             counter.add("history", "assistant text", text)
+        elif key.startswith("history.reasoning."):  # readable: thinking, summaries (signed and encrypted bytes aside)
+            counter.add("reasoning", "model reasoning", text)
         elif key.startswith("history.tool_call."):
             counter.add("tool calls", tool_call_of(part)[0], text)
         elif key.startswith("tool_result."):

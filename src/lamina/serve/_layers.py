@@ -136,6 +136,7 @@ def _part(
     authority: str,
     role: str = "",
     calls: Sequence[CallOut] = (),
+    reasoning: tuple[str, int] = ("", 0),
 ) -> LayerPart:
     return LayerPart(
         key=key,
@@ -148,6 +149,8 @@ def _part(
         text_chars=len(text),
         role=role,
         calls=list(calls),
+        reasoning=reasoning[0],
+        sealed=reasoning[1],
     )
 
 
@@ -237,6 +240,29 @@ def _text_of(block: object) -> str:
     return ""
 
 
+def _reasoning_of(block: object) -> tuple[str, str, int] | None:
+    """A reasoning block's kind, readable text and sealed characters (signature, encrypted data); None for others.
+
+    Anthropic `thinking` and `redacted_thinking` blocks, a Responses `reasoning` item, and what an
+    OpenAI Chat assistant message carries besides its content when a server's reasoning is in it.
+    """
+    if not isinstance(block, Mapping):
+        return None
+    kind = block.get("type")
+    if kind == "thinking":
+        return "thinking", str(block.get("thinking") or ""), len(str(block.get("signature") or ""))
+    if kind == "redacted_thinking":
+        return "redacted_thinking", "", len(str(block.get("data") or ""))
+    if kind == "reasoning":
+        summary = [str(s.get("text", "")) for s in block.get("summary") or () if isinstance(s, Mapping)]
+        return "reasoning", "\n\n".join(summary), len(str(block.get("encrypted_content") or ""))
+    if kind is None:  # a Chat message's meta block: the field the server's reasoning came in
+        for field in ("reasoning_content", "reasoning"):
+            if isinstance(block.get(field), str):
+                return "reasoning_content", str(block[field]), 0
+    return None
+
+
 def _roles(body: object) -> list[str]:
     items = (body.get("messages") or body.get("input") or []) if isinstance(body, Mapping) else []
     return [str(m.get("role") or m.get("type") or "") if isinstance(m, Mapping) else "" for m in items]
@@ -253,16 +279,18 @@ def _conversation(rebuilt: Rebuilt, blocks: Sequence[BlockOut], layer: LayerName
         shown.append(_part("earlier blocks", note, tokens=0, tier=None, provenance="", authority=""))
     for block, out in chosen[left_out:]:
         label = "tool call" if block.label.startswith("tool call") else block.label
+        thought = _reasoning_of(block.block)
         shown.append(
             _part(
                 block.label,
-                _text_of(block.block),
+                _text_of(block.block) if thought is None else thought[1],
                 tokens=out.tokens,
                 tier=Tier.TOOL_RESULTS if label == "tool result" else Tier.HISTORY,
                 provenance=block.where,
                 authority=_authority_of_label(label),
                 role=roles[block.message] if block.message is not None and block.message < len(roles) else "",
                 calls=calls_of_block(block.block),
+                reasoning=("", 0) if thought is None else (thought[0], thought[2]),
             )
         )
     return shown

@@ -286,6 +286,11 @@ class LayerPart(msgspec.Struct, frozen=True, kw_only=True):
     """For a block of the conversation: the role of the message holding it (`user`, `assistant`, `tool`)."""
     calls: list[CallOut] = []
     """For a tool call block: the calls as sent, each with its input and (Edit, Write) its diff."""
+    reasoning: str = ""
+    """For a block of the model's reasoning: its kind (`thinking`, `redacted_thinking`, `reasoning`,
+    `reasoning_content`), its `text` the readable reasoning (thinking, summaries); "" for other blocks."""
+    sealed: int = 0
+    """For a reasoning block: characters of signed or encrypted content it carries back unread."""
 
 
 class Layer(msgspec.Struct, frozen=True, kw_only=True):
