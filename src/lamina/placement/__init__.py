@@ -124,10 +124,10 @@ def _wire(
 
     past, now = turn.segments(continuation)
     wire = convert(prelude_messages(turn.summary, turn.pinned))
-    segments = split_turns(past)
     # before the turn's first answer, a last turn that ended in tool calls (interrupted, or a branch
     # inside its loop) has them answered by this turn's message: its last step's reasoning stays whole
-    open_segment = segments[-1] if history == "drop" and segments and _ends_in_calls(segments[-1], now) else ()
+    last = _last_turn(past) if history == "drop" else ()
+    open_segment = last if last and _ends_in_calls(last, now) else ()
     closed = past[: len(past) - len(open_segment)]
     if cache is None:
         for segment in split_turns(closed):
@@ -149,6 +149,12 @@ def _attached_text(turn: TurnContext, attachments: AttachmentBlocks) -> list[str
     if not isinstance(user, UserMessage):
         return []
     return [b.text for b in attached_blocks(user, attachments) if isinstance(b, TextBlock)]
+
+
+def _last_turn(past: Sequence[LogEntry]) -> Sequence[LogEntry]:
+    """The last turn of `past` (from its last user message on; all of it without one), found from the end."""
+    start = next((i for i in range(len(past) - 1, -1, -1) if isinstance(past[i], UserMessage)), 0)
+    return past[start:]
 
 
 def _ends_in_calls(segment: Sequence[LogEntry], now: Sequence[LogEntry]) -> bool:
