@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from lamina.agent import open_agent
 from lamina.agent._reasoning_replay import replay_figures
-from lamina.session import AssistantMessage, LogEntry, Reasoning, ToolCall, ToolResult, UserMessage
+from lamina.placement import ReasoningConfig
+from lamina.session import AssistantMessage, LocalSessionStore, LogEntry, Reasoning, ToolCall, ToolResult, UserMessage
 from lamina.tokens import CharTokenEstimator
+from tests.providers.support import long_workspace
+from tests.wire.fixtures import anthropic_provider
+from tests.wire.script import Reply, ToolUse
+from tests.wire.server import WireServer
 
 EST = CharTokenEstimator(chars_per_token=1.0)  # one token a character: figures read as lengths
 
@@ -38,3 +46,30 @@ def test_after_dropping_only_the_turn_just_completed_was_sent_and_keeping_would_
     older = EST.count("R") + EST.count("{}") + 20 + 3 + 4 + 2
     assert figures.keep_rewrite == older + 20
     assert replay_figures(PAST, "openai", EST, dropped_before=True).reasoning == 10
+
+
+async def test_a_priced_session_on_anthropic_is_accepted_at_every_request_and_keeps_one_choice_per_turn(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    # the default reasoning history is priced: whatever the agent chooses, the API's rules hold
+    workspace = long_workspace(tmp_path)
+    (workspace / "app.py").write_text("print('hi')\n")
+    steps = []
+    for turn in range(3):
+        steps += [
+            Reply(reasoning=f"turn {turn}: look first", tool_calls=[ToolUse("Read", {"path": "app.py"})]),
+            Reply(reasoning=f"turn {turn}: answer", text=f"answer {turn}"),
+        ]
+    wire.script(*steps)
+    replays: list[tuple[str | None, str | None]] = []
+    async with anthropic_provider(wire, reasoning=ReasoningConfig(thinking="adaptive")) as provider:
+        assert provider.reasoning.history == "priced"
+        with open_agent(LocalSessionStore(tmp_path / "store"), provider, workspace=workspace) as agent:
+            for turn in range(3):
+                await agent.run_turn(f"question {turn}")
+                replays.append((agent._calls.replay.turn_id, agent._calls.replay.choice))
+    assert [r.status for r in wire.requests] == [200] * 6  # no thinking refused, kept or dropped
+    assert all(choice in ("keep", "drop") for _, choice in replays)
+    assert len({turn_id for turn_id, _ in replays}) == 3  # decided once per turn
+    for request in wire.requests[1::2]:  # the second call of each turn: its own thinking goes back whole
+        assert request.body["messages"][-2]["content"][0]["type"] == "thinking"

@@ -7,6 +7,7 @@ can say which signature each block must carry; the server refuses any block sent
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,8 @@ async def test_a_tool_loop_with_interleaved_thinking_is_accepted_and_logged(tmp_
         Reply(reasoning="A second question.", text="Still hi."),
     )
     store = LocalSessionStore(tmp_path / "store")
-    async with anthropic_provider(wire, reasoning=ENABLED) as provider:
+    keep = dataclasses.replace(ENABLED, history="keep")  # completed turns send their thinking back, for the last check
+    async with anthropic_provider(wire, reasoning=keep) as provider:
         options = AgentOptions(retry=RetryPolicy(sleep=_no_sleep))
         with open_agent(store, provider, workspace=workspace, options=options) as agent:
             assert (await agent.run_turn("What does app.py print?")).text == "app.py prints hi."

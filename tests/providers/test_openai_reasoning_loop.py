@@ -53,7 +53,7 @@ async def test_a_responses_tool_loop_sends_every_encrypted_item_back_before_its_
     tmp_path: Path, wire: WireServer
 ) -> None:
     wire.script(*LOOP)
-    reasoning = ReasoningConfig(effort="low", summary="auto")
+    reasoning = ReasoningConfig(effort="low", summary="auto", history="keep")  # completed turns send theirs back
     async with (
         openai_responses_provider(wire, reasoning=reasoning) as provider,
         open_agent(

@@ -129,9 +129,10 @@ class ReasoningMerge:
 
 
 def reasoning_text(config: ReasoningConfig) -> str:
-    """`config` as the log records it: `KEY=VALUE` for what is set, by spaces (`default`: nothing set)."""
+    """`config` as the log records it: `KEY=VALUE` for what differs from the defaults, by spaces (`default`: none)."""
+    defaults = type(config)()
     pairs = [(key, getattr(config, key)) for key in REASONING_KEYS]
-    shown = [f"{key}={value}" for key, value in pairs if value is not None and (key, value) != ("history", "keep")]
+    shown = [f"{key}={value}" for key, value in pairs if value is not None and value != getattr(defaults, key)]
     return " ".join(shown) or DEFAULT_REASONING
 
 

@@ -33,9 +33,9 @@ class ReasoningConfig:
     effort: Effort | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     """OpenAI Responses: reasoning summaries to return."""
-    history: Literal["keep", "drop", "priced"] = "keep"
-    """Completed turns' reasoning: sent back as it was (the cached prefix holds), left out, or
-    whichever the cost model prices cheaper at each turn (the agent decides; a bare `render` keeps)."""
+    history: Literal["keep", "drop", "priced"] = "priced"
+    """Completed turns' reasoning: sent back as it was (the cached prefix holds), left out, or (the
+    default) whichever the cost model prices cheaper at each turn (the agent decides; a bare `render` keeps)."""
 
     def __post_init__(self) -> None:
         if self.budget_tokens is not None:
