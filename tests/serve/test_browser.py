@@ -44,7 +44,10 @@ pytestmark = pytest.mark.xdist_group("browser")
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserContext]:
+def browser(tmp_path_factory: pytest.TempPathFactory, stored: Stored) -> Iterator[BrowserContext]:
+    # `stored` is made first: while the browser is open, Playwright's sync API runs an event loop in
+    # this thread, and the store's sessions are made with asyncio.run (the first test to ask for
+    # them may be one of these)
     executable = chromium_or_skip()
     profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh user-data-dir
     OUTPUT.mkdir(parents=True, exist_ok=True)
