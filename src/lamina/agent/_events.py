@@ -65,7 +65,7 @@ class Thinking:
     @property
     def text(self) -> str:
         """What a person can read: each block's text or summaries, blocks apart by a blank line."""
-        return "\n\n".join(t for b in self.blocks if (t := b.text or "\n\n".join(b.summary)))
+        return "\n\n".join(t for b in self.blocks if (t := b.readable))
 
     @property
     def hidden(self) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lamina.errors import UsageError
-from lamina.session import AssistantMessage, LogEntry, Reasoning, ToolCall, ToolResult, TurnRecord, UserMessage
+from lamina.session import AssistantMessage, LogEntry, ToolCall, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 __all__ = [
@@ -65,8 +65,8 @@ def entry_tokens(entry: LogEntry, *, estimator: TokenEstimator = DEFAULT_ESTIMAT
         case UserMessage(text=text, attachments=attachments):
             return estimator.count(text) + sum(a.tokens for a in attachments)  # images: the providers' formulas
         case AssistantMessage(text=text, reasoning=reasoning):
-            # its reasoning as the budget counts it: what can be read of it (`reasoning_text`)
-            return estimator.count(text) + sum(estimator.count(reasoning_text(r)) for r in reasoning)
+            # its reasoning as the budget counts it: what can be read of it (`Reasoning.readable`)
+            return estimator.count(text) + sum(estimator.count(r.readable) for r in reasoning)
         case ToolCall(name=name, input=args):
             return estimator.count(f"{name} {_json(args)}")
         case ToolResult(content=content, attachments=attachments):
@@ -79,11 +79,6 @@ def entry_tokens(entry: LogEntry, *, estimator: TokenEstimator = DEFAULT_ESTIMAT
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def reasoning_text(reasoning: Reasoning) -> str:
-    """What can be read of a reasoning block: its text, else its summaries (never a signature or encrypted data)."""
-    return reasoning.text or "\n\n".join(reasoning.summary)
 
 
 def _is_conversation(entry: LogEntry) -> bool:

@@ -9,7 +9,6 @@ import json
 from collections.abc import Sequence
 from typing import Final
 
-from lamina.compaction._cut import reasoning_text
 from lamina.context import Authority, SafeText
 from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
@@ -122,7 +121,7 @@ def _reasoning_blocks(reasoning: Sequence[Reasoning], max_chars: int) -> list[Sa
     """What can be read of the model's reasoning, each block labelled as the model's (never a signature or data)."""
     blocks: list[SafeText] = []
     for block in reasoning:
-        readable = reasoning_text(block)
+        readable = block.readable
         if readable.strip():
             source = f"{_REASONING_SOURCE} ({'summary' if not block.text else block.kind})"
             blocks.append(defang(readable, source=source, authority=Authority.TOOL_OUTPUT, max_chars=max_chars))
@@ -176,7 +175,7 @@ def summary_prompt(
         raise UsageError(f"max_tool_result_chars must be at least 0, not {max_tool_result_chars}")
     task = _UPDATE_TASK if previous_summary else _FIRST_TASK
     rules = _RULES
-    if any(isinstance(e, AssistantMessage) and any(map(reasoning_text, e.reasoning)) for e in entries):
+    if any(isinstance(e, AssistantMessage) and any(r.readable for r in e.reasoning) for e in entries):
         rules += "\n" + _REASONING_RULE
     instructions = [task, "", _TEMPLATE_GUIDE, "", rules]
     if turn_prefix:

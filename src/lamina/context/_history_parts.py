@@ -73,10 +73,9 @@ def reasoning_part(entry: AssistantMessage, index: int, reasoning: Reasoning) ->
     The block itself (signature, encrypted content) goes back unchanged as `ReasoningBlock.reasoning`;
     the part's text is the readable reasoning (or the summaries) that the budget counts.
     """
-    readable = reasoning.text or "\n\n".join(reasoning.summary)
     return Part(
         f"history.reasoning.{entry.id}.{index}",
-        trusted(readable),  # the model's own reasoning, given back unchanged (cache bytes)
+        trusted(reasoning.readable),  # the model's own reasoning, given back unchanged (cache bytes)
         f"model:{entry.model}" if entry.model else "model",
         Authority.MODEL_OUTPUT,
         Stability.COMPACTABLE,

@@ -180,6 +180,11 @@ class Reasoning(msgspec.Struct, frozen=True, kw_only=True):
     field: str = ""
     """For a server's reasoning: the message field it came in (`reasoning_content`, `reasoning`)."""
 
+    @property
+    def readable(self) -> str:
+        """What can be read of it: its text, else its summaries (never a signature or encrypted data)."""
+        return self.text or "\n\n".join(self.summary)
+
 
 class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
     """The text of one model response; its tool calls follow as `ToolCall` entries.
