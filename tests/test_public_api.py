@@ -383,6 +383,7 @@ SURFACE: dict[str, list[str]] = {
     ],
     "lamina.providers": [
         "AnthropicProvider",
+        "CacheRegime",
         "Capabilities",
         "ClaudeAgentProvider",
         "Completed",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from lamina.errors import UsageError
 from lamina.providers._provider import (
+    CacheRegime,
     Capabilities,
     Completed,
     Provider,
@@ -143,6 +144,7 @@ def _bad_spec(spec: str, reason: str) -> UsageError:
 
 __all__ = [
     "AnthropicProvider",
+    "CacheRegime",
     "Capabilities",
     "ClaudeAgentProvider",
     "Completed",

@@ -11,15 +11,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
 from lamina.session import ProviderSession, Reasoning, Usage
 
+CacheRegime: TypeAlias = Literal["anthropic", "openai-automatic", "openai-breakpoints", "none"]
+"""How a model's prompt cache works: Anthropic's breakpoints, OpenAI's automatic prefix cache (before GPT-5.6),
+OpenAI's explicit and implicit breakpoints with TTL options and billed writes (GPT-5.6 and later), or none known."""
+
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """What a provider/model can do, for placement and attachment decisions."""
+    """What a provider/model can do, for placement, attachment and context-feature decisions.
+
+    Every provider-side context feature (context editing, server compaction, diagnostics, tool search)
+    is used only where these say the model has it.
+    """
 
     context_window: int = 200_000
     max_output_tokens: int = 8_192
@@ -27,6 +35,22 @@ class Capabilities:
     pdf_input: bool = False
     native_resume: bool = False
     native_fork: bool = False
+    thinking: bool = False
+    context_editing: frozenset[str] = frozenset()
+    """Server-side edits the model accepts: `clear_tool_uses_20250919`, `clear_thinking_20251015`."""
+    server_compaction: frozenset[str] = frozenset()
+    """Provider compaction forms: `compact_20260112` (Anthropic's inline edit), `summarize` (its standalone
+    request), `responses_compact` (OpenAI's `/responses/compact`), `responses_inline` (its threshold)."""
+    cache_diagnostics: bool = False
+    cache_regime: CacheRegime = "none"
+    tool_search: bool = False
+    """Deferred tools (`defer_loading`) found through the provider's own tool-search tool."""
+    tool_changes: bool = False
+    """`tool_addition`/`tool_removal` blocks change the tool set mid-conversation."""
+    system_clear_at: bool = False
+    """Mid-conversation system messages with `clear_at`."""
+    source: str = ""
+    """Where these figures came from (`models endpoint, 2026-12-07`, `shipped table`); empty: the defaults."""
 
 
 @dataclass(frozen=True, slots=True)
