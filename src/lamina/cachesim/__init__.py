@@ -1,8 +1,9 @@
 """Prompt-cache simulator: what each request reads, writes and pays under a provider's published cache rules (pure).
 
-Feed timed request bodies to `AnthropicCacheSimulator` or `OpenAICacheSimulator` (or a list to
-`simulate`); each `submit` returns a `CacheUsage`, and `summarise` folds a run into a
-`CacheSummary`. The rules as modelled, and what is not, are in `docs/cache-simulator.md`.
+Feed timed request bodies to `AnthropicCacheSimulator`, `OpenAICacheSimulator` (OpenAI before
+GPT-5.6) or `OpenAIBreakpointSimulator` (GPT-5.6 and later), or a list to `simulate`; each
+`submit` returns a `CacheUsage`, and `summarise` folds a run into a `CacheSummary`. The rules as
+modelled, and what is not, are in `docs/cache-simulator.md`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from lamina.cachesim._cache_blocks import (
     tool_items,
     without_marker,
 )
+from lamina.cachesim._openai_breakpoints import OpenAIBreakpointRules, OpenAIBreakpointSimulator
 from lamina.cachesim._openai_cache import OpenAICacheRules, OpenAICacheSimulator
 from lamina.cachesim._simulator import (
     CacheBreakpointError,
@@ -37,6 +39,8 @@ __all__ = [
     "CacheSimulator",
     "CacheSummary",
     "CacheUsage",
+    "OpenAIBreakpointRules",
+    "OpenAIBreakpointSimulator",
     "OpenAICacheRules",
     "OpenAICacheSimulator",
     "TimedRequest",

@@ -27,7 +27,10 @@ class CacheSimulationError(UsageError, ValueError):
 
 
 class CacheBreakpointError(CacheSimulationError):
-    """A `cache_control` marker that the Anthropic API would reject with HTTP 400."""
+    """A cache breakpoint (or cache option) the provider would reject with HTTP 400.
+
+    Anthropic's `cache_control`; OpenAI's `prompt_cache_breakpoint` and `prompt_cache_options`.
+    """
 
     def __init__(self, where: str, position: int | None, reason: str) -> None:
         """Name the marker and why the API would reject it.
@@ -76,11 +79,15 @@ class CacheUsage:
     """Tokens a perfect placement could have read (see `docs/cache-simulator.md`)."""
     cost_multiplier: float
     """Input cost relative to sending everything uncached (1.0 when nothing was cached)."""
+    write_30m: int = 0
+    """Tokens written with OpenAI's 30-minute TTL (GPT-5.6 and later; `cache_write_tokens_details.ttl_30m_tokens`)."""
+    write_12h: int = 0
+    """Tokens written with OpenAI's 12-hour TTL (`ttl_12h_tokens`)."""
 
     @property
     def write(self) -> int:
-        """Tokens written to the cache, both TTLs."""
-        return self.write_5m + self.write_1h
+        """Tokens written to the cache, every TTL."""
+        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
 
     @property
     def weighted_tokens(self) -> float:
@@ -105,11 +112,13 @@ class CacheSummary:
     """read / reusable: the share of reusable tokens billed as cache reads (1.0 when nothing was reusable)."""
     relative_input_cost: float
     """weighted_tokens / total: input cost relative to sending everything uncached (1.0 for no tokens)."""
+    write_30m: int = 0
+    write_12h: int = 0
 
     @property
     def write(self) -> int:
-        """Tokens written to the cache, both TTLs."""
-        return self.write_5m + self.write_1h
+        """Tokens written to the cache, every TTL."""
+        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
 
 
 class CacheSimulator(Protocol):
@@ -138,6 +147,8 @@ def summarise(usages: Iterable[CacheUsage]) -> CacheSummary:
         read=read,
         write_5m=sum(u.write_5m for u in items),
         write_1h=sum(u.write_1h for u in items),
+        write_30m=sum(u.write_30m for u in items),
+        write_12h=sum(u.write_12h for u in items),
         uncached=sum(u.uncached for u in items),
         reusable=reusable,
         weighted_tokens=weighted,
