@@ -16,7 +16,11 @@ model decides with Anthropic's prices, the OpenAI ones from a run deciding with 
 - `anthropic_rolling_only`: ours with the turn breakpoint at 5 minutes like the rolling one (what
   Lamina did before the turn breakpoint took a 1-hour TTL);
 - `openai_lamina`: our OpenAI Chat Completions placement under OpenAI's automatic caching;
-- `openai_responses_lamina`: our OpenAI Responses placement, the same way.
+- `openai_responses_lamina`: our OpenAI Responses placement, the same way;
+- `openai_responses_gpt56_lamina`: our Responses placement for a GPT-5.6 model (explicit
+  breakpoints, `prompt_cache_options`, the TTL priced per turn) under OpenAI's breakpoint regime,
+  writes billed at 1.25x (30 minutes) and an assumed 2x (12 hours), from a run deciding with those
+  prices; `billed_input_openai_gpt56_vs_automatic_ratio` sets its bill beside the automatic one's.
 
 What a mid-session change costs (`change_cost_fraction_<target>_<change>`, target `anthropic` or
 `openai` (Responses), change `agents_md_edit` or `date_change`): the extra input billed because of
@@ -81,18 +85,22 @@ from lamina.cachesim import (
     CacheSimulator,
     CacheSummary,
     CacheUsage,
+    OpenAIBreakpointSimulator,
     OpenAICacheSimulator,
     TimedRequest,
     summarise,
 )
 from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.context import Part, ToolSpec, turn_tails
-from lamina.placement import AnthropicTarget, OpenAIChatTarget, render
+from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, render
+from lamina.pricing import CachePrices
 from lamina.reports import KINDS, SessionComposition, compose_turn
 from lamina.tokens import DEFAULT_ESTIMATOR
 from lamina.workspace import Skill, SkillScan, skill_catalogue_part
 
 OPENAI = OpenAIChatTarget(model="gpt-5")
+RESPONSES_GPT56 = OpenAIResponsesTarget(model="gpt-5.6", cache_breakpoints=True)
+"""A model of OpenAI's breakpoint regime, as a provider whose capabilities say so builds its target."""
 ROLLING_ONLY = AnthropicTarget(model="claude-sonnet-5", turn_ttl="5m")
 
 
@@ -320,6 +328,22 @@ def _other_peer(
     ], summary
 
 
+def _gpt56_figures(new: CacheSummary, automatic: CacheSummary) -> list[Figure]:
+    """Our Responses placement on a GPT-5.6 model under the breakpoint regime, beside the automatic regime's bill."""
+    name = "openai_responses_gpt56_lamina"
+    return [
+        Figure(f"billed_input_tokens_{name}", round(new.weighted_tokens), "tokens"),
+        Figure(f"cache_writes_30m_{name}", new.write_30m, "tokens", note="billed at 1.25x"),
+        Figure(f"cache_writes_12h_{name}", new.write_12h, "tokens", note="billed at 2x (assumed: not published)"),
+        Figure(
+            "billed_input_openai_gpt56_vs_automatic_ratio",
+            round(new.weighted_tokens / automatic.weighted_tokens, 4) if automatic.weighted_tokens else 0.0,
+            "ratio",
+            note="breakpoint regime (GPT-5.6) / automatic regime (gpt-5), same session",
+        ),
+    ]
+
+
 def _submit(
     simulators: dict[str, CacheSimulator],
     usages: dict[str, list[CacheUsage]],
@@ -371,6 +395,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         "anthropic_rolling_only": AnthropicCacheSimulator(),
         "openai_lamina": OpenAICacheSimulator(),
         "openai_responses_lamina": OpenAICacheSimulator(),
+        "openai_responses_gpt56_lamina": OpenAIBreakpointSimulator(),
     }
     edit = _edit_turn(script)
     edited = next(t.agents_md for t in script if t.agents_md is not None)
@@ -401,6 +426,9 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             "openai_responses_lamina": dict(render(call.turn, RESPONSES, continuation=continuation)),
         }
         _submit(simulators, usages, call, bodies)
+    for call in scripted_session(script, cache_prices=CachePrices.for_target(RESPONSES_GPT56)):  # GPT-5.6's prices
+        body = dict(render(call.turn, RESPONSES_GPT56, continuation=call.engine.continuation(call.turn)))
+        _submit(simulators, usages, call, {"openai_responses_gpt56_lamina": body})
 
     progress(f"Claude Code through the same {len(script)} turns")
     figures, claude = _peer_figures(script, usages["anthropic_lamina"], our_turns, progress, quick=quick)
@@ -416,6 +444,7 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     figures.append(Figure("requests_simulated", len(our_turns), "requests"))
     responses = summarise(usages["openai_responses_lamina"])
     figures.append(Figure("billed_input_tokens_openai_responses_lamina", round(responses.weighted_tokens), "tokens"))
+    figures += _gpt56_figures(summarise(usages["openai_responses_gpt56_lamina"]), responses)
     rolling_only = summarise(usages["anthropic_rolling_only"]).weighted_tokens
     figures.append(Figure("billed_input_tokens_anthropic_rolling_only", round(rolling_only), "tokens"))
     for name, target in (("anthropic_lamina", "anthropic"), ("openai_responses_lamina", "openai_responses")):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lamina.cachesim import (
     CacheBreakpointError,
+    CacheSimulator,
     CacheUsage,
     OpenAIBreakpointRules,
     OpenAIBreakpointSimulator,
@@ -62,7 +63,7 @@ def responses(*parts: dict[str, object], key: str = "s1", **options: Any) -> dic
     return body
 
 
-def run(simulator: OpenAIBreakpointSimulator, *timed: tuple[float, Mapping[str, object]]) -> list[CacheUsage]:
+def run(simulator: CacheSimulator, *timed: tuple[float, Mapping[str, object]]) -> list[CacheUsage]:
     return simulate([TimedRequest(t_start=t, body=body) for t, body in timed], simulator)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from lamina.cachesim import CacheUsage
 from lamina.tokens import DEFAULT_ESTIMATOR
+from tests.wire.openai_cache import prewarm
 from tests.wire.script import (
     Fail,
     Reply,
@@ -147,7 +148,7 @@ def _chat_usage(usage: CacheUsage, output_tokens: int, reasoning: int) -> dict[s
         "prompt_tokens": usage.total,
         "completion_tokens": output_tokens + reasoning,
         "total_tokens": usage.total + output_tokens + reasoning,
-        "prompt_tokens_details": {"cached_tokens": usage.read, "audio_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": usage.read, "cache_write_tokens": usage.write, "audio_tokens": 0},
         "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0},
     }
 
@@ -376,7 +377,11 @@ def _summary_part(text: str) -> dict[str, str]:
 def _responses_usage(usage: CacheUsage, output_tokens: int, reasoning: int) -> dict[str, Any]:
     return {
         "input_tokens": usage.total,
-        "input_tokens_details": {"cached_tokens": usage.read, "cache_write_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": usage.read,
+            "cache_write_tokens": usage.write,
+            "cache_write_tokens_details": {"ttl_30m_tokens": usage.write_30m, "ttl_12h_tokens": usage.write_12h},
+        },
         "output_tokens": output_tokens + reasoning,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": usage.total + output_tokens + reasoning,
@@ -390,6 +395,8 @@ def responses_reply(
     stream = _ResponsesStream(body, n, step.model)
     stream.emit("response.created", response=stream.response("in_progress"))
     stream.emit("response.in_progress", response=stream.response("in_progress"))
+    if prewarm(body):  # the cache is prepared, nothing is generated
+        step, output_tokens = Reply(model=step.model), 0
     if step.reasoning:
         asked = body.get("reasoning")
         summarised = isinstance(asked, Mapping) and asked.get("summary") is not None

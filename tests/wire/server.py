@@ -38,12 +38,14 @@ from lamina.cachesim import (
     AnthropicCacheSimulator,
     CacheSimulationError,
     CacheUsage,
+    OpenAIBreakpointRules,
+    OpenAIBreakpointSimulator,
     OpenAICacheRules,
     OpenAICacheSimulator,
     TimedRequest,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from tests.wire import anthropic_api, openai_api
+from tests.wire import anthropic_api, openai_api, openai_cache
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
 Api: TypeAlias = Literal["anthropic", "chat", "responses"]
@@ -94,6 +96,7 @@ class WireServer:
         anthropic_rules: AnthropicCacheRules | None = None,
         openai_rules: OpenAICacheRules | None = None,
         estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+        openai_breakpoint_rules: OpenAIBreakpointRules | None = None,
     ) -> None:
         self.clock = clock
         self.api_key = api_key
@@ -105,6 +108,8 @@ class WireServer:
         self.estimator = estimator
         self.anthropic_cache = AnthropicCacheSimulator(rules=anthropic_rules, estimator=estimator)
         self.openai_cache = OpenAICacheSimulator(rules=openai_rules, estimator=estimator)
+        self.openai_breakpoint_cache = OpenAIBreakpointSimulator(rules=openai_breakpoint_rules, estimator=estimator)
+        """Bills the models of OpenAI's breakpoint regime (GPT-5.6 and later, `openai_cache.breakpoint_model`)."""
         self.anthropic_thinking = anthropic_api.ThinkingSigner()
         """Signs the Anthropic thinking this server sends and checks the thinking sent back."""
         self._script: deque[Step] = deque()
@@ -236,14 +241,20 @@ class WireServer:
         if api == "anthropic":
             message = anthropic_api.problem(body, self.anthropic_thinking)
             return None if message is None else self._invalid(api, n, message)
+        refused = openai_cache.cache_problem(api, body)
+        if refused is not None:
+            return refused
         found = openai_api.chat_problem(body) if api == "chat" else openai_api.responses_problem(body)
         if found is None:
             return openai_api.reasoning_problem(api, body, secret=self.secret, deepseek=self.deepseek)
         return openai_api.error(400, "invalid_request_error", found[0], param=found[1])
 
     def _simulate(self, api: Api, body: Mapping[str, Any], t: float) -> CacheUsage:
-        simulator = self.anthropic_cache if api == "anthropic" else self.openai_cache
-        return simulator.submit(TimedRequest(t, body, t))
+        if api == "anthropic":
+            return self.anthropic_cache.submit(TimedRequest(t, body, t))
+        if openai_cache.breakpoint_model(body.get("model")):
+            return self.openai_breakpoint_cache.submit(TimedRequest(t, body, t))
+        return self.openai_cache.submit(TimedRequest(t, body, t))
 
     def _invalid(self, api: Api, n: int, message: str) -> WireResponse:
         if api == "anthropic":

@@ -70,21 +70,21 @@ class OpenAIBreakpointRules:
 
 
 @dataclass(slots=True)
-class _Entry:
+class _BreakpointEntry:
     ttl_seconds: float
     expires: float
     available_at: float
 
 
 @dataclass(frozen=True, slots=True)
-class _Options:
+class _RequestCacheOptions:
     """A request's `prompt_cache_options`, checked."""
 
     implicit: bool
     ttl: BreakpointTtl
 
 
-def cache_options(body: Mapping[str, object]) -> _Options:
+def cache_options(body: Mapping[str, object]) -> _RequestCacheOptions:
     """The request's cache options, checked as the API checks them.
 
     Raises:
@@ -108,7 +108,7 @@ def cache_options(body: Mapping[str, object]) -> _Options:
     retention = body.get("prompt_cache_retention")
     if retention is not None and retention != "24h":
         raise CacheBreakpointError("prompt_cache_retention", None, f"{retention!r}: this model supports only '24h'")
-    return _Options(implicit=mode == "implicit", ttl="12h" if ttl == "12h" else "30m")
+    return _RequestCacheOptions(implicit=mode == "implicit", ttl="12h" if ttl == "12h" else "30m")
 
 
 def _marker_ttl(part: object, where: str, chat: bool, default: BreakpointTtl) -> BreakpointTtl | None:
@@ -150,7 +150,7 @@ class OpenAIBreakpointSimulator:
         self.rules = rules if rules is not None else OpenAIBreakpointRules()
         self._core = _Core(estimator)
         self._groups: dict[bytes, _Marked] = {}
-        self._partitions: dict[tuple[str, str | None], OrderedDict[bytes, _Entry]] = {}
+        self._partitions: dict[tuple[str, str | None], OrderedDict[bytes, _BreakpointEntry]] = {}
 
     def submit(self, request: TimedRequest) -> CacheUsage:
         """Simulate one Chat Completions or Responses request: reads, writes, refreshes; returns its billed usage."""
@@ -200,7 +200,7 @@ class OpenAIBreakpointSimulator:
             cost_multiplier=weighted / total if total else 1.0,
         )
 
-    def _read(self, store: OrderedDict[bytes, _Entry], chain: list[bytes], cum: list[int], t: float) -> int:
+    def _read(self, store: OrderedDict[bytes, _BreakpointEntry], chain: list[bytes], cum: list[int], t: float) -> int:
         """The longest prefix held by a live entry among the partition's latest breakpoints; refreshes it."""
         latest = set(islice(reversed(store), self.rules.read_breakpoints))
         for k in range(len(chain) - 1, -1, -1):
@@ -211,14 +211,16 @@ class OpenAIBreakpointSimulator:
                 return cum[k]
         return 0
 
-    def _write(self, store: OrderedDict[bytes, _Entry], h: bytes, seconds: float, t: float, at: float) -> None:
+    def _write(
+        self, store: OrderedDict[bytes, _BreakpointEntry], h: bytes, seconds: float, t: float, at: float
+    ) -> None:
         old = store.get(h)
         if old is not None and t < old.expires:  # written by a parallel request, not yet readable
             old.ttl_seconds = max(old.ttl_seconds, seconds)
             old.expires = max(old.expires, t + seconds)
             old.available_at = min(old.available_at, at)
         else:
-            store[h] = _Entry(seconds, t + seconds, at)
+            store[h] = _BreakpointEntry(seconds, t + seconds, at)
         store.move_to_end(h)
         if len(store) > 4 * self.rules.read_breakpoints:  # older entries can never be read again
             for stale in list(islice(store, len(store) - self.rules.read_breakpoints)):

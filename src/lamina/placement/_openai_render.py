@@ -29,6 +29,7 @@ from lamina.context import (
     TurnContext,
 )
 from lamina.placement._call_ids import openai_chat_call_id, openai_responses_call_id
+from lamina.placement._openai_cache_marks import mark_chat, mark_responses
 from lamina.placement._targets import OpenAIChatTarget, OpenAIResponsesTarget
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
@@ -130,6 +131,8 @@ def render_openai_chat(
         body["max_completion_tokens"] = target.max_tokens
     if target.prompt_cache_key:
         body["prompt_cache_key"] = turn.session_id
+    if target.cache_breakpoints:
+        mark_chat(body, bool(context))
     return cast("CompletionCreateParamsNonStreaming", body)
 
 
@@ -219,4 +222,6 @@ def render_openai_responses(
         body["max_output_tokens"] = target.max_output_tokens
     if target.prompt_cache_key:
         body["prompt_cache_key"] = turn.session_id
+    if target.cache_breakpoints:
+        mark_responses(body, target, turn.turn_ttl, bool(context))
     return cast("ResponseCreateParamsNonStreaming", body)

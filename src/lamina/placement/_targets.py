@@ -8,6 +8,8 @@ from typing import Literal, TypeAlias
 from lamina.errors import UsageError
 
 CacheTtl: TypeAlias = Literal["5m", "1h"]
+OpenAICacheTtl: TypeAlias = Literal["30m", "12h"]
+"""OpenAI's cache lifetimes on GPT-5.6 and later (`prompt_cache_options.ttl`): a minimum, not a maximum."""
 Effort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 """How hard a model reasons: Anthropic's `output_config.effort`, OpenAI's `reasoning.effort` / `reasoning_effort`."""
 
@@ -111,6 +113,10 @@ class OpenAIChatTarget:
     prompt_cache_key: bool = True
     """Send the session id as `prompt_cache_key` (servers that reject it can turn this off)."""
     reasoning: ReasoningConfig = ReasoningConfig()
+    cache_breakpoints: bool = False
+    """The model caches by OpenAI's breakpoint regime (GPT-5.6 and later): explicit breakpoints and
+    `prompt_cache_options` are sent (30 minutes: Chat Completions has no other TTL). The provider
+    sets it from `Capabilities.cache_regime`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +127,13 @@ class OpenAIResponsesTarget:
     max_output_tokens: int | None = None
     prompt_cache_key: bool = True
     reasoning: ReasoningConfig = ReasoningConfig()
+    cache_breakpoints: bool = False
+    """The model caches by OpenAI's breakpoint regime (GPT-5.6 and later): explicit breakpoints,
+    `prompt_cache_options` with a TTL, `prompt_cache_retention` for the 12-hour one. The provider
+    sets it from `Capabilities.cache_regime`."""
+    openai_cache_ttl: OpenAICacheTtl | None = None
+    """The TTL of the turn's breakpoints with `cache_breakpoints`; None: the cost model's choice for
+    the turn (its long TTL is 12 hours, its short one 30 minutes), 30 minutes without one."""
     encrypted_reasoning: bool | None = None
     """Ask for `reasoning.encrypted_content` (sent back with the next input, as `store` is false).
     None: for reasoning models (`o1`…, `gpt-5`…, `codex`…) or whenever `reasoning` is set."""
@@ -133,6 +146,12 @@ class OpenAIResponsesTarget:
         name = self.model.rsplit("/", 1)[-1].lower()
         reasoning_model = name.startswith(("gpt-5", "codex")) or (name[:1] == "o" and name[1:2].isdigit())
         return reasoning_model or self.reasoning.is_set
+
+    def breakpoint_ttl(self, chosen: CacheTtl | None) -> OpenAICacheTtl:
+        """The TTL of the turn's breakpoint when the session's cost model chose `chosen` (its short or long TTL)."""
+        if self.openai_cache_ttl is not None:
+            return self.openai_cache_ttl
+        return "12h" if chosen == "1h" else "30m"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from lamina.placement import (
 from lamina.session import CompactionBoundary, CostDecision, LogEntry, ToolOutputPruned, TurnRecord
 
 if TYPE_CHECKING:  # the simulator loads on first use (importing the engine must not load it)
-    from lamina.cachesim import AnthropicCacheRules, OpenAICacheRules
+    from lamina.cachesim import AnthropicCacheRules, OpenAIBreakpointRules, OpenAICacheRules
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -55,7 +55,11 @@ _SUMMARY_TOKENS: Final = 2_000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CachePrices:
-    """A provider's cache prices in base-price tokens per token, and how long its entries live."""
+    """A provider's cache prices in base-price tokens per token, and how long its entries live.
+
+    The `_5m` and `_1h` figures are the provider's short and long TTL: Anthropic's 5 minutes and 1
+    hour, OpenAI's 30 minutes and 12 hours on GPT-5.6 and later (`ttl_names` says which).
+    """
 
     read: float = 0.1
     write_5m: float = 1.25
@@ -66,7 +70,13 @@ class CachePrices:
     min_tokens: int = 1024
     """The smallest prefix the provider caches."""
     choose_ttl: bool = True
-    """Whether a breakpoint can ask for the long TTL (Anthropic; OpenAI's cache has one lifetime)."""
+    """Whether a breakpoint can ask for the long TTL (Anthropic; OpenAI Responses on GPT-5.6 and later;
+    OpenAI's automatic cache and Chat Completions have one lifetime)."""
+    ttl_names: tuple[str, str] = ("5m", "1h")
+    """The short and the long TTL as the provider names them (the logged decision says `ttl_<name>`)."""
+    long_default: bool = True
+    """Whether the long TTL is what a breakpoint gets unless the cost model saves by the short one
+    (Lamina's default on Anthropic); False: the short one unless the long one saves (OpenAI's `30m`)."""
 
     @classmethod
     def anthropic(cls, rules: AnthropicCacheRules | None = None) -> CachePrices:
@@ -100,16 +110,44 @@ class CachePrices:
         )
 
     @classmethod
+    def openai_breakpoints(cls, rules: OpenAIBreakpointRules | None = None, *, long_ttl: bool = True) -> CachePrices:
+        """OpenAI's breakpoint regime (GPT-5.6 and later): writes at 1.25x for 30 minutes, or for 12 hours.
+
+        The 12-hour write price is not published: `OpenAIBreakpointRules.write_12h_multiplier`
+        assumes 2x. `long_ttl` False: the API takes 30 minutes only (Chat Completions).
+        """
+        from lamina.cachesim import OpenAIBreakpointRules
+
+        rules = rules if rules is not None else OpenAIBreakpointRules()
+        return cls(
+            read=rules.read_multiplier,
+            write_5m=rules.write_30m_multiplier,
+            write_1h=rules.write_12h_multiplier,
+            ttl_5m_seconds=rules.ttl_30m_seconds,
+            ttl_1h_seconds=rules.ttl_12h_seconds,
+            min_tokens=rules.min_tokens,
+            choose_ttl=long_ttl,
+            ttl_names=("30m", "12h"),
+            long_default=False,
+        )
+
+    @classmethod
     def for_target(cls, target: RenderTarget) -> CachePrices:
         """The prices of the provider `target` renders for: Anthropic's or OpenAI's cache rules.
 
         Anthropic Messages and an SDK-managed backend (the Claude Agent SDK) are Anthropic's: a
         write premium, a 5-minute and a 1-hour TTL. OpenAI Chat Completions (an OpenAI-compatible
-        server's too) and Responses are OpenAI's: writes at the base price, one cache lifetime.
+        server's too) and Responses are OpenAI's: writes at the base price, one cache lifetime; on a
+        model of the breakpoint regime (`cache_breakpoints`), writes at 1.25x and, on Responses, a
+        choice of 30 minutes or 12 hours.
         """
         match target:
             case AnthropicTarget() | SdkManagedTarget():
                 return cls.anthropic()
+            case OpenAIChatTarget(cache_breakpoints=True):
+                return cls.openai_breakpoints(long_ttl=False)
+            case OpenAIResponsesTarget(cache_breakpoints=True):
+                return cls.openai_breakpoints()
             case OpenAIChatTarget() | OpenAIResponsesTarget():
                 return cls.openai()
             case _:
@@ -298,7 +336,10 @@ def choose_turn_ttl(outlook: Outlook, *, turn_tokens: float) -> tuple[CacheTtl, 
     The long TTL costs its premium on what this turn's first request writes (the whole history
     when the cache is cold); it saves, after a gap longer than the short TTL but shorter than the
     long one, rewriting the whole history (only the turn's own tool loop is written again). When
-    the two are within a cache minimum's read of each other, the long one stays (the default).
+    the two are within a cache minimum's read of each other, the default stays (the long one on
+    Anthropic, the short one on OpenAI: `CachePrices.long_default`), so the choice is never worse
+    than the default on this estimate. The returned TTL names the short (`5m`) or long (`1h`) TTL;
+    the decision names the provider's own (`ttl_30m`, `ttl_12h` on OpenAI).
 
     Args:
         outlook: The prices, the pace and the cache's state (after any prune).
@@ -308,16 +349,18 @@ def choose_turn_ttl(outlook: Outlook, *, turn_tokens: float) -> tuple[CacheTtl, 
         The TTL and the decision to log.
     """
     p, cache = outlook.prices, outlook.cache
+    short, long = (f"ttl_{name}" for name in p.ttl_names)
     if not p.choose_ttl:
-        return "5m", outlook.decision("ttl_5m", 0.0)
+        return "5m", outlook.decision(short, 0.0)
     written = cache.cold_tokens(p)
     middle = outlook.pace.chance_longer(p.ttl_5m_seconds) - outlook.pace.chance_longer(p.ttl_1h_seconds)
     # after a middle gap the next turn writes under its own TTL either way: the turn's loop, or everything
     long_bill = written * (p.write_1h - p.write_5m) + middle * turn_tokens * p.write_5m
     short_bill = middle * (cache.history_tokens + turn_tokens) * p.write_5m
-    if long_bill <= short_bill + p.min_tokens * p.read:
-        return "1h", outlook.decision("ttl_1h", short_bill - long_bill)
-    return "5m", outlook.decision("ttl_5m", long_bill - short_bill)
+    margin = p.min_tokens * p.read
+    if long_bill <= short_bill + (margin if p.long_default else -margin):
+        return "1h", outlook.decision(long, short_bill - long_bill)
+    return "5m", outlook.decision(short, long_bill - short_bill)
 
 
 def price_compaction(
@@ -431,6 +474,8 @@ _WORDS: Final = {
     "wait": ("wait for the threshold", "compacting now"),
     "ttl_5m": ("5-minute TTL", "with the 1-hour TTL"),
     "ttl_1h": ("1-hour TTL", "with the 5-minute TTL"),
+    "ttl_30m": ("30-minute TTL", "with the 12-hour TTL"),
+    "ttl_12h": ("12-hour TTL", "with the 30-minute TTL"),
     "reasoning_drop": ("drop completed turns' reasoning", "sending it back"),
     "reasoning_keep": ("send completed turns' reasoning back", "dropping it"),
 }
@@ -451,7 +496,7 @@ def describe_decision(decision: CostDecision) -> str:
     words = [f"{named}: expected {d.expected:,.0f} base-price tokens"]
     if d.action == "keep":
         words.append("no prune expected to cost less")
-    elif d.action == "ttl_5m" and d.expected == d.expected_nothing:  # the provider has one lifetime (OpenAI)
+    elif d.action in ("ttl_5m", "ttl_30m") and d.expected == d.expected_nothing:  # the provider has one lifetime
         words.append("the provider has no other TTL")
     else:
         words[0] += f" against {d.expected_nothing:,.0f} {alternative}"

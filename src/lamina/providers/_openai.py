@@ -204,6 +204,7 @@ class OpenAIChatProvider(_OpenAIProvider):
             max_tokens=max_tokens,
             prompt_cache_key=prompt_cache_key,
             reasoning=reasoning or ReasoningConfig(),
+            cache_breakpoints=self._capabilities.cache_regime == "openai-breakpoints",
         )
         self._include_usage = include_usage
 
@@ -379,6 +380,7 @@ class OpenAIResponsesProvider(_OpenAIProvider):
             max_output_tokens=max_output_tokens,
             prompt_cache_key=prompt_cache_key,
             reasoning=reasoning or ReasoningConfig(),
+            cache_breakpoints=self._capabilities.cache_regime == "openai-breakpoints",
         )
 
     @property
@@ -559,9 +561,20 @@ def reasoning_item(item: ResponseReasoningItem) -> Reasoning:
 
 
 def _usage(input_tokens: int, output_tokens: int, details: object | None, *, reasoning: int = 0) -> Usage:
-    """The usage of a response whose input count includes the tokens read from the cache (`details.cached_tokens`)."""
+    """The usage of a response whose input count includes the tokens read from and written to the cache.
+
+    `details.cached_tokens` were read; `details.cache_write_tokens` (GPT-5.6 and later) were written,
+    billed as Anthropic's `cache_creation_input_tokens` are: what is left is plain input.
+    """
     cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-    return Usage(input=input_tokens - cached, output=output_tokens, cache_read=cached, reasoning=reasoning)
+    written = (getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+    return Usage(
+        input=input_tokens - cached - written,
+        output=output_tokens,
+        cache_read=cached,
+        cache_write=written,
+        reasoning=reasoning,
+    )
 
 
 def _arguments(provider: str, call_id: str, raw: str) -> dict[str, Any]:
