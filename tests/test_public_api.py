@@ -368,6 +368,7 @@ SURFACE: dict[str, list[str]] = {
         "cost_of",
         "decision_on",
         "describe_decision",
+        "kept_default_ttl",
         "price_compaction",
         "price_prune",
         "price_reasoning_replay",

@@ -7,7 +7,15 @@ from hypothesis import strategies as st
 
 from lamina.cachesim import OpenAIBreakpointRules
 from lamina.placement import OpenAIChatTarget, OpenAIResponsesTarget
-from lamina.pricing import CachePrices, CacheState, Outlook, SessionPace, choose_turn_ttl, describe_decision
+from lamina.pricing import (
+    CachePrices,
+    CacheState,
+    Outlook,
+    SessionPace,
+    choose_turn_ttl,
+    describe_decision,
+    kept_default_ttl,
+)
 from tests.conftest import examples
 
 OPENAI = CachePrices.openai_breakpoints()
@@ -74,3 +82,10 @@ def test_the_turn_breakpoint_takes_the_chosen_ttl_or_the_targets() -> None:
     assert [target.breakpoint_ttl(c) for c in (None, "5m", "1h")] == ["30m", "30m", "12h"]
     fixed = OpenAIResponsesTarget("gpt-5.6", cache_breakpoints=True, openai_cache_ttl="30m")
     assert fixed.breakpoint_ttl("1h") == "30m"
+
+
+def test_reports_leave_out_only_a_turn_that_kept_its_providers_default_ttl() -> None:
+    # Anthropic's default is the hour, OpenAI's (GPT-5.6 and later) the half hour: either is routine
+    assert kept_default_ttl("turn TTL", "ttl_1h") and kept_default_ttl("turn TTL", "ttl_30m")
+    assert not kept_default_ttl("turn TTL", "ttl_5m") and not kept_default_ttl("turn TTL", "ttl_12h")
+    assert not kept_default_ttl("prune", "ttl_1h")

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from lamina.cli._console import out, safe
 from lamina.context import Part, Stability, Tier
-from lamina.pricing import decision_on, describe_decision
+from lamina.pricing import decision_on, describe_decision, kept_default_ttl
 from lamina.reports import TIER_LABELS, BudgetReport
 from lamina.session import CostDecision, LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR
@@ -111,11 +111,11 @@ def decisions_json(found: Sequence[tuple[str, CostDecision]]) -> list[dict[str, 
 
 def print_decisions(found: Sequence[tuple[str, CostDecision]], console: Console = out) -> None:
     """The prunes, TTLs and compactions the cost model decided, with the expected bills that decided them."""
-    prunes = [(on, d) for on, d in found if on != "turn TTL" or d.action != "ttl_1h"]
+    prunes = [(on, d) for on, d in found if not kept_default_ttl(on, d.action)]
     section(
         "Context decisions",
         f"{len(found):,} priced by their expected bill over the rest of the session (base-price tokens); "
-        "turns that kept the 1-hour turn breakpoint are not listed.",
+        "turns that kept their provider's default turn TTL (1 hour on Anthropic, 30 minutes on OpenAI) are not listed.",
         console,
     )
     if not prunes:

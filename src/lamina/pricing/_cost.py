@@ -512,6 +512,15 @@ def describe_decision(decision: CostDecision) -> str:
 DecisionOn: TypeAlias = Literal["prune", "compaction", "turn TTL"]
 
 
+_DEFAULT_TURN_TTLS: Final = frozenset({"ttl_1h", "ttl_30m"})
+"""A turn's TTL decision that kept its provider's default: Anthropic's 1 hour, OpenAI's 30 minutes."""
+
+
+def kept_default_ttl(on: str, action: str) -> bool:
+    """Whether a decision (what it was on, its action) kept a turn's default TTL: reports leave those out."""
+    return on == "turn TTL" and action in _DEFAULT_TURN_TTLS
+
+
 def decision_on(entry: LogEntry) -> tuple[DecisionOn, CostDecision] | None:
     """The priced decision `entry` logged and what it was on (a prune, a compaction, a turn's TTL), else None."""
     match entry:

@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from lamina.errors import MissingExtraError, UsageError
+from lamina.pricing import kept_default_ttl
 from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import (
     LAYER_NAMES,
@@ -283,7 +284,7 @@ class Inspector:
             first = [b for b in branches if b.leaf_id in keep]
             rest = sorted((b for b in branches if b.leaf_id not in keep), key=lambda b: b.updated, reverse=True)
             branches = first + rest[: SHOWN_BRANCHES - len(first)]
-        listed = [d for d in detail.decisions if d.on != "turn TTL" or d.action != "ttl_1h"]
+        listed = [d for d in detail.decisions if not kept_default_ttl(d.on, d.action)]
         return {
             "shown_branches": branches,
             "shown_compactions": detail.compactions[-SHOWN_COMPACTIONS:],
