@@ -9,6 +9,7 @@ state; docs/compaction.md ("The cost model") tells it. The list prices (`_prices
 
 from __future__ import annotations
 
+from lamina.pricing._backends import CompactionBackend, price_compaction_backend
 from lamina.pricing._cost import (
     DEFAULT_PRICES,
     CachePrices,
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "CachePrices",
     "CacheState",
+    "CompactionBackend",
     "Outlook",
     "PaceTracker",
     "PruneItem",
@@ -39,6 +41,7 @@ __all__ = [
     "decision_on",
     "describe_decision",
     "price_compaction",
+    "price_compaction_backend",
     "price_prune",
     "price_reasoning_replay",
 ]
