@@ -134,7 +134,8 @@ class ServerSummariser:
             lamina_prompt_tokens=prompt,
             lamina_summary_tokens=_SUMMARY_TOKENS,
             server_summary_tokens=server_summary,
-            server_rewrite_tokens=rewrite_tokens,
+            # on OpenAI the stable context stays before the item: nothing is written again for it
+            server_rewrite_tokens=0 if isinstance(self.provider.target, OpenAIResponsesTarget) else rewrite_tokens,
         )
 
     async def compact_server(
