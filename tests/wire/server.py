@@ -45,7 +45,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from tests.wire import anthropic_api, openai_api, openai_cache
+from tests.wire import anthropic_api, compaction, openai_api, openai_cache
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
 Api: TypeAlias = Literal["anthropic", "chat", "responses"]
@@ -112,6 +112,10 @@ class WireServer:
         """Bills the models of OpenAI's breakpoint regime (GPT-5.6 and later, `openai_cache.breakpoint_model`)."""
         self.anthropic_thinking = anthropic_api.ThinkingSigner()
         """Signs the Anthropic thinking this server sends and checks the thinking sent back."""
+        self.compaction_signer = compaction.CompactionSigner()
+        """Signs the Anthropic `compaction` blocks this server returns and checks the ones sent back."""
+        self.compactions: deque[compaction.Compact] = deque()
+        """Scripted answers to compaction requests, in order (none left: the server writes its own summary)."""
         self._script: deque[Step] = deque()
         self._received: list[Received] = []
         self._lock = threading.Lock()
@@ -198,10 +202,18 @@ class WireServer:
         with self._lock:
             t = self.clock()
             api = ROUTES.get(path.split("?", 1)[0])
+            n = len(self._received) + 1
             try:
                 body = msgspec.json.decode(raw) if raw else None
             except msgspec.DecodeError:
                 body = None
+            if path.split("?", 1)[0] == compaction.COMPACT_PATH:  # OpenAI's compact: no script step is used
+                scripted = self.compactions.popleft() if self.compactions else None
+                response = compaction.compact_reply(
+                    body if isinstance(body, dict) else {}, scripted, n, secret=self.secret, t=t
+                )
+                self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
+                return response
             response, step, usage = self._respond(api, headers, body, t)
             self._received.append(Received(api, path, dict(headers), body, t, response.status, step, usage))
             return response
@@ -219,6 +231,8 @@ class WireServer:
         problem = self._problem(api, body, n)
         if problem is not None:
             return problem, None, None
+        if api == "anthropic" and body.get("compaction") is not None:  # a standalone compaction: no script step
+            return self._summarize(body, headers, n), None, None
         if not self._script:
             return self._invalid(api, n, f"wire server: no scripted response left for request {n}"), None, None
         step = self._script[0]
@@ -237,13 +251,26 @@ class WireServer:
             return dataclasses.replace(whole, cut=len(whole.body) // 2), step, usage
         return self._reply(api, body, step, usage, n), step, usage
 
+    def _summarize(self, body: Mapping[str, Any], headers: Mapping[str, str], n: int) -> WireResponse:
+        refused = compaction.summarize_problem(body, headers, n)
+        if refused is not None:
+            return refused
+        step = self.compactions.popleft() if self.compactions else None
+        tokens = self.estimator.count(msgspec.json.encode(body.get("messages")).decode())
+        return compaction.summarize_reply(body, step, self.compaction_signer, n, input_tokens=tokens)
+
     def _problem(self, api: Api, body: Mapping[str, Any], n: int) -> WireResponse | None:
         if api == "anthropic":
+            blocks = self.compaction_signer.problem(body)
+            if blocks is not None:
+                return compaction.anthropic_error(400, "invalid_request_error", blocks[0], blocks[1], n)
             message = anthropic_api.problem(body, self.anthropic_thinking)
             return None if message is None else self._invalid(api, n, message)
         refused = openai_cache.cache_problem(api, body)
         if refused is not None:
             return refused
+        if api == "responses" and (item := compaction.item_problem(body, secret=self.secret)) is not None:
+            return item
         found = openai_api.chat_problem(body) if api == "chat" else openai_api.responses_problem(body)
         if found is None:
             return openai_api.reasoning_problem(api, body, secret=self.secret, deepseek=self.deepseek)

@@ -44,15 +44,16 @@ from lamina.compaction._prune import (
     reread_chances,
 )
 from lamina.compaction._summary import StructuredSummary, parse_summary
-from lamina.compaction._summary_prompt import summary_prompt
+from lamina.compaction._summary_prompt import render_ledger, summary_prompt
 
 if TYPE_CHECKING:
+    from lamina.compaction._server import BackendSetting, ServerSummariser
     from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser, SummaryResult
 
 # The summarisers call a provider, so they (and the placement code) load on first use: the rest is pure and cheap.
 _LAZY: Final = dict.fromkeys(
     ("DeterministicSummariser", "ProviderSummariser", "Summariser", "SummaryResult"), "lamina.compaction._summarize"
-)
+) | dict.fromkeys(("BackendSetting", "ServerSummariser"), "lamina.compaction._server")
 
 
 def __getattr__(name: str) -> object:
@@ -65,11 +66,13 @@ __all__ = [
     "DEFAULT_RESERVE",
     "DEFAULT_USER_LANE_TOKENS",
     "MAX_FILES",
+    "BackendSetting",
     "CutPoint",
     "DeterministicSummariser",
     "LaneUpdate",
     "ProviderSummariser",
     "PrunePolicy",
+    "ServerSummariser",
     "StructuredSummary",
     "Summariser",
     "SummaryResult",
@@ -87,6 +90,7 @@ __all__ = [
     "prunable_tokens",
     "prune_floor",
     "render_lane",
+    "render_ledger",
     "reread_chances",
     "should_compact",
     "summary_prompt",

@@ -26,7 +26,7 @@ from lamina.placement import (
     SdkManagedTarget,
 )
 from lamina.providers import Completed, Provider
-from lamina.session import Ledger, LogEntry
+from lamina.session import Ledger, LogEntry, ServerCompaction
 
 DEFAULT_SUMMARY_TIMEOUT = 120.0
 SUMMARISER_INSTRUCTIONS = (
@@ -44,6 +44,8 @@ class SummaryResult:
     """`model` or `deterministic`."""
     fallback_reason: str | None = None
     """Why the model summary was not used, when it was not."""
+    server: ServerCompaction | None = None
+    """With `by` `server`: the provider's own compaction block, sent in place of the summary to its provider."""
 
 
 class Summariser(Protocol):

@@ -144,6 +144,17 @@ def _ledger_block(ledger: Ledger) -> SafeText:
     return render_block("ledger", join("\n", parts))
 
 
+def render_ledger(ledger: Ledger) -> SafeText | None:
+    """The ledger as a labelled block: what follows a provider's compaction block, which cannot carry it.
+
+    Lamina's own summary is written with the ledger in view; a provider's summary is not, so the
+    ledger is placed after the provider's block instead (None: an empty ledger).
+    """
+    if not (ledger.files_read or ledger.files_modified or ledger.open_tasks):
+        return None
+    return _ledger_block(ledger)
+
+
 def summary_prompt(
     previous_summary: str | None,
     entries: Sequence[LogEntry],

@@ -29,7 +29,7 @@ from lamina.context._messages import (
 from lamina.context._parts import Part, Stability, Tier
 from lamina.defang import Authority, SafeText, escape_path, join, neutralise, trusted
 from lamina.errors import UsageError
-from lamina.session import CostDecision, LogEntry, PartRecord, TurnRecord
+from lamina.session import CostDecision, LogEntry, PartRecord, ServerCompaction, TurnRecord
 
 __all__ = [
     "SYSTEM_AUTHORITIES",
@@ -257,6 +257,10 @@ class TurnContext:
     """The TTL the cost model chose for this turn's cache breakpoint (None: the target's own)."""
     cost: CostDecision | None = None
     """That choice's expected figures (logged in the record)."""
+    server: ServerCompaction | None = None
+    """The provider's own compaction block: a request to that provider sends it first, in place of `summary`."""
+    server_prelude: SafeText | None = None
+    """What follows that block in place of the summary (the ledger, which Lamina's own summary carries)."""
 
     def record(self) -> TurnRecord:
         """The log entry for this turn (id and parent are stamped by the session)."""

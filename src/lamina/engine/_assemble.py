@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from lamina.compaction import render_lane
+from lamina.compaction import render_lane, render_ledger
 from lamina.context import Authority, OneShot, Part, SafeText, Stability, StableContext, Tier, ToolSpec, TurnContext
 from lamina.defang import neutralise, trusted
-from lamina.session import CompactionBoundary, CostDecision, LogEntry, TurnRecord, UserMessage
+from lamina.session import CompactionBoundary, CostDecision, LogEntry, TurnRecord, UserMessage, server_block
 
 __all__ = ["LoggedTurn", "assemble_turn", "lane_of", "logged_turn", "summary_of"]
 
@@ -93,6 +93,7 @@ def assemble_turn(
     Returns:
         The frozen turn: logged as `record()`, rendered as is.
     """
+    block = server_block(boundary.server) if boundary is not None else None
     return TurnContext(
         id=turn_id,
         session_id=session_id,
@@ -104,6 +105,8 @@ def assemble_turn(
         history=history,
         summary=summary_of(boundary),
         pinned=lane_of(boundary, data_dir=data_dir),
+        server=block,
+        server_prelude=render_ledger(boundary.ledger) if boundary is not None and block is not None else None,
         tools=tuple(tools),
         stable_seen=stable_seen,
         turn_ttl=turn_ttl,

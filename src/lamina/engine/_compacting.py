@@ -19,7 +19,7 @@ from lamina.compaction import (
     render_lane,
     update_lane,
 )
-from lamina.context import Part, ToolSpec
+from lamina.context import Authority, Part, ToolSpec
 from lamina.engine import _compaction as steps
 from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
@@ -201,6 +201,12 @@ class Compactor:
             summary_tokens=_SUMMARY_TOKENS,
         )
 
+    def _context_tokens(self) -> int:
+        """The stable parts' tokens outside system content: a provider's block first makes them written again."""
+        stable, _ = self._fixed_parts()
+        system = (Authority.SYSTEM_RULE, Authority.USER_DATA)  # what goes in system-role content
+        return sum(self._estimator.count(p.text) for p in stable if p.authority not in system)
+
     def _prelude_tokens(self) -> int:
         live = self._view()
         pinned = lane_of(live.boundary, data_dir=self._session.shown_path("data"))
@@ -300,7 +306,13 @@ class Compactor:
         self.emit(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
         try:
             made = await steps.summarise(
-                summariser, cut, (boundary, live.summary), focus=focus, workspace=self._session.info.cwd
+                summariser,
+                cut,
+                (boundary, live.summary),
+                focus=focus,
+                workspace=self._session.info.cwd,
+                outlook=self.outlook(),
+                rewrite_tokens=self._context_tokens(),
             )
             previous_lane = steps.lane_of_boundary(boundary)
             update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self._estimator)
@@ -335,6 +347,7 @@ class Compactor:
                 lane=lane,
                 plan_id=plan_id,
                 decision=msgspec.UNSET if decision is None else decision,
+                server=made.result.server or msgspec.UNSET,  # the provider's block, byte for byte
             )
             recorded = self._record(entry)
         except Exception as exc:

@@ -10,6 +10,7 @@ from typing import Literal
 from lamina.compaction import (
     CutPoint,
     LaneUpdate,
+    ServerSummariser,
     Summariser,
     SummaryResult,
     archive_name,
@@ -21,6 +22,7 @@ from lamina.compaction import (
     update_ledger,
 )
 from lamina.errors import LaminaError
+from lamina.pricing import Outlook
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
@@ -31,6 +33,7 @@ from lamina.session import (
     ToolResult,
     UserLane,
     UserMessage,
+    server_block,
 )
 from lamina.tokens import TokenEstimator
 
@@ -107,12 +110,24 @@ async def summarise(
     *,
     focus: str | None,
     workspace: str,
+    outlook: Outlook | None = None,
+    rewrite_tokens: int = 0,
 ) -> Summarised:
-    """Summarise what `cut` summarises after the view's `(boundary, summary)`, the split turn's prefix as one item."""
+    """Summarise what `cut` summarises after the view's `(boundary, summary)`, the split turn's prefix as one item.
+
+    A `ServerSummariser` is given the latest block and the cost model's `outlook` (and what its
+    block would make the next request write again, `rewrite_tokens`): it picks the backend.
+    """
     boundary, previous_summary = view
     ledger = update_ledger(boundary.ledger if boundary else Ledger(), cut.summarised, workspace=workspace)
     previous = parse_summary(previous_summary) if previous_summary else None
-    result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
+    if isinstance(summariser, ServerSummariser):
+        block = server_block(boundary.server) if boundary is not None else None
+        result, _ = await summariser.compact_server(
+            (block, previous_summary), cut.history, ledger, focus=focus, outlook=outlook, rewrite_tokens=rewrite_tokens
+        )
+    else:
+        result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
     structured = result.summary
     if cut.split_turn_prefix:  # one item, not a second summary: the next compaction reads it back
         item = turn_prefix_item(cut.split_turn_prefix)

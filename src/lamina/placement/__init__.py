@@ -12,7 +12,6 @@ from lamina.context import (
     TurnContext,
     attached_blocks,
     attachment_note,
-    prelude_messages,
     split_turns,
     to_messages,
 )
@@ -25,6 +24,7 @@ from lamina.placement._openai_render import (
 )
 from lamina.placement._reasoning import ReasoningOwner, foreign_reasoning, reasoning_owner, replayed
 from lamina.placement._sdk_managed import SdkManagedPrompt, render_sdk_managed
+from lamina.placement._server_blocks import compaction_request, prelude_wire
 from lamina.placement._targets import (
     AnthropicTarget,
     CacheTtl,
@@ -124,7 +124,7 @@ def _wire(
         return convert(replayed(messages, owner, current=False, history=history, open_loop=True))
 
     past, now = turn.segments(continuation)
-    wire = convert(prelude_messages(turn.summary, turn.pinned))
+    wire = prelude_wire(turn, owner, convert)  # a provider's compaction block first, to its own provider
     # before the turn's first answer, a last turn that ended in tool calls (interrupted, or a branch
     # inside its loop) has them answered by this turn's message: its last step's reasoning stays whole
     last = _last_turn(past) if history == "drop" else ()
@@ -218,6 +218,7 @@ __all__ = [
     "SdkManagedPrompt",
     "SdkManagedTarget",
     "WireConverter",
+    "compaction_request",
     "foreign_reasoning",
     "reasoning_owner",
     "render",

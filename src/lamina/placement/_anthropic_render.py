@@ -77,6 +77,12 @@ def _mark_last_block(message: dict[str, Any], ttl: CacheTtl) -> dict[str, Any]:
     return {**message, "content": [*content[:-1], {**content[-1], "cache_control": _cache(ttl)}]}
 
 
+def starts_with_block(wire: Sequence[dict[str, Any]]) -> bool:
+    """Whether `wire` opens with a provider's compaction block (the stable context then goes after it)."""
+    content = wire[0].get("content") if wire else None
+    return isinstance(content, list) and bool(content) and content[0].get("type") == "compaction"
+
+
 _LOOKBACK = 20
 """Positions the provider checks back from a breakpoint, the breakpoint's own included."""
 _MAX_BREAKPOINTS = 4
@@ -164,7 +170,9 @@ def render_anthropic(
             wire[index] = _mark_last_block(wire[index], ttl)
     if context:
         context[-1] = {**context[-1], "cache_control": _cache(target.stable_ttl)}
-        wire = [{"role": "user", "content": context}, *wire]
+        # the API wants a compaction block first in the conversation: the stable context then follows it
+        at = 1 if starts_with_block(wire) else 0
+        wire = [*wire[:at], {"role": "user", "content": context}, *wire[at:]]
     body: dict[str, Any] = {"model": target.model, "max_tokens": target.max_tokens, "messages": wire}
     body.update(_reasoning_params(target.reasoning))
     if system:

@@ -9,6 +9,7 @@ state; docs/compaction.md ("The cost model") tells it. The list prices (`_prices
 
 from __future__ import annotations
 
+from lamina.pricing._backends import CompactionBackend, price_compaction_backend
 from lamina.pricing._cost import (
     DEFAULT_PRICES,
     CachePrices,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "CachePrices",
     "CacheState",
+    "CompactionBackend",
     "Outlook",
     "PaceTracker",
     "PruneItem",
@@ -41,6 +43,7 @@ __all__ = [
     "describe_decision",
     "kept_default_ttl",
     "price_compaction",
+    "price_compaction_backend",
     "price_prune",
     "price_reasoning_replay",
 ]

@@ -26,6 +26,7 @@ from lamina.providers._provider import (
     ToolCallRequest,
 )
 from lamina.providers._retry import RetryNotice, RetryPolicy, stream_with_retry
+from lamina.providers._server_compaction import ServerCompacted, ServerCompactor
 
 if TYPE_CHECKING:
     from lamina.placement import ReasoningConfig
@@ -164,6 +165,8 @@ __all__ = [
     "ScriptedProvider",
     "ScriptedResponse",
     "ScriptedToolCall",
+    "ServerCompacted",
+    "ServerCompactor",
     "TextDelta",
     "ToolCallRequest",
     "provider_from_spec",

@@ -38,6 +38,7 @@ from lamina.providers._provider import (
 )
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.providers._sdk_stream import relay
+from lamina.providers._server_compaction import ServerCompacted, anthropic_compact
 from lamina.session import Reasoning, Usage
 
 if TYPE_CHECKING:
@@ -149,6 +150,10 @@ class AnthropicProvider:
         async with aclosing(relay(lambda: self._open(params), _Reply(), _reraise)) as events:
             async for event in events:
                 yield event
+
+    async def server_compact(self, request: Mapping[str, Any]) -> ServerCompacted:
+        """Send a standalone compaction request (beta `compact-2026-09-04`); the provider's signed block comes back."""
+        return await anthropic_compact(self._sdk(), request)
 
     async def aclose(self) -> None:
         """Close the SDK client if this provider built it."""

@@ -43,6 +43,7 @@ from lamina.providers._provider import (
     ToolCallRequest,
 )
 from lamina.providers._sdk_stream import relay
+from lamina.providers._server_compaction import ServerCompacted, openai_compact
 from lamina.session import Reasoning, Usage
 
 if TYPE_CHECKING:
@@ -396,6 +397,10 @@ class OpenAIResponsesProvider(_OpenAIProvider):
     @reasoning.setter
     def reasoning(self, value: ReasoningConfig) -> None:
         self._target = dataclasses.replace(self._target, reasoning=value)
+
+    async def server_compact(self, request: Mapping[str, Any]) -> ServerCompacted:
+        """Send a `/responses/compact` body; its user messages and its encrypted compaction item come back."""
+        return await openai_compact(self._sdk(), request, name=self._name)
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Responses body) and yield its events; the last one is `Completed`."""

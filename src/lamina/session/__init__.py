@@ -84,6 +84,7 @@ if TYPE_CHECKING:
         SessionStore,
         SessionSummary,
     )
+    from lamina.session._server_block import ServerCompaction, server_block
     from lamina.session._stamp import check_session_id
     from lamina.session._tree import ProviderView, provider_view
 
@@ -155,6 +156,8 @@ _LAZY: Final = {
     "PlanStateName": "lamina.session._entries",
     "ProviderSession": "lamina.session._entries",
     "ReadStamp": "lamina.session._entries",
+    "ServerCompaction": "lamina.session._server_block",
+    "server_block": "lamina.session._server_block",
     "StateSnapshot": "lamina.session._entries",
     "UserLane": "lamina.session._entries",
     "UserWords": "lamina.session._entries",
@@ -212,6 +215,7 @@ __all__ = [
     "ProviderView",
     "ReadStamp",
     "Reasoning",
+    "ServerCompaction",
     "SessionFiles",
     "SessionHealth",
     "SessionLog",
@@ -244,6 +248,7 @@ __all__ = [
     "open_tool_calls",
     "provider_view",
     "repair_session",
+    "server_block",
     "store_location",
     "view_summary",
 ]

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 import msgspec
 
 from lamina.errors import EntryDecodeError
+from lamina.session._server_block import ServerCompaction
 
 #: The entry format version this code writes.
 ENTRY_FORMAT_VERSION: Final = 1
@@ -383,6 +384,7 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     """The plan this compaction was made for (Accept & Compact), if any."""
     decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
     """When it was priced: its expected bill against waiting (absent in older logs and unpriced compactions)."""
+    server: ServerCompaction | msgspec.UnsetType = msgspec.UNSET  # a provider's block, sent first in place of `summary`
 
 
 class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
