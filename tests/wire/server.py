@@ -43,7 +43,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from tests.wire import anthropic_api, openai_api
+from tests.wire import anthropic_api, context_editing, openai_api
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
 Api: TypeAlias = Literal["anthropic", "chat", "responses"]
@@ -68,6 +68,10 @@ class Received:
     """The scripted step used (None when the request was rejected before reaching the script)."""
     usage: CacheUsage | None
     """What the cache simulator billed (None when nothing was simulated)."""
+    seen: Any = None
+    """The body as the model read it after the server's context edits (None: as sent, no edits asked for)."""
+    applied_edits: tuple[Mapping[str, Any], ...] = ()
+    """The context edits the server applied (`context_management.applied_edits`)."""
 
 
 class ManualClock:
@@ -110,6 +114,8 @@ class WireServer:
         self._script: deque[Step] = deque()
         self._received: list[Received] = []
         self._lock = threading.Lock()
+        self._edited: context_editing.Edited | None = None
+        """The current Anthropic request's context edits (set and read under the lock)."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -197,8 +203,15 @@ class WireServer:
                 body = msgspec.json.decode(raw) if raw else None
             except msgspec.DecodeError:
                 body = None
+            self._edited = None
             response, step, usage = self._respond(api, headers, body, t)
-            self._received.append(Received(api, path, dict(headers), body, t, response.status, step, usage))
+            edited = self._edited if step is not None else None
+            seen, applied = (
+                (edited.body, tuple(edited.applied)) if edited is not None and edited.requested else (None, ())
+            )
+            self._received.append(
+                Received(api, path, dict(headers), body, t, response.status, step, usage, seen, applied)
+            )
             return response
 
     def _respond(
@@ -212,6 +225,10 @@ class WireServer:
         if self.api_key is not None and self.api_key not in _keys(headers):
             return self._fail(api, body, Fail("auth"), n), None, None
         problem = self._problem(api, body, n)
+        if problem is None and api == "anthropic":  # context editing: checked, then applied before the model reads
+            found = context_editing.problem(body, headers)
+            problem = None if found is None else self._invalid(api, n, found)
+            self._edited = context_editing.apply(body, self.estimator) if found is None else None
         if problem is not None:
             return problem, None, None
         if not self._script:
@@ -242,8 +259,10 @@ class WireServer:
         return openai_api.error(400, "invalid_request_error", found[0], param=found[1])
 
     def _simulate(self, api: Api, body: Mapping[str, Any], t: float) -> CacheUsage:
-        simulator = self.anthropic_cache if api == "anthropic" else self.openai_cache
-        return simulator.submit(TimedRequest(t, body, t))
+        if api == "anthropic":
+            seen = self._edited.body if self._edited is not None else body  # the cache holds what the model read
+            return self.anthropic_cache.submit(TimedRequest(t, seen, t))
+        return self.openai_cache.submit(TimedRequest(t, body, t))
 
     def _invalid(self, api: Api, n: int, message: str) -> WireResponse:
         if api == "anthropic":
@@ -261,7 +280,8 @@ class WireServer:
         if output is None:
             output = max(1, self.estimator.count(step.text + "".join(arguments_json(c) for c in step.tool_calls)))
         if api == "anthropic":
-            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking)
+            edits = self._edited.response_field() if self._edited is not None else None
+            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking, context_management=edits)
         if api == "chat":
             return openai_api.chat_reply(body, step, usage, n, output)
         return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         export_session,
         import_session,
     )
+    from lamina.session._context_edits import AppliedEdit, ServerClearing
     from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
@@ -140,6 +141,7 @@ _LAZY: Final = {
         "lamina.session._protocol",
     ),
     "ProviderView": "lamina.session._tree",
+    **dict.fromkeys(("AppliedEdit", "ServerClearing"), "lamina.session._context_edits"),
     "entry_kind": "lamina.session._branch",
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",
@@ -177,6 +179,7 @@ __all__ = [
     "BRANCH_SEED_HEADING",
     "BRIDGE_KINDS",
     "VIRTUAL_ROOT",
+    "AppliedEdit",
     "AssistantMessage",
     "AttachmentRef",
     "Branch",
@@ -212,6 +215,7 @@ __all__ = [
     "ProviderView",
     "ReadStamp",
     "Reasoning",
+    "ServerClearing",
     "SessionFiles",
     "SessionHealth",
     "SessionLog",

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 import msgspec
 
 from lamina.errors import EntryDecodeError
+from lamina.session._context_edits import AppliedEdit, ServerClearing
 
 #: The entry format version this code writes.
 ENTRY_FORMAT_VERSION: Final = 1
@@ -198,6 +199,7 @@ class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
     stop_reason: str | None = None
     turn_id: str | None = None
     reasoning: tuple[Reasoning, ...] = ()
+    context_edits: tuple[AppliedEdit, ...] = ()  # what the provider's context editing cleared before it read
 
 
 class ToolCall(_EntryBase, frozen=True, kw_only=True, tag="tool_call"):
@@ -277,6 +279,7 @@ class ToolOutputPruned(_EntryBase, frozen=True, kw_only=True, tag="prune"):
     """Tokens the prune freed, estimated when it was chosen."""
     decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
     """Why it was made: its expected bill against keeping everything (absent in older logs)."""
+    server: ServerClearing | None = None  # made by the provider's context editing (None: Lamina's note)
 
 
 class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -544,8 +547,7 @@ Entry: TypeAlias = (
 LogEntry: TypeAlias = Entry | UnknownEntry
 """Anything a log line can decode to."""
 
-#: One-shot kinds that are hidden bridges: context Lamina rebuilds for the model after a break
-#: (a failed resume, a branch, a transfer), never shown in the user's transcript.
+#: One-shot kinds rebuilt for the model after a break (resume, branch, transfer): hidden, never in the transcript.
 BRIDGE_KINDS: Final = frozenset({"recovery", "branch_seed", "transfer_summary"})
 
 
