@@ -184,3 +184,33 @@ def test_clear_tool_uses_is_never_sent_beside_server_compaction() -> None:
     with pytest.raises(UsageError, match="never sent with server compaction"):
         context_management([clear_tool_uses_edit(keep=1), {"type": "compact_20260112"}])
     assert context_management([]) is None
+
+
+def test_the_log_keeps_what_the_server_cleared_and_old_logs_read_as_before() -> None:
+    from lamina.compaction import apply_prunes
+    from lamina.session import (
+        AppliedEdit,
+        AssistantMessage,
+        LogEntry,
+        ServerClearing,
+        ToolCall,
+        ToolOutputPruned,
+        ToolResult,
+        decode_entry,
+        encode_entry,
+    )
+
+    answer = AssistantMessage(
+        id="a1", text="ok", context_edits=(AppliedEdit(kind=CLEAR_TOOL_USES, cleared_tool_uses=2),)
+    )
+    assert decode_entry(encode_entry(answer)) == answer
+    old = b'{"type":"prune","id":"p1","parent_id":null,"ts":0.0,"v":1,"call_ids":["c1"]}'
+    prune = decode_entry(old)
+    assert isinstance(prune, ToolOutputPruned) and prune.server is None
+    view: list[LogEntry] = [
+        ToolCall(id="c", call_id="c1", name="Read", input={"path": "a.py"}),
+        ToolResult(id="r", call_id="c1", name="Read", content=BIG),
+        ToolOutputPruned(id="p2", call_ids=("c1",), server=ServerClearing(clear_at_least=10)),
+    ]
+    shown = apply_prunes(view)  # the request keeps the result whole: the server's edit clears it
+    assert isinstance(shown[1], ToolResult) and shown[1].content == BIG

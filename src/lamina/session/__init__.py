@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         export_session,
         import_session,
     )
-    from lamina.session._context_edits import AppliedEdit, ServerClearing
     from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
@@ -85,6 +84,7 @@ if TYPE_CHECKING:
         SessionStore,
         SessionSummary,
     )
+    from lamina.session._server_edits import AppliedEdit, ServerClearing
     from lamina.session._stamp import check_session_id
     from lamina.session._tree import ProviderView, provider_view
 
@@ -141,7 +141,7 @@ _LAZY: Final = {
         "lamina.session._protocol",
     ),
     "ProviderView": "lamina.session._tree",
-    **dict.fromkeys(("AppliedEdit", "ServerClearing"), "lamina.session._context_edits"),
+    **dict.fromkeys(("AppliedEdit", "ServerClearing"), "lamina.session._server_edits"),
     "entry_kind": "lamina.session._branch",
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",

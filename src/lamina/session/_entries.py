@@ -16,7 +16,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 import msgspec
 
 from lamina.errors import EntryDecodeError
-from lamina.session._context_edits import AppliedEdit, ServerClearing
+from lamina.session._server_edits import AppliedEdit, ServerClearing
 
 #: The entry format version this code writes.
 ENTRY_FORMAT_VERSION: Final = 1
