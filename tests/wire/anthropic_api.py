@@ -71,9 +71,20 @@ def failure(body: Mapping[str, Any], step: Fail, n: int, tokens: int) -> WireRes
 
 
 def reply(
-    body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int, signer: ThinkingSigner
+    body: Mapping[str, Any],
+    step: Reply,
+    usage: CacheUsage,
+    n: int,
+    output_tokens: int,
+    signer: ThinkingSigner,
+    *,
+    context_management: Mapping[str, Any] | None = None,
 ) -> WireResponse:
-    """The response to `body` for `step`: its thinking first (signed by `signer`), then its text and tool calls."""
+    """The response to `body` for `step`: its thinking first (signed by `signer`), then its text and tool calls.
+
+    `context_management` (the edits the server applied) goes in the message and the `message_delta` event.
+    """
+    edits = {} if context_management is None else {"context_management": context_management}
     calls = [(call.id or f"toolu_wire_{n:04d}_{i}", call) for i, call in enumerate(step.tool_calls)]
     stop = {"refusal": "refusal"}.get(step.stop_reason or "", stop_reason(step))
     thinking = _thinking(body, step, signer, n)
@@ -87,7 +98,7 @@ def reply(
         content += [{"type": "text", "text": step.text, "citations": None}] if step.text else []
         content += [{"type": "tool_use", "id": cid, "name": c.name, "input": dict(c.input)} for cid, c in calls]
         message = _message(body, step, n, usage, output_tokens)
-        return json_response(200, {**message, "content": content, "stop_reason": stop, "usage": billed})
+        return json_response(200, {**message, "content": content, "stop_reason": stop, "usage": billed, **edits})
     frames: list[tuple[str | None, object]] = [_message_start(body, n, usage, step), ("ping", {"type": "ping"})]
     for index, thought in enumerate(thinking):
         frames += _thinking_frames(index, thought)
@@ -107,7 +118,7 @@ def reply(
                 _event("content_block_delta", index=i, delta={"type": "input_json_delta", "partial_json": piece})
             )
         frames.append(_event("content_block_stop", index=i))
-    frames.append(_event("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=billed))
+    frames.append(_event("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=billed, **edits))
     frames.append(_event("message_stop"))
     return sse_response(frames)
 

@@ -45,7 +45,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from tests.wire import anthropic_api, compaction, openai_api, openai_cache
+from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
 Api: TypeAlias = Literal["anthropic", "chat", "responses"]
@@ -70,6 +70,10 @@ class Received:
     """The scripted step used (None when the request was rejected before reaching the script)."""
     usage: CacheUsage | None
     """What the cache simulator billed (None when nothing was simulated)."""
+    seen: Any = None
+    """The body as the model read it after the server's context edits (None: as sent, no edits asked for)."""
+    applied_edits: tuple[Mapping[str, Any], ...] = ()
+    """The context edits the server applied (`context_management.applied_edits`)."""
 
 
 class ManualClock:
@@ -119,6 +123,8 @@ class WireServer:
         self._script: deque[Step] = deque()
         self._received: list[Received] = []
         self._lock = threading.Lock()
+        self._edited: context_editing.Edited | None = None
+        """The current Anthropic request's context edits (set and read under the lock)."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -214,8 +220,15 @@ class WireServer:
                 )
                 self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
                 return response
+            self._edited = None
             response, step, usage = self._respond(api, headers, body, t)
-            self._received.append(Received(api, path, dict(headers), body, t, response.status, step, usage))
+            edited = self._edited if step is not None else None
+            seen, applied = (
+                (edited.body, tuple(edited.applied)) if edited is not None and edited.requested else (None, ())
+            )
+            self._received.append(
+                Received(api, path, dict(headers), body, t, response.status, step, usage, seen, applied)
+            )
             return response
 
     def _respond(
@@ -229,6 +242,10 @@ class WireServer:
         if self.api_key is not None and self.api_key not in _keys(headers):
             return self._fail(api, body, Fail("auth"), n), None, None
         problem = self._problem(api, body, n)
+        if problem is None and api == "anthropic":  # context editing: checked, then applied before the model reads
+            found = context_editing.problem(body, headers)
+            problem = None if found is None else self._invalid(api, n, found)
+            self._edited = context_editing.apply(body, self.estimator) if found is None else None
         if problem is not None:
             return problem, None, None
         if api == "anthropic" and body.get("compaction") is not None:  # a standalone compaction: no script step
@@ -278,7 +295,8 @@ class WireServer:
 
     def _simulate(self, api: Api, body: Mapping[str, Any], t: float) -> CacheUsage:
         if api == "anthropic":
-            return self.anthropic_cache.submit(TimedRequest(t, body, t))
+            seen = self._edited.body if self._edited is not None else body  # the cache holds what the model read
+            return self.anthropic_cache.submit(TimedRequest(t, seen, t))
         if openai_cache.breakpoint_model(body.get("model")):
             return self.openai_breakpoint_cache.submit(TimedRequest(t, body, t))
         return self.openai_cache.submit(TimedRequest(t, body, t))
@@ -299,7 +317,8 @@ class WireServer:
         if output is None:
             output = max(1, self.estimator.count(step.text + "".join(arguments_json(c) for c in step.tool_calls)))
         if api == "anthropic":
-            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking)
+            edits = self._edited.response_field() if self._edited is not None else None
+            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking, context_management=edits)
         if api == "chat":
             return openai_api.chat_reply(body, step, usage, n, output)
         return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret)

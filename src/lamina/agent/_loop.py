@@ -499,6 +499,7 @@ def _answer(completed: Completed, turn_id: str) -> AssistantMessage:
         stop_reason=completed.stop_reason,
         turn_id=turn_id,
         reasoning=completed.reasoning,
+        context_edits=completed.context_edits,
     )
 
 

@@ -243,7 +243,9 @@ def apply_prunes(entries: Sequence[LogEntry]) -> list[LogEntry]:
     A Read that points at an earlier result (unchanged since, or only its changes) whose result is
     no longer among `entries` or was pruned is shown as a note too: what it points at is gone.
     """
-    pruned = {call_id for e in entries if isinstance(e, ToolOutputPruned) for call_id in e.call_ids}
+    pruned = {  # a clearing the server makes leaves the results whole in the request (its edit clears them)
+        call_id for e in entries if isinstance(e, ToolOutputPruned) and e.server is None for call_id in e.call_ids
+    }
     pruned |= _dangling_reads(entries, pruned)
     if not pruned:
         return list(entries)

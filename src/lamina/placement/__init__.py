@@ -16,6 +16,17 @@ from lamina.context import (
     to_messages,
 )
 from lamina.placement._anthropic_render import render_anthropic, wire_messages
+from lamina.placement._context_edits import (
+    CLEAR_THINKING,
+    CLEAR_TOOL_USES,
+    CONTEXT_MANAGEMENT_BETA,
+    SERVER_CLEARED_NOTE,
+    clear_thinking_edit,
+    clear_tool_uses_edit,
+    context_management,
+    server_clearing,
+    with_context_edits,
+)
 from lamina.placement._openai_render import (
     chat_wire_messages,
     render_openai_chat,
@@ -189,7 +200,8 @@ def render(
     match target:
         case AnthropicTarget(reasoning=reasoning):
             wire = _wire(turn, "anthropic", wire_messages, continuation, cache, attachments, _history(reasoning))
-            return render_anthropic(turn, wire, target)
+            body = render_anthropic(turn, wire, target)
+            return with_context_edits(body, [*turn.history, *continuation], target) if target.context_edits else body
         case OpenAIChatTarget(reasoning=reasoning):
             history = _history(reasoning)
             wire = _wire(turn, "openai-compat", chat_wire_messages, continuation, cache, attachments, history)
@@ -204,6 +216,10 @@ def render(
 
 
 __all__ = [
+    "CLEAR_THINKING",
+    "CLEAR_TOOL_USES",
+    "CONTEXT_MANAGEMENT_BETA",
+    "SERVER_CLEARED_NOTE",
     "AnthropicTarget",
     "CacheTtl",
     "Effort",
@@ -218,9 +234,13 @@ __all__ = [
     "SdkManagedPrompt",
     "SdkManagedTarget",
     "WireConverter",
+    "clear_thinking_edit",
+    "clear_tool_uses_edit",
     "compaction_request",
+    "context_management",
     "foreign_reasoning",
     "reasoning_owner",
     "render",
     "replayed",
+    "server_clearing",
 ]

@@ -72,6 +72,9 @@ class AnthropicTarget:
     stable_ttl: CacheTtl = "1h"
     turn_ttl: CacheTtl | None = None
     reasoning: ReasoningConfig = ReasoningConfig()
+    context_edits: frozenset[str] = frozenset()
+    """Server-side context edits a body may ask for (`clear_tool_uses_20250919`, `clear_thinking_20251015`):
+    those the model has and the session's setting allows (`lamina.placement._context_edits`)."""
 
     @property
     def turn_breakpoint_ttl(self) -> CacheTtl:

@@ -3,7 +3,8 @@
 The cost model (`_cost`) prices a context decision (a prune, a compaction, a turn's TTL) by its
 expected bill in base-price tokens over the likely rest of the session, from a provider's cache
 prices (`CachePrices`), the session's pace (`PaceTracker` folds it from the log) and the cache's
-state; docs/compaction.md ("The cost model") tells it. The list prices (`_prices`: `PRICES`,
+state; docs/compaction.md ("The cost model") tells it. `_editing` adds the provider's context editing
+as an option of a prune (docs/providers.md, "Context editing"). The list prices (`_prices`: `PRICES`,
 `cost_of`) put a turn's usage in US dollars for the CLI and the inspector.
 """
 
@@ -25,6 +26,7 @@ from lamina.pricing._cost import (
     price_prune,
     price_reasoning_replay,
 )
+from lamina.pricing._editing import ContextEditing, PruneChoice, choose_prune_option
 from lamina.pricing._pace import PaceTracker
 from lamina.pricing._prices import cost_of
 
@@ -33,10 +35,13 @@ __all__ = [
     "CachePrices",
     "CacheState",
     "CompactionBackend",
+    "ContextEditing",
     "Outlook",
     "PaceTracker",
+    "PruneChoice",
     "PruneItem",
     "SessionPace",
+    "choose_prune_option",
     "choose_turn_ttl",
     "cost_of",
     "decision_on",

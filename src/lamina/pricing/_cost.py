@@ -470,6 +470,7 @@ def price_reasoning_replay(
 _WORDS: Final = {
     "prune": ("prune", "keeping everything"),
     "keep": ("keep everything", ""),
+    "clear_tool_uses": ("clear on the server (context editing)", "keeping everything"),
     "compact": ("compact now", "waiting for the threshold"),
     "wait": ("wait for the threshold", "compacting now"),
     "ttl_5m": ("5-minute TTL", "with the 1-hour TTL"),
@@ -504,7 +505,7 @@ def describe_decision(decision: CostDecision) -> str:
         words.append(f"{d.horizon:,} call{'s' if d.horizon != 1 else ''} ahead")
     if d.cache:
         words.append(f"cache {d.cache}")
-    if d.action in ("prune", "keep") or d.reread_chance:
+    if d.action in ("prune", "keep", "clear_tool_uses") or d.reread_chance:
         words.append(f"re-read chance {d.reread_chance:.0%}")
     return ", ".join(words)
 
@@ -524,7 +525,7 @@ def kept_default_ttl(on: str, action: str) -> bool:
 def decision_on(entry: LogEntry) -> tuple[DecisionOn, CostDecision] | None:
     """The priced decision `entry` logged and what it was on (a prune, a compaction, a turn's TTL), else None."""
     match entry:
-        case ToolOutputPruned(decision=CostDecision() as d):
+        case ToolOutputPruned(decision=CostDecision() as d):  # Lamina's prune or the server's clearing
             return "prune", d
         case CompactionBoundary(decision=CostDecision() as d):
             return "compaction", d

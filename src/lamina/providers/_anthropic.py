@@ -26,7 +26,16 @@ from lamina.errors import (
     TransientServerError,
     UsageError,
 )
-from lamina.placement import AnthropicTarget, CacheTtl, ReasoningConfig, RenderedRequest, SdkManagedPrompt
+from lamina.placement import (
+    CLEAR_TOOL_USES,
+    CONTEXT_MANAGEMENT_BETA,
+    AnthropicTarget,
+    CacheTtl,
+    ReasoningConfig,
+    RenderedRequest,
+    SdkManagedPrompt,
+)
+from lamina.pricing import ContextEditing
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._provider import (
     Capabilities,
@@ -39,12 +48,22 @@ from lamina.providers._provider import (
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.providers._sdk_stream import relay
 from lamina.providers._server_compaction import ServerCompacted, anthropic_compact
-from lamina.session import Reasoning, Usage
+from lamina.session import AppliedEdit, Reasoning, Usage
 
 if TYPE_CHECKING:
     import anthropic
     from anthropic import AsyncStream
-    from anthropic.types import RawContentBlockDeltaEvent, RawContentBlockStartEvent, RawMessageStreamEvent
+    from anthropic.types import (
+        AnthropicBetaParam,
+        RawContentBlockDeltaEvent,
+        RawContentBlockStartEvent,
+        RawMessageStreamEvent,
+    )
+    from anthropic.types.beta import (
+        BetaRawContentBlockDeltaEvent,
+        BetaRawContentBlockStartEvent,
+        BetaRawMessageStreamEvent,
+    )
     from anthropic.types.message_create_params import MessageCreateParamsStreaming
 
 PROVIDER_NAME: Final = "anthropic"
@@ -86,6 +105,7 @@ class AnthropicProvider:
         stable_ttl: CacheTtl = "1h",
         capabilities: Capabilities | None = None,
         reasoning: ReasoningConfig | None = None,
+        context_editing: ContextEditing = "priced",
     ) -> None:
         """Create the provider.
 
@@ -102,16 +122,20 @@ class AnthropicProvider:
             stable_ttl: TTL of the tools + system prefix breakpoint.
             capabilities: What the model can do; defaults suit current Claude models.
             reasoning: Thinking and effort, and whether completed turns send their thinking back.
+            context_editing: Which of the server's context edits requests may carry, of those the
+                model has (`capabilities.context_editing`): all (`priced`, `server`), only
+                `clear_thinking` (`lamina`: prunes are Lamina's own), none (`off`).
         """
         require_sdk("anthropic", _FEATURE, "anthropic")
+        self._capabilities = capabilities or Capabilities(max_output_tokens=max_tokens, vision=True, pdf_input=True)
         self._target = AnthropicTarget(
             model=model,
             max_tokens=max_tokens,
             anthropic_cache_ttl=anthropic_cache_ttl,
             stable_ttl=stable_ttl,
             reasoning=reasoning or ReasoningConfig(),
+            context_edits=allowed_edits(self._capabilities, context_editing),
         )
-        self._capabilities = capabilities or Capabilities(max_output_tokens=max_tokens, vision=True, pdf_input=True)
         self._client = client
         self._owns_client = client is None
         self._api_key = api_key
@@ -167,8 +191,16 @@ class AnthropicProvider:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _open(self, params: MessageCreateParamsStreaming) -> AsyncStream[RawMessageStreamEvent]:
+    async def _open(
+        self, params: MessageCreateParamsStreaming
+    ) -> AsyncStream[RawMessageStreamEvent] | AsyncStream[BetaRawMessageStreamEvent]:
         client = self._sdk()
+        if "context_management" in params:  # a beta field: sent through the SDK's beta messages path
+            own = [*_beta_headers(params, client).get("anthropic-beta", "").split(","), CONTEXT_MANAGEMENT_BETA]
+            betas: list[AnthropicBetaParam] = [b for b in dict.fromkeys(own) if b]
+            create: Any = client.beta.messages.create  # the same body, its beta fields typed by the beta params
+            stream: AsyncStream[BetaRawMessageStreamEvent] = await create(**params, betas=betas)
+            return stream
         return await client.messages.create(**params, extra_headers=_beta_headers(params, client))
 
     def _sdk(self) -> anthropic.AsyncAnthropic:
@@ -223,78 +255,66 @@ class _Reply:
     model: str = ""
     stop_reason: str | None = None
     stopped: bool = False
+    context_edits: tuple[AppliedEdit, ...] = ()
 
     @property
     def finished(self) -> bool:
         """Never: the stream is read to its end (`message_stop` is its last event)."""
         return False
 
-    def feed(self, event: RawMessageStreamEvent) -> Iterator[ProviderEvent]:
-        from anthropic.types import (
-            RawContentBlockDeltaEvent,
-            RawContentBlockStartEvent,
-            RawContentBlockStopEvent,
-            RawMessageDeltaEvent,
-            RawMessageStartEvent,
-            RawMessageStopEvent,
-        )
-
-        if isinstance(event, RawMessageStartEvent):
+    def feed(self, event: RawMessageStreamEvent | BetaRawMessageStreamEvent) -> Iterator[ProviderEvent]:
+        # by the event's `type`: the beta path (context editing) streams the same events as beta classes
+        if event.type == "message_start":
             self.model = event.message.model
             self._count(event.message.usage)
-        elif isinstance(event, RawContentBlockStartEvent):
+        elif event.type == "content_block_start":
             yield from self._start(event)
-        elif isinstance(event, RawContentBlockDeltaEvent):
+        elif event.type == "content_block_delta":
             yield from self._delta(event)
-        elif isinstance(event, RawContentBlockStopEvent):
+        elif event.type == "content_block_stop":
             self.open_thinking.pop(event.index, None)
             tool = self.tools.pop(event.index, None)
             if tool is not None:
                 call = ToolCallRequest(tool.call_id, tool.name, _tool_input(tool))
                 self.calls.append(call)
                 yield call
-        elif isinstance(event, RawMessageDeltaEvent):
+        elif event.type == "message_delta":
             if event.delta.stop_reason is not None:
                 self.stop_reason = event.delta.stop_reason
             self._count(event.usage)
-        elif isinstance(event, RawMessageStopEvent):
+            self.context_edits = applied_edits(getattr(event, "context_management", None)) or self.context_edits
+        elif event.type == "message_stop":
             self.stopped = True
 
-    def _start(self, event: RawContentBlockStartEvent) -> Iterator[ProviderEvent]:
-        from anthropic.types import RedactedThinkingBlock, ThinkingBlock, ToolUseBlock
-        from anthropic.types import TextBlock as SdkTextBlock
-
+    def _start(self, event: RawContentBlockStartEvent | BetaRawContentBlockStartEvent) -> Iterator[ProviderEvent]:
         block = event.content_block
-        if isinstance(block, ToolUseBlock):
+        if block.type == "tool_use":
             initial = block.input if isinstance(block.input, dict) else {}
             self.tools[event.index] = _ToolBlock(block.id, block.name, initial)
-        elif isinstance(block, SdkTextBlock) and block.text:
+        elif block.type == "text" and block.text:
             self.text.append(block.text)
             yield TextDelta(block.text)
-        elif isinstance(block, ThinkingBlock):  # empty at the start, unless a server sends the block whole
+        elif block.type == "thinking":  # empty at the start, unless a server sends the block whole
             thinking = _ThinkingBlock(text=[block.thinking], signature=[block.signature])
             self.thinking.append(thinking)
             self.open_thinking[event.index] = thinking
             if block.thinking:
                 yield ReasoningDelta(block.thinking)
-        elif isinstance(block, RedactedThinkingBlock):  # no delta type: it always arrives whole
+        elif block.type == "redacted_thinking":  # no delta type: it always arrives whole
             self.thinking.append(_ThinkingBlock(redacted=True, data=block.data))
 
-    def _delta(self, event: RawContentBlockDeltaEvent) -> Iterator[ProviderEvent]:
-        from anthropic.types import InputJSONDelta, SignatureDelta, ThinkingDelta
-        from anthropic.types import TextDelta as SdkTextDelta
-
+    def _delta(self, event: RawContentBlockDeltaEvent | BetaRawContentBlockDeltaEvent) -> Iterator[ProviderEvent]:
         delta = event.delta
-        if isinstance(delta, SdkTextDelta):
+        if delta.type == "text_delta":
             self.text.append(delta.text)
             yield TextDelta(delta.text)
-        elif isinstance(delta, InputJSONDelta) and event.index in self.tools:
+        elif delta.type == "input_json_delta" and event.index in self.tools:
             self.tools[event.index].json_parts.append(delta.partial_json)
-        elif isinstance(delta, ThinkingDelta) and event.index in self.open_thinking:
+        elif delta.type == "thinking_delta" and event.index in self.open_thinking:
             self.open_thinking[event.index].text.append(delta.thinking)
             if delta.thinking:
                 yield ReasoningDelta(delta.thinking)
-        elif isinstance(delta, SignatureDelta) and event.index in self.open_thinking:
+        elif delta.type == "signature_delta" and event.index in self.open_thinking:
             self.open_thinking[event.index].signature.append(delta.signature)
 
     def _count(self, usage: object) -> None:
@@ -325,6 +345,7 @@ class _Reply:
             model=self.model,
             raw_stop_reason=stop,
             reasoning=tuple(block.reasoning() for block in self.thinking),
+            context_edits=self.context_edits,
         )
 
 
@@ -342,6 +363,29 @@ def _beta_headers(params: Mapping[str, Any], client: anthropic.AsyncAnthropic) -
     if INTERLEAVED_THINKING_BETA not in betas:
         betas.append(INTERLEAVED_THINKING_BETA)
     return {"anthropic-beta": ",".join(betas)}
+
+
+def allowed_edits(capabilities: Capabilities, setting: ContextEditing) -> frozenset[str]:
+    """The context edits a request may carry: those the model has, as the session's setting allows."""
+    if setting == "off":
+        return frozenset()
+    if setting == "lamina":
+        return capabilities.context_editing - {CLEAR_TOOL_USES}
+    return capabilities.context_editing
+
+
+def applied_edits(response: object) -> tuple[AppliedEdit, ...]:
+    """The edits a response's `context_management` says the server applied (none when it has no such field)."""
+    edits = getattr(response, "applied_edits", None) or ()
+    return tuple(
+        AppliedEdit(
+            kind=str(edit.type),
+            cleared_input_tokens=getattr(edit, "cleared_input_tokens", 0),
+            cleared_tool_uses=getattr(edit, "cleared_tool_uses", 0),
+            cleared_thinking_turns=getattr(edit, "cleared_thinking_turns", 0),
+        )
+        for edit in edits
+    )
 
 
 def _tool_input(tool: _ToolBlock) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.session import ProviderSession, Reasoning, Usage
+from lamina.session import AppliedEdit, ProviderSession, Reasoning, Usage
 
 CacheRegime: TypeAlias = Literal["anthropic", "openai-automatic", "openai-breakpoints", "none"]
 """How a model's prompt cache works: Anthropic's breakpoints, OpenAI's automatic prefix cache (before GPT-5.6),
@@ -89,6 +89,8 @@ class Completed:
     raw_stop_reason: str = field(default="", compare=False)
     reasoning: tuple[Reasoning, ...] = ()
     """The response's reasoning blocks, in order, exactly as returned (signatures, encrypted content)."""
+    context_edits: tuple[AppliedEdit, ...] = ()
+    """What the provider's context editing cleared before the model read the request (`applied_edits`)."""
 
 
 @dataclass(frozen=True, slots=True)

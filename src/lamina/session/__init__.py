@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         SessionSummary,
     )
     from lamina.session._server_block import ServerCompaction, server_block
+    from lamina.session._server_edits import AppliedEdit, ServerClearing
     from lamina.session._stamp import check_session_id
     from lamina.session._tree import ProviderView, provider_view
 
@@ -141,6 +142,7 @@ _LAZY: Final = {
         "lamina.session._protocol",
     ),
     "ProviderView": "lamina.session._tree",
+    **dict.fromkeys(("AppliedEdit", "ServerClearing"), "lamina.session._server_edits"),
     "entry_kind": "lamina.session._branch",
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",
@@ -180,6 +182,7 @@ __all__ = [
     "BRANCH_SEED_HEADING",
     "BRIDGE_KINDS",
     "VIRTUAL_ROOT",
+    "AppliedEdit",
     "AssistantMessage",
     "AttachmentRef",
     "Branch",
@@ -215,6 +218,7 @@ __all__ = [
     "ProviderView",
     "ReadStamp",
     "Reasoning",
+    "ServerClearing",
     "ServerCompaction",
     "SessionFiles",
     "SessionHealth",

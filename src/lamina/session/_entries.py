@@ -16,7 +16,9 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 import msgspec
 
 from lamina.errors import EntryDecodeError
+from lamina.session._reasoning_record import Reasoning as Reasoning
 from lamina.session._server_block import ServerCompaction
+from lamina.session._server_edits import AppliedEdit, ServerClearing
 
 #: The entry format version this code writes.
 ENTRY_FORMAT_VERSION: Final = 1
@@ -157,36 +159,6 @@ class UserMessage(_EntryBase, frozen=True, kw_only=True, tag="user"):
         return not isinstance(self.user_words, msgspec.UnsetType)
 
 
-class Reasoning(msgspec.Struct, frozen=True, kw_only=True):
-    """One block of a model's reasoning, kept exactly as its provider returned it.
-
-    Signed or encrypted content goes back to the provider that made it, unchanged; no other
-    provider ever sees it (see `docs/reasoning.md`).
-    """
-
-    provider: Literal["anthropic", "openai", "openai-compat"]
-    """Whose content it is: Anthropic Messages, OpenAI Responses, or an OpenAI-compatible server."""
-    kind: Literal["thinking", "redacted_thinking", "reasoning", "reasoning_content"]
-    """Anthropic `thinking` or `redacted_thinking`, a Responses `reasoning` item, a server's `reasoning_content`."""
-    text: str = ""
-    """The readable reasoning: Anthropic's thinking text (empty when omitted), a server's reasoning text."""
-    signature: str = ""
-    """Anthropic's signature of a thinking block."""
-    data: str = ""
-    """Opaque content: a redacted thinking block's data, a Responses item's `encrypted_content`."""
-    item_id: str = ""
-    """A Responses reasoning item's id (`rs_…`)."""
-    summary: tuple[str, ...] = ()
-    """A Responses reasoning item's summary texts, in order."""
-    field: str = ""
-    """For a server's reasoning: the message field it came in (`reasoning_content`, `reasoning`)."""
-
-    @property
-    def readable(self) -> str:
-        """What can be read of it: its text, else its summaries (never a signature or encrypted data)."""
-        return self.text or "\n\n".join(self.summary)
-
-
 class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
     """The text of one model response; its tool calls follow as `ToolCall` entries.
 
@@ -199,6 +171,7 @@ class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
     stop_reason: str | None = None
     turn_id: str | None = None
     reasoning: tuple[Reasoning, ...] = ()
+    context_edits: tuple[AppliedEdit, ...] = ()  # what the provider's context editing cleared before it read
 
 
 class ToolCall(_EntryBase, frozen=True, kw_only=True, tag="tool_call"):
@@ -278,6 +251,7 @@ class ToolOutputPruned(_EntryBase, frozen=True, kw_only=True, tag="prune"):
     """Tokens the prune freed, estimated when it was chosen."""
     decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
     """Why it was made: its expected bill against keeping everything (absent in older logs)."""
+    server: ServerClearing | None = None  # made by the provider's context editing (None: Lamina's note)
 
 
 class PartRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -546,8 +520,7 @@ Entry: TypeAlias = (
 LogEntry: TypeAlias = Entry | UnknownEntry
 """Anything a log line can decode to."""
 
-#: One-shot kinds that are hidden bridges: context Lamina rebuilds for the model after a break
-#: (a failed resume, a branch, a transfer), never shown in the user's transcript.
+#: One-shot kinds rebuilt for the model after a break (resume, branch, transfer): hidden, never in the transcript.
 BRIDGE_KINDS: Final = frozenset({"recovery", "branch_seed", "transfer_summary"})
 
 
