@@ -70,6 +70,8 @@ class AnthropicTarget:
     stable_ttl: CacheTtl = "1h"
     turn_ttl: CacheTtl | None = None
     reasoning: ReasoningConfig = ReasoningConfig()
+    anthropic_tool_search: Literal["bm25", "regex"] = "bm25"
+    """The tool-search tool a request with deferred tools carries (`tool_search_tool_bm25` or `_regex`)."""
 
     @property
     def turn_breakpoint_ttl(self) -> CacheTtl:

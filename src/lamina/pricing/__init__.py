@@ -23,6 +23,7 @@ from lamina.pricing._cost import (
     price_prune,
     price_reasoning_replay,
 )
+from lamina.pricing._deferral_price import DeferralPrice, price_deferral
 from lamina.pricing._pace import PaceTracker
 from lamina.pricing._prices import cost_of
 
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "CachePrices",
     "CacheState",
+    "DeferralPrice",
     "Outlook",
     "PaceTracker",
     "PruneItem",
@@ -39,6 +41,7 @@ __all__ = [
     "decision_on",
     "describe_decision",
     "price_compaction",
+    "price_deferral",
     "price_prune",
     "price_reasoning_replay",
 ]

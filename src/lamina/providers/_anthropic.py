@@ -205,12 +205,28 @@ class _ThinkingBlock:
 
 
 @dataclass
+class _ServerBlock:
+    """A server tool's block (a tool search's `server_tool_use` or `tool_search_tool_result`), kept as returned."""
+
+    block: dict[str, Any]
+    """The block's fields as the server sent them (`to_dict`: only those it set)."""
+    json_parts: list[str] = field(default_factory=list)
+    """A `server_tool_use`'s input, streamed as `input_json_delta` pieces."""
+
+    def reasoning(self) -> Reasoning:
+        raw = "".join(self.json_parts)
+        block = {**self.block, "input": json.loads(raw)} if raw.strip() else self.block
+        return Reasoning(provider="anthropic", kind="server_tool", data=json.dumps(block, separators=(",", ":")))
+
+
+@dataclass
 class _Reply:
     """What the stream of one response has said so far."""
 
     text: list[str] = field(default_factory=list)
-    thinking: list[_ThinkingBlock] = field(default_factory=list)
-    """Every thinking and redacted thinking block, in the order the blocks started."""
+    thinking: list[_ThinkingBlock | _ServerBlock] = field(default_factory=list)
+    """Every thinking, redacted thinking and server tool block, in the order the blocks started."""
+    open_server: dict[int, _ServerBlock] = field(default_factory=dict)
     open_thinking: dict[int, _ThinkingBlock] = field(default_factory=dict)
     tools: dict[int, _ToolBlock] = field(default_factory=dict)
     calls: list[ToolCallRequest] = field(default_factory=list)
@@ -243,6 +259,7 @@ class _Reply:
             yield from self._delta(event)
         elif isinstance(event, RawContentBlockStopEvent):
             self.open_thinking.pop(event.index, None)
+            self.open_server.pop(event.index, None)
             tool = self.tools.pop(event.index, None)
             if tool is not None:
                 call = ToolCallRequest(tool.call_id, tool.name, _tool_input(tool))
@@ -256,7 +273,13 @@ class _Reply:
             self.stopped = True
 
     def _start(self, event: RawContentBlockStartEvent) -> Iterator[ProviderEvent]:
-        from anthropic.types import RedactedThinkingBlock, ThinkingBlock, ToolUseBlock
+        from anthropic.types import (
+            RedactedThinkingBlock,
+            ServerToolUseBlock,
+            ThinkingBlock,
+            ToolSearchToolResultBlock,
+            ToolUseBlock,
+        )
         from anthropic.types import TextBlock as SdkTextBlock
 
         block = event.content_block
@@ -274,6 +297,10 @@ class _Reply:
                 yield ReasoningDelta(block.thinking)
         elif isinstance(block, RedactedThinkingBlock):  # no delta type: it always arrives whole
             self.thinking.append(_ThinkingBlock(redacted=True, data=block.data))
+        elif isinstance(block, ServerToolUseBlock | ToolSearchToolResultBlock):  # a tool search: kept as returned
+            server = _ServerBlock(block.to_dict(mode="json"))
+            self.thinking.append(server)
+            self.open_server[event.index] = server
 
     def _delta(self, event: RawContentBlockDeltaEvent) -> Iterator[ProviderEvent]:
         from anthropic.types import InputJSONDelta, SignatureDelta, ThinkingDelta
@@ -285,6 +312,8 @@ class _Reply:
             yield TextDelta(delta.text)
         elif isinstance(delta, InputJSONDelta) and event.index in self.tools:
             self.tools[event.index].json_parts.append(delta.partial_json)
+        elif isinstance(delta, InputJSONDelta) and event.index in self.open_server:
+            self.open_server[event.index].json_parts.append(delta.partial_json)
         elif isinstance(delta, ThinkingDelta) and event.index in self.open_thinking:
             self.open_thinking[event.index].text.append(delta.thinking)
             if delta.thinking:

@@ -455,6 +455,8 @@ class _ResponsesReply:
             ResponseReasoningTextDeltaEvent,
             ResponseRefusalDeltaEvent,
             ResponseTextDeltaEvent,
+            ResponseToolSearchCall,
+            ResponseToolSearchOutputItem,
         )
 
         if isinstance(event, ResponseTextDeltaEvent | ResponseRefusalDeltaEvent):
@@ -469,6 +471,12 @@ class _ResponsesReply:
             yield self._call(event.item)
         elif isinstance(event, ResponseOutputItemDoneEvent) and isinstance(event.item, ResponseReasoningItem):
             yield from self._reasoning(event.output_index, event.item)
+        elif isinstance(event, ResponseOutputItemDoneEvent) and isinstance(
+            event.item, ResponseToolSearchCall | ResponseToolSearchOutputItem
+        ):  # the hosted tool search: its items go back as returned, or its loaded tools are not there
+            self.reasoning[event.output_index] = Reasoning(
+                provider="openai", kind="server_tool", item_id=event.item.id, data=event.item.to_json(indent=None)
+            )
         elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
             self.final = event.response
             yield from self._leftovers()

@@ -160,13 +160,14 @@ class Reasoning(msgspec.Struct, frozen=True, kw_only=True):
     """One block of a model's reasoning, kept exactly as its provider returned it.
 
     Signed or encrypted content goes back to the provider that made it, unchanged; no other
-    provider ever sees it (see `docs/reasoning.md`).
+    provider ever sees it (see `docs/reasoning.md`); a tool search's blocks too (`server_tool`).
     """
 
     provider: Literal["anthropic", "openai", "openai-compat"]
     """Whose content it is: Anthropic Messages, OpenAI Responses, or an OpenAI-compatible server."""
-    kind: Literal["thinking", "redacted_thinking", "reasoning", "reasoning_content"]
-    """Anthropic `thinking` or `redacted_thinking`, a Responses `reasoning` item, a server's `reasoning_content`."""
+    kind: Literal["thinking", "redacted_thinking", "reasoning", "reasoning_content", "server_tool"]
+    """Anthropic `thinking` or `redacted_thinking`, a Responses `reasoning` item, a server's `reasoning_content`,
+    or a server tool's block (`server_tool`: `server_tool_use`, `tool_search_*` items; JSON in `data`)."""
     text: str = ""
     """The readable reasoning: Anthropic's thinking text (empty when omitted), a server's reasoning text."""
     signature: str = ""
@@ -402,13 +403,14 @@ class PinnedPart(msgspec.Struct, frozen=True, kw_only=True):
     tier: int
 
 
-class PinnedTool(msgspec.Struct, frozen=True, kw_only=True):
+class PinnedTool(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A tool definition as a request sends it: enough to send the same bytes again from the log."""
 
     name: str
     description: str
     input_schema: str
     """The input schema as JSON text, its keys in the order the request sends them."""
+    deferred: bool = False  # sent with `defer_loading`: the model finds it through the provider's tool search
 
 
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
