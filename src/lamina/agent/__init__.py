@@ -24,7 +24,7 @@ from lamina.agent._events import (
 )
 from lamina.agent._loop import Agent
 from lamina.agent._recovery import RecoveryBlock, recovery_text
-from lamina.agent._tool_sets import ToolDeferral
+from lamina.agent._tool_sets import ToolDeferral, ToolSet, choose_tool_set
 from lamina.agent._wiring import open_agent, open_engine
 
 __all__ = [
@@ -42,8 +42,10 @@ __all__ = [
     "ToolDeferral",
     "ToolFinished",
     "ToolProgress",
+    "ToolSet",
     "ToolStarted",
     "TurnOutcome",
+    "choose_tool_set",
     "open_agent",
     "open_engine",
     "recovery_text",
