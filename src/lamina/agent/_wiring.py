@@ -156,7 +156,7 @@ def _agent_parts(
     if deferred is not None:
         rules.append(deferred.rule())
         tools.append(deferred.tool())
-        deferred.observe(engine.view)  # a reopened session: the schemas it loaded
+        deferred.observe(call for call, _ in engine.window_calls())  # a reopened session: the schemas it loaded
     pipeline = ToolPipeline(tools, _tool_context(engine, provider, workspace), rules=rules, ask=options.ask)
     activation = Activation(engine, manager, wired.catalogue, cwd=workspace)
     pipeline.add_rule(activation.rule())  # the active skill's allowed tools

@@ -4,7 +4,7 @@
 maps the raw server-sent events: `text_delta` → `TextDelta`; a `tool_use` block's
 `input_json_delta` pieces are joined and parsed at its `content_block_stop` → `ToolCallRequest`;
 `thinking_delta` → `ReasoningDelta`, and each `thinking` block (its `signature_delta` joined) or
-`redacted_thinking` block (whole in its `content_block_start`) → `Completed.reasoning`, in order;
+`redacted_thinking` block (whole at its start), and a tool search's blocks → `Completed.reasoning`, in order;
 usage comes in `message_start` and `message_delta` (cumulative: the last value wins). SDK errors
 become `ProviderError`s in `map_anthropic_error`; `_retry` retries, never the SDK (imported lazily).
 """
