@@ -1,13 +1,15 @@
-"""Run one benchmark, or all of them: `python -m benchmarks NAME|all [--quick] [--json]`."""
+"""Run one benchmark, or all of them: `python -m benchmarks NAME|all [--quick] [--json] [--deferred-tools]`."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import pkgutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from benchmarks import Figure
@@ -22,9 +24,11 @@ def _progress(message: str) -> None:
     print(f"  … {message}", file=sys.stderr, flush=True)
 
 
-def _run_one(name: str, *, quick: bool) -> list[Figure]:
+def _run_one(name: str, *, quick: bool, options: Mapping[str, bool] | None = None) -> list[Figure]:
     module = importlib.import_module(f"benchmarks.{name}")
-    figures: list[Figure] = module.run(quick=quick, progress=_progress)
+    accepted = inspect.signature(module.run).parameters  # an option goes to the benchmarks that take it
+    chosen = {key: value for key, value in (options or {}).items() if key in accepted}
+    figures: list[Figure] = module.run(quick=quick, progress=_progress, **chosen)
     return figures
 
 
@@ -85,12 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", choices=[*names, "all"])
     parser.add_argument("--quick", action="store_true", help="small sizes; finishes in under a minute")
     parser.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    parser.add_argument(
+        "--deferred-tools",
+        action="store_true",
+        help="cache: add the seven-MCP-server scenario, schemas whole and deferred",
+    )
     args = parser.parse_args(argv)
+    options = {"deferred_tools": args.deferred_tools}
     selected = names if args.name == "all" else [args.name]
     results = []
     for name in selected:
         started = time.perf_counter()
-        figures = _run_one(name, quick=args.quick)
+        figures = _run_one(name, quick=args.quick, options=options)
         elapsed = time.perf_counter() - started
         if args.json:
             results.append(_as_json(name, args.quick, figures))

@@ -76,6 +76,7 @@ from benchmarks._billing import (
     peer_bill,
 )
 from benchmarks._claude_code import run_claude_code
+from benchmarks._mcp_tools import deferred_tool_figures
 from benchmarks._peers import PeerUnavailable, run_codex, run_pi
 from benchmarks._reasoning import reasoning_figures
 from benchmarks._revisit import QUICK, RevisitShape, revisit_figures, revisit_script
@@ -385,7 +386,7 @@ def _composition_figures(composition: SessionComposition, *, top: int = 5) -> li
     return figures
 
 
-def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
+def run(*, quick: bool, progress: Callable[[str], None], deferred_tools: bool = False) -> list[Figure]:
     script = session_script(turns=12 if quick else 40)
     simulators: dict[str, CacheSimulator] = {
         "anthropic_lamina": AnthropicCacheSimulator(),
@@ -538,4 +539,5 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     figures += revisit_figures(quick=quick, progress=progress)
     figures += reasoning_figures("coding", script, progress=progress, peers=not quick)
     revisits = revisit_script(QUICK if quick else RevisitShape())
-    return figures + reasoning_figures("revisits", revisits, progress=progress, peers=not quick)
+    figures += reasoning_figures("revisits", revisits, progress=progress, peers=not quick)
+    return figures + (deferred_tool_figures(quick=quick, progress=progress) if deferred_tools else [])

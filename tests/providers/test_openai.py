@@ -13,8 +13,8 @@ from openai.types.responses import ResponseErrorEvent
 from lamina.errors import AuthenticationError, ContextOverflowError, RateLimitError
 from lamina.placement import render
 from lamina.providers import OpenAIChatProvider, provider_from_spec
-from lamina.providers._openai import _ResponsesReply
 from lamina.providers._openai_errors import map_openai_error
+from lamina.providers._openai_replies import ResponsesReply as _ResponsesReply
 from lamina.session import Usage
 from tests.providers.support import collect, completed, new_engine
 from tests.wire.fixtures import openai_chat_provider, openai_responses_provider

@@ -23,7 +23,9 @@ from openai.types.responses import (
 
 from lamina.errors import InvalidRequestError
 from lamina.providers import Completed, ProviderEvent, ReasoningDelta
-from lamina.providers._openai import _ChatReply, _ResponsesReply, chat_reasoning, reasoning_item
+from lamina.providers._openai_replies import ChatReply as _ChatReply
+from lamina.providers._openai_replies import ResponsesReply as _ResponsesReply
+from lamina.providers._openai_replies import chat_reasoning, reasoning_item
 from lamina.session import Reasoning, Usage
 from tests.providers.support import collect, completed, streamed_text
 from tests.wire.fixtures import openai_chat_provider, openai_responses_provider

@@ -20,8 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
+
 from lamina.cachesim import CacheUsage
 from lamina.tokens import DEFAULT_ESTIMATOR
+from tests.wire import tool_search
 from tests.wire.script import (
     Fail,
     Reply,
@@ -93,8 +96,9 @@ def reply(
     if reasoning_tokens is not None and step.output_tokens is None:  # the estimate counted only the answer
         output_tokens += reasoning_tokens
     billed = _usage(usage, output_tokens, None if reasoning_tokens is None else min(reasoning_tokens, output_tokens))
+    searched = tool_search.anthropic_blocks(body, step, n)
     if not body.get("stream"):
-        content: list[dict[str, Any]] = [dict(b) for b in thinking]
+        content: list[dict[str, Any]] = [dict(b) for b in thinking] + searched
         content += [{"type": "text", "text": step.text, "citations": None}] if step.text else []
         content += [{"type": "tool_use", "id": cid, "name": c.name, "input": dict(c.input)} for cid, c in calls]
         message = _message(body, step, n, usage, output_tokens)
@@ -103,6 +107,14 @@ def reply(
     for index, thought in enumerate(thinking):
         frames += _thinking_frames(index, thought)
     index = len(thinking)
+    for block in searched:  # a server_tool_use streams its input; a search result arrives whole
+        start = {**block, "input": {}} if block["type"] == "server_tool_use" else block
+        frames.append(_event("content_block_start", index=index, content_block=start))
+        if block["type"] == "server_tool_use":
+            delta = {"type": "input_json_delta", "partial_json": msgspec.json.encode(block["input"]).decode()}
+            frames.append(_event("content_block_delta", index=index, delta=delta))
+        frames.append(_stop(index))
+        index += 1
     if step.text:
         frames.append(_event("content_block_start", index=index, content_block={"type": "text", "text": ""}))
         for piece in pieces(step.text):

@@ -22,6 +22,7 @@ from typing import Any
 
 from lamina.cachesim import CacheUsage
 from lamina.tokens import DEFAULT_ESTIMATOR
+from tests.wire import tool_search
 from tests.wire.openai_cache import prewarm
 from tests.wire.script import (
     Fail,
@@ -404,6 +405,10 @@ def responses_reply(
         stream.reasoning_item(
             step.reasoning, summarised=summarised, sealed=seal(secret, step.reasoning) if encrypted else None
         )
+    for item in tool_search.responses_items(body, step, n):  # a hosted search: whole items, before the answer
+        stream.emit("response.output_item.added", output_index=len(stream.output), item=item)
+        stream.output.append(item)
+        stream.emit("response.output_item.done", output_index=len(stream.output) - 1, item=item)
     if step.text:
         stream.text_item(step.text)
     for i, call in enumerate(step.tool_calls):

@@ -38,6 +38,8 @@ class Reply:
     server, a Responses reasoning item it encrypts, a server's `reasoning_content` (empty: none)."""
     redacted: bool = False
     """Anthropic: the reasoning comes as a `redacted_thinking` block (opaque data, no text)."""
+    tool_search: str = ""
+    """A query the model runs through the request's tool-search tool before answering (`tests.wire.tool_search`)."""
 
 
 @dataclass(frozen=True)

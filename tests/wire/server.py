@@ -45,7 +45,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache
+from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, tool_search
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
 Api: TypeAlias = Literal["anthropic", "chat", "responses"]
@@ -277,6 +277,11 @@ class WireServer:
         return compaction.summarize_reply(body, step, self.compaction_signer, n, input_tokens=tokens)
 
     def _problem(self, api: Api, body: Mapping[str, Any], n: int) -> WireResponse | None:
+        deferred = tool_search.problem(api, body)  # deferred tools load only through a reference
+        if isinstance(deferred, WireResponse):
+            return deferred
+        if deferred is not None:
+            return self._invalid(api, n, deferred)
         if api == "anthropic":
             blocks = self.compaction_signer.problem(body)
             if blocks is not None:
@@ -313,6 +318,10 @@ class WireServer:
         return openai_api.failure(body, step, api, n, tokens)
 
     def _reply(self, api: Api, body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int) -> WireResponse:
+        found = tool_search.found_by(body, step, anthropic=api == "anthropic")
+        wrong = tool_search.script_problem(body, step, found) if api != "chat" else None
+        if wrong is not None:
+            return self._invalid(api, n, wrong)
         output = step.output_tokens
         if output is None:
             output = max(1, self.estimator.count(step.text + "".join(arguments_json(c) for c in step.tool_calls)))

@@ -4,7 +4,8 @@ Private modules: `_loop` (`Agent`: the turn loop and its tool round), and its me
 with what it needs: `_plans` (`PlanRunner`), `_provider_sessions` (`SessionRecovery`), `_model_calls`
 (`ModelCalls`, the send chain), `_priced` (`CompactionTiming`, pure) and `_lifetime`; `_events` (what
 a turn reports), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
-session), `_agent_options` (`AgentOptions`) and `_wiring` (`open_agent`, `open_engine`).
+session), `_agent_options` (`AgentOptions`), `_tool_sets` (`ToolDeferral`: which tools a turn sends, pure),
+`_tool_catalogue` (the catalogue tool and its rule) and `_wiring` (`open_agent`, `open_engine`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from lamina.agent._events import (
 )
 from lamina.agent._loop import Agent
 from lamina.agent._recovery import RecoveryBlock, recovery_text
+from lamina.agent._tool_sets import ToolDeferral, ToolSet, choose_tool_set
 from lamina.agent._wiring import open_agent, open_engine
 
 __all__ = [
@@ -37,10 +39,13 @@ __all__ = [
     "SkillToolsRule",
     "SkillWarning",
     "Thinking",
+    "ToolDeferral",
     "ToolFinished",
     "ToolProgress",
+    "ToolSet",
     "ToolStarted",
     "TurnOutcome",
+    "choose_tool_set",
     "open_agent",
     "open_engine",
     "recovery_text",

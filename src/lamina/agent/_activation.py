@@ -119,6 +119,8 @@ class Activation:
         self._in_use: dict[str, Skill] = {}
         self._active: tuple[Skill, ...] = ()
         self._guides: dict[str, Path] = {}
+        self.turn_hooks: list[Callable[[], None]] = []
+        """Called at the end of `before_turn` (the deferred tools choose the turn's tool set)."""
         engine.compactor.hooks.append(self.after_compaction)
         engine.provider_sessions.reset_hooks.append(self.after_compaction)  # the provider compacted its own context
         for name in engine.settings.skills_in_use:  # a resumed session: the skills invoked before it
@@ -199,7 +201,12 @@ class Activation:
             needed_sources += [s for s in needed if s not in self.engine.settings.active_sources]
         if needed_sources:  # the skill's sources are ready before its turn starts (a recorded state change)
             self.engine.settings.set_sources([*self.engine.settings.active_sources, *dict.fromkeys(needed_sources)])
+        self._run_hooks()
         return warnings
+
+    def _run_hooks(self) -> None:
+        for hook in self.turn_hooks:
+            hook()
 
     def _require(self, skill: Skill) -> None:
         self.manager.require(

@@ -18,6 +18,7 @@ from typing import Final, TypedDict, cast
 
 from lamina.agent._events import AgentEvent
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND
+from lamina.agent._tool_sets import DEFAULT_DEFERRAL, ToolDeferral
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_PRUNE,
@@ -73,6 +74,9 @@ class AgentOptions:
     """The time the engine reads, in seconds since the epoch (the cache's state is priced from it)."""
     sources: SourceConnections | None = None
     """Connected sources whose tools the agent offers."""
+    tool_deferral: ToolDeferral | None = DEFAULT_DEFERRAL
+    """When the sources' tool schemas are deferred (found through tool search or Lamina's catalogue) instead of
+    sent whole with every request: above a tenth of the window, when priced cheaper; None: never."""
     strict_prerequisites: bool = True
     """Keep denying calls until a required read (a skill, a guide) is done, however often the model tries; if
     False, let them through once the agent is stuck."""
@@ -107,6 +111,7 @@ class _OptionFields(TypedDict, total=False):
     cache_prices: CachePrices | None
     clock: Callable[[], float]
     sources: SourceConnections | None
+    tool_deferral: ToolDeferral | None
     strict_prerequisites: bool
     nearest_context_rule: bool
     skills_dir: Path | None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Unpack
@@ -16,14 +16,16 @@ from lamina.agent._activation import Activation, SkillCatalogue, SkillWarning, n
 from lamina.agent._agent_options import DEFAULT_OPTIONS, AgentOptions, DeprecatedKeywords, chosen_options
 from lamina.agent._events import AgentEvent
 from lamina.agent._loop import Agent
+from lamina.agent._tool_catalogue import DeferredTools
+from lamina.agent._tool_sets import ToolDeferral
 from lamina.attachments import MediaSupport
 from lamina.context import Part
 from lamina.engine import ContextEngine
 from lamina.pricing import DEFAULT_PRICES, CachePrices
 from lamina.prompt import Preset
-from lamina.providers import Provider, RetryPolicy, provider_from_spec
+from lamina.providers import Capabilities, Provider, RetryPolicy, provider_from_spec
 from lamina.session import SessionLog, SessionStore
-from lamina.sources import guide_path
+from lamina.sources import SourceConnections, guide_path
 from lamina.tools import (
     BashTool,
     NearestContextFileRule,
@@ -134,6 +136,7 @@ def _agent_parts(
         bash.on_notice = _sandbox_notice(on_event)
     sources = options.sources
     tools = [*wired.tools, *(sources.tools if sources else ())]
+    deferred = _deferred_tools(wired.tools, sources, options.tool_deferral)
     engine = ContextEngine(
         session,
         stable_source=wired.stable_source,
@@ -150,6 +153,10 @@ def _agent_parts(
     rules: list[Rule] = [manager.rule()]
     if options.nearest_context_rule:
         rules.append(NearestContextFileRule(manager, nearest_context_paths(wired.finder, workspace)))
+    if deferred is not None:
+        rules.append(deferred.rule())
+        tools.append(deferred.tool())
+        deferred.observe(call for call, _ in engine.window_calls())  # a reopened session: the schemas it loaded
     pipeline = ToolPipeline(tools, _tool_context(engine, provider, workspace), rules=rules, ask=options.ask)
     activation = Activation(engine, manager, wired.catalogue, cwd=workspace)
     pipeline.add_rule(activation.rule())  # the active skill's allowed tools
@@ -159,7 +166,18 @@ def _agent_parts(
         engine.settings.set_sources([s.slug for s in sources.sources])
     if resumed:  # a reopened session: the skills in use and the reads met are its path's, as on a branch
         activation.after_branch(window_reads(engine, pipeline))
+    if deferred is not None:  # each turn's tool set, for the model the agent runs on then
+        activation.turn_hooks.append(lambda: deferred.refresh(engine, reads.capabilities()))
     return engine, pipeline, activation
+
+
+def _deferred_tools(
+    builtin: Sequence[Tool[Any]], sources: SourceConnections | None, deferral: ToolDeferral | None
+) -> DeferredTools | None:
+    """The sources' tools, to defer when `deferral` says so (None: no source tools, or never deferred)."""
+    if sources is None or not sources.tools or deferral is None:
+        return None
+    return DeferredTools([t.spec for t in builtin], [t.spec for t in sources.tools], deferral)
 
 
 def _tool_context(engine: ContextEngine, provider: Provider, workspace: Path) -> ToolContext:
@@ -245,6 +263,10 @@ class _ProviderReads:
         """The agent's `cache_prices`, else those of the provider it runs on now."""
         given = self.agent.cache_prices if self.agent is not None else self.cache_prices
         return given if given is not None else CachePrices.for_target(self._provider().target)
+
+    def capabilities(self) -> Capabilities:
+        """What the model the agent runs on now can do."""
+        return self._provider().capabilities
 
     def media(self) -> MediaSupport:
         """What the model the agent runs on now takes besides text."""

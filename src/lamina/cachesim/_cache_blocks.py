@@ -66,8 +66,13 @@ def without_marker(block: Mapping[str, object]) -> Mapping[str, object]:
 
 
 def tool_items(tools: list[object]) -> Iterator[tuple[str, int, str, Mapping[str, object]]]:
-    """The tool definitions as Anthropic cache blocks: `(where, level, role, block)`."""
+    """The tool definitions as Anthropic cache blocks: `(where, level, role, block)`.
+
+    A deferred tool (`defer_loading: true`) is not in the prompt until a tool search loads it: none.
+    """
     for i, tool in enumerate(tools):
+        if isinstance(tool, Mapping) and tool.get("defer_loading") is True:
+            continue
         yield f"tools[{i}]", TOOLS, "tools", as_mapping(tool, f"tools[{i}]")
 
 

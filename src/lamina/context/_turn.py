@@ -60,6 +60,8 @@ class ToolSpec:
     name: str
     description: SafeText
     input_schema: Mapping[str, Any]
+    deferred: bool = False
+    """Sent with `defer_loading` (found through the provider's tool search), not loaded up front."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,12 @@ from lamina.session import LogEntry, PinnedTool, StateChange
 def pinned_tools(tools: Sequence[ToolSpec]) -> tuple[PinnedTool, ...]:
     """The definitions as the log records them, the schema as JSON text in its own key order."""
     return tuple(
-        PinnedTool(name=t.name, description=str(t.description), input_schema=json.dumps(dict(t.input_schema)))
+        PinnedTool(
+            name=t.name,
+            description=str(t.description),
+            input_schema=json.dumps(dict(t.input_schema)),
+            deferred=t.deferred,
+        )
         for t in tools
     )
 
@@ -30,6 +35,8 @@ def tools_digest(pinned: Sequence[PinnedTool]) -> str:
         for text in (tool.name, tool.description, tool.input_schema):
             h.update(text.encode())
             h.update(b"\0")
+        if tool.deferred:  # only then: the digests of sessions without deferred tools stay as they were
+            h.update(b"deferred\0")
         h.update(b"\n")
     return h.hexdigest()
 
@@ -55,7 +62,7 @@ def recorded_tools(change: StateChange) -> tuple[ToolSpec, ...] | None:
         if not isinstance(schema, dict):
             return None
         # texts Lamina checked (and neutralised) itself before the first request sent them
-        specs.append(ToolSpec(tool.name, trusted(tool.description), schema))
+        specs.append(ToolSpec(tool.name, trusted(tool.description), schema, deferred=tool.deferred))
     return tuple(specs)
 
 

@@ -22,6 +22,7 @@ from lamina.context import (
 )
 from lamina.placement._call_ids import anthropic_call_id
 from lamina.placement._targets import AnthropicTarget, CacheTtl, ReasoningConfig
+from lamina.placement._tool_search import anthropic_tools, server_tool_block
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
     from anthropic.types import TextBlockParam, ToolParam
@@ -54,6 +55,8 @@ def _block(block: Block) -> dict[str, Any]:
         case DocumentBlock(media_type=media_type, data=data, title=title):
             source = {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode()}
             return {"type": "document", "source": source, "title": title}
+        case ReasoningBlock(reasoning=r) if r.kind == "server_tool":  # a tool search, sent back as returned
+            return server_tool_block(block) or {}
         case ReasoningBlock(reasoning=r) if r.kind == "redacted_thinking":
             return {"type": "redacted_thinking", "data": r.data}
         case ReasoningBlock(reasoning=r):  # unchanged, signature included, or the API refuses the tool loop
@@ -178,9 +181,6 @@ def render_anthropic(
     if system:
         body["system"] = system
     if turn.tools:
-        tools: list[ToolParam] = [
-            {"name": t.name, "description": t.description, "input_schema": cast(Any, dict(t.input_schema))}
-            for t in turn.tools
-        ]
+        tools: list[ToolParam] = cast(Any, anthropic_tools(turn.tools, target.anthropic_tool_search))
         body["tools"] = tools
     return cast("MessageCreateParamsNonStreaming", body)

@@ -31,6 +31,7 @@ from lamina.context import (
 from lamina.placement._call_ids import openai_chat_call_id, openai_responses_call_id
 from lamina.placement._openai_cache_marks import mark_chat, mark_responses
 from lamina.placement._targets import OpenAIChatTarget, OpenAIResponsesTarget
+from lamina.placement._tool_search import responses_tools, server_tool_block
 
 if TYPE_CHECKING:  # the SDKs are heavy to import; their types are only needed by the checker
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
@@ -164,6 +165,8 @@ def responses_wire_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     )
                 case ImageBlock() | DocumentBlock():
                     out.append({"role": "user", "content": [_responses_part(block)]})
+                case ReasoningBlock(reasoning=r) if r.kind == "server_tool":  # a tool search item, as returned
+                    out.extend(filter(None, [server_tool_block(block)]))
                 case ReasoningBlock(reasoning=r) if r.data:  # store is false: only the encrypted item can go back
                     out.append(
                         {
@@ -201,16 +204,7 @@ def render_openai_responses(
     if instructions:
         body["instructions"] = instructions
     if turn.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": dict(t.input_schema),
-                "strict": False,
-            }
-            for t in turn.tools
-        ]
+        body["tools"] = responses_tools(turn.tools)
     reasoning = {
         k: v for k, v in (("effort", target.reasoning.effort), ("summary", target.reasoning.summary)) if v is not None
     }

@@ -64,8 +64,8 @@ def _kept(block: Block, owner: ReasoningOwner, *, current: bool, history: str, c
         return True
     if block.reasoning.provider != owner:
         return False
-    if current or history == "keep":
-        return True
+    if current or history == "keep" or block.reasoning.kind == "server_tool":
+        return True  # a tool search's blocks stay: the deferred tools its references loaded are called later
     return owner == "openai-compat" and calls
 
 

@@ -75,6 +75,8 @@ class AnthropicTarget:
     context_edits: frozenset[str] = frozenset()
     """Server-side context edits a body may ask for (`clear_tool_uses_20250919`, `clear_thinking_20251015`):
     those the model has and the session's setting allows (`lamina.placement._context_edits`)."""
+    anthropic_tool_search: Literal["bm25", "regex"] = "bm25"
+    """The tool-search tool a request with deferred tools carries (`tool_search_tool_bm25` or `_regex`)."""
 
     @property
     def turn_breakpoint_ttl(self) -> CacheTtl:

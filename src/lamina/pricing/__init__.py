@@ -26,6 +26,7 @@ from lamina.pricing._cost import (
     price_prune,
     price_reasoning_replay,
 )
+from lamina.pricing._deferral_price import DeferralPrice, price_deferral
 from lamina.pricing._editing import ContextEditing, PruneChoice, choose_prune_option
 from lamina.pricing._pace import PaceTracker
 from lamina.pricing._prices import cost_of
@@ -36,6 +37,7 @@ __all__ = [
     "CacheState",
     "CompactionBackend",
     "ContextEditing",
+    "DeferralPrice",
     "Outlook",
     "PaceTracker",
     "PruneChoice",
@@ -49,6 +51,7 @@ __all__ = [
     "kept_default_ttl",
     "price_compaction",
     "price_compaction_backend",
+    "price_deferral",
     "price_prune",
     "price_reasoning_replay",
 ]

@@ -4,7 +4,7 @@
 maps the raw server-sent events: `text_delta` → `TextDelta`; a `tool_use` block's
 `input_json_delta` pieces are joined and parsed at its `content_block_stop` → `ToolCallRequest`;
 `thinking_delta` → `ReasoningDelta`, and each `thinking` block (its `signature_delta` joined) or
-`redacted_thinking` block (whole in its `content_block_start`) → `Completed.reasoning`, in order;
+`redacted_thinking` block (whole at its start), and a tool search's blocks → `Completed.reasoning`, in order;
 usage comes in `message_start` and `message_delta` (cumulative: the last value wins). SDK errors
 become `ProviderError`s in `map_anthropic_error`; `_retry` retries, never the SDK (imported lazily).
 """
@@ -242,12 +242,28 @@ class _ThinkingBlock:
 
 
 @dataclass
+class _ServerBlock:
+    """A server tool's block (a tool search's `server_tool_use` or `tool_search_tool_result`), kept as returned."""
+
+    block: dict[str, Any]
+    """The block's fields as the server sent them (`to_dict`: only those it set)."""
+    json_parts: list[str] = field(default_factory=list)
+    """A `server_tool_use`'s input, streamed as `input_json_delta` pieces."""
+
+    def reasoning(self) -> Reasoning:
+        raw = "".join(self.json_parts)
+        block = {**self.block, "input": json.loads(raw)} if raw.strip() else self.block
+        return Reasoning(provider="anthropic", kind="server_tool", data=json.dumps(block, separators=(",", ":")))
+
+
+@dataclass
 class _Reply:
     """What the stream of one response has said so far."""
 
     text: list[str] = field(default_factory=list)
-    thinking: list[_ThinkingBlock] = field(default_factory=list)
-    """Every thinking and redacted thinking block, in the order the blocks started."""
+    thinking: list[_ThinkingBlock | _ServerBlock] = field(default_factory=list)
+    """Every thinking, redacted thinking and server tool block, in the order the blocks started."""
+    open_server: dict[int, _ServerBlock] = field(default_factory=dict)
     open_thinking: dict[int, _ThinkingBlock] = field(default_factory=dict)
     tools: dict[int, _ToolBlock] = field(default_factory=dict)
     calls: list[ToolCallRequest] = field(default_factory=list)
@@ -273,6 +289,7 @@ class _Reply:
             yield from self._delta(event)
         elif event.type == "content_block_stop":
             self.open_thinking.pop(event.index, None)
+            self.open_server.pop(event.index, None)
             tool = self.tools.pop(event.index, None)
             if tool is not None:
                 call = ToolCallRequest(tool.call_id, tool.name, _tool_input(tool))
@@ -302,6 +319,10 @@ class _Reply:
                 yield ReasoningDelta(block.thinking)
         elif block.type == "redacted_thinking":  # no delta type: it always arrives whole
             self.thinking.append(_ThinkingBlock(redacted=True, data=block.data))
+        elif block.type in ("server_tool_use", "tool_search_tool_result"):  # a tool search: kept as returned
+            server = _ServerBlock(block.to_dict(mode="json"))
+            self.thinking.append(server)
+            self.open_server[event.index] = server
 
     def _delta(self, event: RawContentBlockDeltaEvent | BetaRawContentBlockDeltaEvent) -> Iterator[ProviderEvent]:
         delta = event.delta
@@ -310,6 +331,8 @@ class _Reply:
             yield TextDelta(delta.text)
         elif delta.type == "input_json_delta" and event.index in self.tools:
             self.tools[event.index].json_parts.append(delta.partial_json)
+        elif delta.type == "input_json_delta" and event.index in self.open_server:
+            self.open_server[event.index].json_parts.append(delta.partial_json)
         elif delta.type == "thinking_delta" and event.index in self.open_thinking:
             self.open_thinking[event.index].text.append(delta.thinking)
             if delta.thinking:

@@ -378,13 +378,14 @@ class PinnedPart(msgspec.Struct, frozen=True, kw_only=True):
     tier: int
 
 
-class PinnedTool(msgspec.Struct, frozen=True, kw_only=True):
+class PinnedTool(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A tool definition as a request sends it: enough to send the same bytes again from the log."""
 
     name: str
     description: str
     input_schema: str
     """The input schema as JSON text, its keys in the order the request sends them."""
+    deferred: bool = False  # sent with `defer_loading`: the model finds it through the provider's tool search
 
 
 class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):

@@ -11,13 +11,14 @@ class Reasoning(msgspec.Struct, frozen=True, kw_only=True):
     """One block of a model's reasoning, kept exactly as its provider returned it.
 
     Signed or encrypted content goes back to the provider that made it, unchanged; no other
-    provider ever sees it (see `docs/reasoning.md`).
+    provider ever sees it (see `docs/reasoning.md`); a tool search's blocks too (`server_tool`).
     """
 
     provider: Literal["anthropic", "openai", "openai-compat"]
     """Whose content it is: Anthropic Messages, OpenAI Responses, or an OpenAI-compatible server."""
-    kind: Literal["thinking", "redacted_thinking", "reasoning", "reasoning_content"]
-    """Anthropic `thinking` or `redacted_thinking`, a Responses `reasoning` item, a server's `reasoning_content`."""
+    kind: Literal["thinking", "redacted_thinking", "reasoning", "reasoning_content", "server_tool"]
+    """Anthropic `thinking` or `redacted_thinking`, a Responses `reasoning` item, a server's `reasoning_content`,
+    or a server tool's block (`server_tool`: `server_tool_use`, `tool_search_*` items; JSON in `data`)."""
     text: str = ""
     """The readable reasoning: Anthropic's thinking text (empty when omitted), a server's reasoning text."""
     signature: str = ""
