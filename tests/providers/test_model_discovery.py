@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from lamina.providers import (
+    AnthropicProvider,
     Capabilities,
     ModelCache,
     OpenAIChatProvider,
     OpenAIResponsesProvider,
-    Provider,
     discover_capabilities,
 )
 from lamina.providers._discovery import REFETCH_AGE, forget_discoveries
@@ -33,12 +33,15 @@ def _fresh_process() -> Iterator[None]:
     forget_discoveries()
 
 
-async def _discover(provider: Provider, cache: ModelCache, *, timeout: float = 3.0) -> Capabilities:
+async def _discover(
+    provider: AnthropicProvider | OpenAIChatProvider | OpenAIResponsesProvider,
+    cache: ModelCache,
+    *,
+    timeout: float = 3.0,
+) -> Capabilities:
     """Discover through `provider`, then close it (the SDK client holds a connection)."""
-    try:
+    async with provider:
         return await discover_capabilities(provider, cache=cache, timeout=timeout)
-    finally:
-        await provider.aclose()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lamina.providers import AnthropicProvider, Capabilities, OpenAIChatProvider, OpenAIResponsesProvider
 from lamina.providers._model_table import (
     TABLE_PATH,
+    TableProvider,
     from_model_info,
     known_models,
     openai_compatible_window,
@@ -26,7 +27,10 @@ _COMPACTIONS = {"compact_20260112", "summarize", "responses_compact", "responses
 
 def test_every_row_names_only_capability_fields_and_known_features() -> None:
     raw = tomllib.loads(TABLE_PATH.read_text(encoding="utf-8"))
-    for provider, table in raw.items():
+    assert set(raw) == {"anthropic", "openai"}
+    provider: TableProvider
+    for provider in ("anthropic", "openai"):
+        table = raw[provider]
         for model, row in {"defaults": table["defaults"], **table["models"]}.items():
             assert set(row) - {"unverified"} <= _FIELDS, (provider, model)
         for model in table["models"]:

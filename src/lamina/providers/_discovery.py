@@ -36,7 +36,7 @@ REFETCH_AGE: Final = 7 * 24 * 3600.0
 CACHE_VERSION: Final = 1
 
 _answers: dict[str, Capabilities] = {}
-"""This process's discoveries (and failures), by provider, server and model: each endpoint is read once."""
+"""This process's discoveries (and failures), by cache file, provider, server and model: each is read once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +166,8 @@ async def discover_anthropic(
     except Exception:  # no SDK or no key: the turn will say so, discovery never does
         return base
     key = f"anthropic {client.base_url} {model}"
-    known = _answers.get(key)
+    remembered = f"{cache.path} {key}"
+    known = _answers.get(remembered)
     if known is not None:
         return known
     cached = cache.get(key)
@@ -186,12 +187,12 @@ async def discover_anthropic(
             found = from_model_info(cached.info, base, source=source)
         else:
             found = base
-    _answers[key] = found
+    _answers[remembered] = found
     return found
 
 
 async def discover_openai_compatible(
-    sdk: Callable[[], openai.AsyncOpenAI], model: str, base: Capabilities, timeout: float
+    sdk: Callable[[], openai.AsyncOpenAI], model: str, base: Capabilities, cache: ModelCache, timeout: float
 ) -> Capabilities:
     """`base` with the window an OpenAI-compatible server reports in `/v1/models`, read once per process.
 
@@ -199,6 +200,7 @@ async def discover_openai_compatible(
         sdk: Builds (or returns) the provider's SDK client.
         model: The model id the provider sends.
         base: The capabilities so far.
+        cache: Only its path is used: the answer is remembered for the process under it, never written.
         timeout: Seconds the request gets.
 
     Returns:
@@ -209,7 +211,7 @@ async def discover_openai_compatible(
         client = sdk()
     except Exception:  # no SDK or no key: the turn will say so, discovery never does
         return base
-    key = f"openai {client.base_url} {model}"
+    key = f"{cache.path} openai {client.base_url} {model}"
     known = _answers.get(key)
     if known is not None:
         return known

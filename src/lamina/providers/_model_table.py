@@ -29,8 +29,6 @@ _DATED: Final = re.compile(r"-\d{4}-?\d{2}-?\d{2}$")
 """A snapshot suffix (`-20250929`, `-2025-08-07`): the dated id has its alias's figures."""
 _EDITS: Final = ("clear_tool_uses_20250919", "clear_thinking_20251015")
 _ANTHROPIC_COMPACTION: Final = "compact_20260112"
-_RESPONSES_ONLY: Final = {"server_compaction": frozenset(), "cache_diagnostics": False, "tool_search": False}
-"""What Chat Completions lacks of a Responses row: compaction, diagnostics and tool search are Responses features."""
 WINDOW_FIELDS: Final = (("meta", "n_ctx"), ("max_model_len",), ("context_length",))
 """Where OpenAI-compatible servers report a model's window in `/v1/models`: llama.cpp, vLLM, others."""
 
@@ -93,7 +91,11 @@ def openai_capabilities(model: str, *, compatible: bool, max_output_tokens: int 
         cache_regime="none" if compatible else "openai-automatic",
     )
     found = shipped_capabilities("openai", model, defaults=defaults)
-    return dataclasses.replace(found, **_RESPONSES_ONLY) if chat else found
+    return (
+        dataclasses.replace(found, server_compaction=frozenset(), cache_diagnostics=False, tool_search=False)
+        if chat
+        else found
+    )
 
 
 def _supported(section: object, key: str | None = None) -> bool:

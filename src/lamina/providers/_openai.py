@@ -117,9 +117,10 @@ class _OpenAIProvider:
         return self._capabilities
 
     async def discover(self, *, cache: ModelCache | None = None, timeout: float = DISCOVERY_TIMEOUT) -> Capabilities:
-        """Read a compatible server's window in `/v1/models` (OpenAI's has none; `cache` unused); never raises."""
+        """Read a compatible server's window in `/v1/models` (OpenAI's reports none) once per process; never raises."""
         if not self._given and self._base_url is not None:
-            self._capabilities = await discover_openai_compatible(self._sdk, self._model, self._capabilities, timeout)
+            found, cache = self._capabilities, cache or ModelCache()
+            self._capabilities = await discover_openai_compatible(self._sdk, self._model, found, cache, timeout)
         return self._capabilities
 
     async def aclose(self) -> None:
