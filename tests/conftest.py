@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +25,13 @@ pytest_plugins = ["tests.wire.fixtures"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """`LAMINA_CPU_PROFILE=report.txt`: load the plugin reporting each test's CPU (`tests/support/cpu_profile.py`)."""
+    """`LAMINA_CPU_PROFILE=report.txt`: load the plugin reporting each test's CPU (`tests/support/cpu_profile.py`).
+
+    The user's cache folder is a fresh one (model discovery keeps the models endpoint's answers there).
+    """
+    cache = tempfile.mkdtemp(prefix="lamina-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = cache
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
     report = os.environ.get("LAMINA_CPU_PROFILE")
     if report:
         from tests.support.cpu_profile import CpuProfile

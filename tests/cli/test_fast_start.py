@@ -107,7 +107,18 @@ def test_the_root_help_lists_each_command_by_the_first_line_of_its_own_help() ->
     assert helped.exit_code == 0, helped.output
     listed = " ".join(helped.stdout.split())
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    assert list(commands) == ["context", "chat", "run", "serve", "demo", "sessions", "config", "store", "trust"]
+    assert list(commands) == [
+        "context",
+        "chat",
+        "run",
+        "serve",
+        "demo",
+        "models",
+        "sessions",
+        "config",
+        "store",
+        "trust",
+    ]
     for name, command in commands.items():
         first = " ".join((command.help or "").split("\n\n")[0].split())
         assert f"{name} {first}" in listed

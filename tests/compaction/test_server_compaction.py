@@ -167,7 +167,7 @@ async def test_a_failed_or_unavailable_server_compaction_falls_back_or_retries(
 
 async def test_without_the_capability_lamina_compacts_itself(tmp_path: Path, wire: WireServer) -> None:
     wire.script(*[Reply(text=f"Answer {n}: " + "detail " * 200) for n in range(3)])
-    async with anthropic_provider(wire) as provider:  # the default capabilities list no compaction form
+    async with anthropic_provider(wire, capabilities=Capabilities()) as provider:  # no compaction form listed
         options = AgentOptions(keep_tokens=300, summariser=_summariser(provider))
         with open_agent(memory_store(tmp_path, time.time), provider, workspace=tmp_path, options=options) as agent:
             await _three_turns(agent)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from lamina.agent import AgentOptions, open_agent
 from lamina.engine import ContextEngine
 from lamina.placement import ReasoningConfig, render
-from lamina.providers import AnthropicProvider, Completed, ReasoningDelta, RetryPolicy, TextDelta
+from lamina.providers import AnthropicProvider, Capabilities, Completed, ReasoningDelta, RetryPolicy, TextDelta
 from lamina.session import (
     AssistantMessage,
     LocalSessionStore,
@@ -97,14 +97,17 @@ async def test_no_thinking_leaves_reasoning_empty(wire: WireServer) -> None:
 async def test_the_interleaved_beta_goes_with_enabled_thinking_only(wire: WireServer, tmp_path: Path) -> None:
     engine = new_engine(tmp_path)
     wire.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
-    async with anthropic_provider(wire, reasoning=ENABLED) as provider:
+    no_editing = Capabilities(thinking=True)  # context editing would add its own beta
+    async with anthropic_provider(wire, reasoning=ENABLED, capabilities=no_editing) as provider:
         await collect(provider.stream(render(engine.prepare_turn("hi"), provider.target)))
         provider.reasoning = ReasoningConfig(thinking="adaptive")  # interleaving is automatic: no beta
         await collect(provider.stream(render(engine.prepare_turn("hi"), provider.target)))
     client = anthropic.AsyncAnthropic(
         api_key=API_KEY, base_url=wire.url, max_retries=0, default_headers={"anthropic-beta": "context-1m-2025-08-07"}
     )
-    async with AnthropicProvider("claude-sonnet-5", client=client, reasoning=ENABLED) as provider:
+    async with AnthropicProvider(
+        "claude-sonnet-5", client=client, reasoning=ENABLED, capabilities=no_editing
+    ) as provider:
         await collect(provider.stream(render(engine.prepare_turn("hi"), provider.target)))
     await client.close()
     sent = wire.requests
@@ -167,7 +170,7 @@ async def test_a_tool_loop_with_interleaved_thinking_is_accepted_and_logged(tmp_
             assert (await agent.run_turn("And now?")).text == "Still hi."
             session_id = agent.engine.session.id
     assert [r.status for r in wire.requests] == [200, 200, 200, 200]  # every signature verified, none dropped
-    assert all(r.headers["anthropic-beta"] == BETA for r in wire.requests)
+    assert all(BETA in r.headers["anthropic-beta"].split(",") for r in wire.requests)
     expected = [
         (_signed(wire, thoughts[0], 1),),
         (_redacted(wire, thoughts[1], 2),),

@@ -2,11 +2,11 @@
 
 `WireServer` listens on 127.0.0.1 (a free port) in a background thread and answers
 `POST /v1/messages` (Anthropic Messages), `POST /v1/chat/completions` and `POST /v1/responses`
-(OpenAI) from a per-test script of steps, one step per request in order, whatever the
-endpoint: `Reply` (text, tool calls), `Fail` (each provider's real error status, shape and
-wording) or `Disconnect` (the connection drops halfway through the body). It answers in JSON, or
-in server-sent events when the body says `"stream": true`. Every request is recorded
-(`requests`: path, headers, body, status, the step used, usage).
+(OpenAI) from a per-test script of steps (`GET /v1/models[/{id}]` from `models`, not the script),
+one step per request in order, whatever the endpoint: `Reply` (text, tool calls), `Fail` (each
+provider's real error status, shape and wording) or `Disconnect` (the connection drops halfway through
+the body). It answers in JSON, or in server-sent events when the body says `"stream": true`. Every
+request is recorded (`requests`: path, headers, body, status, the step used, usage).
 
 Like the real APIs it rejects malformed requests with 400 before using a scripted step: more
 than 4 Anthropic cache breakpoints (and whatever else the cache simulator refuses), a tool call
@@ -46,6 +46,7 @@ from lamina.cachesim import (
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, tool_search
+from tests.wire.models_api import WireModels
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
 Api: TypeAlias = Literal["anthropic", "chat", "responses"]
@@ -120,6 +121,8 @@ class WireServer:
         """Signs the Anthropic `compaction` blocks this server returns and checks the ones sent back."""
         self.compactions: deque[compaction.Compact] = deque()
         """Scripted answers to compaction requests, in order (none left: the server writes its own summary)."""
+        self.models = WireModels()
+        """What `GET /v1/models[/{id}]` lists (Anthropic's and OpenAI's shapes), and the lookups received."""
         self._script: deque[Step] = deque()
         self._received: list[Received] = []
         self._lock = threading.Lock()
@@ -230,6 +233,12 @@ class WireServer:
                 Received(api, path, dict(headers), body, t, response.status, step, usage, seen, applied)
             )
             return response
+
+    def answer_models(self, path: str, headers: Mapping[str, str]) -> WireResponse:
+        """The answer to a `GET /v1/models[/{id}]` (after `models.delay`); a wrong key is refused as on a POST."""
+        time.sleep(self.models.delay)
+        with self._lock:
+            return self.models.answer(path, headers, keyed=self.api_key is None or self.api_key in _keys(headers))
 
     def _respond(
         self, api: Api | None, headers: Mapping[str, str], body: Any, t: float
@@ -355,6 +364,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(self.wire.answer(self.path, headers, raw))
 
     def do_GET(self) -> None:
+        if self.path.split("?", 1)[0].rstrip("/").startswith("/v1/models"):
+            self._send(self.wire.answer_models(self.path, {k.lower(): v for k, v in self.headers.items()}))
+            return
         self._send(openai_api.error(404, "invalid_request_error", f"Not found: {self.path}"))
 
     def _send(self, response: WireResponse) -> None:

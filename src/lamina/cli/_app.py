@@ -62,6 +62,11 @@ _COMMANDS: Final = {
         "demo",
         "Run the scripted demo session in a sample workspace: no API key, nothing to start (`make run`).",
     ),
+    "models": _Command(
+        "lamina.cli._model_info",
+        "models",
+        "Show what the model can do (window, output limit, context features) and where that came from.",
+    ),
     "sessions": _Command("lamina.cli._sessions_commands", "app", "List, show and manage stored sessions.", group=True),
     "config": _Command("lamina.cli._config", "app", "Show the settings of `lamina chat` and `lamina run`.", group=True),
     "store": _Command(

@@ -109,15 +109,18 @@ async def _model(chat: Chat, spec: str) -> None:
     from lamina.cli._console import err, safe
     from lamina.cli._session import close_provider, make_provider, model_name, note_provider_switch
     from lamina.errors import LaminaError
+    from lamina.providers import discover_capabilities
 
     if not spec:
-        err.print(f"[dim]model {safe(chat.state.spec)}[/dim]")
+        found = chat.agent.provider.capabilities
+        err.print(f"[dim]model {safe(chat.state.spec)} · window {found.context_window:,} ({safe(found.source)})[/dim]")
         return
     try:
         provider = make_provider(spec, chat.state.settings)
     except LaminaError as exc:
         err.print(f"[red]error:[/red] {safe(exc)}")
         return
+    await discover_capabilities(provider)
     previous, chat.agent.provider = chat.agent.provider, provider
     await close_provider(previous)
     moved = spec != chat.agent.engine.settings.recorded.model
@@ -369,6 +372,7 @@ def _print_context(agent: Agent) -> None:
     what = "the next request, the total of the budget by tier below" if budget is not None else "estimated"
     threshold = max(0, window - agent.compaction_reserve)
     err.print(f"context   ~{tokens:,} tokens of {window:,} ({100 * tokens / window:.0f}%): {what}")
+    err.print(f"window    {safe(agent.provider.capabilities.source or 'defaults')}")
     err.print(f"compacts  above {threshold:,} tokens (reserve {agent.compaction_reserve:,})")
     boundary = engine.boundary
     err.print(f"summary   {'none yet' if boundary is None else safe(f'{boundary.trigger} compaction')}")

@@ -344,7 +344,7 @@ async def _run(
     turn: _Turn,
     known: _Known,
 ) -> TurnOutcome:
-    from lamina.cli._session import make_provider, model_name, session_agent
+    from lamina.cli._session import discover_window, make_provider, model_name, session_agent
     from lamina.cli._turn_view import TurnView
 
     provider = make_provider(settings.model, settings)
@@ -388,6 +388,7 @@ async def _run(
                 "trust": known.trust,
             }
         )
+        await discover_window(agent)
         if turn.message is not None:
             outcome = await agent.run_turn(turn.message, skills=turn.skills)
             if turn.decision is None or outcome.stop_reason != "plan_submitted":

@@ -27,12 +27,21 @@ from lamina.placement import (
 )
 from lamina.pricing import CachePrices
 from lamina.prompt import Preset
-from lamina.providers import Capabilities, Provider, ProviderEvent, provider_from_spec
+from lamina.providers import (
+    Capabilities,
+    ModelCache,
+    Provider,
+    ProviderEvent,
+    discover_capabilities,
+    provider_from_spec,
+)
 from lamina.session import SessionLog, SessionStore, SessionSummary, UserMessage
 from lamina.sources import SourceConnections, SourceScan, find_sources
 from lamina.tools import AskCallback, PermissionMode
 from lamina.workspace import load_preset, workspace_trust
 
+DISCOVERY_TIMEOUT: Final = 3.0
+"""Seconds the models endpoint gets before the first turn; then the shipped table stands."""
 STALE_EMPTY_SECONDS: Final = 3600.0
 """An empty session (no user message) older than this, not open elsewhere, is removed at start."""
 
@@ -49,11 +58,11 @@ def model_name(spec: str) -> str:
 
 
 class _Windowed:
-    """A provider with the context window the settings name."""
+    """A provider with the context window the settings name (over whatever its model's table or endpoint says)."""
 
     def __init__(self, inner: Provider, context_window: int) -> None:
         self._inner = inner
-        self._capabilities = dataclasses.replace(inner.capabilities, context_window=context_window)
+        self._window = context_window
 
     @property
     def name(self) -> str:
@@ -65,7 +74,13 @@ class _Windowed:
 
     @property
     def capabilities(self) -> Capabilities:
-        return self._capabilities
+        found = self._inner.capabilities
+        source = f"{found.source}; window from the settings" if found.source else "window from the settings"
+        return dataclasses.replace(found, context_window=self._window, source=source)
+
+    async def discover(self, *, cache: ModelCache | None = None, timeout: float = DISCOVERY_TIMEOUT) -> Capabilities:
+        await discover_capabilities(self._inner, cache=cache, timeout=timeout)
+        return self.capabilities
 
     @property
     def reasoning(self) -> ReasoningConfig:
@@ -115,19 +130,43 @@ def set_reasoning(provider: Provider, config: ReasoningConfig) -> bool:
     return True
 
 
-def make_provider(spec: str, settings: Settings) -> Provider:
+def make_provider(spec: str, settings: Settings, *, require_key: bool = True) -> Provider:
     """The provider for `spec`, with the configured context window and reasoning; a missing API key is a `UsageError`.
 
     Raises:
-        UsageError: No API key, a bad spec, or reasoning settings the provider refuses.
+        UsageError: No API key (unless `require_key` is False), a bad spec, or reasoning settings the provider refuses.
     """
-    variable = missing_api_key(spec)
+    variable = missing_api_key(spec) if require_key else None
     if variable is not None:
         raise UsageError(f"no API key for {spec.partition(':')[0]}: set {variable} in the environment")
     provider = provider_from_spec(spec, reasoning=settings.reasoning)
     if settings.context_window is not None:
         return _Windowed(provider, settings.context_window)
     return provider
+
+
+def reserve_problem(reserve: int, capabilities: Capabilities) -> str | None:
+    """What is wrong with a compaction reserve not smaller than the model's window (every turn would compact)."""
+    window = capabilities.context_window
+    if reserve < window:
+        return None
+    return (
+        f"the compaction reserve ({reserve:,} tokens) is not smaller than the context window ({window:,} tokens, "
+        f"{capabilities.source or 'defaults'}): every turn would compact; set compaction_reserve below the window"
+    )
+
+
+async def discover_window(agent: Agent) -> None:
+    """Before a turn: read the model's capabilities from its models endpoint (once per process), never failing.
+
+    Not when the session opens: a chat reaches its prompt without importing an SDK. The reserve is
+    checked again when the window the endpoint reports differs from the one the session opened with.
+    """
+    before = agent.provider.capabilities.context_window
+    found = await discover_capabilities(agent.provider, timeout=DISCOVERY_TIMEOUT)
+    too_large = reserve_problem(agent.compaction_reserve, found) if found.context_window != before else None
+    if too_large is not None:
+        err.print(f"[yellow]warning:[/yellow] {safe(too_large)}")
 
 
 def is_listed(row: SessionSummary) -> bool:
@@ -417,6 +456,9 @@ async def session_agent(
                 err.print(f"[dim]{safe(note)}[/dim]")
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
+            too_large = reserve_problem(agent.compaction_reserve, provider.capabilities)
+            if too_large is not None:
+                err.print(f"[yellow]warning:[/yellow] {safe(too_large)}")
             try:
                 yield agent
             finally:

@@ -58,9 +58,11 @@ async def turn(agent: Agent, view: TurnView, text: str, attachments: Sequence[Pa
 async def drive(agent: Agent, view: TurnView, work: Coroutine[Any, Any, TurnOutcome | None]) -> TurnOutcome | None:
     """Run a turn (or a plan's execution) that Ctrl-C can cancel; errors are printed, the footer follows."""
     from lamina.cli._console import err, safe
+    from lamina.cli._session import discover_window
     from lamina.errors import LaminaError
 
     view.waiting()
+    await discover_window(agent)  # `work` has not started: the turn sees the model's real window
     try:
         outcome = await cancellable(work, view)
     except LaminaError as exc:

@@ -5,6 +5,8 @@ The SDK-backed adapters (`AnthropicProvider`, `OpenAIChatProvider`, `OpenAIRespo
 `openai`, `claude`; `MissingExtraError` names it) only on its first request: scripted or offline runs
 never load one. The scripted provider is imported on first use too: it bills its usage with the
 cache simulator (`lamina.cachesim`). `provider_from_spec` turns a command-line spec into a provider.
+A provider's `capabilities` come from the shipped table (`models.toml`) until `discover_capabilities`
+reads its models endpoint (cached in the user's cache folder by `ModelCache`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from lamina.placement import ReasoningConfig
     from lamina.providers._anthropic import AnthropicProvider
     from lamina.providers._claude_agent import ClaudeAgentProvider
+    from lamina.providers._discovery import ModelCache, discover_capabilities
     from lamina.providers._openai import OpenAIChatProvider, OpenAIResponsesProvider
     from lamina.providers._scripted import (
         ScriptedError,
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
 _LAZY: Final = {
     "AnthropicProvider": "lamina.providers._anthropic",
     "ClaudeAgentProvider": "lamina.providers._claude_agent",
+    "ModelCache": "lamina.providers._discovery",
+    "discover_capabilities": "lamina.providers._discovery",
     "OpenAIChatProvider": "lamina.providers._openai",
     "OpenAIResponsesProvider": "lamina.providers._openai",
     # the scripted provider bills its usage with the cache simulator, which nothing else at run time needs
@@ -149,6 +154,7 @@ __all__ = [
     "Capabilities",
     "ClaudeAgentProvider",
     "Completed",
+    "ModelCache",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
     "Provider",
@@ -169,6 +175,7 @@ __all__ = [
     "ServerCompactor",
     "TextDelta",
     "ToolCallRequest",
+    "discover_capabilities",
     "provider_from_spec",
     "stream_with_retry",
 ]

@@ -36,7 +36,9 @@ from lamina.placement import (
     SdkManagedPrompt,
 )
 from lamina.pricing import ContextEditing
+from lamina.providers._discovery import DISCOVERY_TIMEOUT, ModelCache, discover_anthropic
 from lamina.providers._errors import error_for_status, require_sdk
+from lamina.providers._model_table import shipped_capabilities
 from lamina.providers._provider import (
     Capabilities,
     Completed,
@@ -120,14 +122,18 @@ class AnthropicProvider:
             max_tokens: Output limit rendered into every request.
             anthropic_cache_ttl: TTL of the rolling history breakpoints.
             stable_ttl: TTL of the tools + system prefix breakpoint.
-            capabilities: What the model can do; defaults suit current Claude models.
+            capabilities: What the model can do; None reads the shipped table (`discover` then asks the
+                models endpoint).
             reasoning: Thinking and effort, and whether completed turns send their thinking back.
             context_editing: Which of the server's context edits requests may carry, of those the
                 model has (`capabilities.context_editing`): all (`priced`, `server`), only
                 `clear_thinking` (`lamina`: prunes are Lamina's own), none (`off`).
         """
         require_sdk("anthropic", _FEATURE, "anthropic")
-        self._capabilities = capabilities or Capabilities(max_output_tokens=max_tokens, vision=True, pdf_input=True)
+        self._given = capabilities is not None
+        defaults = Capabilities(max_output_tokens=max_tokens, vision=True, pdf_input=True, cache_regime="anthropic")
+        self._capabilities = capabilities or shipped_capabilities("anthropic", model, defaults=defaults)
+        self._context_editing = context_editing
         self._target = AnthropicTarget(
             model=model,
             max_tokens=max_tokens,
@@ -164,6 +170,19 @@ class AnthropicProvider:
     @property
     def capabilities(self) -> Capabilities:
         """What the model in use can do, for placement and attachments."""
+        return self._capabilities
+
+    async def discover(self, *, cache: ModelCache | None = None, timeout: float = DISCOVERY_TIMEOUT) -> Capabilities:
+        """Read the model's capabilities from `GET /v1/models/{id}` (cached) and use them; never raises.
+
+        Capabilities given to the constructor stay as given. See `lamina.providers.discover_capabilities`.
+        """
+        if not self._given:
+            model, cache = self._target.model, cache or ModelCache()
+            self._capabilities = await discover_anthropic(self._sdk, model, self._capabilities, cache, timeout)
+            # what a body may ask for follows what the model turned out to have
+            edits = allowed_edits(self._capabilities, self._context_editing)
+            self._target = dataclasses.replace(self._target, context_edits=edits)
         return self._capabilities
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:

@@ -27,7 +27,9 @@ from lamina.placement import (
     RenderedRequest,
     SdkManagedPrompt,
 )
+from lamina.providers._discovery import DISCOVERY_TIMEOUT, ModelCache, discover_openai_compatible
 from lamina.providers._errors import require_sdk
+from lamina.providers._model_table import openai_capabilities
 from lamina.providers._openai_errors import map_openai_error
 from lamina.providers._openai_replies import ChatReply, ResponsesReply
 from lamina.providers._provider import (
@@ -52,8 +54,10 @@ class _OpenAIProvider:
 
     def __init__(
         self,
+        model: str,
         *,
         name: str,
+        chat: bool,
         client: openai.AsyncOpenAI | None,
         api_key: str | None,
         base_url: str | None,
@@ -68,10 +72,11 @@ class _OpenAIProvider:
         self._api_key = api_key
         self._base_url = base_url
         self._timeout = timeout
-        # vision is assumed on OpenAI itself only (no `base_url`)
-        self._capabilities = capabilities or Capabilities(
-            max_output_tokens=max_output_tokens or 8192, vision=base_url is None
+        self._given = capabilities is not None
+        self._capabilities = capabilities or openai_capabilities(
+            model, compatible=base_url is not None, max_output_tokens=max_output_tokens, chat=chat
         )
+        self._model = model
 
     @property
     def name(self) -> str:
@@ -79,6 +84,13 @@ class _OpenAIProvider:
 
     @property
     def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    async def discover(self, *, cache: ModelCache | None = None, timeout: float = DISCOVERY_TIMEOUT) -> Capabilities:
+        """Read a compatible server's window in `/v1/models` (OpenAI's reports none) once per process; never raises."""
+        if not self._given and self._base_url is not None:
+            found, cache = self._capabilities, cache or ModelCache()
+            self._capabilities = await discover_openai_compatible(self._sdk, self._model, found, cache, timeout)
         return self._capabilities
 
     async def aclose(self) -> None:
@@ -161,7 +173,9 @@ class OpenAIChatProvider(_OpenAIProvider):
                 reasoning back.
         """
         super().__init__(
+            model,
             name=name,
+            chat=True,
             client=client,
             api_key=api_key,
             base_url=base_url,
@@ -224,7 +238,9 @@ class OpenAIResponsesProvider(_OpenAIProvider):
     ) -> None:
         """Create the provider; the arguments are those of `OpenAIChatProvider` (`reasoning`: effort and summaries)."""
         super().__init__(
+            model,
             name=name,
+            chat=False,
             client=client,
             api_key=api_key,
             base_url=base_url,
