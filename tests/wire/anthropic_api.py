@@ -71,9 +71,18 @@ def failure(body: Mapping[str, Any], step: Fail, n: int, tokens: int) -> WireRes
 
 
 def reply(
-    body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int, signer: ThinkingSigner
+    body: Mapping[str, Any],
+    step: Reply,
+    usage: CacheUsage,
+    n: int,
+    output_tokens: int,
+    signer: ThinkingSigner,
+    **diagnostics: object,
 ) -> WireResponse:
-    """The response to `body` for `step`: its thinking first (signed by `signer`), then its text and tool calls."""
+    """The response to `body` for `step`: its thinking first (signed by `signer`), then its text and tool calls.
+
+    `diagnostics=...` (given when the request asked for cache diagnostics) is the message's `diagnostics`.
+    """
     calls = [(call.id or f"toolu_wire_{n:04d}_{i}", call) for i, call in enumerate(step.tool_calls)]
     stop = {"refusal": "refusal"}.get(step.stop_reason or "", stop_reason(step))
     thinking = _thinking(body, step, signer, n)
@@ -86,9 +95,10 @@ def reply(
         content: list[dict[str, Any]] = [dict(b) for b in thinking]
         content += [{"type": "text", "text": step.text, "citations": None}] if step.text else []
         content += [{"type": "tool_use", "id": cid, "name": c.name, "input": dict(c.input)} for cid, c in calls]
-        message = _message(body, step, n, usage, output_tokens)
+        message = {**_message(body, step, n, usage, output_tokens), **diagnostics}
         return json_response(200, {**message, "content": content, "stop_reason": stop, "usage": billed})
-    frames: list[tuple[str | None, object]] = [_message_start(body, n, usage, step), ("ping", {"type": "ping"})]
+    start = _event("message_start", message={**_message(body, step, n, usage, 1), **diagnostics})
+    frames: list[tuple[str | None, object]] = [start, ("ping", {"type": "ping"})]
     for index, thought in enumerate(thinking):
         frames += _thinking_frames(index, thought)
     index = len(thinking)

@@ -44,6 +44,7 @@ from lamina.cachesim import (
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from tests.wire import anthropic_api, openai_api
+from tests.wire.diagnostics import CacheDiagnostics
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
 Api: TypeAlias = Literal["anthropic", "chat", "responses"]
@@ -105,6 +106,8 @@ class WireServer:
         self.estimator = estimator
         self.anthropic_cache = AnthropicCacheSimulator(rules=anthropic_rules, estimator=estimator)
         self.openai_cache = OpenAICacheSimulator(rules=openai_rules, estimator=estimator)
+        self.diagnostics = CacheDiagnostics(estimator)
+        """Answers requests that ask why they missed the cache, from the requests answered before."""
         self.anthropic_thinking = anthropic_api.ThinkingSigner()
         """Signs the Anthropic thinking this server sends and checks the thinking sent back."""
         self._script: deque[Step] = deque()
@@ -260,11 +263,12 @@ class WireServer:
         output = step.output_tokens
         if output is None:
             output = max(1, self.estimator.count(step.text + "".join(arguments_json(c) for c in step.tool_calls)))
+        extra = self.diagnostics.answer(api, body, usage, n)  # {"diagnostics": ...} when the request asked
         if api == "anthropic":
-            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking)
+            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking, **extra)
         if api == "chat":
             return openai_api.chat_reply(body, step, usage, n, output)
-        return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret)
+        return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret, **extra)
 
 
 def _keys(headers: Mapping[str, str]) -> set[str]:

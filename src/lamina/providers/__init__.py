@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 from lamina.errors import UsageError
+from lamina.providers._diagnostics import ask_cache_diagnostics
 from lamina.providers._provider import (
     CacheRegime,
     Capabilities,
@@ -166,6 +167,7 @@ __all__ = [
     "ScriptedToolCall",
     "TextDelta",
     "ToolCallRequest",
+    "ask_cache_diagnostics",
     "provider_from_spec",
     "stream_with_retry",
 ]

@@ -27,6 +27,7 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import AnthropicTarget, CacheTtl, ReasoningConfig, RenderedRequest, SdkManagedPrompt
+from lamina.providers._diagnostics import anthropic_cache_miss, asked_diagnostics
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._provider import (
     Capabilities,
@@ -38,7 +39,7 @@ from lamina.providers._provider import (
 )
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.providers._sdk_stream import relay
-from lamina.session import Reasoning, Usage
+from lamina.session import CacheMiss, Reasoning, Usage
 
 if TYPE_CHECKING:
     import anthropic
@@ -146,7 +147,8 @@ class AnthropicProvider:
         if isinstance(request, SdkManagedPrompt) or "messages" not in request:
             raise UsageError(f"AnthropicProvider needs an Anthropic Messages body, got {type(request).__name__}")
         params = cast("MessageCreateParamsStreaming", {**request, "stream": True})
-        async with aclosing(relay(lambda: self._open(params), _Reply(), _reraise)) as events:
+        reply = _Reply(diagnosed=asked_diagnostics(request))
+        async with aclosing(relay(lambda: self._open(params), reply, _reraise)) as events:
             async for event in events:
                 yield event
 
@@ -218,6 +220,10 @@ class _Reply:
     model: str = ""
     stop_reason: str | None = None
     stopped: bool = False
+    diagnosed: bool = False
+    """The request asked for cache diagnostics: `message_start` carries them."""
+    response_id: str = ""
+    cache_miss: CacheMiss | None = None
 
     @property
     def finished(self) -> bool:
@@ -236,6 +242,9 @@ class _Reply:
 
         if isinstance(event, RawMessageStartEvent):
             self.model = event.message.model
+            self.response_id = event.message.id
+            if self.diagnosed:
+                self.cache_miss = anthropic_cache_miss(event.message.diagnostics)
             self._count(event.message.usage)
         elif isinstance(event, RawContentBlockStartEvent):
             yield from self._start(event)
@@ -320,6 +329,8 @@ class _Reply:
             model=self.model,
             raw_stop_reason=stop,
             reasoning=tuple(block.reasoning() for block in self.thinking),
+            response_id=self.response_id,
+            cache_miss=self.cache_miss,
         )
 
 

@@ -32,6 +32,7 @@ from lamina.placement import (
     RenderedRequest,
     SdkManagedPrompt,
 )
+from lamina.providers._diagnostics import openai_cache_miss
 from lamina.providers._errors import require_sdk
 from lamina.providers._openai_errors import classify_openai_error, map_openai_error
 from lamina.providers._provider import (
@@ -543,6 +544,8 @@ class _ResponsesReply:
             model=str(final.model),
             raw_stop_reason=reason or str(final.status or ""),
             reasoning=tuple(self.reasoning[i] for i in sorted(self.reasoning)),
+            response_id=final.id,
+            cache_miss=openai_cache_miss(getattr(final, "prompt_cache_diagnostics", None)),
         )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.session import ProviderSession, Reasoning, Usage
+from lamina.session import CacheMiss, ProviderSession, Reasoning, Usage
 
 CacheRegime: TypeAlias = Literal["anthropic", "openai-automatic", "openai-breakpoints", "none"]
 """How a model's prompt cache works: Anthropic's breakpoints, OpenAI's automatic prefix cache (before GPT-5.6),
@@ -89,6 +89,10 @@ class Completed:
     raw_stop_reason: str = field(default="", compare=False)
     reasoning: tuple[Reasoning, ...] = ()
     """The response's reasoning blocks, in order, exactly as returned (signatures, encrypted content)."""
+    response_id: str = ""
+    """The provider's id of the response (`msg_...`, `resp_...`; empty: none given)."""
+    cache_miss: CacheMiss | None = None
+    """The provider's cache diagnostics, when the request asked for them and the response had them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 import msgspec
 
 from lamina.errors import EntryDecodeError
+from lamina.session._cache_check import CacheCheck
 
 #: The entry format version this code writes.
 ENTRY_FORMAT_VERSION: Final = 1
@@ -198,6 +199,7 @@ class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
     stop_reason: str | None = None
     turn_id: str | None = None
     reasoning: tuple[Reasoning, ...] = ()
+    cache_check: CacheCheck | None = None  # why the request missed the prompt cache
 
 
 class ToolCall(_EntryBase, frozen=True, kw_only=True, tag="tool_call"):
