@@ -11,7 +11,15 @@ from typer.testing import CliRunner
 from lamina.cli import app
 from lamina.cli._turn_view import footer_text
 from lamina.cli._turns import turn_miss
-from lamina.session import AssistantMessage, CacheCheck, CacheMiss, LocalSessionStore, Usage, UserMessage
+from lamina.session import (
+    AssistantMessage,
+    CacheCheck,
+    CacheMiss,
+    LocalSessionStore,
+    LogEntry,
+    Usage,
+    UserMessage,
+)
 
 runner = CliRunner()
 
@@ -55,7 +63,7 @@ def test_sessions_budget_lists_why_each_turn_missed(tmp_path: Path, session_id: 
 def test_the_footer_says_why_the_turn_missed_only_when_it_did() -> None:
     told = CacheCheck(provider=CacheMiss(reason="tools_changed", missed_tokens=4_210))
     guessed = CacheCheck(predicted=CacheMiss(reason="ttl_expired", missed_tokens=900))
-    view = [
+    view: list[LogEntry] = [
         AssistantMessage(text="old", turn_id="t1", cache_check=told),
         UserMessage(text="again"),
         AssistantMessage(text="a", turn_id="t2", cache_check=CacheCheck(provider=CacheMiss(reason="none"))),
