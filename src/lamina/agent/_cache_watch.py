@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from lamina.cachesim import CacheMissPredictor, CacheSimulationError, MissFormat, TimedRequest, cache_held, settle_miss
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -23,6 +22,9 @@ from lamina.placement import (
 )
 from lamina.providers import Completed, Provider, ask_cache_diagnostics
 from lamina.session import CacheCheck, CacheMiss, LogEntry, Usage
+
+if TYPE_CHECKING:  # the simulator is loaded on the first call checked, never by `import lamina`
+    from lamina.cachesim import CacheMissPredictor, MissFormat
 
 
 def miss_format(target: RenderTarget) -> MissFormat | None:
@@ -84,6 +86,8 @@ class CacheWatch:
         fmt = miss_format(provider.target)
         if not self.enabled() or fmt is None:
             return None
+        from lamina.cachesim import cache_held, settle_miss
+
         predicted = self._predict(request, fmt, view[-1].ts if view else 0.0)
         reported = completed.cache_miss if self._asked else None
         if reported is not None and self.previous_usage is not None:
@@ -102,6 +106,8 @@ class CacheWatch:
         return self.last
 
     def _predict(self, request: RenderedRequest, fmt: MissFormat, t: float) -> CacheMiss | None:
+        from lamina.cachesim import CacheMissPredictor, CacheSimulationError, TimedRequest
+
         if isinstance(request, SdkManagedPrompt):
             return None
         if self.predictor is None:
