@@ -13,7 +13,7 @@ from pathlib import Path
 import lamina.agent
 
 _AGENT = Path(lamina.agent.__file__).parent
-_MOST_ENGINE_MEMBERS = 21  # 21st: `tools`, the turn's tool set the agent chooses (deferred tools, #45)
+_MOST_ENGINE_MEMBERS = 20
 _ENGINE_NAMES = frozenset({"engine", "_engine"})
 
 

@@ -26,8 +26,9 @@ from tests.wire.server import WireServer
 
 __all__ = ["wire", "wire_clock"]  # the fixtures, imported for pytest
 
-TRANSPORT = ("stream", "stream_options")
-"""What the provider adds to the rendered body when it sends it (not part of the request's content)."""
+TRANSPORT = ("stream", "stream_options", "diagnostics")
+"""What the provider adds to the rendered body when it sends it (not part of the request's content): the stream
+options, and Anthropic's cache diagnostics opt-in, which changes no token the model reads."""
 
 
 def _workspace(root: Path) -> Path:

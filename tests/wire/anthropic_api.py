@@ -82,10 +82,12 @@ def reply(
     signer: ThinkingSigner,
     *,
     context_management: Mapping[str, Any] | None = None,
+    **diagnostics: object,
 ) -> WireResponse:
     """The response to `body` for `step`: its thinking first (signed by `signer`), then its text and tool calls.
 
-    `context_management` (the edits the server applied) goes in the message and the `message_delta` event.
+    `context_management` (the edits the server applied) goes in the message and the `message_delta` event;
+    `diagnostics=...` (given when the request asked for cache diagnostics) is the message's `diagnostics`.
     """
     edits = {} if context_management is None else {"context_management": context_management}
     calls = [(call.id or f"toolu_wire_{n:04d}_{i}", call) for i, call in enumerate(step.tool_calls)]
@@ -101,9 +103,12 @@ def reply(
         content: list[dict[str, Any]] = [dict(b) for b in thinking] + searched
         content += [{"type": "text", "text": step.text, "citations": None}] if step.text else []
         content += [{"type": "tool_use", "id": cid, "name": c.name, "input": dict(c.input)} for cid, c in calls]
-        message = _message(body, step, n, usage, output_tokens)
+        message = {**_message(body, step, n, usage, output_tokens), **diagnostics}
         return json_response(200, {**message, "content": content, "stop_reason": stop, "usage": billed, **edits})
-    frames: list[tuple[str | None, object]] = [_message_start(body, n, usage, step), ("ping", {"type": "ping"})]
+    frames: list[tuple[str | None, object]] = [
+        _message_start(body, n, usage, step, diagnostics),
+        ("ping", {"type": "ping"}),
+    ]
     for index, thought in enumerate(thinking):
         frames += _thinking_frames(index, thought)
     index = len(thinking)
@@ -184,9 +189,13 @@ def _message(
 
 
 def _message_start(
-    body: Mapping[str, Any], n: int, usage: CacheUsage | None, step: Reply | None = None
+    body: Mapping[str, Any],
+    n: int,
+    usage: CacheUsage | None,
+    step: Reply | None = None,
+    diagnostics: Mapping[str, object] | None = None,
 ) -> tuple[str, dict[str, object]]:
-    return _event("message_start", message=_message(body, step, n, usage, 1))
+    return _event("message_start", message={**_message(body, step, n, usage, 1), **(diagnostics or {})})
 
 
 def _usage(usage: CacheUsage | None, output_tokens: int, thinking_tokens: int | None = None) -> dict[str, Any]:

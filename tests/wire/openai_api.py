@@ -390,9 +390,19 @@ def _responses_usage(usage: CacheUsage, output_tokens: int, reasoning: int) -> d
 
 
 def responses_reply(
-    body: Mapping[str, Any], step: Reply, usage: CacheUsage, n: int, output_tokens: int, *, secret: bytes
+    body: Mapping[str, Any],
+    step: Reply,
+    usage: CacheUsage,
+    n: int,
+    output_tokens: int,
+    *,
+    secret: bytes,
+    diagnostics: object = None,
 ) -> WireResponse:
-    """A response (or its events); a scripted reasoning is a reasoning item first, its content sealed with `secret`."""
+    """A response (or its events); a scripted reasoning is a reasoning item first, its content sealed with `secret`.
+
+    `diagnostics` (when the request asked) is the final response's `prompt_cache_diagnostics`.
+    """
     stream = _ResponsesStream(body, n, step.model)
     stream.emit("response.created", response=stream.response("in_progress"))
     stream.emit("response.in_progress", response=stream.response("in_progress"))
@@ -416,6 +426,8 @@ def responses_reply(
     incomplete = stop_reason(step) == "max_tokens"
     billed = _responses_usage(usage, output_tokens, reasoning_tokens(step))
     final = stream.response("incomplete" if incomplete else "completed", billed)
+    if diagnostics is not None:
+        final["prompt_cache_diagnostics"] = diagnostics
     if incomplete:
         final["incomplete_details"] = {"reason": "max_output_tokens"}
     if not body.get("stream"):

@@ -49,7 +49,9 @@ def cache_problem(api: str, body: Mapping[str, Any]) -> WireResponse | None:
     """The API's 400 for the cache options of `body` (`api`: `chat` or `responses`), or None."""
     options = body.get("prompt_cache_options")
     if not breakpoint_model(body.get("model")):
-        found = "prompt_cache_options" if options is not None else next(_markers(body), None)
+        # the regime's own options are refused on older models; a diagnostics comparison is not a cache option
+        regime = isinstance(options, Mapping) and any(k != "comparison_response_id" for k in options)
+        found = "prompt_cache_options" if regime else next(_markers(body), None)
         if found is None:
             return None
         message = f"Unsupported parameter: '{found}' is not supported with this model."

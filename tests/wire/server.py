@@ -46,6 +46,7 @@ from lamina.cachesim import (
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, tool_search
+from tests.wire.diagnostics import CacheDiagnostics
 from tests.wire.models_api import WireModels
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
@@ -115,6 +116,8 @@ class WireServer:
         self.openai_cache = OpenAICacheSimulator(rules=openai_rules, estimator=estimator)
         self.openai_breakpoint_cache = OpenAIBreakpointSimulator(rules=openai_breakpoint_rules, estimator=estimator)
         """Bills the models of OpenAI's breakpoint regime (GPT-5.6 and later, `openai_cache.breakpoint_model`)."""
+        self.diagnostics = CacheDiagnostics(estimator)
+        """Answers requests that ask why they missed the cache, from the requests answered before."""
         self.anthropic_thinking = anthropic_api.ThinkingSigner()
         """Signs the Anthropic thinking this server sends and checks the thinking sent back."""
         self.compaction_signer = compaction.CompactionSigner()
@@ -334,12 +337,15 @@ class WireServer:
         output = step.output_tokens
         if output is None:
             output = max(1, self.estimator.count(step.text + "".join(arguments_json(c) for c in step.tool_calls)))
+        extra = self.diagnostics.answer(api, body, usage, n)  # {"diagnostics": ...} when the request asked
         if api == "anthropic":
             edits = self._edited.response_field() if self._edited is not None else None
-            return anthropic_api.reply(body, step, usage, n, output, self.anthropic_thinking, context_management=edits)
+            return anthropic_api.reply(
+                body, step, usage, n, output, self.anthropic_thinking, context_management=edits, **extra
+            )
         if api == "chat":
             return openai_api.chat_reply(body, step, usage, n, output)
-        return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret)
+        return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret, **extra)
 
 
 def _keys(headers: Mapping[str, str]) -> set[str]:

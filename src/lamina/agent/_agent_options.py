@@ -70,6 +70,9 @@ class AgentOptions:
     cache_prices: CachePrices | None = None
     """The prices prunes, TTLs and compactions are decided with; None: those of the provider the agent runs on
     (`CachePrices.for_target`), followed when it changes."""
+    cache_diagnostics: bool = True
+    """Record why each model call missed the prompt cache: the provider's own diagnostics, asked for where the model
+    has them (`Capabilities.cache_diagnostics`), beside the cache simulator's prediction; False: neither."""
     clock: Callable[[], float] = time.time
     """The time the engine reads, in seconds since the epoch (the cache's state is priced from it)."""
     sources: SourceConnections | None = None
@@ -109,6 +112,7 @@ class _OptionFields(TypedDict, total=False):
     prune: PrunePolicy | None
     compaction_band: float | None
     cache_prices: CachePrices | None
+    cache_diagnostics: bool
     clock: Callable[[], float]
     sources: SourceConnections | None
     tool_deferral: ToolDeferral | None

@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
+from lamina.agent._cache_watch import CacheWatch
 from lamina.agent._events import (
     AgentEvent,
     PlanUpdate,
@@ -57,6 +58,7 @@ from lamina.session import (
     AssistantMessage,
     AttachmentRef,
     Branch,
+    CacheCheck,
     CostDecision,
     SessionLog,
     ToolCall,
@@ -115,6 +117,9 @@ class Agent:
     cache_prices: CachePrices | None = None
     """The prices the engine's cost model decides with; None: the provider's own, followed across a provider switch
     (`open_agent`'s engine reads them, and the provider's media, from the agent at each use)."""
+    cache_diagnostics: bool = True
+    """Record why each call missed the prompt cache: the provider's diagnostics (asked for where the model has
+    them) beside the simulator's prediction; False: neither asked nor predicted."""
     _plans: PlanRunner = field(init=False, repr=False)
     _provider_sessions: SessionRecovery = field(init=False, repr=False)
     _calls: ModelCalls = field(init=False, repr=False)
@@ -137,6 +142,7 @@ class Agent:
             stream=self._stream,
             compact=lambda: self.compact(trigger="overflow"),
             emit=self._emit,
+            watch=CacheWatch(enabled=lambda: self.cache_diagnostics),
         )
 
     @property
@@ -250,7 +256,7 @@ class Agent:
                 # then where its session resumes: a crash between the two costs a fresh session its own
                 # recovery block, never a second copy of one in the same provider session
                 self._provider_sessions.settle()
-                self.engine.record(_answer(completed, turn.id))
+                self.engine.record(_answer(completed, turn.id, self._calls.watch.last))
                 if not completed.tool_calls:
                     return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), completed.stop_reason)
                 open_calls = list(completed.tool_calls)
@@ -490,8 +496,8 @@ def _interrupt(engine: ContextEngine, open_calls: Sequence[ToolCallRequest]) -> 
     )
 
 
-def _answer(completed: Completed, turn_id: str) -> AssistantMessage:
-    """The log entry of the model's answer."""
+def _answer(completed: Completed, turn_id: str, cache_check: CacheCheck | None) -> AssistantMessage:
+    """The log entry of the model's answer, with why its request missed the cache."""
     return AssistantMessage(
         text=completed.text,
         model=completed.model,
@@ -500,6 +506,7 @@ def _answer(completed: Completed, turn_id: str) -> AssistantMessage:
         turn_id=turn_id,
         reasoning=completed.reasoning,
         context_edits=completed.context_edits,
+        cache_check=cache_check,
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+from lamina.agent._cache_watch import CacheWatch
 from lamina.agent._events import AgentEvent, ModelCallFinished, Thinking
 from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._reasoning_replay import ReasoningReplay
@@ -48,6 +49,8 @@ class ModelCalls:
     emit: Callable[[AgentEvent], None]
     replay: ReasoningReplay = field(default_factory=ReasoningReplay)
     """Completed turns' reasoning, kept or dropped as priced (`ReasoningConfig(history="priced")`)."""
+    watch: CacheWatch = field(default_factory=CacheWatch)
+    """Asks for the provider's cache diagnostics and checks each answer against the simulator (`watch.last`)."""
 
     async def send(
         self, turn: TurnContext, index: int, *, recovery_tokens: int = DEFAULT_RECOVERY_TOKENS
@@ -85,7 +88,7 @@ class ModelCalls:
     async def _call(self, turn: TurnContext, index: int) -> Completed:
         provider = self.provider()
         target = self.replay.target(self.engine, turn, provider.target)  # a priced reasoning choice made
-        request = self.sessions.begin(self.engine.request(turn, target))
+        request = self.watch.prepare(self.sessions.begin(self.engine.request(turn, target)), provider)
         estimated = self.engine.compactor.context_tokens()
         completed: Completed | None = None
         async for event in self.stream(request):
@@ -100,6 +103,7 @@ class ModelCalls:
                     pass
         if completed is None:
             raise RuntimeError(f"provider {provider.name} ended a response without completing it")
+        self.watch.check(request, completed, provider, turn.history)
         self.engine.compactor.observe_usage(estimated, completed.usage)  # the estimator learns the provider's counts
         if completed.reasoning:
             self.emit(Thinking(index, completed.reasoning, completed.usage.reasoning))

@@ -164,7 +164,7 @@ class SessionRecovery:
             list(takewhile(lambda entry: entry.id != before, view.entries)),
             summary=view.boundary.summary if view.boundary is not None else None,
             budget_tokens=budget,
-            estimator=self.engine.estimator,
+            estimator=self.engine.compactor.estimator,
             reason=reason,
         )
         if block is None and not clear:

@@ -114,7 +114,7 @@ class ReasoningReplay:
             return target
         if self.choice is None or turn.id != self.turn_id:
             past, _ = turn.segments()
-            figures = replay_figures(past, owner, engine.estimator, dropped_before=self.choice == "drop")
+            figures = replay_figures(past, owner, engine.compactor.estimator, dropped_before=self.choice == "drop")
             self.choice, decision = price_reasoning_replay(
                 engine.compactor.outlook(),
                 reasoning_tokens=figures.reasoning,

@@ -104,6 +104,7 @@ def open_agent(
         user_lane_tokens=chosen.user_lane_tokens,
         compaction_band=chosen.compaction_band,
         cache_prices=chosen.cache_prices,
+        cache_diagnostics=chosen.cache_diagnostics,
         activation=activation,
         owns_engine=True,
         owns_provider=isinstance(model, str),

@@ -18,6 +18,14 @@ from lamina.cachesim._cache_blocks import (
     tool_items,
     without_marker,
 )
+from lamina.cachesim._miss import (
+    CacheMissPredictor,
+    Divergence,
+    MissFormat,
+    cache_held,
+    find_divergence,
+    settle_miss,
+)
 from lamina.cachesim._openai_breakpoints import OpenAIBreakpointRules, OpenAIBreakpointSimulator
 from lamina.cachesim._openai_cache import OpenAICacheRules, OpenAICacheSimulator
 from lamina.cachesim._simulator import (
@@ -35,18 +43,24 @@ __all__ = [
     "AnthropicCacheRules",
     "AnthropicCacheSimulator",
     "CacheBreakpointError",
+    "CacheMissPredictor",
     "CacheSimulationError",
     "CacheSimulator",
     "CacheSummary",
     "CacheUsage",
+    "Divergence",
+    "MissFormat",
     "OpenAIBreakpointRules",
     "OpenAIBreakpointSimulator",
     "OpenAICacheRules",
     "OpenAICacheSimulator",
     "TimedRequest",
+    "cache_held",
+    "find_divergence",
     "message_items",
     "openai_item",
     "openai_message",
+    "settle_miss",
     "simulate",
     "summarise",
     "system_items",

@@ -12,8 +12,8 @@ from rich.table import Table
 from lamina.cli._console import out, safe
 from lamina.context import Part, Stability, Tier
 from lamina.pricing import decision_on, describe_decision, kept_default_ttl
-from lamina.reports import TIER_LABELS, BudgetReport
-from lamina.session import CostDecision, LogEntry
+from lamina.reports import TIER_LABELS, BudgetReport, CacheMissReport
+from lamina.session import AssistantMessage, CostDecision, LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR
 
 
@@ -133,4 +133,40 @@ def print_decisions(found: Sequence[tuple[str, CostDecision]], console: Console 
             d.cache,
             f"{d.reread_chance:.0%}",
         )
+    console.print(table)
+
+
+def misses_json(found: Sequence[tuple[AssistantMessage, CacheMissReport]]) -> list[dict[str, Any]]:
+    """The calls that missed the cache as `--json` prints them: the call, the reason, its source, in words."""
+    return [
+        {
+            "entry": call.id,
+            "turn_id": call.turn_id,
+            "reason": r.reason,
+            "missed_tokens": r.missed_tokens,
+            "at_entry": r.entry,
+            "source": r.source,
+            "agrees": r.agrees,
+            "words": r.words,
+        }
+        for call, r in found
+    ]
+
+
+def print_misses(found: Sequence[tuple[AssistantMessage, CacheMissReport]], console: Console = out) -> None:
+    """Why each turn missed the cache: the provider's diagnosis, else the simulator's prediction (marked)."""
+    section(
+        "Why turns missed the cache",
+        f"{len(found):,} model calls read less than the call before them left cached. The provider's diagnosis "
+        "where it gave one; '(predicted)': the cache simulator's, where it did not; 'agrees': both said the same.",
+        console,
+    )
+    if not found:
+        return
+    table = Table(box=None)
+    for column in ("call", "why", "agrees"):
+        table.add_column(column, no_wrap=column != "why", overflow="fold")
+    for call, r in found:
+        agrees = "" if r.agrees is None else ("yes" if r.agrees else "no")
+        table.add_row(safe(call.id), safe(r.words), agrees)
     console.print(table)

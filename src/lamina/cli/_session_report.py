@@ -11,9 +11,11 @@ from lamina.cli._budget_tables import (
     class_totals,
     decisions,
     decisions_json,
+    misses_json,
     print_budget,
     print_classes,
     print_decisions,
+    print_misses,
     section,
 )
 from lamina.cli._console import abort, out, print_json, safe
@@ -26,6 +28,7 @@ from lamina.reports import (
     budget_of_turn,
     logged_requests,
     session_json,
+    session_misses,
 )
 from lamina.tools import default_tool_specs
 from lamina.workspace import WorkspaceContext
@@ -109,6 +112,7 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
                 parts = turn.parts(attachments=attachments)
                 budget = budget_of_turn(turn, attachments=attachments)
                 decided = decisions(session.entries())
+                missed = session_misses(session.entries())
         finally:
             store.close()
     except UsageError as exc:
@@ -123,6 +127,7 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
                 **budget_json(budget),
                 "stability_classes": stability,
                 "decisions": decisions_json(decided),
+                "cache_misses": misses_json(missed),
             }
         )
         return
@@ -130,6 +135,7 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     print_budget(budget, note=f", with {safe(NEXT_MESSAGE)} standing for the user's message.")
     print_classes(parts)
     print_decisions(decided)
+    print_misses(missed)
 
 
 def _print_session(session_id: str, requests: list[LoggedRequest], total: SessionComposition) -> None:

@@ -374,15 +374,18 @@ class TurnView:
         self._print(line + show_controls(event.message))
         self.waiting()
 
-    def footer(self, outcome: TurnOutcome, *, context_tokens: int, context_window: int) -> None:
-        """One dim line: tokens in/out, cache read/write, estimated cost, context use."""
-        self._print(Text(footer_text(self.model, outcome.usage, context_tokens, context_window), style="dim"))
+    def footer(self, outcome: TurnOutcome, *, context_tokens: int, context_window: int, missed: str = "") -> None:
+        """One dim line: tokens in/out, cache read/write, estimated cost, context use, and why the cache missed."""
+        text = footer_text(self.model, outcome.usage, context_tokens, context_window, missed=missed)
+        self._print(Text(text, style="dim"))
 
 
-def footer_text(model: str, usage: Usage, context_tokens: int, context_window: int) -> str:
+def footer_text(model: str, usage: Usage, context_tokens: int, context_window: int, *, missed: str = "") -> str:
     """`in 1,204 · out 87 · cache read 9,310 · write 0 · $0.0043 · context 6% of 200k`.
 
-    A model that reasoned shows how much of its output was thinking: `out 87 (thinking 40)`.
+    A model that reasoned shows how much of its output was thinking: `out 87 (thinking 40)`; a turn
+    that missed the cache ends with why, as short as `lamina.reports.CacheMissReport.short`:
+    `missed: tools changed` (`TTL expired?`: the simulator's guess, the provider said nothing).
     """
     thinking = f" (thinking {usage.reasoning:,})" if usage.reasoning else ""
     parts = [
@@ -399,6 +402,8 @@ def footer_text(model: str, usage: Usage, context_tokens: int, context_window: i
     if context_window > 0:
         share = 100 * context_tokens / context_window
         parts.append(f"context {share:.0f}% of {context_window // 1000:,}k")
+    if missed:
+        parts.append(f"missed: {missed}")
     return " · ".join(parts)
 
 

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from lamina.agent import Agent, TurnOutcome
     from lamina.cli._config import Settings
     from lamina.cli._turn_view import TurnView
+    from lamina.session import LogEntry
 
 _T = TypeVar("_T")
 
@@ -74,5 +75,21 @@ async def drive(agent: Agent, view: TurnView, work: Coroutine[Any, Any, TurnOutc
             outcome,
             context_tokens=agent.engine.compactor.calibrated_context_tokens(),
             context_window=agent.provider.capabilities.context_window,
+            missed=turn_miss(agent.engine.view, outcome.turn.id),
         )
     return outcome
+
+
+def turn_miss(view: Sequence[LogEntry], turn_id: str) -> str:
+    """Why the turn's first model call that missed the cache missed, short ("" when none did)."""
+    from lamina.reports import session_misses
+    from lamina.session import AssistantMessage
+
+    calls: list[AssistantMessage] = []
+    for entry in reversed(view):  # the turn's calls are the newest entries
+        if isinstance(entry, AssistantMessage):
+            if entry.turn_id != turn_id:
+                break
+            calls.append(entry)
+    found = session_misses(reversed(calls))
+    return found[0][1].short if found else ""

@@ -94,7 +94,8 @@ class Compactor:
         self._pace = PaceTracker()
         self._snapshot = snapshot
         self._plans = plans
-        self._estimator = estimator
+        self.estimator = estimator
+        """Counts tokens: the compaction's cut and estimates, and the agent's own figures."""
         self._lock: asyncio.Lock | None = None
         self.prune_policy = prune
         """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
@@ -147,8 +148,8 @@ class Compactor:
     def context_tokens(self) -> int:
         """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""
         stable, tools = self._fixed_parts()
-        fixed = sum(self._estimator.count(p.text) for p in stable) + sum(
-            self._estimator.count(t.name + t.description + str(t.input_schema)) for t in tools
+        fixed = sum(self.estimator.count(p.text) for p in stable) + sum(
+            self.estimator.count(t.name + t.description + str(t.input_schema)) for t in tools
         )
         return fixed + self._prelude_tokens() + self._view().tokens
 
@@ -189,8 +190,8 @@ class Compactor:
         live = self._view()
         view = live.tokens
         outside = self.context_tokens() - view  # stable parts, tools, summary and lane: not the history
-        cut = steps.choose_cut(list(live.entries), keep_tokens=keep_tokens, estimator=self._estimator, whole=False)
-        previous = self._estimator.count(live.summary or "")
+        cut = steps.choose_cut(list(live.entries), keep_tokens=keep_tokens, estimator=self.estimator, whole=False)
+        previous = self.estimator.count(live.summary or "")
         kept = view if steps.nothing_new(cut, live.boundary) is not None else min(view, cut.tokens_kept)
         return price_compaction(
             self.outlook(),
@@ -205,12 +206,12 @@ class Compactor:
         """The stable parts' tokens outside system content: a provider's block first makes them written again."""
         stable, _ = self._fixed_parts()
         system = (Authority.SYSTEM_RULE, Authority.USER_DATA)  # what goes in system-role content
-        return sum(self._estimator.count(p.text) for p in stable if p.authority not in system)
+        return sum(self.estimator.count(p.text) for p in stable if p.authority not in system)
 
     def _prelude_tokens(self) -> int:
         live = self._view()
         pinned = lane_of(live.boundary, data_dir=self._session.shown_path("data"))
-        return self._estimator.count((live.summary or "") + (pinned or ""))
+        return self.estimator.count((live.summary or "") + (pinned or ""))
 
     def emit(self, event: CompactionEvent) -> None:
         """Tell the listeners, and the `lamina.compaction` logger, how a compaction goes."""
@@ -299,7 +300,7 @@ class Compactor:
     ) -> CompactionOutcome:
         live = self._view()
         view, boundary = list(live.entries), live.boundary
-        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self._estimator, whole=whole)
+        cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=whole)
         if (nothing := steps.nothing_new(cut, boundary)) is not None:
             return nothing
         tokens_before = self.context_tokens()
@@ -315,12 +316,12 @@ class Compactor:
                 rewrite_tokens=self._context_tokens(),
             )
             previous_lane = steps.lane_of_boundary(boundary)
-            update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self._estimator)
-            kept_tokens = sum(entry_tokens(e, estimator=self._estimator) for e in cut.kept)
+            update = update_lane(previous_lane, cut.summarised, budget_tokens=lane_tokens, estimator=self.estimator)
+            kept_tokens = sum(entry_tokens(e, estimator=self.estimator) for e in cut.kept)
             data_dir = self._session.shown_path("data")
             pinned = render_lane(update.lane, data_dir=data_dir, legacy=made.ledger) or ""  # an estimate
             fixed = tokens_before - live.tokens - self._prelude_tokens()  # stable parts and tools
-            tokens_after = fixed + kept_tokens + self._estimator.count(made.summary + pinned)
+            tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
             if not whole and not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
                 self.emit(CompactionEvent("failed", trigger, message))
@@ -331,7 +332,7 @@ class Compactor:
                 lane_tokens,
                 files=self._session,
                 previous=previous_lane,
-                estimator=self._estimator,
+                estimator=self.estimator,
             )
             if failed is not None:
                 _log.warning("session %s: the user's messages could not be archived: %s", self._session.id, failed)

@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 from lamina.errors import UsageError
+from lamina.providers._diagnostics import ask_cache_diagnostics
 from lamina.providers._provider import (
     CacheRegime,
     Capabilities,
@@ -175,6 +176,7 @@ __all__ = [
     "ServerCompactor",
     "TextDelta",
     "ToolCallRequest",
+    "ask_cache_diagnostics",
     "discover_capabilities",
     "provider_from_spec",
     "stream_with_retry",

@@ -36,6 +36,7 @@ from lamina.placement import (
     SdkManagedPrompt,
 )
 from lamina.pricing import ContextEditing
+from lamina.providers._diagnostics import anthropic_cache_miss, asked_diagnostics
 from lamina.providers._discovery import DISCOVERY_TIMEOUT, ModelCache, discover_anthropic
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._model_table import shipped_capabilities
@@ -50,7 +51,7 @@ from lamina.providers._provider import (
 from lamina.providers._retry import is_transport_error, parse_retry_after
 from lamina.providers._sdk_stream import relay
 from lamina.providers._server_compaction import ServerCompacted, anthropic_compact
-from lamina.session import AppliedEdit, Reasoning, Usage
+from lamina.session import AppliedEdit, CacheMiss, Reasoning, Usage
 
 if TYPE_CHECKING:
     import anthropic
@@ -190,7 +191,8 @@ class AnthropicProvider:
         if isinstance(request, SdkManagedPrompt) or "messages" not in request:
             raise UsageError(f"AnthropicProvider needs an Anthropic Messages body, got {type(request).__name__}")
         params = cast("MessageCreateParamsStreaming", {**request, "stream": True})
-        async with aclosing(relay(lambda: self._open(params), _Reply(), _reraise)) as events:
+        reply = _Reply(diagnosed=asked_diagnostics(request))
+        async with aclosing(relay(lambda: self._open(params), reply, _reraise)) as events:
             async for event in events:
                 yield event
 
@@ -291,6 +293,10 @@ class _Reply:
     stop_reason: str | None = None
     stopped: bool = False
     context_edits: tuple[AppliedEdit, ...] = ()
+    diagnosed: bool = False
+    """The request asked for cache diagnostics: `message_start` carries them."""
+    response_id: str = ""
+    cache_miss: CacheMiss | None = None
 
     @property
     def finished(self) -> bool:
@@ -301,6 +307,9 @@ class _Reply:
         # by the event's `type`: the beta path (context editing) streams the same events as beta classes
         if event.type == "message_start":
             self.model = event.message.model
+            self.response_id = event.message.id
+            if self.diagnosed:
+                self.cache_miss = anthropic_cache_miss(event.message.diagnostics)
             self._count(event.message.usage)
         elif event.type == "content_block_start":
             yield from self._start(event)
@@ -388,6 +397,8 @@ class _Reply:
             raw_stop_reason=stop,
             reasoning=tuple(block.reasoning() for block in self.thinking),
             context_edits=self.context_edits,
+            response_id=self.response_id,
+            cache_miss=self.cache_miss,
         )
 
 

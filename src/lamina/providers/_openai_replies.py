@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from lamina.errors import ProviderError, TransientServerError
+from lamina.providers._diagnostics import openai_cache_miss
 from lamina.providers._openai_errors import classify_openai_error
 from lamina.providers._provider import Completed, ProviderEvent, ReasoningDelta, TextDelta, ToolCallRequest
 from lamina.session import Reasoning, Usage
@@ -300,6 +301,8 @@ class ResponsesReply:
             model=str(final.model),
             raw_stop_reason=reason or str(final.status or ""),
             reasoning=tuple(self.reasoning[i] for i in sorted(self.reasoning)),
+            response_id=final.id,
+            cache_miss=openai_cache_miss(getattr(final, "prompt_cache_diagnostics", None)),
         )
 
 

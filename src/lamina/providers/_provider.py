@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
 from lamina.placement import RenderedRequest, RenderTarget
-from lamina.session import AppliedEdit, ProviderSession, Reasoning, Usage
+from lamina.session import AppliedEdit, CacheMiss, ProviderSession, Reasoning, Usage
 
 CacheRegime: TypeAlias = Literal["anthropic", "openai-automatic", "openai-breakpoints", "none"]
 """How a model's prompt cache works: Anthropic's breakpoints, OpenAI's automatic prefix cache (before GPT-5.6),
@@ -91,6 +91,10 @@ class Completed:
     """The response's reasoning blocks, in order, exactly as returned (signatures, encrypted content)."""
     context_edits: tuple[AppliedEdit, ...] = ()
     """What the provider's context editing cleared before the model read the request (`applied_edits`)."""
+    response_id: str = ""
+    """The provider's id of the response (`msg_...`, `resp_...`; empty: none given)."""
+    cache_miss: CacheMiss | None = None
+    """The provider's cache diagnostics, when the request asked for them and the response had them."""
 
 
 @dataclass(frozen=True, slots=True)

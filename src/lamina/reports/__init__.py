@@ -31,6 +31,7 @@ from lamina.reports._composition import (
     logged_requests,
     session_json,
 )
+from lamina.reports._misses import CacheMissReport, explain_miss, session_misses
 from lamina.reports._replay import RecordedPrefixes, RecordedTools, ReplayedRequest, replay_request
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "Breakpoint",
     "BudgetReport",
     "CacheLayout",
+    "CacheMissReport",
     "CacheRegion",
     "Component",
     "LayoutBlock",
@@ -57,8 +59,10 @@ __all__ = [
     "cache_layout",
     "compose_entries",
     "compose_turn",
+    "explain_miss",
     "logged_requests",
     "replay_request",
     "session_json",
+    "session_misses",
     "tool_tokens",
 ]

@@ -339,6 +339,8 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
     """From the cache simulator replaying the reconstructed requests in order (zero for a damaged request)."""
     damage: str | None = None
     """Why the request cannot be rebuilt from the log (a damaged turn record, ...); None when it was."""
+    cache_miss: str | None = None
+    """Why it missed the cache, in words: the provider's diagnosis, else the simulator's (`... (predicted)`)."""
 
 
 class RequestSeries(msgspec.Struct, frozen=True, kw_only=True):
@@ -385,6 +387,8 @@ class RequestLayers(msgspec.Struct, frozen=True, kw_only=True):
     composition: list[ComponentOut]
     """The request component by component (system sections, project parts, defanging, tails, framing, ...)."""
     notes: list[str]
+    cache_miss: str | None = None
+    """Why it missed the cache, in words: the provider's diagnosis, else the simulator's (`... (predicted)`)."""
 
 
 class ErrorOut(msgspec.Struct, frozen=True, kw_only=True):

@@ -22,7 +22,7 @@ from lamina.context import StableContext, ToolSpec, TurnContext
 from lamina.engine import assemble_turn
 from lamina.errors import LaminaError, LaminaRuntimeError
 from lamina.placement import RenderCache, render
-from lamina.reports import RecordedPrefixes, RecordedTools, cache_layout, replay_request
+from lamina.reports import RecordedPrefixes, RecordedTools, cache_layout, explain_miss, replay_request
 from lamina.serve._inspect import path_up_to
 from lamina.serve._layers import BlockTokens, block_outs, composition_of, layer_totals, layers
 from lamina.serve._model import (
@@ -287,6 +287,7 @@ class SessionRequests:
             provider=figures_of_usage(call.usage),
             simulated=figures_of_simulation(self._simulated[index][0]),
             damage=self._damaged.get(index),
+            cache_miss=miss_words(call),
         )
 
     def layers(self, index: int) -> RequestLayers:
@@ -329,12 +330,19 @@ class SessionRequests:
             tools=[t.name for t in rebuilt.turn.tools],
             tools_recorded=rebuilt.replayed.tools_recorded,
             composition=composition_of(rebuilt, self.estimator),
+            cache_miss=miss_words(rebuilt.call),
             notes=[
                 *rebuilt.notes,
                 replay_note(index, replay_from),
                 *layout.notes[:-1],  # the last layout note is about a first request
             ],
         )
+
+
+def miss_words(call: AssistantMessage) -> str | None:
+    """Why the call missed the cache, as its log entry records it (None: nothing missed, or nothing recorded)."""
+    report = explain_miss(call.cache_check)
+    return None if report is None else report.words
 
 
 def replay_note(index: int, replay_from: int) -> str:

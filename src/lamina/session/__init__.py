@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         export_session,
         import_session,
     )
+    from lamina.session._cache_check import CacheCheck, CacheMiss
     from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
@@ -146,6 +147,7 @@ _LAZY: Final = {
     "entry_kind": "lamina.session._branch",
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",
+    **dict.fromkeys(("CacheCheck", "CacheMiss"), "lamina.session._cache_check"),
     **dict.fromkeys(("EntryDescription", "describe_entry"), "lamina.session._describe"),
     "view_summary": "lamina.session._bridges",
     "BRIDGE_KINDS": "lamina.session._entries",
@@ -188,6 +190,8 @@ __all__ = [
     "Branch",
     "BranchSummary",
     "BundleLimits",
+    "CacheCheck",
+    "CacheMiss",
     "CompactionBoundary",
     "CostDecision",
     "Custom",

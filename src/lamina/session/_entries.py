@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 import msgspec
 
 from lamina.errors import EntryDecodeError
+from lamina.session._cache_check import CacheCheck
 from lamina.session._reasoning_record import Reasoning as Reasoning
 from lamina.session._server_block import ServerCompaction
 from lamina.session._server_edits import AppliedEdit, ServerClearing
@@ -172,6 +173,7 @@ class AssistantMessage(_EntryBase, frozen=True, kw_only=True, tag="assistant"):
     turn_id: str | None = None
     reasoning: tuple[Reasoning, ...] = ()
     context_edits: tuple[AppliedEdit, ...] = ()  # what the provider's context editing cleared before it read
+    cache_check: CacheCheck | None = None  # why the request missed the prompt cache
 
 
 class ToolCall(_EntryBase, frozen=True, kw_only=True, tag="tool_call"):

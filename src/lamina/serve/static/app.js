@@ -124,6 +124,7 @@ function drawTable(requests, session, notes) {
     row.appendChild(el("td", { class: "n" }, p ? `${p.read.toLocaleString("en")} / ${p.write.toLocaleString("en")} / ${p.uncached.toLocaleString("en")}` : "-"));
     const s = r.simulated;
     row.appendChild(el("td", { class: "n" }, `${s.read.toLocaleString("en")} / ${s.write.toLocaleString("en")} / ${s.uncached.toLocaleString("en")}`));
+    if (r.cache_miss) row.title = `missed the cache: ${r.cache_miss}`;
     tbody.appendChild(row);
   }
   table.appendChild(tbody);
