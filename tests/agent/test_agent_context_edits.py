@@ -17,6 +17,7 @@ import pytest
 from lamina.agent import Agent, AgentOptions, open_agent
 from lamina.compaction import PrunePolicy
 from lamina.placement import CLEAR_TOOL_USES, SERVER_CLEARED_NOTE, AnthropicTarget, render
+from lamina.pricing import ContextEditing
 from lamina.providers import Provider, RetryPolicy
 from lamina.reports import RecordedPrefixes, replay_request
 from lamina.session import AssistantMessage, LogEntry, SessionStore, ToolOutputPruned, ToolResult
@@ -44,9 +45,17 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def _agent(
-    store: SessionStore, workspace: Path, provider: Provider, clock: Clock, *, session_id: str | None = None
+    store: SessionStore,
+    workspace: Path,
+    provider: Provider,
+    clock: Clock,
+    *,
+    session_id: str | None = None,
+    editing: ContextEditing | None = None,
 ) -> Agent:
-    chosen = AgentOptions(retry=RetryPolicy(sleep=_no_sleep), clock=clock, mode="execute", prune=_PRUNE)
+    chosen = AgentOptions(
+        retry=RetryPolicy(sleep=_no_sleep), clock=clock, mode="execute", prune=_PRUNE, context_editing=editing
+    )
     return open_agent(store, provider, workspace=workspace, session_id=session_id, options=chosen)
 
 
@@ -111,6 +120,23 @@ async def test_the_priced_choice_takes_the_server_s_clearing_and_the_cache_is_wr
     last = wire.requests[-1]
     assert _edits(last.body) == _edits(cleared.body)  # the resumed session sends the same edit
     assert last.usage is not None and last.usage.write < 0.1 * last.usage.read  # and its cached prefix holds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("editing", ["lamina", "off"])
+async def test_the_agent_s_setting_keeps_the_prune_lamina_s(
+    tmp_path: Path, workspace: Path, wire: WireServer, wire_clock: ManualClock, editing: ContextEditing
+) -> None:
+    clock = Clock()
+    async with anthropic_provider(wire) as provider:
+        agent = _agent(memory_store(tmp_path, clock), workspace, provider, clock, editing=editing)
+        await _session(agent, wire, clock, wire_clock)
+        entries = agent.session.entries()
+        agent.close()
+        assert provider.context_editing == editing  # the option is the provider's setting
+    (prune,) = (e for e in entries if isinstance(e, ToolOutputPruned))
+    assert prune.server is None and len(prune.call_ids) == len(_FILES)  # Lamina's own prune, the same results
+    assert not any("context_management" in r.body for r in wire.requests)  # no thinking: nothing to ask the server
 
 
 @pytest.mark.slow
