@@ -747,6 +747,7 @@ ENGINE_MEMBERS: dict[str, list[str]] = {
         "calibrated_context_tokens",
         "calibration",
         "compact",
+        "context_editing",
         "context_tokens",
         "emit",
         "estimator",
