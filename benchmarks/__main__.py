@@ -1,4 +1,5 @@
-"""Run one benchmark, or all of them: `python -m benchmarks NAME|all [--quick] [--json] [--deferred-tools]`."""
+"""Run one benchmark, or all of them: `python -m benchmarks NAME|all [--quick] [--json] [--deferred-tools]
+[--context-editing]`."""
 
 from __future__ import annotations
 
@@ -94,8 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cache: add the seven-MCP-server scenario, schemas whole and deferred",
     )
+    parser.add_argument(
+        "--context-editing",
+        action="store_true",
+        help="cache: the Anthropic scenarios with context editing server and priced, against off",
+    )
     args = parser.parse_args(argv)
-    options = {"deferred_tools": args.deferred_tools}
+    options = {"deferred_tools": args.deferred_tools, "context_editing": args.context_editing}
     selected = names if args.name == "all" else [args.name]
     results = []
     for name in selected:

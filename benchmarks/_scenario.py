@@ -16,7 +16,7 @@ from lamina.compaction import DEFAULT_PRUNE, PrunePolicy
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec, TurnContext
 from lamina.engine import ContextEngine
 from lamina.placement import AnthropicTarget, render
-from lamina.pricing import DEFAULT_PRICES, CachePrices
+from lamina.pricing import DEFAULT_PRICES, CachePrices, ContextEditing
 from lamina.prompt import Platform
 from lamina.session import AssistantMessage, LocalSessionStore, ToolCall, ToolResult, Usage, UserMessage
 from lamina.tools import default_tool_specs
@@ -254,6 +254,7 @@ def scripted_session(
     prune: PrunePolicy | None = DEFAULT_PRUNE,
     cache_prices: CachePrices = DEFAULT_PRICES,
     respond: Callable[[ModelCall, ModelStep], AssistantMessage] | None = None,
+    context_editing: ContextEditing = "lamina",
 ) -> Iterator[ModelCall]:
     """Drive a context engine through `script` (default: `session_script()`), yielding before every model call.
 
@@ -263,7 +264,8 @@ def scripted_session(
     Old tool output is pruned as a default engine prunes it, or by `prune` (None: never), the cost
     model deciding with `cache_prices` (those of the provider the requests are billed on).
     `respond` makes the model's answer to a call from its scripted step (a model behind a server,
-    with its reasoning); by default the step's text is recorded as it is.
+    with its reasoning); by default the step's text is recorded as it is. `context_editing` is what
+    the prunes may choose (`priced` or `server`: the server's clearing too, as on an Anthropic model that has it).
     """
     script = session_script() if script is None else script
     with tempfile.TemporaryDirectory(prefix="lamina-bench-") as tmp:
@@ -289,6 +291,7 @@ def scripted_session(
             prune=prune,
             prices=lambda: cache_prices,
         )
+        engine.compactor.context_editing = lambda: context_editing
         for scripted in script:
             clock_value[0] = scripted.steps[0].t
             if scripted.mode is not None:

@@ -53,6 +53,9 @@ Both scenarios run again with the model reasoning (`benchmarks._reasoning`): Ant
 (adaptive, interleaved) and Responses reasoning (encrypted items sent back), through our providers
 and the wire server: `thinking_requests_refused_<scenario>_<target>` (must be 0), the bill beside
 the same run without reasoning, and beside pi and Codex with reasoning on (not with `--quick`).
+With `--context-editing`, both scenarios run on Anthropic with the provider's context editing
+`server` and `priced` against `off` (`benchmarks._context_editing`):
+`billed_input_context_editing_<mode>_vs_off_ratio_<scenario>`.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ from benchmarks._billing import (
     peer_bill,
 )
 from benchmarks._claude_code import run_claude_code
+from benchmarks._context_editing import context_editing_figures
 from benchmarks._mcp_tools import deferred_tool_figures
 from benchmarks._peers import PeerUnavailable, run_codex, run_pi
 from benchmarks._reasoning import reasoning_figures
@@ -386,7 +390,9 @@ def _composition_figures(composition: SessionComposition, *, top: int = 5) -> li
     return figures
 
 
-def run(*, quick: bool, progress: Callable[[str], None], deferred_tools: bool = False) -> list[Figure]:
+def run(
+    *, quick: bool, progress: Callable[[str], None], deferred_tools: bool = False, context_editing: bool = False
+) -> list[Figure]:
     script = session_script(turns=12 if quick else 40)
     simulators: dict[str, CacheSimulator] = {
         "anthropic_lamina": AnthropicCacheSimulator(),
@@ -540,4 +546,7 @@ def run(*, quick: bool, progress: Callable[[str], None], deferred_tools: bool = 
     figures += reasoning_figures("coding", script, progress=progress, peers=not quick)
     revisits = revisit_script(QUICK if quick else RevisitShape())
     figures += reasoning_figures("revisits", revisits, progress=progress, peers=not quick)
+    if context_editing:
+        scenarios = {"coding": script, "revisits": revisits}
+        figures += context_editing_figures(scenarios, progress=progress)
     return figures + (deferred_tool_figures(quick=quick, progress=progress) if deferred_tools else [])

@@ -61,6 +61,7 @@ def test_the_options_are_frozen_and_a_variant_is_a_replace() -> None:
         "compaction_band",
         "cache_diagnostics",
         "cache_prices",
+        "context_editing",
         "clock",
         "sources",
         "tool_deferral",

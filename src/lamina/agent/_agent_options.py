@@ -26,7 +26,7 @@ from lamina.compaction import (
     PrunePolicy,
     Summariser,
 )
-from lamina.pricing import CachePrices
+from lamina.pricing import CachePrices, ContextEditing
 from lamina.prompt import Preset
 from lamina.providers import Provider, RetryPolicy
 from lamina.sources import SourceConnections
@@ -70,6 +70,11 @@ class AgentOptions:
     cache_prices: CachePrices | None = None
     """The prices prunes, TTLs and compactions are decided with; None: those of the provider the agent runs on
     (`CachePrices.for_target`), followed when it changes."""
+    context_editing: ContextEditing | None = None
+    """The provider's context editing on Anthropic models that have it (`lamina.pricing.ContextEditing`): each prune
+    priced against the server's clearing (`priced`), the server's whenever it saves (`server`), Lamina's prune only
+    (`lamina`), or no `context_management` at all (`off`); set on the provider the agent opens with. None: the
+    provider's own setting (`AnthropicProvider(context_editing=...)`, `priced` by default)."""
     cache_diagnostics: bool = True
     """Record why each model call missed the prompt cache: the provider's own diagnostics, asked for where the model
     has them (`Capabilities.cache_diagnostics`), beside the cache simulator's prediction; False: neither."""
@@ -112,6 +117,7 @@ class _OptionFields(TypedDict, total=False):
     prune: PrunePolicy | None
     compaction_band: float | None
     cache_prices: CachePrices | None
+    context_editing: ContextEditing | None
     cache_diagnostics: bool
     clock: Callable[[], float]
     sources: SourceConnections | None

@@ -21,9 +21,10 @@ from lamina.agent._tool_sets import ToolDeferral
 from lamina.attachments import MediaSupport
 from lamina.context import Part
 from lamina.engine import ContextEngine
-from lamina.pricing import DEFAULT_PRICES, CachePrices
+from lamina.placement import CLEAR_TOOL_USES, AnthropicTarget
+from lamina.pricing import DEFAULT_PRICES, CachePrices, ContextEditing
 from lamina.prompt import Preset
-from lamina.providers import Capabilities, Provider, RetryPolicy, provider_from_spec
+from lamina.providers import AnthropicProvider, Capabilities, Provider, RetryPolicy, provider_from_spec
 from lamina.session import SessionLog, SessionStore
 from lamina.sources import SourceConnections, guide_path
 from lamina.tools import (
@@ -87,6 +88,8 @@ def open_agent(
     provider = provider_from_spec(model) if isinstance(model, str) else model
     preset = load_preset(chosen.preset, custom_path=chosen.custom_preset)
     session = store.open(session_id) if session_id else store.create(cwd=str(workspace))
+    if chosen.context_editing is not None and isinstance(provider, AnthropicProvider):
+        provider.context_editing = chosen.context_editing  # the session's setting: what requests may carry
     reads = _ProviderReads(provider, chosen.cache_prices)
     try:
         engine, pipeline, activation = _agent_parts(session, reads, workspace, preset, chosen, resumed=bool(session_id))
@@ -150,6 +153,7 @@ def _agent_parts(
         prices=reads.prices,
         media=reads.media,
     )
+    engine.compactor.context_editing = reads.context_editing
     manager = PrerequisiteManager(strict=options.strict_prerequisites, on_stuck=_stuck_warning(on_event))
     rules: list[Rule] = [manager.rule()]
     if options.nearest_context_rule:
@@ -264,6 +268,14 @@ class _ProviderReads:
         """The agent's `cache_prices`, else those of the provider it runs on now."""
         given = self.agent.cache_prices if self.agent is not None else self.cache_prices
         return given if given is not None else CachePrices.for_target(self._provider().target)
+
+    def context_editing(self) -> ContextEditing:
+        """Whether prunes price the server's clearing: the provider's setting where its model has `clear_tool_uses`."""
+        provider = self._provider()
+        target = provider.target
+        if isinstance(provider, AnthropicProvider) and isinstance(target, AnthropicTarget):
+            return provider.context_editing if CLEAR_TOOL_USES in target.context_edits else "lamina"
+        return "lamina"
 
     def capabilities(self) -> Capabilities:
         """What the model the agent runs on now can do."""

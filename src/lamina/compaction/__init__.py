@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from lamina._lazy import load_lazily
+from lamina.compaction._clearing import server_cleared, show_server_clearing
 from lamina.compaction._cut import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
@@ -92,7 +93,9 @@ __all__ = [
     "render_lane",
     "render_ledger",
     "reread_chances",
+    "server_cleared",
     "should_compact",
+    "show_server_clearing",
     "summary_prompt",
     "turn_prefix_item",
     "update_lane",

@@ -13,10 +13,11 @@ from typing import Final
 
 import msgspec
 
+from lamina.compaction._clearing import server_cleared, server_items, server_run
 from lamina.compaction._cut import entry_tokens
 from lamina.context import is_on_demand_read, path_of  # the one reading of a call's path
-from lamina.pricing import Outlook, PruneItem, price_prune
-from lamina.session import LogEntry, ToolCall, ToolOutputPruned, ToolResult, UserMessage
+from lamina.pricing import ContextEditing, Outlook, PruneItem, choose_prune_option
+from lamina.session import LogEntry, ServerClearing, ToolCall, ToolOutputPruned, ToolResult, UserMessage
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from lamina.workspace import CONTEXT_FILE_NAMES
 
@@ -96,14 +97,16 @@ def prune_floor(view: Sequence[LogEntry]) -> int:
     """Where the output a prune may take can start in `view`: the turn of the newest pruned result (0: none).
 
     A prune takes every result its policy allows older than the ones it protects, so nothing
-    before that turn is left to take (under the same policy).
+    before that turn is left to take (under the same policy); a result the server clears counts
+    as pruned.
     """
+    cleared = server_cleared(view)
     turn = 0
     floor = 0
     for index, entry in enumerate(view):
         if isinstance(entry, UserMessage):
             turn = index
-        elif isinstance(entry, ToolResult) and is_pruned(entry):
+        elif isinstance(entry, ToolResult) and (is_pruned(entry) or entry.call_id in cleared):
             floor = turn
     return floor
 
@@ -115,32 +118,56 @@ def choose_prune(
     estimator: TokenEstimator = DEFAULT_ESTIMATOR,
     start: int = 0,
     outlook: Outlook | None = None,
+    editing: ContextEditing = "lamina",
 ) -> ToolOutputPruned | None:
     """The prune to record before the next turn of `view`, or None when none pays (see `PrunePolicy`).
 
-    Only entries from `start` on are looked at (`prune_floor`: before it, nothing is left to take).
-    With an `outlook` and a priced policy, the cost model picks which of the results the policy
-    allows go now (`price_prune`), and the prune carries its decision; without, all of them go
-    once they free `minimum_tokens`.
+    Only entries from `start` on are looked at (`prune_floor`: before it, nothing is left to take);
+    results the server already clears are never offered again. With an `outlook` and a priced
+    policy, the cost model picks which of the results the policy allows go now, and the prune
+    carries its decision: with `editing` `priced` or `server` (the model has `clear_tool_uses` and
+    the session allows it), the server's clearing of the oldest run is priced beside Lamina's prune
+    (`choose_prune_option`), and the prune it wins carries a `ServerClearing`. Without an outlook,
+    all of them go once they free `minimum_tokens`.
     """
-    chosen = _candidates(view[start:], policy, estimator)
+    chosen = _candidates(view[start:], policy, estimator, server_cleared(view))
     if outlook is not None and policy.priced and chosen:
-        chances = reread_chances(view, {c[0] for c in chosen})
-        items = [PruneItem(c, s, t, f, chances[c]) for c, s, t, f in chosen]
-        ids, decision = price_prune(items, outlook, minimum_tokens=policy.floor_tokens(outlook))
-        if not ids:
-            return None
-        picked = set(ids)
-        freed = sum(f for c, _, _, f in chosen if c in picked)
-        return ToolOutputPruned(call_ids=tuple(ids), tokens=freed, decision=decision)
+        return _priced_prune(view, chosen, policy, outlook, estimator, editing)
     freed = sum(f for _, _, _, f in chosen)
     if not chosen or freed < policy.minimum_tokens:
         return None
     return ToolOutputPruned(call_ids=tuple(c[0] for c in chosen), tokens=freed)
 
 
+def _priced_prune(
+    view: Sequence[LogEntry],
+    chosen: list[tuple[str, int, int, int]],
+    policy: PrunePolicy,
+    outlook: Outlook,
+    estimator: TokenEstimator,
+    editing: ContextEditing,
+) -> ToolOutputPruned | None:
+    """The cheapest of Lamina's prune of `chosen`, the server's clearing (where `editing` allows) and nothing."""
+    run = None
+    if editing in ("priced", "server"):
+        passable = lambda result, tokens: is_pruned(result) or tokens < policy.smallest_tokens  # noqa: E731
+        run = server_run(view, [c[0] for c in chosen], estimator=estimator, passable=passable)
+    chances = reread_chances(view, {c[0] for c in chosen} | {r[0] for r in run or ()})
+    choice = choose_prune_option(
+        [PruneItem(c, s, t, f, chances[c]) for c, s, t, f in chosen],
+        outlook,
+        minimum_tokens=policy.floor_tokens(outlook),
+        server_items=None if run is None else server_items(run, chances),
+        mode=editing,
+    )
+    if choice.option == "nothing":
+        return None
+    server = ServerClearing(clear_at_least=choice.clear_at_least) if choice.option == "server" else None
+    return ToolOutputPruned(call_ids=choice.call_ids, tokens=choice.freed, decision=choice.decision, server=server)
+
+
 def _candidates(
-    tail: Sequence[LogEntry], policy: PrunePolicy, estimator: TokenEstimator
+    tail: Sequence[LogEntry], policy: PrunePolicy, estimator: TokenEstimator, cleared: frozenset[str] = frozenset()
 ) -> list[tuple[str, int, int, int]]:
     """The results `policy` allows to prune in `tail`, oldest first: call id, suffix tokens, tokens, freed."""
     calls = {e.call_id: e for e in tail if isinstance(e, ToolCall)}
@@ -154,7 +181,7 @@ def _candidates(
         if isinstance(entry, UserMessage):
             turns_seen += 1
             continue
-        if not isinstance(entry, ToolResult) or is_pruned(entry):
+        if not isinstance(entry, ToolResult) or is_pruned(entry) or entry.call_id in cleared:
             continue
         tokens = entry_size
         if turns_seen < policy.protect_turns - 1:  # the next turn is the newest of the protected ones

@@ -27,7 +27,7 @@ from lamina.engine._plan import check_transition, compaction_focus
 from lamina.engine._recorder import Recorder
 from lamina.engine._session_plans import SessionPlans
 from lamina.engine._view import LiveView
-from lamina.pricing import CachePrices, Outlook, PaceTracker, choose_turn_ttl, price_compaction
+from lamina.pricing import CachePrices, ContextEditing, Outlook, PaceTracker, choose_turn_ttl, price_compaction
 from lamina.session import (
     CompactionBoundary,
     CostDecision,
@@ -99,6 +99,9 @@ class Compactor:
         self._lock: asyncio.Lock | None = None
         self.prune_policy = prune
         """When old tool output leaves the provider view before a turn (None: never; see `PrunePolicy`)."""
+        self.context_editing: Callable[[], ContextEditing] = lambda: "lamina"
+        """Whether a prune decision prices the provider's clearing too, read at each decision (`lamina`: never;
+        the agent sets it from its provider: `priced` or `server` where the model has `clear_tool_uses`)."""
         self.calibration = 1.0
         """Reported input tokens per estimated token, learnt from the provider's usage."""
         self.hooks: list[Callable[[CompactionBoundary], None]] = []
@@ -138,12 +141,14 @@ class Compactor:
         here: nothing). The log keeps every result; the recorded `ToolOutputPruned` says which ones
         requests show as a note from now on.
         """
-        chosen = self._view().chosen_prune(self.prune_policy if policy is None else policy, self.outlook)
+        chosen = self._view().chosen_prune(
+            self.prune_policy if policy is None else policy, self.outlook, self.context_editing()
+        )
         return self._record(chosen) if chosen is not None else None
 
     def next_prune(self) -> ToolOutputPruned | None:
         """The prune the next turn would make now (nothing is recorded)."""
-        return self._view().chosen_prune(self.prune_policy, self.outlook)
+        return self._view().chosen_prune(self.prune_policy, self.outlook, self.context_editing())
 
     def context_tokens(self) -> int:
         """Estimated tokens of the next request: stable parts, tools, summary and the provider view."""

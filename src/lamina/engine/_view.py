@@ -12,11 +12,13 @@ from lamina.compaction import (
     entry_tokens,
     prunable_tokens,
     prune_floor,
+    server_cleared,
+    show_server_clearing,
 )
 from lamina.engine._outbox import Outbox
 from lamina.engine._session_book import resets_seen
 from lamina.engine._state import PathState, fold_path
-from lamina.pricing import Outlook
+from lamina.pricing import ContextEditing, Outlook
 from lamina.session import LogEntry, ProviderView, ToolCall, ToolOutputPruned, ToolResult, TurnRecord, UserMessage
 from lamina.tokens import TokenEstimator
 
@@ -80,7 +82,9 @@ class LiveView:
         self.entries: list[LogEntry] = apply_prunes(view.entries)
         self.boundary = view.boundary
         self.summary = view.boundary.summary if view.boundary else None
-        self.tokens = sum(entry_tokens(e, estimator=estimator) for e in self.entries)
+        self.cleared = server_cleared(self.entries)
+        """The calls whose results the server's context editing clears (sent whole, never offered to a prune again)."""
+        self.tokens = self._seen_tokens()
         self._prune_tally: tuple[PrunePolicy, int, int] | None = None
         self.last_seen: dict[str, str] = {}
         self.stable_seen_digest: str | None = None
@@ -119,8 +123,14 @@ class LiveView:
     def prune(self, entry: ToolOutputPruned) -> None:
         """Apply a recorded prune: a new list, so the turns prepared before keep the view they were sent with."""
         self.entries = apply_prunes([*self.entries, entry])
-        self.tokens = sum(entry_tokens(e, estimator=self._estimator) for e in self.entries)
+        self.cleared = server_cleared(self.entries)
+        self.tokens = self._seen_tokens()
         self._prune_tally = None
+
+    def _seen_tokens(self) -> int:
+        """The view's tokens as the model reads them (the server's cleared results as its placeholder)."""
+        seen = show_server_clearing(self.entries) if self.cleared else self.entries
+        return sum(entry_tokens(e, estimator=self._estimator) for e in seen)
 
     def _fold(self, entry: LogEntry) -> None:
         self.path = fold_path(self.path, entry)
@@ -140,11 +150,15 @@ class LiveView:
             self.stable_seen_digest = None
 
     def chosen_prune(
-        self, policy: PrunePolicy | None, outlook: Callable[[], Outlook] | None = None
+        self,
+        policy: PrunePolicy | None,
+        outlook: Callable[[], Outlook] | None = None,
+        editing: ContextEditing = "lamina",
     ) -> ToolOutputPruned | None:
         """The prune `policy` would make now, looking only at what is left to take (O(1) while too little is).
 
-        `outlook` gives what the cost model prices it from (a priced policy keeps only what pays).
+        `outlook` gives what the cost model prices it from (a priced policy keeps only what pays);
+        `editing`, whether the server's clearing is priced beside Lamina's prune (`choose_prune`).
         """
         if policy is None:
             return None
@@ -154,14 +168,16 @@ class LiveView:
             tokens = sum(
                 prunable_tokens(e, calls.get(e.call_id), policy, estimator=self._estimator)
                 for e in self.entries[floor:]
-                if isinstance(e, ToolResult)
+                if isinstance(e, ToolResult) and e.call_id not in self.cleared
             )
             self._prune_tally = (policy, floor, tokens)
         _, floor, tokens = self._prune_tally
         priced = outlook() if outlook is not None and policy.priced else None
         if tokens < policy.floor_tokens(priced):
             return None
-        return choose_prune(self.entries, policy, estimator=self._estimator, start=floor, outlook=priced)
+        return choose_prune(
+            self.entries, policy, estimator=self._estimator, start=floor, outlook=priced, editing=editing
+        )
 
     def _call_in_turn(self, call_id: str) -> ToolCall | None:
         """The call `call_id` answers, looked for back to the start of the turn (where a tool loop's calls are)."""

@@ -173,6 +173,16 @@ class AnthropicProvider:
         """What the model in use can do, for placement and attachments."""
         return self._capabilities
 
+    @property
+    def context_editing(self) -> ContextEditing:
+        """Which of the server's context edits requests may carry (`context_editing=`); the target follows a change."""
+        return self._context_editing
+
+    @context_editing.setter
+    def context_editing(self, value: ContextEditing) -> None:
+        self._context_editing = value
+        self._target = dataclasses.replace(self._target, context_edits=allowed_edits(self._capabilities, value))
+
     async def discover(self, *, cache: ModelCache | None = None, timeout: float = DISCOVERY_TIMEOUT) -> Capabilities:
         """Read the model's capabilities from `GET /v1/models/{id}` (cached) and use them; never raises.
 

@@ -330,7 +330,12 @@ def logged_requests(
             turns += 1
         elif isinstance(entry, AssistantMessage):
             replayed = replay_request(
-                path[:index], prefixes=prefixes, data_dir=data_dir, tools=tools, fallback_stable=fallback_stable
+                path[:index],
+                prefixes=prefixes,
+                data_dir=data_dir,
+                tools=tools,
+                fallback_stable=fallback_stable,
+                applied=entry.context_edits,  # what the model read: the server's clearing as it applied
             )
             composition = compose_turn(replayed.turn, replayed.continuation, estimator=estimator)
             requests.append(LoggedRequest(len(requests) + 1, max(turns, 1), composition))

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lamina.compaction import apply_prunes
+from lamina.compaction import apply_prunes, show_server_clearing
 from lamina.context import Part, StableContext, ToolSpec, TurnContext
 from lamina.engine import logged_turn, prefix_context, recorded_tools
-from lamina.session import CompactionBoundary, LogEntry, StateChange, TurnRecord, provider_view
+from lamina.session import AppliedEdit, CompactionBoundary, LogEntry, StateChange, TurnRecord, provider_view
 
 __all__ = ["RecordedPrefixes", "RecordedTools", "ReplayedRequest", "replay_request"]
 
@@ -23,6 +23,7 @@ class ReplayedRequest:
     """One logged request rebuilt: the turn it carried, as the engine assembled it, and its tool loop so far."""
 
     turn: TurnContext
+    """The turn as the model read it: results the server's context editing cleared shown cleared."""
     continuation: tuple[LogEntry, ...]
     """The entries after the turn's user message (its turn record and the tool loop so far)."""
     record: TurnRecord | None
@@ -109,6 +110,7 @@ def replay_request(
     turn_id: str = "",
     fallback_stable: Sequence[Part] = (),
     recorded: Sequence[ToolSpec] | None = None,
+    applied: Sequence[AppliedEdit] | None = None,
 ) -> ReplayedRequest:
     """The request a model call answered, rebuilt from the log as the engine built it.
 
@@ -122,13 +124,17 @@ def replay_request(
         fallback_stable: The stable parts to stand in when the log did not record the prefix.
         recorded: The tool definitions the log recorded last before the call, in append order
             (None: the latest `tools` change on `path` is taken).
+        applied: The context edits the call's response said the server applied (`AssistantMessage.context_edits`;
+            None: as the request asked).
 
     Returns:
-        The rebuilt turn; rendered with its `continuation`, it gives the request that was sent.
+        The rebuilt turn as the model read it; rendered with its `continuation`, it gives the request that was
+        sent, save for the results the server's context editing cleared, shown as the server showed them
+        (`show_server_clearing`).
     """
     view = provider_view(list(path))
     entries = apply_prunes(view.entries)  # old tool output shown as its note, as the engine sent it
-    logged = logged_turn(entries)
+    logged = logged_turn(show_server_clearing(entries, applied=applied))
     stable, stable_recorded = prefixes.stable_for(logged.record, fallback_stable)
     sent_tools = _tools_on(path) if recorded is None else tuple(recorded)
     turn = logged.assemble(

@@ -190,6 +190,7 @@ class SessionRequests:
             data_dir=self.data_dir,
             turn_id=call.turn_id or "",
             recorded=self._tools_at[index],
+            applied=call.context_edits,
         )
         record, turn, continuation = replayed.record, replayed.turn, replayed.continuation
         notes: list[str] = [] if replayed.tools_recorded else [NOT_LOGGED_TOOLS]

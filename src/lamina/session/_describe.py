@@ -97,7 +97,8 @@ def _turn_record(entry: TurnRecord) -> EntryDescription:
 def _prune(entry: ToolOutputPruned) -> EntryDescription:
     count = len(entry.call_ids)
     freed = f", ~{entry.tokens:,} tokens freed" if entry.tokens else ""
-    return EntryDescription(f"prune: {count:,} result{'' if count == 1 else 's'}{freed}", "\n".join(entry.call_ids))
+    by = " (cleared by the server)" if entry.server is not None else ""
+    return EntryDescription(f"prune{by}: {count:,} result{'' if count == 1 else 's'}{freed}", "\n".join(entry.call_ids))
 
 
 def _outbox(entry: OutboxRecord) -> EntryDescription:
