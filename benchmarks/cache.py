@@ -81,6 +81,7 @@ from benchmarks._peers import PeerUnavailable, run_codex, run_pi
 from benchmarks._reasoning import reasoning_figures
 from benchmarks._revisit import QUICK, RevisitShape, revisit_figures, revisit_script
 from benchmarks._scenario import AGENTS_MD, DEFAULT_START, ModelCall, ScriptedTurn, scripted_session, session_script
+from benchmarks._server_backend import server_compaction_figures
 from lamina.cachesim import (
     AnthropicCacheSimulator,
     CacheSimulator,
@@ -386,7 +387,13 @@ def _composition_figures(composition: SessionComposition, *, top: int = 5) -> li
     return figures
 
 
-def run(*, quick: bool, progress: Callable[[str], None], deferred_tools: bool = False) -> list[Figure]:
+def run(
+    *,
+    quick: bool,
+    progress: Callable[[str], None],
+    deferred_tools: bool = False,
+    server_compaction: bool = False,
+) -> list[Figure]:
     script = session_script(turns=12 if quick else 40)
     simulators: dict[str, CacheSimulator] = {
         "anthropic_lamina": AnthropicCacheSimulator(),
@@ -540,4 +547,6 @@ def run(*, quick: bool, progress: Callable[[str], None], deferred_tools: bool = 
     figures += reasoning_figures("coding", script, progress=progress, peers=not quick)
     revisits = revisit_script(QUICK if quick else RevisitShape())
     figures += reasoning_figures("revisits", revisits, progress=progress, peers=not quick)
+    if server_compaction:
+        figures += server_compaction_figures(script, progress=progress)
     return figures + (deferred_tool_figures(quick=quick, progress=progress) if deferred_tools else [])
