@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -123,9 +124,10 @@ async def test_the_budget_counts_the_block_as_sent_not_the_summary(tmp_path: Pat
     assert "compaction block" in history.items
     assert "compaction block" not in next(t for t in other.tiers if t.tier.name == "HISTORY").items
     # the block's tokens as the cache simulator counts them: its first request block, as sent
-    body = dict(render(turn, AnthropicTarget(model="claude-sonnet-5")))
-    assert body["messages"][0]["content"][0] == msgspec.json.decode(block.block)
-    first = {"role": "assistant", "content": [body["messages"][0]["content"][0]]}
+    body: dict[str, Any] = dict(render(turn, AnthropicTarget(model="claude-sonnet-5")))  # type: ignore[arg-type]
+    sent_block = body["messages"][0]["content"][0]
+    assert sent_block == msgspec.json.decode(block.block)
+    first = {"role": "assistant", "content": [sent_block]}
     alone = AnthropicCacheSimulator().submit(TimedRequest(0.0, {"model": "m", "messages": [first]}))
     summary = sum(p.token_count(DEFAULT_ESTIMATOR) for p in turn.parts() if p.key == "compaction.summary")
     assert not turn.server_prelude  # no file was read: no ledger follows the block
