@@ -132,3 +132,9 @@ async def test_the_budget_counts_the_block_as_sent_not_the_summary(tmp_path: Pat
     summary = sum(p.token_count(DEFAULT_ESTIMATOR) for p in turn.parts() if p.key == "compaction.summary")
     assert not turn.server_prelude  # no file was read: no ledger follows the block
     assert sent.total - other.total == alone.total - summary  # the block as the simulator bills it, not the summary
+
+
+def test_every_instruction_survives_five_server_compactions(tmp_path: Path) -> None:
+    from benchmarks._server_backend import server_fidelity
+
+    assert server_fidelity(tmp_path) == 1.0  # the server's summary keeps nothing: the lane after the block does
