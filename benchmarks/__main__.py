@@ -1,5 +1,4 @@
-"""Run one benchmark, or all of them: `python -m benchmarks NAME|all [--quick] [--json] [--deferred-tools]
-[--context-editing]`."""
+"""Run one benchmark, or all of them: `python -m benchmarks NAME|all [--quick] [--json] [OPTIONS]` (see `--help`)."""
 
 from __future__ import annotations
 
@@ -100,8 +99,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cache: the Anthropic scenarios with context editing server and priced, against off",
     )
+    parser.add_argument(
+        "--server-compaction",
+        action="store_true",
+        help="cache: the session compacted by the provider's compaction and by Lamina's summariser; "
+        "compaction: fidelity on both backends",
+    )
     args = parser.parse_args(argv)
-    options = {"deferred_tools": args.deferred_tools, "context_editing": args.context_editing}
+    options = {
+        "deferred_tools": args.deferred_tools,
+        "context_editing": args.context_editing,
+        "server_compaction": args.server_compaction,
+    }
     selected = names if args.name == "all" else [args.name]
     results = []
     for name in selected:

@@ -255,6 +255,7 @@ def scripted_session(
     cache_prices: CachePrices = DEFAULT_PRICES,
     respond: Callable[[ModelCall, ModelStep], AssistantMessage] | None = None,
     context_editing: ContextEditing = "lamina",
+    before_turn: Callable[[ContextEngine, int], None] | None = None,
 ) -> Iterator[ModelCall]:
     """Drive a context engine through `script` (default: `session_script()`), yielding before every model call.
 
@@ -266,6 +267,7 @@ def scripted_session(
     `respond` makes the model's answer to a call from its scripted step (a model behind a server,
     with its reasoning); by default the step's text is recorded as it is. `context_editing` is what
     the prunes may choose (`priced` or `server`: the server's clearing too, as on an Anthropic model that has it).
+    `before_turn` is called with the engine and the turn's index before each turn is prepared (a compaction).
     """
     script = session_script() if script is None else script
     with tempfile.TemporaryDirectory(prefix="lamina-bench-") as tmp:
@@ -300,6 +302,8 @@ def scripted_session(
                 engine.settings.set_sources(scripted.sources)
             if scripted.agents_md is not None:
                 (workspace / "AGENTS.md").write_text(scripted.agents_md)
+            if before_turn is not None:
+                before_turn(engine, scripted.index)
             turn = engine.prepare_turn(scripted.prompt)
             model = ScriptedModel(scripted.steps)
             while model:

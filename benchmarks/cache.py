@@ -85,6 +85,7 @@ from benchmarks._peers import PeerUnavailable, run_codex, run_pi
 from benchmarks._reasoning import reasoning_figures
 from benchmarks._revisit import QUICK, RevisitShape, revisit_figures, revisit_script
 from benchmarks._scenario import AGENTS_MD, DEFAULT_START, ModelCall, ScriptedTurn, scripted_session, session_script
+from benchmarks._server_backend import server_compaction_figures
 from lamina.cachesim import (
     AnthropicCacheSimulator,
     CacheSimulator,
@@ -391,7 +392,12 @@ def _composition_figures(composition: SessionComposition, *, top: int = 5) -> li
 
 
 def run(
-    *, quick: bool, progress: Callable[[str], None], deferred_tools: bool = False, context_editing: bool = False
+    *,
+    quick: bool,
+    progress: Callable[[str], None],
+    deferred_tools: bool = False,
+    context_editing: bool = False,
+    server_compaction: bool = False,
 ) -> list[Figure]:
     script = session_script(turns=12 if quick else 40)
     simulators: dict[str, CacheSimulator] = {
@@ -549,4 +555,6 @@ def run(
     if context_editing:
         scenarios = {"coding": script, "revisits": revisits}
         figures += context_editing_figures(scenarios, progress=progress)
+    if server_compaction:
+        figures += server_compaction_figures(script, progress=progress)
     return figures + (deferred_tool_figures(quick=quick, progress=progress) if deferred_tools else [])

@@ -9,7 +9,10 @@ The fidelity scenario (`benchmarks/_fidelity.py`, the same session the test suit
 then compacts five times: `fidelity_verbatim_after_5` is the fraction of the planted instructions
 found verbatim in the first request after the fifth compaction (with the deterministic summariser
 and with a scripted model summariser that drops almost everything; the lower of the two), and
-`user_lane_tokens_after_5` the size of the user's words lane then.
+`user_lane_tokens_after_5` the size of the user's words lane then. The same five compactions run
+on each backend: `fidelity_verbatim_after_5_lamina` (Lamina's summariser, the figure above) and
+`fidelity_verbatim_after_5_server` (the provider's own compaction through the wire server, whose
+summary keeps nothing of the conversation: what survives is what Lamina places after the block).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 
 from benchmarks import Figure, _fidelity
 from benchmarks._scenario import engine_with_history
+from benchmarks._server_backend import server_fidelity
 from lamina.compaction import DeterministicSummariser
 from lamina.placement import AnthropicTarget
 from lamina.tokens import DEFAULT_ESTIMATOR
@@ -67,6 +71,8 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             last = _fidelity.run(Path(tmp) / f"fidelity-{name}", summariser)[-1]
             fidelity.append(len(last.verbatim) / len(last.expected))
             lane_tokens = max(lane_tokens, last.lane_tokens)
+        progress("fidelity: the same five compactions by the provider's own (server compaction, the wire server)")
+        server = server_fidelity(Path(tmp) / "fidelity-server")
     return [
         Figure("compaction_ms_10k", round(statistics.median(times) * 1e3, 1), "ms", note="deterministic summariser"),
         Figure("view_tokens_before", before_view, "tokens"),
@@ -78,5 +84,17 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             note=f"user's words lane included ({lane_10k:,} tokens)",
         ),
         Figure("fidelity_verbatim_after_5", round(min(fidelity), 4), "ratio", note="31 planted instructions"),
+        Figure(
+            "fidelity_verbatim_after_5_lamina",
+            round(min(fidelity), 4),
+            "ratio",
+            note="Lamina's summariser (deterministic and a scripted model's, the lower)",
+        ),
+        Figure(
+            "fidelity_verbatim_after_5_server",
+            round(server, 4),
+            "ratio",
+            note="the provider's compaction (Anthropic's summarize, its block first)",
+        ),
         Figure("user_lane_tokens_after_5", lane_tokens, "tokens"),
     ]

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from lamina.cli._console import out, safe
 from lamina.context import Part, Stability, Tier
-from lamina.pricing import decision_on, describe_decision, kept_default_ttl
+from lamina.pricing import decisions_on, describe_decision, kept_default_ttl
 from lamina.reports import TIER_LABELS, BudgetReport, CacheMissReport
 from lamina.session import AssistantMessage, CostDecision, LogEntry
 from lamina.tokens import DEFAULT_ESTIMATOR
@@ -101,16 +101,22 @@ def budget_json(budget: BudgetReport) -> dict[str, Any]:
 
 def decisions(entries: Sequence[LogEntry]) -> list[tuple[str, CostDecision]]:
     """The priced context decisions logged in `entries`: what they were on, and their figures, oldest first."""
-    return [found for entry in entries if (found := decision_on(entry)) is not None]
+    return [found for entry in entries for found in decisions_on(entry)]
 
 
 def decisions_json(found: Sequence[tuple[str, CostDecision]]) -> list[dict[str, Any]]:
     """The decisions as `--json` prints them: what they were on, their figures, and in words."""
-    return [{"on": on, **msgspec.structs.asdict(d), "words": describe_decision(d)} for on, d in found]
+    return [{"on": on, **msgspec.to_builtins(d), "words": describe_decision(d)} for on, d in found]
 
 
 def print_decisions(found: Sequence[tuple[str, CostDecision]], console: Console = out) -> None:
-    """The prunes, TTLs and compactions the cost model decided, with the expected bills that decided them."""
+    """The prunes, TTLs and compactions the cost model decided, with the expected bills that decided them.
+
+    Each compaction's backend (who wrote its summary) follows the table in words: it may have been
+    chosen by a setting rather than by the figures.
+    """
+    backends = [d for on, d in found if on == "compaction backend"]
+    found = [(on, d) for on, d in found if on != "compaction backend"]
     prunes = [(on, d) for on, d in found if not kept_default_ttl(on, d.action)]
     section(
         "Context decisions",
@@ -118,8 +124,13 @@ def print_decisions(found: Sequence[tuple[str, CostDecision]], console: Console 
         "turns that kept their provider's default turn TTL (1 hour on Anthropic, 30 minutes on OpenAI) are not listed.",
         console,
     )
-    if not prunes:
-        return
+    if prunes:
+        console.print(_decision_table(prunes))
+    for d in backends:
+        console.print(f"compaction backend: {safe(describe_decision(d))}", highlight=False)
+
+
+def _decision_table(prunes: Sequence[tuple[str, CostDecision]]) -> Table:
     table = Table(box=None)
     for column in ("on", "chosen", "expected", "doing nothing", "calls ahead", "cache", "re-read chance"):
         table.add_column(column, justify="right" if column not in ("on", "chosen", "cache") else "left", no_wrap=True)
@@ -133,7 +144,7 @@ def print_decisions(found: Sequence[tuple[str, CostDecision]], console: Console 
             d.cache,
             f"{d.reread_chance:.0%}",
         )
-    console.print(table)
+    return table
 
 
 def misses_json(found: Sequence[tuple[AssistantMessage, CacheMissReport]]) -> list[dict[str, Any]]:

@@ -107,7 +107,13 @@ async def _mode(chat: Chat, mode: str) -> None:
 async def _model(chat: Chat, spec: str) -> None:
     """`/model [SPEC]`: show the model, or switch to `spec` (the previous provider is closed)."""
     from lamina.cli._console import err, safe
-    from lamina.cli._session import close_provider, make_provider, model_name, note_provider_switch
+    from lamina.cli._session import (
+        close_provider,
+        compaction_summariser,
+        make_provider,
+        model_name,
+        note_provider_switch,
+    )
     from lamina.errors import LaminaError
     from lamina.providers import discover_capabilities
 
@@ -122,6 +128,7 @@ async def _model(chat: Chat, spec: str) -> None:
         return
     await discover_capabilities(provider)
     previous, chat.agent.provider = chat.agent.provider, provider
+    chat.agent.summariser = compaction_summariser(provider, chat.state.settings, chat.agent.engine.session.id)
     await close_provider(previous)
     moved = spec != chat.agent.engine.settings.recorded.model
     chat.agent.engine.settings.set_model(spec)  # a resumed session runs on it

@@ -28,6 +28,7 @@ from lamina.errors import ConfigError
 from lamina.workspace import WorkspaceTrust
 
 if TYPE_CHECKING:
+    from lamina.compaction import BackendSetting
     from lamina.placement import ReasoningConfig
     from lamina.tools import SandboxSettings
 
@@ -55,6 +56,12 @@ class _Sandbox(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     writable: list[str] | None = None
 
 
+class _Compaction(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A file's `[compaction]` table: who writes a compaction's summary (`lamina.compaction.ServerSummariser`)."""
+
+    backend: Literal["auto", "server", "lamina"] | None = None
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One config file as written (every key optional)."""
 
@@ -68,6 +75,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     permissions: _Rules | None = None
     sandbox: _Sandbox | None = None
     reasoning: ReasoningTable | None = None
+    compaction: _Compaction | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,8 @@ class Settings:
     """The Bash sandbox: the user's file sets it; the workspace's can only tighten it."""
     reasoning: ReasoningConfig = field(default_factory=lambda: ReasoningMerge().config())
     """How the model reasons (`[reasoning]`, the reasoning flags; a resumed session's recorded ones)."""
+    compaction_backend: BackendSetting = "lamina"
+    """Who writes compaction summaries (`[compaction] backend`): `lamina` (the default), `server` or `auto`."""
     sandbox_ignored: tuple[str, ...] = ()
     """What the workspace's file asked of the sandbox that would loosen it (not applied; said at start)."""
     origins: dict[str, str] = field(default_factory=dict)
@@ -157,6 +167,8 @@ def load_settings(
             sandbox.add(path, data.sandbox, loosen=path == user_config_path())
         if data.reasoning is not None:
             thinking.add(checked(data.reasoning, str(path)), str(path))
+        if data.compaction is not None and data.compaction.backend is not None:
+            values["compaction_backend"], origins["compaction.backend"] = data.compaction.backend, str(path)
         for key in KEYS:
             value = getattr(data, key)
             if value is None:
@@ -403,6 +415,7 @@ def show(
         (f"reasoning.{key}", getattr(settings.reasoning, key), settings.origin(f"reasoning.{key}"))
         for key in REASONING_KEYS
     ]
+    rows.append(("compaction.backend", settings.compaction_backend, settings.origin("compaction.backend")))
     rules = [("allow", rule) for rule in settings.permissions.allow] + [
         ("deny", rule) for rule in settings.permissions.deny
     ]

@@ -14,7 +14,7 @@ from lamina.cli._approval import DenyRules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
 from lamina.cli._reasoning_settings import DEFAULT_REASONING, REASONING_KEYS, parse_reasoning, reasoning_text
-from lamina.compaction import DEFAULT_PRUNE
+from lamina.compaction import DEFAULT_PRUNE, ProviderSummariser, ServerSummariser, Summariser
 from lamina.context import ReasoningBlock, to_messages
 from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
 from lamina.errors import UsageError
@@ -405,6 +405,18 @@ def _prices_of(spec: str) -> CachePrices:
     return CachePrices.openai() if spec.partition(":")[0] in _OPENAI_KINDS else CachePrices.anthropic()
 
 
+def compaction_summariser(provider: Provider, settings: Settings, session_id: str) -> Summariser | None:
+    """Who writes the session's compaction summaries, as `[compaction] backend` says (None: the agent's default).
+
+    `lamina` (the default) is Lamina's summariser on the session's provider; `server` and `auto` a
+    `ServerSummariser` over the same provider, Lamina's summariser its fallback.
+    """
+    if settings.compaction_backend == "lamina":
+        return None
+    fallback = ProviderSummariser(provider, session_id=session_id)
+    return ServerSummariser(provider, backend=settings.compaction_backend, fallback=fallback)
+
+
 @asynccontextmanager
 async def session_agent(
     store: SessionStore,
@@ -456,6 +468,7 @@ async def session_agent(
                 err.print(f"[dim]{safe(note)}[/dim]")
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
+            agent.summariser = compaction_summariser(provider, settings, agent.engine.session.id)
             too_large = reserve_problem(agent.compaction_reserve, provider.capabilities)
             if too_large is not None:
                 err.print(f"[yellow]warning:[/yellow] {safe(too_large)}")

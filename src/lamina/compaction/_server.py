@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+import msgspec
+
 from lamina.compaction._cut import entry_tokens
 from lamina.compaction._deterministic import deterministic_summary
 from lamina.compaction._summarize import DEFAULT_SUMMARY_TIMEOUT, ProviderSummariser, Summariser, SummaryResult
@@ -113,16 +115,19 @@ class ServerSummariser:
         outlook: Outlook | None,
         *,
         rewrite_tokens: int = 0,
-    ) -> tuple[CompactionBackend, CostDecision | None]:
-        """The backend for this compaction: by the setting, or priced with `outlook` (`auto`).
+    ) -> tuple[CompactionBackend, CostDecision]:
+        """The backend for this compaction and why: by the setting, or priced with `outlook` (`auto`).
 
         `rewrite_tokens`: what a block first in the conversation makes the next request write again
-        (on Anthropic, the stable context that must follow it).
+        (on Anthropic, the stable context that must follow it). A choice made without figures (the
+        setting, a model without a form Lamina speaks, no outlook) says why in its `reason`.
         """
-        if self.form() is None or self.backend == "lamina":
-            return "lamina", None
-        if self.backend == "server" or outlook is None:
-            return ("server" if self.backend == "server" else "lamina"), None
+        if self.form() is None:
+            return "lamina", _unpriced("lamina", "the model has no server compaction Lamina sends")
+        if self.backend != "auto":
+            return self.backend, _unpriced(self.backend, f"the compaction backend setting is `{self.backend}`")
+        if outlook is None:
+            return "lamina", _unpriced("lamina", "not priced (no outlook): Lamina's own")
         block, summary = previous
         count = self._estimator.count
         summarised = sum(entry_tokens(e, estimator=self._estimator) for e in entries)
@@ -147,7 +152,7 @@ class ServerSummariser:
         focus: str | None,
         outlook: Outlook | None = None,
         rewrite_tokens: int = 0,
-    ) -> tuple[SummaryResult, CostDecision | None]:
+    ) -> tuple[SummaryResult, CostDecision]:
         """Compact `entries` by the backend chosen; the result's `server` holds the provider's block when it was used.
 
         Args:
@@ -160,7 +165,8 @@ class ServerSummariser:
 
         Returns:
             The summary (Lamina's text beside the block: the provider's readable summary, else a
-            deterministic one), and the backend decision when it was priced.
+            deterministic one), and the backend decision: who wrote it and why (a failed server
+            compaction's fallback says so, the figures swapped to the backend that wrote it).
         """
         block, summary = previous
         parsed = parse_summary(summary) if summary else None
@@ -173,7 +179,14 @@ class ServerSummariser:
             result = await self.fallback.summarise(parsed, entries, ledger, focus=focus)
             note = f"server compaction failed: {attempt.reason}"
             reason = f"{note}; {result.fallback_reason}" if result.fallback_reason else note
-            return SummaryResult(result.summary, result.by, reason), decision
+            fell_back = msgspec.structs.replace(
+                decision,
+                action="lamina_compaction",
+                expected=decision.expected_nothing,
+                expected_nothing=decision.expected,
+                reason=note,
+            )
+            return SummaryResult(result.summary, result.by, reason), fell_back
         text = parse_summary(attempt.block.readable) if attempt.block.readable else None
         shown = text or deterministic_summary(parsed, entries, ledger, focus=focus)
         return SummaryResult(shown, "server", server=attempt.block), decision
@@ -220,6 +233,11 @@ class ServerSummariser:
                     raise
                 await self.retry.sleep(delay)
                 attempt += 1
+
+
+def _unpriced(backend: CompactionBackend, reason: str) -> CostDecision:
+    """A backend chosen without figures, and why."""
+    return CostDecision(action=f"{backend}_compaction", expected=0.0, expected_nothing=0.0, reason=reason)
 
 
 _INSTRUCTIONS = (

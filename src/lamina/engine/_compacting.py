@@ -354,6 +354,7 @@ class Compactor:
                 plan_id=plan_id,
                 decision=msgspec.UNSET if decision is None else decision,
                 server=made.result.server or msgspec.UNSET,  # the provider's block, byte for byte
+                backend=msgspec.UNSET if made.backend is None else made.backend,
             )
             recorded = self._record(entry)
         except Exception as exc:

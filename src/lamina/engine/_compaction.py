@@ -26,6 +26,7 @@ from lamina.pricing import Outlook
 from lamina.session import (
     AssistantMessage,
     CompactionBoundary,
+    CostDecision,
     Ledger,
     LogEntry,
     SessionFiles,
@@ -101,6 +102,8 @@ class Summarised:
     result: SummaryResult
     ledger: Ledger
     summary: str
+    backend: CostDecision | None = None
+    """A `ServerSummariser`'s choice of backend: who wrote the summary, and why (None: Lamina's, unchosen)."""
 
 
 async def summarise(
@@ -123,16 +126,16 @@ async def summarise(
     previous = parse_summary(previous_summary) if previous_summary else None
     if isinstance(summariser, ServerSummariser):
         block = server_block(boundary.server) if boundary is not None else None
-        result, _ = await summariser.compact_server(
+        result, backend = await summariser.compact_server(
             (block, previous_summary), cut.history, ledger, focus=focus, outlook=outlook, rewrite_tokens=rewrite_tokens
         )
     else:
-        result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
+        result, backend = await summariser.summarise(previous, cut.history, ledger, focus=focus), None
     structured = result.summary
     if cut.split_turn_prefix:  # one item, not a second summary: the next compaction reads it back
         item = turn_prefix_item(cut.split_turn_prefix)
         structured = dataclasses.replace(structured, in_progress=(*structured.in_progress, item))
-    return Summarised(result, ledger, structured.render())
+    return Summarised(result, ledger, structured.render(), backend)
 
 
 def lane_of_boundary(boundary: CompactionBoundary | None) -> UserLane:

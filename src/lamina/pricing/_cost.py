@@ -479,6 +479,8 @@ _WORDS: Final = {
     "ttl_12h": ("12-hour TTL", "with the 30-minute TTL"),
     "reasoning_drop": ("drop completed turns' reasoning", "sending it back"),
     "reasoning_keep": ("send completed turns' reasoning back", "dropping it"),
+    "server_compaction": ("compacted by the provider", "with Lamina's summariser"),
+    "lamina_compaction": ("compacted by Lamina's summariser", "with the provider's compaction"),
 }
 """Per action: its name, and the alternative its `expected_nothing` prices (keeping has none: it is doing nothing)."""
 
@@ -494,6 +496,9 @@ def describe_decision(decision: CostDecision) -> str:
     """
     d = decision
     named, alternative = _WORDS.get(d.action, (d.action, "doing nothing"))
+    reason = d.reason if isinstance(d.reason, str) else ""
+    if reason and d.expected == d.expected_nothing == 0:  # chosen without figures: a setting, a model without it
+        return f"{named}: {reason}"
     words = [f"{named}: expected {d.expected:,.0f} base-price tokens"]
     if d.action == "keep":
         words.append("no prune expected to cost less")
@@ -507,10 +512,10 @@ def describe_decision(decision: CostDecision) -> str:
         words.append(f"cache {d.cache}")
     if d.action in ("prune", "keep", "clear_tool_uses") or d.reread_chance:
         words.append(f"re-read chance {d.reread_chance:.0%}")
-    return ", ".join(words)
+    return ", ".join([*words, reason] if reason else words)
 
 
-DecisionOn: TypeAlias = Literal["prune", "compaction", "turn TTL"]
+DecisionOn: TypeAlias = Literal["prune", "compaction", "compaction backend", "turn TTL"]
 
 
 _DEFAULT_TURN_TTLS: Final = frozenset({"ttl_1h", "ttl_30m"})
@@ -533,3 +538,12 @@ def decision_on(entry: LogEntry) -> tuple[DecisionOn, CostDecision] | None:
             return "turn TTL", d
         case _:
             return None
+
+
+def decisions_on(entry: LogEntry) -> tuple[tuple[DecisionOn, CostDecision], ...]:
+    """Every decision `entry` logged: `decision_on`'s, then a compaction's backend (who wrote its summary, and why)."""
+    found = decision_on(entry)
+    first = () if found is None else (found,)
+    if isinstance(entry, CompactionBoundary) and isinstance(entry.backend, CostDecision):
+        return (*first, ("compaction backend", entry.backend))
+    return first

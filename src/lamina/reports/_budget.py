@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, assert_never
 
+import msgspec
+
 from lamina.cachesim import (
     AnthropicCacheRules,
     AnthropicCacheSimulator,
@@ -20,7 +22,18 @@ from lamina.cachesim import (
     OpenAICacheSimulator,
     TimedRequest,
 )
-from lamina.context import AttachmentBlocks, Part, Stability, Tier, ToolSpec, TurnContext, attachment_note, tool_part
+from lamina.context import (
+    AttachmentBlocks,
+    Part,
+    Stability,
+    Tier,
+    ToolSpec,
+    TurnContext,
+    attachment_note,
+    message_parts,
+    prelude_messages,
+    tool_part,
+)
 from lamina.placement import (
     AnthropicTarget,
     OpenAIChatTarget,
@@ -64,6 +77,10 @@ TIER_LABELS: Final[Mapping[Tier, str]] = {
 _REASONING_ITEM: Final = "reasoning"
 """The item the model's reasoning is counted as (the parts keyed `history.reasoning.`)."""
 
+BLOCK_ITEM: Final = "compaction block"
+"""The item a provider's compaction block is counted as (sent in place of the summary, to its provider)."""
+_SUMMARY_KEY: Final = "compaction.summary"
+
 NEXT_MESSAGE: Final = "(your next message)"
 """Stands for the user's text in the budget of a session's next request: the report is about everything around it."""
 
@@ -79,8 +96,8 @@ class TierTokens:
     tokens: int
     items: tuple[str, ...]
     """What was counted, in order: part keys (stable, volatile and one-shot parts), and for the
-    conversation `tools`, `compaction summary`, `user's words`, `history`, `reasoning`, `user message`,
-    `attachments`, `documents read`, `tool results`."""
+    conversation `tools`, `compaction block`, `compaction summary`, `user's words`, `history`, `reasoning`,
+    `user message`, `attachments`, `documents read`, `tool results`."""
     reasoning: int = 0
     """Of `tokens`, the model's reasoning replayed in the conversation (its thinking, reasoning
     summaries, a server's reasoning: the `history.reasoning.` parts, in the history tier)."""
@@ -137,7 +154,7 @@ def _item(part: Part, user_entry_id: str | None) -> str:
         return "tools"
     if part.stability is not Stability.COMPACTABLE and part.stability is not Stability.ON_DEMAND:
         return key  # stable, volatile and one-shot parts by name
-    if key == "compaction.summary":
+    if key == _SUMMARY_KEY:
         return "compaction summary"
     if key == "compaction.users_words":
         return "user's words"
@@ -176,6 +193,7 @@ def budget_of_turn(
     *,
     attachments: AttachmentBlocks = attachment_note,
     estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    owner: Literal["anthropic", "openai"] | None = None,
 ) -> BudgetReport:
     """Tokens per tier of everything `turn` sends: the sum over `turn.parts(continuation, attachments)`.
 
@@ -186,8 +204,26 @@ def budget_of_turn(
     documents tier) and attached files in the documents tier (SPEC F17), shown as `attachments`
     shows them (an image or a PDF sent as media by the provider's estimate). Pass the renderer
     the request is made with (`ContextEngine.attachment_blocks`) to count the attachments as sent.
+
+    After a provider's own compaction (`turn.server`), a request to that provider sends its block
+    in place of the summary, then the ledger: the budget counts the block as sent (its signed or
+    encrypted JSON, as the cache simulator counts it) as `compaction block`, and the ledger as the
+    summary. `owner` is the wire format of the request (`anthropic` or `openai`; None: the block's
+    own): a request in another format shows the summary, and the budget counts it.
     """
-    return budget_of_parts(turn.parts(continuation, attachments), estimator=estimator, user_entry_id=turn.user_entry_id)
+    parts = turn.parts(continuation, attachments)
+    server = turn.server
+    if server is None or (owner is not None and server.provider != owner):
+        return budget_of_parts(parts, estimator=estimator, user_entry_id=turn.user_entry_id)
+    block = block_tokens(msgspec.json.decode(server.block), estimator)  # the block as sent, as the simulator counts
+    ledger = message_parts(prelude_messages(turn.server_prelude, None))  # what follows the block
+    tally = _Tally()
+    for part in parts:
+        if part.key == _SUMMARY_KEY:  # the block in its place, then the ledger (`lamina.placement.prelude_wire`)
+            tally.add(Tier.HISTORY, BLOCK_ITEM, block)
+        for counted in ledger if part.key == _SUMMARY_KEY else (part,):
+            tally.add(counted.tier, _item(counted, turn.user_entry_id), counted.token_count(estimator))
+    return tally.report()
 
 
 # --- cache layout ---------------------------------------------------------------------------------------

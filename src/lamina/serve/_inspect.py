@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from lamina.pricing import decision_on, describe_decision
+from lamina.pricing import DecisionOn, decision_on, decisions_on, describe_decision
 from lamina.serve._calls import call_out
 from lamina.serve._model import (
     AttachmentOut,
@@ -34,6 +34,7 @@ from lamina.session import (
     AttachmentRef,
     BranchSummary,
     CompactionBoundary,
+    CostDecision,
     Label,
     LogEntry,
     OutboxRecord,
@@ -383,13 +384,14 @@ class SessionIndex:
                     lane=[LaneWords(turn=w.turn, ts=w.ts, text=w.text, omitted=w.omitted) for w in lane.messages],
                     lane_left_out=lane.left_out,
                     decision=decision_of(entry),
+                    backend=next((d for d in decisions_out(entry) if d.on == "compaction backend"), None),
                 )
             )
         return out
 
     def decisions(self, path: list[LogEntry]) -> list[DecisionOut]:
         """Every priced context decision logged on `path`, oldest first."""
-        return [d for d in map(decision_of, path) if d is not None]
+        return [d for entry in path for d in decisions_out(entry)]
 
     def plans(self, path: list[LogEntry]) -> list[PlanOut]:
         plans: dict[str, list[PlanState]] = {}
@@ -410,9 +412,15 @@ class SessionIndex:
 def decision_of(entry: LogEntry) -> DecisionOut | None:
     """The priced decision an entry logged (a prune, a compaction boundary, a turn record's TTL), else None."""
     found = decision_on(entry)
-    if found is None:
-        return None
-    on, d = found
+    return None if found is None else _decision_out(entry, *found)
+
+
+def decisions_out(entry: LogEntry) -> list[DecisionOut]:
+    """Every decision an entry logged: `decision_of`'s, then a compaction's backend (who wrote its summary, why)."""
+    return [_decision_out(entry, on, d) for on, d in decisions_on(entry)]
+
+
+def _decision_out(entry: LogEntry, on: DecisionOn, d: CostDecision) -> DecisionOut:
     return DecisionOut(
         entry_id=entry.id,
         ts=entry.ts,

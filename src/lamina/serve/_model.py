@@ -95,7 +95,7 @@ class DecisionOut(msgspec.Struct, frozen=True, kw_only=True):
     entry_id: str
     """The entry that carries it: a prune, a compaction boundary or a turn record."""
     ts: float
-    on: Literal["prune", "compaction", "turn TTL"]
+    on: Literal["prune", "compaction", "compaction backend", "turn TTL"]
     """What it was on (as `lamina context --session` names it)."""
     action: str
     """What was chosen: `prune`, `keep`, `compact`, `wait`, `ttl_5m` or `ttl_1h`."""
@@ -135,6 +135,8 @@ class CompactionOut(msgspec.Struct, frozen=True, kw_only=True):
     lane_left_out: int
     decision: DecisionOut | None = None
     """Why it was made now, when the cost model priced it (None: an unpriced compaction, an older log)."""
+    backend: DecisionOut | None = None
+    """Who wrote its summary (the provider's compaction or Lamina's summariser) and why (None: Lamina's, unchosen)."""
 
 
 class PlanTransition(msgspec.Struct, frozen=True, kw_only=True):

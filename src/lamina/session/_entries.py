@@ -239,6 +239,8 @@ class CostDecision(msgspec.Struct, frozen=True, kw_only=True):
     """The cache's state when it was decided: `warm`, `partly warm` or `cold`."""
     reread_chance: float = 0.0
     """The chance, learnt in the session, that a pruned result is needed again."""
+    reason: str | msgspec.UnsetType = msgspec.UNSET
+    """Why, in words, where the figures did not decide alone: a setting, a model without the option, a fallback."""
 
 
 class ToolOutputPruned(_EntryBase, frozen=True, kw_only=True, tag="prune"):
@@ -361,6 +363,8 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
     """When it was priced: its expected bill against waiting (absent in older logs and unpriced compactions)."""
     server: ServerCompaction | msgspec.UnsetType = msgspec.UNSET  # a provider's block, sent first in place of `summary`
+    backend: CostDecision | msgspec.UnsetType = msgspec.UNSET
+    """Who wrote the summary and why (`server_compaction` or `lamina_compaction`; absent: Lamina's, unchosen)."""
 
 
 class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
