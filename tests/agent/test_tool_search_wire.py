@@ -135,7 +135,9 @@ async def test_a_tool_change_takes_effect_from_its_position_and_keeps_the_tools_
         {"role": "assistant", "content": [use]},
         {"role": "user", "content": [result]},
     ]
-    client.messages.create(model="claude-sonnet-5", max_tokens=100, tools=[tool], messages=messages)  # type: ignore[list-item]
+    betas = {"anthropic-beta": "mid-conversation-tool-changes-2026-07-01"}
+    sdk: Any = client.messages  # the tool dict is not typed as a ToolParam
+    sdk.create(model="claude-sonnet-5", max_tokens=100, tools=[tool], messages=messages, extra_headers=betas)
     messages[0] = {"role": "user", "content": [{"type": "text", "text": "deploy it"}]}
     with pytest.raises(anthropic.BadRequestError, match="deferred and was not loaded"):
         client.messages.create(model="claude-sonnet-5", max_tokens=100, tools=[tool], messages=messages)  # type: ignore[list-item]
