@@ -24,6 +24,7 @@ from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
+from tests.wire.tool_search import with_call
 
 _SCHEMA = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
 
@@ -129,14 +130,7 @@ async def test_without_tool_changes_the_tools_array_is_rewritten(tmp_path: Path,
 async def test_a_removed_tool_is_refused_when_called(tmp_path: Path, wire: WireServer) -> None:
     engine = await _session(tmp_path, wire, tool_changes=True)
     last = wire.requests[-1].body
-    body = dict(last)
-    use = {"type": "tool_use", "id": "toolu_9", "name": "github__create_issue", "input": {"title": "x"}}
-    result = {"type": "tool_result", "tool_use_id": "toolu_9", "content": "ok"}
-    body["messages"] = [
-        *body["messages"],
-        {"role": "assistant", "content": [use]},
-        {"role": "user", "content": [result]},
-    ]
+    body = with_call(last, "github__create_issue", "toolu_9")
     client = anthropic.Anthropic(api_key=API_KEY, base_url=wire.url, max_retries=0)
     betas = {"anthropic-beta": f"{TOOL_CHANGES_BETA},{INLINE_TOOLS_BETA}"}
     with pytest.raises(anthropic.BadRequestError, match="removed by a tool_removal"):

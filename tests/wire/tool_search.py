@@ -249,3 +249,11 @@ def problem(api: str, body: Mapping[str, Any]) -> WireResponse | str | None:
     if api == "anthropic":
         return anthropic_problem(body)
     return responses_problem(body) if api == "responses" else None
+
+
+def with_call(body: Mapping[str, Any], name: str, call_id: str = "toolu_1") -> dict[str, Any]:
+    """A copy of an Anthropic `body` whose conversation goes on with a call to `name` and its result."""
+    use = {"type": "tool_use", "id": call_id, "name": name, "input": {"title": "x"}}
+    result = {"type": "tool_result", "tool_use_id": call_id, "content": "ok"}
+    called = [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    return {**body, "messages": [*body["messages"], *called]}
