@@ -24,6 +24,7 @@ from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import API_KEY, anthropic_provider, openai_responses_provider
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
+from tests.wire.tool_search import with_call
 
 
 def _source_tools() -> tuple[ToolSpec, ...]:
@@ -100,14 +101,7 @@ async def test_a_deferred_call_without_its_search_blocks_is_refused(tmp_path: Pa
     async with anthropic_provider(wire) as provider:
         turn = engine.prepare_turn("open an issue")
         completed = await _send(provider, engine, turn)
-    body = dict(wire.requests[0].body)
-    use = {"type": "tool_use", "id": "toolu_1", "name": "github__create_issue", "input": {"title": "x"}}
-    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
-    body["messages"] = [
-        *body["messages"],
-        {"role": "assistant", "content": [use]},
-        {"role": "user", "content": [result]},
-    ]
+    body = with_call(wire.requests[0].body, "github__create_issue")
     client = anthropic.Anthropic(api_key=API_KEY, base_url=wire.url, max_retries=0)
     with pytest.raises(anthropic.BadRequestError, match="deferred and was not loaded"):
         client.messages.create(**body)
@@ -135,7 +129,9 @@ async def test_a_tool_change_takes_effect_from_its_position_and_keeps_the_tools_
         {"role": "assistant", "content": [use]},
         {"role": "user", "content": [result]},
     ]
-    client.messages.create(model="claude-sonnet-5", max_tokens=100, tools=[tool], messages=messages)  # type: ignore[list-item]
+    betas = {"anthropic-beta": "mid-conversation-tool-changes-2026-07-01"}
+    sdk: Any = client.messages  # the tool dict is not typed as a ToolParam
+    sdk.create(model="claude-sonnet-5", max_tokens=100, tools=[tool], messages=messages, extra_headers=betas)
     messages[0] = {"role": "user", "content": [{"type": "text", "text": "deploy it"}]}
     with pytest.raises(anthropic.BadRequestError, match="deferred and was not loaded"):
         client.messages.create(model="claude-sonnet-5", max_tokens=100, tools=[tool], messages=messages)  # type: ignore[list-item]

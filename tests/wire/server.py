@@ -258,6 +258,8 @@ class WireServer:
             found = context_editing.problem(body, headers)
             problem = None if found is None else self._invalid(api, n, found)
             self._edited = context_editing.apply(body, self.estimator) if found is None else None
+            changed = tool_search.beta_problem(body, headers) if problem is None else None
+            problem = problem if changed is None else self._invalid(api, n, changed)
         if problem is not None:
             return problem, None, None
         if api == "anthropic" and body.get("compaction") is not None:  # a standalone compaction: no script step

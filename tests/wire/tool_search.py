@@ -20,6 +20,8 @@ from typing import Any, Final
 
 from tests.wire.script import Reply, WireResponse, json_response
 
+CHANGES_BETA: Final = "mid-conversation-tool-changes-2026-07-01"
+INLINE_BETA: Final = "inline-tools-2026-09-15"
 MAX_RESULTS: Final = 5
 """How many references one search returns at most (the API's default)."""
 _WORD: Final = re.compile(r"[a-z0-9]+")
@@ -132,6 +134,7 @@ def anthropic_problem(body: Mapping[str, Any]) -> WireResponse | str | None:
     declared = {str(t.get("name")) for t in _tools(body)}
     deferred = set(deferred_tools(body))
     loaded: set[str] = set()
+    removed: set[str] = set()
     messages = body.get("messages")
     for i, message in enumerate(messages if isinstance(messages, list) else []):
         content = message.get("content") if isinstance(message, Mapping) else None
@@ -144,9 +147,32 @@ def anthropic_problem(body: Mapping[str, Any]) -> WireResponse | str | None:
                 name = _changed(block)
                 if name is None or (not _inline(block) and name not in declared | loaded):
                     return unresolved(f"{where}: tool reference '{name}' does not resolve to a tool")
-                _change(kind, name, loaded, deferred)
+                declared.add(name)  # an inline definition: a later reference resolves to it
+                _change(kind, name, loaded, deferred, lazy=_inline_deferred(block))
+                removed.discard(name) if kind == "tool_addition" else removed.add(name)
+            elif kind == "tool_use" and block.get("name") in removed:
+                return f"{where}: tool '{block.get('name')}' was removed by a tool_removal and is not available"
             elif kind == "tool_use" and block.get("name") in deferred - loaded:
                 return f"{where}: tool '{block.get('name')}' is deferred and was not loaded by a tool_reference"
+    return None
+
+
+def _inline_deferred(block: Mapping[str, Any]) -> bool:
+    tool = block.get("tool")
+    definition = tool.get("definition") if isinstance(tool, Mapping) else None
+    return isinstance(definition, Mapping) and definition.get("defer_loading") is True
+
+
+def beta_problem(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+    """A tool change sent without its beta header (inline definitions need a second one), as the API refuses it."""
+    betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",")}
+    for message in body.get("messages") or ():
+        for block in (message.get("content") if isinstance(message, Mapping) else None) or ():
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind in ("tool_addition", "tool_removal") and CHANGES_BETA not in betas:
+                return f"{kind}: this block requires the `anthropic-beta: {CHANGES_BETA}` header"
+            if kind == "tool_addition" and _inline(block) and INLINE_BETA not in betas:
+                return f"tool_addition.tool.tool_definition: requires the `anthropic-beta: {INLINE_BETA}` header"
     return None
 
 
@@ -155,9 +181,12 @@ def _inline(block: Mapping[str, Any]) -> bool:
     return isinstance(tool, Mapping) and tool.get("type") == "tool_definition"
 
 
-def _change(kind: str, name: str, loaded: set[str], deferred: set[str]) -> None:
-    """A `tool_addition` makes `name` callable from here on; a `tool_removal` withdraws it."""
-    if kind == "tool_addition":
+def _change(kind: str, name: str, loaded: set[str], deferred: set[str], *, lazy: bool = False) -> None:
+    """A `tool_addition` makes `name` callable from here on (a deferred one once found); a removal withdraws it."""
+    if kind == "tool_addition" and lazy:
+        deferred.add(name)
+        loaded.discard(name)
+    elif kind == "tool_addition":
         loaded.add(name)
     else:
         loaded.discard(name)
@@ -220,3 +249,11 @@ def problem(api: str, body: Mapping[str, Any]) -> WireResponse | str | None:
     if api == "anthropic":
         return anthropic_problem(body)
     return responses_problem(body) if api == "responses" else None
+
+
+def with_call(body: Mapping[str, Any], name: str, call_id: str = "toolu_1") -> dict[str, Any]:
+    """A copy of an Anthropic `body` whose conversation goes on with a call to `name` and its result."""
+    use = {"type": "tool_use", "id": call_id, "name": name, "input": {"title": "x"}}
+    result = {"type": "tool_result", "tool_use_id": call_id, "content": "ok"}
+    called = [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    return {**body, "messages": [*body["messages"], *called]}

@@ -317,8 +317,8 @@ class ContextEngine:
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         self.compactor.prune()
         stable = self._refresh_stable()
-        tools = self._tool_definitions.change(self.tools)
-        if tools is not None:  # recorded once per version, so a request rebuilt from the log sends them again
+        # recorded once per version, so a request rebuilt from the log sends them again
+        for tools in self._tool_definitions.changes(self.tools, self._view.entries, self.compactor.outlook):
             self.record(tools)
         stable_seen = self._view.stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import msgspec
 
 from lamina.context import ToolSpec
-from lamina.defang import trusted
-from lamina.session import LogEntry, PinnedTool, StateChange
+from lamina.placement import recorded_tools
+from lamina.pricing import Outlook, price_tool_change
+from lamina.session import LogEntry, PinnedTool, StateChange, UserMessage
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+
+__all__ = ["ToolDefinitions", "pinned_tools", "recorded_tools", "tools_digest"]
 
 
 def pinned_tools(tools: Sequence[ToolSpec]) -> tuple[PinnedTool, ...]:
@@ -41,43 +47,20 @@ def tools_digest(pinned: Sequence[PinnedTool]) -> str:
     return h.hexdigest()
 
 
-def recorded_tools(change: StateChange) -> tuple[ToolSpec, ...] | None:
-    """The tool definitions a `tools` state change records (None: not a readable `tools` change).
-
-    Args:
-        change: A state change from the log.
-
-    Returns:
-        The definitions, as the requests from that change on sent them; None for any other change,
-        or a hand-edited one whose schema is not a JSON object.
-    """
-    if change.key != "tools":
-        return None
-    specs: list[ToolSpec] = []
-    for tool in change.tools:
-        try:
-            schema = json.loads(tool.input_schema)
-        except ValueError:
-            return None
-        if not isinstance(schema, dict):
-            return None
-        # texts Lamina checked (and neutralised) itself before the first request sent them
-        specs.append(ToolSpec(tool.name, trusted(tool.description), schema, deferred=tool.deferred))
-    return tuple(specs)
-
-
 class ToolDefinitions:
-    """The tool definitions the log recorded last (append order), and the change to record when they differ."""
+    """The tool definitions the log recorded last (append order), and the changes to record when they differ."""
 
     def __init__(self) -> None:
         """Nothing recorded yet: the first turn records its definitions."""
         self._recorded: tuple[int, str] | None = None
+        self._pinned: tuple[PinnedTool, ...] = ()
 
     def observe(self, entry: LogEntry) -> None:
         """Fold an entry of the log, in append order (tool definitions hold on every branch)."""
         if isinstance(entry, StateChange) and entry.key == "tools":
             version, _, digest = entry.value.partition(":")
             self._recorded = (int(version) if version.isdigit() else 0, digest)
+            self._pinned = entry.tools
 
     def change(self, tools: Sequence[ToolSpec]) -> StateChange | None:
         """The `tools` state change to record before a turn sending `tools` (None: the log has them already).
@@ -106,3 +89,55 @@ class ToolDefinitions:
             detail=f"{len(pinned)} tool definitions: {names}",
             tools=pinned,
         )
+
+    def changes(
+        self,
+        tools: Sequence[ToolSpec],
+        view: Sequence[LogEntry],
+        outlook: Callable[[], Outlook],
+        estimator: TokenEstimator = DEFAULT_ESTIMATOR,
+    ) -> list[StateChange]:
+        """The `tools` changes to record, in order, before a request sending `tools` (none when unchanged).
+
+        A change inside a window whose view holds no `tools` change first records the set it
+        replaces again, so the view says what the window's `tools` array is (a model that takes
+        tool changes keeps it and gets blocks). A change the cost model prices cheaper as a
+        rewrite of the array is marked `tools_rewritten`.
+
+        Args:
+            tools: The definitions the next requests send.
+            view: The provider view the change is recorded in.
+            outlook: What the cost model prices from now (read only for a change inside a window).
+            estimator: Counts the definitions' tokens.
+
+        Returns:
+            The state changes to record.
+        """
+        change = self.change(tools)
+        if change is None or self._recorded is None:
+            return [] if change is None else [change]
+        if not any(isinstance(e, UserMessage) for e in view):
+            return [change]  # the window's first set: the array is written anyway
+        base: list[StateChange] = []
+        if not any(isinstance(e, StateChange) and e.key == "tools" for e in view):
+            base = [msgspec.structs.replace(change, value=change.previous or "", previous=None, tools=self._pinned)]
+            base[0] = msgspec.structs.replace(base[0], detail=f"the window's tool definitions: {len(self._pinned)}")
+        before, after = {t.name: t for t in self._pinned}, {t.name: t for t in change.tools}
+        added = [t for n, t in after.items() if before.get(n) != t]
+        removed = [t for n, t in before.items() if after.get(n) != t]
+        price = price_tool_change(
+            outlook(),
+            added_tokens=_tokens(added, estimator),
+            removed_tokens=_tokens(removed, estimator),
+            block_tokens=len(removed) * _REFERENCE_TOKENS,
+        )
+        rewritten = msgspec.UNSET if price.keeps_cache else True
+        return [*base, msgspec.structs.replace(change, tools_rewritten=rewritten)]
+
+
+_REFERENCE_TOKENS = 20
+"""A `tool_removal` block's tokens, near enough."""
+
+
+def _tokens(tools: Sequence[PinnedTool], estimator: TokenEstimator) -> int:
+    return sum(estimator.count(f"{t.name} {t.description} {t.input_schema}") for t in tools)

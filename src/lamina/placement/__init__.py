@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
 
@@ -9,6 +10,7 @@ from lamina.context import (
     AttachmentBlocks,
     Message,
     TextBlock,
+    ToolSpec,
     TurnContext,
     attached_blocks,
     attachment_note,
@@ -46,6 +48,15 @@ from lamina.placement._targets import (
     ReasoningConfig,
     RenderTarget,
     SdkManagedTarget,
+)
+from lamina.placement._tool_changes import (
+    INLINE_TOOLS_BETA,
+    TOOL_CHANGES_BETA,
+    recorded_tools,
+    request_tools,
+    tool_change_betas,
+    tool_changes,
+    with_change_blocks,
 )
 from lamina.session import AssistantMessage, LogEntry, ToolCall, UserMessage
 
@@ -182,6 +193,15 @@ def _history(reasoning: ReasoningConfig) -> Literal["keep", "drop"]:
     return "drop" if reasoning.history == "drop" else "keep"
 
 
+def _request_tools(turn: TurnContext, continuation: Sequence[LogEntry]) -> tuple[ToolSpec, ...]:
+    """The definitions a request sends whole: a change recorded in the turn's tool loop, else the turn's."""
+    return request_tools([*turn.history, *continuation], turn.tools, from_index=len(turn.history))
+
+
+def _with_tools(turn: TurnContext, tools: tuple[ToolSpec, ...]) -> TurnContext:
+    return turn if tools == turn.tools else dataclasses.replace(turn, tools=tools)
+
+
 def render(
     turn: TurnContext,
     target: RenderTarget,
@@ -199,14 +219,22 @@ def render(
     """
     match target:
         case AnthropicTarget(reasoning=reasoning):
+            entries = [*turn.history, *continuation]
+            tools, changes = tool_changes(entries, turn.tools) if target.tool_changes else (turn.tools, [])
+            turn = _with_tools(turn, tools if target.tool_changes else _request_tools(turn, continuation))
             wire = _wire(turn, "anthropic", wire_messages, continuation, cache, attachments, _history(reasoning))
+            if changes:
+                prelude = len(prelude_wire(turn, "anthropic", wire_messages))
+                wire = with_change_blocks(wire, entries, changes, prelude=prelude)
             body = render_anthropic(turn, wire, target)
             return with_context_edits(body, [*turn.history, *continuation], target) if target.context_edits else body
         case OpenAIChatTarget(reasoning=reasoning):
             history = _history(reasoning)
+            turn = _with_tools(turn, _request_tools(turn, continuation))
             wire = _wire(turn, "openai-compat", chat_wire_messages, continuation, cache, attachments, history)
             return render_openai_chat(turn, wire, target)
         case OpenAIResponsesTarget(reasoning=reasoning):
+            turn = _with_tools(turn, _request_tools(turn, continuation))
             wire = _wire(turn, "openai", responses_wire_items, continuation, cache, attachments, _history(reasoning))
             return render_openai_responses(turn, wire, target)
         case SdkManagedTarget():
@@ -219,7 +247,9 @@ __all__ = [
     "CLEAR_THINKING",
     "CLEAR_TOOL_USES",
     "CONTEXT_MANAGEMENT_BETA",
+    "INLINE_TOOLS_BETA",
     "SERVER_CLEARED_NOTE",
+    "TOOL_CHANGES_BETA",
     "AnthropicTarget",
     "CacheTtl",
     "Effort",
@@ -240,7 +270,9 @@ __all__ = [
     "context_management",
     "foreign_reasoning",
     "reasoning_owner",
+    "recorded_tools",
     "render",
     "replayed",
     "server_clearing",
+    "tool_change_betas",
 ]

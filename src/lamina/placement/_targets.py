@@ -77,6 +77,9 @@ class AnthropicTarget:
     those the model has and the session's setting allows (`lamina.placement._context_edits`)."""
     anthropic_tool_search: Literal["bm25", "regex"] = "bm25"
     """The tool-search tool a request with deferred tools carries (`tool_search_tool_bm25` or `_regex`)."""
+    tool_changes: bool = False
+    """A change of the tool definitions mid-window goes as `tool_addition` / `tool_removal` blocks, the
+    `tools` array kept (`Capabilities.tool_changes`; the provider sets it)."""
 
     @property
     def turn_breakpoint_ttl(self) -> CacheTtl:

@@ -28,7 +28,7 @@ from lamina.pricing._cost import (
     price_prune,
     price_reasoning_replay,
 )
-from lamina.pricing._deferral_price import DeferralPrice, price_deferral
+from lamina.pricing._deferral_price import DeferralPrice, ToolChangePrice, price_deferral, price_tool_change
 from lamina.pricing._editing import ContextEditing, PruneChoice, choose_prune_option
 from lamina.pricing._pace import PaceTracker
 from lamina.pricing._prices import cost_of
@@ -46,6 +46,7 @@ __all__ = [
     "PruneChoice",
     "PruneItem",
     "SessionPace",
+    "ToolChangePrice",
     "choose_prune_option",
     "choose_turn_ttl",
     "cost_of",
@@ -58,4 +59,5 @@ __all__ = [
     "price_deferral",
     "price_prune",
     "price_reasoning_replay",
+    "price_tool_change",
 ]

@@ -63,3 +63,46 @@ def price_deferral(
         + (switch if current == "all" else 0.0)
     )
     return DeferralPrice(send_all=send_all, deferred=deferred)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChangePrice:
+    """The expected bill, in base-price input tokens from now on, of the two ways to change the tool set mid-session."""
+
+    rewrite: float
+    """A new `tools` array: the cached history written again, then the new set in every request."""
+    blocks: float
+    """`tool_addition` / `tool_removal` blocks in the tail: the array kept, removed definitions still sent."""
+
+    @property
+    def keeps_cache(self) -> bool:
+        """Whether the blocks are expected to cost no more than the rewrite (a tie keeps the cache)."""
+        return self.blocks <= self.rewrite
+
+
+def price_tool_change(
+    outlook: Outlook, *, added_tokens: int, removed_tokens: int, block_tokens: int
+) -> ToolChangePrice:
+    """Price a change of the tool definitions sent as blocks against a rewrite of the `tools` array.
+
+    Both bills count what the change adds over the session's requests as they are now. The rewrite
+    writes the cached history again once, then sends the added definitions and saves the removed
+    ones on every later request; the blocks rewrite nothing but stay in the history, with the
+    added definitions inline, and the removed definitions stay in the `tools` array until the next
+    compaction.
+
+    Args:
+        outlook: The prices, the session's pace and the cache's state.
+        added_tokens: The definitions the change adds (a changed one counts as added and removed).
+        removed_tokens: The definitions it removes.
+        block_tokens: The blocks' own tokens besides the added definitions (the removals' references).
+
+    Returns:
+        Both bills; `keeps_cache` says whether the blocks are the choice.
+    """
+    p = outlook.prices
+    later = outlook.per_token_later()
+    rewrite = outlook.cache.history_tokens * (p.write_5m - p.read) + added_tokens * (p.write_5m + later)
+    rewrite -= removed_tokens * later
+    blocks = (added_tokens + block_tokens) * (p.write_5m + later)
+    return ToolChangePrice(rewrite=rewrite, blocks=blocks)

@@ -34,6 +34,7 @@ from lamina.placement import (
     ReasoningConfig,
     RenderedRequest,
     SdkManagedPrompt,
+    tool_change_betas,
 )
 from lamina.pricing import ContextEditing
 from lamina.providers._diagnostics import anthropic_cache_miss, asked_diagnostics
@@ -142,6 +143,7 @@ class AnthropicProvider:
             stable_ttl=stable_ttl,
             reasoning=reasoning or ReasoningConfig(),
             context_edits=allowed_edits(self._capabilities, context_editing),
+            tool_changes=self._capabilities.tool_changes,
         )
         self._client = client
         self._owns_client = client is None
@@ -193,7 +195,9 @@ class AnthropicProvider:
             self._capabilities = await discover_anthropic(self._sdk, model, self._capabilities, cache, timeout)
             # what a body may ask for follows what the model turned out to have
             edits = allowed_edits(self._capabilities, self._context_editing)
-            self._target = dataclasses.replace(self._target, context_edits=edits)
+            self._target = dataclasses.replace(
+                self._target, context_edits=edits, tool_changes=self._capabilities.tool_changes
+            )
         return self._capabilities
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
@@ -226,8 +230,10 @@ class AnthropicProvider:
         self, params: MessageCreateParamsStreaming
     ) -> AsyncStream[RawMessageStreamEvent] | AsyncStream[BetaRawMessageStreamEvent]:
         client = self._sdk()
-        if "context_management" in params:  # a beta field: sent through the SDK's beta messages path
-            own = [*_beta_headers(params, client).get("anthropic-beta", "").split(","), CONTEXT_MANAGEMENT_BETA]
+        changes = tool_change_betas(params)  # tool_addition / tool_removal blocks: beta content
+        if "context_management" in params or changes:  # a beta field: sent through the SDK's beta messages path
+            managed = [CONTEXT_MANAGEMENT_BETA] if "context_management" in params else []
+            own = [*_beta_headers(params, client).get("anthropic-beta", "").split(","), *managed, *changes]
             betas: list[AnthropicBetaParam] = [b for b in dict.fromkeys(own) if b]
             create: Any = client.beta.messages.create  # the same body, its beta fields typed by the beta params
             stream: AsyncStream[BetaRawMessageStreamEvent] = await create(**params, betas=betas)

@@ -426,6 +426,8 @@ class StateChange(_EntryBase, frozen=True, kw_only=True, tag="state_change"):
     """For `provider_session`: the provider compacted its own context (what it saw before is summarised)."""
     tools: tuple[PinnedTool, ...] = ()
     """For `tools`: the definitions the requests send from this change on (`value` is `version:digest`)."""
+    tools_rewritten: bool | msgspec.UnsetType = msgspec.UNSET
+    """For `tools`: the change rewrites the `tools` array even for a model that takes tool changes (priced so)."""
 
 
 class OutboxRecord(_EntryBase, frozen=True, kw_only=True, tag="outbox"):
