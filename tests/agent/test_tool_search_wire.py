@@ -156,13 +156,17 @@ async def test_responses_sends_the_hosted_tool_search_and_sends_its_items_back(
     assert kinds[-4:] == ["tool_search_call", "tool_search_output", "function_call", "function_call_output"]
 
 
+@pytest.mark.parametrize("deferred_before", [True, False])
 async def test_a_source_added_mid_session_inline_with_defer_loading_is_found_by_the_search(
-    tmp_path: Path, wire: WireServer
+    tmp_path: Path, wire: WireServer, deferred_before: bool
 ) -> None:
     github, jira = _source_tools()[:2], _source_tools()[2:]
     engine = _engine(tmp_path)
     builtin = engine.tools[:1]
-    engine.tools = (*builtin, *github)
+    engine.tools = (
+        *builtin,
+        *(github if deferred_before else (dataclasses.replace(t, deferred=False) for t in github)),
+    )
     wire.script(
         Reply(text="Hello."),
         Reply(tool_search="ticket", tool_calls=[ToolUse("jira__create_ticket", {"title": "crash"})]),
@@ -173,7 +177,7 @@ async def test_a_source_added_mid_session_inline_with_defer_loading_is_found_by_
         turn = engine.prepare_turn("hello, here is the log:\n" + "a line of the log\n" * 1500)  # worth keeping cached
         completed = await _send(provider, engine, turn)
         engine.record(AssistantMessage(text=completed.text, turn_id=turn.id))
-        engine.tools = (*builtin, *github, *jira)  # a source added: its tool goes inline, still deferred
+        engine.tools = (*builtin, *github, *jira)  # a source added: its tool deferred too
         turn = engine.prepare_turn("file a ticket about the crash")
         completed = await _send(provider, engine, turn)
         engine.record(AssistantMessage(text=completed.text, reasoning=completed.reasoning, turn_id=turn.id))
@@ -183,9 +187,14 @@ async def test_a_source_added_mid_session_inline_with_defer_loading_is_found_by_
         completed = await _send(provider, engine, turn)
     assert completed.text == "Ticket filed."
     assert [r.status for r in wire.requests] == [200, 200, 200]
-    added = wire.requests[1].body["messages"][-1]["content"][-1]
-    assert added["type"] == "tool_addition" and added["tool"]["definition"]["defer_loading"] is True
-    assert wire.requests[1].body["tools"] == wire.requests[0].body["tools"]  # not in the cached array
-    assistant = wire.requests[2].body["messages"][-2]["content"]
-    refs = assistant[1]["content"]["tool_references"]
-    assert refs == [{"type": "tool_reference", "tool_name": "jira__create_ticket"}]  # found among the inline ones
+    first, second, third = (r.body for r in wire.requests)
+    if deferred_before:  # the array has the search tool: the new tool goes inline, deferred, the array kept
+        added = second["messages"][-1]["content"][-1]
+        assert added["type"] == "tool_addition" and added["tool"]["definition"]["defer_loading"] is True
+        assert second["tools"] == first["tools"]
+    else:  # the first deferred tool needs the search tool in the array: rewritten once
+        assert second["tools"][-1]["type"] == "tool_search_tool_bm25_20251119"
+        assert "tool_search_tool_bm25_20251119" not in [t.get("type") for t in first["tools"]]
+    assert third["tools"] == second["tools"]
+    refs = third["messages"][-2]["content"][1]["content"]["tool_references"]
+    assert refs == [{"type": "tool_reference", "tool_name": "jira__create_ticket"}]  # found by the search

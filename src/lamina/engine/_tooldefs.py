@@ -102,7 +102,8 @@ class ToolDefinitions:
         A change inside a window whose view holds no `tools` change first records the set it
         replaces again, so the view says what the window's `tools` array is (a model that takes
         tool changes keeps it and gets blocks). A change the cost model prices cheaper as a
-        rewrite of the array is marked `tools_rewritten`.
+        rewrite of the array is marked `tools_rewritten`, as is one deferring a tool where the set
+        before deferred none (the array has no tool-search tool for it).
 
         Args:
             tools: The definitions the next requests send.
@@ -131,7 +132,9 @@ class ToolDefinitions:
             removed_tokens=_tokens(removed, estimator),
             block_tokens=len(removed) * _REFERENCE_TOKENS,
         )
-        rewritten = msgspec.UNSET if price.keeps_cache else True
+        # the array must carry the tool-search tool a first deferred tool needs: an array without one is rewritten
+        searchless = any(t.deferred for t in change.tools) and not any(t.deferred for t in self._pinned)
+        rewritten = msgspec.UNSET if price.keeps_cache and not searchless else True
         return [*base, msgspec.structs.replace(change, tools_rewritten=rewritten)]
 
 
