@@ -726,6 +726,7 @@ ENGINE_MEMBERS: dict[str, list[str]] = {
         "reprepare",
         "request",
         "session",
+        "set_tools",
         "settings",
         "time_zone",
         "tools",

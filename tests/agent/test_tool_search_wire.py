@@ -18,7 +18,7 @@ from lamina.context import ToolSpec
 from lamina.defang import trusted
 from lamina.engine import ContextEngine
 from lamina.placement import RenderTarget
-from lamina.providers import Completed, Provider
+from lamina.providers import Capabilities, Completed, Provider
 from lamina.session import AssistantMessage, ToolCall, ToolResult
 from tests.support.engine import Clock, make_engine
 from tests.wire.fixtures import API_KEY, anthropic_provider, openai_responses_provider
@@ -154,3 +154,47 @@ async def test_responses_sends_the_hosted_tool_search_and_sends_its_items_back(
     assert all(t["defer_loading"] for t in tools[1:-1])
     kinds = [i.get("type") for i in wire.requests[1].body["input"]]
     assert kinds[-4:] == ["tool_search_call", "tool_search_output", "function_call", "function_call_output"]
+
+
+@pytest.mark.parametrize("deferred_before", [True, False])
+async def test_a_source_added_mid_session_inline_with_defer_loading_is_found_by_the_search(
+    tmp_path: Path, wire: WireServer, deferred_before: bool
+) -> None:
+    github, jira = _source_tools()[:2], _source_tools()[2:]
+    engine = _engine(tmp_path)
+    builtin = engine.tools[:1]
+    engine.tools = (
+        *builtin,
+        *(github if deferred_before else (dataclasses.replace(t, deferred=False) for t in github)),
+    )
+    wire.script(
+        Reply(text="Hello."),
+        Reply(tool_search="ticket", tool_calls=[ToolUse("jira__create_ticket", {"title": "crash"})]),
+        Reply(text="Ticket filed."),
+    )
+    capabilities = Capabilities(tool_search=True, tool_changes=True, cache_regime="anthropic")
+    async with anthropic_provider(wire, capabilities=capabilities) as provider:
+        turn = engine.prepare_turn("hello, here is the log:\n" + "a line of the log\n" * 1500)  # worth keeping cached
+        completed = await _send(provider, engine, turn)
+        engine.record(AssistantMessage(text=completed.text, turn_id=turn.id))
+        engine.tools = (*builtin, *github, *jira)  # a source added: its tool deferred too
+        turn = engine.prepare_turn("file a ticket about the crash")
+        completed = await _send(provider, engine, turn)
+        engine.record(AssistantMessage(text=completed.text, reasoning=completed.reasoning, turn_id=turn.id))
+        (call,) = completed.tool_calls
+        engine.record(ToolCall(call_id=call.call_id, name=call.name, input=dict(call.input)))
+        engine.record(ToolResult(call_id=call.call_id, name=call.name, content="JIRA-7 filed"))
+        completed = await _send(provider, engine, turn)
+    assert completed.text == "Ticket filed."
+    assert [r.status for r in wire.requests] == [200, 200, 200]
+    first, second, third = (r.body for r in wire.requests)
+    if deferred_before:  # the array has the search tool: the new tool goes inline, deferred, the array kept
+        added = second["messages"][-1]["content"][-1]
+        assert added["type"] == "tool_addition" and added["tool"]["definition"]["defer_loading"] is True
+        assert second["tools"] == first["tools"]
+    else:  # the first deferred tool needs the search tool in the array: rewritten once
+        assert second["tools"][-1]["type"] == "tool_search_tool_bm25_20251119"
+        assert "tool_search_tool_bm25_20251119" not in [t.get("type") for t in first["tools"]]
+    assert third["tools"] == second["tools"]
+    refs = third["messages"][-2]["content"][1]["content"]["tool_references"]
+    assert refs == [{"type": "tool_reference", "tool_name": "jira__create_ticket"}]  # found by the search

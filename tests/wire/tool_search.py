@@ -2,7 +2,8 @@
 
 A request whose `tools` mark some `defer_loading` (with Anthropic's `tool_search_tool_bm25_20251119` /
 `_regex_` or Responses' `{"type": "tool_search"}`) lets a scripted `Reply.tool_search` query run over
-the deferred tools' names and descriptions: the response carries the search's blocks (Anthropic:
+the deferred tools' names and descriptions (Anthropic's also over those a `tool_addition` adds inline
+with `defer_loading`): the response carries the search's blocks (Anthropic:
 `server_tool_use` then `tool_search_tool_result` with `tool_reference`s; Responses: `tool_search_call`
 then `tool_search_output` with the loaded definitions) before its text. A deferred tool is callable
 only after a reference loaded it (earlier in the conversation or in the same response); Anthropic's
@@ -41,6 +42,22 @@ def _tools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def deferred_tools(body: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The request's deferred tool definitions by name."""
     return {str(t.get("name")): t for t in _tools(body) if t.get("defer_loading") is True}
+
+
+def searchable_tools(body: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The deferred tools a search can find: `tools`' and those a `tool_addition` adds inline with
+    `defer_loading`, less those a later `tool_removal` takes away (an inline definition replaces its name's)."""
+    found = deferred_tools(body)
+    for message in body.get("messages") or ():
+        for block in (message.get("content") if isinstance(message, Mapping) else None) or ():
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            name = _changed(block) if kind in ("tool_addition", "tool_removal") else None
+            if name is None:
+                continue
+            found.pop(name, None)
+            if kind == "tool_addition" and _inline_deferred(block):
+                found[name] = block["tool"]["definition"]
+    return found
 
 
 def anthropic_search_kind(body: Mapping[str, Any]) -> str | None:
@@ -85,7 +102,7 @@ def anthropic_blocks(body: Mapping[str, Any], step: Reply, n: int) -> list[dict[
     kind = anthropic_search_kind(body)
     if not step.tool_search or kind is None:
         return []
-    found = search(deferred_tools(body), step.tool_search, kind)
+    found = search(searchable_tools(body), step.tool_search, kind)
     use_id = f"srvtoolu_wire_{n:04d}"
     name = f"tool_search_tool_{kind}"
     return [
@@ -203,7 +220,7 @@ def script_problem(body: Mapping[str, Any], step: Reply, found: Sequence[str]) -
         if isinstance(message, Mapping) and message.get("type") == "tool_search_output":
             loaded.update(str(t.get("name")) for t in message.get("tools") or () if isinstance(t, Mapping))
     for call in step.tool_calls:
-        if call.name in deferred_tools(body) and call.name not in loaded:
+        if call.name in searchable_tools(body) and call.name not in loaded:
             return f"wire server: the script calls deferred tool {call.name}, which no tool_reference loaded"
     return None
 
@@ -241,7 +258,8 @@ def responses_problem(body: Mapping[str, Any]) -> str | None:
 def found_by(body: Mapping[str, Any], step: Reply, *, anthropic: bool) -> list[str]:
     """The names a scripted search in `step` loads (none without a search tool in `body`)."""
     kind = anthropic_search_kind(body) if anthropic else ("bm25" if responses_items(body, step, 0) else None)
-    return search(deferred_tools(body), step.tool_search, kind) if step.tool_search and kind else []
+    searchable = searchable_tools(body) if anthropic else deferred_tools(body)
+    return search(searchable, step.tool_search, kind) if step.tool_search and kind else []
 
 
 def problem(api: str, body: Mapping[str, Any]) -> WireResponse | str | None:

@@ -2,8 +2,9 @@
 
 Where the model has no provider tool search, `ToolCatalogue` lists the deferred tools and loads the
 ones the model names; a call to a deferred tool not loaded yet is denied once by the pipeline, as a
-required read is, with its schema: the tool is loaded then, and joins the `tools` array from the next
-turn on (appended after every definition sent before it). The choice itself is `choose_tool_set`.
+required read is, with its schema: the tool is loaded then. A loaded tool joins the `tools` array from
+the next request on, the same turn's included (appended after every definition sent before it, or a
+`tool_addition` block where the model takes tool changes). The choice itself is `choose_tool_set`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class DeferredTools:
         """The source tools loaded through the catalogue (or a first use), in load order."""
         self.mode: DeferralMode = "all"
         self._by_name = {t.name: t for t in self.source}
+        self._engine: ContextEngine | None = None
+        self._sent: tuple[ToolSpec, ...] = ()
 
     def choose(self, capabilities: Capabilities, outlook: Outlook) -> ToolSet:
         """The next turn's tool set for the model `capabilities` describe, priced from `outlook`."""
@@ -70,15 +73,28 @@ class DeferredTools:
         return chosen
 
     def refresh(self, engine: ContextEngine, capabilities: Capabilities) -> None:
-        """Give `engine` the next turn's tool set (`choose`), priced from its cost model's outlook."""
-        engine.tools = self.choose(capabilities, engine.compactor.outlook()).tools
+        """Give `engine` the next turn's tool set (`choose`), priced from its cost model's outlook.
+
+        From then on each load is sent from the engine's next request, in the same turn.
+        """
+        self._engine = engine
+        self._sent = self.choose(capabilities, engine.compactor.outlook()).tools
+        engine.set_tools(self._sent)
 
     def load(self, names: Iterable[str]) -> list[ToolSpec]:
-        """Mark the named source tools loaded (unknown names are skipped); the definitions, in order."""
+        """Mark the named source tools loaded (unknown names are skipped); the definitions, in order.
+
+        In `catalogue` mode a newly loaded tool is appended to the tool set the engine sends, from
+        its next request on (the turn's tool loop included); the set stays what `choose` gives next.
+        """
         found = [self._by_name[n] for n in names if n in self._by_name]
-        for tool in found:
-            if tool.name not in self.loaded:
-                self.loaded.append(tool.name)
+        new = [n for n in dict.fromkeys(t.name for t in found) if n not in self.loaded]
+        self.loaded.extend(new)
+        sent = {t.name for t in self._sent}
+        added = [self._by_name[n] for n in new if n not in sent]
+        if self._engine is not None and self.mode == "catalogue" and added:
+            self._sent = (*self._sent, *added)
+            self._engine.set_tools(self._sent)
         return found
 
     def observe(self, entries: Iterable[LogEntry]) -> None:
@@ -124,7 +140,7 @@ class CatalogueTool(StructTool[CatalogueInput]):
         if unknown:
             parts.append(f"Unknown tools: {', '.join(unknown)} (call {CATALOGUE_TOOL} without `load` for the list).")
         if found:
-            parts.insert(0, "Loaded; call them with these inputs (they join your tools from the next turn):")
+            parts.insert(0, "Loaded; they are among your tools now, call them with these inputs:")
         return ToolOutput("\n".join(parts), is_error=not found)
 
 

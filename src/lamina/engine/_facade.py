@@ -317,9 +317,7 @@ class ContextEngine:
         refs = tuple(a if isinstance(a, AttachmentRef) else next(stored) for a in attachments)
         self.compactor.prune()
         stable = self._refresh_stable()
-        # recorded once per version, so a request rebuilt from the log sends them again
-        for tools in self._tool_definitions.changes(self.tools, self._view.entries, self.compactor.outlook):
-            self.record(tools)
+        self.set_tools(self.tools)
         stable_seen = self._view.stable_seen_digest == stable.digest
         words = msgspec.UNSET if user_words is None else user_words
         user = self.record(UserMessage(text=user_text, attachments=refs, user_words=words))
@@ -328,6 +326,17 @@ class ContextEngine:
         turn = self._turns.assemble(self._new_id(), user, self._view.slice(), stable, stable_seen=stable_seen, ttl=ttl)
         self.record(turn.record())
         return turn
+
+    def set_tools(self, tools: Sequence[ToolSpec]) -> None:
+        """Send `tools` from the next request on, recording them now when they changed.
+
+        In a turn's tool loop the turn's next request sends them (a loaded tool appended to the `tools`
+        array, or `tool_addition` / `tool_removal` blocks where the model takes them).
+        """
+        self.tools = tuple(tools)
+        # recorded once per version, so a request rebuilt from the log sends them again
+        for change in self._tool_definitions.changes(self.tools, self._view.entries, self.compactor.outlook):
+            self.record(change)
 
     def preview_turn(self, user_text: str) -> TurnContext:
         """The turn `prepare_turn(user_text)` would build now, for reports: nothing is logged.
@@ -400,7 +409,7 @@ class ContextEngine:
             self._stable.prefix or turn.stable,  # the compaction rebuilt the prefix with the latest version
             seen=self._view.last_seen_before(index),
             one_shots=turn_one_shots(turn.one_shots, self._view.outbox.carried()),
-            tools=turn.tools,
+            tools=self.tools,  # a change recorded in the turn's loop (`set_tools`) holds after the compaction
             ttl=(turn.turn_ttl, turn.cost),
         )
         self.record(again.record())

@@ -102,7 +102,8 @@ class ToolDefinitions:
         A change inside a window whose view holds no `tools` change first records the set it
         replaces again, so the view says what the window's `tools` array is (a model that takes
         tool changes keeps it and gets blocks). A change the cost model prices cheaper as a
-        rewrite of the array is marked `tools_rewritten`.
+        rewrite of the array is marked `tools_rewritten`, as is one deferring a tool where the set
+        before deferred none (the array has no tool-search tool for it).
 
         Args:
             tools: The definitions the next requests send.
@@ -122,17 +123,26 @@ class ToolDefinitions:
         if not any(isinstance(e, StateChange) and e.key == "tools" for e in view):
             base = [msgspec.structs.replace(change, value=change.previous or "", previous=None, tools=self._pinned)]
             base[0] = msgspec.structs.replace(base[0], detail=f"the window's tool definitions: {len(self._pinned)}")
-        before, after = {t.name: t for t in self._pinned}, {t.name: t for t in change.tools}
-        added = [t for n, t in after.items() if before.get(n) != t]
-        removed = [t for n, t in before.items() if after.get(n) != t]
-        price = price_tool_change(
-            outlook(),
-            added_tokens=_tokens(added, estimator),
-            removed_tokens=_tokens(removed, estimator),
-            block_tokens=len(removed) * _REFERENCE_TOKENS,
-        )
-        rewritten = msgspec.UNSET if price.keeps_cache else True
+        rewritten = msgspec.UNSET if _kept(self._pinned, change.tools, outlook(), estimator) else True
         return [*base, msgspec.structs.replace(change, tools_rewritten=rewritten)]
+
+
+def _kept(
+    before: Sequence[PinnedTool], after: Sequence[PinnedTool], outlook: Outlook, estimator: TokenEstimator
+) -> bool:
+    """Whether the change from `before` to `after` keeps the `tools` array (blocks), not a rewrite."""
+    if any(t.deferred for t in after) and not any(t.deferred for t in before):
+        return False  # the array must carry the tool-search tool a first deferred tool needs
+    old, new = {t.name: t for t in before}, {t.name: t for t in after}
+    added = [t for n, t in new.items() if old.get(n) != t]
+    removed = [t for n, t in old.items() if new.get(n) != t]
+    price = price_tool_change(
+        outlook,
+        added_tokens=_tokens(added, estimator),
+        removed_tokens=_tokens(removed, estimator),
+        block_tokens=len(removed) * _REFERENCE_TOKENS,
+    )
+    return price.keeps_cache
 
 
 _REFERENCE_TOKENS = 20
