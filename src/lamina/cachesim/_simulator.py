@@ -8,18 +8,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, ParamSpec, Protocol, TypeAlias
+from typing import Final, Generic, Literal, ParamSpec, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
 from lamina.errors import UsageError
-from lamina.tokens import TokenEstimator
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 CacheTtl: TypeAlias = Literal["5m", "1h"]
 """The two Anthropic cache lifetimes."""
 
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 _P = ParamSpec("_P")
+_Rules = TypeVar("_Rules")
 
 
 class CacheSimulationError(UsageError, ValueError):
@@ -310,3 +311,26 @@ def _usage(
         reusable=reusable,
         cost_multiplier=weighted / total if total else 1.0,
     )
+
+
+class _Simulation(Generic[_Rules]):
+    """What every simulator is made of: the provider's published numbers, the core, and its cache, empty at first."""
+
+    def __init__(self, *, rules: _Rules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> None:
+        """One cache namespace (an Anthropic workspace, an OpenAI organisation), empty.
+
+        Args:
+            rules: The published numbers; the current ones unless given.
+            estimator: Counts each block's tokens.
+        """
+        self.rules: _Rules = rules if rules is not None else self._current_rules()
+        self._core = _Core(estimator)
+        self._clear()
+
+    def _current_rules(self) -> _Rules:
+        """The provider's numbers as published today."""
+        raise NotImplementedError
+
+    def _clear(self) -> None:
+        """Empty the cache."""
+        raise NotImplementedError
