@@ -83,10 +83,6 @@ class InMemorySession(CachedFiles, SessionCore):
         for entry in entries[self._loaded_from :]:
             self._remember(entry)
 
-    @property
-    def id(self) -> str:
-        return self._meta.id
-
     def _header(self) -> SessionSummary:
         return self._meta
 

@@ -44,9 +44,9 @@ class SessionCore(ABC):
     # -- what a backend provides -------------------------------------------------------------
 
     @property
-    @abstractmethod
     def id(self) -> str:
-        """The session's id."""
+        """The session's id (its header's)."""
+        return self._header().id
 
     @abstractmethod
     def _header(self) -> SessionSummary:

@@ -132,10 +132,6 @@ class PostgresSession(CachedFiles, SessionCore):
 
     # -- reading (the rest is `SessionCore`'s) -------------------------------------------------
 
-    @property
-    def id(self) -> str:
-        return self._info.id
-
     def _header(self) -> SessionSummary:
         return self._info
 
