@@ -62,8 +62,23 @@ class TimedRequest:
     """When the response began; its cache writes are readable from then on (None: at `t_start`)."""
 
 
+class _Writes:
+    """The cache writes of each TTL, and their sum: what a request's usage and a run's totals both report."""
+
+    __slots__ = ()
+    write_5m: int
+    write_1h: int
+    write_30m: int
+    write_12h: int
+
+    @property
+    def write(self) -> int:
+        """Tokens written to the cache, every TTL."""
+        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
+
+
 @dataclass(frozen=True, slots=True)
-class CacheUsage:
+class CacheUsage(_Writes):
     """The input tokens of one request, split the way the provider bills them."""
 
     total: int
@@ -86,18 +101,13 @@ class CacheUsage:
     """Tokens written with OpenAI's 12-hour TTL (`ttl_12h_tokens`)."""
 
     @property
-    def write(self) -> int:
-        """Tokens written to the cache, every TTL."""
-        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
-
-    @property
     def weighted_tokens(self) -> float:
         """The input billed in base-price tokens: `cost_multiplier × total`."""
         return self.cost_multiplier * self.total
 
 
 @dataclass(frozen=True, slots=True)
-class CacheSummary:
+class CacheSummary(_Writes):
     """Totals over a run of requests."""
 
     requests: int
@@ -115,11 +125,6 @@ class CacheSummary:
     """weighted_tokens / total: input cost relative to sending everything uncached (1.0 for no tokens)."""
     write_30m: int = 0
     write_12h: int = 0
-
-    @property
-    def write(self) -> int:
-        """Tokens written to the cache, every TTL."""
-        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
 
 
 class CacheSimulator(Protocol):
