@@ -30,7 +30,7 @@ def _read(root: Path, held: list[ToolResult], call_id: str, offset: int | None, 
     if limit is not None:
         raw["limit"] = limit
     tool = ReadTool()
-    output = tool._read(tool.validate(raw), ctx)  # what `run` runs in a thread
+    output = tool._run_sync(tool.validate(raw), ctx)  # what `run` runs in a thread
     return ToolResult(call_id=call_id, name="Read", content=output.content, is_error=output.is_error, read=output.read)
 
 

@@ -25,12 +25,11 @@ from lamina.cachesim._simulator import (
     _Block,
     _canonical,
     _chain,
-    _Core,
     _Flat,
     _Group,
+    _Simulation,
     _usage,
 )
-from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 _RUN_KINDS: Final = frozenset({"tool_use", "tool_result"})
 _UNCACHEABLE_KINDS: Final = frozenset({"thinking", "redacted_thinking"})
@@ -102,20 +101,13 @@ def _block_windows(covering: Sequence[float], floor: float) -> list[float]:
     return windows
 
 
-class AnthropicCacheSimulator:
+class AnthropicCacheSimulator(_Simulation[AnthropicCacheRules]):
     """Anthropic Messages prompt caching: explicit and automatic breakpoints, 20-position lookback, two TTLs."""
 
-    def __init__(
-        self, *, rules: AnthropicCacheRules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR
-    ) -> None:
-        """One cache namespace (an Anthropic workspace), empty.
+    def _current_rules(self) -> AnthropicCacheRules:
+        return AnthropicCacheRules()
 
-        Args:
-            rules: The published numbers; the current ones unless given.
-            estimator: Counts each block's tokens.
-        """
-        self.rules = rules if rules is not None else AnthropicCacheRules()
-        self._core = _Core(estimator)
+    def _clear(self) -> None:
         self._entries: dict[bytes, _CacheEntry] = {}
         self._prune_at = 256
 

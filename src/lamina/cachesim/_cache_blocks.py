@@ -9,8 +9,8 @@ generator yields `(where, ..., role, block)`: `where` is the block's path inside
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Final
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final, TypeAlias
 
 from lamina.cachesim._simulator import CacheSimulationError
 
@@ -18,6 +18,10 @@ TOOLS: Final = 0
 SYSTEM: Final = 1
 MESSAGES: Final = 2
 """Anthropic's three levels, in prefix order: a change at one level invalidates every later one."""
+
+OpenAISection: TypeAlias = tuple[bytes, object, str, Iterable[tuple[str, str, object]]]
+"""`(tag, value, where, blocks)`: one memoisable piece of an OpenAI body (its tools, its output schema, one
+message or input item), its kind's tag, where it is, and its blocks `(where inside it, role, block)`."""
 
 
 def as_list(value: object, where: str) -> list[object]:
@@ -130,3 +134,34 @@ def openai_message(raw: object, where: str) -> Iterator[tuple[str, str, object]]
             emitted = True
     if meta or not emitted:
         yield "", role, meta
+
+
+def openai_sections(body: Mapping[str, object]) -> Iterator[OpenAISection]:
+    """A Chat Completions or Responses body in prompt order: tools, output schema, then the conversation.
+
+    Raises:
+        CacheSimulationError: The body has neither `messages` nor `input`/`instructions`.
+    """
+    tools = body.get("tools")
+    if tools is not None:
+        yield b"tools", tools, "tools", [(f"[{i}]", "tools", tool) for i, tool in enumerate(as_list(tools, "tools"))]
+    text = body.get("text")
+    schema = body.get("response_format") or (text.get("format") if isinstance(text, Mapping) else None)
+    if schema is not None:
+        yield b"schema", schema, "response_format", [("", "schema", schema)]
+    if "messages" in body:
+        for m, message in enumerate(as_list(body.get("messages"), "messages")):
+            where = f"messages[{m}]"
+            yield b"message", message, where, openai_message(message, where)
+        return
+    if "input" not in body and "instructions" not in body:
+        raise CacheSimulationError("body has neither 'messages' nor 'input'/'instructions': not an OpenAI request")
+    for name, role in (("instructions", "developer"), ("input", "user")):
+        value = body.get(name)
+        if isinstance(value, str):
+            if value:
+                yield name.encode(), value, name, [("", role, text_block(value))]
+            continue
+        for i, item in enumerate(as_list(value, name)):
+            where = f"{name}[{i}]"
+            yield b"item", item, where, openai_item(item, where)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Final, Literal, TypeAlias
 
-from lamina.cachesim._cache_blocks import as_list, openai_item, openai_message, text_block
+from lamina.cachesim._cache_blocks import openai_sections
 from lamina.cachesim._simulator import (
     CacheBreakpointError,
     CacheSimulationError,
@@ -20,9 +20,8 @@ from lamina.cachesim._simulator import (
     _Block,
     _canonical,
     _chain,
-    _Core,
+    _Simulation,
 )
-from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 BreakpointTtl: TypeAlias = Literal["30m", "12h"]
 """The lifetimes of `prompt_cache_options.ttl` and `prompt_cache_breakpoint.ttl` (a minimum, not a maximum)."""
@@ -135,20 +134,13 @@ def _unmarked(part: object) -> object:
 _Marked: TypeAlias = tuple[tuple[_Block, ...], tuple[BreakpointTtl | None, ...]]
 
 
-class OpenAIBreakpointSimulator:
+class OpenAIBreakpointSimulator(_Simulation[OpenAIBreakpointRules]):
     """OpenAI prompt caching of GPT-5.6 and later: breakpoints, the latest 80 read, up to 4 writes, 30m/12h TTLs."""
 
-    def __init__(
-        self, *, rules: OpenAIBreakpointRules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR
-    ) -> None:
-        """One cache namespace (an OpenAI organisation), empty.
+    def _current_rules(self) -> OpenAIBreakpointRules:
+        return OpenAIBreakpointRules()
 
-        Args:
-            rules: The published numbers; the current ones unless given.
-            estimator: Counts each block's tokens.
-        """
-        self.rules = rules if rules is not None else OpenAIBreakpointRules()
-        self._core = _Core(estimator)
+    def _clear(self) -> None:
         self._groups: dict[bytes, _Marked] = {}
         self._partitions: dict[tuple[str, str | None], OrderedDict[bytes, _BreakpointEntry]] = {}
 
@@ -239,29 +231,8 @@ class OpenAIBreakpointSimulator:
             blocks.extend(group[0])
             marks.extend(group[1])
 
-        tools = body.get("tools")
-        if tools is not None:
-            add(b"tools", tools, "tools", [(f"tools[{i}]", "tools", x) for i, x in enumerate(as_list(tools, "tools"))])
-        text = body.get("text")
-        schema = body.get("response_format") or (text.get("format") if isinstance(text, Mapping) else None)
-        if schema is not None:
-            add(b"schema", schema, "response_format", [("response_format", "schema", schema)])
-        if chat:
-            for m, message in enumerate(as_list(body.get("messages"), "messages")):
-                where = f"messages[{m}]"
-                add(b"message", message, where, [(where + w, r, p) for w, r, p in openai_message(message, where)])
-            return blocks, marks
-        if "input" not in body and "instructions" not in body:
-            raise CacheSimulationError("body has neither 'messages' nor 'input'/'instructions': not an OpenAI request")
-        for name, role in (("instructions", "developer"), ("input", "user")):
-            value = body.get(name)
-            if isinstance(value, str):
-                if value:
-                    add(name.encode(), value, name, [(name, role, text_block(value))])
-                continue
-            for i, item in enumerate(as_list(value, name)):
-                where = f"{name}[{i}]"
-                add(b"item", item, where, [(where + w, r, p) for w, r, p in openai_item(item, where)])
+        for tag, value, where, items in openai_sections(body):
+            add(tag, value, where, [(where + w, r, p) for w, r, p in items])
         return blocks, marks
 
     def _group(

@@ -5,18 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lamina.cachesim._cache_blocks import MESSAGES, as_list, openai_item, openai_message, text_block
+from lamina.cachesim._cache_blocks import MESSAGES, openai_sections
 from lamina.cachesim._simulator import (
     CacheSimulationError,
     CacheUsage,
     TimedRequest,
     _Block,
     _chain,
-    _Core,
     _Group,
+    _Simulation,
     _usage,
 )
-from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,18 +50,13 @@ class _StoredPrefix:
     available_at: float
 
 
-class OpenAICacheSimulator:
+class OpenAICacheSimulator(_Simulation[OpenAICacheRules]):
     """OpenAI automatic prompt caching (before GPT-5.6): stored prefixes per (model, prompt_cache_key)."""
 
-    def __init__(self, *, rules: OpenAICacheRules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> None:
-        """One cache namespace (an OpenAI organisation), empty.
+    def _current_rules(self) -> OpenAICacheRules:
+        return OpenAICacheRules()
 
-        Args:
-            rules: The published numbers; the current ones unless given.
-            estimator: Counts each block's tokens.
-        """
-        self.rules = rules if rules is not None else OpenAICacheRules()
-        self._core = _Core(estimator)
+    def _clear(self) -> None:
         self._partitions: dict[tuple[str, str | None], dict[bytes, _StoredPrefix]] = {}
         self._prune_at = 4096
 
@@ -125,31 +119,8 @@ class OpenAICacheSimulator:
         """Blocks in prompt order: tools, output schema, then the conversation."""
         core, build = self._core, self._build
         blocks: list[_Block] = []
-        tools = body.get("tools")
-        if tools is not None:
-            items = [(f"[{i}]", "tools", tool) for i, tool in enumerate(as_list(tools, "tools"))]
-            blocks += core.group(b"tools", tools, "tools", build, items, "tools").blocks
-        text = body.get("text")
-        schema = body.get("response_format") or (text.get("format") if isinstance(text, Mapping) else None)
-        if schema is not None:
-            blocks += core.group(b"schema", schema, "schema", build, [("", "schema", schema)], "response_format").blocks
-        if "messages" in body:
-            for m, message in enumerate(as_list(body.get("messages"), "messages")):
-                where = f"messages[{m}]"
-                blocks += core.group(b"message", message, where, build, openai_message(message, where), where).blocks
-            return blocks
-        if "input" not in body and "instructions" not in body:
-            raise CacheSimulationError("body has neither 'messages' nor 'input'/'instructions': not an OpenAI request")
-        for name, role in (("instructions", "developer"), ("input", "user")):
-            value = body.get(name)
-            if isinstance(value, str):
-                if value:
-                    whole = [("", role, text_block(value))]
-                    blocks += core.group(name.encode(), value, name, build, whole, name).blocks
-                continue
-            for i, item in enumerate(as_list(value, name)):
-                where = f"{name}[{i}]"
-                blocks += core.group(b"item", item, where, build, openai_item(item, where), where).blocks
+        for tag, value, where, items in openai_sections(body):
+            blocks += core.group(tag, value, where, build, items, where).blocks
         return blocks
 
     def _build(self, items: Iterable[tuple[str, str, object]], prefix: str) -> _Group:

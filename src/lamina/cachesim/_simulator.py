@@ -8,18 +8,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, ParamSpec, Protocol, TypeAlias
+from typing import Final, Generic, Literal, ParamSpec, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
 from lamina.errors import UsageError
-from lamina.tokens import TokenEstimator
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 CacheTtl: TypeAlias = Literal["5m", "1h"]
 """The two Anthropic cache lifetimes."""
 
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 _P = ParamSpec("_P")
+_Rules = TypeVar("_Rules")
 
 
 class CacheSimulationError(UsageError, ValueError):
@@ -61,8 +62,23 @@ class TimedRequest:
     """When the response began; its cache writes are readable from then on (None: at `t_start`)."""
 
 
+class _Writes:
+    """The cache writes of each TTL, and their sum: what a request's usage and a run's totals both report."""
+
+    __slots__ = ()
+    write_5m: int
+    write_1h: int
+    write_30m: int
+    write_12h: int
+
+    @property
+    def write(self) -> int:
+        """Tokens written to the cache, every TTL."""
+        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
+
+
 @dataclass(frozen=True, slots=True)
-class CacheUsage:
+class CacheUsage(_Writes):
     """The input tokens of one request, split the way the provider bills them."""
 
     total: int
@@ -85,18 +101,13 @@ class CacheUsage:
     """Tokens written with OpenAI's 12-hour TTL (`ttl_12h_tokens`)."""
 
     @property
-    def write(self) -> int:
-        """Tokens written to the cache, every TTL."""
-        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
-
-    @property
     def weighted_tokens(self) -> float:
         """The input billed in base-price tokens: `cost_multiplier × total`."""
         return self.cost_multiplier * self.total
 
 
 @dataclass(frozen=True, slots=True)
-class CacheSummary:
+class CacheSummary(_Writes):
     """Totals over a run of requests."""
 
     requests: int
@@ -114,11 +125,6 @@ class CacheSummary:
     """weighted_tokens / total: input cost relative to sending everything uncached (1.0 for no tokens)."""
     write_30m: int = 0
     write_12h: int = 0
-
-    @property
-    def write(self) -> int:
-        """Tokens written to the cache, every TTL."""
-        return self.write_5m + self.write_1h + self.write_30m + self.write_12h
 
 
 class CacheSimulator(Protocol):
@@ -310,3 +316,26 @@ def _usage(
         reusable=reusable,
         cost_multiplier=weighted / total if total else 1.0,
     )
+
+
+class _Simulation(Generic[_Rules]):
+    """What every simulator is made of: the provider's published numbers, the core, and its cache, empty at first."""
+
+    def __init__(self, *, rules: _Rules | None = None, estimator: TokenEstimator = DEFAULT_ESTIMATOR) -> None:
+        """One cache namespace (an Anthropic workspace, an OpenAI organisation), empty.
+
+        Args:
+            rules: The published numbers; the current ones unless given.
+            estimator: Counts each block's tokens.
+        """
+        self.rules: _Rules = rules if rules is not None else self._current_rules()
+        self._core = _Core(estimator)
+        self._clear()
+
+    def _current_rules(self) -> _Rules:
+        """The provider's numbers as published today."""
+        raise NotImplementedError
+
+    def _clear(self) -> None:
+        """Empty the cache."""
+        raise NotImplementedError

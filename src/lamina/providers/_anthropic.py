@@ -37,6 +37,7 @@ from lamina.placement import (
     tool_change_betas,
 )
 from lamina.pricing import ContextEditing
+from lamina.providers._adapter import SdkAdapter
 from lamina.providers._diagnostics import anthropic_cache_miss, asked_diagnostics
 from lamina.providers._discovery import DISCOVERY_TIMEOUT, ModelCache, discover_anthropic
 from lamina.providers._errors import error_for_status, require_sdk
@@ -50,7 +51,7 @@ from lamina.providers._provider import (
     ToolCallRequest,
 )
 from lamina.providers._retry import is_transport_error, parse_retry_after
-from lamina.providers._sdk_stream import relay
+from lamina.providers._sdk_stream import call_input, relay
 from lamina.providers._server_compaction import ServerCompacted, anthropic_compact
 from lamina.session import AppliedEdit, CacheMiss, Reasoning, Usage
 
@@ -93,7 +94,7 @@ INTERLEAVED_THINKING_BETA: Final = "interleaved-thinking-2025-05-14"
 """The `anthropic-beta` value that lets `enabled` thinking come between tool calls (automatic with `adaptive`)."""
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkAdapter[AnthropicTarget, "anthropic.AsyncAnthropic"]):
     """A `Provider` for the Anthropic Messages API (or any server speaking it)."""
 
     def __init__(
@@ -132,6 +133,7 @@ class AnthropicProvider:
                 `clear_thinking` (`lamina`: prunes are Lamina's own), none (`off`).
         """
         require_sdk("anthropic", _FEATURE, "anthropic")
+        super().__init__(client, api_key, base_url, timeout)
         self._given = capabilities is not None
         defaults = Capabilities(max_output_tokens=max_tokens, vision=True, pdf_input=True, cache_regime="anthropic")
         self._capabilities = capabilities or shipped_capabilities("anthropic", model, defaults=defaults)
@@ -145,35 +147,11 @@ class AnthropicProvider:
             context_edits=allowed_edits(self._capabilities, context_editing),
             tool_changes=self._capabilities.tool_changes,
         )
-        self._client = client
-        self._owns_client = client is None
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
 
     @property
     def name(self) -> str:
         """`anthropic`."""
         return PROVIDER_NAME
-
-    @property
-    def target(self) -> AnthropicTarget:
-        """The placement target whose bodies this provider accepts."""
-        return self._target
-
-    @property
-    def reasoning(self) -> ReasoningConfig:
-        """How the model reasons (sent with every request from now on when set)."""
-        return self._target.reasoning
-
-    @reasoning.setter
-    def reasoning(self, value: ReasoningConfig) -> None:
-        self._target = dataclasses.replace(self._target, reasoning=value)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What the model in use can do, for placement and attachments."""
-        return self._capabilities
 
     @property
     def context_editing(self) -> ContextEditing:
@@ -213,18 +191,6 @@ class AnthropicProvider:
     async def server_compact(self, request: Mapping[str, Any]) -> ServerCompacted:
         """Send a standalone compaction request (beta `compact-2026-09-04`); the provider's signed block comes back."""
         return await anthropic_compact(self._sdk(), request)
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this provider built it."""
-        if self._client is not None and self._owns_client:
-            await self._client.close()
-            self._client = None
-
-    async def __aenter__(self) -> AnthropicProvider:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _open(
         self, params: MessageCreateParamsStreaming
@@ -458,16 +424,8 @@ def applied_edits(response: object) -> tuple[AppliedEdit, ...]:
 
 
 def _tool_input(tool: _ToolBlock) -> dict[str, Any]:
-    raw = "".join(tool.json_parts)
-    if not raw.strip():
-        return tool.initial
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise ProviderError(PROVIDER_NAME, f"tool_use {tool.call_id} ({tool.name}): input is not JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise ProviderError(PROVIDER_NAME, f"tool_use {tool.call_id} ({tool.name}): input is not a JSON object")
-    return value
+    subject = f"tool_use {tool.call_id} ({tool.name}): input is"
+    return call_input("".join(tool.json_parts), PROVIDER_NAME, subject, empty=tool.initial)
 
 
 def _reraise(exc: Exception) -> NoReturn:

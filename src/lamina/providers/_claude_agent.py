@@ -27,6 +27,7 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import RenderedRequest, SdkManagedPrompt, SdkManagedTarget
+from lamina.providers._adapter import Adapter
 from lamina.providers._errors import error_for_status, require_sdk
 from lamina.providers._provider import (
     Capabilities,
@@ -59,7 +60,7 @@ _AUTH_HINT: Final = "check the API key (ANTHROPIC_API_KEY or api_key=)"
 _STDERR_LINES: Final = 20
 
 
-class ClaudeAgentProvider:
+class ClaudeAgentProvider(Adapter[SdkManagedTarget]):
     """A `Provider` whose model runs inside the Claude Agent SDK (target: `SdkManagedTarget`)."""
 
     def __init__(
@@ -115,16 +116,6 @@ class ClaudeAgentProvider:
     def name(self) -> str:
         """`claude-agent`."""
         return PROVIDER_NAME
-
-    @property
-    def target(self) -> SdkManagedTarget:
-        """The placement target whose bodies this provider accepts."""
-        return self._target
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What the model in use can do, for placement and attachments."""
-        return self._capabilities
 
     @property
     def sessions(self) -> MutableMapping[str, ProviderSession]:

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Final, NoReturn, Self, cast
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, cast
 
 from lamina.errors import (
     AuthenticationError,
@@ -27,6 +27,7 @@ from lamina.placement import (
     RenderedRequest,
     SdkManagedPrompt,
 )
+from lamina.providers._adapter import SdkAdapter
 from lamina.providers._discovery import DISCOVERY_TIMEOUT, ModelCache, discover_openai_compatible
 from lamina.providers._errors import require_sdk
 from lamina.providers._model_table import openai_capabilities
@@ -49,15 +50,17 @@ _UNUSED_KEY: Final = "unused"
 """Sent to OpenAI-compatible servers when no key is configured: they ignore it, the SDK insists on one."""
 
 
-class _OpenAIProvider:
+_Target = TypeVar("_Target", OpenAIChatTarget, OpenAIResponsesTarget)
+
+
+class _OpenAIProvider(SdkAdapter[_Target, "openai.AsyncOpenAI"]):
     """The SDK client and settings both OpenAI adapters share."""
 
     def __init__(
         self,
-        model: str,
+        target: _Target,
         *,
         name: str,
-        chat: bool,
         client: openai.AsyncOpenAI | None,
         api_key: str | None,
         base_url: str | None,
@@ -66,25 +69,20 @@ class _OpenAIProvider:
         max_output_tokens: int | None,
     ) -> None:
         require_sdk("openai", _FEATURE, "openai")
+        super().__init__(client, api_key, base_url, timeout)
         self._name = name
-        self._client = client
-        self._owns_client = client is None
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
         self._given = capabilities is not None
+        chat = isinstance(target, OpenAIChatTarget)
         self._capabilities = capabilities or openai_capabilities(
-            model, compatible=base_url is not None, max_output_tokens=max_output_tokens, chat=chat
+            target.model, compatible=base_url is not None, max_output_tokens=max_output_tokens, chat=chat
         )
-        self._model = model
+        self._model = target.model
+        breakpoints = self._capabilities.cache_regime == "openai-breakpoints"  # known once the capabilities are
+        self._target = dataclasses.replace(target, cache_breakpoints=breakpoints)
 
     @property
     def name(self) -> str:
         return self._name
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
 
     async def discover(self, *, cache: ModelCache | None = None, timeout: float = DISCOVERY_TIMEOUT) -> Capabilities:
         """Read a compatible server's window in `/v1/models` (OpenAI's reports none) once per process; never raises."""
@@ -92,18 +90,6 @@ class _OpenAIProvider:
             found, cache = self._capabilities, cache or ModelCache()
             self._capabilities = await discover_openai_compatible(self._sdk, self._model, found, cache, timeout)
         return self._capabilities
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this provider built it."""
-        if self._client is not None and self._owns_client:
-            await self._client.close()
-            self._client = None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -135,7 +121,7 @@ class _OpenAIProvider:
         raise mapped from exc
 
 
-class OpenAIChatProvider(_OpenAIProvider):
+class OpenAIChatProvider(_OpenAIProvider[OpenAIChatTarget]):
     """A `Provider` for OpenAI Chat Completions and OpenAI-compatible servers."""
 
     def __init__(
@@ -172,10 +158,15 @@ class OpenAIChatProvider(_OpenAIProvider):
             reasoning: Effort (`reasoning_effort`), and whether completed turns send a server's
                 reasoning back.
         """
+        target = OpenAIChatTarget(
+            model=model,
+            max_tokens=max_tokens,
+            prompt_cache_key=prompt_cache_key,
+            reasoning=reasoning or ReasoningConfig(),
+        )
         super().__init__(
-            model,
+            target,
             name=name,
-            chat=True,
             client=client,
             api_key=api_key,
             base_url=base_url,
@@ -183,28 +174,7 @@ class OpenAIChatProvider(_OpenAIProvider):
             capabilities=capabilities,
             max_output_tokens=max_tokens,
         )
-        self._target = OpenAIChatTarget(
-            model=model,
-            max_tokens=max_tokens,
-            prompt_cache_key=prompt_cache_key,
-            reasoning=reasoning or ReasoningConfig(),
-            cache_breakpoints=self._capabilities.cache_regime == "openai-breakpoints",
-        )
         self._include_usage = include_usage
-
-    @property
-    def target(self) -> OpenAIChatTarget:
-        """The placement target whose bodies this provider accepts."""
-        return self._target
-
-    @property
-    def reasoning(self) -> ReasoningConfig:
-        """How the model reasons (sent with every request from now on when set)."""
-        return self._target.reasoning
-
-    @reasoning.setter
-    def reasoning(self, value: ReasoningConfig) -> None:
-        self._target = dataclasses.replace(self._target, reasoning=value)
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Chat Completions body) and yield its events; the last one is `Completed`."""
@@ -219,7 +189,7 @@ class OpenAIChatProvider(_OpenAIProvider):
                 yield event
 
 
-class OpenAIResponsesProvider(_OpenAIProvider):
+class OpenAIResponsesProvider(_OpenAIProvider[OpenAIResponsesTarget]):
     """A `Provider` for the OpenAI Responses API (stateless: the whole input every time)."""
 
     def __init__(
@@ -237,10 +207,15 @@ class OpenAIResponsesProvider(_OpenAIProvider):
         reasoning: ReasoningConfig | None = None,
     ) -> None:
         """Create the provider; the arguments are those of `OpenAIChatProvider` (`reasoning`: effort and summaries)."""
+        target = OpenAIResponsesTarget(
+            model=model,
+            max_output_tokens=max_output_tokens,
+            prompt_cache_key=prompt_cache_key,
+            reasoning=reasoning or ReasoningConfig(),
+        )
         super().__init__(
-            model,
+            target,
             name=name,
-            chat=False,
             client=client,
             api_key=api_key,
             base_url=base_url,
@@ -248,27 +223,6 @@ class OpenAIResponsesProvider(_OpenAIProvider):
             capabilities=capabilities,
             max_output_tokens=max_output_tokens,
         )
-        self._target = OpenAIResponsesTarget(
-            model=model,
-            max_output_tokens=max_output_tokens,
-            prompt_cache_key=prompt_cache_key,
-            reasoning=reasoning or ReasoningConfig(),
-            cache_breakpoints=self._capabilities.cache_regime == "openai-breakpoints",
-        )
-
-    @property
-    def target(self) -> OpenAIResponsesTarget:
-        """The placement target whose bodies this provider accepts."""
-        return self._target
-
-    @property
-    def reasoning(self) -> ReasoningConfig:
-        """How the model reasons (sent with every request from now on when set)."""
-        return self._target.reasoning
-
-    @reasoning.setter
-    def reasoning(self, value: ReasoningConfig) -> None:
-        self._target = dataclasses.replace(self._target, reasoning=value)
 
     async def server_compact(self, request: Mapping[str, Any]) -> ServerCompacted:
         """Send a `/responses/compact` body; its user messages and its encrypted compaction item come back."""

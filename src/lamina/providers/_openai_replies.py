@@ -6,7 +6,6 @@ Lamina's events as they come; `completed()` gives the `Completed` that ends the 
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from lamina.errors import ProviderError, TransientServerError
 from lamina.providers._diagnostics import openai_cache_miss
 from lamina.providers._openai_errors import classify_openai_error
 from lamina.providers._provider import Completed, ProviderEvent, ReasoningDelta, TextDelta, ToolCallRequest
+from lamina.providers._sdk_stream import call_input
 from lamina.session import Reasoning, Usage
 
 if TYPE_CHECKING:
@@ -336,12 +336,4 @@ def _usage(input_tokens: int, output_tokens: int, details: object | None, *, rea
 
 
 def _arguments(provider: str, call_id: str, raw: str) -> dict[str, Any]:
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise ProviderError(provider, f"tool call {call_id}: arguments are not JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise ProviderError(provider, f"tool call {call_id}: arguments are not a JSON object")
-    return value
+    return call_input(raw, provider, f"tool call {call_id}: arguments are", empty={})

@@ -30,6 +30,7 @@ from lamina.errors import (
     UsageError,
 )
 from lamina.placement import AnthropicTarget, OpenAIChatTarget, OpenAIResponsesTarget, RenderedRequest, RenderTarget
+from lamina.providers._adapter import Adapter
 from lamina.providers._provider import (
     Capabilities,
     Completed,
@@ -139,7 +140,7 @@ class ScriptedError:
 ScriptStep: TypeAlias = ScriptedResponse | ScriptedError
 
 
-class ScriptedProvider:
+class ScriptedProvider(Adapter[RenderTarget]):
     """A `Provider` that answers each request with the next step of a script."""
 
     def __init__(
@@ -233,16 +234,6 @@ class ScriptedProvider:
     def name(self) -> str:
         """`scripted`."""
         return PROVIDER_NAME
-
-    @property
-    def target(self) -> RenderTarget:
-        """The placement target whose bodies this provider accepts."""
-        return self._target
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What the model in use can do, for placement and attachments."""
-        return self._capabilities
 
     @property
     def requests(self) -> tuple[RenderedRequest, ...]:

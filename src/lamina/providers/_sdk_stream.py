@@ -7,9 +7,11 @@ whatever happens; the SDK's errors become `ProviderError`s through the adapter's
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from typing import NoReturn, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
+from lamina.errors import ProviderError
 from lamina.providers._provider import Completed, ProviderEvent
 
 _E = TypeVar("_E")
@@ -80,3 +82,30 @@ async def relay(
     finally:
         await events.close()
     yield reply.completed()
+
+
+def call_input(raw: str, provider: str, subject: str, *, empty: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's streamed input, parsed: it must be a JSON object.
+
+    Args:
+        raw: The joined pieces of the input, as streamed.
+        provider: Names the provider in the error.
+        subject: The error's words before `not JSON`: the call and what the provider calls its
+            input (`tool call call_1: arguments are`).
+        empty: The input when nothing (or only white space) was streamed.
+
+    Returns:
+        The input.
+
+    Raises:
+        ProviderError: The input is not JSON, or not a JSON object.
+    """
+    if not raw.strip():
+        return empty
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ProviderError(provider, f"{subject} not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ProviderError(provider, f"{subject} not a JSON object")
+    return value

@@ -17,12 +17,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO, TypeVar, overload
 
 import msgspec
 
 from lamina.errors import SessionExistsError, SessionLockedError, SessionNotFoundError, UsageError
+from lamina.session._closing import Closing
 from lamina.session._entries import Entry, LogEntry, UserMessage
 from lamina.session._protocol import FileInfo, ForkOrigin, LoadReport, SessionSummary, absolute_cwd
 from lamina.session._session_core import SessionCore
@@ -82,10 +82,6 @@ class InMemorySession(CachedFiles, SessionCore):
         """Position in `_all` of the first loaded entry (0: everything is loaded)."""
         for entry in entries[self._loaded_from :]:
             self._remember(entry)
-
-    @property
-    def id(self) -> str:
-        return self._meta.id
 
     def _header(self) -> SessionSummary:
         return self._meta
@@ -220,16 +216,8 @@ class InMemorySession(CachedFiles, SessionCore):
                 self._stored.writer = None
             self._store._changed.notify_all()
 
-    def __enter__(self) -> InMemorySession:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /
-    ) -> None:
-        self.close()
-
-
-class InMemorySessionStore:
+class InMemorySessionStore(Closing):
     """A store whose logs live in this process's memory (no disk for the log, no fsync).
 
     Args:
@@ -351,14 +339,6 @@ class InMemorySessionStore:
             self._closed = True
         if self._owned:
             shutil.rmtree(self.files_root, ignore_errors=True)
-
-    def __enter__(self) -> InMemorySessionStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /
-    ) -> None:
-        self.close()
 
 
 def _links_in(folder: str, names: list[str]) -> list[str]:

@@ -10,7 +10,7 @@ keeps the index with `_remember` and `_forget_last`.
 from __future__ import annotations
 
 import dataclasses
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from operator import attrgetter
 from pathlib import Path
 from typing import Final
@@ -18,6 +18,7 @@ from typing import Final
 import msgspec
 
 from lamina.errors import LaminaError, MissingEntryError, UsageError
+from lamina.session._closing import Closing
 from lamina.session._entries import LogEntry, UnknownEntry
 from lamina.session._protocol import SessionSummary
 from lamina.session._tree import ProviderView, parent_of, path_to, provider_view, view_start_id
@@ -25,7 +26,7 @@ from lamina.session._tree import ProviderView, parent_of, path_to, provider_view
 _ENTRY_ID: Final = attrgetter("id")
 
 
-class SessionCore(ABC):
+class SessionCore(Closing):
     """The reads of an open session over its loaded index; subclasses load and write."""
 
     def __init__(self) -> None:
@@ -44,9 +45,9 @@ class SessionCore(ABC):
     # -- what a backend provides -------------------------------------------------------------
 
     @property
-    @abstractmethod
     def id(self) -> str:
-        """The session's id."""
+        """The session's id (its header's)."""
+        return self._header().id
 
     @abstractmethod
     def _header(self) -> SessionSummary:

@@ -130,6 +130,28 @@ def stored_files(root: Path, prefix: str) -> Iterator[tuple[str, Path]]:
                     yield name, path
 
 
+CarriedFolder = tuple[Path, list[tuple[Path, Path]]]
+"""A folder of a copied session's files, as it is under the copy, and its regular files (source, copy)."""
+
+
+def carried_folders(source: Path, target: Path) -> Iterator[tuple[str, Iterator[CarriedFolder]]]:
+    """What a copy of the session whose files are under `source` carries to `target`, subfolder by subfolder.
+
+    Each subfolder there is (`attachments`, `data`, `plans`) comes with its folders, top first, and
+    their regular files (links and anything else that is not a file are not a session's).
+    """
+    for name in SUBFOLDERS:
+        if (source / name).is_dir():
+            yield name, _carried(source, target, name)
+
+
+def _carried(source: Path, target: Path, name: str) -> Iterator[CarriedFolder]:
+    for folder, _, files in os.walk(source / name):
+        here = target / Path(folder).relative_to(source)
+        pairs = [(Path(folder) / file, here / file) for file in files]
+        yield here, [(src, dst) for src, dst in pairs if not src.is_symlink() and src.is_file()]
+
+
 class FolderFiles:
     """A session's files kept in its local folder (the JSONL store): the folder is the truth."""
 

@@ -9,15 +9,13 @@ numbers them.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 from pathlib import Path
 from typing import Final
 
-import msgspec
-
-from lamina.tools._base import StructTool, ToolContext, ToolOutput, located
+from lamina.tools._base import ToolContext, ToolOutput, located
+from lamina.tools._file_tool import FileInput, FileTool
 from lamina.tools._read import SNIFF_BYTES
 from lamina.workspace import Located
 
@@ -26,14 +24,13 @@ _CONTEXT_LINES: Final = 2
 _MAX_SNIPPET_LINES: Final = 20
 
 
-class EditInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    path: str
+class EditInput(FileInput, forbid_unknown_fields=True, kw_only=True):
     old_string: str
     new_string: str
     replace_all: bool = False
 
 
-class EditTool(StructTool[EditInput]):
+class EditTool(FileTool[EditInput]):
     """Replaces exact text in a file."""
 
     name = "Edit"
@@ -46,15 +43,7 @@ class EditTool(StructTool[EditInput]):
     def __init__(self, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         self.max_file_bytes = max_file_bytes
 
-    def paths(self, input: EditInput) -> tuple[Path, ...]:
-        return (Path(input.path),)
-
-    async def run(self, input: EditInput, ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._edit, input, ctx)
-
-    def _edit(self, input: EditInput, ctx: ToolContext) -> ToolOutput:
-        path = ctx.path(input.path)
-        shown = ctx.display(path)
+    def on_file(self, input: EditInput, ctx: ToolContext, path: Path, shown: str) -> ToolOutput:
         if not input.old_string:
             return _fail("old_string is empty; give the exact text to replace (to create a file, use Write).")
         if input.old_string == input.new_string:

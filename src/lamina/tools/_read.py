@@ -10,7 +10,6 @@ and missing paths are clear errors, never exceptions.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import io
 import os
@@ -22,7 +21,8 @@ from typing import Annotated, BinaryIO, Final
 import msgspec
 
 from lamina.session import ReadStamp
-from lamina.tools._base import StructTool, ToolContext, ToolOutput, located
+from lamina.tools._base import ToolContext, ToolOutput, located
+from lamina.tools._file_tool import FileInput, FileTool
 from lamina.tools._reread import answer
 
 DEFAULT_MAX_LINES: Final = 2_000
@@ -52,13 +52,12 @@ def numbered(number: int, line: str) -> str:
     return f"{number}\t{line}"
 
 
-class ReadInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    path: str
+class ReadInput(FileInput, forbid_unknown_fields=True, kw_only=True):
     offset: Annotated[int, msgspec.Meta(ge=1, description="First line (1-based).")] | None = None
     limit: Annotated[int, msgspec.Meta(ge=1, description="Number of lines (default: up to 2,000).")] | None = None
 
 
-class ReadTool(StructTool[ReadInput]):
+class ReadTool(FileTool[ReadInput]):
     """Reads a text file, numbered by line, a window at a time."""
 
     name = "Read"
@@ -73,15 +72,7 @@ class ReadTool(StructTool[ReadInput]):
         self.max_lines = max_lines
         self.max_line_chars = max_line_chars
 
-    def paths(self, input: ReadInput) -> tuple[Path, ...]:
-        return (Path(input.path),)
-
-    async def run(self, input: ReadInput, ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._read, input, ctx)
-
-    def _read(self, input: ReadInput, ctx: ToolContext) -> ToolOutput:
-        path = ctx.path(input.path)
-        shown = ctx.display(path)
+    def on_file(self, input: ReadInput, ctx: ToolContext, path: Path, shown: str) -> ToolOutput:
         try:
             with located(ctx, path) as where, os.fdopen(where.open(), "rb") as raw:
                 return self._read_open(raw, where.real, input, ctx, shown)

@@ -8,21 +8,18 @@ existing file keeps its permission bits; writing through a symlink changes the f
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-import msgspec
-
-from lamina.tools._base import StructTool, ToolContext, ToolOutput, located
+from lamina.tools._base import ToolContext, ToolOutput, located
+from lamina.tools._file_tool import FileInput, FileTool
 from lamina.workspace import locate
 
 
-class WriteInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    path: str
+class WriteInput(FileInput, forbid_unknown_fields=True, kw_only=True):
     content: str
 
 
-class WriteTool(StructTool[WriteInput]):
+class WriteTool(FileTool[WriteInput]):
     """Creates or overwrites a file."""
 
     name = "Write"
@@ -31,15 +28,7 @@ class WriteTool(StructTool[WriteInput]):
     )
     input_type = WriteInput
 
-    def paths(self, input: WriteInput) -> tuple[Path, ...]:
-        return (Path(input.path),)
-
-    async def run(self, input: WriteInput, ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._write, input, ctx)
-
-    def _write(self, input: WriteInput, ctx: ToolContext) -> ToolOutput:
-        path = ctx.path(input.path)
-        shown = ctx.display(path)
+    def on_file(self, input: WriteInput, ctx: ToolContext, path: Path, shown: str) -> ToolOutput:
         data = input.content.encode("utf-8", errors="surrogatepass")
         try:
             with located(ctx, path, write=True, make_folders=True) as where:

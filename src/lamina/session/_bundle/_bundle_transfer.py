@@ -303,12 +303,38 @@ def import_session(
                 raise BundleError(bundle, f"invalid session id {manifest.session_id!r}", member=MANIFEST_NAME) from None
             if _exists(store, manifest.session_id):
                 raise UsageError(f"session {manifest.session_id} already exists in store {store.location}")
-        new_cwd = None if cwd is None else absolute_cwd(str(cwd))
+        new_cwd = manifest.cwd if cwd is None else absolute_cwd(str(cwd))
+        job = _Import(zf, bundle, checked, new_cwd, keep_id, clock)
         if isinstance(store, LocalSessionStore):
-            return _install(store, zf, bundle, checked, cwd=new_cwd, keep_id=keep_id, clock=clock)
+            return _install(store, job)
         if not isinstance(store, EntryImporter):
             raise UsageError(f"store {store.location} cannot import a bundle")
-        return _install_entries(store, zf, bundle, checked, cwd=new_cwd, keep_id=keep_id, clock=clock)
+        return _install_entries(store, job)
+
+
+@dataclass(frozen=True, slots=True)
+class _Import:
+    """A checked bundle on its way into a store, and how the new session is made."""
+
+    zf: zipfile.ZipFile
+    bundle: Path
+    checked: Checked
+    cwd: str
+    """The new session's workspace."""
+    keep_id: bool
+    clock: Callable[[], float]
+
+    def result(self, session_id: str, size: int, summary_id: str | None) -> ImportResult:
+        """What the import made: the new session of `size` bytes (files and log), its transfer summary's id."""
+        manifest = self.checked.manifest
+        return ImportResult(
+            session_id=session_id,
+            source_session_id=manifest.session_id,
+            cwd=self.cwd,
+            files=len(manifest.files),
+            bytes=size,
+            transfer_summary_id=summary_id,
+        )
 
 
 def _exists(store: SessionStore, session_id: str) -> bool:
@@ -365,27 +391,17 @@ def _entries_to_install(
     return log, entries, leaf, summary_id
 
 
-def _install_entries(
-    store: EntryImporter,
-    zf: zipfile.ZipFile,
-    bundle: Path,
-    checked: Checked,
-    *,
-    cwd: str | None,
-    keep_id: bool,
-    clock: Callable[[], float],
-) -> ImportResult:
+def _install_entries(store: EntryImporter, job: _Import) -> ImportResult:
     """Hand the session's files, then its entries, to the store (each file streamed from the bundle, checked).
 
     The store commits the files first and then the session with all its entries at once
     (nothing half-made is ever listed).
     """
-    manifest = checked.manifest
-    now = clock()
-    session_id = manifest.session_id if keep_id else store.new_session_id()
-    new_cwd = manifest.cwd if cwd is None else cwd
+    checked, manifest = job.checked, job.checked.manifest
+    now = job.clock()
+    session_id = manifest.session_id if job.keep_id else store.new_session_id()
     log, entries, leaf, summary_id = _entries_to_install(
-        checked, bundle, [(manifest.folder, VIRTUAL_ROOT), (manifest.cwd, new_cwd)], now
+        checked, job.bundle, [(manifest.folder, VIRTUAL_ROOT), (manifest.cwd, job.cwd)], now
     )
     listed = {f.path: f for f in manifest.files}
     members = [
@@ -396,38 +412,29 @@ def _install_entries(
         and name[len(SESSION_PREFIX) :].split("/")[0] in SUBFOLDERS
     ]
     # read again (and checked again) while put: the bundle may have changed since the check
-    files = [(name, read_member(zf, bundle, info, listed[SESSION_PREFIX + name])) for name, info in members]
+    files = [(name, read_member(job.zf, job.bundle, info, listed[SESSION_PREFIX + name])) for name, info in members]
     store.import_entries(
         entries,
         session_id=session_id,
-        cwd=new_cwd,
+        cwd=job.cwd,
         title=manifest.title[:200],
         created_at=manifest.created_at or now,
         leaf_id=leaf,
         files=files,
     ).close()
-    return ImportResult(
-        session_id=session_id,
-        source_session_id=manifest.session_id,
-        cwd=new_cwd,
-        files=len(manifest.files),
-        bytes=sum(info.file_size for _, info in members) + len(log),
-        transfer_summary_id=summary_id,
-    )
+    return job.result(session_id, sum(info.file_size for _, info in members) + len(log), summary_id)
 
 
-def _write_members(
-    files: FileLayer, zf: zipfile.ZipFile, bundle: Path, checked: Checked, folder: Path, *, existing: set[Path]
-) -> int:
+def _write_members(files: FileLayer, job: _Import, folder: Path, *, existing: set[Path]) -> int:
     """Write the bundle's session files (not its log or metadata) under `folder`, each durable with its folder.
 
     Returns:
         The bytes written.
     """
     made = {folder, *existing}
-    listed = {f.path: f for f in checked.manifest.files}
+    listed = {f.path: f for f in job.checked.manifest.files}
     written = 0
-    for name, info in sorted(checked.infos.items()):
+    for name, info in sorted(job.checked.infos.items()):
         if not name.startswith(SESSION_PREFIX) or name in (SESSION_PREFIX + LOG_NAME, SESSION_PREFIX + META_NAME):
             continue
         target = folder / name[len(SESSION_PREFIX) :]
@@ -436,7 +443,7 @@ def _write_members(
                 files.mkdir(folder / parent)
                 made.add(folder / parent)
         # read again (and checked again) while written: the bundle may have changed since the check
-        data = b"".join(read_member(zf, bundle, info, listed[name]))
+        data = b"".join(read_member(job.zf, job.bundle, info, listed[name]))
         write_new_file(files, target, data)
         written += len(data)
     for made_folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
@@ -444,36 +451,26 @@ def _write_members(
     return written
 
 
-def _install(
-    store: LocalSessionStore,
-    zf: zipfile.ZipFile,
-    bundle: Path,
-    checked: Checked,
-    *,
-    cwd: str | None,
-    keep_id: bool,
-    clock: Callable[[], float],
-) -> ImportResult:
+def _install(store: LocalSessionStore, job: _Import) -> ImportResult:
     """Build the session under a hidden folder from the checked bundle, then rename it into place."""
-    manifest = checked.manifest
+    checked, manifest = job.checked, job.checked.manifest
     files = store.files
     try:
         store.root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SessionIOError(store.root, "create the store folder", exc) from None
-    now = clock()
-    session_id = manifest.session_id if keep_id else new_session_id(now)
+    now = job.clock()
+    session_id = manifest.session_id if job.keep_id else new_session_id(now)
     folder = store.folder_of(session_id)
     staging = store.root / f"{CREATING_PREFIX}{session_id}"
-    new_cwd = manifest.cwd if cwd is None else cwd
     log, entries, leaf, summary_id = _entries_to_install(
-        checked, bundle, [(manifest.folder, str(folder)), (manifest.cwd, new_cwd)], now
+        checked, job.bundle, [(manifest.folder, str(folder)), (manifest.cwd, job.cwd)], now
     )
     meta = SessionMeta(
         id=session_id,
         created_at=manifest.created_at or now,
         updated_at=now,
-        cwd=new_cwd,
+        cwd=job.cwd,
         title=manifest.title[:200],
         leaf_id=leaf,
         leaf_offset=len(log),
@@ -485,7 +482,7 @@ def _install(
         files.mkdir(staging)
         for name in SUBFOLDERS:
             files.mkdir(staging / name)
-        written = _write_members(files, zf, bundle, checked, staging, existing={staging / n for n in SUBFOLDERS})
+        written = _write_members(files, job, staging, existing={staging / n for n in SUBFOLDERS})
         write_new_file(files, staging / LOG_NAME, log)
         files.fsync_dir(staging)
         write_meta(staging, meta, files)  # fsyncs the staging folder
@@ -499,14 +496,7 @@ def _install(
     except BaseException:
         _discard(staging)
         raise
-    return ImportResult(
-        session_id=session_id,
-        source_session_id=manifest.session_id,
-        cwd=new_cwd,
-        files=len(manifest.files),
-        bytes=written + len(log),
-        transfer_summary_id=summary_id,
-    )
+    return job.result(session_id, written + len(log), summary_id)
 
 
 def _discard(staging: Path) -> None:

@@ -29,7 +29,7 @@ from lamina.session._jsonl._jsonl_write import JsonlSession
 from lamina.session._jsonl._session_meta import META_NAME, SessionMeta, read_meta, write_meta
 from lamina.session._jsonl._writer_lock import LOCK_NAME, WriterLock
 from lamina.session._protocol import STORE_ENV_VAR, ForkOrigin, LoadReport, SessionSummary, absolute_cwd
-from lamina.session._session_files import NOFOLLOW
+from lamina.session._session_files import NOFOLLOW, carried_folders
 from lamina.session._stamp import (
     _SESSION_ID_RE,
     SUBFOLDERS,
@@ -331,18 +331,11 @@ class LocalSessionStore:
         Attachments and data files are written once and never changed, so they are hard-linked
         (copied where links are refused); plans may be edited later, so they are copied.
         """
-        for name in SUBFOLDERS:
-            top = source / name
-            if not top.is_dir():
-                continue
-            for folder, _, files in os.walk(top):
-                here = target / Path(folder).relative_to(source)
+        for name, folders in carried_folders(source, target):
+            for here, files in folders:
                 if not here.exists():
                     self._files.mkdir(here)
-                for file in files:
-                    src, dst = Path(folder) / file, here / file
-                    if src.is_symlink() or not src.is_file():
-                        continue  # the store writes regular files only; anything else is not ours
+                for src, dst in files:
                     if name == "plans":
                         write_new_file(self._files, dst, src.read_bytes())
                     else:

@@ -397,9 +397,3 @@ class JsonlSession(SessionCore):
     def _abandon(self) -> None:
         """Let go of the descriptor and the lock without writing anything."""
         self._log.release()
-
-    def __enter__(self) -> JsonlSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -11,7 +11,8 @@ from pathlib import Path
 from lamina.errors import StoreError
 from lamina.session._entries import LogEntry
 from lamina.session._protocol import FileSource, ForkOrigin, SessionSummary
-from lamina.session._stamp import SUBFOLDERS, _title_from, check_session_id
+from lamina.session._session_files import carried_folders
+from lamina.session._stamp import _title_from, check_session_id
 from lamina.session._tree import view_start_id
 from lamina.session.postgres._connection import PostgresConnection, _new_session_id
 from lamina.session.postgres._pg_files import drop_names
@@ -82,16 +83,11 @@ def forget_files(store: PostgresConnection, session_id: str) -> None:
 
 def carry_files(source: Path, target: Path) -> None:
     """Hard-link (else copy) attachments and data; copy plans, which may be edited later."""
-    for name in SUBFOLDERS:
-        top = source / name
-        if not top.is_dir():
-            continue
-        for folder, _, files in os.walk(top):
-            here = target / Path(folder).relative_to(source)
+    for name, folders in carried_folders(source, target):
+        for here, files in folders:
             here.mkdir(parents=True, exist_ok=True)
-            for file in files:
-                src, dst = Path(folder) / file, here / file
-                if src.is_symlink() or not src.is_file() or dst.exists():
+            for src, dst in files:
+                if dst.exists():
                     continue
                 if name == "plans":
                     shutil.copyfile(src, dst)

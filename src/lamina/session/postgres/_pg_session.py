@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from types import TracebackType
 from typing import Any, BinaryIO, Final, TypeVar, overload
 
 import msgspec
@@ -131,10 +130,6 @@ class PostgresSession(CachedFiles, SessionCore):
         self._loaded_from = 1
 
     # -- reading (the rest is `SessionCore`'s) -------------------------------------------------
-
-    @property
-    def id(self) -> str:
-        return self._info.id
 
     def _header(self) -> SessionSummary:
         return self._info
@@ -446,14 +441,6 @@ class PostgresSession(CachedFiles, SessionCore):
         if token is not None and not self._lost:
             self._store.leases.release(self.id, token)
         self._store.leases.drop(self)
-
-    def __enter__(self) -> PostgresSession:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /
-    ) -> None:
-        self.close()
 
 
 class _NotApplied(Exception):

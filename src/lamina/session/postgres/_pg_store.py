@@ -17,6 +17,7 @@ import psycopg
 import psycopg.errors
 
 from lamina.errors import SessionExistsError, SessionNotFoundError, StoreConnectionError
+from lamina.session._closing import Closing
 from lamina.session._entries import LogEntry
 from lamina.session._protocol import FileSource, ForkOrigin, SessionSummary, absolute_cwd
 from lamina.session._stamp import _title_from, check_session_id
@@ -34,7 +35,7 @@ from lamina.session.postgres._pg_files import drop_names
 from lamina.session.postgres._pg_session import PostgresSession
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(Closing):
     """Sessions in a PostgreSQL database, shared by any number of servers.
 
     Every wait is bounded (see `_bounds.py`); servers sharing a database should use the same bounds.
@@ -159,12 +160,6 @@ class PostgresSessionStore:
         return self._db.conn(seconds)
 
     # -- sessions ---------------------------------------------------------------------------------
-
-    def __enter__(self) -> PostgresSessionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def create(
         self, *, cwd: str = "", title: str = "", forked_from: ForkOrigin | None = None, session_id: str | None = None
