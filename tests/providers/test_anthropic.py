@@ -16,7 +16,7 @@ from lamina.errors import (
 )
 from lamina.placement import render
 from lamina.providers import AnthropicProvider
-from lamina.providers._anthropic import map_anthropic_error
+from lamina.providers._anthropic_errors import map_anthropic_error
 from tests.providers.support import collect, completed, new_engine
 from tests.wire.fixtures import API_KEY, anthropic_provider
 from tests.wire.script import Fail, Reply

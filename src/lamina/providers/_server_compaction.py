@@ -51,7 +51,7 @@ async def anthropic_compact(client: anthropic.AsyncAnthropic, request: Mapping[s
     Raises:
         ProviderError: The request failed (mapped as every Messages request is), or the answer held no block.
     """
-    from lamina.providers._anthropic import map_anthropic_error
+    from lamina.providers._anthropic_errors import map_anthropic_error
 
     try:
         raw = await client.beta.messages.with_raw_response.create(**request, betas=[COMPACT_BETA])
