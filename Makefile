@@ -24,11 +24,13 @@ $(BIN)/python:
 # Installs come from uv.lock, exactly (uv sync --frozen: the lock is never re-resolved, and a package the
 # lock does not name is removed). uv itself is locked in the dev extra, so the sync keeps it. Where uv cannot
 # run, pip installs the same pins, hash-checked, from requirements.lock (exported from uv.lock by `make lock`).
+# The install writes the packages' bytecode, as pip does (uv does not unless asked): otherwise the first run
+# after it compiled them (about 12 s of CPU in the suite's first collection, more in each first process).
 comma := ,
 SYNC_EXTRAS := $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra))
 $(STAMP): pyproject.toml uv.lock requirements.lock | $(BIN)/python
 	{ { [ -x $(BIN)/uv ] || $(BIN)/python -m pip install --quiet uv; } && \
-		UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --quiet --frozen --python $(BIN)/python $(SYNC_EXTRAS); } || \
+		UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --quiet --frozen --compile-bytecode --python $(BIN)/python $(SYNC_EXTRAS); } || \
 	{ echo "uv sync failed: installing requirements.lock with pip" >&2 && \
 		$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock && \
 		$(BIN)/python -m pip install --quiet --no-deps -e .; }
@@ -50,10 +52,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/lint-imports --no-cache
 
-# mypy --strict over src/ and tests/ ([tool.mypy] in pyproject.toml), with worker processes: a cold cache
-# (a fresh clone) takes about 36 s of CPU, against 30 s for src/ alone; a warm one about 2 s
+# mypy --strict over src/ and tests/ ([tool.mypy] in pyproject.toml), one run. On its own it uses worker
+# processes (MYPY_WORKERS, 0: one process). A cold cache (a fresh clone) took 55 s of CPU in one process and
+# 68 s with two workers; a warm one about 2 s
+MYPY_WORKERS ?= 2
 typecheck: $(STAMP)
-	$(BIN)/mypy --num-workers 2
+	$(BIN)/mypy $(if $(filter-out 0,$(MYPY_WORKERS)),--num-workers $(MYPY_WORKERS))
 
 # The docs site (mkdocs.yml) into site/: --strict fails on a broken link, a page missing from the nav or a
 # reference or docstring mkdocstrings cannot resolve; nothing is fetched (no fonts, no remote inventories).
@@ -101,10 +105,11 @@ $(COMPILED): $(STAMP)
 	touch $(COMPILED)
 
 # Tests that share a module's browser or servers carry an xdist_group mark: one worker runs them all.
-# mypy, the docs build and the one-process collection that writes the bytecode run side by side first
-# (the collection uses one core while mypy waits on its workers); then the suite.
+# mypy, the docs build and the one-process collection that writes the bytecode run side by side first:
+# mypy in one process on one core (its workers cost a fifth more CPU than they save on 2 cores), the docs
+# build and the collection on the other; then the suite.
 test: lint browser bubblewrap
-	$(MAKE) --no-print-directory -j3 --output-sync=target typecheck docs $(COMPILED)
+	$(MAKE) --no-print-directory -j3 --output-sync=target MYPY_WORKERS=0 typecheck docs $(COMPILED)
 	$(PYTEST) -q -n $(WORKERS) --dist loadgroup
 
 # The fast loop: the suite without the tests marked slow (processes, ptys, kill loops), one worker per core:
