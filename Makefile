@@ -52,12 +52,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/lint-imports --no-cache
 
-# mypy --strict over src/ and tests/ ([tool.mypy] in pyproject.toml), one run. On its own it uses worker
-# processes (MYPY_WORKERS, 0: one process). A cold cache (a fresh clone) took 55 s of CPU in one process and
-# 68 s with two workers; a warm one about 2 s
-MYPY_WORKERS ?= 2
+# mypy --strict over src/ and tests/ ([tool.mypy] in pyproject.toml), with worker processes: a cold cache
+# (a fresh clone) took 58-64 s of CPU and 46 s on a quiet 2-core machine, against 51-54 s of CPU and 51 s in
+# one process; beside the docs build and the collection (35 s of CPU) the workers still end first; warm, about 2 s
 typecheck: $(STAMP)
-	$(BIN)/mypy $(if $(filter-out 0,$(MYPY_WORKERS)),--num-workers $(MYPY_WORKERS))
+	$(BIN)/mypy --num-workers 2
 
 # The docs site (mkdocs.yml) into site/: --strict fails on a broken link, a page missing from the nav or a
 # reference or docstring mkdocstrings cannot resolve; nothing is fetched (no fonts, no remote inventories).
@@ -95,21 +94,21 @@ bubblewrap:
 checks: $(STAMP)
 	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck docs
 
-# An install writes no bytecode, and xdist's workers start together: each compiled every module the suite
-# imports (about 18 s of CPU apiece on 2 cores). The first run after an install collects the suite in one
-# process first, which writes it once (its stamp is newer than the install's from then on). A collection
-# error is left to the run that follows, which reports it.
+# The install writes no bytecode for Lamina and the tests (pytest's rewritten test modules above all), and
+# xdist's workers start together: each compiled them. The first run after an install collects the suite in one
+# process first, which writes it once (its stamp is newer than the install's from then on): 22 s of CPU on a
+# fresh clone, 33 s when the install wrote no bytecode either. A collection error is left to the run that
+# follows, which reports it.
 COMPILED := $(VENV)/.compiled
 $(COMPILED): $(STAMP)
 	$(PYTEST) -q --collect-only -p no:cacheprovider >/dev/null 2>&1 || true
 	touch $(COMPILED)
 
 # Tests that share a module's browser or servers carry an xdist_group mark: one worker runs them all.
-# mypy, the docs build and the one-process collection that writes the bytecode run side by side first:
-# mypy in one process on one core (its workers cost a fifth more CPU than they save on 2 cores), the docs
-# build and the collection on the other; then the suite.
+# mypy, the docs build and the one-process collection that writes the bytecode run side by side first
+# (the collection uses one core while mypy waits on its workers); then the suite.
 test: lint browser bubblewrap
-	$(MAKE) --no-print-directory -j3 --output-sync=target MYPY_WORKERS=0 typecheck docs $(COMPILED)
+	$(MAKE) --no-print-directory -j3 --output-sync=target typecheck docs $(COMPILED)
 	$(PYTEST) -q -n $(WORKERS) --dist loadgroup
 
 # The fast loop: the suite without the tests marked slow (processes, ptys, kill loops), one worker per core:
