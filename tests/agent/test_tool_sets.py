@@ -15,6 +15,7 @@ from lamina.defang import trusted
 from lamina.errors import UsageError
 from lamina.pricing import CachePrices, CacheState, Outlook, SessionPace
 from lamina.providers import Capabilities
+from tests.conftest import examples
 
 BUILTIN = (ToolSpec("Read", trusted("Read a file."), {"type": "object"}),)
 
@@ -32,7 +33,7 @@ def _outlook(history: int = 0, turns: int = 0, prices: CachePrices | None = None
     return Outlook(prices or CachePrices.anthropic(), SessionPace(turns=turns), CacheState(None, history, 0, 0))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     count=st.integers(0, 40),
     width=st.integers(0, 30),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from lamina.workspace import PathEscapeError, locate
 from lamina.workspace._confine import _located_by_name
+from tests.conftest import examples
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="POSIX descriptors")
 
@@ -193,7 +194,7 @@ def _build(base: Path, entries: dict[str, str | None]) -> None:
             path.symlink_to(kind.replace("/ROOT", str(base)))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(entries=_ENTRIES, paths=st.lists(st.lists(st.sampled_from((*NAMES, "..", "s")), max_size=4), max_size=6))
 def test_locate_agrees_with_the_kernel_and_refuses_exactly_what_lies_outside(
     entries: dict[str, str | None], paths: list[list[str]]
