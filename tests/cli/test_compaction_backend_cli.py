@@ -83,3 +83,25 @@ async def test_sessions_budget_shows_which_backend_compacted_and_counts_its_bloc
     decided = json.loads(as_json.stdout)["decisions"]
     backends = [(d["on"], d["action"]) for d in decided if d["on"].startswith("compaction")]
     assert backends == [("compaction backend", "server_compaction")]
+
+
+def test_the_context_editing_setting_reaches_every_anthropic_provider_the_cli_makes(
+    tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lamina.cli._session import make_provider
+    from lamina.providers import AnthropicProvider
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    default = load_settings(ws, trust=WorkspaceTrust.UNTRUSTED)
+    made = make_provider("anthropic:claude-sonnet-5", default)
+    assert isinstance(made, AnthropicProvider) and made.context_editing == "priced"  # the provider's own default
+    _user_config(tmp_path, '[compaction]\ncontext_editing = "off"\n')
+    chosen = load_settings(ws, trust=WorkspaceTrust.UNTRUSTED)
+    assert chosen.origin("compaction.context_editing").endswith("config.toml")
+    made = make_provider("anthropic:claude-sonnet-5", chosen)  # as /model makes the next one
+    assert isinstance(made, AnthropicProvider) and made.context_editing == "off" and not made.target.context_edits
+    result = runner.invoke(app, ["config", "show", "--json"])
+    assert json.loads(result.stdout)["settings"]["compaction.context_editing"]["value"] == "off"
+    _user_config(tmp_path, '[compaction]\ncontext_editing = "always"\n')
+    with pytest.raises(ConfigError, match="context_editing"):
+        load_settings(ws, trust=WorkspaceTrust.UNTRUSTED)

@@ -30,6 +30,7 @@ from lamina.workspace import WorkspaceTrust
 if TYPE_CHECKING:
     from lamina.compaction import BackendSetting
     from lamina.placement import ReasoningConfig
+    from lamina.pricing import ContextEditing
     from lamina.tools import SandboxSettings
 
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
@@ -57,9 +58,10 @@ class _Sandbox(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class _Compaction(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A file's `[compaction]` table: who writes a compaction's summary (`lamina.compaction.ServerSummariser`)."""
+    """A file's `[compaction]` table: who writes a compaction's summary, who clears old tool output."""
 
     backend: Literal["auto", "server", "lamina"] | None = None
+    context_editing: Literal["priced", "server", "lamina", "off"] | None = None
 
 
 class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -113,6 +115,9 @@ class Settings:
     """How the model reasons (`[reasoning]`, the reasoning flags; a resumed session's recorded ones)."""
     compaction_backend: BackendSetting = "lamina"
     """Who writes compaction summaries (`[compaction] backend`): `lamina` (the default), `server` or `auto`."""
+    context_editing: ContextEditing | None = None
+    """Who clears old tool output on models with context editing (`[compaction] context_editing`): None, the
+    provider's own setting (`priced`: the cost model weighs Lamina's prune against the server's clearing)."""
     sandbox_ignored: tuple[str, ...] = ()
     """What the workspace's file asked of the sandbox that would loosen it (not applied; said at start)."""
     origins: dict[str, str] = field(default_factory=dict)
@@ -169,6 +174,9 @@ def load_settings(
             thinking.add(checked(data.reasoning, str(path)), str(path))
         if data.compaction is not None and data.compaction.backend is not None:
             values["compaction_backend"], origins["compaction.backend"] = data.compaction.backend, str(path)
+        if data.compaction is not None and data.compaction.context_editing is not None:
+            values["context_editing"] = data.compaction.context_editing
+            origins["compaction.context_editing"] = str(path)
         for key in KEYS:
             value = getattr(data, key)
             if value is None:
@@ -416,6 +424,8 @@ def show(
         for key in REASONING_KEYS
     ]
     rows.append(("compaction.backend", settings.compaction_backend, settings.origin("compaction.backend")))
+    editing = settings.context_editing or "priced"
+    rows.append(("compaction.context_editing", editing, settings.origin("compaction.context_editing")))
     rules = [("allow", rule) for rule in settings.permissions.allow] + [
         ("deny", rule) for rule in settings.permissions.deny
     ]

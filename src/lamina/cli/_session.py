@@ -140,6 +140,11 @@ def make_provider(spec: str, settings: Settings, *, require_key: bool = True) ->
     if variable is not None:
         raise UsageError(f"no API key for {spec.partition(':')[0]}: set {variable} in the environment")
     provider = provider_from_spec(spec, reasoning=settings.reasoning)
+    if settings.context_editing is not None:  # `[compaction] context_editing`, for every provider /model opens too
+        from lamina.providers import AnthropicProvider
+
+        if isinstance(provider, AnthropicProvider):
+            provider.context_editing = settings.context_editing
     if settings.context_window is not None:
         return _Windowed(provider, settings.context_window)
     return provider
