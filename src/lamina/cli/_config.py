@@ -400,6 +400,26 @@ def missing_api_key(spec: str) -> str | None:
 app = typer.Typer(help="Show the settings of `lamina chat` and `lamina run`.", no_args_is_help=True)
 
 
+def _setting_rows(settings: Settings) -> list[tuple[str, object, str]]:
+    """Each setting `config show` lists: its key, its effective value and where that came from."""
+    sandbox = settings.sandbox
+    shown_sandbox = {
+        "enabled": sandbox.enabled,
+        "network": sandbox.network,
+        "writable": [str(p) for p in sandbox.writable],
+    }
+    rows: list[tuple[str, object, str]] = [(key, getattr(settings, key), settings.origin(key)) for key in KEYS]
+    rows += [(f"sandbox.{key}", value, settings.origin(f"sandbox.{key}")) for key, value in shown_sandbox.items()]
+    rows += [
+        (f"reasoning.{key}", getattr(settings.reasoning, key), settings.origin(f"reasoning.{key}"))
+        for key in REASONING_KEYS
+    ]
+    rows.append(("compaction.backend", settings.compaction_backend, settings.origin("compaction.backend")))
+    editing = settings.context_editing or "priced"  # None: the provider's own setting, `priced`
+    rows.append(("compaction.context_editing", editing, settings.origin("compaction.context_editing")))
+    return rows
+
+
 @app.command("show")
 def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
@@ -411,21 +431,7 @@ def show(
         settings = load_settings(Path.cwd(), trust=workspace_trust(Path.cwd()))
     except ConfigError as exc:
         abort(str(exc))
-    sandbox = settings.sandbox
-    shown_sandbox = {
-        "enabled": sandbox.enabled,
-        "network": sandbox.network,
-        "writable": [str(p) for p in sandbox.writable],
-    }
-    rows = [(key, getattr(settings, key), settings.origin(key)) for key in KEYS]
-    rows += [(f"sandbox.{key}", value, settings.origin(f"sandbox.{key}")) for key, value in shown_sandbox.items()]
-    rows += [
-        (f"reasoning.{key}", getattr(settings.reasoning, key), settings.origin(f"reasoning.{key}"))
-        for key in REASONING_KEYS
-    ]
-    rows.append(("compaction.backend", settings.compaction_backend, settings.origin("compaction.backend")))
-    editing = settings.context_editing or "priced"
-    rows.append(("compaction.context_editing", editing, settings.origin("compaction.context_editing")))
+    rows = _setting_rows(settings)
     rules = [("allow", rule) for rule in settings.permissions.allow] + [
         ("deny", rule) for rule in settings.permissions.deny
     ]
