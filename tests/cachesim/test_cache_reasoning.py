@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +20,13 @@ from lamina.placement import AnthropicTarget, ReasoningConfig, render
 from lamina.session import AssistantMessage, Reasoning, ToolCall, ToolResult
 from tests.conftest import examples
 from tests.support.engine import Clock, json_body, make_engine
+from tests.support.tagged import TaggedEstimator
 
-_TAG = re.compile(r"#(\d+)")
 EPH = {"type": "ephemeral"}
 
 
-@dataclass(frozen=True)
-class TagEstimator:
-    """Counts a block as the sum of the `#N` tags in its text, so tests choose exact token counts."""
-
-    def count(self, text: str) -> int:
-        return sum(int(n) for n in _TAG.findall(text))
-
-
 def _sim(**rules: Any) -> AnthropicCacheSimulator:
-    return AnthropicCacheSimulator(rules=AnthropicCacheRules(**rules), estimator=TagEstimator())
+    return AnthropicCacheSimulator(rules=AnthropicCacheRules(**rules), estimator=TaggedEstimator())
 
 
 def _thinking(tokens: int, n: int = 0) -> dict[str, object]:
@@ -128,7 +118,7 @@ def test_older_models_strip_earlier_turns_thinking() -> None:
 
 
 def test_responses_reasoning_items_are_input_and_part_of_the_prefix() -> None:
-    sim = OpenAICacheSimulator(estimator=TagEstimator())
+    sim = OpenAICacheSimulator(estimator=TaggedEstimator())
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA #300"}
     call = {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{} #20"}
     output = {"type": "function_call_output", "call_id": "c1", "output": "out #100"}

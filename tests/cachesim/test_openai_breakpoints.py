@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -23,17 +21,7 @@ from lamina.cachesim import (
     summarise,
 )
 from tests.conftest import examples
-
-_TAG = re.compile(r"#(\d+)")
-
-
-@dataclass(frozen=True)
-class TaggedEstimator:
-    """Counts a block as the sum of the `#N` tags in its text, so tests choose exact token counts."""
-
-    def count(self, text: str) -> int:
-        return sum(int(n) for n in _TAG.findall(text))
-
+from tests.support.tagged import TaggedEstimator
 
 EST = TaggedEstimator()
 MARK = {"mode": "explicit"}
