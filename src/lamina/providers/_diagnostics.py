@@ -9,6 +9,7 @@ tells the reasons.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final, cast
 
@@ -16,6 +17,8 @@ from lamina.placement import AnthropicTarget, OpenAIResponsesTarget, RenderedReq
 from lamina.session import CacheMiss
 
 _ANTHROPIC_WORDS: Final = {"previous_message_not_found": "not_found"}
+_REASON: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
+"""A reason as the APIs write them (`tools_changed`); anything else is kept as `unavailable`, never shown raw."""
 _OPENAI_WORDS: Final = {
     "cache_hit": "none",
     "comparison_response_not_found": "not_found",
@@ -74,7 +77,7 @@ def anthropic_cache_miss(diagnostics: object) -> CacheMiss:
         return CacheMiss(reason="pending")
     kind = str(getattr(reason, "type", "unavailable"))
     missed = getattr(reason, "cache_missed_input_tokens", 0)
-    return CacheMiss(reason=_ANTHROPIC_WORDS.get(kind, kind), missed_tokens=missed if isinstance(missed, int) else 0)
+    return CacheMiss(reason=_reason(_ANTHROPIC_WORDS.get(kind, kind)), missed_tokens=_tokens(missed))
 
 
 def openai_cache_miss(diagnostics: object) -> CacheMiss | None:
@@ -94,4 +97,14 @@ def openai_cache_miss(diagnostics: object) -> CacheMiss | None:
     if kind == "cache_miss":
         kind = str(getattr(diagnostics, "reason", "unavailable"))
     missed = getattr(diagnostics, "cache_missed_tokens", 0)
-    return CacheMiss(reason=_OPENAI_WORDS.get(kind, kind), missed_tokens=missed if isinstance(missed, int) else 0)
+    return CacheMiss(reason=_reason(_OPENAI_WORDS.get(kind, kind)), missed_tokens=_tokens(missed))
+
+
+def _reason(kind: str) -> str:
+    """The provider's reason when it reads as one (a new reason of theirs is kept), else `unavailable`."""
+    return kind if _REASON.fullmatch(kind) else "unavailable"
+
+
+def _tokens(value: object) -> int:
+    """A missed-token count the provider gave, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
