@@ -14,12 +14,6 @@ from lamina.tools import PermissionMode, Tool, ToolContext, ToolPipeline
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 GUIDE = "# Guide\n\nCall the tools with care.\n"
-# An httpx response stream the MCP client's HTTP transport leaves to the garbage collector is sometimes
-# collected while a cancelled read still holds it ("async generator already executing"); rare, timing only.
-COLLECTED_STREAM = (
-    "ignore:Exception ignored in. <async_generator object BoundAsyncStream.__aiter__"
-    ":pytest.PytestUnraisableExceptionWarning"
-)
 
 
 def write_source(root: Path, slug: str, config: str, *, guide: str | None = GUIDE) -> Path:

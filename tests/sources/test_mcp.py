@@ -18,7 +18,7 @@ import pytest_asyncio
 from lamina.sources import SourceConnections, find_sources, guide_path
 from lamina.sources._tool import MAX_DESCRIPTION, guide_pointer
 from lamina.workspace import WorkspaceTrust
-from tests.sources.conftest import COLLECTED_STREAM, SERVER, pipeline, stdio_config, write_source
+from tests.sources.conftest import SERVER, pipeline, stdio_config, write_source
 
 
 def _connections(workspace: Path) -> SourceConnections:
@@ -32,7 +32,6 @@ def _connections(workspace: Path) -> SourceConnections:
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.slow,
-    pytest.mark.filterwarnings(COLLECTED_STREAM),
     pytest.mark.xdist_group("mcp-calc"),
 ]
 

@@ -20,7 +20,7 @@ from lamina.providers import Capabilities, Provider
 from lamina.session import LocalSessionStore, ToolResult
 from lamina.sources import SourceConnections, find_sources
 from lamina.workspace import WorkspaceTrust
-from tests.sources.conftest import COLLECTED_STREAM, stdio_config, write_source
+from tests.sources.conftest import stdio_config, write_source
 from tests.support.wire_types import validate_anthropic, validate_openai_chat, validate_openai_responses
 from tests.wire.fixtures import anthropic_provider, openai_chat_provider, openai_responses_provider
 from tests.wire.script import Reply, ToolUse
@@ -34,7 +34,6 @@ GUIDE = ToolUse("Read", {"path": "sources/imgs/guide.md"})
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.slow,
-    pytest.mark.filterwarnings(COLLECTED_STREAM),
     pytest.mark.xdist_group("mcp-images"),
 ]
 
