@@ -20,6 +20,7 @@ import msgspec
 from lamina.errors import LaminaError, SessionNotFoundError, UsageError
 from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import RequestSeries, SessionRow
+from lamina.serve._plot_cache import PlotCache
 from lamina.serve._requests import SessionRequests
 from lamina.serve._series import PlotSeries
 from lamina.serve._status import Standing, standing_of
@@ -66,9 +67,11 @@ class Loaded:
 class StoreReader:
     """Read-only access to one store for the inspector (thread-safe: pages are served from a thread pool)."""
 
-    def __init__(self, store: SessionStore, *, prices: Prices | None = None) -> None:
+    def __init__(self, store: SessionStore, *, prices: Prices | None = None, cache_dir: Path | None = None) -> None:
         self.store = store
         self.prices = prices
+        self.plot_cache = PlotCache(cache_dir, store.location) if cache_dir is not None else None
+        """The plot's series kept on disk (None: kept in memory only)."""
         self._lock = threading.Lock()
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._requests: dict[str, tuple[Version, SessionRequests]] = {}
@@ -267,7 +270,9 @@ class StoreReader:
         with self.requests_lock(session_id):
             requests = self.requests(loaded)
             with self._lock:
-                plot = self._plots.setdefault(session_id, PlotSeries())
+                plot = self._plots.get(session_id)
+                if plot is None:
+                    plot = self._plots[session_id] = PlotSeries(cache=self.plot_cache, session_id=session_id)
             return plot.get(requests, loaded.index, leaf)
 
     def thumbnail(self, loaded: Loaded, sha256: str) -> bytes:

@@ -519,6 +519,7 @@ def create_app(
     prices: Prices | None = None,
     max_page_bytes: int = MAX_PAGE_BYTES,
     token: str | None = None,
+    cache_dir: Path | None = None,
 ) -> Starlette:
     """The inspector over `store`, for a server bound to `host` on `port`.
 
@@ -526,7 +527,8 @@ def create_app(
     `extra_hosts` adds names). Bound to any other address, every request needs `token`, kept in a
     cookie after the first visit. `prices` estimates each model call's cost (the sessions list shows
     none without it). No page is larger than about `max_page_bytes`: longer texts are cut, with a
-    link that downloads them whole.
+    link that downloads them whole. `cache_dir` keeps each session's plot data on disk by log position,
+    so a server started later does not compute it again (None: kept in memory only).
 
     Raises:
         UsageError: `host` is not a loopback address and no `token` is given (or an empty one).
@@ -539,7 +541,7 @@ def create_app(
             "token=secrets.token_urlsafe(32)), then open /?token=TOKEN"
         )
     inspector = Inspector(
-        StoreReader(store, prices=prices),
+        StoreReader(store, prices=prices, cache_dir=cache_dir),
         poll_seconds=poll_seconds,
         version=_version(),
         max_page_bytes=max_page_bytes,
