@@ -62,7 +62,7 @@ def fit(text: str, budget: int) -> str:
     return text[:end]
 
 
-PATH_CHARS: Final = 36
+PATH_CHARS: Final = 30
 """Characters of a path a table cell shows (the whole path is in the cell's title)."""
 
 

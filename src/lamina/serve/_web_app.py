@@ -277,7 +277,7 @@ class Inspector:
         leaf = self._leaf(request, loaded)
         detail, path = self.detail(loaded, leaf)
         timeline = self._timeline(request, loaded, leaf, path)
-        context = {"detail": detail, **self._shown_detail(detail), **timeline}
+        context = {"detail": detail, **self._shown_detail(detail), **timeline, "live": True}
         return self.templates.get_template("_live.html").render(**context)
 
     def _shown_detail(self, detail: SessionDetail) -> dict[str, Any]:

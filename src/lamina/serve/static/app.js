@@ -159,7 +159,11 @@ function follow() {
       const response = await fetch(`/sessions/${encodeURIComponent(session)}/live${window.location.search}`);
       if (response.ok) {
         // server-rendered, every session text escaped by the template engine
-        document.getElementById("live-region").innerHTML = await response.text();
+        const region = document.getElementById("live-region");
+        region.innerHTML = await response.text();
+        const standing = region.querySelector("#standing"); // the status and switcher go back above the chart
+        const slot = document.getElementById("standing-slot");
+        if (standing && slot) slot.replaceChildren(standing);
         const now = new Date().toLocaleTimeString();
         if (status) status.textContent = `live: updated ${now}`;
         body.dataset.updates = String(Number(body.dataset.updates || "0") + 1);
