@@ -111,7 +111,7 @@ def test_a_failure_with_no_words_still_reads_failed() -> None:
 
 
 def test_a_failed_or_interrupted_session_never_reads_waiting_for_the_model() -> None:
-    for _, path, writing, _ in CASES:
+    for _, path, _, _ in CASES:  # with no process holding the session
         assert standing_of(path, writing=False).detail != "waiting for the model"
 
 
