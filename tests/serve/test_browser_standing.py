@@ -18,7 +18,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from lamina.agent import AgentOptions, open_agent
 from lamina.context import INTERRUPTED_RESULT
 from lamina.errors import ProviderError
-from lamina.providers import ScriptedError
+from lamina.providers import ScriptedError, ScriptedProvider
 from lamina.session import (
     AssistantMessage,
     LocalSessionStore,
@@ -30,7 +30,6 @@ from lamina.session import (
     UserMessage,
 )
 from tests.serve.conftest import Running, Stored, running_server
-from tests.serve.sessions import _provider
 from tests.serve.test_browser import Watched, browser, edits, shot  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -53,7 +52,7 @@ def _answered(session: SessionLog, text: str) -> None:
 
 def _failed(store: LocalSessionStore, ws: Path) -> str:
     """A real agent whose provider refuses the key: the turn fails and the agent logs the error."""
-    provider = _provider([ScriptedError("auth", message=AUTH_ERROR)])
+    provider = ScriptedProvider([ScriptedError("auth", message=AUTH_ERROR)])
 
     async def run() -> str:
         agent = open_agent(store, provider, workspace=ws, options=AgentOptions(mode="execute"))
