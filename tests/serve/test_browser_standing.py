@@ -43,6 +43,7 @@ class Standings:
     running: Running
     ids: dict[str, str]
     """Status -> the session that has it."""
+    store: LocalSessionStore
 
 
 def _answered(session: SessionLog, text: str) -> None:
@@ -95,7 +96,7 @@ def standings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standings]:
     ids["running"] = running.id
     try:
         with running_server(store) as served:
-            yield Standings(served, ids)
+            yield Standings(served, ids, store)
     finally:
         waiting.close()
         running.close()
@@ -202,3 +203,22 @@ def test_counts_table_and_chart_follow_the_shown_branch(wide: Watched, server: R
         expect(p.locator("#branch-select")).to_have_value(leaf)
         shot(p, shot_name)
     expect(p.locator("#branch-requests")).to_have_text("3")
+
+
+@pytest.mark.slow
+def test_the_status_follows_the_session_live(wide: Watched, standings: Standings) -> None:
+    with standings.store.create(cwd=LONG_CWD) as session:  # its own session: the others keep their status
+        session.append(UserMessage(text="How often does it retry?"))
+        session.flush()
+        p = wide.page
+        p.goto(f"{standings.running.url}/sessions/{session.id}")
+        expect(p.locator("body")).to_have_attribute("data-live", "on")
+        expect(p.locator("#session-status .status")).to_have_text("running")
+        expect(p.locator("#session-status")).to_contain_text("waiting for the model")
+        session.append(AssistantMessage(text="Three times.", model="claude-sonnet-5", usage=Usage(input=9, output=2)))
+        session.flush()
+        expect(p.locator("#session-status .status")).to_have_text("waiting for the user")
+        expect(p.locator("#standing")).to_have_count(1)  # moved above the plot, not left in the live region
+        expect(p.locator("#standing-slot #standing")).to_have_count(1)
+        expect(p.locator("#branch-requests")).to_have_text("1")
+        shot(p, "session-live-status")
