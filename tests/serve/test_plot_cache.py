@@ -16,7 +16,7 @@ from lamina.serve._inspect import SessionIndex
 from lamina.serve._plot_cache import PlotCache
 from lamina.serve._requests import SessionRequests
 from lamina.serve._series import PlotSeries, series_of
-from lamina.session import LocalSessionStore
+from lamina.session import AssistantMessage, LocalSessionStore
 from tests.conftest import examples
 from tests.serve.test_scale import _turn
 
@@ -115,3 +115,14 @@ def test_a_damaged_cache_file_is_computed_again(tmp_path: Path) -> None:
         file.write_text('{"format": 1, "position": "not a number"}')
     again, plot = _plot_of(TestClient(create_app(store, cache_dir=cache_dir), base_url=HOST), session_id)
     assert again == first and plot.computed == 1
+
+
+def test_a_leaf_moved_without_a_new_entry_is_not_answered_from_the_old_branchs_file(tmp_path: Path) -> None:
+    store, session_id = _session(tmp_path, 4)
+    cache_dir = tmp_path / "cache"
+    first, _ = _plot_of(TestClient(create_app(store, cache_dir=cache_dir), base_url=HOST), session_id)
+    with store.open(session_id) as session:  # a rewind to the second answer: the leaf moves, nothing is appended
+        answers = [e.id for e in session.entries() if isinstance(e, AssistantMessage)]
+        session.branch(answers[1])
+    moved, plot = _plot_of(TestClient(create_app(store, cache_dir=cache_dir), base_url=HOST), session_id)
+    assert plot.computed == 1 and len(moved["requests"]) == 2 and len(first["requests"]) == 4  # type: ignore[arg-type]

@@ -142,6 +142,9 @@ class PlotSeries:
             return None
         if index.entries[saved.position - 1].id != saved.last_id or (saved.leaf and not index.has(saved.leaf)):
             return None
+        resolved = leaf if leaf is not None else index.leaf_id
+        if saved.position == len(index.entries) and saved.leaf != resolved:
+            return None  # the session's leaf moved (a rewind) with no entry written since: not this branch's series
         on_path = {e.id for e in index.path(saved.leaf)}
         held = self._held[leaf] = _Held(
             requests,
