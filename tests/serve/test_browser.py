@@ -104,6 +104,7 @@ def test_sessions_list_and_search(page: Watched, server: Running, stored: Stored
     expect(rich.locator("td").nth(7)).to_have_text("5")  # turns
     expect(rich.locator("td").nth(11)).to_contain_text("$")  # an estimated cost
     shot(p, "sessions-list")
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= 1280  # the list fits the window
     p.fill("input[name=q]", "workspace")
     p.click("form.search button")
     expect(p.locator(f'tr[data-session="{stored.rich.id}"]')).to_be_visible()

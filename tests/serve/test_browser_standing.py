@@ -87,6 +87,8 @@ def standings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standings]:
         s.append(ToolResult(call_id="c1", name="Bash", content=INTERRUPTED_RESULT, is_error=True))
         s.append(OutboxRecord(part_id="p1", status="queued", kind="interruption", text="The user interrupted"))
         ids["interrupted"] = s.id
+    with store.create(cwd=LONG_CWD, title="x" * 150) as s:  # a title with no space to break at
+        _answered(s, "y" * 150)
     waiting = store.create(cwd=LONG_CWD)  # a chat still open, its turn over
     _answered(waiting, "What does checkout() return?")
     ids["waiting for the user"] = waiting.id
