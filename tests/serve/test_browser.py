@@ -22,7 +22,7 @@ import lamina
 from lamina.agent import AgentOptions, open_agent
 from lamina.compaction import DeterministicSummariser
 from lamina.pricing import describe_decision
-from lamina.providers import ScriptedResponse, ScriptedToolCall
+from lamina.providers import ScriptedResponse
 from lamina.session import (
     AssistantMessage,
     LocalSessionStore,
@@ -35,7 +35,7 @@ from lamina.session import (
     UserMessage,
 )
 from tests.serve.conftest import CHROMIUM_ARGS, OUTPUT, Running, Stored, chromium_or_skip, running_server
-from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, priced_session, workspace
+from tests.serve.sessions import HOSTILE_SCRIPT, PLAN_STATES, _provider, edits_session, priced_session, workspace
 
 SRC = str(Path(lamina.__file__).parents[1])
 
@@ -340,35 +340,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, st
 @pytest.fixture(scope="module")
 def edits(stored: Stored) -> str:
     """A session whose model reads, edits one file and writes another (real tools, scripted model)."""
-    ws = stored.root / "edits-ws"  # not "workspace": test_app searches the shared store for that word
-    ws.mkdir()
-    (ws / "AGENTS.md").write_text("# Rules\n- Keep total() pure.\n")
-    (ws / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
-    reads = (
-        ScriptedToolCall(name="Read", input={"path": "AGENTS.md"}),
-        ScriptedToolCall(name="Read", input={"path": "app.py"}),
-    )
-    edit = ScriptedToolCall(name="Edit", input={"path": "app.py", "old_string": "sum(xs) + 1", "new_string": "sum(xs)"})
-    write = ScriptedToolCall(name="Write", input={"path": "NOTES.md", "content": "# Notes\n- total() is pure.\n"})
-    provider = _provider(
-        [
-            ScriptedResponse(text="Reading first.", tool_calls=reads),
-            ScriptedResponse(text="Fixing it.", tool_calls=(edit, write)),
-            ScriptedResponse(text="Fixed."),
-        ]
-    )
-
-    async def run() -> str:
-        agent = open_agent(stored.store, provider, workspace=ws, options=AgentOptions(mode="execute"))
-        await agent.run_turn("Fix total() and note it in NOTES.md.")
-        agent.engine.session.close()
-        return agent.engine.session.id
-
-    made: list[str] = []  # in a thread: Playwright's sync API may run an event loop in this one
-    writer = threading.Thread(target=lambda: made.append(asyncio.run(run())))
-    writer.start()
-    writer.join(60)
-    return made[0]
+    return edits_session(stored.store, stored.root / "edits-ws")  # not "workspace": test_app searches for that word
 
 
 @pytest.mark.slow

@@ -30,7 +30,8 @@ from lamina.session import (
     UserMessage,
 )
 from tests.serve.conftest import Running, Stored, running_server
-from tests.serve.test_browser import Watched, browser, edits, shot  # noqa: F401 (fixtures)
+from tests.serve.sessions import edits_session
+from tests.serve.test_browser import Watched, browser, shot  # noqa: F401 (the browser fixture)
 
 pytestmark = pytest.mark.xdist_group("browser")
 
@@ -44,6 +45,8 @@ class Standings:
     ids: dict[str, str]
     """Status -> the session that has it."""
     store: LocalSessionStore
+    edits: str
+    """A session whose model edits one file and writes another (not one of `ids`: its status is `ended`)."""
 
 
 def _answered(session: SessionLog, text: str) -> None:
@@ -77,6 +80,7 @@ def standings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standings]:
     (ws / "AGENTS.md").write_text("# Rules\n- Keep it short.\n")
     store = LocalSessionStore(root / "store")
     ids = {"failed": _failed(store, ws)}
+    edits = edits_session(store, root / "edits-ws")
     with store.create(cwd=LONG_CWD, title="Refactor the checkout flow's totals and taxes, then rerun the suite") as s:
         _answered(s, "Refactor the checkout flow's totals and taxes, then rerun the suite")
         ids["ended"] = s.id
@@ -98,7 +102,7 @@ def standings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standings]:
     ids["running"] = running.id
     try:
         with running_server(store) as served:
-            yield Standings(served, ids, store)
+            yield Standings(served, ids, store, edits)
     finally:
         waiting.close()
         running.close()
@@ -153,19 +157,17 @@ def test_a_failed_sessions_page_says_so_with_its_error(wide: Watched, standings:
 
 @pytest.mark.slow
 def test_an_edits_entry_page_shows_the_call_as_a_diff_with_links_to_its_result_and_request(
-    wide: Watched,
-    server: Running,
-    stored: Stored,
-    edits: str,  # noqa: F811
+    wide: Watched, standings: Standings
 ) -> None:
-    with stored.store.open(edits, writable=False) as session:
+    store, edits, url = standings.store, standings.edits, standings.running.url
+    with store.open(edits, writable=False) as session:
         entries = session.entries()
     edit = next(e for e in entries if isinstance(e, ToolCall) and e.name == "Edit")
     write = next(e for e in entries if isinstance(e, ToolCall) and e.name == "Write")
     result = next(e for e in entries if isinstance(e, ToolResult) and e.call_id == edit.call_id)
     asked = sum(isinstance(e, AssistantMessage) for e in entries[: entries.index(edit)]) - 1
     p = wide.page
-    p.goto(f"{server.url}/sessions/{edits}/entries/{edit.id}")
+    p.goto(f"{url}/sessions/{edits}/entries/{edit.id}")
     call = p.locator("#entry-call .call")
     expect(call.locator(".call-name")).to_have_text("Edit")
     expect(call.locator(".call-target")).to_have_text("app.py")
@@ -175,12 +177,12 @@ def test_an_edits_entry_page_shows_the_call_as_a_diff_with_links_to_its_result_a
     expect(p.locator("#request-link")).to_have_text(f"asked for in request #{asked}: layers as sent")
     shot(p, "entry-edit-call")
     p.locator("#result-link").click()
-    expect(p).to_have_url(f"{server.url}/sessions/{edits}/entries/{result.id}")
+    expect(p).to_have_url(f"{url}/sessions/{edits}/entries/{result.id}")
     p.locator("#call-link").click()
-    expect(p).to_have_url(f"{server.url}/sessions/{edits}/entries/{edit.id}")
+    expect(p).to_have_url(f"{url}/sessions/{edits}/entries/{edit.id}")
     p.locator("#request-link").click()
-    expect(p).to_have_url(f"{server.url}/sessions/{edits}/requests/{asked}")
-    p.goto(f"{server.url}/sessions/{edits}/entries/{write.id}")
+    expect(p).to_have_url(f"{url}/sessions/{edits}/requests/{asked}")
+    p.goto(f"{url}/sessions/{edits}/entries/{write.id}")
     lines = p.locator("#entry-call pre.diff span")
     expect(lines).to_have_text(["+ # Notes", "+ - total() is pure."])
     shot(p, "entry-write-call")
