@@ -541,6 +541,7 @@ SURFACE: dict[str, list[str]] = {
         "SessionSummary",
         "StateChange",
         "StateSnapshot",
+        "TURN_FAILED",
         "ToolCall",
         "ToolOutputPruned",
         "ToolResult",

@@ -27,6 +27,7 @@ from lamina.agent._events import (
     ToolStarted,
     TurnOutcome,
 )
+from lamina.agent._failure import record_failure
 from lamina.agent._lifetime import Lifetime
 from lamina.agent._model_calls import ModelCalls
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanRunner
@@ -263,8 +264,8 @@ class Agent:
                 if await self._tool_round(open_calls, tools_run):  # a plan was submitted: the user decides
                     return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), "plan_submitted")
             raise TooManyModelCallsError(f"turn {turn.id} made {self.max_model_calls} model calls without stopping")
-        except asyncio.CancelledError:
-            _interrupt(self.engine, open_calls)
+        except BaseException as exc:  # cancelled: interrupted; an error: the failure logged
+            _stopped(self.engine, open_calls, exc)
             raise
         finally:
             self.engine.end_turn()
@@ -482,6 +483,14 @@ class Agent:
 def _in_request(engine: ContextEngine) -> tuple[ToolResult, ...]:
     """The tool results the next request holds (for Read): the context window, prunes applied, from the log."""
     return tuple(result for _, result in engine.window_calls())
+
+
+def _stopped(engine: ContextEngine, open_calls: Sequence[ToolCallRequest], error: BaseException) -> None:
+    """A turn that did not finish: cancelled (the user interrupted it) or failed with an error."""
+    if isinstance(error, asyncio.CancelledError):
+        _interrupt(engine, open_calls)
+    elif isinstance(error, Exception):
+        record_failure(engine, error)
 
 
 def _interrupt(engine: ContextEngine, open_calls: Sequence[ToolCallRequest]) -> None:

@@ -9,6 +9,7 @@ import threading
 import webbrowser
 from typing import TYPE_CHECKING, Annotated
 
+import platformdirs
 import typer
 
 from lamina.cli._console import abort, err, exit_code, safe
@@ -59,7 +60,15 @@ def serve(
         raise
     bound = int(listening.getsockname()[1])  # --port 0: the port the system chose
     token = secrets.token_urlsafe(32) if needs_token(host) else None
-    app = create_app(store, host=host, port=bound, prices=cost_of, token=token, extra_hosts=tuple(allow_host or ()))
+    app = create_app(
+        store,
+        host=host,
+        port=bound,
+        prices=cost_of,
+        token=token,
+        extra_hosts=tuple(allow_host or ()),
+        cache_dir=platformdirs.user_cache_path("lamina") / "serve",  # the plot's data, kept by log position
+    )
     path = f"/sessions/{session}" if session else "/"
     url = _address(host, bound, path, token)
     note = "read-only" if token is None else "read-only; the token in this address lets anyone read every session"
