@@ -481,6 +481,9 @@ _WORDS: Final = {
     "reasoning_keep": ("send completed turns' reasoning back", "dropping it"),
     "server_compaction": ("compacted by the provider", "with Lamina's summariser"),
     "lamina_compaction": ("compacted by Lamina's summariser", "with the provider's compaction"),
+    "lamina_cached_compaction": ("summarised on the session's cached prefix", "the next cheapest way"),
+    "prewarm": ("pre-warm the cache", "not pre-warming"),
+    "no_prewarm": ("no pre-warm", "pre-warming"),
 }
 """Per action: its name, and the alternative its `expected_nothing` prices (keeping has none: it is doing nothing)."""
 
