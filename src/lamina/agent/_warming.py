@@ -16,7 +16,14 @@ from typing import Any, Literal, TypeAlias
 from lamina.compaction import CachedPrefix, ProviderSummariser, ServerSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.errors import LaminaError
-from lamina.placement import AnthropicTarget, OpenAIResponsesTarget, RenderTarget, SdkManagedPrompt, SdkManagedTarget
+from lamina.placement import (
+    AnthropicTarget,
+    CacheTtl,
+    OpenAIResponsesTarget,
+    RenderTarget,
+    SdkManagedPrompt,
+    SdkManagedTarget,
+)
 from lamina.pricing import PrewarmCall, price_prewarm
 from lamina.providers import Prewarmer, Provider
 from lamina.session import CostDecision, Usage
@@ -38,11 +45,11 @@ class Prewarmed:
     usage: Usage | None = None
 
 
-def prewarm_body(request: Mapping[str, Any], target: RenderTarget) -> dict[str, Any] | None:
+def prewarm_body(request: Mapping[str, Any], target: RenderTarget, ttl: CacheTtl) -> dict[str, Any] | None:
     """The session's next request without its user message, its history's end marked for the cache (None: empty).
 
-    Anthropic: the last history message's last block gets the turn's TTL breakpoint (where the next
-    turn's first request reads); OpenAI Responses: the implicit breakpoint on the latest item does it.
+    Anthropic: the last history message's last block gets a breakpoint with `ttl` (the next turn's,
+    where its first request reads); OpenAI Responses: the implicit breakpoint on the latest item does it.
     """
     key = "messages" if isinstance(target, AnthropicTarget) else "input"
     items = list(request.get(key) or ())[:-1]  # the stand-in user message goes
@@ -51,7 +58,7 @@ def prewarm_body(request: Mapping[str, Any], target: RenderTarget) -> dict[str, 
     if isinstance(target, AnthropicTarget) and isinstance(items[-1].get("content"), list) and items[-1]["content"]:
         content = list(items[-1]["content"])
         if "cache_control" not in content[-1]:
-            mark = {"type": "ephemeral", "ttl": target.turn_breakpoint_ttl}
+            mark = {"type": "ephemeral", "ttl": ttl}
             content[-1] = {**content[-1], "cache_control": mark}
         items[-1] = {**items[-1], "content": content}
     return {**request, key: items}
@@ -117,13 +124,16 @@ class Warming:
         provider, setting = self.provider(), self.setting()
         if setting == "off" or not can_prewarm(provider):
             return Prewarmed(False)
-        request = self.engine.request(self.engine.preview_turn(""), provider.target)
-        body = None if isinstance(request, SdkManagedPrompt) else prewarm_body(request, provider.target)
+        target = provider.target
+        chosen, _ = self.engine.compactor.turn_ttl()  # the TTL the next turn's breakpoint would get
+        ttl: CacheTtl = target.breakpoint_ttl(chosen) if isinstance(target, AnthropicTarget) else "5m"
+        request = self.engine.request(self.engine.preview_turn(""), target)
+        body = None if isinstance(request, SdkManagedPrompt) else prewarm_body(request, target, ttl)
         if body is None:
             return Prewarmed(False)
         decision = None
         if setting == "priced":
-            action, decision = price_prewarm(self.engine.compactor.outlook(), self._call())
+            action, decision = price_prewarm(self.engine.compactor.outlook(), self._call(ttl))
             if action == "wait":
                 return Prewarmed(False, decision)
         assert isinstance(provider, Prewarmer)
@@ -138,26 +148,29 @@ class Warming:
         return Prewarmed(True, decision, usage)
 
     def expires_in(self) -> float | None:
-        """Seconds until the warm prefix's long-TTL entry expires if nothing reads it (None: nothing warm)."""
+        """Seconds until the history's cache entry expires if nothing reads it (None: nothing was sent).
+
+        The TTL is the last turn's breakpoint's (the long one where the cost model chose it).
+        """
         outlook = self.engine.compactor.outlook()
         idle = outlook.cache.idle_seconds
         if idle is None:
             return None
         p = outlook.prices
-        ttl = p.ttl_1h_seconds if p.choose_ttl else p.ttl_5m_seconds
-        return max(0.0, ttl - idle)
+        long = p.choose_ttl and outlook.cache.turn_mark_ttl == "1h"
+        return max(0.0, (p.ttl_1h_seconds if long else p.ttl_5m_seconds) - idle)
 
-    def _call(self) -> PrewarmCall:
+    def _call(self, ttl: CacheTtl) -> PrewarmCall:
         outlook = self.engine.compactor.outlook()
         p = outlook.prices
         total = self.engine.compactor.context_tokens()
         # never sent: nothing of it is cached, the stable parts included
         cold = total if outlook.cache.idle_seconds is None else min(total, outlook.cache.cold_tokens(p))
-        ttl = p.ttl_1h_seconds if p.choose_ttl else p.ttl_5m_seconds
+        long = ttl == "1h" and p.choose_ttl
         return PrewarmCall(
             warm_tokens=total - cold,
             cold_tokens=cold,
             warm_left=self.expires_in() or 0.0,
-            ttl_seconds=ttl,
-            write_price=p.write_1h if p.choose_ttl else p.write_5m,
+            ttl_seconds=p.ttl_1h_seconds if long else p.ttl_5m_seconds,
+            write_price=p.write(ttl),
         )
