@@ -150,3 +150,17 @@ async def test_a_server_summariser_weighs_the_three_routes_with_its_fallback_on_
     assert fallback.prefix is not None  # the agent gave it the session's
     assert boundary.backend and boundary.backend.action == "lamina_cached_compaction"
     assert "server" in str(boundary.backend.reason) and "fresh" in str(boundary.backend.reason)
+
+
+async def test_with_the_lamina_backend_setting_the_fallbacks_route_is_what_the_boundary_records(
+    tmp_path: Path, wire: WireServer
+) -> None:
+    wire.script(*[Reply(text=f"Answer {n}: " + "detail " * 300) for n in range(6)], Reply(text=SUMMARY))
+    async with anthropic_provider(wire) as provider:
+        summariser = ServerSummariser(provider, backend="lamina", fallback=ProviderSummariser(provider))
+        options = AgentOptions(keep_tokens=400, prewarm="off", summariser=summariser)
+        with await _session(tmp_path, provider, options=options) as agent:
+            await agent.compact()
+            boundary = _boundary(agent)
+    assert boundary.backend and boundary.backend.action == "lamina_cached_compaction"
+    assert "Summarise the conversation" in json.dumps(wire.requests[-1].body["messages"][-1])

@@ -13,7 +13,8 @@ than 4 Anthropic cache breakpoints (and whatever else the cache simulator refuse
 without its result in the next message (each API's own rule and wording), and, when `api_key` is
 set, a missing or wrong key (401). Usage is computed by running the received body through the
 cache simulator of its API (`AnthropicCacheSimulator` for `/v1/messages`, `OpenAICacheSimulator`
-for the OpenAI endpoints), so cache reads and writes follow the providers' billing rules.
+for the OpenAI endpoints), so cache reads and writes follow the providers' billing rules. An Anthropic
+pre-warm (`max_tokens: 0`, `tests/wire/prewarm.py`) is billed and answered with no content, using no step.
 """
 
 from __future__ import annotations

@@ -26,7 +26,14 @@ from lamina.compaction._summary_prompt import cached_summary_instruction, summar
 from lamina.defang import neutralise
 from lamina.errors import LaminaError, ProviderError
 from lamina.placement import AnthropicTarget, OpenAIResponsesTarget, compaction_request
-from lamina.pricing import CompactionBackend, Outlook, SummaryCall, price_compaction_backend, price_summary_call
+from lamina.pricing import (
+    CompactionBackend,
+    Outlook,
+    SummaryCall,
+    SummaryRoute,
+    price_compaction_backend,
+    price_summary_call,
+)
 from lamina.providers import Provider, RetryPolicy, ServerCompacted, ServerCompactor
 from lamina.session import CostDecision, Ledger, LogEntry, ServerCompaction
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -197,7 +204,8 @@ class ServerSummariser:
         parsed = parse_summary(summary) if summary else None
         backend, decision = self.choose(entries, previous, ledger, outlook, rewrite_tokens=rewrite_tokens)
         if backend == "lamina":
-            return await self.fallback.summarise(parsed, entries, ledger, focus=focus), decision
+            result = await self._lamina(parsed, entries, ledger, focus, decision)
+            return result, result.decision or decision  # the route Lamina's summariser took, priced, where it was
         attempt = await self._attempt(block, summary, entries, focus=focus)
         if attempt.block is None:
             _log.warning("server compaction not used: %s", attempt.reason)
@@ -215,6 +223,24 @@ class ServerSummariser:
         text = parse_summary(attempt.block.readable) if attempt.block.readable else None
         shown = text or deterministic_summary(parsed, entries, ledger, focus=focus)
         return SummaryResult(shown, "server", server=attempt.block), decision
+
+    async def _lamina(
+        self,
+        previous: StructuredSummary | None,
+        entries: Sequence[LogEntry],
+        ledger: Ledger,
+        focus: str | None,
+        decision: CostDecision,
+    ) -> SummaryResult:
+        """Lamina's summary, by the route the three-way price chose when it chose one (else the fallback's own)."""
+        fallback = self.fallback
+        routes: dict[str, SummaryRoute] = {"lamina_cached_compaction": "cached", "lamina_compaction": "fresh"}
+        priced = isinstance(decision.reason, str) and decision.reason.startswith("summarising call")
+        if not (isinstance(fallback, ProviderSummariser) and priced and decision.action in routes):
+            return await fallback.summarise(previous, entries, ledger, focus=focus)
+        ask = fallback.ask(previous, entries, ledger, focus=focus)
+        what = (previous, entries, ledger, focus)
+        return await fallback.summarise_by(routes[decision.action], ask, what, decision=decision)
 
     async def _attempt(
         self, block: ServerCompaction | None, summary: str | None, entries: Sequence[LogEntry], *, focus: str | None
