@@ -8,6 +8,7 @@ setting and the cost model say so. Described in docs/compaction.md ("Pre-warm").
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ _log = logging.getLogger("lamina.compaction")
 PrewarmSetting: TypeAlias = Literal["off", "priced", "always"]
 """When a pre-warm is sent: never; when the cost model expects it to save more than it costs; always where it can."""
 DEFAULT_PREWARM: PrewarmSetting = "priced"
+_STAND_IN = "(the next message)"
+"""The user's message a pre-warm's request is rendered with, then left out."""
 _SUMMARY_ROOM = 8_192 + 2_000
 """Tokens a summarising request on the cache adds to the session's context: its output, its instruction."""
 
@@ -46,15 +49,17 @@ class Prewarmed:
 
 
 def prewarm_body(request: Mapping[str, Any], target: RenderTarget, ttl: CacheTtl) -> dict[str, Any] | None:
-    """The session's next request without its user message, its history's end marked for the cache (None: empty).
+    """The session's next request without its user message and tail, the history's end marked (None: no history).
 
     Anthropic: the last history message's last block gets a breakpoint with `ttl` (the next turn's,
     where its first request reads); OpenAI Responses: the implicit breakpoint on the latest item does it.
     """
     key = "messages" if isinstance(target, AnthropicTarget) else "input"
-    items = list(request.get(key) or ())[:-1]  # the stand-in user message goes
-    if not items:
+    items = list(request.get(key) or ())
+    at = next((i for i in range(len(items) - 1, -1, -1) if _STAND_IN in json.dumps(items[i])), 0)
+    if at == 0 or "tool_result" in json.dumps(items[at]):  # nothing before it, or merged with the history
         return None
+    items = items[:at]  # the stand-in user message goes, and the volatile tail after it
     if isinstance(target, AnthropicTarget) and isinstance(items[-1].get("content"), list) and items[-1]["content"]:
         content = list(items[-1]["content"])
         if "cache_control" not in content[-1]:
@@ -127,7 +132,7 @@ class Warming:
         target = provider.target
         chosen, _ = self.engine.compactor.turn_ttl()  # the TTL the next turn's breakpoint would get
         ttl: CacheTtl = target.breakpoint_ttl(chosen) if isinstance(target, AnthropicTarget) else "5m"
-        request = self.engine.request(self.engine.preview_turn(""), target)
+        request = self.engine.request(self.engine.preview_turn(_STAND_IN), target)
         body = None if isinstance(request, SdkManagedPrompt) else prewarm_body(request, target, ttl)
         if body is None:
             return Prewarmed(False)
