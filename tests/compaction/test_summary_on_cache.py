@@ -164,3 +164,14 @@ async def test_with_the_lamina_backend_setting_the_fallbacks_route_is_what_the_b
             boundary = _boundary(agent)
     assert boundary.backend and boundary.backend.action == "lamina_cached_compaction"
     assert "Summarise the conversation" in json.dumps(wire.requests[-1].body["messages"][-1])
+
+
+async def test_a_summariser_of_a_provider_the_agent_left_has_no_cached_prefix(tmp_path: Path, wire: WireServer) -> None:
+    wire.script(*[Reply(text=f"Answer {n}: " + "detail " * 300) for n in range(2)])
+    async with anthropic_provider(wire) as provider, openai_responses_provider(wire) as other:
+        with await _session(tmp_path, provider, turns=2) as agent:
+            summariser = agent._calls.warming.summariser(None, agent.session.id)
+            assert isinstance(summariser, ProviderSummariser) and summariser.prefix is not None
+            assert summariser.prefix() is not None
+            agent.provider = other  # as /model switches it
+            assert summariser.prefix() is None  # the session's request is now another API's

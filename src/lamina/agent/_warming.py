@@ -8,6 +8,7 @@ setting and the cost model say so. Described in docs/compaction.md ("Pre-warm").
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -87,9 +88,13 @@ class Warming:
     provider: Callable[[], Provider]
     setting: Callable[[], PrewarmSetting]
 
-    def prefix(self) -> CachedPrefix | None:
-        """The session's cached prefix now (None: an SDK-managed backend, or no room left in the window for it)."""
-        provider = self.provider()
+    def prefix(self, provider: Provider) -> CachedPrefix | None:
+        """The session's cached prefix now, for `provider`.
+
+        None: `provider` is no longer the agent's, an SDK-managed backend, or no room left in the window.
+        """
+        if provider is not self.provider():  # the agent moved on (`/model`): its request is for another API
+            return None
         target = provider.target
         compactor = self.engine.compactor
         if isinstance(target, SdkManagedTarget):
@@ -111,7 +116,7 @@ class Warming:
         summariser = given or ProviderSummariser(self.provider(), session_id=session_id)
         inner = summariser.fallback if isinstance(summariser, ServerSummariser) else summariser
         if isinstance(inner, ProviderSummariser) and inner.prefix is None and inner.provider is self.provider():
-            inner.prefix = self.prefix
+            inner.prefix = functools.partial(self.prefix, inner.provider)
         return summariser
 
     async def after_compaction(self, outcome: CompactionOutcome, *, between_turns: bool) -> CompactionOutcome:

@@ -198,7 +198,8 @@ class ProviderSummariser:
                     note = f"{decision.reason}; on the cache failed: {reasons[0]}"
                     decision = msgspec.structs.replace(decision, action="lamina_compaction", reason=note)
                 return SummaryResult(parse_summary(text), "model", _joined(reasons), decision=decision, usage=usage)
-            reasons.append("the model called a tool instead" if completed and completed.tool_calls else "empty summary")
+            called = completed is not None and bool(completed.tool_calls)
+            reasons.append("the model called a tool instead" if called else "the model returned an empty summary")
         previous, entries, ledger, focus = what
         fallback = deterministic_summary(previous, entries, ledger, focus=focus)
         return SummaryResult(fallback, "deterministic", fallback_reason=_joined(reasons), decision=decision)
