@@ -13,7 +13,8 @@ than 4 Anthropic cache breakpoints (and whatever else the cache simulator refuse
 without its result in the next message (each API's own rule and wording), and, when `api_key` is
 set, a missing or wrong key (401). Usage is computed by running the received body through the
 cache simulator of its API (`AnthropicCacheSimulator` for `/v1/messages`, `OpenAICacheSimulator`
-for the OpenAI endpoints), so cache reads and writes follow the providers' billing rules.
+for the OpenAI endpoints), so cache reads and writes follow the providers' billing rules. An Anthropic
+pre-warm (`max_tokens: 0`, `tests/wire/prewarm.py`) is billed and answered with no content, using no step.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, tool_search
+from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, prewarm, tool_search
 from tests.wire.diagnostics import CacheDiagnostics
 from tests.wire.models_api import WireModels
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
@@ -264,6 +265,8 @@ class WireServer:
             return problem, None, None
         if api == "anthropic" and body.get("compaction") is not None:  # a standalone compaction: no script step
             return self._summarize(body, headers, n), None, None
+        if api == "anthropic" and prewarm.is_prewarm(body):  # a pre-warm: the cache written, no model, no script step
+            return self._prewarm(body, t, n)
         if not self._script:
             return self._invalid(api, n, f"wire server: no scripted response left for request {n}"), None, None
         step = self._script[0]
@@ -281,6 +284,16 @@ class WireServer:
             whole = self._reply(api, body, Reply(text=step.text), usage, n)
             return dataclasses.replace(whole, cut=len(whole.body) // 2), step, usage
         return self._reply(api, body, step, usage, n), step, usage
+
+    def _prewarm(self, body: Mapping[str, Any], t: float, n: int) -> tuple[WireResponse, None, CacheUsage | None]:
+        refused = prewarm.prewarm_problem(body)
+        if refused is not None:
+            return self._invalid("anthropic", n, refused), None, None
+        try:
+            usage = self._simulate("anthropic", body, t)
+        except CacheSimulationError as exc:
+            return self._invalid("anthropic", n, str(exc)), None, None
+        return prewarm.prewarm_reply(body, usage, n), None, usage
 
     def _summarize(self, body: Mapping[str, Any], headers: Mapping[str, str], n: int) -> WireResponse:
         refused = compaction.summarize_problem(body, headers, n)

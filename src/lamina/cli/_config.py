@@ -28,6 +28,7 @@ from lamina.errors import ConfigError
 from lamina.workspace import WorkspaceTrust
 
 if TYPE_CHECKING:
+    from lamina.agent import PrewarmSetting
     from lamina.compaction import BackendSetting
     from lamina.placement import ReasoningConfig
     from lamina.pricing import ContextEditing
@@ -62,6 +63,7 @@ class _Compaction(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     backend: Literal["auto", "server", "lamina"] | None = None
     context_editing: Literal["priced", "server", "lamina", "off"] | None = None
+    prewarm: Literal["priced", "always", "off"] | None = None
 
 
 class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -118,6 +120,8 @@ class Settings:
     context_editing: ContextEditing | None = None
     """Who clears old tool output on models with context editing (`[compaction] context_editing`): None, the
     provider's own setting (`priced`: the cost model weighs Lamina's prune against the server's clearing)."""
+    prewarm: PrewarmSetting = "priced"
+    """When a pre-warm writes the compacted prefix between turns (`[compaction] prewarm`): `priced`, `always`, `off`."""
     sandbox_ignored: tuple[str, ...] = ()
     """What the workspace's file asked of the sandbox that would loosen it (not applied; said at start)."""
     origins: dict[str, str] = field(default_factory=dict)
@@ -174,6 +178,8 @@ def load_settings(
             thinking.add(checked(data.reasoning, str(path)), str(path))
         if data.compaction is not None and data.compaction.backend is not None:
             values["compaction_backend"], origins["compaction.backend"] = data.compaction.backend, str(path)
+        if data.compaction is not None and data.compaction.prewarm is not None:
+            values["prewarm"], origins["compaction.prewarm"] = data.compaction.prewarm, str(path)
         if data.compaction is not None and data.compaction.context_editing is not None:
             values["context_editing"] = data.compaction.context_editing
             origins["compaction.context_editing"] = str(path)
@@ -417,6 +423,7 @@ def _setting_rows(settings: Settings) -> list[tuple[str, object, str]]:
     rows.append(("compaction.backend", settings.compaction_backend, settings.origin("compaction.backend")))
     editing = settings.context_editing or "priced"  # None: the provider's own setting, `priced`
     rows.append(("compaction.context_editing", editing, settings.origin("compaction.context_editing")))
+    rows.append(("compaction.prewarm", settings.prewarm, settings.origin("compaction.prewarm")))
     return rows
 
 
