@@ -23,7 +23,7 @@ from typing import Any, Final
 import msgspec
 
 from lamina.cachesim import CacheUsage
-from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from tests.wire import tool_search
 from tests.wire.script import (
     Fail,
@@ -38,6 +38,16 @@ from tests.wire.script import (
 )
 
 MAX_BREAKPOINTS = 4
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+
+
+def count_tokens(body: Any, n: int, estimator: TokenEstimator) -> WireResponse:
+    """`POST /v1/messages/count_tokens`: the body's input tokens, estimated (400 for a body without messages)."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return error(400, "invalid_request_error", "messages: Field required", n)
+    text = msgspec.json.encode({k: body.get(k) for k in ("system", "messages", "tools")}).decode()
+    return json_response(200, {"input_tokens": estimator.count(text)})
+
 
 _FAILURES: dict[str, tuple[int, str, str]] = {
     "overflow": (400, "invalid_request_error", "prompt is too long: {tokens} tokens > 200000 maximum"),

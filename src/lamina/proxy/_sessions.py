@@ -1,0 +1,118 @@
+"""The proxy's sessions: each conversation a Lamina session, every request logged as sent upstream (I/O).
+
+A conversation is known by its key (`ReadRequest.key`); its session id is `proxy-` and the key's
+first 20 hex digits, so a restarted proxy, or a second one on a shared PostgreSQL store, finds the
+same session. Each request is three durable steps: the body as sent upstream (a session file named
+by its SHA-256), a `proxy.request` entry naming it, then (before the client has the response's last
+bytes) an `AssistantMessage` with the usage, or a `proxy.error` entry. A user message the client
+typed is logged first as a `UserMessage`, so the session reads as a conversation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from lamina.errors import SessionExistsError
+from lamina.proxy._exchange import ReadRequest, ReadResponse
+from lamina.session import AssistantMessage, Custom, SessionLog, SessionStore, UserMessage
+
+REQUEST_ENTRY: Final = "proxy.request"
+"""The `Custom` entry naming one request as sent upstream."""
+ERROR_ENTRY: Final = "proxy.error"
+"""The `Custom` entry of a request the upstream refused (its status and its body's first bytes)."""
+_ERROR_KEPT: Final = 2_000
+
+
+def session_id_of(key: str) -> str:
+    """The session id of the conversation whose key is `key`."""
+    return f"proxy-{key[:20]}"
+
+
+@dataclass(slots=True)
+class _Open:
+    log: SessionLog
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_user: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Logged:
+    """One request logged: its session and its entry (the response is logged against them)."""
+
+    session_id: str
+    entry_id: str
+
+
+class ProxySessions:
+    """The open sessions of one proxy over one store; thread-safe (the server calls it from worker threads)."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self._open: dict[str, _Open] = {}
+        self._lock = threading.Lock()
+
+    def log_request(
+        self, request: ReadRequest, sent: bytes, *, path: str, edits: tuple[Mapping[str, Any], ...] = ()
+    ) -> Logged:
+        """Log `sent` (the body as the upstream gets it) in its conversation's session, durably."""
+        session = self._session(request)
+        digest = hashlib.sha256(sent).hexdigest()
+        name = f"data/proxy/{digest}.json"
+        with session.lock:
+            if session.log.stat_file(name) is None:
+                session.log.put_file(name, sent)
+            if request.user_text and request.user_text != session.last_user and request.api != "count_tokens":
+                session.log.append(UserMessage(text=request.user_text), durable=True)
+                session.last_user = request.user_text
+            data = {
+                "api": request.api,
+                "path": path,
+                "body": name,
+                "sha256": digest,
+                "bytes": len(sent),
+                "model": request.model,
+                "stream": request.stream,
+                "edits": list(edits),
+            }
+            entry = session.log.append(Custom(name=REQUEST_ENTRY, data=data), durable=True)
+        return Logged(session.log.id, entry.id)
+
+    def log_response(self, logged: Logged, status: int, read: ReadResponse, raw_error: bytes = b"") -> None:
+        """Log the response to `logged`'s request: its usage (2xx), or the upstream's refusal, durably."""
+        session = self._open[logged.session_id]
+        with session.lock:
+            if 200 <= status < 300:
+                if read.usage is None and not read.text:
+                    return  # count_tokens, or a body without usage: the request entry says all there is
+                entry: AssistantMessage | Custom = AssistantMessage(
+                    text=read.text, model=read.model, usage=read.usage, stop_reason=read.stop_reason
+                )
+            else:
+                body = raw_error[:_ERROR_KEPT].decode("utf-8", "replace")
+                entry = Custom(name=ERROR_ENTRY, data={"request": logged.entry_id, "status": status, "body": body})
+            session.log.append(entry, durable=True)
+
+    def _session(self, request: ReadRequest) -> _Open:
+        session_id = session_id_of(request.key)
+        with self._lock:
+            found = self._open.get(session_id)
+            if found is not None:
+                return found
+            try:
+                log = self.store.create(session_id=session_id, title=request.first_text[:200])
+            except SessionExistsError:
+                log = self.store.open(session_id, wait=5.0)
+            opened = self._open[session_id] = _Open(log)
+            return opened
+
+    def close(self) -> None:
+        """Close every open session (the store stays open: its owner closes it)."""
+        with self._lock:
+            for session in self._open.values():
+                with session.lock:
+                    session.log.close()
+            self._open.clear()
