@@ -30,7 +30,7 @@ class RunningProxy:
 
 def start_proxy(wire: WireServer, root: Path, edits: EditSettings | None = None) -> Iterator[RunningProxy]:
     store = open_store(str(root))
-    sessions = ProxySessions(store)
+    sessions = ProxySessions(store, cwd=str(root.parent))
     app = create_proxy_app(Upstreams(wire.url, wire.url), sessions=sessions, edits=edits)
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))

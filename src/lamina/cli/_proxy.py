@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -80,7 +81,7 @@ def _serve(
     from lamina.cli._store_commands import store_or_abort
 
     store = None if no_log else store_or_abort(ctx)
-    sessions = None if store is None else ProxySessions(store)
+    sessions = None if store is None else ProxySessions(store, cwd=os.getcwd())
     listening = _bind(host, port)
     bound = int(listening.getsockname()[1])
     application = create_proxy_app(Upstreams(*upstreams), sessions=sessions, edits=edits)

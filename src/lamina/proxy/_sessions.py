@@ -50,8 +50,10 @@ class Logged:
 class ProxySessions:
     """The open sessions of one proxy over one store; thread-safe (the server calls it from worker threads)."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, *, cwd: str = "") -> None:
         self.store = store
+        self.cwd = cwd
+        """The working folder the sessions record (the proxy's own: a client does not say where it runs)."""
         self._open: dict[str, _Open] = {}
         self._lock = threading.Lock()
 
@@ -103,7 +105,7 @@ class ProxySessions:
             if found is not None:
                 return found
             try:
-                log = self.store.create(session_id=session_id, title=request.first_text[:200])
+                log = self.store.create(session_id=session_id, title=request.first_text[:200], cwd=self.cwd)
             except SessionExistsError:
                 log = self.store.open(session_id, wait=5.0)
             opened = self._open[session_id] = _Open(log)
