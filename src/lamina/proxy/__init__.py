@@ -16,7 +16,6 @@ from lamina._lazy import load_lazily
 if TYPE_CHECKING:
     from lamina.proxy._clients import CLIENTS, Client, client_env
     from lamina.proxy._edits import EditSettings
-    from lamina.proxy._exchange import ReadRequest, ReadResponse, api_of, read_request, read_response
     from lamina.proxy._relay import Upstreams, create_proxy_app
     from lamina.proxy._report import ProxyReport, RequestReport, proxy_report
     from lamina.proxy._sessions import ERROR_ENTRY, REQUEST_ENTRY, ProxySessions, session_id_of
@@ -24,9 +23,6 @@ if TYPE_CHECKING:
 _LAZY: Final = {
     **dict.fromkeys(("CLIENTS", "Client", "client_env"), "lamina.proxy._clients"),
     "EditSettings": "lamina.proxy._edits",
-    **dict.fromkeys(
-        ("ReadRequest", "ReadResponse", "api_of", "read_request", "read_response"), "lamina.proxy._exchange"
-    ),
     **dict.fromkeys(("Upstreams", "create_proxy_app"), "lamina.proxy._relay"),
     **dict.fromkeys(("ProxyReport", "RequestReport", "proxy_report"), "lamina.proxy._report"),
     **dict.fromkeys(("ERROR_ENTRY", "REQUEST_ENTRY", "ProxySessions", "session_id_of"), "lamina.proxy._sessions"),
@@ -40,16 +36,11 @@ __all__ = [
     "EditSettings",
     "ProxyReport",
     "ProxySessions",
-    "ReadRequest",
-    "ReadResponse",
     "RequestReport",
     "Upstreams",
-    "api_of",
     "client_env",
     "create_proxy_app",
     "proxy_report",
-    "read_request",
-    "read_response",
     "session_id_of",
 ]
 

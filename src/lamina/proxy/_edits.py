@@ -1,15 +1,30 @@
-"""The edits the proxy may make to a request, each off by default (pure).
+"""The edits the proxy may make to a request, each off by default and priced before it is made (pure).
 
-With every edit off the body is forwarded as the client sent it, byte for byte.
+With every edit off the body is forwarded as the client sent it, byte for byte. The one edit so far
+is Anthropic's rolling breakpoint: when a client leaves the end of its conversation unmarked and
+has fewer than the four breakpoints the API allows, the proxy marks the last block of the last
+message, if the cost model says the write premium now is less than the reads it saves later (the
+session's pace says how likely the next request comes within the cache's lifetime). Only that block
+gains a `cache_control`; every other value (signed thinking, compaction blocks, server tools, tool
+references) is decoded and encoded again unchanged, never rewritten.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+import msgspec
+
+from lamina.pricing import CachePrices, SessionPace
 from lamina.proxy._exchange import ReadRequest
+from lamina.tokens import DEFAULT_ESTIMATOR
+
+MAX_BREAKPOINTS: Final = 4
+"""Anthropic refuses a request with a fifth `cache_control` block."""
+_UNMARKABLE: Final = frozenset({"thinking", "redacted_thinking"})
+"""Blocks the API refuses a `cache_control` on (a signed block is never touched)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +32,7 @@ class EditSettings:
     """Which edits the proxy may make (all off: an exact pass-through)."""
 
     breakpoints: bool = False
-    """Anthropic: add the rolling cache breakpoint a client left out, within the four the API allows."""
+    """Anthropic: add the rolling cache breakpoint a client left out, within the four the API allows, when priced."""
 
     @property
     def any(self) -> bool:
@@ -25,8 +40,77 @@ class EditSettings:
         return self.breakpoints
 
 
-def edit_request(read: ReadRequest, raw: bytes, settings: EditSettings) -> tuple[bytes, tuple[Mapping[str, Any], ...]]:
+def edit_request(
+    read: ReadRequest, raw: bytes, settings: EditSettings, *, pace: SessionPace | None = None
+) -> tuple[bytes, tuple[Mapping[str, Any], ...]]:
     """The body to forward for `read` (whose bytes are `raw`), and the edits made (none: `raw` itself)."""
-    if not settings.any:
+    if not settings.breakpoints or read.api != "anthropic":
         return raw, ()
-    return raw, ()
+    edit = _rolling_breakpoint(read.body, pace or SessionPace())
+    if edit is None:
+        return raw, ()
+    body, made = edit
+    return msgspec.json.encode(body), (made,)
+
+
+def count_breakpoints(body: Mapping[str, Any]) -> int:
+    """The `cache_control` marks of an Anthropic body: tools, system blocks, message blocks, and the top level's."""
+    marks = 1 if body.get("cache_control") is not None else 0
+    system = body.get("system")
+    blocks: list[Any] = [*(body.get("tools") or []), *(system if isinstance(system, list) else [])]
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        blocks += content if isinstance(content, list) else []
+    return marks + sum(1 for b in blocks if isinstance(b, Mapping) and b.get("cache_control") is not None)
+
+
+def _rolling_breakpoint(body: Mapping[str, Any], pace: SessionPace) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """`body` with its last message's last block marked, and the edit's record; None when not allowed or not paying."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or count_breakpoints(body) >= MAX_BREAKPOINTS:
+        return None
+    last = messages[-1]
+    content = last.get("content") if isinstance(last, Mapping) else None
+    if not isinstance(content, list) or not content or not isinstance(content[-1], Mapping):
+        return None  # a string message has no block to mark (turning it into one is a rewrite)
+    block = content[-1]
+    if block.get("type") in _UNMARKABLE or block.get("cache_control") is not None:
+        return None
+    tokens = _tokens_since_last_mark(messages)
+    saved, cost = _price(tokens, pace)
+    record: dict[str, Any] = {
+        "edit": "breakpoint",
+        "at": f"messages[{len(messages) - 1}].content[{len(content) - 1}]",
+        "tokens": tokens,
+        "saved": round(saved, 1),
+        "cost": round(cost, 1),
+    }
+    if saved <= cost:
+        return None
+    marked = [*messages[:-1], {**last, "content": [*content[:-1], {**block, "cache_control": {"type": "ephemeral"}}]}]
+    return {**body, "messages": marked}, record
+
+
+def _tokens_since_last_mark(messages: list[Any]) -> int:
+    """The tokens after the client's last breakpoint in the messages (what the added one makes cacheable)."""
+    after: list[Any] = []
+    for message in reversed(messages):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        blocks = content if isinstance(content, list) else [content]
+        for block in reversed(blocks):
+            if isinstance(block, Mapping) and block.get("cache_control") is not None:
+                return DEFAULT_ESTIMATOR.count(msgspec.json.encode(after).decode())
+            after.append(block)
+    return DEFAULT_ESTIMATOR.count(msgspec.json.encode(after).decode())
+
+
+def _price(tokens: int, pace: SessionPace, prices: CachePrices | None = None) -> tuple[float, float]:
+    """What marking `tokens` saves and costs, in base-price input tokens.
+
+    It costs the write premium on them now; it saves, when the next request comes within the cache's
+    lifetime, reading them instead of sending them again.
+    """
+    p = prices or CachePrices.anthropic()
+    cost = tokens * (p.write_5m - 1.0)
+    saved = (1.0 - pace.chance_longer(p.ttl_5m_seconds)) * tokens * (1.0 - p.read)
+    return saved, cost

@@ -96,7 +96,8 @@ def create_proxy_app(
                 logger.warning("lamina proxy: %s %s forwarded untouched: %s", request.method, path, found)
             else:
                 read = found
-                sent, applied = edit_request(found, raw, settings)
+                pace = sessions.pace(found.key) if sessions is not None else None
+                sent, applied = edit_request(found, raw, settings, pace=pace)
         logged = None
         if read is not None and sessions is not None:
             logged = await _in_thread(_safely(lambda: sessions.log_request(read, sent, path=path, edits=applied)))

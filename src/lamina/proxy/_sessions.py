@@ -11,12 +11,15 @@ typed is logged first as a `UserMessage`, so the session reads as a conversation
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from lamina.errors import SessionExistsError
+from lamina.pricing import SessionPace
 from lamina.proxy._exchange import ReadRequest, ReadResponse
 from lamina.session import AssistantMessage, Custom, SessionLog, SessionStore, UserMessage
 
@@ -55,13 +58,23 @@ class ProxySessions:
         self.cwd = cwd
         """The working folder the sessions record (the proxy's own: a client does not say where it runs)."""
         self._open: dict[str, _Open] = {}
+        self._times: dict[str, list[float]] = {}
         self._lock = threading.Lock()
+
+    def pace(self, key: str) -> SessionPace:
+        """The conversation's pace since this proxy started: the gaps between its requests."""
+        with self._lock:
+            times = list(self._times.get(key, ()))
+        gaps = tuple(later - earlier for earlier, later in itertools.pairwise(times))
+        return SessionPace(gaps=gaps, turns=len(times), calls=len(times))
 
     def log_request(
         self, request: ReadRequest, sent: bytes, *, path: str, edits: tuple[Mapping[str, Any], ...] = ()
     ) -> Logged:
         """Log `sent` (the body as the upstream gets it) in its conversation's session, durably."""
         session = self._session(request)
+        with self._lock:
+            self._times.setdefault(request.key, []).append(time.time())
         digest = hashlib.sha256(sent).hexdigest()
         name = f"data/proxy/{digest}.json"
         with session.lock:
