@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from benchmarks import Figure
 from tests.wire.script import Reply
 from tests.wire.server import WireServer
+
+from benchmarks import Figure
 
 _KEY = "sk-bench-local"
 
@@ -50,7 +50,8 @@ def _conversation(n: int) -> bytes:
 
 
 def _start_proxy(upstream: str, store: Path) -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "lamina.cli", "--store", str(store), "proxy", "--port", "0", "--upstream", upstream]
+    command = [sys.executable, "-m", "lamina.cli", "--store", str(store), "proxy", "--port", "0"]
+    command += ["--upstream", upstream]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ})
     assert process.stderr is not None
     line = process.stderr.readline()
