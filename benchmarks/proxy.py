@@ -9,6 +9,9 @@ Anthropic Messages call of a 40-message conversation (about 30 KB, a new last me
 - `proxy_added_p50_ms`: the median through the proxy less the median direct, non-streaming. Goal: under 5 ms.
 - `proxy_added_p50_ms_stream`: the same for streamed answers (to the stream's last byte).
 - `proxy_direct_p50_ms`, `proxy_p50_ms`: the two medians the first figure is made of.
+- `proxy_added_p50_ms_nolog`: the first figure with `--no-log` (forwarding alone, nothing written). The
+  wire server answers in about 2 ms, so the log's writes (synced to disk) are all in the figure; a real
+  provider's seconds hide the request's writes, which run while it answers.
 
 Not measured here: the bill through real clients (Claude Code, Codex, pi) with and without the proxy
 (`bill_ratio` in issue #47's plan). With edits off the proxy forwards the client's bytes, so the bill
@@ -49,9 +52,9 @@ def _conversation(n: int) -> bytes:
     return json.dumps(body).encode()
 
 
-def _start_proxy(upstream: str, store: Path) -> tuple[subprocess.Popen[str], str]:
+def _start_proxy(upstream: str, store: Path, *options: str) -> tuple[subprocess.Popen[str], str]:
     command = [sys.executable, "-m", "lamina.cli", "--store", str(store), "proxy", "--port", "0"]
-    command += ["--upstream", upstream]
+    command += ["--upstream", upstream, *options]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ})
     assert process.stderr is not None
     line = process.stderr.readline()
@@ -102,8 +105,21 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
                     figures.append(Figure("proxy_direct_p50_ms", direct, "ms"))
                     figures.append(Figure("proxy_p50_ms", proxied, "ms"))
         finally:
-            process.terminate()
-            process.wait(timeout=10)
-            if process.stderr is not None:
-                process.stderr.close()
+            _stop(process)
+        process, url = _start_proxy(wire.url, Path(tmp) / "unused", "--no-log")
+        try:
+            progress(f"{n} requests each way, whole, nothing logged")
+            direct, proxied = _medians(n, wire, url, stream=False)
+            figures.append(
+                Figure("proxy_added_p50_ms_nolog", proxied - direct, "ms", note="--no-log: forwarding alone")
+            )
+        finally:
+            _stop(process)
     return figures
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=10)
+    if process.stderr is not None:
+        process.stderr.close()

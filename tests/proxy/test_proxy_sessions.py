@@ -186,3 +186,23 @@ def test_a_request_without_a_log_still_forwards(wire: WireServer) -> None:
     assert wire.requests[-1].raw == body
     assert response.content == wire.requests[-1].sent
     assert httpx.codes.is_success(response.status_code)
+
+
+def test_the_inspector_shows_a_proxied_session_with_its_cache_figures(proxy: RunningProxy, wire: WireServer) -> None:
+    from starlette.testclient import TestClient
+
+    from lamina.pricing import cost_of
+    from lamina.serve import create_app
+
+    client = anthropic.Anthropic(api_key=API_KEY, base_url=proxy.url, max_retries=0)
+    for n in (1, 2):
+        wire.script(Reply(text=f"Answer {n - 1}."))
+        client.messages.create(model="claude-sonnet-5", max_tokens=100, system=SYSTEM, messages=_turns(n))
+    client.close()
+    [summary] = proxy.store.list()
+    with TestClient(create_app(proxy.store, prices=cost_of), base_url="http://127.0.0.1:8765") as inspector:
+        listed = inspector.get("/")
+        page = inspector.get(f"/sessions/{summary.id}")
+    assert listed.status_code == 200 and summary.id in listed.text
+    assert page.status_code == 200
+    assert "Answer 1." in page.text and "Question 0:" in page.text

@@ -2,9 +2,9 @@
 
 A conversation is known by its key (`ReadRequest.key`); its session id is `proxy-` and the key's
 first 20 hex digits, so a restarted proxy, or a second one on a shared PostgreSQL store, finds the
-same session. Each request is three durable steps: the body as sent upstream (a session file named
-by its SHA-256), a `proxy.request` entry naming it, then (before the client has the response's last
-bytes) an `AssistantMessage` with the usage, or a `proxy.error` entry. A user message the client
+same session. Each request is the body as sent upstream (a session file named by its SHA-256, durable
+at once), a `proxy.request` entry naming it, then an `AssistantMessage` with the usage, or a
+`proxy.error` entry, synced with the request's entries before the client has the response's last bytes. A user message the client
 typed is logged first as a `UserMessage`, so the session reads as a conversation.
 """
 
@@ -81,7 +81,7 @@ class ProxySessions:
             if session.log.stat_file(name) is None:
                 session.log.put_file(name, sent)
             if request.user_text and request.user_text != session.last_user and request.api != "count_tokens":
-                session.log.append(UserMessage(text=request.user_text), durable=True)
+                session.log.append(UserMessage(text=request.user_text), durable=False)
                 session.last_user = request.user_text
             data = {
                 "api": request.api,
@@ -93,7 +93,8 @@ class ProxySessions:
                 "stream": request.stream,
                 "edits": list(edits),
             }
-            entry = session.log.append(Custom(name=REQUEST_ENTRY, data=data), durable=True)
+            # in the kernel now (a killed proxy keeps it); synced to disk with the answer, one sync a request
+            entry = session.log.append(Custom(name=REQUEST_ENTRY, data=data), durable=False)
         return Logged(session.log.id, entry.id)
 
     def log_response(self, logged: Logged, status: int, read: ReadResponse, raw_error: bytes = b"") -> None:
@@ -102,7 +103,8 @@ class ProxySessions:
         with session.lock:
             if 200 <= status < 300:
                 if read.usage is None and not read.text:
-                    return  # count_tokens, or a body without usage: the request entry says all there is
+                    session.log.flush()  # count_tokens, or a body without usage: the request entry says all there is
+                    return
                 entry: AssistantMessage | Custom = AssistantMessage(
                     text=read.text, model=read.model, usage=read.usage, stop_reason=read.stop_reason
                 )
