@@ -2,10 +2,9 @@
 
 A conversation is known by its key (`ReadRequest.key`); its session id is `proxy-` and the key's
 first 20 hex digits, so a restarted proxy, or a second one on a shared PostgreSQL store, finds the
-same session. Each request is the body as sent upstream (a session file named by its SHA-256, durable
-at once), a `proxy.request` entry naming it, then an `AssistantMessage` with the usage, or a
-`proxy.error` entry, synced with the request's entries before the client has the response's last bytes. A user message the client
-typed is logged first as a `UserMessage`, so the session reads as a conversation.
+same session. A request is its body as sent upstream (a session file named by its SHA-256, durable at
+once), the user's typed message (`UserMessage`), a `proxy.request` entry, then an `AssistantMessage`
+with the usage or a `proxy.error` entry, all synced before the client has the response's last bytes.
 """
 
 from __future__ import annotations
