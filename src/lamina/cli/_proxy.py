@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -47,7 +46,11 @@ def proxy(
     ] = False,
     no_log: Annotated[bool, typer.Option("--no-log", help="Log nothing (forward only).")] = False,
 ) -> None:
-    """Run the proxy: Anthropic and OpenAI requests forwarded byte for byte, each conversation a Lamina session."""
+    """Run the proxy in front of Claude Code, Codex, pi, aider or opencode: each conversation a Lamina session.
+
+    Anthropic Messages, OpenAI Responses and Chat Completions are forwarded byte for byte (every edit is off
+    by default); `--print-env CLIENT` prints the line that points a client at it (docs/proxy.md).
+    """
     if ctx.invoked_subcommand is not None:
         return
     if print_env is not None:
@@ -78,6 +81,7 @@ def _serve(
         from lamina.proxy import ProxySessions, Upstreams, create_proxy_app
     except ImportError as exc:
         raise MissingExtraError.of(exc, "the proxy (lamina proxy)", "proxy") from None
+    from lamina.cli._serve import _bind
     from lamina.cli._store_commands import store_or_abort
 
     store = None if no_log else store_or_abort(ctx)
@@ -98,21 +102,6 @@ def _serve(
             sessions.close()
         if store is not None:
             store.close()
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    # IPPROTO_TCP named, not 0: asyncio turns Nagle's algorithm off only on sockets whose protocol says TCP, and
-    # without that each answer's body waits for the client's delayed ACK (about 40 ms a request)
-    listening = socket.socket(
-        socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
-    )
-    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listening.bind((host, port))
-    except OSError as exc:
-        listening.close()
-        abort(f"cannot listen on {host} port {port}: {exc.strerror or exc}", 1)
-    return listening
 
 
 @app.command("report")
