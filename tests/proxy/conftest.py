@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +28,11 @@ class RunningProxy:
         return f"{self.url}/v1"
 
 
-def start_proxy(wire: WireServer, root: Path, edits: EditSettings | None = None) -> Iterator[RunningProxy]:
+def start_proxy(
+    wire: WireServer, root: Path, edits: EditSettings | None = None, clock: Callable[[], float] = time.time
+) -> Iterator[RunningProxy]:
     store = open_store(str(root))
-    sessions = ProxySessions(store, cwd=str(root.parent))
+    sessions = ProxySessions(store, cwd=str(root.parent), clock=clock)
     app = create_proxy_app(Upstreams(wire.url, wire.url), sessions=sessions, edits=edits)
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listening.bind(("127.0.0.1", 0))

@@ -20,7 +20,7 @@ from lamina.session import Custom
 from tests.proxy.conftest import RunningProxy, start_proxy
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Reply, ToolUse
-from tests.wire.server import WireServer
+from tests.wire.server import ManualClock, WireServer
 
 MARK = {"type": "ephemeral"}
 SYSTEM: list[Any] = [{"type": "text", "text": "You are a coding agent.", "cache_control": MARK}]
@@ -203,3 +203,71 @@ def test_the_report_counts_a_request_entry_without_usage() -> None:
     entry = Custom(id="e1", name="proxy.request", data={"api": "anthropic", "model": "m", "edits": []})
     report = proxy_report("s", [entry])
     assert [r.status for r in report.requests] == [0]
+
+
+BIG_SYSTEM: list[Any] = [{"type": "text", "text": "You are a coding agent. " + "Rule. " * 3000, "cache_control": MARK}]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ttl", [True, False])
+def test_a_slow_session_holds_its_system_prompt_for_an_hour_and_reads_it_after_ten_minutes(
+    wire: WireServer, wire_clock: ManualClock, tmp_path: Path, ttl: bool
+) -> None:
+    """Ten minutes apart, the one-hour TTL keeps the system prompt cached; the client's five minutes let it go."""
+    running = start_proxy(wire, tmp_path / "store", EditSettings(ttl=ttl), clock=wire_clock)
+    proxy = next(running)
+    client = anthropic.Anthropic(api_key=API_KEY, base_url=proxy.url, max_retries=0)
+    try:
+        for _ in range(6):
+            wire.script(Reply(text="Answer."))
+            client.messages.create(
+                model="claude-sonnet-5", max_tokens=100, system=BIG_SYSTEM, messages=_unmarked(1)[:1]
+            )
+            wire_clock.advance(600)
+    finally:
+        client.close()
+        next(running, None)
+    usages = [r.usage for r in wire.requests]
+    assert all(u is not None for u in usages)
+    read_later = sum(u.read for u in usages[1:] if u is not None)
+    marks = [r.body["system"][0]["cache_control"] for r in wire.requests]
+    if ttl:
+        assert marks[-1] == {"type": "ephemeral", "ttl": "1h"}
+        assert read_later > 0
+    else:
+        assert marks == [MARK] * 6
+        assert read_later == 0  # every request ten minutes after the last: the five-minute cache is gone
+
+
+def test_the_ttl_edit_leaves_a_client_that_named_its_ttl() -> None:
+    system = [{"type": "text", "text": "S " * 3000, "cache_control": {"type": "ephemeral", "ttl": "5m"}}]
+    raw = json.dumps({"model": "m", "system": system, "messages": _unmarked(1)}).encode()
+    read = read_request("anthropic", raw)
+    assert not isinstance(read, str)
+    slow = SessionPace(gaps=(600.0,) * 20, turns=20, calls=20)
+    assert edit_request(read, raw, EditSettings(ttl=True), pace=slow) == (raw, ())
+
+
+def test_the_ttl_edit_is_not_made_for_a_fast_session() -> None:
+    raw = json.dumps({"model": "m", "system": BIG_SYSTEM, "messages": _unmarked(1)}).encode()
+    read = read_request("anthropic", raw)
+    assert not isinstance(read, str)
+    fast = SessionPace(gaps=(5.0,) * 40, turns=40, calls=40)
+    assert edit_request(read, raw, EditSettings(ttl=True), pace=fast) == (raw, ())
+    slow = SessionPace(gaps=(600.0,) * 20, turns=20, calls=20)
+    sent, made = edit_request(read, raw, EditSettings(ttl=True), pace=slow)
+    assert [m["edit"] for m in made] == ["ttl_1h"] and made[0]["saved"] > made[0]["cost"]
+    assert json.loads(sent)["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_the_wire_server_refuses_a_one_hour_breakpoint_after_a_five_minute_one(wire: WireServer) -> None:
+    client = anthropic.Anthropic(api_key=API_KEY, base_url=wire.url, max_retries=0)
+    messages: Any = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Hi.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        }
+    ]
+    with pytest.raises(anthropic.BadRequestError, match="must not come after"):
+        client.messages.create(model="claude-sonnet-5", max_tokens=10, system=SYSTEM, messages=messages)
+    client.close()

@@ -238,7 +238,24 @@ def problem(body: Mapping[str, Any], signer: ThinkingSigner) -> str | None:
     marks += 1 if body.get("cache_control") is not None else 0
     if marks > MAX_BREAKPOINTS:
         return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
-    return _pairing_problem(messages) or signer.problem(body)
+    return _ttl_order_problem(body) or _pairing_problem(messages) or signer.problem(body)
+
+
+def _ttl_order_problem(body: Mapping[str, Any]) -> str | None:
+    """A one-hour breakpoint after a five-minute one (tools, then system, then messages): the API refuses it."""
+    system = body.get("system")
+    blocks: list[Any] = [*(body.get("tools") or []), *(system if isinstance(system, list) else [])]
+    for message in messages if isinstance(messages := body.get("messages"), list) else []:
+        blocks += _blocks(message)
+    short_seen = False
+    for block in blocks:
+        mark = block.get("cache_control") if isinstance(block, Mapping) else None
+        if not isinstance(mark, Mapping):
+            continue
+        if mark.get("ttl", "5m") == "1h" and short_seen:
+            return "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
+        short_seen = short_seen or mark.get("ttl", "5m") == "5m"
+    return None
 
 
 def _count_marks(blocks: object) -> int:

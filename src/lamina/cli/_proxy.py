@@ -44,6 +44,10 @@ def proxy(
         bool,
         typer.Option("--breakpoints", help="Edit: add the rolling cache breakpoint a client left out (Anthropic)."),
     ] = False,
+    ttl: Annotated[
+        bool,
+        typer.Option("--ttl", help="Edit: hold the client's tools and system breakpoints for an hour when it pays."),
+    ] = False,
     no_log: Annotated[bool, typer.Option("--no-log", help="Log nothing (forward only).")] = False,
 ) -> None:
     """Run the proxy in front of Claude Code, Codex, pi, aider or opencode: each conversation a Lamina session.
@@ -60,7 +64,8 @@ def proxy(
 
     if upstream is not None:
         anthropic_upstream = openai_upstream = upstream
-    _serve(ctx, host, port, (anthropic_upstream, openai_upstream), EditSettings(breakpoints=breakpoints), no_log)
+    edits = EditSettings(breakpoints=breakpoints, ttl=ttl)
+    _serve(ctx, host, port, (anthropic_upstream, openai_upstream), edits, no_log)
 
 
 def _print_env(client: str, host: str, port: int) -> None:

@@ -1,12 +1,11 @@
 """The edits the proxy may make to a request, each off by default and priced before it is made (pure).
 
 With every edit off the body is forwarded as the client sent it, byte for byte. The one edit so far
-is Anthropic's rolling breakpoint: when a client leaves the end of its conversation unmarked and
-has fewer than the four breakpoints the API allows, the proxy marks the last block of the last
-message, if the cost model says the write premium now is less than the reads it saves later (the
-session's pace says how likely the next request comes within the cache's lifetime). Only that block
-gains a `cache_control`; every other value (signed thinking, compaction blocks, server tools, tool
-references) is decoded and encoded again unchanged, never rewritten.
+are Anthropic's: the rolling breakpoint a client left out (the last block of the last message, within
+the four the API allows), and the one-hour TTL on the client's tools and system breakpoints, each made
+when the cost model says its premium is less than what it saves (the session's pace says how likely
+the next request comes within each lifetime). Only `cache_control` changes; every other value (signed
+thinking, compaction blocks, server tools, tool references) is decoded and encoded again unchanged.
 """
 
 from __future__ import annotations
@@ -33,24 +32,30 @@ class EditSettings:
 
     breakpoints: bool = False
     """Anthropic: add the rolling cache breakpoint a client left out, within the four the API allows, when priced."""
+    ttl: bool = False
+    """Anthropic: hold the client's tools and system breakpoints for an hour, when the session's pace says it pays."""
 
     @property
     def any(self) -> bool:
         """Whether any edit is on."""
-        return self.breakpoints
+        return self.breakpoints or self.ttl
 
 
 def edit_request(
     read: ReadRequest, raw: bytes, settings: EditSettings, *, pace: SessionPace | None = None
 ) -> tuple[bytes, tuple[Mapping[str, Any], ...]]:
     """The body to forward for `read` (whose bytes are `raw`), and the edits made (none: `raw` itself)."""
-    if not settings.breakpoints or read.api != "anthropic":
+    if not settings.any or read.api != "anthropic":
         return raw, ()
-    edit = _rolling_breakpoint(read.body, pace or SessionPace())
-    if edit is None:
-        return raw, ()
-    body, made = edit
-    return msgspec.json.encode(body), (made,)
+    pace = pace or SessionPace()
+    body: Mapping[str, Any] = read.body
+    made: list[Mapping[str, Any]] = []
+    for on, edit in ((settings.breakpoints, _rolling_breakpoint), (settings.ttl, _long_ttl)):
+        done = edit(body, pace) if on else None
+        if done is not None:
+            body, record = done
+            made.append(record)
+    return (msgspec.json.encode(body), tuple(made)) if made else (raw, ())
 
 
 def count_breakpoints(body: Mapping[str, Any]) -> int:
@@ -62,6 +67,52 @@ def count_breakpoints(body: Mapping[str, Any]) -> int:
         content = message.get("content") if isinstance(message, Mapping) else None
         blocks += content if isinstance(content, list) else []
     return marks + sum(1 for b in blocks if isinstance(b, Mapping) and b.get("cache_control") is not None)
+
+
+def _long_ttl(body: Mapping[str, Any], pace: SessionPace) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """`body` with its tools' and system's breakpoints held for an hour, and the record; None when not paying.
+
+    Only where the client named no TTL on them; they come before every message's breakpoint, so a
+    one-hour mark never follows a five-minute one (which the API refuses).
+    """
+    system = body.get("system")
+    tools, blocks = body.get("tools"), system if isinstance(system, list) else []
+    stable = [b for b in [*(tools if isinstance(tools, list) else []), *blocks] if isinstance(b, Mapping)]
+    marks = [b["cache_control"] for b in stable if isinstance(b.get("cache_control"), Mapping)]
+    if body.get("cache_control") is not None or not marks or any("ttl" in m for m in marks):
+        return None
+    tokens = DEFAULT_ESTIMATOR.count(msgspec.json.encode([tools, system]).decode())
+    saved, cost = _price_long(tokens, pace)
+    record = {"edit": "ttl_1h", "at": "tools and system", "tokens": tokens, "saved": round(saved, 1)}
+    if saved <= cost:
+        return None
+    longer = {**body}
+    if isinstance(tools, list):
+        longer["tools"] = [_held(t) for t in tools]
+    if isinstance(system, list):
+        longer["system"] = [_held(b) for b in system]
+    return longer, {**record, "cost": round(cost, 1)}
+
+
+def _held(block: Any) -> Any:
+    """`block` with its breakpoint held for an hour (a block without one as it is)."""
+    if isinstance(block, Mapping) and isinstance(block.get("cache_control"), Mapping):
+        return {**block, "cache_control": {**block["cache_control"], "ttl": "1h"}}
+    return block
+
+
+def _price_long(tokens: int, pace: SessionPace, prices: CachePrices | None = None) -> tuple[float, float]:
+    """What holding `tokens` for an hour saves and costs over the session's likely rest, in base-price tokens.
+
+    Each write costs the one-hour premium (the first, and one after each gap past an hour); each gap
+    between five minutes and an hour reads them instead of writing them again.
+    """
+    p = prices or CachePrices.anthropic()
+    later = pace.requests_left
+    middle = pace.chance_longer(p.ttl_5m_seconds) - pace.chance_longer(p.ttl_1h_seconds)
+    saved = later * middle * tokens * (p.write_5m - p.read)
+    cost = tokens * (p.write_1h - p.write_5m) * (1.0 + later * pace.chance_longer(p.ttl_1h_seconds))
+    return saved, cost
 
 
 def _rolling_breakpoint(body: Mapping[str, Any], pace: SessionPace) -> tuple[dict[str, Any], dict[str, Any]] | None:

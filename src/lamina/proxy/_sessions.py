@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -52,8 +52,10 @@ class Logged:
 class ProxySessions:
     """The open sessions of one proxy over one store; thread-safe (the server calls it from worker threads)."""
 
-    def __init__(self, store: SessionStore, *, cwd: str = "") -> None:
+    def __init__(self, store: SessionStore, *, cwd: str = "", clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock
+        """When each request comes, for the conversation's pace (the edits' prices)."""
         self.cwd = cwd
         """The working folder the sessions record (the proxy's own: a client does not say where it runs)."""
         self._open: dict[str, _Open] = {}
@@ -73,7 +75,7 @@ class ProxySessions:
         """Log `sent` (the body as the upstream gets it) in its conversation's session, durably."""
         session = self._session(request)
         with self._lock:
-            self._times.setdefault(request.key, []).append(time.time())
+            self._times.setdefault(request.key, []).append(self.clock())
         digest = hashlib.sha256(sent).hexdigest()
         name = f"data/proxy/{digest}.json"
         with session.lock:
