@@ -271,3 +271,62 @@ def test_the_wire_server_refuses_a_one_hour_breakpoint_after_a_five_minute_one(w
     with pytest.raises(anthropic.BadRequestError, match="must not come after"):
         client.messages.create(model="claude-sonnet-5", max_tokens=10, system=SYSTEM, messages=messages)
     client.close()
+
+
+def _tool_loop(rounds: int) -> list[Any]:
+    """A conversation of `rounds` tool calls, each answered by a long result."""
+    messages: list[Any] = [{"role": "user", "content": [{"type": "text", "text": "Read every file."}]}]
+    for i in range(rounds):
+        call = {"type": "tool_use", "id": f"toolu_{i:03d}", "name": "read", "input": {"path": f"f{i}.txt"}}
+        messages.append({"role": "assistant", "content": [call]})
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{i:03d}", "content": f"file {i}: " + "line " * 2000}
+        messages.append({"role": "user", "content": [result]})
+    messages[-1]["content"][-1] = {**messages[-1]["content"][-1], "cache_control": MARK}  # the client's rolling mark
+    return messages
+
+
+def _notes(body: Any) -> dict[str, str]:
+    return {
+        block["tool_use_id"]: block["content"]
+        for message in body["messages"]
+        for block in (message["content"] if isinstance(message["content"], list) else [])
+        if block.get("type") == "tool_result" and "was pruned" in str(block["content"])
+    }
+
+
+@pytest.mark.slow
+def test_old_results_are_pruned_on_a_cold_cache_and_stay_pruned_the_same_way(
+    wire: WireServer, wire_clock: ManualClock, tmp_path: Path
+) -> None:
+    running = start_proxy(wire, tmp_path / "store", EditSettings(prune=True), clock=wire_clock)
+    proxy = next(running)
+    client = anthropic.Anthropic(api_key=API_KEY, base_url=proxy.url, max_retries=0)
+    try:
+        for rounds, wait in ((6, 600), (7, 5), (8, 5)):
+            wire.script(Reply(text="Next."))
+            client.messages.create(model="claude-sonnet-5", max_tokens=100, system=SYSTEM, messages=_tool_loop(rounds))
+            wire_clock.advance(wait)
+        [summary] = proxy.store.list()
+        with proxy.store.open(summary.id, writable=False) as session:
+            report = proxy_report(summary.id, session.entries())
+    finally:
+        client.close()
+        next(running, None)
+    first, second, third = wire.requests
+    assert _notes(first.body) == {}  # the first request: the proxy does not know the cache's state
+    pruned = _notes(second.body)
+    assert pruned and set(pruned) <= {f"toolu_{i:03d}" for i in range(7 - 2)}  # never the newest results
+    assert {k: v for k, v in _notes(third.body).items() if k in pruned} == pruned  # the same notes again
+    assert all(r.status == 200 for r in wire.requests)  # every call kept its result: nothing orphaned
+    assert third.usage is not None and third.usage.read > 0  # the pruned prefix stayed cached
+    prunes = [e for r in report.requests for e in r.edits if e["edit"] == "prune"]
+    assert prunes[0]["ids"] == sorted(pruned) and prunes[0]["saved"] > prunes[0]["cost"]
+
+
+def test_a_result_pruned_before_is_pruned_again_without_a_new_price() -> None:
+    raw = json.dumps({"model": "m", "messages": _tool_loop(8)}).encode()
+    read = read_request("anthropic", raw)
+    assert not isinstance(read, str)
+    sent, made = edit_request(read, raw, EditSettings(prune=True), pruned=frozenset({"toolu_001"}), idle_seconds=None)
+    assert list(_notes(json.loads(sent))) == ["toolu_001"]
+    assert [(m["edit"], m["ids"], m["kept"]) for m in made] == [("prune", [], ["toolu_001"])]

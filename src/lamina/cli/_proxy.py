@@ -48,6 +48,9 @@ def proxy(
         bool,
         typer.Option("--ttl", help="Edit: hold the client's tools and system breakpoints for an hour when it pays."),
     ] = False,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Edit: replace old tool results by a note when the cost model says it pays.")
+    ] = False,
     no_log: Annotated[bool, typer.Option("--no-log", help="Log nothing (forward only).")] = False,
 ) -> None:
     """Run the proxy in front of Claude Code, Codex, pi, aider or opencode: each conversation a Lamina session.
@@ -64,7 +67,7 @@ def proxy(
 
     if upstream is not None:
         anthropic_upstream = openai_upstream = upstream
-    edits = EditSettings(breakpoints=breakpoints, ttl=ttl)
+    edits = EditSettings(breakpoints=breakpoints, ttl=ttl, prune=prune)
     _serve(ctx, host, port, (anthropic_upstream, openai_upstream), edits, no_log)
 
 

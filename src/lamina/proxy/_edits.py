@@ -18,6 +18,7 @@ import msgspec
 
 from lamina.pricing import CachePrices, SessionPace
 from lamina.proxy._exchange import ReadRequest
+from lamina.proxy._prune import prune_results
 from lamina.tokens import DEFAULT_ESTIMATOR
 
 MAX_BREAKPOINTS: Final = 4
@@ -34,22 +35,39 @@ class EditSettings:
     """Anthropic: add the rolling cache breakpoint a client left out, within the four the API allows, when priced."""
     ttl: bool = False
     """Anthropic: hold the client's tools and system breakpoints for an hour, when the session's pace says it pays."""
+    prune: bool = False
+    """Anthropic: replace old tool results by a note when the cost model says it pays (the same ones ever after)."""
 
     @property
     def any(self) -> bool:
         """Whether any edit is on."""
-        return self.breakpoints or self.ttl
+        return self.breakpoints or self.ttl or self.prune
 
 
 def edit_request(
-    read: ReadRequest, raw: bytes, settings: EditSettings, *, pace: SessionPace | None = None
+    read: ReadRequest,
+    raw: bytes,
+    settings: EditSettings,
+    *,
+    pace: SessionPace | None = None,
+    idle_seconds: float | None = None,
+    pruned: frozenset[str] = frozenset(),
 ) -> tuple[bytes, tuple[Mapping[str, Any], ...]]:
-    """The body to forward for `read` (whose bytes are `raw`), and the edits made (none: `raw` itself)."""
+    """The body to forward for `read` (whose bytes are `raw`), and the edits made (none: `raw` itself).
+
+    `pace`, `idle_seconds` (since the conversation's last request) and `pruned` (the results pruned in
+    it before, pruned again) are the conversation's, as the proxy saw it.
+    """
     if not settings.any or read.api != "anthropic":
         return raw, ()
     pace = pace or SessionPace()
     body: Mapping[str, Any] = read.body
     made: list[Mapping[str, Any]] = []
+    if settings.prune or pruned:  # a result pruned once stays pruned, or the cached prefix would change back
+        body, _, record = prune_results(
+            body, pruned=pruned, pace=pace, idle_seconds=idle_seconds if settings.prune else None
+        )
+        made += [record] if record is not None else []
     for on, edit in ((settings.breakpoints, _rolling_breakpoint), (settings.ttl, _long_ttl)):
         done = edit(body, pace) if on else None
         if done is not None:

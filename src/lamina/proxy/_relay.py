@@ -140,8 +140,14 @@ def _read_and_edit(
     if isinstance(found, str):
         logger.warning("lamina proxy: %s %s forwarded untouched: %s", method, path, found)
         return None, raw, ()
-    pace = sessions.pace(found.key) if sessions is not None else None
-    sent, applied = edit_request(found, raw, settings, pace=pace)
+    if sessions is None or not settings.any:
+        sent, applied = edit_request(found, raw, settings)
+        return found, sent, applied
+    pruned = sessions.pruned(found) if found.api == "anthropic" else frozenset()
+    idle = sessions.idle_seconds(found.key)
+    sent, applied = edit_request(found, raw, settings, pace=sessions.pace(found.key), idle_seconds=idle, pruned=pruned)
+    if applied:
+        sessions.remember(found, applied)
     return found, sent, applied
 
 

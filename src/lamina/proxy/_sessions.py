@@ -29,6 +29,15 @@ ERROR_ENTRY: Final = "proxy.error"
 _ERROR_KEPT: Final = 2_000
 
 
+def _pruned_ids(edits: tuple[Any, ...]) -> set[str]:
+    return {
+        str(call_id)
+        for edit in edits
+        if isinstance(edit, Mapping) and edit.get("edit") == "prune"
+        for call_id in [*(edit.get("ids") or ()), *(edit.get("kept") or ())]
+    }
+
+
 def session_id_of(key: str) -> str:
     """The session id of the conversation whose key is `key`."""
     return f"proxy-{key[:20]}"
@@ -39,6 +48,7 @@ class _Open:
     log: SessionLog
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_user: str | None = None
+    pruned: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,22 @@ class ProxySessions:
         self._open: dict[str, _Open] = {}
         self._times: dict[str, list[float]] = {}
         self._lock = threading.Lock()
+
+    def idle_seconds(self, key: str) -> float | None:
+        """Since the conversation's last request (None: none since this proxy started)."""
+        with self._lock:
+            times = self._times.get(key)
+            return None if not times else self.clock() - times[-1]
+
+    def pruned(self, request: ReadRequest) -> frozenset[str]:
+        """The tool results pruned in the conversation so far (read from its log when it is first opened)."""
+        return frozenset(self._session(request).pruned)
+
+    def remember(self, request: ReadRequest, edits: tuple[Mapping[str, Any], ...]) -> None:
+        """Keep the results `edits` pruned, to prune them again in the conversation's later requests."""
+        session = self._session(request)
+        with session.lock:
+            session.pruned.update(_pruned_ids(edits))
 
     def pace(self, key: str) -> SessionPace:
         """The conversation's pace since this proxy started: the gaps between its requests."""
@@ -125,6 +151,9 @@ class ProxySessions:
             except SessionExistsError:
                 log = self.store.open(session_id, wait=5.0)
             opened = self._open[session_id] = _Open(log)
+            for entry in log.entries_loaded():
+                if isinstance(entry, Custom) and entry.name == REQUEST_ENTRY and isinstance(entry.data, Mapping):
+                    opened.pruned.update(_pruned_ids(tuple(entry.data.get("edits") or ())))
             return opened
 
     def close(self) -> None:
