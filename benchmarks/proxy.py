@@ -13,10 +13,20 @@ Anthropic Messages call of a 40-message conversation (about 30 KB, a new last me
   wire server answers in about 2 ms, so the log's writes (synced to disk) are all in the figure; a real
   provider's seconds hide the request's writes, which run while it answers.
 
-Not measured here: the bill through real clients (Claude Code, Codex, pi) with and without the proxy
-(`bill_ratio` in issue #47's plan). With edits off the proxy forwards the client's bytes, so the bill
-through it is the direct bill by construction; the edits' own saving is tested against the wire server
-(tests/proxy/test_edits.py), not yet benchmarked through a real client.
+Through a real client (not with `--quick`): the cache benchmark's coding session (`session_script`, 40
+turns) run by Claude Code (the CLI bundled in the claude-agent-sdk wheel, `benchmarks/_claude_code.py`)
+straight to the scripted model, then through `lamina proxy` with edits off, then with every edit on;
+every request the model server received billed by the Anthropic cache simulator on the scripted clock:
+
+- `bill_ratio_claude_code_coding`: billed input through the proxy (edits off) over direct; 1.0 when exact.
+- `bill_ratio_claude_code_coding_edits`: the same with `--breakpoints --ttl --prune`. The proxy prices its
+  edits on its own clock (these runs take seconds, the scripted session hours), so the edits are tried
+  under a pace that is not the session's: a figure of safety (never above 1.0), not of the edits' worth.
+- `requests_refused_claude_code`: runs through the proxy that a refused request stopped (goal: 0).
+
+Not measured: the 64-turn revisits scenario, pi and Codex through the proxy, `answers_identical`
+(the scripted model answers every run alike, so the final answers are equal whenever the requests were
+accepted).
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +126,54 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             )
         finally:
             _stop(process)
+    if not quick:
+        figures += _bills(progress)
     return figures
+
+
+def _bills(progress: Callable[[str], None]) -> list[Figure]:
+    from benchmarks._billing import peer_bill
+    from benchmarks._claude_code import PeerFailed, PeerUnavailable, run_claude_code
+    from benchmarks._scenario import session_script
+    from lamina.cachesim import AnthropicCacheSimulator, summarise
+
+    script = session_script(turns=40)
+    try:
+        progress("Claude Code, 40 turns, direct")
+        direct = run_claude_code(script, progress=progress)
+    except PeerUnavailable as exc:
+        print(f"proxy: Claude Code skipped: {exc}", file=sys.stderr)
+        return []
+    billed = {"direct": summarise(peer_bill(direct, AnthropicCacheSimulator())).weighted_tokens}
+    refused = 0
+    for name, options in (("off", ()), ("edits", ("--breakpoints", "--ttl", "--prune"))):
+        progress(f"Claude Code, 40 turns, through lamina proxy (edits {name})")
+        with tempfile.TemporaryDirectory(prefix="lamina-bench-proxy-") as tmp:
+            try:  # a refused request fails Claude Code's turn: the run stops there
+                run = run_claude_code(script, progress=progress, through=_through(Path(tmp) / "store", options))
+            except PeerFailed as exc:
+                print(f"proxy: Claude Code through the proxy (edits {name}) failed: {exc}", file=sys.stderr)
+                refused += 1
+                continue
+        billed[name] = summarise(peer_bill(run, AnthropicCacheSimulator())).weighted_tokens
+    note = f"{billed['direct']:,.0f} input tokens billed direct"
+    figures = [Figure("requests_refused_claude_code", refused, "runs", note="goal: 0 (a refusal fails the run)")]
+    for name, figure in (("off", "bill_ratio_claude_code_coding"), ("edits", "bill_ratio_claude_code_coding_edits")):
+        if name in billed:
+            figures.append(Figure(figure, round(billed[name] / billed["direct"], 4), "ratio", note=note))
+    return figures
+
+
+def _through(store: Path, options: tuple[str, ...]) -> Callable[[str], AbstractContextManager[str]]:
+    @contextmanager
+    def proxied(upstream: str) -> Iterator[str]:
+        process, url = _start_proxy(upstream, store, *options)
+        try:
+            yield url
+        finally:
+            _stop(process)
+
+    return proxied
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
