@@ -18,7 +18,7 @@ import msgspec
 
 from lamina.pricing import CachePrices, SessionPace
 from lamina.proxy._exchange import ReadRequest
-from lamina.proxy._prune import prune_results
+from lamina.proxy._result_notes import prune_results
 from lamina.tokens import DEFAULT_ESTIMATOR
 
 MAX_BREAKPOINTS: Final = 4
