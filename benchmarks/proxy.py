@@ -21,7 +21,8 @@ every request the model server received billed by the Anthropic cache simulator 
 - `bill_ratio_claude_code_coding`: billed input through the proxy (edits off) over direct; 1.0 when exact.
 - `bill_ratio_claude_code_coding_edits`: the same with `--breakpoints --ttl --prune`. The proxy prices its
   edits on its own clock (these runs take seconds, the scripted session hours), so the edits are tried
-  under a pace that is not the session's: a figure of safety (never above 1.0), not of the edits' worth.
+  under a pace that is not the session's (the prune, which waits for a cold cache, never fires): a figure
+  of safety (goal: never above 1.0), not of the edits' worth.
 - `requests_refused_claude_code`: runs through the proxy that a refused request stopped (goal: 0).
 
 Not measured: the 64-turn revisits scenario, pi and Codex through the proxy, `answers_identical`
