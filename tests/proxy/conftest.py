@@ -29,9 +29,14 @@ class RunningProxy:
 
 
 def start_proxy(
-    wire: WireServer, root: Path, edits: EditSettings | None = None, clock: Callable[[], float] = time.time
+    wire: WireServer,
+    root: Path,
+    edits: EditSettings | None = None,
+    clock: Callable[[], float] = time.time,
+    location: str | None = None,
 ) -> Iterator[RunningProxy]:
-    store = open_store(str(root))
+    """A proxy in front of `wire`, its store the JSONL one at `root` (or the one `location` names)."""
+    store = open_store(location or str(root))
     sessions = ProxySessions(store, cwd=str(root.parent), clock=clock)
     app = create_proxy_app(Upstreams(wire.url, wire.url), sessions=sessions, edits=edits)
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)

@@ -206,3 +206,28 @@ def test_the_inspector_shows_a_proxied_session_with_its_cache_figures(proxy: Run
     assert listed.status_code == 200 and summary.id in listed.text
     assert page.status_code == 200
     assert "Answer 1." in page.text and "Question 0:" in page.text
+
+
+def test_a_postgresql_store_keeps_the_proxied_sessions_the_same_way(
+    wire: WireServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.proxy.conftest import start_proxy
+    from tests.support.postgres import fresh_schema, schema_url
+
+    monkeypatch.setenv("LAMINA_FILES", str(tmp_path / "pg-files"))  # the sessions' files, not the user's folder
+    with fresh_schema("proxy") as schema:
+        running = start_proxy(wire, tmp_path / "files", location=schema_url(schema))
+        proxy = next(running)
+        try:
+            client = anthropic.Anthropic(api_key=API_KEY, base_url=proxy.url, max_retries=0)
+            for n in (1, 2):
+                wire.script(Reply(text=f"Answer {n - 1}."))
+                client.messages.create(model="claude-sonnet-5", max_tokens=100, system=SYSTEM, messages=_turns(n))
+            client.close()
+            proxy.sessions.close()
+            [summary] = proxy.store.list()
+            entries = _entries(proxy.store, summary.id)
+        finally:
+            next(running, None)
+    assert len(_requests(entries)) == 2
+    assert [a.text for a in entries if isinstance(a, AssistantMessage)] == ["Answer 0.", "Answer 1."]
