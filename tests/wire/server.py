@@ -77,6 +77,10 @@ class Received:
     """The body as the model read it after the server's context edits (None: as sent, no edits asked for)."""
     applied_edits: tuple[Mapping[str, Any], ...] = ()
     """The context edits the server applied (`context_management.applied_edits`)."""
+    raw: bytes = b""
+    """The body's bytes as they arrived."""
+    sent: bytes = b""
+    """The response body's bytes as the server sent them (before a `Disconnect` cut)."""
 
 
 class ManualClock:
@@ -211,7 +215,14 @@ class WireServer:
     # --- answering ---------------------------------------------------------------------------
 
     def answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
-        """The response to one POST (called from the handler threads)."""
+        """The response to one POST (called from the handler threads), recorded with the bytes of both."""
+        response = self._answer(path, headers, raw)
+        with self._lock:
+            last = self._received[-1]
+            self._received[-1] = dataclasses.replace(last, raw=raw, sent=response.body)
+        return response
+
+    def _answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
         with self._lock:
             t = self.clock()
             api = ROUTES.get(path.split("?", 1)[0])
@@ -225,6 +236,10 @@ class WireServer:
                 response = compaction.compact_reply(
                     body if isinstance(body, dict) else {}, scripted, n, secret=self.secret, t=t
                 )
+                self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
+                return response
+            if path.split("?", 1)[0] == anthropic_api.COUNT_TOKENS_PATH:  # no script step is used
+                response = anthropic_api.count_tokens(body, n, self.estimator)
                 self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
                 return response
             self._edited = None
