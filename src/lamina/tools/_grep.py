@@ -24,8 +24,8 @@ from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutp
 from lamina.tools._grep_process import SearchWorker
 from lamina.tools._grep_worker import Mode as OutputMode
 from lamina.tools._read import SNIFF_BYTES
-from lamina.tools._search_files import compile_glob, walk_files
-from lamina.workspace import Located, PathEscapeError, locate
+from lamina.tools._search_files import walk_files
+from lamina.workspace import GlobError, Located, PathEscapeError, compile_glob, locate
 
 DEFAULT_MAX_RESULTS: Final = 200
 DEFAULT_MAX_LINE_CHARS: Final = 300
@@ -87,13 +87,13 @@ class GrepTool(StructTool[GrepInput]):
         input = super().validate(raw)
         try:
             re.compile(input.pattern)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise ToolInputError("pattern", f"not a valid regular expression: {exc}") from None
         if input.glob is not None:
             try:
                 compile_glob(input.glob)
-            except (ValueError, re.error) as exc:
-                raise ToolInputError("glob", f"not a usable glob: {exc}") from None
+            except GlobError as exc:
+                raise ToolInputError("glob", str(exc)) from None
         return input
 
     def paths(self, input: GrepInput) -> tuple[Path, ...]:
@@ -157,7 +157,7 @@ class GrepTool(StructTool[GrepInput]):
             matcher = compile_glob(input.glob)
             by_name = "/" not in input.glob
             candidates = [
-                f for f in candidates if matcher.fullmatch(f.relative.rpartition("/")[2] if by_name else f.relative)
+                f for f in candidates if matcher.matches(f.relative.rpartition("/")[2] if by_name else f.relative)
             ]
         prefix = "" if shown == "." else shown.rstrip("/") + "/"
         found = _Search()
