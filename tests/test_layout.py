@@ -116,6 +116,7 @@ TOP_LEVEL = {
     "__init__.py": "the suite is a package (`tests.`), so its helpers are imported by one name",
     "conftest.py": "suite-wide hypothesis profiles, fixtures and test order",
     "test_changelog.py": "CHANGELOG.md's moved names, over every package",
+    "test_atomic_write.py": "the one atomic write every package uses (lamina._atomic), killed and raced",
     "test_core_install.py": "the wheel without extras, installed in a fresh venv",
     "test_docs_examples.py": "every python block of README.md and docs/",
     "test_docs_site.py": "one API page per public module",

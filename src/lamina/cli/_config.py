@@ -21,6 +21,7 @@ import msgspec
 import platformdirs
 import typer
 
+from lamina._atomic import atomic_write
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._permissions import PermissionRule, Permissions, read_rules
 from lamina.cli._reasoning_settings import REASONING_KEYS, ReasoningMerge, ReasoningTable, checked
@@ -345,9 +346,7 @@ def save_allowed(workspace: Path, rules: Sequence[PermissionRule]) -> Path:
         raise ConfigError(f"{path}: cannot add {wanted[-1]} to permissions.allow here: add it by hand")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(updated, encoding="utf-8")
-        os.replace(partial, path)
+        atomic_write(path, updated.encode())
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return path

@@ -20,6 +20,7 @@ from typing import Final
 import msgspec
 import platformdirs
 
+from lamina._atomic import atomic_write
 from lamina.errors import ConfigError, UsageError
 
 __all__ = [
@@ -185,14 +186,9 @@ def _write(path: Path, entries: list[_Entry]) -> None:
         f"trusted_at = {_utc(entry.trusted_at).strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
         for entry in entries
     ]
-    partial = path.with_name(path.name + ".partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "w", encoding="utf-8") as out:
-            out.write(_HEADER + "".join(blocks))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, path)
+        atomic_write(path, (_HEADER + "".join(blocks)).encode())
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
