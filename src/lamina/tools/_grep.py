@@ -20,6 +20,7 @@ from typing import Annotated, Any, BinaryIO, Final
 
 import msgspec
 
+from lamina._text_codec import UTF8, decode, find_codec
 from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput, located
 from lamina.tools._grep_process import SearchWorker
 from lamina.tools._grep_worker import Mode as OutputMode
@@ -190,7 +191,7 @@ class GrepTool(StructTool[GrepInput]):
         return None
 
     def _data(self, handle: BinaryIO, found: _Search) -> bytes | None:
-        """The open file's bytes, or None when it is too large (counted) or binary."""
+        """The open file's text as UTF-8 (from the encoding it is in), or None when too large (counted) or binary."""
         if os.fstat(handle.fileno()).st_size > self.max_file_bytes:
             found.too_large += 1
             return None
@@ -198,7 +199,10 @@ class GrepTool(StructTool[GrepInput]):
         if len(data) > self.max_file_bytes:
             found.too_large += 1
             return None
-        return None if b"\0" in data[:SNIFF_BYTES] else data
+        codec = find_codec(data)
+        if codec is None:
+            return None if b"\0" in data[:SNIFF_BYTES] else data  # not text in any encoding found: as UTF-8
+        return data if codec == UTF8 else decode(data, codec).encode("utf-8")  # the worker reads UTF-8
 
     def _add(self, found: _Search, worker: SearchWorker, shown: str, data: bytes, mode: OutputMode) -> bool:
         """Search one file in the worker and keep its rows; False when the search must end here."""
