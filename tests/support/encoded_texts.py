@@ -21,6 +21,7 @@ ENCODED: Final = {
     "Движок контекста решает, что модель видит на каждом ходу, и что остаётся после сжатия.\n",
     "iso8859_2": "Příliš žluťoučký kůň úpěl ďábelské ódy. Tento soubor je napsán česky a kontrolujeme, zda se "
     "kódování textu určí správně.\nZażółć gęślą jaźń: silnik kontekstu decyduje, co model widzi w każdej turze.\n",
-    "cp1252": "Café au lait, naïve façade, don’t panic — Größe über alles.\nSeñor Muñoz: mañana, el café está cerrado.\n",
+    "cp1252": "Café au lait, naïve façade, don’t panic — Größe über alles.\n"
+    "Señor Muñoz: mañana, el café está cerrado.\n",
 }
 """Encoding (Python's codec name) → a text written in it."""
