@@ -130,6 +130,7 @@ TOP_LEVEL = {
     "test_private_imports.py": "no module imports another package's private module",
     "test_public_api.py": "the public surface of every package, pinned",
     "test_text_codec.py": "text in any encoding (lamina._text_codec), for attachments, Read, Grep and context files",
+    "test_typed_toml.py": "settings files read as msgspec Structs (lamina._typed_toml), their errors in words",
     "test_untrusted_slots.py": "untrusted text in every slot through real turns, agent to provider",
 }
 # Folders named after no package of src/lamina/.

@@ -39,24 +39,9 @@ _LATIN: Final = frozenset(
 )
 """Single-byte Latin codecs that read the same bytes as different accented letters."""
 _WITHOUT_NORMALIZER: Final = " (other encodings are told apart with `pip install 'lamina[documents]'`)"
-_NAMES: Final = {
-    "utf_8": "UTF-8",
-    "cp1252": "Windows-1252",
-    "cp1250": "Windows-1250",
-    "cp1251": "Windows-1251",
-    "iso8859_2": "ISO-8859-2 (Latin-2)",
-    "koi8_r": "KOI8-R",
-    "gb18030": "GB18030",
-    "gb2312": "GB2312",
-    "gbk": "GBK",
-    "big5": "Big5",
-    "big5hkscs": "Big5-HKSCS",
-    "shift_jis": "Shift-JIS",
-    "cp932": "Shift-JIS (Windows-31J)",
-    "euc_jp": "EUC-JP",
-    "euc_kr": "EUC-KR",
-    "cp949": "EUC-KR (Windows-949)",
-}
+_NAMES: Final = {"big5": "Big5", "shift_jis": "Shift-JIS", "iso8859_2": "ISO-8859-2 (Latin-2)"}
+"""Names that the codec's own, upper-cased, does not give (`koi8_r` → `KOI8-R`, `cp1251` → `Windows-1251`)."""
+_WINDOWS_NAMES: Final = {"cp932": "Shift-JIS (Windows-31J)", "cp949": "EUC-KR (Windows-949)"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +81,13 @@ def decode(data: bytes, codec: TextCodec) -> str:
 
 
 def codec_name(codec: str) -> str:
-    """The encoding's usual name, for a note (`gb18030` → `GB18030`)."""
+    """The encoding's usual name, for a note (`gb18030` → `GB18030`, `cp1252` → `Windows-1252`)."""
     key = codecs.lookup(codec).name.replace("-", "_")
-    return _NAMES.get(key, _NAMES.get(codec, codec.upper()))
+    if key in _NAMES or key in _WINDOWS_NAMES:
+        return _NAMES.get(key) or _WINDOWS_NAMES[key]
+    if re.fullmatch(r"cp125\d", key):
+        return f"Windows-{key[2:]}"
+    return key.upper().replace("_", "-")
 
 
 def _decoded(data: bytes, codec: str, *, complete: bool) -> str | None:

@@ -126,7 +126,7 @@ def test_saving_adds_the_table_or_the_key_when_missing(ws: Path) -> None:
             '# dotted\npermissions.deny = ["Bash(rm:*)"]\npermissions.allow = ["Read"]  # mine\n',
             '# dotted\npermissions.deny = ["Bash(rm:*)"]\npermissions.allow = ["Read", "Bash(ls:*)"]  # mine\n',
         ),
-        ('permissions.deny = []\n', 'permissions.deny = []\npermissions.allow = ["Bash(ls:*)"]\n'),
+        ("permissions.deny = []\n", 'permissions.deny = []\npermissions.allow = ["Bash(ls:*)"]\n'),
     ],
 )
 def test_dotted_keys_and_inline_tables_are_edited_in_place(ws: Path, written: str, saved: str) -> None:

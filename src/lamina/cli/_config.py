@@ -21,6 +21,7 @@ import platformdirs
 import typer
 
 from lamina._atomic import atomic_write
+from lamina._typed_toml import read_config_file
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._permissions import PermissionRule, Permissions, read_rules
 from lamina.cli._reasoning_settings import REASONING_KEYS, ReasoningMerge, ReasoningTable, checked
@@ -307,18 +308,7 @@ def settings_or_abort(
 
 
 def _read(path: Path) -> _File | None:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return msgspec.toml.decode(raw, type=_File)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return read_config_file(path, _File)
 
 
 def save_allowed(workspace: Path, rules: Sequence[PermissionRule]) -> Path:

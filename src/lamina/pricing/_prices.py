@@ -18,18 +18,22 @@ from lamina.session import Usage
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """List prices of one model, USD per million tokens."""
+    """List prices of one model, USD per million tokens.
+
+    Attributes:
+        input: Uncached input.
+        cache_write: A cache write kept 5 minutes (Anthropic's default).
+        cache_write_1h: A cache write kept an hour (Anthropic: twice the input price); None where there is none.
+        long_context: The prices of a request whose prompt is over `LONG_CONTEXT_ABOVE` tokens (every
+            token of it), where they differ.
+    """
 
     input: float
-    """Uncached input."""
     output: float
     cache_read: float
     cache_write: float
-    """A cache write kept 5 minutes (Anthropic's default)."""
     cache_write_1h: float | None = None
-    """A cache write kept an hour (Anthropic: twice the input price); None where the provider has none."""
     long_context: Price | None = None
-    """The prices of a request whose prompt is over `LONG_CONTEXT_ABOVE` tokens (every token of it), if they differ."""
 
 
 LONG_CONTEXT_ABOVE: Final = 200_000

@@ -21,6 +21,7 @@ import msgspec
 import platformdirs
 
 from lamina._atomic import atomic_write
+from lamina._typed_toml import read_config_file
 from lamina.errors import ConfigError, UsageError
 
 __all__ = [
@@ -166,18 +167,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _read(path: Path) -> _TrustFile:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return _TrustFile()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return msgspec.toml.decode(raw, type=_TrustFile)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return read_config_file(path, _TrustFile) or _TrustFile()
 
 
 def _write(path: Path, entries: list[_Entry]) -> None:
