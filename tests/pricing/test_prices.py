@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lamina.pricing import cost_of
-from lamina.pricing._prices import LONG_CONTEXT_ABOVE, PRICES, price_of
+from lamina.pricing._prices import LONG_CONTEXT_ABOVE, LONG_CONTEXT_PRICES, PRICES, price_of
 from lamina.session import Usage
 
 
@@ -54,7 +54,8 @@ def test_the_table_agrees_with_genai_prices_for_the_models_both_know() -> None:
                 differences.append(f"{model} {field}: ours {getattr(price, field)}, genai-prices {base}")
             tiers = getattr(listed, "tiers", None) or ()
             for tier in tiers:
-                ours = getattr(price.long_context, field, None) if tier.start == LONG_CONTEXT_ABOVE else None
+                long = LONG_CONTEXT_PRICES.get(model) if tier.start == LONG_CONTEXT_ABOVE else None
+                ours = getattr(long, field, None)
                 if ours != float(tier.price):
                     differences.append(f"{model} {field} above {tier.start:,}: ours {ours}, genai-prices {tier.price}")
     assert compared >= 10

@@ -24,8 +24,6 @@ class Price:
         input: Uncached input.
         cache_write: A cache write kept 5 minutes (Anthropic's default).
         cache_write_1h: A cache write kept an hour (Anthropic: twice the input price); None where there is none.
-        long_context: The prices of a request whose prompt is over `LONG_CONTEXT_ABOVE` tokens (every
-            token of it), where they differ.
     """
 
     input: float
@@ -33,24 +31,21 @@ class Price:
     cache_read: float
     cache_write: float
     cache_write_1h: float | None = None
-    long_context: Price | None = None
 
 
 LONG_CONTEXT_ABOVE: Final = 200_000
 """Prompt tokens (input, cache reads and writes) above which a model's long-context prices apply."""
 
 
-def _claude(input: float, output: float, *, cache_read: float | None = None, long: Price | None = None) -> Price:
+def _claude(input: float, output: float, *, cache_read: float | None = None) -> Price:
     """A Claude model's prices: cache reads a tenth of input, writes 1.25 times (5 minutes) or twice (an hour)."""
     read = input / 10 if cache_read is None else cache_read
-    return Price(input, output, read, input * 1.25, input * 2, long)
+    return Price(input, output, read, input * 1.25, input * 2)
 
 
 _OPUS_NEW = _claude(5.0, 25.0)
 _OPUS_OLD = _claude(15.0, 75.0)
 _SONNET_4 = _claude(3.0, 15.0)
-_SONNET_4_LONG = _claude(3.0, 15.0, long=_claude(6.0, 22.5))
-"""Sonnet 4 and 4.5 with the 1M-token context: a prompt over 200K tokens costs twice (output 1.5 times)."""
 
 PRICES: Final[dict[str, Price]] = {
     "claude-opus-5": _OPUS_NEW,
@@ -62,8 +57,8 @@ PRICES: Final[dict[str, Price]] = {
     "claude-opus-4": _OPUS_OLD,
     "claude-sonnet-5": _claude(2.0, 10.0),
     "claude-sonnet-4-6": _SONNET_4,
-    "claude-sonnet-4-5": _SONNET_4_LONG,
-    "claude-sonnet-4": _SONNET_4_LONG,
+    "claude-sonnet-4-5": _SONNET_4,
+    "claude-sonnet-4": _SONNET_4,
     "claude-haiku-4-5": _claude(1.0, 5.0),
     "claude-3-5-haiku": _claude(0.80, 4.0),
     "claude-fable-5": _claude(10.0, 50.0),
@@ -76,6 +71,15 @@ PRICES: Final[dict[str, Price]] = {
     "gpt-4o": Price(2.50, 10.0, 1.25, 0.0),
 }
 """Model id → price. Keep it short and current; unknown models simply show no cost."""
+
+LONG_CONTEXT_PRICES: Final[dict[str, Price]] = {
+    "claude-sonnet-4-5": _claude(6.0, 22.5),
+    "claude-sonnet-4": _claude(6.0, 22.5),
+}
+"""Model id → the prices of a prompt over `LONG_CONTEXT_ABOVE` tokens (every token of it), where they differ.
+
+Sonnet 4 and 4.5 with the 1M-token context: twice the input prices, 1.5 times the output price.
+"""
 
 _DATED: Final = re.compile(r"-\d{4}-?\d{2}-?\d{2}$")
 """A snapshot suffix (`-20250929`, `-2025-08-07`): the dated id costs what its alias costs."""
@@ -95,8 +99,8 @@ def cost_of(model: str, usage: Usage, *, cache_ttl: Literal["5m", "1h"] = "5m") 
     price = price_of(model)
     if price is None:
         return None
-    if price.long_context is not None and usage.input + usage.cache_read + usage.cache_write > LONG_CONTEXT_ABOVE:
-        price = price.long_context
+    if usage.input + usage.cache_read + usage.cache_write > LONG_CONTEXT_ABOVE:
+        price = LONG_CONTEXT_PRICES.get(model) or LONG_CONTEXT_PRICES.get(_DATED.sub("", model)) or price
     write = price.cache_write_1h if cache_ttl == "1h" and price.cache_write_1h is not None else price.cache_write
     return (
         usage.input * price.input
