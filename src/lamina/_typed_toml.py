@@ -16,7 +16,7 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from lamina.errors import ConfigError
+from lamina.errors import ConfigError, UsageError
 
 T = TypeVar("T")
 
@@ -26,7 +26,7 @@ _EXPECTED: Final = re.compile(r"Expected `(?P<want>[^`]*)`, got `(?P<got>[^`]*)`
 _BOUNDED: Final = re.compile(r"Expected `(?P<want>[^`]*)`(?P<bound> .*)")
 
 
-class TomlProblem(Exception):
+class TomlProblem(UsageError, ValueError):
     """A settings file that does not fit its type: the key at fault (None: the file) and what is wrong."""
 
     def __init__(self, key: str | None, problem: str) -> None:
