@@ -1,0 +1,172 @@
+"""Compactions prepared in the background: logged as prepared, applied later only if still valid (I/O: the log).
+
+A prepared compaction is a `PreparedCompaction` entry: the view does not change. Applying it
+records a `CompactionBoundary` naming it, with the state of the moment; a prepared compaction
+whose covered entries are no longer the view's (a branch, another compaction) is discarded with
+a `CompactionDiscarded` saying why. See docs/compaction.md, "Background compaction".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+
+from lamina.compaction import SummaryResult, parse_summary
+from lamina.engine._compaction import CONVERSATION, CompactionEvent, CompactionOutcome
+from lamina.session import (
+    CompactionBoundary,
+    CompactionDiscarded,
+    CostDecision,
+    LogEntry,
+    PreparedCompaction,
+)
+
+if TYPE_CHECKING:
+    from lamina.compaction import Summariser
+    from lamina.engine._compacting import Compactor
+
+PreparedTrigger = Literal["threshold", "idle"]
+
+
+def covered_digest(entries: Sequence[LogEntry], first_kept_id: str | None) -> str:
+    """A digest of the conversation entries before `first_kept_id` in `entries` (all of them when None)."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        if first_kept_id is not None and entry.id == first_kept_id:
+            break
+        if isinstance(entry, CONVERSATION):
+            digest.update(entry.id.encode())
+            digest.update(b"\n")
+    return digest.hexdigest()[:32]
+
+
+def pending_in(entries: Sequence[LogEntry], boundary: CompactionBoundary | None) -> PreparedCompaction | None:
+    """The latest prepared compaction in a view (its `entries` after `boundary`) neither applied nor discarded."""
+    base = boundary.id if boundary is not None else None
+    discarded: set[str] = set()
+    for entry in reversed(entries):
+        if isinstance(entry, CompactionDiscarded):
+            discarded.add(entry.prepared_id)
+        elif isinstance(entry, PreparedCompaction) and entry.base_id == base and entry.id not in discarded:
+            return entry
+    return None
+
+
+def invalid_reason(
+    prepared: PreparedCompaction, entries: Sequence[LogEntry], boundary: CompactionBoundary | None
+) -> str:
+    """Why `prepared` cannot be applied to the view of `entries` after `boundary` ("" when it can)."""
+    base = boundary.id if boundary is not None else None
+    if prepared.base_id != base:
+        return "the session was compacted since"
+    if prepared.first_kept_id is not None and all(e.id != prepared.first_kept_id for e in entries):
+        return "the entry it keeps from is no longer in the view (a branch)"
+    if covered_digest(entries, prepared.first_kept_id) != prepared.covers:
+        return "the entries it summarises changed since (a branch)"
+    return ""
+
+
+class PreparedCompactions:
+    """The compactor's background compactions (`engine.compactor.prepared`): prepare, find, apply, discard."""
+
+    def __init__(self, compactor: Compactor) -> None:
+        """The background compactions of `compactor`'s session."""
+        self._compactor = compactor
+        self.ready: PreparedCompaction | None = None
+        """A prepared compaction made but not yet logged: a turn was running when it was ready."""
+
+    async def prepare(
+        self,
+        summariser: Summariser,
+        *,
+        trigger: PreparedTrigger,
+        keep_tokens: int,
+        user_lane_tokens: int,
+        decision: CostDecision | None,
+    ) -> PreparedCompaction | CompactionOutcome:
+        """Make a compaction of the view as it is now, under the compaction lock, and return it unlogged.
+
+        Returns:
+            The prepared entry (log it with `record`, between turns), or why nothing was prepared.
+        """
+        compactor = self._compactor
+        async with compactor.lock():
+            live = compactor.live()
+            if pending_in(live.entries, live.boundary) is not None:
+                return CompactionOutcome("already_compacted", "a prepared compaction is waiting to be applied")
+            entries, boundary = list(live.entries), live.boundary
+            started = time.monotonic()
+            made = await compactor.make(
+                summariser, trigger=f"{trigger}, background", focus=None, keep=keep_tokens,
+                lane_tokens=user_lane_tokens, whole=False,
+            )  # fmt: skip
+            if isinstance(made, CompactionOutcome):
+                return made
+            return PreparedCompaction(
+                summary=made.summarised.summary,
+                first_kept_id=made.first_kept_id,
+                tokens_before=made.tokens_before,
+                tokens_after=made.tokens_after,
+                trigger=trigger,
+                base_id=boundary.id if boundary is not None else None,
+                covers=covered_digest(entries, made.first_kept_id),
+                ledger=made.summarised.ledger,
+                lane=made.lane,
+                decision=msgspec.UNSET if decision is None else decision,
+                server=made.summarised.result.server or msgspec.UNSET,
+                backend=msgspec.UNSET if made.summarised.backend is None else made.summarised.backend,
+                summary_by=made.summarised.result.by,
+                seconds=round(time.monotonic() - started, 3),
+            )
+
+    def record(self, prepared: PreparedCompaction) -> PreparedCompaction:
+        """Log a prepared compaction (durably: after a crash it is found prepared, never applied)."""
+        return self._compactor.record(prepared)
+
+    def pending(self) -> PreparedCompaction | None:
+        """The logged prepared compaction the current view could apply (checked with `check`), if any."""
+        live = self._compactor.live()
+        return pending_in(live.entries, live.boundary)
+
+    def check(self, prepared: PreparedCompaction) -> str:
+        """Why `prepared` cannot be applied now ("": it can)."""
+        live = self._compactor.live()
+        return invalid_reason(prepared, live.entries, live.boundary)
+
+    def discard(self, prepared: PreparedCompaction, reason: str) -> CompactionDiscarded:
+        """Log that `prepared` will never be applied, and why."""
+        return self._compactor.record(CompactionDiscarded(prepared_id=prepared.id, reason=reason))
+
+    def apply(self, prepared: PreparedCompaction) -> CompactionOutcome:
+        """Apply a logged prepared compaction: a boundary naming it, with today's state; or discard it when invalid.
+
+        Returns:
+            `compacted` with the boundary, or `not_enough_freed` when it was discarded (the message says why).
+        """
+        compactor = self._compactor
+        if reason := self.check(prepared):
+            self.discard(prepared, reason)
+            compactor.emit(CompactionEvent("failed", prepared.trigger, f"prepared compaction discarded: {reason}"))
+            return CompactionOutcome("not_enough_freed", f"discarded: {reason}")
+        grown = max(0, compactor.context_tokens() - prepared.tokens_before)  # what the turns since added
+        boundary = CompactionBoundary(
+            summary=prepared.summary,
+            first_kept_id=prepared.first_kept_id,
+            tokens_before=prepared.tokens_before + grown,
+            tokens_after=prepared.tokens_after + grown,
+            trigger="threshold",
+            ledger=prepared.ledger,
+            state=compactor.state(),
+            lane=prepared.lane,
+            decision=prepared.decision,
+            server=prepared.server,
+            backend=prepared.backend,
+            prepared_id=prepared.id,
+        )
+        recorded = compactor.record(boundary)
+        result = SummaryResult(parse_summary(prepared.summary), prepared.summary_by or "model")
+        return compactor.applied(recorded, result)
