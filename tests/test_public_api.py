@@ -768,6 +768,7 @@ ENGINE_MEMBERS: dict[str, list[str]] = {
         "observe",
         "observe_usage",
         "outlook",
+        "prepared",
         "price",
         "prune",
         "prune_policy",

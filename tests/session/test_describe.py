@@ -47,7 +47,11 @@ EXAMPLES: list[tuple[LogEntry, EntryDescription]] = [
     ),
     (
         PreparedCompaction(
-            summary="S", first_kept_id=None, tokens_before=9, tokens_after=1, trigger="idle", base_id=None, covers="c"
+            boundary=CompactionBoundary(
+                summary="S", first_kept_id=None, tokens_before=9, tokens_after=1, trigger="threshold"
+            ),
+            trigger="idle",
+            covers="c",
         ),
         EntryDescription("compaction prepared in the background (idle), not applied", "S"),
     ),

@@ -112,12 +112,6 @@ class Compactor:
         """Told of each compaction's progress (`CompactionEvent`), a provider's own compactions too."""
         self.prepared = PreparedCompactions(self)
         """The compactions made in the background, logged as prepared and applied at a later turn's start."""
-        self.record = record
-        """The engine's write path (a prepared compaction, its boundary or its discard go through it)."""
-        self.live = view
-        """The live provider view of the current path."""
-        self.state = snapshot
-        """The state a compaction boundary carries, as it is now."""
 
     @property
     def cache_prices(self) -> CachePrices:
@@ -281,7 +275,7 @@ class Compactor:
             What the compaction did.
         """
         self._check_open()
-        async with self.lock():
+        async with self._compaction_lock():
             if plan_id is not None:
                 plan = check_transition(self._plans.latest, "compacted", plan_id=plan_id)
                 focus = focus or compaction_focus(plan)
@@ -311,7 +305,7 @@ class Compactor:
         whole: bool,
         decision: CostDecision | None = None,
     ) -> CompactionOutcome:
-        made = await self.make(
+        made = await self._make(
             summariser, trigger=trigger, focus=focus, keep=keep, lane_tokens=lane_tokens, whole=whole
         )
         if isinstance(made, CompactionOutcome):
@@ -336,9 +330,9 @@ class Compactor:
         except Exception as exc:
             self.emit(CompactionEvent("failed", trigger, str(exc)))
             raise
-        return self.applied(recorded, made.summarised.result)
+        return self._applied(recorded, made.summarised.result)
 
-    def applied(self, recorded: CompactionBoundary, result: SummaryResult) -> CompactionOutcome:
+    def _applied(self, recorded: CompactionBoundary, result: SummaryResult) -> CompactionOutcome:
         """The hooks told of a recorded boundary, the listeners of its completion; its outcome."""
         for hook in self.hooks:
             hook(recorded)
@@ -348,7 +342,7 @@ class Compactor:
             "compacted", message, recorded, recorded.tokens_before, recorded.tokens_after, result.by
         )
 
-    async def make(
+    async def _make(
         self,
         summariser: Summariser,
         *,
@@ -358,7 +352,7 @@ class Compactor:
         lane_tokens: int,
         whole: bool,
     ) -> steps.Made | CompactionOutcome:
-        """A compaction of the live view made, nothing recorded: its summary, lane and tokens (call it under `lock`).
+        """A compaction of the live view made, nothing recorded (call it under `_compaction_lock`).
 
         Returns:
             What a boundary needs, or the outcome of a compaction that stops here (nothing new, too little freed).
@@ -406,7 +400,7 @@ class Compactor:
             raise
         return steps.Made(made, cut, lane, tokens_before, tokens_after)
 
-    def lock(self) -> asyncio.Lock:
+    def _compaction_lock(self) -> asyncio.Lock:
         """The session's one compaction at a time: held while a compaction, inline or prepared, is made."""
         if self._lock is None:
             self._lock = asyncio.Lock()

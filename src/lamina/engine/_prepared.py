@@ -9,7 +9,6 @@ a `CompactionDiscarded` saying why. See docs/compaction.md, "Background compacti
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -32,26 +31,26 @@ if TYPE_CHECKING:
 PreparedTrigger = Literal["threshold", "idle"]
 
 
-def covered_digest(entries: Sequence[LogEntry], first_kept_id: str | None) -> str:
-    """A digest of the conversation entries before `first_kept_id` in `entries` (all of them when None)."""
-    digest = hashlib.sha256()
+def covered_digest(entries: Sequence[LogEntry], boundary: CompactionBoundary | None, first_kept_id: str | None) -> str:
+    """A digest of the view's conversation entries before `first_kept_id` (all when None) and of its `boundary`."""
+    digest = hashlib.sha256((boundary.id if boundary is not None else "").encode())
     for entry in entries:
         if first_kept_id is not None and entry.id == first_kept_id:
             break
         if isinstance(entry, CONVERSATION):
-            digest.update(entry.id.encode())
-            digest.update(b"\n")
+            digest.update(b"\n" + entry.id.encode())
     return digest.hexdigest()[:32]
 
 
 def pending_in(entries: Sequence[LogEntry], boundary: CompactionBoundary | None) -> PreparedCompaction | None:
-    """The latest prepared compaction in a view (its `entries` after `boundary`) neither applied nor discarded."""
-    base = boundary.id if boundary is not None else None
+    """The latest prepared compaction a view (its `entries` after `boundary`) holds, neither applied nor discarded."""
     discarded: set[str] = set()
     for entry in reversed(entries):
+        if boundary is not None and entry.ts < boundary.ts:
+            break  # from before the view's boundary: applied by it, or made stale by it
         if isinstance(entry, CompactionDiscarded):
             discarded.add(entry.prepared_id)
-        elif isinstance(entry, PreparedCompaction) and entry.base_id == base and entry.id not in discarded:
+        elif isinstance(entry, PreparedCompaction) and entry.id not in discarded:
             return entry
     return None
 
@@ -60,13 +59,11 @@ def invalid_reason(
     prepared: PreparedCompaction, entries: Sequence[LogEntry], boundary: CompactionBoundary | None
 ) -> str:
     """Why `prepared` cannot be applied to the view of `entries` after `boundary` ("" when it can)."""
-    base = boundary.id if boundary is not None else None
-    if prepared.base_id != base:
-        return "the session was compacted since"
-    if prepared.first_kept_id is not None and all(e.id != prepared.first_kept_id for e in entries):
-        return "the entry it keeps from is no longer in the view (a branch)"
-    if covered_digest(entries, prepared.first_kept_id) != prepared.covers:
-        return "the entries it summarises changed since (a branch)"
+    kept = prepared.boundary.first_kept_id
+    if kept is not None and all(e.id != kept for e in entries):
+        return "the entry it keeps from is no longer in the view (a branch or another compaction)"
+    if covered_digest(entries, boundary, kept) != prepared.covers:
+        return "what it summarises changed since (a branch or another compaction)"
     return ""
 
 
@@ -94,52 +91,49 @@ class PreparedCompactions:
             The prepared entry (log it with `record`, between turns), or why nothing was prepared.
         """
         compactor = self._compactor
-        async with compactor.lock():
-            live = compactor.live()
+        async with compactor._compaction_lock():
+            live = compactor._view()
             if pending_in(live.entries, live.boundary) is not None:
                 return CompactionOutcome("already_compacted", "a prepared compaction is waiting to be applied")
-            entries, boundary = list(live.entries), live.boundary
-            started = time.monotonic()
-            made = await compactor.make(
+            entries, base = list(live.entries), live.boundary
+            made = await compactor._make(
                 summariser, trigger=f"{trigger}, background", focus=None, keep=keep_tokens,
                 lane_tokens=user_lane_tokens, whole=False,
             )  # fmt: skip
             if isinstance(made, CompactionOutcome):
                 return made
-            return PreparedCompaction(
+            boundary = CompactionBoundary(
                 summary=made.summarised.summary,
                 first_kept_id=made.first_kept_id,
                 tokens_before=made.tokens_before,
                 tokens_after=made.tokens_after,
-                trigger=trigger,
-                base_id=boundary.id if boundary is not None else None,
-                covers=covered_digest(entries, made.first_kept_id),
+                trigger="threshold",
                 ledger=made.summarised.ledger,
                 lane=made.lane,
                 decision=msgspec.UNSET if decision is None else decision,
                 server=made.summarised.result.server or msgspec.UNSET,
                 backend=msgspec.UNSET if made.summarised.backend is None else made.summarised.backend,
-                summary_by=made.summarised.result.by,
-                seconds=round(time.monotonic() - started, 3),
             )
+            covers = covered_digest(entries, base, made.first_kept_id)
+            return PreparedCompaction(boundary=boundary, trigger=trigger, covers=covers)
 
     def record(self, prepared: PreparedCompaction) -> PreparedCompaction:
         """Log a prepared compaction (durably: after a crash it is found prepared, never applied)."""
-        return self._compactor.record(prepared)
+        return self._compactor._record(prepared)
 
     def pending(self) -> PreparedCompaction | None:
         """The logged prepared compaction the current view could apply (checked with `check`), if any."""
-        live = self._compactor.live()
+        live = self._compactor._view()
         return pending_in(live.entries, live.boundary)
 
     def check(self, prepared: PreparedCompaction) -> str:
         """Why `prepared` cannot be applied now ("": it can)."""
-        live = self._compactor.live()
+        live = self._compactor._view()
         return invalid_reason(prepared, live.entries, live.boundary)
 
     def discard(self, prepared: PreparedCompaction, reason: str) -> CompactionDiscarded:
         """Log that `prepared` will never be applied, and why."""
-        return self._compactor.record(CompactionDiscarded(prepared_id=prepared.id, reason=reason))
+        return self._compactor._record(CompactionDiscarded(prepared_id=prepared.id, reason=reason))
 
     def apply(self, prepared: PreparedCompaction) -> CompactionOutcome:
         """Apply a logged prepared compaction: a boundary naming it, with today's state; or discard it when invalid.
@@ -152,21 +146,14 @@ class PreparedCompactions:
             self.discard(prepared, reason)
             compactor.emit(CompactionEvent("failed", prepared.trigger, f"prepared compaction discarded: {reason}"))
             return CompactionOutcome("not_enough_freed", f"discarded: {reason}")
-        grown = max(0, compactor.context_tokens() - prepared.tokens_before)  # what the turns since added
-        boundary = CompactionBoundary(
-            summary=prepared.summary,
-            first_kept_id=prepared.first_kept_id,
-            tokens_before=prepared.tokens_before + grown,
-            tokens_after=prepared.tokens_after + grown,
-            trigger="threshold",
-            ledger=prepared.ledger,
-            state=compactor.state(),
-            lane=prepared.lane,
-            decision=prepared.decision,
-            server=prepared.server,
-            backend=prepared.backend,
+        grown = max(0, compactor.context_tokens() - prepared.boundary.tokens_before)  # what the turns since added
+        boundary = msgspec.structs.replace(
+            prepared.boundary,
+            tokens_before=prepared.boundary.tokens_before + grown,
+            tokens_after=prepared.boundary.tokens_after + grown,
+            state=compactor._snapshot(),
             prepared_id=prepared.id,
         )
-        recorded = compactor.record(boundary)
-        result = SummaryResult(parse_summary(prepared.summary), prepared.summary_by or "model")
-        return compactor.applied(recorded, result)
+        recorded = compactor._record(boundary)
+        result = SummaryResult(parse_summary(boundary.summary), "background")
+        return compactor._applied(recorded, result)

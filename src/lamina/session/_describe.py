@@ -65,8 +65,8 @@ def describe_entry(entry: LogEntry) -> EntryDescription:
         case CompactionBoundary(summary=summary, trigger=trigger, prepared_id=prepared):
             applied = f", applies {prepared}" if isinstance(prepared, str) else ""
             return EntryDescription(f"compaction ({trigger}{applied})", summary)
-        case PreparedCompaction(summary=summary, trigger=trigger):
-            return EntryDescription(f"compaction prepared in the background ({trigger}), not applied", summary)
+        case PreparedCompaction(boundary=prepared, trigger=trigger):
+            return EntryDescription(f"compaction prepared in the background ({trigger}), not applied", prepared.summary)
         case CompactionDiscarded(prepared_id=prepared, reason=reason):
             return EntryDescription(f"prepared compaction {prepared} discarded", reason)
         case TurnRecord():

@@ -365,42 +365,19 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     server: ServerCompaction | msgspec.UnsetType = msgspec.UNSET  # a provider's block, sent first in place of `summary`
     backend: CostDecision | msgspec.UnsetType = msgspec.UNSET
     """Who wrote the summary and why (`server_compaction` or `lamina_compaction`; absent: Lamina's, unchosen)."""
-    prepared_id: str | msgspec.UnsetType = msgspec.UNSET
-    """The `PreparedCompaction` this boundary applies (absent: the compaction was made inline)."""
+    prepared_id: str | msgspec.UnsetType = msgspec.UNSET  # the `PreparedCompaction` it applies (absent: inline)
 
 
 class PreparedCompaction(_EntryBase, frozen=True, kw_only=True, tag="compaction_prepared"):
-    """A compaction made in the background and not applied: the provider view is unchanged until a boundary says so.
+    """A compaction made in the background, not applied: only a `CompactionBoundary` naming it applies it."""
 
-    The agent applies it (a `CompactionBoundary` naming it in `prepared_id`) at the start of a
-    later turn, only while `covers` still matches what the view holds before `first_kept_id`;
-    otherwise a `CompactionDiscarded` says why. Read back after a crash, it is still only prepared.
-    """
-
-    summary: str
-    first_kept_id: str | None
-    tokens_before: int
-    tokens_after: int
+    boundary: CompactionBoundary  # what applying it records, with the state of that moment
     trigger: Literal["threshold", "idle"]
-    """Why: the next turn would cross the threshold (or the band's price said compact), or the cache went cold."""
-    base_id: str | None
-    """The boundary the view started from when it was prepared (None: none)."""
-    covers: str
-    """A digest of the entries the summary covers (their ids, and the prunes among them)."""
-    ledger: Ledger = Ledger()
-    lane: UserLane = UserLane()
-    decision: CostDecision | msgspec.UnsetType = msgspec.UNSET
-    """The cost model's price of compacting then against waiting."""
-    server: ServerCompaction | msgspec.UnsetType = msgspec.UNSET
-    backend: CostDecision | msgspec.UnsetType = msgspec.UNSET
-    summary_by: str = ""
-    """Who wrote the summary (`model`, `deterministic`, `server`)."""
-    seconds: float = 0.0
-    """How long the summary took to make."""
+    covers: str  # a digest of the entries the summary covers and of the boundary the view started from
 
 
 class CompactionDiscarded(_EntryBase, frozen=True, kw_only=True, tag="compaction_discarded"):
-    """A prepared compaction that will never be applied, and why (what it covers changed, or a newer one won)."""
+    """A prepared compaction that will never be applied, and why."""
 
     prepared_id: str
     reason: str
