@@ -503,6 +503,7 @@ SURFACE: dict[str, list[str]] = {
         "CacheCheck",
         "CacheMiss",
         "CompactionBoundary",
+        "CompactionClaims",
         "CompactionDiscarded",
         "CostDecision",
         "Custom",

@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
+from lamina.agent._background import BackgroundCompactions
 from lamina.agent._cache_watch import CacheWatch
 from lamina.agent._events import (
     AgentEvent,
@@ -120,10 +121,14 @@ class Agent:
     cache_diagnostics: bool = True
     """Record why each call missed the prompt cache: the provider's diagnostics (asked for where the model has
     them) beside the simulator's prediction; False: neither asked nor predicted."""
+    background_compaction: bool = True
+    """Prepare compactions off the user's time (at a turn's end, or once an idle session's cache is cold) and apply
+    them at the next turn's start; False: only before a turn, on the user's time (see docs/compaction.md)."""
     _plans: PlanRunner = field(init=False, repr=False)
     _provider_sessions: SessionRecovery = field(init=False, repr=False)
     _calls: ModelCalls = field(init=False, repr=False)
     _lifetime: Lifetime = field(default_factory=Lifetime, init=False, repr=False)
+    _background: BackgroundCompactions = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._plans = PlanRunner(
@@ -143,6 +148,13 @@ class Agent:
             compact=lambda: self.compact(trigger="overflow"),
             emit=self._emit,
             watch=CacheWatch(enabled=lambda: self.cache_diagnostics),
+        )
+        self._background = BackgroundCompactions(
+            self.engine,
+            self,
+            emit=self._emit,
+            enabled=lambda: self.background_compaction,
+            closed=lambda: self._lifetime.closed,
         )
 
     @property
@@ -167,10 +179,12 @@ class Agent:
         (`owns_engine`), and the provider when the agent built it from a model spec
         (`owns_provider`); otherwise they stay open for their owner.
         """
+        self._background.close()
         self._lifetime.close(*self._owned())
 
     async def aclose(self) -> None:
         """`close` for async callers: the provider's own client is closed on the running loop."""
+        self._background.close()
         await self._lifetime.aclose(*self._owned())
 
     def _owned(self) -> tuple[ContextEngine | None, Provider | None]:
@@ -246,7 +260,7 @@ class Agent:
         try:
             for index in range(self.max_model_calls):
                 # a long tool loop: compact between model calls
-                if index and self._due() and (await self.compact(trigger="threshold")).status == "compacted":
+                if index and self._due() and (await self._compact_due()).status == "compacted":
                     turn = self.engine.reprepare(turn)
                 turn, completed = await self._calls.send(turn, index, recovery_tokens=self.recovery_tokens)
                 usages.append(completed.usage)
@@ -268,6 +282,7 @@ class Agent:
             raise
         finally:
             self.engine.end_turn()
+            self._background.turn_ended()
 
     async def _before_turn(
         self, user_text: str, attachments: Sequence[AttachmentInput], skills: Sequence[str]
@@ -334,19 +349,36 @@ class Agent:
         self._check_open()
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
             return await self._provider_sessions.compact(focus)
-        summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
-        # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
-        lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
+        if trigger == "manual" and plan_id is None and not force and (ready := await self._background.settle()):
+            return ready  # a background compaction ran: waited for and applied, never a second one
         return await self.engine.compactor.compact(
-            summariser,
+            self._summariser_now(),
             trigger=trigger,
             focus=focus,
             keep_tokens=self.keep_tokens,
-            user_lane_tokens=lane_tokens,
+            user_lane_tokens=self._limits()[2],
             plan_id=plan_id,
             force=force,
             decision=decision,
         )
+
+    def _summariser_now(self) -> Summariser:
+        """The summariser compactions use: `summariser`, or the session's own provider."""
+        return self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
+
+    def _limits(self) -> tuple[int, int, int]:
+        """The context window, the tokens a compaction keeps and the user's words lane's budget."""
+        window = self.provider.capabilities.context_window
+        # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
+        return window, self.keep_tokens, min(self.user_lane_tokens, window // _LANE_SHARE)
+
+    def _backend_compacts(self) -> bool:
+        """Whether the backend compacts its own session (SDK-managed): Lamina does not."""
+        return isinstance(self.provider.target, SdkManagedTarget)
+
+    async def _compact_due(self) -> CompactionOutcome:
+        """A due compaction between model calls: the background one waited for and applied, else one made now."""
+        return await self._background.settle() or await self.compact(trigger="threshold")
 
     def budget(self, user_text: str | None = None) -> BudgetReport:
         """Tokens per tier (SPEC F17) of the next request, `user_text` standing for the user's message.
@@ -373,9 +405,9 @@ class Agent:
             self.engine.compactor.calibrated_context_tokens()
         )  # counted once: the stable parts and tools are counted too
         window = self.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
-        timing = self._timing.before_turn(
-            tokens, window, backend_compacts=isinstance(self.provider.target, SdkManagedTarget)
-        )
+        timing = self._timing.before_turn(tokens, window, backend_compacts=self._backend_compacts())
+        if await self._background.before_turn(due=timing == "due"):  # applied one, or one runs and the context fits
+            return
         if timing == "due":
             await self.compact(trigger="threshold")
         elif timing == "price":

@@ -351,6 +351,7 @@ class Compactor:
         keep: int,
         lane_tokens: int,
         whole: bool,
+        announce: bool = True,
     ) -> steps.Made | CompactionOutcome:
         """A compaction of the live view made, nothing recorded (call it under `_compaction_lock`).
 
@@ -363,7 +364,8 @@ class Compactor:
         if (nothing := steps.nothing_new(cut, boundary)) is not None:
             return nothing
         tokens_before = self.context_tokens()
-        self.emit(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
+        if announce:  # a background compaction is told of by the agent's own events
+            self.emit(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
         try:
             made = await steps.summarise(
                 summariser,
@@ -383,7 +385,8 @@ class Compactor:
             tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
             if not whole and not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
-                self.emit(CompactionEvent("failed", trigger, message))
+                if announce:
+                    self.emit(CompactionEvent("failed", trigger, message))
                 return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
             lane, failed = steps.archive(
                 update,
@@ -396,7 +399,8 @@ class Compactor:
             if failed is not None:
                 _log.warning("session %s: the user's messages could not be archived: %s", self._session.id, failed)
         except Exception as exc:
-            self.emit(CompactionEvent("failed", trigger, str(exc)))
+            if announce:
+                self.emit(CompactionEvent("failed", trigger, str(exc)))
             raise
         return steps.Made(made, cut, lane, tokens_before, tokens_after)
 

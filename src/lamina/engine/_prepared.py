@@ -98,7 +98,7 @@ class PreparedCompactions:
             entries, base = list(live.entries), live.boundary
             made = await compactor._make(
                 summariser, trigger=f"{trigger}, background", focus=None, keep=keep_tokens,
-                lane_tokens=user_lane_tokens, whole=False,
+                lane_tokens=user_lane_tokens, whole=False, announce=False,
             )  # fmt: skip
             if isinstance(made, CompactionOutcome):
                 return made

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         import_session,
     )
     from lamina.session._cache_check import CacheCheck, CacheMiss
+    from lamina.session._claims import CompactionClaims
     from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
@@ -152,6 +153,7 @@ _LAZY: Final = {
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",
     **dict.fromkeys(("CacheCheck", "CacheMiss"), "lamina.session._cache_check"),
+    "CompactionClaims": "lamina.session._claims",
     **dict.fromkeys(("EntryDescription", "describe_entry"), "lamina.session._describe"),
     "view_summary": "lamina.session._bridges",
     "BRIDGE_KINDS": "lamina.session._entries",
@@ -197,6 +199,7 @@ __all__ = [
     "CacheCheck",
     "CacheMiss",
     "CompactionBoundary",
+    "CompactionClaims",
     "CompactionDiscarded",
     "CostDecision",
     "Custom",

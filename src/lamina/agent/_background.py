@@ -1,0 +1,213 @@
+"""Compaction off the user's time: prepared in the background, applied at a later turn's start (I/O: the engine).
+
+At a turn's end, when the next turn would cross the threshold (or the band's price says compact),
+and when an idle session's cache has gone cold, a task makes the compaction while the user reads
+and types; it is logged as prepared (`PreparedCompaction`) and applied, if still valid, when the
+next turn starts. A turn never waits for it unless the context no longer fits without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Final, Literal, Protocol
+
+from lamina.agent._events import AgentEvent, BackgroundCompaction
+from lamina.agent._priced import CompactionTiming
+from lamina.compaction import Summariser
+from lamina.engine import CompactionOutcome, ContextEngine
+from lamina.session import CompactionClaims, CostDecision, PreparedCompaction
+
+_log = logging.getLogger("lamina.compaction")
+_CLAIM_SECONDS: Final = 600.0
+"""How long a host's claim on a session's compaction lasts (PostgreSQL): a summary's own longest timeout."""
+_COLD_MARGIN: Final = 0.05
+"""Seconds past the cache's expiry before an idle session is compacted (its cache is cold by then)."""
+
+Trigger = Literal["threshold", "idle"]
+
+
+class Policy(Protocol):
+    """What the agent tells the background compactions, read at each use."""
+
+    @property
+    def _timing(self) -> CompactionTiming: ...
+
+    def _summariser_now(self) -> Summariser: ...
+
+    def _limits(self) -> tuple[int, int, int]: ...
+
+    def _backend_compacts(self) -> bool: ...
+
+
+class BackgroundCompactions:
+    """The agent's compactions off the user's time: started at a turn's end or when idle, applied at a turn's start.
+
+    At most one runs per session (the engine's compaction lock; on PostgreSQL a claim, so two
+    hosts on one session run one). A result made while a turn runs is logged once the turn ends.
+    """
+
+    def __init__(
+        self,
+        engine: ContextEngine,
+        policy: Policy,
+        *,
+        emit: Callable[[AgentEvent], None],
+        enabled: Callable[[], bool],
+        closed: Callable[[], bool],
+    ) -> None:
+        """The background compactions of `engine`'s session, under the agent's `policy` (off while not `enabled`)."""
+        self._engine = engine
+        self._closed = closed
+        self._policy = policy
+        self._emit = emit
+        self._enabled = enabled
+        self._task: asyncio.Task[None] | None = None
+        self._idle: asyncio.Task[None] | None = None
+        self._ready: PreparedCompaction | None = None  # made while a turn ran, not yet logged
+        self._turn_running = False
+        self._tokens_at_start: int | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether a background compaction is being made now."""
+        return self._task is not None and not self._task.done()
+
+    async def before_turn(self, *, due: bool) -> bool:
+        """At a turn's start: apply a prepared compaction; wait for a running one only when the context is `due`.
+
+        Returns:
+            True when the turn needs nothing more (one was applied, or one runs and the context still fits).
+        """
+        self._stop_idle()
+        self._log_ready()
+        if self.running and not due:
+            handled = True  # the turn goes on with the uncompacted context, which still fits
+        else:
+            outcome = await self.settle()
+            handled = outcome is not None and outcome.status == "compacted"
+        self._turn_running = True
+        self._tokens_at_start = self._engine.compactor.calibrated_context_tokens()
+        return handled
+
+    async def settle(self) -> CompactionOutcome | None:
+        """Wait for a running background compaction, then apply the prepared one (`/compact` and a due context).
+
+        Returns:
+            The outcome of applying it (or of discarding it: `not_enough_freed`); None when none was prepared.
+        """
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+        self._log_ready(force=True)
+        prepared = self._engine.compactor.prepared.pending()
+        if prepared is None:
+            return None
+        outcome = self._engine.compactor.prepared.apply(prepared)
+        kind: Literal["applied", "discarded"] = "applied" if outcome.status == "compacted" else "discarded"
+        self._emit(BackgroundCompaction(kind, prepared.trigger, outcome.message))
+        return outcome
+
+    def turn_ended(self) -> None:
+        """At a turn's end: log a result made meanwhile, start a compaction the next turn needs, watch for idleness."""
+        self._turn_running = False
+        self._log_ready()
+        if not self._enabled() or self.running or self._engine.compactor.prepared.pending() is not None:
+            return
+        if (decision := self._wanted(idle=False)) is not None:
+            self._start("threshold", decision[1])
+        else:
+            self._idle = asyncio.get_running_loop().create_task(self._watch_idle())
+
+    def close(self) -> None:
+        """Stop what runs in the background (a result not yet logged is lost: the next turn compacts again)."""
+        self._stop_idle()
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def _wanted(self, *, idle: bool) -> tuple[bool, CostDecision | None] | None:
+        """Whether to compact now: (True, its decision) when due or when the cost model says it pays; else None."""
+        policy = self._policy
+        if policy._backend_compacts():
+            return None
+        compactor = self._engine.compactor
+        window, keep, _ = policy._limits()
+        tokens = compactor.calibrated_context_tokens()
+        grown = 0 if idle or self._tokens_at_start is None else max(0, tokens - self._tokens_at_start)
+        timing = policy._timing.before_turn(tokens + grown, window)  # as the next turn will find it
+        if timing == "due":
+            return True, None
+        if timing == "wait":
+            return None
+        action, priced = compactor.price(threshold_tokens=policy._timing.threshold(window), keep_tokens=keep)
+        decision = policy._timing.pays(action, priced)
+        return (True, decision) if decision is not None else None
+
+    def _start(self, trigger: Trigger, decision: CostDecision | None) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._prepare(trigger, decision))
+
+    async def _prepare(self, trigger: Trigger, decision: CostDecision | None) -> None:
+        session = self._engine.session
+        claims = session if isinstance(session, CompactionClaims) else None
+        if claims is not None and not claims.claim_compaction(_CLAIM_SECONDS):
+            _log.info("session %s: another host is compacting it; not compacting here", session.id)
+            return
+        self._emit(BackgroundCompaction("started", trigger, "compacting in the background"))
+        _, keep, lane = self._policy._limits()
+        try:
+            made = await self._engine.compactor.prepared.prepare(
+                self._policy._summariser_now(),
+                trigger=trigger,
+                keep_tokens=keep,
+                user_lane_tokens=lane,
+                decision=decision,
+            )
+        except Exception as exc:  # the next turn compacts as it would have: nothing is lost
+            _log.warning("session %s: background compaction failed: %s", session.id, exc)
+            self._emit(BackgroundCompaction("discarded", trigger, f"background compaction failed: {exc}"))
+            return
+        finally:
+            if claims is not None:
+                claims.release_compaction()
+        if isinstance(made, CompactionOutcome):
+            self._emit(BackgroundCompaction("discarded", trigger, made.message))
+            return
+        self._ready = made
+        self._log_ready()
+
+    def _log_ready(self, *, force: bool = False) -> None:
+        """Log the prepared compaction made meanwhile, between turns (or at once when `force`: between model calls)."""
+        ready = self._ready
+        if ready is None or (self._turn_running and not force):
+            return
+        self._ready = None
+        if self._closed():
+            return
+        logged = self._engine.compactor.prepared.record(ready)
+        tokens = f"{logged.boundary.tokens_before:,} → {logged.boundary.tokens_after:,} tokens"
+        self._emit(BackgroundCompaction("ready", logged.trigger, f"compaction ready ({tokens})"))
+
+    async def _watch_idle(self) -> None:
+        """Once the cache has gone cold (the cost model's clock), compact when it pays: no rewrite is lost then."""
+        compactor = self._engine.compactor
+        outlook = compactor.outlook()
+        idle, prices = outlook.cache.idle_seconds, outlook.prices
+        if idle is None:
+            return
+        long_ttl = outlook.cache.turn_mark_ttl == "1h" and prices.choose_ttl
+        await asyncio.sleep(max(0.0, (prices.ttl_1h_seconds if long_ttl else prices.ttl_5m_seconds) - idle))
+        await asyncio.sleep(_COLD_MARGIN)
+        if self._turn_running or self.running or self._closed() or compactor.prepared.pending() is not None:
+            return
+        if compactor.outlook().cache.label(prices) != "cold":
+            return
+        if (wanted := self._wanted(idle=True)) is not None:
+            self._start("idle", wanted[1])
+
+    def _stop_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
