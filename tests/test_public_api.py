@@ -103,6 +103,7 @@ SURFACE: dict[str, list[str]] = {
         "Agent",
         "AgentEvent",
         "AgentOptions",
+        "BackgroundCompaction",
         "ModelCallFinished",
         "PlanUpdate",
         "RecoveryBlock",

@@ -14,6 +14,7 @@ from lamina.agent._activation import Activation, SkillCatalogue, SkillToolsRule,
 from lamina.agent._agent_options import AgentOptions
 from lamina.agent._events import (
     AgentEvent,
+    BackgroundCompaction,
     ModelCallFinished,
     PlanUpdate,
     Thinking,
@@ -32,6 +33,7 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentOptions",
+    "BackgroundCompaction",
     "ModelCallFinished",
     "PlanUpdate",
     "RecoveryBlock",

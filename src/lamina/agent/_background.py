@@ -9,7 +9,6 @@ next turn starts. A turn never waits for it unless the context no longer fits wi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Final, Literal, Protocol
@@ -98,9 +97,8 @@ class BackgroundCompactions:
         Returns:
             The outcome of applying it (or of discarding it: `not_enough_freed`); None when none was prepared.
         """
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._task)
+        if self._task is not None:  # its own failure or cancellation is not this caller's
+            await asyncio.wait({self._task})
         self._log_ready(force=True)
         prepared = self._engine.compactor.prepared.pending()
         if prepared is None:
@@ -147,15 +145,16 @@ class BackgroundCompactions:
         return (True, decision) if decision is not None else None
 
     def _start(self, trigger: Trigger, decision: CostDecision | None) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._prepare(trigger, decision))
-
-    async def _prepare(self, trigger: Trigger, decision: CostDecision | None) -> None:
         session = self._engine.session
         claims = session if isinstance(session, CompactionClaims) else None
         if claims is not None and not claims.claim_compaction(_CLAIM_SECONDS):
             _log.info("session %s: another host is compacting it; not compacting here", session.id)
             return
         self._emit(BackgroundCompaction("started", trigger, "compacting in the background"))
+        self._task = asyncio.get_running_loop().create_task(self._prepare(trigger, decision, claims))
+
+    async def _prepare(self, trigger: Trigger, decision: CostDecision | None, claims: CompactionClaims | None) -> None:
+        session = self._engine.session
         _, keep, lane = self._policy._limits()
         try:
             made = await self._engine.compactor.prepared.prepare(

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from lamina.engine._compacting import Compactor
 
 PreparedTrigger = Literal["threshold", "idle"]
+_NESTED_ID = "prepared"
+"""The id of the boundary a prepared compaction holds (a log's ids are never empty; applying it stamps a real one)."""
 
 
 def covered_digest(entries: Sequence[LogEntry], boundary: CompactionBoundary | None, first_kept_id: str | None) -> str:
@@ -103,6 +105,7 @@ class PreparedCompactions:
             if isinstance(made, CompactionOutcome):
                 return made
             boundary = CompactionBoundary(
+                id=_NESTED_ID,
                 summary=made.summarised.summary,
                 first_kept_id=made.first_kept_id,
                 tokens_before=made.tokens_before,
