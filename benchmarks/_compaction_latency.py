@@ -1,4 +1,4 @@
-"""The compaction benchmark's latency part: the first token after the threshold, compacting inline and in the background.
+"""The compaction benchmark's latency part: the first token after the threshold, inline or background.
 
 A 60-turn session (a scripted model whose first token takes a second, a user who reads and types
 for half a minute between turns) crosses the compaction threshold several times; its summariser
