@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final, Literal, Protocol
 
 from lamina.agent._events import AgentEvent, BackgroundCompaction
-from lamina.agent._priced import CompactionTiming
-from lamina.compaction import Summariser
+from lamina.agent._priced import CompactionTiming, Timing
+from lamina.compaction import ProviderSummariser, Summariser
 from lamina.engine import CompactionOutcome, ContextEngine
+from lamina.placement import SdkManagedTarget
+from lamina.providers import Provider
 from lamina.session import CompactionClaims, CostDecision, PreparedCompaction
 
 _log = logging.getLogger("lamina.compaction")
@@ -28,17 +30,43 @@ _COLD_MARGIN: Final = 0.05
 Trigger = Literal["threshold", "idle"]
 
 
-class Policy(Protocol):
-    """What the agent tells the background compactions, read at each use."""
+_LANE_SHARE: Final = 4
+"""The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
 
-    @property
-    def _timing(self) -> CompactionTiming: ...
 
-    def _summariser_now(self) -> Summariser: ...
+class CompactionSettings(Protocol):
+    """What of the agent its compactions read, at each use (`Agent`'s fields)."""
 
-    def _limits(self) -> tuple[int, int, int]: ...
+    engine: ContextEngine
+    provider: Provider
+    summariser: Summariser | None
+    compaction_reserve: int
+    compaction_band: float | None
+    keep_tokens: int
+    user_lane_tokens: int
+    background_compaction: bool
 
-    def _backend_compacts(self) -> bool: ...
+
+def timing_of(agent: CompactionSettings) -> CompactionTiming:
+    """The compaction policy of the agent's `compaction_reserve` and `compaction_band` (pure)."""
+    return CompactionTiming(agent.compaction_reserve, agent.compaction_band)
+
+
+def summariser_of(agent: CompactionSettings) -> Summariser:
+    """The summariser the agent's compactions use: its `summariser`, or the session's own provider."""
+    return agent.summariser or ProviderSummariser(agent.provider, session_id=agent.engine.session.id)
+
+
+def limits_of(agent: CompactionSettings) -> tuple[int, int, int]:
+    """The context window, the tokens a compaction keeps and the user's words lane's budget."""
+    window = agent.provider.capabilities.context_window
+    # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
+    return window, agent.keep_tokens, min(agent.user_lane_tokens, window // _LANE_SHARE)
+
+
+def _backend_compacts(agent: CompactionSettings) -> bool:
+    """Whether the backend compacts its own session (SDK-managed): Lamina does not."""
+    return isinstance(agent.provider.target, SdkManagedTarget)
 
 
 class BackgroundCompactions:
@@ -50,19 +78,18 @@ class BackgroundCompactions:
 
     def __init__(
         self,
-        engine: ContextEngine,
-        policy: Policy,
+        agent: CompactionSettings,
         *,
         emit: Callable[[AgentEvent], None],
-        enabled: Callable[[], bool],
+        compact: Callable[..., Awaitable[CompactionOutcome]],
         closed: Callable[[], bool],
     ) -> None:
-        """The background compactions of `engine`'s session, under the agent's `policy` (off while not `enabled`)."""
-        self._engine = engine
-        self._closed = closed
-        self._policy = policy
+        """The background compactions of `agent`'s session; `compact(decision=...)` compacts inline."""
+        self._agent = agent
+        self._engine = agent.engine
         self._emit = emit
-        self._enabled = enabled
+        self._compact = compact
+        self._closed = closed
         self._task: asyncio.Task[None] | None = None
         self._idle: asyncio.Task[None] | None = None
         self._ready: PreparedCompaction | None = None  # made while a turn ran, not yet logged
@@ -74,22 +101,40 @@ class BackgroundCompactions:
         """Whether a background compaction is being made now."""
         return self._task is not None and not self._task.done()
 
-    async def before_turn(self, *, due: bool) -> bool:
-        """At a turn's start: apply a prepared compaction; wait for a running one only when the context is `due`.
+    async def before_turn(self) -> None:
+        """Before a turn: apply a prepared compaction, or compact when due or when the band's price says it pays.
 
-        Returns:
-            True when the turn needs nothing more (one was applied, or one runs and the context still fits).
+        A background compaction still running is waited for only when the context no longer fits.
         """
         self._stop_idle()
         self._log_ready()
-        if self.running and not due:
-            handled = True  # the turn goes on with the uncompacted context, which still fits
-        else:
-            outcome = await self.settle()
-            handled = outcome is not None and outcome.status == "compacted"
+        agent, compactor = self._agent, self._engine.compactor
+        tokens = compactor.calibrated_context_tokens()  # counted once: the stable parts and tools are counted too
+        window = agent.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
+        timing = timing_of(agent).before_turn(tokens, window, backend_compacts=_backend_compacts(agent))
+        if timing == "due" or not self.running:  # else the turn goes on uncompacted: the context still fits
+            await self._settle_or_compact(timing, window)
         self._turn_running = True
-        self._tokens_at_start = self._engine.compactor.calibrated_context_tokens()
-        return handled
+        self._tokens_at_start = compactor.calibrated_context_tokens()
+
+    async def _settle_or_compact(self, timing: Timing, window: int) -> None:
+        """Apply the prepared compaction (waiting for a running one); else compact when due or when it pays."""
+        outcome = await self.settle()
+        if (outcome is not None and outcome.status == "compacted") or timing == "wait":
+            return
+        if timing == "due":
+            await self._compact()
+            return
+        agent, compactor = self._agent, self._engine.compactor
+        action, priced = compactor.price(
+            threshold_tokens=timing_of(agent).threshold(window), keep_tokens=agent.keep_tokens
+        )
+        _log.debug(
+            "session %s: %s (expected %s against %s, cache %s)",
+            *(self._engine.session.id, action, priced.expected, priced.expected_nothing, priced.cache),
+        )
+        if (decision := timing_of(agent).pays(action, priced)) is not None:
+            await self._compact(decision=decision)
 
     async def settle(self) -> CompactionOutcome | None:
         """Wait for a running background compaction, then apply the prepared one (`/compact` and a due context).
@@ -112,7 +157,11 @@ class BackgroundCompactions:
         """At a turn's end: log a result made meanwhile, start a compaction the next turn needs, watch for idleness."""
         self._turn_running = False
         self._log_ready()
-        if not self._enabled() or self.running or self._engine.compactor.prepared.pending() is not None:
+        if (
+            not self._agent.background_compaction
+            or self.running
+            or self._engine.compactor.prepared.pending() is not None
+        ):
             return
         if (decision := self._wanted(idle=False)) is not None:
             self._start("threshold", decision[1])
@@ -128,20 +177,20 @@ class BackgroundCompactions:
 
     def _wanted(self, *, idle: bool) -> tuple[bool, CostDecision | None] | None:
         """Whether to compact now: (True, its decision) when due or when the cost model says it pays; else None."""
-        policy = self._policy
-        if policy._backend_compacts():
+        agent = self._agent
+        if _backend_compacts(agent):
             return None
         compactor = self._engine.compactor
-        window, keep, _ = policy._limits()
+        window, keep, _ = limits_of(agent)
         tokens = compactor.calibrated_context_tokens()
         grown = 0 if idle or self._tokens_at_start is None else max(0, tokens - self._tokens_at_start)
-        timing = policy._timing.before_turn(tokens + grown, window)  # as the next turn will find it
+        timing = timing_of(agent).before_turn(tokens + grown, window)  # as the next turn will find it
         if timing == "due":
             return True, None
         if timing == "wait":
             return None
-        action, priced = compactor.price(threshold_tokens=policy._timing.threshold(window), keep_tokens=keep)
-        decision = policy._timing.pays(action, priced)
+        action, priced = compactor.price(threshold_tokens=timing_of(agent).threshold(window), keep_tokens=keep)
+        decision = timing_of(agent).pays(action, priced)
         return (True, decision) if decision is not None else None
 
     def _start(self, trigger: Trigger, decision: CostDecision | None) -> None:
@@ -155,10 +204,10 @@ class BackgroundCompactions:
 
     async def _prepare(self, trigger: Trigger, decision: CostDecision | None, claims: CompactionClaims | None) -> None:
         session = self._engine.session
-        _, keep, lane = self._policy._limits()
+        _, keep, lane = limits_of(self._agent)
         try:
             made = await self._engine.compactor.prepared.prepare(
-                self._policy._summariser_now(),
+                summariser_of(self._agent),
                 trigger=trigger,
                 keep_tokens=keep,
                 user_lane_tokens=lane,

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
-from lamina.agent._background import BackgroundCompactions
+from lamina.agent._background import BackgroundCompactions, limits_of, summariser_of, timing_of
 from lamina.agent._cache_watch import CacheWatch
 from lamina.agent._events import (
     AgentEvent,
@@ -31,7 +30,7 @@ from lamina.agent._events import (
 from lamina.agent._lifetime import Lifetime
 from lamina.agent._model_calls import ModelCalls
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanRunner
-from lamina.agent._priced import DEFAULT_COMPACTION_BAND, CompactionTiming
+from lamina.agent._priced import DEFAULT_COMPACTION_BAND
 from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
 from lamina.attachments import AttachmentInput
@@ -39,7 +38,6 @@ from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
     DEFAULT_USER_LANE_TOKENS,
-    ProviderSummariser,
     Summariser,
 )
 from lamina.context import INTERRUPTED_RESULT
@@ -70,11 +68,6 @@ from lamina.tools import PermissionMode, ToolExecution, ToolPipeline
 
 if TYPE_CHECKING:
     from lamina.reports import BudgetReport
-
-_LANE_SHARE = 4
-"""The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
-
-_log = logging.getLogger("lamina.compaction")
 
 
 @dataclass
@@ -149,18 +142,10 @@ class Agent:
             emit=self._emit,
             watch=CacheWatch(enabled=lambda: self.cache_diagnostics),
         )
+        compact = partial(self.compact, trigger="threshold")
         self._background = BackgroundCompactions(
-            self.engine,
-            self,
-            emit=self._emit,
-            enabled=lambda: self.background_compaction,
-            closed=lambda: self._lifetime.closed,
+            self, emit=self._emit, compact=compact, closed=self._lifetime.is_closed
         )
-
-    @property
-    def _timing(self) -> CompactionTiming:
-        """The compaction policy of the agent's `compaction_reserve` and `compaction_band` (pure)."""
-        return CompactionTiming(self.compaction_reserve, self.compaction_band)
 
     @property
     def session(self) -> SessionLog:
@@ -300,7 +285,7 @@ class Agent:
         if self.activation is not None:  # mentions are parsed once, from the new text only
             for warning in self.activation.before_turn(user_text, skills):
                 self._emit(warning)
-        await self._compact_before_turn()
+        await self._background.before_turn()  # a prepared compaction applied, or one made when due or paying
         self._provider_sessions.before_turn(self.recovery_tokens)
         self.tools.context = dataclasses.replace(self.tools.context, request_results=partial(_in_request, self.engine))
         return refs
@@ -352,29 +337,15 @@ class Agent:
         if trigger == "manual" and plan_id is None and not force and (ready := await self._background.settle()):
             return ready  # a background compaction ran: waited for and applied, never a second one
         return await self.engine.compactor.compact(
-            self._summariser_now(),
+            summariser_of(self),
             trigger=trigger,
             focus=focus,
             keep_tokens=self.keep_tokens,
-            user_lane_tokens=self._limits()[2],
+            user_lane_tokens=limits_of(self)[2],
             plan_id=plan_id,
             force=force,
             decision=decision,
         )
-
-    def _summariser_now(self) -> Summariser:
-        """The summariser compactions use: `summariser`, or the session's own provider."""
-        return self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
-
-    def _limits(self) -> tuple[int, int, int]:
-        """The context window, the tokens a compaction keeps and the user's words lane's budget."""
-        window = self.provider.capabilities.context_window
-        # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
-        return window, self.keep_tokens, min(self.user_lane_tokens, window // _LANE_SHARE)
-
-    def _backend_compacts(self) -> bool:
-        """Whether the backend compacts its own session (SDK-managed): Lamina does not."""
-        return isinstance(self.provider.target, SdkManagedTarget)
 
     async def _compact_due(self) -> CompactionOutcome:
         """A due compaction between model calls: the background one waited for and applied, else one made now."""
@@ -397,28 +368,7 @@ class Agent:
     def _due(self, tokens: int | None = None) -> bool:
         """Whether the context (`tokens`, counted now unless given) is over the threshold: a compaction is due."""
         tokens = self.engine.compactor.calibrated_context_tokens() if tokens is None else tokens
-        return self._timing.due(tokens, self.provider.capabilities.context_window)
-
-    async def _compact_before_turn(self) -> None:
-        """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
-        tokens = (
-            self.engine.compactor.calibrated_context_tokens()
-        )  # counted once: the stable parts and tools are counted too
-        window = self.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
-        timing = self._timing.before_turn(tokens, window, backend_compacts=self._backend_compacts())
-        if await self._background.before_turn(due=timing == "due"):  # applied one, or one runs and the context fits
-            return
-        if timing == "due":
-            await self.compact(trigger="threshold")
-        elif timing == "price":
-            threshold = self._timing.threshold(window)
-            action, priced = self.engine.compactor.price(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
-            _log.debug(
-                "session %s: %s (expected %s against %s, cache %s)",
-                *(self.engine.session.id, action, priced.expected, priced.expected_nothing, priced.cache),
-            )
-            if (decision := self._timing.pays(action, priced)) is not None:
-                await self.compact(trigger="threshold", decision=decision)
+        return timing_of(self).due(tokens, self.provider.capabilities.context_window)
 
     def _stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         return stream_with_retry(self.provider, request, self.retry, on_retry=self._emit)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import msgspec
 
@@ -25,8 +25,14 @@ from lamina.session import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable
+
     from lamina.compaction import Summariser
-    from lamina.engine._compacting import Compactor
+    from lamina.engine._compaction import Made
+    from lamina.engine._recorder import Recorder
+    from lamina.engine._view import LiveView
+    from lamina.session import StateSnapshot
 
 PreparedTrigger = Literal["threshold", "idle"]
 _NESTED_ID = "prepared"
@@ -69,10 +75,27 @@ def invalid_reason(
     return ""
 
 
+class _Compactor(Protocol):
+    """What of the engine's `Compactor` its background compactions use (its private steps, one package)."""
+
+    _record: Recorder
+    _view: Callable[[], LiveView]
+    _snapshot: Callable[[], StateSnapshot]
+
+    def _compaction_lock(self) -> asyncio.Lock: ...
+    async def _make(
+        self, summariser: Summariser, *, trigger: str, focus: str | None, keep: int, lane_tokens: int, whole: bool,
+        announce: bool = True,
+    ) -> Made | CompactionOutcome: ...  # fmt: skip
+    def _applied(self, recorded: CompactionBoundary, result: SummaryResult) -> CompactionOutcome: ...
+    def context_tokens(self) -> int: ...
+    def emit(self, event: CompactionEvent) -> None: ...
+
+
 class PreparedCompactions:
     """The compactor's background compactions (`engine.compactor.prepared`): prepare, find, apply, discard."""
 
-    def __init__(self, compactor: Compactor) -> None:
+    def __init__(self, compactor: _Compactor) -> None:
         """The background compactions of `compactor`'s session."""
         self._compactor = compactor
         self.ready: PreparedCompaction | None = None
