@@ -14,6 +14,7 @@ on each backend: `fidelity_verbatim_after_5_lamina` (Lamina's summariser, the fi
 `fidelity_verbatim_after_5_server` (the provider's own compaction through the wire server, whose
 summary keeps nothing of the conversation: what survives is what Lamina places after the block).
 The `summary_call_*` and `prewarm_*` figures: `benchmarks/_cache_summary.py`.
+The latency figures (`first_token_*`): `benchmarks/_compaction_latency.py`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import Figure, _fidelity
+from benchmarks import Figure, _compaction_latency, _fidelity
 from benchmarks._cache_summary import cache_bills
 from benchmarks._scenario import engine_with_history
 from benchmarks._server_backend import server_fidelity
@@ -100,4 +101,5 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         ),
         Figure("user_lane_tokens_after_5", lane_tokens, "tokens"),
         *cache_bills(quick=quick, progress=progress),  # the summarising call on the cache, pre-warm on and off
+        *_compaction_latency.figures(quick=quick, progress=progress),
     ]

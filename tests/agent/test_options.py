@@ -59,6 +59,7 @@ def test_the_options_are_frozen_and_a_variant_is_a_replace() -> None:
         "user_lane_tokens",
         "prune",
         "compaction_band",
+        "background_compaction",
         "cache_diagnostics",
         "cache_prices",
         "context_editing",

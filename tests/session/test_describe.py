@@ -10,6 +10,7 @@ from lamina.session import (
     AssistantMessage,
     BranchSummary,
     CompactionBoundary,
+    CompactionDiscarded,
     Custom,
     Entry,
     EntryDescription,
@@ -17,6 +18,7 @@ from lamina.session import (
     LogEntry,
     OutboxRecord,
     PlanState,
+    PreparedCompaction,
     StateChange,
     ToolCall,
     ToolOutputPruned,
@@ -42,6 +44,20 @@ EXAMPLES: list[tuple[LogEntry, EntryDescription]] = [
     (
         CompactionBoundary(summary="S", first_kept_id=None, tokens_before=9, tokens_after=1, trigger="manual"),
         EntryDescription("compaction (manual)", "S"),
+    ),
+    (
+        PreparedCompaction(
+            boundary=CompactionBoundary(
+                summary="S", first_kept_id=None, tokens_before=9, tokens_after=1, trigger="threshold"
+            ),
+            trigger="idle",
+            covers="c",
+        ),
+        EntryDescription("compaction prepared in the background (idle), not applied", "S"),
+    ),
+    (
+        CompactionDiscarded(prepared_id="p1", reason="a branch"),
+        EntryDescription("prepared compaction p1 discarded", "a branch"),
     ),
     (
         TurnRecord(turn_id="t1", user_entry_id="u", stable_digest="d", stable_version=3, turn_ttl="1h"),

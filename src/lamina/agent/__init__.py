@@ -15,6 +15,7 @@ from lamina.agent._activation import Activation, SkillCatalogue, SkillToolsRule,
 from lamina.agent._agent_options import AgentOptions
 from lamina.agent._events import (
     AgentEvent,
+    BackgroundCompaction,
     ModelCallFinished,
     PlanUpdate,
     Thinking,
@@ -34,6 +35,7 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentOptions",
+    "BackgroundCompaction",
     "ModelCallFinished",
     "PlanUpdate",
     "PrewarmSetting",

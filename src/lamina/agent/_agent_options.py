@@ -68,6 +68,9 @@ class AgentOptions:
     compaction_band: float | None = DEFAULT_COMPACTION_BAND
     """From this fraction of the compaction threshold on, compact before a turn when the cost model expects it
     to pay (`Agent.compaction_band`; None: only at the threshold)."""
+    background_compaction: bool = True
+    """Prepare compactions off the user's time and apply them at the next turn's start (`Agent.background_compaction`);
+    False: compact before a turn, on the user's time."""
     cache_prices: CachePrices | None = None
     """The prices prunes, TTLs and compactions are decided with; None: those of the provider the agent runs on
     (`CachePrices.for_target`), followed when it changes."""
@@ -122,6 +125,7 @@ class _OptionFields(TypedDict, total=False):
     user_lane_tokens: int
     prune: PrunePolicy | None
     compaction_band: float | None
+    background_compaction: bool
     cache_prices: CachePrices | None
     context_editing: ContextEditing | None
     cache_diagnostics: bool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from lamina.agent._activation import SkillWarning
 from lamina.context import TurnContext
@@ -89,6 +89,19 @@ class PlanUpdate:
     plan: Plan
 
 
+@dataclass(frozen=True, slots=True)
+class BackgroundCompaction:
+    """A compaction off the user's time, as it goes (see docs/compaction.md, "Background compaction").
+
+    `started` at a turn's end (or when the cache went cold), `ready` once logged as prepared,
+    `applied` at a later turn's start, `discarded` when what it covers changed (or it failed).
+    """
+
+    kind: Literal["started", "ready", "applied", "discarded"]
+    trigger: Literal["threshold", "idle"]
+    message: str
+
+
 AgentEvent: TypeAlias = (
     TextDelta
     | ReasoningDelta
@@ -100,6 +113,7 @@ AgentEvent: TypeAlias = (
     | SkillWarning
     | RetryNotice
     | PlanUpdate
+    | BackgroundCompaction
 )
 """What the loop reports while a turn runs (`ReasoningDelta`: the model's readable reasoning as it streams,
 `Thinking`: a call's reasoning whole; `RetryNotice`: a failed request is sent again after a wait)."""

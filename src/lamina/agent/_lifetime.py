@@ -24,6 +24,10 @@ class Lifetime:
     _closing: asyncio.Task[None] | None = field(default=None, repr=False)
     """The provider's closing, left to the running loop when `close` was called from async code."""
 
+    def is_closed(self) -> bool:
+        """Whether the agent was closed."""
+        return self.closed
+
     def run(self, work: Coroutine[Any, Any, _T]) -> _T:
         """Run `work` on the agent's own event loop, made on first use and kept until the agent is closed."""
         if self._runner is None:

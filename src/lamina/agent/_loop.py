@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal, Self
 
 from lamina.agent._activation import Activation, window_reads
+from lamina.agent._background import BackgroundCompactions, limits_of, summariser_of, timing_of
 from lamina.agent._cache_watch import CacheWatch
 from lamina.agent._events import (
     AgentEvent,
@@ -31,7 +31,7 @@ from lamina.agent._failure import record_failure
 from lamina.agent._lifetime import Lifetime
 from lamina.agent._model_calls import ModelCalls
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanRunner
-from lamina.agent._priced import DEFAULT_COMPACTION_BAND, CompactionTiming
+from lamina.agent._priced import DEFAULT_COMPACTION_BAND
 from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
 from lamina.agent._warming import DEFAULT_PREWARM, PrewarmSetting, Warming
@@ -70,11 +70,6 @@ from lamina.tools import PermissionMode, ToolExecution, ToolPipeline
 
 if TYPE_CHECKING:
     from lamina.reports import BudgetReport
-
-_LANE_SHARE = 4
-"""The user's words lane takes at most 1/4 of the context window, whatever its configured budget."""
-
-_log = logging.getLogger("lamina.compaction")
 
 
 @dataclass
@@ -122,10 +117,14 @@ class Agent:
     """Record why each call missed the prompt cache: the provider's diagnostics (asked for where the model has
     them) beside the simulator's prediction; False: neither asked nor predicted."""
     prewarm: PrewarmSetting = DEFAULT_PREWARM  # a pre-warm between turns: `priced` (when it pays), `always`, `off`
+    background_compaction: bool = True
+    """Prepare compactions off the user's time (at a turn's end, or once an idle session's cache is cold) and apply
+    them at the next turn's start; False: only before a turn, on the user's time (see docs/compaction.md)."""
     _plans: PlanRunner = field(init=False, repr=False)
     _provider_sessions: SessionRecovery = field(init=False, repr=False)
     _calls: ModelCalls = field(init=False, repr=False)
     _lifetime: Lifetime = field(default_factory=Lifetime, init=False, repr=False)
+    _background: BackgroundCompactions = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._plans = PlanRunner(
@@ -147,11 +146,10 @@ class Agent:
             watch=CacheWatch(enabled=lambda: self.cache_diagnostics),
             warming=Warming(self.engine, provider=lambda: self.provider, setting=lambda: self.prewarm),
         )
-
-    @property
-    def _timing(self) -> CompactionTiming:
-        """The compaction policy of the agent's `compaction_reserve` and `compaction_band` (pure)."""
-        return CompactionTiming(self.compaction_reserve, self.compaction_band)
+        compact = partial(self.compact, trigger="threshold")
+        self._background = BackgroundCompactions(
+            self, emit=self._emit, compact=compact, closed=self._lifetime.is_closed, warming=self._calls.warming
+        )
 
     @property
     def session(self) -> SessionLog:
@@ -170,10 +168,12 @@ class Agent:
         (`owns_engine`), and the provider when the agent built it from a model spec
         (`owns_provider`); otherwise they stay open for their owner.
         """
+        self._background.close()
         self._lifetime.close(*self._owned())
 
     async def aclose(self) -> None:
         """`close` for async callers: the provider's own client is closed on the running loop."""
+        self._background.close()
         await self._lifetime.aclose(*self._owned())
 
     def _owned(self) -> tuple[ContextEngine | None, Provider | None]:
@@ -249,7 +249,7 @@ class Agent:
         try:
             for index in range(self.max_model_calls):
                 # a long tool loop: compact between model calls
-                if index and self._due() and (await self.compact(trigger="threshold")).status == "compacted":
+                if index and self._due() and (await self._compact_due()).status == "compacted":
                     turn = self.engine.reprepare(turn)
                 turn, completed = await self._calls.send(turn, index, recovery_tokens=self.recovery_tokens)
                 usages.append(completed.usage)
@@ -271,6 +271,7 @@ class Agent:
             raise
         finally:
             self.engine.end_turn()
+            self._background.turn_ended()
 
     async def _before_turn(
         self, user_text: str, attachments: Sequence[AttachmentInput], skills: Sequence[str]
@@ -288,7 +289,7 @@ class Agent:
         if self.activation is not None:  # mentions are parsed once, from the new text only
             for warning in self.activation.before_turn(user_text, skills):
                 self._emit(warning)
-        await self._compact_before_turn()
+        await self._background.before_turn()  # a prepared compaction applied, or one made when due or paying
         self._provider_sessions.before_turn(self.recovery_tokens)
         self.tools.context = dataclasses.replace(self.tools.context, request_results=partial(_in_request, self.engine))
         return refs
@@ -336,20 +337,24 @@ class Agent:
         self._check_open()
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
             return await self._provider_sessions.compact(focus)
-        summariser = self._calls.warming.summariser(self.summariser, self.engine.session.id)  # on the cache
-        # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
-        lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
+        between_turns = trigger == "manual" and not plan_id  # the compacted prefix may be pre-warmed
+        if between_turns and not force and (ready := await self._background.settle()):
+            return await self._calls.warming.after_compaction(ready, between_turns=True)  # never a second one
         outcome = await self.engine.compactor.compact(
-            summariser,
+            summariser_of(self, self._calls.warming),
             trigger=trigger,
             focus=focus,
             keep_tokens=self.keep_tokens,
-            user_lane_tokens=lane_tokens,
+            user_lane_tokens=limits_of(self)[2],
             plan_id=plan_id,
             force=force,
             decision=decision,
-        )  # a manual compaction runs between turns: the compacted prefix may be pre-warmed
-        return await self._calls.warming.after_compaction(outcome, between_turns=trigger == "manual" and not plan_id)
+        )
+        return await self._calls.warming.after_compaction(outcome, between_turns=between_turns)
+
+    async def _compact_due(self) -> CompactionOutcome:
+        """A due compaction between model calls: the background one waited for and applied, else one made now."""
+        return await self._background.settle() or await self.compact(trigger="threshold")
 
     def budget(self, user_text: str | None = None) -> BudgetReport:
         """Tokens per tier (SPEC F17) of the next request, `user_text` standing for the user's message.
@@ -368,26 +373,7 @@ class Agent:
     def _due(self, tokens: int | None = None) -> bool:
         """Whether the context (`tokens`, counted now unless given) is over the threshold: a compaction is due."""
         tokens = self.engine.compactor.calibrated_context_tokens() if tokens is None else tokens
-        return self._timing.due(tokens, self.provider.capabilities.context_window)
-
-    async def _compact_before_turn(self) -> None:
-        """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
-        tokens = self.engine.compactor.calibrated_context_tokens()  # counted once: stable parts and tools too
-        window = self.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
-        timing = self._timing.before_turn(
-            tokens, window, backend_compacts=isinstance(self.provider.target, SdkManagedTarget)
-        )
-        if timing == "due":
-            await self.compact(trigger="threshold")
-        elif timing == "price":
-            threshold = self._timing.threshold(window)
-            action, priced = self.engine.compactor.price(threshold_tokens=threshold, keep_tokens=self.keep_tokens)
-            _log.debug(
-                "session %s: %s (expected %s against %s, cache %s)",
-                *(self.engine.session.id, action, priced.expected, priced.expected_nothing, priced.cache),
-            )
-            if (decision := self._timing.pays(action, priced)) is not None:
-                await self.compact(trigger="threshold", decision=decision)
+        return timing_of(self).due(tokens, self.provider.capabilities.context_window)
 
     def _stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         return stream_with_retry(self.provider, request, self.retry, on_retry=self._emit)

@@ -106,6 +106,7 @@ def open_agent(
         keep_tokens=chosen.keep_tokens,
         user_lane_tokens=chosen.user_lane_tokens,
         compaction_band=chosen.compaction_band,
+        background_compaction=chosen.background_compaction,
         cache_prices=chosen.cache_prices,
         cache_diagnostics=chosen.cache_diagnostics,
         prewarm=chosen.prewarm,

@@ -417,6 +417,7 @@ async def _decide(agent: Agent, decision: _PlanDecision) -> TurnOutcome:
 
 def _event_json(event: AgentEvent) -> dict[str, Any] | None:
     from lamina.agent import (
+        BackgroundCompaction,
         ModelCallFinished,
         PlanUpdate,
         SkillWarning,
@@ -453,6 +454,8 @@ def _event_json(event: AgentEvent) -> dict[str, Any] | None:
             return {"type": "retry", "attempt": attempt, "delay": delay, "error": str(error)}
         case SkillWarning(message=message):
             return {"type": "warning", "message": message}
+        case BackgroundCompaction(kind=kind, trigger=trigger, message=message):
+            return {"type": "background_compaction", "kind": kind, "trigger": trigger, "message": message}
         case PlanUpdate(plan=plan):
             return {
                 "type": "plan",

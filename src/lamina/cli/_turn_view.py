@@ -23,6 +23,7 @@ from rich.text import Text
 
 from lamina.agent import (
     AgentEvent,
+    BackgroundCompaction,
     ModelCallFinished,
     PlanUpdate,
     SkillWarning,
@@ -145,6 +146,8 @@ class TurnView:
         self._reasoning: list[str] = []
         """The readable reasoning streamed since the last folded line."""
         self._folded = False
+        self.background = ""
+        """A background compaction's state for the footer: "compacting in the background", "compaction ready" or ""."""
         """Whether this model call's thinking was folded already (from its streamed pieces)."""
         self._thinkings: list[str] = []
         """The latest thinkings, oldest first, for Ctrl-O."""
@@ -237,6 +240,8 @@ class TurnView:
                 self.finish()
                 line = Text.assemble(("◆ plan", "magenta"), " ", show_controls(plan_line(plan)))
                 self._print(line, indent=self._indent)
+            case BackgroundCompaction(kind=kind):  # shown in the footer (applying it prints its own line)
+                self.background = {"started": "compacting in the background", "ready": "compaction ready"}.get(kind, "")
 
     def _think(self, piece: str) -> None:
         """A piece of readable reasoning: kept for the folded line; live, the spinner says the model is thinking."""
@@ -377,6 +382,7 @@ class TurnView:
     def footer(self, outcome: TurnOutcome, *, context_tokens: int, context_window: int, missed: str = "") -> None:
         """One dim line: tokens in/out, cache read/write, estimated cost, context use, and why the cache missed."""
         text = footer_text(self.model, outcome.usage, context_tokens, context_window, missed=missed)
+        text += f" · {self.background}" if self.background else ""
         self._print(Text(text, style="dim"))
 
 

@@ -14,6 +14,7 @@ from lamina.compaction import (
     DEFAULT_USER_LANE_TOKENS,
     PrunePolicy,
     Summariser,
+    SummaryResult,
     entry_tokens,
     freed_enough,
     render_lane,
@@ -24,6 +25,7 @@ from lamina.engine import _compaction as steps
 from lamina.engine._assemble import lane_of
 from lamina.engine._compaction import CompactionEvent, CompactionOutcome
 from lamina.engine._plan import check_transition, compaction_focus
+from lamina.engine._prepared import PreparedCompactions
 from lamina.engine._recorder import Recorder
 from lamina.engine._session_plans import SessionPlans
 from lamina.engine._view import LiveView
@@ -108,6 +110,8 @@ class Compactor:
         """Called after every compaction (skills and guides reset their read state here)."""
         self.listeners: list[Callable[[CompactionEvent], None]] = []
         """Told of each compaction's progress (`CompactionEvent`), a provider's own compactions too."""
+        self.prepared = PreparedCompactions(self)
+        """The compactions made in the background, logged as prepared and applied at a later turn's start."""
 
     @property
     def cache_prices(self) -> CachePrices:
@@ -275,9 +279,7 @@ class Compactor:
             What the compaction did.
         """
         self._check_open()
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+        async with self._compaction_lock():
             if plan_id is not None:
                 plan = check_transition(self._plans.latest, "compacted", plan_id=plan_id)
                 focus = focus or compaction_focus(plan)
@@ -307,13 +309,67 @@ class Compactor:
         whole: bool,
         decision: CostDecision | None = None,
     ) -> CompactionOutcome:
+        made = await self._make(
+            summariser, trigger=trigger, focus=focus, keep=keep, lane_tokens=lane_tokens, whole=whole
+        )
+        if isinstance(made, CompactionOutcome):
+            return made
+        try:
+            entry = CompactionBoundary(
+                summary=made.summarised.summary,
+                first_kept_id=made.first_kept_id,
+                tokens_before=made.tokens_before,
+                tokens_after=made.tokens_after,
+                trigger=trigger,
+                focus=focus,
+                ledger=made.summarised.ledger,
+                state=self._snapshot(),
+                lane=made.lane,
+                plan_id=plan_id,
+                decision=msgspec.UNSET if decision is None else decision,
+                server=made.summarised.result.server or msgspec.UNSET,  # the provider's block, byte for byte
+                backend=msgspec.UNSET if made.summarised.backend is None else made.summarised.backend,
+            )
+            recorded = self._record(entry)
+        except Exception as exc:
+            self.emit(CompactionEvent("failed", trigger, str(exc)))
+            raise
+        return self._applied(recorded, made.summarised.result)
+
+    def _applied(self, recorded: CompactionBoundary, result: SummaryResult) -> CompactionOutcome:
+        """The hooks told of a recorded boundary, the listeners of its completion; its outcome."""
+        for hook in self.hooks:
+            hook(recorded)
+        message = steps.completed_message(recorded.tokens_before, recorded.tokens_after, result, recorded.lane)
+        self.emit(CompactionEvent("completed", recorded.trigger, message))
+        return CompactionOutcome(
+            "compacted", message, recorded, recorded.tokens_before, recorded.tokens_after, result.by
+        )
+
+    async def _make(
+        self,
+        summariser: Summariser,
+        *,
+        trigger: str,
+        focus: str | None,
+        keep: int,
+        lane_tokens: int,
+        whole: bool,
+        announce: bool = True,
+    ) -> steps.Made | CompactionOutcome:
+        """A compaction of the live view made, nothing recorded (call it under `_compaction_lock`).
+
+        Returns:
+            What a boundary needs, or the outcome of a compaction that stops here (nothing new, too little freed).
+        """
         live = self._view()
         view, boundary = list(live.entries), live.boundary
         cut = steps.choose_cut(view, keep_tokens=keep, estimator=self.estimator, whole=whole)
         if (nothing := steps.nothing_new(cut, boundary)) is not None:
             return nothing
         tokens_before = self.context_tokens()
-        self.emit(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
+        if announce:  # a background compaction is told of by the agent's own events
+            self.emit(CompactionEvent("started", trigger, f"compacting {tokens_before:,} tokens"))
         try:
             made = await steps.summarise(
                 summariser,
@@ -333,7 +389,8 @@ class Compactor:
             tokens_after = fixed + kept_tokens + self.estimator.count(made.summary + pinned)
             if not whole and not freed_enough(tokens_before, tokens_after):
                 message = f"compaction would free less than 5% ({tokens_before:,} → {tokens_after:,} tokens); stopped"
-                self.emit(CompactionEvent("failed", trigger, message))
+                if announce:
+                    self.emit(CompactionEvent("failed", trigger, message))
                 return CompactionOutcome("not_enough_freed", message, None, tokens_before, tokens_after)
             lane, failed = steps.archive(
                 update,
@@ -345,30 +402,17 @@ class Compactor:
             )
             if failed is not None:
                 _log.warning("session %s: the user's messages could not be archived: %s", self._session.id, failed)
-            entry = CompactionBoundary(
-                summary=made.summary,
-                first_kept_id=cut.first_kept_id,
-                tokens_before=tokens_before,
-                tokens_after=tokens_after,
-                trigger=trigger,
-                focus=focus,
-                ledger=made.ledger,
-                state=self._snapshot(),
-                lane=lane,
-                plan_id=plan_id,
-                decision=msgspec.UNSET if decision is None else decision,
-                server=made.result.server or msgspec.UNSET,  # the provider's block, byte for byte
-                backend=msgspec.UNSET if made.backend is None else made.backend,
-            )
-            recorded = self._record(entry)
         except Exception as exc:
-            self.emit(CompactionEvent("failed", trigger, str(exc)))
+            if announce:
+                self.emit(CompactionEvent("failed", trigger, str(exc)))
             raise
-        for hook in self.hooks:
-            hook(recorded)
-        message = steps.completed_message(tokens_before, tokens_after, made.result, recorded.lane)
-        self.emit(CompactionEvent("completed", trigger, message))
-        return CompactionOutcome("compacted", message, recorded, tokens_before, tokens_after, made.result.by)
+        return steps.Made(made, cut, lane, tokens_before, tokens_after)
+
+    def _compaction_lock(self) -> asyncio.Lock:
+        """The session's one compaction at a time: held while a compaction, inline or prepared, is made."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     def _complete_plan_compaction(self, plan_id: str, outcome: CompactionOutcome) -> None:
         """The engine moves the plan forward as soon as its compaction completed (no UI involved)."""

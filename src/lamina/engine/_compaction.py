@@ -140,6 +140,22 @@ async def summarise(
     return Summarised(result, ledger, structured.render(), backend)
 
 
+@dataclass(frozen=True, slots=True)
+class Made:
+    """A compaction made, not yet recorded: its summary, its cut, the user's words lane, its tokens before and after."""
+
+    summarised: Summarised
+    cut: CutPoint
+    lane: UserLane
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def first_kept_id(self) -> str | None:
+        """The oldest entry kept verbatim (None: nothing is)."""
+        return self.cut.first_kept_id
+
+
 def lane_of_boundary(boundary: CompactionBoundary | None) -> UserLane:
     """The user's words lane a compaction starts from."""
     return boundary.lane if boundary else _EMPTY_LANE

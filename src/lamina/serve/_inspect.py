@@ -34,11 +34,13 @@ from lamina.session import (
     AttachmentRef,
     BranchSummary,
     CompactionBoundary,
+    CompactionDiscarded,
     CostDecision,
     Label,
     LogEntry,
     OutboxRecord,
     PlanState,
+    PreparedCompaction,
     StateChange,
     ToolCall,
     ToolOutputPruned,
@@ -70,6 +72,8 @@ INTERNAL: Final = (
     Label,
     ToolOutputPruned,
     CompactionBoundary,
+    PreparedCompaction,
+    CompactionDiscarded,
     UnknownEntry,
 )
 """Records the conversation does not show as such: the timeline folds each into one line that opens on
@@ -402,7 +406,11 @@ class SessionIndex:
 
     def compactions(self, path: list[LogEntry]) -> list[CompactionOut]:
         out: list[CompactionOut] = []
+        applied = {e.prepared_id for e in path if isinstance(e, CompactionBoundary) and isinstance(e.prepared_id, str)}
+        discarded = {e.prepared_id: e.reason for e in path if isinstance(e, CompactionDiscarded)}
         for index, entry in enumerate(path):
+            if isinstance(entry, PreparedCompaction) and entry.id not in applied:  # an applied one: its boundary's row
+                out.append(_prepared_out(entry, discarded.get(entry.id)))
             if not isinstance(entry, CompactionBoundary):
                 continue
             earlier = path[:index]
@@ -429,6 +437,7 @@ class SessionIndex:
                     lane_left_out=lane.left_out,
                     decision=decision_of(entry),
                     backend=next((d for d in decisions_out(entry) if d.on == "compaction backend"), None),
+                    background="applied" if isinstance(entry.prepared_id, str) else "",
                 )
             )
         return out
@@ -451,6 +460,32 @@ class SessionIndex:
             )
             for plan_id, states in plans.items()
         ]
+
+
+def _prepared_out(entry: PreparedCompaction, discarded_because: str | None) -> CompactionOut:
+    """A prepared compaction not applied (waiting, or discarded), with the price it was prepared at."""
+    boundary = entry.boundary
+    found = decision_on(boundary)
+    return CompactionOut(
+        id=entry.id,
+        ts=entry.ts,
+        trigger=f"{entry.trigger} (background)",
+        focus=None,
+        summary=boundary.summary,
+        tokens_before=boundary.tokens_before,
+        tokens_after=boundary.tokens_after,
+        first_kept_id=boundary.first_kept_id,
+        kept_entries=0,
+        summarised_entries=0,
+        files_read=list(boundary.ledger.files_read),
+        files_modified=list(boundary.ledger.files_modified),
+        open_tasks=list(boundary.ledger.open_tasks),
+        lane=[LaneWords(turn=w.turn, ts=w.ts, text=w.text, omitted=w.omitted) for w in boundary.lane.messages],
+        lane_left_out=boundary.lane.left_out,
+        decision=None if found is None else _decision_out(entry, *found),
+        background="prepared" if discarded_because is None else "discarded",
+        discarded_because=discarded_because or "",
+    )
 
 
 def decision_of(entry: LogEntry) -> DecisionOut | None:

@@ -141,6 +141,10 @@ class CompactionOut(msgspec.Struct, frozen=True, kw_only=True):
     """Why it was made now, when the cost model priced it (None: an unpriced compaction, an older log)."""
     backend: DecisionOut | None = None
     """Who wrote its summary (the provider's compaction or Lamina's summariser) and why (None: Lamina's, unchosen)."""
+    background: str = ""
+    """Made in the background: `prepared` (logged, not applied), `applied` or `discarded` ("": made inline)."""
+    discarded_because: str = ""
+    """Why a prepared compaction was discarded."""
 
 
 class PlanTransition(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         import_session,
     )
     from lamina.session._cache_check import CacheCheck, CacheMiss
+    from lamina.session._claims import CompactionClaims
     from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         AttachmentRef,
         BranchSummary,
         CompactionBoundary,
+        CompactionDiscarded,
         CostDecision,
         Custom,
         Entry,
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
         PlanSnapshot,
         PlanState,
         PlanStateName,
+        PreparedCompaction,
         ProviderSession,
         ReadStamp,
         Reasoning,
@@ -118,6 +121,7 @@ _LAZY: Final = {
             "AttachmentRef",
             "BranchSummary",
             "CompactionBoundary",
+            "CompactionDiscarded",
             "CostDecision",
             "Custom",
             "Entry",
@@ -125,6 +129,7 @@ _LAZY: Final = {
             "LogEntry",
             "OutboxRecord",
             "PlanState",
+            "PreparedCompaction",
             "Reasoning",
             "StateChange",
             "ToolCall",
@@ -149,6 +154,7 @@ _LAZY: Final = {
     "open_tool_calls": "lamina.session._branch",
     "BRANCH_SEED_HEADING": "lamina.session._bridges",
     **dict.fromkeys(("CacheCheck", "CacheMiss"), "lamina.session._cache_check"),
+    "CompactionClaims": "lamina.session._claims",
     **dict.fromkeys(("EntryDescription", "describe_entry"), "lamina.session._describe"),
     "view_summary": "lamina.session._bridges",
     "BRIDGE_KINDS": "lamina.session._entries",
@@ -196,6 +202,8 @@ __all__ = [
     "CacheCheck",
     "CacheMiss",
     "CompactionBoundary",
+    "CompactionClaims",
+    "CompactionDiscarded",
     "CostDecision",
     "Custom",
     "Entry",
@@ -221,6 +229,7 @@ __all__ = [
     "PlanSnapshot",
     "PlanState",
     "PlanStateName",
+    "PreparedCompaction",
     "ProviderSession",
     "ProviderView",
     "ReadStamp",

@@ -16,11 +16,13 @@ from lamina.session._entries import (
     AssistantMessage,
     BranchSummary,
     CompactionBoundary,
+    CompactionDiscarded,
     Custom,
     Label,
     LogEntry,
     OutboxRecord,
     PlanState,
+    PreparedCompaction,
     StateChange,
     ToolCall,
     ToolOutputPruned,
@@ -61,8 +63,13 @@ def describe_entry(entry: LogEntry) -> EntryDescription:
             return EntryDescription(f"tool call {name}", _json(args))
         case ToolResult():
             return _tool_result(entry)
-        case CompactionBoundary(summary=summary, trigger=trigger):
-            return EntryDescription(f"compaction ({trigger})", summary)
+        case CompactionBoundary(summary=summary, trigger=trigger, prepared_id=prepared):
+            applied = f", applies {prepared}" if isinstance(prepared, str) else ""
+            return EntryDescription(f"compaction ({trigger}{applied})", summary)
+        case PreparedCompaction(boundary=prepared, trigger=trigger):
+            return EntryDescription(f"compaction prepared in the background ({trigger}), not applied", prepared.summary)
+        case CompactionDiscarded(prepared_id=prepared, reason=reason):
+            return EntryDescription(f"prepared compaction {prepared} discarded", reason)
         case TurnRecord():
             return _turn_record(entry)
         case ToolOutputPruned():

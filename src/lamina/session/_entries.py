@@ -365,6 +365,22 @@ class CompactionBoundary(_EntryBase, frozen=True, kw_only=True, tag="compaction"
     server: ServerCompaction | msgspec.UnsetType = msgspec.UNSET  # a provider's block, sent first in place of `summary`
     backend: CostDecision | msgspec.UnsetType = msgspec.UNSET
     """Who wrote the summary and why (`server_compaction` or `lamina_compaction`; absent: Lamina's, unchosen)."""
+    prepared_id: str | msgspec.UnsetType = msgspec.UNSET  # the `PreparedCompaction` it applies (absent: inline)
+
+
+class PreparedCompaction(_EntryBase, frozen=True, kw_only=True, tag="compaction_prepared"):
+    """A compaction made in the background, not applied: only a `CompactionBoundary` naming it applies it."""
+
+    boundary: CompactionBoundary  # what applying it records, with the state of that moment
+    trigger: Literal["threshold", "idle"]
+    covers: str  # a digest of the entries the summary covers and of the boundary the view started from
+
+
+class CompactionDiscarded(_EntryBase, frozen=True, kw_only=True, tag="compaction_discarded"):
+    """A prepared compaction that will never be applied, and why."""
+
+    prepared_id: str
+    reason: str
 
 
 class BranchSummary(_EntryBase, frozen=True, kw_only=True, tag="branch_summary"):
@@ -523,6 +539,8 @@ Entry: TypeAlias = (
     | ToolResult
     | ToolOutputPruned
     | CompactionBoundary
+    | PreparedCompaction
+    | CompactionDiscarded
     | BranchSummary
     | StateChange
     | OutboxRecord
@@ -546,7 +564,7 @@ def is_hidden(entry: LogEntry) -> bool:
 
 
 #: Entry types whose append is made durable at once, not at the next turn boundary.
-CRITICAL_ENTRY_TYPES: Final = (OutboxRecord, PlanState, CompactionBoundary)
+CRITICAL_ENTRY_TYPES: Final = (OutboxRecord, PlanState, CompactionBoundary, PreparedCompaction, CompactionDiscarded)
 
 
 class _Header(msgspec.Struct, frozen=True):

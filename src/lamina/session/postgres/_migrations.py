@@ -72,6 +72,14 @@ _MIGRATIONS: Final[tuple[str, ...]] = (
     );
     CREATE INDEX session_files_by_blob ON session_files (sha256);
     """,
+    # 4: a session's compaction claim: the one host making its background compaction, until `expires`
+    """
+    CREATE TABLE compaction_claims (
+        session_id text PRIMARY KEY,
+        owner text NOT NULL,
+        expires timestamptz NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION: Final = len(_MIGRATIONS)

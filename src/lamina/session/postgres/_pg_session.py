@@ -27,6 +27,7 @@ from lamina.session._session_files import CachedFiles, check_file_name
 from lamina.session._stamp import _storable, _title_from
 from lamina.session._tree import view_start_id
 from lamina.session.postgres._bounds import StalledHolder, end_stalled_holder
+from lamina.session.postgres._compaction_claims import claim_compaction, release_compaction
 from lamina.session.postgres._connection import NOTIFY_CHANNEL, PostgresConnection
 from lamina.session.postgres._pg_files import copy_names, file_info, file_list, open_blob, store_file
 
@@ -62,6 +63,8 @@ class PostgresSession(CachedFiles, SessionCore):
     """
 
     _virtual = True
+    claim_compaction = claim_compaction  # `lamina.session.CompactionClaims`: one host compacts it at a time
+    release_compaction = release_compaction
 
     def __init__(self, store: PostgresConnection, info: SessionSummary, files_dir: Path, *, token: int | None) -> None:
         super().__init__()
