@@ -213,9 +213,14 @@ def _proposed_change(name: str, fields: Mapping[str, Any], paths: tuple[Path, ..
             after = before.replace(old, new) if fields.get("replace_all") else before.replace(old, new, 1)
         else:  # the edit will fail; still show what was asked
             before, after = old, new
+    new_file = name == "Write" and not target.exists()
     return list(
         difflib.unified_diff(
-            before.splitlines(), after.splitlines(), fromfile=f"a/{label}", tofile=f"b/{label}", lineterm=""
+            before.splitlines(),
+            after.splitlines(),
+            fromfile="/dev/null" if new_file else f"a/{label}",
+            tofile=f"b/{label}",
+            lineterm="",
         )
     )
 

@@ -30,8 +30,9 @@ ModelOption = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="anthropic:ID | openai:ID | openai-responses:ID | openai-compat:URL#ID | scripted:FILE "
-        "(default: the config file, else anthropic:claude-sonnet-5)",
+        help="anthropic:ID | openai:ID | openai-responses:ID | openai-compat:URL#ID | scripted:FILE | demo "
+        "(demo: a scripted session in a sample workspace, no API key; default: the config file, "
+        "else anthropic:claude-sonnet-5)",
     ),
 ]
 ModeOption = Annotated[
@@ -105,9 +106,11 @@ def chat(
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
     import asyncio
     import functools
+    import os
 
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort, err
+    from lamina.cli._demo_chat import DEMO_MODEL, demo_workspace
     from lamina.cli._reasoning_settings import flags_table
     from lamina.cli._session import clean_up_empty_sessions, latest_session, settings_for
     from lamina.cli._store_commands import store_or_abort
@@ -142,6 +145,9 @@ def chat(
         clean_up_empty_sessions(store)
         # the session's model, mode and preset (an imported one's bundle's only when adopted)
         settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
+        if settings.model == DEMO_MODEL:  # the offline demo runs in its sample workspace
+            workspace = demo_workspace(fresh=session_id is None)
+            os.chdir(workspace)
         asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
     except LaminaError as exc:
         abort(str(exc))
@@ -226,16 +232,26 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
         )
     else:
         reader = PipeReader(lambda text: err.print(text, end="", markup=False))
-    while True:
-        switch_to = await _session_chat(
-            store, settings, reader, workspace=workspace, session_id=session_id, interactive=interactive, shown=shown
-        )
-        if switch_to is None:
-            return
-        # the command line chose the first session's settings; the next one runs with its own
-        chosen = {k: v for k, v in settings.origins.items() if v != "command line"}
-        settings = settings_for(store, switch_to, dataclasses.replace(settings, origins=chosen))
-        session_id = switch_to
+    try:
+        while True:
+            switch_to = await _session_chat(
+                store,
+                settings,
+                reader,
+                workspace=workspace,
+                session_id=session_id,
+                interactive=interactive,
+                shown=shown,
+            )
+            if switch_to is None:
+                return
+            # the command line chose the first session's settings; the next one runs with its own
+            chosen = {k: v for k, v in settings.origins.items() if v != "command line"}
+            settings = settings_for(store, switch_to, dataclasses.replace(settings, origins=chosen))
+            session_id = switch_to
+    finally:
+        if isinstance(reader, TerminalReader):
+            reader.close()
 
 
 def _expand_key(shown: list[TurnView]) -> KeyBindings:
@@ -271,9 +287,12 @@ async def _session_chat(
     from lamina.cli._session import make_provider, model_name, remove_if_empty, session_agent
     from lamina.cli._turn_view import TurnView
     from lamina.cli._turns import ChatState
+    from lamina.cli._user_input import TerminalReader
 
     provider = make_provider(settings.model, settings)
     view = TurnView(model=model_name(settings.model), spinner=interactive and err.is_terminal)
+    if isinstance(reader, TerminalReader):
+        view.show_type_ahead(reader.ahead)
     shown[:] = [view]
     state = ChatState(settings)
     async with session_agent(

@@ -13,7 +13,7 @@ from typing import Final
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment, Segments
@@ -112,6 +112,8 @@ class TextStream:
         self.open_line = False
         """As it came: the last piece did not end its line."""
         self._live: Live | None = None
+        self.below: RenderableType | None = None
+        """Drawn under the live rows (the type-ahead queue)."""
         self._drawn = 0.0
         self._pending: asyncio.TimerHandle | None = None
 
@@ -167,7 +169,13 @@ class TextStream:
         if settled > self.printed:
             self.console.print(_segments(rows[self.printed : settled], end=True))  # above the live rows
             self.printed = settled
-        self._live.update(_segments(rows[settled:]), refresh=True)
+        live_rows = _segments(rows[settled:])
+        self._live.update(live_rows if self.below is None else Group(live_rows, self.below), refresh=True)
+
+    def refresh(self) -> None:
+        """Redraw the live rows (what is drawn under them changed)."""
+        if self._live is not None:
+            self._live.refresh()
 
 
 def _segments(rows: list[list[Segment]], *, end: bool = False) -> Segments:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.rule import Rule
 from rich.text import Text
@@ -40,6 +40,7 @@ from lamina.session import Usage
 
 if TYPE_CHECKING:  # imported when a turn shows something: rich's Markdown and the prices wait for it
     from lamina.cli._live import Activity, TextStream
+    from lamina.cli._type_ahead import TypeAhead
 
 SUMMARY_CHARS = 120
 """Characters of a tool call's input shown on its line."""
@@ -150,6 +151,18 @@ class TurnView:
         """The latest thinkings, oldest first, for Ctrl-O."""
         self._opened: int | None = None
         """Which of them Ctrl-O opened last (None: none since the latest was kept)."""
+        self._below: TypeAhead | None = None
+
+    def show_type_ahead(self, ahead: TypeAhead) -> None:
+        """Draw the messages typed ahead under the spinner and the streamed text, redrawn as keys come."""
+        self._below = ahead
+        ahead.on_change = self._redraw
+
+    def _redraw(self) -> None:
+        if self._status is not None:
+            self._status.refresh()
+        elif self._stream is not None:
+            self._stream.refresh()
 
     def waiting(self, label: str = "thinking…") -> None:
         """Show the spinner and a timer (live only) until the next output."""
@@ -175,7 +188,7 @@ class TurnView:
         self.idle()
         self._activity = (call_id, activity)
         self._status = Live(
-            activity,
+            activity if self._below is None else Group(activity, self._below),
             console=self._lines,
             refresh_per_second=8,
             transient=True,
@@ -212,6 +225,7 @@ class TurnView:
                     from lamina.cli._live import TextStream
 
                     self._stream = TextStream(self._text_console, live=self._spinner)
+                    self._stream.below = self._below
                 self._stream.add(text)
             case ToolStarted(call_id=call_id, name=name, input=args):
                 self.finish()

@@ -27,6 +27,10 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import FormattedTextControl, Layout, Window
+from rich.text import Text
+
+from lamina.cli._type_ahead import TypeAhead
+from lamina.defang import show_controls
 
 _SKILL_PREFIX: Final = re.compile(r"\[skill:([\w.-]*)$")
 REWIND_LINE: Final = "/rewind 1"
@@ -136,15 +140,43 @@ class TerminalReader:
             prompt_continuation=lambda width, line_number, wrap_count: "." * (width - 1) + " ",
         )
         self._answers: PromptSession[str] = PromptSession()
+        self.ahead = TypeAhead()
+        """Keys typed while chat starts or a turn runs: queued messages, sent before the prompt shows again."""
+        self.ahead.start()
 
     async def message(self, draft: str = "", *, mode: str = "") -> str:
-        return await self._messages.prompt_async(prompt_line(mode), default=draft, handle_sigint=False)
+        self.ahead.stop()
+        queued = self.ahead.take()
+        if queued is not None:  # typed ahead: sent as it was queued, shown as if typed at the prompt
+            self._echo(prompt_line(mode) + queued)
+            self.ahead.start()
+            return queued
+        draft += self.ahead.take_typing()
+        try:
+            return await self._messages.prompt_async(prompt_line(mode), default=draft, handle_sigint=False)
+        finally:
+            self.ahead.start()
 
     async def answer(self, question: str) -> str:
-        return await self._answers.prompt_async(question, handle_sigint=False)
+        with self.ahead.paused():
+            return await self._answers.prompt_async(question, handle_sigint=False)
 
     async def key(self, question: str, keys: str) -> str:
-        return await _read_key(question, keys)
+        from lamina.cli._console import err, hanging
+
+        lines = hanging(Text(question.rstrip()), err.width)  # wrapped at spaces: the prompt's own wrap cuts words
+        with self.ahead.paused():
+            return await _read_key("\n".join(line.plain for line in lines) + " ", keys)
+
+    def close(self) -> None:
+        """Give the terminal back as it was (keys typed after the last prompt are dropped)."""
+        self.ahead.stop()
+
+    @staticmethod
+    def _echo(line: str) -> None:
+        from lamina.cli._console import err
+
+        err.print(Text(show_controls(line)), soft_wrap=True)
 
 
 def _stray_sequences() -> KeyBindings:

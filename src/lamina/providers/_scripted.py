@@ -245,6 +245,14 @@ class ScriptedProvider(Adapter[RenderTarget]):
         """Steps not used yet."""
         return len(self._steps) - self._next
 
+    def continue_from(self, step: int) -> None:
+        """Answer the next request with step `step` (from 0): the steps before it count as used.
+
+        A session resumed in a new process continues its script where it stopped (the CLI counts
+        the model answers its log recorded), instead of starting it again.
+        """
+        self._next = min(max(step, 0), len(self._steps))
+
     async def aclose(self) -> None:
         """Nothing to close (for symmetry with the network adapters)."""
 
