@@ -13,7 +13,7 @@ from typing import Final
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment, Segments
@@ -170,12 +170,26 @@ class TextStream:
             self.console.print(_segments(rows[self.printed : settled], end=True))  # above the live rows
             self.printed = settled
         live_rows = _segments(rows[settled:])
-        self._live.update(live_rows if self.below is None else Group(live_rows, self.below), refresh=True)
+        self._live.update(live_rows if self.below is None else _Above(live_rows, self.below), refresh=True)
 
     def refresh(self) -> None:
         """Redraw the live rows (what is drawn under them changed)."""
         if self._live is not None:
             self._live.refresh()
+
+
+class _Above:
+    """The live rows, then what is drawn under them on rows of its own (when it draws anything)."""
+
+    def __init__(self, rows: Segments, below: RenderableType) -> None:
+        self.rows = rows
+        self.below = below
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.rows
+        for line in console.render_lines(self.below, options, pad=False):
+            yield Segment.line()
+            yield from line
 
 
 def _segments(rows: list[list[Segment]], *, end: bool = False) -> Segments:

@@ -143,11 +143,11 @@ class TypeAhead:
         """The queue under the spinner: each queued message, then the line being typed, one row each."""
         queued, typing = self.queued, self.typing
         for message in queued:
-            yield _row(Text.assemble(("⏵ queued: ", "dim"), show_controls(" ".join(message.split()))), options)
+            yield _row(Text("⏵ queued: " + show_controls(" ".join(message.split())), style="dim"), options)
         if typing:
-            yield _row(Text.assemble(("› ", "dim"), show_controls(typing)), options)
+            yield _row(Text("› " + show_controls(typing)), options)
         if queued or typing:
-            hint = "Enter queues · Backspace on an empty line edits the last · Ctrl-U clears the line"
+            hint = "Enter queues · Backspace edits the last · Ctrl-U clears"
             yield _row(Text(hint, style="dim"), options)
 
 
