@@ -95,7 +95,9 @@ def test_backspace_on_an_empty_line_takes_the_last_queued_message_back(
     assert _user_messages(tmp_path) == ["one", "two"]
 
 
-def test_keys_typed_while_chat_starts_are_a_message_not_a_newline(tmp_path: Path, ws: Path, holding: HoldingWire) -> None:
+def test_keys_typed_while_chat_starts_are_a_message_not_a_newline(
+    tmp_path: Path, ws: Path, holding: HoldingWire
+) -> None:
     holding.script(Reply(text="Hello there."), Reply(text="Context next."))
     chat = Chat(tmp_path, holding, columns=80)
     chat.send("hello\r")  # before the prompt shows: the terminal buffers it
