@@ -81,6 +81,10 @@ ReasoningSummaryOption = Annotated[
         show_default=False,
     ),
 ]
+VerboseOption = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Show internals too: a rewind's entry ids and what the model is sent."),
+]
 CustomPresetOption = Annotated[
     Path | None,
     typer.Option(
@@ -102,6 +106,7 @@ def chat(
     thinking: ThinkingOption = None,
     effort: EffortOption = None,
     reasoning_summary: ReasoningSummaryOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
     import asyncio
@@ -148,7 +153,7 @@ def chat(
         if settings.model == DEMO_MODEL:  # the offline demo runs in its sample workspace
             workspace = demo_workspace(fresh=session_id is None)
             os.chdir(workspace)
-        asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
+        asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id, verbose=verbose))
     except LaminaError as exc:
         abort(str(exc))
     except KeyboardInterrupt:  # outside a turn and outside the prompt: between the two
@@ -208,7 +213,9 @@ def _pick_session(store: SessionStore, workspace: Path) -> str | None:
         err.print(f"not a number between 1 and {len(rows)} or a listed id: {safe(repr(answer))}")
 
 
-async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, session_id: str | None) -> None:
+async def _chat(
+    store: SessionStore, settings: Settings, *, workspace: Path, session_id: str | None, verbose: bool = False
+) -> None:
     """The chat: one session after another while `/sessions N` switches (the settings: the next one's own)."""
     import dataclasses
     import sys
@@ -242,6 +249,7 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
                 session_id=session_id,
                 interactive=interactive,
                 shown=shown,
+                verbose=verbose,
             )
             if switch_to is None:
                 return
@@ -278,6 +286,7 @@ async def _session_chat(
     session_id: str | None,
     interactive: bool,
     shown: list[TurnView],
+    verbose: bool = False,
 ) -> str | None:
     """Chat in one session until the user quits (None) or switches to another session (its id)."""
     from lamina.cli._approval import Approver
@@ -295,6 +304,7 @@ async def _session_chat(
         view.show_type_ahead(reader.ahead)
     shown[:] = [view]
     state = ChatState(settings)
+    state.verbose = verbose
     async with session_agent(
         store,
         provider,

@@ -239,7 +239,7 @@ async def _rewind(chat: Chat, arg: str) -> None:
         print_rewind_choices(choices)
     number = _number(arg, len(choices)) if arg else await _ask_number(chat.reader, len(choices))
     if number is not None:
-        _branch(chat.agent, chat.state, choices[number - 1].id)
+        _branch(chat.agent, chat.state, choices[number - 1].id, brief=not chat.state.verbose)
 
 
 def _number(answer: str, count: int) -> int | None:
@@ -336,10 +336,12 @@ _HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[Leave | None]]]] = {
 """The slash commands but `/quit` and `/exit`, each with its handler (given the text after the name)."""
 
 
-def _branch(agent: Agent, state: ChatState, entry_id: str) -> None:
+def _branch(agent: Agent, state: ChatState, entry_id: str, *, brief: bool = False) -> None:
     """`/branch [ENTRY]`: branch the session; a user message's text goes back in the input line.
 
     Without an entry: before the user's latest message in the provider view (Claude Code's rewind).
+    `brief` (a rewind, unless `--verbose`): one line, the entry ids and what the model sees left
+    to the inspector.
     """
     from lamina.cli._console import err, safe
     from lamina.errors import LaminaError
@@ -357,9 +359,13 @@ def _branch(agent: Agent, state: ChatState, entry_id: str) -> None:
     except LaminaError as exc:
         err.print(f"[red]error:[/red] {safe(exc)}")
         return
-    err.print(f"[dim]branched at {safe(created.entry_id)}: {safe(created.note)}[/dim]")
     if created.offered_text is not None:
         state.draft = created.offered_text
+    if brief:
+        err.print("[dim]rewound: your message is back in the input line (send it again or edit it)[/dim]")
+        return
+    err.print(f"[dim]branched at {safe(created.entry_id)}: {safe(created.note)}[/dim]")
+    if created.offered_text is not None:
         err.print("[dim]your message is back in the input line: send it again or edit it[/dim]")
 
 

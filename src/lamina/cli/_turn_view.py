@@ -52,6 +52,8 @@ KEPT_OUTPUTS: Final = 200
 """How many of the latest tool outputs `/output` can show."""
 KEPT_THINKING: Final = 200
 """How many of the latest thinkings Ctrl-O can open."""
+KEPT_RUNNING_CHARS: Final = 200_000
+"""The most of a running tool call's output kept to show if the user interrupts it (its end)."""
 EXPAND_KEY: Final = "ctrl+o"
 """The key that opens the folded thinking, as the folded line names it."""
 
@@ -152,6 +154,8 @@ class TurnView:
         self._opened: int | None = None
         """Which of them Ctrl-O opened last (None: none since the latest was kept)."""
         self._below: TypeAhead | None = None
+        self._running: dict[str, tuple[str, str]] = {}
+        """Each running tool call's name and what it printed so far (live only), shown if the user interrupts it."""
 
     def show_type_ahead(self, ahead: TypeAhead) -> None:
         """Draw the messages typed ahead under the spinner and the streamed text, redrawn as keys come."""
@@ -324,17 +328,29 @@ class TurnView:
             self._show(call_id, Activity(Text.assemble((name, "cyan"), " ", summary)))
         if output and self._activity is not None:
             self._activity[1].feed(output)
+        seen = self._running.get(call_id, (name, ""))[1]
+        self._running[call_id] = (name, (seen + output)[-KEPT_RUNNING_CHARS:])
 
-    def _finished(self, event: ToolFinished) -> None:
+    def interrupted(self) -> None:
+        """The turn was cancelled: a running tool call's output so far stays on screen, marked interrupted."""
+        call_id = self._activity[0] if self._activity is not None else ""
+        name, output = self._running.pop(call_id, ("", ""))
+        self.finish()
+        if name:
+            self._finished(ToolFinished(call_id, name, True, output or "(no output yet)", None), interrupted=True)
+
+    def _finished(self, event: ToolFinished, *, interrupted: bool = False) -> None:
         """The result's lines: its text broken at spaces, folded to its first and last rows when long."""
+        self._running.pop(event.call_id, None)
         self._count += 1
         summary = self._summaries.pop(event.call_id, "")
         kept = KeptOutput(self._count, event.name, summary, event.content, event.full_output_path)
         self._outputs[kept.number] = kept
         self._outputs.pop(kept.number - KEPT_OUTPUTS, None)
-        mark = ("✗", "red") if event.is_error else ("✓", "green")
+        mark = ("⏹", "yellow") if interrupted else ("✗", "red") if event.is_error else ("✓", "green")
         content = show_controls(self._shorten(event.content.strip("\n")))
-        rows = self._rows(Text.assemble(mark, f" {event.name}: ", content), indent=self._indent)
+        label = f" {event.name} (interrupted): " if interrupted else f" {event.name}: "
+        rows = self._rows(Text.assemble(mark, label, content), indent=self._indent)
         if len(rows) > FOLD_ROWS:
             hint = f" · /output {kept.number} shows it whole" if self._output_hint else ""
             notice = f"… +{len(rows) - HEAD_ROWS - TAIL_ROWS} lines{hint}"

@@ -1,0 +1,106 @@
+"""`lamina chat` in a pty at 80 and 160 columns: /help wrapped at spaces, a one-line rewind, Ctrl-C mid-tool."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from lamina.session import LocalSessionStore, ToolResult
+from tests.cli.pty_session import Chat
+from tests.wire.script import Reply, ToolUse
+from tests.wire.server import WireServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")]
+COLUMNS = [80, 160]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
+def test_help_wraps_at_spaces_under_its_description_column(
+    tmp_path: Path, ws: Path, wire: WireServer, columns: int
+) -> None:
+    chat = Chat(tmp_path, wire, columns=columns)
+    chat.say("/help")
+    chat.expect("cancels a running turn.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    shown = chat.screen()
+    start = next(i for i, line in enumerate(shown) if line.startswith("/help "))
+    end = next(i for i, line in enumerate(shown) if line.endswith("cancels a running turn."))
+    rows = shown[start : end + 1]
+    assert all(len(row) <= columns for row in rows)
+    for row in rows:  # a command, a description's wrapped line under its column, or the keys' wrapped line
+        assert row.startswith(("/", " " * 19, "Enter sends", "  ")), rows
+    words = " ".join(rows).split()
+    assert "`/compact" in words and "--force" in words and "xhigh," in words  # no word cut at the edge
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
+def test_esc_twice_rewinds_with_one_line(tmp_path: Path, ws: Path, wire: WireServer, columns: int) -> None:
+    wire.script(Reply(text="Answer one."), Reply(text="Answer two."))
+    chat = Chat(tmp_path, wire, columns=columns)
+    chat.say("first question")
+    chat.expect("Answer one.")
+    chat.say("second question")
+    chat.expect("Answer two.")
+    chat.prompt()
+    chat.send("\x1b\x1b")
+    chat.expect("rewound: your message is back in the input line (send it again or edit it)")
+    chat.prompt()
+    chat.send("\x15\x04")
+    assert chat.finish() == 0
+    output = chat.output()
+    assert "branched at" not in output and "provider view" not in output
+
+
+def test_verbose_rewind_shows_the_branch(tmp_path: Path, ws: Path, wire: WireServer) -> None:
+    wire.script(Reply(text="Answer one."))
+    chat = Chat(tmp_path, wire, "--verbose", columns=80)
+    chat.say("first question")
+    chat.expect("Answer one.")
+    chat.say("/rewind 1")
+    chat.expect("branched at")
+    chat.prompt()
+    chat.send("\x15\x04")
+    assert chat.finish() == 0
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
+def test_ctrl_c_mid_bash_keeps_the_output_seen_on_screen_and_in_the_log(
+    tmp_path: Path, ws: Path, wire: WireServer, columns: int
+) -> None:
+    command = "echo first-line; echo second-line; sleep 30"
+    wire.script(
+        Reply(text="Running it.", tool_calls=[ToolUse("Bash", {"command": command})]),
+        Reply(text="It printed two lines before you stopped it."),
+    )
+    chat = Chat(tmp_path, wire, "--mode", "execute", columns=columns)
+    chat.say("run the job")
+    chat.expect("  second-line")
+    chat.send("\x03")
+    chat.expect("interrupted")
+    chat.say("what happened?")
+    chat.expect("It printed two lines")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    shown = chat.screen()
+    start = next(i for i, line in enumerate(shown) if line.startswith("⏹ Bash (interrupted):"))
+    assert shown[start : start + 2] == ["⏹ Bash (interrupted): first-line", "  second-line"]
+    store = LocalSessionStore(tmp_path / "store")
+    (row,) = store.list()
+    with store.open(row.id, writable=False) as session:
+        (result,) = [e for e in session.entries() if isinstance(e, ToolResult)]
+    assert result.is_error and result.content.startswith("[interrupted by the user")
+    assert result.content.endswith("first-line\nsecond-line\n")
+    sent = str(wire.requests[1].body["messages"])
+    assert "second-line" in sent  # the model is told what it printed
