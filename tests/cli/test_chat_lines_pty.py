@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -104,3 +105,40 @@ def test_ctrl_c_mid_bash_keeps_the_output_seen_on_screen_and_in_the_log(
     assert result.content.endswith("first-line\nsecond-line\n")
     sent = str(wire.requests[1].body["messages"])
     assert "second-line" in sent  # the model is told what it printed
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
+def test_a_plan_is_shown_as_markdown_once_and_decided_with_single_keys(
+    tmp_path: Path, ws: Path, wire: WireServer, columns: int
+) -> None:
+    plan = "# Fix total()\n\nIt adds one to the sum.\n\n1. Remove the + 1.\n2. Run the tests.\n"
+    script = tmp_path / "plan.json"
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {
+                        "text": "Here is my plan.",
+                        "tool_calls": [{"name": "SubmitPlan", "input": {"title": "Fix", "text": plan}}],
+                    },
+                    {"text": "Done as planned."},
+                ]
+            }
+        )
+    )
+    chat = Chat(tmp_path, wire, "--mode", "plan", model=f"scripted:{script}", columns=columns)
+    chat.say("plan the fix")
+    chat.expect("Plan? a accept")
+    chat.send("a")  # no Enter
+    chat.expect("run it:")
+    chat.send("e")
+    chat.expect("Done as planned.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    shown = chat.screen()
+    assert len([line for line in shown if "submitted for your decision" in line]) == 1
+    assert "Fix total()" in shown  # the level-1 heading, at the left margin
+    assert not [line for line in shown if line.startswith("# Fix") or line.strip() == "1. Remove the + 1."]
+    assert [line for line in shown if line.strip().endswith("Remove the + 1.")]
+    assert all(len(line) <= columns for line in shown)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Final
+from typing import ClassVar, Final
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderableType, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown
+from rich.markdown import Heading, Markdown, MarkdownElement
 from rich.segment import Segment, Segments
 from rich.spinner import Spinner
 from rich.text import Text
@@ -42,8 +42,16 @@ def elapsed(seconds: float) -> str:
     return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
 
 
+class _LeftHeading(Heading):
+    """A heading at the left margin, every level (rich centres a level-1 heading)."""
+
+    LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(Heading.LEVEL_ALIGN, "left")
+
+
 class SafeMarkdown(Markdown):
     """Rich's Markdown of untrusted text: controls shown as symbols, HTML as text, links with their address."""
+
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {**Markdown.elements, "heading_open": _LeftHeading}
 
     def __init__(self, text: str) -> None:
         super().__init__("", hyperlinks=False)

@@ -476,10 +476,11 @@ async def session_agent(
                 on_event(SkillWarning("sandbox", ignored))
             agent.engine.compactor.listeners.append(on_compaction)
             agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
+            same_model = agent.engine.settings.recorded.model == settings.model
             for note in record_settings(agent, settings):
                 err.print(f"[dim]{safe(note)}[/dim]")
             scripted = provider._inner if isinstance(provider, _Windowed) else provider
-            if session_id is not None and isinstance(scripted, ScriptedProvider):  # its script goes on where it stopped
+            if same_model and isinstance(scripted, ScriptedProvider):  # the session's script goes on where it stopped
                 scripted.continue_from(steps_used(agent.engine.session.entries()))
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
