@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lamina.session import LocalSessionStore, UserMessage
-from tests.cli.pty_session import Chat, HoldingWire
+from tests.cli.pty_session import Chat, HoldingWire, paste
 from tests.wire.script import Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")]
@@ -106,3 +106,24 @@ def test_keys_typed_while_chat_starts_are_a_message_not_a_newline(
     chat.send("\x04")
     assert chat.finish() == 0
     assert _user_messages(tmp_path) == ["hello"]
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_a_long_paste_folds_to_one_line_and_is_sent_whole(
+    tmp_path: Path, ws: Path, holding: HoldingWire, columns: int
+) -> None:
+    holding.script(Reply(text="Got all forty."))
+    lines = [f"pasted line {n} of the log" for n in range(1, 41)]
+    chat = Chat(tmp_path, holding, columns=columns)
+    chat.prompt()
+    chat.send("look at this: " + paste("\n".join(lines)))
+    chat.expect("[pasted 40 lines]")
+    chat.send("\r")
+    chat.expect("Got all forty.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    assert _user_messages(tmp_path) == ["look at this: " + "\n".join(lines)]
+    shown = chat.screen()
+    assert "ask > look at this: [pasted 40 lines]" in shown
+    assert not [line for line in shown if "pasted line 20" in line]  # the input never showed the forty lines

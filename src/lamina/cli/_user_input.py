@@ -1,9 +1,10 @@
 """Reading the user's input: prompt_toolkit in a terminal, plain lines from a pipe (I/O).
 
 In a terminal, Enter sends the message; Alt-Enter (or Esc then Enter) and Ctrl-J start a new
-line; a paste (bracketed paste, which every current terminal supports) is inserted whole, newlines
-included, and sent as one message however long it is. History is kept per user in the state
-directory (`platformdirs`). Tab completes slash commands and `[skill:` names.
+line; a paste (bracketed paste, which every current terminal supports) is one message however long
+it is: a long one shows as `[pasted N lines]` (Ctrl-T unfolds it) and is sent whole. History is
+kept per user in the state directory (`platformdirs`). Tab completes slash commands and `[skill:`
+names. Between prompts, keys typed ahead are queued as messages (`_type_ahead`).
 
 Both readers raise `EOFError` at the end of input (Ctrl-D) and `KeyboardInterrupt` on Ctrl-C.
 """
@@ -29,6 +30,7 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import FormattedTextControl, Layout, Window
 from rich.text import Text
 
+from lamina.cli._pastes import FoldedPastes
 from lamina.cli._type_ahead import TypeAhead
 from lamina.defang import show_controls
 
@@ -124,6 +126,19 @@ class TerminalReader:
         def _rewind(event: KeyPressEvent) -> None:
             event.app.exit(result=REWIND_LINE)  # not kept in the history: the user did not type it
 
+        self.pastes = FoldedPastes()
+        """The long pastes of the message being typed, folded to one line each."""
+
+        @bindings.add(Keys.BracketedPaste)
+        def _paste(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text(self.pastes.fold(event.data))
+
+        @bindings.add("c-t")
+        def _unfold(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            buffer.text = self.pastes.expand(buffer.text)
+            buffer.cursor_position = len(buffer.text)
+
         past: History = InMemoryHistory()
         if history is not None:
             try:
@@ -132,7 +147,7 @@ class TerminalReader:
             except OSError:  # a read-only home: history for this session only
                 pass
         self._messages: PromptSession[str] = PromptSession(
-            history=past,
+            history=_PasteHistory(past, self.pastes),
             multiline=True,
             key_bindings=merge_key_bindings([bindings, _stray_sequences(), *([keys] if keys else [])]),
             completer=_Completer(commands, skills),
@@ -153,8 +168,11 @@ class TerminalReader:
             return queued
         draft += self.ahead.take_typing()
         try:
-            return await self._messages.prompt_async(prompt_line(mode), default=draft, handle_sigint=False)
+            return self.pastes.expand(
+                await self._messages.prompt_async(prompt_line(mode), default=draft, handle_sigint=False)
+            )
         finally:
+            self.pastes.clear()
             self.ahead.start()
 
     async def answer(self, question: str) -> str:
@@ -177,6 +195,24 @@ class TerminalReader:
         from lamina.cli._console import err
 
         err.print(Text(show_controls(line)), soft_wrap=True)
+
+
+class _PasteHistory(History):
+    """The message history, with folded pastes kept whole (the file and Up both give the full text)."""
+
+    def __init__(self, inner: History, pastes: FoldedPastes) -> None:
+        super().__init__()
+        self._inner = inner
+        self._pastes = pastes
+
+    def load_history_strings(self) -> Iterable[str]:
+        return self._inner.load_history_strings()
+
+    def append_string(self, string: str) -> None:
+        super().append_string(self._pastes.expand(string))
+
+    def store_string(self, string: str) -> None:
+        self._inner.store_string(string)
 
 
 def _stray_sequences() -> KeyBindings:
