@@ -44,7 +44,8 @@ def _bash_results(tmp_path: Path) -> list[ToolResult]:
 
 def _answers(transcript: str) -> list[str]:
     """The keys pressed at approval questions, in order (the question is shown again with its answer)."""
-    return re.findall(r"tell the model why: ([nyase])", transcript)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", transcript)  # a long question is wrapped at spaces
+    return re.findall(r"tell\s+the\s+model\s+why:\s+([nyaste])", plain)
 
 
 def test_one_key_answers_and_e_tells_the_model_what_to_do_instead(tmp_path: Path, ws: Path, wire: WireServer) -> None:

@@ -142,3 +142,33 @@ def test_a_plan_is_shown_as_markdown_once_and_decided_with_single_keys(
     assert not [line for line in shown if line.startswith("# Fix") or line.strip() == "1. Remove the + 1."]
     assert [line for line in shown if line.strip().endswith("Remove the + 1.")]
     assert all(len(line) <= columns for line in shown)
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
+def test_always_on_a_loop_offers_one_exact_rule_and_s_saves_it_in_the_personal_file_out_of_git(
+    tmp_path: Path, ws: Path, wire: WireServer, columns: int
+) -> None:
+    (ws / ".git" / "info").mkdir(parents=True)
+    (ws / ".git" / "info" / "exclude").write_text("# git ls-files --others --exclude-from=.git/info/exclude")
+    loop = "for i in 1 2; do echo tick; done"
+    wire.script(Reply(tool_calls=[ToolUse("Bash", {"command": loop})]), Reply(text="Ticked."))
+    chat = Chat(tmp_path, wire, "--mode", "ask", columns=columns)
+    chat.say("tick twice")
+    chat.expect("Allow Bash?")
+    chat.send("s")
+    chat.expect("Ticked.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    shown = chat.screen()
+    start = max(i for i, line in enumerate(shown) if line.startswith("Allow Bash?"))
+    end = next(i for i in range(start, len(shown)) if shown[i].endswith("why: s"))
+    question = " ".join(shown[start : end + 1])
+    assert f"a always Bash({loop})" in " ".join(question.split())  # one exact rule, no keyword prefixes
+    assert "Bash(for" not in question.replace(f"Bash({loop})", "")
+    assert all(len(line) <= columns for line in shown[start : end + 1])
+    assert all(line.startswith("  ") for line in shown[start + 1 : end + 1])
+    assert not (ws / ".lamina" / "config.toml").exists()  # the team's file is an explicit choice (t)
+    assert f"Bash({loop})" in (ws / ".lamina" / "config.local.toml").read_text()
+    exclude = (ws / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude[-1] == "/.lamina/config.local.toml"

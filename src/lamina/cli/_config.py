@@ -1,8 +1,9 @@
 """Settings of `lamina chat` and `lamina run` from TOML files, and `lamina config show` (I/O).
 
-Two files, both optional, both with the same keys: the user's (`config.toml` in the user config
-directory) and the workspace's (`.lamina/config.toml`), which wins; a command-line option wins
-over both. Their `[permissions]` rules add up (`lamina.cli._permissions`). An untrusted workspace's
+Three files, all optional, all with the same keys: the user's (`config.toml` in the user config
+directory), the workspace's (`.lamina/config.toml`, the team's) and the personal one beside it
+(`.lamina/config.local.toml`, kept out of git), each winning over the one before; a command-line
+option wins over all. Their `[permissions]` rules add up (`lamina.cli._permissions`). An untrusted workspace's
 file only narrows: its model, allow rules, custom preset and a mode above the user's are withheld.
 The keys and an example file: docs/configuration.md; trust: docs/security.md.
 """
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
 DEFAULT_MODE: Final = "ask"
 WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
+LOCAL_CONFIG: Final = Path(".lamina") / "config.local.toml"
+"""The workspace's personal file (rules saved with `s`, kept out of git), read after the team's `WORKSPACE_CONFIG`."""
 
 Mode = Literal["explore", "plan", "ask", "execute"]
 _MODE_RANK: Final = {"explore": 0, "plan": 1, "ask": 2, "execute": 3}
@@ -159,7 +162,8 @@ def load_settings(
     sandbox = _SandboxMerge()
     thinking = ReasoningMerge()
     withheld: list[Withheld] = []
-    for path, trusted in ((user_config_path(), True), (workspace / WORKSPACE_CONFIG, trust.trusted)):
+    workspace_files = ((workspace / name, trust.trusted) for name in (WORKSPACE_CONFIG, LOCAL_CONFIG))
+    for path, trusted in ((user_config_path(), True), *workspace_files):
         data = _read(path)
         if data is None:
             continue
@@ -320,8 +324,8 @@ def _read(path: Path) -> _File | None:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
-def save_allowed(workspace: Path, rules: Sequence[PermissionRule]) -> Path:
-    """Add `rules` to `permissions.allow` in the workspace's config file (made if missing); the file's path.
+def save_allowed(workspace: Path, rules: Sequence[PermissionRule], *, file: Path = WORKSPACE_CONFIG) -> Path:
+    """Add `rules` to `permissions.allow` in a workspace's config file (made if missing); the file's path.
 
     The rest of the file (keys, comments, order) is kept as written.
 
@@ -329,7 +333,7 @@ def save_allowed(workspace: Path, rules: Sequence[PermissionRule]) -> Path:
         ConfigError: The file cannot be read or written, is not valid, or holds its permissions in
             a form this cannot edit (a dotted key, an inline table): the rule is then not saved.
     """
-    path = workspace / WORKSPACE_CONFIG
+    path = workspace / file
     current = _read(path)
     allowed = list(current.permissions.allow) if current is not None and current.permissions is not None else []
     wanted = allowed + [rule.text for rule in rules if rule.text not in allowed]
