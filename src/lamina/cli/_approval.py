@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -267,6 +267,20 @@ def call_target(call: BoundCall) -> tuple[str | None, tuple[str, ...]]:
     """What rules look at in a call: its Bash command (None for other tools) and its paths."""
     command = getattr(call.input, "command", None) if call.name == "Bash" else None
     return (command if isinstance(command, str) else None), relative_paths(call.paths, call.context.cwd)
+
+
+def unknown_tool_rules(permissions: Permissions, tools: Collection[str]) -> list[str]:
+    """One line per config rule that names no tool of the session (a typo: it would never apply)."""
+    lines = []
+    for key, rules in (("allow", permissions.allow), ("deny", permissions.deny)):
+        for rule in rules:
+            if rule.tool not in tools and rule.origin != "this session":
+                known = ", ".join(sorted(tools))
+                lines.append(
+                    f"{rule.origin}: permissions.{key}: {rule.text} names no tool of this session; it never applies"
+                    f" (the tools: {known})"
+                )
+    return lines
 
 
 class DenyRules(Rule):

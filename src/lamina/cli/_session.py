@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
 from lamina.agent import Agent, AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine
-from lamina.cli._approval import DenyRules
+from lamina.cli._approval import DenyRules, unknown_tool_rules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
 from lamina.cli._demo_chat import DEMO_MODEL, demo_provider, steps_used
@@ -476,6 +476,8 @@ async def session_agent(
                 on_event(SkillWarning("sandbox", ignored))
             agent.engine.compactor.listeners.append(on_compaction)
             agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
+            for line in unknown_tool_rules(settings.permissions, {spec.name for spec in agent.tools.specs()}):
+                err.print(f"[yellow]warning:[/yellow] {safe(line)}")
             same_model = agent.engine.settings.recorded.model == settings.model
             for note in record_settings(agent, settings):
                 err.print(f"[dim]{safe(note)}[/dim]")

@@ -390,9 +390,8 @@ def _deltas(text: str, pieces: int = 3) -> Iterator[str]:
 
 
 def _kind(value: object) -> str:
-    return {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
+    names = {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}
+    return names.get(type(value), "a number" if isinstance(value, int | float) else f"a {type(value).__name__}")
 
 
 def _parse_step(raw: ScriptStep | Mapping[str, Any], where: str, source: str) -> ScriptStep:
