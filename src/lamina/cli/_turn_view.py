@@ -47,6 +47,9 @@ SUMMARY_CHARS = 120
 FOLD_ROWS: Final = 8
 """A tool result of up to this many rows is shown whole; a longer one, its first and last rows."""
 HEAD_ROWS: Final = 4
+EXTRA_HEAD_ROWS: Final = 4
+"""At most this many more rows are shown before the fold to end a sentence (an offload notice whole)."""
+_ENDS: Final = (".", "]", ":", ")", "?", "!")
 TAIL_ROWS: Final = 3
 KEPT_OUTPUTS: Final = 200
 """How many of the latest tool outputs `/output` can show."""
@@ -352,9 +355,10 @@ class TurnView:
         label = f" {event.name} (interrupted): " if interrupted else f" {event.name}: "
         rows = self._rows(Text.assemble(mark, label, content), indent=self._indent)
         if len(rows) > FOLD_ROWS:
+            head = _sentence_end(rows)
             hint = f" · /output {kept.number} shows it whole" if self._output_hint else ""
-            notice = f"… +{len(rows) - HEAD_ROWS - TAIL_ROWS} lines{hint}"
-            rows = [*rows[:HEAD_ROWS], Text(" " * (self._indent + 2) + notice, style="dim"), *rows[-TAIL_ROWS:]]
+            notice = f"… +{len(rows) - head - TAIL_ROWS} lines{hint}"
+            rows = [*rows[:head], Text(" " * (self._indent + 2) + notice, style="dim"), *rows[-TAIL_ROWS:]]
         for row in rows:
             self._lines.print(row, soft_wrap=True)
         if event.full_output_path:
@@ -435,6 +439,15 @@ def footer_text(model: str, usage: Usage, context_tokens: int, context_window: i
     if missed:
         parts.append(f"missed: {missed}")
     return " · ".join(parts)
+
+
+def _sentence_end(rows: list[Text]) -> int:
+    """How many rows a folded result shows first: `HEAD_ROWS`, or a few more to end the sentence they cut."""
+    last = len(rows) - TAIL_ROWS - 1  # at least one row folded
+    head = HEAD_ROWS
+    while head < min(last, HEAD_ROWS + EXTRA_HEAD_ROWS) and not rows[head - 1].plain.rstrip().endswith(_ENDS):
+        head += 1
+    return head if rows[head - 1].plain.rstrip().endswith(_ENDS) else HEAD_ROWS
 
 
 def _first_line(error: BaseException) -> str:
