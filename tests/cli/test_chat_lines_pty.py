@@ -172,3 +172,33 @@ def test_always_on_a_loop_offers_one_exact_rule_and_s_saves_it_in_the_personal_f
     assert f"Bash({loop})" in (ws / ".lamina" / "config.local.toml").read_text()
     exclude = (ws / ".git" / "info" / "exclude").read_text().splitlines()
     assert exclude[-1] == "/.lamina/config.local.toml"
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
+def test_a_new_files_diff_starts_at_dev_null_and_keeps_its_gutter_when_wrapped(
+    tmp_path: Path, ws: Path, wire: WireServer, columns: int
+) -> None:
+    words = " ".join(f"word{n}" for n in range(40))  # longer than a line at 160 columns
+    wire.script(
+        Reply(tool_calls=[ToolUse("Write", {"path": "notes.md", "content": f"# Notes\n{words}\n"})]),
+        Reply(text="Written."),
+    )
+    chat = Chat(tmp_path, wire, "--mode", "ask", columns=columns)
+    chat.say("write the notes")
+    chat.expect("Allow Write?")
+    chat.send("y")
+    chat.expect("Written.")
+    chat.prompt()
+    chat.send("\x04")
+    assert chat.finish() == 0
+    shown = chat.screen()
+    start = shown.index("  --- /dev/null")
+    assert shown[start + 1] == "  +++ b/notes.md"
+    first = next(i for i in range(start, len(shown)) if shown[i].startswith("  +word0 "))
+    rows = [shown[first]]
+    for line in shown[first + 1 :]:
+        if not line.startswith("    "):
+            break
+        rows.append(line)
+    assert len(rows) > 1 and all(len(row) <= columns for row in rows)  # wrapped, under the gutter
+    assert " ".join(row.strip() for row in rows).removeprefix("+") == words
