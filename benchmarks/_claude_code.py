@@ -19,6 +19,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,16 @@ def _is_main(path: str, body: Mapping[str, Any]) -> bool:
     return bool(body.get("tools")) and body.get("model") == MODEL
 
 
-def run_claude_code(script: Sequence[ScriptedTurn], *, progress: Callable[[str], None]) -> PeerRun:
-    """Run Claude Code through `script`; the captured requests in order."""
+def run_claude_code(
+    script: Sequence[ScriptedTurn],
+    *,
+    progress: Callable[[str], None],
+    through: Callable[[str], AbstractContextManager[str]] | None = None,
+) -> PeerRun:
+    """Run Claude Code through `script`; the captured requests in order.
+
+    `through(url)` puts something between Claude Code and the server (`lamina proxy`): the address it gives is used.
+    """
     binary = claude_binary()
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="lamina-bench-cc-") as tmp:
@@ -70,11 +79,11 @@ def run_claude_code(script: Sequence[ScriptedTurn], *, progress: Callable[[str],
         workspace.mkdir()
         (workspace / "CLAUDE.md").write_text(AGENTS_MD)
         write_files(workspace, script)
-        with ModelServer(workspace, _calls, _is_main) as server:
+        with ModelServer(workspace, _calls, _is_main) as server, (through or nullcontext)(server.url) as url:
             env = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                 "HOME": str(home),
-                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_BASE_URL": url or server.url,
                 "ANTHROPIC_API_KEY": "sk-bench-local",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "DISABLE_TELEMETRY": "1",

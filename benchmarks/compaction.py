@@ -13,6 +13,7 @@ and with a scripted model summariser that drops almost everything; the lower of 
 on each backend: `fidelity_verbatim_after_5_lamina` (Lamina's summariser, the figure above) and
 `fidelity_verbatim_after_5_server` (the provider's own compaction through the wire server, whose
 summary keeps nothing of the conversation: what survives is what Lamina places after the block).
+The `summary_call_*` and `prewarm_*` figures: `benchmarks/_cache_summary.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import Figure, _fidelity
+from benchmarks._cache_summary import cache_bills
 from benchmarks._scenario import engine_with_history
 from benchmarks._server_backend import server_fidelity
 from lamina.compaction import DeterministicSummariser
@@ -97,4 +99,5 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
             note="the provider's compaction (Anthropic's summarize, its block first)",
         ),
         Figure("user_lane_tokens_after_5", lane_tokens, "tokens"),
+        *cache_bills(quick=quick, progress=progress),  # the summarising call on the cache, pre-warm on and off
     ]

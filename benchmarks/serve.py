@@ -15,6 +15,11 @@ fetched through the ASGI application in process (no network), each timing the wh
 This session never compacts, so its last requests carry all 10,000 entries (about 225,000 tokens by
 the estimator, more than a real context window): the request figures are an upper bound.
 
+The cold plot: a 20,000-entry session written like the one below (no compaction, so each of the newest
+200 requests carries every turn), its plot's data asked of a fresh server each time, over a cache folder:
+`serve_plot_ms_20k_first` with no file yet (computed and kept), `serve_plot_ms_20k_cold` with the file
+(goal: under 2 s), `serve_plot_ms_20k_cold_append` with one turn appended since (the file extended).
+
 At scale, a 100,000-entry session (20,000 turns, no compaction, a 10 MB tool result in its last turns)
 written fast (the first turn by a real engine, the rest appended as the engine would), served by
 `lamina serve`'s application in a server process of its own (uvicorn, over loopback):
@@ -137,16 +142,20 @@ import sys, uvicorn
 from lamina.pricing import cost_of
 from lamina.serve import create_app
 from lamina.session import LocalSessionStore
-app = create_app(LocalSessionStore(sys.argv[1]), port=int(sys.argv[2]), poll_seconds=0.2, prices=cost_of)
+from pathlib import Path
+cache = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+store = LocalSessionStore(sys.argv[1])
+app = create_app(store, port=int(sys.argv[2]), poll_seconds=0.2, prices=cost_of, cache_dir=cache)
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
 
 
 @contextmanager
-def _server(store: LocalSessionStore) -> Iterator[tuple[str, int]]:
-    """`lamina serve`'s application in a process of its own; yields its URL and pid."""
+def _server(store: LocalSessionStore, cache_dir: Path | None = None) -> Iterator[tuple[str, int]]:
+    """`lamina serve`'s application in a process of its own (the plot's data kept in `cache_dir`); its URL, pid."""
     port = _free_port()
-    process = subprocess.Popen([sys.executable, "-c", _SERVER, str(store.root), str(port)], env=dict(os.environ))
+    argv = [sys.executable, "-c", _SERVER, str(store.root), str(port), *([str(cache_dir)] if cache_dir else [])]
+    process = subprocess.Popen(argv, env=dict(os.environ))
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -282,6 +291,41 @@ def _at_scale(root: Path, entries: int, label: str, progress: Callable[[str], No
     ]
 
 
+COLD_ENTRIES = 20_000
+
+
+def _cold_plot(root: Path, progress: Callable[[str], None]) -> list[Figure]:
+    """The plot's data of a 20,000-entry session from a fresh server: first ever, then with the file kept on disk."""
+    progress(f"writing a {COLD_ENTRIES:,}-entry session for the cold plot")
+    store, session_id = _fast_session(root, COLD_ENTRIES)
+    cache = root / "plot-cache"
+    plot = f"/api/sessions/{session_id}/requests"
+
+    def fresh_server_plot() -> float:
+        with _server(store, cache) as (url, _), httpx.Client(base_url=url, timeout=3_600) as client:
+            return _timed(lambda: client.get(plot).raise_for_status())
+
+    progress("the plot's data, the first time (computed, kept on disk)")
+    first = fresh_server_plot()
+    progress("the plot's data from a fresh server (read from disk)")
+    cold = [fresh_server_plot() for _ in range(3)]
+    progress("one turn appended, the plot's data from a fresh server (the file extended)")
+    with store.open(session_id) as session:
+        record = next(e for e in reversed(session.entries()) if isinstance(e, TurnRecord))
+        _append_turn(session, record, 2_000_000)
+    appended = fresh_server_plot()
+    return [
+        Figure("serve_plot_ms_20k_first", _ms([first]), "ms", note="no file yet: 200 requests rebuilt and replayed"),
+        Figure("serve_plot_ms_20k_cold", _ms(cold), "ms", note="fresh server, the file on disk; goal: under 2,000"),
+        Figure(
+            "serve_plot_ms_20k_cold_append",
+            _ms([appended]),
+            "ms",
+            note="fresh server, one turn appended since the file: the new request replayed 12 requests warm",
+        ),
+    ]
+
+
 def _ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1e3, 2)
 
@@ -295,6 +339,7 @@ def _timed(fetch: Callable[[], object]) -> float:
 def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     repeats = 3 if quick else 7
     with tempfile.TemporaryDirectory(prefix="lamina-bench-serve-") as tmp:
+        cold_plot = _cold_plot(Path(tmp) / "cold", progress)
         scale = _at_scale(Path(tmp) / "scale", 10_000 if quick else 100_000, "10k" if quick else "100k", progress)
         progress("writing a 10,000-entry session")
         store, session_id = _session(Path(tmp), 10_000)
@@ -331,5 +376,6 @@ def run(*, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
         Figure("serve_request_layers_ms", _ms(layers), "ms", note="a request of the 10k session the plot replayed"),
         Figure("serve_request_layers_cold_ms_10k", _ms(layers_cold), "ms", note="13 requests replayed first"),
         Figure("serve_requests_series_ms_10k", _ms(series), "ms", note="the plot's data: 200 requests, cold"),
+        *cold_plot,
         *scale,
     ]

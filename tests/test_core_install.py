@@ -27,6 +27,7 @@ EXTRA_MODULES = {
     "PIL": "documents",
     "pypdf": "documents",
     "markitdown": "documents",
+    "charset_normalizer": "documents",
     "mcp": "mcp",
     "httpx": "http",
     "psycopg": "postgres",

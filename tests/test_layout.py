@@ -116,6 +116,7 @@ TOP_LEVEL = {
     "__init__.py": "the suite is a package (`tests.`), so its helpers are imported by one name",
     "conftest.py": "suite-wide hypothesis profiles, fixtures and test order",
     "test_changelog.py": "CHANGELOG.md's moved names, over every package",
+    "test_atomic_write.py": "the one atomic write every package uses (lamina._atomic), killed and raced",
     "test_core_install.py": "the wheel without extras, installed in a fresh venv",
     "test_docs_examples.py": "every python block of README.md and docs/",
     "test_docs_site.py": "one API page per public module",
@@ -128,6 +129,8 @@ TOP_LEVEL = {
     "test_no_content_breaks.py": "no text breaks a session: defang, engine, placement and store together",
     "test_private_imports.py": "no module imports another package's private module",
     "test_public_api.py": "the public surface of every package, pinned",
+    "test_text_codec.py": "text in any encoding (lamina._text_codec), for attachments, Read, Grep and context files",
+    "test_typed_toml.py": "settings files read as msgspec Structs (lamina._typed_toml), their errors in words",
     "test_untrusted_slots.py": "untrusted text in every slot through real turns, agent to provider",
 }
 # Folders named after no package of src/lamina/.

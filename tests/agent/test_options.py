@@ -62,6 +62,7 @@ def test_the_options_are_frozen_and_a_variant_is_a_replace() -> None:
         "cache_diagnostics",
         "cache_prices",
         "context_editing",
+        "prewarm",
         "clock",
         "sources",
         "tool_deferral",

@@ -105,3 +105,15 @@ def test_the_context_editing_setting_reaches_every_anthropic_provider_the_cli_ma
     _user_config(tmp_path, '[compaction]\ncontext_editing = "always"\n')
     with pytest.raises(ConfigError, match="context_editing"):
         load_settings(ws, trust=WorkspaceTrust.UNTRUSTED)
+
+
+def test_the_prewarm_setting_is_read_from_the_config_files_and_shown(tmp_path: Path, ws: Path) -> None:
+    assert load_settings(ws, trust=WorkspaceTrust.UNTRUSTED).prewarm == "priced"  # the default
+    _user_config(tmp_path, '[compaction]\nprewarm = "always"\n')
+    chosen = load_settings(ws, trust=WorkspaceTrust.UNTRUSTED)
+    assert chosen.prewarm == "always" and chosen.origin("compaction.prewarm").endswith("config.toml")
+    result = runner.invoke(app, ["config", "show", "--json"])
+    assert json.loads(result.stdout)["settings"]["compaction.prewarm"]["value"] == "always"
+    _user_config(tmp_path, '[compaction]\nprewarm = "sometimes"\n')
+    with pytest.raises(ConfigError, match="prewarm"):
+        load_settings(ws, trust=WorkspaceTrust.UNTRUSTED)

@@ -115,12 +115,34 @@ def test_saving_adds_the_table_or_the_key_when_missing(ws: Path) -> None:
     assert [r.text for r in load_settings(ws, trust=TRUSTED).permissions.allow] == ["Read"]
 
 
-def test_a_form_it_cannot_edit_is_refused_and_the_file_kept(ws: Path) -> None:
+@pytest.mark.parametrize(
+    ("written", "saved"),
+    [
+        (
+            'permissions = { allow = ["Read"] }  # inline\n',
+            'permissions = { allow = ["Read", "Bash(ls:*)"] }  # inline\n',
+        ),
+        (
+            '# dotted\npermissions.deny = ["Bash(rm:*)"]\npermissions.allow = ["Read"]  # mine\n',
+            '# dotted\npermissions.deny = ["Bash(rm:*)"]\npermissions.allow = ["Read", "Bash(ls:*)"]  # mine\n',
+        ),
+        ("permissions.deny = []\n", 'permissions.deny = []\npermissions.allow = ["Bash(ls:*)"]\n'),
+    ],
+)
+def test_dotted_keys_and_inline_tables_are_edited_in_place(ws: Path, written: str, saved: str) -> None:
     path = ws / ".lamina" / "config.toml"
-    path.write_text('permissions = { allow = ["Read"] }\n')
-    with pytest.raises(ConfigError, match="add it by hand"):
+    path.write_text(written)
+    save_allowed(ws, [parse_rule("Bash(ls:*)")])
+    assert path.read_text() == saved
+    assert "Bash(ls:*)" in [r.text for r in load_settings(ws, trust=TRUSTED).permissions.allow]
+
+
+def test_permissions_that_are_not_a_table_are_refused_and_the_file_kept(ws: Path) -> None:
+    path = ws / ".lamina" / "config.toml"
+    path.write_text('permissions = "all"\n')
+    with pytest.raises(ConfigError):
         save_allowed(ws, [parse_rule("Bash(ls:*)")])
-    assert path.read_text() == 'permissions = { allow = ["Read"] }\n'
+    assert path.read_text() == 'permissions = "all"\n'
 
 
 def test_deny_rules_refuse_in_execute_mode_in_lamina_run(

@@ -117,6 +117,7 @@ def test_the_root_help_lists_each_command_by_the_first_line_of_its_own_help() ->
         "sessions",
         "config",
         "store",
+        "proxy",
         "trust",
     ]
     for name, command in commands.items():

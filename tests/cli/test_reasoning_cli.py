@@ -63,9 +63,9 @@ def test_the_effort_levels_are_the_placements() -> None:
 @pytest.mark.parametrize(
     ("table", "named"),
     [
-        ('effort = "extreme"', "$.reasoning.effort"),
-        ("budget_tokens = 500", "$.reasoning.budget_tokens"),
-        ("depth = 3", "unknown field `depth` - at `$.reasoning`"),
+        ('effort = "extreme"', "reasoning.effort: invalid enum value 'extreme'; allowed: 'high', 'low'"),
+        ("budget_tokens = 500", "reasoning.budget_tokens: must be an integer >= 1024"),
+        ("depth = 3", "reasoning.depth: unknown field 'depth'; the fields are thinking, budget_tokens"),
         ('thinking = "adaptive"\nbudget_tokens = 2048', "reasoning.budget_tokens needs reasoning.thinking"),
         ('thinking = "enabled"', "reasoning.budget_tokens (at least 1024)"),
     ],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -206,3 +207,38 @@ def priced_session(root: Path) -> PricedSession:
             )
         )
     return PricedSession(id=session_id, boundary=boundary.id, boundary_decision=decision)
+
+
+def edits_session(store: SessionStore, ws: Path) -> str:
+    """A session whose model reads, edits one file and writes another (real tools, scripted model), in `ws`.
+
+    Written in a thread of its own: Playwright's sync API may run an event loop in the caller's.
+    """
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("# Rules\n- Keep total() pure.\n")
+    (ws / "app.py").write_text("def total(xs):\n    return sum(xs) + 1\n")
+    reads = (
+        ScriptedToolCall(name="Read", input={"path": "AGENTS.md"}),
+        ScriptedToolCall(name="Read", input={"path": "app.py"}),
+    )
+    edit = ScriptedToolCall(name="Edit", input={"path": "app.py", "old_string": "sum(xs) + 1", "new_string": "sum(xs)"})
+    write = ScriptedToolCall(name="Write", input={"path": "NOTES.md", "content": "# Notes\n- total() is pure.\n"})
+    provider = _provider(
+        [
+            ScriptedResponse(text="Reading first.", tool_calls=reads),
+            ScriptedResponse(text="Fixing it.", tool_calls=(edit, write)),
+            ScriptedResponse(text="Fixed."),
+        ]
+    )
+
+    async def run() -> str:
+        agent = open_agent(store, provider, workspace=ws, options=AgentOptions(mode="execute"))
+        await agent.run_turn("Fix total() and note it in NOTES.md.")
+        agent.engine.session.close()
+        return agent.engine.session.id
+
+    made: list[str] = []
+    writer = threading.Thread(target=lambda: made.append(asyncio.run(run())))
+    writer.start()
+    writer.join(60)
+    return made[0]

@@ -82,11 +82,11 @@ async def test_windows_line_endings_are_not_shown(session: Session) -> None:
     assert result.content == "1\tone\n2\ttwo"
 
 
-async def test_invalid_utf8_is_shown_with_replacement_characters(session: Session) -> None:
+async def test_text_that_is_not_utf8_is_read_in_its_encoding_and_says_which(session: Session) -> None:
     session.put("latin1.txt", "caf\xe9\n".encode("latin-1"))
     result = await session.call("Read", path="latin1.txt")
     assert not result.is_error
-    assert result.content == "1\tcaf\ufffd"
+    assert result.content == "1\tcaf\xe9\n[not UTF-8: read as Windows-1252]"
 
 
 async def test_overlong_lines_are_cut_and_the_next_line_still_numbered(session: Session) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Final
 import msgspec
 
 from lamina.cachesim import CacheUsage
-from lamina.tokens import DEFAULT_ESTIMATOR
+from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from tests.wire import tool_search
 from tests.wire.script import (
     Fail,
@@ -38,6 +38,16 @@ from tests.wire.script import (
 )
 
 MAX_BREAKPOINTS = 4
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+
+
+def count_tokens(body: Any, n: int, estimator: TokenEstimator) -> WireResponse:
+    """`POST /v1/messages/count_tokens`: the body's input tokens, estimated (400 for a body without messages)."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return error(400, "invalid_request_error", "messages: Field required", n)
+    text = msgspec.json.encode({k: body.get(k) for k in ("system", "messages", "tools")}).decode()
+    return json_response(200, {"input_tokens": estimator.count(text)})
+
 
 _FAILURES: dict[str, tuple[int, str, str]] = {
     "overflow": (400, "invalid_request_error", "prompt is too long: {tokens} tokens > 200000 maximum"),
@@ -228,7 +238,24 @@ def problem(body: Mapping[str, Any], signer: ThinkingSigner) -> str | None:
     marks += 1 if body.get("cache_control") is not None else 0
     if marks > MAX_BREAKPOINTS:
         return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
-    return _pairing_problem(messages) or signer.problem(body)
+    return _ttl_order_problem(body) or _pairing_problem(messages) or signer.problem(body)
+
+
+def _ttl_order_problem(body: Mapping[str, Any]) -> str | None:
+    """A one-hour breakpoint after a five-minute one (tools, then system, then messages): the API refuses it."""
+    system = body.get("system")
+    blocks: list[Any] = [*(body.get("tools") or []), *(system if isinstance(system, list) else [])]
+    for message in messages if isinstance(messages := body.get("messages"), list) else []:
+        blocks += _blocks(message)
+    short_seen = False
+    for block in blocks:
+        mark = block.get("cache_control") if isinstance(block, Mapping) else None
+        if not isinstance(mark, Mapping):
+            continue
+        if mark.get("ttl", "5m") == "1h" and short_seen:
+            return "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
+        short_seen = short_seen or mark.get("ttl", "5m") == "5m"
+    return None
 
 
 def _count_marks(blocks: object) -> int:

@@ -13,7 +13,8 @@ than 4 Anthropic cache breakpoints (and whatever else the cache simulator refuse
 without its result in the next message (each API's own rule and wording), and, when `api_key` is
 set, a missing or wrong key (401). Usage is computed by running the received body through the
 cache simulator of its API (`AnthropicCacheSimulator` for `/v1/messages`, `OpenAICacheSimulator`
-for the OpenAI endpoints), so cache reads and writes follow the providers' billing rules.
+for the OpenAI endpoints), so cache reads and writes follow the providers' billing rules. An Anthropic
+pre-warm (`max_tokens: 0`, `tests/wire/prewarm.py`) is billed and answered with no content, using no step.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from lamina.cachesim import (
     TimedRequest,
 )
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
-from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, tool_search
+from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, prewarm, tool_search
 from tests.wire.diagnostics import CacheDiagnostics
 from tests.wire.models_api import WireModels
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
@@ -76,6 +77,10 @@ class Received:
     """The body as the model read it after the server's context edits (None: as sent, no edits asked for)."""
     applied_edits: tuple[Mapping[str, Any], ...] = ()
     """The context edits the server applied (`context_management.applied_edits`)."""
+    raw: bytes = b""
+    """The body's bytes as they arrived."""
+    sent: bytes = b""
+    """The response body's bytes as the server sent them (before a `Disconnect` cut)."""
 
 
 class ManualClock:
@@ -210,7 +215,14 @@ class WireServer:
     # --- answering ---------------------------------------------------------------------------
 
     def answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
-        """The response to one POST (called from the handler threads)."""
+        """The response to one POST (called from the handler threads), recorded with the bytes of both."""
+        response = self._answer(path, headers, raw)
+        with self._lock:
+            last = self._received[-1]
+            self._received[-1] = dataclasses.replace(last, raw=raw, sent=response.body)
+        return response
+
+    def _answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
         with self._lock:
             t = self.clock()
             api = ROUTES.get(path.split("?", 1)[0])
@@ -224,6 +236,10 @@ class WireServer:
                 response = compaction.compact_reply(
                     body if isinstance(body, dict) else {}, scripted, n, secret=self.secret, t=t
                 )
+                self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
+                return response
+            if path.split("?", 1)[0] == anthropic_api.COUNT_TOKENS_PATH:  # no script step is used
+                response = anthropic_api.count_tokens(body, n, self.estimator)
                 self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
                 return response
             self._edited = None
@@ -264,6 +280,8 @@ class WireServer:
             return problem, None, None
         if api == "anthropic" and body.get("compaction") is not None:  # a standalone compaction: no script step
             return self._summarize(body, headers, n), None, None
+        if api == "anthropic" and prewarm.is_prewarm(body):  # a pre-warm: the cache written, no model, no script step
+            return self._prewarm(body, t, n)
         if not self._script:
             return self._invalid(api, n, f"wire server: no scripted response left for request {n}"), None, None
         step = self._script[0]
@@ -281,6 +299,16 @@ class WireServer:
             whole = self._reply(api, body, Reply(text=step.text), usage, n)
             return dataclasses.replace(whole, cut=len(whole.body) // 2), step, usage
         return self._reply(api, body, step, usage, n), step, usage
+
+    def _prewarm(self, body: Mapping[str, Any], t: float, n: int) -> tuple[WireResponse, None, CacheUsage | None]:
+        refused = prewarm.prewarm_problem(body)
+        if refused is not None:
+            return self._invalid("anthropic", n, refused), None, None
+        try:
+            usage = self._simulate("anthropic", body, t)
+        except CacheSimulationError as exc:
+            return self._invalid("anthropic", n, str(exc)), None, None
+        return prewarm.prewarm_reply(body, usage, n), None, usage
 
     def _summarize(self, body: Mapping[str, Any], headers: Mapping[str, str], n: int) -> WireResponse:
         refused = compaction.summarize_problem(body, headers, n)

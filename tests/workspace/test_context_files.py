@@ -25,6 +25,7 @@ from lamina.workspace import (
 from lamina.workspace import _context_files as module
 from lamina.workspace import _context_finder as finder_module
 from tests.conftest import examples
+from tests.support.encoded_texts import ENCODED
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -273,18 +274,27 @@ def test_out_of_range_caps_are_usage_errors(tmp_path: Path, caps: _Caps) -> None
 # --- bad files and folders ------------------------------------------------------------------------
 
 
-def test_binary_non_utf8_and_huge_files_are_skipped_with_a_reason(tmp_path: Path) -> None:
+def test_binary_and_huge_files_are_skipped_with_a_reason(tmp_path: Path) -> None:
     put(tmp_path, "a/AGENTS.md", b"# rules\x00\x01\x02")
-    put(tmp_path, "b/AGENTS.md", "café".encode("latin-1"))
     put(tmp_path, "c/AGENTS.md", b"z" * 2_000_000)
     put(tmp_path, "d/AGENTS.md", "ok\n")
     scan = find_context_files(tmp_path)
     assert found(scan) == ["d/AGENTS.md"]
     assert reasons(scan) == {
         "a/AGENTS.md": "binary (contains a NUL byte)",
-        "b/AGENTS.md": "not UTF-8 (invalid byte at offset 3)",
         "c/AGENTS.md": "too large (2,000,000 bytes; the limit is 1,048,576)",
     }
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODED))
+def test_a_context_file_in_any_encoding_is_read_in_it(tmp_path: Path, encoding: str) -> None:
+    put(tmp_path, "AGENTS.md", ENCODED[encoding].encode(encoding))
+    assert find_context_files(tmp_path).files[0].text == ENCODED[encoding]
+
+
+def test_a_utf16_context_file_saved_by_windows_is_read(tmp_path: Path) -> None:
+    put(tmp_path, "AGENTS.md", "# Rules\nAnswer briefly.\n".encode("utf-16"))
+    assert find_context_files(tmp_path).files[0].text == "# Rules\nAnswer briefly.\n"
 
 
 def test_a_utf8_byte_order_mark_is_dropped(tmp_path: Path) -> None:

@@ -104,8 +104,8 @@ def test_missing_file_is_empty_at_the_default_place_and_an_error_when_named(
     ("text", "field", "problem"),
     [
         ("name = [", None, "not valid TOML"),
-        ('timezone = "UTC"', "timezone", "unknown field (did you mean 'time_zone'?)"),
-        ("name = 3", "name", "must be a string, not int"),
+        ('timezone = "UTC"', "timezone", "unknown field 'timezone' (did you mean 'time_zone'?)"),
+        ("name = 3", "name", "must be a string, not an integer"),
         ('time_zone = "Europe/Pariss"', "time_zone", "unknown time zone 'Europe/Pariss'"),
         ('time_zone = "../../etc/passwd"', "time_zone", "unknown time zone"),
         ('name = "Ada\\nLovelace"', "name", "must be a single line"),

@@ -5,7 +5,8 @@ with what it needs: `_plans` (`PlanRunner`), `_provider_sessions` (`SessionRecov
 (`ModelCalls`, the send chain), `_priced` (`CompactionTiming`, pure) and `_lifetime`; `_events` (what
 a turn reports), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
 session), `_agent_options` (`AgentOptions`), `_tool_sets` (`ToolDeferral`: which tools a turn sends, pure),
-`_tool_catalogue` (the catalogue tool and its rule) and `_wiring` (`open_agent`, `open_engine`).
+`_tool_catalogue` (the catalogue tool and its rule), `_warming` (the summariser on the cached prefix, the
+pre-warm) and `_wiring` (`open_agent`, `open_engine`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lamina.agent._events import (
 from lamina.agent._loop import Agent
 from lamina.agent._recovery import RecoveryBlock, recovery_text
 from lamina.agent._tool_sets import ToolDeferral, ToolSet, choose_tool_set
+from lamina.agent._warming import Prewarmed, PrewarmSetting
 from lamina.agent._wiring import open_agent, open_engine
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "AgentOptions",
     "ModelCallFinished",
     "PlanUpdate",
+    "PrewarmSetting",
+    "Prewarmed",
     "RecoveryBlock",
     "SkillCatalogue",
     "SkillToolsRule",

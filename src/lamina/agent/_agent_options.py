@@ -19,6 +19,7 @@ from typing import Final, TypedDict, cast
 from lamina.agent._events import AgentEvent
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND
 from lamina.agent._tool_sets import DEFAULT_DEFERRAL, ToolDeferral
+from lamina.agent._warming import DEFAULT_PREWARM, PrewarmSetting
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_PRUNE,
@@ -78,6 +79,11 @@ class AgentOptions:
     cache_diagnostics: bool = True
     """Record why each model call missed the prompt cache: the provider's own diagnostics, asked for where the model
     has them (`Capabilities.cache_diagnostics`), beside the cache simulator's prediction; False: neither."""
+    prewarm: PrewarmSetting = DEFAULT_PREWARM
+    """When a pre-warm request writes the compacted prefix between turns (`max_tokens: 0` on Anthropic without
+    thinking, `prewarm` on OpenAI Responses of GPT-5.6 and later): `priced` (the default: when the cost model
+    expects it to save more than it costs), `always` (where the provider takes it: the next turn's first token
+    comes from a warm cache), `off`."""
     clock: Callable[[], float] = time.time
     """The time the engine reads, in seconds since the epoch (the cache's state is priced from it)."""
     sources: SourceConnections | None = None
@@ -119,6 +125,7 @@ class _OptionFields(TypedDict, total=False):
     cache_prices: CachePrices | None
     context_editing: ContextEditing | None
     cache_diagnostics: bool
+    prewarm: PrewarmSetting
     clock: Callable[[], float]
     sources: SourceConnections | None
     tool_deferral: ToolDeferral | None

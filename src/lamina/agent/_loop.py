@@ -27,6 +27,7 @@ from lamina.agent._events import (
     ToolStarted,
     TurnOutcome,
 )
+from lamina.agent._failure import record_failure
 from lamina.agent._interrupted import OutputSeen, interrupted_content
 from lamina.agent._lifetime import Lifetime
 from lamina.agent._model_calls import ModelCalls
@@ -34,12 +35,12 @@ from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanRunner
 from lamina.agent._priced import DEFAULT_COMPACTION_BAND, CompactionTiming
 from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
+from lamina.agent._warming import DEFAULT_PREWARM, PrewarmSetting, Warming
 from lamina.attachments import AttachmentInput
 from lamina.compaction import (
     DEFAULT_KEEP_TOKENS,
     DEFAULT_RESERVE,
     DEFAULT_USER_LANE_TOKENS,
-    ProviderSummariser,
     Summariser,
 )
 from lamina.engine import CompactionOutcome, ContextEngine, Plan, rejection_message
@@ -120,6 +121,7 @@ class Agent:
     cache_diagnostics: bool = True
     """Record why each call missed the prompt cache: the provider's diagnostics (asked for where the model has
     them) beside the simulator's prediction; False: neither asked nor predicted."""
+    prewarm: PrewarmSetting = DEFAULT_PREWARM  # a pre-warm between turns: `priced` (when it pays), `always`, `off`
     _plans: PlanRunner = field(init=False, repr=False)
     _provider_sessions: SessionRecovery = field(init=False, repr=False)
     _calls: ModelCalls = field(init=False, repr=False)
@@ -143,6 +145,7 @@ class Agent:
             compact=lambda: self.compact(trigger="overflow"),
             emit=self._emit,
             watch=CacheWatch(enabled=lambda: self.cache_diagnostics),
+            warming=Warming(self.engine, provider=lambda: self.provider, setting=lambda: self.prewarm),
         )
 
     @property
@@ -263,8 +266,8 @@ class Agent:
                 if await self._tool_round(open_calls, tools_run):  # a plan was submitted: the user decides
                     return TurnOutcome(turn, completed.text, tuple(usages), tuple(tools_run), "plan_submitted")
             raise TooManyModelCallsError(f"turn {turn.id} made {self.max_model_calls} model calls without stopping")
-        except asyncio.CancelledError:
-            _interrupt(self.engine, open_calls)
+        except BaseException as exc:  # cancelled: interrupted; an error: the failure logged
+            _stopped(self.engine, open_calls, exc)
             raise
         finally:
             self.engine.end_turn()
@@ -324,20 +327,19 @@ class Agent:
     ) -> CompactionOutcome:
         """Compact the session now (`/compact [focus]`), or as a trigger asks (or for a plan: see `accept_plan`).
 
-        On an SDK-managed backend (the Claude Agent SDK) a manual compaction is the backend's own:
-        `/compact` goes to its session, and its boundary is recorded as Lamina records the ones it
-        makes by itself. Otherwise, and always for a plan's compaction, Lamina compacts its provider view.
-        `force` (`/compact --force`) compacts even a conversation that fits the kept budget: all of
-        it is summarised (`Compactor.compact`); call it between turns. `decision`: the cost
-        model's, for a compaction in the band below the threshold (see `compaction_band`).
+        On an SDK-managed backend (the Claude Agent SDK) a manual compaction is the backend's own: `/compact` goes
+        to its session, its boundary recorded as Lamina records the ones it makes by itself. Otherwise, and always
+        for a plan's compaction, Lamina compacts its provider view. `force` (`/compact --force`) compacts even a
+        conversation that fits the kept budget: all of it is summarised (`Compactor.compact`); call it between
+        turns. `decision`: the cost model's, for a compaction in the band below the threshold (`compaction_band`).
         """
         self._check_open()
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
             return await self._provider_sessions.compact(focus)
-        summariser = self.summariser or ProviderSummariser(self.provider, session_id=self.engine.session.id)
+        summariser = self._calls.warming.summariser(self.summariser, self.engine.session.id)  # on the cache
         # a small model's window cannot hold 20,000 tokens of earlier messages beside the kept ones
         lane_tokens = min(self.user_lane_tokens, self.provider.capabilities.context_window // _LANE_SHARE)
-        return await self.engine.compactor.compact(
+        outcome = await self.engine.compactor.compact(
             summariser,
             trigger=trigger,
             focus=focus,
@@ -346,7 +348,8 @@ class Agent:
             plan_id=plan_id,
             force=force,
             decision=decision,
-        )
+        )  # a manual compaction runs between turns: the compacted prefix may be pre-warmed
+        return await self._calls.warming.after_compaction(outcome, between_turns=trigger == "manual" and not plan_id)
 
     def budget(self, user_text: str | None = None) -> BudgetReport:
         """Tokens per tier (SPEC F17) of the next request, `user_text` standing for the user's message.
@@ -369,9 +372,7 @@ class Agent:
 
     async def _compact_before_turn(self) -> None:
         """Compact before a turn when due (over the threshold), or in the band below it when the cost model says so."""
-        tokens = (
-            self.engine.compactor.calibrated_context_tokens()
-        )  # counted once: the stable parts and tools are counted too
+        tokens = self.engine.compactor.calibrated_context_tokens()  # counted once: stable parts and tools too
         window = self.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
         timing = self._timing.before_turn(
             tokens, window, backend_compacts=isinstance(self.provider.target, SdkManagedTarget)
@@ -397,8 +398,8 @@ class Agent:
         A provider that forks its own transcript (the Claude Agent SDK) forks it at an answer whose
         provider session the log recorded (`native_fork`); another provider that keeps its own
         transcript (`capabilities.native_resume`) gets a one-shot branch seed; one that renders
-        history from the log needs nothing. `Branch.note` says
-        whether the branch point is still in the provider view and what happens instead. At a user
+        history from the log needs nothing. `Branch.note` says whether the branch point is still in
+        the provider view and what happens instead. At a user
         message the branch starts before it and `Branch.offered_text` holds its text. The skills in
         use and the prerequisite reads met become the branch's (its context window's reads count).
         """
@@ -482,6 +483,14 @@ class Agent:
 def _in_request(engine: ContextEngine) -> tuple[ToolResult, ...]:
     """The tool results the next request holds (for Read): the context window, prunes applied, from the log."""
     return tuple(result for _, result in engine.window_calls())
+
+
+def _stopped(engine: ContextEngine, open_calls: Sequence[ToolCallRequest], error: BaseException) -> None:
+    """A turn that did not finish: cancelled (the user interrupted it) or failed with an error."""
+    if isinstance(error, asyncio.CancelledError):
+        _interrupt(engine, open_calls)
+    elif isinstance(error, Exception):
+        record_failure(engine, error)
 
 
 def _interrupt(engine: ContextEngine, open_calls: Sequence[ToolCallRequest]) -> None:

@@ -15,6 +15,7 @@ from lamina.agent._events import AgentEvent, ModelCallFinished, Thinking
 from lamina.agent._provider_sessions import SessionRecovery
 from lamina.agent._reasoning_replay import ReasoningReplay
 from lamina.agent._recovery import DEFAULT_RECOVERY_TOKENS
+from lamina.agent._warming import Warming
 from lamina.context import TurnContext
 from lamina.engine import CompactionOutcome, ContextEngine
 from lamina.errors import ContextOverflowError
@@ -47,6 +48,8 @@ class ModelCalls:
     compact: Callable[[], Awaitable[CompactionOutcome]]
     """Compacts the session after a context overflow."""
     emit: Callable[[AgentEvent], None]
+    warming: Warming
+    """The calls about the cache besides the turn's: the summariser on the session's prefix, the pre-warm."""
     replay: ReasoningReplay = field(default_factory=ReasoningReplay)
     """Completed turns' reasoning, kept or dropped as priced (`ReasoningConfig(history="priced")`)."""
     watch: CacheWatch = field(default_factory=CacheWatch)

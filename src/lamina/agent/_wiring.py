@@ -108,6 +108,7 @@ def open_agent(
         compaction_band=chosen.compaction_band,
         cache_prices=chosen.cache_prices,
         cache_diagnostics=chosen.cache_diagnostics,
+        prewarm=chosen.prewarm,
         activation=activation,
         owns_engine=True,
         owns_provider=isinstance(model, str),

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias
 
+from lamina._atomic import atomic_write
 from lamina.errors import AttachmentError, MissingExtraError
 from lamina.session import AttachmentRef, SessionFiles
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -57,16 +57,7 @@ def _write_atomic(path: Path, data: bytes) -> bool:
     if path.is_file() and path.stat().st_size == len(data):
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(temporary, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)
     return True
 
 

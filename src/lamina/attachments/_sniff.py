@@ -6,11 +6,9 @@ reported (in the attachment's note) and the content wins.
 
 from __future__ import annotations
 
-import codecs
 import email.parser
 import email.policy
 import io
-import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -18,6 +16,7 @@ from typing import Final, Literal
 
 import puremagic
 
+from lamina._text_codec import decode, find_codec
 from lamina.errors import AttachmentError
 
 Kind = Literal["image", "pdf", "document", "text"]
@@ -109,82 +108,11 @@ def _ooxml(data: bytes) -> str:
     return next((media for part, media in _OOXML_PARTS if part in names), "")
 
 
-_CONTROL: Final = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_CONTROL_TEXT: Final = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-
-_BOMS: Final = (
-    # UTF-32 first: the UTF-32 LE mark begins with the UTF-16 LE one
-    (codecs.BOM_UTF32_LE, "utf-32", "UTF-32 LE"),
-    (codecs.BOM_UTF32_BE, "utf-32", "UTF-32 BE"),
-    (codecs.BOM_UTF8, "utf-8-sig", "UTF-8"),
-    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16 LE"),
-    (codecs.BOM_UTF16_BE, "utf-16", "UTF-16 BE"),
-)
-"""Byte-order marks, the codec that reads (and drops) each, and its name for the note."""
-_NUL_SHARE: Final = 0.3
-"""Least share of UTF-16 code units whose high byte is NUL for BOM-less UTF-16 (ASCII-heavy text has most)."""
-
-
-def legacy_text(data: bytes) -> bool:
-    """Whether `data`, not UTF-8, reads as Windows-1252 text.
-
-    Every byte must be defined, with no control character but tab, line breaks and form feed
-    (binary data almost always has some).
-    """
-    if _CONTROL.search(data):
-        return False
-    try:
-        data.decode("cp1252")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 @dataclass(frozen=True, slots=True)
 class _Text:
     media_type: str
     encoding: str
     note: str = ""
-
-
-def _bom_less_utf16(data: bytes) -> str:
-    """`utf-16-le` or `utf-16-be` when `data`'s NULs fall on one side of its 16-bit units only, else ""."""
-    if len(data) < 4 or len(data) % 2:
-        return ""
-    units = len(data) // 2
-    low, high = data[0::2].count(0), data[1::2].count(0)
-    if high >= _NUL_SHARE * units and low <= units // 100:
-        return "utf-16-le"
-    if low >= _NUL_SHARE * units and high <= units // 100:
-        return "utf-16-be"
-    return ""
-
-
-def _decoded_text(data: bytes) -> _Text | None:
-    """A text file's type and encoding, from a byte-order mark or BOM-less UTF-16's NULs.
-
-    Returns:
-        The type and encoding; None if there is no such mark, or the bytes do not decode to text.
-    """
-    for mark, codec, label in _BOMS:
-        if data.startswith(mark):
-            note = "" if codec == "utf-8-sig" else f"read as {label} (from its byte-order mark)"
-            break
-    else:
-        codec = _bom_less_utf16(data)
-        if not codec:
-            return None
-        note = f"read as UTF-16 {codec[-2:].upper()} (no byte-order mark; from the pattern of its NUL bytes)"
-    try:
-        text = data.decode(codec)
-    except UnicodeDecodeError:
-        return None
-    if _CONTROL_TEXT.search(text):
-        return None
-    media = _classify(text)
-    if media == TEXT and _looks_like_mail(text.encode("utf-8")):
-        media = EML
-    return _Text(media, codec, note)
 
 
 def _classify(text: str) -> str:
@@ -200,26 +128,21 @@ def _text_type(data: bytes) -> _Text | None:
     """A text file's type and how it decodes.
 
     A byte-order mark, else BOM-less UTF-16, else (no NUL) mail by its headers whatever its bytes
-    (each part says its own charset), else UTF-8, else Windows-1252.
+    (each part says its own charset), else UTF-8, else the encoding `lamina._text_codec` finds.
 
     Returns:
         The type and encoding; None when it is not text.
     """
-    marked = _decoded_text(data)
-    if marked is not None or b"\0" in data:
-        return marked
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        if _looks_like_mail(data):
-            return _Text(EML, "utf-8-sig")
-        if not legacy_text(data):
-            return None
-        return _Text(_classify(data.decode("cp1252")), "cp1252", "not UTF-8: read as Windows-1252")
+    codec = find_codec(data)
+    if (codec is None or codec.guessed) and b"\0" not in data and _looks_like_mail(data):
+        return _Text(EML, "utf-8-sig")
+    if codec is None:
+        return None
+    text = decode(data, codec)
     media = _classify(text)
-    if media == TEXT and _looks_like_mail(data):
+    if media == TEXT and _looks_like_mail(text.encode("utf-8")):
         media = EML
-    return _Text(media, "utf-8-sig")
+    return _Text(media, codec.codec, codec.note)
 
 
 def _looks_like_mail(data: bytes) -> bool:

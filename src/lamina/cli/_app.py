@@ -75,6 +75,12 @@ _COMMANDS: Final = {
         "Manage the session store itself (PostgreSQL schema migrations).",
         group=True,
     ),
+    "proxy": _Command(
+        "lamina.cli._proxy",
+        "app",
+        "Run the proxy in front of Claude Code, Codex, pi, aider or opencode: each conversation a Lamina session.",
+        group=True,
+    ),
     "trust": _Command(
         "lamina.cli._trust_commands",
         "trust",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,13 +21,17 @@ import msgspec
 import platformdirs
 import typer
 
+from lamina._atomic import atomic_write
+from lamina._typed_toml import read_config_file
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._permissions import PermissionRule, Permissions, read_rules
 from lamina.cli._reasoning_settings import REASONING_KEYS, ReasoningMerge, ReasoningTable, checked
+from lamina.cli._toml_edit import with_appended
 from lamina.errors import ConfigError
 from lamina.workspace import WorkspaceTrust
 
 if TYPE_CHECKING:
+    from lamina.agent import PrewarmSetting
     from lamina.compaction import BackendSetting
     from lamina.placement import ReasoningConfig
     from lamina.pricing import ContextEditing
@@ -65,6 +68,7 @@ class _Compaction(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     backend: Literal["auto", "server", "lamina"] | None = None
     context_editing: Literal["priced", "server", "lamina", "off"] | None = None
+    prewarm: Literal["priced", "always", "off"] | None = None
 
 
 class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -121,6 +125,8 @@ class Settings:
     context_editing: ContextEditing | None = None
     """Who clears old tool output on models with context editing (`[compaction] context_editing`): None, the
     provider's own setting (`priced`: the cost model weighs Lamina's prune against the server's clearing)."""
+    prewarm: PrewarmSetting = "priced"
+    """When a pre-warm writes the compacted prefix between turns (`[compaction] prewarm`): `priced`, `always`, `off`."""
     sandbox_ignored: tuple[str, ...] = ()
     """What the workspace's file asked of the sandbox that would loosen it (not applied; said at start)."""
     origins: dict[str, str] = field(default_factory=dict)
@@ -178,6 +184,8 @@ def load_settings(
             thinking.add(checked(data.reasoning, str(path)), str(path))
         if data.compaction is not None and data.compaction.backend is not None:
             values["compaction_backend"], origins["compaction.backend"] = data.compaction.backend, str(path)
+        if data.compaction is not None and data.compaction.prewarm is not None:
+            values["prewarm"], origins["compaction.prewarm"] = data.compaction.prewarm, str(path)
         if data.compaction is not None and data.compaction.context_editing is not None:
             values["context_editing"] = data.compaction.context_editing
             origins["compaction.context_editing"] = str(path)
@@ -310,28 +318,17 @@ def settings_or_abort(
 
 
 def _read(path: Path) -> _File | None:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return msgspec.toml.decode(raw, type=_File)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return read_config_file(path, _File)
 
 
 def save_allowed(workspace: Path, rules: Sequence[PermissionRule], *, file: Path = WORKSPACE_CONFIG) -> Path:
     """Add `rules` to `permissions.allow` in a workspace's config file (made if missing); the file's path.
 
-    The rest of the file (keys, comments, order) is kept as written.
+    The rest of the file (keys, comments, order, dotted keys, inline tables) is kept as written
+    (`lamina.cli._toml_edit`).
 
     Raises:
-        ConfigError: The file cannot be read or written, is not valid, or holds its permissions in
-            a form this cannot edit (a dotted key, an inline table): the rule is then not saved.
+        ConfigError: The file cannot be read or written, or is not valid: the rule is then not saved.
     """
     path = workspace / file
     current = _read(path)
@@ -340,47 +337,13 @@ def save_allowed(workspace: Path, rules: Sequence[PermissionRule], *, file: Path
     if wanted == allowed:
         return path
     text = path.read_text(encoding="utf-8") if current is not None else ""
-    updated = _with_allow(text, wanted)
-    try:
-        decoded = msgspec.toml.decode(updated.encode(), type=_File)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        decoded = None
-    if decoded is None or decoded.permissions is None or decoded.permissions.allow != wanted:
-        raise ConfigError(f"{path}: cannot add {wanted[-1]} to permissions.allow here: add it by hand")
+    updated = with_appended(text, "permissions", "allow", wanted[len(allowed) :], file=str(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(updated, encoding="utf-8")
-        os.replace(partial, path)
+        atomic_write(path, updated.encode())
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return path
-
-
-_TABLE: Final = re.compile(r"\s*\[")
-_PERMISSIONS_TABLE: Final = re.compile(r"\s*\[\s*permissions\s*\]\s*(#.*)?")
-_ALLOW_KEY: Final = re.compile(r"\s*allow\s*=")
-
-
-def _with_allow(text: str, allow: Sequence[str]) -> str:
-    """`text` with its `[permissions]` table's `allow` array replaced by `allow` (table and key added if missing)."""
-    array = "allow = [" + ", ".join(json.dumps(rule, ensure_ascii=False) for rule in allow) + "]\n"
-    lines = text.splitlines(keepends=True)
-    header = next((n for n, line in enumerate(lines) if _PERMISSIONS_TABLE.fullmatch(line.rstrip("\r\n"))), None)
-    if header is None:
-        gap = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-        return text + gap + "[permissions]\n" + array
-    end = next((n for n in range(header + 1, len(lines)) if _TABLE.match(lines[n])), len(lines))
-    key = next((n for n in range(header + 1, end) if _ALLOW_KEY.match(lines[n])), None)
-    if key is None:
-        return "".join([*lines[: header + 1], array, *lines[header + 1 :]])
-    for last in range(key, end):  # the array may span lines: its end is the first line where it parses
-        try:
-            msgspec.toml.decode("".join(lines[key : last + 1]).encode())
-        except msgspec.DecodeError:
-            continue
-        return "".join([*lines[:key], array, *lines[last + 1 :]])
-    return text  # not an array this can read: the caller's check refuses
 
 
 _KEY_VARIABLES: Final = {
@@ -421,6 +384,7 @@ def _setting_rows(settings: Settings) -> list[tuple[str, object, str]]:
     rows.append(("compaction.backend", settings.compaction_backend, settings.origin("compaction.backend")))
     editing = settings.context_editing or "priced"  # None: the provider's own setting, `priced`
     rows.append(("compaction.context_editing", editing, settings.origin("compaction.context_editing")))
+    rows.append(("compaction.prewarm", settings.prewarm, settings.origin("compaction.prewarm")))
     return rows
 
 

@@ -10,6 +10,7 @@ speaks for the tools that do the same to a file (`covers`). See docs/configurati
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,7 @@ from typing import Final, Literal
 
 from lamina.errors import ConfigError
 from lamina.shell import SimpleCommand, could_run, read_command
+from lamina.workspace import GlobError, PathGlob, compile_glob
 
 _RULE: Final = re.compile(r"(?P<tool>[A-Za-z_][A-Za-z0-9_.-]*)(?:\((?P<spec>.*)\))?", re.DOTALL)
 _PLAIN_WORD: Final = re.compile(r"-{0,2}[A-Za-z][A-Za-z0-9_+:@-]*")
@@ -106,6 +108,10 @@ def parse_rule(text: str, *, origin: str = "this session") -> PermissionRule:
     if not spec:
         raise ConfigError(f"{text!r}: empty specifier; write {tool} for every call")
     if tool != "Bash":
+        try:
+            _path_glob(spec)
+        except GlobError as exc:
+            raise ConfigError(f"{text!r}: {exc}") from None
         return PermissionRule(tool, "paths", (spec,), origin=origin)
     if not spec.endswith(":*"):
         return PermissionRule(tool, "exact", (spec,), origin=origin)
@@ -257,31 +263,21 @@ def _clip(text: str) -> str:
 
 
 def _glob_match(glob: str, path: str) -> bool:
-    """`**` any number of folders, `*` and `?` within one name; a glob without `/` matches the name anywhere."""
+    """The rule's glob over one path: a glob without `/` matches the name in any folder; `dir/` all below it."""
+    return _path_glob(glob).matches(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _path_glob(glob: str) -> PathGlob:
+    """The rule's glob in Lamina's one dialect (`lamina.workspace.compile_glob`), read as a path rule.
+
+    Raises:
+        GlobError: The glob cannot be used.
+    """
+    if glob.startswith("./"):
+        glob = glob[2:]
     if "/" not in glob.rstrip("/"):
         glob = "**/" + glob
-    return re.fullmatch(_glob_regex(glob[2:] if glob.startswith("./") else glob), path) is not None
-
-
-def _glob_regex(glob: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
     if glob.endswith("/"):
-        out.append(".*")  # a folder: everything in it
-    return "".join(out)
+        glob += "**"  # a folder: everything in it
+    return compile_glob(glob)

@@ -470,6 +470,7 @@ async def session_agent(
                     sources=sources if scan.sources else None,
                     prune=DEFAULT_PRUNE if settings.prune else None,
                     sandbox=settings.sandbox,
+                    prewarm=settings.prewarm,
                 ),
             )
             for ignored in settings.sandbox_ignored:  # the workspace's file asked to loosen the sandbox

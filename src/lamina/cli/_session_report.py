@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -30,6 +32,7 @@ from lamina.reports import (
     session_json,
     session_misses,
 )
+from lamina.session import AssistantMessage, LogEntry
 from lamina.tools import default_tool_specs
 from lamina.workspace import WorkspaceContext
 
@@ -68,6 +71,7 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
             with store.open(session_id, writable=False) as session:
                 path, cwd, data_dir = session.path(), session.info.cwd, session.shown_path("data")
                 decided = decisions(session.entries())
+                counted = _Counted.of(session.entries(), session.leaf_id)
         finally:
             store.close()
         workspace = WorkspaceContext(cwd if cwd and Path(cwd).is_dir() else ".", tools=default_tool_specs())
@@ -83,6 +87,7 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
         print_json(
             {
                 "session": session_id,
+                "branch": counted.json(len(requests)),
                 **session_json(total),
                 "per_request": [
                     {"request": r.number, "turn": r.turn, "tokens": r.composition.total, **r.composition.by_kind()}
@@ -93,7 +98,38 @@ def show_session(store_root: str | Path | None, session_id: str, *, as_json: boo
         )
         return
     _print_session(session_id, requests, total)
+    out.print(counted.words(len(requests)), highlight=False)
     print_decisions(decided)
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """Which branch `context --session` counts (the session's current one) and what the log holds besides."""
+
+    leaf_id: str | None
+    branches: int
+    log_requests: int
+
+    @classmethod
+    def of(cls, entries: Sequence[LogEntry], leaf_id: str | None) -> _Counted:
+        parents = {e.parent_id for e in entries}
+        leaves = sum(e.id not in parents for e in entries)
+        return cls(leaf_id, leaves, sum(isinstance(e, AssistantMessage) for e in entries))
+
+    def json(self, counted: int) -> dict[str, object]:
+        return {
+            "leaf_id": self.leaf_id,
+            "branches": self.branches,
+            "requests": counted,
+            "log_requests": self.log_requests,
+        }
+
+    def words(self, counted: int) -> str:
+        where = f"the current branch (leaf {safe(self.leaf_id or '-')})"
+        if self.branches <= 1:
+            return f"Counted: {where}, the session's only branch: {counted:,} requests."
+        others = "the other branch is" if self.branches == 2 else f"the other {self.branches - 1:,} branches are"
+        return f"Counted: {where}, {counted:,} of the log's {self.log_requests:,} requests; {others} not counted."
 
 
 def show_session_budget(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:

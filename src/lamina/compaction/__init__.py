@@ -45,9 +45,10 @@ from lamina.compaction._prune import (
     reread_chances,
 )
 from lamina.compaction._summary import StructuredSummary, parse_summary
-from lamina.compaction._summary_prompt import render_ledger, summary_prompt
+from lamina.compaction._summary_prompt import cached_summary_instruction, render_ledger, summary_prompt
 
 if TYPE_CHECKING:
+    from lamina.compaction._on_cache import CachedPrefix, SummaryPrefix
     from lamina.compaction._server import BackendSetting, ServerSummariser
     from lamina.compaction._summarize import DeterministicSummariser, ProviderSummariser, Summariser, SummaryResult
 
@@ -55,10 +56,11 @@ if TYPE_CHECKING:
 _LAZY: Final = dict.fromkeys(
     ("DeterministicSummariser", "ProviderSummariser", "Summariser", "SummaryResult"), "lamina.compaction._summarize"
 ) | dict.fromkeys(("BackendSetting", "ServerSummariser"), "lamina.compaction._server")
+_LAZY_CACHE: Final = dict.fromkeys(("CachedPrefix", "SummaryPrefix"), "lamina.compaction._on_cache")
 
 
 def __getattr__(name: str) -> object:
-    return load_lazily(globals(), __name__, _LAZY, name)
+    return load_lazily(globals(), __name__, _LAZY | _LAZY_CACHE, name)
 
 
 __all__ = [
@@ -68,6 +70,7 @@ __all__ = [
     "DEFAULT_USER_LANE_TOKENS",
     "MAX_FILES",
     "BackendSetting",
+    "CachedPrefix",
     "CutPoint",
     "DeterministicSummariser",
     "LaneUpdate",
@@ -76,10 +79,12 @@ __all__ = [
     "ServerSummariser",
     "StructuredSummary",
     "Summariser",
+    "SummaryPrefix",
     "SummaryResult",
     "apply_prunes",
     "archive_name",
     "archive_text",
+    "cached_summary_instruction",
     "choose_prune",
     "clip_text",
     "deterministic_summary",

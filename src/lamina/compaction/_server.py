@@ -22,11 +22,18 @@ from lamina.compaction._cut import entry_tokens
 from lamina.compaction._deterministic import deterministic_summary
 from lamina.compaction._summarize import DEFAULT_SUMMARY_TIMEOUT, ProviderSummariser, Summariser, SummaryResult
 from lamina.compaction._summary import StructuredSummary, parse_summary
-from lamina.compaction._summary_prompt import summary_prompt
+from lamina.compaction._summary_prompt import cached_summary_instruction, summary_prompt
 from lamina.defang import neutralise
 from lamina.errors import LaminaError, ProviderError
 from lamina.placement import AnthropicTarget, OpenAIResponsesTarget, compaction_request
-from lamina.pricing import CompactionBackend, Outlook, price_compaction_backend
+from lamina.pricing import (
+    CompactionBackend,
+    Outlook,
+    SummaryCall,
+    SummaryRoute,
+    price_compaction_backend,
+    price_summary_call,
+)
 from lamina.providers import Provider, RetryPolicy, ServerCompacted, ServerCompactor
 from lamina.session import CostDecision, Ledger, LogEntry, ServerCompaction
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -133,15 +140,40 @@ class ServerSummariser:
         summarised = sum(entry_tokens(e, estimator=self._estimator) for e in entries)
         prompt = count(summary_prompt(summary, (), focus=None, ledger=ledger))
         server_summary = count(block.readable or block.block) if block is not None else _SUMMARY_TOKENS
+        # on OpenAI the stable context stays before the item: nothing is written again for it
+        rewrite = 0 if isinstance(self.provider.target, OpenAIResponsesTarget) else rewrite_tokens
+        cached = self._cached_figures(summary, entries, ledger)
+        if cached is not None:  # three routes: fresh, on the session's cached prefix, the server's
+            call = SummaryCall(
+                fresh_tokens=summarised + prompt,
+                summary_tokens=_SUMMARY_TOKENS,
+                cached_tokens=cached[0],
+                cached_new_tokens=cached[1],
+                server_tokens=summarised,
+                server_summary_tokens=server_summary,
+                server_rewrite_tokens=rewrite,
+            )
+            route, decision = price_summary_call(outlook, call)
+            return ("server" if route == "server" else "lamina"), decision
         return price_compaction_backend(
             outlook,
             summarised_tokens=summarised,
             lamina_prompt_tokens=prompt,
             lamina_summary_tokens=_SUMMARY_TOKENS,
             server_summary_tokens=server_summary,
-            # on OpenAI the stable context stays before the item: nothing is written again for it
-            server_rewrite_tokens=0 if isinstance(self.provider.target, OpenAIResponsesTarget) else rewrite_tokens,
+            server_rewrite_tokens=rewrite,
         )
+
+    def _cached_figures(
+        self, summary: str | None, entries: Sequence[LogEntry], ledger: Ledger
+    ) -> tuple[int, int] | None:
+        """The cached prefix Lamina's summariser would read and what it would add (None: it has none)."""
+        fallback = self.fallback
+        prefix = fallback.prefix() if isinstance(fallback, ProviderSummariser) and fallback.prefix else None
+        if prefix is None:
+            return None
+        instruction = cached_summary_instruction(summary, entries, ledger=ledger, focus=None)
+        return prefix.tokens, self._estimator.count(instruction)
 
     async def compact_server(
         self,
@@ -172,7 +204,8 @@ class ServerSummariser:
         parsed = parse_summary(summary) if summary else None
         backend, decision = self.choose(entries, previous, ledger, outlook, rewrite_tokens=rewrite_tokens)
         if backend == "lamina":
-            return await self.fallback.summarise(parsed, entries, ledger, focus=focus), decision
+            result = await self._lamina(parsed, entries, ledger, focus, decision)
+            return result, result.decision or decision  # the route Lamina's summariser took, priced, where it was
         attempt = await self._attempt(block, summary, entries, focus=focus)
         if attempt.block is None:
             _log.warning("server compaction not used: %s", attempt.reason)
@@ -190,6 +223,24 @@ class ServerSummariser:
         text = parse_summary(attempt.block.readable) if attempt.block.readable else None
         shown = text or deterministic_summary(parsed, entries, ledger, focus=focus)
         return SummaryResult(shown, "server", server=attempt.block), decision
+
+    async def _lamina(
+        self,
+        previous: StructuredSummary | None,
+        entries: Sequence[LogEntry],
+        ledger: Ledger,
+        focus: str | None,
+        decision: CostDecision,
+    ) -> SummaryResult:
+        """Lamina's summary, by the route the three-way price chose when it chose one (else the fallback's own)."""
+        fallback = self.fallback
+        routes: dict[str, SummaryRoute] = {"lamina_cached_compaction": "cached", "lamina_compaction": "fresh"}
+        priced = isinstance(decision.reason, str) and decision.reason.startswith("summarising call")
+        if not (isinstance(fallback, ProviderSummariser) and priced and decision.action in routes):
+            return await fallback.summarise(previous, entries, ledger, focus=focus)
+        ask = fallback.ask(previous, entries, ledger, focus=focus)
+        what = (previous, entries, ledger, focus)
+        return await fallback.summarise_by(routes[decision.action], ask, what, decision=decision)
 
     async def _attempt(
         self, block: ServerCompaction | None, summary: str | None, entries: Sequence[LogEntry], *, focus: str | None

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from lamina.context import Authority, SafeText
-from lamina.defang import defang, join, render_block, trusted
+from lamina.defang import defang, join, neutralise, render_block, trusted
 from lamina.errors import UsageError
 from lamina.session import AssistantMessage, Ledger, LogEntry, Reasoning, ToolCall, ToolResult, UserMessage
 
@@ -217,3 +217,79 @@ def summary_prompt(
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+_CACHED_TASK: Final = (
+    "Stop the work for a moment: this message is from Lamina, not the user. Summarise the conversation above so "
+    "that the agent can continue the work from the summary alone. Call no tools; answer only with the summary, in "
+    "this template:"
+)
+_CACHED_UPDATE: Final = (
+    "The <compaction_summary> block below holds the summary made at the previous compaction; update it with the "
+    "conversation above: keep its sections, carry over everything that still holds, move finished items from In "
+    "progress and Next steps to Done, add the new progress, decisions and context."
+)
+
+
+def _entry_named(entry: LogEntry) -> str:
+    """`entry` as the instruction names the last one summarised: its call id, or its first words."""
+    match entry:
+        case ToolResult(call_id=call_id, name=name) | ToolCall(call_id=call_id, name=name):
+            return f"the {neutralise(name)} call `{neutralise(call_id)}`"
+        case UserMessage(text=text) | AssistantMessage(text=text) if text.strip():
+            who = "user" if isinstance(entry, UserMessage) else "assistant"
+            return f'the {who} message that begins "{neutralise(" ".join(text.split()[:12]))}"'
+        case _:
+            return "the entry before the kept part"
+
+
+def cached_summary_instruction(
+    previous_summary: str | None,
+    entries: Sequence[LogEntry],
+    *,
+    ledger: Ledger,
+    focus: str | None = None,
+    everything: bool = False,
+    turn_prefix: bool = False,
+) -> str:
+    """The summary instruction appended to the session's own request (the conversation is already above it).
+
+    Args:
+        previous_summary: The previous compaction's summary, which the model updates (None: the first).
+        entries: The entries to summarise, oldest first: the instruction names where they end, since
+            what follows them in the conversation above is kept verbatim after the summary.
+        ledger: The ledger after these entries.
+        focus: What the user asked the summary to focus on.
+        everything: The whole conversation above is summarised (nothing is kept verbatim).
+        turn_prefix: `entries` end in the middle of a turn whose rest is kept.
+    """
+    instructions = [_CACHED_TASK, "", _TEMPLATE_GUIDE, "", _RULES]
+    if any(isinstance(e, AssistantMessage) and any(r.readable for r in e.reasoning) for e in entries):
+        instructions[-1] += "\n" + _REASONING_RULE
+    if previous_summary:
+        instructions += ["", _CACHED_UPDATE]
+    conversation = [e for e in entries if isinstance(e, UserMessage | AssistantMessage | ToolCall | ToolResult)]
+    if conversation and not everything:
+        last = _entry_named(conversation[-1])  # a call id, or the message's first words neutralised
+        instructions += [
+            "",
+            f"Summarise the conversation up to and including {last}. What follows it is kept verbatim after the "
+            "summary: read it as context only, do not summarise it.",
+        ]
+    if turn_prefix:
+        instructions += ["", _PREFIX_NOTE]
+    parts = [render_block("instructions", trusted("\n".join(instructions)))]
+    if previous_summary:
+        text = defang(
+            previous_summary,
+            source="previous compaction summary",
+            authority=Authority.TOOL_OUTPUT,
+            max_chars=_whole(previous_summary),
+        )
+        parts.append(render_block("compaction_summary", text))
+    parts.append(_ledger_block(ledger))
+    if focus:
+        wrapped = defang(focus, source="compaction focus", authority=Authority.USER_DATA, max_chars=_whole(focus))
+        parts.append(join("\n", [trusted("The user asked the summary to focus on this:"), wrapped]))
+    parts.append(trusted("Now write the summary, in the template, and nothing else."))
+    return join("\n\n", parts)

@@ -182,7 +182,8 @@ class Compactor:
 
         `lamina.pricing.price_compaction` over the engine's outlook: the history after is
         what the cut keeps and a summary's estimated size beyond the one it replaces; the
-        summarising call reads what the cut summarises and the earlier summary.
+        summarising call reads what the cut summarises and the earlier summary fresh, or the
+        session's request on the cache, whichever is cheaper (in base-price tokens).
 
         Args:
             threshold_tokens: The context's tokens, as `calibrated_context_tokens` counts them, at
@@ -198,12 +199,15 @@ class Compactor:
         cut = steps.choose_cut(list(live.entries), keep_tokens=keep_tokens, estimator=self.estimator, whole=False)
         previous = self.estimator.count(live.summary or "")
         kept = view if steps.nothing_new(cut, live.boundary) is not None else min(view, cut.tokens_kept)
+        outlook, p = self.outlook(), self._prices()
+        cold = min(view, outlook.cache.cold_tokens(p))  # summarising on the cache reads the session's own request
+        on_cache = (view + outside - cold) * p.read + cold * p.write_5m
         return price_compaction(
-            self.outlook(),
+            outlook,
             tokens_after=kept + max(0, _SUMMARY_TOKENS - previous),  # the new summary replaces the earlier one
             threshold_tokens=max(0, round(threshold_tokens / self.calibration) - outside),
             turn_tokens=self._pace.turn_tokens(),
-            summarised_tokens=max(0, view - kept) + previous,
+            summarised_tokens=round(min(max(0, view - kept) + previous, on_cache)),  # the cheaper route's price
             summary_tokens=_SUMMARY_TOKENS,
         )
 

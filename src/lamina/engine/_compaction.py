@@ -124,13 +124,15 @@ async def summarise(
     boundary, previous_summary = view
     ledger = update_ledger(boundary.ledger if boundary else Ledger(), cut.summarised, workspace=workspace)
     previous = parse_summary(previous_summary) if previous_summary else None
+    backend: CostDecision | None
     if isinstance(summariser, ServerSummariser):
         block = server_block(boundary.server) if boundary is not None else None
         result, backend = await summariser.compact_server(
             (block, previous_summary), cut.history, ledger, focus=focus, outlook=outlook, rewrite_tokens=rewrite_tokens
         )
     else:
-        result, backend = await summariser.summarise(previous, cut.history, ledger, focus=focus), None
+        result = await summariser.summarise(previous, cut.history, ledger, focus=focus)
+        backend = result.decision  # Lamina's summariser on the cache or fresh, priced (None: not weighed)
     structured = result.summary
     if cut.split_turn_prefix:  # one item, not a second summary: the next compaction reads it back
         item = turn_prefix_item(cut.split_turn_prefix)

@@ -31,7 +31,9 @@ from lamina.pricing._cost import (
 from lamina.pricing._deferral_price import DeferralPrice, ToolChangePrice, price_deferral, price_tool_change
 from lamina.pricing._editing import ContextEditing, PruneChoice, choose_prune_option
 from lamina.pricing._pace import PaceTracker
+from lamina.pricing._prewarm_price import PrewarmCall, price_prewarm
 from lamina.pricing._prices import cost_of
+from lamina.pricing._summary_routes import SummaryCall, SummaryRoute, call_prices, price_summary_call
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -43,10 +45,14 @@ __all__ = [
     "DeferralPrice",
     "Outlook",
     "PaceTracker",
+    "PrewarmCall",
     "PruneChoice",
     "PruneItem",
     "SessionPace",
+    "SummaryCall",
+    "SummaryRoute",
     "ToolChangePrice",
+    "call_prices",
     "choose_prune_option",
     "choose_turn_ttl",
     "cost_of",
@@ -57,7 +63,9 @@ __all__ = [
     "price_compaction",
     "price_compaction_backend",
     "price_deferral",
+    "price_prewarm",
     "price_prune",
     "price_reasoning_replay",
+    "price_summary_call",
     "price_tool_change",
 ]

@@ -375,8 +375,9 @@ def price_compaction(
     """Whether compacting now (the history down to `tokens_after`) is cheaper than waiting for the threshold.
 
     Now or later, a compaction writes the compacted history once (where it would be read), and
-    makes a summarising call (a fresh request, never cached: the summarised history read at the base
-    price, the summary written as output). Compacting before the threshold compacts more often:
+    makes a summarising call (its input priced by `summarised_tokens` in base-price tokens: a fresh
+    request reads the summarised history at the base price, one on the session's cached prefix
+    reads it at the read price; the summary written as output). Compacting before the threshold compacts more often:
     now costs the extra share `1 - (now - after) / (threshold - after)` of a compaction (a whole
     one without a threshold, none at it). Against that, compacting now saves:
 
@@ -397,7 +398,8 @@ def price_compaction(
         tokens_after: The history's tokens after the compaction (summary and kept entries).
         threshold_tokens: The history's tokens at which waiting compacts (None: never).
         turn_tokens: The tokens a turn adds, as seen (how soon the threshold comes).
-        summarised_tokens: What the summarising call reads (default: the history less `tokens_after`).
+        summarised_tokens: What the summarising call's input costs, in base-price tokens (default: the
+            history less `tokens_after`, read fresh).
         summary_tokens: The summary it writes (an estimate before it is written).
 
     Returns:
@@ -481,6 +483,9 @@ _WORDS: Final = {
     "reasoning_keep": ("send completed turns' reasoning back", "dropping it"),
     "server_compaction": ("compacted by the provider", "with Lamina's summariser"),
     "lamina_compaction": ("compacted by Lamina's summariser", "with the provider's compaction"),
+    "lamina_cached_compaction": ("summarised on the session's cached prefix", "the next cheapest way"),
+    "prewarm": ("pre-warm the cache", "not pre-warming"),
+    "no_prewarm": ("no pre-warm", "pre-warming"),
 }
 """Per action: its name, and the alternative its `expected_nothing` prices (keeping has none: it is doing nothing)."""
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, TypeAlias
+from typing import Annotated, Final, Literal, TypeAlias
 
+import msgspec
+
+from lamina._typed_toml import TomlProblem, read_toml
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec
 from lamina.defang import trusted
 from lamina.errors import UnknownPresetError, UsageError
@@ -40,8 +42,19 @@ BUILTIN_TOOL_NAMES: Final = ("Read", "Edit", "Write", "Glob", "Grep", "Bash")
 """The built-in tools (SPEC F18): with SubmitPlan, the whole tool set of the mini preset."""
 
 _SECTION_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,47}")
-_FIELDS: Final = ("base", "sections", "tools", "inline_root_tokens", "memory", "text")
 _GENERATED_ONLY: Final = frozenset({"context_files"})
+
+
+class _PresetFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A custom preset file as written; the checks across fields (sections defined, names) are made after."""
+
+    base: Literal["default", "mini"] = "default"
+    sections: list[str] | None = None
+    tools: list[str] | None = None
+    inline_root_tokens: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType | None = msgspec.UNSET
+    """Tokens of the root context files inlined; unset: the base preset's."""
+    memory: bool | msgspec.UnsetType = msgspec.UNSET
+    text: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class PresetFileError(UsageError):
@@ -201,22 +214,15 @@ def parse_custom_preset(data: str, *, path: str) -> Preset:
         return PresetFileError(path, field, problem)
 
     try:
-        raw = tomllib.loads(data)
-    except tomllib.TOMLDecodeError as exc:
-        raise fail(None, f"not valid TOML ({exc})") from None
-    for key in raw:
-        if key not in _FIELDS:
-            raise fail(key, f"unknown field{_did_you_mean(key, _FIELDS)}; the fields are {', '.join(_FIELDS)}")
+        raw = read_toml(data, _PresetFile)
+    except TomlProblem as exc:
+        raise fail(exc.key, exc.problem) from None
+    base = _BUILT_IN[raw.base]
 
-    base_name = raw.get("base", "default")
-    if not isinstance(base_name, str) or base_name not in _BUILT_IN:
-        raise fail("base", f"must be one of {', '.join(map(repr, _BUILT_IN))}, not {base_name!r}")
-    base = _BUILT_IN[base_name]
-
-    texts = _parse_texts(raw.get("text", {}), fail)
+    texts = _parse_texts(raw.text, fail)
     new_sections = tuple(name for name in texts if name not in SECTIONS)
-    if "sections" in raw:
-        sections = _parse_names(raw["sections"], "sections", fail)
+    if raw.sections is not None:
+        sections = _parse_names(raw.sections, "sections", fail)
         for i, name in enumerate(sections):
             if name not in SECTIONS and name not in texts:
                 hint = _did_you_mean(name, [*SECTIONS, *texts])
@@ -232,16 +238,10 @@ def parse_custom_preset(data: str, *, path: str) -> Preset:
             raise fail(f"text.{name}", "is a section the preset does not list in `sections`, so it would never appear")
 
     tool_names = base.tool_names
-    if "tools" in raw:
-        tool_names = _parse_names(raw["tools"], "tools", fail, identifiers=False)
-
-    inline = raw.get("inline_root_tokens", base.inline_root_tokens)
-    if inline is not None and (isinstance(inline, bool) or not isinstance(inline, int) or inline < 0):
-        raise fail("inline_root_tokens", f"must be a whole number of tokens, 0 or more, not {inline!r}")
-
-    memory = raw.get("memory", base.memory)
-    if not isinstance(memory, bool):
-        raise fail("memory", f"must be true or false, not {memory!r}")
+    if raw.tools is not None:
+        tool_names = _parse_names(raw.tools, "tools", fail, identifiers=False)
+    inline = base.inline_root_tokens if raw.inline_root_tokens is msgspec.UNSET else raw.inline_root_tokens
+    memory = base.memory if raw.memory is msgspec.UNSET else raw.memory
 
     return Preset(
         name="custom",
@@ -254,9 +254,7 @@ def parse_custom_preset(data: str, *, path: str) -> Preset:
     )
 
 
-def _parse_texts(value: object, fail: _Fail) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise fail("text", 'must be a table of section names to texts, such as [text] followed by name = "..."')
+def _parse_texts(value: dict[str, str], fail: _Fail) -> dict[str, str]:
     texts: dict[str, str] = {}
     for name, text in value.items():
         field = f"text.{name}"
@@ -264,18 +262,16 @@ def _parse_texts(value: object, fail: _Fail) -> dict[str, str]:
             raise fail(field, "a section name is lower-case letters, digits and `_`, starting with a letter")
         if name in _GENERATED_ONLY:
             raise fail(field, "is built from the context-file scan and cannot be replaced; leave it out of `sections`")
-        if not isinstance(text, str) or not text.strip():
+        if not text.strip():
             raise fail(field, "must be a non-empty string")
         texts[name] = text.strip()
     return texts
 
 
-def _parse_names(value: object, field: str, fail: _Fail, *, identifiers: bool = True) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise fail(field, f"must be a list of names, not {type(value).__name__}")
+def _parse_names(value: list[str], field: str, fail: _Fail, *, identifiers: bool = True) -> tuple[str, ...]:
     names: list[str] = []
     for i, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip():
+        if not item.strip():
             raise fail(f"{field}[{i}]", f"must be a non-empty string, not {item!r}")
         if identifiers and not _SECTION_NAME_RE.fullmatch(item):
             raise fail(f"{field}[{i}]", f"{item!r} is not a section name (lower-case letters, digits and `_`)")

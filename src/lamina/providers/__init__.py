@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 from lamina.errors import UsageError
 from lamina.providers._diagnostics import ask_cache_diagnostics
+from lamina.providers._prewarm import Prewarmer
 from lamina.providers._provider import (
     CacheRegime,
     Capabilities,
@@ -158,6 +159,7 @@ __all__ = [
     "ModelCache",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
+    "Prewarmer",
     "Provider",
     "ProviderCompacted",
     "ProviderEvent",

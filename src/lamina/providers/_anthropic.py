@@ -40,6 +40,7 @@ from lamina.providers._diagnostics import anthropic_cache_miss, asked_diagnostic
 from lamina.providers._discovery import DISCOVERY_TIMEOUT, ModelCache, discover_anthropic
 from lamina.providers._errors import require_sdk
 from lamina.providers._model_table import shipped_capabilities
+from lamina.providers._prewarm import anthropic_prewarm_body, raw_usage
 from lamina.providers._provider import (
     Capabilities,
     Completed,
@@ -172,6 +173,21 @@ class AnthropicProvider(SdkAdapter[AnthropicTarget, "anthropic.AsyncAnthropic"])
     async def server_compact(self, request: Mapping[str, Any]) -> ServerCompacted:
         """Send a standalone compaction request (beta `compact-2026-09-04`); the provider's signed block comes back."""
         return await anthropic_compact(self._sdk(), request)
+
+    async def prewarm(self, request: Mapping[str, Any]) -> Usage:
+        """Send `request` as a pre-warm (`max_tokens: 0`, not streamed): the cache written, nothing generated."""
+        params: Any = anthropic_prewarm_body(request)
+        client = self._sdk()
+        changes = tool_change_betas(params)
+        if "context_management" in params or changes:  # beta fields, as `_open` sends them
+            managed = [CONTEXT_MANAGEMENT_BETA] if "context_management" in params else []
+            betas = [b for b in dict.fromkeys([*managed, *changes]) if b]
+            beta_create: Any = client.beta.messages.with_raw_response.create
+            return await raw_usage(lambda: beta_create(**params, betas=betas), map_anthropic_error)
+        create: Any = client.messages.with_raw_response.create
+        return await raw_usage(
+            lambda: create(**params, extra_headers=_beta_headers(params, client)), map_anthropic_error
+        )
 
     async def _open(
         self, params: MessageCreateParamsStreaming

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 import platformdirs
 
+from lamina._atomic import atomic_write
 from lamina.providers._model_table import from_model_info, openai_compatible_window
 from lamina.providers._provider import Capabilities, Provider
 
@@ -92,9 +91,8 @@ class ModelCache:
         models[key] = {"info": dict(info), "fetched_at": cached.fetched_at}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", dir=self.path.parent, suffix=".tmp", delete=False) as handle:
-                json.dump({"version": CACHE_VERSION, "models": models}, handle, indent=1, sort_keys=True)
-            os.replace(handle.name, self.path)
+            text = json.dumps({"version": CACHE_VERSION, "models": models}, indent=1, sort_keys=True)
+            atomic_write(self.path, text.encode())
         except OSError:
             pass
         return cached

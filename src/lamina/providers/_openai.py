@@ -33,12 +33,14 @@ from lamina.providers._errors import require_sdk
 from lamina.providers._model_table import openai_capabilities
 from lamina.providers._openai_errors import map_openai_error
 from lamina.providers._openai_replies import ChatReply, ResponsesReply
+from lamina.providers._prewarm import openai_prewarm_body, raw_usage
 from lamina.providers._provider import (
     Capabilities,
     ProviderEvent,
 )
 from lamina.providers._sdk_stream import relay
 from lamina.providers._server_compaction import ServerCompacted, openai_compact
+from lamina.session import Usage
 
 if TYPE_CHECKING:
     import openai
@@ -227,6 +229,12 @@ class OpenAIResponsesProvider(_OpenAIProvider[OpenAIResponsesTarget]):
     async def server_compact(self, request: Mapping[str, Any]) -> ServerCompacted:
         """Send a `/responses/compact` body; its user messages and its encrypted compaction item come back."""
         return await openai_compact(self._sdk(), request, name=self._name)
+
+    async def prewarm(self, request: Mapping[str, Any]) -> Usage:
+        """Send `request` as a pre-warm (`prompt_cache_options.prewarm`; GPT-5.6 and later): nothing generated."""
+        body: Any = openai_prewarm_body(request)
+        create: Any = self._sdk().responses.with_raw_response.create
+        return await raw_usage(lambda: create(**body), lambda exc: map_openai_error(exc, provider=self._name))
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Responses body) and yield its events; the last one is `Completed`."""

@@ -169,10 +169,12 @@ class SessionIndex:
         for entry in self.entries:
             if isinstance(entry, AssistantMessage):
                 self.requests.setdefault(entry.id, len(self.requests))
+        self.prices = prices
         self.totals = totals_of(self.entries, prices)
         self._paths: dict[str | None, list[LogEntry]] = {}
         self._views: dict[str | None, set[str]] = {}
         self._branches: list[BranchOut] | None = None
+        self._by_call: dict[str, list[LogEntry]] | None = None
         """Memos: the index never changes once built (a changed log is indexed again)."""
         self._memo_lock = threading.Lock()
         """Pages read one index from several threads."""
@@ -332,8 +334,10 @@ class SessionIndex:
                     )
             case ToolCall(name=name, input=args):
                 extra["call"] = call_out(name, args)
-            case ToolResult(is_error=is_error):
+                extra.update(self._call_links(entry))
+            case ToolResult(is_error=is_error, call_id=call_id):
                 extra["is_error"] = is_error
+                extra["call_entry_id"] = self._paired(call_id, entry, ToolCall)
             case TurnRecord(volatile=volatile, one_shots=one_shots):
                 extra["parts"] = [PartText(key=p.key, text=p.text, part_id=p.part_id) for p in (*volatile, *one_shots)]
             case _:
@@ -353,6 +357,46 @@ class SessionIndex:
             children=len(self.children.get(entry.id, ())),
             **extra,
         )
+
+    def _call_links(self, call: ToolCall) -> dict[str, Any]:
+        """A call's result entry and the request whose answer asked for it (the assistant message above it)."""
+        asked: int | None = None
+        current = call.parent_id
+        while current is not None and asked is None:
+            above = self.by_id.get(current)
+            if not isinstance(above, AssistantMessage | ToolCall):
+                break
+            asked = self.requests.get(above.id) if isinstance(above, AssistantMessage) else None
+            current = above.parent_id
+        return {"result_id": self._paired(call.call_id, call, ToolResult), "asked_in": asked}
+
+    def _paired(self, call_id: str, entry: LogEntry, kind: type[ToolCall] | type[ToolResult]) -> str | None:
+        """The call's result after `entry` (or the result's call before it), by call id, on `entry`'s own path."""
+        with self._memo_lock:
+            if self._by_call is None:
+                by_call: dict[str, list[LogEntry]] = {}
+                for e in self.entries:
+                    if isinstance(e, ToolCall | ToolResult):
+                        by_call.setdefault(e.call_id, []).append(e)
+                self._by_call = by_call
+            held = self._by_call.get(call_id, [])
+        mine = self.position[entry.id]
+        if kind is ToolResult:  # the first result below the call
+            return next((e.id for e in held if isinstance(e, ToolResult) and self._below(e.id, entry.id, mine)), None)
+        calls = (e for e in reversed(held) if isinstance(e, ToolCall))
+        return next((e.id for e in calls if self._below(entry.id, e.id, self.position[e.id])), None)
+
+    def _below(self, lower: str, upper: str, upper_position: int) -> bool:
+        """Whether `upper` is on the path from the root to `lower` (walked up, stopping above `upper`'s position)."""
+        current: str | None = lower
+        seen: set[str] = set()
+        while current is not None and current not in seen and self.position.get(current, -1) >= upper_position:
+            if current == upper:
+                return True
+            seen.add(current)
+            parent = self.by_id.get(current)
+            current = parent.parent_id if parent is not None else None
+        return False
 
     # -- compactions and plans ---------------------------------------------------------------------
 

@@ -45,8 +45,12 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
     mode: str = ""
     """The permission mode the log recorded last ("" when it recorded none)."""
     status: str = ""
-    """Where the session's leaf stands: `answered`, `waiting for the model`, `tool call open`,
-    `plan submitted` (awaiting a decision), `empty`, or `log problems` (the store reported damage or a repair)."""
+    """Where the session stands: `running` (a turn under way), `waiting for the user` (open in a chat, its
+    last turn over), `ended`, `failed` (its last turn logged an error), `interrupted`, or `empty`."""
+    status_detail: str = ""
+    """What the status says more: a failed turn's error, what a running turn waits for, a plan awaiting a decision."""
+    damaged: bool = False
+    """The store reported damage or a repair when it read the log."""
 
 
 class SessionList(msgspec.Struct, frozen=True, kw_only=True):
@@ -206,6 +210,12 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
     """For a turn record: its tail's volatile then one-shot parts."""
     call: CallOut | None = None
     """For a tool call: the call, its input and (Edit, Write) its diff."""
+    result_id: str | None = None
+    """For a tool call: the entry of its result (None while it has none)."""
+    asked_in: int | None = None
+    """For a tool call: the index of the request whose answer asked for it."""
+    call_entry_id: str | None = None
+    """For a tool result: the entry of the call it answers."""
     internal: bool = False
     """A record the conversation does not show (turn record, state change, outbox, plan state, label,
     prune): the timeline folds it into one line that opens on click."""
@@ -238,6 +248,17 @@ class BranchOut(msgspec.Struct, frozen=True, kw_only=True):
     """The leaf of the branch it forked from."""
 
 
+class BranchTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """The shown branch's counts: its path's entries, user messages, model calls, reported tokens and cost."""
+
+    entries: int
+    turns: int
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+
+
 class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
     session: SessionRow
     leaf_id: str | None
@@ -252,6 +273,8 @@ class SessionDetail(msgspec.Struct, frozen=True, kw_only=True):
     """What the store reported when it read the log (damage, repairs)."""
     decisions: list[DecisionOut] = []
     """Every priced context decision on the shown path (prunes, compactions, turn TTLs), oldest first."""
+    branch: BranchTotals | None = None
+    """The shown branch's counts (`session` counts the whole log, every branch)."""
 
 
 class EntryPage(msgspec.Struct, frozen=True, kw_only=True):

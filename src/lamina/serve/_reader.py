@@ -15,21 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import msgspec
+
 from lamina.errors import LaminaError, SessionNotFoundError, UsageError
 from lamina.serve._inspect import Prices, SessionIndex
 from lamina.serve._model import RequestSeries, SessionRow
+from lamina.serve._plot_cache import PlotCache
 from lamina.serve._requests import SessionRequests
 from lamina.serve._series import PlotSeries
+from lamina.serve._status import Standing, standing_of
 from lamina.session import (
     AssistantMessage,
     LocalSessionStore,
-    LogEntry,
-    PlanState,
     SessionStore,
     SessionSummary,
     StateChange,
-    ToolCall,
-    ToolResult,
     UserMessage,
     check_session_id,
 )
@@ -60,18 +60,22 @@ class Loaded:
     attachments_dir: Path
     data_dir: Path
     version: Version
+    standings: tuple[Standing, Standing]
+    """Where the session stands with no process holding it, and with one (`StoreReader.row` picks)."""
 
 
 class StoreReader:
     """Read-only access to one store for the inspector (thread-safe: pages are served from a thread pool)."""
 
-    def __init__(self, store: SessionStore, *, prices: Prices | None = None) -> None:
+    def __init__(self, store: SessionStore, *, prices: Prices | None = None, cache_dir: Path | None = None) -> None:
         self.store = store
         self.prices = prices
+        self.plot_cache = PlotCache(cache_dir, store.location) if cache_dir is not None else None
+        """The plot's series kept on disk (None: kept in memory only)."""
         self._lock = threading.Lock()
         self._loaded: OrderedDict[str, Loaded] = OrderedDict()
         self._requests: dict[str, tuple[Version, SessionRequests]] = {}
-        self._rows: dict[str, tuple[Version, SessionRow]] = {}
+        self._rows: dict[str, tuple[Version, SessionRow, tuple[Standing, Standing]]] = {}
         self._plots: dict[str, PlotSeries] = {}
         self._session_locks: dict[str, tuple[threading.Lock, threading.RLock]] = {}
         """Per session: the lock of its log's read, and the lock of its rebuilt requests."""
@@ -161,8 +165,10 @@ class StoreReader:
             input_tokens=totals.input_tokens,
             output_tokens=totals.output_tokens,
             cost_usd=totals.cost_usd,
-            **_standing(index, leaf, damaged=bool(problems)),
+            damaged=bool(problems),
+            **_settings(index),
         )
+        standings = _standings(index, leaf)
         loaded = Loaded(
             row=row,
             index=index,
@@ -170,6 +176,7 @@ class StoreReader:
             attachments_dir=attachments_dir,
             data_dir=data_dir,
             version=version,
+            standings=standings,
         )
         with self._lock:
             self._loaded[session_id] = loaded
@@ -178,7 +185,7 @@ class StoreReader:
                 gone, _ = self._loaded.popitem(last=False)
                 self._requests.pop(gone, None)
                 self._plots.pop(gone, None)
-            self._rows[session_id] = (version, row)
+            self._rows[session_id] = (version, row, standings)
         return loaded
 
     def rows(self, query: str = "") -> list[SessionRow]:
@@ -202,8 +209,9 @@ class StoreReader:
                 with self._lock:
                     cached = self._rows.get(summary.id)
                 if cached is not None and cached[0] == version:
-                    return cached[1]
-                return self.load(summary.id).row
+                    return self._with_status(cached[1], cached[2])
+                loaded = self.load(summary.id)
+                return self._with_status(loaded.row, loaded.standings)
             except (LaminaError, OSError) as exc:
                 problem = str(exc)
         else:
@@ -222,6 +230,22 @@ class StoreReader:
             cost_usd=None,
             problem=problem,
         )
+
+    def row(self, loaded: Loaded) -> SessionRow:
+        """The session's row with its status as of now (whether a process holds it open is looked at each time)."""
+        return self._with_status(loaded.row, loaded.standings)
+
+    def _with_status(self, row: SessionRow, standings: tuple[Standing, Standing]) -> SessionRow:
+        standing = standings[self._writing(row.id)]
+        return msgspec.structs.replace(row, status=standing.status, status_detail=standing.detail)
+
+    def _writing(self, session_id: str) -> bool:
+        if not isinstance(self.store, LocalSessionStore):
+            return False  # another store cannot tell: a session is shown as at rest
+        try:
+            return self.store.in_use(session_id)
+        except (LaminaError, OSError):
+            return False
 
     def requests(self, loaded: Loaded) -> SessionRequests:
         """The session's requests, rebuilt and simulated once (kept while the log only grows).
@@ -246,7 +270,9 @@ class StoreReader:
         with self.requests_lock(session_id):
             requests = self.requests(loaded)
             with self._lock:
-                plot = self._plots.setdefault(session_id, PlotSeries())
+                plot = self._plots.get(session_id)
+                if plot is None:
+                    plot = self._plots[session_id] = PlotSeries(cache=self.plot_cache, session_id=session_id)
             return plot.get(requests, loaded.index, leaf)
 
     def thumbnail(self, loaded: Loaded, sha256: str) -> bytes:
@@ -284,31 +310,18 @@ def _attached_image(loaded: Loaded, sha256: str) -> bool:
     )
 
 
-def _standing(index: SessionIndex, leaf: str | None, *, damaged: bool) -> dict[str, str]:
-    """The model of the latest request, the mode recorded last, and where the leaf stands (see `SessionRow.status`)."""
+def _standings(index: SessionIndex, leaf: str | None) -> tuple[Standing, Standing]:
+    """Where the session stands with no process holding it, and with one (the lock is looked at when shown)."""
+    path = index.path(leaf)
+    return standing_of(path, writing=False), standing_of(path, writing=True)
+
+
+def _settings(index: SessionIndex) -> dict[str, str]:
+    """The model of the latest request and the mode recorded last."""
     entries = index.entries
     model = next((e.model for e in reversed(entries) if isinstance(e, AssistantMessage) and e.model), "")
     mode = next((e.value for e in reversed(entries) if isinstance(e, StateChange) and e.key == "mode"), "")
-    plans: dict[str, str] = {}
-    last: LogEntry | None = None
-    for entry in index.path(leaf):
-        if isinstance(entry, PlanState):
-            plans[entry.plan_id] = entry.state
-        elif isinstance(entry, UserMessage | AssistantMessage | ToolCall | ToolResult):
-            last = entry
-    if damaged:
-        status = "log problems"
-    elif "submitted" in plans.values():
-        status = "plan submitted"
-    elif last is None:
-        status = "empty"
-    elif isinstance(last, AssistantMessage):
-        status = "answered"
-    elif isinstance(last, ToolCall):
-        status = "tool call open"
-    else:
-        status = "waiting for the model"
-    return {"model": model, "mode": mode, "status": status}
+    return {"model": model, "mode": mode}
 
 
 def _title(index: SessionIndex) -> str:

@@ -17,6 +17,7 @@ from typing import Final
 
 from lamina.serve._inspect import SessionIndex
 from lamina.serve._model import RequestSeries, RequestSummary
+from lamina.serve._plot_cache import PlotCache, SavedSeries
 from lamina.serve._requests import NOT_LOGGED_TOOLS, SessionRequests, replay_note
 
 SERIES_MAX: Final = 200
@@ -41,7 +42,7 @@ def series_of(
     """
     on_path = {e.id for e in index.path(leaf)}
     indices = [i for i, call in enumerate(requests.calls()) if call.id in on_path]
-    return _series(requests, leaf if leaf is not None else index.leaf_id, indices, {}, limit)
+    return _series(requests, leaf if leaf is not None else index.leaf_id, indices, {}, {}, limit)
 
 
 def _series(
@@ -49,26 +50,31 @@ def _series(
     leaf: str | None,
     indices: Sequence[int],
     held: dict[int, RequestSummary],
+    replayed: dict[int, int],
     limit: int,
 ) -> RequestSeries:
+    """The series of the requests `indices`; `held` (and `replayed`, where each one's replay started) are reused."""
     shown = indices[-limit:] if limit > 0 else []
-    requests.simulate(shown)
+    requests.simulate([i for i in shown if i not in held])  # held ones were simulated (by this server or one before)
     notes = [NOT_LOGGED_TOOLS] if any(not requests.tools_recorded(i) for i in shown) else []
     if len(shown) < len(indices):
         notes.append(f"The newest {len(shown):,} of the branch's {len(indices):,} requests.")
     if shown:
-        notes.append(replay_note(shown[0], requests.replayed_from(shown[0])))
+        first = replayed.get(shown[0])
+        notes.append(replay_note(shown[0], requests.replayed_from(shown[0]) if first is None else first))
     summaries: list[RequestSummary] = []
     for i in shown:
         summary = held.get(i)
         if summary is None:
             summary = held[i] = requests.summary(i, on_path=True)
+            replayed[i] = requests.replayed_from(i)
         summaries.append(summary)
     damaged = [s for s in summaries if s.damage is not None]
     if damaged:
         notes.append(f"{len(damaged):,} of these requests cannot be rebuilt from the log: {damaged[0].damage}")
     for stale in [i for i in held if i < (shown[0] if shown else 0)]:
         del held[stale]
+        replayed.pop(stale, None)
     return RequestSeries(leaf_id=leaf, requests=summaries, on_path=len(indices), notes=notes)
 
 
@@ -83,14 +89,21 @@ class _Held:
     on_path: set[str]
     indices: list[int]
     summaries: dict[int, RequestSummary]
+    replayed: dict[int, int]
     series: RequestSeries
 
 
 class PlotSeries:
-    """The plot's data of one session, per shown leaf, kept and extended with the log (not thread-safe)."""
+    """The plot's data of one session, per shown leaf, kept and extended with the log (not thread-safe).
 
-    def __init__(self, *, limit: int = SERIES_MAX) -> None:
+    With a `PlotCache`, each series is kept on disk too, and a leaf this object holds nothing for
+    starts from the file (the same log position: answered; a longer log: extended).
+    """
+
+    def __init__(self, *, limit: int = SERIES_MAX, cache: PlotCache | None = None, session_id: str = "") -> None:
         self.limit = limit
+        self.cache = cache
+        self.session_id = session_id
         self._held: dict[str | None, _Held] = {}
         self.computed = 0
         """How many times a series was computed from nothing (the rest were answered or extended)."""
@@ -108,15 +121,58 @@ class PlotSeries:
         """
         held = self._held.get(leaf)
         position = len(index.entries)
+        if held is None or held.requests is not requests:
+            held = self._from_disk(requests, index, leaf) or held
         if held is not None and held.requests is requests:
             if held.position == position:
                 return held.series
             if held.position < position and self._extend(held, requests, index, leaf):
+                self._save(leaf, held, index)
                 return held.series
         fresh = self._held[leaf] = self._fresh(requests, index, leaf)
         while len(self._held) > _LEAVES:
             del self._held[next(iter(self._held))]
+        self._save(leaf, fresh, index)
         return fresh.series
+
+    def _from_disk(self, requests: SessionRequests, index: SessionIndex, leaf: str | None) -> _Held | None:
+        """What the cache file holds for `leaf`, when the log is the one it was computed on, or that log grown."""
+        saved = self.cache.load(self.session_id, leaf) if self.cache is not None else None
+        if saved is None or not 0 < saved.position <= len(index.entries) or saved.calls > requests.count:
+            return None
+        if index.entries[saved.position - 1].id != saved.last_id or (saved.leaf and not index.has(saved.leaf)):
+            return None
+        resolved = leaf if leaf is not None else index.leaf_id
+        if saved.position == len(index.entries) and saved.leaf != resolved:
+            return None  # the session's leaf moved (a rewind) with no entry written since: not this branch's series
+        on_path = {e.id for e in index.path(saved.leaf)}
+        held = self._held[leaf] = _Held(
+            requests,
+            saved.position,
+            saved.calls,
+            saved.leaf,
+            on_path,
+            list(saved.indices),
+            dict(saved.summaries),
+            dict(saved.replayed),
+            saved.series,
+        )
+        return held
+
+    def _save(self, leaf: str | None, held: _Held, index: SessionIndex) -> None:
+        if self.cache is None or not index.entries:
+            return
+        saved = SavedSeries(
+            position=held.position,
+            last_id=index.entries[held.position - 1].id,
+            calls=held.calls,
+            leaf=held.leaf,
+            indices=held.indices,
+            summaries=held.summaries,
+            replayed=held.replayed,
+            series=held.series,
+        )
+        self.cache.save(self.session_id, leaf, saved)
 
     def _fresh(self, requests: SessionRequests, index: SessionIndex, leaf: str | None) -> _Held:
         self.computed += 1
@@ -125,8 +181,9 @@ class PlotSeries:
         calls = requests.calls()
         indices = [i for i, call in enumerate(calls) if call.id in on_path]
         summaries: dict[int, RequestSummary] = {}
-        series = _series(requests, resolved, indices, summaries, self.limit)
-        return _Held(requests, len(index.entries), len(calls), resolved, on_path, indices, summaries, series)
+        replayed: dict[int, int] = {}
+        series = _series(requests, resolved, indices, summaries, replayed, self.limit)
+        return _Held(requests, len(index.entries), len(calls), resolved, on_path, indices, summaries, replayed, series)
 
     def _extend(self, held: _Held, requests: SessionRequests, index: SessionIndex, leaf: str | None) -> bool:
         """Take the entries appended since `held` was computed; False when the path did not only grow."""
@@ -145,5 +202,5 @@ class PlotSeries:
         calls = requests.calls()
         held.indices.extend(i for i in range(held.calls, len(calls)) if calls[i].id in held.on_path)
         held.position, held.calls, held.leaf = len(index.entries), len(calls), resolved
-        held.series = _series(requests, resolved, held.indices, held.summaries, self.limit)
+        held.series = _series(requests, resolved, held.indices, held.summaries, held.replayed, self.limit)
         return True

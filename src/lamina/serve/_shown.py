@@ -60,3 +60,34 @@ def fit(text: str, budget: int) -> str:
     if 0 < end < len(text) and text[end - 1 : end + 1] == "\r\n":
         end -= 1  # a CRLF is shown as one line break: do not cut it in two
     return text[:end]
+
+
+PATH_CHARS: Final = 30
+"""Characters of a path a table cell shows (the whole path is in the cell's title)."""
+
+
+def middle(path: str, limit: int = PATH_CHARS) -> str:
+    """`path` shortened from the middle to about `limit` characters: its first folders, `…`, its last ones.
+
+    Whole names are kept where they fit (the last one always, cut in its middle only when it alone is
+    too long), so both the root the path starts from and the folder it names stay readable.
+    """
+    if len(path) <= limit:
+        return path
+    parts = path.split("/")
+    tail = [parts.pop()]
+    if len(tail[0]) + 2 > limit:
+        keep = max(limit - 1, 2)
+        return tail[0][: keep // 2] + "…" + tail[0][len(tail[0]) - (keep - keep // 2) :]
+    room = limit - len(tail[0]) - 2  # the "…/" before the tail
+    first = 2 if parts and parts[0] == "" else 1  # the root folder it starts from ("/home", "C:", "src")
+    head: list[str] = []
+    if len("/".join(parts[:first])) + 1 <= room:
+        head, parts = parts[:first], parts[first:]
+        room -= len("/".join(head)) + 1
+    while parts and len(parts[-1]) + 1 <= room:
+        room -= len(parts[-1]) + 1
+        tail.insert(0, parts.pop())
+    if not parts:
+        return "/".join([*head, *tail])
+    return "/".join([*head, "…", *tail])

@@ -8,6 +8,7 @@ per session. docs/inspector.md tells the rest.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import time
 from collections import OrderedDict
@@ -20,9 +21,10 @@ import msgspec
 
 from lamina.errors import MissingExtraError, UsageError
 from lamina.pricing import kept_default_ttl
-from lamina.serve._inspect import Prices, SessionIndex
+from lamina.serve._inspect import Prices, SessionIndex, totals_of
 from lamina.serve._model import (
     LAYER_NAMES,
+    BranchTotals,
     EntryPage,
     ErrorOut,
     SessionDetail,
@@ -33,7 +35,7 @@ from lamina.serve._reader import Loaded, NotFoundError, StoreReader, Version
 from lamina.serve._requests import RequestDamageError
 from lamina.serve._responses import download, error_page, json_response
 from lamina.serve._security import HostCheck, SecurityHeaders, TokenCheck, host_rule, needs_token, token_cookie
-from lamina.serve._shown import fit, visible
+from lamina.serve._shown import fit, middle, visible
 from lamina.session import AttachmentRef, LogEntry, SessionStore
 
 try:
@@ -154,7 +156,7 @@ class Inspector:
             lstrip_blocks=True,
             finalize=visible,
         )
-        self.templates.filters.update(when=_when, num=_num, cost=_cost, pct=_pct, fit=fit)
+        self.templates.filters.update(when=_when, num=_num, cost=_cost, pct=_pct, fit=fit, middle=middle)
         self.templates.globals.update(bounds=self.bounds)
         self.watches: dict[str, Watch] = {}
         self._fragments: OrderedDict[str, tuple[tuple[object, ...], asyncio.Task[str]]] = OrderedDict()
@@ -203,8 +205,9 @@ class Inspector:
     def detail(self, loaded: Loaded, leaf: str | None) -> tuple[SessionDetail, list[LogEntry]]:
         index = loaded.index
         path = index.path(leaf)
+        totals = totals_of(path, index.prices)
         detail = SessionDetail(
-            session=loaded.row,
+            session=self.reader.row(loaded),
             leaf_id=leaf,
             session_leaf_id=index.leaf_id,
             path_entries=len(path),
@@ -213,6 +216,7 @@ class Inspector:
             plans=index.plans(path),
             problems=list(loaded.problems),
             decisions=index.decisions(path),
+            branch=BranchTotals(entries=len(path), **dataclasses.asdict(totals)),
         )
         return detail, path
 
@@ -251,7 +255,7 @@ class Inspector:
         """The live part of a session page, rendered once per log version and shared by the pages that ask."""
         loaded = await asyncio.to_thread(self._load, request)
         session_id = loaded.row.id
-        key = (loaded.version, str(request.query_params))
+        key = (loaded.version, self.reader.row(loaded).status, str(request.query_params))
         held = self._fragments.get(session_id)
         if held is None or held[0] != key:
             task = asyncio.create_task(asyncio.to_thread(self._fragment, request, loaded))
@@ -273,7 +277,7 @@ class Inspector:
         leaf = self._leaf(request, loaded)
         detail, path = self.detail(loaded, leaf)
         timeline = self._timeline(request, loaded, leaf, path)
-        context = {"detail": detail, **self._shown_detail(detail), **timeline}
+        context = {"detail": detail, **self._shown_detail(detail), **timeline, "live": True}
         return self.templates.get_template("_live.html").render(**context)
 
     def _shown_detail(self, detail: SessionDetail) -> dict[str, Any]:
@@ -515,6 +519,7 @@ def create_app(
     prices: Prices | None = None,
     max_page_bytes: int = MAX_PAGE_BYTES,
     token: str | None = None,
+    cache_dir: Path | None = None,
 ) -> Starlette:
     """The inspector over `store`, for a server bound to `host` on `port`.
 
@@ -522,7 +527,8 @@ def create_app(
     `extra_hosts` adds names). Bound to any other address, every request needs `token`, kept in a
     cookie after the first visit. `prices` estimates each model call's cost (the sessions list shows
     none without it). No page is larger than about `max_page_bytes`: longer texts are cut, with a
-    link that downloads them whole.
+    link that downloads them whole. `cache_dir` keeps each session's plot data on disk by log position,
+    so a server started later does not compute it again (None: kept in memory only).
 
     Raises:
         UsageError: `host` is not a loopback address and no `token` is given (or an empty one).
@@ -535,7 +541,7 @@ def create_app(
             "token=secrets.token_urlsafe(32)), then open /?token=TOKEN"
         )
     inspector = Inspector(
-        StoreReader(store, prices=prices),
+        StoreReader(store, prices=prices, cache_dir=cache_dir),
         poll_seconds=poll_seconds,
         version=_version(),
         max_page_bytes=max_page_bytes,

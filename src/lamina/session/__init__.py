@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from lamina.session._describe import EntryDescription, describe_entry
     from lamina.session._entries import (
         BRIDGE_KINDS,
+        TURN_FAILED,
         AssistantMessage,
         AttachmentRef,
         BranchSummary,
@@ -151,6 +152,7 @@ _LAZY: Final = {
     **dict.fromkeys(("EntryDescription", "describe_entry"), "lamina.session._describe"),
     "view_summary": "lamina.session._bridges",
     "BRIDGE_KINDS": "lamina.session._entries",
+    "TURN_FAILED": "lamina.session._entries",
     "ImageRendition": "lamina.session._entries",
     "Ledger": "lamina.session._entries",
     "PartRecord": "lamina.session._entries",
@@ -183,6 +185,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "BRANCH_SEED_HEADING",
     "BRIDGE_KINDS",
+    "TURN_FAILED",
     "VIRTUAL_ROOT",
     "AppliedEdit",
     "AssistantMessage",

@@ -12,6 +12,7 @@ from typing import Final, assert_never
 import msgspec
 
 from lamina.session._entries import (
+    TURN_FAILED,
     AssistantMessage,
     BranchSummary,
     CompactionBoundary,
@@ -76,6 +77,8 @@ def describe_entry(entry: LogEntry) -> EntryDescription:
             return EntryDescription(f"plan {plan_id}: {state}", f"{path}\n{detail}".strip())
         case Label(target_id=target, label=label):
             return EntryDescription(f"label on {target}", label or "(cleared)")
+        case Custom(name=name, data={"error": str(error), **rest}) if name == TURN_FAILED:
+            return EntryDescription(f"turn failed ({rest.get('kind', 'error')})", error)
         case Custom(name=name, data=data):
             return EntryDescription(f"custom {name}", _json(data))
         case UnknownEntry(type=kind):

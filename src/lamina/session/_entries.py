@@ -492,8 +492,15 @@ class Label(_EntryBase, frozen=True, kw_only=True, tag="label"):
     label: str | None
 
 
+TURN_FAILED: Final = "lamina.turn_failed"
+"""The `Custom` entry the agent appends when a turn fails with an error: `data` is `{"error": words, "kind": type}`.
+
+No request carries it; the inspector reads it (a session's status: failed, with its error).
+"""
+
+
 class Custom(_EntryBase, frozen=True, kw_only=True, tag="custom"):
-    """An application-defined entry; Lamina stores it and never interprets it."""
+    """An application-defined entry; Lamina stores it and never interprets it (except its own, `TURN_FAILED`)."""
 
     name: str
     data: Any = None

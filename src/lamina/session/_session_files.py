@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Final
 
+from lamina._atomic import DISK, atomic_write
 from lamina.errors import UsageError
 from lamina.session._protocol import VIRTUAL_ROOT, FileInfo, FileSource
 from lamina.session._stamp import SUBFOLDERS
@@ -89,28 +89,16 @@ def replayable(source: FileSource) -> Iterator[bytes | Path]:
 def write_local(target: Path, source: FileSource, *, durable: bool) -> FileInfo:
     """Write `source` to `target` through a temporary name and a rename (fsynced with its folder if `durable`)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     digest, size = hashlib.sha256(), 0
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as handle:
-            for chunk in chunks_of(source):
-                digest.update(chunk)
-                size += len(chunk)
-                handle.write(chunk)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    if durable:
-        folder = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
+
+    def write(fd: int) -> None:
+        nonlocal size
+        for chunk in chunks_of(source):
+            digest.update(chunk)
+            size += len(chunk)
+            DISK.write(fd, chunk)
+
+    atomic_write(target, write, durable=durable)
     return FileInfo(target.name, size, digest.hexdigest())
 
 

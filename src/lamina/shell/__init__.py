@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lamina.shell._file_uses import FileAccess, FileUses, file_uses
 from lamina.shell._parse import read_command
-from lamina.shell._programs import could_run
+from lamina.shell._programs import could_match, could_run
 from lamina.shell._syntax import CommandReading, Redirect, SimpleCommand, Word
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Redirect",
     "SimpleCommand",
     "Word",
+    "could_match",
     "could_run",
     "file_uses",
     "read_command",

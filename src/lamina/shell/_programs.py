@@ -8,14 +8,16 @@ looks like a script (`'rm x'` after `bash -c`) is read as one in turn. See docs/
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 from collections.abc import Iterator, Sequence
 from typing import Final
 
+from wcmatch import fnmatch
+
 from lamina.shell._parse import read_command
 from lamina.shell._syntax import CommandReading, SimpleCommand, Word
 
+_WORD_FLAGS: Final = fnmatch.CASE | fnmatch.DOTMATCH | fnmatch.BRACE
 MAX_NESTING: Final = 4
 """Scripts inside words inside scripts read at most this deep; deeper, the word could be any program."""
 NON_RUNNERS: Final = frozenset(
@@ -163,7 +165,7 @@ def _variants(value: str) -> Iterator[str]:
 def _names(word: str, program: str, *, pattern: bool) -> bool:
     name, wanted = posixpath.basename(word), posixpath.basename(program)
     if pattern:
-        return fnmatch.fnmatchcase(wanted, name) or fnmatch.fnmatchcase(program, word)
+        return could_match(wanted, name) or could_match(program, word)
     return name == wanted or word == program
 
 
@@ -174,7 +176,7 @@ def _follows(words: Sequence[Word], wanted: tuple[str, ...]) -> bool:
         for word in rest:
             if word.value is None:
                 return True
-            if word.value == want or (word.pattern and fnmatch.fnmatchcase(want, word.value)):
+            if word.value == want or (word.pattern and could_match(want, word.value)):
                 break
         else:
             return False
@@ -184,3 +186,16 @@ def _follows(words: Sequence[Word], wanted: tuple[str, ...]) -> bool:
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= 80 else text[:79] + "…"
+
+
+def could_match(text: str, pattern: str) -> bool:
+    """Whether the shell pattern `pattern` (a word the shell expands) could be `text`, in wcmatch's bash dialect.
+
+    `*` crosses `/` and matches a leading dot, `[[:alpha:]]` and `[!x]` are classes, braces expand:
+    a generous reading, since the callers refuse or ask on a match. A pattern wcmatch cannot read
+    could be anything.
+    """
+    try:
+        return fnmatch.fnmatch(text, pattern, flags=_WORD_FLAGS)
+    except Exception:  # wcmatch's errors have no common base; an unreadable word could be anything
+        return True

@@ -8,6 +8,7 @@ demand, so tool specs stay small and stable and editing a guide changes no tool 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 from abc import ABC, abstractmethod
@@ -19,7 +20,7 @@ import msgspec
 
 from lamina.context import SafeText, ToolSpec
 from lamina.defang import contains_reserved_marker, neutralise
-from lamina.errors import ToolDefinitionError
+from lamina.errors import MissingExtraError, ToolDefinitionError
 from lamina.sources._source_config import GUIDE_FILE, SOURCES_DIR
 from lamina.tools import ToolContext, ToolInputError, ToolOutput
 
@@ -41,14 +42,6 @@ _SCHEMA_TEXT_KEYS: Final = frozenset({"description", "title"})
 
 _NOT_NAME: Final = re.compile(r"[^A-Za-z0-9_-]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
-_JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list, tuple),
-    "object": (dict, Mapping),
-}
 
 
 def tool_name(slug: str, tool: str) -> str:
@@ -170,40 +163,57 @@ def checked_definition(
 
 
 def check_input(schema: Mapping[str, Any], raw: object) -> dict[str, Any]:
-    """`raw` as a plain dict, after the checks the model can act on: an object, required fields, top-level types.
+    """`raw` as a plain dict, checked against the whole of the tool's JSON schema (jsonschema).
 
-    Deeper validation is left to the server or API, whose error comes back as the tool result.
+    A schema jsonschema cannot use is left to the server or API, whose error comes back as the
+    tool result.
 
     Raises:
-        ToolInputError: The input is not an object, lacks a required field, or a field has the wrong JSON type.
+        ToolInputError: The input does not fit the schema; the field is the path to the value that
+            does not (`items/0/name`), the reason jsonschema's best-matching error.
+        MissingExtraError: jsonschema is not installed (the mcp and http extras bring it).
     """
     if not isinstance(raw, Mapping):
         raise ToolInputError(None, f"the input must be a JSON object, got {type(raw).__name__}")
-    properties = schema.get("properties", {})
-    for name in schema.get("required", ()):
-        if name not in raw:
-            raise ToolInputError(name, "required field missing")
-    if schema.get("additionalProperties") is False:
-        for name in raw:
-            if name not in properties:
-                fields = ", ".join(properties) or "none"
-                raise ToolInputError(name, f"unknown field (the fields are: {fields})")
-    for name, value in raw.items():
-        expected = properties.get(name, {}).get("type") if isinstance(properties.get(name), Mapping) else None
-        if isinstance(expected, str) and not _has_type(value, expected):
-            raise ToolInputError(name, f"expected {expected}, got {type(value).__name__}")
-    return dict(raw)
+    try:
+        import jsonschema
+        from referencing.exceptions import Unresolvable
+    except ImportError as exc:
+        raise MissingExtraError.of(exc, "checking a source tool's input", "mcp") from None
+    try:
+        validator = _validator(msgspec.json.encode(schema))
+        error = jsonschema.exceptions.best_match(validator.iter_errors(dict(raw)))
+    except (jsonschema.exceptions.SchemaError, Unresolvable, msgspec.EncodeError, LookupError, TypeError):
+        return dict(raw)  # a schema jsonschema cannot use (or a `$ref` it cannot follow): the server checks
+    if error is None:
+        return dict(raw)
+    path = [str(part) for part in error.absolute_path]
+    reason = error.message
+    if error.validator == "required" and isinstance(error.instance, Mapping):
+        missing = [name for name in error.validator_value if name not in error.instance]
+        path, reason = path + missing[:1], "required field missing"
+    elif error.validator == "type":
+        reason = f"expected {' or '.join(_listed(error.validator_value))}, got {type(error.instance).__name__}"
+    raise ToolInputError("/".join(path) or None, _clip(reason))
 
 
-def _has_type(value: object, expected: str) -> bool:
-    if expected == "null":
-        return value is None
-    types = _JSON_TYPES.get(expected)
-    if types is None:
-        return True
-    if isinstance(value, bool) and expected != "boolean":
-        return False
-    return isinstance(value, types)
+def _listed(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else [str(value)]
+
+
+@functools.lru_cache(maxsize=64)
+def _validator(encoded: bytes) -> Any:
+    """A validator for the schema encoded as `encoded`, of the draft its `$schema` names (2020-12 by default)."""
+    import jsonschema
+
+    schema = msgspec.json.decode(encoded)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= 300 else message[:299] + "…"
 
 
 class SourceTool(ABC):

@@ -17,7 +17,8 @@ from typing import Annotated, Any, Final
 import msgspec
 
 from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput, located
-from lamina.tools._search_files import compile_glob, split_glob, walk_files
+from lamina.tools._search_files import walk_files
+from lamina.workspace import GlobError, compile_glob, split_glob
 
 DEFAULT_MAX_RESULTS: Final = 500
 
@@ -48,7 +49,7 @@ class GlobTool(StructTool[GlobInput]):
         input = super().validate(raw)
         try:
             compile_glob(split_glob(input.pattern)[1])
-        except (ValueError, OverflowError) as exc:
+        except GlobError as exc:
             raise ToolInputError("pattern", str(exc)) from None
         return input
 
@@ -78,7 +79,7 @@ class GlobTool(StructTool[GlobInput]):
         found = sorted(
             f.relative
             for f in walk_files(real, root_key=key)
-            if matcher.fullmatch(f.relative) and not ctx.hides(Path(f.path))
+            if matcher.matches(f.relative) and not ctx.hides(Path(f.path))
         )
         if not found:
             hint = ""

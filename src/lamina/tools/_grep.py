@@ -20,12 +20,13 @@ from typing import Annotated, Any, BinaryIO, Final
 
 import msgspec
 
+from lamina._text_codec import UTF8, decode, find_codec
 from lamina.tools._base import StructTool, ToolContext, ToolInputError, ToolOutput, located
 from lamina.tools._grep_process import SearchWorker
 from lamina.tools._grep_worker import Mode as OutputMode
 from lamina.tools._read import SNIFF_BYTES
-from lamina.tools._search_files import compile_glob, walk_files
-from lamina.workspace import Located, PathEscapeError, locate
+from lamina.tools._search_files import walk_files
+from lamina.workspace import GlobError, Located, PathEscapeError, compile_glob, locate
 
 DEFAULT_MAX_RESULTS: Final = 200
 DEFAULT_MAX_LINE_CHARS: Final = 300
@@ -87,13 +88,13 @@ class GrepTool(StructTool[GrepInput]):
         input = super().validate(raw)
         try:
             re.compile(input.pattern)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise ToolInputError("pattern", f"not a valid regular expression: {exc}") from None
         if input.glob is not None:
             try:
                 compile_glob(input.glob)
-            except (ValueError, re.error) as exc:
-                raise ToolInputError("glob", f"not a usable glob: {exc}") from None
+            except GlobError as exc:
+                raise ToolInputError("glob", str(exc)) from None
         return input
 
     def paths(self, input: GrepInput) -> tuple[Path, ...]:
@@ -157,7 +158,7 @@ class GrepTool(StructTool[GrepInput]):
             matcher = compile_glob(input.glob)
             by_name = "/" not in input.glob
             candidates = [
-                f for f in candidates if matcher.fullmatch(f.relative.rpartition("/")[2] if by_name else f.relative)
+                f for f in candidates if matcher.matches(f.relative.rpartition("/")[2] if by_name else f.relative)
             ]
         prefix = "" if shown == "." else shown.rstrip("/") + "/"
         found = _Search()
@@ -190,7 +191,7 @@ class GrepTool(StructTool[GrepInput]):
         return None
 
     def _data(self, handle: BinaryIO, found: _Search) -> bytes | None:
-        """The open file's bytes, or None when it is too large (counted) or binary."""
+        """The open file's text as UTF-8 (from the encoding it is in), or None when too large (counted) or binary."""
         if os.fstat(handle.fileno()).st_size > self.max_file_bytes:
             found.too_large += 1
             return None
@@ -198,7 +199,10 @@ class GrepTool(StructTool[GrepInput]):
         if len(data) > self.max_file_bytes:
             found.too_large += 1
             return None
-        return None if b"\0" in data[:SNIFF_BYTES] else data
+        codec = find_codec(data)
+        if codec is None:
+            return None if b"\0" in data[:SNIFF_BYTES] else data  # not text in any encoding found: as UTF-8
+        return data if codec == UTF8 else decode(data, codec).encode("utf-8")  # the worker reads UTF-8
 
     def _add(self, found: _Search, worker: SearchWorker, shown: str, data: bytes, mode: OutputMode) -> bool:
         """Search one file in the worker and keep its rows; False when the search must end here."""

@@ -130,6 +130,9 @@ class ToolPipeline:
             input = tool.validate(raw_input)
         except ToolInputError as exc:
             return _refused(call_id, name, None, Deny(f"Invalid input for {name}: {exc}", by="validation"))
+        except Exception as exc:  # a validator's slip over model input is still the model's error result
+            said = f"{type(exc).__name__}: {exc}"
+            return _refused(call_id, name, None, Deny(f"Invalid input for {name}: {said}", by="validation"))
         call = _bound(call_id, name, tool, input, ctx)
         if isinstance(call, Deny):
             return _refused(call_id, name, input, call)

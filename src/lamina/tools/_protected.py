@@ -8,7 +8,6 @@ it. See docs/security.md, "The shell reader and protected paths".
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Final
 
 import platformdirs
 
-from lamina.shell import file_uses, read_command
+from lamina.shell import could_match, file_uses, read_command
 from lamina.tools._bash import BashInput
 from lamina.tools._rules import BoundCall
 
@@ -90,7 +89,7 @@ def _could_be(part: str, name: str, *, pattern: bool) -> bool:
     """`part` is `name`, or a glob that matches it (a glob matches a dot file only when it starts with a dot)."""
     if part == name:
         return True
-    return pattern and (part.startswith(".") or not name.startswith(".")) and fnmatch.fnmatchcase(name, part)
+    return pattern and (part.startswith(".") or not name.startswith(".")) and could_match(name, part)
 
 
 def _outside() -> tuple[Path, ...]:

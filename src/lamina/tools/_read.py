@@ -20,6 +20,7 @@ from typing import Annotated, BinaryIO, Final
 
 import msgspec
 
+from lamina._text_codec import UTF8, find_codec
 from lamina.session import ReadStamp
 from lamina.tools._base import ToolContext, ToolOutput, located
 from lamina.tools._file_tool import FileInput, FileTool
@@ -88,20 +89,24 @@ class ReadTool(FileTool[ReadInput]):
         st = os.fstat(raw.fileno())
         if not stat.S_ISREG(st.st_mode):
             return ToolOutput(f"{shown} is not a regular file (a device, socket or pipe).", is_error=True)
-        if b"\0" in raw.read(SNIFF_BYTES):
+        head = raw.read(SNIFF_BYTES)
+        codec = find_codec(head, complete=len(head) == st.st_size)
+        if codec is None and b"\0" in head:
             return ToolOutput(
                 f"{shown} is a binary file ({st.st_size:,} bytes); Read shows text files only.", is_error=True
             )
         raw.seek(0)
         if st.st_size > COUNT_ALL_BELOW_BYTES:  # too large to hold: streamed, never pointed at
-            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+            codec = codec or UTF8
+            text = io.TextIOWrapper(raw, encoding=codec.codec, errors="replace", newline=None)
             try:
-                return self._window(text, input, ctx, shown, st.st_size)
+                return self._window(text, input, ctx, shown, st.st_size, note=codec.note)
             finally:
                 text.detach()  # the caller closes the file
         data = raw.read()
-        with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None) as text:
-            output = self._window(text, input, ctx, shown, len(data))
+        codec = find_codec(data) or UTF8
+        with io.TextIOWrapper(io.BytesIO(data), encoding=codec.codec, errors="replace", newline=None) as text:
+            output = self._window(text, input, ctx, shown, len(data), note=codec.note)
         if output.is_error or not data:
             return output
         return self._stamped(output.content, data, real, input, ctx, shown)
@@ -115,7 +120,9 @@ class ReadTool(FileTool[ReadInput]):
         content, stamp = answer(ctx.request_results(), stamp, body, shown, ctx.estimator)
         return ToolOutput(content, read=stamp)
 
-    def _window(self, text: io.TextIOWrapper, input: ReadInput, ctx: ToolContext, shown: str, size: int) -> ToolOutput:
+    def _window(
+        self, text: io.TextIOWrapper, input: ReadInput, ctx: ToolContext, shown: str, size: int, *, note: str = ""
+    ) -> ToolOutput:
         first = input.offset or 1
         wanted = min(input.limit or self.max_lines, self.max_lines)
         budget = int(ctx.offload.threshold_tokens * _BUDGET_SHARE)
@@ -127,7 +134,7 @@ class ReadTool(FileTool[ReadInput]):
                 f"offset {first} is past the end of {shown}, which has {window.number:,} lines.",
                 is_error=True,
             )
-        notes = self._notes(window, input, first, size)
+        notes = ([note] if note else []) + self._notes(window, input, first, size)
         body = "\n".join(window.rows)
         return ToolOutput(body + ("\n[" + "; ".join(notes) + "]" if notes else ""))
 

@@ -12,6 +12,7 @@ from lamina.workspace._context_files import (
     nearest_context_files,
 )
 from lamina.workspace._context_finder import ContextFileFinder
+from lamina.workspace._globs import GlobError, PathGlob, compile_glob, split_glob
 from lamina.workspace._preferences import (
     Preferences,
     PreferencesError,
@@ -60,9 +61,11 @@ __all__ = [
     "ContextFileFinder",
     "ContextFileScan",
     "FolderListing",
+    "GlobError",
     "Located",
     "MentionResolution",
     "PathEscapeError",
+    "PathGlob",
     "Preferences",
     "PreferencesError",
     "ProjectFileError",
@@ -80,6 +83,7 @@ __all__ = [
     "WorkspaceContext",
     "WorkspaceSnapshot",
     "WorkspaceTrust",
+    "compile_glob",
     "detect_platform",
     "find_context_files",
     "find_skills",
@@ -93,6 +97,7 @@ __all__ = [
     "revoke_trust",
     "skill_catalogue_part",
     "skill_stamps",
+    "split_glob",
     "trust_workspace",
     "trusted_workspaces",
     "walk_folders",

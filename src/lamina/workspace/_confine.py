@@ -11,14 +11,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from lamina._atomic import DISK, DiskSteps, atomic_write
 from lamina.errors import UsageError
 
 BY_DESCRIPTOR: Final = {os.open, os.readlink, os.mkdir, os.stat, os.rename, os.unlink} <= os.supports_dir_fd
@@ -31,7 +32,6 @@ _FOLDER_FLAGS: Final = (getattr(os, "O_PATH", 0) or os.O_RDONLY) | getattr(os, "
 # Non-blocking so that a FIFO cannot hang the open; the tools refuse anything but a regular file.
 READ_FLAGS: Final = os.O_RDONLY | _CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 """Flags `Located.open` uses unless told otherwise (`O_NOFOLLOW` is always added)."""
-_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
 # What open(O_NOFOLLOW) answers for a link: ELOOP (Linux, macOS), EMLINK (FreeBSD), ENOTDIR with O_DIRECTORY.
 _LINK_ERRNOS: Final = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
 
@@ -150,21 +150,15 @@ class Located:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.real)
         if folder is not None and before is not None and stat.S_ISLNK(before.st_mode):
             raise PathEscapeError(self.real, "it became a link after it was checked")
-        temporary = f".{os.path.basename(name)}.{secrets.token_hex(4)}.tmp"
-        if folder is None:
-            temporary = os.path.join(os.path.dirname(name), temporary)
+        kept = stat.S_IMODE(before.st_mode) if before is not None and stat.S_ISREG(before.st_mode) else None
+
+        def write(fd: int) -> None:
+            DISK.write(fd, data)
+            if kept is not None:
+                os.fchmod(fd, kept)
+
         # 0o666 lets the umask decide a new file's mode, as for any other program creating a file.
-        fd = os.open(temporary, _WRITE_FLAGS, 0o666, dir_fd=folder)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            if before is not None and stat.S_ISREG(before.st_mode):
-                os.chmod(temporary, stat.S_IMODE(before.st_mode), dir_fd=folder)
-            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=folder)
-            raise
+        atomic_write(Path(name), write, mode=0o666, steps=DiskSteps(folder))
         return None if before is None else before.st_size
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from lamina._text_codec import find_codec
 from lamina.workspace._confine import outside_roots as _outside_roots
 from lamina.workspace._ignore import SkippedPath
 from lamina.workspace._ignore import describe_os_error as _describe
@@ -106,13 +107,11 @@ def read_context_file(
     data = b"".join(chunks)
     truncated = len(data) > max_bytes
     data = data[:max_bytes]
-    if b"\x00" in data:
-        return skip("binary (contains a NUL byte)")
-    try:
-        # Not final when truncated: a character cut in half at the cap is dropped, not an error.
-        text = codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=not truncated)
-    except UnicodeDecodeError as exc:
-        return skip(f"not UTF-8 (invalid byte at offset {exc.start})")
+    # Not complete when truncated: a character cut in half at the cap is dropped, not an error.
+    codec = find_codec(data, complete=not truncated)
+    if codec is None:
+        return skip("binary (contains a NUL byte)" if b"\x00" in data else "not text in any encoding Lamina reads")
+    text = codecs.getincrementaldecoder(codec.codec)(errors="replace").decode(data, final=not truncated)
     size = st.st_size
     if truncated:
         text += f"\n\n{TRUNCATION_MARK} showing {max_bytes:,} of {size:,} bytes; read the file for the rest]"

@@ -8,9 +8,7 @@ are checked, not wrapped. See docs/workspace.md, "Preferences".
 
 from __future__ import annotations
 
-import difflib
 import os
-import tomllib
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,8 +17,10 @@ from pathlib import Path
 from typing import Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+import msgspec
 import platformdirs
 
+from lamina._typed_toml import TomlProblem, read_toml
 from lamina.context import Authority, Part, Stability, Tier
 from lamina.defang import contains_reserved_marker, render_block, trusted
 from lamina.errors import UsageError
@@ -42,6 +42,15 @@ MAX_NOTES_CHARS: Final = 2_000
 _MAX_FIELD_CHARS: Final = 200
 _MAX_FILE_BYTES: Final = 1_048_576
 _FIELDS: Final = ("name", "time_zone", "city", "notes")
+
+
+class _PreferencesFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The file as written; `Preferences` checks each value (length, lines, time zone, tags)."""
+
+    name: str | None = None
+    time_zone: str | None = None
+    city: str | None = None
+    notes: str | None = None
 
 
 class PreferencesError(UsageError):
@@ -149,26 +158,11 @@ def parse_preferences(data: str, *, source: str) -> Preferences:
         PreferencesError: Not TOML, an unknown field, or a field that is not a valid value.
     """
     try:
-        raw = tomllib.loads(data)
-    except tomllib.TOMLDecodeError as exc:
-        raise PreferencesError(source, None, f"not valid TOML ({exc})") from None
-    values: dict[str, str | None] = {}
-    for key, value in raw.items():
-        if key not in _FIELDS:
-            close = difflib.get_close_matches(key, _FIELDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise PreferencesError(source, key, f"unknown field{hint}; the fields are {', '.join(_FIELDS)}")
-        if not isinstance(value, str):
-            raise PreferencesError(source, key, f"must be a string, not {type(value).__name__}")
-        value = value.strip()
-        values[key] = value or None  # an empty field is an unset one
-    return Preferences(
-        name=values.get("name"),
-        time_zone=values.get("time_zone"),
-        city=values.get("city"),
-        notes=values.get("notes"),
-        source=source,
-    )
+        raw = read_toml(data, _PreferencesFile)
+    except TomlProblem as exc:
+        raise PreferencesError(source, exc.key, exc.problem) from None
+    values = {field: (getattr(raw, field) or "").strip() or None for field in _FIELDS}  # empty is unset
+    return Preferences(**values, source=source)
 
 
 def load_preferences(

@@ -7,6 +7,7 @@ within `max_tokens` (5,000 by default). See docs/workspace.md, "Project memory".
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from lamina._text_codec import find_codec
 from lamina.context import Authority, Part, Stability, Tier
 from lamina.defang import defang, join, render_block, trusted
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
@@ -144,19 +146,15 @@ def _decode(data: bytes, *, complete: bool) -> str:
         complete: Whether they are the whole file (else a character cut in half at the end is dropped).
 
     Returns:
-        The text, a byte order mark dropped.
+        The text in the encoding it is in (`lamina._text_codec`), a byte order mark dropped.
 
     Raises:
-        _NotText: The bytes hold a NUL byte or are not UTF-8.
+        _NotText: The bytes are binary (a NUL byte) or text in no encoding Lamina reads.
     """
-    if b"\x00" in data:
-        raise _NotText("binary (contains a NUL byte)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        if complete or exc.start < len(data) - 3:
-            raise _NotText(f"not UTF-8 (invalid byte at offset {exc.start})") from None
-        return data[: exc.start].decode("utf-8-sig")  # a character cut in half by the read limit
+    codec = find_codec(data, complete=complete)
+    if codec is None:
+        raise _NotText("binary (contains a NUL byte)" if b"\x00" in data else "not text in any encoding Lamina reads")
+    return codecs.getincrementaldecoder(codec.codec)(errors="replace").decode(data, final=complete)
 
 
 def _fitted(path: Path, read: _MemoryFile, max_tokens: int, estimator: TokenEstimator) -> ProjectMemory:

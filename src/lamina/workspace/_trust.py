@@ -20,6 +20,8 @@ from typing import Final
 import msgspec
 import platformdirs
 
+from lamina._atomic import atomic_write
+from lamina._typed_toml import read_config_file
 from lamina.errors import ConfigError, UsageError
 
 __all__ = [
@@ -165,18 +167,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _read(path: Path) -> _TrustFile:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return _TrustFile()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return msgspec.toml.decode(raw, type=_TrustFile)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return read_config_file(path, _TrustFile) or _TrustFile()
 
 
 def _write(path: Path, entries: list[_Entry]) -> None:
@@ -185,14 +176,9 @@ def _write(path: Path, entries: list[_Entry]) -> None:
         f"trusted_at = {_utc(entry.trusted_at).strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
         for entry in entries
     ]
-    partial = path.with_name(path.name + ".partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "w", encoding="utf-8") as out:
-            out.write(_HEADER + "".join(blocks))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, path)
+        atomic_write(path, (_HEADER + "".join(blocks)).encode())
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
 

@@ -42,7 +42,8 @@ async function drawChart() {
     box.appendChild(el("p", { class: "muted small", id: "chart-empty" }, "no requests on this branch yet"));
     return;
   }
-  const xs = requests.map((r) => r.index); // the request numbers of the table and the request pages
+  // x: the position on the shown branch (no gap where another branch's requests were); labels: the request numbers
+  const xs = requests.map((r, i) => i);
   // stacked: each series is the running total up to its layer; drawn top first, so each fill shows its own band
   const stacks = [];
   let running = requests.map(() => 0);
@@ -66,7 +67,7 @@ async function drawChart() {
   }
   let shownTicks = [];
   function xLabels(u, splits) {
-    const labels = splits.map((v) => (Number.isInteger(v) ? String(v) : ""));
+    const labels = splits.map((v) => (Number.isInteger(v) && requests[v] ? String(requests[v].index) : ""));
     shownTicks = labels.filter((l) => l !== "");
     return labels;
   }
@@ -82,7 +83,7 @@ async function drawChart() {
     },
     axes: [
       // whole request numbers only: no tick between two requests
-      { label: "request #", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: xLabels },
+      { label: "request # (the shown branch's, in order)", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: xLabels },
       { scale: "tokens", label: "tokens", values: (u, splits) => splits.map((v) => v.toLocaleString("en")) },
       { scale: "ratio", side: 1, label: "cache hit ratio", grid: { show: false } },
     ],
@@ -158,7 +159,11 @@ function follow() {
       const response = await fetch(`/sessions/${encodeURIComponent(session)}/live${window.location.search}`);
       if (response.ok) {
         // server-rendered, every session text escaped by the template engine
-        document.getElementById("live-region").innerHTML = await response.text();
+        const region = document.getElementById("live-region");
+        region.innerHTML = await response.text();
+        const standing = region.querySelector("#standing"); // the status and switcher go back above the chart
+        const slot = document.getElementById("standing-slot");
+        if (standing && slot) slot.replaceChildren(standing);
         const now = new Date().toLocaleTimeString();
         if (status) status.textContent = `live: updated ${now}`;
         body.dataset.updates = String(Number(body.dataset.updates || "0") + 1);
@@ -175,7 +180,16 @@ function follow() {
   source.addEventListener("gone", () => { if (status) status.textContent = "live: the session was removed"; source.close(); });
 }
 
+// the branch switcher shows the branch chosen at once (its button stays for a page without scripts)
+function switchBranches() {
+  document.addEventListener("change", (event) => {
+    const select = event.target;
+    if (select instanceof HTMLSelectElement && select.id === "branch-select") select.form.submit();
+  });
+}
+
 if (body.dataset.page === "session") {
   drawChart();
   follow();
+  switchBranches();
 }

@@ -20,6 +20,7 @@ from typing import BinaryIO, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
+from lamina._atomic import atomic_write
 from lamina.errors import BundleError, SessionIOError, SessionNotFoundError, UsageError
 from lamina.session._bridges import TRANSFER_SUMMARY_HEADING, view_summary
 from lamina.session._bundle._bundle_adopt import not_adopted
@@ -213,43 +214,33 @@ def _write_bundle(
     info, leaf, view, folder, log = what
     transcript = any(name.startswith(f"{SESSION_PREFIX}{PROVIDER_FOLDER}/") for name, _ in members)
     summary = view_summary(view, heading=TRANSFER_SUMMARY_HEADING).encode()
-    tmp = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
     listed: list[BundleFile] = []
+
+    def write_zip(fd: int) -> None:
+        with zipfile.ZipFile(_ZipOutput(files, fd), "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            listed.append(_put_bytes(zf, SESSION_PREFIX + LOG_NAME, log))
+            for name, source in members:
+                listed.append(_put_file(zf, name, source))
+            listed.append(_put_bytes(zf, SUMMARY_NAME, summary))
+            manifest = BundleManifest(
+                format=BUNDLE_FORMAT,
+                version=BUNDLE_VERSION,
+                session_id=info.id,
+                title=info.title,
+                cwd=info.cwd,
+                folder=folder,
+                created_at=info.created_at,
+                exported_at=clock(),
+                leaf_id=leaf,
+                provider_transcript=transcript,
+                files=tuple(listed),
+            )
+            zf.writestr(MANIFEST_NAME, msgspec.json.format(msgspec.json.encode(manifest)))
+
     try:
-        fd = files.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            with zipfile.ZipFile(_ZipOutput(files, fd), "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-                listed.append(_put_bytes(zf, SESSION_PREFIX + LOG_NAME, log))
-                for name, source in members:
-                    listed.append(_put_file(zf, name, source))
-                listed.append(_put_bytes(zf, SUMMARY_NAME, summary))
-                manifest = BundleManifest(
-                    format=BUNDLE_FORMAT,
-                    version=BUNDLE_VERSION,
-                    session_id=info.id,
-                    title=info.title,
-                    cwd=info.cwd,
-                    folder=folder,
-                    created_at=info.created_at,
-                    exported_at=clock(),
-                    leaf_id=leaf,
-                    provider_transcript=transcript,
-                    files=tuple(listed),
-                )
-                zf.writestr(MANIFEST_NAME, msgspec.json.format(msgspec.json.encode(manifest)))
-            files.fsync(fd)
-        finally:
-            files.close(fd)
-        files.replace(tmp, out)
-        files.fsync_dir(out.parent)
+        atomic_write(out, write_zip, steps=files)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise SessionIOError(out, "write the bundle", exc) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
     return ExportResult(out, info.id, len(listed), sum(f.size for f in listed), transcript)
 
 

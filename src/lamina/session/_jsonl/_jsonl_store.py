@@ -27,7 +27,7 @@ from lamina.session._jsonl._file_layer import LINK_REFUSED, OS_FILES, FileLayer,
 from lamina.session._jsonl._jsonl_open import LOG_NAME
 from lamina.session._jsonl._jsonl_write import JsonlSession
 from lamina.session._jsonl._session_meta import META_NAME, SessionMeta, read_meta, write_meta
-from lamina.session._jsonl._writer_lock import LOCK_NAME, WriterLock
+from lamina.session._jsonl._writer_lock import LOCK_NAME, WriterLock, held_now
 from lamina.session._protocol import STORE_ENV_VAR, ForkOrigin, LoadReport, SessionSummary, absolute_cwd
 from lamina.session._session_files import NOFOLLOW, carried_folders
 from lamina.session._stamp import (
@@ -136,6 +136,10 @@ class LocalSessionStore:
     def folder_of(self, session_id: str) -> Path:
         """The folder of a session (the id is checked, so it cannot point outside the root)."""
         return self.root / check_session_id(session_id)
+
+    def in_use(self, session_id: str) -> bool:
+        """Whether a writer has the session open now (a process holds its lock), looked at without taking the lock."""
+        return held_now(self.folder_of(session_id))
 
     def _session(self, folder: Path, meta: SessionMeta, *, lock: WriterLock | None, report: LoadReport) -> JsonlSession:
         return JsonlSession(

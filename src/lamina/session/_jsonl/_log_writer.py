@@ -13,6 +13,7 @@ import zlib
 from collections.abc import Container
 from pathlib import Path
 
+from lamina._atomic import atomic_write
 from lamina.errors import SessionCorruptError, SessionIOError, UsageError
 from lamina.session._entries import LogEntry, encode_entry
 from lamina.session._jsonl._file_layer import LINK_REFUSED, FileLayer, is_link_refusal, is_same_file, write_new_file
@@ -237,16 +238,11 @@ class LogWriter:
         if self.fd is not None:
             files.close(self.fd)
             self.fd = None
-        tmp = self.folder / f".{LOG_NAME}.repair.tmp"
         try:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()  # an interrupted earlier repair: only ever a copy
-            write_new_file(files, tmp, data)
             kept = self._keep_original()
             self.write_meta(blank)
             files.fsync_dir(self.folder)
-            files.replace(tmp, self.path)
-            files.fsync_dir(self.folder)
+            atomic_write(self.path, data, steps=files)
         except OSError as exc:
             raise SessionIOError(self.path, "replace the log with its repaired copy", exc) from None
         return kept

@@ -8,9 +8,6 @@ cache of facts the log holds; an open reconciles it with the log and rebuilds it
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,11 +16,12 @@ from typing import Annotated, Final
 
 import msgspec
 
+from lamina._atomic import atomic_write
 from lamina.errors import SessionCorruptError, SessionIOError
 from lamina.session._jsonl._file_layer import LINK_REFUSED, OS_FILES, FileLayer, is_link_refusal
 from lamina.session._protocol import ForkOrigin
 from lamina.session._scan import Canonical
-from lamina.session._session_files import NOFOLLOW, open_for_reading
+from lamina.session._session_files import open_for_reading
 
 META_NAME: Final = "meta.json"
 META_MAX_BYTES: Final = 64 * 1024
@@ -83,24 +81,10 @@ def write_meta(folder: Path, meta: SessionMeta, files: FileLayer = OS_FILES) -> 
     Raises `SessionIOError` naming the file when the disk refuses (the old file is then intact).
     """
     target = folder / META_NAME
-    tmp = folder / f".{META_NAME}.{os.getpid()}.{secrets.token_hex(3)}.tmp"
     try:
-        fd = files.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
-        try:
-            files.write(fd, _encoder.encode(meta))
-            files.fsync(fd)
-        finally:
-            files.close(fd)
-        files.replace(tmp, target)
-        files.fsync_dir(folder)
+        atomic_write(target, _encoder.encode(meta), steps=files)
     except OSError as exc:
-        _discard(tmp)
         raise SessionIOError(target, "replace the metadata", exc) from None
-
-
-def _discard(tmp: Path) -> None:
-    with contextlib.suppress(OSError):  # never there, or already renamed: nothing to clean
-        tmp.unlink()
 
 
 def read_meta(folder: Path) -> SessionMeta:

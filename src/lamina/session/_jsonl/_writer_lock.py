@@ -211,6 +211,28 @@ def _kernel_holder(fd: int) -> int | None:
     return None
 
 
+def held_now(folder: Path) -> bool:
+    """Whether a writer holds the session now, seen without touching the lock where the kernel's table shows it.
+
+    The table (`/proc/locks`) is read, so a writer opening the session at that moment is never
+    refused; where there is none, the lock is tried as `lock_state` tries it.
+    """
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDONLY | NOFOLLOW)
+    except OSError:  # missing, or a link: no lock of ours
+        return False
+    try:
+        st = os.fstat(fd)
+        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        table = _PROC_LOCKS.read_text()
+    except OSError:
+        return lock_state(folder)[0]
+    finally:
+        os.close(fd)
+    # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; a waiter's line has "->" after the number
+    return any(len(f) >= 6 and f[1] == "FLOCK" and f[5] == key for f in (line.split() for line in table.splitlines()))
+
+
 def lock_state(folder: Path) -> tuple[bool, str]:
     """Whether a writer holds the session now, and the name in the lock file (for `check`).
 

@@ -1,0 +1,52 @@
+"""Settings files as msgspec Structs (`lamina._typed_toml`): one error naming the file, the key and what it may be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import pytest
+
+from lamina._typed_toml import TomlProblem, read_config_file, read_toml
+from lamina.errors import ConfigError
+
+
+class _Inner(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    network: bool | None = None
+    level: Literal["low", "high"] = "low"
+
+
+class _Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    model: str | None = None
+    window: int | None = None
+    paths: list[str] = msgspec.field(default_factory=list)
+    sandbox: _Inner | None = None
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('modle = "x"', "modle: unknown field 'modle' (did you mean 'model'?); the fields are model, window, paths"),
+        ("[sandbox]\nnetwrk = true", "sandbox.netwrk: unknown field 'netwrk' (did you mean 'network'?)"),
+        ('[sandbox]\nlevel = "max"', "sandbox.level: invalid enum value 'max'; allowed: 'high', 'low'"),
+        ('window = "big"', "window: must be an integer, not a string"),
+        ("paths = [1]", "paths[0]: must be a string, not an integer"),
+        ('[sandbox]\nnetwork = "yes"', "sandbox.network: must be true or false, not a string"),
+        ("model = ", "not valid TOML"),
+    ],
+)
+def test_a_file_that_does_not_fit_names_the_key_and_what_it_may_be(text: str, said: str) -> None:
+    with pytest.raises(TomlProblem) as caught:
+        read_toml(text, _Settings)
+    assert str(caught.value).startswith(said)
+
+
+def test_a_config_file_names_itself_in_the_error_and_a_missing_one_is_none(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    assert read_config_file(path, _Settings) is None
+    path.write_text('window = 100\nmodel = "m"\n')
+    assert read_config_file(path, _Settings) == _Settings(model="m", window=100)
+    path.write_text("windw = 1\n")
+    with pytest.raises(ConfigError, match=rf"^{path}: windw: unknown field 'windw' \(did you mean 'window'\?\)"):
+        read_config_file(path, _Settings)
