@@ -147,6 +147,14 @@ def user_config_path() -> Path:
     return platformdirs.user_config_path("lamina") / "config.toml"
 
 
+def _config_files(workspace: Path, trust: WorkspaceTrust) -> list[tuple[Path, bool]]:
+    """The config files in the order they apply, each with whether it is trusted: the user's, the team's, yours."""
+    return [
+        (user_config_path(), True),
+        *((workspace / name, trust.trusted) for name in (WORKSPACE_CONFIG, LOCAL_CONFIG)),
+    ]
+
+
 def load_settings(
     workspace: Path, *, trust: WorkspaceTrust, reasoning: ReasoningTable | None = None, **overrides: object
 ) -> Settings:
@@ -168,8 +176,7 @@ def load_settings(
     sandbox = _SandboxMerge()
     thinking = ReasoningMerge()
     withheld: list[Withheld] = []
-    workspace_files = ((workspace / name, trust.trusted) for name in (WORKSPACE_CONFIG, LOCAL_CONFIG))
-    for path, trusted in ((user_config_path(), True), *workspace_files):
+    for path, trusted in _config_files(workspace, trust):
         data = _read(path)
         if data is None:
             continue
