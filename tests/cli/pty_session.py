@@ -73,7 +73,9 @@ class Chat:
         model: str | None = "anthropic:claude-sonnet-5",
         command: str = "chat",
         unset: tuple[str, ...] = (),
+        columns: int = 200,
     ) -> None:
+        self.columns = columns
         self.transcript = tmp_path / f"transcript-{len(list(tmp_path.glob('transcript-*')))}.txt"
         env = chat_env(tmp_path, wire, unset)
         chosen = ["--model", model] if model is not None else []
@@ -84,7 +86,7 @@ class Chat:
             env=env,
             encoding="utf-8",
             timeout=60,
-            dimensions=(50, 200),
+            dimensions=(50, columns),
         )
         self._log = self.transcript.open("w")
         self.child.logfile_read = self._log
@@ -106,6 +108,15 @@ class Chat:
         """Wait for the prompt, then type `text` and Enter."""
         self.prompt()
         self.child.send(text + "\r")
+
+    def screen(self) -> list[str]:
+        """What the terminal shows now (scrollback included), as `tests.cli.screen.screen` draws it."""
+        from tests.cli.screen import screen
+
+        if not self._log.closed:
+            self._log.flush()
+        with self.transcript.open(newline="") as raw:  # the pty's carriage returns kept
+            return screen(raw.read(), self.columns)
 
     def output(self) -> str:
         if not self._log.closed:

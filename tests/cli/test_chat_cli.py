@@ -46,8 +46,9 @@ def test_chat_runs_tools_switches_mode_and_resumes(tmp_path: Path, monkeypatch: 
     assert [e.value for e in entries if isinstance(e, StateChange) and e.key == "mode"] == ["explore", "execute"]
     assert any(isinstance(e, ToolResult) and "README.md" in e.content for e in entries)
 
-    # resume: the same session goes on from its leaf, in the mode it was left in
-    script.write_text(json.dumps({"responses": [{"text": "Still the one markdown file."}]}))
+    # resume: the same session goes on from its leaf, in the mode it was left in, and its script from its third step
+    steps = json.loads(script.read_text())["responses"]
+    script.write_text(json.dumps({"responses": [*steps, {"text": "Still the one markdown file."}]}))
     second = runner.invoke(
         app,
         ["--store", str(store), "chat", "--model", f"scripted:{script}", "--resume", session_id],

@@ -44,7 +44,9 @@ def test_demo_runs_and_prints_its_key_lines(tmp_path: Path) -> None:
     assert "   → Edit app.py\n   ✓ Edit: Edited app.py: replaced 1 occurrence." in lines
     assert "   ✓ Bash: ok\n     [exit code 0]" in lines
     assert re.search(r"     … \+\d+ lines\n", lines) and "/output" not in lines  # no such command in the demo
-    assert re.search(r"\(full output: [0-9a-f-]+/data/tool-results/toolu_\w+\.txt\)", lines)
+    saved = re.search(r"\(full output: (\S+/data/tool-results/toolu_\w+\.txt)\)", lines)  # openable as printed
+    assert saved is not None and Path(saved.group(1)).is_file() and saved.group(1).startswith(str(tmp_path))
+    assert "10:66:" not in lines and "11:06:39 INFO step 3999" in lines  # a plausible sample log
     # plan mode, a submitted plan, Accept & Compact: compacted first, then the plan runs in execute mode
     assert "→ SubmitPlan" in lines and "◆ plan 'Fix total()' submitted for your decision" in lines
     steps = ["accepted (Accept & Compact)", "compaction complete", "dispatched: carrying it out", "'Fix total()' done"]
@@ -81,9 +83,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _piped(tmp_path: Path, **extra: str) -> str:
+def _piped(tmp_path: Path, *args: str, **extra: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "lamina.cli", "demo"],
+        [sys.executable, "-m", "lamina.cli", "demo", *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -173,12 +175,20 @@ def test_demo_piped_has_no_escapes_a_sensible_width_and_no_split_word(
 def test_demo_keeps_its_session_in_a_temporary_store_it_names(piped_demo: tuple[str, Path]) -> None:
     piped, tmp_path = piped_demo
     out = " ".join(piped.replace(" \\\n", " ").split())  # wrapped lines and the continued command joined
+    assert "The session was in a temporary store, removed now." in out, out[-1500:]
+    assert "run the demo with --keep" in out and "serve --session" not in out  # the command only when kept
+    assert list(tmp_path.iterdir()) == []  # the sample workspace and the store are removed
+
+
+@pytest.mark.slow
+def test_demo_keep_keeps_its_temporary_store_and_names_it(short_tmp: Path) -> None:
+    out = " ".join(_piped(short_tmp, "--keep").replace(" \\\n", " ").split())
     kept = re.search(r"The session is kept in (\S+), a temporary folder \(delete it when done: rm -r (\S+)\)\.", out)
     assert kept is not None, out[-1500:]
     store = Path(kept.group(1))
-    assert store.parent == tmp_path and kept.group(2) == str(store)
+    assert store.parent == short_tmp and kept.group(2) == str(store)
     command = out[out.index("Inspect it in the browser") :]
     session_id = command.split("serve --session ", 1)[1].split()[0]
     assert (store / session_id / "log.jsonl").is_file()
     assert f"--store {store} serve --session {session_id} --open" in command
-    assert sorted(p.name for p in tmp_path.iterdir()) == [store.name]  # the sample workspace is removed
+    assert sorted(p.name for p in short_tmp.iterdir()) == [store.name]  # the sample workspace is removed

@@ -58,8 +58,7 @@ def test_a_scripted_chat_continues_with_its_model_and_no_api_key(tmp_path: Path,
         app, [*store, "chat", "--model", f"scripted:{script}", "--mode", "explore"], input="remember 42\n/quit\n"
     )
     assert first.exit_code == 0, first.output
-    # the script is read afresh by the second process: its first answer again
-    script.write_text(json.dumps({"responses": [{"text": "It was 42."}]}))
+    # the second process reads the script afresh and goes on where the session stopped: its second step
     second = runner.invoke(app, [*store, "chat", "--continue"], input="which number?\n/quit\n")
     assert second.exit_code == 0, second.output
     assert "no API key" not in second.stderr
@@ -89,12 +88,11 @@ def test_run_continue_reuses_the_model_and_a_given_mode_is_recorded(tmp_path: Pa
 
 def test_the_picker_lists_model_entries_and_workspace_and_asks_again(tmp_path: Path, ws: Path) -> None:
     script = ws / "script.json"
-    script.write_text(json.dumps({"responses": [{"text": "Noted."}]}))
+    script.write_text(json.dumps({"responses": [{"text": "Noted."}, {"text": "Again."}]}))
     store = ["--store", str(tmp_path / "store")]
     first = runner.invoke(app, [*store, "chat", "--model", "scripted:script.json"], input="first session\n/quit\n")
     assert first.exit_code == 0, first.output
     (listed,) = LocalSessionStore(tmp_path / "store").list()
-    script.write_text(json.dumps({"responses": [{"text": "Again."}]}))
     picked = runner.invoke(app, [*store, "chat", "--resume", ""], input="7\nnope\n1\nmore\n/quit\n")
     assert picked.exit_code == 0, picked.output
     err = picked.stderr

@@ -46,6 +46,10 @@ def test_list_json_reads_metadata(tmp_path: Path) -> None:
 
 def test_list_human_and_empty(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--store", str(tmp_path / "none"), "sessions", "list"])
+    missing = f"no sessions: the store folder {tmp_path / 'none'} does not exist (check --store or LAMINA_STORE)"
+    assert result.exit_code == 0 and result.stdout.strip() == missing
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["--store", str(tmp_path / "empty"), "sessions", "list"])
     assert result.exit_code == 0 and result.stdout.strip() == "no sessions"
     _, session_id = _make(tmp_path)
     result = runner.invoke(app, ["--store", str(tmp_path), "sessions", "list"])

@@ -229,4 +229,4 @@ def test_a_rule_saved_in_an_untrusted_workspace_says_when_it_will_apply(tmp_path
     result = runner.invoke(app, args, input="say hi\ns\n/quit\n")
     assert result.exit_code == 0, result.output
     assert "later sessions use it once you trust this folder" in result.stderr
-    assert "allow = " in (ws / ".lamina" / "config.toml").read_text()  # saved, applied once trusted
+    assert "allow = " in (ws / ".lamina" / "config.local.toml").read_text()  # saved, applied once trusted

@@ -105,7 +105,7 @@ async def test_a_step_without_reasoning_has_none() -> None:
 @pytest.mark.parametrize(
     ("reasoning", "where", "message"),
     [
-        (3, "responses[0].reasoning", "expected a text or a list of reasoning blocks, got a int"),
+        (3, "responses[0].reasoning", "expected a text or a list of reasoning blocks, got a number"),
         (["x"], "responses[0].reasoning[0]", "expected an object with 'kind', got a string"),
         ([{"kind": "musing"}], "responses[0].reasoning[0].kind", "expected one of thinking"),
         ([{"kind": "thinking", "provider": "gemini"}], "responses[0].reasoning[0].provider", "got 'gemini'"),

@@ -28,6 +28,7 @@ from lamina.agent._events import (
     TurnOutcome,
 )
 from lamina.agent._failure import record_failure
+from lamina.agent._interrupted import OutputSeen, interrupted_content
 from lamina.agent._lifetime import Lifetime
 from lamina.agent._model_calls import ModelCalls
 from lamina.agent._plans import DEFAULT_PLAN_COMPACTION_TIMEOUT, PlanRunner
@@ -42,7 +43,6 @@ from lamina.compaction import (
     DEFAULT_USER_LANE_TOKENS,
     Summariser,
 )
-from lamina.context import INTERRUPTED_RESULT
 from lamina.engine import CompactionOutcome, ContextEngine, Plan, rejection_message
 from lamina.errors import TooManyModelCallsError, UsageError
 from lamina.placement import RenderedRequest, SdkManagedTarget
@@ -482,7 +482,8 @@ def _stopped(engine: ContextEngine, open_calls: Sequence[ToolCallRequest], error
 def _interrupt(engine: ContextEngine, open_calls: Sequence[ToolCallRequest]) -> None:
     """A turn cancelled: each open call gets an "interrupted" result, and the next turn a one-shot saying so."""
     for call in open_calls:
-        engine.record(ToolResult(call_id=call.call_id, name=call.name, content=INTERRUPTED_RESULT, is_error=True))
+        content = interrupted_content(call.call_id)  # what it printed before the user stopped it
+        engine.record(ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=True))
     engine.queue_one_shot(
         "interruption",
         "The user interrupted the previous turn"
@@ -521,18 +522,22 @@ def _result_entry(call: ToolCallRequest, result: ToolExecution) -> ToolResult:
 async def _execute(
     tools: ToolPipeline, call: ToolCallRequest, emit: Callable[[AgentEvent], None] | None
 ) -> ToolExecution:
-    """One call through the pipeline, what it reports while it runs emitted as `ToolProgress`."""
-    if emit is None:
-        return await tools.execute(call.call_id, call.name, call.input)
+    """One call through the pipeline: what it reports while it runs emitted as `ToolProgress`, kept if cancelled."""
     before = tools.context.progress
+    seen = OutputSeen()
 
     def report(output: str) -> None:
-        emit(ToolProgress(call.call_id, call.name, output))
+        seen.add(output)
+        if emit is not None:
+            emit(ToolProgress(call.call_id, call.name, output))
         if before is not None:  # the caller's own listener hears it too
             before(output)
 
     tools.context = dataclasses.replace(tools.context, progress=report)
     try:
         return await tools.execute(call.call_id, call.name, call.input)
+    except asyncio.CancelledError:
+        seen.keep(call.call_id)
+        raise
     finally:  # only the listener goes back: a mode switched meanwhile stays switched
         tools.context = dataclasses.replace(tools.context, progress=before)

@@ -195,11 +195,16 @@ app = typer.Typer(
 )
 
 
-def demo(ctx: typer.Context) -> None:
+def demo(
+    ctx: typer.Context,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the temporary session store (to inspect it with lamina serve).")
+    ] = False,
+) -> None:
     """Run the scripted demo session in a sample workspace: no API key, nothing to start (`make run`)."""
     from lamina.cli._demo import main as run_demo
 
-    raise typer.Exit(run_demo(ctx.obj["store"]))
+    raise typer.Exit(run_demo(ctx.obj["store"], keep=keep))
 
 
 def _version(value: bool) -> None:

@@ -1,8 +1,9 @@
 """Ask mode in the terminal: show a tool call (a coloured diff for Edit and Write), answer with one key (I/O).
 
 `y` runs the call, `n` refuses it, `a` allows it and the like for the rest of the session (the
-tool, or for Bash the command's prefix: `lamina.cli._permissions.always_rules`), `s` does that
-and saves the rule in the workspace's config, `e` refuses it with the user's words for the model.
+tool, or for Bash the command's prefix: `lamina.cli._permissions.always_rules`), `s` does that and
+saves the rule in the workspace's personal file (kept out of git), `t` in the team's file, `e`
+refuses it with the user's words for the model.
 Allow rules of the config files answer before asking; `DenyRules` refuses before anything asks. A
 call that writes a protected path is asked about with `y`, `n` and `e` only, and no rule answers.
 """
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from lamina.cli._config import WORKSPACE_CONFIG, save_allowed
+from lamina.cli._config import LOCAL_CONFIG, WORKSPACE_CONFIG, save_allowed
 from lamina.cli._console import err, safe
+from lamina.cli._git_exclude import exclude_from_git
 from lamina.cli._permissions import PermissionRule, Permissions, always_rules, refused_because, relative_paths
 from lamina.defang import show_controls
 from lamina.errors import ConfigError
@@ -32,7 +34,7 @@ MAX_DIFF_LINES: Final = 80
 MAX_VALUE_CHARS: Final = 400
 """Characters of one input field shown in the approval prompt."""
 DECLINED: Final = "the user declined this call"
-KEYS: Final = "nyase"
+KEYS: Final = "nyaste"
 """The answers, one key each; the first is what an empty line means when reading from a pipe."""
 PROTECTED_KEYS: Final = "nye"
 """The answers about a call that writes a protected path: no "always"."""
@@ -70,7 +72,8 @@ class Approver:
         covers = show_controls(", ".join(rule.text for rule in always))
         question = (
             f"Allow {show_controls(call.name)}? y yes · n no · a always {covers} · "
-            f"s always, saved in {WORKSPACE_CONFIG} · e no, and tell the model why: "
+            f"s always, saved for you ({LOCAL_CONFIG}) · t always, saved for the team ({WORKSPACE_CONFIG}) · "
+            "e no, and tell the model why: "
         )
         while True:
             answer = await self._key(question)
@@ -80,12 +83,16 @@ class Approver:
                 case "n":
                     err.print(f"[dim]declined {safe(call.name)}[/dim]")
                     return Deny(DECLINED)
-                case "a" | "s":
-                    return self._allow_always(always, save=answer == "s")
+                case "a" | "s" | "t":
+                    saved = {"a": None, "s": LOCAL_CONFIG, "t": WORKSPACE_CONFIG}[answer]
+                    return self._allow_always(always, save=saved)
                 case "e":
                     return await self._explain(call.name)
                 case _:
-                    err.print("answer y (yes), n (no), a (always), s (always, saved) or e (no, and say why)")
+                    err.print(
+                        "answer y (yes), n (no), a (always), s (always, saved for you), "
+                        "t (always, saved for the team) or e (no, and say why)"
+                    )
 
     async def _protected(self, request: PermissionRequest) -> Allow | Deny:
         """Ask about a call that writes a protected path: once, by the user, whatever the rules say."""
@@ -113,18 +120,21 @@ class Approver:
             await _cancel_turn()
             raise AssertionError("unreachable: the task was cancelled") from None
 
-    def _allow_always(self, rules: tuple[PermissionRule, ...], *, save: bool) -> Allow:
+    def _allow_always(self, rules: tuple[PermissionRule, ...], *, save: Path | None) -> Allow:
+        """Allow `rules` for the session; `save`: also in that workspace file (the personal one kept out of git)."""
         self.permissions = self.permissions.with_allowed(rules)
         shown = ", ".join(rule.text for rule in rules)
         err.print(f"[dim]{safe(shown)} is allowed for the rest of this session[/dim]")
-        if save:
+        if save is not None:
             try:
-                path = save_allowed(self._workspace, rules)
+                path = save_allowed(self._workspace, rules, file=save)
             except ConfigError as exc:
                 err.print(f"[yellow]not saved:[/yellow] {safe(exc)}")
             else:
                 later = "" if self._trusted else " (later sessions use it once you trust this folder: `lamina trust`)"
                 err.print(f"[dim]saved in {safe(path)}{later}[/dim]")
+                if save == LOCAL_CONFIG:
+                    _keep_out_of_git(path)
         return Allow()
 
     async def _explain(self, name: str) -> Deny:
@@ -137,6 +147,14 @@ class Approver:
             raise AssertionError("unreachable: the task was cancelled") from None
         err.print(f"[dim]declined {safe(name)}{', with your answer' if text else ''}[/dim]")
         return Deny(declined_with(text) if text else DECLINED)
+
+
+def _keep_out_of_git(path: Path) -> None:
+    """The personal file named in its repository's exclude file, or a line saying it could not be."""
+    try:
+        exclude_from_git(path)
+    except OSError as exc:
+        err.print(f"[yellow]not kept out of git:[/yellow] {safe(exc)} (add {safe(path.name)} to .gitignore)")
 
 
 async def _cancel_turn() -> None:
@@ -213,9 +231,14 @@ def _proposed_change(name: str, fields: Mapping[str, Any], paths: tuple[Path, ..
             after = before.replace(old, new) if fields.get("replace_all") else before.replace(old, new, 1)
         else:  # the edit will fail; still show what was asked
             before, after = old, new
+    new_file = name == "Write" and not target.exists()
     return list(
         difflib.unified_diff(
-            before.splitlines(), after.splitlines(), fromfile=f"a/{label}", tofile=f"b/{label}", lineterm=""
+            before.splitlines(),
+            after.splitlines(),
+            fromfile="/dev/null" if new_file else f"a/{label}",
+            tofile=f"b/{label}",
+            lineterm="",
         )
     )
 
@@ -244,6 +267,20 @@ def call_target(call: BoundCall) -> tuple[str | None, tuple[str, ...]]:
     """What rules look at in a call: its Bash command (None for other tools) and its paths."""
     command = getattr(call.input, "command", None) if call.name == "Bash" else None
     return (command if isinstance(command, str) else None), relative_paths(call.paths, call.context.cwd)
+
+
+def unknown_tool_rules(permissions: Permissions, tools: Collection[str]) -> list[str]:
+    """One line per config rule that names no tool of the session (a typo: it would never apply)."""
+    lines = []
+    for key, rules in (("allow", permissions.allow), ("deny", permissions.deny)):
+        for rule in rules:
+            if rule.tool not in tools and rule.origin != "this session":
+                known = ", ".join(sorted(tools))
+                lines.append(
+                    f"{rule.origin}: permissions.{key}: {rule.text} names no tool of this session; it never applies"
+                    f" (the tools: {known})"
+                )
+    return lines
 
 
 class DenyRules(Rule):

@@ -30,8 +30,9 @@ ModelOption = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="anthropic:ID | openai:ID | openai-responses:ID | openai-compat:URL#ID | scripted:FILE "
-        "(default: the config file, else anthropic:claude-sonnet-5)",
+        help="anthropic:ID | openai:ID | openai-responses:ID | openai-compat:URL#ID | scripted:FILE | demo "
+        "(demo: a scripted session in a sample workspace, no API key; default: the config file, "
+        "else anthropic:claude-sonnet-5)",
     ),
 ]
 ModeOption = Annotated[
@@ -80,6 +81,10 @@ ReasoningSummaryOption = Annotated[
         show_default=False,
     ),
 ]
+VerboseOption = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Show internals too: a rewind's entry ids and what the model is sent."),
+]
 CustomPresetOption = Annotated[
     Path | None,
     typer.Option(
@@ -101,13 +106,16 @@ def chat(
     thinking: ThinkingOption = None,
     effort: EffortOption = None,
     reasoning_summary: ReasoningSummaryOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
     import asyncio
     import functools
+    import os
 
     from lamina.cli._config import settings_or_abort
     from lamina.cli._console import abort, err
+    from lamina.cli._demo_chat import DEMO_MODEL, demo_workspace
     from lamina.cli._reasoning_settings import flags_table
     from lamina.cli._session import clean_up_empty_sessions, latest_session, settings_for
     from lamina.cli._store_commands import store_or_abort
@@ -142,7 +150,10 @@ def chat(
         clean_up_empty_sessions(store)
         # the session's model, mode and preset (an imported one's bundle's only when adopted)
         settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
-        asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id))
+        if settings.model == DEMO_MODEL:  # the offline demo runs in its sample workspace
+            workspace = demo_workspace(fresh=session_id is None)
+            os.chdir(workspace)
+        asyncio.run(_chat(store, settings, workspace=workspace, session_id=session_id, verbose=verbose))
     except LaminaError as exc:
         abort(str(exc))
     except KeyboardInterrupt:  # outside a turn and outside the prompt: between the two
@@ -202,7 +213,9 @@ def _pick_session(store: SessionStore, workspace: Path) -> str | None:
         err.print(f"not a number between 1 and {len(rows)} or a listed id: {safe(repr(answer))}")
 
 
-async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, session_id: str | None) -> None:
+async def _chat(
+    store: SessionStore, settings: Settings, *, workspace: Path, session_id: str | None, verbose: bool = False
+) -> None:
     """The chat: one session after another while `/sessions N` switches (the settings: the next one's own)."""
     import dataclasses
     import sys
@@ -226,16 +239,27 @@ async def _chat(store: SessionStore, settings: Settings, *, workspace: Path, ses
         )
     else:
         reader = PipeReader(lambda text: err.print(text, end="", markup=False))
-    while True:
-        switch_to = await _session_chat(
-            store, settings, reader, workspace=workspace, session_id=session_id, interactive=interactive, shown=shown
-        )
-        if switch_to is None:
-            return
-        # the command line chose the first session's settings; the next one runs with its own
-        chosen = {k: v for k, v in settings.origins.items() if v != "command line"}
-        settings = settings_for(store, switch_to, dataclasses.replace(settings, origins=chosen))
-        session_id = switch_to
+    try:
+        while True:
+            switch_to = await _session_chat(
+                store,
+                settings,
+                reader,
+                workspace=workspace,
+                session_id=session_id,
+                interactive=interactive,
+                shown=shown,
+                verbose=verbose,
+            )
+            if switch_to is None:
+                return
+            # the command line chose the first session's settings; the next one runs with its own
+            chosen = {k: v for k, v in settings.origins.items() if v != "command line"}
+            settings = settings_for(store, switch_to, dataclasses.replace(settings, origins=chosen))
+            session_id = switch_to
+    finally:
+        if isinstance(reader, TerminalReader):
+            reader.close()
 
 
 def _expand_key(shown: list[TurnView]) -> KeyBindings:
@@ -262,6 +286,7 @@ async def _session_chat(
     session_id: str | None,
     interactive: bool,
     shown: list[TurnView],
+    verbose: bool = False,
 ) -> str | None:
     """Chat in one session until the user quits (None) or switches to another session (its id)."""
     from lamina.cli._approval import Approver
@@ -271,11 +296,15 @@ async def _session_chat(
     from lamina.cli._session import make_provider, model_name, remove_if_empty, session_agent
     from lamina.cli._turn_view import TurnView
     from lamina.cli._turns import ChatState
+    from lamina.cli._user_input import TerminalReader
 
     provider = make_provider(settings.model, settings)
     view = TurnView(model=model_name(settings.model), spinner=interactive and err.is_terminal)
+    if isinstance(reader, TerminalReader):
+        view.show_type_ahead(reader.ahead)
     shown[:] = [view]
     state = ChatState(settings)
+    state.verbose = verbose
     async with session_agent(
         store,
         provider,

@@ -30,25 +30,28 @@ COMMANDS: Final = (
     "/quit",
     "/exit",
 )
+HELP_COLUMN: Final = 19
+"""Where `/help`'s descriptions start (and their wrapped lines)."""
 HELP: Final = """\
 /help              this list
 /model SPEC        switch the model (anthropic:ID, openai:ID, openai-responses:ID, openai-compat:URL#ID)
-/effort [LEVEL]    show the reasoning settings, or set the effort of the next requests: none, minimal, low,
-                   medium, high, xhigh, max (as the model takes them), or default (left to the model)
+/effort [LEVEL]    show the reasoning settings, or set the effort of the next requests: none, minimal, low, \
+medium, high, xhigh, max (as the model takes them), or default (left to the model)
 /mode [MODE]       show or switch the permission mode: explore, plan, ask or execute
 /plan [DECISION]   show the plan, or decide: accept, compact (Accept & Compact), reject FEEDBACK, cancel
 /attach [PATH]     attach a file to your next message (image, PDF, Office, e-mail, calendar, text)
-/compact [FOCUS]   compact the conversation now (the log keeps everything); `/compact --force [FOCUS]`
-                   compacts even a short one (all of it summarised, your words kept verbatim)
-/branch [ENTRY]    go back to before your last message, put back in the input line (or branch at an entry
-                   of `lamina sessions show ID --tree`); the old path stays in the log
-/rewind [N]        go back to before one of your recent messages (asks which; 1 is the latest), its text put
-                   back in the input line; Esc twice at an empty prompt goes back to the latest
+/compact [FOCUS]   compact the conversation now (the log keeps everything); `/compact --force [FOCUS]` \
+compacts even a short one (all of it summarised, your words kept verbatim)
+/branch [ENTRY]    go back to before your last message, put back in the input line (or branch at an entry \
+of `lamina sessions show ID --tree`); the old path stays in the log
+/rewind [N]        go back to before one of your recent messages (asks which; 1 is the latest), its text put \
+back in the input line; Esc twice at an empty prompt goes back to the latest
 /context           how full the context window is, and the next request's budget by tier
 /sessions [N|ID]   recent sessions in this directory; with a number or an id, switch to that session
 /output [N]        the last tool output in full (or the Nth, as a folded result names it)
 /quit              leave (also Ctrl-D, or Ctrl-C twice)
-Enter sends; Alt-Enter or Ctrl-J starts a new line; a paste is one message. Ctrl-C cancels a running turn."""
+Enter sends (during a turn it queues the message); Alt-Enter or Ctrl-J starts a new line; a long paste folds to \
+[pasted N lines] and is sent whole. Ctrl-C cancels a running turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +89,13 @@ async def command(text: str, chat: Chat) -> Leave | None:
 
 async def _help(chat: Chat, arg: str) -> None:
     """`/help`: the commands and the keys."""
-    from lamina.cli._console import err, safe
+    from rich.text import Text
 
-    err.print(safe(HELP))
+    from lamina.cli._console import err, fit
+
+    for line in HELP.splitlines():  # a description's wrapped lines start under its column
+        for row in fit(Text(line), err.width, hang=HELP_COLUMN if line.startswith("/") else 2):
+            err.print(row, soft_wrap=True)
 
 
 async def _mode(chat: Chat, mode: str) -> None:
@@ -232,7 +239,7 @@ async def _rewind(chat: Chat, arg: str) -> None:
         print_rewind_choices(choices)
     number = _number(arg, len(choices)) if arg else await _ask_number(chat.reader, len(choices))
     if number is not None:
-        _branch(chat.agent, chat.state, choices[number - 1].id)
+        _branch(chat.agent, chat.state, choices[number - 1].id, brief=not chat.state.verbose)
 
 
 def _number(answer: str, count: int) -> int | None:
@@ -329,10 +336,12 @@ _HANDLERS: Final[dict[str, Callable[[Chat, str], Awaitable[Leave | None]]]] = {
 """The slash commands but `/quit` and `/exit`, each with its handler (given the text after the name)."""
 
 
-def _branch(agent: Agent, state: ChatState, entry_id: str) -> None:
+def _branch(agent: Agent, state: ChatState, entry_id: str, *, brief: bool = False) -> None:
     """`/branch [ENTRY]`: branch the session; a user message's text goes back in the input line.
 
     Without an entry: before the user's latest message in the provider view (Claude Code's rewind).
+    `brief` (a rewind, unless `--verbose`): one line, the entry ids and what the model sees left
+    to the inspector.
     """
     from lamina.cli._console import err, safe
     from lamina.errors import LaminaError
@@ -350,9 +359,13 @@ def _branch(agent: Agent, state: ChatState, entry_id: str) -> None:
     except LaminaError as exc:
         err.print(f"[red]error:[/red] {safe(exc)}")
         return
-    err.print(f"[dim]branched at {safe(created.entry_id)}: {safe(created.note)}[/dim]")
     if created.offered_text is not None:
         state.draft = created.offered_text
+    if brief:
+        err.print("[dim]rewound: your message is back in the input line (send it again or edit it)[/dim]")
+        return
+    err.print(f"[dim]branched at {safe(created.entry_id)}: {safe(created.note)}[/dim]")
+    if created.offered_text is not None:
         err.print("[dim]your message is back in the input line: send it again or edit it[/dim]")
 
 

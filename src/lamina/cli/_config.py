@@ -1,8 +1,9 @@
 """Settings of `lamina chat` and `lamina run` from TOML files, and `lamina config show` (I/O).
 
-Two files, both optional, both with the same keys: the user's (`config.toml` in the user config
-directory) and the workspace's (`.lamina/config.toml`), which wins; a command-line option wins
-over both. Their `[permissions]` rules add up (`lamina.cli._permissions`). An untrusted workspace's
+Three files, all optional, all with the same keys: the user's (`config.toml` in the user config
+directory), the workspace's (`.lamina/config.toml`, the team's) and the personal one beside it
+(`.lamina/config.local.toml`, kept out of git), each winning over the one before; a command-line
+option wins over all. Their `[permissions]` rules add up (`lamina.cli._permissions`). An untrusted workspace's
 file only narrows: its model, allow rules, custom preset and a mode above the user's are withheld.
 The keys and an example file: docs/configuration.md; trust: docs/security.md.
 """
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 DEFAULT_MODEL: Final = "anthropic:claude-sonnet-5"
 DEFAULT_MODE: Final = "ask"
 WORKSPACE_CONFIG: Final = Path(".lamina") / "config.toml"
+LOCAL_CONFIG: Final = Path(".lamina") / "config.local.toml"
+"""The workspace's personal file (rules saved with `s`, kept out of git), read after the team's `WORKSPACE_CONFIG`."""
 
 Mode = Literal["explore", "plan", "ask", "execute"]
 _MODE_RANK: Final = {"explore": 0, "plan": 1, "ask": 2, "execute": 3}
@@ -144,6 +147,14 @@ def user_config_path() -> Path:
     return platformdirs.user_config_path("lamina") / "config.toml"
 
 
+def _config_files(workspace: Path, trust: WorkspaceTrust) -> list[tuple[Path, bool]]:
+    """The config files in the order they apply, each with whether it is trusted: the user's, the team's, yours."""
+    return [
+        (user_config_path(), True),
+        *((workspace / name, trust.trusted) for name in (WORKSPACE_CONFIG, LOCAL_CONFIG)),
+    ]
+
+
 def load_settings(
     workspace: Path, *, trust: WorkspaceTrust, reasoning: ReasoningTable | None = None, **overrides: object
 ) -> Settings:
@@ -165,7 +176,7 @@ def load_settings(
     sandbox = _SandboxMerge()
     thinking = ReasoningMerge()
     withheld: list[Withheld] = []
-    for path, trusted in ((user_config_path(), True), (workspace / WORKSPACE_CONFIG, trust.trusted)):
+    for path, trusted in _config_files(workspace, trust):
         data = _read(path)
         if data is None:
             continue
@@ -317,8 +328,8 @@ def _read(path: Path) -> _File | None:
     return read_config_file(path, _File)
 
 
-def save_allowed(workspace: Path, rules: Sequence[PermissionRule]) -> Path:
-    """Add `rules` to `permissions.allow` in the workspace's config file (made if missing); the file's path.
+def save_allowed(workspace: Path, rules: Sequence[PermissionRule], *, file: Path = WORKSPACE_CONFIG) -> Path:
+    """Add `rules` to `permissions.allow` in a workspace's config file (made if missing); the file's path.
 
     The rest of the file (keys, comments, order, dotted keys, inline tables) is kept as written
     (`lamina.cli._toml_edit`).
@@ -326,7 +337,7 @@ def save_allowed(workspace: Path, rules: Sequence[PermissionRule]) -> Path:
     Raises:
         ConfigError: The file cannot be read or written, or is not valid: the rule is then not saved.
     """
-    path = workspace / WORKSPACE_CONFIG
+    path = workspace / file
     current = _read(path)
     allowed = list(current.permissions.allow) if current is not None and current.permissions is not None else []
     wanted = allowed + [rule.text for rule in rules if rule.text not in allowed]

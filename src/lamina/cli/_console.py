@@ -19,7 +19,8 @@ from typing import Any, Final, NoReturn
 import msgspec
 import typer
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, JustifyMethod, OverflowMethod
+from rich.style import Style
 from rich.text import Text
 
 from lamina.defang import show_controls
@@ -46,6 +47,52 @@ class WrappingConsole(Console):
     @soft_wrap.setter
     def soft_wrap(self, value: bool) -> None:
         self.fixed_wrap = value
+
+    def print(  # rich's own signature
+        self,
+        *objects: Any,
+        sep: str = " ",
+        end: str = "\n",
+        style: str | Style | None = None,
+        justify: JustifyMethod | None = None,
+        overflow: OverflowMethod | None = None,
+        no_wrap: bool | None = None,
+        emoji: bool | None = None,
+        markup: bool | None = None,
+        highlight: bool | None = None,
+        width: int | None = None,
+        height: int | None = None,
+        crop: bool = True,
+        soft_wrap: bool | None = None,
+        new_line_start: bool = False,
+    ) -> None:
+        """Print as rich does; in a terminal, a text's lines wrap at spaces with a hanging indent.
+
+        A continuation line starts two columns right of its line's own indent (`fit`), so a
+        wrapped message never runs back to column 0 nor breaks inside a word.
+        """
+        plain = justify is None and width is None and not no_wrap and soft_wrap is None
+        if plain and objects and not self.soft_wrap and all(isinstance(o, str | Text) for o in objects):
+            texts = [self.render_str(o, markup=markup, emoji=emoji) if isinstance(o, str) else o for o in objects]
+            objects = (Text("\n").join(hanging(Text(sep).join(texts), self.width)),)
+            soft_wrap = True
+        super().print(
+            *objects,
+            sep=sep,
+            end=end,
+            style=style,
+            justify=justify,
+            overflow=overflow,
+            no_wrap=no_wrap,
+            emoji=emoji,
+            markup=markup,
+            highlight=highlight,
+            width=width,
+            height=height,
+            crop=crop,
+            soft_wrap=soft_wrap,
+            new_line_start=new_line_start,
+        )
 
 
 out = WrappingConsole(highlight=False, emoji=False)
@@ -79,6 +126,15 @@ def _escape_bracket(match: re.Match[str]) -> str:
     if _TAG_LIKE.match(match.string, match.end() - 1):
         return "\\" * (2 * run + 1) + "["
     return "\\" * (run + 1) + "["
+
+
+def hanging(text: Text, width: int, *, hang: int = 2) -> list[Text]:
+    """`text`'s lines fitted to `width`, each continuation `hang` columns right of its own line's indent."""
+    rows: list[Text] = []
+    for line in text.split("\n", allow_blank=True):
+        lead = len(line.plain) - len(line.plain.lstrip(" "))
+        rows += fit(line[lead:], width, indent=lead, hang=hang)
+    return rows
 
 
 def fit(text: Text, width: int | None, *, indent: int = 0, hang: int = 2, fold: bool = True) -> list[Text]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -63,14 +64,17 @@ def _sample_workspace(root: Path) -> Path:
     workspace.mkdir()
     for name, text in SAMPLE_FILES.items():
         (workspace / name).write_text(text)
-    lines = [
-        f"2026-11-29 10:{i // 60:02d}:{i % 60:02d} INFO step {i} compiled module_{i}.py in 12ms" for i in range(4000)
-    ]
+    lines = [f"2026-11-29 {_clock(10 * 3600 + i)} INFO step {i} compiled module_{i}.py in 12ms" for i in range(4000)]
     lines[1234] = "2026-11-29 10:20:34 WARNING deprecated call total(xs, strict=True) in report.py:88"
     (workspace / "build.log").write_text("\n".join(lines) + "\n")
     report = [f"def section_{i}(rows):\n    return [total(r) for r in rows if r]  # part {i}\n" for i in range(300)]
     (workspace / "report.py").write_text("from app import total\n\n" + "\n".join(report))
     return workspace
+
+
+def _clock(seconds: int) -> str:
+    """`HH:MM:SS` of a number of seconds after midnight (a sample log's times)."""
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def _script() -> list[ScriptedResponse]:
@@ -137,14 +141,7 @@ class _Events:
 
     def __init__(self, store_root: Path) -> None:
         self.store_root = store_root
-        self.view = TurnView(model=TARGET.model, spinner=False, console=console, indent=3, relative_to=store_root)
-
-    def short(self, path: str | Path) -> str:
-        """`path` relative to the store when it is inside it."""
-        try:
-            return str(Path(path).relative_to(self.store_root))
-        except ValueError:
-            return str(path)
+        self.view = TurnView(model=TARGET.model, spinner=False, console=console, indent=3)  # paths whole: openable
 
     def __call__(self, event: AgentEvent) -> None:
         if not isinstance(event, TextDelta):
@@ -204,7 +201,7 @@ async def _session(
     plan = agent.plan
     assert plan is not None
     console.print()
-    say(f"[bold]the plan[/bold] [dim]({safe(events.short(plan.plan_path))})[/dim]")
+    say(f"[bold]the plan[/bold] [dim]({safe(plan.plan_path)})[/dim]")
     for line in plan.text.rstrip().splitlines():
         say(safe(line), indent=3)
     console.print()
@@ -286,13 +283,21 @@ def _command(parts: list[str], indent: int) -> list[str]:
     return lines
 
 
-def _where_kept(store: Path, session_id: str, *, temporary: bool) -> None:
-    """Say where the session is kept, and how to open it in `lamina serve`."""
+def _where_kept(store: Path, session_id: str, *, temporary: bool, kept: bool) -> None:
+    """Say where the session is kept, and how to open it in `lamina serve` (a temporary store: only when `kept`)."""
     lamina = Path(sys.executable).parent / "lamina"
     try:
         command = str(lamina.relative_to(Path.cwd())) if lamina.exists() else "lamina"
     except ValueError:
         command = str(lamina)
+    if not kept:
+        console.rule("Where the session was kept")
+        say(
+            "The session was in a temporary store, removed now. To inspect it in the browser with lamina serve, "
+            f"run the demo with --keep: {safe(command)} demo --keep",
+            indent=2,
+        )
+        return
     console.rule("Where the session is kept (inspect it with lamina serve)")
     if temporary:
         say(
@@ -307,23 +312,29 @@ def _where_kept(store: Path, session_id: str, *, temporary: bool) -> None:
     say(f"then open http://127.0.0.1:8765/sessions/{safe(session_id)}", indent=2)
 
 
-def main(store: str | None = None) -> int:
+def main(store: str | None = None, *, keep: bool = False) -> int:
     """Run the demo session and print what it shows.
 
-    The session is kept (for `lamina serve`) in the store the user named (see `demo_store`),
-    else in a new temporary folder; the demo says which, and how to delete it.
+    The session is kept (for `lamina serve`) in the store the user named (see `demo_store`); else
+    it is written to a new temporary folder, removed at the end unless `keep` (then the demo says
+    where it is, and how to delete it).
 
     Args:
         store: The session folder to keep the session in.
+        keep: Keep the temporary store (`lamina demo --keep`).
 
     Returns:
         The exit code, 0.
     """
     chosen = demo_store(store)
     store_root = chosen if chosen is not None else Path(tempfile.mkdtemp(prefix="lamina-demo-store-"))
-    with _layout():
-        session_id = _run(store_root)
-        _where_kept(store_root, session_id, temporary=chosen is None)
+    try:
+        with _layout():
+            session_id = _run(store_root)
+            _where_kept(store_root, session_id, temporary=chosen is None, kept=chosen is not None or keep)
+    finally:
+        if chosen is None and not keep:
+            shutil.rmtree(store_root, ignore_errors=True)
     return 0
 
 

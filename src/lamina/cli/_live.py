@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Final
+from typing import ClassVar, Final
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderableType, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown
+from rich.markdown import Heading, Markdown, MarkdownElement
 from rich.segment import Segment, Segments
 from rich.spinner import Spinner
 from rich.text import Text
@@ -42,8 +42,16 @@ def elapsed(seconds: float) -> str:
     return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
 
 
+class _LeftHeading(Heading):
+    """A heading at the left margin, every level (rich centres a level-1 heading)."""
+
+    LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(Heading.LEVEL_ALIGN, "left")
+
+
 class SafeMarkdown(Markdown):
     """Rich's Markdown of untrusted text: controls shown as symbols, HTML as text, links with their address."""
+
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {**Markdown.elements, "heading_open": _LeftHeading}
 
     def __init__(self, text: str) -> None:
         super().__init__("", hyperlinks=False)
@@ -112,6 +120,8 @@ class TextStream:
         self.open_line = False
         """As it came: the last piece did not end its line."""
         self._live: Live | None = None
+        self.below: RenderableType | None = None
+        """Drawn under the live rows (the type-ahead queue)."""
         self._drawn = 0.0
         self._pending: asyncio.TimerHandle | None = None
 
@@ -167,7 +177,27 @@ class TextStream:
         if settled > self.printed:
             self.console.print(_segments(rows[self.printed : settled], end=True))  # above the live rows
             self.printed = settled
-        self._live.update(_segments(rows[settled:]), refresh=True)
+        live_rows = _segments(rows[settled:])
+        self._live.update(live_rows if self.below is None else _Above(live_rows, self.below), refresh=True)
+
+    def refresh(self) -> None:
+        """Redraw the live rows (what is drawn under them changed)."""
+        if self._live is not None:
+            self._live.refresh()
+
+
+class _Above:
+    """The live rows, then what is drawn under them on rows of its own (when it draws anything)."""
+
+    def __init__(self, rows: Segments, below: RenderableType) -> None:
+        self.rows = rows
+        self.below = below
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.rows
+        for line in console.render_lines(self.below, options, pad=False):
+            yield Segment.line()
+            yield from line
 
 
 def _segments(rows: list[list[Segment]], *, end: bool = False) -> Segments:

@@ -174,29 +174,28 @@ def read_rules(files: Iterable[tuple[str, Sequence[str], Sequence[str]]]) -> Per
 
 
 def always_rules(tool: str, command: str | None) -> tuple[PermissionRule, ...]:
-    """What "always" allows for a call: the tool, or for Bash a prefix rule per simple command.
+    """What "always" allows for a call: the tool, or for Bash a prefix rule of a simple command, else the command.
 
     The prefix is the program and the words after it up to the first that looks like a value
     (a path, a number, a glob, quoted text: anything but a plain word or flag), at most
     `PREFIX_WORDS` words: `git status -s` gives `git status -s`, `pytest tests/a.py` gives
     `pytest`. A command a prefix cannot cover (a substitution, a redirection to a file, leading
-    assignments) gives an exact rule for the whole command.
+    assignments) and a loop or compound command (`a && b`, `a | b`) give one exact rule for the
+    whole command: a person saves what they saw, never a keyword's prefix.
     """
     if tool != "Bash" or command is None:
         return (PermissionRule(tool, "tool"),)
     reading = read_command(command)
     parts = reading.commands
-    if not (reading.understood and parts and all(part.plain and part.words[0].literal for part in parts)):
+    single = len(parts) == 1  # a loop or a compound command (`&&`, `|`, `;`) is saved whole, as written
+    if not (reading.understood and single and parts[0].plain and parts[0].words[0].literal):
         return (PermissionRule(tool, "exact", (command.strip(),)),)
-    rules: dict[tuple[str, ...], PermissionRule] = {}
-    for part in parts:
-        words = [part.words[0].value or ""]
-        for word in part.words[1:PREFIX_WORDS]:
-            if not (word.literal and word.value is not None and _PLAIN_WORD.fullmatch(word.value)):
-                break
-            words.append(word.value)
-        rules.setdefault(tuple(words), PermissionRule(tool, "prefix", tuple(words)))
-    return tuple(rules.values())
+    words = [parts[0].words[0].value or ""]
+    for word in parts[0].words[1:PREFIX_WORDS]:
+        if not (word.literal and word.value is not None and _PLAIN_WORD.fullmatch(word.value)):
+            break
+        words.append(word.value)
+    return (PermissionRule(tool, "prefix", tuple(words)),)
 
 
 def refused_because(rule: PermissionRule, command: str) -> str | None:

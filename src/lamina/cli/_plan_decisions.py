@@ -14,7 +14,10 @@ if TYPE_CHECKING:
 # -- plans ---------------------------------------------------------------------------------------------
 
 PLAN_QUESTION: Final = "plan: [a]ccept · accept & [c]ompact · [r]eject · Enter: decide later (/plan) › "
-"""Asked after a turn that submitted a plan; text after the letter is kept as your draft."""
+"""Asked from a pipe after a turn that submitted a plan; text after the letter is kept as your draft."""
+PLAN_KEYS_QUESTION: Final = "Plan? a accept · c accept & compact · r reject · l later (/plan decides) "
+"""Asked in a terminal: one key, as approvals are answered."""
+_DECISIONS: Final = {"a": "accept", "c": "compact", "r": "reject"}
 RUN_QUESTION: Final = "run it: [a]sk before each change · [e]xecute without asking › "
 """Asked when a plan is accepted: the mode it runs in (then the session goes back to the mode before it)."""
 _RUN_MODES: Final = {"a": "ask", "e": "execute"}
@@ -45,14 +48,18 @@ async def decide_plans(
     agent: Agent, reader: LineReader, view: TurnView, state: ChatState, outcome: TurnOutcome | None
 ) -> None:
     """After a turn that submitted a plan: show it and ask for the decision (again after a rejection)."""
+    from lamina.cli._user_input import TerminalReader
+
     while outcome is not None and outcome.stop_reason == "plan_submitted":
-        print_plan(agent)
+        print_plan(agent, headline=False)  # the turn's own line said it was submitted
         try:
-            answer = await reader.answer(PLAN_QUESTION)
+            if isinstance(reader, TerminalReader):
+                choice, rest = await reader.key(PLAN_KEYS_QUESTION, "lacr"), ""
+            else:
+                choice, _, rest = (await reader.answer(PLAN_QUESTION)).strip().partition(" ")
         except (EOFError, KeyboardInterrupt):
             return
-        choice, _, rest = answer.strip().partition(" ")
-        decision = {"a": "accept", "c": "compact", "r": "reject"}.get(choice.lower(), choice.lower())
+        decision = _DECISIONS.get(choice.lower(), choice.lower())
         if decision not in ("accept", "compact", "reject"):
             return  # later: /plan decides
         outcome = await plan_decision(agent, reader, view, state, decision, rest.strip())
@@ -113,8 +120,8 @@ async def _run_mode(reader: LineReader) -> str | None:
         err.print("answer a (ask before each change) or e (execute without asking)")
 
 
-def print_plan(agent: Agent) -> None:
-    """`/plan`: the latest plan, its state, its file and its text."""
+def print_plan(agent: Agent, *, headline: bool = True) -> None:
+    """`/plan`: the latest plan, its state (unless not `headline`), its file and its text (Markdown in a terminal)."""
     from lamina.cli._console import err, out, safe
     from lamina.cli._turn_view import plan_line
 
@@ -122,9 +129,15 @@ def print_plan(agent: Agent) -> None:
     if plan is None:
         err.print("[dim]no plan in this session yet (plan mode: /mode plan, then ask for one)[/dim]")
         return
-    err.print(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
+    if headline:
+        err.print(f"[magenta]◆ plan[/magenta] {safe(plan_line(plan))}")
     if plan.plan_path:
         err.print(f"[dim]{safe(plan.plan_path)}[/dim]")
-    out.print(safe(plan.text.rstrip()))
+    if out.is_terminal:
+        from lamina.cli._live import SafeMarkdown
+
+        out.print(SafeMarkdown(plan.text.rstrip()))
+    else:
+        out.print(safe(plan.text.rstrip()))
     if plan.draft_input:
         err.print(f"[dim]your draft kept with it: {safe(plan.draft_input)}[/dim]")

@@ -88,6 +88,7 @@ def run(
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
 
+    from lamina.cli._console import err, safe
     from lamina.cli._reasoning_settings import flags_table
     from lamina.cli._session import latest_session, settings_for
 
@@ -102,6 +103,8 @@ def run(
         try:
             settings = _settings(workspace, known, preset, custom_preset, trust=trust, reasoning=reasoning)
             session_id = latest_session(store, workspace) if continue_ else resume
+            if continue_ and session_id is None:
+                err.print(f"[dim]--continue: no earlier session in {safe(workspace)}: starting a new one[/dim]")
             # a resumed session's model, mode and preset (an imported one's bundle's only when adopted)
             settings = settings_for(store, session_id, settings, adopt_bundle=adopt_bundle_settings)
             known.model, known.mode = settings.model, settings.mode

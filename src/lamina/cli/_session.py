@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
 from lamina.agent import Agent, AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine
-from lamina.cli._approval import DenyRules
+from lamina.cli._approval import DenyRules, unknown_tool_rules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
+from lamina.cli._demo_chat import DEMO_MODEL, demo_provider, steps_used
 from lamina.cli._reasoning_settings import DEFAULT_REASONING, REASONING_KEYS, parse_reasoning, reasoning_text
 from lamina.compaction import DEFAULT_PRUNE, ProviderSummariser, ServerSummariser, Summariser
 from lamina.context import ReasoningBlock, to_messages
@@ -32,6 +33,7 @@ from lamina.providers import (
     ModelCache,
     Provider,
     ProviderEvent,
+    ScriptedProvider,
     discover_capabilities,
     provider_from_spec,
 )
@@ -136,9 +138,14 @@ def make_provider(spec: str, settings: Settings, *, require_key: bool = True) ->
     Raises:
         UsageError: No API key (unless `require_key` is False), a bad spec, or reasoning settings the provider refuses.
     """
+    if spec == DEMO_MODEL:
+        return demo_provider()
     variable = missing_api_key(spec) if require_key else None
     if variable is not None:
-        raise UsageError(f"no API key for {spec.partition(':')[0]}: set {variable} in the environment")
+        raise UsageError(
+            f"no API key for {spec.partition(':')[0]}: set {variable} in the environment"
+            f" (or try the chat offline: lamina chat --model {DEMO_MODEL})"
+        )
     provider = provider_from_spec(spec, reasoning=settings.reasoning)
     if settings.context_editing is not None:  # `[compaction] context_editing`, for every provider /model opens too
         from lamina.providers import AnthropicProvider
@@ -470,8 +477,14 @@ async def session_agent(
                 on_event(SkillWarning("sandbox", ignored))
             agent.engine.compactor.listeners.append(on_compaction)
             agent.tools.add_rule(DenyRules(settings.permissions))  # the config files' deny rules, in every mode
+            for line in unknown_tool_rules(settings.permissions, {spec.name for spec in agent.tools.specs()}):
+                err.print(f"[yellow]warning:[/yellow] {safe(line)}")
+            same_model = agent.engine.settings.recorded.model == settings.model
             for note in record_settings(agent, settings):
                 err.print(f"[dim]{safe(note)}[/dim]")
+            scripted = provider._inner if isinstance(provider, _Windowed) else provider
+            if same_model and isinstance(scripted, ScriptedProvider):  # the session's script goes on where it stopped
+                scripted.continue_from(steps_used(agent.engine.session.entries()))
             if settings.compaction_reserve is not None:
                 agent.compaction_reserve = settings.compaction_reserve
             agent.summariser = compaction_summariser(provider, settings, agent.engine.session.id)

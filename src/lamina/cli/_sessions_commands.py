@@ -45,6 +45,13 @@ def _store(ctx: typer.Context) -> SessionStore:
     return store_or_abort(ctx)
 
 
+def _no_sessions(store: SessionStore) -> str:
+    """What an empty list says: a folder that does not exist is named (a mistyped `--store`)."""
+    if isinstance(store, LocalSessionStore) and not store.root.exists():
+        return f"no sessions: the store folder {store.root} does not exist (check --store or LAMINA_STORE)"
+    return "no sessions"
+
+
 def _local_store(ctx: typer.Context, command: str) -> LocalSessionStore:
     """The JSONL store (check and repair read its files); a clear error for any other store."""
     store = _store(ctx)
@@ -60,15 +67,16 @@ def _when(ts: float) -> str:
 @app.command("list")
 def list_sessions(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List sessions, newest first (reads metadata only)."""
+    store = _store(ctx)
     try:
-        rows = [r for r in _store(ctx).list() if _listed(r)]
+        rows = [r for r in store.list() if _listed(r)]
     except LaminaError as exc:
         abort(str(exc))
     if as_json:
         print_json({"sessions": rows})
         return
     if not rows:
-        out.print("no sessions")
+        out.print(safe(_no_sessions(store)))
         return
     table = Table("id", "updated", "entries", "title", box=None)
     for r in rows:
@@ -413,7 +421,7 @@ def check(
         print_json({"ok": not damaged, "sessions": [_health_json(row) for row in rows]})
     else:
         if not rows:
-            out.print("no sessions")
+            out.print(safe(_no_sessions(store)))
         for row in rows:
             _print_health(row)
     if damaged:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.rule import Rule
 from rich.text import Text
@@ -41,17 +41,23 @@ from lamina.session import Usage
 
 if TYPE_CHECKING:  # imported when a turn shows something: rich's Markdown and the prices wait for it
     from lamina.cli._live import Activity, TextStream
+    from lamina.cli._type_ahead import TypeAhead
 
 SUMMARY_CHARS = 120
 """Characters of a tool call's input shown on its line."""
 FOLD_ROWS: Final = 8
 """A tool result of up to this many rows is shown whole; a longer one, its first and last rows."""
 HEAD_ROWS: Final = 4
+EXTRA_HEAD_ROWS: Final = 4
+"""At most this many more rows are shown before the fold to end a sentence (an offload notice whole)."""
+_ENDS: Final = (".", "]", ":", ")", "?", "!")
 TAIL_ROWS: Final = 3
 KEPT_OUTPUTS: Final = 200
 """How many of the latest tool outputs `/output` can show."""
 KEPT_THINKING: Final = 200
 """How many of the latest thinkings Ctrl-O can open."""
+KEPT_RUNNING_CHARS: Final = 200_000
+"""The most of a running tool call's output kept to show if the user interrupts it (its end)."""
 EXPAND_KEY: Final = "ctrl+o"
 """The key that opens the folded thinking, as the folded line names it."""
 
@@ -153,6 +159,20 @@ class TurnView:
         """The latest thinkings, oldest first, for Ctrl-O."""
         self._opened: int | None = None
         """Which of them Ctrl-O opened last (None: none since the latest was kept)."""
+        self._below: TypeAhead | None = None
+        self._running: dict[str, tuple[str, str]] = {}
+        """Each running tool call's name and what it printed so far (live only), shown if the user interrupts it."""
+
+    def show_type_ahead(self, ahead: TypeAhead) -> None:
+        """Draw the messages typed ahead under the spinner and the streamed text, redrawn as keys come."""
+        self._below = ahead
+        ahead.on_change = self._redraw
+
+    def _redraw(self) -> None:
+        if self._status is not None:
+            self._status.refresh()
+        elif self._stream is not None:
+            self._stream.refresh()
 
     def waiting(self, label: str = "thinking…") -> None:
         """Show the spinner and a timer (live only) until the next output."""
@@ -178,7 +198,7 @@ class TurnView:
         self.idle()
         self._activity = (call_id, activity)
         self._status = Live(
-            activity,
+            activity if self._below is None else Group(activity, self._below),
             console=self._lines,
             refresh_per_second=8,
             transient=True,
@@ -215,6 +235,7 @@ class TurnView:
                     from lamina.cli._live import TextStream
 
                     self._stream = TextStream(self._text_console, live=self._spinner)
+                    self._stream.below = self._below
                 self._stream.add(text)
             case ToolStarted(call_id=call_id, name=name, input=args):
                 self.finish()
@@ -315,21 +336,34 @@ class TurnView:
             self._show(call_id, Activity(Text.assemble((name, "cyan"), " ", summary)))
         if output and self._activity is not None:
             self._activity[1].feed(output)
+        seen = self._running.get(call_id, (name, ""))[1]
+        self._running[call_id] = (name, (seen + output)[-KEPT_RUNNING_CHARS:])
 
-    def _finished(self, event: ToolFinished) -> None:
+    def interrupted(self) -> None:
+        """The turn was cancelled: a running tool call's output so far stays on screen, marked interrupted."""
+        call_id = self._activity[0] if self._activity is not None else ""
+        name, output = self._running.pop(call_id, ("", ""))
+        self.finish()
+        if name:
+            self._finished(ToolFinished(call_id, name, True, output or "(no output yet)", None), interrupted=True)
+
+    def _finished(self, event: ToolFinished, *, interrupted: bool = False) -> None:
         """The result's lines: its text broken at spaces, folded to its first and last rows when long."""
+        self._running.pop(event.call_id, None)
         self._count += 1
         summary = self._summaries.pop(event.call_id, "")
         kept = KeptOutput(self._count, event.name, summary, event.content, event.full_output_path)
         self._outputs[kept.number] = kept
         self._outputs.pop(kept.number - KEPT_OUTPUTS, None)
-        mark = ("✗", "red") if event.is_error else ("✓", "green")
+        mark = ("⏹", "yellow") if interrupted else ("✗", "red") if event.is_error else ("✓", "green")
         content = show_controls(self._shorten(event.content.strip("\n")))
-        rows = self._rows(Text.assemble(mark, f" {event.name}: ", content), indent=self._indent)
+        label = f" {event.name} (interrupted): " if interrupted else f" {event.name}: "
+        rows = self._rows(Text.assemble(mark, label, content), indent=self._indent)
         if len(rows) > FOLD_ROWS:
+            head = _sentence_end(rows)
             hint = f" · /output {kept.number} shows it whole" if self._output_hint else ""
-            notice = f"… +{len(rows) - HEAD_ROWS - TAIL_ROWS} lines{hint}"
-            rows = [*rows[:HEAD_ROWS], Text(" " * (self._indent + 2) + notice, style="dim"), *rows[-TAIL_ROWS:]]
+            notice = f"… +{len(rows) - head - TAIL_ROWS} lines{hint}"
+            rows = [*rows[:head], Text(" " * (self._indent + 2) + notice, style="dim"), *rows[-TAIL_ROWS:]]
         for row in rows:
             self._lines.print(row, soft_wrap=True)
         if event.full_output_path:
@@ -411,6 +445,15 @@ def footer_text(model: str, usage: Usage, context_tokens: int, context_window: i
     if missed:
         parts.append(f"missed: {missed}")
     return " · ".join(parts)
+
+
+def _sentence_end(rows: list[Text]) -> int:
+    """How many rows a folded result shows first: `HEAD_ROWS`, or a few more to end the sentence they cut."""
+    last = len(rows) - TAIL_ROWS - 1  # at least one row folded
+    head = HEAD_ROWS
+    while head < min(last, HEAD_ROWS + EXTRA_HEAD_ROWS) and not rows[head - 1].plain.rstrip().endswith(_ENDS):
+        head += 1
+    return head if rows[head - 1].plain.rstrip().endswith(_ENDS) else HEAD_ROWS
 
 
 def _first_line(error: BaseException) -> str:

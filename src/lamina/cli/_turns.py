@@ -26,6 +26,8 @@ class ChatState:
         """Files `/attach` queued for the next message."""
         self.draft = ""
         """Text to put back in the input at the next prompt (the unsent draft kept with an accepted plan)."""
+        self.verbose = False
+        """`--verbose`: internals too (a rewind's entry ids and what the model is sent)."""
 
 
 async def cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | None:
@@ -44,7 +46,7 @@ async def cancellable(work: Coroutine[Any, Any, _T], view: TurnView) -> _T | Non
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise  # we are being cancelled ourselves, not just the turn
-        view.finish()
+        view.interrupted()  # a running tool's output so far stays on screen
         err.print("[yellow]⏹ interrupted[/yellow] [dim](the turn was cancelled; the session is intact)[/dim]")
         return None
     finally:

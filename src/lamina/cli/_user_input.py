@@ -1,9 +1,10 @@
 """Reading the user's input: prompt_toolkit in a terminal, plain lines from a pipe (I/O).
 
 In a terminal, Enter sends the message; Alt-Enter (or Esc then Enter) and Ctrl-J start a new
-line; a paste (bracketed paste, which every current terminal supports) is inserted whole, newlines
-included, and sent as one message however long it is. History is kept per user in the state
-directory (`platformdirs`). Tab completes slash commands and `[skill:` names.
+line; a paste (bracketed paste, which every current terminal supports) is one message however long
+it is: a long one shows as `[pasted N lines]` (Ctrl-T unfolds it) and is sent whole. History is
+kept per user in the state directory (`platformdirs`). Tab completes slash commands and `[skill:`
+names. Between prompts, keys typed ahead are queued as messages (`_type_ahead`).
 
 Both readers raise `EOFError` at the end of input (Ctrl-D) and `KeyboardInterrupt` on Ctrl-C.
 """
@@ -27,6 +28,11 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import FormattedTextControl, Layout, Window
+from rich.text import Text
+
+from lamina.cli._pastes import FoldedPastes
+from lamina.cli._type_ahead import TypeAhead
+from lamina.defang import show_controls
 
 _SKILL_PREFIX: Final = re.compile(r"\[skill:([\w.-]*)$")
 REWIND_LINE: Final = "/rewind 1"
@@ -120,6 +126,19 @@ class TerminalReader:
         def _rewind(event: KeyPressEvent) -> None:
             event.app.exit(result=REWIND_LINE)  # not kept in the history: the user did not type it
 
+        self.pastes = FoldedPastes()
+        """The long pastes of the message being typed, folded to one line each."""
+
+        @bindings.add(Keys.BracketedPaste)
+        def _paste(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text(self.pastes.fold(event.data))
+
+        @bindings.add("c-t")
+        def _unfold(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            buffer.text = self.pastes.expand(buffer.text)
+            buffer.cursor_position = len(buffer.text)
+
         past: History = InMemoryHistory()
         if history is not None:
             try:
@@ -128,7 +147,7 @@ class TerminalReader:
             except OSError:  # a read-only home: history for this session only
                 pass
         self._messages: PromptSession[str] = PromptSession(
-            history=past,
+            history=_PasteHistory(past, self.pastes),
             multiline=True,
             key_bindings=merge_key_bindings([bindings, _stray_sequences(), *([keys] if keys else [])]),
             completer=_Completer(commands, skills),
@@ -136,15 +155,64 @@ class TerminalReader:
             prompt_continuation=lambda width, line_number, wrap_count: "." * (width - 1) + " ",
         )
         self._answers: PromptSession[str] = PromptSession()
+        self.ahead = TypeAhead()
+        """Keys typed while chat starts or a turn runs: queued messages, sent before the prompt shows again."""
+        self.ahead.start()
 
     async def message(self, draft: str = "", *, mode: str = "") -> str:
-        return await self._messages.prompt_async(prompt_line(mode), default=draft, handle_sigint=False)
+        self.ahead.stop()
+        queued = self.ahead.take()
+        if queued is not None:  # typed ahead: sent as it was queued, shown as if typed at the prompt
+            self._echo(prompt_line(mode) + queued)
+            self.ahead.start()
+            return queued
+        draft += self.ahead.take_typing()
+        try:
+            return self.pastes.expand(
+                await self._messages.prompt_async(prompt_line(mode), default=draft, handle_sigint=False)
+            )
+        finally:
+            self.pastes.clear()
+            self.ahead.start()
 
     async def answer(self, question: str) -> str:
-        return await self._answers.prompt_async(question, handle_sigint=False)
+        with self.ahead.paused():
+            return await self._answers.prompt_async(question, handle_sigint=False)
 
     async def key(self, question: str, keys: str) -> str:
-        return await _read_key(question, keys)
+        from lamina.cli._console import err, hanging
+
+        lines = hanging(Text(question.rstrip()), err.width)  # wrapped at spaces: the prompt's own wrap cuts words
+        with self.ahead.paused():
+            return await _read_key("\n".join(line.plain for line in lines) + " ", keys)
+
+    def close(self) -> None:
+        """Give the terminal back as it was (keys typed after the last prompt are dropped)."""
+        self.ahead.stop()
+
+    @staticmethod
+    def _echo(line: str) -> None:
+        from lamina.cli._console import err
+
+        err.print(Text(show_controls(line)), soft_wrap=True)
+
+
+class _PasteHistory(History):
+    """The message history, with folded pastes kept whole (the file and Up both give the full text)."""
+
+    def __init__(self, inner: History, pastes: FoldedPastes) -> None:
+        super().__init__()
+        self._inner = inner
+        self._pastes = pastes
+
+    def load_history_strings(self) -> Iterable[str]:
+        return self._inner.load_history_strings()
+
+    def append_string(self, string: str) -> None:
+        super().append_string(self._pastes.expand(string))
+
+    def store_string(self, string: str) -> None:
+        self._inner.store_string(string)
 
 
 def _stray_sequences() -> KeyBindings:

@@ -245,6 +245,14 @@ class ScriptedProvider(Adapter[RenderTarget]):
         """Steps not used yet."""
         return len(self._steps) - self._next
 
+    def continue_from(self, step: int) -> None:
+        """Answer the next request with step `step` (from 0): the steps before it count as used.
+
+        A session resumed in a new process continues its script where it stopped (the CLI counts
+        the model answers its log recorded), instead of starting it again.
+        """
+        self._next = min(max(step, 0), len(self._steps))
+
     async def aclose(self) -> None:
         """Nothing to close (for symmetry with the network adapters)."""
 
@@ -382,9 +390,8 @@ def _deltas(text: str, pieces: int = 3) -> Iterator[str]:
 
 
 def _kind(value: object) -> str:
-    return {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
+    names = {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}
+    return names.get(type(value), "a number" if isinstance(value, int | float) else f"a {type(value).__name__}")
 
 
 def _parse_step(raw: ScriptStep | Mapping[str, Any], where: str, source: str) -> ScriptStep:
