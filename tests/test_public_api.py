@@ -119,6 +119,7 @@ SURFACE: dict[str, list[str]] = {
         "choose_tool_set",
         "open_agent",
         "open_engine",
+        "prefix_problem",
         "recovery_text",
     ],
     "lamina.attachments": [

@@ -13,6 +13,8 @@ from typing import Final, Literal, TypeAlias
 from lamina.compaction import DEFAULT_RESERVE, should_compact
 from lamina.session import CostDecision
 
+RESERVE_SHARE: Final = 4
+"""The default reserve is at most a quarter of the window: a local server's 8,192 tokens keep 2,048 free."""
 DEFAULT_COMPACTION_BAND: Final = 0.75
 """From this fraction of the compaction threshold on, the agent asks the cost model before each turn."""
 
@@ -25,13 +27,20 @@ class CompactionTiming:
     """The agent's compaction policy, from numbers alone: due, worth pricing, or wait; and whether a price pays."""
 
     reserve: int = DEFAULT_RESERVE
-    """Compact when the context is above the context window less this many tokens."""
+    """Compact when the context is above the context window less this many tokens (the default scales down
+    with a small window: `reserve_for`)."""
     band: float | None = DEFAULT_COMPACTION_BAND
     """From this fraction of the threshold on, a compaction is priced before each turn; None: only at the threshold."""
 
+    def reserve_for(self, context_window: int) -> int:
+        """The reserve for `context_window`: a set one as set; the default at most `1 / RESERVE_SHARE` of the window."""
+        if self.reserve != DEFAULT_RESERVE:
+            return self.reserve
+        return min(self.reserve, max(0, context_window) // RESERVE_SHARE)
+
     def threshold(self, context_window: int) -> int:
         """The context's tokens above which a compaction is due."""
-        return context_window - self.reserve
+        return context_window - self.reserve_for(context_window)
 
     def due(self, tokens: int, context_window: int) -> bool:
         """Whether a context of `tokens` is over the threshold: a compaction is due.
@@ -39,7 +48,7 @@ class CompactionTiming:
         Raises:
             UsageError: `context_window` is not positive or the reserve is negative.
         """
-        return should_compact(tokens, context_window=context_window, reserve=self.reserve)
+        return should_compact(tokens, context_window=context_window, reserve=self.reserve_for(context_window))
 
     def before_turn(self, tokens: int, context_window: int, *, backend_compacts: bool = False) -> Timing:
         """What to do before a turn about a context of `tokens`.
