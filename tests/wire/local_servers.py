@@ -53,12 +53,18 @@ class LocalServer:
     """The chat template fails on list content (None: as the kind does, llama-cpp-python's default template)."""
     template_failures: int = 0
     """How many empty streams the server sent for a failed template (read by the tests)."""
+    empty_streams: int = 0
+    """The next this many chat requests get a 200 with no events, whatever they hold (a server failing)."""
+    meta_n_ctx: bool = True
+    """llama.cpp: `/v1/models` reports the slot's `n_ctx` in `meta` (older builds report `n_ctx_train` only)."""
 
     def models(self) -> list[dict[str, Any]]:
         """The server's `/v1/models` entries."""
         match self.kind:
             case "llama.cpp":
-                meta = {"vocab_type": 2, "n_vocab": 49152, "n_ctx": self.n_ctx, "n_ctx_train": self.n_ctx_train}
+                meta: dict[str, Any] = {"vocab_type": 2, "n_vocab": 49152, "n_ctx_train": self.n_ctx_train}
+                if self.meta_n_ctx:
+                    meta["n_ctx"] = self.n_ctx
                 meta |= {"n_embd": 576, "n_params": 134515008, "size": 98283520, "ftype": "Q4_1"}
                 return [
                     openai_model(self.model, aliases=[], tags=[], owned_by="llamacpp", meta=meta),
@@ -147,8 +153,10 @@ class LocalServer:
         """The server's answer to a chat request before the script is used (its quirks); None: the script answers."""
         fails = self.list_content_fails if self.list_content_fails is not None else self.kind == "llama-cpp-python"
         messages = body.get("messages") or []
-        if fails and any(isinstance(m, Mapping) and isinstance(m.get("content"), list) for m in messages):
-            self.template_failures += 1  # the server logs `_TEMPLATE_ERROR` and closes the stream
+        listed = any(isinstance(m, Mapping) and isinstance(m.get("content"), list) for m in messages)
+        if (fails and listed) or self.empty_streams:
+            self.template_failures += 1 if fails and listed else 0  # the server logs `_TEMPLATE_ERROR`
+            self.empty_streams = max(0, self.empty_streams - 1)
             return WireResponse(200, b"", "text/event-stream", {"cache-control": "no-cache"})
         if prompt_tokens <= self.n_ctx or self.kind == "ollama":  # Ollama cuts the prompt to the window
             return None
