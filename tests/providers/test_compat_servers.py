@@ -97,8 +97,9 @@ async def test_tool_choice_auto_goes_with_tools_only(wire: WireServer) -> None:
     play(wire, "vllm")
     wire.script(Reply(text="one"), Reply(text="two"))
     plain: Any = {"model": "smollm2", "messages": [{"role": "user", "content": "hi"}]}
+    with_tool: Any = {**plain, "tools": [TOOL]}
     async with _compat(wire) as provider:
-        await collect(provider.stream({**plain, "tools": [TOOL]}))
+        await collect(provider.stream(with_tool))
         await collect(provider.stream(plain))
     with_tools, without = (r.body for r in wire.requests)
     assert with_tools["tool_choice"] == "auto" and "tool_choice" not in without

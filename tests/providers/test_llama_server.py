@@ -113,7 +113,7 @@ async def test_the_agent_loop_runs_through_llama_server(server: str, tmp_path: P
             outcome = None
     entries = list(agent.engine.session.entries())
     answers = [e for e in entries if isinstance(e, AssistantMessage)]
-    assert answers and all(a.usage.input + a.usage.cache_read > 0 for a in answers)
+    assert answers and all(a.usage is not None and a.usage.input + a.usage.cache_read > 0 for a in answers)
     assert all(a.stop_reason in ("end_turn", "tool_use", "max_tokens") for a in answers)
     calls = [e for e in entries if isinstance(e, ToolCall)]
     results = [e for e in entries if isinstance(e, ToolResult)]
