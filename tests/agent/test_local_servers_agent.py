@@ -2,35 +2,28 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from lamina.agent import AgentOptions, open_agent, prefix_problem
+from lamina.agent import prefix_problem
 from lamina.agent._priced import CompactionTiming
 from lamina.compaction import DEFAULT_RESERVE
 from lamina.context import Tier
 from lamina.errors import ContextOverflowError
-from lamina.providers import Capabilities, OpenAIChatProvider, RetryPolicy, discover_capabilities, provider_from_spec
+from lamina.providers import Capabilities, OpenAIChatProvider, discover_capabilities, provider_from_spec
 from lamina.reports import BudgetReport, TierTokens
-from tests.support.engine import memory_store
+from tests.support.quick_agent import quick_agent
 from tests.wire.local_servers import KINDS, Kind, play
 from tests.wire.script import Reply, ToolUse
 from tests.wire.server import WireServer
 
 
-async def _no_sleep(_: float) -> None:
-    return None
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "AGENTS.md").write_text("Answer briefly.\n")
-    (root / "notes.md").write_text("# notes\n")
-    return root
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "notes.md").write_text("# notes\n")
+    return tmp_path / "ws"
 
 
 def _compat(wire: WireServer) -> OpenAIChatProvider:
@@ -48,12 +41,7 @@ async def test_a_tool_call_turn_runs_through_each_server(
     wire.script(Reply(text="Looking.", tool_calls=[ToolUse("Glob", {"pattern": "*.md"})]), Reply(text="Two files."))
     async with _compat(wire) as provider:
         await discover_capabilities(provider)
-        agent = open_agent(
-            memory_store(tmp_path, time.time),
-            provider,
-            workspace=workspace,
-            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
-        )
+        agent = quick_agent(tmp_path, workspace, provider)
         outcome = await agent.run_turn("What is here?")
     assert outcome.text == "Two files." and outcome.tools_run == ("Glob",)
     assert local.template_failures == 0 and [r.status for r in wire.requests if r.api == "chat"] == [200, 200]
@@ -69,12 +57,7 @@ async def test_a_prefix_that_cannot_fit_the_server_is_said_as_such(
     play(wire, "llama.cpp", n_ctx=1024)
     wire.script(Reply(text="never sent"))
     async with _compat(wire) as provider:
-        agent = open_agent(
-            memory_store(tmp_path, time.time),
-            provider,
-            workspace=workspace,
-            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
-        )
+        agent = quick_agent(tmp_path, workspace, provider)
         with pytest.raises(ContextOverflowError) as raised:
             await agent.run_turn("hi")
     said = str(raised.value)

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from lamina.agent import AgentOptions, open_agent
 from lamina.errors import ContextOverflowError, TooManyModelCallsError
-from lamina.providers import OpenAIChatProvider, RetryPolicy, discover_capabilities, provider_from_spec
+from lamina.providers import OpenAIChatProvider, discover_capabilities, provider_from_spec
 from lamina.session import AssistantMessage, ToolCall, ToolResult
-from tests.support.engine import memory_store
+from tests.support.quick_agent import quick_agent
 
 SERVER, GGUF = os.environ.get("LAMINA_LLAMA_SERVER", ""), os.environ.get("LAMINA_GGUF", "")
 if not (SERVER and GGUF and Path(SERVER).is_file() and Path(GGUF).is_file()):
@@ -83,10 +82,6 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from _serve(tmp_path_factory.mktemp("llama-small"), 1024)
 
 
-async def _no_sleep(_: float) -> None:
-    return None
-
-
 def _provider(url: str) -> OpenAIChatProvider:
     provider = provider_from_spec(f"openai-compat:{url}/v1#smollm2")
     assert isinstance(provider, OpenAIChatProvider)
@@ -100,12 +95,7 @@ async def test_the_agent_loop_runs_through_llama_server(server: str, tmp_path: P
     async with _provider(server) as provider:
         found = await discover_capabilities(provider)
         assert found.context_window == 8192 and "meta.n_ctx" in found.source
-        agent = open_agent(
-            memory_store(tmp_path, time.time),
-            provider,
-            workspace=workspace,
-            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
-        )
+        agent = quick_agent(tmp_path, workspace, provider)
         agent.max_model_calls = 4  # a 135M model may call tools for ever: the loop, not the model, is tested
         try:
             outcome = await agent.run_turn("List the markdown files here, then say what notes.md says.")
@@ -125,12 +115,7 @@ async def test_a_server_too_small_for_the_prefix_is_explained(small_server: str,
     workspace = tmp_path / "ws"
     workspace.mkdir()
     async with _provider(small_server) as provider:
-        agent = open_agent(
-            memory_store(tmp_path, time.time),
-            provider,
-            workspace=workspace,
-            options=AgentOptions(retry=RetryPolicy(sleep=_no_sleep)),
-        )
+        agent = quick_agent(tmp_path, workspace, provider)
         with pytest.raises(ContextOverflowError) as raised:
             await agent.run_turn("hi")
     assert "context window is 1,024 tokens" in str(raised.value) and "--preset mini" in str(raised.value)
