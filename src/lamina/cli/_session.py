@@ -17,7 +17,7 @@ from lamina.cli._reasoning_settings import DEFAULT_REASONING, REASONING_KEYS, pa
 from lamina.compaction import DEFAULT_PRUNE, DEFAULT_RESERVE, ProviderSummariser, ServerSummariser, Summariser
 from lamina.context import ReasoningBlock, to_messages
 from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
-from lamina.errors import UsageError
+from lamina.errors import LaminaError, UsageError
 from lamina.placement import (
     ReasoningConfig,
     RenderedRequest,
@@ -176,7 +176,11 @@ async def discover_window(agent: Agent) -> None:
     before = agent.provider.capabilities.context_window
     found = await discover_capabilities(agent.provider, timeout=DISCOVERY_TIMEOUT)
     too_large = reserve_problem(agent.compaction_reserve, found) if found.context_window != before else None
-    for problem in (too_large, prefix_problem(agent.budget(), found)):
+    try:
+        too_small = prefix_problem(agent.budget(), found)
+    except LaminaError:  # the workspace's stable parts could not be read: the turn will say so
+        too_small = None
+    for problem in (too_large, too_small):
         if problem is not None and problem not in _SAID:
             _SAID.add(problem)
             err.print(f"[yellow]warning:[/yellow] {safe(problem)}")
