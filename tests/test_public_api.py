@@ -201,6 +201,7 @@ SURFACE: dict[str, list[str]] = {
         "render_lane",
         "render_ledger",
         "reread_chances",
+        "scaled_reserve",
         "server_cleared",
         "should_compact",
         "show_server_clearing",

@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from lamina.compaction import DEFAULT_RESERVE, should_compact
+from lamina.compaction import DEFAULT_RESERVE, scaled_reserve, should_compact
 from lamina.session import CostDecision
 
-RESERVE_SHARE: Final = 4
-"""The default reserve is at most a quarter of the window: a local server's 8,192 tokens keep 2,048 free."""
 DEFAULT_COMPACTION_BAND: Final = 0.75
 """From this fraction of the compaction threshold on, the agent asks the cost model before each turn."""
 
@@ -28,15 +26,13 @@ class CompactionTiming:
 
     reserve: int = DEFAULT_RESERVE
     """Compact when the context is above the context window less this many tokens (the default scales down
-    with a small window: `reserve_for`)."""
+    with a small window: `lamina.compaction.scaled_reserve`)."""
     band: float | None = DEFAULT_COMPACTION_BAND
     """From this fraction of the threshold on, a compaction is priced before each turn; None: only at the threshold."""
 
     def reserve_for(self, context_window: int) -> int:
-        """The reserve for `context_window`: a set one as set; the default at most `1 / RESERVE_SHARE` of the window."""
-        if self.reserve != DEFAULT_RESERVE:
-            return self.reserve
-        return min(self.reserve, max(0, context_window) // RESERVE_SHARE)
+        """The reserve for `context_window` (`lamina.compaction.scaled_reserve`: the default scales down)."""
+        return scaled_reserve(self.reserve, context_window)
 
     def threshold(self, context_window: int) -> int:
         """The context's tokens above which a compaction is due."""
