@@ -46,8 +46,8 @@ def prefix_problem(budget: BudgetReport, capabilities: Capabilities) -> str | No
         return None
     where = f", {capabilities.source}" if capabilities.source else ""
     return (
-        f"Lamina's system prompt and tools alone are about {fixed:,} tokens, and the context window is "
-        f"{window:,} tokens{where}: no request fits; {REMEDY}"
+        f"Lamina's system prompt and tools alone are about {fixed:,} tokens (estimated), and the context window "
+        f"is {window:,} tokens{where}: requests will likely not fit; {REMEDY}"
     )
 
 
