@@ -95,7 +95,7 @@ class LocalServer:
                     "model_alias": self.model,
                     "model_path": f"/models/{self.model}.gguf",
                     "modalities": {"vision": False, "audio": False},
-                    "build_info": "b0-0c1e570",
+                    "build_info": "b1-0c1e570",
                 },
             )
         if self.kind == "lm-studio" and route == f"/api/v0/models/{self.model}":
@@ -253,7 +253,7 @@ class _Chunks:
             "choices": [] if delta is None else [choice],
         }
         if self.kind == "llama.cpp":
-            chunk["system_fingerprint"] = "b0-0c1e570"
+            chunk["system_fingerprint"] = "b1-0c1e570"
         if self.kind == "ollama":
             chunk["system_fingerprint"] = "fp_ollama"
         if self.kind == "vllm" and self.usage_key and delta is not None:
