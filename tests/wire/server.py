@@ -230,10 +230,9 @@ class WireServer:
                 self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
                 return response
             self._edited = None
-            local = self.local.post(path, body) if api is None else None  # Ollama's /api/show
-            if local is not None:
-                self._received.append(Received(None, path, dict(headers), body, t, local.status, None, None))
-                return local
+            if api is None and path.startswith("/api/"):  # Ollama's /api/show: a window probe, kept apart as GETs are
+                found = self.local.post(path, body)
+                return found if found is not None else openai_api.error(404, "invalid_request_error", "Not found")
             response, step, usage = self._respond(api, headers, body, t)
             edited = self._edited if step is not None else None
             seen, applied = (
