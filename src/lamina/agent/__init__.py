@@ -6,7 +6,8 @@ with what it needs: `_plans` (`PlanRunner`), `_provider_sessions` (`SessionRecov
 a turn reports), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
 session), `_agent_options` (`AgentOptions`), `_tool_sets` (`ToolDeferral`: which tools a turn sends, pure),
 `_tool_catalogue` (the catalogue tool and its rule), `_warming` (the summariser on the cached prefix, the
-pre-warm) and `_wiring` (`open_agent`, `open_engine`).
+pre-warm), `_fit` (`prefix_problem`: a window the fixed prefix cannot fit, pure) and `_wiring` (`open_agent`,
+`open_engine`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lamina.agent._events import (
     ToolStarted,
     TurnOutcome,
 )
+from lamina.agent._fit import prefix_problem
 from lamina.agent._loop import Agent
 from lamina.agent._recovery import RecoveryBlock, recovery_text
 from lamina.agent._tool_sets import ToolDeferral, ToolSet, choose_tool_set
@@ -54,5 +56,6 @@ __all__ = [
     "choose_tool_set",
     "open_agent",
     "open_engine",
+    "prefix_problem",
     "recovery_text",
 ]

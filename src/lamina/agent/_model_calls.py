@@ -74,12 +74,13 @@ class ModelCalls:
         name = self.provider().name
         try:
             return await self.sessions.call(turn, partial(self._call, index=index), recovery_tokens=recovery_tokens)
-        except ContextOverflowError:
+        except ContextOverflowError as overflow:
             outcome = await self.compact()
             if outcome.status != "compacted":
-                raise ContextOverflowError(
-                    name, f"the request is too long and compaction could not help: {outcome.message}"
-                ) from None
+                from lamina.agent._fit import overflow_message
+
+                message = overflow_message(overflow, outcome.message, turn, self.provider().capabilities)
+                raise ContextOverflowError(name, message, status=overflow.status) from None
             turn = self.engine.reprepare(turn)
         try:
             return turn, await self._call(turn, index)

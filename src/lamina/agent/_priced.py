@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from lamina.compaction import DEFAULT_RESERVE, should_compact
+from lamina.compaction import DEFAULT_RESERVE, scaled_reserve, should_compact
 from lamina.session import CostDecision
 
 DEFAULT_COMPACTION_BAND: Final = 0.75
@@ -25,13 +25,18 @@ class CompactionTiming:
     """The agent's compaction policy, from numbers alone: due, worth pricing, or wait; and whether a price pays."""
 
     reserve: int = DEFAULT_RESERVE
-    """Compact when the context is above the context window less this many tokens."""
+    """Compact when the context is above the context window less this many tokens (the default scales down
+    with a small window: `lamina.compaction.scaled_reserve`)."""
     band: float | None = DEFAULT_COMPACTION_BAND
     """From this fraction of the threshold on, a compaction is priced before each turn; None: only at the threshold."""
 
+    def reserve_for(self, context_window: int) -> int:
+        """The reserve for `context_window` (`lamina.compaction.scaled_reserve`: the default scales down)."""
+        return scaled_reserve(self.reserve, context_window)
+
     def threshold(self, context_window: int) -> int:
         """The context's tokens above which a compaction is due."""
-        return context_window - self.reserve
+        return context_window - self.reserve_for(context_window)
 
     def due(self, tokens: int, context_window: int) -> bool:
         """Whether a context of `tokens` is over the threshold: a compaction is due.
@@ -39,7 +44,7 @@ class CompactionTiming:
         Raises:
             UsageError: `context_window` is not positive or the reserve is negative.
         """
-        return should_compact(tokens, context_window=context_window, reserve=self.reserve)
+        return should_compact(tokens, context_window=context_window, reserve=self.reserve_for(context_window))
 
     def before_turn(self, tokens: int, context_window: int, *, backend_compacts: bool = False) -> Timing:
         """What to do before a turn about a context of `tokens`.

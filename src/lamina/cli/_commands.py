@@ -378,6 +378,7 @@ def _print_context(agent: Agent) -> None:
     """
     from lamina.cli._budget_tables import print_budget
     from lamina.cli._console import err, safe
+    from lamina.compaction import scaled_reserve
     from lamina.errors import LaminaError
     from lamina.reports import NEXT_MESSAGE, BudgetReport
 
@@ -390,10 +391,11 @@ def _print_context(agent: Agent) -> None:
         err.print(f"[red]error:[/red] budget by tier: {safe(exc)}")
     tokens = budget.total if budget is not None else engine.compactor.calibrated_context_tokens()
     what = "the next request, the total of the budget by tier below" if budget is not None else "estimated"
-    threshold = max(0, window - agent.compaction_reserve)
+    reserve = scaled_reserve(agent.compaction_reserve, window)
+    threshold = max(0, window - reserve)
     err.print(f"context   ~{tokens:,} tokens of {window:,} ({100 * tokens / window:.0f}%): {what}")
     err.print(f"window    {safe(agent.provider.capabilities.source or 'defaults')}")
-    err.print(f"compacts  above {threshold:,} tokens (reserve {agent.compaction_reserve:,})")
+    err.print(f"compacts  above {threshold:,} tokens (reserve {reserve:,})")
     boundary = engine.boundary
     err.print(f"summary   {'none yet' if boundary is None else safe(f'{boundary.trigger} compaction')}")
     err.print(f"mode      {engine.settings.mode}")

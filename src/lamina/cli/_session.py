@@ -9,16 +9,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
-from lamina.agent import Agent, AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine
+from lamina.agent import Agent, AgentEvent, AgentOptions, SkillWarning, open_agent, open_engine, prefix_problem
 from lamina.cli._approval import DenyRules, unknown_tool_rules
 from lamina.cli._config import Settings, load_settings, missing_api_key
 from lamina.cli._console import err, safe
 from lamina.cli._demo_chat import DEMO_MODEL, demo_provider, steps_used
 from lamina.cli._reasoning_settings import DEFAULT_REASONING, REASONING_KEYS, parse_reasoning, reasoning_text
-from lamina.compaction import DEFAULT_PRUNE, ProviderSummariser, ServerSummariser, Summariser
+from lamina.compaction import DEFAULT_PRUNE, DEFAULT_RESERVE, ProviderSummariser, ServerSummariser, Summariser
 from lamina.context import ReasoningBlock, to_messages
 from lamina.engine import CompactionEvent, ContextEngine, RecordedSettings, recorded_settings
-from lamina.errors import UsageError
+from lamina.errors import LaminaError, UsageError
 from lamina.placement import (
     ReasoningConfig,
     RenderedRequest,
@@ -44,6 +44,8 @@ from lamina.workspace import load_preset, workspace_trust
 
 DISCOVERY_TIMEOUT: Final = 3.0
 """Seconds the models endpoint gets before the first turn; then the shipped table stands."""
+_SAID: set[str] = set()
+"""The settings problems said in this process: each once."""
 STALE_EMPTY_SECONDS: Final = 3600.0
 """An empty session (no user message) older than this, not open elsewhere, is removed at start."""
 
@@ -158,9 +160,12 @@ def make_provider(spec: str, settings: Settings, *, require_key: bool = True) ->
 
 
 def reserve_problem(reserve: int, capabilities: Capabilities) -> str | None:
-    """What is wrong with a compaction reserve not smaller than the model's window (every turn would compact)."""
+    """What is wrong with a compaction reserve not smaller than the model's window (every turn would compact).
+
+    The default reserve scales down with a small window (`lamina.agent`'s compaction timing): only a set one is checked.
+    """
     window = capabilities.context_window
-    if reserve < window:
+    if reserve < window or reserve == DEFAULT_RESERVE:
         return None
     return (
         f"the compaction reserve ({reserve:,} tokens) is not smaller than the context window ({window:,} tokens, "
@@ -172,13 +177,20 @@ async def discover_window(agent: Agent) -> None:
     """Before a turn: read the model's capabilities from its models endpoint (once per process), never failing.
 
     Not when the session opens: a chat reaches its prompt without importing an SDK. The reserve is
-    checked again when the window the endpoint reports differs from the one the session opened with.
+    checked again when the window the endpoint reports differs from the one the session opened with, and
+    the fixed prefix (system prompt and tools) against the window; each problem is said once, in one line.
     """
     before = agent.provider.capabilities.context_window
     found = await discover_capabilities(agent.provider, timeout=DISCOVERY_TIMEOUT)
     too_large = reserve_problem(agent.compaction_reserve, found) if found.context_window != before else None
-    if too_large is not None:
-        err.print(f"[yellow]warning:[/yellow] {safe(too_large)}")
+    try:
+        too_small = prefix_problem(agent.budget(), found)
+    except LaminaError:  # the workspace's stable parts could not be read: the turn will say so
+        too_small = None
+    for problem in (too_large, too_small):
+        if problem is not None and problem not in _SAID:
+            _SAID.add(problem)
+            err.print(f"[yellow]warning:[/yellow] {safe(problem)}")
 
 
 def is_listed(row: SessionSummary) -> bool:

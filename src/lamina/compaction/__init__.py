@@ -18,6 +18,7 @@ from lamina.compaction._cut import (
     entry_tokens,
     find_cut_point,
     freed_enough,
+    scaled_reserve,
     should_compact,
 )
 from lamina.compaction._deterministic import deterministic_summary, turn_prefix_item
@@ -98,6 +99,7 @@ __all__ = [
     "render_lane",
     "render_ledger",
     "reread_chances",
+    "scaled_reserve",
     "server_cleared",
     "should_compact",
     "show_server_clearing",

@@ -20,6 +20,7 @@ __all__ = [
     "entry_tokens",
     "find_cut_point",
     "freed_enough",
+    "scaled_reserve",
     "should_compact",
 ]
 
@@ -27,6 +28,15 @@ DEFAULT_KEEP_TOKENS = 20_000
 """Recent tokens kept verbatim by default (pi's `keepRecentTokens`)."""
 DEFAULT_RESERVE = 16_384
 """Tokens left free below the context window for the answer and the next request (pi's reserve)."""
+RESERVE_SHARE = 4
+"""The default reserve is at most a quarter of the window: a local server's 8,192 tokens keep 2,048 free."""
+
+
+def scaled_reserve(reserve: int, context_window: int) -> int:
+    """The reserve used with `context_window`: a set one as set; the default at most `1 / RESERVE_SHARE` of it."""
+    if reserve != DEFAULT_RESERVE:
+        return reserve
+    return min(reserve, max(0, context_window) // RESERVE_SHARE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,7 +132,7 @@ def provider_from_spec(spec: str, *, reasoning: ReasoningConfig | None = None) -
 
             # compatible servers do not route by prompt_cache_key, and some reject unknown fields
             return OpenAIChatProvider(
-                model, base_url=url, prompt_cache_key=False, name="openai-compat", reasoning=reasoning
+                model, base_url=url, prompt_cache_key=False, name="openai-compat", reasoning=reasoning, compatible=True
             )
         case "claude-agent":
             from lamina.providers._claude_agent import ClaudeAgentProvider

@@ -23,6 +23,7 @@ import platformdirs
 from lamina._atomic import atomic_write
 from lamina.providers._model_table import from_model_info, openai_compatible_window
 from lamina.providers._provider import Capabilities, Provider
+from lamina.providers._server_windows import probe_window, server_root
 
 if TYPE_CHECKING:
     import anthropic
@@ -190,9 +191,18 @@ async def discover_anthropic(
 
 
 async def discover_openai_compatible(
-    sdk: Callable[[], openai.AsyncOpenAI], model: str, base: Capabilities, cache: ModelCache, timeout: float
+    sdk: Callable[[], openai.AsyncOpenAI],
+    model: str,
+    base: Capabilities,
+    cache: ModelCache,
+    timeout: float,
+    *,
+    probe: bool = False,
 ) -> Capabilities:
-    """`base` with the window an OpenAI-compatible server reports in `/v1/models`, read once per process.
+    """`base` with the window an OpenAI-compatible server reports, read once per process and base URL.
+
+    `/v1/models` first (`meta.n_ctx`, `max_model_len`, `context_length`); when it names none, the server's
+    own endpoints (`_server_windows.probe_window`: llama.cpp, Ollama, LM Studio) when `probe` says it is one.
 
     Args:
         sdk: Builds (or returns) the provider's SDK client.
@@ -200,10 +210,11 @@ async def discover_openai_compatible(
         base: The capabilities so far.
         cache: Only its path is used: the answer is remembered for the process under it, never written.
         timeout: Seconds the request gets.
+        probe: Ask the local servers' own endpoints when `/v1/models` names no window.
 
     Returns:
-        `base` with `context_window` and `source` (`models endpoint (max_model_len)`) when the server reports
-        a window; `base` otherwise.
+        `base` with `context_window` and `source` (`models endpoint (max_model_len)`, `URL/props`) when the
+        server reports a window; `base` otherwise.
     """
     try:
         client = sdk()
@@ -219,8 +230,13 @@ async def discover_openai_compatible(
     except Exception:  # not every compatible server lists its models: never a turn's failure
         entries = []
     window = openai_compatible_window(entries, model)
+    if window is not None:
+        window = window[0], f"models endpoint ({window[1]})"
+    elif probe:  # llama.cpp's /props, Ollama's /api/show, LM Studio's own models endpoint
+        probed = await probe_window(client, model, timeout)
+        window = None if probed is None else (probed[0], f"{server_root(str(client.base_url))}{probed[1]}")
     found = base
     if window is not None:
-        found = dataclasses.replace(base, context_window=window[0], source=f"models endpoint ({window[1]})")
+        found = dataclasses.replace(base, context_window=window[0], source=window[1])
     _answers[key] = found
     return found

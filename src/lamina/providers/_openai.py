@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, cast
 
 from lamina.errors import (
     AuthenticationError,
+    ContextOverflowError,
     MissingExtraError,
     UsageError,
 )
@@ -28,6 +29,7 @@ from lamina.placement import (
     SdkManagedPrompt,
 )
 from lamina.providers._adapter import SdkAdapter
+from lamina.providers._compat_wire import conservative_body, output_cap, overflow_window
 from lamina.providers._discovery import DISCOVERY_TIMEOUT, ModelCache, discover_openai_compatible
 from lamina.providers._errors import require_sdk
 from lamina.providers._model_table import openai_capabilities
@@ -79,6 +81,8 @@ class _OpenAIProvider(SdkAdapter[_Target, "openai.AsyncOpenAI"]):
             target.model, compatible=base_url is not None, max_output_tokens=max_output_tokens, chat=chat
         )
         self._model = target.model
+        self._compatible = False
+        """A local or other compatible server (`compatible=True`): the conservative wire, windows from its errors."""
         breakpoints = self._capabilities.cache_regime == "openai-breakpoints"  # known once the capabilities are
         self._target = dataclasses.replace(target, cache_breakpoints=breakpoints)
 
@@ -90,7 +94,9 @@ class _OpenAIProvider(SdkAdapter[_Target, "openai.AsyncOpenAI"]):
         """Read a compatible server's window in `/v1/models` (OpenAI's reports none) once per process; never raises."""
         if not self._given and self._base_url is not None:
             found, cache = self._capabilities, cache or ModelCache()
-            self._capabilities = await discover_openai_compatible(self._sdk, self._model, found, cache, timeout)
+            self._capabilities = await discover_openai_compatible(
+                self._sdk, self._model, found, cache, timeout, probe=self._compatible
+            )
         return self._capabilities
 
     def _sdk(self) -> openai.AsyncOpenAI:
@@ -120,7 +126,23 @@ class _OpenAIProvider(SdkAdapter[_Target, "openai.AsyncOpenAI"]):
         mapped = map_openai_error(exc, provider=self._name)
         if mapped is None:
             raise exc
+        if isinstance(mapped, ContextOverflowError) and self._compatible:
+            mapped = self._learn_window(mapped, getattr(exc, "body", None))
         raise mapped from exc
+
+    def _learn_window(self, error: ContextOverflowError, body: object) -> ContextOverflowError:
+        """A compatible server's overflow that names its window: the window is used from now on, and said."""
+        found = overflow_window(body, str(error))
+        if found is None:
+            return error
+        window, needed = found
+        if not self._given:
+            source = f"{self._base_url}: its overflow error"
+            self._capabilities = dataclasses.replace(self._capabilities, context_window=window, source=source)
+        asked = f", the request needs {needed:,}" if needed is not None else ""
+        said = str(error).partition(": ")[2]  # the server's words, without the provider and status
+        message = f"the server's context window is {window:,} tokens{asked} ({said})"
+        return ContextOverflowError(self._name, message, status=error.status, body=error.body)
 
 
 class OpenAIChatProvider(_OpenAIProvider[OpenAIChatTarget]):
@@ -140,6 +162,7 @@ class OpenAIChatProvider(_OpenAIProvider[OpenAIChatTarget]):
         name: str = "openai",
         capabilities: Capabilities | None = None,
         reasoning: ReasoningConfig | None = None,
+        compatible: bool = False,
     ) -> None:
         """Create the provider.
 
@@ -159,6 +182,10 @@ class OpenAIChatProvider(_OpenAIProvider[OpenAIChatTarget]):
             capabilities: What the model can do.
             reasoning: Effort (`reasoning_effort`), and whether completed turns send a server's
                 reasoning back.
+            compatible: `base_url` is a local or other OpenAI-compatible server (`openai-compat:` specs):
+                text-only content goes as a string, `max_tokens` is always sent (the setting, else a
+                quarter of the window), `tool_choice: "auto"` with tools; the window is read from the
+                server's own endpoints and from its overflow errors.
         """
         target = OpenAIChatTarget(
             model=model,
@@ -177,15 +204,19 @@ class OpenAIChatProvider(_OpenAIProvider[OpenAIChatTarget]):
             max_output_tokens=max_tokens,
         )
         self._include_usage = include_usage
+        self._max_tokens = max_tokens
+        self._compatible = compatible and base_url is not None
 
     async def stream(self, request: RenderedRequest) -> AsyncIterator[ProviderEvent]:
         """Send `request` (a Chat Completions body) and yield its events; the last one is `Completed`."""
         body = self._body(request, "messages")
+        if self._compatible:  # a local server: the wire every one of them reads
+            body = conservative_body(body, max_tokens=output_cap(self._capabilities, self._max_tokens))
         body["stream"] = True
         if self._include_usage:
             body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
         client, params = self._sdk(), cast("CompletionCreateParamsStreaming", body)
-        reply = ChatReply(self._name)
+        reply = ChatReply(self._name, server=str(client.base_url))
         async with aclosing(relay(lambda: client.chat.completions.create(**params), reply, self._reraise)) as events:
             async for event in events:
                 yield event

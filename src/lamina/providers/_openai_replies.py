@@ -53,6 +53,10 @@ class _ChatCall:
 @dataclass
 class ChatReply:
     provider: str
+    server: str = ""
+    """The server's URL, for the error of a stream that sent nothing."""
+    chunks: int = 0
+    """The chunks read so far."""
     text: list[str] = field(default_factory=list)
     calls: dict[int, _ChatCall] = field(default_factory=dict)
     done: list[ToolCallRequest] = field(default_factory=list)
@@ -69,6 +73,7 @@ class ChatReply:
         return False
 
     def feed(self, chunk: ChatCompletionChunk) -> Iterator[ProviderEvent]:
+        self.chunks += 1
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = chunk.usage
@@ -110,6 +115,8 @@ class ChatReply:
         self.calls.clear()
 
     def completed(self) -> Completed:
+        if not self.chunks:
+            raise empty_stream(self.provider, self.server)
         if self.finish_reason is None:
             raise TransientServerError(self.provider, "the stream ended before the choice finished")
         stop = _CHAT_STOP.get(self.finish_reason, self.finish_reason)
@@ -138,6 +145,18 @@ class ChatReply:
             raw_stop_reason=self.finish_reason,
             reasoning=reasoning,
         )
+
+
+def empty_stream(provider: str, server: str) -> TransientServerError:
+    """A 200 whose stream closed with no event: the server failed (its chat template, often); tried twice in all."""
+    where = f"{server}: " if server else ""
+    error = TransientServerError(
+        provider,
+        f"{where}the server returned no events (HTTP 200 with an empty stream: its log says why; "
+        "a chat template that failed on the request, often)",
+    )
+    error.max_attempts = 2
+    return error
 
 
 def chat_reasoning(extra: Mapping[str, object] | None) -> tuple[str, str] | None:

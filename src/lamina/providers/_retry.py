@@ -49,11 +49,14 @@ class RetryPolicy:
     def delay(self, attempt: int, error: ProviderError) -> float | None:
         """Seconds to wait after failed attempt number `attempt` (1-based), or None to give up.
 
+        An error's own `max_attempts` (an empty stream's 2) caps the policy's.
+
         A `retry_after` from the provider is honoured exactly (never retry sooner than asked);
         otherwise the wait is uniform in [0, min(max_delay, base_delay × 2^(attempt−1))] ("full
         jitter"), which spreads out clients that failed together.
         """
-        if not error.retryable or attempt >= self.max_attempts:
+        limit = min(self.max_attempts, error.max_attempts or self.max_attempts)
+        if not error.retryable or attempt >= limit:
             return None
         retry_after = error.retry_after if isinstance(error, RateLimitError) else None
         if retry_after is not None:
