@@ -219,10 +219,13 @@ class WireServer:
 
     def answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
         """The response to one POST (called from the handler threads), recorded with the bytes of both."""
-        response = self._answer(path, headers, raw)
         with self._lock:
-            last = self._received[-1]
-            self._received[-1] = dataclasses.replace(last, raw=raw, sent=response.body)
+            before = len(self._received)
+        response = self._answer(path, headers, raw)
+        with self._lock:  # a probe (Ollama's /api/show) is not recorded as a request
+            if len(self._received) > before:
+                last = self._received[-1]
+                self._received[-1] = dataclasses.replace(last, raw=raw, sent=response.body)
         return response
 
     def _answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:

@@ -1,13 +1,10 @@
 """The agent: drives turns of one session through a provider and the tool pipeline (I/O: provider, tools, log).
 
-Private modules: `_loop` (`Agent`: the turn loop and its tool round), and its members, each built
-with what it needs: `_plans` (`PlanRunner`), `_provider_sessions` (`SessionRecovery`), `_model_calls`
-(`ModelCalls`, the send chain), `_priced` (`CompactionTiming`, pure) and `_lifetime`; `_events` (what
-a turn reports), `_recovery` (the recovery block's text, pure), `_activation` (skills and sources in a
-session), `_agent_options` (`AgentOptions`), `_tool_sets` (`ToolDeferral`: which tools a turn sends, pure),
-`_tool_catalogue` (the catalogue tool and its rule), `_warming` (the summariser on the cached prefix, the
-pre-warm), `_fit` (`prefix_problem`: a window the fixed prefix cannot fit, pure) and `_wiring` (`open_agent`,
-`open_engine`).
+Private modules: `_loop` (`Agent`: the turn loop) and its members `_plans`, `_provider_sessions`,
+`_model_calls` (the send chain), `_priced` (`CompactionTiming`, pure), `_background` (compactions off the
+user's time), `_warming` (the summariser on the cached prefix, the pre-warm) and `_lifetime`; `_events`,
+`_recovery` (pure), `_activation` (skills and sources), `_agent_options`, `_tool_sets` (pure),
+`_tool_catalogue`, `_fit` (`prefix_problem`, pure) and `_wiring` (`open_agent`, `open_engine`).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 from lamina._lazy import load_lazily
 
 if TYPE_CHECKING:
+    from lamina.session._attachment_ref import AttachmentRef, ImageRendition
     from lamina.session._branch import Branch, entry_kind, open_tool_calls
     from lamina.session._bridges import BRANCH_SEED_HEADING, view_summary
     from lamina.session._bundle import (
@@ -31,14 +32,12 @@ if TYPE_CHECKING:
         BRIDGE_KINDS,
         TURN_FAILED,
         AssistantMessage,
-        AttachmentRef,
         BranchSummary,
         CompactionBoundary,
         CompactionDiscarded,
         CostDecision,
         Custom,
         Entry,
-        ImageRendition,
         Label,
         Ledger,
         LogEntry,
@@ -118,7 +117,6 @@ _LAZY: Final = {
     **dict.fromkeys(
         (
             "AssistantMessage",
-            "AttachmentRef",
             "BranchSummary",
             "CompactionBoundary",
             "CompactionDiscarded",
@@ -159,7 +157,7 @@ _LAZY: Final = {
     "view_summary": "lamina.session._bridges",
     "BRIDGE_KINDS": "lamina.session._entries",
     "TURN_FAILED": "lamina.session._entries",
-    "ImageRendition": "lamina.session._entries",
+    **dict.fromkeys(("AttachmentRef", "ImageRendition"), "lamina.session._attachment_ref"),
     "Ledger": "lamina.session._entries",
     "PartRecord": "lamina.session._entries",
     "PinnedPart": "lamina.session._entries",

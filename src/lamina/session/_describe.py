@@ -63,13 +63,8 @@ def describe_entry(entry: LogEntry) -> EntryDescription:
             return EntryDescription(f"tool call {name}", _json(args))
         case ToolResult():
             return _tool_result(entry)
-        case CompactionBoundary(summary=summary, trigger=trigger, prepared_id=prepared):
-            applied = f", applies {prepared}" if isinstance(prepared, str) else ""
-            return EntryDescription(f"compaction ({trigger}{applied})", summary)
-        case PreparedCompaction(boundary=prepared, trigger=trigger):
-            return EntryDescription(f"compaction prepared in the background ({trigger}), not applied", prepared.summary)
-        case CompactionDiscarded(prepared_id=prepared, reason=reason):
-            return EntryDescription(f"prepared compaction {prepared} discarded", reason)
+        case CompactionBoundary() | PreparedCompaction() | CompactionDiscarded():
+            return _compaction(entry)
         case TurnRecord():
             return _turn_record(entry)
         case ToolOutputPruned():
@@ -84,14 +79,31 @@ def describe_entry(entry: LogEntry) -> EntryDescription:
             return EntryDescription(f"plan {plan_id}: {state}", f"{path}\n{detail}".strip())
         case Label(target_id=target, label=label):
             return EntryDescription(f"label on {target}", label or "(cleared)")
-        case Custom(name=name, data={"error": str(error), **rest}) if name == TURN_FAILED:
-            return EntryDescription(f"turn failed ({rest.get('kind', 'error')})", error)
-        case Custom(name=name, data=data):
-            return EntryDescription(f"custom {name}", _json(data))
+        case Custom():
+            return _custom(entry)
         case UnknownEntry(type=kind):
             return EntryDescription(f"unknown entry type {kind} (kept, skipped)")
         case _:
             assert_never(entry)
+
+
+def _compaction(entry: CompactionBoundary | PreparedCompaction | CompactionDiscarded) -> EntryDescription:
+    match entry:
+        case CompactionBoundary(summary=summary, trigger=trigger, prepared_id=prepared):
+            applied = f", applies {prepared}" if isinstance(prepared, str) else ""
+            return EntryDescription(f"compaction ({trigger}{applied})", summary)
+        case PreparedCompaction(boundary=prepared, trigger=trigger):
+            return EntryDescription(f"compaction prepared in the background ({trigger}), not applied", prepared.summary)
+        case CompactionDiscarded(prepared_id=prepared, reason=reason):
+            return EntryDescription(f"prepared compaction {prepared} discarded", reason)
+
+
+def _custom(entry: Custom) -> EntryDescription:
+    match entry:
+        case Custom(name=name, data={"error": str(error), **rest}) if name == TURN_FAILED:
+            return EntryDescription(f"turn failed ({rest.get('kind', 'error')})", error)
+        case _:
+            return EntryDescription(f"custom {entry.name}", _json(entry.data))
 
 
 def _tool_result(entry: ToolResult) -> EntryDescription:
