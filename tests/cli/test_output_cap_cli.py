@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from lamina.cli import app
-from tests.wire.fixtures import API_KEY
+from tests.support.wire_env import use_wire
 from tests.wire.script import Reply
 from tests.wire.server import Api, WireServer
 
@@ -20,16 +20,10 @@ ANTHROPIC = "anthropic:claude-sonnet-5"
 
 @pytest.fixture
 def ws(tmp_path: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    use_wire(monkeypatch, wire, tmp_path)
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    (workspace / "README.md").write_text("# demo\n")
     monkeypatch.chdir(workspace)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", wire.openai_url)
-    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return workspace
 
 
