@@ -219,10 +219,13 @@ class WireServer:
 
     def answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
         """The response to one POST (called from the handler threads), recorded with the bytes of both."""
+        with self._lock:
+            before = len(self._received)
         response = self._answer(path, headers, raw)
         with self._lock:
-            last = self._received[-1]
-            self._received[-1] = dataclasses.replace(last, raw=raw, sent=response.body)
+            if len(self._received) > before:  # Ollama's /api/show probes are not recorded
+                last = self._received[-1]
+                self._received[-1] = dataclasses.replace(last, raw=raw, sent=response.body)
         return response
 
     def _answer(self, path: str, headers: Mapping[str, str], raw: bytes) -> WireResponse:
