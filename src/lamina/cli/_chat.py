@@ -85,6 +85,7 @@ MaxOutputOption = Annotated[
     int | None,
     typer.Option(
         "--max-output-tokens",
+        metavar="N",
         help="The most tokens an answer may have (every provider; default: the config file, else the provider's own).",
         min=1,
         show_default=False,
