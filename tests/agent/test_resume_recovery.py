@@ -46,6 +46,7 @@ from lamina.session import (
     check_session,
 )
 from tests.providers.support import long_workspace
+from tests.support.wire_env import wire_variables
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply
 from tests.wire.server import ManualClock, Received, WireServer
@@ -69,11 +70,7 @@ def _env(tmp_path: Path, wire: WireServer) -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": str(REPO / "src"),
-        "ANTHROPIC_BASE_URL": wire.url,
-        "ANTHROPIC_API_KEY": API_KEY,
-        "OPENAI_BASE_URL": wire.openai_url,
-        "OPENAI_API_KEY": API_KEY,
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        **wire_variables(wire, tmp_path),
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
         "NO_COLOR": "1",
     }

@@ -81,6 +81,16 @@ ReasoningSummaryOption = Annotated[
         show_default=False,
     ),
 ]
+MaxOutputOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-output-tokens",
+        metavar="N",
+        help="The most tokens an answer may have (every provider; default: the config file, else the provider's own).",
+        min=1,
+        show_default=False,
+    ),
+]
 VerboseOption = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="Show internals too: a rewind's entry ids and what the model is sent."),
@@ -106,6 +116,7 @@ def chat(
     thinking: ThinkingOption = None,
     effort: EffortOption = None,
     reasoning_summary: ReasoningSummaryOption = None,
+    max_output_tokens: MaxOutputOption = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Chat with an agent in the current directory (API keys from the usual environment variables)."""
@@ -135,6 +146,7 @@ def chat(
         preset=preset,
         custom_preset=custom_preset,
         reasoning=reasoning,
+        max_output_tokens=max_output_tokens,
     )
     settings = _trusted_settings(workspace, load, given=trust)
     if resume is not None and continue_:

@@ -79,6 +79,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     preset: Literal["default", "mini", "custom"] | None = None
     preset_file: str | None = None
     context_window: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_output_tokens: Annotated[int, msgspec.Meta(gt=0)] | None = None
     compaction_reserve: Annotated[int, msgspec.Meta(ge=0)] | None = None
     prune: bool | None = None
     permissions: _Rules | None = None
@@ -110,6 +111,8 @@ class Settings:
     preset_file: Path | None = None
     context_window: int | None = None
     """None: the provider's own figure."""
+    max_output_tokens: int | None = None
+    """The output cap every request is sent (`--max-output-tokens`); None: the provider's own (`provider_from_spec`)."""
     compaction_reserve: int | None = None
     """None: the agent's default."""
     prune: bool = True
@@ -139,7 +142,16 @@ class Settings:
         return self.origins.get(key, "default")
 
 
-KEYS: Final = ("model", "mode", "preset", "preset_file", "context_window", "compaction_reserve", "prune")
+KEYS: Final = (
+    "model",
+    "mode",
+    "preset",
+    "preset_file",
+    "context_window",
+    "max_output_tokens",
+    "compaction_reserve",
+    "prune",
+)
 
 
 def user_config_path() -> Path:
@@ -298,6 +310,7 @@ def settings_or_abort(
     preset: str | None,
     custom_preset: Path | None = None,
     reasoning: ReasoningTable | None = None,
+    max_output_tokens: int | None = None,
 ) -> Settings:
     """The effective settings for a command, or one clear line and exit 1 (a bad file, key or mode).
 
@@ -317,6 +330,7 @@ def settings_or_abort(
             mode=mode,
             preset=preset,
             preset_file=custom_preset,
+            max_output_tokens=max_output_tokens,
         )
         PermissionMode(settings.mode)
     except (ConfigError, ValueError) as exc:

@@ -21,6 +21,7 @@ from lamina.cli._chat import (
     ContinueOption,
     CustomPresetOption,
     EffortOption,
+    MaxOutputOption,
     ModelOption,
     ModeOption,
     PresetOption,
@@ -84,6 +85,7 @@ def run(
     thinking: ThinkingOption = None,
     effort: EffortOption = None,
     reasoning_summary: ReasoningSummaryOption = None,
+    max_output_tokens: MaxOutputOption = None,
 ) -> None:
     """Run one turn without a prompt and print the answer (or JSON); exit non-zero on failure."""
     import asyncio
@@ -101,7 +103,9 @@ def run(
         workspace = Path.cwd()
         store = _open_store(ctx)
         try:
-            settings = _settings(workspace, known, preset, custom_preset, trust=trust, reasoning=reasoning)
+            settings = _settings(
+                workspace, known, preset, custom_preset, trust=trust, reasoning=reasoning, output=max_output_tokens
+            )
             session_id = latest_session(store, workspace) if continue_ else resume
             if continue_ and session_id is None:
                 err.print(f"[dim]--continue: no earlier session in {safe(workspace)}: starting a new one[/dim]")
@@ -255,8 +259,9 @@ def _settings(
     *,
     trust: bool,
     reasoning: ReasoningTable | None,
+    output: int | None = None,
 ) -> Settings:
-    """The effective settings (`trust`: `--trust`, else the recorded trust; `reasoning`: the flags' settings).
+    """The effective settings (`trust`: `--trust`, else the recorded trust; `reasoning`, `output`: the flags').
 
     `known` learns the model, the mode and the trust.
 
@@ -281,6 +286,7 @@ def _settings(
         mode=known.mode,
         preset=preset,
         preset_file=custom_preset,
+        max_output_tokens=output,
     )
     known.model, known.mode = settings.model, settings.mode
     known.trust = {"trusted": settings.trust.trusted, "not_applied": []}

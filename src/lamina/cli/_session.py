@@ -135,7 +135,7 @@ def set_reasoning(provider: Provider, config: ReasoningConfig) -> bool:
 
 
 def make_provider(spec: str, settings: Settings, *, require_key: bool = True) -> Provider:
-    """The provider for `spec`, with the configured context window and reasoning; a missing API key is a `UsageError`.
+    """The provider for `spec` with the configured window, output cap and reasoning; no API key is a `UsageError`.
 
     Raises:
         UsageError: No API key (unless `require_key` is False), a bad spec, or reasoning settings the provider refuses.
@@ -148,7 +148,7 @@ def make_provider(spec: str, settings: Settings, *, require_key: bool = True) ->
             f"no API key for {spec.partition(':')[0]}: set {variable} in the environment"
             f" (or try the chat offline: lamina chat --model {DEMO_MODEL})"
         )
-    provider = provider_from_spec(spec, reasoning=settings.reasoning)
+    provider = provider_from_spec(spec, reasoning=settings.reasoning, max_output_tokens=settings.max_output_tokens)
     if settings.context_editing is not None:  # `[compaction] context_editing`, for every provider /model opens too
         from lamina.providers import AnthropicProvider
 

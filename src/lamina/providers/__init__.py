@@ -88,7 +88,9 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
-def provider_from_spec(spec: str, *, reasoning: ReasoningConfig | None = None) -> Provider:
+def provider_from_spec(
+    spec: str, *, reasoning: ReasoningConfig | None = None, max_output_tokens: int | None = None
+) -> Provider:
     """The provider a command-line spec names.
 
     API keys come from the SDKs' usual environment variables (`ANTHROPIC_API_KEY`,
@@ -100,30 +102,38 @@ def provider_from_spec(spec: str, *, reasoning: ReasoningConfig | None = None) -
             Claude Agent SDK, extra `claude`) or `scripted:FILE`.
         reasoning: How the model reasons (`lamina.placement.ReasoningConfig`; each provider reads what it
             has). The Anthropic and OpenAI providers take it; the Claude Agent SDK and a script take none.
+        max_output_tokens: The most tokens an answer may have, sent with every request: Anthropic's
+            `max_tokens`, OpenAI's `max_completion_tokens` (Chat) or `max_output_tokens` (Responses), a
+            compatible server's `max_tokens`. None: each provider's own (Anthropic 8,192; OpenAI none; a
+            compatible server a quarter of its window). The Claude Agent SDK and a script take none.
 
     Returns:
         The provider, built.
 
     Raises:
-        UsageError: A spec of any other form.
+        UsageError: A spec of any other form, or a `max_output_tokens` below 1.
         MissingExtraError: The provider's extra is not installed (`anthropic`, `openai`, `claude`).
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest.strip():
         raise _bad_spec(spec, "expected KIND:VALUE")
+    if max_output_tokens is not None and max_output_tokens < 1:
+        raise UsageError(f"max_output_tokens must be a positive integer, not {max_output_tokens}")
     match kind:
         case "anthropic":
             from lamina.providers._anthropic import AnthropicProvider
 
-            return AnthropicProvider(rest, reasoning=reasoning)
+            if max_output_tokens is None:
+                return AnthropicProvider(rest, reasoning=reasoning)
+            return AnthropicProvider(rest, reasoning=reasoning, max_tokens=max_output_tokens)
         case "openai":
             from lamina.providers._openai import OpenAIChatProvider
 
-            return OpenAIChatProvider(rest, reasoning=reasoning)
+            return OpenAIChatProvider(rest, reasoning=reasoning, max_tokens=max_output_tokens)
         case "openai-responses":
             from lamina.providers._openai import OpenAIResponsesProvider
 
-            return OpenAIResponsesProvider(rest, reasoning=reasoning)
+            return OpenAIResponsesProvider(rest, reasoning=reasoning, max_output_tokens=max_output_tokens)
         case "openai-compat":
             url, sep, model = rest.rpartition("#")
             if not sep or not model or not url.startswith(("http://", "https://")):
@@ -132,7 +142,13 @@ def provider_from_spec(spec: str, *, reasoning: ReasoningConfig | None = None) -
 
             # compatible servers do not route by prompt_cache_key, and some reject unknown fields
             return OpenAIChatProvider(
-                model, base_url=url, prompt_cache_key=False, name="openai-compat", reasoning=reasoning, compatible=True
+                model,
+                base_url=url,
+                prompt_cache_key=False,
+                name="openai-compat",
+                reasoning=reasoning,
+                compatible=True,
+                max_tokens=max_output_tokens,
             )
         case "claude-agent":
             from lamina.providers._claude_agent import ClaudeAgentProvider
