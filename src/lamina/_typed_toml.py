@@ -13,7 +13,7 @@ import difflib
 import re
 import tomllib
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Final, TypeVar, Union, get_args, get_origin
 
@@ -24,7 +24,7 @@ from lamina.errors import ConfigError, UsageError
 T = TypeVar("T")
 
 _AT: Final = re.compile(r" - at `\$(?P<path>[^`]*)`$")
-_UNKNOWN: Final = re.compile(r"Object contains unknown field `(?P<name>[^`]*)`")
+_UNKNOWN: Final = re.compile(r"Object contains unknown field `(?P<name>.*)`", re.DOTALL)  # any key, backticks too
 _EXPECTED: Final = re.compile(r"Expected `(?P<want>[^`]*)`, got `(?P<got>[^`]*)`")
 _BOUNDED: Final = re.compile(r"Expected `(?P<want>[^`]*)`(?P<bound> .*)")
 _MISSING: Final = re.compile(r"Object missing required field `(?P<name>[^`]*)`")
@@ -87,38 +87,50 @@ def convert_table(raw: Mapping[str, object], into: type[T]) -> T:
         raise _problem(str(exc), into, raw) from None
 
 
+def did_you_mean(word: object, choices: Iterable[object]) -> str:
+    """` (did you mean 'x'?)` for the choice closest to a misspelt `word`, or "" when none is close."""
+    words = [choice for choice in choices if isinstance(choice, str)]
+    close = difflib.get_close_matches(word, words, n=1) if isinstance(word, str) else []
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _problem(message: str, into: type, raw: object) -> TomlProblem:
     found = _AT.search(message)
     text = message[: found.start()] if found else message
     key, at, value = _locate(into, found.group("path") if found else "", raw)
     info = msgspec.inspect.type_info(at) if at is not None else None
-    said = _described(info)
     unknown = _UNKNOWN.fullmatch(text)
     if unknown is not None:
         name = unknown.group("name")
         struct = _unwrapped(info)
         fields = [f.encode_name for f in struct.fields] if isinstance(struct, msgspec.inspect.StructType) else []
-        close = difflib.get_close_matches(name, fields, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         listed = f"; the fields are {', '.join(fields)}" if fields else ""
-        return TomlProblem(f"{key}.{name}" if key else name, f"unknown field {name!r}{hint}{listed}")
+        return TomlProblem(
+            f"{key}.{name}" if key else name, f"unknown field {name!r}{did_you_mean(name, fields)}{listed}"
+        )
     missing = _MISSING.fullmatch(text)
     if missing is not None:
         return TomlProblem(f"{key}.{missing.group('name')}" if key else missing.group("name"), "is required")
-    allowed = _allowed(info)
+    return TomlProblem(key or None, _wrong_value(text, info, value))
+
+
+def _wrong_value(text: str, info: msgspec.inspect.Type | None, value: object) -> str:
+    """What is wrong with a value msgspec refused (`text`), in words: the field's description, allowed values."""
+    said, allowed = _described(info), _allowed(info)
     expected = _EXPECTED.fullmatch(text)
     if expected is not None:
         want = said or (f"one of {', '.join(map(repr, allowed))}" if allowed else _words(expected.group("want")))
-        return TomlProblem(key or None, f"must be {want}, not {_words(expected.group('got'))}")
+        return f"must be {want}, not {_words(expected.group('got'))}"
     bounded = _BOUNDED.fullmatch(text)
     if bounded is not None:
         if said:
-            return TomlProblem(key or None, f"must be {said}, not {value!r}")
-        return TomlProblem(key or None, f"must be {_words(bounded.group('want'))}{bounded.group('bound')}")
+            return f"must be {said}, not {value!r}"
+        return f"must be {_words(bounded.group('want'))}{bounded.group('bound')}"
+    said = text[0].lower() + text[1:]
     if text.startswith("Invalid enum value"):
-        listed = f"; allowed: {', '.join(repr(value) for value in allowed)}" if allowed else ""
-        return TomlProblem(key or None, text[0].lower() + text[1:] + listed)
-    return TomlProblem(key or None, text[0].lower() + text[1:])
+        listed = f"; allowed: {', '.join(repr(choice) for choice in allowed)}" if allowed else ""
+        return said + did_you_mean(value, allowed) + listed
+    return said
 
 
 _WORDS: Final = {

@@ -19,6 +19,7 @@ from lamina.tools import default_tool_specs
 from lamina.workspace import Preferences, ProjectFileError, WorkspaceContext
 from lamina.workspace._preferences import PREFERENCES_ENV_VAR
 from lamina.workspace._project import parse_project, project_part
+from tests.support.toml_text import Toml, toml_document, toml_documents
 
 MANIFEST = """\
 description = "A shop: an API and a web front end."
@@ -153,36 +154,7 @@ def test_any_description_and_notes_stay_inside_their_block(description: str, not
 
 # --- malformed manifests, generated: never a crash, always a problem naming the file and the field ------------
 
-_Toml = str | int | float | bool | list["_Toml"] | dict[str, "_Toml"]
-
-
-def _toml_string(text: str) -> str:
-    """A TOML basic string: every control character escaped (TOML refuses them raw, DEL included)."""
-    escaped = "".join(
-        "\\" + c if c in '"\\' else f"\\u{ord(c):04x}" if ord(c) < 32 or ord(c) == 127 else c for c in text
-    )
-    return f'"{escaped}"'
-
-
-def _toml_value(value: _Toml) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return _toml_string(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_toml_value, value)) + "]"
-    return "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
-
-
-_scalars = st.text(max_size=20) | st.integers() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False)
-_values = st.recursive(
-    _scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
-)
-_documents = st.dictionaries(st.sampled_from(["description", "paths"]) | st.text(max_size=10), _values, max_size=4)
+_documents = toml_documents(["description", "paths"])
 
 
 @pytest.fixture(scope="module")
@@ -203,10 +175,9 @@ def _snapshot_of(root: Path, content: bytes) -> tuple[Path, WorkspaceContext]:
 @pytest.mark.slow
 @given(document=_documents)
 def test_a_malformed_manifest_never_stops_the_context_and_its_problem_names_the_file_and_the_field(
-    scratch: Path, document: dict[str, _Toml]
+    scratch: Path, document: dict[str, Toml]
 ) -> None:
-    text = "".join(f"{_toml_string(key)} = {_toml_value(value)}\n" for key, value in document.items())
-    path, context = _snapshot_of(scratch, text.encode())
+    path, context = _snapshot_of(scratch, toml_document(document).encode())
     snapshot = context.snapshot()  # never raises
     problem = snapshot.project_problem
     keys = [p.key for p in snapshot.parts]
