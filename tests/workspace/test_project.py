@@ -74,12 +74,12 @@ def test_no_manifest_no_part_and_an_edit_is_seen(ws: Path) -> None:
     [
         ("description = ", "project file {path}: not valid TOML"),
         ('descripton = "x"\n', "project file {path}: descripton: unknown field 'descripton' (did you mean"),
-        ("description = 3\n", "project file {path}: description: must be a string, not int"),
+        ("description = 3\n", "project file {path}: description: must be a string, not an integer"),
         ('paths = "src/"\n', "project file {path}: paths: must be a list of paths or a table of paths to notes"),
-        ('paths = ["src/", 4]\n', "project file {path}: paths[1]: must be a path (a string), not int"),
+        ('paths = ["src/", 4]\n', "project file {path}: paths[1]: must be a path (a string), not an integer"),
         ('paths = ["../secrets"]\n', "project file {path}: paths[0]: '../secrets' must be relative to the workspace"),
         ('[paths]\n"/etc" = "x"\n', "project file {path}: paths./etc: '/etc' must be relative to the workspace"),
-        ('[paths]\n"src" = 1\n', "project file {path}: paths.src: must be a note (a string), not int"),
+        ('[paths]\n"src" = 1\n', "project file {path}: paths.src: must be a note (a string), not an integer"),
         ("", "project file {path}: empty: give a description, paths or both"),
         ('description = " "\n[paths]\n', "project file {path}: empty: give a description, paths or both"),
     ],
@@ -101,6 +101,39 @@ def test_a_bad_manifest_is_skipped_with_a_problem_naming_the_file_and_the_field(
     path.write_text(MANIFEST)  # mended: read again and shown
     mended = context.snapshot()
     assert mended.project_problem is None and "project.manifest" in [p.key for p in mended.parts]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        (
+            '[path]\n"src" = "x"\n',
+            "path",
+            "unknown field 'path' (did you mean 'paths'?); the fields are description, paths",
+        ),
+        ('[paths]\n"src/" = "code"\n"docs/" = 2\n', "paths.docs/", "must be a note (a string), not an integer"),
+        ('[paths]\nsrc = { note = "x" }\n', "paths.src", "must be a note (a string), not a table"),
+        ('[paths]\n"a.b" = []\n', "paths.a.b", "must be a note (a string), not a list"),
+        ("paths = [[]]\n", "paths[0]", "must be a path (a string), not a list"),
+        ("paths = 1\n", "paths", "must be a list of paths or a table of paths to notes, not an integer"),
+    ],
+)
+def test_a_problem_names_the_file_the_table_and_the_key_inside_it(text: str, field: str, problem: str) -> None:
+    path = Path("ws/.lamina/project.toml")
+    with pytest.raises(ProjectFileError) as caught:
+        parse_project(text, path=path)
+    assert (caught.value.path, caught.value.field, caught.value.problem) == (str(path), field, problem)
+    assert str(caught.value) == f"project file {path}: {field}: {problem}"
+
+
+@given(document=toml_documents(["description", "paths"], ["src/", "../up", "/abs", ""]))
+def test_any_toml_table_is_a_manifest_or_a_project_file_error_naming_a_key_it_has(document: dict[str, Toml]) -> None:
+    try:
+        manifest = parse_project(toml_document(document), path=Path("project.toml"))
+    except ProjectFileError as exc:  # the only error
+        assert exc.field is None or any(exc.field == k or exc.field.startswith((f"{k}[", f"{k}.")) for k in document)
+        return
+    assert set(document) <= {"description", "paths"} and (manifest.description or manifest.paths)
 
 
 @pytest.mark.slow
