@@ -86,71 +86,58 @@ _MCP_FIELDS = "kind, description, enabled_tools, timeout, headers, command, args
 
 
 @pytest.mark.parametrize(
-    ("config", "field", "reason"),
+    ("config", "said"),
     [
         (
             'kind = "mpc"\ndescription = "d"\ncommand = "x"\n',
-            "kind",
-            "invalid enum value 'mpc' (did you mean 'mcp'?); allowed: 'api', 'mcp'",
+            "kind: invalid enum value 'mpc' (did you mean 'mcp'?); allowed: 'api', 'mcp'",
         ),
         (
             'kind = "mcp"\ndescripton = "d"\ncommand = "x"\n',
-            "descripton",
-            "unknown field 'descripton' (did you mean 'description'?); the fields are kind, description, "
-            "enabled_tools, timeout, headers, command, args, env, url, read_only_tools, base_url, endpoints",
+            "descripton: unknown field 'descripton' (did you mean "
+            f"'description'?); the fields are {_MCP_FIELDS}, base_url, endpoints",
         ),
         (
             'kind = "mcp"\ndescription = "d"\ncommand = "x"\nbase_url = "https://x.test"\n',
-            "base_url",
-            f"only for an api source; the fields of an mcp source are {_MCP_FIELDS}",
+            f"base_url: only for an api source; the fields of an mcp source are {_MCP_FIELDS}",
         ),
         (
             _API.replace('method = "GET"', 'methd = "GET"'),
-            "endpoints[0].methd",
-            "unknown field 'methd' (did you mean 'method'?); the fields are name, method, path, description, "
-            "params, read_only",
+            "endpoints[0].methd: unknown field 'methd' (did you mean "
+            "'method'?); the fields are name, method, path, description, params, read_only",
         ),
         (
             _API.replace('method = "GET"', 'method = "GTE"'),
-            "endpoints[0].method",
-            "must be one of GET, POST, PUT, PATCH, DELETE, HEAD, not 'GTE' (did you mean 'GET'?)",
+            "endpoints[0].method: must be one of GET, POST, PUT, PATCH, DELETE, HEAD, not 'GTE' (did you mean 'GET'?)",
         ),
         (
-            _API.replace('kind = "api"', 'kind = "api"\nenabled_tools = ["gte"]'),
-            "enabled_tools[0]",
-            "'gte' is not an endpoint (did you mean 'get'?); the endpoints are get",
+            _API.replace("\nbase_url", '\nenabled_tools = ["gte"]\nbase_url'),
+            "enabled_tools[0]: 'gte' is not an endpoint (did you mean 'get'?); the endpoints are get",
         ),
         (
-            _API.replace('{ id = { type = "string" } }', '{ id = "string" }'),
-            "endpoints[0].params.properties.id",
-            "must be a table, not a string",
+            _API.replace('{ type = "string" }', '"string"'),
+            "endpoints[0].params.properties.id: must be a table, not a string",
         ),
         (
             _API.replace("params.required", 'params.type = "array"\nparams.required'),
-            "endpoints[0].params.type",
-            "invalid enum value 'array'; allowed: 'object'",
+            "endpoints[0].params.type: invalid enum value 'array'; allowed: 'object'",
         ),
-        (
-            _API.replace('kind = "api"', 'kind = "api"\nheaders = { X = 1 }'),
-            "headers.X",
-            "must be a string, not an integer",
-        ),
-        ("timeout = true\n" + _API, "timeout", "must be a positive number of seconds, not true or false"),
-        ("timeout = 0\n" + _API, "timeout", "must be a positive number of seconds, not 0"),
+        (_API.replace("\nbase_url", "\nheaders = { X = 1 }\nbase_url"), "headers.X: must be a string, not an integer"),
+        ("timeout = true\n" + _API, "timeout: must be a positive number of seconds, not true or false"),
+        ("timeout = 0\n" + _API, "timeout: must be a positive number of seconds, not 0"),
         (
             'kind = "mcp"\ndescription = "d"\nargs = "a"\ncommand = "x"\n',
-            "args",
-            "must be a list of strings, not a string",
+            "args: must be a list of strings, not a string",
         ),
     ],
 )
 def test_a_problem_names_the_file_the_key_the_allowed_values_and_the_closest_one(
-    workspace: Path, config: str, field: str, reason: str
+    workspace: Path, config: str, said: str
 ) -> None:
     folder = write_source(workspace, "broken", config)
     problem = load_source(workspace, "broken")
     assert isinstance(problem, SourceProblem)
-    assert str(problem) == f"{folder / 'source.toml'}: {field}: {reason}"
+    assert str(problem) == f"{folder / 'source.toml'}: {said}"
 
 
 @pytest.fixture(scope="module")
