@@ -7,9 +7,11 @@ from typing import Annotated, Literal
 
 import msgspec
 import pytest
+from hypothesis import given
 
 from lamina._typed_toml import TomlProblem, convert_table, read_config_file, read_toml
 from lamina.errors import ConfigError
+from tests.support.toml_text import Toml, toml_document, toml_documents
 
 
 class _Inner(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -88,3 +90,14 @@ def test_a_sub_table_converted_on_its_own_names_its_keys_relative_to_it() -> Non
     with pytest.raises(TomlProblem) as caught:
         convert_table({"name": "g", "method": "PUT"}, _Endpoint)
     assert (caught.value.key, caught.value.problem) == ("method", "invalid enum value 'PUT'; allowed: 'GET', 'POST'")
+
+
+@given(document=toml_documents(["notes", "endpoints", "timeout", "name", "method", "paths", "sandbox", "level"]))
+def test_any_toml_table_fits_or_is_one_toml_problem_naming_a_key(document: dict[str, Toml]) -> None:
+    for into in (_Settings, _Tables):
+        try:
+            read_toml(toml_document(document), into)
+        except TomlProblem as exc:  # the only error
+            fields = [field.encode_name for field in msgspec.structs.fields(into)]
+            keys = {*fields, *document}
+            assert exc.key in keys or str(exc.key).startswith(tuple(f"{key}{then}" for key in keys for then in ".["))
