@@ -105,8 +105,8 @@ def test_chat_warns_about_a_skipped_project_manifest_and_goes_on(
     )
     assert result.exit_code == 0, result.output
     assert (
-        f"warning: project file {manifest.resolve()}: description: must be a string, not int (the file is skipped)"
-        in result.stderr
+        f"warning: project file {manifest.resolve()}: description: must be a string, not an integer"
+        " (the file is skipped)" in result.stderr
     )
     assert "Hello there." in result.stdout
 

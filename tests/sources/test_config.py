@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
+from hypothesis import given
 
-from lamina.sources import McpSource, McpStdio, find_sources
-from lamina.sources._source_config import load_source
+from lamina.sources import ApiSource, McpSource, McpStdio, SourceProblem, find_sources
+from lamina.sources._source_config import _SourceFile, load_source
 from lamina.sources._tool import MAX_DESCRIPTION, short_description, tool_name
 from tests.sources.conftest import write_source
+from tests.support.toml_text import Toml, toml_document, toml_documents
 
 _API = """
 kind = "api"
@@ -45,7 +50,7 @@ def test_no_sources_folder_means_no_sources(workspace: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "field", "reason"),
     [
-        ('kind = "ftp"\ndescription = "d"\n', "kind", 'must be "mcp" or "api"'),
+        ('kind = "ftp"\ndescription = "d"\n', "kind", "invalid enum value 'ftp'; allowed: 'api', 'mcp'"),
         ('kind = "mcp"\ncommand = "x"\n', "description", "is required"),
         ('kind = "mcp"\ndescription = "d"\n', "command", 'either "command"'),
         ('kind = "mcp"\ndescription = "d"\ncommand = "x"\nargs = "a"\n', "args", "must be a list of strings"),
@@ -73,8 +78,90 @@ def test_invalid_toml_and_missing_guide_are_reported(workspace: Path) -> None:
     bad = write_source(workspace, "bad", "kind = \n")
     unguided = write_source(workspace, "unguided", _API, guide=None)
     problems = {problem.path: problem for problem in find_sources(workspace).problems}
-    assert problems[bad / "source.toml"].reason.startswith("invalid TOML")
+    assert problems[bad / "source.toml"].reason.startswith("not valid TOML")
     assert "missing guide.md" in problems[unguided / "guide.md"].reason
+
+
+_MCP_FIELDS = "kind, description, enabled_tools, timeout, headers, command, args, env, url, read_only_tools"
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        (
+            'kind = "mpc"\ndescription = "d"\ncommand = "x"\n',
+            "kind: invalid enum value 'mpc' (did you mean 'mcp'?); allowed: 'api', 'mcp'",
+        ),
+        (
+            'kind = "mcp"\ndescripton = "d"\ncommand = "x"\n',
+            "descripton: unknown field 'descripton' (did you mean "
+            f"'description'?); the fields are {_MCP_FIELDS}, base_url, endpoints",
+        ),
+        (
+            'kind = "mcp"\ndescription = "d"\ncommand = "x"\nbase_url = "https://x.test"\n',
+            f"base_url: only for an api source; the fields of an mcp source are {_MCP_FIELDS}",
+        ),
+        (
+            _API.replace('method = "GET"', 'methd = "GET"'),
+            "endpoints[0].methd: unknown field 'methd' (did you mean "
+            "'method'?); the fields are name, method, path, description, params, read_only",
+        ),
+        (
+            _API.replace('method = "GET"', 'method = "GTE"'),
+            "endpoints[0].method: must be one of GET, POST, PUT, PATCH, DELETE, HEAD, not 'GTE' (did you mean 'GET'?)",
+        ),
+        (
+            _API.replace("\nbase_url", '\nenabled_tools = ["gte"]\nbase_url'),
+            "enabled_tools[0]: 'gte' is not an endpoint (did you mean 'get'?); the endpoints are get",
+        ),
+        (
+            _API.replace('{ type = "string" }', '"string"'),
+            "endpoints[0].params.properties.id: must be a table, not a string",
+        ),
+        (
+            _API.replace("params.required", 'params.type = "array"\nparams.required'),
+            "endpoints[0].params.type: invalid enum value 'array'; allowed: 'object'",
+        ),
+        (_API.replace("\nbase_url", "\nheaders = { X = 1 }\nbase_url"), "headers.X: must be a string, not an integer"),
+        ("timeout = true\n" + _API, "timeout: must be a positive number of seconds, not true or false"),
+        ("timeout = 0\n" + _API, "timeout: must be a positive number of seconds, not 0"),
+        (
+            'kind = "mcp"\ndescription = "d"\nargs = "a"\ncommand = "x"\n',
+            "args: must be a list of strings, not a string",
+        ),
+    ],
+)
+def test_a_problem_names_the_file_the_key_the_allowed_values_and_the_closest_one(
+    workspace: Path, config: str, said: str
+) -> None:
+    folder = write_source(workspace, "broken", config)
+    problem = load_source(workspace, "broken")
+    assert isinstance(problem, SourceProblem)
+    assert str(problem) == f"{folder / 'source.toml'}: {said}"
+
+
+@pytest.fixture(scope="module")
+def scratch() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="lamina-sources-") as folder:
+        yield Path(folder)
+
+
+_FIELDS = [field.encode_name for field in msgspec.structs.fields(_SourceFile)]
+_WORDS = ["mcp", "api", "GET", "post", "/items/{id}", "https://x.test", "${HOME}", "object", "name", "method", "path"]
+
+
+@given(document=toml_documents(_FIELDS, _WORDS))
+def test_any_toml_table_is_a_source_or_a_problem_naming_the_file_and_a_key(
+    scratch: Path, document: dict[str, Toml]
+) -> None:
+    folder = write_source(scratch, "any", toml_document(document))
+    loaded = load_source(scratch, "any")  # never raises
+    if not isinstance(loaded, SourceProblem):
+        assert isinstance(loaded, McpSource | ApiSource) and set(document) <= set(_FIELDS)
+        return
+    assert loaded.path == folder / "source.toml" and loaded.field is not None
+    keys = {*_FIELDS, *document}
+    assert loaded.field in keys or loaded.field.startswith(tuple(f"{key}{then}" for key in keys for then in ".["))
 
 
 @pytest.mark.parametrize("slug", ["..", "../etc", "a/b", "UPPER", "two__parts", ".hidden", "x" * 33, ""])

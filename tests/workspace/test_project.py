@@ -19,6 +19,7 @@ from lamina.tools import default_tool_specs
 from lamina.workspace import Preferences, ProjectFileError, WorkspaceContext
 from lamina.workspace._preferences import PREFERENCES_ENV_VAR
 from lamina.workspace._project import parse_project, project_part
+from tests.support.toml_text import Toml, toml_document, toml_documents
 
 MANIFEST = """\
 description = "A shop: an API and a web front end."
@@ -73,12 +74,12 @@ def test_no_manifest_no_part_and_an_edit_is_seen(ws: Path) -> None:
     [
         ("description = ", "project file {path}: not valid TOML"),
         ('descripton = "x"\n', "project file {path}: descripton: unknown field 'descripton' (did you mean"),
-        ("description = 3\n", "project file {path}: description: must be a string, not int"),
+        ("description = 3\n", "project file {path}: description: must be a string, not an integer"),
         ('paths = "src/"\n', "project file {path}: paths: must be a list of paths or a table of paths to notes"),
-        ('paths = ["src/", 4]\n', "project file {path}: paths[1]: must be a path (a string), not int"),
+        ('paths = ["src/", 4]\n', "project file {path}: paths[1]: must be a path (a string), not an integer"),
         ('paths = ["../secrets"]\n', "project file {path}: paths[0]: '../secrets' must be relative to the workspace"),
         ('[paths]\n"/etc" = "x"\n', "project file {path}: paths./etc: '/etc' must be relative to the workspace"),
-        ('[paths]\n"src" = 1\n', "project file {path}: paths.src: must be a note (a string), not int"),
+        ('[paths]\n"src" = 1\n', "project file {path}: paths.src: must be a note (a string), not an integer"),
         ("", "project file {path}: empty: give a description, paths or both"),
         ('description = " "\n[paths]\n', "project file {path}: empty: give a description, paths or both"),
     ],
@@ -100,6 +101,39 @@ def test_a_bad_manifest_is_skipped_with_a_problem_naming_the_file_and_the_field(
     path.write_text(MANIFEST)  # mended: read again and shown
     mended = context.snapshot()
     assert mended.project_problem is None and "project.manifest" in [p.key for p in mended.parts]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        (
+            '[path]\n"src" = "x"\n',
+            "path",
+            "unknown field 'path' (did you mean 'paths'?); the fields are description, paths",
+        ),
+        ('[paths]\n"src/" = "code"\n"docs/" = 2\n', "paths.docs/", "must be a note (a string), not an integer"),
+        ('[paths]\nsrc = { note = "x" }\n', "paths.src", "must be a note (a string), not a table"),
+        ('[paths]\n"a.b" = []\n', "paths.a.b", "must be a note (a string), not a list"),
+        ("paths = [[]]\n", "paths[0]", "must be a path (a string), not a list"),
+        ("paths = 1\n", "paths", "must be a list of paths or a table of paths to notes, not an integer"),
+    ],
+)
+def test_a_problem_names_the_file_the_table_and_the_key_inside_it(text: str, field: str, problem: str) -> None:
+    path = Path("ws/.lamina/project.toml")
+    with pytest.raises(ProjectFileError) as caught:
+        parse_project(text, path=path)
+    assert (caught.value.path, caught.value.field, caught.value.problem) == (str(path), field, problem)
+    assert str(caught.value) == f"project file {path}: {field}: {problem}"
+
+
+@given(document=toml_documents(["description", "paths"], ["src/", "../up", "/abs", ""]))
+def test_any_toml_table_is_a_manifest_or_a_project_file_error_naming_a_key_it_has(document: dict[str, Toml]) -> None:
+    try:
+        manifest = parse_project(toml_document(document), path=Path("project.toml"))
+    except ProjectFileError as exc:  # the only error
+        assert exc.field is None or any(exc.field == k or exc.field.startswith((f"{k}[", f"{k}.")) for k in document)
+        return
+    assert set(document) <= {"description", "paths"} and (manifest.description or manifest.paths)
 
 
 @pytest.mark.slow
@@ -153,36 +187,7 @@ def test_any_description_and_notes_stay_inside_their_block(description: str, not
 
 # --- malformed manifests, generated: never a crash, always a problem naming the file and the field ------------
 
-_Toml = str | int | float | bool | list["_Toml"] | dict[str, "_Toml"]
-
-
-def _toml_string(text: str) -> str:
-    """A TOML basic string: every control character escaped (TOML refuses them raw, DEL included)."""
-    escaped = "".join(
-        "\\" + c if c in '"\\' else f"\\u{ord(c):04x}" if ord(c) < 32 or ord(c) == 127 else c for c in text
-    )
-    return f'"{escaped}"'
-
-
-def _toml_value(value: _Toml) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return _toml_string(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_toml_value, value)) + "]"
-    return "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
-
-
-_scalars = st.text(max_size=20) | st.integers() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False)
-_values = st.recursive(
-    _scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
-)
-_documents = st.dictionaries(st.sampled_from(["description", "paths"]) | st.text(max_size=10), _values, max_size=4)
+_documents = toml_documents(["description", "paths"])
 
 
 @pytest.fixture(scope="module")
@@ -203,10 +208,9 @@ def _snapshot_of(root: Path, content: bytes) -> tuple[Path, WorkspaceContext]:
 @pytest.mark.slow
 @given(document=_documents)
 def test_a_malformed_manifest_never_stops_the_context_and_its_problem_names_the_file_and_the_field(
-    scratch: Path, document: dict[str, _Toml]
+    scratch: Path, document: dict[str, Toml]
 ) -> None:
-    text = "".join(f"{_toml_string(key)} = {_toml_value(value)}\n" for key, value in document.items())
-    path, context = _snapshot_of(scratch, text.encode())
+    path, context = _snapshot_of(scratch, toml_document(document).encode())
     snapshot = context.snapshot()  # never raises
     problem = snapshot.project_problem
     keys = [p.key for p in snapshot.parts]

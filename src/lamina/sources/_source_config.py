@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
+import msgspec
+
+from lamina._typed_toml import TomlProblem, convert_table, did_you_mean, read_toml
 from lamina.workspace import WorkspaceTrust, outside_roots
 
 SOURCES_DIR: Final = "sources"
@@ -132,13 +134,6 @@ class SourceScan:
 
     sources: tuple[Source, ...]
     problems: tuple[SourceProblem, ...]
-
-
-class _Invalid(Exception):
-    def __init__(self, field: str | None, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.reason = reason
 
 
 def find_sources(
@@ -274,161 +269,173 @@ def _load(directory: Path, roots: Sequence[str | os.PathLike[str]], trust: Works
         if outside is not None:
             return SourceProblem(path, None, outside)
     try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
+        text = config.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return SourceProblem(config, None, f"cannot read: {exc}")
-    except tomllib.TOMLDecodeError as exc:
-        return SourceProblem(config, None, f"invalid TOML: {exc}")
     try:
-        return dataclasses.replace(_parse(directory.name, directory, data), trust=trust)
-    except _Invalid as exc:
-        return SourceProblem(config, exc.field, exc.reason)
+        return dataclasses.replace(_parse(directory.name, directory, read_toml(text, _SourceFile)), trust=trust)
+    except TomlProblem as exc:
+        return SourceProblem(config, exc.key, exc.problem)
 
 
-def _parse(slug: str, directory: Path, data: Mapping[str, Any]) -> Source:
-    kind = data.get("kind")
-    description = _string(data, "description")
-    enabled = _names(data, "enabled_tools") if "enabled_tools" in data else None
-    timeout = _timeout(data)
-    if kind == "mcp":
-        known = {"kind", "description", "command", "args", "env", "url", "headers", "enabled_tools"}
-        _no_unknown(data, known | {"read_only_tools", "timeout"}, "")
+_TOOL_NAMES: TypeAlias = Annotated[
+    list[Annotated[str, msgspec.Meta(min_length=1, description="a tool name")]],
+    msgspec.Meta(description="a list of tool names"),
+]
+_STRINGS: TypeAlias = Annotated[list[str], msgspec.Meta(description="a list of strings")]
+_STRING_TABLE: TypeAlias = Annotated[dict[str, str], msgspec.Meta(description="a table of strings")]
+
+
+class _Params(msgspec.Struct, kw_only=True):
+    """What Lamina reads of an endpoint's `params` (a JSON schema: its other keys are kept as given)."""
+
+    type: Literal["object"] = "object"
+    properties: dict[str, dict[str, object]] = msgspec.field(default_factory=dict)
+    required: list[str] = msgspec.field(default_factory=list)
+
+
+class _EndpointFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One `[[endpoints]]` table as written."""
+
+    name: str
+    method: str
+    path: str
+    description: str
+    params: dict[str, object] = msgspec.field(default_factory=lambda: {"type": "object", "properties": {}})
+    read_only: bool | None = None
+
+
+class _SourceFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """`source.toml` as written: both kinds' fields; `_parse` checks which kind may have which."""
+
+    kind: Literal["mcp", "api"]
+    description: str
+    enabled_tools: _TOOL_NAMES | None = None
+    timeout: Annotated[float, msgspec.Meta(gt=0, description="a positive number of seconds")] = _DEFAULT_TIMEOUT
+    headers: _STRING_TABLE | None = None
+    command: str | None = None
+    args: _STRINGS | None = None
+    env: _STRING_TABLE | None = None
+    url: str | None = None
+    read_only_tools: _TOOL_NAMES | None = None
+    base_url: str | None = None
+    endpoints: list[_EndpointFile] | None = None
+
+
+_ONLY: Final = {"mcp": ("command", "args", "env", "url", "read_only_tools"), "api": ("base_url", "endpoints")}
+"""The fields of one kind only; the rest are both kinds'."""
+
+
+def _parse(slug: str, directory: Path, data: _SourceFile) -> Source:
+    other = "api" if data.kind == "mcp" else "mcp"
+    for name in _ONLY[other]:
+        if getattr(data, name) is not None:
+            fields = [f for f in msgspec.structs.fields(_SourceFile) if f.name not in _ONLY[other]]
+            listed = ", ".join(f.encode_name for f in fields)
+            raise TomlProblem(name, f"only for an {other} source; the fields of an {data.kind} source are {listed}")
+    description = _text(data.description, "description")
+    enabled = tuple(data.enabled_tools) if data.enabled_tools is not None else None
+    if data.kind == "mcp":
         return McpSource(
             slug=slug,
             directory=directory,
             description=description,
             connection=_mcp_connection(data),
             enabled_tools=enabled,
-            read_only_tools=_names(data, "read_only_tools") if "read_only_tools" in data else (),
-            timeout=timeout,
+            read_only_tools=tuple(data.read_only_tools or ()),
+            timeout=data.timeout,
         )
-    if kind == "api":
-        _no_unknown(data, {"kind", "description", "base_url", "headers", "endpoints", "enabled_tools", "timeout"}, "")
-        base_url = _string(data, "base_url")
-        if not base_url.startswith(("http://", "https://", "${")):
-            raise _Invalid("base_url", f"must be an http:// or https:// URL, got {base_url!r}")
-        raw_endpoints = data.get("endpoints")
-        if not isinstance(raw_endpoints, list) or not raw_endpoints:
-            raise _Invalid("endpoints", "an api source needs at least one [[endpoints]] table")
-        endpoints = tuple(_endpoint(raw, f"endpoints[{index}]") for index, raw in enumerate(raw_endpoints))
-        names = [endpoint.name for endpoint in endpoints]
-        for index, name in enumerate(names):
-            if name in names[:index]:
-                raise _Invalid(f"endpoints[{index}].name", f"duplicate endpoint name {name!r}")
-        for name in enabled or ():
-            if name not in names:
-                raise _Invalid("enabled_tools", f"{name!r} is not an endpoint (endpoints: {', '.join(names)})")
-        return ApiSource(
-            slug=slug,
-            directory=directory,
-            description=description,
-            base_url=base_url,
-            headers=_string_table(data, "headers"),
-            endpoints=endpoints,
-            enabled_tools=enabled,
-            timeout=timeout,
-        )
-    raise _Invalid("kind", f'must be "mcp" or "api", got {kind!r}')
+    base_url = _url(data.base_url, "base_url")
+    if not data.endpoints:
+        raise TomlProblem("endpoints", "an api source needs at least one [[endpoints]] table")
+    endpoints = tuple(_endpoint(raw, f"endpoints[{index}]") for index, raw in enumerate(data.endpoints))
+    names = [endpoint.name for endpoint in endpoints]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise TomlProblem(f"endpoints[{index}].name", f"duplicate endpoint name {name!r}")
+    for index, name in enumerate(enabled or ()):
+        if name not in names:
+            hint = did_you_mean(name, names)
+            raise TomlProblem(
+                f"enabled_tools[{index}]", f"{name!r} is not an endpoint{hint}; the endpoints are {', '.join(names)}"
+            )
+    return ApiSource(
+        slug=slug,
+        directory=directory,
+        description=description,
+        base_url=base_url,
+        headers=_string_table(data.headers, "headers"),
+        endpoints=endpoints,
+        enabled_tools=enabled,
+        timeout=data.timeout,
+    )
 
 
-def _mcp_connection(data: Mapping[str, Any]) -> McpStdio | McpHttp:
-    has_command, has_url = "command" in data, "url" in data
-    if has_command == has_url:
-        raise _Invalid("command", 'an mcp source needs either "command" (stdio) or "url" (streamable HTTP), not both')
-    if has_url:
+def _mcp_connection(data: _SourceFile) -> McpStdio | McpHttp:
+    if (data.command is None) == (data.url is None):
+        raise TomlProblem(
+            "command", 'an mcp source needs either "command" (stdio) or "url" (streamable HTTP), not both'
+        )
+    if data.url is not None:
         for stdio_only in ("args", "env"):
-            if stdio_only in data:
-                raise _Invalid(stdio_only, 'only for a stdio server ("command"), not with "url"')
-        url = _string(data, "url")
-        if not url.startswith(("http://", "https://", "${")):
-            raise _Invalid("url", f"must be an http:// or https:// URL, got {url!r}")
-        return McpHttp(url=url, headers=_string_table(data, "headers"))
-    if "headers" in data:
-        raise _Invalid("headers", 'only for a streamable HTTP server ("url"), not with "command"')
-    args = data.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
-        raise _Invalid("args", "must be a list of strings")
-    return McpStdio(command=_string(data, "command"), args=tuple(args), env=_string_table(data, "env"))
+            if getattr(data, stdio_only) is not None:
+                raise TomlProblem(stdio_only, 'only for a stdio server ("command"), not with "url"')
+        return McpHttp(url=_url(data.url, "url"), headers=_string_table(data.headers, "headers"))
+    if data.headers is not None:
+        raise TomlProblem("headers", 'only for a streamable HTTP server ("url"), not with "command"')
+    command = _text(data.command or "", "command")
+    return McpStdio(command=command, args=tuple(data.args or ()), env=_string_table(data.env, "env"))
 
 
-def _endpoint(raw: object, where: str) -> ApiEndpoint:
-    if not isinstance(raw, dict):
-        raise _Invalid(where, "must be a table")
-    _no_unknown(raw, {"name", "method", "path", "description", "params", "read_only"}, f"{where}.")
-    name = _string(raw, "name", where)
+def _endpoint(raw: _EndpointFile, where: str) -> ApiEndpoint:
+    name = _text(raw.name, f"{where}.name")
     if not _TOOL_PART.match(name) or "__" in name:
-        raise _Invalid(f"{where}.name", f"{name!r} must match [A-Za-z0-9_-]{{1,64}} without '__'")
-    method = _string(raw, "method", where).upper()
+        raise TomlProblem(f"{where}.name", f"{name!r} must match [A-Za-z0-9_-]{{1,64}} without '__'")
+    method = raw.method.strip().upper()
     if method not in _METHODS:
-        raise _Invalid(f"{where}.method", f"must be one of {', '.join(_METHODS)}, got {method!r}")
-    path = _string(raw, "path", where)
+        hint = did_you_mean(method, _METHODS)
+        raise TomlProblem(f"{where}.method", f"must be one of {', '.join(_METHODS)}, not {raw.method!r}{hint}")
+    path = _text(raw.path, f"{where}.path")
     if not path.startswith("/"):
-        raise _Invalid(f"{where}.path", f"must start with '/', got {path!r}")
-    params = raw.get("params", {"type": "object", "properties": {}})
-    if not isinstance(params, dict) or params.get("type", "object") != "object":
-        raise _Invalid(f"{where}.params", 'must be a JSON schema table with type = "object"')
-    properties = params.get("properties", {})
-    if not isinstance(properties, dict) or not all(isinstance(prop, dict) for prop in properties.values()):
-        raise _Invalid(f"{where}.params.properties", "must be a table of JSON schemas")
-    required = params.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
-        raise _Invalid(f"{where}.params.required", "must be a list of property names")
+        raise TomlProblem(f"{where}.path", f"must start with '/', not {path!r}")
+    try:
+        params = convert_table(raw.params, _Params)
+    except TomlProblem as exc:
+        raise TomlProblem(f"{where}.params.{exc.key}" if exc.key else f"{where}.params", exc.problem) from None
     for placeholder in path_params(path):
-        if placeholder not in properties:
-            raise _Invalid(f"{where}.path", f"placeholder {{{placeholder}}} is not a property of params")
-        if placeholder not in required:
-            raise _Invalid(f"{where}.params.required", f"must include the path placeholder {placeholder!r}")
-    read_only = raw.get("read_only", method in ("GET", "HEAD"))
-    if not isinstance(read_only, bool):
-        raise _Invalid(f"{where}.read_only", "must be true or false")
-    schema = {"type": "object", **params, "properties": properties}
+        if placeholder not in params.properties:
+            raise TomlProblem(f"{where}.path", f"placeholder {{{placeholder}}} is not a property of params")
+        if placeholder not in params.required:
+            raise TomlProblem(f"{where}.params.required", f"must include the path placeholder {placeholder!r}")
+    read_only = raw.read_only if raw.read_only is not None else method in ("GET", "HEAD")
     return ApiEndpoint(
         name=name,
         method=method,
         path=path,
-        description=_string(raw, "description", where),
-        params=schema,
+        description=_text(raw.description, f"{where}.description"),
+        params={"type": "object", **raw.params, "properties": params.properties},
         read_only=read_only,
     )
 
 
-def _string(data: Mapping[str, Any], key: str, where: str = "") -> str:
-    value = data.get(key)
-    name = f"{where}.{key}" if where else key
-    if not isinstance(value, str) or not value.strip():
-        reason = "is required" if value is None else f"must be a non-empty string, got {type(value).__name__}"
-        raise _Invalid(name, reason)
+def _text(value: str, key: str) -> str:
+    if not value.strip():
+        raise TomlProblem(key, "must not be empty")
     return value.strip()
 
 
-def _names(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    value = data.get(key)
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise _Invalid(key, "must be a list of tool names")
-    return tuple(value)
+def _url(value: str | None, key: str) -> str:
+    if value is None:
+        raise TomlProblem(key, "is required")
+    url = _text(value, key)
+    if not url.startswith(("http://", "https://", "${")):
+        raise TomlProblem(key, f"must be an http:// or https:// URL, not {url!r}")
+    return url
 
 
-def _string_table(data: Mapping[str, Any], key: str) -> dict[str, str]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise _Invalid(key, "must be a table of strings")
-    for name, item in value.items():
-        if not isinstance(item, str):
-            raise _Invalid(f"{key}.{name}", f"must be a string, got {type(item).__name__}")
+def _string_table(value: dict[str, str] | None, key: str) -> dict[str, str]:
+    for name, item in (value or {}).items():
         for ref in _ENV_REF.findall(item):
             if not _ENV_NAME.match(ref):
-                raise _Invalid(f"{key}.{name}", f"${{{ref}}} is not a valid environment variable name")
-    return dict(value)
-
-
-def _timeout(data: Mapping[str, Any]) -> float:
-    value = data.get("timeout", _DEFAULT_TIMEOUT)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise _Invalid("timeout", f"must be a positive number of seconds, got {value!r}")
-    return float(value)
-
-
-def _no_unknown(data: Mapping[str, Any], known: set[str], where: str) -> None:
-    for key in data:
-        if key not in known:
-            raise _Invalid(f"{where}{key}", f"unknown field (the fields are: {', '.join(sorted(known))})")
+                raise TomlProblem(f"{key}.{name}", f"${{{ref}}} is not a valid environment variable name")
+    return dict(value or {})

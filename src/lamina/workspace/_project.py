@@ -8,15 +8,16 @@ A workspace that has the file gets one stable part, `project.manifest` (design c
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Final, TypeAlias
+from typing import Annotated, Final, TypeAlias
 
+import msgspec
+
+from lamina._typed_toml import TomlProblem, read_toml
 from lamina.context import Authority, Part, Stability, Tier
 from lamina.defang import defang, join, render_block, trusted
 from lamina.errors import UsageError
@@ -34,7 +35,6 @@ __all__ = [
 PROJECT_FILE: Final = PurePosixPath(".lamina/project.toml")
 """Where the manifest lives, relative to the workspace."""
 
-_FIELDS: Final = ("description", "paths")
 _MAX_BYTES: Final = 262_144
 _MAX_DESCRIPTION: Final = 2_000
 _MAX_PATHS: Final = 100
@@ -58,6 +58,17 @@ class ProjectFileError(UsageError):
 
 
 _Fail: TypeAlias = Callable[[str | None, str], ProjectFileError]
+
+
+class _ProjectFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The file as written; `parse_project` checks the lengths and the paths on top."""
+
+    description: str = ""
+    paths: Annotated[
+        list[Annotated[str, msgspec.Meta(description="a path (a string)")]]
+        | dict[str, Annotated[str, msgspec.Meta(description="a note (a string)")]],
+        msgspec.Meta(description="a list of paths or a table of paths to notes"),
+    ] = msgspec.field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,40 +126,23 @@ def parse_project(text: str, *, path: Path) -> ProjectManifest:
         return ProjectFileError(str(path), field, problem)
 
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise fail(None, f"not valid TOML ({exc})") from None
-    for key in raw:
-        if key not in _FIELDS:
-            close = difflib.get_close_matches(key, _FIELDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise fail(key, f"unknown field {key!r}{hint}; the fields are {', '.join(_FIELDS)}")
-    description = raw.get("description", "")
-    if not isinstance(description, str):
-        raise fail("description", f"must be a string, not {type(description).__name__}")
-    description = description.strip()
+        raw = read_toml(text, _ProjectFile)
+    except TomlProblem as exc:
+        raise fail(exc.key, exc.problem) from None
+    description = raw.description.strip()
     if len(description) > _MAX_DESCRIPTION:
         raise fail("description", f"is {len(description):,} characters; at most {_MAX_DESCRIPTION:,}")
-    paths = _parse_paths(raw.get("paths", []), fail)
+    paths = _parse_paths(raw.paths, fail)
     if not description and not paths:
         raise fail(None, "empty: give a description, paths or both (or remove the file)")
     return ProjectManifest(path=path, description=description, paths=paths)
 
 
-def _parse_paths(value: object, fail: _Fail) -> tuple[tuple[str, str], ...]:
-    items: list[tuple[str, str, str]] = []  # (field, path, note)
+def _parse_paths(value: list[str] | dict[str, str], fail: _Fail) -> tuple[tuple[str, str], ...]:
     if isinstance(value, list):
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise fail(f"paths[{i}]", f"must be a path (a string), not {type(item).__name__}")
-            items.append((f"paths[{i}]", item, ""))
-    elif isinstance(value, dict):
-        for key, note in value.items():
-            if not isinstance(note, str):
-                raise fail(f"paths.{key}", f"must be a note (a string), not {type(note).__name__}")
-            items.append((f"paths.{key}", key, note.strip()))
+        items = [(f"paths[{i}]", item, "") for i, item in enumerate(value)]  # (field, path, note)
     else:
-        raise fail("paths", f"must be a list of paths or a table of paths to notes, not {type(value).__name__}")
+        items = [(f"paths.{key}", key, note.strip()) for key, note in value.items()]
     if len(items) > _MAX_PATHS:
         raise fail("paths", f"lists {len(items)} paths; at most {_MAX_PATHS}")
     paths: list[tuple[str, str]] = []
