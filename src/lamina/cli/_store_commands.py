@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
-from lamina.cli._console import abort, out, print_json, safe
+from lamina.cli._console import JsonOption, abort, out, print_json, safe
 from lamina.errors import LaminaError, UsageError
 
 if TYPE_CHECKING:
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Manage the session store itself (PostgreSQL schema migrations).", no_args_is_help=True)
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
 _T = TypeVar("_T")
 
 
