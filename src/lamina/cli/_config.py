@@ -23,7 +23,7 @@ import typer
 
 from lamina._atomic import atomic_write
 from lamina._typed_toml import read_config_file
-from lamina.cli._console import abort, out, print_json, safe
+from lamina.cli._console import JsonOption, abort, out, print_json, safe
 from lamina.cli._permissions import PermissionRule, Permissions, read_rules
 from lamina.cli._reasoning_settings import REASONING_KEYS, ReasoningMerge, ReasoningTable, checked
 from lamina.cli._toml_edit import with_appended
@@ -411,7 +411,7 @@ def _setting_rows(settings: Settings) -> list[tuple[str, object, str]]:
 
 @app.command("show")
 def show(
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Print the effective settings for the current directory and where each came from."""
     from lamina.workspace import workspace_trust

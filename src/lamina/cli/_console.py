@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Final, NoReturn
+from typing import Annotated, Any, Final, NoReturn
 
 import msgspec
 import typer
@@ -184,6 +184,10 @@ def _fitting(text: str, width: int) -> int:
         if used > width:
             return max(count, 1)
     return len(text)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
+"""A command's `--json` flag: its answer as one document (`print_json`) instead of tables and lines."""
 
 
 def print_json(data: Any) -> None:

@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from lamina.cli._console import JsonOption
+
 
 class RequestFormat(StrEnum):
     """Which request format to show."""
@@ -38,7 +40,7 @@ def show_context(
         Path | None, typer.Option("--custom-preset", help="TOML file of the custom preset (implies --preset custom).")
     ] = None,
     show_text: Annotated[bool, typer.Option("--text", help="Also print the full text of every part.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
+    as_json: JsonOption = False,
     session: Annotated[
         str | None,
         typer.Option(

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from lamina.cli._console import JsonOption
+
 _FEATURES = (
     ("thinking", "thinking"),
     ("vision", "images"),
@@ -33,7 +35,7 @@ def models(
     offline: Annotated[
         bool, typer.Option("--offline", help="Read no models endpoint: the cache is not read either.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show what the model can do (window, output limit, context features) and where that came from."""
     from lamina.cli._config import load_settings

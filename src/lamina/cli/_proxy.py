@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from lamina.cli._console import abort, err, out, print_json, safe
-from lamina.errors import LaminaError, MissingExtraError, UsageError
+from lamina.errors import MissingExtraError
 
 if TYPE_CHECKING:
     from lamina.proxy import Client, EditSettings, ProxyReport
@@ -119,20 +119,11 @@ def report(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Per request of a proxied session: its usage and bill, what each edit saved and cost, the net, the misses."""
-    from lamina.cli._store_commands import open_named_store
+    from lamina.cli._store_commands import read_session
     from lamina.proxy import proxy_report
 
-    try:
-        store = open_named_store((ctx.find_root().obj or {}).get("store"))
-        try:
-            with store.open(session_id, writable=False) as session:
-                found = proxy_report(session_id, session.entries())
-        finally:
-            store.close()
-    except UsageError as exc:
-        abort(str(exc), 2)
-    except LaminaError as exc:
-        abort(str(exc))
+    given = (ctx.find_root().obj or {}).get("store")
+    found = read_session(given, session_id, lambda session: proxy_report(session_id, session.entries()))
     if as_json:
         print_json(found.to_json())
         return

@@ -22,9 +22,12 @@ from lamina.cli._budget_tables import (
 )
 from lamina.cli._console import abort, out, print_json, safe
 from lamina.cli._context_report import TARGETS
+from lamina.context import Part
 from lamina.errors import LaminaError, UsageError
 from lamina.reports import (
     KINDS,
+    BudgetReport,
+    CacheMissReport,
     LoggedRequest,
     SessionComposition,
     budget_of_turn,
@@ -32,7 +35,7 @@ from lamina.reports import (
     session_json,
     session_misses,
 )
-from lamina.session import AssistantMessage, LogEntry
+from lamina.session import AssistantMessage, CostDecision, LogEntry, SessionLog
 from lamina.tools import default_tool_specs
 from lamina.workspace import WorkspaceContext
 
@@ -134,27 +137,10 @@ class _Counted:
 
 def show_session_budget(store_root: str | Path | None, session_id: str, *, as_json: bool) -> None:
     """The budget by tier of a stored session's next request (`Agent.budget()` for a session at rest)."""
-    from lamina.cli._session import stored_session_engine
-    from lamina.cli._store_commands import open_named_store
+    from lamina.cli._store_commands import read_session
     from lamina.reports import NEXT_MESSAGE
 
-    try:
-        store = open_named_store(store_root)
-        try:
-            with store.open(session_id, writable=False) as session:
-                engine = stored_session_engine(session)
-                turn = engine.preview_turn(NEXT_MESSAGE)
-                attachments = engine.attachment_blocks(TARGETS["anthropic"][0])  # as `lamina context` renders
-                parts = turn.parts(attachments=attachments)
-                budget = budget_of_turn(turn, attachments=attachments)
-                decided = decisions(session.entries())
-                missed = session_misses(session.entries())
-        finally:
-            store.close()
-    except UsageError as exc:
-        abort(str(exc), 2)
-    except LaminaError as exc:
-        abort(str(exc))
+    parts, budget, decided, missed = read_session(store_root, session_id, _next_request)
     if as_json:
         stability = class_totals(parts)
         print_json(
@@ -172,6 +158,26 @@ def show_session_budget(store_root: str | Path | None, session_id: str, *, as_js
     print_classes(parts)
     print_decisions(decided)
     print_misses(missed)
+
+
+def _next_request(
+    session: SessionLog,
+) -> tuple[
+    tuple[Part, ...],
+    BudgetReport,
+    list[tuple[str, CostDecision]],
+    list[tuple[AssistantMessage, CacheMissReport]],
+]:
+    """A stored session's next request: its parts and budget, with the session's decisions and cache misses."""
+    from lamina.cli._session import stored_session_engine
+    from lamina.reports import NEXT_MESSAGE
+
+    engine = stored_session_engine(session)
+    turn = engine.preview_turn(NEXT_MESSAGE)
+    attachments = engine.attachment_blocks(TARGETS["anthropic"][0])  # as `lamina context` renders
+    parts = turn.parts(attachments=attachments)
+    budget = budget_of_turn(turn, attachments=attachments)
+    return parts, budget, decisions(session.entries()), session_misses(session.entries())
 
 
 def _print_session(session_id: str, requests: list[LoggedRequest], total: SessionComposition) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 import typer
 from rich.table import Table
 
-from lamina.cli._console import abort, err, out, print_json, safe, warn
+from lamina.cli._console import JsonOption, abort, err, out, print_json, safe, warn
 from lamina.errors import LaminaError
 from lamina.session import (
     AssistantMessage,
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from lamina.engine import RecordedSettings
 
 app = typer.Typer(help="List, show and manage stored sessions.", no_args_is_help=True)
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
 
 
 def _store(ctx: typer.Context) -> SessionStore:

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
-from lamina.cli._console import abort, out, print_json, safe
-from lamina.errors import LaminaError
+from lamina.cli._console import JsonOption, abort, out, print_json, safe
+from lamina.errors import LaminaError, UsageError
 
 if TYPE_CHECKING:
-    from lamina.session import SessionStore
+    from lamina.session import SessionLog, SessionStore
     from lamina.session.postgres import PostgresSessionStore
 
 app = typer.Typer(help="Manage the session store itself (PostgreSQL schema migrations).", no_args_is_help=True)
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")]
 _T = TypeVar("_T")
 
 
@@ -26,6 +25,25 @@ def open_named_store(given: str | Path | None) -> SessionStore:
     from lamina.session import open_store
 
     return open_store(given, setting="--store" if given else None)
+
+
+def read_session(given: str | Path | None, session_id: str, read: Callable[[SessionLog], _T]) -> _T:
+    """What `read` makes of session `session_id`, opened read-only in the store `given` names (closed after).
+
+    A store or session that cannot be read, or a `LaminaError` from `read`, ends the command with one
+    error line (exit 2 for a `UsageError`).
+    """
+    try:
+        store = open_named_store(given)
+        try:
+            with store.open(session_id, writable=False) as session:
+                return read(session)
+        finally:
+            store.close()
+    except UsageError as exc:
+        abort(str(exc), 2)
+    except LaminaError as exc:
+        abort(str(exc))
 
 
 def store_or_abort(ctx: typer.Context) -> SessionStore:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
-from lamina.cli._console import abort, err, out, print_json, safe
+from lamina.cli._console import JsonOption, abort, err, out, print_json, safe
 
 if TYPE_CHECKING:
     from lamina.cli._config import Settings, Withheld
@@ -117,7 +117,7 @@ def trust(
     revoke: Annotated[
         Path | None, typer.Option("--revoke", help="Stop trusting this folder.", metavar="PATH", show_default=False)
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Trust a workspace: its sources may start and its .lamina/config.toml applies in full (docs/security.md)."""
     from lamina.errors import LaminaError

@@ -43,28 +43,25 @@ _ENCODER: Final = msgspec.json.Encoder()  # key order as the model produced it: 
 _DECODER: Final = msgspec.json.Decoder(dict[str, Any])
 
 
+def _history(key: str, text: SafeText, source: str, authority: Authority) -> Part:
+    """A part of the conversation's history tier: compactable, as every history part is."""
+    return Part(key, text, source, authority, Stability.COMPACTABLE, Tier.HISTORY)
+
+
+def _model_source(entry: AssistantMessage) -> str:
+    """Who wrote a reply or its reasoning: `model:<id>`, or `model` when the log did not record which."""
+    return f"model:{entry.model}" if entry.model else "model"
+
+
 def user_part(entry: UserMessage) -> Part:
     """The user's message as typed (the user's own words are trusted as data of the user)."""
-    return Part(
-        f"history.user.{entry.id}",
-        trusted(entry.text),
-        "user",
-        Authority.USER_DATA,
-        Stability.COMPACTABLE,
-        Tier.HISTORY,
-    )
+    return _history(f"history.user.{entry.id}", trusted(entry.text), "user", Authority.USER_DATA)
 
 
 def assistant_part(entry: AssistantMessage) -> Part:
     """The model's reply, given back to it as it was written."""
-    return Part(
-        f"history.assistant.{entry.id}",
-        trusted(entry.text),  # the model's own reply, given back unchanged (cache bytes)
-        f"model:{entry.model}" if entry.model else "model",
-        Authority.MODEL_OUTPUT,
-        Stability.COMPACTABLE,
-        Tier.HISTORY,
-    )
+    text = trusted(entry.text)  # the model's own reply, given back unchanged (cache bytes)
+    return _history(f"history.assistant.{entry.id}", text, _model_source(entry), Authority.MODEL_OUTPUT)
 
 
 def reasoning_part(entry: AssistantMessage, index: int, reasoning: Reasoning) -> Part:
@@ -73,14 +70,8 @@ def reasoning_part(entry: AssistantMessage, index: int, reasoning: Reasoning) ->
     The block itself (signature, encrypted content) goes back unchanged as `ReasoningBlock.reasoning`;
     the part's text is the readable reasoning (or the summaries) that the budget counts.
     """
-    return Part(
-        f"history.reasoning.{entry.id}.{index}",
-        trusted(reasoning.readable),  # the model's own reasoning, given back unchanged (cache bytes)
-        f"model:{entry.model}" if entry.model else "model",
-        Authority.MODEL_OUTPUT,
-        Stability.COMPACTABLE,
-        Tier.HISTORY,
-    )
+    text = trusted(reasoning.readable)  # the model's own reasoning, given back unchanged (cache bytes)
+    return _history(f"history.reasoning.{entry.id}.{index}", text, _model_source(entry), Authority.MODEL_OUTPUT)
 
 
 def tool_call_part(call: ToolCall) -> Part:
@@ -90,9 +81,7 @@ def tool_call_part(call: ToolCall) -> Part:
     bytes); what a tool does with it is the pre-tool-use pipeline's business.
     """
     text = trusted(_ENCODER.encode({"name": call.name, "input": dict(call.input)}).decode())
-    return Part(
-        f"history.tool_call.{call.call_id}", text, "model", Authority.MODEL_OUTPUT, Stability.COMPACTABLE, Tier.HISTORY
-    )
+    return _history(f"history.tool_call.{call.call_id}", text, "model", Authority.MODEL_OUTPUT)
 
 
 def tool_call_of(part: Part) -> tuple[str, dict[str, Any]]:
@@ -128,19 +117,13 @@ def interrupted_part(call: ToolCall, text: str) -> Part:
 
 def summary_part(summary: SafeText) -> Part:
     """The compaction summary (already neutralised) in its block, as it opens the conversation."""
-    return Part(
-        "compaction.summary",
-        render_block("compaction_summary", summary),
-        "compaction",
-        Authority.MODEL_OUTPUT,
-        Stability.COMPACTABLE,
-        Tier.HISTORY,
-    )
+    text = render_block("compaction_summary", summary)
+    return _history("compaction.summary", text, "compaction", Authority.MODEL_OUTPUT)
 
 
 def users_words_part(lane: SafeText) -> Part:
     """The user's words lane after a compaction (the rendered `<pinned>` block)."""
-    return Part("compaction.users_words", lane, "user", Authority.USER_DATA, Stability.COMPACTABLE, Tier.HISTORY)
+    return _history("compaction.users_words", lane, "user", Authority.USER_DATA)
 
 
 def attachment_part(

@@ -35,6 +35,28 @@ class ServerCompacted:
     """OpenAI: the user messages the output listed before its item (hostile input: checked, never trusted)."""
     usage: Usage = field(default_factory=Usage)
 
+    def unvouched(self, request: Mapping[str, Any]) -> int:
+        """How many of `user_messages` were not sent, in order, by `request` (a `/responses/compact` body).
+
+        The lane (Lamina's record of the user's words) stays the source of truth: the returned
+        messages are never sent on; a message among them that the request did not hold, or out of
+        order, means the response cannot be trusted. Both sides are read as text the same way.
+        """
+        items = request.get("input")
+        sent = (
+            [_text(i) for i in items if isinstance(i, Mapping) and i.get("role") == "user"]
+            if isinstance(items, list)
+            else []
+        )
+        at, missing = 0, 0
+        for text in self.user_messages:
+            found = next((k for k in range(at, len(sent)) if sent[k] == text), None)
+            if found is None:
+                missing += 1
+            else:
+                at = found + 1
+        return missing
+
 
 @runtime_checkable
 class ServerCompactor(Protocol):

@@ -7,8 +7,9 @@ the tool definitions the log recorded).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from lamina.compaction import apply_prunes, show_server_clearing
 from lamina.context import Part, StableContext, ToolSpec, TurnContext
@@ -16,6 +17,8 @@ from lamina.engine import logged_turn, prefix_context, recorded_tools
 from lamina.session import AppliedEdit, CompactionBoundary, LogEntry, StateChange, TurnRecord, provider_view
 
 __all__ = ["RecordedPrefixes", "RecordedTools", "ReplayedRequest", "replay_request"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,11 @@ class ReplayedRequest:
     """Whether the log recorded the tool definitions the request sent (else the `tools` given stood in)."""
 
 
+def _state_read(entry: LogEntry, key: str, read: Callable[[StateChange], _T | None]) -> _T | None:
+    """What `read` makes of `entry` when it is a `key` state change (None otherwise, or when unreadable)."""
+    return read(entry) if isinstance(entry, StateChange) and entry.key == key else None
+
+
 class RecordedPrefixes:
     """The stable prefixes a log recorded (its `stable` state changes), by digest; feed entries with `observe`."""
 
@@ -50,10 +58,9 @@ class RecordedPrefixes:
         Args:
             entry: Any log entry, in log order.
         """
-        if isinstance(entry, StateChange) and entry.key == "stable":
-            context = prefix_context(entry)
-            if context is not None:
-                self._by_digest.setdefault(context.digest, context)
+        context = _state_read(entry, "stable", prefix_context)
+        if context is not None:
+            self._by_digest.setdefault(context.digest, context)
 
     def stable_for(self, record: TurnRecord | None, fallback: Sequence[Part] = ()) -> tuple[StableContext, bool]:
         """The stable prefix a turn record names, and whether the log recorded it.
@@ -86,10 +93,9 @@ class RecordedTools:
         Args:
             entry: Any log entry, in append order.
         """
-        if isinstance(entry, StateChange) and entry.key == "tools":
-            tools = recorded_tools(entry)
-            if tools is not None:
-                self.current = tools
+        tools = _state_read(entry, "tools", recorded_tools)
+        if tools is not None:
+            self.current = tools
 
 
 def _tools_on(path: Sequence[LogEntry]) -> tuple[ToolSpec, ...] | None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Final, Protocol, TypeAlias, TypeVar, overload
+from typing import BinaryIO, Final, Protocol, TypeAlias, TypedDict, TypeVar, overload
 
 import msgspec
 
@@ -133,6 +133,22 @@ VIRTUAL_ROOT: Final = "lamina:/session"
 """How a database store's session files are shown to the model: `lamina:/session/data/…`, the same on every host."""
 FileSource: TypeAlias = "bytes | Path | Iterable[bytes]"
 """What `put_file` takes: the bytes, a local file to copy, or chunks (streamed, never joined)."""
+
+
+class ImportKeywords(TypedDict, total=False):
+    """What an import of a whole session's entries may say besides them (a store's `import_entries`).
+
+    `session_id` (None: a new id), `cwd`, `title`, `created_at`, `forked_from`, `leaf_id` (None:
+    the last entry) and `files` (name and source, committed before the entries).
+    """
+
+    session_id: str | None
+    cwd: str
+    title: str
+    created_at: float | None
+    forked_from: ForkOrigin | None
+    leaf_id: str | None
+    files: Iterable[tuple[str, FileSource]]
 
 
 @dataclass(frozen=True, slots=True)

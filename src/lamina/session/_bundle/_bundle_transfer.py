@@ -13,10 +13,10 @@ import os
 import secrets
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol, TypeAlias, runtime_checkable
+from typing import BinaryIO, Protocol, TypeAlias, Unpack, runtime_checkable
 
 import msgspec
 
@@ -45,8 +45,7 @@ from lamina.session._jsonl._jsonl_store import CREATING_PREFIX, LocalSessionStor
 from lamina.session._jsonl._session_meta import META_NAME, SessionMeta, write_meta
 from lamina.session._protocol import (
     VIRTUAL_ROOT,
-    FileSource,
-    ForkOrigin,
+    ImportKeywords,
     SessionLog,
     SessionStore,
     SessionSummary,
@@ -143,18 +142,7 @@ class EntryImporter(Protocol):
     """
 
     def new_session_id(self) -> str: ...
-    def import_entries(
-        self,
-        entries: Sequence[LogEntry],
-        *,
-        session_id: str | None = None,
-        cwd: str = "",
-        title: str = "",
-        created_at: float | None = None,
-        forked_from: ForkOrigin | None = None,
-        leaf_id: str | None = None,
-        files: Iterable[tuple[str, FileSource]] = (),
-    ) -> SessionLog: ...
+    def import_entries(self, entries: Sequence[LogEntry], **keywords: Unpack[ImportKeywords]) -> SessionLog: ...
 
 
 def export_session(

@@ -9,9 +9,9 @@ import contextlib
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 import psycopg.errors
@@ -19,7 +19,7 @@ import psycopg.errors
 from lamina.errors import SessionExistsError, SessionNotFoundError, StoreConnectionError
 from lamina.session._closing import Closing
 from lamina.session._entries import LogEntry
-from lamina.session._protocol import FileSource, ForkOrigin, SessionSummary, absolute_cwd
+from lamina.session._protocol import ForkOrigin, ImportKeywords, SessionSummary, absolute_cwd
 from lamina.session._stamp import _title_from, check_session_id
 from lamina.session.postgres._bounds import WATCHDOG
 from lamina.session.postgres._connection import (
@@ -282,35 +282,14 @@ class PostgresSessionStore(Closing):
         """The folder of a session's files (`attachments/`, `data/`, `plans/`), created if missing."""
         return self._db.session_folder(check_session_id(session_id))
 
-    def import_entries(
-        self,
-        entries: Sequence[LogEntry],
-        *,
-        session_id: str | None = None,
-        cwd: str = "",
-        title: str = "",
-        created_at: float | None = None,
-        forked_from: ForkOrigin | None = None,
-        leaf_id: str | None = None,
-        files: Iterable[tuple[str, FileSource]] = (),
-    ) -> PostgresSession:
+    def import_entries(self, entries: Sequence[LogEntry], **keywords: Unpack[ImportKeywords]) -> PostgresSession:
         """A new session holding `entries` as they are (ids, parents and times kept), open for writing.
 
         `files` (name, bytes or local path or chunks) are committed first; then the session row and
         every entry in one transaction: an interrupted import leaves no session at all. `leaf_id`
         (default: the last entry) becomes the leaf. Raises `UsageError` when `session_id` is taken.
         """
-        return import_entries(
-            self._db,
-            entries,
-            session_id=session_id,
-            cwd=cwd,
-            title=title,
-            created_at=created_at,
-            forked_from=forked_from,
-            leaf_id=leaf_id,
-            files=files,
-        )
+        return import_entries(self._db, entries, **keywords)
 
     def follow(
         self, session_id: str, *, after_seq: int = 0, poll_seconds: float = 1.0, stop: threading.Event | None = None
