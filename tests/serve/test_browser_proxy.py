@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -168,7 +167,7 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
         store.close()
 
 
-def test_the_session_list_shows_the_proxied_claude_code_session(page: Watched, proxied: Proxied) -> None:
+def test_the_session_list_shows_the_proxied_claude_code_session(page: Watched, proxied: Proxied) -> None:  # noqa: F811 (the fixture imported above)
     p = page.page
     p.goto(proxied.running.url + "/")
     row = p.locator(f'tr[data-session="{proxied.session_id}"]')
@@ -181,7 +180,7 @@ def test_the_session_list_shows_the_proxied_claude_code_session(page: Watched, p
     shot(p, "proxy-sessions-list")
 
 
-def test_the_session_page_shows_each_request_with_its_cache_figures(page: Watched, proxied: Proxied) -> None:
+def test_the_session_page_shows_each_request_with_its_cache_figures(page: Watched, proxied: Proxied) -> None:  # noqa: F811 (the fixture imported above)
     assert len(proxied.usages) == 3
     assert proxied.usages[0][2] > 0 and proxied.usages[1][1] > 0  # written by the first request, read by the next
     p = page.page

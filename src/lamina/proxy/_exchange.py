@@ -123,7 +123,7 @@ def _text(content: object) -> str:
 
 
 def _title_text(content: object) -> str:
-    """The user's own words in a first message: Claude Code's `<system-reminder>` blocks left out (unless all it has)."""
+    """The user's words in a first message: Claude Code's `<system-reminder>` blocks left out (unless all it has)."""
     text = _text(content)
     if not isinstance(content, list):
         return text
