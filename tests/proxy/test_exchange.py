@@ -46,6 +46,17 @@ def test_count_tokens_belongs_to_its_conversation() -> None:
     assert _key("count_tokens", body) == _key("anthropic", body)
 
 
+def test_a_session_is_titled_by_the_users_words_not_claude_codes_reminders() -> None:
+    reminder = {"type": "text", "text": "<system-reminder>\nContents of CLAUDE.md ...\n</system-reminder>\n"}
+    prompt = {"type": "text", "text": "Fix the bug.", "cache_control": {"type": "ephemeral"}}
+    read = read_request(
+        "anthropic", json.dumps({"messages": [{"role": "user", "content": [reminder, prompt]}]}).encode()
+    )
+    assert not isinstance(read, str) and read.first_text == "Fix the bug."
+    alone = read_request("anthropic", json.dumps({"messages": [{"role": "user", "content": [reminder]}]}).encode())
+    assert not isinstance(alone, str) and alone.first_text == reminder["text"]  # nothing else: the reminder it is
+
+
 def test_responses_and_chat_keys_come_from_their_instructions_and_first_input() -> None:
     assert _key("responses", {"instructions": "I", "input": "Hi."}) == _key(
         "responses", {"instructions": "I", "input": [{"role": "user", "content": "Hi."}, {"type": "message"}]}

@@ -45,7 +45,7 @@ class ReadRequest:
     user_text: str
     """The text of the last message when it is the user's typing ("" when it is tool results only)."""
     first_text: str
-    """The text of the conversation's first user message (the session's title)."""
+    """The text of the conversation's first user message (the session's title), its context reminders left out."""
 
 
 def read_request(api: Api, raw: bytes) -> ReadRequest | str:
@@ -71,7 +71,7 @@ def read_request(api: Api, raw: bytes) -> ReadRequest | str:
         model=model if isinstance(model, str) else "",
         stream=body.get("stream") is True,
         user_text=_text(last.get("content")) if last.get("role") == "user" else "",
-        first_text=_text(users[0].get("content")) if users else "",
+        first_text=_title_text(users[0].get("content")) if users else "",
     )
 
 
@@ -120,6 +120,22 @@ def _text(content: object) -> str:
         and isinstance(block.get("text"), str)
     ]
     return "\n".join(texts)
+
+
+def _title_text(content: object) -> str:
+    """The user's words in a first message: Claude Code's `<system-reminder>` blocks left out (unless all it has)."""
+    text = _text(content)
+    if not isinstance(content, list):
+        return text
+    own = [block for block in content if not (isinstance(block, Mapping) and _is_reminder(block.get("text")))]
+    return _text(own) or text
+
+
+def _is_reminder(text: object) -> bool:
+    if not isinstance(text, str):
+        return False
+    stripped = text.strip()
+    return stripped.startswith("<system-reminder>") and stripped.endswith("</system-reminder>")
 
 
 @dataclass(frozen=True, slots=True)
