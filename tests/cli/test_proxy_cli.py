@@ -57,3 +57,18 @@ def test_version_and_help_do_not_import_the_proxy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip().endswith("loaded []")
+
+
+def test_the_address_printed_takes_connections_before_the_server_accepts_them() -> None:
+    """`lamina proxy` and `lamina serve` print their address once bound: a client that connects at once waits
+    in the backlog instead of being refused (a killed-proxy test was refused there once)."""
+    import socket
+
+    from lamina.cli._serve import _bind
+
+    listening = _bind("127.0.0.1", 0)
+    try:
+        with socket.create_connection(listening.getsockname()[:2], timeout=5):
+            pass
+    finally:
+        listening.close()

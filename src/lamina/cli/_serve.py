@@ -117,4 +117,7 @@ def _bind(host: str, port: int) -> socket.socket:
         listening.close()
         reason = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         abort(f"cannot listen on {host} port {port}: {reason}", 1)
+    # listening from here: a client that connects once the address is printed waits in the backlog until
+    # uvicorn accepts, instead of being refused (uvicorn's own listen() only sets the backlog again)
+    listening.listen(2048)
     return listening
