@@ -24,6 +24,8 @@ from lamina.providers import (
     stream_with_retry,
 )
 from lamina.providers._compat_wire import PART_SEPARATOR, conservative_body, output_cap, overflow_window
+from lamina.providers._model_table import openai_compatible_window
+from lamina.providers._server_windows import MAX_REPORTED_WINDOW, lm_studio_window, ollama_window, props_window
 from tests.providers.support import collect, completed, new_engine
 from tests.wire.local_servers import Kind, play
 from tests.wire.script import Reply
@@ -186,6 +188,19 @@ def test_each_servers_overflow_wording_gives_its_window(window: int, needed: int
     raw = f"Requested tokens ({needed}) exceed context window of {window}"
     assert overflow_window(None, raw) == (window, needed)
     assert overflow_window({"message": "Rate limit"}, "Rate limit") is None
+
+
+@given(st.one_of(st.integers(max_value=0), st.integers(min_value=MAX_REPORTED_WINDOW + 1)))
+def test_a_window_that_is_not_plausible_is_not_believed(window: int) -> None:
+    assert overflow_window({"n_ctx": window, "n_prompt_tokens": 5}, "too long") is None
+    if window >= 0:
+        vllm = f"This model's maximum context length is {window} tokens. However, you requested 5 tokens."
+        assert overflow_window({"message": vllm}, vllm) is None
+        assert overflow_window(None, f"Requested tokens (5) exceed context window of {window}") is None
+    assert props_window({"default_generation_settings": {"n_ctx": window}}) is None
+    assert ollama_window({"parameters": f"num_ctx {window}"}) is None
+    assert lm_studio_window({"loaded_context_length": window, "max_context_length": 0}) is None
+    assert openai_compatible_window([{"id": "m", "max_model_len": window}], "m") is None
 
 
 @given(st.integers(min_value=1, max_value=10**7), st.integers(min_value=1, max_value=10**6))

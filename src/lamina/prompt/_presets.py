@@ -8,7 +8,6 @@ them; `parse_custom_preset` reads a custom preset's TOML (its format: `docs/prom
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -16,7 +15,7 @@ from typing import Annotated, Final, Literal, TypeAlias
 
 import msgspec
 
-from lamina._typed_toml import TomlProblem, read_toml
+from lamina._typed_toml import TomlProblem, did_you_mean, read_toml
 from lamina.context import Authority, Part, Stability, Tier, ToolSpec
 from lamina.defang import trusted
 from lamina.errors import UnknownPresetError, UsageError
@@ -225,7 +224,7 @@ def parse_custom_preset(data: str, *, path: str) -> Preset:
         sections = _parse_names(raw.sections, "sections", fail)
         for i, name in enumerate(sections):
             if name not in SECTIONS and name not in texts:
-                hint = _did_you_mean(name, [*SECTIONS, *texts])
+                hint = did_you_mean(name, [*SECTIONS, *texts])
                 raise fail(
                     f"sections[{i}]",
                     f"unknown section {name!r}{hint}; use a built-in section ({', '.join(SECTIONS)}) "
@@ -279,8 +278,3 @@ def _parse_names(value: list[str], field: str, fail: _Fail, *, identifiers: bool
             raise fail(f"{field}[{i}]", f"{item!r} is listed twice")
         names.append(item)
     return tuple(names)
-
-
-def _did_you_mean(name: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""

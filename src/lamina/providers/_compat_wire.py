@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lamina.providers._provider import Capabilities
+from lamina.providers._server_windows import reported_window
 
 MIN_OUTPUT_CAP: Final = 256
 """The smallest output cap sent when none is set: below it a tool call's arguments do not fit."""
@@ -95,20 +96,21 @@ def overflow_window(error: object, message: str) -> tuple[int, int | None] | Non
         message: The error's message.
 
     Returns:
-        `(window, needed)` (`needed` None when not said), or None when the error names no window.
+        `(window, needed)` (`needed` None when not said), or None when the error names no plausible window
+        (`reported_window`).
     """
     fields: Mapping[str, Any] = error if isinstance(error, Mapping) else {}
     inner = fields.get("error")
     if isinstance(inner, Mapping):
         fields = inner
-    window, needed = fields.get("n_ctx"), fields.get("n_prompt_tokens")
-    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+    window, needed = reported_window(fields.get("n_ctx")), fields.get("n_prompt_tokens")
+    if window is not None:
         return window, needed if isinstance(needed, int) and not isinstance(needed, bool) else None
     found = _VLLM_OVERFLOW.search(message)
-    if found is not None:
+    if found is not None and (window := reported_window(int(found[1]))) is not None:
         asked = _VLLM_NEEDED.search(message, found.end())
-        return int(found[1]), int(asked[1]) if asked is not None else None
+        return window, int(asked[1]) if asked is not None else None
     found = _LLAMA_CPP_PYTHON_OVERFLOW.search(message)
-    if found is not None:
-        return int(found[2]), int(found[1])
+    if found is not None and (window := reported_window(int(found[2]))) is not None:
+        return window, int(found[1])
     return None

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 
 from lamina.providers._provider import Capabilities
+from lamina.providers._server_windows import reported_window
 
 TableProvider: TypeAlias = Literal["anthropic", "openai"]
 """The table's providers: every Anthropic model, every OpenAI one (Chat and Responses read the same rows)."""
@@ -177,6 +178,6 @@ def openai_compatible_window(entries: Iterable[Mapping[str, Any]], model: str) -
         value: Any = chosen
         for key in path:
             value = value.get(key) if isinstance(value, Mapping) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        if reported_window(value) is not None:
             return value, ".".join(path)
     return None

@@ -20,15 +20,22 @@ OLLAMA_DEFAULT_CONTEXT: Final = 4096
 """The context Ollama serves a model whose `num_ctx` is unset (its `OLLAMA_CONTEXT_LENGTH`, not visible here)."""
 
 
-def _positive(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+MAX_REPORTED_WINDOW: Final = 100_000_000
+"""A server-reported window above this (or not above 0) is not believed: the window it had stands."""
+
+
+def reported_window(value: object) -> int | None:
+    """`value` when it is a plausible window a server reported (an int in 1..`MAX_REPORTED_WINDOW`), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_REPORTED_WINDOW:
+        return value
+    return None
 
 
 def props_window(answer: Mapping[str, Any]) -> int | None:
     """The window in llama.cpp's `/props` answer (a slot's `n_ctx`), or None."""
     settings = answer.get("default_generation_settings")
-    found = _positive(settings.get("n_ctx")) if isinstance(settings, Mapping) else None
-    return found or _positive(answer.get("n_ctx"))
+    found = reported_window(settings.get("n_ctx")) if isinstance(settings, Mapping) else None
+    return found or reported_window(answer.get("n_ctx"))
 
 
 def ollama_window(answer: Mapping[str, Any]) -> int | None:
@@ -37,18 +44,18 @@ def ollama_window(answer: Mapping[str, Any]) -> int | None:
     for line in parameters.splitlines() if isinstance(parameters, str) else ():
         name, _, value = line.strip().partition(" ")
         if name == "num_ctx" and value.strip().isdigit():
-            return _positive(int(value.strip()))
+            return reported_window(int(value.strip()))
     info = answer.get("model_info")
     if not isinstance(info, Mapping):
         return None
-    trained = [_positive(v) for k, v in info.items() if isinstance(k, str) and k.endswith(".context_length")]
+    trained = [reported_window(v) for k, v in info.items() if isinstance(k, str) and k.endswith(".context_length")]
     found = next((window for window in trained if window is not None), None)
     return min(found, OLLAMA_DEFAULT_CONTEXT) if found is not None else None
 
 
 def lm_studio_window(answer: Mapping[str, Any]) -> int | None:
     """The window in LM Studio's `/api/v0/models/{id}` answer: the loaded one, else the model's largest."""
-    return _positive(answer.get("loaded_context_length")) or _positive(answer.get("max_context_length"))
+    return reported_window(answer.get("loaded_context_length")) or reported_window(answer.get("max_context_length"))
 
 
 def server_root(base_url: str) -> str:

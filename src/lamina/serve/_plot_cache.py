@@ -10,15 +10,13 @@ computed as before. docs/inspector.md ("The plot's cache") tells the rest.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import secrets
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
+from lamina._atomic import atomic_write
 from lamina.serve._model import RequestSeries, RequestSummary
 
 FORMAT: Final = 1
@@ -73,12 +71,9 @@ class PlotCache:
     def save(self, session_id: str, leaf: str | None, saved: SavedSeries) -> None:
         """Keep `saved` (written beside, then renamed over the old file); a folder that cannot take it is skipped."""
         path = self._file(session_id, leaf)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_bytes(_ENCODER.encode(saved))
-            os.replace(temporary, path)
+            atomic_write(path, _ENCODER.encode(saved), durable=False)  # a cache: a power loss only loses it
             self.writes += 1
         except OSError:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+            pass
