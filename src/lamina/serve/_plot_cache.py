@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import secrets
 from pathlib import Path
@@ -25,7 +26,7 @@ FORMAT: Final = 1
 """The files' format; a file of another one is not read (a new version computes the series again)."""
 
 
-class SavedSeries(msgspec.Struct, frozen=True, kw_only=True):
+class SavedSeries(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What one session's series held at one log position."""
 
     format: int = FORMAT
@@ -68,7 +69,7 @@ class PlotCache:
             saved = _DECODER.decode(self._file(session_id, leaf).read_bytes())
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
-        return saved if saved.format == FORMAT else None
+        return saved if saved.format == FORMAT and _consistent(saved) else None
 
     def save(self, session_id: str, leaf: str | None, saved: SavedSeries) -> None:
         """Keep `saved` (written beside, then renamed over the old file); a folder that cannot take it is skipped."""
@@ -82,3 +83,16 @@ class PlotCache:
         except OSError:
             with contextlib.suppress(OSError):
                 temporary.unlink()
+
+
+def _consistent(saved: SavedSeries) -> bool:
+    """Whether the file's parts agree: its request indices ascend below `calls`, and it describes only those."""
+    indices = saved.indices
+    if any(not 0 <= i < saved.calls for i in indices) or any(a >= b for a, b in itertools.pairwise(indices)):
+        return False
+    shown = set(indices)
+    return (
+        saved.series.leaf_id == saved.leaf
+        and all(i in shown and summary.index == i for i, summary in saved.summaries.items())
+        and all(i in shown for i in saved.replayed)
+    )
