@@ -197,3 +197,11 @@ def test_fit_breaks_only_at_spaces_and_folds_only_a_word_too_long(words: list[st
         assert " ".join(line.plain.strip() for line in lines).split() == words
     whole = fit(Text(text), width, indent=indent, fold=False)
     assert " ".join(line.plain.strip() for line in whole).split() == words  # piped: a long word left whole
+
+
+def test_a_tool_name_from_the_model_with_escape_codes_reaches_the_terminal_visible() -> None:
+    view, buffer = _view(80)
+    _result(view, "no such tool", name="Ev\x1b]0;owned\x07il\x1b[2J", is_error=True)
+    shown = SGR.sub("", buffer.getvalue())
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert shown.count("Ev") == 2

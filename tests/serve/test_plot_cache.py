@@ -126,3 +126,22 @@ def test_a_leaf_moved_without_a_new_entry_is_not_answered_from_the_old_branchs_f
         session.branch(answers[1])
     moved, plot = _plot_of(TestClient(create_app(store, cache_dir=cache_dir), base_url=HOST), session_id)
     assert plot.computed == 1 and len(moved["requests"]) == 2 and len(first["requests"]) == 4  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("change", ["unknown field", "index out of range", "another leaf"])
+def test_a_cache_file_not_fully_understood_is_computed_again(tmp_path: Path, change: str) -> None:
+    """A file of the right format that says more than it should, or disagrees with itself, is not used."""
+    store, session_id = _session(tmp_path, 2)
+    cache_dir = tmp_path / "cache"
+    first, _ = _plot_of(TestClient(create_app(store, cache_dir=cache_dir), base_url=HOST), session_id)
+    for file in cache_dir.rglob("*.json"):
+        saved = json.loads(file.read_text())
+        if change == "unknown field":
+            saved["trusted"] = True
+        elif change == "index out of range":
+            saved["indices"].append(saved["calls"])
+        else:
+            saved["series"]["leaf_id"] = "elsewhere"
+        file.write_text(json.dumps(saved))
+    again, plot = _plot_of(TestClient(create_app(store, cache_dir=cache_dir), base_url=HOST), session_id)
+    assert again == first and plot.computed == 1

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 
 def exclude_from_git(path: Path) -> Path | None:
     """Name `path` in the exclude file of the git repository that holds it (once); that file, None outside git.
 
+    A symbolic link as the exclude file or its `info` folder is not followed (the workspace may not
+    be trusted yet: a link could point the line at a file outside the repository).
+
     Raises:
-        OSError: The exclude file cannot be read or written.
+        OSError: The exclude file cannot be read or written, or it or its folder is a symbolic link.
     """
     path = path.absolute()
     for folder in path.parents:
@@ -20,11 +25,15 @@ def exclude_from_git(path: Path) -> Path | None:
         return None
     exclude = _common_dir(dot_git) / "info" / "exclude"
     pattern = "/" + path.relative_to(folder).as_posix()
+    for link in (exclude.parent, exclude):
+        if link.is_symlink():
+            raise OSError(errno.ELOOP, "a symbolic link, not followed", str(link))
     existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     if pattern in existing.splitlines():
         return exclude
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    with exclude.open("a", encoding="utf-8") as file:
+    descriptor = os.open(exclude, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with open(descriptor, "a", encoding="utf-8") as file:
         file.write(("\n" if existing and not existing.endswith("\n") else "") + pattern + "\n")
     return exclude
 

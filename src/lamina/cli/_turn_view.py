@@ -240,7 +240,10 @@ class TurnView:
             case ToolStarted(call_id=call_id, name=name, input=args):
                 self.finish()
                 summary = self._summaries[call_id] = call_summary(name, args)
-                self._print(Text.assemble((f"→ {name}", "cyan"), " ", show_controls(summary)), indent=self._indent)
+                self._print(
+                    Text.assemble((f"→ {show_controls(name)}", "cyan"), " ", show_controls(summary)),
+                    indent=self._indent,
+                )
             case ToolProgress(call_id=call_id, name=name, output=output):
                 self._progress(call_id, name, output)
             case ToolFinished():
@@ -357,7 +360,8 @@ class TurnView:
         self._outputs.pop(kept.number - KEPT_OUTPUTS, None)
         mark = ("⏹", "yellow") if interrupted else ("✗", "red") if event.is_error else ("✓", "green")
         content = show_controls(self._shorten(event.content.strip("\n")))
-        label = f" {event.name} (interrupted): " if interrupted else f" {event.name}: "
+        name = show_controls(event.name)  # the model names the tool: an unknown one may hold escape codes
+        label = f" {name} (interrupted): " if interrupted else f" {name}: "
         rows = self._rows(Text.assemble(mark, label, content), indent=self._indent)
         if len(rows) > FOLD_ROWS:
             head = _sentence_end(rows)
@@ -391,7 +395,7 @@ class TurnView:
             with contextlib.suppress(OSError):  # gone: the preview the model saw is all there is
                 text = Path(kept.full_output_path).read_text(encoding="utf-8", errors="replace")
         self.finish()
-        title = Text(f"output {kept.number}: {kept.name} {show_controls(kept.summary)}")
+        title = Text(f"output {kept.number}: {show_controls(kept.name)} {show_controls(kept.summary)}")
         self._lines.print(Rule(title, align="left", style="dim"))
         self._lines.print(Text(show_controls(text.rstrip("\n"))))
         self._lines.print(Rule(style="dim"))

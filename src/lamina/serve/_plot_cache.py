@@ -11,6 +11,7 @@ computed as before. docs/inspector.md ("The plot's cache") tells the rest.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 from typing import Final
 
@@ -23,7 +24,7 @@ FORMAT: Final = 1
 """The files' format; a file of another one is not read (a new version computes the series again)."""
 
 
-class SavedSeries(msgspec.Struct, frozen=True, kw_only=True):
+class SavedSeries(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What one session's series held at one log position."""
 
     format: int = FORMAT
@@ -66,7 +67,7 @@ class PlotCache:
             saved = _DECODER.decode(self._file(session_id, leaf).read_bytes())
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
-        return saved if saved.format == FORMAT else None
+        return saved if saved.format == FORMAT and _consistent(saved) else None
 
     def save(self, session_id: str, leaf: str | None, saved: SavedSeries) -> None:
         """Keep `saved` (written beside, then renamed over the old file); a folder that cannot take it is skipped."""
@@ -77,3 +78,16 @@ class PlotCache:
             self.writes += 1
         except OSError:
             pass
+
+
+def _consistent(saved: SavedSeries) -> bool:
+    """Whether the file's parts agree: its request indices ascend below `calls`, and it describes only those."""
+    indices = saved.indices
+    if any(not 0 <= i < saved.calls for i in indices) or any(a >= b for a, b in itertools.pairwise(indices)):
+        return False
+    shown = set(indices)
+    return (
+        saved.series.leaf_id == saved.leaf
+        and all(i in shown and summary.index == i for i, summary in saved.summaries.items())
+        and all(i in shown for i in saved.replayed)
+    )
