@@ -62,9 +62,14 @@ class TypeAhead:
         try:
             loop = asyncio.get_running_loop()
             saved = termios.tcgetattr(self._fd)
+        except (RuntimeError, termios.error):
+            return
+        try:
             tty.setcbreak(self._fd, termios.TCSANOW)  # keeps ISIG: Ctrl-C still interrupts the turn
             loop.add_reader(self._fd, self._read)
         except (RuntimeError, OSError, termios.error):
+            with contextlib.suppress(termios.error):  # the terminal as it was: echo back on
+                termios.tcsetattr(self._fd, termios.TCSANOW, saved)
             return
         self._saved, self._loop = saved, loop
 
