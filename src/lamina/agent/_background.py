@@ -244,16 +244,15 @@ class BackgroundCompactions:
     async def _watch_idle(self) -> None:
         """Once the cache has gone cold (the cost model's clock), compact when it pays: no rewrite is lost then."""
         compactor = self._engine.compactor
-        outlook = compactor.outlook()
-        idle, prices = outlook.cache.idle_seconds, outlook.prices
-        if idle is None:
+        expires = self._warming.expires_in()  # the last turn's TTL, the long one where the cost model chose it
+        if expires is None:
             return
-        long_ttl = outlook.cache.turn_mark_ttl == "1h" and prices.choose_ttl
-        await asyncio.sleep(max(0.0, (prices.ttl_1h_seconds if long_ttl else prices.ttl_5m_seconds) - idle))
+        await asyncio.sleep(expires)
         await asyncio.sleep(_COLD_MARGIN)
         if self._turn_running or self.running or self._closed() or compactor.prepared.pending() is not None:
             return
-        if compactor.outlook().cache.label(prices) != "cold":
+        outlook = compactor.outlook()
+        if outlook.cache.label(outlook.prices) != "cold":
             return
         if (wanted := self._wanted(idle=True)) is not None:
             self._start("idle", wanted[1])
