@@ -226,7 +226,7 @@ class BackgroundCompactions:
                 decision=decision,
             )
         except Exception as exc:  # the next turn compacts as it would have: nothing is lost
-            _log.warning("session %s: background compaction failed: %s", session.id, exc)
+            _log.warning("session %s: background compaction failed: %s", session.id, exc, exc_info=True)
             self._emit(BackgroundCompaction("discarded", trigger, f"background compaction failed: {exc}"))
             return
         finally:
