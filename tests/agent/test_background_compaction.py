@@ -221,3 +221,20 @@ async def test_an_idle_session_past_the_cache_ttl_is_compacted_in_the_background
         await agent.run_turn("Back again")
         (boundary,) = _of(agent, CompactionBoundary)
         assert boundary.prepared_id == prepared.id
+
+
+async def test_compact_after_a_discarded_one_compacts_now(tmp_path: Path, workspace: Path) -> None:
+    summariser, events = GatedSummariser(), Events()
+    async with _agent(memory_store(tmp_path, Clock()), workspace, summariser, events, compaction_band=None) as agent:
+        await _turns_until_started(agent, events)
+        await asyncio.wait_for(summariser.running.wait(), WAIT)
+        questions = [e for e in agent.session.entries() if isinstance(e, UserMessage)]
+        agent.branch(questions[-2].id)  # the last answers go: what the prepared compaction keeps from goes too
+        summariser.gate.set()
+        await events.wait_for("ready")
+        outcome = await agent.compact()  # `/compact`: the prepared one is discarded, and a compaction made now
+        (prepared,) = _of(agent, PreparedCompaction)
+        (discarded,) = _of(agent, CompactionDiscarded)
+        assert discarded.prepared_id == prepared.id
+        assert outcome.status == "compacted" and outcome.boundary is not None and not outcome.boundary.prepared_id
+        assert summariser.calls == 2

@@ -115,19 +115,26 @@ class BackgroundCompactions:
         tokens = compactor.calibrated_context_tokens()  # counted once: the stable parts and tools are counted too
         window = agent.provider.capabilities.context_window  # an SDK-managed backend compacts its own session
         timing = timing_of(agent).before_turn(tokens, window, backend_compacts=_backend_compacts(agent))
-        if timing == "due" or not self.running:  # else the turn goes on uncompacted: the context still fits
-            await self._settle_or_compact(timing, window)
+        # else the turn goes on uncompacted: the context still fits
+        if (timing == "due" or not self.running) and await self._settle_or_compact(timing, window):
+            tokens = compactor.calibrated_context_tokens()  # counted again only when a compaction ran
         self._turn_running = True
-        self._tokens_at_start = compactor.calibrated_context_tokens()
+        self._tokens_at_start = tokens
 
-    async def _settle_or_compact(self, timing: Timing, window: int) -> None:
-        """Apply the prepared compaction (waiting for a running one); else compact when due or when it pays."""
+    async def _settle_or_compact(self, timing: Timing, window: int) -> bool:
+        """Apply the prepared compaction (waiting for a running one); else compact when due or when it pays.
+
+        Returns:
+            Whether a compaction was applied or attempted (the context's tokens may have changed).
+        """
         outcome = await self.settle()
-        if (outcome is not None and outcome.status == "compacted") or timing == "wait":
-            return
+        if outcome is not None and outcome.status == "compacted":
+            return True
+        if timing == "wait":
+            return False
         if timing == "due":
             await self._compact()
-            return
+            return True
         agent, compactor = self._agent, self._engine.compactor
         action, priced = compactor.price(
             threshold_tokens=timing_of(agent).threshold(window), keep_tokens=agent.keep_tokens
@@ -138,6 +145,8 @@ class BackgroundCompactions:
         )
         if (decision := timing_of(agent).pays(action, priced)) is not None:
             await self._compact(decision=decision)
+            return True
+        return False
 
     async def settle(self) -> CompactionOutcome | None:
         """Wait for a running background compaction, then apply the prepared one (`/compact` and a due context).
@@ -217,7 +226,7 @@ class BackgroundCompactions:
                 decision=decision,
             )
         except Exception as exc:  # the next turn compacts as it would have: nothing is lost
-            _log.warning("session %s: background compaction failed: %s", session.id, exc)
+            _log.warning("session %s: background compaction failed: %s", session.id, exc, exc_info=True)
             self._emit(BackgroundCompaction("discarded", trigger, f"background compaction failed: {exc}"))
             return
         finally:
@@ -244,16 +253,15 @@ class BackgroundCompactions:
     async def _watch_idle(self) -> None:
         """Once the cache has gone cold (the cost model's clock), compact when it pays: no rewrite is lost then."""
         compactor = self._engine.compactor
-        outlook = compactor.outlook()
-        idle, prices = outlook.cache.idle_seconds, outlook.prices
-        if idle is None:
+        expires = self._warming.expires_in()  # the last turn's TTL, the long one where the cost model chose it
+        if expires is None:
             return
-        long_ttl = outlook.cache.turn_mark_ttl == "1h" and prices.choose_ttl
-        await asyncio.sleep(max(0.0, (prices.ttl_1h_seconds if long_ttl else prices.ttl_5m_seconds) - idle))
+        await asyncio.sleep(expires)
         await asyncio.sleep(_COLD_MARGIN)
         if self._turn_running or self.running or self._closed() or compactor.prepared.pending() is not None:
             return
-        if compactor.outlook().cache.label(prices) != "cold":
+        outlook = compactor.outlook()
+        if outlook.cache.label(outlook.prices) != "cold":
             return
         if (wanted := self._wanted(idle=True)) is not None:
             self._start("idle", wanted[1])

@@ -338,7 +338,8 @@ class Agent:
         if trigger == "manual" and plan_id is None and isinstance(self.provider.target, SdkManagedTarget):
             return await self._provider_sessions.compact(focus)
         between_turns = trigger == "manual" and not plan_id  # the compacted prefix may be pre-warmed
-        if between_turns and not force and (ready := await self._background.settle()):
+        ready = await self._background.settle() if between_turns and not force else None
+        if ready is not None and ready.status == "compacted":  # a discarded one (a branch): compact now
             return await self._calls.warming.after_compaction(ready, between_turns=True)  # never a second one
         outcome = await self.engine.compactor.compact(
             summariser_of(self, self._calls.warming),
@@ -354,7 +355,9 @@ class Agent:
 
     async def _compact_due(self) -> CompactionOutcome:
         """A due compaction between model calls: the background one waited for and applied, else one made now."""
-        return await self._background.settle() or await self.compact(trigger="threshold")
+        if (settled := await self._background.settle()) is not None and settled.status == "compacted":
+            return settled
+        return await self.compact(trigger="threshold")  # none prepared, or it was discarded (a branch)
 
     def budget(self, user_text: str | None = None) -> BudgetReport:
         """Tokens per tier (SPEC F17) of the next request, `user_text` standing for the user's message.

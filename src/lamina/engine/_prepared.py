@@ -98,8 +98,6 @@ class PreparedCompactions:
     def __init__(self, compactor: _Compactor) -> None:
         """The background compactions of `compactor`'s session."""
         self._compactor = compactor
-        self.ready: PreparedCompaction | None = None
-        """A prepared compaction made but not yet logged: a turn was running when it was ready."""
 
     async def prepare(
         self,
