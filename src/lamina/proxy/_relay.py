@@ -173,9 +173,12 @@ async def _relay(
         if logged is not None and sessions is not None and read is not None:
             body = _decoded(bytes(kept), response.headers.get("content-encoding", ""))
             stream = "text/event-stream" in response.headers.get("content-type", "")
-            usage = read_response(read.api, body, stream=stream)
-            status = response.status_code
-            await _in_thread(_safely(lambda: sessions.log_response(logged, status, usage, body)))
+            api, status = read.api, response.status_code
+            # read in the guarded call too: a response of a shape the reader did not expect never costs
+            # the client its last chunk
+            await _in_thread(
+                _safely(lambda: sessions.log_response(logged, status, read_response(api, body, stream=stream), body))
+            )
         if held is not None:
             yield held
     finally:
