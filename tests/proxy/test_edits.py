@@ -330,3 +330,18 @@ def test_a_result_pruned_before_is_pruned_again_without_a_new_price() -> None:
     sent, made = edit_request(read, raw, EditSettings(prune=True), pruned=frozenset({"toolu_001"}), idle_seconds=None)
     assert list(_notes(json.loads(sent))) == ["toolu_001"]
     assert [(m["edit"], m["ids"], m["kept"]) for m in made] == [("prune", [], ["toolu_001"])]
+
+
+def test_a_message_that_is_not_an_object_is_forwarded_untouched_with_prune_on() -> None:
+    raw = json.dumps({"model": "m", "messages": ["not a message", *_tool_loop(8)]}).encode()
+    read = read_request("anthropic", raw)
+    assert not isinstance(read, str)
+    assert edit_request(read, raw, EditSettings(prune=True), idle_seconds=None) == (raw, ())
+
+
+def test_tools_that_are_not_a_list_leave_the_body_untouched_with_breakpoints_on() -> None:
+    raw = json.dumps({"model": "m", "tools": 5, "messages": _tool_loop(2)}).encode()
+    read = read_request("anthropic", raw)
+    assert not isinstance(read, str)
+    sent, _ = edit_request(read, raw, EditSettings(breakpoints=True), pace=SessionPace(gaps=(5.0,) * 10))
+    assert json.loads(sent)["tools"] == 5

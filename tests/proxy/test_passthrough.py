@@ -6,8 +6,10 @@ the bytes it received and the bytes it sent.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -16,6 +18,8 @@ import httpx2
 import openai
 import pytest
 
+from lamina.proxy import ProxySessions, Upstreams, create_proxy_app
+from lamina.session import open_store
 from tests.proxy.conftest import RunningProxy
 from tests.wire.fixtures import API_KEY
 from tests.wire.script import Fail, Reply, ToolUse
@@ -202,3 +206,26 @@ def test_an_unknown_path_is_forwarded_too(proxy: RunningProxy, wire: WireServer)
     response = httpx.get(f"{proxy.url}/v1/models", headers={"x-api-key": API_KEY})
     assert response.status_code == 200
     assert "data" in response.json()
+
+
+def test_a_response_the_reader_does_not_expect_still_reaches_the_client_whole(tmp_path: Path) -> None:
+    odd = b'data: {"type": "message_start", "message": {"usage": "odd"}}\n\ndata: {"type": "message_delta"}\n\n'
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=httpx.ByteStream(odd), headers={"content-type": "text/event-stream"})
+
+    async def run() -> bytes:
+        store = open_store(str(tmp_path / "store"))
+        sessions = ProxySessions(store)
+        client = httpx.AsyncClient(transport=httpx.MockTransport(upstream))
+        app = create_proxy_app(Upstreams("http://up", "http://up"), sessions=sessions, client=client)
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://proxy") as proxy:
+                body = b'{"model": "m", "stream": true, "messages": [{"role": "user", "content": "Hi"}]}'
+                return (await proxy.post("/v1/messages", content=body)).content
+        finally:
+            await client.aclose()
+            sessions.close()
+            store.close()
+
+    assert asyncio.run(run()) == odd

@@ -79,8 +79,8 @@ def edit_request(
 def count_breakpoints(body: Mapping[str, Any]) -> int:
     """The `cache_control` marks of an Anthropic body: tools, system blocks, message blocks, and the top level's."""
     marks = 1 if body.get("cache_control") is not None else 0
-    system = body.get("system")
-    blocks: list[Any] = [*(body.get("tools") or []), *(system if isinstance(system, list) else [])]
+    system, tools = body.get("system"), body.get("tools")
+    blocks: list[Any] = [*(tools if isinstance(tools, list) else []), *(system if isinstance(system, list) else [])]
     for message in body.get("messages") or []:
         content = message.get("content") if isinstance(message, Mapping) else None
         blocks += content if isinstance(content, list) else []

@@ -106,7 +106,7 @@ def create_proxy_app(
         try:
             response = await upstream_client.send(outgoing, stream=True)
         except httpx.TransportError as exc:
-            logger.warning("lamina proxy: %s %s: the upstream did not answer: %r", request.method, path, exc)
+            logger.warning("lamina proxy: %s %r: the upstream did not answer: %r", request.method, path, exc)
             if logging is not None:
                 await logging
             api = read.api if read is not None else api_of(path)
@@ -138,7 +138,7 @@ def _read_and_edit(
         return None, raw, ()
     found = read_request(api, raw)
     if isinstance(found, str):
-        logger.warning("lamina proxy: %s %s forwarded untouched: %s", method, path, found)
+        logger.warning("lamina proxy: %s %r forwarded untouched: %s", method, path, found)
         return None, raw, ()
     if sessions is None or not settings.any:
         sent, applied = edit_request(found, raw, settings)
@@ -173,9 +173,12 @@ async def _relay(
         if logged is not None and sessions is not None and read is not None:
             body = _decoded(bytes(kept), response.headers.get("content-encoding", ""))
             stream = "text/event-stream" in response.headers.get("content-type", "")
-            usage = read_response(read.api, body, stream=stream)
-            status = response.status_code
-            await _in_thread(_safely(lambda: sessions.log_response(logged, status, usage, body)))
+            api, status = read.api, response.status_code
+            # read in the guarded call too: a response of a shape the reader did not expect never costs
+            # the client its last chunk
+            await _in_thread(
+                _safely(lambda: sessions.log_response(logged, status, read_response(api, body, stream=stream), body))
+            )
         if held is not None:
             yield held
     finally:

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from lamina.pricing import cost_of
+from lamina.pricing import CachePrices, cost_of
 from lamina.proxy._sessions import ERROR_ENTRY, REQUEST_ENTRY
 from lamina.session import AssistantMessage, Custom, LogEntry, Usage
 
-_TTL_SECONDS: Final = 300.0
+_TTL_SECONDS: Final = CachePrices.anthropic().ttl_5m_seconds
 
 
 @dataclass(frozen=True, slots=True)

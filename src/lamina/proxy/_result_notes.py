@@ -59,7 +59,7 @@ def _results(messages: list[Any]) -> list[tuple[str, int, int, int]]:
     out: list[tuple[str, int, int, int]] = []
     for i, message in enumerate(messages[: max(0, len(messages) - KEEP_LAST)]):
         content = message.get("content") if isinstance(message, Mapping) else None
-        if message.get("role") != "user" or not isinstance(content, list):
+        if not isinstance(content, list) or message.get("role") != "user":
             continue
         for block in content:
             text = _text_of(block)
@@ -121,7 +121,7 @@ def _price(
 
 def _pruned_message(message: Any, taking: frozenset[str]) -> Any:
     content = message.get("content") if isinstance(message, Mapping) else None
-    if message.get("role") != "user" or not isinstance(content, list):
+    if not isinstance(content, list) or message.get("role") != "user":
         return message
     if not any(isinstance(b, Mapping) and b.get("tool_use_id") in taking for b in content):
         return message

@@ -49,6 +49,8 @@ class _Open:
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_user: str | None = None
     pruned: set[str] = field(default_factory=set)
+    stored: set[str] = field(default_factory=set)
+    """The body files known stored (named by their hash: never stat and hashed again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +107,9 @@ class ProxySessions:
         digest = hashlib.sha256(sent).hexdigest()
         name = f"data/proxy/{digest}.json"
         with session.lock:
-            if session.log.stat_file(name) is None:
+            if name not in session.stored and session.log.stat_file(name) is None:
                 session.log.put_file(name, sent)
+            session.stored.add(name)
             if request.user_text and request.user_text != session.last_user and request.api != "count_tokens":
                 session.log.append(UserMessage(text=request.user_text), durable=False)
                 session.last_user = request.user_text
